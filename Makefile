@@ -1,0 +1,47 @@
+# kafkalite — every target bootstraps what it needs (idempotent; fast when already there).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: run test test-fast bench lint codegen pipeline-demo matrix clean
+
+run:
+	@tools/bootstrap.sh venv
+	$(PY) -m kafkalite serve $(ARGS)
+
+test:
+	@tools/bootstrap.sh venv clients spark
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+test-fast:
+	@tools/bootstrap.sh venv
+	$(PY) -m pytest -q -x wire/tests storage/tests kafkalite/tests $(PYTEST_ARGS)
+
+lint:
+	@tools/bootstrap.sh venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+codegen:
+	@tools/bootstrap.sh venv
+	$(PY) -m wire.codegen
+
+bench:
+	@tools/bootstrap.sh venv clients peers
+	$(PY) -m bench.run_all $(ARGS)
+
+pipeline-demo:
+	@tools/bootstrap.sh venv clients spark
+	$(PY) -m kafkalite.spark.demo
+
+matrix:
+	@tools/bootstrap.sh venv clients
+	$(PY) compat-tests/make_matrix.py
+
+clean:
+	rm -rf $(VENV) .deps compat-tests/node_modules
