@@ -1,0 +1,210 @@
+"""The client-side workloads of the broker benchmark, driven by confluent-kafka (librdkafka).
+
+Every workload targets one loopback bootstrap address, is bounded in record count *and* wall time, and
+returns plain dicts. Client settings are librdkafka defaults except where noted:
+
+- produce: ``linger.ms=5`` (librdkafka's default, spelled out), no compression, no key (so librdkafka's
+  sticky partitioner spreads batches over the partitions), 100-byte values, idempotence off, ``acks`` as asked; the clock runs from the first ``produce()`` to ``flush()`` returning,
+  i.e. until every record is acknowledged. Delivery errors are counted (``delivery.report.only.error``).
+- consume: ``assign()`` of every partition from the beginning (no group join, so coordinator speed does not
+  leak into the figure); the clock runs from ``assign()`` to the last expected record.
+- latency: one producer paced at a fixed rate with ``linger.ms=0, acks=1``, one consumer thread with
+  ``fetch.wait.max.ms=100``; each value carries the ``perf_counter_ns()`` at ``produce()`` and the consumer
+  thread records ``perf_counter_ns()`` on receipt (same process, same clock).
+"""
+
+from __future__ import annotations
+
+import statistics
+import struct
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+RECORD_SIZE = 100
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Create ``topic`` and wait until its metadata shows all partitions with a leader."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+                                  operation_timeout=timeout, request_timeout=timeout)
+    futures[topic].result(timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=5)
+        meta = md.topics.get(topic)
+        if meta and meta.error is None and len(meta.partitions) == partitions and all(
+            p.leader >= 0 for p in meta.partitions.values()
+        ):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {topic} not visible with {partitions} partitions after {timeout}s")
+
+
+def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float) -> dict[str, Any]:
+    """Produce ``count`` records of RECORD_SIZE bytes round-robin over the topic's partitions."""
+    errors: list[str] = []
+
+    def on_error(err: Any, _msg: Any) -> None:
+        if err is not None and len(errors) < 5:
+            errors.append(str(err))
+        if err is not None:
+            failed[0] += 1
+
+    failed = [0]
+    producer = Producer({
+        "bootstrap.servers": bootstrap,
+        "acks": acks,
+        "linger.ms": 5,
+        "enable.idempotence": False,
+        "queue.buffering.max.messages": 500_000,
+        "delivery.report.only.error": True,
+        "message.timeout.ms": int(time_limit * 1000),
+        "on_delivery": on_error,
+    })
+    producer.list_topics(topic, timeout=10)  # warm metadata outside the clock
+    value = b"v" * RECORD_SIZE
+    sent = 0
+    t0 = time.perf_counter()
+    deadline = t0 + time_limit
+    produce_fn = producer.produce
+    while sent < count and time.perf_counter() < deadline:
+        try:
+            produce_fn(topic, value)
+            sent += 1
+        except BufferError:
+            producer.poll(0.005)
+        if sent & 0x3FF == 0:
+            producer.poll(0)
+    left = producer.flush(max(0.0, deadline - time.perf_counter()) + 1.0)
+    elapsed = time.perf_counter() - t0
+    acked = sent - left - failed[0]
+    return {
+        "records": acked,
+        "seconds": round(elapsed, 3),
+        "records_per_s": round(acked / elapsed, 1),
+        "mb_per_s": round(acked * RECORD_SIZE / elapsed / 1e6, 2),
+        "complete": acked == count,
+        "failed": failed[0],
+        "unflushed": left,
+        "errors": errors,
+    }
+
+
+def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit: float) -> dict[str, Any]:
+    """Read ``count`` records of ``topic`` from offset 0 of every partition."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"bench-{topic}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": False,
+    })
+    try:
+        consumer.list_topics(topic, timeout=10)
+        got = 0
+        nbytes = 0
+        errors: list[str] = []
+        t0 = time.perf_counter()
+        deadline = t0 + time_limit
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        while got < count and time.perf_counter() < deadline:
+            for msg in consumer.consume(10_000, 0.5):
+                if msg.error():
+                    if len(errors) < 5:
+                        errors.append(str(msg.error()))
+                    continue
+                got += 1
+                nbytes += len(msg.value() or b"")
+        elapsed = time.perf_counter() - t0
+    finally:
+        consumer.close()
+    return {
+        "records": got,
+        "seconds": round(elapsed, 3),
+        "records_per_s": round(got / elapsed, 1),
+        "mb_per_s": round(nbytes / elapsed / 1e6, 2),
+        "complete": got == count,
+        "errors": errors,
+    }
+
+
+def latency(bootstrap: str, topic: str, rate: int, seconds: float, drain: float = 10.0) -> dict[str, Any]:
+    """End-to-end latency at a paced ``rate`` msg/s for ``seconds``; returns p50/p99/max in ms."""
+    stamp = struct.Struct(">q")
+    pad = b"p" * (RECORD_SIZE - stamp.size)
+    lat_ns: list[int] = []
+    stop = threading.Event()
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"bench-{topic}",
+        "enable.auto.commit": False,
+        "fetch.wait.max.ms": 100,
+    })
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    warm = threading.Event()
+
+    def reader() -> None:
+        # poll() returns as soon as one record is there; consume(n, t) would wait for n records or t.
+        while not stop.is_set():
+            msg = consumer.poll(0.05)
+            now = time.perf_counter_ns()
+            if msg is None or msg.error():
+                continue
+            value = msg.value() or b""
+            if value.startswith(b"warm"):
+                warm.set()
+                continue
+            lat_ns.append(now - stamp.unpack_from(value)[0])
+
+    thread = threading.Thread(target=reader, name="bench-latency-reader", daemon=True)
+    thread.start()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0,
+                         "enable.idempotence": False})
+    try:
+        # Warm up: the consumer must be fetching before the clock starts.
+        warm_deadline = time.monotonic() + 30
+        while not warm.is_set() and time.monotonic() < warm_deadline:
+            producer.produce(topic, b"warm" + pad, partition=0)
+            producer.flush(5)
+            warm.wait(0.5)
+        if not warm.is_set():
+            raise KafkaException("latency warm-up record never arrived")
+        total = int(rate * seconds)
+        interval = 1.0 / rate
+        t0 = time.perf_counter()
+        for i in range(total):
+            target = t0 + i * interval
+            delay = target - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            producer.produce(topic, stamp.pack(time.perf_counter_ns()) + pad, partition=0)
+            producer.poll(0)
+        send_elapsed = time.perf_counter() - t0
+        producer.flush(drain)
+        drain_deadline = time.monotonic() + drain
+        while len(lat_ns) < total and time.monotonic() < drain_deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(5)
+        consumer.close()
+    ms = sorted(v / 1e6 for v in lat_ns)
+    return {
+        "sent": total,
+        "received": len(ms),
+        "achieved_rate": round(total / send_elapsed, 1),
+        "p50_ms": round(_pct(ms, 50), 2) if ms else None,
+        "p99_ms": round(_pct(ms, 99), 2) if ms else None,
+        "max_ms": round(ms[-1], 2) if ms else None,
+        "mean_ms": round(statistics.fmean(ms), 2) if ms else None,
+    }
+
+
+def _pct(sorted_values: list[float], pct: float) -> float:
+    """Nearest-rank percentile of an already sorted list."""
+    idx = max(0, min(len(sorted_values) - 1, round(pct / 100 * len(sorted_values) + 0.5) - 1))
+    return sorted_values[idx]

@@ -1,0 +1,174 @@
+"""Markdown rendering for benchmark results: the broker comparison table and a generic fallback.
+
+A benchmark module's ``main()`` returns a dict. ``bench.run_all`` renders it as follows:
+
+- if it has a ``"markdown"`` string, that is used as is;
+- else if it has a ``"rows"`` list of flat dicts, they become a table (columns = union of keys, in order);
+- else if every top-level value is a flat dict, each key becomes a row (a "name" column plus the union of
+  the inner keys);
+- else the dict is flattened into ``key.path | value`` rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "n/a"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        if abs(value) >= 10:
+            return f"{value:.1f}"
+        return f"{value:.3g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value is None:
+        return "–"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_fmt(c) if not isinstance(c, str) else c for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in d.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out += _flat(value, path + ".")
+        else:
+            out.append((path, value))
+    return out
+
+
+def _is_flat(d: Any) -> bool:
+    return isinstance(d, dict) and all(not isinstance(v, dict | list) for v in d.values())
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    cols: list[str] = []
+    for row in rows:
+        cols += [k for k in row if k not in cols]
+    return cols
+
+
+def generic(result: Any) -> str:
+    """Render any ``main()`` result as markdown, following the conventions in the module docstring."""
+    if not isinstance(result, dict):
+        return f"`{_fmt(result)}`"
+    if isinstance(result.get("markdown"), str):
+        return str(result["markdown"])
+    rows = result.get("rows")
+    if isinstance(rows, list) and rows and all(_is_flat(r) for r in rows):
+        cols = _columns(rows)
+        return table(cols, [[_fmt(r.get(c)) for c in cols] for r in rows])
+    if result and all(_is_flat(v) for v in result.values()):
+        inner = _columns(list(result.values()))
+        return table(["name", *inner], [[_fmt(k), *[_fmt(v.get(c)) for c in inner]] for k, v in result.items()])
+    return table(["key", "value"], [[_fmt(k), _fmt(v)] for k, v in _flat(result)])
+
+
+# --- the broker comparison -------------------------------------------------------------------------
+
+Getter = Callable[[dict[str, Any]], Any]
+
+
+def _get(*path: str) -> Getter:
+    def get(entry: dict[str, Any]) -> Any:
+        node: Any = entry
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                return None
+            node = node[key]
+        return node
+
+    return get
+
+
+def _throughput(kind: str, key: str) -> Getter:
+    def get(entry: dict[str, Any]) -> Any:
+        run = _get(kind, key)(entry)
+        return run["records_per_s"] if run else None
+
+    return get
+
+
+def _tp_cell(kind: str, key: str) -> Callable[[dict[str, Any]], str]:
+    def cell(entry: dict[str, Any]) -> str:
+        run = _get(kind, key)(entry)
+        if not run:
+            return "failed" if entry.get("errors") else "–"
+        mark = "" if run["complete"] else " (incomplete)"
+        return f"{run['records_per_s']:,.0f} rec/s, {run['mb_per_s']:.1f} MB/s{mark}"
+
+    return cell
+
+
+def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
+    """The kafkalite-vs-peers table: one row per metric, one column per broker, plus a ratio column."""
+    n = f"{args.records // 1000}k" if args.records < 1_000_000 else f"{args.records / 1e6:g}M"
+    metrics: list[tuple[str, Getter, Callable[[dict[str, Any]], str] | None, bool]] = []
+    for parts in (1, 6):
+        for acks in ("1", "all"):
+            key = f"p{parts}_acks{acks}"
+            metrics.append((f"produce {n}×100 B, {parts} part., acks={acks}", _throughput("produce", key),
+                            _tp_cell("produce", key), True))
+    for parts in (1, 6):
+        metrics.append((f"consume {n}×100 B, {parts} part.", _throughput("consume", f"p{parts}"),
+                        _tp_cell("consume", f"p{parts}"), True))
+    rate = args.rate
+    metrics += [
+        (f"e2e latency p50 @ {rate} msg/s (ms)", _get("latency", "p50_ms"), None, False),
+        (f"e2e latency p99 @ {rate} msg/s (ms)", _get("latency", "p99_ms"), None, False),
+        ("idle RSS (MB)", _get("idle_rss_mb"), None, False),
+        ("peak RSS (MB)", _get("peak_rss_mb"), None, False),
+        (f"start-to-ready (s, median of {args.start_repeats})", _get("start", "median_s"), None, False),
+    ]
+    names = list(brokers)
+    peers = [b for b in names if b != "kafkalite"]
+    header = ["metric", *names]
+    with_ratio = "kafkalite" in names and bool(peers)
+    if with_ratio:
+        header.append("kafkalite ÷ best peer")
+    rows: list[list[Any]] = []
+    for label, get, cell, higher in metrics:
+        row: list[Any] = [label]
+        for b in names:
+            entry = brokers[b]
+            if "skipped" in entry:
+                row.append("skipped")
+            elif cell is not None:
+                row.append(cell(entry))
+            else:
+                value = get(entry)
+                row.append(_fmt(value) if value is not None else ("failed" if entry.get("errors") else "–"))
+        if with_ratio:
+            row.append(_ratio(get(brokers["kafkalite"]), {p: get(brokers[p]) for p in peers}, higher))
+        rows.append(row)
+    storage = ", ".join(f"{b}: {brokers[b].get('storage', '?')}" for b in names)
+    note = (f"\n\nThroughput/RSS/latency higher-or-lower-is-better per metric; the ratio column divides "
+            f"kafkalite's figure by the best peer's (throughput: >1 means kafkalite is faster; latency, RSS "
+            f"and start time: <1 means kafkalite is better). Storage: {storage}. All on 127.0.0.1, "
+            f"confluent-kafka client in the same run.")
+    errors = [f"- {b}: {e}" for b in names for e in brokers[b].get("errors", [])]
+    skipped = [f"- {b}: skipped ({brokers[b]['skipped']})" for b in names if "skipped" in brokers[b]]
+    extra = "\n\n" + "\n".join(errors + skipped) if errors or skipped else ""
+    return table(header, rows) + note + extra
+
+
+def _ratio(mine: Any, peers: dict[str, Any], higher: bool) -> str:
+    values = {p: v for p, v in peers.items() if isinstance(v, int | float) and v > 0}
+    if not isinstance(mine, int | float) or not values:
+        return "–"
+    best = (max if higher else min)(values, key=lambda p: values[p])
+    return f"{mine / values[best]:.2f}× ({best})"
