@@ -1,0 +1,66 @@
+"""Group coordinator settings, named and defaulted as Kafka's broker configs.
+
+Kafka default for ``group.initial.rebalance.delay.ms`` is 3000; kafkalite defaults to 0 (a single-node
+development broker has no reason to wait for more members), configurable like the rest.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@dataclass(slots=True)
+class GroupConfig:
+    group_min_session_timeout_ms: int = 6_000          # group.min.session.timeout.ms
+    group_max_session_timeout_ms: int = 1_800_000      # group.max.session.timeout.ms
+    group_initial_rebalance_delay_ms: int = 0          # group.initial.rebalance.delay.ms (Kafka: 3000)
+    group_max_size: int = 2**31 - 1                    # group.max.size
+    offsets_retention_minutes: int = 10_080            # offsets.retention.minutes (7 days)
+    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
+    offsets_topic_num_partitions: int = 50             # offsets.topic.num.partitions
+    offset_metadata_max_bytes: int = 4096              # offset.metadata.max.bytes
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024  # offsets.topic.segment.bytes
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60_000
+
+    @classmethod
+    def from_mapping(cls, conf: object) -> GroupConfig:
+        """Build from any object carrying Kafka-style keys (dict with dotted names, or attributes)."""
+        out = cls()
+        for name in cls.__dataclass_fields__:
+            dotted = name.replace("_", ".")
+            val = None
+            if isinstance(conf, dict):
+                val = conf.get(dotted, conf.get(name))
+            else:
+                val = getattr(conf, name, None)
+                if val is None and hasattr(conf, "get"):
+                    try:
+                        val = conf.get(dotted)  # type: ignore[attr-defined]
+                    except Exception:
+                        val = None
+            if val is not None:
+                with contextlib.suppress(TypeError, ValueError):
+                    setattr(out, name, int(val))
+        return out
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, num_partitions: int = 50) -> int:
+    """``__consumer_offsets`` partition of a group: Utils.abs(groupId.hashCode) % n.
+
+    Kafka's Utils.abs maps Integer.MIN_VALUE to 0 (it is ``n & 0x7fffffff``), unlike Math.abs.
+    """
+    return (java_string_hash(group_id) & 0x7FFFFFFF) % num_partitions

@@ -1,0 +1,86 @@
+"""Rebuild the coordinator's state from ``__consumer_offsets`` records (Kafka's loadGroupsAndOffsets).
+
+Records are replayed in log order; the last value per key wins and a tombstone deletes. A group with
+a GroupMetadata record comes back Stable (members, generation, leader, protocol, assignments) or Empty
+if it had no members; a group with only offsets comes back as an Empty "simple" group. Loaded members
+get a fresh session-timeout deadline, as Kafka's onGroupLoaded schedules their heartbeats.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from kafkalite.coordinator.group import Group, GroupState, Member, OffsetAndMetadata
+from kafkalite.coordinator.records import (
+    GroupKey,
+    GroupValue,
+    OffsetKey,
+    RecordDecodeError,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+)
+
+log = logging.getLogger("kafkalite.coordinator")
+
+
+class StateLoader:
+    def __init__(self) -> None:
+        self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        self.groups: dict[str, GroupValue | None] = {}
+        self.records = 0
+
+    def feed(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> None:
+        for key, value in records:
+            if key is None:
+                continue
+            self.records += 1
+            try:
+                k = decode_key(key)
+                if isinstance(k, OffsetKey):
+                    per_group = self.offsets.setdefault(k.group, {})
+                    if value is None:
+                        per_group.pop((k.topic, k.partition), None)
+                    else:
+                        per_group[(k.topic, k.partition)] = decode_offset_value(value)
+                elif isinstance(k, GroupKey):
+                    self.groups[k.group] = None if value is None else decode_group_value(value)
+            except (RecordDecodeError, UnicodeDecodeError) as exc:
+                log.warning("skipping undecodable __consumer_offsets record: %s", exc)
+
+    def build(self, now_ms: int) -> dict[str, Group]:
+        out: dict[str, Group] = {}
+        for gid, value in self.groups.items():
+            if value is None:
+                continue
+            out[gid] = group_from_value(gid, value, now_ms)
+        for gid, offs in self.offsets.items():
+            if not offs:
+                continue
+            g = out.get(gid)
+            if g is None:
+                g = out[gid] = Group(gid, now_ms)
+            g.offsets.update(offs)
+        return out
+
+
+def group_from_value(group_id: str, v: GroupValue, now_ms: int) -> Group:
+    g = Group(group_id, v.current_state_timestamp if v.current_state_timestamp >= 0 else now_ms)
+    g.generation_id = v.generation
+    g.protocol_type = v.protocol_type or None
+    g.protocol_name = v.protocol
+    for m in v.members:
+        member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout,
+                        m.session_timeout, v.protocol_type, [(v.protocol or "", m.subscription)],
+                        assignment=m.assignment)
+        member.heartbeat_deadline = now_ms + m.session_timeout
+        g.add(member, None)
+    g.protocol_type = v.protocol_type or None  # add() may have set it from the first member
+    g.leader_id = v.leader if v.leader in g.members else next(iter(g.members), None)
+    if g.members:
+        g.state = GroupState.STABLE
+        g.subscribed_topics = g._compute_subscribed_topics()
+    else:
+        g.state = GroupState.EMPTY
+        g.subscribed_topics = set() if g.protocol_type == "consumer" else None
+    return g

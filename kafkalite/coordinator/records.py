@@ -1,0 +1,343 @@
+"""``__consumer_offsets`` records in Kafka's own schemas, and record-batch v2 framing for them.
+
+Keys and values are Kafka's coordinator record schemas (``3.9.0-coordinator-records``), each prefixed
+with an int16 schema version; a key's version tells the record type:
+
+* key v0/v1 ``OffsetCommitKey`` (group, topic, partition) -> ``OffsetCommitValue``. Kafka 3.9 writes
+  key v1 and value v3 (offset, leaderEpoch, metadata, commitTimestamp), or value v1 (with
+  expireTimestamp) when the commit carried an explicit retention.
+* key v2 ``GroupMetadataKey`` (group) -> ``GroupMetadataValue`` v3 (protocolType, generation,
+  protocol, leader, currentStateTimestamp, members[memberId, groupInstanceId, clientId, clientHost,
+  rebalanceTimeout, sessionTimeout, subscription, assignment]).
+* a null value is a tombstone: the offset, or the whole group, is deleted.
+
+Values v4 are the flexible (tagged-field) versions; they are decoded but never written, as 3.9.
+Batches are magic-2, uncompressed, CreateTime, no producer id, exactly like the coordinator writes.
+"""
+from __future__ import annotations
+
+import gzip
+import struct
+import time
+from dataclasses import dataclass, field
+
+import crc32c
+
+from kafkalite.coordinator.group import OffsetAndMetadata
+
+# ---------------------------------------------------------------------------------------------------
+# primitive helpers
+
+
+class RecordDecodeError(ValueError):
+    pass
+
+
+class _Reader:
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.pos = 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise RecordDecodeError("short buffer")
+        out = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def int8(self) -> int:
+        return struct.unpack(">b", self.take(1))[0]
+
+    def int16(self) -> int:
+        return struct.unpack(">h", self.take(2))[0]
+
+    def int32(self) -> int:
+        return struct.unpack(">i", self.take(4))[0]
+
+    def int64(self) -> int:
+        return struct.unpack(">q", self.take(8))[0]
+
+    def uvarint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self.take(1)[0]
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 63:
+                raise RecordDecodeError("varint too long")
+
+    def varint(self) -> int:
+        v = self.uvarint()
+        return (v >> 1) ^ -(v & 1)
+
+    def string(self, flexible: bool = False) -> str | None:
+        n = self.uvarint() - 1 if flexible else self.int16()
+        if n < 0:
+            return None
+        return self.take(n).decode("utf-8")
+
+    def bytes_(self, flexible: bool = False) -> bytes | None:
+        n = self.uvarint() - 1 if flexible else self.int32()
+        if n < 0:
+            return None
+        return self.take(n)
+
+    def array_len(self, flexible: bool) -> int:
+        return self.uvarint() - 1 if flexible else self.int32()
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+
+def _uvarint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        if v < 0x80:
+            out.append(v)
+            return bytes(out)
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+
+
+def _varint(v: int) -> bytes:
+    return _uvarint((v << 1) ^ (v >> 63))
+
+
+def _str(s: str | None) -> bytes:
+    if s is None:
+        return struct.pack(">h", -1)
+    b = s.encode("utf-8")
+    return struct.pack(">h", len(b)) + b
+
+
+def _bytes(b: bytes | None) -> bytes:
+    if b is None:
+        return struct.pack(">i", -1)
+    return struct.pack(">i", len(b)) + bytes(b)
+
+
+# ---------------------------------------------------------------------------------------------------
+# keys and values
+
+
+@dataclass(slots=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(slots=True)
+class GroupKey:
+    group: str
+
+
+@dataclass(slots=True)
+class MemberRecord:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(slots=True)
+class GroupValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int = -1
+    members: list[MemberRecord] = field(default_factory=list)
+
+
+def encode_offset_key(group: str, topic: str, partition: int) -> bytes:
+    return struct.pack(">h", 1) + _str(group) + _str(topic) + struct.pack(">i", partition)
+
+
+def encode_group_key(group: str) -> bytes:
+    return struct.pack(">h", 2) + _str(group)
+
+
+def encode_offset_value(om: OffsetAndMetadata) -> bytes:
+    if om.expire_timestamp is not None:
+        return (struct.pack(">hq", 1, om.offset) + _str(om.metadata)
+                + struct.pack(">qq", om.commit_timestamp, om.expire_timestamp))
+    return (struct.pack(">hqi", 3, om.offset, om.leader_epoch) + _str(om.metadata)
+            + struct.pack(">q", om.commit_timestamp))
+
+
+def encode_group_value(v: GroupValue) -> bytes:
+    out = bytearray(struct.pack(">h", 3))
+    out += _str(v.protocol_type) + struct.pack(">i", v.generation) + _str(v.protocol) + _str(v.leader)
+    out += struct.pack(">q", v.current_state_timestamp)
+    out += struct.pack(">i", len(v.members))
+    for m in v.members:
+        out += _str(m.member_id) + _str(m.group_instance_id) + _str(m.client_id) + _str(m.client_host)
+        out += struct.pack(">ii", m.rebalance_timeout, m.session_timeout)
+        out += _bytes(m.subscription) + _bytes(m.assignment)
+    return bytes(out)
+
+
+def decode_key(data: bytes) -> OffsetKey | GroupKey | None:
+    """Decode a key; returns None for record types the classic coordinator does not keep."""
+    r = _Reader(bytes(data))
+    version = r.int16()
+    if version in (0, 1):
+        group, topic = r.string(), r.string()
+        return OffsetKey(group or "", topic or "", r.int32())
+    if version == 2:
+        return GroupKey(r.string() or "")
+    return None  # consumer-group (KIP-848) / share-group / transaction records
+
+
+def decode_offset_value(data: bytes) -> OffsetAndMetadata:
+    r = _Reader(bytes(data))
+    version = r.int16()
+    if not 0 <= version <= 4:
+        raise RecordDecodeError(f"unknown OffsetCommitValue version {version}")
+    flexible = version >= 4
+    offset = r.int64()
+    leader_epoch = r.int32() if version >= 3 else -1
+    metadata = r.string(flexible) or ""
+    commit_ts = r.int64()
+    expire = r.int64() if version == 1 else None
+    if flexible:
+        r.skip_tags()
+    return OffsetAndMetadata(offset, leader_epoch, metadata, commit_ts,
+                             None if expire is None or expire < 0 else expire)
+
+
+def decode_group_value(data: bytes) -> GroupValue:
+    r = _Reader(bytes(data))
+    version = r.int16()
+    if not 0 <= version <= 4:
+        raise RecordDecodeError(f"unknown GroupMetadataValue version {version}")
+    fx = version >= 4
+    protocol_type = r.string(fx) or ""
+    generation = r.int32()
+    protocol = r.string(fx)
+    leader = r.string(fx)
+    ts = r.int64() if version >= 2 else -1
+    members = []
+    for _ in range(max(r.array_len(fx), 0)):
+        member_id = r.string(fx) or ""
+        instance = r.string(fx) if version >= 3 else None
+        client_id = r.string(fx) or ""
+        client_host = r.string(fx) or ""
+        rebalance = r.int32() if version >= 1 else -1
+        session = r.int32()
+        sub = r.bytes_(fx) or b""
+        assign = r.bytes_(fx) or b""
+        if fx:
+            r.skip_tags()
+        members.append(MemberRecord(member_id, instance, client_id, client_host,
+                                    session if rebalance < 0 else rebalance, session, sub, assign))
+    if fx:
+        r.skip_tags()
+    return GroupValue(protocol_type, generation, protocol, leader, ts, members)
+
+
+# ---------------------------------------------------------------------------------------------------
+# record batch v2
+
+_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # 61 bytes
+_CRC_START = 21  # crc covers attributes .. end
+
+
+def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int | None = None) -> bytes:
+    """One magic-2 batch (base offset 0; storage assigns offsets) of (key, value) records."""
+    if not records:
+        raise ValueError("empty batch")
+    ts = int(time.time() * 1000) if now_ms is None else now_ms
+    body = bytearray()
+    for i, (key, value) in enumerate(records):
+        rec = bytearray(b"\x00")            # attributes
+        rec += _varint(0)                   # timestamp delta
+        rec += _varint(i)                   # offset delta
+        rec += _varint(len(key)) + key
+        if value is None:
+            rec += _varint(-1)
+        else:
+            rec += _varint(len(value)) + value
+        rec += _varint(0)                   # headers
+        body += _varint(len(rec)) + rec
+    batch_length = _BATCH_HEADER.size - 12 + len(body)
+    header = bytearray(_BATCH_HEADER.pack(0, batch_length, 0, 2, 0, 0, len(records) - 1, ts, ts, -1, -1, -1,
+                                          len(records)))
+    data = header + body
+    crc = crc32c.crc32c(bytes(data[_CRC_START:]))
+    struct.pack_into(">I", data, 17, crc)
+    return bytes(data)
+
+
+def _decompress(codec: int, data: bytes) -> bytes:
+    if codec == 0:
+        return data
+    if codec == 1:
+        return gzip.decompress(data)
+    if codec == 2:
+        import snappy  # type: ignore[import-untyped]
+
+        if data[:8] == b"\x82SNAPPY\x00":  # xerial framing
+            out, pos = bytearray(), 16
+            while pos < len(data):
+                n = struct.unpack(">i", data[pos:pos + 4])[0]
+                out += snappy.decompress(data[pos + 4:pos + 4 + n])
+                pos += 4 + n
+            return bytes(out)
+        return snappy.decompress(data)
+    if codec == 3:
+        import lz4.frame  # type: ignore[import-untyped]
+
+        return lz4.frame.decompress(data)
+    if codec == 4:
+        import zstandard  # type: ignore[import-untyped]
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    raise RecordDecodeError(f"unknown compression codec {codec}")
+
+
+def iter_records(data: bytes):  # type: ignore[no-untyped-def]
+    """Yield (offset, key, value) of every record in a run of whole magic-2 batches.
+
+    Control batches (transaction markers) and anything shorter than a whole batch are skipped.
+    """
+    buf = bytes(data)
+    pos = 0
+    while pos + _BATCH_HEADER.size <= len(buf):
+        (base_offset, length, _ple, magic, _crc, attrs, _lod, _bts, _mts, _pid, _pep, _bseq,
+         count) = _BATCH_HEADER.unpack_from(buf, pos)
+        end = pos + 12 + length
+        if end > len(buf) or length < _BATCH_HEADER.size - 12:
+            return
+        if magic != 2:
+            pos = end
+            continue
+        if attrs & 0x20:  # control batch
+            pos = end
+            continue
+        payload = _decompress(attrs & 0x07, buf[pos + _BATCH_HEADER.size:end])
+        r = _Reader(payload)
+        for _ in range(count):
+            n = r.varint()
+            rec = _Reader(r.take(n))
+            rec.int8()
+            rec.varint()
+            offset_delta = rec.varint()
+            kl = rec.varint()
+            key = rec.take(kl) if kl >= 0 else None
+            vl = rec.varint()
+            value = rec.take(vl) if vl >= 0 else None
+            if key is not None:
+                yield base_offset + offset_delta, key, value
+        pos = end

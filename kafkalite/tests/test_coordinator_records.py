@@ -1,0 +1,118 @@
+"""``__consumer_offsets`` record schemas, batch framing and state reload."""
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+
+import crc32c
+import pytest
+
+from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.config import GroupConfig, partition_for
+from kafkalite.coordinator.coordinator import GroupCoordinator
+from kafkalite.coordinator.group import GroupState, OffsetAndMetadata
+from kafkalite.coordinator.loader import StateLoader
+from kafkalite.coordinator.records import (
+    GroupKey,
+    GroupValue,
+    MemberRecord,
+    OffsetKey,
+    build_batch,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+    iter_records,
+)
+
+REF = Path(os.environ.get("KAFKALITE_REFERENCE", Path(__file__).resolve().parents[3] / "shared" / "reference"))
+
+
+def test_partition_for_matches_java_hashcode() -> None:
+    assert partition_for("hello", 50) == 99162322 % 50
+    assert partition_for("polygenelubricants", 50) == 0  # hashCode == Integer.MIN_VALUE, Utils.abs -> 0
+    assert all(0 <= partition_for(f"g{i}") < 50 for i in range(100))
+
+
+def test_key_and_value_layouts() -> None:
+    k = encode_offset_key("grp", "topic", 7)
+    assert k == struct.pack(">h", 1) + b"\x00\x03grp" + b"\x00\x05topic" + struct.pack(">i", 7)
+    assert decode_key(k) == OffsetKey("grp", "topic", 7)
+    assert decode_key(encode_group_key("grp")) == GroupKey("grp")
+    om = OffsetAndMetadata(123, 4, "m", 1_700_000_000_000)
+    v = encode_offset_value(om)
+    assert v[:2] == b"\x00\x03" and decode_offset_value(v) == om
+    om1 = OffsetAndMetadata(5, -1, "", 10, 99)
+    assert encode_offset_value(om1)[:2] == b"\x00\x01" and decode_offset_value(encode_offset_value(om1)) == om1
+    gv = GroupValue("consumer", 3, "range", "m1", 55,
+                    [MemberRecord("m1", "inst", "cid", "/h", 30000, 10000, b"sub", b"asg")])
+    assert decode_group_value(encode_group_value(gv)) == gv
+
+
+def test_schema_versions_match_kafka_spec() -> None:
+    spec_dir = REF / "kafka-message-specs" / "3.9.0-coordinator-records"
+    if not spec_dir.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"reference specs missing: {spec_dir}")
+        pytest.skip(f"reference specs missing: {spec_dir}")
+
+    def load(name: str) -> dict:
+        text = "\n".join(line for line in (spec_dir / f"{name}.json").read_text().splitlines()
+                         if not line.strip().startswith("//"))
+        return json.loads(text)
+
+    assert load("OffsetCommitKey")["validVersions"] == "0-1"
+    assert load("GroupMetadataKey")["validVersions"] == "2"
+    fields = [f["name"] for f in load("OffsetCommitValue")["fields"]]
+    assert fields == ["offset", "leaderEpoch", "metadata", "commitTimestamp", "expireTimestamp"]
+    members = load("GroupMetadataValue")["commonStructs"][0]["fields"]
+    assert [f["name"] for f in members] == ["memberId", "groupInstanceId", "clientId", "clientHost",
+                                            "rebalanceTimeout", "sessionTimeout", "subscription", "assignment"]
+
+
+def test_batch_is_valid_record_batch_v2() -> None:
+    recs = [(b"k1", b"v1"), (b"k2", None)]
+    batch = build_batch(recs, now_ms=1234)
+    base, length, _ple, magic, crc = struct.unpack_from(">qiibI", batch)
+    assert magic == 2 and length == len(batch) - 12
+    assert crc == crc32c.crc32c(batch[21:])
+    assert list(iter_records(batch + batch)) == [(0, b"k1", b"v1"), (1, b"k2", None)] * 2
+    assert list(iter_records(batch[:-1])) == []  # partial batch ignored
+
+
+def test_state_survives_reload() -> None:
+    log: list[bytes] = []
+    c = GroupCoordinator(GroupConfig(), lambda p, records: log.append(build_batch(records, 0)))
+    p = c.join_group(0, "g", "", None, "cid", "/h", 30000, 10000, "consumer", [("range", b"meta")],
+                     require_known_member_id=False)
+    c.poll(0)
+    mid = p.result.member_id
+    c.sync_group(0, "g", 1, mid, None, None, None, {mid: b"assignment"})
+    c.commit_offsets(0, "g", mid, None, 1, {("t", 0): OffsetAndMetadata(10, 1, "x", 5)})
+    c.commit_offsets(0, "g", mid, None, 1, {("t", 0): OffsetAndMetadata(11, 1, "y", 6)})
+    c.commit_offsets(0, "s", "", None, -1, {("t", 1): OffsetAndMetadata(3)})
+    c.commit_offsets(0, "gone", "", None, -1, {("t", 1): OffsetAndMetadata(3)})
+    assert c.delete_groups(0, ["gone"]) == {"gone": E.NONE}
+
+    loader = StateLoader()
+    for batch in log:
+        loader.feed((k, v) for _, k, v in iter_records(batch))
+    groups = loader.build(1000)
+    assert set(groups) == {"g", "s"}
+    g = groups["g"]
+    assert g.state is GroupState.STABLE and g.generation_id == 1 and g.leader_id == mid
+    assert g.protocol_name == "range" and g.members[mid].assignment == b"assignment"
+    assert g.members[mid].heartbeat_deadline == 1000 + 10000
+    assert g.offsets[("t", 0)] == OffsetAndMetadata(11, 1, "y", 6)
+    assert groups["s"].state is GroupState.EMPTY and groups["s"].offsets[("t", 1)].offset == 3
+
+    c2 = GroupCoordinator(GroupConfig())
+    c2.groups = groups
+    assert c2.heartbeat(2000, "g", mid, None, 1) == E.NONE
+    s = c2.sync_group(2000, "g", 1, mid, None, None, None, {})
+    assert s.result.assignment == b"assignment"
