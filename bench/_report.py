@@ -156,10 +156,10 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
             row.append(_ratio(get(brokers["kafkalite"]), {p: get(brokers[p]) for p in peers}, higher))
         rows.append(row)
     storage = ", ".join(f"{b}: {brokers[b].get('storage', '?')}" for b in names)
-    note = (f"\n\nThroughput/RSS/latency higher-or-lower-is-better per metric; the ratio column divides "
-            f"kafkalite's figure by the best peer's (throughput: >1 means kafkalite is faster; latency, RSS "
-            f"and start time: <1 means kafkalite is better). Storage: {storage}. All on 127.0.0.1, "
-            f"confluent-kafka client in the same run.")
+    note = ("\n\nThe ratio column is kafkalite's figure divided by the best peer's on that row: on throughput "
+            "rows above 1 means kafkalite is faster; on latency, RSS and start-time rows below 1 means kafkalite "
+            f"is better. Storage: {storage}. Everything on 127.0.0.1 in one run, one broker at a time, "
+            "confluent-kafka (librdkafka) as the client, which shares the machine's cores with the broker.")
     errors = [f"- {b}: {e}" for b in names for e in brokers[b].get("errors", [])]
     skipped = [f"- {b}: skipped ({brokers[b]['skipped']})" for b in names if "skipped" in brokers[b]]
     extra = "\n\n" + "\n".join(errors + skipped) if errors or skipped else ""

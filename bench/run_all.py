@@ -72,15 +72,15 @@ def _tee(stream: Any, log: Any, captured: list[str]) -> None:
 
 
 def run_module(name: str, args: list[str], timeout: float, quick: bool) -> dict[str, Any]:
-    """Run ``bench.bench_<name>.main()`` in a child; returns the module's entry for latest.json."""
-    RESULTS.mkdir(exist_ok=True)
+    """Run ``bench_<name>.py``'s ``main()`` in a child; returns the module's entry for latest.json."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
     out_path = RESULTS / f".{name}.result.json"
     out_path.unlink(missing_ok=True)
     env = dict(os.environ)
     if quick:
         env["BENCH_QUICK"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
-    cmd = [sys.executable, "-m", "bench._child", f"bench.bench_{name}", str(out_path), *args]
+    cmd = [sys.executable, "-m", "bench._child", str(BENCH_DIR / f"bench_{name}.py"), str(out_path), *args]
     started = time.time()
     t0 = time.monotonic()
     tail: list[str] = []
@@ -197,12 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         failed |= entry["status"] != "ok"
         print(f"=== bench {name}: {entry['status']} in {entry['seconds']} s ===", flush=True)
     report["modules"] = dict(sorted(report["modules"].items()))
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     tmp = latest_json.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(report, indent=1, default=str))
     os.replace(tmp, latest_json)
     (RESULTS / "latest.md").write_text(render(report))
-    print(f"wrote {latest_json.relative_to(ROOT)} and bench/results/latest.md", flush=True)
+    print(f"wrote {latest_json} and {RESULTS / 'latest.md'}", flush=True)
     return 1 if failed else 0
 
 
