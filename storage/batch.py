@@ -1,0 +1,310 @@
+"""Record-batch v2 header parsing and iteration (no I/O policy, no decompression on the hot path).
+
+A batch on disk and on the wire is the same bytes: a 61-byte big-endian header (BaseOffset int64,
+Length int32 = size - 12, PartitionLeaderEpoch int32, Magic int8 = 2, CRC uint32, Attributes int16,
+LastOffsetDelta int32, BaseTimestamp int64, MaxTimestamp int64, ProducerId int64, ProducerEpoch int16,
+BaseSequence int32, RecordsCount int32) followed by the records, compressed as one blob when the low three
+attribute bits are non-zero. The CRC-32C covers Attributes..end, so the broker may patch BaseOffset and
+PartitionLeaderEpoch freely; anything else it rewrites needs a new CRC.
+
+Records (inside the possibly-decompressed payload) are: Length varint, Attributes int8, TimestampDelta varlong,
+OffsetDelta varint, Key (varint length, -1 null), Value (same), Headers (varint count, then key string / value
+bytes with varint lengths). All varints are zig-zag.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import crc32c as _crc32c
+
+from storage.errors import CorruptRecordError
+
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+PARTITION_LEADER_EPOCH_OFFSET = 12
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_FLAG = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+DELETE_HORIZON_FLAG = 0x40
+
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+INT32_MAX = 2**31 - 1
+
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qi")
+_Q = struct.Struct(">q")
+_I = struct.Struct(">i")
+_UI = struct.Struct(">I")
+_H = struct.Struct(">h")
+
+
+def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """CRC-32C (Castagnoli) as Kafka's `Crc32C.compute`; `value` continues a running CRC."""
+    return int(_crc32c.crc32c(data, value))
+
+
+def increment_sequence(seq: int, delta: int) -> int:
+    """Sequence arithmetic with int32 wraparound (DefaultRecordBatch.incrementSequence)."""
+    if seq > INT32_MAX - delta:
+        return delta - (INT32_MAX - seq) - 1
+    return seq + delta
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """The fixed 61-byte header of one record batch."""
+
+    base_offset: int
+    length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        """Total batch size in bytes, including the 12-byte log overhead."""
+        return self.length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def codec_name(self) -> str:
+        c = self.compression
+        return CODEC_NAMES[c] if c < len(CODEC_NAMES) else f"unknown({c})"
+
+    @property
+    def is_log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_FLAG)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_FLAG)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Parse the 61-byte header at `pos`; raise CorruptRecordError if short or not magic 2."""
+    if len(buf) - pos < HEADER_SIZE:
+        raise CorruptRecordError(f"batch header needs {HEADER_SIZE} bytes, have {len(buf) - pos}")
+    if buf[pos + MAGIC_OFFSET] != 2:
+        raise CorruptRecordError(f"unsupported magic {buf[pos + MAGIC_OFFSET]} (only record batch v2)")
+    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+
+
+def compute_crc(batch: bytes | bytearray | memoryview) -> int:
+    """The CRC-32C a batch should carry (over Attributes..end)."""
+    return crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
+
+
+def validate_batch(batch: bytes | bytearray | memoryview) -> BatchHeader:
+    """Structural check of exactly one batch: magic, length, record count vs last offset delta, CRC-32C."""
+    hdr = parse_header(batch)
+    if hdr.length + LOG_OVERHEAD != len(batch):
+        raise CorruptRecordError(f"batch length field {hdr.length} does not match {len(batch)} bytes")
+    if hdr.records_count < 0 or hdr.last_offset_delta < 0:
+        raise CorruptRecordError("negative record count or last offset delta")
+    if hdr.records_count == 0 and not hdr.has_delete_horizon:
+        raise CorruptRecordError("batch has no records")
+    if hdr.records_count and hdr.last_offset_delta != hdr.records_count - 1:
+        raise CorruptRecordError(
+            f"lastOffsetDelta {hdr.last_offset_delta} does not match record count {hdr.records_count}"
+        )
+    if hdr.compression >= len(CODEC_NAMES):
+        raise CorruptRecordError(f"unknown compression codec {hdr.compression}")
+    actual = compute_crc(batch)
+    if actual != hdr.crc:
+        raise CorruptRecordError(f"CRC mismatch: stored {hdr.crc}, computed {actual}")
+    return hdr
+
+
+def iter_batches(buf: bytes | bytearray | memoryview, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) of each complete batch in `buf`; stops at a partial tail."""
+    pos = start
+    n = len(buf)
+    while n - pos >= HEADER_SIZE:
+        hdr = parse_header(buf, pos)
+        if hdr.length < HEADER_SIZE - LOG_OVERHEAD or pos + hdr.size > n:
+            return
+        yield pos, hdr
+        pos += hdr.size
+
+
+def iter_file_batches(
+    fd: int, start: int = 0, end: int | None = None, chunk: int = 16384
+) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) of each batch in a file region, reading headers with pread in chunks.
+
+    Stops silently at a tail too short to hold a header or a whole batch, or at a header that is not
+    magic 2 (the caller decides whether that is corruption by comparing the last position with `end`).
+    """
+    if end is None:
+        end = os.fstat(fd).st_size
+    pos = start
+    buf = b""
+    buf_pos = 0
+    while end - pos >= HEADER_SIZE:
+        rel = pos - buf_pos
+        if rel < 0 or rel + HEADER_SIZE > len(buf):
+            buf = os.pread(fd, min(chunk, end - pos), pos)
+            buf_pos = pos
+            rel = 0
+            if len(buf) < HEADER_SIZE:
+                return
+        if buf[rel + MAGIC_OFFSET] != 2:
+            return
+        hdr = BatchHeader(*_HEADER.unpack_from(buf, rel))
+        if hdr.length < HEADER_SIZE - LOG_OVERHEAD or pos + hdr.size > end:
+            return
+        yield pos, hdr
+        pos += hdr.size
+
+
+def patch_batch(
+    batch: bytes | bytearray | memoryview, base_offset: int, leader_epoch: int | None
+) -> bytearray:
+    """Copy of `batch` with BaseOffset (and PartitionLeaderEpoch unless None) overwritten; CRC untouched."""
+    out = bytearray(batch)
+    _Q.pack_into(out, 0, base_offset)
+    if leader_epoch is not None:
+        _I.pack_into(out, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+    return out
+
+
+def set_log_append_time(batch: bytearray, timestamp: int) -> None:
+    """Set the timestamp-type bit and MaxTimestamp in place and recompute the CRC (LogAppendTime topics)."""
+    attrs = _H.unpack_from(batch, ATTRIBUTES_OFFSET)[0] | TIMESTAMP_TYPE_FLAG
+    _H.pack_into(batch, ATTRIBUTES_OFFSET, attrs)
+    _Q.pack_into(batch, MAX_TIMESTAMP_OFFSET, timestamp)
+    _UI.pack_into(batch, CRC_OFFSET, compute_crc(batch))
+
+
+# ---- records -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record of a batch with absolute offset and timestamp."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    attributes: int = 0
+
+
+def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    raw = 0
+    while True:
+        if pos >= len(buf):
+            raise CorruptRecordError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint too long")
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def _nullable(buf: bytes | memoryview, pos: int) -> tuple[bytes | None, int]:
+    n, pos = _varint(buf, pos)
+    if n < 0:
+        return None, pos
+    if pos + n > len(buf):
+        raise CorruptRecordError("truncated record field")
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def iter_records(hdr: BatchHeader, records: bytes | memoryview) -> Iterator[Record]:
+    """Decode the (uncompressed or already decompressed) records payload that follows the header.
+
+    For LogAppendTime batches every record's timestamp is the batch's MaxTimestamp, as Kafka reads them.
+    """
+    pos = 0
+    log_append = hdr.is_log_append_time
+    for _ in range(hdr.records_count):
+        length, pos = _varint(records, pos)
+        end = pos + length
+        if length < 0 or end > len(records):
+            raise CorruptRecordError("truncated record")
+        attrs = records[pos]
+        pos += 1
+        ts_delta, pos = _varint(records, pos)
+        off_delta, pos = _varint(records, pos)
+        key, pos = _nullable(records, pos)
+        value, pos = _nullable(records, pos)
+        nh, pos = _varint(records, pos)
+        headers: list[tuple[str, bytes | None]] = []
+        for _h in range(max(nh, 0)):
+            hk, pos = _nullable(records, pos)
+            hv, pos = _nullable(records, pos)
+            headers.append(((hk or b"").decode("utf-8", "replace"), hv))
+        if pos != end:
+            raise CorruptRecordError("record length does not match its fields")
+        ts = hdr.max_timestamp if log_append else hdr.base_timestamp + ts_delta
+        yield Record(hdr.base_offset + off_delta, ts, key, value, tuple(headers), attrs)
+
+
+def batch_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
+    """Decode every record of one whole batch, decompressing if needed (slow path: tools, tests, lookups)."""
+    hdr = parse_header(batch)
+    payload = memoryview(batch)[HEADER_SIZE : hdr.size]
+    if hdr.compression:
+        from storage.compression import decompress
+
+        payload = memoryview(decompress(hdr.compression, payload))
+    return iter_records(hdr, payload)

@@ -1,0 +1,152 @@
+"""Kafka's small text files: offset checkpoints, leader-epoch checkpoint, partition.metadata, meta.properties.
+
+Every write goes to `<file>.tmp`, is fsynced, atomically renamed over the target and the directory fsynced
+(Kafka's CheckpointFile). Offset checkpoints are `0` (version) / entry count / `topic partition offset`
+lines; the leader-epoch checkpoint is `0` / count / `epoch startOffset` lines; `partition.metadata` is
+`version: 0` / `topic_id: <22-char URL-safe base64 UUID>`; `meta.properties` is java.util.Properties.store
+output (`#` and `#<date>` comment lines, then key=value).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+
+
+def fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """tmp + fsync + rename + fsync(dir)."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(path) or ".")
+
+
+def uuid_to_base64(u: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def uuid_from_base64(s: str) -> uuid.UUID:
+    s = s.strip()
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
+
+
+# ---- offset checkpoints ------------------------------------------------------------------------------
+def write_offset_checkpoint(path: str, entries: Mapping[tuple[str, int], int]) -> None:
+    lines = ["0", str(len(entries))]
+    lines += [f"{t} {p} {o}" for (t, p), o in entries.items()]
+    write_atomic(path, ("\n".join(lines) + "\n").encode())
+
+
+def read_offset_checkpoint(path: str) -> dict[tuple[str, int], int]:
+    """Parse an offset checkpoint; a missing or empty file is an empty mapping; bad content raises ValueError."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return {}
+    if not lines:
+        return {}
+    if lines[0].strip() != "0":
+        raise ValueError(f"{path}: unknown checkpoint version {lines[0]!r}")
+    count = int(lines[1])
+    out: dict[tuple[str, int], int] = {}
+    for line in lines[2 : 2 + count]:
+        topic, part, off = line.split(" ")
+        out[(topic, int(part))] = int(off)
+    if len(out) != count:
+        raise ValueError(f"{path}: expected {count} entries, found {len(out)}")
+    return out
+
+
+# ---- leader epochs -----------------------------------------------------------------------------------
+def write_leader_epochs(path: str, epochs: Iterable[tuple[int, int]]) -> None:
+    items = list(epochs)
+    lines = ["0", str(len(items))] + [f"{e} {o}" for e, o in items]
+    write_atomic(path, ("\n".join(lines) + "\n").encode())
+
+
+def read_leader_epochs(path: str) -> list[tuple[int, int]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    if len(lines) < 2:
+        return []
+    count = int(lines[1])
+    out = []
+    for line in lines[2 : 2 + count]:
+        e, o = line.split()
+        out.append((int(e), int(o)))
+    return out
+
+
+# ---- partition.metadata --------------------------------------------------------------------------------
+def write_partition_metadata(path: str, topic_id: uuid.UUID) -> None:
+    write_atomic(path, f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}".encode())
+
+
+def read_partition_metadata(path: str) -> uuid.UUID | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    fields = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            fields[k.strip()] = v.strip()
+    if "topic_id" not in fields:
+        return None
+    return uuid_from_base64(fields["topic_id"])
+
+
+# ---- meta.properties -------------------------------------------------------------------------------------
+def write_properties(path: str, props: Mapping[str, str]) -> None:
+    stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
+    lines = ["#", f"#{stamp}"] + [f"{k}={v}" for k, v in props.items()]
+    write_atomic(path, ("\n".join(lines) + "\n").encode())
+
+
+def read_properties(path: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if not line or line[0] in "#!":
+                    continue
+                sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+                if sep < 0:
+                    out[line] = ""
+                else:
+                    out[line[:sep].strip()] = line[sep + 1 :].strip()
+    except FileNotFoundError:
+        pass
+    return out

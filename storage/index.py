@@ -1,0 +1,287 @@
+"""Offset and time indexes (`.index`, `.timeindex`), Kafka's AbstractIndex/OffsetIndex/TimeIndex.
+
+Theory of operation. Both are sparse, sorted, fixed-width files relative to the segment's base offset:
+`.index` entries are (relative offset int32, file position int32) where the offset is the *last* offset of
+a batch and the position is where that batch starts; `.timeindex` entries are (timestamp int64, relative
+offset int32), strictly increasing in timestamp, pointing at the last offset of the batch holding that
+timestamp. Entries are kept in memory as two parallel `array`s (looked up with bisect); the file is
+written with pwrite at `entries * entry_size`. The active segment's files are preallocated (sparse,
+ftruncate) to `segment.index.bytes` rounded down to the entry size, and trimmed to the valid size on roll
+and close, so that Kafka, which takes an existing file's length as its entry count, reads them correctly.
+Files are opened and loaded lazily on first use, as Kafka's LazyIndex does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import struct
+from array import array
+
+from storage.errors import CorruptRecordError
+
+_OFF = struct.Struct(">ii")
+_TIME = struct.Struct(">qi")
+
+
+class _Index:
+    entry_size = 8
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size - max_index_size % self.entry_size
+        self._fd = -1
+        self._loaded = False
+        self._keys: array[int] = array("q")  # relative offsets (offset idx) / timestamps (time idx)
+        self._vals: array[int] = array("q")
+        self._file_size = 0
+        self._dirty = False
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def _ensure(self) -> None:
+        if self._loaded:
+            return
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        size = os.fstat(self._fd).st_size
+        self._file_size = size
+        n = size // self.entry_size
+        data = os.pread(self._fd, n * self.entry_size, 0) if n else b""
+        self._decode(data, n)
+        self._loaded = True
+
+    def _decode(self, data: bytes, n: int) -> None:
+        raise NotImplementedError
+
+    @property
+    def fd(self) -> int:
+        self._ensure()
+        return self._fd
+
+    @property
+    def entries(self) -> int:
+        self._ensure()
+        return len(self._keys)
+
+    @property
+    def max_entries(self) -> int:
+        self._ensure()
+        return max(self._file_size, self.max_index_size) // self.entry_size
+
+    @property
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    def resize(self, new_size: int) -> None:
+        """Preallocate (sparse) to `new_size` rounded down to whole entries, never below the valid size."""
+        self._ensure()
+        new_size -= new_size % self.entry_size
+        new_size = max(new_size, len(self._keys) * self.entry_size)
+        if new_size != self._file_size:
+            os.ftruncate(self._fd, new_size)
+            self._file_size = new_size
+        self.max_index_size = new_size
+
+    def trim(self) -> None:
+        """Shrink the file to exactly the valid entries (roll/close)."""
+        if not self._loaded:
+            return
+        valid = len(self._keys) * self.entry_size
+        if self._file_size != valid:
+            os.ftruncate(self._fd, valid)
+            self._file_size = valid
+            self._dirty = True
+        self.max_index_size = valid
+
+    def flush(self) -> None:
+        if self._loaded and self._fd >= 0 and self._dirty:
+            os.fsync(self._fd)
+            self._dirty = False
+
+    def close(self, sync: bool = True) -> None:
+        if self._fd >= 0:
+            if sync and self._dirty:
+                os.fsync(self._fd)
+            os.close(self._fd)
+        self._fd = -1
+        self._loaded = False
+        self._keys = array("q")
+        self._vals = array("q")
+
+    def delete(self) -> None:
+        self.close(sync=False)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+    def rename(self, new_path: str) -> None:
+        os.rename(self.path, new_path)
+        self.path = new_path
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild) keeping the preallocated size."""
+        self._ensure()
+        self._truncate_entries(0)
+
+    def _truncate_entries(self, n: int) -> None:
+        self._dirty = True
+        del self._keys[n:]
+        del self._vals[n:]
+        # zero the dropped region so a crash cannot resurrect stale entries
+        end = self._file_size
+        start = n * self.entry_size
+        if start < end:
+            os.ftruncate(self._fd, start)
+            os.ftruncate(self._fd, end)
+
+    def _write(self, blob: bytes) -> None:
+        self._dirty = True
+        pos = (len(self._keys) - 1) * self.entry_size
+        os.pwrite(self._fd, blob, pos)
+        if pos + self.entry_size > self._file_size:
+            self._file_size = pos + self.entry_size
+
+    def file_bytes(self) -> bytes:
+        """The valid entries as they are (or will be, once trimmed) on disk."""
+        self._ensure()
+        return os.pread(self._fd, len(self._keys) * self.entry_size, 0)
+
+
+class OffsetIndex(_Index):
+    """`.index`: last offset of a batch -> start position of that batch."""
+
+    entry_size = 8
+
+    def _decode(self, data: bytes, n: int) -> None:
+        for rel, pos in _OFF.iter_unpack(data[: n * 8]):
+            self._keys.append(rel)
+            self._vals.append(pos)
+
+    @property
+    def last_offset(self) -> int:
+        self._ensure()
+        return self.base_offset + self._keys[-1] if self._keys else self.base_offset
+
+    def entry(self, i: int) -> tuple[int, int]:
+        self._ensure()
+        return self.base_offset + self._keys[i], self._vals[i]
+
+    def all_entries(self) -> list[tuple[int, int]]:
+        self._ensure()
+        return [(self.base_offset + k, v) for k, v in zip(self._keys, self._vals, strict=True)]
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """Largest entry with offset <= target, or (base_offset, 0)."""
+        self._ensure()
+        i = bisect.bisect_right(self._keys, offset - self.base_offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._keys[i], self._vals[i]
+
+    def append(self, offset: int, position: int) -> None:
+        self._ensure()
+        rel = offset - self.base_offset
+        if self._keys and rel <= self._keys[-1]:
+            raise CorruptRecordError(f"offset index entry {offset} is not larger than {self.last_offset}")
+        if len(self._keys) >= self.max_entries:
+            raise CorruptRecordError(f"offset index {self.path} is full")
+        self._keys.append(rel)
+        self._vals.append(position)
+        self._write(_OFF.pack(rel, position))
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries whose offset >= `offset`."""
+        self._ensure()
+        self._truncate_entries(bisect.bisect_left(self._keys, offset - self.base_offset))
+
+    def sanity_ok(self, segment_size: int) -> bool:
+        self._ensure()
+        if self._file_size % self.entry_size:
+            return False
+        prev = -1
+        for k, v in zip(self._keys, self._vals, strict=True):
+            if k <= prev or v < 0 or v >= max(segment_size, 1):
+                return False
+            prev = k
+        return True
+
+
+class TimeIndex(_Index):
+    """`.timeindex`: max timestamp so far -> last offset of the batch holding it."""
+
+    entry_size = 12
+
+    def _decode(self, data: bytes, n: int) -> None:
+        for ts, rel in _TIME.iter_unpack(data[: n * 12]):
+            self._keys.append(ts)
+            self._vals.append(rel)
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry, or (-1, base_offset) when empty (Kafka's lastEntry)."""
+        self._ensure()
+        if not self._keys:
+            return -1, self.base_offset
+        return self._keys[-1], self.base_offset + self._vals[-1]
+
+    def entry(self, i: int) -> tuple[int, int]:
+        self._ensure()
+        return self._keys[i], self.base_offset + self._vals[i]
+
+    def all_entries(self) -> list[tuple[int, int]]:
+        self._ensure()
+        return [(k, self.base_offset + v) for k, v in zip(self._keys, self._vals, strict=True)]
+
+    @property
+    def is_full(self) -> bool:
+        # Kafka: a time index is full one entry early, leaving room for the final entry on roll.
+        return self.entries >= self.max_entries - 1
+
+    def lookup(self, timestamp: int) -> tuple[int, int]:
+        """Largest entry with timestamp <= target, or (-1, base_offset)."""
+        self._ensure()
+        i = bisect.bisect_right(self._keys, timestamp) - 1
+        if i < 0:
+            return -1, self.base_offset
+        return self._keys[i], self.base_offset + self._vals[i]
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Append only if `timestamp` exceeds the last entry's (TimeIndex.maybeAppend)."""
+        self._ensure()
+        if not skip_full_check and len(self._keys) >= self.max_entries:
+            raise CorruptRecordError(f"time index {self.path} is full")
+        last_ts, last_off = self.last_entry
+        if self._keys and offset < last_off:
+            raise CorruptRecordError(f"time index offset {offset} below last entry offset {last_off}")
+        if self._keys and timestamp < last_ts:
+            raise CorruptRecordError(f"time index timestamp {timestamp} below last entry {last_ts}")
+        if timestamp > last_ts:
+            if len(self._keys) * self.entry_size >= self._file_size:
+                # final entry on a trimmed or exactly-full file: grow by one entry
+                self._file_size = (len(self._keys) + 1) * self.entry_size
+                os.ftruncate(self._fd, self._file_size)
+            rel = offset - self.base_offset
+            self._keys.append(timestamp)
+            self._vals.append(rel)
+            self._write(_TIME.pack(timestamp, rel))
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries whose offset >= `offset`."""
+        self._ensure()
+        rel = offset - self.base_offset
+        n = len(self._vals)
+        while n > 0 and self._vals[n - 1] >= rel:
+            n -= 1
+        self._truncate_entries(n)
+
+    def sanity_ok(self) -> bool:
+        self._ensure()
+        if self._file_size % self.entry_size:
+            return False
+        prev_ts = -(2**63)
+        prev_off = -1
+        for k, v in zip(self._keys, self._vals, strict=True):
+            if k <= prev_ts or v < prev_off or v < 0:
+                return False
+            prev_ts, prev_off = k, v
+        return True

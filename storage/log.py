@@ -1,0 +1,610 @@
+"""A partition's log: segments, append/read, offset and timestamp lookups, recovery (Kafka's UnifiedLog).
+
+Theory of operation. Segments are kept sorted by base offset; the last one is active and takes appends.
+`append` validates one record batch (structure, CRC-32C, size, producer sequence) *before* writing anything,
+then writes the client's bytes verbatim with BaseOffset and PartitionLeaderEpoch patched (neither is covered
+by the CRC); only LogAppendTime topics rewrite MaxTimestamp + the timestamp-type bit and recompute the CRC.
+The 61-byte patched header and the untouched body go to the page cache in one pwritev; fsync happens only in
+`flush()` (safe from a worker thread) or when flush.messages / flush.ms say so. The log end offset is the last
+batch's last offset + 1; on a single node the high watermark equals it.
+
+Reads return whole batches as file regions `(fd, position, length)` for os.sendfile, starting with the batch
+that holds the requested offset. Timestamp lookups use the time index, then the records' own timestamps.
+
+Opening: leftover `.cleaned`/`.deleted` files are removed and `.swap` files completed (Kafka's LogLoader);
+after an unclean stop every segment from the recovery point on is validated batch by batch, truncated at the
+first invalid or torn batch (later segments deleted) and its indexes rebuilt. After a clean stop indexes are
+trusted after a cheap sanity check. Producer state comes from the newest snapshot plus a replay of the log.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+import struct
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from storage.batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
+    MAX_TIMESTAMP_OFFSET,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    TIMESTAMP_TYPE_FLAG,
+    BatchHeader,
+    batch_records,
+    crc32c,
+    validate_batch,
+)
+from storage.checkpoints import (
+    read_leader_epochs,
+    read_partition_metadata,
+    write_leader_epochs,
+    write_partition_metadata,
+)
+from storage.config import LogConfig
+from storage.errors import (
+    InvalidRecordError,
+    InvalidTimestampError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    StorageError,
+)
+from storage.producer_state import CompletedTxn, ProducerStateManager
+from storage.segment import LogSegment, segment_name
+from storage.txn_index import AbortedTxn
+
+log = logging.getLogger(__name__)
+
+_Q = struct.Struct(">q")
+_I = struct.Struct(">i")
+_H = struct.Struct(">h")
+_UI = struct.Struct(">I")
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """Result of one append. `log_append_time_ms` is -1 for CreateTime topics."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    duplicate: bool = False
+
+
+class PartitionLog:
+    """One `<topic>-<partition>` directory."""
+
+    def __init__(
+        self,
+        directory: str,
+        topic: str,
+        partition: int,
+        topic_id: uuid.UUID | None,
+        config: LogConfig,
+    ) -> None:
+        self.dir = directory
+        self.topic = topic
+        self.partition = partition
+        self.topic_id = topic_id
+        self.config = config
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._leo = 0
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self.producer_state = ProducerStateManager(directory)
+        self.leader_epochs: list[tuple[int, int]] = []
+        self._lock = threading.Lock()  # guards the segment list against a concurrent flush()
+        self._unflushed = 0
+        self._last_flush_ms = now_ms()
+        self.closed = False
+
+    # ---- properties ------------------------------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        return self._leo
+
+    @property
+    def last_stable_offset(self) -> int:
+        first = self.producer_state.first_unstable_offset()
+        return self._leo if first is None else min(first, self._leo)
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply new topic settings (AlterConfigs); they take effect from the next append/roll."""
+        self.config = config
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def _max_index_size(self) -> int:
+        return self.config.segment_index_bytes
+
+    # ---- creation / loading ------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        directory: str,
+        topic: str,
+        partition: int,
+        topic_id: uuid.UUID | None,
+        config: LogConfig,
+        *,
+        leader_epoch: int | None = 0,
+    ) -> PartitionLog:
+        os.makedirs(directory, exist_ok=True)
+        if topic_id is not None:
+            write_partition_metadata(os.path.join(directory, "partition.metadata"), topic_id)
+        self = cls(directory, topic, partition, topic_id, config)
+        self._add_segment(LogSegment(directory, 0, index_interval_bytes=config.index_interval_bytes,
+                                     max_index_size=config.segment_index_bytes, now_ms=now_ms(), create=True))
+        self.active.offset_index.resize(config.segment_index_bytes)
+        self.active.time_index.resize(config.segment_index_bytes)
+        if leader_epoch is not None and leader_epoch >= 0:
+            self._assign_epoch(leader_epoch, 0)
+        return self
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        clean: bool,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        topic_id: uuid.UUID | None = None,
+    ) -> PartitionLog:
+        from storage.loader import load_log
+
+        return load_log(cls, directory, topic, partition, config, clean=clean,
+                        recovery_point=recovery_point, log_start_offset=log_start_offset, topic_id=topic_id)
+
+    def _add_segment(self, seg: LogSegment) -> None:
+        with self._lock:
+            self._segments.append(seg)
+            self._bases.append(seg.base_offset)
+            self._leo = seg.next_offset
+
+    def _read_metadata(self) -> None:
+        tid = read_partition_metadata(os.path.join(self.dir, "partition.metadata"))
+        if tid is not None:
+            self.topic_id = tid
+        self.leader_epochs = read_leader_epochs(os.path.join(self.dir, "leader-epoch-checkpoint"))
+
+    # ---- leader epochs ---------------------------------------------------------------------------
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        if self.leader_epochs and epoch <= self.leader_epochs[-1][0]:
+            return
+        self.leader_epochs.append((epoch, start_offset))
+        write_leader_epochs(os.path.join(self.dir, "leader-epoch-checkpoint"), self.leader_epochs)
+
+    def _truncate_epochs(self, end_offset: int) -> None:
+        keep = [(e, o) for e, o in self.leader_epochs if o < end_offset]
+        if keep != self.leader_epochs:
+            self.leader_epochs = keep
+            write_leader_epochs(os.path.join(self.dir, "leader-epoch-checkpoint"), keep)
+
+    def latest_epoch(self) -> int:
+        return self.leader_epochs[-1][0] if self.leader_epochs else -1
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= requested, its end offset) or (-1, -1)."""
+        best = -1
+        for i, (e, _o) in enumerate(self.leader_epochs):
+            if e <= epoch:
+                best = i
+        if best < 0:
+            return -1, -1
+        e = self.leader_epochs[best][0]
+        end = self.leader_epochs[best + 1][1] if best + 1 < len(self.leader_epochs) else self._leo
+        return e, end
+
+    # ---- append ------------------------------------------------------------------------------------
+    def append(
+        self,
+        batch: bytes | bytearray | memoryview,
+        leader_epoch: int | None = 0,
+        now_ms: int | None = None,
+        *,
+        validate_producer: bool = True,
+        assign_offsets: bool = True,
+    ) -> AppendInfo:
+        """Append exactly one record batch.
+
+        `validate_producer=False` is the coordinator path: control batches allowed, no sequence checks.
+        `assign_offsets=False` keeps the batch's own BaseOffset (must be >= the log end offset; tools and
+        tests that reproduce a log). `leader_epoch=None` keeps the batch's PartitionLeaderEpoch.
+        """
+        if self.closed:
+            raise LogClosedError(f"{self.topic}-{self.partition} is closed")
+        now = _now() if now_ms is None else now_ms
+        mv = memoryview(batch)
+        hdr = validate_batch(mv)
+        if hdr.size > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {hdr.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
+            )
+        if hdr.is_control and validate_producer:
+            raise InvalidRecordError("clients may not send control batches")
+        lat = self.config.log_append_time
+        if not lat and hdr.max_timestamp >= 0 and (
+            hdr.max_timestamp < now - self.config.message_timestamp_before_max_ms
+            or hdr.max_timestamp > now + self.config.message_timestamp_after_max_ms
+        ):
+            raise InvalidTimestampError(f"timestamp {hdr.max_timestamp} out of the accepted range")
+        marker: tuple[int, int] | None = None
+        if hdr.is_control:
+            marker = _parse_marker(mv, hdr)
+        if hdr.has_producer_id:
+            if marker is not None:
+                self.producer_state.check_marker(hdr.producer_id, hdr.producer_epoch, marker[1])
+            else:
+                dup = self.producer_state.check(hdr, client=validate_producer)
+                if dup is not None:
+                    return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp if lat else -1,
+                                      self.log_start_offset, duplicate=True)
+        base = self._leo if assign_offsets else hdr.base_offset
+        if base < self._leo:
+            raise InvalidRecordError(f"batch base offset {base} is below the log end offset {self._leo}")
+        last = base + hdr.last_offset_delta
+        head = bytearray(mv[:HEADER_SIZE])
+        _Q.pack_into(head, 0, base)
+        if leader_epoch is not None:
+            _I.pack_into(head, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+        epoch = _I.unpack_from(head, PARTITION_LEADER_EPOCH_OFFSET)[0]
+        max_ts = hdr.max_timestamp
+        append_time = -1
+        if lat:
+            append_time = max_ts = now
+            attrs = _H.unpack_from(head, ATTRIBUTES_OFFSET)[0] | TIMESTAMP_TYPE_FLAG
+            _H.pack_into(head, ATTRIBUTES_OFFSET, attrs)
+            _Q.pack_into(head, MAX_TIMESTAMP_OFFSET, now)
+            crc = crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
+            _UI.pack_into(head, 17, crc)
+        seg = self.active
+        if seg.should_roll(hdr.size, max_ts, last, now, self.config.segment_bytes,
+                           self.config.segment_ms - self.config.segment_jitter_ms):
+            seg = self._roll(base, now)
+        seg.append([head, mv[HEADER_SIZE:]], hdr.size, last, max_ts, last)
+        self._leo = last + 1
+        if epoch >= 0:
+            self._assign_epoch(epoch, base)
+        if hdr.has_producer_id:
+            if marker is not None:
+                done = self.producer_state.complete_marker(hdr.producer_id, hdr.producer_epoch, marker[1],
+                                                           last, max_ts, marker[0] == CONTROL_ABORT)
+                if done is not None and done.is_aborted:
+                    self._record_abort(seg, done)
+            else:
+                self.producer_state.update(hdr, base, max_ts)
+        self._unflushed += hdr.records_count
+        if self._unflushed >= self.config.flush_messages or now - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+        return AppendInfo(base, last, append_time, self.log_start_offset)
+
+    def append_control(
+        self,
+        control_type: int,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        leader_epoch: int | None = 0,
+        now_ms: int | None = None,
+    ) -> AppendInfo:
+        """Write a transaction marker (ABORT=0, COMMIT=1) for `producer_id` (transaction coordinator)."""
+        from storage.testing import encode_control_batch
+
+        now = _now() if now_ms is None else now_ms
+        b = encode_control_batch(control_type, producer_id=producer_id, producer_epoch=producer_epoch,
+                                 coordinator_epoch=coordinator_epoch, timestamp=now)
+        return self.append(b, leader_epoch, now, validate_producer=False)
+
+    def _record_abort(self, seg: LogSegment, done: CompletedTxn) -> None:
+        lso = self.producer_state.last_stable_offset_after(done)
+        seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, lso))
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound) (READ_COMMITTED Fetch)."""
+        out: list[AbortedTxn] = []
+        i = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+        for seg in self._segments[i:]:
+            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
+            out.extend(found)
+            if complete:
+                break
+        return out
+
+    def roll(self, now_ms: int | None = None) -> LogSegment:
+        """Force a new active segment at the log end offset (no-op if the active one is empty)."""
+        if self.active.size == 0:
+            return self.active
+        return self._roll(self._leo, _now() if now_ms is None else now_ms)
+
+    def _roll(self, base: int, now: int) -> LogSegment:
+        old = self.active
+        old.on_become_inactive()
+        self.producer_state.take_snapshot(base)
+        seg = LogSegment(self.dir, base, index_interval_bytes=self.config.index_interval_bytes,
+                         max_index_size=self.config.segment_index_bytes, now_ms=now, create=True)
+        seg.offset_index.resize(self.config.segment_index_bytes)
+        seg.time_index.resize(self.config.segment_index_bytes)
+        leo = self._leo
+        self._add_segment(seg)
+        self._leo = leo
+        return seg
+
+    # ---- read --------------------------------------------------------------------------------------
+    def _check_range(self, offset: int) -> None:
+        if offset < self.log_start_offset or offset > self._leo:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self.log_start_offset}, {self._leo}] of "
+                f"{self.topic}-{self.partition}",
+                log_start_offset=self.log_start_offset,
+                log_end_offset=self._leo,
+            )
+
+    def read(self, offset: int, max_bytes: int, min_one: bool = True) -> list[tuple[int, int, int]]:
+        """Whole batches from the one holding `offset`, as (fd, position, length) regions; [] at LEO."""
+        if self.closed:
+            raise LogClosedError(f"{self.topic}-{self.partition} is closed")
+        self._check_range(offset)
+        leo = self._leo
+        out: list[tuple[int, int, int]] = []
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        remaining = max_bytes
+        cur = offset
+        segs = self._segments
+        while i < len(segs) and cur < leo:
+            seg = segs[i]
+            r = seg.read(cur, remaining, min_one and not out)
+            i += 1
+            if r is None:
+                continue
+            pos, length, nxt = r
+            if length == 0:
+                break
+            out.append((seg.fd, pos, length))
+            remaining -= length
+            cur = nxt
+            if remaining <= 0 or nxt < seg.next_offset:
+                break
+        return out
+
+    def read_bytes(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
+        return b"".join(os.pread(fd, n, pos) for fd, pos, n in self.read(offset, max_bytes, min_one))
+
+    def batches(self, start_offset: int = 0) -> list[tuple[LogSegment, int, BatchHeader]]:
+        """(segment, position, header) of every batch with last offset >= start_offset (tools, tests)."""
+        out = []
+        for seg in self._segments:
+            if seg.next_offset <= start_offset:
+                continue
+            for pos, hdr in seg.batches():
+                if hdr.last_offset >= start_offset:
+                    out.append((seg, pos, hdr))
+        return out
+
+    # ---- timestamp lookups ------------------------------------------------------------------------
+    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
+        """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else first record with timestamp >= ts."""
+        if ts_ms == EARLIEST_TIMESTAMP or ts_ms == -4:
+            return self.log_start_offset, -1
+        if ts_ms == LATEST_TIMESTAMP:
+            return self._leo, -1
+        if ts_ms == MAX_TIMESTAMP:
+            return self.max_timestamp_offset()
+        for seg in self._segments:
+            if seg.max_timestamp >= ts_ms:
+                r = seg.find_offset_by_timestamp(ts_ms, self.log_start_offset)
+                if r is not None:
+                    return r
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """Offset and timestamp of the first record carrying the largest timestamp (ListOffsets -3)."""
+        best: LogSegment | None = None
+        for seg in self._segments:
+            if seg.size and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        return best.offset_of_max_timestamp()
+
+    # ---- truncation, deletion of records ---------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset >= `offset` (whole batches)."""
+        if offset >= self._leo:
+            return
+        now = _now()
+        if offset <= self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(max(offset, 0) if offset < self.log_start_offset else offset)
+            return
+        with self._lock:
+            while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+                seg = self._segments.pop()
+                self._bases.pop()
+                seg.delete()
+        seg = self.active
+        seg.truncate_to(offset, now, self.config.segment_index_bytes)
+        self._leo = seg.next_offset
+        self._after_truncation()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start an empty log at `offset`."""
+        with self._lock:
+            for seg in self._segments:
+                seg.delete()
+            self._segments.clear()
+            self._bases.clear()
+        self._add_segment(LogSegment(self.dir, offset, index_interval_bytes=self.config.index_interval_bytes,
+                                     max_index_size=self.config.segment_index_bytes, now_ms=_now(),
+                                     create=True))
+        self.active.offset_index.resize(self.config.segment_index_bytes)
+        self.active.time_index.resize(self.config.segment_index_bytes)
+        self.log_start_offset = offset
+        self._leo = offset
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self.recovery_point = min(self.recovery_point, self._leo)
+        self._truncate_epochs(self._leo)
+        self.producer_state.delete_snapshots_after(self._leo)
+        from storage.loader import rebuild_producer_state
+
+        rebuild_producer_state(self)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset forward (<= high watermark); drop whole segments below."""
+        if offset > self._leo or offset < 0:
+            raise OffsetOutOfRangeError(f"cannot delete records before {offset}",
+                                        log_start_offset=self.log_start_offset, log_end_offset=self._leo)
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self._delete_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= offset)
+        return self.log_start_offset
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Retention by retention.ms / retention.bytes (never the active segment); returns segments deleted."""
+        now = _now() if now_ms is None else now_ms
+        cfg = self.config
+        deleted = 0
+        if cfg.retention_ms >= 0:
+            deleted += self._delete_segments(
+                lambda seg, nxt: nxt is not None and seg.size > 0 and now - _seg_ts(seg) > cfg.retention_ms)
+        if cfg.retention_bytes >= 0:
+            excess = [self.size_bytes - cfg.retention_bytes]
+
+            def over(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                if nxt is None or excess[0] - seg.size < 0:
+                    return False
+                excess[0] -= seg.size
+                return True
+
+            deleted += self._delete_segments(over)
+        return deleted
+
+    def _delete_segments(self, pred: object) -> int:
+        n = 0
+        with self._lock:
+            while len(self._segments) > 1:
+                seg, nxt = self._segments[0], self._segments[1]
+                if not pred(seg, nxt):  # type: ignore[operator]
+                    break
+                self._segments.pop(0)
+                self._bases.pop(0)
+                seg.delete()
+                n += 1
+            if n:
+                self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        return n
+
+    # ---- durability ------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """fsync every segment that may hold unflushed data; advances the recovery point. Thread-safe."""
+        with self._lock:
+            leo = self._leo
+            segs = [s for i, s in enumerate(self._segments)
+                    if i + 1 == len(self._segments) or self._segments[i + 1].base_offset > self.recovery_point]
+        for seg in segs:
+            try:
+                seg.flush()
+            except OSError:
+                if not seg.closed:
+                    raise
+        self.recovery_point = max(self.recovery_point, leo)
+        self._unflushed = 0
+        self._last_flush_ms = _now()
+
+    def close(self, clean: bool = True) -> None:
+        """Clean close: flush, producer snapshot at the log end offset, final time-index entries, trim."""
+        if self.closed:
+            return
+        if clean:
+            self.flush()
+            self.producer_state.take_snapshot(self._leo)
+            for seg in self._segments:
+                seg.close()
+        else:
+            for seg in self._segments:
+                seg.close_without_final_entry()
+        self.closed = True
+
+    def delete(self) -> None:
+        """Close and remove the partition directory (rename to `<dir>.<uuid hex>-delete` first)."""
+        self.close(clean=False)
+        target = f"{self.dir}.{uuid.uuid4().hex}-delete"
+        try:
+            os.rename(self.dir, target)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(target, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, leo={self._leo})"
+
+
+def _seg_ts(seg: LogSegment) -> int:
+    ts = seg.max_timestamp
+    if ts < 0:
+        try:
+            ts = int(os.stat(seg.log_path).st_mtime * 1000)
+        except OSError:
+            ts = _now()
+    return ts
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _parse_marker(mv: memoryview, hdr: BatchHeader) -> tuple[int, int]:
+    """(control type, coordinator epoch) of a control batch; non-transaction controls get epoch -1."""
+    try:
+        rec = next(iter(batch_records(mv)))
+    except (StopIteration, StorageError) as exc:
+        raise InvalidRecordError("control batch without a readable record") from exc
+    if rec.key is None or len(rec.key) < 4:
+        raise InvalidRecordError("control record key too short")
+    ctype = _H.unpack_from(rec.key, 2)[0]
+    coord = -1
+    if ctype in (CONTROL_ABORT, CONTROL_COMMIT):
+        if rec.value is None or len(rec.value) < 6:
+            raise InvalidRecordError("transaction marker value too short")
+        coord = _I.unpack_from(rec.value, 2)[0]
+    return ctype, coord
+
+
+__all__ = ["AppendInfo", "PartitionLog", "segment_name"]

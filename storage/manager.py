@@ -1,0 +1,241 @@
+"""The log directory (Kafka's LogManager): partition logs, log-dir checkpoints, clean-shutdown marker.
+
+Layout of a log dir: `meta.properties` (KRaft v1: version, cluster.id, node.id, directory.id), `.lock`,
+`<topic>-<partition>/` directories, the offset checkpoints `recovery-point-offset-checkpoint`,
+`log-start-offset-checkpoint`, `replication-offset-checkpoint` (high watermarks), `cleaner-offset-checkpoint`,
+and `.kafka_cleanshutdown` (JSON `{"version":0,"brokerEpoch":N}`) written last on a clean close and deleted
+when the directory is opened. Its presence at open means indexes and producer snapshots can be trusted;
+without it every log is recovered from its recovery point. Partition directories ending in `-delete` are
+half-deleted topics and are removed; `-future` and `-stray` ones are left alone. The KRaft metadata log
+`__cluster_metadata-0` is not a topic and is not loaded.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator
+
+from storage.checkpoints import (
+    read_offset_checkpoint,
+    read_properties,
+    uuid_to_base64,
+    write_atomic,
+    write_offset_checkpoint,
+    write_properties,
+)
+from storage.config import LogConfig
+from storage.errors import StorageError
+from storage.log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+RECOVERY_POINT = "recovery-point-offset-checkpoint"
+LOG_START = "log-start-offset-checkpoint"
+REPLICATION = "replication-offset-checkpoint"
+CLEANER = "cleaner-offset-checkpoint"
+META = "meta.properties"
+METADATA_LOG = "__cluster_metadata"
+_DIR_RE = re.compile(r"^(.+)-(\d+)$")
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """`<topic>-<partition>` -> (topic, partition); None for other names (incl. -delete/-future/-stray)."""
+    m = _DIR_RE.match(name)
+    if not m:
+        return None
+    return m.group(1), int(m.group(2))
+
+
+class LogManager:
+    """Every partition log of one log directory."""
+
+    def __init__(self, log_dir: str, default_config: LogConfig, node_id: int, cluster_id: str) -> None:
+        self.log_dir = log_dir
+        self.default_config = default_config
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._lock_fd = -1
+        self.broker_epoch = 0
+        self.was_clean = False
+        self.closed = False
+
+    # ---- open ------------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        log_dir: str,
+        default_config: LogConfig | None = None,
+        node_id: int = 1,
+        cluster_id: str | None = None,
+    ) -> LogManager:
+        """Lock the directory, check/write meta.properties, load (and if needed recover) every log."""
+        os.makedirs(log_dir, exist_ok=True)
+        cfg = default_config if default_config is not None else LogConfig()
+        lock_fd = os.open(os.path.join(log_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(lock_fd)
+            raise StorageError(f"log dir {log_dir} is locked by another process") from exc
+        try:
+            meta = read_properties(os.path.join(log_dir, META))
+            if meta:
+                found_node = meta.get("node.id", meta.get("broker.id"))
+                if found_node is not None and int(found_node) != node_id:
+                    raise StorageError(f"{log_dir}/meta.properties has node.id {found_node}, not {node_id}")
+                found_cluster = meta.get("cluster.id")
+                if cluster_id is not None and found_cluster and found_cluster != cluster_id:
+                    raise StorageError(f"{log_dir} belongs to cluster {found_cluster}, not {cluster_id}")
+                cluster = found_cluster or cluster_id or uuid_to_base64(uuid.uuid4())
+            else:
+                cluster = cluster_id or uuid_to_base64(uuid.uuid4())
+                write_properties(
+                    os.path.join(log_dir, META),
+                    {"node.id": str(node_id), "directory.id": uuid_to_base64(uuid.uuid4()), "version": "1",
+                     "cluster.id": cluster},
+                )
+            self = cls(log_dir, cfg, node_id, cluster)
+            self._lock_fd = lock_fd
+            self._load()
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        return self
+
+    def _load(self) -> None:
+        marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN)
+        clean = os.path.exists(marker)
+        self.was_clean = clean
+        if clean:
+            try:
+                with open(marker, encoding="utf-8") as f:
+                    self.broker_epoch = int(json.load(f).get("brokerEpoch", 0))
+            except (ValueError, OSError, AttributeError):
+                self.broker_epoch = 0
+        recovery = self._read_checkpoint(RECOVERY_POINT)
+        starts = self._read_checkpoint(LOG_START)
+        for name in sorted(os.listdir(self.log_dir)):
+            path = os.path.join(self.log_dir, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith("-delete"):
+                log.info("removing half-deleted log dir %s", name)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            tp = parse_partition_dir(name)
+            if tp is None or tp[0] == METADATA_LOG:
+                continue
+            plog = PartitionLog.open(
+                path, tp[0], tp[1], self.default_config, clean=clean,
+                recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
+            )
+            self._logs[tp] = plog
+        if clean:
+            os.unlink(marker)
+        log.info("loaded %d logs from %s (%s shutdown)", len(self._logs), self.log_dir,
+                 "clean" if clean else "unclean")
+
+    def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+        try:
+            return read_offset_checkpoint(os.path.join(self.log_dir, name))
+        except (ValueError, OSError) as exc:
+            log.warning("ignoring unreadable %s: %s", name, exc)
+            return {}
+
+    # ---- logs --------------------------------------------------------------------------------------
+    def create_log(
+        self, topic: str, partition: int, topic_id: uuid.UUID | None = None, config: LogConfig | None = None
+    ) -> PartitionLog:
+        """Create `<topic>-<partition>` (idempotent: an existing log is returned, its config updated)."""
+        key = (topic, partition)
+        existing = self._logs.get(key)
+        if existing is not None:
+            if config is not None:
+                existing.update_config(config)
+            return existing
+        path = os.path.join(self.log_dir, f"{topic}-{partition}")
+        plog = PartitionLog.create(path, topic, partition, topic_id, config or self.default_config)
+        self._logs[key] = plog
+        return plog
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
+        """Iterate ((topic, partition), PartitionLog) pairs (a snapshot: safe while logs change)."""
+        return iter(list(self._logs.items()))
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete every partition of `topic` (dir renamed to `<dir>.<uuid hex>-delete`, then removed)."""
+        for key in [k for k in self._logs if k[0] == topic]:
+            plog = self._logs.pop(key)
+            plog.delete()
+        self.checkpoint()
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        plog = self._logs.pop((topic, partition), None)
+        if plog is not None:
+            plog.delete()
+
+    # ---- housekeeping ----------------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Write the four offset checkpoint files (recovery points, log starts, high watermarks, cleaner)."""
+        logs = list(self._logs.items())
+        write_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT),
+                                {k: v.recovery_point for k, v in logs})
+        write_offset_checkpoint(os.path.join(self.log_dir, LOG_START),
+                                {k: v.log_start_offset for k, v in logs if v.log_start_offset > 0})
+        write_offset_checkpoint(os.path.join(self.log_dir, REPLICATION),
+                                {k: v.high_watermark for k, v in logs})
+        cleaner = os.path.join(self.log_dir, CLEANER)
+        if not os.path.exists(cleaner):
+            write_atomic(cleaner, b"")
+
+    def flush_all(self) -> None:
+        for _k, plog in list(self._logs.items()):
+            if not plog.closed:
+                plog.flush()
+
+    def flush_dirty(self, now_ms: int) -> None:
+        """Flush logs whose flush.ms elapsed (call periodically, from a worker thread)."""
+        for _k, plog in list(self._logs.items()):
+            if not plog.closed and plog._unflushed and now_ms - plog._last_flush_ms >= plog.config.flush_ms:
+                plog.flush()
+
+    def enforce_retention(self) -> None:
+        """retention.ms / retention.bytes for logs whose cleanup.policy includes delete."""
+        for _k, plog in list(self._logs.items()):
+            if not plog.closed and "delete" in plog.config.cleanup_policy:
+                plog.delete_old_segments()
+
+    # ---- close -----------------------------------------------------------------------------------
+    def close(self, clean: bool = True) -> None:
+        """Clean close: flush + close every log, write checkpoints, then `.kafka_cleanshutdown`."""
+        if self.closed:
+            return
+        for _k, plog in list(self._logs.items()):
+            plog.close(clean=clean)
+        if clean:
+            self.checkpoint()
+            write_atomic(
+                os.path.join(self.log_dir, CLEAN_SHUTDOWN),
+                json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":")).encode(),
+            )
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+        self.closed = True
+
+    def __enter__(self) -> LogManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,408 @@
+"""One log segment: `<base>.log` plus its `.index` and `.timeindex` (Kafka's LogSegment).
+
+Theory of operation. The `.log` file is opened O_RDWR once and kept open (its fd is handed out for
+os.sendfile); appends go to the page cache with pwrite at the current size, fsync happens only in flush().
+Index entries follow Kafka's rule exactly: before counting the current append, if more than
+`index.interval.bytes` were appended since the last entry, the offset index gets (last offset of this append
+-> its start position) and the time index gets (max timestamp so far in the segment -> offset of the batch
+holding it). The running max timestamp and byte counter live in memory: after a restart the max timestamp is
+taken from the time index's last entry and the counter starts at 0, which is why segments that lived through
+restarts carry index entries their `.log` alone does not explain. On roll and close the time index gets a
+final entry for the max timestamp and both indexes are trimmed to their valid size.
+
+Offset -> position: the offset index gives the largest entry <= target (whose position starts a batch), then a
+short forward scan of batch headers finds the first batch whose last offset >= target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+
+from storage.batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
+    INT32_MAX,
+    LOG_OVERHEAD,
+    BatchHeader,
+    Record,
+    batch_records,
+    crc32c,
+    iter_file_batches,
+    parse_header,
+)
+from storage.errors import CorruptRecordError, StorageError
+from storage.index import OffsetIndex, TimeIndex
+from storage.txn_index import TxnIndex
+
+log = logging.getLogger(__name__)
+
+
+def segment_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+class LogSegment:
+    """A `.log` file with its offset and time indexes."""
+
+    def __init__(
+        self,
+        directory: str,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_size: int,
+        now_ms: int,
+        create: bool = False,
+    ) -> None:
+        self.dir = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.log_path = os.path.join(directory, segment_name(base_offset, ".log"))
+        flags = os.O_RDWR | os.O_CREAT
+        if create:
+            flags |= os.O_TRUNC
+        self.fd = os.open(self.log_path, flags, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        idx_path = os.path.join(directory, segment_name(base_offset, ".index"))
+        tidx_path = os.path.join(directory, segment_name(base_offset, ".timeindex"))
+        if create:
+            for p in (idx_path, tidx_path):
+                if os.path.exists(p):
+                    os.unlink(p)
+        self.offset_index = OffsetIndex(idx_path, base_offset, max_index_size)
+        self.time_index = TimeIndex(tidx_path, base_offset, max_index_size)
+        self.txn_index = TxnIndex(os.path.join(directory, segment_name(base_offset, ".txnindex")))
+        if create and os.path.exists(self.txn_index.path):
+            os.unlink(self.txn_index.path)
+        self.bytes_since_last_index_entry = 0
+        self.created_ms = now_ms
+        self._rolling_ts: int | None = None  # max timestamp of the first batch (segment.ms basis)
+        self._max_ts: tuple[int, int] | None = None  # (max timestamp so far, offset of its batch)
+        self._next_offset: int | None = base_offset if create else None
+        self.closed = False
+
+    # ---- bookkeeping -----------------------------------------------------------------------------
+    @property
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """(max timestamp so far, last offset of the batch holding it); Kafka reads it from the time index."""
+        if self._max_ts is None:
+            self._max_ts = self.time_index.last_entry
+        return self._max_ts
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.max_timestamp_and_offset[0]
+
+    @property
+    def next_offset(self) -> int:
+        """Offset after the last batch of this segment (its base offset when empty)."""
+        if self._next_offset is None:
+            _off, pos = self.offset_index.lookup(2**63 - 1)
+            nxt = self.base_offset
+            for _p, hdr in iter_file_batches(self.fd, pos, self.size):
+                nxt = hdr.next_offset
+            self._next_offset = nxt
+        return self._next_offset
+
+    def batches(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        return iter_file_batches(self.fd, start, self.size)
+
+    # ---- append ----------------------------------------------------------------------------------
+    def append(
+        self,
+        chunks: list[bytes | bytearray | memoryview],
+        size: int,
+        last_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+    ) -> int:
+        """Write one append (a batch, possibly split in header + body chunks) at the end; update indexes.
+
+        Returns the position the append starts at.
+        """
+        pos = self.size
+        if pos == 0:
+            self._rolling_ts = max_timestamp
+        try:
+            written = os.pwritev(self.fd, chunks, pos)
+            while written < size:  # short write: finish from a joined copy
+                rest = b"".join(bytes(c) for c in chunks)[written:]
+                written += os.pwrite(self.fd, rest, pos + written)
+        except OSError as exc:
+            os.ftruncate(self.fd, pos)
+            raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
+        self.size = pos + size
+        self._next_offset = last_offset + 1
+        cur_ts, _cur_off = self.max_timestamp_and_offset
+        if max_timestamp > cur_ts:
+            self._max_ts = (max_timestamp, offset_of_max_timestamp)
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(last_offset, pos)
+            ts, off = self.max_timestamp_and_offset
+            self.time_index.maybe_append(ts, off)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += size
+        return pos
+
+    def should_roll(
+        self,
+        batch_size: int,
+        max_timestamp: int,
+        last_offset: int,
+        now_ms: int,
+        segment_bytes: int,
+        roll_ms: int,
+    ) -> bool:
+        """Kafka's LogSegment.shouldRoll for an incoming append."""
+        if self.size > segment_bytes - batch_size:
+            return True
+        if self.size > 0 and self._time_waited_for_roll(now_ms, max_timestamp) > roll_ms:
+            return True
+        if self.offset_index.is_full or self.time_index.is_full:
+            return True
+        return last_offset - self.base_offset > INT32_MAX
+
+    def _time_waited_for_roll(self, now_ms: int, message_ts: int) -> int:
+        if self._rolling_ts is None and self.size > 0:
+            for _p, hdr in self.batches():
+                self._rolling_ts = hdr.max_timestamp
+                break
+        if self._rolling_ts is not None and self._rolling_ts >= 0:
+            return message_ts - self._rolling_ts
+        return now_ms - self.created_ms
+
+    # ---- lookups ---------------------------------------------------------------------------------
+    def translate_offset(self, offset: int, start_pos: int = 0) -> tuple[int, BatchHeader] | None:
+        """(position, header) of the first batch whose last offset >= `offset`, or None."""
+        _o, pos = self.offset_index.lookup(offset)
+        for p, hdr in iter_file_batches(self.fd, max(pos, start_pos), self.size):
+            if hdr.last_offset >= offset:
+                return p, hdr
+        return None
+
+    def read(self, offset: int, max_bytes: int, min_one: bool) -> tuple[int, int, int] | None:
+        """(position, length, next offset) of whole batches from the batch holding `offset`, or None."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return None
+        start, first = found
+        if first.size > max_bytes:
+            if not min_one:
+                return start, 0, first.base_offset
+            return start, first.size, first.next_offset
+        limit = start + max_bytes
+        end = start + first.size
+        nxt = first.next_offset
+        if end < limit:
+            # jump close to the limit with the offset index (its positions start batches), then scan
+            scan_from = max(end, self._indexed_position_at_or_before(limit))
+            if scan_from > end:
+                end = scan_from
+                nxt = -1
+            for p, hdr in iter_file_batches(self.fd, end, self.size):
+                if p + hdr.size > limit:
+                    break
+                end = p + hdr.size
+                nxt = hdr.next_offset
+            if nxt == -1:
+                nxt = self._next_offset_ending_at(end)
+        return start, end - start, nxt
+
+    def _indexed_position_at_or_before(self, limit: int) -> int:
+        idx = self.offset_index
+        n = idx.entries
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if idx.entry(mid)[1] <= limit:
+                lo = mid + 1
+            else:
+                hi = mid
+        return idx.entry(lo - 1)[1] if lo > 0 else 0
+
+    def _next_offset_ending_at(self, end: int) -> int:
+        if end >= self.size:
+            return self.next_offset
+        hdr = parse_header(os.pread(self.fd, HEADER_SIZE, end))
+        return hdr.base_offset
+
+    def read_batch(self, pos: int, hdr: BatchHeader) -> bytes:
+        return os.pread(self.fd, hdr.size, pos)
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """First record with timestamp >= target and offset >= start: (offset, timestamp), or None."""
+        _ts, idx_off = self.time_index.lookup(timestamp)
+        _o, pos = self.offset_index.lookup(max(idx_off, start_offset))
+        for p, hdr in iter_file_batches(self.fd, pos, self.size):
+            if hdr.max_timestamp < timestamp or hdr.last_offset < start_offset:
+                continue
+            for rec in self._records(p, hdr):
+                if rec.timestamp >= timestamp and rec.offset >= start_offset:
+                    return rec.offset, rec.timestamp
+        return None
+
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset of the first record carrying the segment's max timestamp, timestamp) (KAFKA-16310)."""
+        ts, off = self.max_timestamp_and_offset
+        if ts < 0 and self.size == 0:
+            return None
+        _o, pos = self.offset_index.lookup(off)
+        for p, hdr in iter_file_batches(self.fd, pos, self.size):
+            if hdr.max_timestamp == ts:
+                if hdr.is_log_append_time:
+                    return hdr.base_offset, ts
+                for rec in self._records(p, hdr):
+                    if rec.timestamp == ts:
+                        return rec.offset, ts
+                return hdr.last_offset, ts
+        return None
+
+    def _records(self, pos: int, hdr: BatchHeader) -> Iterator[Record]:
+        if hdr.is_log_append_time:
+            # every record of a LogAppendTime batch carries the batch timestamp: no need to decode
+            return iter(
+                [Record(hdr.base_offset + i, hdr.max_timestamp, None, None, ()) for i in range(hdr.records_count)]
+            )
+        return batch_records(self.read_batch(pos, hdr))
+
+    # ---- truncation / recovery ------------------------------------------------------------------
+    def truncate_to(self, offset: int, now_ms: int, max_index_size: int) -> int:
+        """Remove every batch that holds an offset >= `offset` (whole batches); returns bytes removed."""
+        found = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.offset_index.resize(max_index_size)
+        self.time_index.resize(max_index_size)
+        self.txn_index.truncate_to(offset)
+        if found is None:
+            return 0
+        pos, hdr = found
+        removed = self.size - pos
+        os.ftruncate(self.fd, pos)
+        self.size = pos
+        self._next_offset = hdr.base_offset if pos > 0 else self.base_offset
+        if pos == 0:
+            self.created_ms = now_ms
+            self._rolling_ts = None
+        self.bytes_since_last_index_entry = 0
+        last_ts, last_off = self.time_index.last_entry
+        best = (last_ts, last_off)
+        _o, p0 = self.offset_index.lookup(last_off)
+        for _p, h in iter_file_batches(self.fd, p0, self.size):
+            if h.max_timestamp > best[0]:
+                best = (h.max_timestamp, h.last_offset)
+        self._max_ts = best
+        return removed
+
+    def recover(self, max_index_size: int, chunk: int = 1 << 20) -> tuple[int, list[tuple[int, BatchHeader]]]:
+        """Validate every batch, rebuild both indexes, truncate at the first invalid or torn batch.
+
+        Returns (bytes truncated, [(position, header)] of the valid batches).
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.offset_index.resize(max_index_size)
+        self.time_index.resize(max_index_size)
+        self._max_ts = (-1, self.base_offset)
+        valid = 0
+        last_index_entry = 0
+        prev_next = self.base_offset
+        headers: list[tuple[int, BatchHeader]] = []
+        buf = b""
+        buf_pos = 0
+        reason = ""
+        while valid < self.size:
+            rel = valid - buf_pos
+            if rel + HEADER_SIZE > len(buf):
+                buf = os.pread(self.fd, max(chunk, HEADER_SIZE), valid)
+                buf_pos, rel = valid, 0
+            if len(buf) - rel < HEADER_SIZE:
+                reason = "torn batch header"
+                break
+            try:
+                hdr = parse_header(buf, rel)
+            except CorruptRecordError as exc:
+                reason = str(exc)
+                break
+            if hdr.length < HEADER_SIZE - LOG_OVERHEAD or valid + hdr.size > self.size:
+                reason = f"torn batch at position {valid} (size {hdr.size})"
+                break
+            if rel + hdr.size > len(buf):
+                buf = os.pread(self.fd, max(chunk, hdr.size), valid)
+                buf_pos, rel = valid, 0
+            if crc32c(memoryview(buf)[rel + ATTRIBUTES_OFFSET : rel + hdr.size]) != hdr.crc:
+                reason = f"CRC mismatch at position {valid}"
+                break
+            if hdr.base_offset < prev_next or hdr.base_offset < self.base_offset:
+                reason = f"offset {hdr.base_offset} does not follow {prev_next - 1}"
+                break
+            if hdr.max_timestamp > self._max_ts[0]:
+                self._max_ts = (hdr.max_timestamp, hdr.last_offset)
+            if valid - last_index_entry > self.index_interval_bytes:
+                self.offset_index.append(hdr.last_offset, valid)
+                self.time_index.maybe_append(*self._max_ts)
+                last_index_entry = valid
+            headers.append((valid, hdr))
+            prev_next = hdr.next_offset
+            valid += hdr.size
+        truncated = self.size - valid
+        if truncated:
+            log.warning(
+                "%s: truncating %d bytes at position %d (%s)", self.log_path, truncated, valid, reason
+            )
+            os.ftruncate(self.fd, valid)
+            self.size = valid
+        self._next_offset = prev_next
+        self.txn_index.truncate_to(prev_next)
+        self.bytes_since_last_index_entry = 0
+        # as Kafka: a recovered segment gets the final time-index entry a clean close would write
+        self.offset_index.trim()
+        self.time_index.maybe_append(*self._max_ts, skip_full_check=True)
+        self.time_index.trim()
+        return truncated, headers
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def on_become_inactive(self) -> None:
+        """Roll: final time-index entry, then trim both indexes."""
+        ts, off = self.max_timestamp_and_offset
+        self.time_index.maybe_append(ts, off, skip_full_check=True)
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def flush(self) -> None:
+        if not self.closed:
+            os.fsync(self.fd)
+            self.offset_index.flush()
+            self.time_index.flush()
+            self.txn_index.flush()
+
+    def close(self) -> None:
+        """Final time-index entry (if the max timestamp is known), trim indexes, close files."""
+        if self.closed:
+            return
+        if self._max_ts is not None:
+            self.time_index.maybe_append(*self._max_ts, skip_full_check=True)
+        self.offset_index.trim()
+        self.time_index.trim()
+        self.offset_index.close()
+        self.time_index.close()
+        os.close(self.fd)
+        self.closed = True
+
+    def close_without_final_entry(self) -> None:
+        """Close descriptors without touching the files (crash simulation, deletion)."""
+        if self.closed:
+            return
+        self.offset_index.close(sync=False)
+        self.time_index.close(sync=False)
+        os.close(self.fd)
+        self.closed = True
+
+    def delete(self) -> None:
+        self.close_without_final_entry()
+        for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from storage import LogConfig, LogManager
+from storage.batch import iter_batches, parse_header, validate_batch
+from storage.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
+from storage.testing import Rec, encode_batch, encode_control_batch
+
+T0 = 1_700_000_000_000
+
+
+def _open(path: Path, **cfg: int) -> LogManager:
+    return LogManager.open(str(path), LogConfig(**cfg), node_id=1)  # type: ignore[arg-type]
+
+
+def test_append_assigns_offsets_and_reads_whole_batches(tmp_path: Path) -> None:
+    lm = _open(tmp_path)
+    log = lm.create_log("t", 0, uuid.uuid4(), None)
+    infos = [log.append(encode_batch([b"a", b"b", b"c"], base_timestamp=T0 + i), now_ms=T0) for i in range(10)]
+    assert [i.base_offset for i in infos] == list(range(0, 30, 3))
+    assert infos[-1].last_offset == 29
+    assert log.log_end_offset == 30 == log.high_watermark
+    # reading an offset inside a batch returns that whole batch
+    data = log.read_bytes(4, 1)
+    hdr = parse_header(data)
+    assert (hdr.base_offset, hdr.last_offset, hdr.partition_leader_epoch) == (3, 5, 0)
+    validate_batch(data)
+    assert log.read(30, 1000) == []
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(31, 1000)
+    all_data = log.read_bytes(0, 10**6)
+    assert [h.base_offset for _p, h in iter_batches(all_data)] == list(range(0, 30, 3))
+    lm.close()
+
+
+def test_read_respects_max_bytes_and_min_one(tmp_path: Path) -> None:
+    lm = _open(tmp_path)
+    log = lm.create_log("t", 0, uuid.uuid4(), None)
+    b = encode_batch([b"x" * 100])
+    for _ in range(5):
+        log.append(b)
+    size = len(b)
+    assert sum(n for _fd, _p, n in log.read(0, size * 2 + 10)) == size * 2
+    assert sum(n for _fd, _p, n in log.read(0, 10, min_one=True)) == size
+    assert log.read(0, 10, min_one=False) == []
+    lm.close()
+
+
+def test_rejects_bad_batches_without_writing(tmp_path: Path) -> None:
+    lm = _open(tmp_path, max_message_bytes=500)
+    log = lm.create_log("t", 0, uuid.uuid4(), None)
+    good = bytearray(encode_batch([b"v"]))
+    bad_crc = bytearray(good)
+    bad_crc[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordError):
+        log.append(bytes(bad_crc))
+    with pytest.raises(RecordTooLargeError):
+        log.append(encode_batch([b"x" * 600]))
+    with pytest.raises(InvalidRecordError):
+        log.append(encode_control_batch(1, producer_id=1, producer_epoch=0))
+    with pytest.raises(CorruptRecordError):
+        log.append(bytes(good[:-3]))
+    assert log.log_end_offset == 0 and log.active.size == 0
+    lm.close()
+
+
+def test_log_append_time_rewrites_timestamp_and_crc(tmp_path: Path) -> None:
+    lm = _open(tmp_path)
+    log = lm.create_log("t", 0, uuid.uuid4(), LogConfig(message_timestamp_type="LogAppendTime"))
+    info = log.append(encode_batch([Rec(b"a", timestamp=T0), Rec(b"b", timestamp=T0 + 5)]), now_ms=T0 + 999)
+    assert info.log_append_time_ms == T0 + 999
+    hdr = validate_batch(log.read_bytes(0, 10**6))
+    assert hdr.is_log_append_time and hdr.max_timestamp == T0 + 999
+    assert log.offset_for_timestamp(T0 + 999) == (0, T0 + 999)
+    lm.close()
+
+
+def test_close_and_reopen_keeps_everything(tmp_path: Path) -> None:
+    lm = _open(tmp_path, segment_bytes=2000)
+    tid = uuid.uuid4()
+    log = lm.create_log("t", 1, tid, None)
+    for i in range(50):
+        log.append(encode_batch([b"x" * 50], base_timestamp=T0 + i))
+    n_segments = len(log.segments)
+    assert n_segments > 3
+    before = log.read_bytes(0, 10**7)
+    lm.close()
+    assert os.path.exists(tmp_path / ".kafka_cleanshutdown")
+    lm = _open(tmp_path, segment_bytes=2000)
+    assert not os.path.exists(tmp_path / ".kafka_cleanshutdown")
+    log2 = lm.get_log("t", 1)
+    assert log2 is not None and log2.topic_id == tid
+    assert log2.log_end_offset == 50 and len(log2.segments) == n_segments
+    assert log2.read_bytes(0, 10**7) == before
+    assert log2.offset_for_timestamp(T0 + 17) == (17, T0 + 17)
+    assert log2.offset_for_timestamp(T0 + 1000) is None
+    assert log2.max_timestamp_offset() == (49, T0 + 49)
+    log2.append(encode_batch([b"y"]))
+    assert log2.log_end_offset == 51
+    lm.close()
+
+
+def test_delete_topic_removes_directory(tmp_path: Path) -> None:
+    lm = _open(tmp_path)
+    log = lm.create_log("gone", 0, uuid.uuid4(), None)
+    log.append(encode_batch([b"x"]))
+    lm.delete_topic("gone")
+    assert lm.get_log("gone", 0) is None
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("gone")]
+    lm.close()
