@@ -1,0 +1,93 @@
+"""Command line: ``kafkalite serve`` and ``kafkalite dump-log``.
+
+    kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
+                    [--emulate-kafka 2.8|3.6|3.9] [--log-level LEVEL]
+
+Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
+can connect; logs go to stderr. SIGINT/SIGTERM drain gracefully and close storage cleanly.
+``kafkalite dump-log ...`` forwards its arguments to ``storage.dumplog``.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+from kafkalite.config import BrokerConfig, ConfigError, parse_overrides
+from kafkalite.versions import RELEASES
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the broker")
+    serve.add_argument("--config", metavar="FILE", help="a Kafka server.properties file")
+    serve.add_argument("--override", metavar="K=V", action="append", default=[],
+                       help="set a broker property (repeatable)")
+    serve.add_argument("--listen", metavar="HOST:PORT", help="listen address (port 0 picks a free port)")
+    serve.add_argument("--data-dir", metavar="DIR", help="log directory (log.dirs)")
+    serve.add_argument("--emulate-kafka", metavar="X.Y", choices=sorted(RELEASES),
+                       help="advertise only the API versions of this Kafka release")
+    serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    dump = sub.add_parser("dump-log", help="print segment/index contents (like kafka-dump-log.sh)",
+                          add_help=False)
+    dump.add_argument("args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> BrokerConfig:
+    overrides = parse_overrides(args.override)
+    if args.listen:
+        host, sep, port = args.listen.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ConfigError(f"--listen {args.listen!r}: expected HOST:PORT")
+        overrides["listeners"] = f"PLAINTEXT://{host}:{port}"
+    if args.data_dir:
+        overrides["log.dirs"] = args.data_dir
+    if args.emulate_kafka:
+        overrides["kafkalite.emulate.kafka"] = args.emulate_kafka
+    return BrokerConfig.load(args.config, overrides)
+
+
+async def _serve_until_signal(config: BrokerConfig) -> None:
+    import trio
+
+    from kafkalite.server import serve
+
+    shutdown = trio.Event()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            addrs = await nursery.start(lambda task_status: serve(config, shutdown=shutdown,
+                                                                   task_status=task_status))
+            host, port = addrs[0]
+            sys.stdout.write(f"kafkalite ready on {host}:{port}\n")
+            sys.stdout.flush()
+            async for signum in signals:
+                logging.getLogger("kafkalite").info("received %s; shutting down",
+                                                   signal.Signals(signum).name)
+                shutdown.set()
+                break
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "dump-log":
+        from storage import dumplog  # type: ignore[attr-defined]
+
+        return int(dumplog.main(args.args) or 0)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = config_from_args(args)
+    except (ConfigError, OSError) as exc:
+        parser.error(str(exc))
+    import trio
+
+    trio.run(_serve_until_signal, config)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

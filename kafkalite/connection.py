@@ -1,0 +1,211 @@
+"""One task per client connection.
+
+Requests on a connection are read, handled and answered strictly one at a time, in order (Kafka mutes a
+channel while a request is in flight, and clients rely on responses arriving in request order). Rules:
+
+- acks=0 Produce: the handler returns ``None`` and nothing is sent.
+- An oversize frame (> ``socket.request.max.bytes``, checked by the frame buffer before the body is buffered),
+  a ``DecodeError``, an unknown API key or an unsupported version of an API other than ApiVersions close *this*
+  connection, with one log line. An ApiVersions request at a version we do not serve gets a v0 body with
+  UNSUPPORTED_VERSION and the full api_keys list (KIP-511), so the client can retry.
+- An exception in a handler is logged with its traceback and closes this connection; the server goes on.
+
+Responses are sent zero-copy where it matters: in-memory chunks go out with ``sendmsg`` (scatter/gather, no
+joining), file-region chunks ``(fd, offset, length)`` with ``os.sendfile`` from the segment file, so record
+bytes on the fetch path never pass through Python.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import socket as _stdsocket
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from kafkalite.handlers import registry
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
+
+log = logging.getLogger(__name__)
+
+RECV_SIZE = 256 * 1024
+_IOV_MAX = 1024
+_API_VERSIONS_KEY = 18
+_CORK = getattr(_stdsocket, "TCP_CORK", None)
+
+
+class ConnectionClosed(Exception):
+    """The connection must be closed (protocol violation); carries the reason for the log."""
+
+
+class Connection:
+    def __init__(self, state: BrokerState, sock: trio.socket.SocketType, listener: str, conn_id: int) -> None:
+        self.state = state
+        self.sock = sock
+        self.listener = listener
+        self.conn_id = conn_id
+        self.idle = True
+        self.closing = False
+        self.cancel_scope = trio.CancelScope()
+        try:
+            peer = sock.getpeername()
+            self.peer_host, self.peer_port = str(peer[0]), int(peer[1])
+        except OSError:
+            self.peer_host, self.peer_port = "", 0
+
+    def __repr__(self) -> str:
+        return f"<Connection #{self.conn_id} {self.peer_host}:{self.peer_port} via {self.listener}>"
+
+    def request_close(self) -> None:
+        """Graceful drain: close now if idle, else right after the response in progress is sent."""
+        self.closing = True
+        if self.idle:
+            self.cancel_scope.cancel()
+
+    async def run(self) -> None:
+        from wire.errors import DecodeError
+        from wire.framing import FrameBuffer
+
+        frames = FrameBuffer(self.state.config.max_frame_size)
+        with self.cancel_scope:
+            try:
+                while not self.closing:
+                    try:
+                        frame = frames.next_frame()
+                    except DecodeError as exc:  # FrameTooLarge is a DecodeError
+                        log.warning("%r: closing: %s", self, exc)
+                        return
+                    if frame is None:
+                        self.idle = True
+                        if self.closing:
+                            return
+                        data = await self.sock.recv(RECV_SIZE)
+                        self.idle = False
+                        if not data:
+                            return
+                        frames.receive_data(data)
+                        continue
+                    await self.handle_frame(frame)
+            except ConnectionClosed as exc:
+                log.warning("%r: closing: %s", self, exc)
+            except DecodeError as exc:
+                log.warning("%r: closing: undecodable request: %s", self, exc)
+            except (ConnectionError, trio.BrokenResourceError, trio.ClosedResourceError):
+                log.debug("%r: peer went away", self)
+            except OSError as exc:
+                log.info("%r: socket error: %s", self, exc)
+            except Exception:
+                log.exception("%r: closing after an error in request handling", self)
+            finally:
+                self.sock.close()
+
+    # -- requests -------------------------------------------------------------------------------------
+    async def handle_frame(self, frame: memoryview) -> None:
+        from wire import api
+
+        try:
+            header, body = api.parse_request(frame)
+        except api.UnknownApiKey as exc:
+            raise ConnectionClosed(f"unknown api key {getattr(exc.header, 'api_key', '?')}") from None
+        except api.UnsupportedVersion as exc:
+            hdr = exc.header
+            if hdr.api_key == _API_VERSIONS_KEY:
+                await self.send_unsupported_api_versions(hdr)
+                return
+            raise ConnectionClosed(f"api key {hdr.api_key} version {hdr.api_version} not supported") from None
+
+        spec = registry.lookup(header.api_key)
+        if spec is None:
+            if header.api_key == _API_VERSIONS_KEY:
+                raise ConnectionClosed("no ApiVersions handler registered")
+            raise ConnectionClosed(f"api key {header.api_key} is not implemented")
+        if not spec.min_version <= header.api_version <= spec.max_version:
+            if header.api_key == _API_VERSIONS_KEY:
+                await self.send_unsupported_api_versions(header)
+                return
+            raise ConnectionClosed(f"{spec.name} v{header.api_version} not supported "
+                                   f"(we serve v{spec.min_version}-v{spec.max_version})")
+
+        ctx = registry.RequestContext(
+            header=header, broker=self.state, client_host=self.peer_host, client_port=self.peer_port,
+            listener=self.listener, connection_id=self.conn_id,
+        )
+        response = await spec.fn(ctx, body)
+        if response is None:
+            return
+        await self.send_chunks(api.encode_response(header, response))
+
+    async def send_unsupported_api_versions(self, header: Any) -> None:
+        """KIP-511: a v0 body with UNSUPPORTED_VERSION plus every api key we serve, under response header v0."""
+        from kafkalite.handlers.api_versions import unsupported_version_response
+        from wire import api
+
+        body = unsupported_version_response(self.state)
+        await self.send_chunks(api.encode_response(header, body, version=0))
+
+    # -- sending --------------------------------------------------------------------------------------
+    async def send_chunks(self, chunks: Sequence[Any]) -> None:
+        has_region = any(isinstance(c, tuple) for c in chunks)
+        corked = False
+        if has_region and _CORK is not None:
+            try:
+                self.sock.setsockopt(_stdsocket.IPPROTO_TCP, _CORK, 1)
+                corked = True
+            except OSError:
+                pass
+        try:
+            pending: list[Any] = []
+            for chunk in chunks:
+                if isinstance(chunk, tuple):
+                    if pending:
+                        await self._send_buffers(pending)
+                        pending = []
+                    fd, offset, length = chunk
+                    await self._sendfile(fd, offset, length)
+                elif len(chunk):
+                    pending.append(chunk)
+            if pending:
+                await self._send_buffers(pending)
+        finally:
+            if corked:
+                with contextlib.suppress(OSError):
+                    self.sock.setsockopt(_stdsocket.IPPROTO_TCP, _CORK, 0)
+
+    async def _send_buffers(self, bufs: list[Any]) -> None:
+        views = [memoryview(b).cast("B") for b in bufs]
+        while views:
+            sent = await self.sock.sendmsg(views[:_IOV_MAX])
+            while sent:
+                head = views[0]
+                if sent >= len(head):
+                    sent -= len(head)
+                    views.pop(0)
+                else:
+                    views[0] = head[sent:]
+                    sent = 0
+            while views and not len(views[0]):
+                views.pop(0)
+
+    async def _sendfile(self, fd: int, offset: int, length: int) -> None:
+        out = self.sock.fileno()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while length > 0:
+            try:
+                n = os.sendfile(out, fd, offset, length)
+            except BlockingIOError:
+                await self.sock.wait_writable()
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EAGAIN:
+                    await self.sock.wait_writable()
+                    continue
+                raise
+            if n == 0:
+                raise ConnectionClosed(f"segment file region ended early (fd {fd} offset {offset})")
+            offset += n
+            length -= n

@@ -1,0 +1,108 @@
+"""``kafkalite.Broker``: an in-process broker for tests and notebooks.
+
+    with kafkalite.Broker() as broker:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+
+The server runs on its own trio loop in a daemon thread, bound to 127.0.0.1 on a free port, with a temporary
+data directory (deleted on stop) unless ``data_dir`` is given. ``start()`` returns once clients can connect;
+``stop()`` drains and closes storage cleanly (the clean-shutdown marker is written), and is idempotent.
+"""
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kafkalite.config import BrokerConfig
+
+
+class Broker:
+    def __init__(self, *, data_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 0,
+                 overrides: Mapping[str, str] | None = None, emulate_kafka: str | None = None,
+                 config: BrokerConfig | None = None, startup_timeout: float = 60.0) -> None:
+        self._own_dir = data_dir is None
+        self.data_dir = Path(tempfile.mkdtemp(prefix="kafkalite-")) if data_dir is None else Path(data_dir)
+        values: dict[str, str] = dict(config.values) if config is not None else {}
+        values.setdefault("listeners", f"PLAINTEXT://{host}:{port}")
+        values["log.dirs"] = str(self.data_dir)
+        if emulate_kafka:
+            values["kafkalite.emulate.kafka"] = emulate_kafka
+        values.update(overrides or {})
+        self.config = BrokerConfig(values)
+        self.startup_timeout = startup_timeout
+        self.host = host
+        self.port = 0
+        self.addresses: list[tuple[str, int]] = []
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._token: Any = None
+        self._shutdown: Any = None
+        self._stopped = False
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> Broker:
+        if self._thread is not None:
+            return self
+        self._thread = threading.Thread(target=self._run, name=f"kafkalite-broker-{id(self):x}", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(self.startup_timeout):
+            raise TimeoutError("kafkalite broker did not start in time")
+        if self._error is not None:
+            self._thread.join()
+            raise RuntimeError("kafkalite broker failed to start") from self._error
+        return self
+
+    def _run(self) -> None:
+        import trio
+
+        from kafkalite.server import serve
+
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            self._shutdown = trio.Event()
+            async with trio.open_nursery() as nursery:
+                addrs = await nursery.start(
+                    lambda task_status: serve(self.config, shutdown=self._shutdown, task_status=task_status))
+                self.addresses = addrs
+                self.host, self.port = addrs[0]
+                self._ready.set()
+
+        try:
+            trio.run(main)
+        except BaseException as exc:  # report startup failures to start()
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._thread is not None:
+            if self._token is not None and self._shutdown is not None and self._thread.is_alive():
+                import trio
+
+                with contextlib.suppress(trio.RunFinishedError):
+                    trio.from_thread.run_sync(self._shutdown.set, trio_token=self._token)
+            self._thread.join()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<kafkalite.Broker {self.bootstrap_servers} data_dir={str(self.data_dir)!r}>"

@@ -1,0 +1,39 @@
+"""AlterConfigs (key 33): v0–v2.
+
+TOPIC resources: the given configs *replace* all of the topic's overrides (legacy, non-incremental
+semantics); unknown names or bad values answer INVALID_CONFIG. BROKER resources are static here:
+INVALID_REQUEST. ValidateOnly checks without applying. Overrides persist across restarts.
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.topic_configs import BROKER_RESOURCE, TOPIC_RESOURCE, validate_topic_configs
+from wire.errors import ErrorCode
+from wire.messages import AlterConfigsRequest, AlterConfigsResponse
+
+_Result = AlterConfigsResponse.AlterConfigsResourceResponse
+
+
+@handler(AlterConfigsRequest, min_version=0, max_version=2)
+async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
+    state = ctx.broker
+    results = []
+    for r in req.resources:
+        code, msg = ErrorCode.NONE, None
+        if r.resource_type == TOPIC_RESOURCE:
+            if r.resource_name not in state.topics:
+                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."
+            else:
+                overrides = {c.name: c.value for c in r.configs if c.value is not None}
+                why = validate_topic_configs(state, overrides)
+                if why is not None:
+                    code, msg = ErrorCode.INVALID_CONFIG, why
+                elif not req.validate_only:
+                    state.set_topic_config(r.resource_name, overrides)
+        elif r.resource_type == BROKER_RESOURCE:
+            code, msg = ErrorCode.INVALID_REQUEST, "kafkalite broker configs are static (set them at startup)"
+        else:
+            code, msg = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
+        results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,
+                               resource_name=r.resource_name))
+    return AlterConfigsResponse(throttle_time_ms=0, responses=results)

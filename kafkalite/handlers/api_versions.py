@@ -1,0 +1,42 @@
+"""ApiVersions (key 18): v0–v4.
+
+- The advertised list comes from the handler registry, capped by ``--emulate-kafka`` (kafkalite.versions).
+- The response always travels under response header v0, even for flexible versions (KIP-511); the codec's
+  ``encode_response`` applies that rule.
+- A request at a version we do not serve is not parsed: it gets a *v0* body with UNSUPPORTED_VERSION (35) and
+  the full api_keys list, so the client retries at our max (handled in kafkalite.connection).
+- v3+: ClientSoftwareName/Version must match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``, else
+  INVALID_REQUEST (42) (librdkafka then retries at v0).
+- v3+ tagged fields (SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures, ZkMigrationReady) are left
+  at their defaults, so the codec omits them: librdkafka < 2.2 (kcat 1.7) mis-skips tagged fields. Leaving
+  ``transaction.version`` out keeps clients on the classic (pre-KIP-890) transaction flow.
+"""
+from __future__ import annotations
+
+import re
+
+from kafkalite.handlers.registry import RequestContext, advertised, handler
+from kafkalite.state import BrokerState
+from kafkalite.versions import caps_for
+from wire.errors import ErrorCode
+from wire.messages import ApiVersionsRequest, ApiVersionsResponse
+
+_SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+
+def api_keys(state: BrokerState) -> list[ApiVersionsResponse.ApiVersion]:
+    caps = caps_for(state.config.emulate_kafka)
+    return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, lo, hi in advertised(caps)]
+
+
+def unsupported_version_response(state: BrokerState) -> ApiVersionsResponse:
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_keys(state))
+
+
+@handler(ApiVersionsRequest, min_version=0, max_version=4)
+async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
+    if ctx.version >= 3 and not (_SOFTWARE_RE.match(req.client_software_name or "")
+                                 and _SOFTWARE_RE.match(req.client_software_version or "")):
+        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=api_keys(ctx.broker))
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.broker))

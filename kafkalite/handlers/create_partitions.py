@@ -1,0 +1,42 @@
+"""CreatePartitions (key 37): v0–v3.
+
+Raises a topic's partition count to ``Count``. Errors per topic: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS
+(count not above the current one), INVALID_REPLICA_ASSIGNMENT (assignments naming another broker or of the
+wrong length), INVALID_REQUEST (a topic named twice). ValidateOnly checks without changing anything.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
+
+_Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+@handler(CreatePartitionsRequest, min_version=0, max_version=3)
+async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    state = ctx.broker
+    counts = Counter(t.name for t in req.topics)
+    results = []
+    for t in req.topics:
+        info = state.topics.get(t.name)
+        if counts[t.name] > 1:
+            code, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+        elif info is None:
+            code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic does not exist."
+        elif t.count <= info.partitions:
+            code, msg = ErrorCode.INVALID_PARTITIONS, (
+                f"Topic currently has {info.partitions} partitions, which is higher than the requested "
+                f"{t.count}." if t.count < info.partitions else f"Topic already has {info.partitions} partitions.")
+        elif t.assignments is not None and (
+                len(t.assignments) != t.count - info.partitions
+                or any(list(a.broker_ids) != [state.node_id] for a in t.assignments)):
+            code, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"the only broker is {state.node_id}"
+        else:
+            code, msg = ErrorCode.NONE, None
+            if not req.validate_only:
+                state.add_partitions(t.name, t.count)
+        results.append(_Result(name=t.name, error_code=code, error_message=msg))
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)

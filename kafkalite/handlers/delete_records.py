@@ -1,0 +1,45 @@
+"""DeleteRecords (key 21): v0–v2.
+
+Moves each partition's log start offset forward to ``Offset`` (-1 = the high watermark); whole segments
+below it are deleted by storage. Answers the new low watermark. An offset beyond the high watermark answers
+OFFSET_OUT_OF_RANGE; unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.errors import error_code_for
+from kafkalite.handlers.registry import RequestContext, handler
+from storage.errors import StorageError
+from wire.errors import ErrorCode
+from wire.messages import DeleteRecordsRequest, DeleteRecordsResponse
+
+_Part = DeleteRecordsResponse.DeleteRecordsPartitionResult
+
+
+@handler(DeleteRecordsRequest, min_version=0, max_version=2)
+async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
+    state = ctx.broker
+    topics = []
+    for t in req.topics:
+        parts: list[Any] = []
+        for p in t.partitions:
+            plog = state.logs.get_log(t.name, p.partition_index) if t.name in state.topics else None
+            if plog is None:
+                parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
+                                   error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            offset = plog.high_watermark if p.offset == -1 else p.offset
+            if offset < 0 or offset > plog.high_watermark:
+                parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
+                                   error_code=ErrorCode.OFFSET_OUT_OF_RANGE))
+                continue
+            try:
+                low = plog.delete_records_before(offset)
+            except StorageError as exc:
+                parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
+                                   error_code=error_code_for(exc)))
+                continue
+            parts.append(_Part(partition_index=p.partition_index, low_watermark=low, error_code=ErrorCode.NONE))
+        topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts))
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,50 @@
+"""DeleteTopics (key 20): v0–v6.
+
+v0–v5 name topics in TopicNames; v6 in Topics, each by name or by topic id (name null). Unknown names answer
+UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; the internal topics (__consumer_offsets,
+__transaction_state) cannot be deleted (TOPIC_AUTHORIZATION_FAILED, as Kafka answers when deletion of an
+internal topic is attempted without it being allowed). Partition directories are removed by storage
+(Kafka's ``-delete`` rename then removal); Fetch long polls on deleted partitions are woken.
+"""
+from __future__ import annotations
+
+import uuid
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
+
+_Result = DeleteTopicsResponse.DeletableTopicResult
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+@handler(DeleteTopicsRequest, min_version=0, max_version=6)
+async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    state = ctx.broker
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(name, _ZERO_UUID) for name in req.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        if name is None:
+            info = state.topics_by_id.get(topic_id)
+            if info is None:
+                results.append(_Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                                       error_message="This server does not host this topic ID."))
+                continue
+        else:
+            info = state.topics.get(name)
+            if info is None:
+                results.append(_Result(name=name, topic_id=topic_id,
+                                       error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                       error_message="This server does not host this topic-partition."))
+                continue
+        if info.internal:
+            results.append(_Result(name=info.name, topic_id=info.topic_id,
+                                   error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   error_message="Internal topics cannot be deleted"))
+            continue
+        state.delete_topic(info.name)
+        results.append(_Result(name=info.name, topic_id=info.topic_id, error_code=ErrorCode.NONE))
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

@@ -1,0 +1,30 @@
+"""DescribeCluster (key 60): v0–v1 (v1 must be offered: kafka-python 3.0's describe_cluster() breaks on v0 only).
+
+One broker, which is also reported as the controller. EndpointType (v1+): 1 = brokers (answered),
+2 = controllers (UNSUPPORTED_ENDPOINT_TYPE: clients must ask a controller, and we have none separately).
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.metadata import CLUSTER_OPERATIONS
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import DescribeClusterRequest, DescribeClusterResponse
+
+
+@handler(DescribeClusterRequest, min_version=0, max_version=1)
+async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
+    state = ctx.broker
+    endpoint_type = req.endpoint_type if ctx.version >= 1 else 1
+    if endpoint_type != 1:
+        return DescribeClusterResponse(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                                       error_message="The broker only handles the BROKER endpoint type",
+                                       endpoint_type=endpoint_type, cluster_id=state.cluster_id,
+                                       controller_id=-1, brokers=[])
+    adv = state.advertised_for(ctx.listener)
+    return DescribeClusterResponse(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=1,
+        cluster_id=state.cluster_id, controller_id=state.node_id,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=adv.host,
+                                                               port=adv.port, rack=None)],
+        cluster_authorized_operations=(CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
+                                       else -2147483648))

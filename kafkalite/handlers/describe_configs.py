@@ -1,0 +1,66 @@
+"""DescribeConfigs (key 32): v0–v4.
+
+Resources: TOPIC (2) — every topic config with its effective value and source (1 topic override, 4 broker
+setting, 5 default); BROKER (4) — the broker's settings (resource name = our node id, or "" for cluster
+defaults), read-only since they cannot be changed at runtime; BROKER_LOGGER (8) — an empty list.
+ConfigurationKeys (nullable) filters by name. v0 reports IsDefault instead of ConfigSource; Synonyms (v1+)
+are returned when asked for (the entry itself); ConfigType and Documentation (v3+) carry the type and null.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.topic_configs import (
+    BROKER_LOGGER_RESOURCE,
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    ConfigEntry,
+    describe_broker,
+    describe_topic,
+)
+from wire.errors import ErrorCode
+from wire.messages import DescribeConfigsRequest, DescribeConfigsResponse
+
+_Result = DescribeConfigsResponse.DescribeConfigsResult
+_Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
+
+
+def _entry(e: ConfigEntry, synonyms: bool) -> Any:
+    syn = [DescribeConfigsResponse.DescribeConfigsSynonym(name=e.name, value=e.value, source=e.source)] \
+        if synonyms else []
+    return _Entry(name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default,
+                  config_source=e.source, is_sensitive=e.sensitive, synonyms=syn, config_type=e.config_type,
+                  documentation=None)
+
+
+@handler(DescribeConfigsRequest, min_version=0, max_version=4)
+async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    state = ctx.broker
+    synonyms = ctx.version >= 1 and bool(req.include_synonyms)
+    results = []
+    for r in req.resources:
+        entries: list[ConfigEntry] | None = None
+        code, msg = ErrorCode.NONE, None
+        if r.resource_type == TOPIC_RESOURCE:
+            info = state.topics.get(r.resource_name)
+            if info is None:
+                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."
+            else:
+                entries = describe_topic(state, info.config)
+        elif r.resource_type == BROKER_RESOURCE:
+            if r.resource_name not in ("", str(state.node_id)):
+                code, msg = ErrorCode.INVALID_REQUEST, f"Unexpected broker id {r.resource_name}"
+            else:
+                entries = describe_broker(state)
+        elif r.resource_type == BROKER_LOGGER_RESOURCE:
+            entries = []
+        else:
+            code, msg = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
+        configs = []
+        if entries is not None:
+            keys = set(r.configuration_keys) if r.configuration_keys else None
+            configs = [_entry(e, synonyms) for e in entries if keys is None or e.name in keys]
+        results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,
+                               resource_name=r.resource_name, configs=configs))
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)

@@ -1,0 +1,140 @@
+"""Fetch (key 1): v4–v17 (v4 is the first with isolation level and LSO; every client sends ≥4 when offered).
+
+- Long poll: if fewer than MinBytes are available (and no partition errored), wait until an append to one of
+  the requested partitions (per-partition events set by Produce, see BrokerState.append_waiter) or until
+  MaxWaitMs passes — never a sleep loop. Broker shutdown wakes every poll.
+- Sizes: MaxBytes (v3+) bounds the response, PartitionMaxBytes each partition; whole batches only, and the
+  first partition that has data returns at least one batch even when it is larger than both (KIP-74).
+- Records are file regions ``(fd, position, length)`` from storage, sent with sendfile by the connection. An
+  offset inside a batch returns the whole batch; clients skip the earlier records.
+- v13+: topics are named by topic id; an unknown id answers UNKNOWN_TOPIC_ID.
+- OFFSET_OUT_OF_RANGE below the log start offset or beyond the log end offset.
+- No fetch sessions: SessionId is always 0, so clients keep sending full fetch requests (KIP-227 allows it).
+- Isolation: LastStableOffset = the storage's LSO when it tracks one, else the high watermark;
+  AbortedTransactions is null for read_uncommitted and the storage's list (or empty) for read_committed.
+- Flexible versions: an empty Records field is zero-length bytes, never null (librdkafka rejects null).
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import trio
+
+from kafkalite.errors import error_code_for
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.state import BrokerState
+from storage.errors import OffsetOutOfRangeError, StorageError
+from wire.errors import ErrorCode
+from wire.messages import FetchRequest, FetchResponse
+
+_Part = FetchResponse.PartitionData
+_ZERO_UUID = uuid.UUID(int=0)
+READ_COMMITTED = 1
+
+
+def _error_part(index: int, code: ErrorCode, hw: int = -1, log_start: int = -1, version: int = 4) -> Any:
+    return _Part(partition_index=index, error_code=code, high_watermark=hw, last_stable_offset=hw,
+                 log_start_offset=log_start, aborted_transactions=None, preferred_read_replica=-1,
+                 records=b"")
+
+
+def _collect(state: BrokerState, req: FetchRequest, version: int) -> tuple[FetchResponse, int, bool]:
+    """Read every requested partition now. Returns (response, bytes of records, whether any partition erred)."""
+    by_id = version >= 13
+    committed = req.isolation_level == READ_COMMITTED
+    remaining = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    total = 0
+    errored = False
+    topics_out: list[FetchResponse.FetchableTopicResponse] = []
+    for t in req.topics:
+        if by_id:
+            info = state.topics_by_id.get(t.topic_id)
+            name = info.name if info is not None else None
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            name = t.topic
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        parts: list[Any] = []
+        topics_out.append(FetchResponse.FetchableTopicResponse(topic=t.topic if not by_id else "",
+                                                               topic_id=t.topic_id, partitions=parts))
+        for p in t.partitions:
+            plog = state.logs.get_log(name, p.partition) if name is not None and name in state.topics else None
+            if plog is None:
+                code = missing if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                parts.append(_error_part(p.partition, code))
+                errored = True
+                continue
+            hw = plog.high_watermark
+            log_start = plog.log_start_offset
+            lso = getattr(plog, "last_stable_offset", hw)
+            offset = p.fetch_offset
+            if offset < log_start or offset > plog.log_end_offset:
+                parts.append(_error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, log_start))
+                errored = True
+                continue
+            limit = min(p.partition_max_bytes, remaining)
+            records: Any = b""
+            if offset < (lso if committed else hw) and (limit > 0 or total == 0):
+                try:
+                    regions = plog.read(offset, max(limit, 0), min_one=(total == 0))
+                except OffsetOutOfRangeError:
+                    parts.append(_error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, log_start))
+                    errored = True
+                    continue
+                except StorageError as exc:
+                    parts.append(_error_part(p.partition, error_code_for(exc), hw, log_start))
+                    errored = True
+                    continue
+                if regions:
+                    size = sum(r[2] for r in regions)
+                    total += size
+                    remaining -= size
+                    records = regions
+            aborted: list[Any] | None = None
+            if committed:
+                lister = getattr(plog, "aborted_transactions", None)
+                aborted = [FetchResponse.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                           for a in (lister(offset, lso) if lister is not None else [])]
+            parts.append(_Part(partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=hw,
+                               last_stable_offset=lso, log_start_offset=log_start,
+                               aborted_transactions=aborted, preferred_read_replica=-1, records=records))
+    resp = FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics_out)
+    return resp, total, errored
+
+
+def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str, int]]:
+    keys = []
+    for t in req.topics:
+        if version >= 13:
+            info = state.topics_by_id.get(t.topic_id)
+            if info is None:
+                continue
+            name = info.name
+        else:
+            name = t.topic
+        keys.extend((name, p.partition) for p in t.partitions)
+    return keys
+
+
+@handler(FetchRequest, min_version=4, max_version=17)
+async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
+    state = ctx.broker
+    version = ctx.version
+    deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
+    min_bytes = max(req.min_bytes, 0)
+    while True:
+        resp, total, errored = _collect(state, req, version)
+        if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.draining:
+            return resp
+        if trio.current_time() >= deadline:
+            return resp
+        keys = _keys(state, req, version)
+        if not keys:
+            return resp
+        ev = state.append_waiter(keys)
+        try:
+            with trio.move_on_at(deadline):
+                await ev.wait()
+        finally:
+            state.drop_waiter(keys, ev)

@@ -1,0 +1,79 @@
+"""IncrementalAlterConfigs (key 44): v0–v1.
+
+TOPIC resources, per config: SET (0) sets the override, DELETE (1) removes it (back to the default),
+APPEND (2) / SUBTRACT (3) add to / remove from a list-valued config (cleanup.policy and the other
+comma-separated ones). Unknown names, bad values, or list operations on non-list configs answer
+INVALID_CONFIG; the same name twice in one resource answers INVALID_REQUEST. BROKER resources are static
+here (INVALID_REQUEST). ValidateOnly checks without applying.
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.topic_configs import BROKER_RESOURCE, TOPIC_RESOURCE, validate_topic_configs
+from wire.errors import ErrorCode
+from wire.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
+
+_Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+LIST_CONFIGS = frozenset({"cleanup.policy", "follower.replication.throttled.replicas",
+                          "leader.replication.throttled.replicas"})
+
+
+def _apply(current: dict[str, str], configs: list, defaults: dict[str, str]) -> tuple[ErrorCode, str | None]:
+    seen: set[str] = set()
+    for c in configs:
+        if c.name in seen:
+            return ErrorCode.INVALID_REQUEST, f"Duplicate config {c.name} in request"
+        seen.add(c.name)
+        if c.config_operation == SET:
+            if c.value is None:
+                return ErrorCode.INVALID_CONFIG, f"Null value not supported for {c.name}"
+            current[c.name] = c.value
+        elif c.config_operation == DELETE:
+            current.pop(c.name, None)
+        elif c.config_operation in (APPEND, SUBTRACT):
+            if c.name not in LIST_CONFIGS:
+                return ErrorCode.INVALID_CONFIG, f"Config {c.name} is not a list config"
+            base = current.get(c.name, defaults.get(c.name, ""))
+            items = [x for x in base.split(",") if x]
+            for v in (c.value or "").split(","):
+                v = v.strip()
+                if not v:
+                    continue
+                if c.config_operation == APPEND and v not in items:
+                    items.append(v)
+                elif c.config_operation == SUBTRACT and v in items:
+                    items.remove(v)
+            current[c.name] = ",".join(items)
+        else:
+            return ErrorCode.INVALID_REQUEST, f"Unknown config operation {c.config_operation}"
+    return ErrorCode.NONE, None
+
+
+@handler(IncrementalAlterConfigsRequest, min_version=0, max_version=1)
+async def incremental_alter_configs(ctx: RequestContext,
+                                    req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+    state = ctx.broker
+    results = []
+    for r in req.resources:
+        code, msg = ErrorCode.NONE, None
+        if r.resource_type == TOPIC_RESOURCE:
+            info = state.topics.get(r.resource_name)
+            if info is None:
+                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."
+            else:
+                updated = dict(info.config)
+                code, msg = _apply(updated, list(r.configs), state.default_log_config.to_props())
+                if code == ErrorCode.NONE:
+                    why = validate_topic_configs(state, updated)
+                    if why is not None:
+                        code, msg = ErrorCode.INVALID_CONFIG, why
+                    elif not req.validate_only:
+                        state.set_topic_config(r.resource_name, updated)
+        elif r.resource_type == BROKER_RESOURCE:
+            code, msg = ErrorCode.INVALID_REQUEST, "kafkalite broker configs are static (set them at startup)"
+        else:
+            code, msg = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
+        results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,
+                               resource_name=r.resource_name))
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=results)

@@ -1,0 +1,32 @@
+"""InitProducerId (key 22): v0–v5.
+
+- Without a transactional id (idempotent producers): a fresh producer id with epoch 0, every time — also when
+  a v3+ request names its current id/epoch (KIP-360 bump), as Kafka does for non-transactional producers.
+  Ids come from BrokerState.allocate_producer_id, which persists reserved blocks so ids are never reused
+  across restarts.
+- With a transactional id: delegated to the transaction coordinator (``state.txns.init_producer_id(ctx,
+  req)``) when there is one; otherwise TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which every client reports as
+  a clear, fatal error instead of retrying forever.
+- v0/v1 bodies carry only TransactionalId and TransactionTimeoutMs (aiokafka speaks only v0).
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import InitProducerIdRequest, InitProducerIdResponse
+
+
+@handler(InitProducerIdRequest, min_version=0, max_version=5)
+async def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse:
+    state = ctx.broker
+    if req.transactional_id is not None:
+        txns = state.txns
+        delegate = getattr(txns, "init_producer_id", None)
+        if delegate is not None:
+            return await delegate(ctx, req)
+        return InitProducerIdResponse(throttle_time_ms=0,
+                                      error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                      producer_id=-1, producer_epoch=-1)
+    pid = state.allocate_producer_id()
+    return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=pid,
+                                  producer_epoch=0)

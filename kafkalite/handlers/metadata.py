@@ -1,0 +1,89 @@
+"""Metadata (key 3): v0–v12.
+
+- This broker is the only node: it leads every partition (epoch 0) and is the sole replica and ISR member;
+  the broker list holds the advertised address of the listener the client came in on.
+- Topics: null (v1+) or an empty list at v0 means "all topics". From v10 a topic may be named by id alone;
+  an unknown id answers UNKNOWN_TOPIC_ID.
+- Unknown topics are auto-created with ``num.partitions`` when ``auto.create.topics.enable`` is on and the
+  request allows it (AllowAutoTopicCreation, v4+; always before v4). We create synchronously, so the topic is
+  returned complete at once instead of Kafka's transient LEADER_NOT_AVAILABLE. Illegal names answer
+  INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION.
+- v10+ carries non-zero topic ids, which lets Java/librdkafka use Fetch v13+ (topic ids instead of names).
+"""
+from __future__ import annotations
+
+import uuid
+
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name
+from wire.errors import ErrorCode
+from wire.messages import MetadataRequest, MetadataResponse
+
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes 3-8, 10, 11)
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+# + CLUSTER_ACTION(9), IDEMPOTENT_WRITE(12), ALTER/DESCRIBE, CREATE
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+_ZERO_UUID = uuid.UUID(int=0)
+_AUTHORIZED_OPS_UNSET = -2147483648
+
+
+def topic_metadata(state: BrokerState, info: TopicInfo, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
+    node = state.node_id
+    partitions = [
+        MetadataResponse.MetadataResponsePartition(
+            error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=0,
+            replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+        for p in range(info.partitions)
+    ]
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id, is_internal=info.internal,
+        partitions=partitions,
+        topic_authorized_operations=TOPIC_OPERATIONS if include_ops else _AUTHORIZED_OPS_UNSET)
+
+
+def _error_topic(name: str | None, code: ErrorCode, topic_id: uuid.UUID = _ZERO_UUID
+                 ) -> MetadataResponse.MetadataResponseTopic:
+    return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
+
+
+@handler(MetadataRequest, min_version=0, max_version=12)
+async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+    state = ctx.broker
+    version = ctx.version
+    include_ops = version >= 8 and bool(req.include_topic_authorized_operations)
+    topics: list[MetadataResponse.MetadataResponseTopic] = []
+    if req.topics is None or (version == 0 and not req.topics):
+        topics = [topic_metadata(state, info, include_ops) for info in list(state.topics.values())]
+    else:
+        allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
+        for t in req.topics:
+            name = t.name
+            if name is None or (name == "" and version >= 10 and t.topic_id != _ZERO_UUID):
+                info = state.topics_by_id.get(t.topic_id)
+                if info is None:
+                    topics.append(_error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, t.topic_id))
+                else:
+                    topics.append(topic_metadata(state, info, include_ops))
+                continue
+            info = state.topics.get(name)
+            if info is None:
+                if invalid_topic_name(name):
+                    topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+                    continue
+                if not allow_create or name in INTERNAL_TOPICS:
+                    topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    continue
+                info = state.ensure_topic(name)
+            topics.append(topic_metadata(state, info, include_ops))
+
+    adv = state.advertised_for(ctx.listener)
+    include_cluster_ops = 8 <= version <= 10 and bool(req.include_cluster_authorized_operations)
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=adv.host, port=adv.port,
+                                                         rack=None)],
+        cluster_id=state.cluster_id,
+        controller_id=state.node_id,
+        topics=topics,
+        cluster_authorized_operations=CLUSTER_OPERATIONS if include_cluster_ops else _AUTHORIZED_OPS_UNSET,
+    )

@@ -1,0 +1,191 @@
+"""The trio server: listeners, connections, background loops, storage lifecycle.
+
+Structure (outermost first), so shutdown can unwind one layer at a time:
+
+    background nursery     group coordinator, periodic checkpoint/retention loop
+      connection nursery   one task per client connection (kafkalite.connection)
+        accept nursery     one accept loop per listener
+
+``serve(config, shutdown=event, task_status=...)`` opens storage in a worker thread (recovery can take a
+while), binds every listener, starts the background services and reports the bound addresses through
+``task_status.started([(host, port), ...])``. When ``shutdown`` is set it drains gracefully: stop accepting,
+wake long polls, let in-flight requests finish (closing idle connections at once) within
+``kafkalite.shutdown.drain.ms``, stop background loops, then close storage under a shielded cancel scope,
+which writes checkpoints and the ``.kafka_cleanshutdown`` marker. Being cancelled from outside skips the
+drain but still closes storage cleanly.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import logging
+import socket as _stdsocket
+from typing import Any
+
+import trio
+
+from kafkalite.config import BrokerConfig, Listener
+from kafkalite.connection import Connection
+from kafkalite.state import BrokerState
+
+log = logging.getLogger(__name__)
+
+_conn_ids = itertools.count(1)
+
+
+def open_state(config: BrokerConfig) -> BrokerState:
+    """Open (and recover) storage and build the broker state. Blocking: call from a worker thread."""
+    from kafkalite.handlers import load_all
+    from storage import LogManager
+
+    load_all()
+    log_dir = config.log_dir
+    log_dir.mkdir(parents=True, exist_ok=True)
+    from storage import LogConfig
+
+    lm = LogManager.open(str(log_dir), LogConfig(), node_id=config.node_id)
+    try:
+        return BrokerState(config, lm)
+    except BaseException:
+        lm.close()
+        raise
+
+
+async def _bind(listener: Listener) -> tuple[trio.socket.SocketType, Listener]:
+    host = listener.host or "0.0.0.0"
+    infos = await trio.socket.getaddrinfo(host, listener.port, type=_stdsocket.SOCK_STREAM,
+                                          flags=_stdsocket.AI_PASSIVE)
+    family, type_, proto, _, sockaddr = infos[0]
+    sock = trio.socket.socket(family, type_, proto)
+    try:
+        sock.setsockopt(_stdsocket.SOL_SOCKET, _stdsocket.SO_REUSEADDR, 1)
+        await sock.bind(sockaddr)
+        sock.listen(511)
+    except BaseException:
+        sock.close()
+        raise
+    bound = sock.getsockname()
+    return sock, Listener(listener.name, listener.host or str(bound[0]), int(bound[1]))
+
+
+def _advertised(config: BrokerConfig, bound: list[Listener]) -> list[Listener]:
+    explicit = {lst.name: lst for lst in config.advertised_listeners()}
+    out = []
+    for lst in bound:
+        adv = explicit.get(lst.name)
+        if adv is None:
+            host = lst.host if lst.host not in ("", "0.0.0.0", "::") else _stdsocket.gethostname()
+            adv = Listener(lst.name, host, lst.port)
+        elif adv.port == 0:
+            adv = Listener(adv.name, adv.host, lst.port)
+        out.append(adv)
+    return out
+
+
+async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listener: Listener,
+                       conn_nursery: trio.Nursery, connections: set[Connection]) -> None:
+    while True:
+        try:
+            client, _addr = await sock.accept()
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                log.error("accept failed (%s); pausing accepts briefly", exc)
+                await trio.sleep(0.1)
+                continue
+            if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
+                continue
+            raise
+        with contextlib.suppress(OSError):
+            client.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
+        conn = Connection(state, client, listener.name, next(_conn_ids))
+        connections.add(conn)
+        conn_nursery.start_soon(_run_connection, conn, connections)
+
+
+async def _run_connection(conn: Connection, connections: set[Connection]) -> None:
+    try:
+        await conn.run()
+    finally:
+        connections.discard(conn)
+
+
+async def _housekeeping(state: BrokerState) -> None:
+    """Periodic checkpoints and retention, off the trio thread (log.retention.check.interval.ms)."""
+    interval = max(state.config.get_int("log.retention.check.interval.ms"), 1000) / 1000
+    while True:
+        await trio.sleep(interval)
+        for name in ("cleanup", "enforce_retention", "checkpoint"):
+            fn = getattr(state.logs, name, None)
+            if fn is not None:
+                try:
+                    await trio.to_thread.run_sync(fn)
+                except Exception:
+                    log.exception("storage %s failed", name)
+
+
+async def _start_groups(state: BrokerState, nursery: trio.Nursery) -> None:
+    try:
+        from kafkalite.coordinator.service import GroupService
+    except ImportError as exc:
+        log.debug("no group coordinator (%s)", exc)
+        return
+    state.groups = GroupService(state)
+    await nursery.start(state.groups.run)
+
+
+async def _close_groups(state: BrokerState) -> None:
+    if state.groups is None:
+        return
+    try:
+        result: Any = state.groups.close()
+        if hasattr(result, "__await__"):
+            await result
+    except Exception:
+        log.exception("group coordinator close failed")
+
+
+async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
+                task_status: trio.TaskStatus[list[tuple[str, int]]] = trio.TASK_STATUS_IGNORED) -> None:
+    shutdown = trio.Event() if shutdown is None else shutdown
+    state = await trio.to_thread.run_sync(open_state, config)
+    connections: set[Connection] = set()
+    sockets: list[trio.socket.SocketType] = []
+    try:
+        bound: list[Listener] = []
+        for lst in config.listeners():
+            sock, actual = await _bind(lst)
+            sockets.append(sock)
+            bound.append(actual)
+        state.listeners = bound
+        state.advertised_listeners = _advertised(config, bound)
+
+        async with trio.open_nursery() as background:
+            await _start_groups(state, background)
+            background.start_soon(_housekeeping, state)
+            async with trio.open_nursery() as conn_nursery:
+                async with trio.open_nursery() as accept_nursery:
+                    for sock, lst in zip(sockets, bound, strict=True):
+                        accept_nursery.start_soon(_accept_loop, state, sock, lst, conn_nursery, connections)
+                    log.info("kafkalite %s listening on %s (data in %s)", state.cluster_id,
+                             ", ".join(str(b) for b in bound), config.log_dir)
+                    task_status.started([(b.host, b.port) for b in bound])
+                    await shutdown.wait()
+                    accept_nursery.cancel_scope.cancel()
+                # drain: no new connections; long polls answer now; idle connections close
+                for sock in sockets:
+                    sock.close()
+                state.begin_drain()
+                for conn in list(connections):
+                    conn.request_close()
+                conn_nursery.cancel_scope.deadline = (
+                    trio.current_time() + config.get_int("kafkalite.shutdown.drain.ms") / 1000)
+            await _close_groups(state)
+            background.cancel_scope.cancel()
+    finally:
+        for sock in sockets:
+            sock.close()
+        with trio.CancelScope(shield=True):
+            await _close_groups(state)
+            await trio.to_thread.run_sync(state.logs.close)
+            log.info("kafkalite stopped; storage closed cleanly")

@@ -1,0 +1,290 @@
+"""BrokerState: everything handlers share — config, the storage LogManager, topic metadata, coordinators.
+
+Topic metadata lives with the logs: each partition directory's ``partition.metadata`` holds the topic id
+(storage writes it), so the topic table is rebuilt from ``LogManager.logs()`` at startup. Two small files of
+our own sit in the log dir next to Kafka's (Kafka ignores plain files there): ``kafkalite-topic-configs.json``
+(per-topic config overrides, which Kafka keeps in its metadata quorum) and ``kafkalite-producer-ids`` (the
+next unallocated producer-id block, so ids stay unique across restarts).
+
+All methods run on the trio thread unless noted; none of them awaits, so a handler's check-then-mutate
+sequence is atomic.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from kafkalite.config import BrokerConfig, Listener
+
+if TYPE_CHECKING:
+    from storage import LogConfig, LogManager, PartitionLog
+
+log = logging.getLogger(__name__)
+
+TOPIC_CONFIGS_FILE = "kafkalite-topic-configs.json"
+PRODUCER_IDS_FILE = "kafkalite-producer-ids"
+PRODUCER_ID_BLOCK = 1000
+MAX_TOPIC_NAME_LENGTH = 249
+_TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+# broker setting -> topic setting it provides the default for
+_BROKER_TO_TOPIC = {
+    "log.segment.bytes": "segment.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.cleanup.policy": "cleanup.policy",
+    "log.retention.bytes": "retention.bytes",
+    "message.max.bytes": "max.message.bytes",
+    "log.message.timestamp.type": "message.timestamp.type",
+    "compression.type": "compression.type",
+    "log.flush.interval.messages": "flush.messages",
+}
+
+
+def invalid_topic_name(name: str | None) -> str | None:
+    """Why ``name`` is not a legal topic name (Kafka's Topic.validate rules), or None if it is legal."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return "topic name cannot be '.' or '..'"
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters"
+    if not _TOPIC_NAME_RE.match(name):
+        return "topic name may contain only ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    config: dict[str, str] = field(default_factory=dict)   # overrides only
+    internal: bool = False
+
+
+class BrokerState:
+    def __init__(self, config: BrokerConfig, logs: LogManager, *, cluster_id: str | None = None) -> None:
+        self.config = config
+        self.logs = logs
+        self.node_id = config.node_id
+        self.cluster_id: str = cluster_id or getattr(logs, "cluster_id", None) or _random_cluster_id()
+        self.log_dir = Path(config.log_dir)
+        self.topics: dict[str, TopicInfo] = {}
+        self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
+        self.groups: Any = None
+        self.txns: Any = None
+        self.listeners: list[Listener] = []        # bound (actual ports)
+        self.advertised_listeners: list[Listener] = []
+        self.broker_config_overrides: dict[str, str] = {}
+        self.draining = False
+        self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
+        self._pid_next = 0
+        self._pid_limit = 0
+        self.default_log_config = self._default_log_config()
+        self._load_topics()
+
+    # -- addresses -----------------------------------------------------------------------------------
+    @property
+    def advertised(self) -> tuple[str, int]:
+        lst = self.advertised_for(None)
+        return lst.host, lst.port
+
+    def advertised_for(self, listener_name: str | None) -> Listener:
+        """The address clients should use, for the listener they connected through."""
+        candidates = self.advertised_listeners or self.listeners
+        if not candidates:
+            return Listener("PLAINTEXT", "127.0.0.1", 9092)
+        for lst in candidates:
+            if lst.name == listener_name:
+                return lst
+        return candidates[0]
+
+    # -- topics --------------------------------------------------------------------------------------
+    def _default_log_config(self) -> LogConfig:
+        from storage import LogConfig
+
+        props: dict[str, str] = {}
+        for broker_key, topic_key in _BROKER_TO_TOPIC.items():
+            value = self.config.get_str(broker_key)
+            if value:
+                props[topic_key] = value
+        props["retention.ms"] = str(self.config.retention_ms())
+        props["segment.ms"] = str(self.config.roll_ms())
+        return LogConfig.from_props(props)
+
+    def log_config_for(self, overrides: Mapping[str, str]) -> LogConfig:
+        from storage import LogConfig
+
+        return LogConfig.from_props(dict(overrides), base=self.default_log_config)
+
+    def _load_topics(self) -> None:
+        saved = self._read_topic_configs()
+        counts: dict[str, int] = {}
+        ids: dict[str, uuid.UUID] = {}
+        for (topic, partition), plog in self.logs.logs():
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+            tid = getattr(plog, "topic_id", None)
+            if tid is not None and tid != uuid.UUID(int=0):
+                ids[topic] = tid
+        for topic, n in counts.items():
+            info = TopicInfo(topic, ids.get(topic) or uuid.uuid4(), n, dict(saved.get(topic, {})),
+                             internal=topic in INTERNAL_TOPICS)
+            self.topics[topic] = info
+            self.topics_by_id[info.topic_id] = info
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self.logs.get_log(topic, partition)
+
+    def create_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None, *,
+                     topic_id: uuid.UUID | None = None) -> TopicInfo:
+        """Create a topic and its partition logs (callers validate first). Raises ValueError on bad config."""
+        overrides = {k: str(v) for k, v in (config or {}).items() if v is not None}
+        log_config = self.log_config_for(overrides)
+        info = TopicInfo(name, topic_id or uuid.uuid4(), partitions, overrides, internal=name in INTERNAL_TOPICS)
+        for p in range(partitions):
+            self.logs.create_log(name, p, info.topic_id, log_config)
+        self.topics[name] = info
+        self.topics_by_id[info.topic_id] = info
+        if overrides:
+            self._write_topic_configs()
+        log.info("created topic %s (%d partitions, id %s)", name, partitions, info.topic_id)
+        return info
+
+    def ensure_topic(self, name: str, partitions: int | None = None,
+                     config: Mapping[str, str] | None = None) -> TopicInfo:
+        """The topic, created with the defaults if it does not exist (internal topics use this too)."""
+        info = self.topics.get(name)
+        if info is None:
+            info = self.create_topic(name, partitions or self.config.num_partitions, config)
+        return info
+
+    def add_partitions(self, name: str, total: int) -> None:
+        info = self.topics[name]
+        log_config = self.log_config_for(info.config)
+        for p in range(info.partitions, total):
+            self.logs.create_log(name, p, info.topic_id, log_config)
+        info.partitions = total
+
+    def delete_topic(self, name: str) -> None:
+        info = self.topics.pop(name)
+        self.topics_by_id.pop(info.topic_id, None)
+        self.logs.delete_topic(name)
+        for p in range(info.partitions):
+            self.notify_append(name, p)
+        if info.config:
+            self._write_topic_configs()
+        log.info("deleted topic %s", name)
+
+    def set_topic_config(self, name: str, overrides: Mapping[str, str]) -> None:
+        """Replace a topic's overrides (AlterConfigs semantics); applies to its logs if storage allows."""
+        info = self.topics[name]
+        log_config = self.log_config_for(overrides)
+        info.config = dict(overrides)
+        for p in range(info.partitions):
+            plog = self.logs.get_log(name, p)
+            setter = getattr(plog, "update_config", None)
+            if setter is not None:
+                setter(log_config)
+        self._write_topic_configs()
+
+    def _read_topic_configs(self) -> dict[str, dict[str, str]]:
+        path = self.log_dir / TOPIC_CONFIGS_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            log.warning("ignoring unreadable %s", path)
+            return {}
+        return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items() if isinstance(v, dict)}
+
+    def _write_topic_configs(self) -> None:
+        data = {t.name: t.config for t in self.topics.values() if t.config}
+        _atomic_write(self.log_dir / TOPIC_CONFIGS_FILE, json.dumps(data, sort_keys=True, indent=1).encode())
+
+    # -- producer ids ----------------------------------------------------------------------------------
+    def allocate_producer_id(self) -> int:
+        """A producer id never handed out before by this data dir (ids are reserved in persisted blocks)."""
+        if self._pid_next >= self._pid_limit:
+            path = self.log_dir / PRODUCER_IDS_FILE
+            try:
+                start = int(path.read_text().strip() or 0)
+            except (FileNotFoundError, ValueError):
+                start = 0
+            start = max(start, self._pid_limit)
+            _atomic_write(path, f"{start + PRODUCER_ID_BLOCK}\n".encode())
+            self._pid_next, self._pid_limit = start, start + PRODUCER_ID_BLOCK
+        pid = self._pid_next
+        self._pid_next += 1
+        return pid
+
+    # -- append notification (Fetch long polls) ------------------------------------------------------
+    def notify_append(self, topic: str, partition: int) -> None:
+        waiters = self._waiters.pop((topic, partition), None)
+        if waiters:
+            for ev in waiters:
+                ev.set()
+
+    def append_waiter(self, keys: Iterable[tuple[str, int]]) -> trio.Event:
+        """One event set by the next append to any of ``keys`` (or by shutdown). Call ``drop_waiter`` after."""
+        ev = trio.Event()
+        if self.draining:
+            ev.set()
+            return ev
+        for key in keys:
+            self._waiters.setdefault(key, set()).add(ev)
+        return ev
+
+    def drop_waiter(self, keys: Iterable[tuple[str, int]], ev: trio.Event) -> None:
+        for key in keys:
+            waiters = self._waiters.get(key)
+            if waiters is not None:
+                waiters.discard(ev)
+                if not waiters:
+                    del self._waiters[key]
+
+    def partition_event(self, topic: str, partition: int) -> trio.Event:
+        """An event set by the next append to one partition (INTERFACES.md)."""
+        return self.append_waiter([(topic, partition)])
+
+    def begin_drain(self) -> None:
+        """Shutdown: wake every long poll so it answers now with what it has."""
+        self.draining = True
+        waiters, self._waiters = self._waiters, {}
+        for evs in waiters.values():
+            for ev in evs:
+                ev.set()
+
+
+def _random_cluster_id() -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
