@@ -1,0 +1,95 @@
+"""Driver-side metadata: which partitions a subscription covers and their offsets (Spark's KafkaOffsetReader).
+
+Everything goes through confluent-kafka's ``AdminClient``: Metadata for the topic list and ListOffsets for
+offsets, batched into one request per broker and offset kind. ListOffsets with timestamp -2 is the log start
+offset, -1 the high watermark (or the last stable offset under ``isolation.level=read_committed``), and a real
+timestamp gives the earliest offset whose record timestamp is >= it, or -1 when there is none.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafkalite.spark.options import TopicPartition
+
+_RETRIES = 5
+
+
+class KafkaMetadataError(RuntimeError):
+    """The broker could not answer a metadata or offsets query."""
+
+
+class OffsetReader:
+    """Thin, lazily-connected wrapper over ``AdminClient``; safe to pickle (the client is recreated)."""
+
+    def __init__(self, kafka_params: Mapping[str, str], timeout_s: float = 30.0) -> None:
+        self._conf = dict(kafka_params)
+        for key in ("group.id", "isolation.level", "auto.offset.reset", "enable.auto.commit",
+                    "enable.partition.eof", "partitioner", "enable.idempotence", "linger.ms"):
+            self._conf.pop(key, None)
+        self._read_committed = str(kafka_params.get("isolation.level", "read_uncommitted")) == "read_committed"
+        self._timeout = timeout_s
+        self._admin: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_admin"] = None
+        return state
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient(self._conf)
+        return self._admin
+
+    def close(self) -> None:
+        self._admin = None
+
+    def topic_partition_counts(self) -> dict[str, int]:
+        """``{topic: number of partitions}`` for every topic the broker knows."""
+        last: Exception | None = None
+        for _attempt in range(_RETRIES):
+            try:
+                md = self._client().list_topics(timeout=self._timeout)
+                return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+            except Exception as exc:  # KafkaException: transport errors while a broker restarts
+                last = exc
+                time.sleep(1.0)
+        raise KafkaMetadataError(f"cannot fetch topic metadata: {last}") from last
+
+    def _list_offsets(self, specs: Mapping[TopicPartition, Any]) -> dict[TopicPartition, int]:
+        if not specs:
+            return {}
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka import TopicPartition as KTP
+
+        level = IsolationLevel.READ_COMMITTED if self._read_committed else IsolationLevel.READ_UNCOMMITTED
+        last: Exception | None = None
+        for _attempt in range(_RETRIES):
+            try:
+                futures = self._client().list_offsets(
+                    {KTP(t, p): spec for (t, p), spec in specs.items()},
+                    isolation_level=level, request_timeout=self._timeout)
+                return {(ktp.topic, ktp.partition): int(f.result().offset) for ktp, f in futures.items()}
+            except Exception as exc:
+                last = exc
+                time.sleep(1.0)
+        raise KafkaMetadataError(f"cannot list offsets: {last}") from last
+
+    def earliest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        from confluent_kafka.admin import OffsetSpec
+
+        return self._list_offsets({tp: OffsetSpec.earliest() for tp in tps})
+
+    def latest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        from confluent_kafka.admin import OffsetSpec
+
+        return self._list_offsets({tp: OffsetSpec.latest() for tp in tps})
+
+    def for_timestamps(self, stamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Earliest offset with timestamp >= the given one, or -1 where no record qualifies."""
+        from confluent_kafka.admin import OffsetSpec
+
+        return self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()})
