@@ -1,0 +1,155 @@
+"""Run Apache Kafka's own Java record reader (kafka-clients 3.9.1) against segment files.
+
+``check_logs(paths)`` compiles ``FileRecordsCheck.java`` once (cached by source + classpath hash under
+``<repo>/.deps/java-build/``), runs it on the given ``.log`` files and returns its JSON lines as dicts:
+``{"type": "batch", "file", "position", "baseOffset", "lastOffset", "count", "records", "crc", "isValid", ...,
+"error"}`` per batch and ``{"type": "summary", "file", "batches", "records", "validBytes", "sizeInBytes",
+"error"}`` per file. Kafka's ``FileRecords.batches()`` + ``ensureValid()`` + record iteration is the reader the
+broker itself and every consumer-side tool use, so agreement with it is the ground truth for "Kafka can read
+this log".
+
+Jars come from ``$KAFKALITE_JAVA_DEPS`` (default ``<repo>/.deps/java``: kafka-clients, lz4-java, snappy-java,
+zstd-jni, slf4j-api). When Jackson is importable from a local pyspark install its jars are added too, so the
+``--dump`` mode can print control-record JSON through Kafka's generated JsonConverters.
+
+In tests call ``require_java()`` first: it skips (loudly, with the reason) when javac or the jars are missing,
+and fails instead under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+SOURCES = sorted(HERE.glob("*.java"))
+JARS = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar", "slf4j-api.jar")
+MAIN_CLASS = "FileRecordsCheck"
+
+
+class JavaUnavailable(RuntimeError):
+    pass
+
+
+def deps_dir() -> Path:
+    return Path(os.environ.get("KAFKALITE_JAVA_DEPS", REPO / ".deps" / "java"))
+
+
+def _extra_jars() -> list[str]:
+    """Jackson jars from a local pyspark (optional; only the JSON of KRaft control records needs them)."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("pyspark")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    jars_dir = Path(list(spec.submodule_search_locations)[0]) / "jars"
+    return sorted(p for p in glob.glob(str(jars_dir / "jackson-*.jar")) if "scala" not in os.path.basename(p)
+                  and "yaml" not in p and "jsr310" not in p)
+
+
+def classpath_jars() -> list[str]:
+    d = deps_dir()
+    missing = [j for j in JARS if not (d / j).is_file()]
+    if missing:
+        raise JavaUnavailable(f"missing jars in {d}: {', '.join(missing)} (run `make` to fetch them)")
+    return [str(d / j) for j in JARS] + _extra_jars()
+
+
+def unavailable_reason() -> str | None:
+    for tool in ("javac", "java"):
+        if shutil.which(tool) is None:
+            return f"{tool} not found on PATH"
+    try:
+        classpath_jars()
+    except JavaUnavailable as e:
+        return str(e)
+    return None
+
+
+def require_java() -> None:
+    """Skip the calling test when Java is unavailable; under CI=true that is a failure instead."""
+    import pytest
+
+    reason = unavailable_reason()
+    if reason is None:
+        return
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"Kafka Java checker required under CI: {reason}")
+    pytest.skip(f"SKIPPED LOUDLY: Kafka Java checker unavailable: {reason}")
+
+
+def build() -> Path:
+    """Compile the Java sources (once; cached by a hash of sources and classpath) and return the classes dir."""
+    jars = classpath_jars()
+    h = hashlib.sha256()
+    for src in SOURCES:
+        h.update(src.name.encode() + b"\0" + src.read_bytes())
+    for jar in jars:
+        st = os.stat(jar)
+        h.update(f"{jar}:{st.st_size}:{int(st.st_mtime)}".encode())
+    cache_root = Path(os.environ.get("KAFKALITE_JAVA_BUILD", REPO / ".deps" / "java-build"))
+    out = cache_root / h.hexdigest()[:16]
+    if (out / f"{MAIN_CLASS}.class").is_file():
+        return out
+    cache_root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache_root))
+    proc = subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-cp", os.pathsep.join(jars), "-d", str(tmp),
+                           *map(str, SOURCES)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise RuntimeError(f"javac failed:\n{proc.stdout}\n{proc.stderr}")
+    try:
+        os.rename(tmp, out)
+    except OSError:  # another process won the race; use its build
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def run(args: Sequence[str], input: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    classes = build()
+    cp = os.pathsep.join([str(classes), *classpath_jars()])
+    return subprocess.run(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, MAIN_CLASS, *args],
+                          input=input, capture_output=True, timeout=timeout)
+
+
+def check_logs(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, object]]:
+    """Kafka's verdict on each ``.log``: one dict per batch and a summary per file (see module docstring)."""
+    proc = run([os.fspath(p) for p in paths])
+    rows = [json.loads(line) for line in proc.stdout.decode("utf-8").splitlines() if line.startswith("{")]
+    errors = [r for r in rows if r.get("error")]
+    if (proc.returncode != 0) != bool(errors):
+        raise RuntimeError(f"FileRecordsCheck exit {proc.returncode} but errors={errors!r}; "
+                           f"stderr={proc.stderr.decode(errors='replace')}")
+    return rows
+
+
+def dump_logs(paths: Iterable[str | os.PathLike[str]], print_data_log: bool = False) -> str:
+    """kafka-dump-log's batch/record lines as computed by kafka-clients (see FileRecordsCheck --dump)."""
+    args = ["--dump"] + (["--print-data-log"] if print_data_log else []) + [os.fspath(p) for p in paths]
+    proc = run(args)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.decode(errors="replace"))
+    return proc.stdout.decode("utf-8")
+
+
+def java_utf8_strings(samples: Sequence[bytes]) -> list[str]:
+    """``new String(sample, UTF_8)`` for each sample, computed by the JVM."""
+    proc = run(["--decode-hex"], input="".join(s.hex() + "\n" for s in samples).encode())
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.decode(errors="replace"))
+    out = []
+    for line in proc.stdout.decode().splitlines():
+        units = bytes.fromhex(line.strip())
+        out.append(units.decode("utf-16-be", errors="surrogatepass"))
+    return out
