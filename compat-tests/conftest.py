@@ -1,0 +1,167 @@
+"""Fixtures for the compatibility tests: real clients against a real kafkalite process.
+
+- ``broker`` (module scope): one ``python -m kafkalite serve`` process on port 0 with a fresh data dir. A test
+  module sets ``KAFKALITE_EMULATE = "2.8"`` to run its broker with ``--emulate-kafka 2.8``.
+- ``broker_factory`` (function scope): start extra brokers (own data dir) for restart/crash tests.
+- ``client`` / ``get_client``: drivers from ``harness.clients``; a client missing on this machine skips the
+  test loudly, or FAILS it under ``CI=true``.
+- ``topic``: a unique topic name per test; ``create_topic`` creates one through confluent-kafka's admin.
+
+On any failure the broker's log (stdout+stderr) written during that test is attached to the report as a
+section, as are the Java/kafkajs driver logs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from harness.broker import BrokerProcess  # noqa: E402
+from harness.clients import Client, make_client  # noqa: E402
+from harness.clients.base import ci  # noqa: E402
+
+_LIVE: list[BrokerProcess] = []
+_DRIVER_LOGS: list[Path] = []
+_LOG_POS = pytest.StashKey[dict[str, int]]()
+_counter = itertools.count()
+
+
+def missing(reason: str) -> None:
+    """Skip loudly outside CI; fail under CI=true (a missing client there is a broken setup)."""
+    if ci():
+        pytest.fail(f"CI=true and a required piece is missing: {reason}", pytrace=False)
+    pytest.skip(f"!!! NOT TESTED - {reason}")
+
+
+def _broker_missing() -> str | None:
+    import os
+
+    if os.environ.get("KAFKALITE_COMPAT_PEER"):
+        return None
+    if importlib.util.find_spec("kafkalite.__main__") is None:
+        return "kafkalite has no __main__ yet (python -m kafkalite serve)"
+    return None
+
+
+# -- broker fixtures --------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def compat_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("compat-logs")
+
+
+def _start_broker(base: Path, emulate: str | None) -> BrokerProcess:
+    reason = _broker_missing()
+    if reason:
+        missing(reason)
+    b = BrokerProcess(base / "data", base / "broker.log", emulate=emulate)
+    _LIVE.append(b)
+    b.start()
+    return b
+
+
+@pytest.fixture(scope="module")
+def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    emulate = getattr(request.module, "KAFKALITE_EMULATE", None)
+    base = tmp_path_factory.mktemp(f"broker-{request.module.__name__.rsplit('.', 1)[-1]}")
+    b = _start_broker(base, emulate)
+    try:
+        yield b
+    finally:
+        b.stop()
+        _LIVE.remove(b)
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    started: list[BrokerProcess] = []
+
+    def factory(emulate: str | None = None) -> BrokerProcess:
+        b = _start_broker(tmp_path / f"b{len(started)}", emulate)
+        started.append(b)
+        return b
+
+    yield factory
+    for b in started:
+        b.kill()
+        _LIVE.remove(b)
+
+
+# -- clients ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def _client_pool(compat_log_dir: Path) -> Iterator[dict[str, Client]]:
+    pool: dict[str, Client] = {}
+    yield pool
+    for c in pool.values():
+        c.close()
+
+
+@pytest.fixture
+def get_client(_client_pool: dict[str, Client], compat_log_dir: Path) -> Callable[[str], Client]:
+    def get(name: str) -> Client:
+        if name not in _client_pool:
+            c = make_client(name, compat_log_dir)
+            reason = c.missing()
+            if reason:
+                missing(f"client {name}: {reason}")
+            _client_pool[name] = c
+            for log in ("java-driver.log", "kafkajs-driver.log"):
+                if (compat_log_dir / log) not in _DRIVER_LOGS:
+                    _DRIVER_LOGS.append(compat_log_dir / log)
+        return _client_pool[name]
+    return get
+
+
+@pytest.fixture
+def client(client_name: str, get_client: Callable[[str], Client]) -> Client:
+    """The client named by the test's ``client_name`` parameter."""
+    return get_client(client_name)
+
+
+# -- topics ----------------------------------------------------------------------------------------------
+@pytest.fixture
+def topic(request: pytest.FixtureRequest) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:180].strip("-")
+    return f"{name}-{next(_counter)}"
+
+
+# -- logs on failure --------------------------------------------------------------------------------------
+def _log_key(b: BrokerProcess) -> str:
+    return str(b.log_path)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    pos = {_log_key(b): b.log_size() for b in _LIVE}
+    for p in _DRIVER_LOGS:
+        pos[str(p)] = p.stat().st_size if p.exists() else 0
+    item.stash[_LOG_POS] = pos
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    rep = outcome.get_result()
+    if not rep.failed:
+        return
+    pos = item.stash.get(_LOG_POS, {})
+    for b in _LIVE:
+        text = b.log_since(pos.get(_log_key(b), 0))
+        rep.sections.append((f"kafkalite broker log ({b.log_path}) during {rep.when}", text or "(empty)"))
+    for p in _DRIVER_LOGS:
+        if p.exists():
+            start = pos.get(str(p), 0)
+            with open(p, "rb") as f:
+                f.seek(start)
+                data = f.read()[-20_000:]
+            if data:
+                rep.sections.append((f"client driver log {p.name}", data.decode(errors="replace")))

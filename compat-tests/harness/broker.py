@@ -1,0 +1,168 @@
+"""A real kafkalite broker process for the compatibility tests.
+
+The broker is started exactly as a user would start it::
+
+    python -m kafkalite serve --listen 127.0.0.1:0 --data-dir DIR [--emulate-kafka X.Y]
+
+and announces itself with one stdout line ``kafkalite ready on 127.0.0.1:PORT`` once clients can connect.
+Both stdout and stderr go to one log file so a failing test can show what the broker said.
+
+``restart()`` stops the process (SIGTERM = clean shutdown, SIGKILL = crash) and starts a new one on the *same*
+data directory and the *same* port, so clients that keep their bootstrap address reconnect by themselves.
+
+For developing the harness against a peer broker, ``KAFKALITE_COMPAT_PEER=tansu`` starts the Tansu binary from
+``.deps/peers/tansu`` instead (in-memory storage: a restart loses data there).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+READY_RE = re.compile(rb"kafkalite ready on (\S+):(\d+)")
+READY_TIMEOUT_S = float(os.environ.get("KAFKALITE_COMPAT_READY_TIMEOUT", "30"))
+
+
+class BrokerStartError(RuntimeError):
+    pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class BrokerProcess:
+    """One broker process (and its successors after restarts) over one data directory."""
+
+    def __init__(self, data_dir: Path, log_path: Path, emulate: str | None = None,
+                 extra_args: list[str] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.log_path = Path(log_path)
+        self.emulate = emulate
+        self.extra_args = list(extra_args or [])
+        self.peer = os.environ.get("KAFKALITE_COMPAT_PEER", "")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.starts = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def _command(self) -> list[str]:
+        if self.peer == "tansu":
+            if not self.port:
+                self.port = _free_port()
+            url = f"tcp://127.0.0.1:{self.port}"
+            return [str(REPO / ".deps/peers/tansu"), "broker", "--listener-url", url,
+                    "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
+        cmd = [sys.executable, "-m", "kafkalite", "serve", "--listen", f"127.0.0.1:{self.port}",
+               "--data-dir", str(self.data_dir)]
+        if self.emulate:
+            cmd += ["--emulate-kafka", self.emulate]
+        return cmd + self.extra_args
+
+    def start(self) -> str:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        cmd = self._command()
+        with open(self.log_path, "ab") as log:
+            start_pos = log.tell()
+            log.write(f"\n===== compat harness: start #{self.starts + 1}: {' '.join(cmd)}\n".encode())
+            log.flush()
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         cwd=str(REPO), env=env, start_new_session=True)
+        self.starts += 1
+        if self.peer:
+            self._wait_port()
+        else:
+            self._wait_ready(start_pos)
+        return self.bootstrap
+
+    def _wait_ready(self, start_pos: int) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        assert self.proc is not None
+        while time.monotonic() < deadline:
+            with open(self.log_path, "rb") as f:
+                f.seek(start_pos)
+                m = READY_RE.search(f.read())
+            if m:
+                self.host, self.port = m.group(1).decode(), int(m.group(2))
+                return
+            if self.proc.poll() is not None:
+                raise BrokerStartError(f"broker exited with {self.proc.returncode} before it was ready:\n"
+                                       + self.log_tail())
+            time.sleep(0.05)
+        self.kill()
+        raise BrokerStartError(f"no 'kafkalite ready on' line within {READY_TIMEOUT_S}s:\n" + self.log_tail())
+
+    def _wait_port(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection((self.host, self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise BrokerStartError("peer broker did not open its port:\n" + self.log_tail())
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int | None:
+        """Stop the process with ``sig``; SIGKILL it if it has not exited after ``timeout`` seconds."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return proc.returncode if proc else None
+        proc.send_signal(sig)
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            raise BrokerStartError(f"broker ignored signal {sig} for {timeout}s (killed)") from None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+    def restart(self, sig: int = signal.SIGTERM) -> str:
+        """Stop (clean with SIGTERM, crash with SIGKILL) and start again on the same data dir and port."""
+        self.stop(sig)
+        return self.start()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- logs --------------------------------------------------------------------------------------------
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_since(self, pos: int, max_bytes: int = 40_000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(pos)
+                data = f.read()
+        except OSError:
+            return ""
+        if len(data) > max_bytes:
+            data = b"...(cut)...\n" + data[-max_bytes:]
+        return data.decode("utf-8", "replace")
+
+    def log_tail(self, max_bytes: int = 8000) -> str:
+        return self.log_since(max(0, self.log_size() - max_bytes), max_bytes)

@@ -1,0 +1,120 @@
+"""Java kafka-clients 3.9.1 driver: compat-tests/java/*.java compiled once (cache keyed by the sources' and
+jars' hash) and run as one long-lived JVM per test session, spoken to in JSON lines."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from harness.clients.base import CODECS, Client, ClientError, which
+from harness.clients.jsonproc import JsonLineProcess
+from harness.records import Rec
+
+HERE = Path(__file__).resolve().parents[2]  # compat-tests/
+REPO = HERE.parent
+JAR_DIR = Path(os.environ.get("KAFKALITE_JAVA_JARS", REPO / ".deps" / "java"))
+JARS = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar", "slf4j-api.jar")
+CACHE = Path(os.environ.get("KAFKALITE_COMPAT_CACHE", REPO / ".deps" / "compat-cache"))
+
+
+def _classpath() -> list[Path]:
+    return [JAR_DIR / j for j in JARS]
+
+
+def compile_driver() -> Path:
+    """javac the driver into a directory named after the hash of sources + jars; reuse it if present."""
+    sources = sorted((HERE / "java").glob("*.java"))
+    h = hashlib.sha256()
+    for src in sources:
+        h.update(src.name.encode() + b"\0" + src.read_bytes())
+    for jar in _classpath():
+        st = jar.stat()
+        h.update(f"{jar.name}:{st.st_size}".encode())
+    out = CACHE / f"java-{h.hexdigest()[:16]}"
+    if (out / "Driver.class").exists():
+        return out
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="java-build-", dir=CACHE))
+    cp = os.pathsep.join(str(j) for j in _classpath())
+    p = subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(tmp),
+                        *map(str, sources)], capture_output=True, text=True)
+    if p.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ClientError(f"javac failed:\n{p.stdout}\n{p.stderr}")
+    try:
+        tmp.rename(out)
+    except OSError:  # another session won the race
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+class JavaClient(Client):
+    name = "java"
+    features = frozenset({"produce", "consume", "headers", "null_header", "timestamps", "null_key", "null_value", "binary",
+                          "idempotent", "metadata", "admin", "configs", "list_offsets", "offsets_by_time",
+                          *(f"codec:{c}" for c in CODECS)})
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self._proc: JsonLineProcess | None = None
+
+    def missing(self) -> str | None:
+        if not which("java") or not which("javac"):
+            return "java/javac not on PATH (need a JDK >= 11)"
+        absent = [str(j) for j in _classpath() if not j.exists()]
+        if absent:
+            return f"kafka-clients jars missing ({', '.join(absent)}): run tools/bootstrap.sh clients"
+        return None
+
+    def _call(self, cmd: dict, timeout: float = 120.0) -> dict:
+        if self._proc is None:
+            classes = compile_driver()
+            cp = os.pathsep.join([str(classes), *(str(j) for j in _classpath())])
+            self._proc = JsonLineProcess(["java", "-Xss4m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                          "-cp", cp, "Driver"], self.log_dir / "java-driver.log")
+        return self._proc.request(cmd, timeout)
+
+    def close(self) -> None:
+        if self._proc:
+            self._proc.close()
+            self._proc = None
+
+    def produce(self, bootstrap, topic, records, *, compression="none", idempotent=None, acks="all",
+                max_request_bytes=None, timeout_s=60.0):
+        r = self._call({"op": "produce", "bootstrap": bootstrap, "topic": topic, "compression": compression,
+                        "idempotent": idempotent, "acks": acks, "max_request_bytes": max_request_bytes,
+                        "timeout_ms": int(timeout_s * 1000), "records": [x.to_json() for x in records]},
+                       timeout_s + 60)
+        return [tuple(x) for x in r["offsets"]]
+
+    def consume(self, bootstrap, topic, partitions, count, *, start="earliest", timeout_s=60.0,
+                max_fetch_bytes=None):
+        r = self._call({"op": "consume", "bootstrap": bootstrap, "topic": topic, "partitions": list(partitions),
+                        "count": count, "start": start, "timeout_ms": int(timeout_s * 1000),
+                        "max_fetch_bytes": max_fetch_bytes}, timeout_s + 60)
+        return [Rec.from_json(d) for d in r["records"]]
+
+    def metadata(self, bootstrap, topics=None):
+        r = self._call({"op": "metadata", "bootstrap": bootstrap, "topics": list(topics) if topics else None})
+        return {"brokers": [tuple(b) for b in r["brokers"]], "topics": r["topics"], "cluster_id": r["cluster_id"]}
+
+    def create_topic(self, bootstrap, topic, partitions, config=None):
+        self._call({"op": "create_topic", "bootstrap": bootstrap, "topic": topic, "partitions": partitions,
+                    "topic_config": config or {}})
+
+    def delete_topic(self, bootstrap, topic):
+        self._call({"op": "delete_topic", "bootstrap": bootstrap, "topic": topic})
+
+    def describe_config(self, bootstrap, topic):
+        return self._call({"op": "describe_config", "bootstrap": bootstrap, "topic": topic})["config"]
+
+    def alter_config(self, bootstrap, topic, config):
+        self._call({"op": "alter_config", "bootstrap": bootstrap, "topic": topic, "topic_config": config})
+
+    def list_offsets(self, bootstrap, topic, partition, spec):
+        return self._call({"op": "list_offsets", "bootstrap": bootstrap, "topic": topic, "partition": partition,
+                           "spec": spec})["offset"]

@@ -1,0 +1,161 @@
+'use strict'
+// kafkajs 2.2.4 driver for the compat tests: one JSON command per stdin line, one JSON reply per stdout line.
+// kafkajs has no assign(): its only consumer is the group consumer, so `consume` joins a fresh group, seeks
+// the wanted partitions and ignores the others. Its headers API is an object (duplicate names become arrays),
+// so header order is kept only for names that are already grouped. Only gzip is built in (snappy, lz4 and
+// zstd need codec plugins that are not installed).
+const readline = require('readline')
+const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafkajs')
+
+const CODECS = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy,
+  lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD }
+
+const logCreator = () => ({ namespace, level, label, log }) => {
+  process.stderr.write(`${new Date().toISOString()} ${label} [${namespace}] ${log.message} ${JSON.stringify(log)}\n`)
+}
+
+function kafka (c) {
+  return new Kafka({ clientId: 'kafkalite-compat', brokers: [c.bootstrap], logLevel: logLevel.WARN, logCreator,
+    connectionTimeout: 5000, requestTimeout: 30000, retry: { retries: 8, initialRetryTime: 200 } })
+}
+
+const b64 = s => (s == null ? null : Buffer.from(s, 'base64'))
+const unb64 = b => (b == null ? null : Buffer.from(b).toString('base64'))
+
+async function produce (c) {
+  const idempotent = c.idempotent === true
+  const producer = kafka(c).producer({ idempotent, maxInFlightRequests: idempotent ? 1 : undefined,
+    allowAutoTopicCreation: false })
+  await producer.connect()
+  try {
+    const messages = c.records.map(r => {
+      const headers = {}
+      for (const [k, v] of r.headers) {
+        if (k in headers) headers[k] = [].concat(headers[k], [b64(v)])
+        else headers[k] = b64(v)
+      }
+      const m = { key: b64(r.key), value: b64(r.value), headers }
+      if (r.partition != null) m.partition = r.partition
+      if (r.timestamp != null) m.timestamp = String(r.timestamp)
+      return m
+    })
+    const acks = c.acks === 'all' ? -1 : Number(c.acks)
+    const chunk = 5000
+    for (let i = 0; i < messages.length; i += chunk) {
+      await producer.send({ topic: c.topic, acks, compression: CODECS[c.compression || 'none'],
+        messages: messages.slice(i, i + chunk), timeout: c.timeout_ms })
+    }
+    return { offsets: [] }
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+async function consume (c) {
+  const consumer = kafka(c).consumer({ groupId: `compat-kafkajs-${process.pid}-${Date.now()}-${Math.random()}`,
+    maxWaitTimeInMs: 200, sessionTimeout: 10000, heartbeatInterval: 1000, retry: { retries: 8 },
+    maxBytesPerPartition: c.max_fetch_bytes || 1048576, maxBytes: c.max_fetch_bytes ? c.max_fetch_bytes * 2 : 10485760 })
+  const wanted = new Set(c.partitions)
+  const records = []
+  let done
+  const finished = new Promise(resolve => { done = resolve })
+  const timer = setTimeout(() => done(), c.timeout_ms || 60000)
+  await consumer.connect()
+  try {
+    await consumer.subscribe({ topics: [c.topic], fromBeginning: true })
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: true,
+      eachBatch: async ({ batch }) => {
+        if (!wanted.has(batch.partition)) return
+        for (const m of batch.messages) {
+          const headers = []
+          for (const [k, v] of Object.entries(m.headers || {})) {
+            if (Array.isArray(v)) for (const x of v) headers.push([k, unb64(x)])
+            else headers.push([k, unb64(v)])
+          }
+          records.push({ key: unb64(m.key), value: unb64(m.value), headers, timestamp: Number(m.timestamp),
+            partition: batch.partition, offset: Number(m.offset) })
+        }
+        if (records.length >= c.count) done()
+      }
+    })
+    if (c.start !== 'earliest') {
+      for (const p of c.partitions) consumer.seek({ topic: c.topic, partition: p, offset: String(c.start) })
+    }
+    await finished
+  } finally {
+    clearTimeout(timer)
+    await consumer.disconnect()
+  }
+  return { records }
+}
+
+async function withAdmin (c, fn) {
+  const admin = kafka(c).admin()
+  await admin.connect()
+  try {
+    return await fn(admin)
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+const ops = {
+  produce,
+  consume,
+  metadata: c => withAdmin(c, async a => {
+    const cluster = await a.describeCluster()
+    const md = await a.fetchTopicMetadata(c.topics ? { topics: c.topics } : {})
+    const topics = {}
+    for (const t of md.topics) topics[t.name] = t.partitions.length
+    return { brokers: cluster.brokers.map(b => [b.nodeId, b.host, b.port]), topics, cluster_id: cluster.clusterId }
+  }),
+  create_topic: c => withAdmin(c, async a => {
+    const created = await a.createTopics({ waitForLeaders: true, topics: [{ topic: c.topic,
+      numPartitions: c.partitions, replicationFactor: 1,
+      configEntries: Object.entries(c.topic_config || {}).map(([name, value]) => ({ name, value: String(value) })) }] })
+    if (!created) throw new Error(`topic ${c.topic} already exists`)
+    return {}
+  }),
+  delete_topic: c => withAdmin(c, async a => { await a.deleteTopics({ topics: [c.topic] }); return {} }),
+  describe_config: c => withAdmin(c, async a => {
+    const r = await a.describeConfigs({ includeSynonyms: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: c.topic }] })
+    const config = {}
+    for (const e of r.resources[0].configEntries) config[e.configName] = e.configValue
+    if (r.resources[0].errorCode) throw new Error(`describeConfigs error ${r.resources[0].errorCode}`)
+    return { config }
+  }),
+  alter_config: c => withAdmin(c, async a => {
+    await a.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: c.topic,
+      configEntries: Object.entries(c.topic_config).map(([name, value]) => ({ name, value: String(value) })) }] })
+    return {}
+  }),
+  list_offsets: c => withAdmin(c, async a => {
+    let rows
+    if (c.spec === 'earliest' || c.spec === 'latest') rows = await a.fetchTopicOffsets(c.topic)
+    else rows = await a.fetchTopicOffsetsByTimestamp(c.topic, c.spec)
+    const row = rows.find(r => r.partition === c.partition)
+    const offset = c.spec === 'earliest' ? row.low : c.spec === 'latest' ? row.high : row.offset
+    return { offset: Number(offset) }
+  })
+}
+
+async function main () {
+  process.stdout.write(JSON.stringify({ ok: true, ready: true }) + '\n')
+  const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity })
+  for await (const line of rl) {
+    if (!line.trim()) continue
+    let reply
+    try {
+      const cmd = JSON.parse(line)
+      reply = Object.assign({ ok: true }, await ops[cmd.op](cmd))
+    } catch (e) {
+      reply = { ok: false, error: `${e.name}: ${e.message}`, trace: String(e.stack) }
+    }
+    process.stdout.write(JSON.stringify(reply) + '\n')
+  }
+}
+
+main()

@@ -1,0 +1,87 @@
+"""Each client against the broker on its own: produce then consume (assigned partitions) with keys, headers,
+null keys and values and explicit timestamps; every compression codec; the idempotent producer; records near
+max.message.bytes; a topic with 100+ partitions."""
+
+from __future__ import annotations
+
+import pytest
+from harness.clients import CODECS, clients_with
+from harness.records import Rec, assert_same_records, records_for
+from harness.topics import create_topic
+
+
+@pytest.mark.parametrize("client_name", clients_with("produce", "consume"))
+def test_roundtrip(broker, client, topic):
+    """Keys, per-record headers (duplicates, null values), null keys, tombstones, explicit timestamps over
+    three partitions; offsets reported by the producer match what the consumer sees."""
+    create_topic(broker.bootstrap, topic, 3)
+    sent = records_for(client.features, 60, partitions=3, prefix=client.name)
+    acked = client.produce(broker.bootstrap, topic, sent)
+    got = client.consume(broker.bootstrap, topic, [0, 1, 2], len(sent), timeout_s=30)
+    assert_same_records(sent, got, what=f"{client.name} roundtrip")
+    if acked:
+        assert sorted(acked) == sorted((r.partition, r.offset) for r in got)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("client_name", clients_with("produce", "consume"))
+def test_compression(broker, client, topic, codec, get_client):
+    """Each codec the client can produce, read back by the same client and by confluent-kafka."""
+    if f"codec:{codec}" not in client.features:
+        pytest.skip(f"{client.name} cannot produce {codec} (client limitation, see MATRIX.md)")
+    create_topic(broker.bootstrap, topic, 1)
+    sent = records_for(client.features, 200, prefix=f"{client.name}-{codec}")
+    client.produce(broker.bootstrap, topic, sent, compression=codec)
+    assert_same_records(sent, client.consume(broker.bootstrap, topic, [0], len(sent), timeout_s=30),
+                        what=f"{client.name} {codec} read back by itself")
+    if client.name != "confluent-kafka":
+        other = get_client("confluent-kafka")
+        assert_same_records(sent, other.consume(broker.bootstrap, topic, [0], len(sent), timeout_s=30),
+                            what=f"{client.name} {codec} read by confluent-kafka")
+
+
+@pytest.mark.parametrize("client_name", clients_with("produce", "consume", "idempotent"))
+def test_idempotent_producer(broker, client, topic):
+    """enable.idempotence=true (InitProducerId + sequenced Produce): no duplicates, order kept."""
+    create_topic(broker.bootstrap, topic, 2)
+    sent = records_for(client.features, 300, partitions=2, prefix=f"{client.name}-idem")
+    client.produce(broker.bootstrap, topic, sent, idempotent=True)
+    got = client.consume(broker.bootstrap, topic, [0, 1], len(sent), timeout_s=30)
+    assert_same_records(sent, got, what=f"{client.name} idempotent")
+
+
+@pytest.mark.parametrize("client_name", clients_with("produce", "consume"))
+def test_near_max_message_bytes(broker, client, topic):
+    """A topic with max.message.bytes=200000: a ~190 kB record is accepted and read back whole."""
+    limit = 200_000
+    create_topic(broker.bootstrap, topic, 1, {"max.message.bytes": str(limit)})
+    size = limit - 10_000
+    recs = [Rec(b"big", bytes([65 + i]) * size, (("n", str(i).encode()),) if "headers" in client.features
+                else (), partition=0) for i in range(3)]
+    if "fixed_headers" in client.features:
+        recs = [Rec(r.key, r.value, (("n", b"0"),), partition=0) for r in recs]
+    client.produce(broker.bootstrap, topic, recs, max_request_bytes=1_000_000)
+    got = client.consume(broker.bootstrap, topic, [0], len(recs), timeout_s=30, max_fetch_bytes=1_000_000)
+    assert_same_records(recs, got, check_ts=False, what=f"{client.name} near max.message.bytes")
+
+
+@pytest.mark.parametrize("client_name", ["confluent-kafka", "java", "kafka-python"])
+def test_record_over_max_message_bytes_rejected(broker, client, topic):
+    """A record batch larger than the topic's max.message.bytes is refused (MESSAGE_TOO_LARGE)."""
+    create_topic(broker.bootstrap, topic, 1, {"max.message.bytes": "20000"})
+    with pytest.raises(Exception) as ei:  # noqa: B017 - each client has its own exception type
+        client.produce(broker.bootstrap, topic, [Rec(b"k", b"x" * 60_000, partition=0)],
+                       max_request_bytes=1_000_000, timeout_s=15)
+    assert "too large" in str(ei.value).lower() or "TOO_LARGE" in str(ei.value).upper(), str(ei.value)
+
+
+@pytest.mark.parametrize("client_name", clients_with("produce", "consume", "metadata"))
+def test_many_partitions(broker, client, topic):
+    """A 128-partition topic: metadata lists all of them; one record per partition round-trips."""
+    n = 128
+    create_topic(broker.bootstrap, topic, n)
+    assert client.metadata(broker.bootstrap, [topic])["topics"][topic] == n
+    sent = [Rec(f"k{p}".encode(), f"v{p}".encode(), partition=p) for p in range(n)]
+    client.produce(broker.bootstrap, topic, sent)
+    got = client.consume(broker.bootstrap, topic, list(range(n)), n, timeout_s=60)
+    assert_same_records(sent, got, check_ts=False, what=f"{client.name} 128 partitions")
