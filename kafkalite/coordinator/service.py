@@ -1,14 +1,41 @@
-"""Trio glue around the group coordinator (minimal first cut).
+"""Trio glue around the pure :class:`GroupCoordinator`.
 
-The broker creates ``GroupService(state)``, starts it in its background nursery with
-``await nursery.start(state.groups.run)`` and calls ``state.groups.close()`` (synchronous; the
-return value may also be awaited) before storage closes.
+The broker creates ``GroupService(state)``, starts it with ``await nursery.start(state.groups.run)``
+and calls ``state.groups.close()`` (synchronous; the result may also be awaited) before storage
+closes. ``run`` reports started at once; until the ``__consumer_offsets`` partitions have been read
+back the coordinator answers COORDINATOR_LOAD_IN_PROGRESS (Heartbeat: NONE; SyncGroup:
+REBALANCE_IN_PROGRESS), as Kafka does while it loads a partition it just became leader of.
+
+Then ``run`` is the timer loop: it sleeps until the coordinator's ``next_deadline()`` or until a
+request changed the state (``_kick``), and calls ``poll``. JoinGroup/SyncGroup handlers await the
+:class:`Pending` the coordinator returns (an event, never a sleep).
+
+Time: the coordinator's ``now_ms`` is trio's clock shifted to wall-clock milliseconds at start, so
+timers follow ``trio.testing.MockClock`` in tests while commit timestamps stay wall-clock.
+
+Storage: records are appended synchronously (page cache, as the broker's Produce path does), as one
+uncompressed batch per coordinator write, to ``__consumer_offsets-<abs(hash(group)) % 50>``; the topic
+is created (compacted, internal) on first use, like Kafka creates it on the first FindCoordinator.
 """
 from __future__ import annotations
 
+import logging
+import struct
+import time
 from typing import Any
 
 import trio
+
+from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.config import OFFSETS_TOPIC, GroupConfig
+from kafkalite.coordinator.coordinator import GroupCoordinator
+from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, Pending, SyncResult
+from kafkalite.coordinator.loader import StateLoader
+from kafkalite.coordinator.records import build_batch, iter_records
+
+log = logging.getLogger("kafkalite.coordinator")
+
+_READ_CHUNK = 4 * 1024 * 1024
 
 
 class _Done:
@@ -19,21 +46,227 @@ class _Done:
 
 
 class GroupService:
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: Any, config: GroupConfig | None = None) -> None:
         self.state = state
-        self._closed = False
+        if config is None:
+            config = GroupConfig.from_mapping(state.config) if state is not None and \
+                getattr(state, "config", None) is not None else GroupConfig()
+        self.config = config
+        self.coordinator = GroupCoordinator(config, self._append)
+        self.coordinator.loading = True
+        self.loaded = trio.Event()
+        self._wakeup = trio.Event()
         self._cancel: trio.CancelScope | None = None
+        self._clock_offset: float | None = None
 
+    # -- time ----------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        try:
+            t = trio.current_time()
+        except RuntimeError:  # outside trio (tests of the pure parts)
+            return time.time_ns() // 1_000_000
+        if self._clock_offset is None:
+            self._clock_offset = time.time() - t
+        return int((t + self._clock_offset) * 1000)
+
+    def _kick(self) -> None:
+        self._wakeup.set()
+
+    # -- lifecycle -----------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Background loop: loads state, then drives timers. Reports started at once."""
         with trio.CancelScope() as scope:
             self._cancel = scope
+            self.now_ms()
             task_status.started()
-            await trio.sleep_forever()
+            try:
+                await self._load()
+            except Exception:
+                log.exception("loading %s failed; starting with an empty coordinator", OFFSETS_TOPIC)
+                self.coordinator.groups = {}
+            self.coordinator.loading = False
+            self.loaded.set()
+            await self._timer_loop()
+
+    async def _load(self) -> None:
+        if self.state is None or OFFSETS_TOPIC not in getattr(self.state, "topics", {}):
+            return
+        partitions = self.state.topics[OFFSETS_TOPIC].partitions
+        logs = [self.state.get_log(OFFSETS_TOPIC, p) for p in range(partitions)]
+
+        def read_all() -> StateLoader:
+            loader = StateLoader()
+            for plog in logs:
+                if plog is None:
+                    continue
+                offset, end = plog.log_start_offset, plog.log_end_offset
+                while offset < end:
+                    data = plog.read_bytes(offset, _READ_CHUNK)
+                    if not data:
+                        break
+                    loader.feed((k, v) for _o, k, v in iter_records(data))
+                    nxt = _next_offset(data)
+                    if nxt is None or nxt <= offset:
+                        break
+                    offset = nxt
+            return loader
+
+        loader = await trio.to_thread.run_sync(read_all)
+        self.coordinator.groups = loader.build(self.now_ms())
+        log.info("loaded %d groups from %d %s records", len(self.coordinator.groups), loader.records,
+                 OFFSETS_TOPIC)
+
+    async def _timer_loop(self) -> None:
+        while True:
+            self.coordinator.poll(self.now_ms())
+            deadline = self.coordinator.next_deadline()
+            self._wakeup = trio.Event()
+            if deadline is None:
+                await self._wakeup.wait()
+            else:
+                delay = max(deadline - self.now_ms(), 0) / 1000
+                with trio.move_on_after(delay):
+                    await self._wakeup.wait()
 
     def close(self) -> _Done:
-        """Stop the background loop and flush coordinator state; idempotent."""
-        self._closed = True
+        """Stop answering and stop the timer loop; parked JoinGroup/SyncGroup get NOT_COORDINATOR."""
+        c = self.coordinator
+        if c.active:
+            c.active = False
+            for g in c.groups.values():
+                for m in g.members.values():
+                    _fail_member(m)
         if self._cancel is not None:
             self._cancel.cancel()
         return _Done()
+
+    # -- storage -------------------------------------------------------------------------------
+    def ensure_offsets_topic(self) -> None:
+        st = self.state
+        if st is None or OFFSETS_TOPIC in st.topics:
+            return
+        st.ensure_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+            "compression.type": "producer",
+        })
+
+    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
+        if self.state is None:
+            return
+        self.ensure_offsets_topic()
+        plog = self.state.get_log(OFFSETS_TOPIC, partition)
+        if plog is None:
+            raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} does not exist")
+        now = time.time_ns() // 1_000_000
+        plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
+        notify = getattr(self.state, "notify_append", None)
+        if notify is not None:
+            notify(OFFSETS_TOPIC, partition)
+
+    # -- coordinator lookup --------------------------------------------------------------------
+    def partition_for(self, group_id: str) -> int:
+        return self.coordinator.partition_for(group_id)
+
+    # -- group membership ----------------------------------------------------------------------
+    async def _await(self, pending: Pending[Any]) -> Any:
+        if not pending.done:
+            ev = trio.Event()
+            pending.add_done_callback(lambda _r: ev.set())
+            await ev.wait()
+        return pending.result
+
+    async def join_group(self, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
+                         client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
+                         protocol_type: str, protocols: list[tuple[str, bytes]], *,
+                         require_known_member_id: bool, support_skip_assignment: bool = False,
+                         reason: str | None = None) -> JoinResult:
+        self.ensure_offsets_topic()
+        now = self.now_ms()
+        p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
+                                        rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                        require_known_member_id=require_known_member_id,
+                                        support_skip_assignment=support_skip_assignment, reason=reason)
+        self.coordinator.poll(now)
+        self._kick()
+        return await self._await(p)  # type: ignore[no-any-return]
+
+    async def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                         protocol_type: str | None, protocol_name: str | None,
+                         assignments: dict[str, bytes]) -> SyncResult:
+        p = self.coordinator.sync_group(self.now_ms(), group_id, generation_id, member_id, group_instance_id,
+                                        protocol_type, protocol_name, assignments)
+        self._kick()
+        return await self._await(p)  # type: ignore[no-any-return]
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
+        err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id, generation_id)
+        self._kick()
+        return err
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        out = self.coordinator.leave_group(self.now_ms(), group_id, members)
+        self._kick()
+        return out
+
+    # -- offsets and administration ------------------------------------------------------------
+    def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
+                       offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
+        out = self.coordinator.commit_offsets(self.now_ms(), group_id, member_id, group_instance_id,
+                                              generation_id, offsets)
+        self._kick()
+        return out
+
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
+                      require_stable: bool = False) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None, int]]]:
+        return self.coordinator.fetch_offsets(self.now_ms(), group_id, partitions, require_stable)
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        out = self.coordinator.delete_groups(self.now_ms(), group_ids)
+        self._kick()
+        return out
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
+        out = self.coordinator.delete_offsets(self.now_ms(), group_id, partitions)
+        self._kick()
+        return out
+
+    def describe_group(self, group_id: str) -> tuple[int, dict[str, Any] | None]:
+        return self.coordinator.describe_group(group_id)
+
+    def list_groups(self, states: list[str] | None = None,
+                    types: list[str] | None = None) -> tuple[int, list[dict[str, str]]]:
+        return self.coordinator.list_groups(states, types)
+
+    # -- transactions (for the transaction coordinator) ----------------------------------------
+    def txn_commit_offsets(self, group_id: str, producer_id: int, member_id: str, group_instance_id: str | None,
+                           generation_id: int,
+                           offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
+        return self.coordinator.txn_commit_offsets(self.now_ms(), group_id, producer_id, member_id,
+                                                   group_instance_id, generation_id, offsets)
+
+    def complete_txn(self, producer_id: int, commit: bool) -> None:
+        self.coordinator.complete_txn(self.now_ms(), producer_id, commit)
+        self._kick()
+
+
+def _fail_member(m: Member) -> None:
+    if m.join_pending is not None:
+        p, m.join_pending = m.join_pending, None
+        p.set(JoinResult(E.NOT_COORDINATOR, m.member_id))
+    if m.sync_pending is not None:
+        p2, m.sync_pending = m.sync_pending, None
+        p2.set(SyncResult(E.NOT_COORDINATOR))
+
+
+def _next_offset(data: bytes) -> int | None:
+    """Offset after the last whole batch in ``data`` (base offset + last offset delta + 1)."""
+    pos, nxt = 0, None
+    buf = bytes(data)
+    while pos + 61 <= len(buf):
+        base, length = struct.unpack_from(">qi", buf, pos)
+        if pos + 12 + length > len(buf):
+            break
+        last_delta = struct.unpack_from(">i", buf, pos + 23)[0]
+        nxt = base + last_delta + 1
+        pos += 12 + length
+    return nxt

@@ -1,0 +1,23 @@
+"""DeleteGroups (key 42): v0–v2.
+
+Only Empty groups can be deleted (NON_EMPTY_GROUP otherwise; GROUP_ID_NOT_FOUND for unknown ones).
+Deleting writes tombstones for the group's offsets and metadata to ``__consumer_offsets``. v2 is
+flexible.
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import DeleteGroupsRequest, DeleteGroupsResponse
+
+
+@handler(DeleteGroupsRequest, min_version=0, max_version=2)
+async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    svc = ctx.broker.groups
+    names = list(req.groups_names)
+    if svc is None:
+        errors = dict.fromkeys(names, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    else:
+        errors = svc.delete_groups(names)
+    return DeleteGroupsResponse(throttle_time_ms=0, results=[
+        DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in dict.fromkeys(names)])

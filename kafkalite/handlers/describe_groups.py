@@ -1,0 +1,45 @@
+"""DescribeGroups (key 15): v0–v5.
+
+- A group that does not exist is described as state "Dead" with no error (v6, Kafka 4.0, would say
+  GROUP_ID_NOT_FOUND). Member metadata and assignments are only filled in while the group is
+  Stable, and the protocol name likewise, as Kafka's GroupMetadata.summary.
+- v3 adds AuthorizedOperations (asked with IncludeAuthorizedOperations): without ACLs every group
+  operation is allowed (READ, DELETE, DESCRIBE); v4 adds GroupInstanceId; v5 is flexible.
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
+
+R = DescribeGroupsResponse
+ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
+NOT_REQUESTED = -(2**31)
+
+
+@handler(DescribeGroupsRequest, min_version=0, max_version=5)
+async def describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    svc = ctx.broker.groups
+    ops = ALL_GROUP_OPERATIONS if ctx.version >= 3 and req.include_authorized_operations else NOT_REQUESTED
+    out = []
+    for gid in req.groups:
+        if svc is None:
+            out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid))
+            continue
+        err, summary = svc.describe_group(gid)
+        if err != ErrorCode.NONE:
+            out.append(R.DescribedGroup(error_code=err, group_id=gid, authorized_operations=ops))
+        elif summary is None:
+            out.append(R.DescribedGroup(error_code=ErrorCode.NONE, group_id=gid, group_state="Dead",
+                                        authorized_operations=ops))
+        else:
+            out.append(R.DescribedGroup(
+                error_code=ErrorCode.NONE, group_id=gid, group_state=summary["state"],
+                protocol_type=summary["protocol_type"], protocol_data=summary["protocol"],
+                authorized_operations=ops, members=[
+                    R.DescribedGroupMember(member_id=m["member_id"],
+                                           group_instance_id=m["group_instance_id"] if ctx.version >= 4 else None,
+                                           client_id=m["client_id"], client_host=m["client_host"],
+                                           member_metadata=m["metadata"], member_assignment=m["assignment"])
+                    for m in summary["members"]]))
+    return R(throttle_time_ms=0, groups=out)

@@ -1,0 +1,52 @@
+"""FindCoordinator (key 10): v0–v6.
+
+- v0: ``key`` is a group id; v1+: ``key_type`` 0 = group, 1 = transactional id (answered with this same
+  node: a single broker coordinates everything); other key types get INVALID_REQUEST.
+- v4+ batches keys in ``coordinator_keys`` and answers one ``Coordinator`` per key; v0–v3 answer in the
+  top-level fields. ``error_message`` exists from v1.
+- As in Kafka, looking up a group coordinator creates the internal ``__consumer_offsets`` topic
+  (``offsets.topic.num.partitions``, compacted) if it does not exist yet.
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
+
+GROUP, TRANSACTION = 0, 1
+
+
+def _lookup(ctx: RequestContext, key_type: int) -> tuple[int, str | None]:
+    if key_type not in (GROUP, TRANSACTION):
+        return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
+    if key_type == GROUP:
+        svc = ctx.broker.groups
+        if svc is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no group coordinator"
+        svc.ensure_offsets_topic()
+    else:
+        ensure = getattr(ctx.broker.txns, "ensure_state_topic", None)
+        if ensure is not None:
+            ensure()
+    return ErrorCode.NONE, None
+
+
+@handler(FindCoordinatorRequest, min_version=0, max_version=6)
+async def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    lst = ctx.broker.advertised_for(ctx.listener)
+    node = ctx.broker.node_id
+    key_type = req.key_type if ctx.version >= 1 else GROUP
+    if ctx.version >= 4:
+        coords = []
+        for key in req.coordinator_keys:
+            err, msg = _lookup(ctx, key_type)
+            ok = err == ErrorCode.NONE
+            coords.append(FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node if ok else -1, host=lst.host if ok else "", port=lst.port if ok else -1,
+                error_code=err, error_message=msg))
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coords)
+    err, msg = _lookup(ctx, key_type)
+    ok = err == ErrorCode.NONE
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=err, error_message=msg if ctx.version >= 1 else "",
+                                   node_id=node if ok else -1, host=lst.host if ok else "",
+                                   port=lst.port if ok else -1)

@@ -1,0 +1,21 @@
+"""Heartbeat (key 12): v0–v4.
+
+- v3 adds GroupInstanceId (FENCED_INSTANCE_ID when another member owns the instance id).
+- PreparingRebalance answers REBALANCE_IN_PROGRESS (the member must rejoin); CompletingRebalance
+  and Stable answer NONE; while the coordinator loads it answers NONE blindly, as Kafka does.
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import HeartbeatRequest, HeartbeatResponse
+
+
+@handler(HeartbeatRequest, min_version=0, max_version=4)
+async def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
+    svc = ctx.broker.groups
+    if svc is None:
+        return HeartbeatResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    err = svc.heartbeat(req.group_id, req.member_id, req.group_instance_id if ctx.version >= 3 else None,
+                        req.generation_id)
+    return HeartbeatResponse(throttle_time_ms=0, error_code=err)

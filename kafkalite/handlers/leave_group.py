@@ -1,0 +1,29 @@
+"""LeaveGroup (key 13): v0–v5.
+
+- v0–v2: one ``member_id``; the response's top-level error is that member's error.
+- v3+: a batch of ``members`` (member id and/or group instance id; an empty member id with an
+  instance id removes that static member administratively), answered per member (KIP-345).
+- v5 adds a per-member Reason (logged only).
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import LeaveGroupRequest, LeaveGroupResponse
+
+
+@handler(LeaveGroupRequest, min_version=0, max_version=5)
+async def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
+    svc = ctx.broker.groups
+    if svc is None:
+        return LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if ctx.version < 3:
+        err, per = svc.leave_group(req.group_id, [(req.member_id, None)])
+        if err == ErrorCode.NONE and per:
+            err = per[0]
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=err)
+    members = [(m.member_id, m.group_instance_id) for m in req.members]
+    err, per = svc.leave_group(req.group_id, members)
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=err, members=[
+        LeaveGroupResponse.MemberResponse(member_id=mid, group_instance_id=inst, error_code=e)
+        for (mid, inst), e in zip(members, per, strict=False)])

@@ -1,0 +1,58 @@
+"""OffsetCommit (key 8): v0–v9.
+
+- v0 has no generation/member (a "simple" commit); v1 adds GenerationId, MemberId and a per-partition
+  CommitTimestamp; v2–v4 carry RetentionTimeMs (an explicit expiry; -1 = broker default); v5 drops
+  it; v6 adds CommittedLeaderEpoch; v7 GroupInstanceId; v8 is flexible; v9 (KIP-848) renames the
+  generation to a member epoch, which for classic groups still means the generation.
+- Partitions of topics the broker does not know get UNKNOWN_TOPIC_OR_PARTITION (as Kafka's
+  metadata-cache check); the rest go to the coordinator, which accepts generation -1 commits only for
+  an Empty (or new) group and accepts member commits in Stable and PreparingRebalance.
+- A null metadata is stored as "".
+"""
+from __future__ import annotations
+
+from kafkalite.coordinator.group import OffsetAndMetadata
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import OffsetCommitRequest, OffsetCommitResponse
+
+Resp = OffsetCommitResponse
+
+
+@handler(OffsetCommitRequest, min_version=0, max_version=9)
+async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
+    v = ctx.version
+    svc = ctx.broker.groups
+    now = ctx.now_ms()
+    retention_ms = svc.config.offsets_retention_ms if svc is not None else 0
+    errors: dict[tuple[str, int], int] = {}
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for t in req.topics:
+        known = t.name in ctx.broker.topics
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if svc is None:
+                errors[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            elif not known:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                commit_ts, expire = now, None
+                if v == 1 and p.commit_timestamp >= 0:
+                    commit_ts, expire = p.commit_timestamp, p.commit_timestamp + retention_ms
+                elif 2 <= v <= 4 and req.retention_time_ms >= 0:
+                    expire = now + req.retention_time_ms
+                offsets[tp] = OffsetAndMetadata(
+                    offset=p.committed_offset, leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
+                    metadata=p.committed_metadata or "", commit_timestamp=commit_ts, expire_timestamp=expire)
+    if offsets and svc is not None:
+        generation = req.generation_id_or_member_epoch if v >= 1 else -1
+        member_id = req.member_id if v >= 1 else ""
+        instance = req.group_instance_id if v >= 7 else None
+        errors.update(svc.commit_offsets(req.group_id, member_id, instance, generation, offsets))
+    topics = []
+    for t in req.topics:
+        topics.append(Resp.OffsetCommitResponseTopic(name=t.name, partitions=[
+            Resp.OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                               error_code=errors.get((t.name, p.partition_index), ErrorCode.NONE))
+            for p in t.partitions]))
+    return Resp(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,63 @@
+"""OffsetFetch (key 9): v0–v9.
+
+- v0–v7: one group. Topics null (v2+) means "every committed offset of the group". A group-level
+  error is in the top-level ErrorCode from v2; v0–v1 put it on every requested partition.
+- v5 adds CommittedLeaderEpoch; v7 RequireStable (partitions with pending transactional commits get
+  UNSTABLE_OFFSET_COMMIT); v8 batches several groups (each with its own error); v9 adds member
+  id/epoch, which only KIP-848 groups check.
+- Partitions without a committed offset answer offset -1, metadata "" and no error, whatever the
+  group state (Kafka answers offsets "blindly": a group may use Kafka only to store offsets).
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import OffsetFetchRequest, OffsetFetchResponse
+
+R = OffsetFetchResponse
+
+
+def _fetch(ctx: RequestContext, group_id: str, topics: list | None, require_stable: bool) -> tuple[int, list]:
+    svc = ctx.broker.groups
+    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    if svc is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, [(t, p, None, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                                                     for t, p in wanted or []]
+    return svc.fetch_offsets(group_id, wanted, require_stable)
+
+
+def _grouped(rows: list) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for topic, partition, om, err in rows:
+        out.setdefault(topic, []).append((partition, om, err))
+    return out
+
+
+@handler(OffsetFetchRequest, min_version=0, max_version=9)
+async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
+    v = ctx.version
+    if v >= 8:
+        groups = []
+        for g in req.groups:
+            err, rows = _fetch(ctx, g.group_id, g.topics, req.require_stable)
+            groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err, topics=[
+                R.OffsetFetchResponseTopics(name=topic, partitions=[
+                    R.OffsetFetchResponsePartitions(
+                        partition_index=p, committed_offset=om.offset if om else -1,
+                        committed_leader_epoch=om.leader_epoch if om else -1,
+                        metadata=om.metadata if om else "", error_code=e)
+                    for p, om, e in parts])
+                for topic, parts in _grouped(rows).items()]))
+        return R(throttle_time_ms=0, groups=groups)
+    topics = req.topics if (v >= 2 or req.topics is not None) else []
+    err, rows = _fetch(ctx, req.group_id, topics, req.require_stable if v >= 7 else False)
+    if err != ErrorCode.NONE and v < 2:
+        rows = [(t.name, p, None, err) for t in topics or [] for p in t.partition_indexes]
+    return R(throttle_time_ms=0, error_code=err if v >= 2 else 0, topics=[
+        R.OffsetFetchResponseTopic(name=topic, partitions=[
+            R.OffsetFetchResponsePartition(
+                partition_index=p, committed_offset=om.offset if om else -1,
+                committed_leader_epoch=om.leader_epoch if om else -1,
+                metadata=om.metadata if om else "", error_code=e)
+            for p, om, e in parts])
+        for topic, parts in _grouped(rows).items()])
