@@ -241,12 +241,11 @@ class ProducerStateManager:
         for pid, e in self.producers.items():
             if e.batches:
                 m = e.batches[-1]
-                last_seq, last_off, delta, ts = m.last_seq, m.last_offset, m.offset_delta, m.timestamp
+                last_seq, last_off, delta = m.last_seq, m.last_offset, m.offset_delta
             else:
-                last_seq, last_off, delta, ts = NO_SEQUENCE, -1, 0, e.last_timestamp
-            body += _ENTRY.pack(
-                pid, e.epoch, last_seq, last_off, delta, ts, e.coordinator_epoch, e.current_txn_first_offset
-            )
+                last_seq, last_off, delta = NO_SEQUENCE, -1, 0
+            body += _ENTRY.pack(pid, e.epoch, last_seq, last_off, delta, e.last_timestamp, e.coordinator_epoch,
+                                e.current_txn_first_offset)
         return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(body)) + bytes(body)
 
     def take_snapshot(self, offset: int, keep: int = 3) -> str:
