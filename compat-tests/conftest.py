@@ -105,7 +105,7 @@ def _client_pool(compat_log_dir: Path) -> Iterator[dict[str, Client]]:
         c.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def get_client(_client_pool: dict[str, Client], compat_log_dir: Path) -> Callable[[str], Client]:
     def get(name: str) -> Client:
         if name not in _client_pool:

@@ -141,7 +141,7 @@ class AiokafkaClient(Client):
             raise ClientError("; ".join(errs))
 
     def describe_config(self, bootstrap, topic):
-        from aiokafka.admin import ConfigResource, ConfigResourceType
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
         async def go(adm):
             return await adm.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
@@ -154,7 +154,7 @@ class AiokafkaClient(Client):
         return {e["config_names"]: e["config_value"] for e in res["config_entries"]}
 
     def alter_config(self, bootstrap, topic, config):
-        from aiokafka.admin import ConfigResource, ConfigResourceType
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
         async def go(adm):
             return await adm.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=config)])

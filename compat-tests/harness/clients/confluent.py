@@ -115,19 +115,22 @@ class ConfluentClient(Client):
     def create_topic(self, bootstrap, topic, partitions, config=None):
         from confluent_kafka.admin import NewTopic
 
-        futs = self._admin(bootstrap).create_topics(
+        adm = self._admin(bootstrap)  # keep a reference until the future resolves
+        futs = adm.create_topics(
             [NewTopic(topic, num_partitions=partitions, replication_factor=1, config=dict(config or {}))],
             operation_timeout=20)
         futs[topic].result(30)
 
     def delete_topic(self, bootstrap, topic):
-        self._admin(bootstrap).delete_topics([topic], operation_timeout=20)[topic].result(30)
+        adm = self._admin(bootstrap)
+        adm.delete_topics([topic], operation_timeout=20)[topic].result(30)
 
     def describe_config(self, bootstrap, topic):
         from confluent_kafka.admin import ConfigResource
 
         res = ConfigResource("topic", topic)
-        entries = self._admin(bootstrap).describe_configs([res])[res].result(30)
+        adm = self._admin(bootstrap)
+        entries = adm.describe_configs([res])[res].result(30)
         return {k: e.value for k, e in entries.items()}
 
     def alter_config(self, bootstrap, topic, config):
@@ -135,7 +138,8 @@ class ConfluentClient(Client):
 
         res = ConfigResource("topic", topic, incremental_configs=[
             ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in config.items()])
-        self._admin(bootstrap).incremental_alter_configs([res])[res].result(30)
+        adm = self._admin(bootstrap)
+        adm.incremental_alter_configs([res])[res].result(30)
 
     def list_offsets(self, bootstrap, topic, partition, spec):
         from confluent_kafka import Consumer, TopicPartition
