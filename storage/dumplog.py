@@ -6,7 +6,7 @@ check them against the segment's ``.log``, ``.snapshot`` prints producer-state e
 aborted transactions; anything else is "Ignoring unknown file". Mismatches found while dumping indexes and
 non-consecutive offsets found while deep-iterating logs are collected per file (keyed by the absolute path) and
 printed to stderr only after all files were dumped, in the iteration order of Scala 2.13's ``mutable.HashMap``
-(reproduced by ``_scala_hashmap_order``). Index mismatches and offset gaps are *prepended* to their lists in
+(reproduced by ``ScalaHashMap``). Index mismatches and offset gaps are *prepended* to their lists in
 Kafka, so they print newest first; time-index problems are appended and print oldest first.
 
 Where Kafka's values come from (all reproduced here from the bytes, never from our own storage code):
@@ -204,22 +204,33 @@ def _java_string_hash(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def _scala_hashmap_order(keys: Sequence[str]) -> list[str]:
-    """Iteration order of a Scala 2.13 ``mutable.HashMap[String, _]`` filled with ``keys`` in this order.
+class ScalaHashMap:
+    """Key order of a Scala 2.13 ``mutable.HashMap[String, _]`` (what DumpLogSegments collects errors in).
 
-    Buckets are ``improveHash(hashCode) & (capacity - 1)`` (capacity 16, doubled when size+1 reaches 3/4 of it);
-    a bucket keeps its nodes sorted by improved hash (signed compare), equal hashes in insertion order.
+    Buckets are ``improveHash(hashCode) & (capacity - 1)``; capacity starts at 16 and doubles whenever a ``put``
+    (also one that only replaces a value) finds ``size + 1 >= 0.75 * capacity``; a bucket keeps its nodes sorted
+    by improved hash (signed compare), equal hashes in insertion order. Iteration walks buckets in order.
     """
-    cap = 16
-    while len(keys) + 1 >= int(cap * 0.75) and len(keys) > 0:
-        cap *= 2
-    improved = []
-    for n, k in enumerate(keys):
-        h = _java_string_hash(k) & 0xFFFFFFFF
-        h ^= h >> 16
-        signed = h - (1 << 32) if h & 0x80000000 else h
-        improved.append((h & (cap - 1), signed, n, k))
-    return [k for _, _, _, k in sorted(improved)]
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.capacity = 16
+
+    def put(self, key: str, value: Any) -> None:
+        if len(self.values) + 1 >= int(self.capacity * 0.75):
+            self.capacity *= 2
+        self.values[key] = value
+
+    def get(self, key: str) -> Any:
+        return self.values.get(key)
+
+    def ordered_keys(self) -> list[str]:
+        entries = []
+        for n, k in enumerate(self.values):
+            h = _java_string_hash(k) & 0xFFFFFFFF
+            h ^= h >> 16
+            entries.append((h & (self.capacity - 1), _i32(h), n, k))
+        return [k for _, _, _, k in sorted(entries)]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -635,12 +646,28 @@ class Options:
 
 
 class _State:
+    """The error maps of DumpLogSegments.main, with Kafka's put pattern (which decides their capacity)."""
+
     def __init__(self) -> None:
-        self.index_mismatches: dict[str, list[tuple[int, int]]] = {}
-        self.nonconsecutive: dict[str, list[tuple[int, int]]] = {}
-        self.ts_mismatch: dict[str, list[tuple[int, int]]] = {}
-        self.ts_out_of_order: dict[str, list[tuple[int, int]]] = {}
-        self.ts_not_found: dict[str, list[tuple[int, int]]] = {}
+        self.index_mismatches = ScalaHashMap()
+        self.nonconsecutive = ScalaHashMap()
+        self.ts_mismatch = ScalaHashMap()
+        self.ts_out_of_order = ScalaHashMap()
+        self.ts_not_found = ScalaHashMap()
+
+    @staticmethod
+    def prepend(m: ScalaHashMap, key: str, pair: tuple[int, int]) -> None:
+        """``seq = m.getOrElse(k, Nil); seq ::= pair; m.put(k, seq)``: a put on every call."""
+        m.put(key, [pair, *(m.get(key) or [])])
+
+    @staticmethod
+    def append(m: ScalaHashMap, key: str, pair: tuple[int, int]) -> None:
+        """``TimeIndexDumpErrors``: put only when the key's buffer is new, then append to it."""
+        seq = m.get(key)
+        if seq is None:
+            seq = []
+            m.put(key, seq)
+        seq.append(pair)
 
 
 def _read_file(path: str) -> bytes:
@@ -686,7 +713,7 @@ def _dump_log(path: str, opts: Options, st: _State, w: Callable[[str], None]) ->
                 ts_type = "LogAppendTime" if attrs & 0x08 else "CreateTime"
                 for rec in iter_records(batch):
                     if last_offset != -1 and rec.offset != last_offset + 1:
-                        st.nonconsecutive.setdefault(_jabs(path), []).insert(0, (last_offset, rec.offset))
+                        st.prepend(st.nonconsecutive, _jabs(path), (last_offset, rec.offset))
                     last_offset = rec.offset
                     prefix = "| "
                     if not opts.skip_record_metadata:
@@ -774,7 +801,7 @@ def _dump_index(path: str, opts: Options, st: _State, w: Callable[[str], None]) 
             return
         log_last = _first_batch_last_offset(log, position, opts.max_message_size, log_path)
         if log_last != offset:
-            st.index_mismatches.setdefault(_jabs(path), []).insert(0, (offset, log_last))
+            st.prepend(st.index_mismatches, _jabs(path), (offset, log_last))
         if not opts.verify_index_only:
             w(f"offset: {offset} position: {position}\n")
 
@@ -867,17 +894,17 @@ def _dump_time_index(path: str, opts: Options, st: _State, w: Callable[[str], No
         except JavaError as e:
             raise _corrupt_with_file(e, log_path) from None
         if found is None:
-            st.ts_not_found.setdefault(key, []).append((offset, -1))
+            st.append(st.ts_not_found, key, (offset, -1))
         elif _batch_last_offset(found) != offset:
-            st.ts_not_found.setdefault(key, []).append((offset, _batch_last_offset(found)))
+            st.append(st.ts_not_found, key, (offset, _batch_last_offset(found)))
         else:
             max_ts = _NO_TIMESTAMP
             for rec in iter_records(found):
                 max_ts = max(max_ts, rec.timestamp)
             if max_ts != ts:
-                st.ts_mismatch.setdefault(key, []).append((ts, max_ts))
+                st.append(st.ts_mismatch, key, (ts, max_ts))
             if prev_ts >= ts:
-                st.ts_out_of_order.setdefault(key, []).append((ts, prev_ts))
+                st.append(st.ts_out_of_order, key, (ts, prev_ts))
         if not opts.verify_index_only:
             w(f"timestamp: {ts} offset: {offset}\n")
         prev_ts = ts
@@ -962,25 +989,25 @@ def _dump_txn_index(path: str, w: Callable[[str], None]) -> None:
 
 
 def _print_errors(st: _State, e: Callable[[str], None]) -> None:
-    for name in _scala_hashmap_order(list(st.index_mismatches)):
+    for name in st.index_mismatches.ordered_keys():
         e(f"Mismatches in :{name}\n")
-        for index_offset, log_offset in st.index_mismatches[name]:
+        for index_offset, log_offset in st.index_mismatches.get(name):
             e(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
-    for name in _scala_hashmap_order(list(st.ts_mismatch)):
+    for name in st.ts_mismatch.ordered_keys():
         e(f"Found timestamp mismatch in :{name}\n")
-        for index_ts, log_ts in st.ts_mismatch[name]:
+        for index_ts, log_ts in st.ts_mismatch.get(name):
             e(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}\n")
-    for name in _scala_hashmap_order(list(st.ts_out_of_order)):
+    for name in st.ts_out_of_order.ordered_keys():
         e(f"Found out of order timestamp in :{name}\n")
-        for index_ts, prev in st.ts_out_of_order[name]:
+        for index_ts, prev in st.ts_out_of_order.get(name):
             e(f"  Index timestamp: {index_ts}, Previously indexed timestamp: {prev}\n")
-    for name in _scala_hashmap_order(list(st.ts_not_found)):
+    for name in st.ts_not_found.ordered_keys():
         e("The following indexed offsets are not found in the log.\n")
-        for indexed, found in st.ts_not_found[name]:
+        for indexed, found in st.ts_not_found.get(name):
             e(f"Indexed offset: {indexed}, found log offset: {found}\n")
-    for name in _scala_hashmap_order(list(st.nonconsecutive)):
+    for name in st.nonconsecutive.ordered_keys():
         e(f"Non-consecutive offsets in {name}\n")
-        for first, second in st.nonconsecutive[name]:
+        for first, second in st.nonconsecutive.get(name):
             e(f"  {first} is followed by {second}\n")
 
 
