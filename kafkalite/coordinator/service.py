@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
+import uuid
 from typing import Any
 
 import trio
@@ -58,6 +59,7 @@ class GroupService:
         self._wakeup = trio.Event()
         self._cancel: trio.CancelScope | None = None
         self._clock_offset: float | None = None
+        self._creating: trio.Event | None = None
 
     # -- time ----------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -140,15 +142,43 @@ class GroupService:
         return _Done()
 
     # -- storage -------------------------------------------------------------------------------
+    def _offsets_topic_overrides(self) -> dict[str, str]:
+        return {"cleanup.policy": "compact", "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+                "compression.type": "producer"}
+
     def ensure_offsets_topic(self) -> None:
+        """Create ``__consumer_offsets`` now (blocking; fallback for paths that cannot await)."""
         st = self.state
         if st is None or OFFSETS_TOPIC in st.topics:
             return
-        st.ensure_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(self.config.offsets_topic_segment_bytes),
-            "compression.type": "producer",
-        })
+        st.ensure_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, self._offsets_topic_overrides())
+
+    async def ensure_offsets_topic_async(self) -> None:
+        """Create ``__consumer_offsets`` if needed, its 50 partition logs in a worker thread (they cost
+        a few fsyncs each); concurrent callers wait for the same creation."""
+        st = self.state
+        if st is None or OFFSETS_TOPIC in st.topics:
+            return
+        if self._creating is not None:
+            await self._creating.wait()
+            return
+        self._creating = ev = trio.Event()
+        try:
+            n = self.config.offsets_topic_num_partitions
+            overrides = self._offsets_topic_overrides()
+            topic_id = uuid.uuid4()
+            log_config = st.log_config_for(overrides)
+
+            def create_logs() -> None:
+                for p in range(n):
+                    st.logs.create_log(OFFSETS_TOPIC, p, topic_id, log_config)
+
+            await trio.to_thread.run_sync(create_logs)
+            if OFFSETS_TOPIC not in st.topics:
+                st.create_topic(OFFSETS_TOPIC, n, overrides, topic_id=topic_id)
+        finally:
+            self._creating = None
+            ev.set()
 
     def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
         if self.state is None:
@@ -180,7 +210,7 @@ class GroupService:
                          protocol_type: str, protocols: list[tuple[str, bytes]], *,
                          require_known_member_id: bool, support_skip_assignment: bool = False,
                          reason: str | None = None) -> JoinResult:
-        self.ensure_offsets_topic()
+        await self.ensure_offsets_topic_async()
         now = self.now_ms()
         p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
                                         rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,

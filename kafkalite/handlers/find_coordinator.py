@@ -5,7 +5,8 @@
 - v4+ batches keys in ``coordinator_keys`` and answers one ``Coordinator`` per key; v0–v3 answer in the
   top-level fields. ``error_message`` exists from v1.
 - As in Kafka, looking up a group coordinator creates the internal ``__consumer_offsets`` topic
-  (``offsets.topic.num.partitions``, compacted) if it does not exist yet.
+  (``offsets.topic.num.partitions``, compacted) if it does not exist yet; the answer waits for the
+  creation (Kafka answers COORDINATOR_NOT_AVAILABLE meanwhile and lets the client retry).
 """
 from __future__ import annotations
 
@@ -16,14 +17,14 @@ from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
 GROUP, TRANSACTION = 0, 1
 
 
-def _lookup(ctx: RequestContext, key_type: int) -> tuple[int, str | None]:
+async def _lookup(ctx: RequestContext, key_type: int) -> tuple[int, str | None]:
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
     if key_type == GROUP:
         svc = ctx.broker.groups
         if svc is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no group coordinator"
-        svc.ensure_offsets_topic()
+        await svc.ensure_offsets_topic_async()
     else:
         ensure = getattr(ctx.broker.txns, "ensure_state_topic", None)
         if ensure is not None:
@@ -39,13 +40,13 @@ async def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> 
     if ctx.version >= 4:
         coords = []
         for key in req.coordinator_keys:
-            err, msg = _lookup(ctx, key_type)
+            err, msg = await _lookup(ctx, key_type)
             ok = err == ErrorCode.NONE
             coords.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node if ok else -1, host=lst.host if ok else "", port=lst.port if ok else -1,
                 error_code=err, error_message=msg))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coords)
-    err, msg = _lookup(ctx, key_type)
+    err, msg = await _lookup(ctx, key_type)
     ok = err == ErrorCode.NONE
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=err, error_message=msg if ctx.version >= 1 else "",
                                    node_id=node if ok else -1, host=lst.host if ok else "",
