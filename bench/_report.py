@@ -160,10 +160,18 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
             "rows above 1 means kafkalite is faster; on latency, RSS and start-time rows below 1 means kafkalite "
             f"is better. Storage: {storage}. Everything on 127.0.0.1 in one run, one broker at a time, "
             "confluent-kafka (librdkafka) as the client, which shares the machine's cores with the broker.")
-    errors = [f"- {b}: {e}" for b in names for e in brokers[b].get("errors", [])]
+    errors = [f"- {b}: {_one_line(e)}" for b in names for e in brokers[b].get("errors", [])]
     skipped = [f"- {b}: skipped ({brokers[b]['skipped']})" for b in names if "skipped" in brokers[b]]
     extra = "\n\n" + "\n".join(errors + skipped) if errors or skipped else ""
     return table(header, rows) + note + extra
+
+
+def _one_line(error: str) -> str:
+    """First line of an error, plus its last line when it carried a log tail (the actual exception)."""
+    lines = [ln.strip(" |") for ln in str(error).splitlines() if ln.strip(" |+-")]
+    if len(lines) <= 1:
+        return lines[0] if lines else ""
+    return f"{lines[0]} … {lines[-1]}"
 
 
 def _ratio(mine: Any, peers: dict[str, Any], higher: bool) -> str:
