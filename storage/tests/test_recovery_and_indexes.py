@@ -1,0 +1,183 @@
+"""Crash recovery, leftover files, and Kafka's index rule on what we write ourselves."""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+import time
+import uuid
+from pathlib import Path
+
+from storage import LogConfig, LogManager, PartitionLog
+from storage.batch import iter_batches
+from storage.testing import Rec, encode_batch
+
+NOW = time.time_ns() // 1_000_000
+
+
+def _batch(i: int, size: int = 100, ts: int | None = None) -> bytes:
+    return encode_batch([Rec(b"%d:" % i + b"x" * size, timestamp=ts)], base_timestamp=NOW + i)
+
+
+def _expected_indexes(log_bytes: bytes, base: int, interval: int = 4096) -> tuple[bytes, bytes]:
+    """Kafka's LogSegment.append rule, one append per batch, plus the final time-index entry on close."""
+    idx, tidx = bytearray(), bytearray()
+    since = 0
+    max_ts, max_off = -1, base
+    last_tidx_ts = -1
+    for pos, h in iter_batches(log_bytes):
+        if h.max_timestamp > max_ts:
+            max_ts, max_off = h.max_timestamp, h.last_offset
+        if since > interval:
+            idx += struct.pack(">ii", h.last_offset - base, pos)
+            if max_ts > last_tidx_ts:
+                tidx += struct.pack(">qi", max_ts, max_off - base)
+                last_tidx_ts = max_ts
+            since = 0
+        since += h.size
+    if max_ts > last_tidx_ts:
+        tidx += struct.pack(">qi", max_ts, max_off - base)
+    return bytes(idx), bytes(tidx)
+
+
+def test_indexes_we_write_follow_kafkas_rule(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    cfg = LogConfig(segment_bytes=64 * 1024)
+    log = PartitionLog.create(str(tmp_path / "t-0"), "t", 0, uuid.uuid4(), cfg)
+    for i in range(600):
+        # sizes around the interval, timestamps that sometimes go backwards
+        ts = NOW + i * 10 + rng.choice([0, 0, 0, -5000, 3])
+        recs = [Rec(b"y" * rng.randint(10, 1500), timestamp=ts + k) for k in range(rng.randint(1, 4))]
+        log.append(encode_batch(recs, base_timestamp=ts), now_ms=NOW + i * 10)
+    segs = [s.base_offset for s in log.segments]
+    assert len(segs) >= 4
+    log.close()
+    d = tmp_path / "t-0"
+    written = {}
+    for base in segs:
+        data = (d / f"{base:020d}.log").read_bytes()
+        idx, tidx = _expected_indexes(data, base)
+        assert (d / f"{base:020d}.index").read_bytes() == idx
+        assert (d / f"{base:020d}.timeindex").read_bytes() == tidx
+        assert len(idx) > 0
+        written[base] = (idx, tidx)
+    # rebuilding from the .log files alone gives the same bytes
+    for f in d.glob("*index"):
+        f.unlink()
+    PartitionLog.open(str(d), "t", 0, cfg, clean=True).close()
+    for base, (idx, tidx) in written.items():
+        assert (d / f"{base:020d}.index").read_bytes() == idx
+        assert (d / f"{base:020d}.timeindex").read_bytes() == tidx
+
+
+def test_active_index_is_preallocated_and_trimmed(tmp_path: Path) -> None:
+    log = PartitionLog.create(str(tmp_path / "t-0"), "t", 0, uuid.uuid4(), LogConfig(segment_index_bytes=1000))
+    for i in range(100):
+        log.append(_batch(i))
+    seg = log.active
+    assert os.path.getsize(seg.offset_index.path) == 1000 - 1000 % 8
+    assert os.path.getsize(seg.time_index.path) == 1000 - 1000 % 12
+    log.close()
+    assert os.path.getsize(seg.offset_index.path) % 8 == 0 < os.path.getsize(seg.offset_index.path) < 1000
+
+
+def test_roll_on_full_index(tmp_path: Path) -> None:
+    cfg = LogConfig(segment_index_bytes=48, index_interval_bytes=0)  # 6 offset entries, 4 time entries
+    log = PartitionLog.create(str(tmp_path / "t-0"), "t", 0, uuid.uuid4(), cfg)
+    for i in range(40):
+        log.append(_batch(i))
+    assert len(log.segments) > 5
+    for seg in log.segments[:-1]:
+        assert seg.time_index.entries <= 4 and seg.offset_index.entries <= 6
+    log.close()
+
+
+def test_unclean_stop_truncates_torn_tail_and_garbage(tmp_path: Path) -> None:
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=4000))
+    log = lm.create_log("t", 0, uuid.uuid4())
+    for i in range(60):
+        log.append(_batch(i))
+    log.flush()
+    expected = log.read_bytes(0, 10**7)
+    active = log.active
+    lm.close(clean=False)
+    # a torn last write: half a batch, then garbage
+    with open(active.log_path, "ab") as f:
+        f.write(_batch(99)[:40])
+    assert os.path.getsize(active.offset_index.path) > 0  # preallocated, zero-filled
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=4000))
+    assert not lm.was_clean
+    log = lm.get_log("t", 0)
+    assert log is not None and log.log_end_offset == 60
+    assert log.read_bytes(0, 10**7) == expected
+    assert log.append(_batch(60)).base_offset == 60
+    lm.close()
+
+
+def test_corrupt_batch_cuts_it_and_everything_after(tmp_path: Path) -> None:
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=4000))
+    log = lm.create_log("t", 0, uuid.uuid4())
+    for i in range(60):
+        log.append(_batch(i))
+    lm.checkpoint()  # recovery point 0: nothing flushed
+    segs = log.segments
+    victim = segs[1]
+    lm.close(clean=False)
+    # flip a byte inside the 3rd batch of the second segment
+    positions = [p for p, _h in iter_batches(Path(victim.log_path).read_bytes())]
+    with open(victim.log_path, "r+b") as f:
+        f.seek(positions[2] + 70)
+        b = f.read(1)
+        f.seek(positions[2] + 70)
+        f.write(bytes([b[0] ^ 0xFF]))
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=4000))
+    log = lm.get_log("t", 0)
+    assert log is not None
+    assert log.log_end_offset == victim.base_offset + 2
+    assert [s.base_offset for s in log.segments] == [s.base_offset for s in segs[:2]]
+    assert not any(Path(s.log_path).exists() for s in segs[2:])
+    for off in range(log.log_end_offset):
+        assert log.read_bytes(off, 1)
+    lm.close()
+
+
+def test_leftover_files_are_handled(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = PartitionLog.create(str(d), "t", 0, uuid.uuid4(), LogConfig(segment_bytes=1000))
+    for i in range(20):
+        log.append(_batch(i))
+    segs = [s.base_offset for s in log.segments]
+    log.close()
+    assert len(segs) >= 3
+    (d / f"{segs[0]:020d}.log.deleted").write_bytes(b"junk")
+    (d / f"{segs[0]:020d}.log.cleaned").write_bytes(b"junk")
+    (d / f"{segs[1]:020d}.index.swap").write_bytes(b"junk")
+    # a compaction result that replaces segments 0 and 1 with one file holding only some of their batches
+    first = (d / f"{segs[0]:020d}.log").read_bytes()
+    second = (d / f"{segs[1]:020d}.log").read_bytes()
+    kept = [first[p : p + h.size] for p, h in iter_batches(first)][::2]
+    kept += [second[p : p + h.size] for p, h in iter_batches(second)]
+    (d / f"{segs[0]:020d}.log.swap").write_bytes(b"".join(kept))
+    log = PartitionLog.open(str(d), "t", 0, LogConfig(segment_bytes=1000), clean=True)
+    names = sorted(os.listdir(d))
+    assert not [n for n in names if n.endswith((".deleted", ".cleaned", ".swap"))]
+    assert [s.base_offset for s in log.segments] == [segs[0]] + segs[2:]
+    assert log.read_bytes(0, 10**6).startswith(kept[0])
+    assert log.log_end_offset == 20
+    log.close()
+
+
+def test_clean_open_rebuilds_insane_index(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = PartitionLog.create(str(d), "t", 0, uuid.uuid4(), LogConfig())
+    for i in range(100):
+        log.append(_batch(i))
+    log.close()
+    idx = d / f"{0:020d}.index"
+    good = idx.read_bytes()
+    idx.write_bytes(good + b"\x00\x00\x00")  # not a multiple of the entry size
+    log = PartitionLog.open(str(d), "t", 0, LogConfig(), clean=True)
+    assert log.read_bytes(57, 1)
+    log.close()
+    assert idx.read_bytes() == good
