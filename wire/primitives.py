@@ -472,15 +472,24 @@ class Reader:
         return v
 
     def nullable_string(self) -> str | None:
-        v, self.pos = read_nullable_string(self.buf, self.pos)
+        try:
+            v, self.pos = read_nullable_string(self.buf, self.pos)
+        except struct.error as e:
+            raise DecodeError(str(e)) from None
         return v
 
     def string(self) -> str:
-        v, self.pos = read_string(self.buf, self.pos)
+        try:
+            v, self.pos = read_string(self.buf, self.pos)
+        except struct.error as e:
+            raise DecodeError(str(e)) from None
         return v
 
     def compact_nullable_string(self) -> str | None:
-        v, self.pos = read_compact_nullable_string(self.buf, self.pos)
+        try:
+            v, self.pos = read_compact_nullable_string(self.buf, self.pos)
+        except struct.error as e:
+            raise DecodeError(str(e)) from None
         return v
 
     def raw(self, n: int) -> memoryview:
