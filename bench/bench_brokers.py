@@ -1,15 +1,18 @@
 """kafkalite against peer brokers (Tansu, noida-db) in one run, with confluent-kafka as the client.
 
-For each broker, one after the other on 127.0.0.1 (never two at once):
+All on 127.0.0.1; the machine is small and shared, so every step is run on each broker in turn
+(alternating the order) rather than one broker's whole suite after another's:
 
 1. start-to-ready: spawn -> first successful ApiVersions+Metadata round trip, ``--start-repeats`` times
-   (median reported); each of these instances is stopped at once;
-2. a fresh instance: idle RSS one second after ready; an RSS sampler (process + descendants, /proc) runs
-   from then on;
+   per broker (median reported); each of these instances is stopped at once;
+2. one fresh instance of every broker, left idle for a second: idle RSS; an RSS sampler (process +
+   descendants, /proc) per broker runs from then on;
 3. produce N x 100 B records into fresh topics with 1 and 6 partitions, acks=1 and acks=all;
 4. consume the acks=all topics back (1 and 6 partitions);
 5. end-to-end latency at ``--rate`` msg/s for ``--latency-seconds``;
-6. peak RSS = max(sampled tree RSS, largest VmHWM), then the broker is stopped by pid.
+6. peak RSS = max(sampled tree RSS, largest VmHWM), then every broker is stopped by pid.
+
+Only one broker is under load at any moment; the others sit idle (no client connected).
 
 Run: ``python -m bench.bench_brokers [--brokers kafkalite,tansu] [--quick]`` or through
 ``make bench ARGS="--only brokers --quick"``. Ratios are kafkalite's figure divided by the best peer's.
@@ -95,23 +98,33 @@ def _log(msg: str) -> None:
     print(f"[bench_brokers {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def bench_start(name: str, repeats: int) -> dict[str, Any]:
-    times: list[float] = []
-    lines: list[float] = []
+def bench_start(names: list[str], repeats: int, out: dict[str, dict[str, Any]]) -> None:
+    """Spawn-to-ready timings, round-robin over the brokers so background load hits them alike."""
+    times: dict[str, list[float]] = {n: [] for n in names}
+    lines: dict[str, list[float]] = {n: [] for n in names}
     for _ in range(repeats):
-        running = _brokers.start(name)
-        _LIVE.append(running)
-        try:
-            times.append(running.spawn_to_ready_s)
-            if running.ready_line_s is not None:
-                lines.append(running.ready_line_s)
-        finally:
-            _LIVE.remove(running)
-            running.stop()
-    out: dict[str, Any] = {"median_s": round(statistics.median(times), 4), "runs_s": [round(t, 4) for t in times]}
-    if lines:
-        out["ready_line_median_s"] = round(statistics.median(lines), 4)
-    return out
+        for name in names:
+            try:
+                running = _brokers.start(name)
+            except Exception as exc:
+                out[name].setdefault("errors", []).append(f"start: {type(exc).__name__}: {exc}")
+                continue
+            _LIVE.append(running)
+            try:
+                times[name].append(running.spawn_to_ready_s)
+                if running.ready_line_s is not None:
+                    lines[name].append(running.ready_line_s)
+            finally:
+                _LIVE.remove(running)
+                running.stop()
+    for name in names:
+        if times[name]:
+            entry: dict[str, Any] = {"median_s": round(statistics.median(times[name]), 4),
+                                     "runs_s": [round(t, 4) for t in times[name]]}
+            if lines[name]:
+                entry["ready_line_median_s"] = round(statistics.median(lines[name]), 4)
+            out[name]["start"] = entry
+            _log(f"{name}: start-to-ready median {entry['median_s']} s over {len(times[name])}")
 
 
 FAILED = object()
@@ -130,58 +143,88 @@ def _phase(result: dict[str, Any], key: str, running: _brokers.Running, fn: Any,
         return FAILED
 
 
-def bench_workload(name: str, args: argparse.Namespace) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    running = _brokers.start(name)
-    _LIVE.append(running)
-    try:
-        time.sleep(1.0)
-        result["idle_rss_mb"] = round(_proc.tree_rss_kb(running.proc.pid) / 1024, 1)
-        sampler = RssSampler(running.proc.pid)
-        produce: dict[str, Any] = {}
-        consume: dict[str, Any] = {}
-        for parts in (1, 6):
-            for acks in ("1", "all"):
-                key = f"p{parts}_acks{acks}"
-                runs = []
-                for rep in range(args.repeats):
-                    topic = f"bench-p{parts}-acks{acks}-r{rep}"
-                    if _phase(result, f"create {topic}", running, _load.create_topic,
-                              running.bootstrap, topic, parts) is FAILED:
-                        continue
-                    run = _phase(result, f"produce {key}", running, _load.produce, running.bootstrap,
-                                 topic, args.records, acks, args.phase_timeout)
-                    if run is not FAILED:
-                        _log(f"{name} produce {key}: {run['records_per_s']:,.0f} rec/s "
-                             f"{run['mb_per_s']} MB/s complete={run['complete']}")
-                        runs.append(run)
-                if runs:
-                    produce[key] = _median_run(runs)
-            runs = []
+def _phases(args: argparse.Namespace) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """(result section, key, workload arguments) in run order: produce x4, consume x2, latency."""
+    phases: list[tuple[str, str, tuple[Any, ...]]] = []
+    for parts in (1, 6):
+        for acks in ("1", "all"):
             for rep in range(args.repeats):
-                topic = f"bench-p{parts}-acksall-r{rep}"
-                run = _phase(result, f"consume p{parts}", running, _load.consume, running.bootstrap, topic,
-                             parts, args.records, args.phase_timeout)
-                if run is not FAILED:
-                    _log(f"{name} consume p{parts}: {run['records_per_s']:,.0f} rec/s complete={run['complete']}")
-                    runs.append(run)
-            if runs:
-                consume[f"p{parts}"] = _median_run(runs)
-        result["produce"] = produce
-        result["consume"] = consume
-        if _phase(result, "create latency topic", running, _load.create_topic, running.bootstrap,
-                  "bench-latency", 1) is not FAILED:
-            lat = _phase(result, "latency", running, _load.latency, running.bootstrap, "bench-latency",
-                         args.rate, args.latency_seconds)
-            if lat is not FAILED:
-                _log(f"{name} latency @ {args.rate}/s: p50 {lat['p50_ms']} ms p99 {lat['p99_ms']} ms "
-                     f"({lat['received']}/{lat['sent']})")
-                result["latency"] = lat
-        result["peak_rss_mb"] = round(sampler.stop() / 1024, 1)
+                phases.append(("produce", f"p{parts}_acks{acks}", (f"bench-p{parts}-acks{acks}-r{rep}", parts,
+                                                                   acks)))
+    for parts in (1, 6):
+        for rep in range(args.repeats):
+            phases.append(("consume", f"p{parts}", (f"bench-p{parts}-acksall-r{rep}", parts)))
+    phases.append(("latency", "latency", ("bench-latency",)))
+    return phases
+
+
+def _run_phase(section: str, key: str, a: tuple[Any, ...], running: _brokers.Running,
+               result: dict[str, Any], args: argparse.Namespace) -> None:
+    name = running.name
+    if section == "produce":
+        topic, parts, acks = a
+        if _phase(result, f"create {topic}", running, _load.create_topic, running.bootstrap, topic,
+                  parts) is FAILED:
+            return
+        run = _phase(result, f"produce {key}", running, _load.produce, running.bootstrap, topic,
+                     args.records, acks, args.phase_timeout)
+        if run is not FAILED:
+            _log(f"{name} produce {key}: {run['records_per_s']:,.0f} rec/s {run['mb_per_s']} MB/s "
+                 f"complete={run['complete']}")
+            result.setdefault("_runs", {}).setdefault(("produce", key), []).append(run)
+    elif section == "consume":
+        topic, parts = a
+        run = _phase(result, f"consume {key}", running, _load.consume, running.bootstrap, topic, parts,
+                     args.records, args.phase_timeout)
+        if run is not FAILED:
+            _log(f"{name} consume {key}: {run['records_per_s']:,.0f} rec/s complete={run['complete']}")
+            result.setdefault("_runs", {}).setdefault(("consume", key), []).append(run)
+    else:
+        (topic,) = a
+        if _phase(result, "create latency topic", running, _load.create_topic, running.bootstrap, topic,
+                  1) is FAILED:
+            return
+        lat = _phase(result, "latency", running, _load.latency, running.bootstrap, topic, args.rate,
+                     args.latency_seconds)
+        if lat is not FAILED:
+            _log(f"{name} latency @ {args.rate}/s: p50 {lat['p50_ms']} ms p99 {lat['p99_ms']} ms "
+                 f"({lat['received']}/{lat['sent']})")
+            result["latency"] = lat
+
+
+def bench_workload(names: list[str], args: argparse.Namespace, out: dict[str, dict[str, Any]]) -> None:
+    """All brokers up at once (idle ones cost ~no CPU); each phase is run on one broker at a time,
+    alternating the order, so slow drifts in the shared machine's load spread over all of them."""
+    running: dict[str, _brokers.Running] = {}
+    samplers: dict[str, RssSampler] = {}
+    try:
+        for name in names:
+            try:
+                running[name] = _brokers.start(name)
+            except Exception as exc:
+                out[name].setdefault("errors", []).append(f"start: {type(exc).__name__}: {exc}")
+                continue
+            _LIVE.append(running[name])
+        time.sleep(1.0)
+        for name, r in running.items():
+            out[name]["idle_rss_mb"] = round(_proc.tree_rss_kb(r.proc.pid) / 1024, 1)
+            samplers[name] = RssSampler(r.proc.pid)
+        order = list(running)
+        for i, (section, key, a) in enumerate(_phases(args)):
+            for name in order if i % 2 == 0 else order[::-1]:
+                _run_phase(section, key, a, running[name], out[name], args)
+        for name in running:
+            runs = out[name].pop("_runs", {})
+            for (section, key), rs in runs.items():
+                out[name].setdefault(section, {})[key] = _median_run(rs)
+            out[name]["peak_rss_mb"] = round(samplers.pop(name).stop() / 1024, 1)
     finally:
-        _LIVE.remove(running)
-        running.stop()
-    return result
+        for sampler in samplers.values():
+            sampler.stop()
+        for r in running.values():
+            if r in _LIVE:
+                _LIVE.remove(r)
+            r.stop()
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -196,22 +239,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "brokers": {},
     }
     try:
+        names = []
         for name in args.broker_list:
-            entry: dict[str, Any] = {"storage": _brokers.STORAGE_NOTE.get(name, "?")}
-            out["brokers"][name] = entry
+            out["brokers"][name] = {"storage": _brokers.STORAGE_NOTE.get(name, "?")}
             reason = _brokers.available(name)
             if reason:
-                entry["skipped"] = reason
+                out["brokers"][name]["skipped"] = reason
                 _log(f"skip {name}: {reason}")
-                continue
-            try:
-                _log(f"{name}: start-to-ready x{args.start_repeats}")
-                entry["start"] = bench_start(name, args.start_repeats)
-                _log(f"{name}: start median {entry['start']['median_s']} s; workload")
-                entry.update(bench_workload(name, args))
-            except Exception as exc:
-                entry.setdefault("errors", []).append(f"{type(exc).__name__}: {exc}")
-                _log(f"{name} failed: {exc}")
+            else:
+                names.append(name)
+        _log(f"start-to-ready x{args.start_repeats}: {', '.join(names)}")
+        bench_start(names, args.start_repeats, out["brokers"])
+        _log(f"workload: {args.records:,} records per run, brokers {', '.join(names)}")
+        bench_workload(names, args, out["brokers"])
     finally:
         _stop_all()
     table = broker_table(out["brokers"], args)
