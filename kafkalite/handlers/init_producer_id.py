@@ -7,6 +7,7 @@
 - With a transactional id: delegated to the transaction coordinator (``state.txns.init_producer_id(ctx,
   req)``) when there is one; otherwise TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which every client reports as
   a clear, fatal error instead of retrying forever.
+- An empty transactional id is INVALID_REQUEST (as in Kafka).
 - v0/v1 bodies carry only TransactionalId and TransactionTimeoutMs (aiokafka speaks only v0).
 """
 from __future__ import annotations
@@ -19,6 +20,9 @@ from wire.messages import InitProducerIdRequest, InitProducerIdResponse
 @handler(InitProducerIdRequest, min_version=0, max_version=5)
 async def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse:
     state = ctx.broker
+    if req.transactional_id == "":
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                                      producer_id=-1, producer_epoch=-1)
     if req.transactional_id is not None:
         txns = state.txns
         delegate = getattr(txns, "init_producer_id", None)

@@ -1,0 +1,45 @@
+"""kafkalite.Broker (embedded) and the pytest fixtures built on it."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from kafkalite.embedded import Broker
+from kafkalite.tests.rawclient import RawClient
+from wire.messages import InitProducerIdRequest, MetadataRequest
+
+
+def test_embedded_broker_temp_dir_lifecycle() -> None:
+    b = Broker()
+    b.start()
+    data_dir = b.data_dir
+    assert b.port > 0 and b.bootstrap_servers == f"127.0.0.1:{b.port}"
+    assert data_dir.is_dir()
+    b.stop()
+    b.stop()   # idempotent
+    assert not data_dir.exists()
+
+
+def test_embedded_broker_persists_topics_and_writes_clean_marker(tmp_path: Path) -> None:
+    with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="kept")]), 12)
+        tid = c.request(MetadataRequest(topics=None), 12).topics[0].topic_id
+    assert (tmp_path / ".kafka_cleanshutdown").exists()
+    assert (tmp_path / "meta.properties").exists()
+    with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        topics = c.request(MetadataRequest(topics=None), 12).topics
+        assert [(t.name, t.topic_id) for t in topics] == [("kept", tid)]
+        pid = c.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 2).producer_id
+        assert pid >= 0
+    assert tmp_path.exists()   # a caller-provided dir is kept
+
+
+def test_pytest_fixtures(kafkalite_broker: Broker, kafkalite_broker_factory: Callable[..., Broker]) -> None:
+    other = kafkalite_broker_factory(overrides={"num.partitions": "3"})
+    assert other.port != kafkalite_broker.port
+    with RawClient(other.host, other.port) as c:
+        t = c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="three")]), 12).topics[0]
+        assert len(t.partitions) == 3
+    with RawClient(kafkalite_broker.host, kafkalite_broker.port) as c:
+        t = c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="one")]), 12).topics[0]
+        assert len(t.partitions) == 1
