@@ -1074,6 +1074,15 @@ _FLAGS = {"--print-data-log": "print_data_log", "--deep-iteration": "deep_iterat
 _VALUED = {"--files": "files", "--max-message-size": "max_message_size", "--max-bytes": "max_bytes"}
 
 
+def _expand_abbreviation(opt: str) -> str:
+    """jopt-simple accepts any unambiguous prefix of a long option (``--print`` for ``--print-data-log``)."""
+    known = [*_FLAGS, *_VALUED, "--help"]
+    if not opt.startswith("--") or opt in known:
+        return opt
+    matches = [k for k in known if k.startswith(opt)]
+    return matches[0] if len(matches) == 1 else opt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``kafka-dump-log.sh`` flags: ``--files F[,F2]`` (required), ``--print-data-log``, ``--deep-iteration``,
     ``--index-sanity-check``, ``--verify-index-only``, ``--skip-record-metadata``, ``--max-message-size N``,
@@ -1084,6 +1093,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     while i < len(args):
         a = args[i]
         opt, eq, val = a.partition("=")
+        opt = _expand_abbreviation(opt)
+        a = opt if not eq else a
         if a in ("--help", "-h"):
             sys.stdout.write(_USAGE)
             return 0

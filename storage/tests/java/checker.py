@@ -153,3 +153,50 @@ def java_utf8_strings(samples: Sequence[bytes]) -> list[str]:
         units = bytes.fromhex(line.strip())
         out.append(units.decode("utf-16-be", errors="surrogatepass"))
     return out
+
+
+def scala_library_jar() -> str | None:
+    """scala-library 2.13 from a local pyspark install (the Scala version Kafka 3.9's default build uses)."""
+    override = os.environ.get("KAFKALITE_SCALA_LIBRARY")
+    if override:
+        return override if os.path.isfile(override) else None
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("pyspark")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    found = sorted(glob.glob(os.path.join(list(spec.submodule_search_locations)[0], "jars",
+                                          "scala-library-2.13.*.jar")))
+    return found[-1] if found else None
+
+
+def scala_hashmap_orders(put_sequences: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Iteration order of scala.collection.mutable.HashMap after each sequence of puts (computed by Scala)."""
+    jar = scala_library_jar()
+    if jar is None or shutil.which("javac") is None:
+        raise JavaUnavailable("scala-library 2.13 jar or javac not found")
+    src = HERE / "scala" / "ScalaOrder.java"
+    h = hashlib.sha256(src.read_bytes() + jar.encode()).hexdigest()[:16]
+    cache_root = Path(os.environ.get("KAFKALITE_JAVA_BUILD", REPO / ".deps" / "java-build"))
+    out = cache_root / f"scala-{h}"
+    if not (out / "ScalaOrder.class").is_file():
+        cache_root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache_root))
+        proc = subprocess.run(["javac", "-nowarn", "-cp", jar, "-d", str(tmp), str(src)], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise RuntimeError(f"javac failed:\n{proc.stderr}")
+        try:
+            os.rename(tmp, out)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+    data = "".join("\t".join(seq) + "\n" for seq in put_sequences).encode()
+    proc = subprocess.run(["java", "-cp", os.pathsep.join([str(out), jar]), "ScalaOrder"], input=data,
+                          capture_output=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.decode(errors="replace"))
+    return [line.split("\t") for line in proc.stdout.decode().splitlines()]
