@@ -197,7 +197,15 @@ class Gen:
                 o.append(f"{var}, {p} = {fn}({b}, {p})")
         elif kind == "array":
             n = "n_" + name
-            o.append(f"{n}, {p} = {'_read_compact_array_len' if flex else '_read_array_len'}({b}, {p})")
+            if flex:
+                # inline 1-byte fast path of the uvarint count (+1); the bound check is the helper's
+                o.append(f"{n} = {b}[{p}] - 1")
+                o.append(f"if {n} < 127 and {n} <= len({b}) - {p} - 1:")
+                o.append(f"    {p} += 1")
+                o.append("else:")
+                o.append(f"    {n}, {p} = _read_compact_array_len({b}, {p})")
+            else:
+                o.append(f"{n}, {p} = _read_array_len({b}, {p})")
             o.append(f"if {n} < 0:")
             if nullable:
                 o.append(f"    {var} = None")
@@ -211,7 +219,10 @@ class Gen:
                 o.append(f"        {var}.append(x_{name})")
             elif elem in FIXED and elem != "uuid":
                 code, w = FIXED[elem]
-                o.append(f"    {var}, {p} = _read_fixed_array({b}, {p}, {n}, {code!r}, {w})")
+                o.append(f"    if {n} == 0:")
+                o.append(f"        {var} = []")
+                o.append("    else:")
+                o.append(f"        {var}, {p} = _read_fixed_array({b}, {p}, {n}, {code!r}, {w})")
             else:
                 sub = self.read_field((name, elem, elem, False, False, None, None), flex, b, p, "x_" + name, "")
                 o.append(f"    {var} = []")
@@ -261,7 +272,11 @@ class Gen:
             for it in tagged:
                 L.append(f"    f_{it[0]} = {self.default_src(fmap[it[0]])}")
             L.append("    u: dict[int, bytes] = {}")
-            L.append("    nt, pos = _read_uvarint(buf, pos)")
+            L.append("    nt = buf[pos]")
+            L.append("    if nt < 128:")
+            L.append("        pos += 1")
+            L.append("    else:")
+            L.append("        nt, pos = _read_uvarint(buf, pos)")
             L.append("    for _ in range(nt):")
             L.append("        tag, tp, te = _read_tag(buf, pos)")
             kw = "if"
@@ -310,7 +325,13 @@ class Gen:
         elif kind == "array":
             v = f"v_{name}"
             o.append(f"{v} = {expr}")
-            o.append(f"{'_write_compact_array_len' if flex else '_write_array_len'}({out}, {v}, {nullable})")
+            if flex:
+                o.append(f"if {v} is not None and len({v}) < 127:")
+                o.append(f"    {out}.append(len({v}) + 1)")
+                o.append("else:")
+                o.append(f"    _write_compact_array_len({out}, {v}, {nullable})")
+            else:
+                o.append(f"_write_array_len({out}, {v}, {nullable})")
             o.append(f"if {v}:")
             if nested is not None:
                 o.append(f"    for x_{name} in {v}:")

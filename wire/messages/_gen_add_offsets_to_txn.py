@@ -93,7 +93,11 @@ def _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_1(buf: memoryview, pos: int
     pos += 10
     f_group_id, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -168,7 +172,11 @@ def _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_1(buf: memoryview, pos: i
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

@@ -98,7 +98,11 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(buf: memoryview
     f_transactional_id, pos = _read_compact_string(buf, pos)
     f_producer_id, f_producer_epoch, f_verify_only = _S0.unpack_from(buf, pos)
     pos += 11
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -107,7 +111,11 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(buf: memoryview
             x_topics, pos = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -120,7 +128,10 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(out: bytearray,
     _write_compact_string(out, o.transactional_id)
     out += _S0.pack(o.producer_id, o.producer_epoch, o.verify_only)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(out, ch, x_topics)
@@ -139,7 +150,10 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(buf: memoryview, pos:
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions, {}), pos
 
 
@@ -157,13 +171,24 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf: memoryview, pos:
     f_name: str
     f_partitions: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -175,7 +200,10 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(out: bytearray, ch: l
     """AddPartitionsToTxnTopic v3-5."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -220,7 +248,11 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_1(buf: memoryview, po
     f_v3_and_below_transactional_id, pos = _read_compact_string(buf, pos)
     f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S1.unpack_from(buf, pos)
     pos += 10
-    n_v3_and_below_topics, pos = _read_compact_array_len(buf, pos)
+    n_v3_and_below_topics = buf[pos] - 1
+    if n_v3_and_below_topics < 127 and n_v3_and_below_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_v3_and_below_topics, pos = _read_compact_array_len(buf, pos)
     if n_v3_and_below_topics < 0:
         raise DecodeError('null in non-nullable array v3_and_below_topics')
     else:
@@ -229,7 +261,11 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_1(buf: memoryview, po
             x_v3_and_below_topics, pos = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf, pos)
             f_v3_and_below_topics.append(x_v3_and_below_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -242,7 +278,10 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_1(out: bytearray, ch:
     _write_compact_string(out, o.v3_and_below_transactional_id)
     out += _S1.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     v_v3_and_below_topics = o.v3_and_below_topics
-    _write_compact_array_len(out, v_v3_and_below_topics, False)
+    if v_v3_and_below_topics is not None and len(v_v3_and_below_topics) < 127:
+        out.append(len(v_v3_and_below_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_v3_and_below_topics, False)
     if v_v3_and_below_topics:
         for x_v3_and_below_topics in v_v3_and_below_topics:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(out, ch, x_v3_and_below_topics)
@@ -255,7 +294,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_1(out: bytearray, ch:
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_2(buf: memoryview, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
     """AddPartitionsToTxnRequest v4-5."""
     f_transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
-    n_transactions, pos = _read_compact_array_len(buf, pos)
+    n_transactions = buf[pos] - 1
+    if n_transactions < 127 and n_transactions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_transactions, pos = _read_compact_array_len(buf, pos)
     if n_transactions < 0:
         raise DecodeError('null in non-nullable array transactions')
     else:
@@ -264,7 +307,11 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_2(buf: memoryview, po
             x_transactions, pos = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(buf, pos)
             f_transactions.append(x_transactions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -275,7 +322,10 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_2(buf: memoryview, po
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_2(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnRequest) -> None:
     """AddPartitionsToTxnRequest v4-5."""
     v_transactions = o.transactions
-    _write_compact_array_len(out, v_transactions, False)
+    if v_transactions is not None and len(v_transactions) < 127:
+        out.append(len(v_transactions) + 1)
+    else:
+        _write_compact_array_len(out, v_transactions, False)
     if v_transactions:
         for x_transactions in v_transactions:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(out, ch, x_transactions)
@@ -352,7 +402,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(buf: memoryview, po
     f_transactional_id: str
     f_topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
     f_transactional_id, pos = _read_compact_string(buf, pos)
-    n_topic_results, pos = _read_compact_array_len(buf, pos)
+    n_topic_results = buf[pos] - 1
+    if n_topic_results < 127 and n_topic_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_results, pos = _read_compact_array_len(buf, pos)
     if n_topic_results < 0:
         raise DecodeError('null in non-nullable array topic_results')
     else:
@@ -361,7 +415,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(buf: memoryview, po
             x_topic_results, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf, pos)
             f_topic_results.append(x_topic_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -373,7 +431,10 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(out: bytearray, ch:
     """AddPartitionsToTxnResult v4-5."""
     _write_compact_string(out, o.transactional_id)
     v_topic_results = o.topic_results
-    _write_compact_array_len(out, v_topic_results, False)
+    if v_topic_results is not None and len(v_topic_results) < 127:
+        out.append(len(v_topic_results) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_results, False)
     if v_topic_results:
         for x_topic_results in v_topic_results:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(out, ch, x_topic_results)
@@ -414,7 +475,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf: memoryvie
     f_name: str
     f_results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]
     f_name, pos = _read_compact_string(buf, pos)
-    n_results_by_partition, pos = _read_compact_array_len(buf, pos)
+    n_results_by_partition = buf[pos] - 1
+    if n_results_by_partition < 127 and n_results_by_partition <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results_by_partition, pos = _read_compact_array_len(buf, pos)
     if n_results_by_partition < 0:
         raise DecodeError('null in non-nullable array results_by_partition')
     else:
@@ -423,7 +488,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf: memoryvie
             x_results_by_partition, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(buf, pos)
             f_results_by_partition.append(x_results_by_partition)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -435,7 +504,10 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(out: bytearray
     """AddPartitionsToTxnTopicResult v3-5."""
     _write_compact_string(out, o.name)
     v_results_by_partition = o.results_by_partition
-    _write_compact_array_len(out, v_results_by_partition, False)
+    if v_results_by_partition is not None and len(v_results_by_partition) < 127:
+        out.append(len(v_results_by_partition) + 1)
+    else:
+        _write_compact_array_len(out, v_results_by_partition, False)
     if v_results_by_partition:
         for x_results_by_partition in v_results_by_partition:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(out, ch, x_results_by_partition)
@@ -462,7 +534,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(buf: memor
     f_partition_index, f_partition_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -510,7 +586,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_1(buf: memoryview, 
     f_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results_by_topic_v3_and_below, pos = _read_compact_array_len(buf, pos)
+    n_results_by_topic_v3_and_below = buf[pos] - 1
+    if n_results_by_topic_v3_and_below < 127 and n_results_by_topic_v3_and_below <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results_by_topic_v3_and_below, pos = _read_compact_array_len(buf, pos)
     if n_results_by_topic_v3_and_below < 0:
         raise DecodeError('null in non-nullable array results_by_topic_v3_and_below')
     else:
@@ -519,7 +599,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_1(buf: memoryview, 
             x_results_by_topic_v3_and_below, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf, pos)
             f_results_by_topic_v3_and_below.append(x_results_by_topic_v3_and_below)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -531,7 +615,10 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_1(out: bytearray, c
     """AddPartitionsToTxnResponse v3."""
     out += _S3.pack(o.throttle_time_ms)
     v_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
-    _write_compact_array_len(out, v_results_by_topic_v3_and_below, False)
+    if v_results_by_topic_v3_and_below is not None and len(v_results_by_topic_v3_and_below) < 127:
+        out.append(len(v_results_by_topic_v3_and_below) + 1)
+    else:
+        _write_compact_array_len(out, v_results_by_topic_v3_and_below, False)
     if v_results_by_topic_v3_and_below:
         for x_results_by_topic_v3_and_below in v_results_by_topic_v3_and_below:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(out, ch, x_results_by_topic_v3_and_below)
@@ -546,7 +633,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_2(buf: memoryview, 
     f_results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    n_results_by_transaction, pos = _read_compact_array_len(buf, pos)
+    n_results_by_transaction = buf[pos] - 1
+    if n_results_by_transaction < 127 and n_results_by_transaction <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results_by_transaction, pos = _read_compact_array_len(buf, pos)
     if n_results_by_transaction < 0:
         raise DecodeError('null in non-nullable array results_by_transaction')
     else:
@@ -555,7 +646,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_2(buf: memoryview, 
             x_results_by_transaction, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(buf, pos)
             f_results_by_transaction.append(x_results_by_transaction)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -567,7 +662,10 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_2(out: bytearray, c
     """AddPartitionsToTxnResponse v4-5."""
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     v_results_by_transaction = o.results_by_transaction
-    _write_compact_array_len(out, v_results_by_transaction, False)
+    if v_results_by_transaction is not None and len(v_results_by_transaction) < 127:
+        out.append(len(v_results_by_transaction) + 1)
+    else:
+        _write_compact_array_len(out, v_results_by_transaction, False)
     if v_results_by_transaction:
         for x_results_by_transaction in v_results_by_transaction:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(out, ch, x_results_by_transaction)

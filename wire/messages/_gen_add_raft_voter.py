@@ -87,7 +87,11 @@ def _d_AddRaftVoterRequest_Listener_0(buf: memoryview, pos: int) -> tuple[AddRaf
     f_port, = _S0.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -114,7 +118,11 @@ def _d_AddRaftVoterRequest_AddRaftVoterRequest_0(buf: memoryview, pos: int) -> t
     f_timeout_ms, f_voter_id, f_voter_directory_id = _S1.unpack_from(buf, pos)
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 24
-    n_listeners, pos = _read_compact_array_len(buf, pos)
+    n_listeners = buf[pos] - 1
+    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_listeners, pos = _read_compact_array_len(buf, pos)
     if n_listeners < 0:
         raise DecodeError('null in non-nullable array listeners')
     else:
@@ -123,7 +131,11 @@ def _d_AddRaftVoterRequest_AddRaftVoterRequest_0(buf: memoryview, pos: int) -> t
             x_listeners, pos = _d_AddRaftVoterRequest_Listener_0(buf, pos)
             f_listeners.append(x_listeners)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -136,7 +148,10 @@ def _e_AddRaftVoterRequest_AddRaftVoterRequest_0(out: bytearray, ch: list[Chunk]
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S1.pack(o.timeout_ms, o.voter_id, o.voter_directory_id.bytes)
     v_listeners = o.listeners
-    _write_compact_array_len(out, v_listeners, False)
+    if v_listeners is not None and len(v_listeners) < 127:
+        out.append(len(v_listeners) + 1)
+    else:
+        _write_compact_array_len(out, v_listeners, False)
     if v_listeners:
         for x_listeners in v_listeners:
             _e_AddRaftVoterRequest_Listener_0(out, ch, x_listeners)
@@ -193,7 +208,11 @@ def _d_AddRaftVoterResponse_AddRaftVoterResponse_0(buf: memoryview, pos: int) ->
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

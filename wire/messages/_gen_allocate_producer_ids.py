@@ -65,7 +65,11 @@ def _d_AllocateProducerIdsRequest_AllocateProducerIdsRequest_0(buf: memoryview, 
     f_broker_id, f_broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -128,7 +132,11 @@ def _d_AllocateProducerIdsResponse_AllocateProducerIdsResponse_0(buf: memoryview
     f_throttle_time_ms, f_error_code, f_producer_id_start, f_producer_id_len = _S1.unpack_from(buf, pos)
     pos += 18
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

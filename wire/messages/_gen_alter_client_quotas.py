@@ -137,7 +137,11 @@ def _d_AlterClientQuotasRequest_EntryData_1(buf: memoryview, pos: int) -> tuple[
     """EntryData v1."""
     f_entity: list[AlterClientQuotasRequest.EntityData]
     f_ops: list[AlterClientQuotasRequest.OpData]
-    n_entity, pos = _read_compact_array_len(buf, pos)
+    n_entity = buf[pos] - 1
+    if n_entity < 127 and n_entity <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_entity, pos = _read_compact_array_len(buf, pos)
     if n_entity < 0:
         raise DecodeError('null in non-nullable array entity')
     else:
@@ -145,7 +149,11 @@ def _d_AlterClientQuotasRequest_EntryData_1(buf: memoryview, pos: int) -> tuple[
         for _ in range(n_entity):
             x_entity, pos = _d_AlterClientQuotasRequest_EntityData_1(buf, pos)
             f_entity.append(x_entity)
-    n_ops, pos = _read_compact_array_len(buf, pos)
+    n_ops = buf[pos] - 1
+    if n_ops < 127 and n_ops <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_ops, pos = _read_compact_array_len(buf, pos)
     if n_ops < 0:
         raise DecodeError('null in non-nullable array ops')
     else:
@@ -154,7 +162,11 @@ def _d_AlterClientQuotasRequest_EntryData_1(buf: memoryview, pos: int) -> tuple[
             x_ops, pos = _d_AlterClientQuotasRequest_OpData_1(buf, pos)
             f_ops.append(x_ops)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -165,12 +177,18 @@ def _d_AlterClientQuotasRequest_EntryData_1(buf: memoryview, pos: int) -> tuple[
 def _e_AlterClientQuotasRequest_EntryData_1(out: bytearray, ch: list[Chunk] | None, o: AlterClientQuotasRequest.EntryData) -> None:
     """EntryData v1."""
     v_entity = o.entity
-    _write_compact_array_len(out, v_entity, False)
+    if v_entity is not None and len(v_entity) < 127:
+        out.append(len(v_entity) + 1)
+    else:
+        _write_compact_array_len(out, v_entity, False)
     if v_entity:
         for x_entity in v_entity:
             _e_AlterClientQuotasRequest_EntityData_1(out, ch, x_entity)
     v_ops = o.ops
-    _write_compact_array_len(out, v_ops, False)
+    if v_ops is not None and len(v_ops) < 127:
+        out.append(len(v_ops) + 1)
+    else:
+        _write_compact_array_len(out, v_ops, False)
     if v_ops:
         for x_ops in v_ops:
             _e_AlterClientQuotasRequest_OpData_1(out, ch, x_ops)
@@ -202,7 +220,11 @@ def _d_AlterClientQuotasRequest_EntityData_1(buf: memoryview, pos: int) -> tuple
     f_entity_type, pos = _read_compact_string(buf, pos)
     f_entity_name, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -242,7 +264,11 @@ def _d_AlterClientQuotasRequest_OpData_1(buf: memoryview, pos: int) -> tuple[Alt
     f_value, f_remove = _S0.unpack_from(buf, pos)
     pos += 9
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -289,7 +315,11 @@ def _e_AlterClientQuotasRequest_AlterClientQuotasRequest_0(out: bytearray, ch: l
 def _d_AlterClientQuotasRequest_AlterClientQuotasRequest_1(buf: memoryview, pos: int) -> tuple[AlterClientQuotasRequest, int]:
     """AlterClientQuotasRequest v1."""
     f_entries: list[AlterClientQuotasRequest.EntryData]
-    n_entries, pos = _read_compact_array_len(buf, pos)
+    n_entries = buf[pos] - 1
+    if n_entries < 127 and n_entries <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_entries, pos = _read_compact_array_len(buf, pos)
     if n_entries < 0:
         raise DecodeError('null in non-nullable array entries')
     else:
@@ -300,7 +330,11 @@ def _d_AlterClientQuotasRequest_AlterClientQuotasRequest_1(buf: memoryview, pos:
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -311,7 +345,10 @@ def _d_AlterClientQuotasRequest_AlterClientQuotasRequest_1(buf: memoryview, pos:
 def _e_AlterClientQuotasRequest_AlterClientQuotasRequest_1(out: bytearray, ch: list[Chunk] | None, o: AlterClientQuotasRequest) -> None:
     """AlterClientQuotasRequest v1."""
     v_entries = o.entries
-    _write_compact_array_len(out, v_entries, False)
+    if v_entries is not None and len(v_entries) < 127:
+        out.append(len(v_entries) + 1)
+    else:
+        _write_compact_array_len(out, v_entries, False)
     if v_entries:
         for x_entries in v_entries:
             _e_AlterClientQuotasRequest_EntryData_1(out, ch, x_entries)
@@ -412,7 +449,11 @@ def _d_AlterClientQuotasResponse_EntryData_1(buf: memoryview, pos: int) -> tuple
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_entity, pos = _read_compact_array_len(buf, pos)
+    n_entity = buf[pos] - 1
+    if n_entity < 127 and n_entity <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_entity, pos = _read_compact_array_len(buf, pos)
     if n_entity < 0:
         raise DecodeError('null in non-nullable array entity')
     else:
@@ -421,7 +462,11 @@ def _d_AlterClientQuotasResponse_EntryData_1(buf: memoryview, pos: int) -> tuple
             x_entity, pos = _d_AlterClientQuotasResponse_EntityData_1(buf, pos)
             f_entity.append(x_entity)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -434,7 +479,10 @@ def _e_AlterClientQuotasResponse_EntryData_1(out: bytearray, ch: list[Chunk] | N
     out += _S2.pack(o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_entity = o.entity
-    _write_compact_array_len(out, v_entity, False)
+    if v_entity is not None and len(v_entity) < 127:
+        out.append(len(v_entity) + 1)
+    else:
+        _write_compact_array_len(out, v_entity, False)
     if v_entity:
         for x_entity in v_entity:
             _e_AlterClientQuotasResponse_EntityData_1(out, ch, x_entity)
@@ -466,7 +514,11 @@ def _d_AlterClientQuotasResponse_EntityData_1(buf: memoryview, pos: int) -> tupl
     f_entity_type, pos = _read_compact_string(buf, pos)
     f_entity_name, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -515,7 +567,11 @@ def _d_AlterClientQuotasResponse_AlterClientQuotasResponse_1(buf: memoryview, po
     f_entries: list[AlterClientQuotasResponse.EntryData]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_entries, pos = _read_compact_array_len(buf, pos)
+    n_entries = buf[pos] - 1
+    if n_entries < 127 and n_entries <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_entries, pos = _read_compact_array_len(buf, pos)
     if n_entries < 0:
         raise DecodeError('null in non-nullable array entries')
     else:
@@ -524,7 +580,11 @@ def _d_AlterClientQuotasResponse_AlterClientQuotasResponse_1(buf: memoryview, po
             x_entries, pos = _d_AlterClientQuotasResponse_EntryData_1(buf, pos)
             f_entries.append(x_entries)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -536,7 +596,10 @@ def _e_AlterClientQuotasResponse_AlterClientQuotasResponse_1(out: bytearray, ch:
     """AlterClientQuotasResponse v1."""
     out += _S3.pack(o.throttle_time_ms)
     v_entries = o.entries
-    _write_compact_array_len(out, v_entries, False)
+    if v_entries is not None and len(v_entries) < 127:
+        out.append(len(v_entries) + 1)
+    else:
+        _write_compact_array_len(out, v_entries, False)
     if v_entries:
         for x_entries in v_entries:
             _e_AlterClientQuotasResponse_EntryData_1(out, ch, x_entries)

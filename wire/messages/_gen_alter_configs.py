@@ -125,7 +125,11 @@ def _d_AlterConfigsRequest_AlterConfigsResource_1(buf: memoryview, pos: int) -> 
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
-    n_configs, pos = _read_compact_array_len(buf, pos)
+    n_configs = buf[pos] - 1
+    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_configs, pos = _read_compact_array_len(buf, pos)
     if n_configs < 0:
         raise DecodeError('null in non-nullable array configs')
     else:
@@ -134,7 +138,11 @@ def _d_AlterConfigsRequest_AlterConfigsResource_1(buf: memoryview, pos: int) -> 
             x_configs, pos = _d_AlterConfigsRequest_AlterableConfig_1(buf, pos)
             f_configs.append(x_configs)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -147,7 +155,10 @@ def _e_AlterConfigsRequest_AlterConfigsResource_1(out: bytearray, ch: list[Chunk
     out += _S0.pack(o.resource_type)
     _write_compact_string(out, o.resource_name)
     v_configs = o.configs
-    _write_compact_array_len(out, v_configs, False)
+    if v_configs is not None and len(v_configs) < 127:
+        out.append(len(v_configs) + 1)
+    else:
+        _write_compact_array_len(out, v_configs, False)
     if v_configs:
         for x_configs in v_configs:
             _e_AlterConfigsRequest_AlterableConfig_1(out, ch, x_configs)
@@ -179,7 +190,11 @@ def _d_AlterConfigsRequest_AlterableConfig_1(buf: memoryview, pos: int) -> tuple
     f_name, pos = _read_compact_string(buf, pos)
     f_value, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -226,7 +241,11 @@ def _e_AlterConfigsRequest_AlterConfigsRequest_0(out: bytearray, ch: list[Chunk]
 def _d_AlterConfigsRequest_AlterConfigsRequest_1(buf: memoryview, pos: int) -> tuple[AlterConfigsRequest, int]:
     """AlterConfigsRequest v2."""
     f_resources: list[AlterConfigsRequest.AlterConfigsResource]
-    n_resources, pos = _read_compact_array_len(buf, pos)
+    n_resources = buf[pos] - 1
+    if n_resources < 127 and n_resources <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_resources, pos = _read_compact_array_len(buf, pos)
     if n_resources < 0:
         raise DecodeError('null in non-nullable array resources')
     else:
@@ -237,7 +256,11 @@ def _d_AlterConfigsRequest_AlterConfigsRequest_1(buf: memoryview, pos: int) -> t
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -248,7 +271,10 @@ def _d_AlterConfigsRequest_AlterConfigsRequest_1(buf: memoryview, pos: int) -> t
 def _e_AlterConfigsRequest_AlterConfigsRequest_1(out: bytearray, ch: list[Chunk] | None, o: AlterConfigsRequest) -> None:
     """AlterConfigsRequest v2."""
     v_resources = o.resources
-    _write_compact_array_len(out, v_resources, False)
+    if v_resources is not None and len(v_resources) < 127:
+        out.append(len(v_resources) + 1)
+    else:
+        _write_compact_array_len(out, v_resources, False)
     if v_resources:
         for x_resources in v_resources:
             _e_AlterConfigsRequest_AlterConfigsResource_1(out, ch, x_resources)
@@ -339,7 +365,11 @@ def _d_AlterConfigsResponse_AlterConfigsResourceResponse_1(buf: memoryview, pos:
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -390,7 +420,11 @@ def _d_AlterConfigsResponse_AlterConfigsResponse_1(buf: memoryview, pos: int) ->
     f_responses: list[AlterConfigsResponse.AlterConfigsResourceResponse]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -399,7 +433,11 @@ def _d_AlterConfigsResponse_AlterConfigsResponse_1(buf: memoryview, pos: int) ->
             x_responses, pos = _d_AlterConfigsResponse_AlterConfigsResourceResponse_1(buf, pos)
             f_responses.append(x_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -411,7 +449,10 @@ def _e_AlterConfigsResponse_AlterConfigsResponse_1(out: bytearray, ch: list[Chun
     """AlterConfigsResponse v2."""
     out += _S3.pack(o.throttle_time_ms)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_AlterConfigsResponse_AlterConfigsResourceResponse_1(out, ch, x_responses)

@@ -102,7 +102,11 @@ def _d_AlterPartitionRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[Alt
     f_topic_name: str
     f_partitions: list[AlterPartitionRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -111,7 +115,11 @@ def _d_AlterPartitionRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[Alt
             x_partitions, pos = _d_AlterPartitionRequest_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -123,7 +131,10 @@ def _e_AlterPartitionRequest_TopicData_0(out: bytearray, ch: list[Chunk] | None,
     """TopicData v0."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterPartitionRequest_PartitionData_0(out, ch, x_partitions)
@@ -138,7 +149,11 @@ def _d_AlterPartitionRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[Alt
     f_topic_name: str
     f_partitions: list[AlterPartitionRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -147,7 +162,11 @@ def _d_AlterPartitionRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[Alt
             x_partitions, pos = _d_AlterPartitionRequest_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -159,7 +178,10 @@ def _e_AlterPartitionRequest_TopicData_1(out: bytearray, ch: list[Chunk] | None,
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterPartitionRequest_PartitionData_1(out, ch, x_partitions)
@@ -175,7 +197,11 @@ def _d_AlterPartitionRequest_TopicData_2(buf: memoryview, pos: int) -> tuple[Alt
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -184,7 +210,11 @@ def _d_AlterPartitionRequest_TopicData_2(buf: memoryview, pos: int) -> tuple[Alt
             x_partitions, pos = _d_AlterPartitionRequest_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -196,7 +226,10 @@ def _e_AlterPartitionRequest_TopicData_2(out: bytearray, ch: list[Chunk] | None,
     """TopicData v2."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterPartitionRequest_PartitionData_1(out, ch, x_partitions)
@@ -212,7 +245,11 @@ def _d_AlterPartitionRequest_TopicData_3(buf: memoryview, pos: int) -> tuple[Alt
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -221,7 +258,11 @@ def _d_AlterPartitionRequest_TopicData_3(buf: memoryview, pos: int) -> tuple[Alt
             x_partitions, pos = _d_AlterPartitionRequest_PartitionData_2(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -233,7 +274,10 @@ def _e_AlterPartitionRequest_TopicData_3(out: bytearray, ch: list[Chunk] | None,
     """TopicData v3."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterPartitionRequest_PartitionData_2(out, ch, x_partitions)
@@ -248,15 +292,26 @@ def _d_AlterPartitionRequest_PartitionData_0(buf: memoryview, pos: int) -> tuple
     f_new_isr: list[int]
     f_partition_index, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    n_new_isr, pos = _read_compact_array_len(buf, pos)
+    n_new_isr = buf[pos] - 1
+    if n_new_isr < 127 and n_new_isr <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_new_isr, pos = _read_compact_array_len(buf, pos)
     if n_new_isr < 0:
         raise DecodeError('null in non-nullable array new_isr')
     else:
-        f_new_isr, pos = _read_fixed_array(buf, pos, n_new_isr, 'i', 4)
+        if n_new_isr == 0:
+            f_new_isr = []
+        else:
+            f_new_isr, pos = _read_fixed_array(buf, pos, n_new_isr, 'i', 4)
     f_partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -268,7 +323,10 @@ def _e_AlterPartitionRequest_PartitionData_0(out: bytearray, ch: list[Chunk] | N
     """PartitionData v0."""
     out += _S1.pack(o.partition_index, o.leader_epoch)
     v_new_isr = o.new_isr
-    _write_compact_array_len(out, v_new_isr, False)
+    if v_new_isr is not None and len(v_new_isr) < 127:
+        out.append(len(v_new_isr) + 1)
+    else:
+        _write_compact_array_len(out, v_new_isr, False)
     if v_new_isr:
         out += _pack('>%di' % len(v_new_isr), *v_new_isr)
     out += _S2.pack(o.partition_epoch)
@@ -283,15 +341,26 @@ def _d_AlterPartitionRequest_PartitionData_1(buf: memoryview, pos: int) -> tuple
     f_new_isr: list[int]
     f_partition_index, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    n_new_isr, pos = _read_compact_array_len(buf, pos)
+    n_new_isr = buf[pos] - 1
+    if n_new_isr < 127 and n_new_isr <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_new_isr, pos = _read_compact_array_len(buf, pos)
     if n_new_isr < 0:
         raise DecodeError('null in non-nullable array new_isr')
     else:
-        f_new_isr, pos = _read_fixed_array(buf, pos, n_new_isr, 'i', 4)
+        if n_new_isr == 0:
+            f_new_isr = []
+        else:
+            f_new_isr, pos = _read_fixed_array(buf, pos, n_new_isr, 'i', 4)
     f_leader_recovery_state, f_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -303,7 +372,10 @@ def _e_AlterPartitionRequest_PartitionData_1(out: bytearray, ch: list[Chunk] | N
     """PartitionData v1-2."""
     out += _S1.pack(o.partition_index, o.leader_epoch)
     v_new_isr = o.new_isr
-    _write_compact_array_len(out, v_new_isr, False)
+    if v_new_isr is not None and len(v_new_isr) < 127:
+        out.append(len(v_new_isr) + 1)
+    else:
+        _write_compact_array_len(out, v_new_isr, False)
     if v_new_isr:
         out += _pack('>%di' % len(v_new_isr), *v_new_isr)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
@@ -318,7 +390,11 @@ def _d_AlterPartitionRequest_PartitionData_2(buf: memoryview, pos: int) -> tuple
     f_new_isr_with_epochs: list[AlterPartitionRequest.BrokerState]
     f_partition_index, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    n_new_isr_with_epochs, pos = _read_compact_array_len(buf, pos)
+    n_new_isr_with_epochs = buf[pos] - 1
+    if n_new_isr_with_epochs < 127 and n_new_isr_with_epochs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_new_isr_with_epochs, pos = _read_compact_array_len(buf, pos)
     if n_new_isr_with_epochs < 0:
         raise DecodeError('null in non-nullable array new_isr_with_epochs')
     else:
@@ -329,7 +405,11 @@ def _d_AlterPartitionRequest_PartitionData_2(buf: memoryview, pos: int) -> tuple
     f_leader_recovery_state, f_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -341,7 +421,10 @@ def _e_AlterPartitionRequest_PartitionData_2(out: bytearray, ch: list[Chunk] | N
     """PartitionData v3."""
     out += _S1.pack(o.partition_index, o.leader_epoch)
     v_new_isr_with_epochs = o.new_isr_with_epochs
-    _write_compact_array_len(out, v_new_isr_with_epochs, False)
+    if v_new_isr_with_epochs is not None and len(v_new_isr_with_epochs) < 127:
+        out.append(len(v_new_isr_with_epochs) + 1)
+    else:
+        _write_compact_array_len(out, v_new_isr_with_epochs, False)
     if v_new_isr_with_epochs:
         for x_new_isr_with_epochs in v_new_isr_with_epochs:
             _e_AlterPartitionRequest_BrokerState_0(out, ch, x_new_isr_with_epochs)
@@ -357,7 +440,11 @@ def _d_AlterPartitionRequest_BrokerState_0(buf: memoryview, pos: int) -> tuple[A
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -379,7 +466,11 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_0(buf: memoryview, pos: int) 
     f_topics: list[AlterPartitionRequest.TopicData]
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -388,7 +479,11 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_0(buf: memoryview, pos: int) 
             x_topics, pos = _d_AlterPartitionRequest_TopicData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -400,7 +495,10 @@ def _e_AlterPartitionRequest_AlterPartitionRequest_0(out: bytearray, ch: list[Ch
     """AlterPartitionRequest v0."""
     out += _S4.pack(o.broker_id, o.broker_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AlterPartitionRequest_TopicData_0(out, ch, x_topics)
@@ -415,7 +513,11 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_1(buf: memoryview, pos: int) 
     f_topics: list[AlterPartitionRequest.TopicData]
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -424,7 +526,11 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_1(buf: memoryview, pos: int) 
             x_topics, pos = _d_AlterPartitionRequest_TopicData_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -436,7 +542,10 @@ def _e_AlterPartitionRequest_AlterPartitionRequest_1(out: bytearray, ch: list[Ch
     """AlterPartitionRequest v1."""
     out += _S4.pack(o.broker_id, o.broker_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AlterPartitionRequest_TopicData_1(out, ch, x_topics)
@@ -451,7 +560,11 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_2(buf: memoryview, pos: int) 
     f_topics: list[AlterPartitionRequest.TopicData]
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -460,7 +573,11 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_2(buf: memoryview, pos: int) 
             x_topics, pos = _d_AlterPartitionRequest_TopicData_2(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -472,7 +589,10 @@ def _e_AlterPartitionRequest_AlterPartitionRequest_2(out: bytearray, ch: list[Ch
     """AlterPartitionRequest v2."""
     out += _S4.pack(o.broker_id, o.broker_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AlterPartitionRequest_TopicData_2(out, ch, x_topics)
@@ -487,7 +607,11 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_3(buf: memoryview, pos: int) 
     f_topics: list[AlterPartitionRequest.TopicData]
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -496,7 +620,11 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_3(buf: memoryview, pos: int) 
             x_topics, pos = _d_AlterPartitionRequest_TopicData_3(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -508,7 +636,10 @@ def _e_AlterPartitionRequest_AlterPartitionRequest_3(out: bytearray, ch: list[Ch
     """AlterPartitionRequest v3."""
     out += _S4.pack(o.broker_id, o.broker_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AlterPartitionRequest_TopicData_3(out, ch, x_topics)
@@ -583,7 +714,11 @@ def _d_AlterPartitionResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[Al
     f_topic_name: str
     f_partitions: list[AlterPartitionResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -592,7 +727,11 @@ def _d_AlterPartitionResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[Al
             x_partitions, pos = _d_AlterPartitionResponse_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -604,7 +743,10 @@ def _e_AlterPartitionResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None
     """TopicData v0."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterPartitionResponse_PartitionData_0(out, ch, x_partitions)
@@ -619,7 +761,11 @@ def _d_AlterPartitionResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[Al
     f_topic_name: str
     f_partitions: list[AlterPartitionResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -628,7 +774,11 @@ def _d_AlterPartitionResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[Al
             x_partitions, pos = _d_AlterPartitionResponse_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -640,7 +790,10 @@ def _e_AlterPartitionResponse_TopicData_1(out: bytearray, ch: list[Chunk] | None
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterPartitionResponse_PartitionData_1(out, ch, x_partitions)
@@ -656,7 +809,11 @@ def _d_AlterPartitionResponse_TopicData_2(buf: memoryview, pos: int) -> tuple[Al
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -665,7 +822,11 @@ def _d_AlterPartitionResponse_TopicData_2(buf: memoryview, pos: int) -> tuple[Al
             x_partitions, pos = _d_AlterPartitionResponse_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -677,7 +838,10 @@ def _e_AlterPartitionResponse_TopicData_2(out: bytearray, ch: list[Chunk] | None
     """TopicData v2-3."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterPartitionResponse_PartitionData_1(out, ch, x_partitions)
@@ -692,15 +856,26 @@ def _d_AlterPartitionResponse_PartitionData_0(buf: memoryview, pos: int) -> tupl
     f_isr: list[int]
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S5.unpack_from(buf, pos)
     pos += 14
-    n_isr, pos = _read_compact_array_len(buf, pos)
+    n_isr = buf[pos] - 1
+    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_isr, pos = _read_compact_array_len(buf, pos)
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -712,7 +887,10 @@ def _e_AlterPartitionResponse_PartitionData_0(out: bytearray, ch: list[Chunk] | 
     """PartitionData v0."""
     out += _S5.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     v_isr = o.isr
-    _write_compact_array_len(out, v_isr, False)
+    if v_isr is not None and len(v_isr) < 127:
+        out.append(len(v_isr) + 1)
+    else:
+        _write_compact_array_len(out, v_isr, False)
     if v_isr:
         out += _pack('>%di' % len(v_isr), *v_isr)
     out += _S2.pack(o.partition_epoch)
@@ -727,15 +905,26 @@ def _d_AlterPartitionResponse_PartitionData_1(buf: memoryview, pos: int) -> tupl
     f_isr: list[int]
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S5.unpack_from(buf, pos)
     pos += 14
-    n_isr, pos = _read_compact_array_len(buf, pos)
+    n_isr = buf[pos] - 1
+    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_isr, pos = _read_compact_array_len(buf, pos)
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_leader_recovery_state, f_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -747,7 +936,10 @@ def _e_AlterPartitionResponse_PartitionData_1(out: bytearray, ch: list[Chunk] | 
     """PartitionData v1-3."""
     out += _S5.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     v_isr = o.isr
-    _write_compact_array_len(out, v_isr, False)
+    if v_isr is not None and len(v_isr) < 127:
+        out.append(len(v_isr) + 1)
+    else:
+        _write_compact_array_len(out, v_isr, False)
     if v_isr:
         out += _pack('>%di' % len(v_isr), *v_isr)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
@@ -762,7 +954,11 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_0(buf: memoryview, pos: int
     f_topics: list[AlterPartitionResponse.TopicData]
     f_throttle_time_ms, f_error_code = _S6.unpack_from(buf, pos)
     pos += 6
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -771,7 +967,11 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_0(buf: memoryview, pos: int
             x_topics, pos = _d_AlterPartitionResponse_TopicData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -783,7 +983,10 @@ def _e_AlterPartitionResponse_AlterPartitionResponse_0(out: bytearray, ch: list[
     """AlterPartitionResponse v0."""
     out += _S6.pack(o.throttle_time_ms, o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AlterPartitionResponse_TopicData_0(out, ch, x_topics)
@@ -798,7 +1001,11 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_1(buf: memoryview, pos: int
     f_topics: list[AlterPartitionResponse.TopicData]
     f_throttle_time_ms, f_error_code = _S6.unpack_from(buf, pos)
     pos += 6
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -807,7 +1014,11 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_1(buf: memoryview, pos: int
             x_topics, pos = _d_AlterPartitionResponse_TopicData_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -819,7 +1030,10 @@ def _e_AlterPartitionResponse_AlterPartitionResponse_1(out: bytearray, ch: list[
     """AlterPartitionResponse v1."""
     out += _S6.pack(o.throttle_time_ms, o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AlterPartitionResponse_TopicData_1(out, ch, x_topics)
@@ -834,7 +1048,11 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_2(buf: memoryview, pos: int
     f_topics: list[AlterPartitionResponse.TopicData]
     f_throttle_time_ms, f_error_code = _S6.unpack_from(buf, pos)
     pos += 6
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -843,7 +1061,11 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_2(buf: memoryview, pos: int
             x_topics, pos = _d_AlterPartitionResponse_TopicData_2(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -855,7 +1077,10 @@ def _e_AlterPartitionResponse_AlterPartitionResponse_2(out: bytearray, ch: list[
     """AlterPartitionResponse v2-3."""
     out += _S6.pack(o.throttle_time_ms, o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AlterPartitionResponse_TopicData_2(out, ch, x_topics)

@@ -86,7 +86,11 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf: memoryview, p
     f_name: str
     f_partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -95,7 +99,11 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf: memoryview, p
             x_partitions, pos = _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -107,7 +115,10 @@ def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_0(out: bytearray, ch
     """ReassignableTopic v0."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterPartitionReassignmentsRequest_ReassignablePartition_0(out, ch, x_partitions)
@@ -122,13 +133,24 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf: memoryvie
     f_replicas: list[int] | None
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_compact_array_len(buf, pos)
+    n_replicas = buf[pos] - 1
+    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_replicas, pos = _read_compact_array_len(buf, pos)
     if n_replicas < 0:
         f_replicas = None
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -140,7 +162,10 @@ def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_0(out: bytearray
     """ReassignablePartition v0."""
     out += _S0.pack(o.partition_index)
     v_replicas = o.replicas
-    _write_compact_array_len(out, v_replicas, True)
+    if v_replicas is not None and len(v_replicas) < 127:
+        out.append(len(v_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_replicas, True)
     if v_replicas:
         out += _pack('>%di' % len(v_replicas), *v_replicas)
     if o.unknown_tagged_fields:
@@ -154,7 +179,11 @@ def _d_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_0(b
     f_topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic]
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -163,7 +192,11 @@ def _d_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_0(b
             x_topics, pos = _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -175,7 +208,10 @@ def _e_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_0(o
     """AlterPartitionReassignmentsRequest v0."""
     out += _S0.pack(o.timeout_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AlterPartitionReassignmentsRequest_ReassignableTopic_0(out, ch, x_topics)
@@ -246,7 +282,11 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf: memo
     f_name: str
     f_partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -255,7 +295,11 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf: memo
             x_partitions, pos = _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -267,7 +311,10 @@ def _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(out: byte
     """ReassignableTopicResponse v0."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(out, ch, x_partitions)
@@ -284,7 +331,11 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf: 
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -309,7 +360,11 @@ def _d_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_0
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -318,7 +373,11 @@ def _d_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_0
             x_responses, pos = _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf, pos)
             f_responses.append(x_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -331,7 +390,10 @@ def _e_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_0
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(out, ch, x_responses)

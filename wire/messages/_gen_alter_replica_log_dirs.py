@@ -113,7 +113,11 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(buf: memoryview, pos: int
     f_path: str
     f_topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic]
     f_path, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -122,7 +126,11 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(buf: memoryview, pos: int
             x_topics, pos = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -134,7 +142,10 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(out: bytearray, ch: list[
     """AlterReplicaLogDir v2."""
     _write_compact_string(out, o.path)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(out, ch, x_topics)
@@ -153,7 +164,10 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(buf: memoryview, pos
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(f_name, f_partitions, {}), pos
 
 
@@ -171,13 +185,24 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(buf: memoryview, pos
     f_name: str
     f_partitions: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -189,7 +214,10 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(out: bytearray, ch: 
     """AlterReplicaLogDirTopic v2."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -224,7 +252,11 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_0(out: bytearray, c
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_1(buf: memoryview, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
     """AlterReplicaLogDirsRequest v2."""
     f_dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
-    n_dirs, pos = _read_compact_array_len(buf, pos)
+    n_dirs = buf[pos] - 1
+    if n_dirs < 127 and n_dirs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_dirs, pos = _read_compact_array_len(buf, pos)
     if n_dirs < 0:
         raise DecodeError('null in non-nullable array dirs')
     else:
@@ -233,7 +265,11 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_1(buf: memoryview, 
             x_dirs, pos = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(buf, pos)
             f_dirs.append(x_dirs)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -244,7 +280,10 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_1(buf: memoryview, 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_1(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsRequest) -> None:
     """AlterReplicaLogDirsRequest v2."""
     v_dirs = o.dirs
-    _write_compact_array_len(out, v_dirs, False)
+    if v_dirs is not None and len(v_dirs) < 127:
+        out.append(len(v_dirs) + 1)
+    else:
+        _write_compact_array_len(out, v_dirs, False)
     if v_dirs:
         for x_dirs in v_dirs:
             _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(out, ch, x_dirs)
@@ -338,7 +377,11 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(buf: memoryvi
     f_topic_name: str
     f_partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -347,7 +390,11 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(buf: memoryvi
             x_partitions, pos = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -359,7 +406,10 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(out: bytearra
     """AlterReplicaLogDirTopicResult v2."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(out, ch, x_partitions)
@@ -386,7 +436,11 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(buf: memo
     f_partition_index, f_error_code = _S0.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -434,7 +488,11 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_1(buf: memoryview
     f_results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -443,7 +501,11 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_1(buf: memoryview
             x_results, pos = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -455,7 +517,10 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_1(out: bytearray,
     """AlterReplicaLogDirsResponse v2."""
     out += _S1.pack(o.throttle_time_ms)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(out, ch, x_results)

@@ -94,7 +94,11 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf: memoryvie
     f_mechanism, = _S0.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -123,7 +127,11 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf: memoryvi
     f_salt, pos = _read_compact_bytes(buf, pos)
     f_salted_password, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -147,7 +155,11 @@ def _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_0(buf: 
     """AlterUserScramCredentialsRequest v0."""
     f_deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
     f_upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
-    n_deletions, pos = _read_compact_array_len(buf, pos)
+    n_deletions = buf[pos] - 1
+    if n_deletions < 127 and n_deletions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_deletions, pos = _read_compact_array_len(buf, pos)
     if n_deletions < 0:
         raise DecodeError('null in non-nullable array deletions')
     else:
@@ -155,7 +167,11 @@ def _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_0(buf: 
         for _ in range(n_deletions):
             x_deletions, pos = _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf, pos)
             f_deletions.append(x_deletions)
-    n_upsertions, pos = _read_compact_array_len(buf, pos)
+    n_upsertions = buf[pos] - 1
+    if n_upsertions < 127 and n_upsertions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_upsertions, pos = _read_compact_array_len(buf, pos)
     if n_upsertions < 0:
         raise DecodeError('null in non-nullable array upsertions')
     else:
@@ -164,7 +180,11 @@ def _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_0(buf: 
             x_upsertions, pos = _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, pos)
             f_upsertions.append(x_upsertions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -175,12 +195,18 @@ def _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_0(buf: 
 def _e_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_0(out: bytearray, ch: list[Chunk] | None, o: AlterUserScramCredentialsRequest) -> None:
     """AlterUserScramCredentialsRequest v0."""
     v_deletions = o.deletions
-    _write_compact_array_len(out, v_deletions, False)
+    if v_deletions is not None and len(v_deletions) < 127:
+        out.append(len(v_deletions) + 1)
+    else:
+        _write_compact_array_len(out, v_deletions, False)
     if v_deletions:
         for x_deletions in v_deletions:
             _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(out, ch, x_deletions)
     v_upsertions = o.upsertions
-    _write_compact_array_len(out, v_upsertions, False)
+    if v_upsertions is not None and len(v_upsertions) < 127:
+        out.append(len(v_upsertions) + 1)
+    else:
+        _write_compact_array_len(out, v_upsertions, False)
     if v_upsertions:
         for x_upsertions in v_upsertions:
             _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(out, ch, x_upsertions)
@@ -246,7 +272,11 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf: 
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -270,7 +300,11 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_0(buf
     f_results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -279,7 +313,11 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_0(buf
             x_results, pos = _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -291,7 +329,10 @@ def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_0(out
     """AlterUserScramCredentialsResponse v0."""
     out += _S3.pack(o.throttle_time_ms)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(out, ch, x_results)

@@ -87,7 +87,11 @@ def _d_ApiVersionsRequest_ApiVersionsRequest_1(buf: memoryview, pos: int) -> tup
     f_client_software_name, pos = _read_compact_string(buf, pos)
     f_client_software_version, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -190,7 +194,11 @@ def _d_ApiVersionsResponse_ApiVersion_1(buf: memoryview, pos: int) -> tuple[ApiV
     f_api_key, f_min_version, f_max_version = _S0.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -214,7 +222,11 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_0(buf: memoryview, pos: int) -> t
     f_min_version, f_max_version = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -239,7 +251,11 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_0(buf: memoryview, pos: int) -> t
     f_max_version_level, f_min_version_level = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -319,7 +335,11 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_2(buf: memoryview, pos: int) -> t
     f_finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey]
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n_api_keys, pos = _read_compact_array_len(buf, pos)
+    n_api_keys = buf[pos] - 1
+    if n_api_keys < 127 and n_api_keys <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_api_keys, pos = _read_compact_array_len(buf, pos)
     if n_api_keys < 0:
         raise DecodeError('null in non-nullable array api_keys')
     else:
@@ -334,12 +354,20 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_2(buf: memoryview, pos: int) -> t
     f_finalized_features = []
     f_zk_migration_ready = False
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_supported_features, tp = _read_compact_array_len(tb, tp)
+            n_supported_features = tb[tp] - 1
+            if n_supported_features < 127 and n_supported_features <= len(tb) - tp - 1:
+                tp += 1
+            else:
+                n_supported_features, tp = _read_compact_array_len(tb, tp)
             if n_supported_features < 0:
                 raise DecodeError('null in non-nullable array supported_features')
             else:
@@ -353,7 +381,11 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_2(buf: memoryview, pos: int) -> t
             tp += 8
         elif tag == 2:
             tb = buf[:te]
-            n_finalized_features, tp = _read_compact_array_len(tb, tp)
+            n_finalized_features = tb[tp] - 1
+            if n_finalized_features < 127 and n_finalized_features <= len(tb) - tp - 1:
+                tp += 1
+            else:
+                n_finalized_features, tp = _read_compact_array_len(tb, tp)
             if n_finalized_features < 0:
                 raise DecodeError('null in non-nullable array finalized_features')
             else:
@@ -375,7 +407,10 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_2(out: bytearray, ch: list[Chunk]
     """ApiVersionsResponse v3-4."""
     out += _S2.pack(o.error_code)
     v_api_keys = o.api_keys
-    _write_compact_array_len(out, v_api_keys, False)
+    if v_api_keys is not None and len(v_api_keys) < 127:
+        out.append(len(v_api_keys) + 1)
+    else:
+        _write_compact_array_len(out, v_api_keys, False)
     if v_api_keys:
         for x_api_keys in v_api_keys:
             _e_ApiVersionsResponse_ApiVersion_1(out, ch, x_api_keys)
@@ -384,7 +419,10 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_2(out: bytearray, ch: list[Chunk]
     if o.supported_features != []:
         t = bytearray()
         v_supported_features = o.supported_features
-        _write_compact_array_len(t, v_supported_features, False)
+        if v_supported_features is not None and len(v_supported_features) < 127:
+            t.append(len(v_supported_features) + 1)
+        else:
+            _write_compact_array_len(t, v_supported_features, False)
         if v_supported_features:
             for x_supported_features in v_supported_features:
                 _e_ApiVersionsResponse_SupportedFeatureKey_0(t, None, x_supported_features)
@@ -396,7 +434,10 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_2(out: bytearray, ch: list[Chunk]
     if o.finalized_features != []:
         t = bytearray()
         v_finalized_features = o.finalized_features
-        _write_compact_array_len(t, v_finalized_features, False)
+        if v_finalized_features is not None and len(v_finalized_features) < 127:
+            t.append(len(v_finalized_features) + 1)
+        else:
+            _write_compact_array_len(t, v_finalized_features, False)
         if v_finalized_features:
             for x_finalized_features in v_finalized_features:
                 _e_ApiVersionsResponse_FinalizedFeatureKey_0(t, None, x_finalized_features)

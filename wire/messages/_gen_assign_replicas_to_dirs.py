@@ -91,7 +91,11 @@ def _d_AssignReplicasToDirsRequest_DirectoryData_0(buf: memoryview, pos: int) ->
     f_id, = _S0.unpack_from(buf, pos)
     f_id = _UUID(bytes=f_id)
     pos += 16
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -100,7 +104,11 @@ def _d_AssignReplicasToDirsRequest_DirectoryData_0(buf: memoryview, pos: int) ->
             x_topics, pos = _d_AssignReplicasToDirsRequest_TopicData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -112,7 +120,10 @@ def _e_AssignReplicasToDirsRequest_DirectoryData_0(out: bytearray, ch: list[Chun
     """DirectoryData v0."""
     out += _S0.pack(o.id.bytes)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AssignReplicasToDirsRequest_TopicData_0(out, ch, x_topics)
@@ -128,7 +139,11 @@ def _d_AssignReplicasToDirsRequest_TopicData_0(buf: memoryview, pos: int) -> tup
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -137,7 +152,11 @@ def _d_AssignReplicasToDirsRequest_TopicData_0(buf: memoryview, pos: int) -> tup
             x_partitions, pos = _d_AssignReplicasToDirsRequest_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -149,7 +168,10 @@ def _e_AssignReplicasToDirsRequest_TopicData_0(out: bytearray, ch: list[Chunk] |
     """TopicData v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AssignReplicasToDirsRequest_PartitionData_0(out, ch, x_partitions)
@@ -164,7 +186,11 @@ def _d_AssignReplicasToDirsRequest_PartitionData_0(buf: memoryview, pos: int) ->
     f_partition_index, = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -186,7 +212,11 @@ def _d_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_0(buf: memoryview
     f_directories: list[AssignReplicasToDirsRequest.DirectoryData]
     f_broker_id, f_broker_epoch = _S2.unpack_from(buf, pos)
     pos += 12
-    n_directories, pos = _read_compact_array_len(buf, pos)
+    n_directories = buf[pos] - 1
+    if n_directories < 127 and n_directories <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_directories, pos = _read_compact_array_len(buf, pos)
     if n_directories < 0:
         raise DecodeError('null in non-nullable array directories')
     else:
@@ -195,7 +225,11 @@ def _d_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_0(buf: memoryview
             x_directories, pos = _d_AssignReplicasToDirsRequest_DirectoryData_0(buf, pos)
             f_directories.append(x_directories)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -207,7 +241,10 @@ def _e_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_0(out: bytearray,
     """AssignReplicasToDirsRequest v0."""
     out += _S2.pack(o.broker_id, o.broker_epoch)
     v_directories = o.directories
-    _write_compact_array_len(out, v_directories, False)
+    if v_directories is not None and len(v_directories) < 127:
+        out.append(len(v_directories) + 1)
+    else:
+        _write_compact_array_len(out, v_directories, False)
     if v_directories:
         for x_directories in v_directories:
             _e_AssignReplicasToDirsRequest_DirectoryData_0(out, ch, x_directories)
@@ -284,7 +321,11 @@ def _d_AssignReplicasToDirsResponse_DirectoryData_0(buf: memoryview, pos: int) -
     f_id, = _S0.unpack_from(buf, pos)
     f_id = _UUID(bytes=f_id)
     pos += 16
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -293,7 +334,11 @@ def _d_AssignReplicasToDirsResponse_DirectoryData_0(buf: memoryview, pos: int) -
             x_topics, pos = _d_AssignReplicasToDirsResponse_TopicData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -305,7 +350,10 @@ def _e_AssignReplicasToDirsResponse_DirectoryData_0(out: bytearray, ch: list[Chu
     """DirectoryData v0."""
     out += _S0.pack(o.id.bytes)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_AssignReplicasToDirsResponse_TopicData_0(out, ch, x_topics)
@@ -321,7 +369,11 @@ def _d_AssignReplicasToDirsResponse_TopicData_0(buf: memoryview, pos: int) -> tu
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -330,7 +382,11 @@ def _d_AssignReplicasToDirsResponse_TopicData_0(buf: memoryview, pos: int) -> tu
             x_partitions, pos = _d_AssignReplicasToDirsResponse_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -342,7 +398,10 @@ def _e_AssignReplicasToDirsResponse_TopicData_0(out: bytearray, ch: list[Chunk] 
     """TopicData v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_AssignReplicasToDirsResponse_PartitionData_0(out, ch, x_partitions)
@@ -357,7 +416,11 @@ def _d_AssignReplicasToDirsResponse_PartitionData_0(buf: memoryview, pos: int) -
     f_partition_index, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -379,7 +442,11 @@ def _d_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_0(buf: memoryvi
     f_directories: list[AssignReplicasToDirsResponse.DirectoryData]
     f_throttle_time_ms, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
-    n_directories, pos = _read_compact_array_len(buf, pos)
+    n_directories = buf[pos] - 1
+    if n_directories < 127 and n_directories <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_directories, pos = _read_compact_array_len(buf, pos)
     if n_directories < 0:
         raise DecodeError('null in non-nullable array directories')
     else:
@@ -388,7 +455,11 @@ def _d_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_0(buf: memoryvi
             x_directories, pos = _d_AssignReplicasToDirsResponse_DirectoryData_0(buf, pos)
             f_directories.append(x_directories)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -400,7 +471,10 @@ def _e_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_0(out: bytearra
     """AssignReplicasToDirsResponse v0."""
     out += _S3.pack(o.throttle_time_ms, o.error_code)
     v_directories = o.directories
-    _write_compact_array_len(out, v_directories, False)
+    if v_directories is not None and len(v_directories) < 127:
+        out.append(len(v_directories) + 1)
+    else:
+        _write_compact_array_len(out, v_directories, False)
     if v_directories:
         for x_directories in v_directories:
             _e_AssignReplicasToDirsResponse_DirectoryData_0(out, ch, x_directories)

@@ -133,7 +133,11 @@ def _d_BeginQuorumEpochRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[B
     f_topic_name: str
     f_partitions: list[BeginQuorumEpochRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -142,7 +146,11 @@ def _d_BeginQuorumEpochRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[B
             x_partitions, pos = _d_BeginQuorumEpochRequest_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -154,7 +162,10 @@ def _e_BeginQuorumEpochRequest_TopicData_1(out: bytearray, ch: list[Chunk] | Non
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_BeginQuorumEpochRequest_PartitionData_1(out, ch, x_partitions)
@@ -182,7 +193,11 @@ def _d_BeginQuorumEpochRequest_PartitionData_1(buf: memoryview, pos: int) -> tup
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 28
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -208,7 +223,11 @@ def _d_BeginQuorumEpochRequest_LeaderEndpoint_0(buf: memoryview, pos: int) -> tu
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -261,7 +280,11 @@ def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_1(buf: memoryview, pos: i
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_voter_id, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -269,7 +292,11 @@ def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_1(buf: memoryview, pos: i
         for _ in range(n_topics):
             x_topics, pos = _d_BeginQuorumEpochRequest_TopicData_1(buf, pos)
             f_topics.append(x_topics)
-    n_leader_endpoints, pos = _read_compact_array_len(buf, pos)
+    n_leader_endpoints = buf[pos] - 1
+    if n_leader_endpoints < 127 and n_leader_endpoints <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_leader_endpoints, pos = _read_compact_array_len(buf, pos)
     if n_leader_endpoints < 0:
         raise DecodeError('null in non-nullable array leader_endpoints')
     else:
@@ -278,7 +305,11 @@ def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_1(buf: memoryview, pos: i
             x_leader_endpoints, pos = _d_BeginQuorumEpochRequest_LeaderEndpoint_0(buf, pos)
             f_leader_endpoints.append(x_leader_endpoints)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -291,12 +322,18 @@ def _e_BeginQuorumEpochRequest_BeginQuorumEpochRequest_1(out: bytearray, ch: lis
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S3.pack(o.voter_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_BeginQuorumEpochRequest_TopicData_1(out, ch, x_topics)
     v_leader_endpoints = o.leader_endpoints
-    _write_compact_array_len(out, v_leader_endpoints, False)
+    if v_leader_endpoints is not None and len(v_leader_endpoints) < 127:
+        out.append(len(v_leader_endpoints) + 1)
+    else:
+        _write_compact_array_len(out, v_leader_endpoints, False)
     if v_leader_endpoints:
         for x_leader_endpoints in v_leader_endpoints:
             _e_BeginQuorumEpochRequest_LeaderEndpoint_0(out, ch, x_leader_endpoints)
@@ -401,7 +438,11 @@ def _d_BeginQuorumEpochResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[
     f_topic_name: str
     f_partitions: list[BeginQuorumEpochResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -410,7 +451,11 @@ def _d_BeginQuorumEpochResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[
             x_partitions, pos = _d_BeginQuorumEpochResponse_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -422,7 +467,10 @@ def _e_BeginQuorumEpochResponse_TopicData_1(out: bytearray, ch: list[Chunk] | No
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_BeginQuorumEpochResponse_PartitionData_1(out, ch, x_partitions)
@@ -449,7 +497,11 @@ def _d_BeginQuorumEpochResponse_PartitionData_1(buf: memoryview, pos: int) -> tu
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 14
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -475,7 +527,11 @@ def _d_BeginQuorumEpochResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tup
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -526,7 +582,11 @@ def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_1(buf: memoryview, pos:
     f_node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -536,12 +596,20 @@ def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_1(buf: memoryview, pos:
             f_topics.append(x_topics)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints, tp = _read_compact_array_len(tb, tp)
+            n_node_endpoints = tb[tp] - 1
+            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
+                tp += 1
+            else:
+                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
             if n_node_endpoints < 0:
                 raise DecodeError('null in non-nullable array node_endpoints')
             else:
@@ -559,7 +627,10 @@ def _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_1(out: bytearray, ch: l
     """BeginQuorumEpochResponse v1."""
     out += _S5.pack(o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_BeginQuorumEpochResponse_TopicData_1(out, ch, x_topics)
@@ -567,7 +638,10 @@ def _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_1(out: bytearray, ch: l
     if o.node_endpoints != []:
         t = bytearray()
         v_node_endpoints = o.node_endpoints
-        _write_compact_array_len(t, v_node_endpoints, False)
+        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
+            t.append(len(v_node_endpoints) + 1)
+        else:
+            _write_compact_array_len(t, v_node_endpoints, False)
         if v_node_endpoints:
             for x_node_endpoints in v_node_endpoints:
                 _e_BeginQuorumEpochResponse_NodeEndpoint_0(t, None, x_node_endpoints)

@@ -72,7 +72,11 @@ def _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_0(buf: memoryview, pos: int
     f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S0.unpack_from(buf, pos)
     pos += 22
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -96,12 +100,20 @@ def _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_1(buf: memoryview, pos: int
     pos += 22
     f_offline_log_dirs = []
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_offline_log_dirs, tp = _read_compact_array_len(tb, tp)
+            n_offline_log_dirs = tb[tp] - 1
+            if n_offline_log_dirs < 127 and n_offline_log_dirs <= len(tb) - tp - 1:
+                tp += 1
+            else:
+                n_offline_log_dirs, tp = _read_compact_array_len(tb, tp)
             if n_offline_log_dirs < 0:
                 raise DecodeError('null in non-nullable array offline_log_dirs')
             else:
@@ -124,7 +136,10 @@ def _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_1(out: bytearray, ch: list[
     if o.offline_log_dirs != []:
         t = bytearray()
         v_offline_log_dirs = o.offline_log_dirs
-        _write_compact_array_len(t, v_offline_log_dirs, False)
+        if v_offline_log_dirs is not None and len(v_offline_log_dirs) < 127:
+            t.append(len(v_offline_log_dirs) + 1)
+        else:
+            _write_compact_array_len(t, v_offline_log_dirs, False)
         if v_offline_log_dirs:
             for x_offline_log_dirs in v_offline_log_dirs:
                 t += _S1.pack(x_offline_log_dirs.bytes)
@@ -182,7 +197,11 @@ def _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_0(buf: memoryview, pos: i
     f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down = _S2.unpack_from(buf, pos)
     pos += 9
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

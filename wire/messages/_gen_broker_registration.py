@@ -104,7 +104,11 @@ def _d_BrokerRegistrationRequest_Listener_0(buf: memoryview, pos: int) -> tuple[
     f_port, f_security_protocol = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -130,7 +134,11 @@ def _d_BrokerRegistrationRequest_Feature_0(buf: memoryview, pos: int) -> tuple[B
     f_min_supported_version, f_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -160,7 +168,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_0(buf: memoryview, po
     f_incarnation_id, = _S3.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 16
-    n_listeners, pos = _read_compact_array_len(buf, pos)
+    n_listeners = buf[pos] - 1
+    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_listeners, pos = _read_compact_array_len(buf, pos)
     if n_listeners < 0:
         raise DecodeError('null in non-nullable array listeners')
     else:
@@ -168,7 +180,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_0(buf: memoryview, po
         for _ in range(n_listeners):
             x_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(buf, pos)
             f_listeners.append(x_listeners)
-    n_features, pos = _read_compact_array_len(buf, pos)
+    n_features = buf[pos] - 1
+    if n_features < 127 and n_features <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_features, pos = _read_compact_array_len(buf, pos)
     if n_features < 0:
         raise DecodeError('null in non-nullable array features')
     else:
@@ -178,7 +194,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_0(buf: memoryview, po
             f_features.append(x_features)
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -192,12 +212,18 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_0(out: bytearray, ch:
     _write_compact_string(out, o.cluster_id)
     out += _S3.pack(o.incarnation_id.bytes)
     v_listeners = o.listeners
-    _write_compact_array_len(out, v_listeners, False)
+    if v_listeners is not None and len(v_listeners) < 127:
+        out.append(len(v_listeners) + 1)
+    else:
+        _write_compact_array_len(out, v_listeners, False)
     if v_listeners:
         for x_listeners in v_listeners:
             _e_BrokerRegistrationRequest_Listener_0(out, ch, x_listeners)
     v_features = o.features
-    _write_compact_array_len(out, v_features, False)
+    if v_features is not None and len(v_features) < 127:
+        out.append(len(v_features) + 1)
+    else:
+        _write_compact_array_len(out, v_features, False)
     if v_features:
         for x_features in v_features:
             _e_BrokerRegistrationRequest_Feature_0(out, ch, x_features)
@@ -220,7 +246,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_1(buf: memoryview, po
     f_incarnation_id, = _S3.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 16
-    n_listeners, pos = _read_compact_array_len(buf, pos)
+    n_listeners = buf[pos] - 1
+    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_listeners, pos = _read_compact_array_len(buf, pos)
     if n_listeners < 0:
         raise DecodeError('null in non-nullable array listeners')
     else:
@@ -228,7 +258,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_1(buf: memoryview, po
         for _ in range(n_listeners):
             x_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(buf, pos)
             f_listeners.append(x_listeners)
-    n_features, pos = _read_compact_array_len(buf, pos)
+    n_features = buf[pos] - 1
+    if n_features < 127 and n_features <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_features, pos = _read_compact_array_len(buf, pos)
     if n_features < 0:
         raise DecodeError('null in non-nullable array features')
     else:
@@ -240,7 +274,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_1(buf: memoryview, po
     f_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -254,12 +292,18 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_1(out: bytearray, ch:
     _write_compact_string(out, o.cluster_id)
     out += _S3.pack(o.incarnation_id.bytes)
     v_listeners = o.listeners
-    _write_compact_array_len(out, v_listeners, False)
+    if v_listeners is not None and len(v_listeners) < 127:
+        out.append(len(v_listeners) + 1)
+    else:
+        _write_compact_array_len(out, v_listeners, False)
     if v_listeners:
         for x_listeners in v_listeners:
             _e_BrokerRegistrationRequest_Listener_0(out, ch, x_listeners)
     v_features = o.features
-    _write_compact_array_len(out, v_features, False)
+    if v_features is not None and len(v_features) < 127:
+        out.append(len(v_features) + 1)
+    else:
+        _write_compact_array_len(out, v_features, False)
     if v_features:
         for x_features in v_features:
             _e_BrokerRegistrationRequest_Feature_0(out, ch, x_features)
@@ -284,7 +328,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_2(buf: memoryview, po
     f_incarnation_id, = _S3.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 16
-    n_listeners, pos = _read_compact_array_len(buf, pos)
+    n_listeners = buf[pos] - 1
+    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_listeners, pos = _read_compact_array_len(buf, pos)
     if n_listeners < 0:
         raise DecodeError('null in non-nullable array listeners')
     else:
@@ -292,7 +340,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_2(buf: memoryview, po
         for _ in range(n_listeners):
             x_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(buf, pos)
             f_listeners.append(x_listeners)
-    n_features, pos = _read_compact_array_len(buf, pos)
+    n_features = buf[pos] - 1
+    if n_features < 127 and n_features <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_features, pos = _read_compact_array_len(buf, pos)
     if n_features < 0:
         raise DecodeError('null in non-nullable array features')
     else:
@@ -303,7 +355,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_2(buf: memoryview, po
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
-    n_log_dirs, pos = _read_compact_array_len(buf, pos)
+    n_log_dirs = buf[pos] - 1
+    if n_log_dirs < 127 and n_log_dirs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_log_dirs, pos = _read_compact_array_len(buf, pos)
     if n_log_dirs < 0:
         raise DecodeError('null in non-nullable array log_dirs')
     else:
@@ -314,7 +370,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_2(buf: memoryview, po
             pos += 16
             f_log_dirs.append(x_log_dirs)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -328,19 +388,28 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_2(out: bytearray, ch:
     _write_compact_string(out, o.cluster_id)
     out += _S3.pack(o.incarnation_id.bytes)
     v_listeners = o.listeners
-    _write_compact_array_len(out, v_listeners, False)
+    if v_listeners is not None and len(v_listeners) < 127:
+        out.append(len(v_listeners) + 1)
+    else:
+        _write_compact_array_len(out, v_listeners, False)
     if v_listeners:
         for x_listeners in v_listeners:
             _e_BrokerRegistrationRequest_Listener_0(out, ch, x_listeners)
     v_features = o.features
-    _write_compact_array_len(out, v_features, False)
+    if v_features is not None and len(v_features) < 127:
+        out.append(len(v_features) + 1)
+    else:
+        _write_compact_array_len(out, v_features, False)
     if v_features:
         for x_features in v_features:
             _e_BrokerRegistrationRequest_Feature_0(out, ch, x_features)
     _write_compact_nullable_string(out, o.rack)
     out += _S4.pack(o.is_migrating_zk_broker)
     v_log_dirs = o.log_dirs
-    _write_compact_array_len(out, v_log_dirs, False)
+    if v_log_dirs is not None and len(v_log_dirs) < 127:
+        out.append(len(v_log_dirs) + 1)
+    else:
+        _write_compact_array_len(out, v_log_dirs, False)
     if v_log_dirs:
         for x_log_dirs in v_log_dirs:
             out += _S3.pack(x_log_dirs.bytes)
@@ -363,7 +432,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_3(buf: memoryview, po
     f_incarnation_id, = _S3.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 16
-    n_listeners, pos = _read_compact_array_len(buf, pos)
+    n_listeners = buf[pos] - 1
+    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_listeners, pos = _read_compact_array_len(buf, pos)
     if n_listeners < 0:
         raise DecodeError('null in non-nullable array listeners')
     else:
@@ -371,7 +444,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_3(buf: memoryview, po
         for _ in range(n_listeners):
             x_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(buf, pos)
             f_listeners.append(x_listeners)
-    n_features, pos = _read_compact_array_len(buf, pos)
+    n_features = buf[pos] - 1
+    if n_features < 127 and n_features <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_features, pos = _read_compact_array_len(buf, pos)
     if n_features < 0:
         raise DecodeError('null in non-nullable array features')
     else:
@@ -382,7 +459,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_3(buf: memoryview, po
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
-    n_log_dirs, pos = _read_compact_array_len(buf, pos)
+    n_log_dirs = buf[pos] - 1
+    if n_log_dirs < 127 and n_log_dirs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_log_dirs, pos = _read_compact_array_len(buf, pos)
     if n_log_dirs < 0:
         raise DecodeError('null in non-nullable array log_dirs')
     else:
@@ -395,7 +476,11 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_3(buf: memoryview, po
     f_previous_broker_epoch, = _S5.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -409,19 +494,28 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_3(out: bytearray, ch:
     _write_compact_string(out, o.cluster_id)
     out += _S3.pack(o.incarnation_id.bytes)
     v_listeners = o.listeners
-    _write_compact_array_len(out, v_listeners, False)
+    if v_listeners is not None and len(v_listeners) < 127:
+        out.append(len(v_listeners) + 1)
+    else:
+        _write_compact_array_len(out, v_listeners, False)
     if v_listeners:
         for x_listeners in v_listeners:
             _e_BrokerRegistrationRequest_Listener_0(out, ch, x_listeners)
     v_features = o.features
-    _write_compact_array_len(out, v_features, False)
+    if v_features is not None and len(v_features) < 127:
+        out.append(len(v_features) + 1)
+    else:
+        _write_compact_array_len(out, v_features, False)
     if v_features:
         for x_features in v_features:
             _e_BrokerRegistrationRequest_Feature_0(out, ch, x_features)
     _write_compact_nullable_string(out, o.rack)
     out += _S4.pack(o.is_migrating_zk_broker)
     v_log_dirs = o.log_dirs
-    _write_compact_array_len(out, v_log_dirs, False)
+    if v_log_dirs is not None and len(v_log_dirs) < 127:
+        out.append(len(v_log_dirs) + 1)
+    else:
+        _write_compact_array_len(out, v_log_dirs, False)
     if v_log_dirs:
         for x_log_dirs in v_log_dirs:
             out += _S3.pack(x_log_dirs.bytes)
@@ -477,7 +571,11 @@ def _d_BrokerRegistrationResponse_BrokerRegistrationResponse_0(buf: memoryview, 
     f_throttle_time_ms, f_error_code, f_broker_epoch = _S6.unpack_from(buf, pos)
     pos += 14
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

@@ -90,13 +90,24 @@ def _d_ConsumerGroupHeartbeatRequest_TopicPartitions_0(buf: memoryview, pos: int
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -108,7 +119,10 @@ def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_0(out: bytearray, ch: list[
     """TopicPartitions v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -134,7 +148,11 @@ def _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_0(buf: memory
     f_rack_id, pos = _read_compact_nullable_string(buf, pos)
     f_rebalance_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_subscribed_topic_names, pos = _read_compact_array_len(buf, pos)
+    n_subscribed_topic_names = buf[pos] - 1
+    if n_subscribed_topic_names < 127 and n_subscribed_topic_names <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_subscribed_topic_names, pos = _read_compact_array_len(buf, pos)
     if n_subscribed_topic_names < 0:
         f_subscribed_topic_names = None
     else:
@@ -143,7 +161,11 @@ def _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_0(buf: memory
             x_subscribed_topic_names, pos = _read_compact_string(buf, pos)
             f_subscribed_topic_names.append(x_subscribed_topic_names)
     f_server_assignor, pos = _read_compact_nullable_string(buf, pos)
-    n_topic_partitions, pos = _read_compact_array_len(buf, pos)
+    n_topic_partitions = buf[pos] - 1
+    if n_topic_partitions < 127 and n_topic_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_partitions, pos = _read_compact_array_len(buf, pos)
     if n_topic_partitions < 0:
         f_topic_partitions = None
     else:
@@ -152,7 +174,11 @@ def _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_0(buf: memory
             x_topic_partitions, pos = _d_ConsumerGroupHeartbeatRequest_TopicPartitions_0(buf, pos)
             f_topic_partitions.append(x_topic_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -169,13 +195,19 @@ def _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_0(out: bytear
     _write_compact_nullable_string(out, o.rack_id)
     out += _S1.pack(o.rebalance_timeout_ms)
     v_subscribed_topic_names = o.subscribed_topic_names
-    _write_compact_array_len(out, v_subscribed_topic_names, True)
+    if v_subscribed_topic_names is not None and len(v_subscribed_topic_names) < 127:
+        out.append(len(v_subscribed_topic_names) + 1)
+    else:
+        _write_compact_array_len(out, v_subscribed_topic_names, True)
     if v_subscribed_topic_names:
         for x_subscribed_topic_names in v_subscribed_topic_names:
             _write_compact_string(out, x_subscribed_topic_names)
     _write_compact_nullable_string(out, o.server_assignor)
     v_topic_partitions = o.topic_partitions
-    _write_compact_array_len(out, v_topic_partitions, True)
+    if v_topic_partitions is not None and len(v_topic_partitions) < 127:
+        out.append(len(v_topic_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_partitions, True)
     if v_topic_partitions:
         for x_topic_partitions in v_topic_partitions:
             _e_ConsumerGroupHeartbeatRequest_TopicPartitions_0(out, ch, x_topic_partitions)
@@ -245,7 +277,11 @@ _C_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse = ConsumerGroup
 def _d_ConsumerGroupHeartbeatResponse_Assignment_0(buf: memoryview, pos: int) -> tuple[ConsumerGroupHeartbeatResponse.Assignment, int]:
     """Assignment v0."""
     f_topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions]
-    n_topic_partitions, pos = _read_compact_array_len(buf, pos)
+    n_topic_partitions = buf[pos] - 1
+    if n_topic_partitions < 127 and n_topic_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_partitions, pos = _read_compact_array_len(buf, pos)
     if n_topic_partitions < 0:
         raise DecodeError('null in non-nullable array topic_partitions')
     else:
@@ -254,7 +290,11 @@ def _d_ConsumerGroupHeartbeatResponse_Assignment_0(buf: memoryview, pos: int) ->
             x_topic_partitions, pos = _d_ConsumerGroupHeartbeatResponse_TopicPartitions_0(buf, pos)
             f_topic_partitions.append(x_topic_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -265,7 +305,10 @@ def _d_ConsumerGroupHeartbeatResponse_Assignment_0(buf: memoryview, pos: int) ->
 def _e_ConsumerGroupHeartbeatResponse_Assignment_0(out: bytearray, ch: list[Chunk] | None, o: ConsumerGroupHeartbeatResponse.Assignment) -> None:
     """Assignment v0."""
     v_topic_partitions = o.topic_partitions
-    _write_compact_array_len(out, v_topic_partitions, False)
+    if v_topic_partitions is not None and len(v_topic_partitions) < 127:
+        out.append(len(v_topic_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_partitions, False)
     if v_topic_partitions:
         for x_topic_partitions in v_topic_partitions:
             _e_ConsumerGroupHeartbeatResponse_TopicPartitions_0(out, ch, x_topic_partitions)
@@ -281,13 +324,24 @@ def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_0(buf: memoryview, pos: in
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -299,7 +353,10 @@ def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_0(out: bytearray, ch: list
     """TopicPartitions v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -325,7 +382,11 @@ def _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_0(buf: memo
     else:
         f_assignment, pos = _d_ConsumerGroupHeartbeatResponse_Assignment_0(buf, pos + 1)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

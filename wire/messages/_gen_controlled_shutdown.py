@@ -98,7 +98,11 @@ def _d_ControlledShutdownRequest_ControlledShutdownRequest_2(buf: memoryview, po
     f_broker_id, f_broker_epoch = _S1.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -183,7 +187,11 @@ def _d_ControlledShutdownResponse_RemainingPartition_1(buf: memoryview, pos: int
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -232,7 +240,11 @@ def _d_ControlledShutdownResponse_ControlledShutdownResponse_1(buf: memoryview, 
     f_remaining_partitions: list[ControlledShutdownResponse.RemainingPartition]
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n_remaining_partitions, pos = _read_compact_array_len(buf, pos)
+    n_remaining_partitions = buf[pos] - 1
+    if n_remaining_partitions < 127 and n_remaining_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_remaining_partitions, pos = _read_compact_array_len(buf, pos)
     if n_remaining_partitions < 0:
         raise DecodeError('null in non-nullable array remaining_partitions')
     else:
@@ -241,7 +253,11 @@ def _d_ControlledShutdownResponse_ControlledShutdownResponse_1(buf: memoryview, 
             x_remaining_partitions, pos = _d_ControlledShutdownResponse_RemainingPartition_1(buf, pos)
             f_remaining_partitions.append(x_remaining_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -253,7 +269,10 @@ def _e_ControlledShutdownResponse_ControlledShutdownResponse_1(out: bytearray, c
     """ControlledShutdownResponse v3."""
     out += _S2.pack(o.error_code)
     v_remaining_partitions = o.remaining_partitions
-    _write_compact_array_len(out, v_remaining_partitions, False)
+    if v_remaining_partitions is not None and len(v_remaining_partitions) < 127:
+        out.append(len(v_remaining_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_remaining_partitions, False)
     if v_remaining_partitions:
         for x_remaining_partitions in v_remaining_partitions:
             _e_ControlledShutdownResponse_RemainingPartition_1(out, ch, x_remaining_partitions)

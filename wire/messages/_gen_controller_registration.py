@@ -97,7 +97,11 @@ def _d_ControllerRegistrationRequest_Listener_0(buf: memoryview, pos: int) -> tu
     f_port, f_security_protocol = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -123,7 +127,11 @@ def _d_ControllerRegistrationRequest_Feature_0(buf: memoryview, pos: int) -> tup
     f_min_supported_version, f_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -148,7 +156,11 @@ def _d_ControllerRegistrationRequest_ControllerRegistrationRequest_0(buf: memory
     f_controller_id, f_incarnation_id, f_zk_migration_ready = _S2.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 21
-    n_listeners, pos = _read_compact_array_len(buf, pos)
+    n_listeners = buf[pos] - 1
+    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_listeners, pos = _read_compact_array_len(buf, pos)
     if n_listeners < 0:
         raise DecodeError('null in non-nullable array listeners')
     else:
@@ -156,7 +168,11 @@ def _d_ControllerRegistrationRequest_ControllerRegistrationRequest_0(buf: memory
         for _ in range(n_listeners):
             x_listeners, pos = _d_ControllerRegistrationRequest_Listener_0(buf, pos)
             f_listeners.append(x_listeners)
-    n_features, pos = _read_compact_array_len(buf, pos)
+    n_features = buf[pos] - 1
+    if n_features < 127 and n_features <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_features, pos = _read_compact_array_len(buf, pos)
     if n_features < 0:
         raise DecodeError('null in non-nullable array features')
     else:
@@ -165,7 +181,11 @@ def _d_ControllerRegistrationRequest_ControllerRegistrationRequest_0(buf: memory
             x_features, pos = _d_ControllerRegistrationRequest_Feature_0(buf, pos)
             f_features.append(x_features)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -177,12 +197,18 @@ def _e_ControllerRegistrationRequest_ControllerRegistrationRequest_0(out: bytear
     """ControllerRegistrationRequest v0."""
     out += _S2.pack(o.controller_id, o.incarnation_id.bytes, o.zk_migration_ready)
     v_listeners = o.listeners
-    _write_compact_array_len(out, v_listeners, False)
+    if v_listeners is not None and len(v_listeners) < 127:
+        out.append(len(v_listeners) + 1)
+    else:
+        _write_compact_array_len(out, v_listeners, False)
     if v_listeners:
         for x_listeners in v_listeners:
             _e_ControllerRegistrationRequest_Listener_0(out, ch, x_listeners)
     v_features = o.features
-    _write_compact_array_len(out, v_features, False)
+    if v_features is not None and len(v_features) < 127:
+        out.append(len(v_features) + 1)
+    else:
+        _write_compact_array_len(out, v_features, False)
     if v_features:
         for x_features in v_features:
             _e_ControllerRegistrationRequest_Feature_0(out, ch, x_features)
@@ -239,7 +265,11 @@ def _d_ControllerRegistrationResponse_ControllerRegistrationResponse_0(buf: memo
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

@@ -151,7 +151,11 @@ def _d_CreateAclsRequest_AclCreation_2(buf: memoryview, pos: int) -> tuple[Creat
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -222,7 +226,11 @@ def _e_CreateAclsRequest_CreateAclsRequest_1(out: bytearray, ch: list[Chunk] | N
 def _d_CreateAclsRequest_CreateAclsRequest_2(buf: memoryview, pos: int) -> tuple[CreateAclsRequest, int]:
     """CreateAclsRequest v2-3."""
     f_creations: list[CreateAclsRequest.AclCreation]
-    n_creations, pos = _read_compact_array_len(buf, pos)
+    n_creations = buf[pos] - 1
+    if n_creations < 127 and n_creations <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_creations, pos = _read_compact_array_len(buf, pos)
     if n_creations < 0:
         raise DecodeError('null in non-nullable array creations')
     else:
@@ -231,7 +239,11 @@ def _d_CreateAclsRequest_CreateAclsRequest_2(buf: memoryview, pos: int) -> tuple
             x_creations, pos = _d_CreateAclsRequest_AclCreation_2(buf, pos)
             f_creations.append(x_creations)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -242,7 +254,10 @@ def _d_CreateAclsRequest_CreateAclsRequest_2(buf: memoryview, pos: int) -> tuple
 def _e_CreateAclsRequest_CreateAclsRequest_2(out: bytearray, ch: list[Chunk] | None, o: CreateAclsRequest) -> None:
     """CreateAclsRequest v2-3."""
     v_creations = o.creations
-    _write_compact_array_len(out, v_creations, False)
+    if v_creations is not None and len(v_creations) < 127:
+        out.append(len(v_creations) + 1)
+    else:
+        _write_compact_array_len(out, v_creations, False)
     if v_creations:
         for x_creations in v_creations:
             _e_CreateAclsRequest_AclCreation_2(out, ch, x_creations)
@@ -320,7 +335,11 @@ def _d_CreateAclsResponse_AclCreationResult_1(buf: memoryview, pos: int) -> tupl
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -369,7 +388,11 @@ def _d_CreateAclsResponse_CreateAclsResponse_1(buf: memoryview, pos: int) -> tup
     f_results: list[CreateAclsResponse.AclCreationResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -378,7 +401,11 @@ def _d_CreateAclsResponse_CreateAclsResponse_1(buf: memoryview, pos: int) -> tup
             x_results, pos = _d_CreateAclsResponse_AclCreationResult_1(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -390,7 +417,10 @@ def _e_CreateAclsResponse_CreateAclsResponse_1(out: bytearray, ch: list[Chunk] |
     """CreateAclsResponse v2-3."""
     out += _S3.pack(o.throttle_time_ms)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_CreateAclsResponse_AclCreationResult_1(out, ch, x_results)

@@ -107,7 +107,11 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_1(buf: memoryview, pos: in
     f_principal_type, pos = _read_compact_string(buf, pos)
     f_principal_name, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -154,7 +158,11 @@ def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_0(out: bytearra
 def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_1(buf: memoryview, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
     """CreateDelegationTokenRequest v2."""
     f_renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
-    n_renewers, pos = _read_compact_array_len(buf, pos)
+    n_renewers = buf[pos] - 1
+    if n_renewers < 127 and n_renewers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_renewers, pos = _read_compact_array_len(buf, pos)
     if n_renewers < 0:
         raise DecodeError('null in non-nullable array renewers')
     else:
@@ -165,7 +173,11 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_1(buf: memoryvi
     f_max_lifetime_ms, = _S0.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -176,7 +188,10 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_1(buf: memoryvi
 def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_1(out: bytearray, ch: list[Chunk] | None, o: CreateDelegationTokenRequest) -> None:
     """CreateDelegationTokenRequest v2."""
     v_renewers = o.renewers
-    _write_compact_array_len(out, v_renewers, False)
+    if v_renewers is not None and len(v_renewers) < 127:
+        out.append(len(v_renewers) + 1)
+    else:
+        _write_compact_array_len(out, v_renewers, False)
     if v_renewers:
         for x_renewers in v_renewers:
             _e_CreateDelegationTokenRequest_CreatableRenewers_1(out, ch, x_renewers)
@@ -194,7 +209,11 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_2(buf: memoryvi
     f_renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
     f_owner_principal_type, pos = _read_compact_nullable_string(buf, pos)
     f_owner_principal_name, pos = _read_compact_nullable_string(buf, pos)
-    n_renewers, pos = _read_compact_array_len(buf, pos)
+    n_renewers = buf[pos] - 1
+    if n_renewers < 127 and n_renewers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_renewers, pos = _read_compact_array_len(buf, pos)
     if n_renewers < 0:
         raise DecodeError('null in non-nullable array renewers')
     else:
@@ -205,7 +224,11 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_2(buf: memoryvi
     f_max_lifetime_ms, = _S0.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -218,7 +241,10 @@ def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_2(out: bytearra
     _write_compact_nullable_string(out, o.owner_principal_type)
     _write_compact_nullable_string(out, o.owner_principal_name)
     v_renewers = o.renewers
-    _write_compact_array_len(out, v_renewers, False)
+    if v_renewers is not None and len(v_renewers) < 127:
+        out.append(len(v_renewers) + 1)
+    else:
+        _write_compact_array_len(out, v_renewers, False)
     if v_renewers:
         for x_renewers in v_renewers:
             _e_CreateDelegationTokenRequest_CreatableRenewers_1(out, ch, x_renewers)
@@ -324,7 +350,11 @@ def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_1(buf: memory
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -368,7 +398,11 @@ def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_2(buf: memory
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

@@ -125,7 +125,11 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_1(buf: memoryview, pos: int
     f_name, pos = _read_compact_string(buf, pos)
     f_count, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_assignments, pos = _read_compact_array_len(buf, pos)
+    n_assignments = buf[pos] - 1
+    if n_assignments < 127 and n_assignments <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_assignments, pos = _read_compact_array_len(buf, pos)
     if n_assignments < 0:
         f_assignments = None
     else:
@@ -134,7 +138,11 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_1(buf: memoryview, pos: int
             x_assignments, pos = _d_CreatePartitionsRequest_CreatePartitionsAssignment_1(buf, pos)
             f_assignments.append(x_assignments)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -147,7 +155,10 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_1(out: bytearray, ch: list[
     _write_compact_string(out, o.name)
     out += _S0.pack(o.count)
     v_assignments = o.assignments
-    _write_compact_array_len(out, v_assignments, True)
+    if v_assignments is not None and len(v_assignments) < 127:
+        out.append(len(v_assignments) + 1)
+    else:
+        _write_compact_array_len(out, v_assignments, True)
     if v_assignments:
         for x_assignments in v_assignments:
             _e_CreatePartitionsRequest_CreatePartitionsAssignment_1(out, ch, x_assignments)
@@ -164,7 +175,10 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_0(buf: memoryview, pos
     if n_broker_ids < 0:
         raise DecodeError('null in non-nullable array broker_ids')
     else:
-        f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
+        if n_broker_ids == 0:
+            f_broker_ids = []
+        else:
+            f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
     return _C_CreatePartitionsRequest_CreatePartitionsAssignment(f_broker_ids, {}), pos
 
 
@@ -179,13 +193,24 @@ def _e_CreatePartitionsRequest_CreatePartitionsAssignment_0(out: bytearray, ch: 
 def _d_CreatePartitionsRequest_CreatePartitionsAssignment_1(buf: memoryview, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsAssignment, int]:
     """CreatePartitionsAssignment v2-3."""
     f_broker_ids: list[int]
-    n_broker_ids, pos = _read_compact_array_len(buf, pos)
+    n_broker_ids = buf[pos] - 1
+    if n_broker_ids < 127 and n_broker_ids <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_broker_ids, pos = _read_compact_array_len(buf, pos)
     if n_broker_ids < 0:
         raise DecodeError('null in non-nullable array broker_ids')
     else:
-        f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
+        if n_broker_ids == 0:
+            f_broker_ids = []
+        else:
+            f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -196,7 +221,10 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_1(buf: memoryview, pos
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_1(out: bytearray, ch: list[Chunk] | None, o: CreatePartitionsRequest.CreatePartitionsAssignment) -> None:
     """CreatePartitionsAssignment v2-3."""
     v_broker_ids = o.broker_ids
-    _write_compact_array_len(out, v_broker_ids, False)
+    if v_broker_ids is not None and len(v_broker_ids) < 127:
+        out.append(len(v_broker_ids) + 1)
+    else:
+        _write_compact_array_len(out, v_broker_ids, False)
     if v_broker_ids:
         out += _pack('>%di' % len(v_broker_ids), *v_broker_ids)
     if o.unknown_tagged_fields:
@@ -234,7 +262,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsRequest_0(out: bytearray, ch: lis
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_1(buf: memoryview, pos: int) -> tuple[CreatePartitionsRequest, int]:
     """CreatePartitionsRequest v2-3."""
     f_topics: list[CreatePartitionsRequest.CreatePartitionsTopic]
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -245,7 +277,11 @@ def _d_CreatePartitionsRequest_CreatePartitionsRequest_1(buf: memoryview, pos: i
     f_timeout_ms, f_validate_only = _S1.unpack_from(buf, pos)
     pos += 5
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -256,7 +292,10 @@ def _d_CreatePartitionsRequest_CreatePartitionsRequest_1(buf: memoryview, pos: i
 def _e_CreatePartitionsRequest_CreatePartitionsRequest_1(out: bytearray, ch: list[Chunk] | None, o: CreatePartitionsRequest) -> None:
     """CreatePartitionsRequest v2-3."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_CreatePartitionsRequest_CreatePartitionsTopic_1(out, ch, x_topics)
@@ -341,7 +380,11 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_1(buf: memoryview, p
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -391,7 +434,11 @@ def _d_CreatePartitionsResponse_CreatePartitionsResponse_1(buf: memoryview, pos:
     f_results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -400,7 +447,11 @@ def _d_CreatePartitionsResponse_CreatePartitionsResponse_1(buf: memoryview, pos:
             x_results, pos = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_1(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -412,7 +463,10 @@ def _e_CreatePartitionsResponse_CreatePartitionsResponse_1(out: bytearray, ch: l
     """CreatePartitionsResponse v2-3."""
     out += _S0.pack(o.throttle_time_ms)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_CreatePartitionsResponse_CreatePartitionsTopicResult_1(out, ch, x_results)

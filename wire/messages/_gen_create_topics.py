@@ -153,7 +153,11 @@ def _d_CreateTopicsRequest_CreatableTopic_1(buf: memoryview, pos: int) -> tuple[
     f_name, pos = _read_compact_string(buf, pos)
     f_num_partitions, f_replication_factor = _S0.unpack_from(buf, pos)
     pos += 6
-    n_assignments, pos = _read_compact_array_len(buf, pos)
+    n_assignments = buf[pos] - 1
+    if n_assignments < 127 and n_assignments <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_assignments, pos = _read_compact_array_len(buf, pos)
     if n_assignments < 0:
         raise DecodeError('null in non-nullable array assignments')
     else:
@@ -161,7 +165,11 @@ def _d_CreateTopicsRequest_CreatableTopic_1(buf: memoryview, pos: int) -> tuple[
         for _ in range(n_assignments):
             x_assignments, pos = _d_CreateTopicsRequest_CreatableReplicaAssignment_1(buf, pos)
             f_assignments.append(x_assignments)
-    n_configs, pos = _read_compact_array_len(buf, pos)
+    n_configs = buf[pos] - 1
+    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_configs, pos = _read_compact_array_len(buf, pos)
     if n_configs < 0:
         raise DecodeError('null in non-nullable array configs')
     else:
@@ -170,7 +178,11 @@ def _d_CreateTopicsRequest_CreatableTopic_1(buf: memoryview, pos: int) -> tuple[
             x_configs, pos = _d_CreateTopicsRequest_CreatableTopicConfig_1(buf, pos)
             f_configs.append(x_configs)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -183,12 +195,18 @@ def _e_CreateTopicsRequest_CreatableTopic_1(out: bytearray, ch: list[Chunk] | No
     _write_compact_string(out, o.name)
     out += _S0.pack(o.num_partitions, o.replication_factor)
     v_assignments = o.assignments
-    _write_compact_array_len(out, v_assignments, False)
+    if v_assignments is not None and len(v_assignments) < 127:
+        out.append(len(v_assignments) + 1)
+    else:
+        _write_compact_array_len(out, v_assignments, False)
     if v_assignments:
         for x_assignments in v_assignments:
             _e_CreateTopicsRequest_CreatableReplicaAssignment_1(out, ch, x_assignments)
     v_configs = o.configs
-    _write_compact_array_len(out, v_configs, False)
+    if v_configs is not None and len(v_configs) < 127:
+        out.append(len(v_configs) + 1)
+    else:
+        _write_compact_array_len(out, v_configs, False)
     if v_configs:
         for x_configs in v_configs:
             _e_CreateTopicsRequest_CreatableTopicConfig_1(out, ch, x_configs)
@@ -207,7 +225,10 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_0(buf: memoryview, pos: in
     if n_broker_ids < 0:
         raise DecodeError('null in non-nullable array broker_ids')
     else:
-        f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
+        if n_broker_ids == 0:
+            f_broker_ids = []
+        else:
+            f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
     return _C_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids, {}), pos
 
 
@@ -225,13 +246,24 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_1(buf: memoryview, pos: in
     f_broker_ids: list[int]
     f_partition_index, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_broker_ids, pos = _read_compact_array_len(buf, pos)
+    n_broker_ids = buf[pos] - 1
+    if n_broker_ids < 127 and n_broker_ids <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_broker_ids, pos = _read_compact_array_len(buf, pos)
     if n_broker_ids < 0:
         raise DecodeError('null in non-nullable array broker_ids')
     else:
-        f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
+        if n_broker_ids == 0:
+            f_broker_ids = []
+        else:
+            f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -243,7 +275,10 @@ def _e_CreateTopicsRequest_CreatableReplicaAssignment_1(out: bytearray, ch: list
     """CreatableReplicaAssignment v5-7."""
     out += _S1.pack(o.partition_index)
     v_broker_ids = o.broker_ids
-    _write_compact_array_len(out, v_broker_ids, False)
+    if v_broker_ids is not None and len(v_broker_ids) < 127:
+        out.append(len(v_broker_ids) + 1)
+    else:
+        _write_compact_array_len(out, v_broker_ids, False)
     if v_broker_ids:
         out += _pack('>%di' % len(v_broker_ids), *v_broker_ids)
     if o.unknown_tagged_fields:
@@ -274,7 +309,11 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_1(buf: memoryview, pos: int) -> 
     f_name, pos = _read_compact_string(buf, pos)
     f_value, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -347,7 +386,11 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_1(out: bytearray, ch: list[Chunk]
 def _d_CreateTopicsRequest_CreateTopicsRequest_2(buf: memoryview, pos: int) -> tuple[CreateTopicsRequest, int]:
     """CreateTopicsRequest v5-7."""
     f_topics: list[CreateTopicsRequest.CreatableTopic]
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -358,7 +401,11 @@ def _d_CreateTopicsRequest_CreateTopicsRequest_2(buf: memoryview, pos: int) -> t
     f_timeout_ms, f_validate_only = _S2.unpack_from(buf, pos)
     pos += 5
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -369,7 +416,10 @@ def _d_CreateTopicsRequest_CreateTopicsRequest_2(buf: memoryview, pos: int) -> t
 def _e_CreateTopicsRequest_CreateTopicsRequest_2(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsRequest) -> None:
     """CreateTopicsRequest v5-7."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_CreateTopicsRequest_CreatableTopic_1(out, ch, x_topics)
@@ -486,7 +536,11 @@ def _d_CreateTopicsResponse_CreatableTopicResult_2(buf: memoryview, pos: int) ->
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_num_partitions, f_replication_factor = _S0.unpack_from(buf, pos)
     pos += 6
-    n_configs, pos = _read_compact_array_len(buf, pos)
+    n_configs = buf[pos] - 1
+    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_configs, pos = _read_compact_array_len(buf, pos)
     if n_configs < 0:
         f_configs = None
     else:
@@ -496,7 +550,11 @@ def _d_CreateTopicsResponse_CreatableTopicResult_2(buf: memoryview, pos: int) ->
             f_configs.append(x_configs)
     f_topic_config_error_code = 0
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -516,7 +574,10 @@ def _e_CreateTopicsResponse_CreatableTopicResult_2(out: bytearray, ch: list[Chun
     _write_compact_nullable_string(out, o.error_message)
     out += _S0.pack(o.num_partitions, o.replication_factor)
     v_configs = o.configs
-    _write_compact_array_len(out, v_configs, True)
+    if v_configs is not None and len(v_configs) < 127:
+        out.append(len(v_configs) + 1)
+    else:
+        _write_compact_array_len(out, v_configs, True)
     if v_configs:
         for x_configs in v_configs:
             _e_CreateTopicsResponse_CreatableTopicConfigs_0(out, ch, x_configs)
@@ -543,7 +604,11 @@ def _d_CreateTopicsResponse_CreatableTopicResult_3(buf: memoryview, pos: int) ->
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_num_partitions, f_replication_factor = _S0.unpack_from(buf, pos)
     pos += 6
-    n_configs, pos = _read_compact_array_len(buf, pos)
+    n_configs = buf[pos] - 1
+    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_configs, pos = _read_compact_array_len(buf, pos)
     if n_configs < 0:
         f_configs = None
     else:
@@ -553,7 +618,11 @@ def _d_CreateTopicsResponse_CreatableTopicResult_3(buf: memoryview, pos: int) ->
             f_configs.append(x_configs)
     f_topic_config_error_code = 0
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -573,7 +642,10 @@ def _e_CreateTopicsResponse_CreatableTopicResult_3(out: bytearray, ch: list[Chun
     _write_compact_nullable_string(out, o.error_message)
     out += _S0.pack(o.num_partitions, o.replication_factor)
     v_configs = o.configs
-    _write_compact_array_len(out, v_configs, True)
+    if v_configs is not None and len(v_configs) < 127:
+        out.append(len(v_configs) + 1)
+    else:
+        _write_compact_array_len(out, v_configs, True)
     if v_configs:
         for x_configs in v_configs:
             _e_CreateTopicsResponse_CreatableTopicConfigs_0(out, ch, x_configs)
@@ -597,7 +669,11 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_0(buf: memoryview, pos: int) -
     f_read_only, f_config_source, f_is_sensitive = _S5.unpack_from(buf, pos)
     pos += 3
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -693,7 +769,11 @@ def _d_CreateTopicsResponse_CreateTopicsResponse_3(buf: memoryview, pos: int) ->
     f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -702,7 +782,11 @@ def _d_CreateTopicsResponse_CreateTopicsResponse_3(buf: memoryview, pos: int) ->
             x_topics, pos = _d_CreateTopicsResponse_CreatableTopicResult_2(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -714,7 +798,10 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_3(out: bytearray, ch: list[Chun
     """CreateTopicsResponse v5-6."""
     out += _S1.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_CreateTopicsResponse_CreatableTopicResult_2(out, ch, x_topics)
@@ -729,7 +816,11 @@ def _d_CreateTopicsResponse_CreateTopicsResponse_4(buf: memoryview, pos: int) ->
     f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -738,7 +829,11 @@ def _d_CreateTopicsResponse_CreateTopicsResponse_4(buf: memoryview, pos: int) ->
             x_topics, pos = _d_CreateTopicsResponse_CreatableTopicResult_3(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -750,7 +845,10 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_4(out: bytearray, ch: list[Chun
     """CreateTopicsResponse v7."""
     out += _S1.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_CreateTopicsResponse_CreatableTopicResult_3(out, ch, x_topics)

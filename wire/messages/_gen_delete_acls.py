@@ -151,7 +151,11 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_2(buf: memoryview, pos: int) -> tuple[
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -222,7 +226,11 @@ def _e_DeleteAclsRequest_DeleteAclsRequest_1(out: bytearray, ch: list[Chunk] | N
 def _d_DeleteAclsRequest_DeleteAclsRequest_2(buf: memoryview, pos: int) -> tuple[DeleteAclsRequest, int]:
     """DeleteAclsRequest v2-3."""
     f_filters: list[DeleteAclsRequest.DeleteAclsFilter]
-    n_filters, pos = _read_compact_array_len(buf, pos)
+    n_filters = buf[pos] - 1
+    if n_filters < 127 and n_filters <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_filters, pos = _read_compact_array_len(buf, pos)
     if n_filters < 0:
         raise DecodeError('null in non-nullable array filters')
     else:
@@ -231,7 +239,11 @@ def _d_DeleteAclsRequest_DeleteAclsRequest_2(buf: memoryview, pos: int) -> tuple
             x_filters, pos = _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, pos)
             f_filters.append(x_filters)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -242,7 +254,10 @@ def _d_DeleteAclsRequest_DeleteAclsRequest_2(buf: memoryview, pos: int) -> tuple
 def _e_DeleteAclsRequest_DeleteAclsRequest_2(out: bytearray, ch: list[Chunk] | None, o: DeleteAclsRequest) -> None:
     """DeleteAclsRequest v2-3."""
     v_filters = o.filters
-    _write_compact_array_len(out, v_filters, False)
+    if v_filters is not None and len(v_filters) < 127:
+        out.append(len(v_filters) + 1)
+    else:
+        _write_compact_array_len(out, v_filters, False)
     if v_filters:
         for x_filters in v_filters:
             _e_DeleteAclsRequest_DeleteAclsFilter_2(out, ch, x_filters)
@@ -378,7 +393,11 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf: memoryview, pos: int) ->
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_matching_acls, pos = _read_compact_array_len(buf, pos)
+    n_matching_acls = buf[pos] - 1
+    if n_matching_acls < 127 and n_matching_acls <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_matching_acls, pos = _read_compact_array_len(buf, pos)
     if n_matching_acls < 0:
         raise DecodeError('null in non-nullable array matching_acls')
     else:
@@ -387,7 +406,11 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf: memoryview, pos: int) ->
             x_matching_acls, pos = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, pos)
             f_matching_acls.append(x_matching_acls)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -400,7 +423,10 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_2(out: bytearray, ch: list[Chun
     out += _S2.pack(o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_matching_acls = o.matching_acls
-    _write_compact_array_len(out, v_matching_acls, False)
+    if v_matching_acls is not None and len(v_matching_acls) < 127:
+        out.append(len(v_matching_acls) + 1)
+    else:
+        _write_compact_array_len(out, v_matching_acls, False)
     if v_matching_acls:
         for x_matching_acls in v_matching_acls:
             _e_DeleteAclsResponse_DeleteAclsMatchingAcl_2(out, ch, x_matching_acls)
@@ -492,7 +518,11 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf: memoryview, pos: int) -> 
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -573,7 +603,11 @@ def _d_DeleteAclsResponse_DeleteAclsResponse_2(buf: memoryview, pos: int) -> tup
     f_filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_filter_results, pos = _read_compact_array_len(buf, pos)
+    n_filter_results = buf[pos] - 1
+    if n_filter_results < 127 and n_filter_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_filter_results, pos = _read_compact_array_len(buf, pos)
     if n_filter_results < 0:
         raise DecodeError('null in non-nullable array filter_results')
     else:
@@ -582,7 +616,11 @@ def _d_DeleteAclsResponse_DeleteAclsResponse_2(buf: memoryview, pos: int) -> tup
             x_filter_results, pos = _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf, pos)
             f_filter_results.append(x_filter_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -594,7 +632,10 @@ def _e_DeleteAclsResponse_DeleteAclsResponse_2(out: bytearray, ch: list[Chunk] |
     """DeleteAclsResponse v2-3."""
     out += _S3.pack(o.throttle_time_ms)
     v_filter_results = o.filter_results
-    _write_compact_array_len(out, v_filter_results, False)
+    if v_filter_results is not None and len(v_filter_results) < 127:
+        out.append(len(v_filter_results) + 1)
+    else:
+        _write_compact_array_len(out, v_filter_results, False)
     if v_filter_results:
         for x_filter_results in v_filter_results:
             _e_DeleteAclsResponse_DeleteAclsFilterResult_2(out, ch, x_filter_results)

@@ -93,7 +93,11 @@ def _e_DeleteGroupsRequest_DeleteGroupsRequest_0(out: bytearray, ch: list[Chunk]
 def _d_DeleteGroupsRequest_DeleteGroupsRequest_1(buf: memoryview, pos: int) -> tuple[DeleteGroupsRequest, int]:
     """DeleteGroupsRequest v2."""
     f_groups_names: list[str]
-    n_groups_names, pos = _read_compact_array_len(buf, pos)
+    n_groups_names = buf[pos] - 1
+    if n_groups_names < 127 and n_groups_names <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups_names, pos = _read_compact_array_len(buf, pos)
     if n_groups_names < 0:
         raise DecodeError('null in non-nullable array groups_names')
     else:
@@ -102,7 +106,11 @@ def _d_DeleteGroupsRequest_DeleteGroupsRequest_1(buf: memoryview, pos: int) -> t
             x_groups_names, pos = _read_compact_string(buf, pos)
             f_groups_names.append(x_groups_names)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -113,7 +121,10 @@ def _d_DeleteGroupsRequest_DeleteGroupsRequest_1(buf: memoryview, pos: int) -> t
 def _e_DeleteGroupsRequest_DeleteGroupsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DeleteGroupsRequest) -> None:
     """DeleteGroupsRequest v2."""
     v_groups_names = o.groups_names
-    _write_compact_array_len(out, v_groups_names, False)
+    if v_groups_names is not None and len(v_groups_names) < 127:
+        out.append(len(v_groups_names) + 1)
+    else:
+        _write_compact_array_len(out, v_groups_names, False)
     if v_groups_names:
         for x_groups_names in v_groups_names:
             _write_compact_string(out, x_groups_names)
@@ -191,7 +202,11 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_1(buf: memoryview, pos: int) ->
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -240,7 +255,11 @@ def _d_DeleteGroupsResponse_DeleteGroupsResponse_1(buf: memoryview, pos: int) ->
     f_results: list[DeleteGroupsResponse.DeletableGroupResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -249,7 +268,11 @@ def _d_DeleteGroupsResponse_DeleteGroupsResponse_1(buf: memoryview, pos: int) ->
             x_results, pos = _d_DeleteGroupsResponse_DeletableGroupResult_1(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -261,7 +284,10 @@ def _e_DeleteGroupsResponse_DeleteGroupsResponse_1(out: bytearray, ch: list[Chun
     """DeleteGroupsResponse v2."""
     out += _S1.pack(o.throttle_time_ms)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_DeleteGroupsResponse_DeletableGroupResult_1(out, ch, x_results)

@@ -114,7 +114,11 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_1(buf: memoryview, pos: int) -> t
     f_name: str
     f_partitions: list[DeleteRecordsRequest.DeleteRecordsPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -123,7 +127,11 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_1(buf: memoryview, pos: int) -> t
             x_partitions, pos = _d_DeleteRecordsRequest_DeleteRecordsPartition_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -135,7 +143,10 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_1(out: bytearray, ch: list[Chunk]
     """DeleteRecordsTopic v2."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DeleteRecordsRequest_DeleteRecordsPartition_1(out, ch, x_partitions)
@@ -162,7 +173,11 @@ def _d_DeleteRecordsRequest_DeleteRecordsPartition_1(buf: memoryview, pos: int) 
     f_partition_index, f_offset = _S0.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -208,7 +223,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsRequest_0(out: bytearray, ch: list[Chun
 def _d_DeleteRecordsRequest_DeleteRecordsRequest_1(buf: memoryview, pos: int) -> tuple[DeleteRecordsRequest, int]:
     """DeleteRecordsRequest v2."""
     f_topics: list[DeleteRecordsRequest.DeleteRecordsTopic]
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -219,7 +238,11 @@ def _d_DeleteRecordsRequest_DeleteRecordsRequest_1(buf: memoryview, pos: int) ->
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -230,7 +253,10 @@ def _d_DeleteRecordsRequest_DeleteRecordsRequest_1(buf: memoryview, pos: int) ->
 def _e_DeleteRecordsRequest_DeleteRecordsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DeleteRecordsRequest) -> None:
     """DeleteRecordsRequest v2."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DeleteRecordsRequest_DeleteRecordsTopic_1(out, ch, x_topics)
@@ -326,7 +352,11 @@ def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1(buf: memoryview, pos: in
     f_name: str
     f_partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -335,7 +365,11 @@ def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1(buf: memoryview, pos: in
             x_partitions, pos = _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -347,7 +381,10 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_1(out: bytearray, ch: list
     """DeleteRecordsTopicResult v2."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(out, ch, x_partitions)
@@ -374,7 +411,11 @@ def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(buf: memoryview, pos
     f_partition_index, f_low_watermark, f_error_code = _S2.unpack_from(buf, pos)
     pos += 14
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -422,7 +463,11 @@ def _d_DeleteRecordsResponse_DeleteRecordsResponse_1(buf: memoryview, pos: int) 
     f_topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -431,7 +476,11 @@ def _d_DeleteRecordsResponse_DeleteRecordsResponse_1(buf: memoryview, pos: int) 
             x_topics, pos = _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -443,7 +492,10 @@ def _e_DeleteRecordsResponse_DeleteRecordsResponse_1(out: bytearray, ch: list[Ch
     """DeleteRecordsResponse v2."""
     out += _S1.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DeleteRecordsResponse_DeleteRecordsTopicResult_1(out, ch, x_topics)

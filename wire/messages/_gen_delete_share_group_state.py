@@ -86,7 +86,11 @@ def _d_DeleteShareGroupStateRequest_DeleteStateData_0(buf: memoryview, pos: int)
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -95,7 +99,11 @@ def _d_DeleteShareGroupStateRequest_DeleteStateData_0(buf: memoryview, pos: int)
             x_partitions, pos = _d_DeleteShareGroupStateRequest_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -107,7 +115,10 @@ def _e_DeleteShareGroupStateRequest_DeleteStateData_0(out: bytearray, ch: list[C
     """DeleteStateData v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DeleteShareGroupStateRequest_PartitionData_0(out, ch, x_partitions)
@@ -122,7 +133,11 @@ def _d_DeleteShareGroupStateRequest_PartitionData_0(buf: memoryview, pos: int) -
     f_partition, = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -144,7 +159,11 @@ def _d_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_0(buf: memoryvi
     f_group_id: str
     f_topics: list[DeleteShareGroupStateRequest.DeleteStateData]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -153,7 +172,11 @@ def _d_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_0(buf: memoryvi
             x_topics, pos = _d_DeleteShareGroupStateRequest_DeleteStateData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -165,7 +188,10 @@ def _e_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_0(out: bytearra
     """DeleteShareGroupStateRequest v0."""
     _write_compact_string(out, o.group_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DeleteShareGroupStateRequest_DeleteStateData_0(out, ch, x_topics)
@@ -234,7 +260,11 @@ def _d_DeleteShareGroupStateResponse_DeleteStateResult_0(buf: memoryview, pos: i
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -243,7 +273,11 @@ def _d_DeleteShareGroupStateResponse_DeleteStateResult_0(buf: memoryview, pos: i
             x_partitions, pos = _d_DeleteShareGroupStateResponse_PartitionResult_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -255,7 +289,10 @@ def _e_DeleteShareGroupStateResponse_DeleteStateResult_0(out: bytearray, ch: lis
     """DeleteStateResult v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DeleteShareGroupStateResponse_PartitionResult_0(out, ch, x_partitions)
@@ -272,7 +309,11 @@ def _d_DeleteShareGroupStateResponse_PartitionResult_0(buf: memoryview, pos: int
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -293,7 +334,11 @@ def _e_DeleteShareGroupStateResponse_PartitionResult_0(out: bytearray, ch: list[
 def _d_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_0(buf: memoryview, pos: int) -> tuple[DeleteShareGroupStateResponse, int]:
     """DeleteShareGroupStateResponse v0."""
     f_results: list[DeleteShareGroupStateResponse.DeleteStateResult]
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -302,7 +347,11 @@ def _d_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_0(buf: memory
             x_results, pos = _d_DeleteShareGroupStateResponse_DeleteStateResult_0(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -313,7 +362,10 @@ def _d_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_0(buf: memory
 def _e_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_0(out: bytearray, ch: list[Chunk] | None, o: DeleteShareGroupStateResponse) -> None:
     """DeleteShareGroupStateResponse v0."""
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_DeleteShareGroupStateResponse_DeleteStateResult_0(out, ch, x_results)

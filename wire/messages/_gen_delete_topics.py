@@ -88,7 +88,11 @@ def _d_DeleteTopicsRequest_DeleteTopicState_0(buf: memoryview, pos: int) -> tupl
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -135,7 +139,11 @@ def _e_DeleteTopicsRequest_DeleteTopicsRequest_0(out: bytearray, ch: list[Chunk]
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_1(buf: memoryview, pos: int) -> tuple[DeleteTopicsRequest, int]:
     """DeleteTopicsRequest v4-5."""
     f_topic_names: list[str]
-    n_topic_names, pos = _read_compact_array_len(buf, pos)
+    n_topic_names = buf[pos] - 1
+    if n_topic_names < 127 and n_topic_names <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_names, pos = _read_compact_array_len(buf, pos)
     if n_topic_names < 0:
         raise DecodeError('null in non-nullable array topic_names')
     else:
@@ -146,7 +154,11 @@ def _d_DeleteTopicsRequest_DeleteTopicsRequest_1(buf: memoryview, pos: int) -> t
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -157,7 +169,10 @@ def _d_DeleteTopicsRequest_DeleteTopicsRequest_1(buf: memoryview, pos: int) -> t
 def _e_DeleteTopicsRequest_DeleteTopicsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsRequest) -> None:
     """DeleteTopicsRequest v4-5."""
     v_topic_names = o.topic_names
-    _write_compact_array_len(out, v_topic_names, False)
+    if v_topic_names is not None and len(v_topic_names) < 127:
+        out.append(len(v_topic_names) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_names, False)
     if v_topic_names:
         for x_topic_names in v_topic_names:
             _write_compact_string(out, x_topic_names)
@@ -171,7 +186,11 @@ def _e_DeleteTopicsRequest_DeleteTopicsRequest_1(out: bytearray, ch: list[Chunk]
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_2(buf: memoryview, pos: int) -> tuple[DeleteTopicsRequest, int]:
     """DeleteTopicsRequest v6."""
     f_topics: list[DeleteTopicsRequest.DeleteTopicState]
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -182,7 +201,11 @@ def _d_DeleteTopicsRequest_DeleteTopicsRequest_2(buf: memoryview, pos: int) -> t
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -193,7 +216,10 @@ def _d_DeleteTopicsRequest_DeleteTopicsRequest_2(buf: memoryview, pos: int) -> t
 def _e_DeleteTopicsRequest_DeleteTopicsRequest_2(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsRequest) -> None:
     """DeleteTopicsRequest v6."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DeleteTopicsRequest_DeleteTopicState_0(out, ch, x_topics)
@@ -274,7 +300,11 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_1(buf: memoryview, pos: int) ->
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -301,7 +331,11 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_2(buf: memoryview, pos: int) ->
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -330,7 +364,11 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_3(buf: memoryview, pos: int) ->
     pos += 18
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -403,7 +441,11 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_2(buf: memoryview, pos: int) ->
     f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -412,7 +454,11 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_2(buf: memoryview, pos: int) ->
             x_responses, pos = _d_DeleteTopicsResponse_DeletableTopicResult_1(buf, pos)
             f_responses.append(x_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -424,7 +470,10 @@ def _e_DeleteTopicsResponse_DeleteTopicsResponse_2(out: bytearray, ch: list[Chun
     """DeleteTopicsResponse v4."""
     out += _S1.pack(o.throttle_time_ms)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_DeleteTopicsResponse_DeletableTopicResult_1(out, ch, x_responses)
@@ -439,7 +488,11 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_3(buf: memoryview, pos: int) ->
     f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -448,7 +501,11 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_3(buf: memoryview, pos: int) ->
             x_responses, pos = _d_DeleteTopicsResponse_DeletableTopicResult_2(buf, pos)
             f_responses.append(x_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -460,7 +517,10 @@ def _e_DeleteTopicsResponse_DeleteTopicsResponse_3(out: bytearray, ch: list[Chun
     """DeleteTopicsResponse v5."""
     out += _S1.pack(o.throttle_time_ms)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_DeleteTopicsResponse_DeletableTopicResult_2(out, ch, x_responses)
@@ -475,7 +535,11 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_4(buf: memoryview, pos: int) ->
     f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -484,7 +548,11 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_4(buf: memoryview, pos: int) ->
             x_responses, pos = _d_DeleteTopicsResponse_DeletableTopicResult_3(buf, pos)
             f_responses.append(x_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -496,7 +564,10 @@ def _e_DeleteTopicsResponse_DeleteTopicsResponse_4(out: bytearray, ch: list[Chun
     """DeleteTopicsResponse v6."""
     out += _S1.pack(o.throttle_time_ms)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_DeleteTopicsResponse_DeletableTopicResult_3(out, ch, x_responses)

@@ -144,7 +144,11 @@ def _d_DescribeAclsRequest_DescribeAclsRequest_2(buf: memoryview, pos: int) -> t
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -295,7 +299,11 @@ def _d_DescribeAclsResponse_DescribeAclsResource_2(buf: memoryview, pos: int) ->
     f_resource_name, pos = _read_compact_string(buf, pos)
     f_pattern_type, = _S0.unpack_from(buf, pos)
     pos += 1
-    n_acls, pos = _read_compact_array_len(buf, pos)
+    n_acls = buf[pos] - 1
+    if n_acls < 127 and n_acls <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_acls, pos = _read_compact_array_len(buf, pos)
     if n_acls < 0:
         raise DecodeError('null in non-nullable array acls')
     else:
@@ -304,7 +312,11 @@ def _d_DescribeAclsResponse_DescribeAclsResource_2(buf: memoryview, pos: int) ->
             x_acls, pos = _d_DescribeAclsResponse_AclDescription_1(buf, pos)
             f_acls.append(x_acls)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -318,7 +330,10 @@ def _e_DescribeAclsResponse_DescribeAclsResource_2(out: bytearray, ch: list[Chun
     _write_compact_string(out, o.resource_name)
     out += _S0.pack(o.pattern_type)
     v_acls = o.acls
-    _write_compact_array_len(out, v_acls, False)
+    if v_acls is not None and len(v_acls) < 127:
+        out.append(len(v_acls) + 1)
+    else:
+        _write_compact_array_len(out, v_acls, False)
     if v_acls:
         for x_acls in v_acls:
             _e_DescribeAclsResponse_AclDescription_1(out, ch, x_acls)
@@ -355,7 +370,11 @@ def _d_DescribeAclsResponse_AclDescription_1(buf: memoryview, pos: int) -> tuple
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -439,7 +458,11 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_2(buf: memoryview, pos: int) ->
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_resources, pos = _read_compact_array_len(buf, pos)
+    n_resources = buf[pos] - 1
+    if n_resources < 127 and n_resources <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_resources, pos = _read_compact_array_len(buf, pos)
     if n_resources < 0:
         raise DecodeError('null in non-nullable array resources')
     else:
@@ -448,7 +471,11 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_2(buf: memoryview, pos: int) ->
             x_resources, pos = _d_DescribeAclsResponse_DescribeAclsResource_2(buf, pos)
             f_resources.append(x_resources)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -461,7 +488,10 @@ def _e_DescribeAclsResponse_DescribeAclsResponse_2(out: bytearray, ch: list[Chun
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_resources = o.resources
-    _write_compact_array_len(out, v_resources, False)
+    if v_resources is not None and len(v_resources) < 127:
+        out.append(len(v_resources) + 1)
+    else:
+        _write_compact_array_len(out, v_resources, False)
     if v_resources:
         for x_resources in v_resources:
             _e_DescribeAclsResponse_DescribeAclsResource_2(out, ch, x_resources)

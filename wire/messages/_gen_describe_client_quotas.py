@@ -109,7 +109,11 @@ def _d_DescribeClientQuotasRequest_ComponentData_1(buf: memoryview, pos: int) ->
     pos += 1
     f_match, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -157,7 +161,11 @@ def _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_0(out: bytearray,
 def _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_1(buf: memoryview, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
     """DescribeClientQuotasRequest v1."""
     f_components: list[DescribeClientQuotasRequest.ComponentData]
-    n_components, pos = _read_compact_array_len(buf, pos)
+    n_components = buf[pos] - 1
+    if n_components < 127 and n_components <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_components, pos = _read_compact_array_len(buf, pos)
     if n_components < 0:
         raise DecodeError('null in non-nullable array components')
     else:
@@ -168,7 +176,11 @@ def _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_1(buf: memoryview
     f_strict, = _S1.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -179,7 +191,10 @@ def _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_1(buf: memoryview
 def _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_1(out: bytearray, ch: list[Chunk] | None, o: DescribeClientQuotasRequest) -> None:
     """DescribeClientQuotasRequest v1."""
     v_components = o.components
-    _write_compact_array_len(out, v_components, False)
+    if v_components is not None and len(v_components) < 127:
+        out.append(len(v_components) + 1)
+    else:
+        _write_compact_array_len(out, v_components, False)
     if v_components:
         for x_components in v_components:
             _e_DescribeClientQuotasRequest_ComponentData_1(out, ch, x_components)
@@ -293,7 +308,11 @@ def _d_DescribeClientQuotasResponse_EntryData_1(buf: memoryview, pos: int) -> tu
     """EntryData v1."""
     f_entity: list[DescribeClientQuotasResponse.EntityData]
     f_values: list[DescribeClientQuotasResponse.ValueData]
-    n_entity, pos = _read_compact_array_len(buf, pos)
+    n_entity = buf[pos] - 1
+    if n_entity < 127 and n_entity <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_entity, pos = _read_compact_array_len(buf, pos)
     if n_entity < 0:
         raise DecodeError('null in non-nullable array entity')
     else:
@@ -301,7 +320,11 @@ def _d_DescribeClientQuotasResponse_EntryData_1(buf: memoryview, pos: int) -> tu
         for _ in range(n_entity):
             x_entity, pos = _d_DescribeClientQuotasResponse_EntityData_1(buf, pos)
             f_entity.append(x_entity)
-    n_values, pos = _read_compact_array_len(buf, pos)
+    n_values = buf[pos] - 1
+    if n_values < 127 and n_values <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_values, pos = _read_compact_array_len(buf, pos)
     if n_values < 0:
         raise DecodeError('null in non-nullable array values')
     else:
@@ -310,7 +333,11 @@ def _d_DescribeClientQuotasResponse_EntryData_1(buf: memoryview, pos: int) -> tu
             x_values, pos = _d_DescribeClientQuotasResponse_ValueData_1(buf, pos)
             f_values.append(x_values)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -321,12 +348,18 @@ def _d_DescribeClientQuotasResponse_EntryData_1(buf: memoryview, pos: int) -> tu
 def _e_DescribeClientQuotasResponse_EntryData_1(out: bytearray, ch: list[Chunk] | None, o: DescribeClientQuotasResponse.EntryData) -> None:
     """EntryData v1."""
     v_entity = o.entity
-    _write_compact_array_len(out, v_entity, False)
+    if v_entity is not None and len(v_entity) < 127:
+        out.append(len(v_entity) + 1)
+    else:
+        _write_compact_array_len(out, v_entity, False)
     if v_entity:
         for x_entity in v_entity:
             _e_DescribeClientQuotasResponse_EntityData_1(out, ch, x_entity)
     v_values = o.values
-    _write_compact_array_len(out, v_values, False)
+    if v_values is not None and len(v_values) < 127:
+        out.append(len(v_values) + 1)
+    else:
+        _write_compact_array_len(out, v_values, False)
     if v_values:
         for x_values in v_values:
             _e_DescribeClientQuotasResponse_ValueData_1(out, ch, x_values)
@@ -358,7 +391,11 @@ def _d_DescribeClientQuotasResponse_EntityData_1(buf: memoryview, pos: int) -> t
     f_entity_type, pos = _read_compact_string(buf, pos)
     f_entity_name, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -398,7 +435,11 @@ def _d_DescribeClientQuotasResponse_ValueData_1(buf: memoryview, pos: int) -> tu
     f_value, = _S2.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -452,7 +493,11 @@ def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_1(buf: memoryvi
     f_throttle_time_ms, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_entries, pos = _read_compact_array_len(buf, pos)
+    n_entries = buf[pos] - 1
+    if n_entries < 127 and n_entries <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_entries, pos = _read_compact_array_len(buf, pos)
     if n_entries < 0:
         f_entries = None
     else:
@@ -461,7 +506,11 @@ def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_1(buf: memoryvi
             x_entries, pos = _d_DescribeClientQuotasResponse_EntryData_1(buf, pos)
             f_entries.append(x_entries)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -474,7 +523,10 @@ def _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_1(out: bytearra
     out += _S3.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_entries = o.entries
-    _write_compact_array_len(out, v_entries, True)
+    if v_entries is not None and len(v_entries) < 127:
+        out.append(len(v_entries) + 1)
+    else:
+        _write_compact_array_len(out, v_entries, True)
     if v_entries:
         for x_entries in v_entries:
             _e_DescribeClientQuotasResponse_EntryData_1(out, ch, x_entries)

@@ -74,7 +74,11 @@ def _d_DescribeClusterRequest_DescribeClusterRequest_0(buf: memoryview, pos: int
     f_include_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -96,7 +100,11 @@ def _d_DescribeClusterRequest_DescribeClusterRequest_1(buf: memoryview, pos: int
     f_include_cluster_authorized_operations, f_endpoint_type = _S1.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -178,7 +186,11 @@ def _d_DescribeClusterResponse_DescribeClusterBroker_0(buf: memoryview, pos: int
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -209,7 +221,11 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_0(buf: memoryview, pos: i
     f_cluster_id, pos = _read_compact_string(buf, pos)
     f_controller_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_compact_array_len(buf, pos)
+    n_brokers = buf[pos] - 1
+    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_brokers, pos = _read_compact_array_len(buf, pos)
     if n_brokers < 0:
         raise DecodeError('null in non-nullable array brokers')
     else:
@@ -220,7 +236,11 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_0(buf: memoryview, pos: i
     f_cluster_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -235,7 +255,10 @@ def _e_DescribeClusterResponse_DescribeClusterResponse_0(out: bytearray, ch: lis
     _write_compact_string(out, o.cluster_id)
     out += _S2.pack(o.controller_id)
     v_brokers = o.brokers
-    _write_compact_array_len(out, v_brokers, False)
+    if v_brokers is not None and len(v_brokers) < 127:
+        out.append(len(v_brokers) + 1)
+    else:
+        _write_compact_array_len(out, v_brokers, False)
     if v_brokers:
         for x_brokers in v_brokers:
             _e_DescribeClusterResponse_DescribeClusterBroker_0(out, ch, x_brokers)
@@ -259,7 +282,11 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_1(buf: memoryview, pos: i
     f_cluster_id, pos = _read_compact_string(buf, pos)
     f_controller_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_compact_array_len(buf, pos)
+    n_brokers = buf[pos] - 1
+    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_brokers, pos = _read_compact_array_len(buf, pos)
     if n_brokers < 0:
         raise DecodeError('null in non-nullable array brokers')
     else:
@@ -270,7 +297,11 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_1(buf: memoryview, pos: i
     f_cluster_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -286,7 +317,10 @@ def _e_DescribeClusterResponse_DescribeClusterResponse_1(out: bytearray, ch: lis
     _write_compact_string(out, o.cluster_id)
     out += _S2.pack(o.controller_id)
     v_brokers = o.brokers
-    _write_compact_array_len(out, v_brokers, False)
+    if v_brokers is not None and len(v_brokers) < 127:
+        out.append(len(v_brokers) + 1)
+    else:
+        _write_compact_array_len(out, v_brokers, False)
     if v_brokers:
         for x_brokers in v_brokers:
             _e_DescribeClusterResponse_DescribeClusterBroker_0(out, ch, x_brokers)

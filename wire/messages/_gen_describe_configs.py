@@ -122,7 +122,11 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_1(buf: memoryview, pos: in
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
-    n_configuration_keys, pos = _read_compact_array_len(buf, pos)
+    n_configuration_keys = buf[pos] - 1
+    if n_configuration_keys < 127 and n_configuration_keys <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_configuration_keys, pos = _read_compact_array_len(buf, pos)
     if n_configuration_keys < 0:
         f_configuration_keys = None
     else:
@@ -131,7 +135,11 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_1(buf: memoryview, pos: in
             x_configuration_keys, pos = _read_compact_string(buf, pos)
             f_configuration_keys.append(x_configuration_keys)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -144,7 +152,10 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_1(out: bytearray, ch: list
     out += _S0.pack(o.resource_type)
     _write_compact_string(out, o.resource_name)
     v_configuration_keys = o.configuration_keys
-    _write_compact_array_len(out, v_configuration_keys, True)
+    if v_configuration_keys is not None and len(v_configuration_keys) < 127:
+        out.append(len(v_configuration_keys) + 1)
+    else:
+        _write_compact_array_len(out, v_configuration_keys, True)
     if v_configuration_keys:
         for x_configuration_keys in v_configuration_keys:
             _write_compact_string(out, x_configuration_keys)
@@ -232,7 +243,11 @@ def _e_DescribeConfigsRequest_DescribeConfigsRequest_2(out: bytearray, ch: list[
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_3(buf: memoryview, pos: int) -> tuple[DescribeConfigsRequest, int]:
     """DescribeConfigsRequest v4."""
     f_resources: list[DescribeConfigsRequest.DescribeConfigsResource]
-    n_resources, pos = _read_compact_array_len(buf, pos)
+    n_resources = buf[pos] - 1
+    if n_resources < 127 and n_resources <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_resources, pos = _read_compact_array_len(buf, pos)
     if n_resources < 0:
         raise DecodeError('null in non-nullable array resources')
     else:
@@ -243,7 +258,11 @@ def _d_DescribeConfigsRequest_DescribeConfigsRequest_3(buf: memoryview, pos: int
     f_include_synonyms, f_include_documentation = _S2.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -254,7 +273,10 @@ def _d_DescribeConfigsRequest_DescribeConfigsRequest_3(buf: memoryview, pos: int
 def _e_DescribeConfigsRequest_DescribeConfigsRequest_3(out: bytearray, ch: list[Chunk] | None, o: DescribeConfigsRequest) -> None:
     """DescribeConfigsRequest v4."""
     v_resources = o.resources
-    _write_compact_array_len(out, v_resources, False)
+    if v_resources is not None and len(v_resources) < 127:
+        out.append(len(v_resources) + 1)
+    else:
+        _write_compact_array_len(out, v_resources, False)
     if v_resources:
         for x_resources in v_resources:
             _e_DescribeConfigsRequest_DescribeConfigsResource_1(out, ch, x_resources)
@@ -452,7 +474,11 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_3(buf: memoryview, pos: int
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
-    n_configs, pos = _read_compact_array_len(buf, pos)
+    n_configs = buf[pos] - 1
+    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_configs, pos = _read_compact_array_len(buf, pos)
     if n_configs < 0:
         raise DecodeError('null in non-nullable array configs')
     else:
@@ -461,7 +487,11 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_3(buf: memoryview, pos: int
             x_configs, pos = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3(buf, pos)
             f_configs.append(x_configs)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -476,7 +506,10 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_3(out: bytearray, ch: list[
     out += _S0.pack(o.resource_type)
     _write_compact_string(out, o.resource_name)
     v_configs = o.configs
-    _write_compact_array_len(out, v_configs, False)
+    if v_configs is not None and len(v_configs) < 127:
+        out.append(len(v_configs) + 1)
+    else:
+        _write_compact_array_len(out, v_configs, False)
     if v_configs:
         for x_configs in v_configs:
             _e_DescribeConfigsResponse_DescribeConfigsResourceResult_3(out, ch, x_configs)
@@ -584,7 +617,11 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3(buf: memoryview, 
     f_value, pos = _read_compact_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S5.unpack_from(buf, pos)
     pos += 3
-    n_synonyms, pos = _read_compact_array_len(buf, pos)
+    n_synonyms = buf[pos] - 1
+    if n_synonyms < 127 and n_synonyms <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_synonyms, pos = _read_compact_array_len(buf, pos)
     if n_synonyms < 0:
         raise DecodeError('null in non-nullable array synonyms')
     else:
@@ -596,7 +633,11 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3(buf: memoryview, 
     pos += 1
     f_documentation, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -610,7 +651,10 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_3(out: bytearray, c
     _write_compact_nullable_string(out, o.value)
     out += _S5.pack(o.read_only, o.config_source, o.is_sensitive)
     v_synonyms = o.synonyms
-    _write_compact_array_len(out, v_synonyms, False)
+    if v_synonyms is not None and len(v_synonyms) < 127:
+        out.append(len(v_synonyms) + 1)
+    else:
+        _write_compact_array_len(out, v_synonyms, False)
     if v_synonyms:
         for x_synonyms in v_synonyms:
             _e_DescribeConfigsResponse_DescribeConfigsSynonym_1(out, ch, x_synonyms)
@@ -649,7 +693,11 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_1(buf: memoryview, pos: in
     f_source, = _S0.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -751,7 +799,11 @@ def _d_DescribeConfigsResponse_DescribeConfigsResponse_3(buf: memoryview, pos: i
     f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
     f_throttle_time_ms, = _S6.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -760,7 +812,11 @@ def _d_DescribeConfigsResponse_DescribeConfigsResponse_3(buf: memoryview, pos: i
             x_results, pos = _d_DescribeConfigsResponse_DescribeConfigsResult_3(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -772,7 +828,10 @@ def _e_DescribeConfigsResponse_DescribeConfigsResponse_3(out: bytearray, ch: lis
     """DescribeConfigsResponse v4."""
     out += _S6.pack(o.throttle_time_ms)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_DescribeConfigsResponse_DescribeConfigsResult_3(out, ch, x_results)

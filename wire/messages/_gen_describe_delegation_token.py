@@ -101,7 +101,11 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(buf: memory
     f_principal_type, pos = _read_compact_string(buf, pos)
     f_principal_name, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -145,7 +149,11 @@ def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_0(out: byte
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_1(buf: memoryview, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
     """DescribeDelegationTokenRequest v2-3."""
     f_owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
-    n_owners, pos = _read_compact_array_len(buf, pos)
+    n_owners = buf[pos] - 1
+    if n_owners < 127 and n_owners <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_owners, pos = _read_compact_array_len(buf, pos)
     if n_owners < 0:
         f_owners = None
     else:
@@ -154,7 +162,11 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_1(buf: memo
             x_owners, pos = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(buf, pos)
             f_owners.append(x_owners)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -165,7 +177,10 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_1(buf: memo
 def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_1(out: bytearray, ch: list[Chunk] | None, o: DescribeDelegationTokenRequest) -> None:
     """DescribeDelegationTokenRequest v2-3."""
     v_owners = o.owners
-    _write_compact_array_len(out, v_owners, True)
+    if v_owners is not None and len(v_owners) < 127:
+        out.append(len(v_owners) + 1)
+    else:
+        _write_compact_array_len(out, v_owners, True)
     if v_owners:
         for x_owners in v_owners:
             _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(out, ch, x_owners)
@@ -288,7 +303,11 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_1(buf: memoryvie
     pos += 24
     f_token_id, pos = _read_compact_string(buf, pos)
     f_hmac, pos = _read_compact_bytes(buf, pos)
-    n_renewers, pos = _read_compact_array_len(buf, pos)
+    n_renewers = buf[pos] - 1
+    if n_renewers < 127 and n_renewers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_renewers, pos = _read_compact_array_len(buf, pos)
     if n_renewers < 0:
         raise DecodeError('null in non-nullable array renewers')
     else:
@@ -297,7 +316,11 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_1(buf: memoryvie
             x_renewers, pos = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(buf, pos)
             f_renewers.append(x_renewers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -313,7 +336,10 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_1(out: bytearray
     _write_compact_string(out, o.token_id)
     _write_compact_bytes(out, o.hmac)
     v_renewers = o.renewers
-    _write_compact_array_len(out, v_renewers, False)
+    if v_renewers is not None and len(v_renewers) < 127:
+        out.append(len(v_renewers) + 1)
+    else:
+        _write_compact_array_len(out, v_renewers, False)
     if v_renewers:
         for x_renewers in v_renewers:
             _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(out, ch, x_renewers)
@@ -340,7 +366,11 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf: memoryvie
     pos += 24
     f_token_id, pos = _read_compact_string(buf, pos)
     f_hmac, pos = _read_compact_bytes(buf, pos)
-    n_renewers, pos = _read_compact_array_len(buf, pos)
+    n_renewers = buf[pos] - 1
+    if n_renewers < 127 and n_renewers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_renewers, pos = _read_compact_array_len(buf, pos)
     if n_renewers < 0:
         raise DecodeError('null in non-nullable array renewers')
     else:
@@ -349,7 +379,11 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf: memoryvie
             x_renewers, pos = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(buf, pos)
             f_renewers.append(x_renewers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -367,7 +401,10 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_2(out: bytearray
     _write_compact_string(out, o.token_id)
     _write_compact_bytes(out, o.hmac)
     v_renewers = o.renewers
-    _write_compact_array_len(out, v_renewers, False)
+    if v_renewers is not None and len(v_renewers) < 127:
+        out.append(len(v_renewers) + 1)
+    else:
+        _write_compact_array_len(out, v_renewers, False)
     if v_renewers:
         for x_renewers in v_renewers:
             _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(out, ch, x_renewers)
@@ -399,7 +436,11 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(buf: me
     f_principal_type, pos = _read_compact_string(buf, pos)
     f_principal_name, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -451,7 +492,11 @@ def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_1(buf: me
     f_tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
     f_error_code, = _S1.unpack_from(buf, pos)
     pos += 2
-    n_tokens, pos = _read_compact_array_len(buf, pos)
+    n_tokens = buf[pos] - 1
+    if n_tokens < 127 and n_tokens <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_tokens, pos = _read_compact_array_len(buf, pos)
     if n_tokens < 0:
         raise DecodeError('null in non-nullable array tokens')
     else:
@@ -462,7 +507,11 @@ def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_1(buf: me
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -474,7 +523,10 @@ def _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_1(out: by
     """DescribeDelegationTokenResponse v2."""
     out += _S1.pack(o.error_code)
     v_tokens = o.tokens
-    _write_compact_array_len(out, v_tokens, False)
+    if v_tokens is not None and len(v_tokens) < 127:
+        out.append(len(v_tokens) + 1)
+    else:
+        _write_compact_array_len(out, v_tokens, False)
     if v_tokens:
         for x_tokens in v_tokens:
             _e_DescribeDelegationTokenResponse_DescribedDelegationToken_1(out, ch, x_tokens)
@@ -490,7 +542,11 @@ def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_2(buf: me
     f_tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
     f_error_code, = _S1.unpack_from(buf, pos)
     pos += 2
-    n_tokens, pos = _read_compact_array_len(buf, pos)
+    n_tokens = buf[pos] - 1
+    if n_tokens < 127 and n_tokens <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_tokens, pos = _read_compact_array_len(buf, pos)
     if n_tokens < 0:
         raise DecodeError('null in non-nullable array tokens')
     else:
@@ -501,7 +557,11 @@ def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_2(buf: me
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -513,7 +573,10 @@ def _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_2(out: by
     """DescribeDelegationTokenResponse v3."""
     out += _S1.pack(o.error_code)
     v_tokens = o.tokens
-    _write_compact_array_len(out, v_tokens, False)
+    if v_tokens is not None and len(v_tokens) < 127:
+        out.append(len(v_tokens) + 1)
+    else:
+        _write_compact_array_len(out, v_tokens, False)
     if v_tokens:
         for x_tokens in v_tokens:
             _e_DescribeDelegationTokenResponse_DescribedDelegationToken_2(out, ch, x_tokens)

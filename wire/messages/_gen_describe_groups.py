@@ -129,7 +129,11 @@ def _e_DescribeGroupsRequest_DescribeGroupsRequest_1(out: bytearray, ch: list[Ch
 def _d_DescribeGroupsRequest_DescribeGroupsRequest_2(buf: memoryview, pos: int) -> tuple[DescribeGroupsRequest, int]:
     """DescribeGroupsRequest v5."""
     f_groups: list[str]
-    n_groups, pos = _read_compact_array_len(buf, pos)
+    n_groups = buf[pos] - 1
+    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups, pos = _read_compact_array_len(buf, pos)
     if n_groups < 0:
         raise DecodeError('null in non-nullable array groups')
     else:
@@ -140,7 +144,11 @@ def _d_DescribeGroupsRequest_DescribeGroupsRequest_2(buf: memoryview, pos: int) 
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -151,7 +159,10 @@ def _d_DescribeGroupsRequest_DescribeGroupsRequest_2(buf: memoryview, pos: int) 
 def _e_DescribeGroupsRequest_DescribeGroupsRequest_2(out: bytearray, ch: list[Chunk] | None, o: DescribeGroupsRequest) -> None:
     """DescribeGroupsRequest v5."""
     v_groups = o.groups
-    _write_compact_array_len(out, v_groups, False)
+    if v_groups is not None and len(v_groups) < 127:
+        out.append(len(v_groups) + 1)
+    else:
+        _write_compact_array_len(out, v_groups, False)
     if v_groups:
         for x_groups in v_groups:
             _write_compact_string(out, x_groups)
@@ -357,7 +368,11 @@ def _d_DescribeGroupsResponse_DescribedGroup_3(buf: memoryview, pos: int) -> tup
     f_group_state, pos = _read_compact_string(buf, pos)
     f_protocol_type, pos = _read_compact_string(buf, pos)
     f_protocol_data, pos = _read_compact_string(buf, pos)
-    n_members, pos = _read_compact_array_len(buf, pos)
+    n_members = buf[pos] - 1
+    if n_members < 127 and n_members <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_members, pos = _read_compact_array_len(buf, pos)
     if n_members < 0:
         raise DecodeError('null in non-nullable array members')
     else:
@@ -368,7 +383,11 @@ def _d_DescribeGroupsResponse_DescribedGroup_3(buf: memoryview, pos: int) -> tup
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -384,7 +403,10 @@ def _e_DescribeGroupsResponse_DescribedGroup_3(out: bytearray, ch: list[Chunk] |
     _write_compact_string(out, o.protocol_type)
     _write_compact_string(out, o.protocol_data)
     v_members = o.members
-    _write_compact_array_len(out, v_members, False)
+    if v_members is not None and len(v_members) < 127:
+        out.append(len(v_members) + 1)
+    else:
+        _write_compact_array_len(out, v_members, False)
     if v_members:
         for x_members in v_members:
             _e_DescribeGroupsResponse_DescribedGroupMember_2(out, ch, x_members)
@@ -461,7 +483,11 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_2(buf: memoryview, pos: int) 
     f_member_metadata, pos = _read_compact_bytes(buf, pos)
     f_member_assignment, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -589,7 +615,11 @@ def _d_DescribeGroupsResponse_DescribeGroupsResponse_4(buf: memoryview, pos: int
     f_groups: list[DescribeGroupsResponse.DescribedGroup]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_groups, pos = _read_compact_array_len(buf, pos)
+    n_groups = buf[pos] - 1
+    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups, pos = _read_compact_array_len(buf, pos)
     if n_groups < 0:
         raise DecodeError('null in non-nullable array groups')
     else:
@@ -598,7 +628,11 @@ def _d_DescribeGroupsResponse_DescribeGroupsResponse_4(buf: memoryview, pos: int
             x_groups, pos = _d_DescribeGroupsResponse_DescribedGroup_3(buf, pos)
             f_groups.append(x_groups)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -610,7 +644,10 @@ def _e_DescribeGroupsResponse_DescribeGroupsResponse_4(out: bytearray, ch: list[
     """DescribeGroupsResponse v5."""
     out += _S2.pack(o.throttle_time_ms)
     v_groups = o.groups
-    _write_compact_array_len(out, v_groups, False)
+    if v_groups is not None and len(v_groups) < 127:
+        out.append(len(v_groups) + 1)
+    else:
+        _write_compact_array_len(out, v_groups, False)
     if v_groups:
         for x_groups in v_groups:
             _e_DescribeGroupsResponse_DescribedGroup_3(out, ch, x_groups)

@@ -87,7 +87,10 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_0(buf: memoryview, pos: int
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     return _C_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions, {}), pos
 
 
@@ -105,13 +108,24 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_1(buf: memoryview, pos: int
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -123,7 +137,10 @@ def _e_DescribeLogDirsRequest_DescribableLogDirTopic_1(out: bytearray, ch: list[
     """DescribableLogDirTopic v2-4."""
     _write_compact_string(out, o.topic)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -158,7 +175,11 @@ def _e_DescribeLogDirsRequest_DescribeLogDirsRequest_0(out: bytearray, ch: list[
 def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_1(buf: memoryview, pos: int) -> tuple[DescribeLogDirsRequest, int]:
     """DescribeLogDirsRequest v2-4."""
     f_topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         f_topics = None
     else:
@@ -167,7 +188,11 @@ def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_1(buf: memoryview, pos: int
             x_topics, pos = _d_DescribeLogDirsRequest_DescribableLogDirTopic_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -178,7 +203,10 @@ def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_1(buf: memoryview, pos: int
 def _e_DescribeLogDirsRequest_DescribeLogDirsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsRequest) -> None:
     """DescribeLogDirsRequest v2-4."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, True)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, True)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeLogDirsRequest_DescribableLogDirTopic_1(out, ch, x_topics)
@@ -290,7 +318,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf: memoryview, pos: int
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -299,7 +331,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf: memoryview, pos: int
             x_topics, pos = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -312,7 +348,10 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(out: bytearray, ch: list[
     out += _S0.pack(o.error_code)
     _write_compact_string(out, o.log_dir)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1(out, ch, x_topics)
@@ -329,7 +368,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_2(buf: memoryview, pos: int
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -340,7 +383,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_2(buf: memoryview, pos: int
     f_total_bytes, f_usable_bytes = _S1.unpack_from(buf, pos)
     pos += 16
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -353,7 +400,10 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_2(out: bytearray, ch: list[
     out += _S0.pack(o.error_code)
     _write_compact_string(out, o.log_dir)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1(out, ch, x_topics)
@@ -395,7 +445,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -404,7 +458,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(buf: memoryview, pos: int)
             x_partitions, pos = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -416,7 +474,10 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1(out: bytearray, ch: list[C
     """DescribeLogDirsTopic v2-4."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DescribeLogDirsResponse_DescribeLogDirsPartition_1(out, ch, x_partitions)
@@ -443,7 +504,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_1(buf: memoryview, pos: 
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S2.unpack_from(buf, pos)
     pos += 21
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -491,7 +556,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_1(buf: memoryview, pos: i
     f_results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -500,7 +569,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_1(buf: memoryview, pos: i
             x_results, pos = _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -512,7 +585,10 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_1(out: bytearray, ch: lis
     """DescribeLogDirsResponse v2."""
     out += _S3.pack(o.throttle_time_ms)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(out, ch, x_results)
@@ -527,7 +603,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_2(buf: memoryview, pos: i
     f_results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -536,7 +616,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_2(buf: memoryview, pos: i
             x_results, pos = _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -548,7 +632,10 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_2(out: bytearray, ch: lis
     """DescribeLogDirsResponse v3."""
     out += _S4.pack(o.throttle_time_ms, o.error_code)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(out, ch, x_results)
@@ -563,7 +650,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_3(buf: memoryview, pos: i
     f_results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -572,7 +663,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_3(buf: memoryview, pos: i
             x_results, pos = _d_DescribeLogDirsResponse_DescribeLogDirsResult_2(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -584,7 +679,10 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_3(out: bytearray, ch: lis
     """DescribeLogDirsResponse v4."""
     out += _S4.pack(o.throttle_time_ms, o.error_code)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_DescribeLogDirsResponse_DescribeLogDirsResult_2(out, ch, x_results)

@@ -79,13 +79,24 @@ def _d_DescribeProducersRequest_TopicRequest_0(buf: memoryview, pos: int) -> tup
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes, pos = _read_compact_array_len(buf, pos)
+    n_partition_indexes = buf[pos] - 1
+    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
     if n_partition_indexes < 0:
         raise DecodeError('null in non-nullable array partition_indexes')
     else:
-        f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+        if n_partition_indexes == 0:
+            f_partition_indexes = []
+        else:
+            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -97,7 +108,10 @@ def _e_DescribeProducersRequest_TopicRequest_0(out: bytearray, ch: list[Chunk] |
     """TopicRequest v0."""
     _write_compact_string(out, o.name)
     v_partition_indexes = o.partition_indexes
-    _write_compact_array_len(out, v_partition_indexes, False)
+    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
+        out.append(len(v_partition_indexes) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_indexes, False)
     if v_partition_indexes:
         out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tagged_fields:
@@ -109,7 +123,11 @@ def _e_DescribeProducersRequest_TopicRequest_0(out: bytearray, ch: list[Chunk] |
 def _d_DescribeProducersRequest_DescribeProducersRequest_0(buf: memoryview, pos: int) -> tuple[DescribeProducersRequest, int]:
     """DescribeProducersRequest v0."""
     f_topics: list[DescribeProducersRequest.TopicRequest]
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -118,7 +136,11 @@ def _d_DescribeProducersRequest_DescribeProducersRequest_0(buf: memoryview, pos:
             x_topics, pos = _d_DescribeProducersRequest_TopicRequest_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -129,7 +151,10 @@ def _d_DescribeProducersRequest_DescribeProducersRequest_0(buf: memoryview, pos:
 def _e_DescribeProducersRequest_DescribeProducersRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeProducersRequest) -> None:
     """DescribeProducersRequest v0."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeProducersRequest_TopicRequest_0(out, ch, x_topics)
@@ -210,7 +235,11 @@ def _d_DescribeProducersResponse_TopicResponse_0(buf: memoryview, pos: int) -> t
     f_name: str
     f_partitions: list[DescribeProducersResponse.PartitionResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -219,7 +248,11 @@ def _d_DescribeProducersResponse_TopicResponse_0(buf: memoryview, pos: int) -> t
             x_partitions, pos = _d_DescribeProducersResponse_PartitionResponse_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -231,7 +264,10 @@ def _e_DescribeProducersResponse_TopicResponse_0(out: bytearray, ch: list[Chunk]
     """TopicResponse v0."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DescribeProducersResponse_PartitionResponse_0(out, ch, x_partitions)
@@ -248,7 +284,11 @@ def _d_DescribeProducersResponse_PartitionResponse_0(buf: memoryview, pos: int) 
     f_partition_index, f_error_code = _S0.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_active_producers, pos = _read_compact_array_len(buf, pos)
+    n_active_producers = buf[pos] - 1
+    if n_active_producers < 127 and n_active_producers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_active_producers, pos = _read_compact_array_len(buf, pos)
     if n_active_producers < 0:
         raise DecodeError('null in non-nullable array active_producers')
     else:
@@ -257,7 +297,11 @@ def _d_DescribeProducersResponse_PartitionResponse_0(buf: memoryview, pos: int) 
             x_active_producers, pos = _d_DescribeProducersResponse_ProducerState_0(buf, pos)
             f_active_producers.append(x_active_producers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -270,7 +314,10 @@ def _e_DescribeProducersResponse_PartitionResponse_0(out: bytearray, ch: list[Ch
     out += _S0.pack(o.partition_index, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_active_producers = o.active_producers
-    _write_compact_array_len(out, v_active_producers, False)
+    if v_active_producers is not None and len(v_active_producers) < 127:
+        out.append(len(v_active_producers) + 1)
+    else:
+        _write_compact_array_len(out, v_active_producers, False)
     if v_active_producers:
         for x_active_producers in v_active_producers:
             _e_DescribeProducersResponse_ProducerState_0(out, ch, x_active_producers)
@@ -285,7 +332,11 @@ def _d_DescribeProducersResponse_ProducerState_0(buf: memoryview, pos: int) -> t
     f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset = _S1.unpack_from(buf, pos)
     pos += 36
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -307,7 +358,11 @@ def _d_DescribeProducersResponse_DescribeProducersResponse_0(buf: memoryview, po
     f_topics: list[DescribeProducersResponse.TopicResponse]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -316,7 +371,11 @@ def _d_DescribeProducersResponse_DescribeProducersResponse_0(buf: memoryview, po
             x_topics, pos = _d_DescribeProducersResponse_TopicResponse_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -328,7 +387,10 @@ def _e_DescribeProducersResponse_DescribeProducersResponse_0(out: bytearray, ch:
     """DescribeProducersResponse v0."""
     out += _S2.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeProducersResponse_TopicResponse_0(out, ch, x_topics)

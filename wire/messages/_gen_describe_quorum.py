@@ -90,7 +90,11 @@ def _d_DescribeQuorumRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[Des
     f_topic_name: str
     f_partitions: list[DescribeQuorumRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -99,7 +103,11 @@ def _d_DescribeQuorumRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[Des
             x_partitions, pos = _d_DescribeQuorumRequest_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -111,7 +119,10 @@ def _e_DescribeQuorumRequest_TopicData_0(out: bytearray, ch: list[Chunk] | None,
     """TopicData v0-2."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DescribeQuorumRequest_PartitionData_0(out, ch, x_partitions)
@@ -126,7 +137,11 @@ def _d_DescribeQuorumRequest_PartitionData_0(buf: memoryview, pos: int) -> tuple
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -146,7 +161,11 @@ def _e_DescribeQuorumRequest_PartitionData_0(out: bytearray, ch: list[Chunk] | N
 def _d_DescribeQuorumRequest_DescribeQuorumRequest_0(buf: memoryview, pos: int) -> tuple[DescribeQuorumRequest, int]:
     """DescribeQuorumRequest v0-2."""
     f_topics: list[DescribeQuorumRequest.TopicData]
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -155,7 +174,11 @@ def _d_DescribeQuorumRequest_DescribeQuorumRequest_0(buf: memoryview, pos: int) 
             x_topics, pos = _d_DescribeQuorumRequest_TopicData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -166,7 +189,10 @@ def _d_DescribeQuorumRequest_DescribeQuorumRequest_0(buf: memoryview, pos: int) 
 def _e_DescribeQuorumRequest_DescribeQuorumRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumRequest) -> None:
     """DescribeQuorumRequest v0-2."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeQuorumRequest_TopicData_0(out, ch, x_topics)
@@ -267,7 +293,11 @@ def _d_DescribeQuorumResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[De
     f_topic_name: str
     f_partitions: list[DescribeQuorumResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -276,7 +306,11 @@ def _d_DescribeQuorumResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[De
             x_partitions, pos = _d_DescribeQuorumResponse_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -288,7 +322,10 @@ def _e_DescribeQuorumResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None
     """TopicData v0."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DescribeQuorumResponse_PartitionData_0(out, ch, x_partitions)
@@ -303,7 +340,11 @@ def _d_DescribeQuorumResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[De
     f_topic_name: str
     f_partitions: list[DescribeQuorumResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -312,7 +353,11 @@ def _d_DescribeQuorumResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[De
             x_partitions, pos = _d_DescribeQuorumResponse_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -324,7 +369,10 @@ def _e_DescribeQuorumResponse_TopicData_1(out: bytearray, ch: list[Chunk] | None
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DescribeQuorumResponse_PartitionData_1(out, ch, x_partitions)
@@ -339,7 +387,11 @@ def _d_DescribeQuorumResponse_TopicData_2(buf: memoryview, pos: int) -> tuple[De
     f_topic_name: str
     f_partitions: list[DescribeQuorumResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -348,7 +400,11 @@ def _d_DescribeQuorumResponse_TopicData_2(buf: memoryview, pos: int) -> tuple[De
             x_partitions, pos = _d_DescribeQuorumResponse_PartitionData_2(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -360,7 +416,10 @@ def _e_DescribeQuorumResponse_TopicData_2(out: bytearray, ch: list[Chunk] | None
     """TopicData v2."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DescribeQuorumResponse_PartitionData_2(out, ch, x_partitions)
@@ -376,7 +435,11 @@ def _d_DescribeQuorumResponse_PartitionData_0(buf: memoryview, pos: int) -> tupl
     f_observers: list[DescribeQuorumResponse.ReplicaState]
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S1.unpack_from(buf, pos)
     pos += 22
-    n_current_voters, pos = _read_compact_array_len(buf, pos)
+    n_current_voters = buf[pos] - 1
+    if n_current_voters < 127 and n_current_voters <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_current_voters, pos = _read_compact_array_len(buf, pos)
     if n_current_voters < 0:
         raise DecodeError('null in non-nullable array current_voters')
     else:
@@ -384,7 +447,11 @@ def _d_DescribeQuorumResponse_PartitionData_0(buf: memoryview, pos: int) -> tupl
         for _ in range(n_current_voters):
             x_current_voters, pos = _d_DescribeQuorumResponse_ReplicaState_0(buf, pos)
             f_current_voters.append(x_current_voters)
-    n_observers, pos = _read_compact_array_len(buf, pos)
+    n_observers = buf[pos] - 1
+    if n_observers < 127 and n_observers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_observers, pos = _read_compact_array_len(buf, pos)
     if n_observers < 0:
         raise DecodeError('null in non-nullable array observers')
     else:
@@ -393,7 +460,11 @@ def _d_DescribeQuorumResponse_PartitionData_0(buf: memoryview, pos: int) -> tupl
             x_observers, pos = _d_DescribeQuorumResponse_ReplicaState_0(buf, pos)
             f_observers.append(x_observers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -405,12 +476,18 @@ def _e_DescribeQuorumResponse_PartitionData_0(out: bytearray, ch: list[Chunk] | 
     """PartitionData v0."""
     out += _S1.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
     v_current_voters = o.current_voters
-    _write_compact_array_len(out, v_current_voters, False)
+    if v_current_voters is not None and len(v_current_voters) < 127:
+        out.append(len(v_current_voters) + 1)
+    else:
+        _write_compact_array_len(out, v_current_voters, False)
     if v_current_voters:
         for x_current_voters in v_current_voters:
             _e_DescribeQuorumResponse_ReplicaState_0(out, ch, x_current_voters)
     v_observers = o.observers
-    _write_compact_array_len(out, v_observers, False)
+    if v_observers is not None and len(v_observers) < 127:
+        out.append(len(v_observers) + 1)
+    else:
+        _write_compact_array_len(out, v_observers, False)
     if v_observers:
         for x_observers in v_observers:
             _e_DescribeQuorumResponse_ReplicaState_0(out, ch, x_observers)
@@ -426,7 +503,11 @@ def _d_DescribeQuorumResponse_PartitionData_1(buf: memoryview, pos: int) -> tupl
     f_observers: list[DescribeQuorumResponse.ReplicaState]
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S1.unpack_from(buf, pos)
     pos += 22
-    n_current_voters, pos = _read_compact_array_len(buf, pos)
+    n_current_voters = buf[pos] - 1
+    if n_current_voters < 127 and n_current_voters <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_current_voters, pos = _read_compact_array_len(buf, pos)
     if n_current_voters < 0:
         raise DecodeError('null in non-nullable array current_voters')
     else:
@@ -434,7 +515,11 @@ def _d_DescribeQuorumResponse_PartitionData_1(buf: memoryview, pos: int) -> tupl
         for _ in range(n_current_voters):
             x_current_voters, pos = _d_DescribeQuorumResponse_ReplicaState_1(buf, pos)
             f_current_voters.append(x_current_voters)
-    n_observers, pos = _read_compact_array_len(buf, pos)
+    n_observers = buf[pos] - 1
+    if n_observers < 127 and n_observers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_observers, pos = _read_compact_array_len(buf, pos)
     if n_observers < 0:
         raise DecodeError('null in non-nullable array observers')
     else:
@@ -443,7 +528,11 @@ def _d_DescribeQuorumResponse_PartitionData_1(buf: memoryview, pos: int) -> tupl
             x_observers, pos = _d_DescribeQuorumResponse_ReplicaState_1(buf, pos)
             f_observers.append(x_observers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -455,12 +544,18 @@ def _e_DescribeQuorumResponse_PartitionData_1(out: bytearray, ch: list[Chunk] | 
     """PartitionData v1."""
     out += _S1.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
     v_current_voters = o.current_voters
-    _write_compact_array_len(out, v_current_voters, False)
+    if v_current_voters is not None and len(v_current_voters) < 127:
+        out.append(len(v_current_voters) + 1)
+    else:
+        _write_compact_array_len(out, v_current_voters, False)
     if v_current_voters:
         for x_current_voters in v_current_voters:
             _e_DescribeQuorumResponse_ReplicaState_1(out, ch, x_current_voters)
     v_observers = o.observers
-    _write_compact_array_len(out, v_observers, False)
+    if v_observers is not None and len(v_observers) < 127:
+        out.append(len(v_observers) + 1)
+    else:
+        _write_compact_array_len(out, v_observers, False)
     if v_observers:
         for x_observers in v_observers:
             _e_DescribeQuorumResponse_ReplicaState_1(out, ch, x_observers)
@@ -480,7 +575,11 @@ def _d_DescribeQuorumResponse_PartitionData_2(buf: memoryview, pos: int) -> tupl
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_leader_id, f_leader_epoch, f_high_watermark = _S3.unpack_from(buf, pos)
     pos += 16
-    n_current_voters, pos = _read_compact_array_len(buf, pos)
+    n_current_voters = buf[pos] - 1
+    if n_current_voters < 127 and n_current_voters <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_current_voters, pos = _read_compact_array_len(buf, pos)
     if n_current_voters < 0:
         raise DecodeError('null in non-nullable array current_voters')
     else:
@@ -488,7 +587,11 @@ def _d_DescribeQuorumResponse_PartitionData_2(buf: memoryview, pos: int) -> tupl
         for _ in range(n_current_voters):
             x_current_voters, pos = _d_DescribeQuorumResponse_ReplicaState_2(buf, pos)
             f_current_voters.append(x_current_voters)
-    n_observers, pos = _read_compact_array_len(buf, pos)
+    n_observers = buf[pos] - 1
+    if n_observers < 127 and n_observers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_observers, pos = _read_compact_array_len(buf, pos)
     if n_observers < 0:
         raise DecodeError('null in non-nullable array observers')
     else:
@@ -497,7 +600,11 @@ def _d_DescribeQuorumResponse_PartitionData_2(buf: memoryview, pos: int) -> tupl
             x_observers, pos = _d_DescribeQuorumResponse_ReplicaState_2(buf, pos)
             f_observers.append(x_observers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -511,12 +618,18 @@ def _e_DescribeQuorumResponse_PartitionData_2(out: bytearray, ch: list[Chunk] | 
     _write_compact_nullable_string(out, o.error_message)
     out += _S3.pack(o.leader_id, o.leader_epoch, o.high_watermark)
     v_current_voters = o.current_voters
-    _write_compact_array_len(out, v_current_voters, False)
+    if v_current_voters is not None and len(v_current_voters) < 127:
+        out.append(len(v_current_voters) + 1)
+    else:
+        _write_compact_array_len(out, v_current_voters, False)
     if v_current_voters:
         for x_current_voters in v_current_voters:
             _e_DescribeQuorumResponse_ReplicaState_2(out, ch, x_current_voters)
     v_observers = o.observers
-    _write_compact_array_len(out, v_observers, False)
+    if v_observers is not None and len(v_observers) < 127:
+        out.append(len(v_observers) + 1)
+    else:
+        _write_compact_array_len(out, v_observers, False)
     if v_observers:
         for x_observers in v_observers:
             _e_DescribeQuorumResponse_ReplicaState_2(out, ch, x_observers)
@@ -531,7 +644,11 @@ def _d_DescribeQuorumResponse_ReplicaState_0(buf: memoryview, pos: int) -> tuple
     f_replica_id, f_log_end_offset = _S4.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -553,7 +670,11 @@ def _d_DescribeQuorumResponse_ReplicaState_1(buf: memoryview, pos: int) -> tuple
     f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S5.unpack_from(buf, pos)
     pos += 28
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -576,7 +697,11 @@ def _d_DescribeQuorumResponse_ReplicaState_2(buf: memoryview, pos: int) -> tuple
     f_replica_directory_id = _UUID(bytes=f_replica_directory_id)
     pos += 44
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -598,7 +723,11 @@ def _d_DescribeQuorumResponse_Node_0(buf: memoryview, pos: int) -> tuple[Describ
     f_listeners: list[DescribeQuorumResponse.Listener]
     f_node_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_listeners, pos = _read_compact_array_len(buf, pos)
+    n_listeners = buf[pos] - 1
+    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_listeners, pos = _read_compact_array_len(buf, pos)
     if n_listeners < 0:
         raise DecodeError('null in non-nullable array listeners')
     else:
@@ -607,7 +736,11 @@ def _d_DescribeQuorumResponse_Node_0(buf: memoryview, pos: int) -> tuple[Describ
             x_listeners, pos = _d_DescribeQuorumResponse_Listener_0(buf, pos)
             f_listeners.append(x_listeners)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -619,7 +752,10 @@ def _e_DescribeQuorumResponse_Node_0(out: bytearray, ch: list[Chunk] | None, o: 
     """Node v2."""
     out += _S0.pack(o.node_id)
     v_listeners = o.listeners
-    _write_compact_array_len(out, v_listeners, False)
+    if v_listeners is not None and len(v_listeners) < 127:
+        out.append(len(v_listeners) + 1)
+    else:
+        _write_compact_array_len(out, v_listeners, False)
     if v_listeners:
         for x_listeners in v_listeners:
             _e_DescribeQuorumResponse_Listener_0(out, ch, x_listeners)
@@ -638,7 +774,11 @@ def _d_DescribeQuorumResponse_Listener_0(buf: memoryview, pos: int) -> tuple[Des
     f_port, = _S7.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -662,7 +802,11 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_0(buf: memoryview, pos: int
     f_topics: list[DescribeQuorumResponse.TopicData]
     f_error_code, = _S8.unpack_from(buf, pos)
     pos += 2
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -671,7 +815,11 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_0(buf: memoryview, pos: int
             x_topics, pos = _d_DescribeQuorumResponse_TopicData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -683,7 +831,10 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_0(out: bytearray, ch: list[
     """DescribeQuorumResponse v0."""
     out += _S8.pack(o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeQuorumResponse_TopicData_0(out, ch, x_topics)
@@ -698,7 +849,11 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_1(buf: memoryview, pos: int
     f_topics: list[DescribeQuorumResponse.TopicData]
     f_error_code, = _S8.unpack_from(buf, pos)
     pos += 2
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -707,7 +862,11 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_1(buf: memoryview, pos: int
             x_topics, pos = _d_DescribeQuorumResponse_TopicData_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -719,7 +878,10 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_1(out: bytearray, ch: list[
     """DescribeQuorumResponse v1."""
     out += _S8.pack(o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeQuorumResponse_TopicData_1(out, ch, x_topics)
@@ -737,7 +899,11 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_2(buf: memoryview, pos: int
     f_error_code, = _S8.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -745,7 +911,11 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_2(buf: memoryview, pos: int
         for _ in range(n_topics):
             x_topics, pos = _d_DescribeQuorumResponse_TopicData_2(buf, pos)
             f_topics.append(x_topics)
-    n_nodes, pos = _read_compact_array_len(buf, pos)
+    n_nodes = buf[pos] - 1
+    if n_nodes < 127 and n_nodes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_nodes, pos = _read_compact_array_len(buf, pos)
     if n_nodes < 0:
         raise DecodeError('null in non-nullable array nodes')
     else:
@@ -754,7 +924,11 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_2(buf: memoryview, pos: int
             x_nodes, pos = _d_DescribeQuorumResponse_Node_0(buf, pos)
             f_nodes.append(x_nodes)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -767,12 +941,18 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_2(out: bytearray, ch: list[
     out += _S8.pack(o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeQuorumResponse_TopicData_2(out, ch, x_topics)
     v_nodes = o.nodes
-    _write_compact_array_len(out, v_nodes, False)
+    if v_nodes is not None and len(v_nodes) < 127:
+        out.append(len(v_nodes) + 1)
+    else:
+        _write_compact_array_len(out, v_nodes, False)
     if v_nodes:
         for x_nodes in v_nodes:
             _e_DescribeQuorumResponse_Node_0(out, ch, x_nodes)

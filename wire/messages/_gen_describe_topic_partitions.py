@@ -89,7 +89,11 @@ def _d_DescribeTopicPartitionsRequest_TopicRequest_0(buf: memoryview, pos: int) 
     f_name: str
     f_name, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -113,7 +117,11 @@ def _d_DescribeTopicPartitionsRequest_Cursor_0(buf: memoryview, pos: int) -> tup
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -135,7 +143,11 @@ def _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_0(buf: memo
     """DescribeTopicPartitionsRequest v0."""
     f_topics: list[DescribeTopicPartitionsRequest.TopicRequest]
     f_cursor: DescribeTopicPartitionsRequest.Cursor | None
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -151,7 +163,11 @@ def _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_0(buf: memo
     else:
         f_cursor, pos = _d_DescribeTopicPartitionsRequest_Cursor_0(buf, pos + 1)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -162,7 +178,10 @@ def _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_0(buf: memo
 def _e_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeTopicPartitionsRequest) -> None:
     """DescribeTopicPartitionsRequest v0."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeTopicPartitionsRequest_TopicRequest_0(out, ch, x_topics)
@@ -261,7 +280,11 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(bu
     f_topic_id, f_is_internal = _S3.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 17
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -272,7 +295,11 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(bu
     f_topic_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -286,7 +313,10 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(ou
     _write_compact_nullable_string(out, o.name)
     out += _S3.pack(o.topic_id.bytes, o.is_internal)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0(out, ch, x_partitions)
@@ -306,33 +336,72 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
     f_offline_replicas: list[int]
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 14
-    n_replica_nodes, pos = _read_compact_array_len(buf, pos)
+    n_replica_nodes = buf[pos] - 1
+    if n_replica_nodes < 127 and n_replica_nodes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_replica_nodes, pos = _read_compact_array_len(buf, pos)
     if n_replica_nodes < 0:
         raise DecodeError('null in non-nullable array replica_nodes')
     else:
-        f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
-    n_isr_nodes, pos = _read_compact_array_len(buf, pos)
+        if n_replica_nodes == 0:
+            f_replica_nodes = []
+        else:
+            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
+    n_isr_nodes = buf[pos] - 1
+    if n_isr_nodes < 127 and n_isr_nodes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_isr_nodes, pos = _read_compact_array_len(buf, pos)
     if n_isr_nodes < 0:
         raise DecodeError('null in non-nullable array isr_nodes')
     else:
-        f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
-    n_eligible_leader_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_isr_nodes == 0:
+            f_isr_nodes = []
+        else:
+            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
+    n_eligible_leader_replicas = buf[pos] - 1
+    if n_eligible_leader_replicas < 127 and n_eligible_leader_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_eligible_leader_replicas, pos = _read_compact_array_len(buf, pos)
     if n_eligible_leader_replicas < 0:
         f_eligible_leader_replicas = None
     else:
-        f_eligible_leader_replicas, pos = _read_fixed_array(buf, pos, n_eligible_leader_replicas, 'i', 4)
-    n_last_known_elr, pos = _read_compact_array_len(buf, pos)
+        if n_eligible_leader_replicas == 0:
+            f_eligible_leader_replicas = []
+        else:
+            f_eligible_leader_replicas, pos = _read_fixed_array(buf, pos, n_eligible_leader_replicas, 'i', 4)
+    n_last_known_elr = buf[pos] - 1
+    if n_last_known_elr < 127 and n_last_known_elr <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_last_known_elr, pos = _read_compact_array_len(buf, pos)
     if n_last_known_elr < 0:
         f_last_known_elr = None
     else:
-        f_last_known_elr, pos = _read_fixed_array(buf, pos, n_last_known_elr, 'i', 4)
-    n_offline_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_last_known_elr == 0:
+            f_last_known_elr = []
+        else:
+            f_last_known_elr, pos = _read_fixed_array(buf, pos, n_last_known_elr, 'i', 4)
+    n_offline_replicas = buf[pos] - 1
+    if n_offline_replicas < 127 and n_offline_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_offline_replicas, pos = _read_compact_array_len(buf, pos)
     if n_offline_replicas < 0:
         raise DecodeError('null in non-nullable array offline_replicas')
     else:
-        f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+        if n_offline_replicas == 0:
+            f_offline_replicas = []
+        else:
+            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -344,23 +413,38 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
     """DescribeTopicPartitionsResponsePartition v0."""
     out += _S4.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     v_replica_nodes = o.replica_nodes
-    _write_compact_array_len(out, v_replica_nodes, False)
+    if v_replica_nodes is not None and len(v_replica_nodes) < 127:
+        out.append(len(v_replica_nodes) + 1)
+    else:
+        _write_compact_array_len(out, v_replica_nodes, False)
     if v_replica_nodes:
         out += _pack('>%di' % len(v_replica_nodes), *v_replica_nodes)
     v_isr_nodes = o.isr_nodes
-    _write_compact_array_len(out, v_isr_nodes, False)
+    if v_isr_nodes is not None and len(v_isr_nodes) < 127:
+        out.append(len(v_isr_nodes) + 1)
+    else:
+        _write_compact_array_len(out, v_isr_nodes, False)
     if v_isr_nodes:
         out += _pack('>%di' % len(v_isr_nodes), *v_isr_nodes)
     v_eligible_leader_replicas = o.eligible_leader_replicas
-    _write_compact_array_len(out, v_eligible_leader_replicas, True)
+    if v_eligible_leader_replicas is not None and len(v_eligible_leader_replicas) < 127:
+        out.append(len(v_eligible_leader_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_eligible_leader_replicas, True)
     if v_eligible_leader_replicas:
         out += _pack('>%di' % len(v_eligible_leader_replicas), *v_eligible_leader_replicas)
     v_last_known_elr = o.last_known_elr
-    _write_compact_array_len(out, v_last_known_elr, True)
+    if v_last_known_elr is not None and len(v_last_known_elr) < 127:
+        out.append(len(v_last_known_elr) + 1)
+    else:
+        _write_compact_array_len(out, v_last_known_elr, True)
     if v_last_known_elr:
         out += _pack('>%di' % len(v_last_known_elr), *v_last_known_elr)
     v_offline_replicas = o.offline_replicas
-    _write_compact_array_len(out, v_offline_replicas, False)
+    if v_offline_replicas is not None and len(v_offline_replicas) < 127:
+        out.append(len(v_offline_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_offline_replicas, False)
     if v_offline_replicas:
         out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
     if o.unknown_tagged_fields:
@@ -376,7 +460,11 @@ def _d_DescribeTopicPartitionsResponse_Cursor_0(buf: memoryview, pos: int) -> tu
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -400,7 +488,11 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_0(buf: me
     f_next_cursor: DescribeTopicPartitionsResponse.Cursor | None
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -414,7 +506,11 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_0(buf: me
     else:
         f_next_cursor, pos = _d_DescribeTopicPartitionsResponse_Cursor_0(buf, pos + 1)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -426,7 +522,10 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_0(out: by
     """DescribeTopicPartitionsResponse v0."""
     out += _S0.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(out, ch, x_topics)

@@ -68,7 +68,11 @@ _C_DescribeTransactionsRequest_DescribeTransactionsRequest = DescribeTransaction
 def _d_DescribeTransactionsRequest_DescribeTransactionsRequest_0(buf: memoryview, pos: int) -> tuple[DescribeTransactionsRequest, int]:
     """DescribeTransactionsRequest v0."""
     f_transactional_ids: list[str]
-    n_transactional_ids, pos = _read_compact_array_len(buf, pos)
+    n_transactional_ids = buf[pos] - 1
+    if n_transactional_ids < 127 and n_transactional_ids <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_transactional_ids, pos = _read_compact_array_len(buf, pos)
     if n_transactional_ids < 0:
         raise DecodeError('null in non-nullable array transactional_ids')
     else:
@@ -77,7 +81,11 @@ def _d_DescribeTransactionsRequest_DescribeTransactionsRequest_0(buf: memoryview
             x_transactional_ids, pos = _read_compact_string(buf, pos)
             f_transactional_ids.append(x_transactional_ids)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -88,7 +96,10 @@ def _d_DescribeTransactionsRequest_DescribeTransactionsRequest_0(buf: memoryview
 def _e_DescribeTransactionsRequest_DescribeTransactionsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeTransactionsRequest) -> None:
     """DescribeTransactionsRequest v0."""
     v_transactional_ids = o.transactional_ids
-    _write_compact_array_len(out, v_transactional_ids, False)
+    if v_transactional_ids is not None and len(v_transactional_ids) < 127:
+        out.append(len(v_transactional_ids) + 1)
+    else:
+        _write_compact_array_len(out, v_transactional_ids, False)
     if v_transactional_ids:
         for x_transactional_ids in v_transactional_ids:
             _write_compact_string(out, x_transactional_ids)
@@ -168,7 +179,11 @@ def _d_DescribeTransactionsResponse_TransactionState_0(buf: memoryview, pos: int
     f_transaction_state, pos = _read_compact_string(buf, pos)
     f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch = _S1.unpack_from(buf, pos)
     pos += 22
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -177,7 +192,11 @@ def _d_DescribeTransactionsResponse_TransactionState_0(buf: memoryview, pos: int
             x_topics, pos = _d_DescribeTransactionsResponse_TopicData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -192,7 +211,10 @@ def _e_DescribeTransactionsResponse_TransactionState_0(out: bytearray, ch: list[
     _write_compact_string(out, o.transaction_state)
     out += _S1.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_DescribeTransactionsResponse_TopicData_0(out, ch, x_topics)
@@ -207,13 +229,24 @@ def _d_DescribeTransactionsResponse_TopicData_0(buf: memoryview, pos: int) -> tu
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -225,7 +258,10 @@ def _e_DescribeTransactionsResponse_TopicData_0(out: bytearray, ch: list[Chunk] 
     """TopicData v0."""
     _write_compact_string(out, o.topic)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -239,7 +275,11 @@ def _d_DescribeTransactionsResponse_DescribeTransactionsResponse_0(buf: memoryvi
     f_transaction_states: list[DescribeTransactionsResponse.TransactionState]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_transaction_states, pos = _read_compact_array_len(buf, pos)
+    n_transaction_states = buf[pos] - 1
+    if n_transaction_states < 127 and n_transaction_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_transaction_states, pos = _read_compact_array_len(buf, pos)
     if n_transaction_states < 0:
         raise DecodeError('null in non-nullable array transaction_states')
     else:
@@ -248,7 +288,11 @@ def _d_DescribeTransactionsResponse_DescribeTransactionsResponse_0(buf: memoryvi
             x_transaction_states, pos = _d_DescribeTransactionsResponse_TransactionState_0(buf, pos)
             f_transaction_states.append(x_transaction_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -260,7 +304,10 @@ def _e_DescribeTransactionsResponse_DescribeTransactionsResponse_0(out: bytearra
     """DescribeTransactionsResponse v0."""
     out += _S2.pack(o.throttle_time_ms)
     v_transaction_states = o.transaction_states
-    _write_compact_array_len(out, v_transaction_states, False)
+    if v_transaction_states is not None and len(v_transaction_states) < 127:
+        out.append(len(v_transaction_states) + 1)
+    else:
+        _write_compact_array_len(out, v_transaction_states, False)
     if v_transaction_states:
         for x_transaction_states in v_transaction_states:
             _e_DescribeTransactionsResponse_TransactionState_0(out, ch, x_transaction_states)

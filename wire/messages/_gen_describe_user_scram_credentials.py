@@ -77,7 +77,11 @@ def _d_DescribeUserScramCredentialsRequest_UserName_0(buf: memoryview, pos: int)
     f_name: str
     f_name, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -97,7 +101,11 @@ def _e_DescribeUserScramCredentialsRequest_UserName_0(out: bytearray, ch: list[C
 def _d_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_0(buf: memoryview, pos: int) -> tuple[DescribeUserScramCredentialsRequest, int]:
     """DescribeUserScramCredentialsRequest v0."""
     f_users: list[DescribeUserScramCredentialsRequest.UserName] | None
-    n_users, pos = _read_compact_array_len(buf, pos)
+    n_users = buf[pos] - 1
+    if n_users < 127 and n_users <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_users, pos = _read_compact_array_len(buf, pos)
     if n_users < 0:
         f_users = None
     else:
@@ -106,7 +114,11 @@ def _d_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_0
             x_users, pos = _d_DescribeUserScramCredentialsRequest_UserName_0(buf, pos)
             f_users.append(x_users)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -117,7 +129,10 @@ def _d_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_0
 def _e_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeUserScramCredentialsRequest) -> None:
     """DescribeUserScramCredentialsRequest v0."""
     v_users = o.users
-    _write_compact_array_len(out, v_users, True)
+    if v_users is not None and len(v_users) < 127:
+        out.append(len(v_users) + 1)
+    else:
+        _write_compact_array_len(out, v_users, True)
     if v_users:
         for x_users in v_users:
             _e_DescribeUserScramCredentialsRequest_UserName_0(out, ch, x_users)
@@ -193,7 +208,11 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_credential_infos, pos = _read_compact_array_len(buf, pos)
+    n_credential_infos = buf[pos] - 1
+    if n_credential_infos < 127 and n_credential_infos <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_credential_infos, pos = _read_compact_array_len(buf, pos)
     if n_credential_infos < 0:
         raise DecodeError('null in non-nullable array credential_infos')
     else:
@@ -202,7 +221,11 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
             x_credential_infos, pos = _d_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf, pos)
             f_credential_infos.append(x_credential_infos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -216,7 +239,10 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
     out += _S0.pack(o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_credential_infos = o.credential_infos
-    _write_compact_array_len(out, v_credential_infos, False)
+    if v_credential_infos is not None and len(v_credential_infos) < 127:
+        out.append(len(v_credential_infos) + 1)
+    else:
+        _write_compact_array_len(out, v_credential_infos, False)
     if v_credential_infos:
         for x_credential_infos in v_credential_infos:
             _e_DescribeUserScramCredentialsResponse_CredentialInfo_0(out, ch, x_credential_infos)
@@ -231,7 +257,11 @@ def _d_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf: memoryview, po
     f_mechanism, f_iterations = _S1.unpack_from(buf, pos)
     pos += 5
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -255,7 +285,11 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -264,7 +298,11 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse
             x_results, pos = _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -277,7 +315,10 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(out, ch, x_results)

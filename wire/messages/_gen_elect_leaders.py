@@ -91,7 +91,10 @@ def _d_ElectLeadersRequest_TopicPartitions_0(buf: memoryview, pos: int) -> tuple
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     return _C_ElectLeadersRequest_TopicPartitions(f_topic, f_partitions, {}), pos
 
 
@@ -109,13 +112,24 @@ def _d_ElectLeadersRequest_TopicPartitions_1(buf: memoryview, pos: int) -> tuple
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -127,7 +141,10 @@ def _e_ElectLeadersRequest_TopicPartitions_1(out: bytearray, ch: list[Chunk] | N
     """TopicPartitions v2."""
     _write_compact_string(out, o.topic)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -196,7 +213,11 @@ def _d_ElectLeadersRequest_ElectLeadersRequest_2(buf: memoryview, pos: int) -> t
     f_topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
     f_election_type, = _S1.unpack_from(buf, pos)
     pos += 1
-    n_topic_partitions, pos = _read_compact_array_len(buf, pos)
+    n_topic_partitions = buf[pos] - 1
+    if n_topic_partitions < 127 and n_topic_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_partitions, pos = _read_compact_array_len(buf, pos)
     if n_topic_partitions < 0:
         f_topic_partitions = None
     else:
@@ -207,7 +228,11 @@ def _d_ElectLeadersRequest_ElectLeadersRequest_2(buf: memoryview, pos: int) -> t
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -219,7 +244,10 @@ def _e_ElectLeadersRequest_ElectLeadersRequest_2(out: bytearray, ch: list[Chunk]
     """ElectLeadersRequest v2."""
     out += _S1.pack(o.election_type)
     v_topic_partitions = o.topic_partitions
-    _write_compact_array_len(out, v_topic_partitions, True)
+    if v_topic_partitions is not None and len(v_topic_partitions) < 127:
+        out.append(len(v_topic_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_partitions, True)
     if v_topic_partitions:
         for x_topic_partitions in v_topic_partitions:
             _e_ElectLeadersRequest_TopicPartitions_1(out, ch, x_topic_partitions)
@@ -316,7 +344,11 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_1(buf: memoryview, pos: int) -
     f_topic: str
     f_partition_result: list[ElectLeadersResponse.PartitionResult]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partition_result, pos = _read_compact_array_len(buf, pos)
+    n_partition_result = buf[pos] - 1
+    if n_partition_result < 127 and n_partition_result <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_result, pos = _read_compact_array_len(buf, pos)
     if n_partition_result < 0:
         raise DecodeError('null in non-nullable array partition_result')
     else:
@@ -325,7 +357,11 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_1(buf: memoryview, pos: int) -
             x_partition_result, pos = _d_ElectLeadersResponse_PartitionResult_1(buf, pos)
             f_partition_result.append(x_partition_result)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -337,7 +373,10 @@ def _e_ElectLeadersResponse_ReplicaElectionResult_1(out: bytearray, ch: list[Chu
     """ReplicaElectionResult v2."""
     _write_compact_string(out, o.topic)
     v_partition_result = o.partition_result
-    _write_compact_array_len(out, v_partition_result, False)
+    if v_partition_result is not None and len(v_partition_result) < 127:
+        out.append(len(v_partition_result) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_result, False)
     if v_partition_result:
         for x_partition_result in v_partition_result:
             _e_ElectLeadersResponse_PartitionResult_1(out, ch, x_partition_result)
@@ -369,7 +408,11 @@ def _d_ElectLeadersResponse_PartitionResult_1(buf: memoryview, pos: int) -> tupl
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -444,7 +487,11 @@ def _d_ElectLeadersResponse_ElectLeadersResponse_2(buf: memoryview, pos: int) ->
     f_replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    n_replica_election_results, pos = _read_compact_array_len(buf, pos)
+    n_replica_election_results = buf[pos] - 1
+    if n_replica_election_results < 127 and n_replica_election_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_replica_election_results, pos = _read_compact_array_len(buf, pos)
     if n_replica_election_results < 0:
         raise DecodeError('null in non-nullable array replica_election_results')
     else:
@@ -453,7 +500,11 @@ def _d_ElectLeadersResponse_ElectLeadersResponse_2(buf: memoryview, pos: int) ->
             x_replica_election_results, pos = _d_ElectLeadersResponse_ReplicaElectionResult_1(buf, pos)
             f_replica_election_results.append(x_replica_election_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -465,7 +516,10 @@ def _e_ElectLeadersResponse_ElectLeadersResponse_2(out: bytearray, ch: list[Chun
     """ElectLeadersResponse v2."""
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     v_replica_election_results = o.replica_election_results
-    _write_compact_array_len(out, v_replica_election_results, False)
+    if v_replica_election_results is not None and len(v_replica_election_results) < 127:
+        out.append(len(v_replica_election_results) + 1)
+    else:
+        _write_compact_array_len(out, v_replica_election_results, False)
     if v_replica_election_results:
         for x_replica_election_results in v_replica_election_results:
             _e_ElectLeadersResponse_ReplicaElectionResult_1(out, ch, x_replica_election_results)

@@ -141,7 +141,11 @@ def _d_EndQuorumEpochRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[End
     f_topic_name: str
     f_partitions: list[EndQuorumEpochRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -150,7 +154,11 @@ def _d_EndQuorumEpochRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[End
             x_partitions, pos = _d_EndQuorumEpochRequest_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -162,7 +170,10 @@ def _e_EndQuorumEpochRequest_TopicData_1(out: bytearray, ch: list[Chunk] | None,
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_EndQuorumEpochRequest_PartitionData_1(out, ch, x_partitions)
@@ -181,7 +192,10 @@ def _d_EndQuorumEpochRequest_PartitionData_0(buf: memoryview, pos: int) -> tuple
     if n_preferred_successors < 0:
         raise DecodeError('null in non-nullable array preferred_successors')
     else:
-        f_preferred_successors, pos = _read_fixed_array(buf, pos, n_preferred_successors, 'i', 4)
+        if n_preferred_successors == 0:
+            f_preferred_successors = []
+        else:
+            f_preferred_successors, pos = _read_fixed_array(buf, pos, n_preferred_successors, 'i', 4)
     return _C_EndQuorumEpochRequest_PartitionData(f_partition_index, f_leader_id, f_leader_epoch, f_preferred_successors, [], {}), pos
 
 
@@ -199,7 +213,11 @@ def _d_EndQuorumEpochRequest_PartitionData_1(buf: memoryview, pos: int) -> tuple
     f_preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo]
     f_partition_index, f_leader_id, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 12
-    n_preferred_candidates, pos = _read_compact_array_len(buf, pos)
+    n_preferred_candidates = buf[pos] - 1
+    if n_preferred_candidates < 127 and n_preferred_candidates <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_preferred_candidates, pos = _read_compact_array_len(buf, pos)
     if n_preferred_candidates < 0:
         raise DecodeError('null in non-nullable array preferred_candidates')
     else:
@@ -208,7 +226,11 @@ def _d_EndQuorumEpochRequest_PartitionData_1(buf: memoryview, pos: int) -> tuple
             x_preferred_candidates, pos = _d_EndQuorumEpochRequest_ReplicaInfo_0(buf, pos)
             f_preferred_candidates.append(x_preferred_candidates)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -220,7 +242,10 @@ def _e_EndQuorumEpochRequest_PartitionData_1(out: bytearray, ch: list[Chunk] | N
     """PartitionData v1."""
     out += _S0.pack(o.partition_index, o.leader_id, o.leader_epoch)
     v_preferred_candidates = o.preferred_candidates
-    _write_compact_array_len(out, v_preferred_candidates, False)
+    if v_preferred_candidates is not None and len(v_preferred_candidates) < 127:
+        out.append(len(v_preferred_candidates) + 1)
+    else:
+        _write_compact_array_len(out, v_preferred_candidates, False)
     if v_preferred_candidates:
         for x_preferred_candidates in v_preferred_candidates:
             _e_EndQuorumEpochRequest_ReplicaInfo_0(out, ch, x_preferred_candidates)
@@ -236,7 +261,11 @@ def _d_EndQuorumEpochRequest_ReplicaInfo_0(buf: memoryview, pos: int) -> tuple[E
     f_candidate_directory_id = _UUID(bytes=f_candidate_directory_id)
     pos += 20
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -262,7 +291,11 @@ def _d_EndQuorumEpochRequest_LeaderEndpoint_0(buf: memoryview, pos: int) -> tupl
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -313,7 +346,11 @@ def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_1(buf: memoryview, pos: int) 
     f_topics: list[EndQuorumEpochRequest.TopicData]
     f_leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint]
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -321,7 +358,11 @@ def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_1(buf: memoryview, pos: int) 
         for _ in range(n_topics):
             x_topics, pos = _d_EndQuorumEpochRequest_TopicData_1(buf, pos)
             f_topics.append(x_topics)
-    n_leader_endpoints, pos = _read_compact_array_len(buf, pos)
+    n_leader_endpoints = buf[pos] - 1
+    if n_leader_endpoints < 127 and n_leader_endpoints <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_leader_endpoints, pos = _read_compact_array_len(buf, pos)
     if n_leader_endpoints < 0:
         raise DecodeError('null in non-nullable array leader_endpoints')
     else:
@@ -330,7 +371,11 @@ def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_1(buf: memoryview, pos: int) 
             x_leader_endpoints, pos = _d_EndQuorumEpochRequest_LeaderEndpoint_0(buf, pos)
             f_leader_endpoints.append(x_leader_endpoints)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -342,12 +387,18 @@ def _e_EndQuorumEpochRequest_EndQuorumEpochRequest_1(out: bytearray, ch: list[Ch
     """EndQuorumEpochRequest v1."""
     _write_compact_nullable_string(out, o.cluster_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_EndQuorumEpochRequest_TopicData_1(out, ch, x_topics)
     v_leader_endpoints = o.leader_endpoints
-    _write_compact_array_len(out, v_leader_endpoints, False)
+    if v_leader_endpoints is not None and len(v_leader_endpoints) < 127:
+        out.append(len(v_leader_endpoints) + 1)
+    else:
+        _write_compact_array_len(out, v_leader_endpoints, False)
     if v_leader_endpoints:
         for x_leader_endpoints in v_leader_endpoints:
             _e_EndQuorumEpochRequest_LeaderEndpoint_0(out, ch, x_leader_endpoints)
@@ -452,7 +503,11 @@ def _d_EndQuorumEpochResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[En
     f_topic_name: str
     f_partitions: list[EndQuorumEpochResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -461,7 +516,11 @@ def _d_EndQuorumEpochResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[En
             x_partitions, pos = _d_EndQuorumEpochResponse_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -473,7 +532,10 @@ def _e_EndQuorumEpochResponse_TopicData_1(out: bytearray, ch: list[Chunk] | None
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_EndQuorumEpochResponse_PartitionData_1(out, ch, x_partitions)
@@ -500,7 +562,11 @@ def _d_EndQuorumEpochResponse_PartitionData_1(buf: memoryview, pos: int) -> tupl
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S3.unpack_from(buf, pos)
     pos += 14
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -526,7 +592,11 @@ def _d_EndQuorumEpochResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -577,7 +647,11 @@ def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_1(buf: memoryview, pos: int
     f_node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -587,12 +661,20 @@ def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_1(buf: memoryview, pos: int
             f_topics.append(x_topics)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints, tp = _read_compact_array_len(tb, tp)
+            n_node_endpoints = tb[tp] - 1
+            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
+                tp += 1
+            else:
+                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
             if n_node_endpoints < 0:
                 raise DecodeError('null in non-nullable array node_endpoints')
             else:
@@ -610,7 +692,10 @@ def _e_EndQuorumEpochResponse_EndQuorumEpochResponse_1(out: bytearray, ch: list[
     """EndQuorumEpochResponse v1."""
     out += _S5.pack(o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_EndQuorumEpochResponse_TopicData_1(out, ch, x_topics)
@@ -618,7 +703,10 @@ def _e_EndQuorumEpochResponse_EndQuorumEpochResponse_1(out: bytearray, ch: list[
     if o.node_endpoints != []:
         t = bytearray()
         v_node_endpoints = o.node_endpoints
-        _write_compact_array_len(t, v_node_endpoints, False)
+        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
+            t.append(len(v_node_endpoints) + 1)
+        else:
+            _write_compact_array_len(t, v_node_endpoints, False)
         if v_node_endpoints:
             for x_node_endpoints in v_node_endpoints:
                 _e_EndQuorumEpochResponse_NodeEndpoint_0(t, None, x_node_endpoints)

@@ -88,7 +88,11 @@ def _d_EndTxnRequest_EndTxnRequest_1(buf: memoryview, pos: int) -> tuple[EndTxnR
     f_producer_id, f_producer_epoch, f_committed = _S0.unpack_from(buf, pos)
     pos += 11
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -162,7 +166,11 @@ def _d_EndTxnResponse_EndTxnResponse_1(buf: memoryview, pos: int) -> tuple[EndTx
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

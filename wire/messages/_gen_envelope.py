@@ -73,7 +73,11 @@ def _d_EnvelopeRequest_EnvelopeRequest_0(buf: memoryview, pos: int) -> tuple[Env
     f_request_principal, pos = _read_compact_nullable_bytes(buf, pos)
     f_client_host_address, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -138,7 +142,11 @@ def _d_EnvelopeResponse_EnvelopeResponse_0(buf: memoryview, pos: int) -> tuple[E
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

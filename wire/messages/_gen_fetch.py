@@ -141,7 +141,11 @@ def _d_FetchRequest_ReplicaState_0(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_replica_id, f_replica_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -241,7 +245,11 @@ def _d_FetchRequest_FetchTopic_3(buf: memoryview, pos: int) -> tuple[FetchReques
     f_topic: str
     f_partitions: list[FetchRequest.FetchPartition]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -250,7 +258,11 @@ def _d_FetchRequest_FetchTopic_3(buf: memoryview, pos: int) -> tuple[FetchReques
             x_partitions, pos = _d_FetchRequest_FetchPartition_3(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -262,7 +274,10 @@ def _e_FetchRequest_FetchTopic_3(out: bytearray, ch: list[Chunk] | None, o: Fetc
     """FetchTopic v12."""
     _write_compact_string(out, o.topic)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_FetchRequest_FetchPartition_3(out, ch, x_partitions)
@@ -278,7 +293,11 @@ def _d_FetchRequest_FetchTopic_4(buf: memoryview, pos: int) -> tuple[FetchReques
     f_topic_id, = _S1.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -287,7 +306,11 @@ def _d_FetchRequest_FetchTopic_4(buf: memoryview, pos: int) -> tuple[FetchReques
             x_partitions, pos = _d_FetchRequest_FetchPartition_3(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -299,7 +322,10 @@ def _e_FetchRequest_FetchTopic_4(out: bytearray, ch: list[Chunk] | None, o: Fetc
     """FetchTopic v13-16."""
     out += _S1.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_FetchRequest_FetchPartition_3(out, ch, x_partitions)
@@ -315,7 +341,11 @@ def _d_FetchRequest_FetchTopic_5(buf: memoryview, pos: int) -> tuple[FetchReques
     f_topic_id, = _S1.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -324,7 +354,11 @@ def _d_FetchRequest_FetchTopic_5(buf: memoryview, pos: int) -> tuple[FetchReques
             x_partitions, pos = _d_FetchRequest_FetchPartition_4(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -336,7 +370,10 @@ def _e_FetchRequest_FetchTopic_5(out: bytearray, ch: list[Chunk] | None, o: Fetc
     """FetchTopic v17."""
     out += _S1.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_FetchRequest_FetchPartition_4(out, ch, x_partitions)
@@ -387,7 +424,11 @@ def _d_FetchRequest_FetchPartition_3(buf: memoryview, pos: int) -> tuple[FetchRe
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S5.unpack_from(buf, pos)
     pos += 32
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -410,7 +451,11 @@ def _d_FetchRequest_FetchPartition_4(buf: memoryview, pos: int) -> tuple[FetchRe
     pos += 32
     f_replica_directory_id = _ZERO_UUID
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -447,7 +492,10 @@ def _d_FetchRequest_ForgottenTopic_0(buf: memoryview, pos: int) -> tuple[FetchRe
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     return _C_FetchRequest_ForgottenTopic(f_topic, _ZERO_UUID, f_partitions, {}), pos
 
 
@@ -465,13 +513,24 @@ def _d_FetchRequest_ForgottenTopic_1(buf: memoryview, pos: int) -> tuple[FetchRe
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -483,7 +542,10 @@ def _e_FetchRequest_ForgottenTopic_1(out: bytearray, ch: list[Chunk] | None, o: 
     """ForgottenTopic v12."""
     _write_compact_string(out, o.topic)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -498,13 +560,24 @@ def _d_FetchRequest_ForgottenTopic_2(buf: memoryview, pos: int) -> tuple[FetchRe
     f_topic_id, = _S1.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -516,7 +589,10 @@ def _e_FetchRequest_ForgottenTopic_2(out: bytearray, ch: list[Chunk] | None, o: 
     """ForgottenTopic v13-17."""
     out += _S1.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -760,7 +836,11 @@ def _d_FetchRequest_FetchRequest_7(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_rack_id: str
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S9.unpack_from(buf, pos)
     pos += 25
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -768,7 +848,11 @@ def _d_FetchRequest_FetchRequest_7(buf: memoryview, pos: int) -> tuple[FetchRequ
         for _ in range(n_topics):
             x_topics, pos = _d_FetchRequest_FetchTopic_3(buf, pos)
             f_topics.append(x_topics)
-    n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
+    n_forgotten_topics_data = buf[pos] - 1
+    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
     if n_forgotten_topics_data < 0:
         raise DecodeError('null in non-nullable array forgotten_topics_data')
     else:
@@ -779,7 +863,11 @@ def _d_FetchRequest_FetchRequest_7(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_rack_id, pos = _read_compact_string(buf, pos)
     f_cluster_id = None
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -795,12 +883,18 @@ def _e_FetchRequest_FetchRequest_7(out: bytearray, ch: list[Chunk] | None, o: Fe
     """FetchRequest v12."""
     out += _S9.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_FetchRequest_FetchTopic_3(out, ch, x_topics)
     v_forgotten_topics_data = o.forgotten_topics_data
-    _write_compact_array_len(out, v_forgotten_topics_data, False)
+    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
+        out.append(len(v_forgotten_topics_data) + 1)
+    else:
+        _write_compact_array_len(out, v_forgotten_topics_data, False)
     if v_forgotten_topics_data:
         for x_forgotten_topics_data in v_forgotten_topics_data:
             _e_FetchRequest_ForgottenTopic_1(out, ch, x_forgotten_topics_data)
@@ -824,7 +918,11 @@ def _d_FetchRequest_FetchRequest_8(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_rack_id: str
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S9.unpack_from(buf, pos)
     pos += 25
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -832,7 +930,11 @@ def _d_FetchRequest_FetchRequest_8(buf: memoryview, pos: int) -> tuple[FetchRequ
         for _ in range(n_topics):
             x_topics, pos = _d_FetchRequest_FetchTopic_4(buf, pos)
             f_topics.append(x_topics)
-    n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
+    n_forgotten_topics_data = buf[pos] - 1
+    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
     if n_forgotten_topics_data < 0:
         raise DecodeError('null in non-nullable array forgotten_topics_data')
     else:
@@ -843,7 +945,11 @@ def _d_FetchRequest_FetchRequest_8(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_rack_id, pos = _read_compact_string(buf, pos)
     f_cluster_id = None
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -859,12 +965,18 @@ def _e_FetchRequest_FetchRequest_8(out: bytearray, ch: list[Chunk] | None, o: Fe
     """FetchRequest v13-14."""
     out += _S9.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_FetchRequest_FetchTopic_4(out, ch, x_topics)
     v_forgotten_topics_data = o.forgotten_topics_data
-    _write_compact_array_len(out, v_forgotten_topics_data, False)
+    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
+        out.append(len(v_forgotten_topics_data) + 1)
+    else:
+        _write_compact_array_len(out, v_forgotten_topics_data, False)
     if v_forgotten_topics_data:
         for x_forgotten_topics_data in v_forgotten_topics_data:
             _e_FetchRequest_ForgottenTopic_2(out, ch, x_forgotten_topics_data)
@@ -889,7 +1001,11 @@ def _d_FetchRequest_FetchRequest_9(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_rack_id: str
     f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S10.unpack_from(buf, pos)
     pos += 21
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -897,7 +1013,11 @@ def _d_FetchRequest_FetchRequest_9(buf: memoryview, pos: int) -> tuple[FetchRequ
         for _ in range(n_topics):
             x_topics, pos = _d_FetchRequest_FetchTopic_4(buf, pos)
             f_topics.append(x_topics)
-    n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
+    n_forgotten_topics_data = buf[pos] - 1
+    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
     if n_forgotten_topics_data < 0:
         raise DecodeError('null in non-nullable array forgotten_topics_data')
     else:
@@ -909,7 +1029,11 @@ def _d_FetchRequest_FetchRequest_9(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_cluster_id = None
     f_replica_state = _C_FetchRequest_ReplicaState()
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -928,12 +1052,18 @@ def _e_FetchRequest_FetchRequest_9(out: bytearray, ch: list[Chunk] | None, o: Fe
     """FetchRequest v15-16."""
     out += _S10.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_FetchRequest_FetchTopic_4(out, ch, x_topics)
     v_forgotten_topics_data = o.forgotten_topics_data
-    _write_compact_array_len(out, v_forgotten_topics_data, False)
+    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
+        out.append(len(v_forgotten_topics_data) + 1)
+    else:
+        _write_compact_array_len(out, v_forgotten_topics_data, False)
     if v_forgotten_topics_data:
         for x_forgotten_topics_data in v_forgotten_topics_data:
             _e_FetchRequest_ForgottenTopic_2(out, ch, x_forgotten_topics_data)
@@ -962,7 +1092,11 @@ def _d_FetchRequest_FetchRequest_10(buf: memoryview, pos: int) -> tuple[FetchReq
     f_rack_id: str
     f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S10.unpack_from(buf, pos)
     pos += 21
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -970,7 +1104,11 @@ def _d_FetchRequest_FetchRequest_10(buf: memoryview, pos: int) -> tuple[FetchReq
         for _ in range(n_topics):
             x_topics, pos = _d_FetchRequest_FetchTopic_5(buf, pos)
             f_topics.append(x_topics)
-    n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
+    n_forgotten_topics_data = buf[pos] - 1
+    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
     if n_forgotten_topics_data < 0:
         raise DecodeError('null in non-nullable array forgotten_topics_data')
     else:
@@ -982,7 +1120,11 @@ def _d_FetchRequest_FetchRequest_10(buf: memoryview, pos: int) -> tuple[FetchReq
     f_cluster_id = None
     f_replica_state = _C_FetchRequest_ReplicaState()
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -1001,12 +1143,18 @@ def _e_FetchRequest_FetchRequest_10(out: bytearray, ch: list[Chunk] | None, o: F
     """FetchRequest v17."""
     out += _S10.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_FetchRequest_FetchTopic_5(out, ch, x_topics)
     v_forgotten_topics_data = o.forgotten_topics_data
-    _write_compact_array_len(out, v_forgotten_topics_data, False)
+    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
+        out.append(len(v_forgotten_topics_data) + 1)
+    else:
+        _write_compact_array_len(out, v_forgotten_topics_data, False)
     if v_forgotten_topics_data:
         for x_forgotten_topics_data in v_forgotten_topics_data:
             _e_FetchRequest_ForgottenTopic_2(out, ch, x_forgotten_topics_data)
@@ -1238,7 +1386,11 @@ def _d_FetchResponse_FetchableTopicResponse_4(buf: memoryview, pos: int) -> tupl
     f_topic: str
     f_partitions: list[FetchResponse.PartitionData]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -1247,7 +1399,11 @@ def _d_FetchResponse_FetchableTopicResponse_4(buf: memoryview, pos: int) -> tupl
             x_partitions, pos = _d_FetchResponse_PartitionData_4(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1259,7 +1415,10 @@ def _e_FetchResponse_FetchableTopicResponse_4(out: bytearray, ch: list[Chunk] | 
     """FetchableTopicResponse v12."""
     _write_compact_string(out, o.topic)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_FetchResponse_PartitionData_4(out, ch, x_partitions)
@@ -1275,7 +1434,11 @@ def _d_FetchResponse_FetchableTopicResponse_5(buf: memoryview, pos: int) -> tupl
     f_topic_id, = _S1.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -1284,7 +1447,11 @@ def _d_FetchResponse_FetchableTopicResponse_5(buf: memoryview, pos: int) -> tupl
             x_partitions, pos = _d_FetchResponse_PartitionData_4(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1296,7 +1463,10 @@ def _e_FetchResponse_FetchableTopicResponse_5(out: bytearray, ch: list[Chunk] | 
     """FetchableTopicResponse v13-17."""
     out += _S1.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_FetchResponse_PartitionData_4(out, ch, x_partitions)
@@ -1420,7 +1590,11 @@ def _d_FetchResponse_PartitionData_4(buf: memoryview, pos: int) -> tuple[FetchRe
     f_records: _Records
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S13.unpack_from(buf, pos)
     pos += 30
-    n_aborted_transactions, pos = _read_compact_array_len(buf, pos)
+    n_aborted_transactions = buf[pos] - 1
+    if n_aborted_transactions < 127 and n_aborted_transactions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_aborted_transactions, pos = _read_compact_array_len(buf, pos)
     if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
@@ -1435,7 +1609,11 @@ def _d_FetchResponse_PartitionData_4(buf: memoryview, pos: int) -> tuple[FetchRe
     f_current_leader = _C_FetchResponse_LeaderIdAndEpoch()
     f_snapshot_id = _C_FetchResponse_SnapshotId()
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -1457,7 +1635,10 @@ def _e_FetchResponse_PartitionData_4(out: bytearray, ch: list[Chunk] | None, o: 
     """PartitionData v12-17."""
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     v_aborted_transactions = o.aborted_transactions
-    _write_compact_array_len(out, v_aborted_transactions, True)
+    if v_aborted_transactions is not None and len(v_aborted_transactions) < 127:
+        out.append(len(v_aborted_transactions) + 1)
+    else:
+        _write_compact_array_len(out, v_aborted_transactions, True)
     if v_aborted_transactions:
         for x_aborted_transactions in v_aborted_transactions:
             _e_FetchResponse_AbortedTransaction_1(out, ch, x_aborted_transactions)
@@ -1487,7 +1668,11 @@ def _d_FetchResponse_EpochEndOffset_0(buf: memoryview, pos: int) -> tuple[FetchR
     f_epoch, f_end_offset = _S0.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1509,7 +1694,11 @@ def _d_FetchResponse_LeaderIdAndEpoch_0(buf: memoryview, pos: int) -> tuple[Fetc
     f_leader_id, f_leader_epoch = _S15.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1531,7 +1720,11 @@ def _d_FetchResponse_SnapshotId_0(buf: memoryview, pos: int) -> tuple[FetchRespo
     f_end_offset, f_epoch = _S16.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1565,7 +1758,11 @@ def _d_FetchResponse_AbortedTransaction_1(buf: memoryview, pos: int) -> tuple[Fe
     f_producer_id, f_first_offset = _S17.unpack_from(buf, pos)
     pos += 16
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1593,7 +1790,11 @@ def _d_FetchResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[FetchRes
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1771,7 +1972,11 @@ def _d_FetchResponse_FetchResponse_6(buf: memoryview, pos: int) -> tuple[FetchRe
     f_responses: list[FetchResponse.FetchableTopicResponse]
     f_throttle_time_ms, f_error_code, f_session_id = _S18.unpack_from(buf, pos)
     pos += 10
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -1780,7 +1985,11 @@ def _d_FetchResponse_FetchResponse_6(buf: memoryview, pos: int) -> tuple[FetchRe
             x_responses, pos = _d_FetchResponse_FetchableTopicResponse_4(buf, pos)
             f_responses.append(x_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1792,7 +2001,10 @@ def _e_FetchResponse_FetchResponse_6(out: bytearray, ch: list[Chunk] | None, o: 
     """FetchResponse v12."""
     out += _S18.pack(o.throttle_time_ms, o.error_code, o.session_id)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_FetchResponse_FetchableTopicResponse_4(out, ch, x_responses)
@@ -1807,7 +2019,11 @@ def _d_FetchResponse_FetchResponse_7(buf: memoryview, pos: int) -> tuple[FetchRe
     f_responses: list[FetchResponse.FetchableTopicResponse]
     f_throttle_time_ms, f_error_code, f_session_id = _S18.unpack_from(buf, pos)
     pos += 10
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -1816,7 +2032,11 @@ def _d_FetchResponse_FetchResponse_7(buf: memoryview, pos: int) -> tuple[FetchRe
             x_responses, pos = _d_FetchResponse_FetchableTopicResponse_5(buf, pos)
             f_responses.append(x_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1828,7 +2048,10 @@ def _e_FetchResponse_FetchResponse_7(out: bytearray, ch: list[Chunk] | None, o: 
     """FetchResponse v13-15."""
     out += _S18.pack(o.throttle_time_ms, o.error_code, o.session_id)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_FetchResponse_FetchableTopicResponse_5(out, ch, x_responses)
@@ -1844,7 +2067,11 @@ def _d_FetchResponse_FetchResponse_8(buf: memoryview, pos: int) -> tuple[FetchRe
     f_node_endpoints: list[FetchResponse.NodeEndpoint]
     f_throttle_time_ms, f_error_code, f_session_id = _S18.unpack_from(buf, pos)
     pos += 10
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -1854,12 +2081,20 @@ def _d_FetchResponse_FetchResponse_8(buf: memoryview, pos: int) -> tuple[FetchRe
             f_responses.append(x_responses)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints, tp = _read_compact_array_len(tb, tp)
+            n_node_endpoints = tb[tp] - 1
+            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
+                tp += 1
+            else:
+                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
             if n_node_endpoints < 0:
                 raise DecodeError('null in non-nullable array node_endpoints')
             else:
@@ -1877,7 +2112,10 @@ def _e_FetchResponse_FetchResponse_8(out: bytearray, ch: list[Chunk] | None, o: 
     """FetchResponse v16-17."""
     out += _S18.pack(o.throttle_time_ms, o.error_code, o.session_id)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_FetchResponse_FetchableTopicResponse_5(out, ch, x_responses)
@@ -1885,7 +2123,10 @@ def _e_FetchResponse_FetchResponse_8(out: bytearray, ch: list[Chunk] | None, o: 
     if o.node_endpoints != []:
         t = bytearray()
         v_node_endpoints = o.node_endpoints
-        _write_compact_array_len(t, v_node_endpoints, False)
+        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
+            t.append(len(v_node_endpoints) + 1)
+        else:
+            _write_compact_array_len(t, v_node_endpoints, False)
         if v_node_endpoints:
             for x_node_endpoints in v_node_endpoints:
                 _e_FetchResponse_NodeEndpoint_0(t, None, x_node_endpoints)

@@ -105,7 +105,11 @@ def _d_FetchSnapshotRequest_TopicSnapshot_0(buf: memoryview, pos: int) -> tuple[
     f_name: str
     f_partitions: list[FetchSnapshotRequest.PartitionSnapshot]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -114,7 +118,11 @@ def _d_FetchSnapshotRequest_TopicSnapshot_0(buf: memoryview, pos: int) -> tuple[
             x_partitions, pos = _d_FetchSnapshotRequest_PartitionSnapshot_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -126,7 +134,10 @@ def _e_FetchSnapshotRequest_TopicSnapshot_0(out: bytearray, ch: list[Chunk] | No
     """TopicSnapshot v0."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_FetchSnapshotRequest_PartitionSnapshot_0(out, ch, x_partitions)
@@ -141,7 +152,11 @@ def _d_FetchSnapshotRequest_TopicSnapshot_1(buf: memoryview, pos: int) -> tuple[
     f_name: str
     f_partitions: list[FetchSnapshotRequest.PartitionSnapshot]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -150,7 +165,11 @@ def _d_FetchSnapshotRequest_TopicSnapshot_1(buf: memoryview, pos: int) -> tuple[
             x_partitions, pos = _d_FetchSnapshotRequest_PartitionSnapshot_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -162,7 +181,10 @@ def _e_FetchSnapshotRequest_TopicSnapshot_1(out: bytearray, ch: list[Chunk] | No
     """TopicSnapshot v1."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_FetchSnapshotRequest_PartitionSnapshot_1(out, ch, x_partitions)
@@ -181,7 +203,11 @@ def _d_FetchSnapshotRequest_PartitionSnapshot_0(buf: memoryview, pos: int) -> tu
     f_position, = _S1.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -210,7 +236,11 @@ def _d_FetchSnapshotRequest_PartitionSnapshot_1(buf: memoryview, pos: int) -> tu
     pos += 8
     f_replica_directory_id = _ZERO_UUID
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -245,7 +275,11 @@ def _d_FetchSnapshotRequest_SnapshotId_0(buf: memoryview, pos: int) -> tuple[Fet
     f_end_offset, f_epoch = _S3.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -268,7 +302,11 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_0(buf: memoryview, pos: int) ->
     f_topics: list[FetchSnapshotRequest.TopicSnapshot]
     f_replica_id, f_max_bytes = _S0.unpack_from(buf, pos)
     pos += 8
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -278,7 +316,11 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_0(buf: memoryview, pos: int) ->
             f_topics.append(x_topics)
     f_cluster_id = None
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -294,7 +336,10 @@ def _e_FetchSnapshotRequest_FetchSnapshotRequest_0(out: bytearray, ch: list[Chun
     """FetchSnapshotRequest v0."""
     out += _S0.pack(o.replica_id, o.max_bytes)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_FetchSnapshotRequest_TopicSnapshot_0(out, ch, x_topics)
@@ -315,7 +360,11 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_1(buf: memoryview, pos: int) ->
     f_topics: list[FetchSnapshotRequest.TopicSnapshot]
     f_replica_id, f_max_bytes = _S0.unpack_from(buf, pos)
     pos += 8
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -325,7 +374,11 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_1(buf: memoryview, pos: int) ->
             f_topics.append(x_topics)
     f_cluster_id = None
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -341,7 +394,10 @@ def _e_FetchSnapshotRequest_FetchSnapshotRequest_1(out: bytearray, ch: list[Chun
     """FetchSnapshotRequest v1."""
     out += _S0.pack(o.replica_id, o.max_bytes)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_FetchSnapshotRequest_TopicSnapshot_1(out, ch, x_topics)
@@ -443,7 +499,11 @@ def _d_FetchSnapshotResponse_TopicSnapshot_0(buf: memoryview, pos: int) -> tuple
     f_name: str
     f_partitions: list[FetchSnapshotResponse.PartitionSnapshot]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -452,7 +512,11 @@ def _d_FetchSnapshotResponse_TopicSnapshot_0(buf: memoryview, pos: int) -> tuple
             x_partitions, pos = _d_FetchSnapshotResponse_PartitionSnapshot_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -464,7 +528,10 @@ def _e_FetchSnapshotResponse_TopicSnapshot_0(out: bytearray, ch: list[Chunk] | N
     """TopicSnapshot v0-1."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_FetchSnapshotResponse_PartitionSnapshot_0(out, ch, x_partitions)
@@ -489,7 +556,11 @@ def _d_FetchSnapshotResponse_PartitionSnapshot_0(buf: memoryview, pos: int) -> t
         raise DecodeError('null in non-nullable records field unaligned_records')
     f_current_leader = _C_FetchSnapshotResponse_LeaderIdAndEpoch()
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -523,7 +594,11 @@ def _d_FetchSnapshotResponse_SnapshotId_0(buf: memoryview, pos: int) -> tuple[Fe
     f_end_offset, f_epoch = _S3.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -545,7 +620,11 @@ def _d_FetchSnapshotResponse_LeaderIdAndEpoch_0(buf: memoryview, pos: int) -> tu
     f_leader_id, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -571,7 +650,11 @@ def _d_FetchSnapshotResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[
     f_port, = _S7.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -595,7 +678,11 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_0(buf: memoryview, pos: int) 
     f_topics: list[FetchSnapshotResponse.TopicSnapshot]
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -604,7 +691,11 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_0(buf: memoryview, pos: int) 
             x_topics, pos = _d_FetchSnapshotResponse_TopicSnapshot_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -616,7 +707,10 @@ def _e_FetchSnapshotResponse_FetchSnapshotResponse_0(out: bytearray, ch: list[Ch
     """FetchSnapshotResponse v0."""
     out += _S4.pack(o.throttle_time_ms, o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_FetchSnapshotResponse_TopicSnapshot_0(out, ch, x_topics)
@@ -632,7 +726,11 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_1(buf: memoryview, pos: int) 
     f_node_endpoints: list[FetchSnapshotResponse.NodeEndpoint]
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -642,12 +740,20 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_1(buf: memoryview, pos: int) 
             f_topics.append(x_topics)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints, tp = _read_compact_array_len(tb, tp)
+            n_node_endpoints = tb[tp] - 1
+            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
+                tp += 1
+            else:
+                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
             if n_node_endpoints < 0:
                 raise DecodeError('null in non-nullable array node_endpoints')
             else:
@@ -665,7 +771,10 @@ def _e_FetchSnapshotResponse_FetchSnapshotResponse_1(out: bytearray, ch: list[Ch
     """FetchSnapshotResponse v1."""
     out += _S4.pack(o.throttle_time_ms, o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_FetchSnapshotResponse_TopicSnapshot_0(out, ch, x_topics)
@@ -673,7 +782,10 @@ def _e_FetchSnapshotResponse_FetchSnapshotResponse_1(out: bytearray, ch: list[Ch
     if o.node_endpoints != []:
         t = bytearray()
         v_node_endpoints = o.node_endpoints
-        _write_compact_array_len(t, v_node_endpoints, False)
+        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
+            t.append(len(v_node_endpoints) + 1)
+        else:
+            _write_compact_array_len(t, v_node_endpoints, False)
         if v_node_endpoints:
             for x_node_endpoints in v_node_endpoints:
                 _e_FetchSnapshotResponse_NodeEndpoint_0(t, None, x_node_endpoints)

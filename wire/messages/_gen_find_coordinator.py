@@ -107,7 +107,11 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_2(buf: memoryview, pos: int
     f_key_type, = _S0.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -130,7 +134,11 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_3(buf: memoryview, pos: int
     f_coordinator_keys: list[str]
     f_key_type, = _S0.unpack_from(buf, pos)
     pos += 1
-    n_coordinator_keys, pos = _read_compact_array_len(buf, pos)
+    n_coordinator_keys = buf[pos] - 1
+    if n_coordinator_keys < 127 and n_coordinator_keys <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_coordinator_keys, pos = _read_compact_array_len(buf, pos)
     if n_coordinator_keys < 0:
         raise DecodeError('null in non-nullable array coordinator_keys')
     else:
@@ -139,7 +147,11 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_3(buf: memoryview, pos: int
             x_coordinator_keys, pos = _read_compact_string(buf, pos)
             f_coordinator_keys.append(x_coordinator_keys)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -151,7 +163,10 @@ def _e_FindCoordinatorRequest_FindCoordinatorRequest_3(out: bytearray, ch: list[
     """FindCoordinatorRequest v4-6."""
     out += _S0.pack(o.key_type)
     v_coordinator_keys = o.coordinator_keys
-    _write_compact_array_len(out, v_coordinator_keys, False)
+    if v_coordinator_keys is not None and len(v_coordinator_keys) < 127:
+        out.append(len(v_coordinator_keys) + 1)
+    else:
+        _write_compact_array_len(out, v_coordinator_keys, False)
     if v_coordinator_keys:
         for x_coordinator_keys in v_coordinator_keys:
             _write_compact_string(out, x_coordinator_keys)
@@ -229,7 +244,11 @@ def _d_FindCoordinatorResponse_Coordinator_0(buf: memoryview, pos: int) -> tuple
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -305,7 +324,11 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_2(buf: memoryview, pos: i
     f_port, = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -331,7 +354,11 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_3(buf: memoryview, pos: i
     f_coordinators: list[FindCoordinatorResponse.Coordinator]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_coordinators, pos = _read_compact_array_len(buf, pos)
+    n_coordinators = buf[pos] - 1
+    if n_coordinators < 127 and n_coordinators <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_coordinators, pos = _read_compact_array_len(buf, pos)
     if n_coordinators < 0:
         raise DecodeError('null in non-nullable array coordinators')
     else:
@@ -340,7 +367,11 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_3(buf: memoryview, pos: i
             x_coordinators, pos = _d_FindCoordinatorResponse_Coordinator_0(buf, pos)
             f_coordinators.append(x_coordinators)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -352,7 +383,10 @@ def _e_FindCoordinatorResponse_FindCoordinatorResponse_3(out: bytearray, ch: lis
     """FindCoordinatorResponse v4-6."""
     out += _S1.pack(o.throttle_time_ms)
     v_coordinators = o.coordinators
-    _write_compact_array_len(out, v_coordinators, False)
+    if v_coordinators is not None and len(v_coordinators) < 127:
+        out.append(len(v_coordinators) + 1)
+    else:
+        _write_compact_array_len(out, v_coordinators, False)
     if v_coordinators:
         for x_coordinators in v_coordinators:
             _e_FindCoordinatorResponse_Coordinator_0(out, ch, x_coordinators)

@@ -71,7 +71,11 @@ def _d_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_0(buf: 
     f_client_instance_id = _UUID(bytes=f_client_instance_id)
     pos += 16
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -141,14 +145,25 @@ def _d_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_0(buf
     f_throttle_time_ms, f_error_code, f_client_instance_id, f_subscription_id = _S1.unpack_from(buf, pos)
     f_client_instance_id = _UUID(bytes=f_client_instance_id)
     pos += 26
-    n_accepted_compression_types, pos = _read_compact_array_len(buf, pos)
+    n_accepted_compression_types = buf[pos] - 1
+    if n_accepted_compression_types < 127 and n_accepted_compression_types <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_accepted_compression_types, pos = _read_compact_array_len(buf, pos)
     if n_accepted_compression_types < 0:
         raise DecodeError('null in non-nullable array accepted_compression_types')
     else:
-        f_accepted_compression_types, pos = _read_fixed_array(buf, pos, n_accepted_compression_types, 'b', 1)
+        if n_accepted_compression_types == 0:
+            f_accepted_compression_types = []
+        else:
+            f_accepted_compression_types, pos = _read_fixed_array(buf, pos, n_accepted_compression_types, 'b', 1)
     f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality = _S2.unpack_from(buf, pos)
     pos += 9
-    n_requested_metrics, pos = _read_compact_array_len(buf, pos)
+    n_requested_metrics = buf[pos] - 1
+    if n_requested_metrics < 127 and n_requested_metrics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_requested_metrics, pos = _read_compact_array_len(buf, pos)
     if n_requested_metrics < 0:
         raise DecodeError('null in non-nullable array requested_metrics')
     else:
@@ -157,7 +172,11 @@ def _d_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_0(buf
             x_requested_metrics, pos = _read_compact_string(buf, pos)
             f_requested_metrics.append(x_requested_metrics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -169,12 +188,18 @@ def _e_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_0(out
     """GetTelemetrySubscriptionsResponse v0."""
     out += _S1.pack(o.throttle_time_ms, o.error_code, o.client_instance_id.bytes, o.subscription_id)
     v_accepted_compression_types = o.accepted_compression_types
-    _write_compact_array_len(out, v_accepted_compression_types, False)
+    if v_accepted_compression_types is not None and len(v_accepted_compression_types) < 127:
+        out.append(len(v_accepted_compression_types) + 1)
+    else:
+        _write_compact_array_len(out, v_accepted_compression_types, False)
     if v_accepted_compression_types:
         out += _pack('>%db' % len(v_accepted_compression_types), *v_accepted_compression_types)
     out += _S2.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     v_requested_metrics = o.requested_metrics
-    _write_compact_array_len(out, v_requested_metrics, False)
+    if v_requested_metrics is not None and len(v_requested_metrics) < 127:
+        out.append(len(v_requested_metrics) + 1)
+    else:
+        _write_compact_array_len(out, v_requested_metrics, False)
     if v_requested_metrics:
         for x_requested_metrics in v_requested_metrics:
             _write_compact_string(out, x_requested_metrics)

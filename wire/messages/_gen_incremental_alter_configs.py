@@ -126,7 +126,11 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf: memoryview, po
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
-    n_configs, pos = _read_compact_array_len(buf, pos)
+    n_configs = buf[pos] - 1
+    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_configs, pos = _read_compact_array_len(buf, pos)
     if n_configs < 0:
         raise DecodeError('null in non-nullable array configs')
     else:
@@ -135,7 +139,11 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf: memoryview, po
             x_configs, pos = _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf, pos)
             f_configs.append(x_configs)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -148,7 +156,10 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_1(out: bytearray, ch:
     out += _S0.pack(o.resource_type)
     _write_compact_string(out, o.resource_name)
     v_configs = o.configs
-    _write_compact_array_len(out, v_configs, False)
+    if v_configs is not None and len(v_configs) < 127:
+        out.append(len(v_configs) + 1)
+    else:
+        _write_compact_array_len(out, v_configs, False)
     if v_configs:
         for x_configs in v_configs:
             _e_IncrementalAlterConfigsRequest_AlterableConfig_1(out, ch, x_configs)
@@ -185,7 +196,11 @@ def _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf: memoryview, pos: in
     pos += 1
     f_value, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -233,7 +248,11 @@ def _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_0(out: byte
 def _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_1(buf: memoryview, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
     """IncrementalAlterConfigsRequest v1."""
     f_resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
-    n_resources, pos = _read_compact_array_len(buf, pos)
+    n_resources = buf[pos] - 1
+    if n_resources < 127 and n_resources <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_resources, pos = _read_compact_array_len(buf, pos)
     if n_resources < 0:
         raise DecodeError('null in non-nullable array resources')
     else:
@@ -244,7 +263,11 @@ def _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_1(buf: memo
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -255,7 +278,10 @@ def _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_1(buf: memo
 def _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_1(out: bytearray, ch: list[Chunk] | None, o: IncrementalAlterConfigsRequest) -> None:
     """IncrementalAlterConfigsRequest v1."""
     v_resources = o.resources
-    _write_compact_array_len(out, v_resources, False)
+    if v_resources is not None and len(v_resources) < 127:
+        out.append(len(v_resources) + 1)
+    else:
+        _write_compact_array_len(out, v_resources, False)
     if v_resources:
         for x_resources in v_resources:
             _e_IncrementalAlterConfigsRequest_AlterConfigsResource_1(out, ch, x_resources)
@@ -346,7 +372,11 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf: memor
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -397,7 +427,11 @@ def _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_1(buf: me
     f_responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -406,7 +440,11 @@ def _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_1(buf: me
             x_responses, pos = _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf, pos)
             f_responses.append(x_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -418,7 +456,10 @@ def _e_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_1(out: by
     """IncrementalAlterConfigsResponse v1."""
     out += _S3.pack(o.throttle_time_ms)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(out, ch, x_responses)

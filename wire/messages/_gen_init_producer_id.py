@@ -89,7 +89,11 @@ def _d_InitProducerIdRequest_InitProducerIdRequest_1(buf: memoryview, pos: int) 
     f_transaction_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -114,7 +118,11 @@ def _d_InitProducerIdRequest_InitProducerIdRequest_2(buf: memoryview, pos: int) 
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _S1.unpack_from(buf, pos)
     pos += 14
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -190,7 +198,11 @@ def _d_InitProducerIdResponse_InitProducerIdResponse_1(buf: memoryview, pos: int
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S2.unpack_from(buf, pos)
     pos += 16
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

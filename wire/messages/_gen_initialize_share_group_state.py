@@ -88,7 +88,11 @@ def _d_InitializeShareGroupStateRequest_InitializeStateData_0(buf: memoryview, p
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -97,7 +101,11 @@ def _d_InitializeShareGroupStateRequest_InitializeStateData_0(buf: memoryview, p
             x_partitions, pos = _d_InitializeShareGroupStateRequest_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -109,7 +117,10 @@ def _e_InitializeShareGroupStateRequest_InitializeStateData_0(out: bytearray, ch
     """InitializeStateData v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_InitializeShareGroupStateRequest_PartitionData_0(out, ch, x_partitions)
@@ -124,7 +135,11 @@ def _d_InitializeShareGroupStateRequest_PartitionData_0(buf: memoryview, pos: in
     f_partition, f_state_epoch, f_start_offset = _S1.unpack_from(buf, pos)
     pos += 16
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -146,7 +161,11 @@ def _d_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_0(buf: 
     f_group_id: str
     f_topics: list[InitializeShareGroupStateRequest.InitializeStateData]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -155,7 +174,11 @@ def _d_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_0(buf: 
             x_topics, pos = _d_InitializeShareGroupStateRequest_InitializeStateData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -167,7 +190,10 @@ def _e_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_0(out: 
     """InitializeShareGroupStateRequest v0."""
     _write_compact_string(out, o.group_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_InitializeShareGroupStateRequest_InitializeStateData_0(out, ch, x_topics)
@@ -236,7 +262,11 @@ def _d_InitializeShareGroupStateResponse_InitializeStateResult_0(buf: memoryview
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -245,7 +275,11 @@ def _d_InitializeShareGroupStateResponse_InitializeStateResult_0(buf: memoryview
             x_partitions, pos = _d_InitializeShareGroupStateResponse_PartitionResult_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -257,7 +291,10 @@ def _e_InitializeShareGroupStateResponse_InitializeStateResult_0(out: bytearray,
     """InitializeStateResult v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_InitializeShareGroupStateResponse_PartitionResult_0(out, ch, x_partitions)
@@ -274,7 +311,11 @@ def _d_InitializeShareGroupStateResponse_PartitionResult_0(buf: memoryview, pos:
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -295,7 +336,11 @@ def _e_InitializeShareGroupStateResponse_PartitionResult_0(out: bytearray, ch: l
 def _d_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_0(buf: memoryview, pos: int) -> tuple[InitializeShareGroupStateResponse, int]:
     """InitializeShareGroupStateResponse v0."""
     f_results: list[InitializeShareGroupStateResponse.InitializeStateResult]
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -304,7 +349,11 @@ def _d_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_0(buf
             x_results, pos = _d_InitializeShareGroupStateResponse_InitializeStateResult_0(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -315,7 +364,10 @@ def _d_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_0(buf
 def _e_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_0(out: bytearray, ch: list[Chunk] | None, o: InitializeShareGroupStateResponse) -> None:
     """InitializeShareGroupStateResponse v0."""
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_InitializeShareGroupStateResponse_InitializeStateResult_0(out, ch, x_results)

@@ -114,7 +114,11 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_1(buf: memoryview, pos: int) ->
     f_name, pos = _read_compact_string(buf, pos)
     f_metadata, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -253,7 +257,11 @@ def _d_JoinGroupRequest_JoinGroupRequest_3(buf: memoryview, pos: int) -> tuple[J
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_protocol_type, pos = _read_compact_string(buf, pos)
-    n_protocols, pos = _read_compact_array_len(buf, pos)
+    n_protocols = buf[pos] - 1
+    if n_protocols < 127 and n_protocols <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_protocols, pos = _read_compact_array_len(buf, pos)
     if n_protocols < 0:
         raise DecodeError('null in non-nullable array protocols')
     else:
@@ -262,7 +270,11 @@ def _d_JoinGroupRequest_JoinGroupRequest_3(buf: memoryview, pos: int) -> tuple[J
             x_protocols, pos = _d_JoinGroupRequest_JoinGroupRequestProtocol_1(buf, pos)
             f_protocols.append(x_protocols)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -278,7 +290,10 @@ def _e_JoinGroupRequest_JoinGroupRequest_3(out: bytearray, ch: list[Chunk] | Non
     _write_compact_nullable_string(out, o.group_instance_id)
     _write_compact_string(out, o.protocol_type)
     v_protocols = o.protocols
-    _write_compact_array_len(out, v_protocols, False)
+    if v_protocols is not None and len(v_protocols) < 127:
+        out.append(len(v_protocols) + 1)
+    else:
+        _write_compact_array_len(out, v_protocols, False)
     if v_protocols:
         for x_protocols in v_protocols:
             _e_JoinGroupRequest_JoinGroupRequestProtocol_1(out, ch, x_protocols)
@@ -302,7 +317,11 @@ def _d_JoinGroupRequest_JoinGroupRequest_4(buf: memoryview, pos: int) -> tuple[J
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_protocol_type, pos = _read_compact_string(buf, pos)
-    n_protocols, pos = _read_compact_array_len(buf, pos)
+    n_protocols = buf[pos] - 1
+    if n_protocols < 127 and n_protocols <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_protocols, pos = _read_compact_array_len(buf, pos)
     if n_protocols < 0:
         raise DecodeError('null in non-nullable array protocols')
     else:
@@ -312,7 +331,11 @@ def _d_JoinGroupRequest_JoinGroupRequest_4(buf: memoryview, pos: int) -> tuple[J
             f_protocols.append(x_protocols)
     f_reason, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -328,7 +351,10 @@ def _e_JoinGroupRequest_JoinGroupRequest_4(out: bytearray, ch: list[Chunk] | Non
     _write_compact_nullable_string(out, o.group_instance_id)
     _write_compact_string(out, o.protocol_type)
     v_protocols = o.protocols
-    _write_compact_array_len(out, v_protocols, False)
+    if v_protocols is not None and len(v_protocols) < 127:
+        out.append(len(v_protocols) + 1)
+    else:
+        _write_compact_array_len(out, v_protocols, False)
     if v_protocols:
         for x_protocols in v_protocols:
             _e_JoinGroupRequest_JoinGroupRequestProtocol_1(out, ch, x_protocols)
@@ -435,7 +461,11 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_2(buf: memoryview, pos: int) ->
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_metadata, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -570,7 +600,11 @@ def _d_JoinGroupResponse_JoinGroupResponse_3(buf: memoryview, pos: int) -> tuple
     f_protocol_name, pos = _read_compact_string(buf, pos)
     f_leader, pos = _read_compact_string(buf, pos)
     f_member_id, pos = _read_compact_string(buf, pos)
-    n_members, pos = _read_compact_array_len(buf, pos)
+    n_members = buf[pos] - 1
+    if n_members < 127 and n_members <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_members, pos = _read_compact_array_len(buf, pos)
     if n_members < 0:
         raise DecodeError('null in non-nullable array members')
     else:
@@ -579,7 +613,11 @@ def _d_JoinGroupResponse_JoinGroupResponse_3(buf: memoryview, pos: int) -> tuple
             x_members, pos = _d_JoinGroupResponse_JoinGroupResponseMember_2(buf, pos)
             f_members.append(x_members)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -594,7 +632,10 @@ def _e_JoinGroupResponse_JoinGroupResponse_3(out: bytearray, ch: list[Chunk] | N
     _write_compact_string(out, o.leader)
     _write_compact_string(out, o.member_id)
     v_members = o.members
-    _write_compact_array_len(out, v_members, False)
+    if v_members is not None and len(v_members) < 127:
+        out.append(len(v_members) + 1)
+    else:
+        _write_compact_array_len(out, v_members, False)
     if v_members:
         for x_members in v_members:
             _e_JoinGroupResponse_JoinGroupResponseMember_2(out, ch, x_members)
@@ -617,7 +658,11 @@ def _d_JoinGroupResponse_JoinGroupResponse_4(buf: memoryview, pos: int) -> tuple
     f_protocol_name, pos = _read_compact_nullable_string(buf, pos)
     f_leader, pos = _read_compact_string(buf, pos)
     f_member_id, pos = _read_compact_string(buf, pos)
-    n_members, pos = _read_compact_array_len(buf, pos)
+    n_members = buf[pos] - 1
+    if n_members < 127 and n_members <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_members, pos = _read_compact_array_len(buf, pos)
     if n_members < 0:
         raise DecodeError('null in non-nullable array members')
     else:
@@ -626,7 +671,11 @@ def _d_JoinGroupResponse_JoinGroupResponse_4(buf: memoryview, pos: int) -> tuple
             x_members, pos = _d_JoinGroupResponse_JoinGroupResponseMember_2(buf, pos)
             f_members.append(x_members)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -642,7 +691,10 @@ def _e_JoinGroupResponse_JoinGroupResponse_4(out: bytearray, ch: list[Chunk] | N
     _write_compact_string(out, o.leader)
     _write_compact_string(out, o.member_id)
     v_members = o.members
-    _write_compact_array_len(out, v_members, False)
+    if v_members is not None and len(v_members) < 127:
+        out.append(len(v_members) + 1)
+    else:
+        _write_compact_array_len(out, v_members, False)
     if v_members:
         for x_members in v_members:
             _e_JoinGroupResponse_JoinGroupResponseMember_2(out, ch, x_members)
@@ -667,7 +719,11 @@ def _d_JoinGroupResponse_JoinGroupResponse_5(buf: memoryview, pos: int) -> tuple
     f_skip_assignment, = _S4.unpack_from(buf, pos)
     pos += 1
     f_member_id, pos = _read_compact_string(buf, pos)
-    n_members, pos = _read_compact_array_len(buf, pos)
+    n_members = buf[pos] - 1
+    if n_members < 127 and n_members <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_members, pos = _read_compact_array_len(buf, pos)
     if n_members < 0:
         raise DecodeError('null in non-nullable array members')
     else:
@@ -676,7 +732,11 @@ def _d_JoinGroupResponse_JoinGroupResponse_5(buf: memoryview, pos: int) -> tuple
             x_members, pos = _d_JoinGroupResponse_JoinGroupResponseMember_2(buf, pos)
             f_members.append(x_members)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -693,7 +753,10 @@ def _e_JoinGroupResponse_JoinGroupResponse_5(out: bytearray, ch: list[Chunk] | N
     out += _S4.pack(o.skip_assignment)
     _write_compact_string(out, o.member_id)
     v_members = o.members
-    _write_compact_array_len(out, v_members, False)
+    if v_members is not None and len(v_members) < 127:
+        out.append(len(v_members) + 1)
+    else:
+        _write_compact_array_len(out, v_members, False)
     if v_members:
         for x_members in v_members:
             _e_JoinGroupResponse_JoinGroupResponseMember_2(out, ch, x_members)

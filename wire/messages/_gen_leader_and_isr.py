@@ -129,14 +129,20 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(buf: memoryview, pos: in
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     n_replicas, pos = _read_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], False, 0, {}), pos
 
 
@@ -167,14 +173,20 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(buf: memoryview, pos: in
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     n_replicas, pos = _read_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new, 0, {}), pos
@@ -206,14 +218,20 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(buf: memoryview, pos: in
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     n_replicas, pos = _read_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new, 0, {}), pos
@@ -246,24 +264,36 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf: memoryview, pos: in
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     n_replicas, pos = _read_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
     n_adding_replicas, pos = _read_array_len(buf, pos)
     if n_adding_replicas < 0:
         raise DecodeError('null in non-nullable array adding_replicas')
     else:
-        f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
+        if n_adding_replicas == 0:
+            f_adding_replicas = []
+        else:
+            f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
     n_removing_replicas, pos = _read_array_len(buf, pos)
     if n_removing_replicas < 0:
         raise DecodeError('null in non-nullable array removing_replicas')
     else:
-        f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
+        if n_removing_replicas == 0:
+            f_removing_replicas = []
+        else:
+            f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, 0, {}), pos
@@ -300,32 +330,64 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf: memoryview, pos: in
     f_removing_replicas: list[int]
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_compact_array_len(buf, pos)
+    n_isr = buf[pos] - 1
+    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_isr, pos = _read_compact_array_len(buf, pos)
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_compact_array_len(buf, pos)
+    n_replicas = buf[pos] - 1
+    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_replicas, pos = _read_compact_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_adding_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+    n_adding_replicas = buf[pos] - 1
+    if n_adding_replicas < 127 and n_adding_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_adding_replicas, pos = _read_compact_array_len(buf, pos)
     if n_adding_replicas < 0:
         raise DecodeError('null in non-nullable array adding_replicas')
     else:
-        f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
-    n_removing_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_adding_replicas == 0:
+            f_adding_replicas = []
+        else:
+            f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
+    n_removing_replicas = buf[pos] - 1
+    if n_removing_replicas < 127 and n_removing_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_removing_replicas, pos = _read_compact_array_len(buf, pos)
     if n_removing_replicas < 0:
         raise DecodeError('null in non-nullable array removing_replicas')
     else:
-        f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
+        if n_removing_replicas == 0:
+            f_removing_replicas = []
+        else:
+            f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -337,20 +399,32 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(out: bytearray, ch: list
     """LeaderAndIsrPartitionState v4-5."""
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v_isr = o.isr
-    _write_compact_array_len(out, v_isr, False)
+    if v_isr is not None and len(v_isr) < 127:
+        out.append(len(v_isr) + 1)
+    else:
+        _write_compact_array_len(out, v_isr, False)
     if v_isr:
         out += _pack('>%di' % len(v_isr), *v_isr)
     out += _S1.pack(o.partition_epoch)
     v_replicas = o.replicas
-    _write_compact_array_len(out, v_replicas, False)
+    if v_replicas is not None and len(v_replicas) < 127:
+        out.append(len(v_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_replicas, False)
     if v_replicas:
         out += _pack('>%di' % len(v_replicas), *v_replicas)
     v_adding_replicas = o.adding_replicas
-    _write_compact_array_len(out, v_adding_replicas, False)
+    if v_adding_replicas is not None and len(v_adding_replicas) < 127:
+        out.append(len(v_adding_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_adding_replicas, False)
     if v_adding_replicas:
         out += _pack('>%di' % len(v_adding_replicas), *v_adding_replicas)
     v_removing_replicas = o.removing_replicas
-    _write_compact_array_len(out, v_removing_replicas, False)
+    if v_removing_replicas is not None and len(v_removing_replicas) < 127:
+        out.append(len(v_removing_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_removing_replicas, False)
     if v_removing_replicas:
         out += _pack('>%di' % len(v_removing_replicas), *v_removing_replicas)
     out += _S2.pack(o.is_new)
@@ -368,32 +442,64 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf: memoryview, pos: in
     f_removing_replicas: list[int]
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_compact_array_len(buf, pos)
+    n_isr = buf[pos] - 1
+    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_isr, pos = _read_compact_array_len(buf, pos)
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_compact_array_len(buf, pos)
+    n_replicas = buf[pos] - 1
+    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_replicas, pos = _read_compact_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_adding_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+    n_adding_replicas = buf[pos] - 1
+    if n_adding_replicas < 127 and n_adding_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_adding_replicas, pos = _read_compact_array_len(buf, pos)
     if n_adding_replicas < 0:
         raise DecodeError('null in non-nullable array adding_replicas')
     else:
-        f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
-    n_removing_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_adding_replicas == 0:
+            f_adding_replicas = []
+        else:
+            f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
+    n_removing_replicas = buf[pos] - 1
+    if n_removing_replicas < 127 and n_removing_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_removing_replicas, pos = _read_compact_array_len(buf, pos)
     if n_removing_replicas < 0:
         raise DecodeError('null in non-nullable array removing_replicas')
     else:
-        f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
+        if n_removing_replicas == 0:
+            f_removing_replicas = []
+        else:
+            f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
     f_is_new, f_leader_recovery_state = _S3.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -405,20 +511,32 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(out: bytearray, ch: list
     """LeaderAndIsrPartitionState v6-7."""
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v_isr = o.isr
-    _write_compact_array_len(out, v_isr, False)
+    if v_isr is not None and len(v_isr) < 127:
+        out.append(len(v_isr) + 1)
+    else:
+        _write_compact_array_len(out, v_isr, False)
     if v_isr:
         out += _pack('>%di' % len(v_isr), *v_isr)
     out += _S1.pack(o.partition_epoch)
     v_replicas = o.replicas
-    _write_compact_array_len(out, v_replicas, False)
+    if v_replicas is not None and len(v_replicas) < 127:
+        out.append(len(v_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_replicas, False)
     if v_replicas:
         out += _pack('>%di' % len(v_replicas), *v_replicas)
     v_adding_replicas = o.adding_replicas
-    _write_compact_array_len(out, v_adding_replicas, False)
+    if v_adding_replicas is not None and len(v_adding_replicas) < 127:
+        out.append(len(v_adding_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_adding_replicas, False)
     if v_adding_replicas:
         out += _pack('>%di' % len(v_adding_replicas), *v_adding_replicas)
     v_removing_replicas = o.removing_replicas
-    _write_compact_array_len(out, v_removing_replicas, False)
+    if v_removing_replicas is not None and len(v_removing_replicas) < 127:
+        out.append(len(v_removing_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_removing_replicas, False)
     if v_removing_replicas:
         out += _pack('>%di' % len(v_removing_replicas), *v_removing_replicas)
     out += _S3.pack(o.is_new, o.leader_recovery_state)
@@ -485,7 +603,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(buf: memoryview, pos: int) -
     f_topic_name: str
     f_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partition_states, pos = _read_compact_array_len(buf, pos)
+    n_partition_states = buf[pos] - 1
+    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_states, pos = _read_compact_array_len(buf, pos)
     if n_partition_states < 0:
         raise DecodeError('null in non-nullable array partition_states')
     else:
@@ -494,7 +616,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(buf: memoryview, pos: int) -
             x_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf, pos)
             f_partition_states.append(x_partition_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -506,7 +632,10 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(out: bytearray, ch: list[Chu
     """LeaderAndIsrTopicState v4."""
     _write_compact_string(out, o.topic_name)
     v_partition_states = o.partition_states
-    _write_compact_array_len(out, v_partition_states, False)
+    if v_partition_states is not None and len(v_partition_states) < 127:
+        out.append(len(v_partition_states) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_states, False)
     if v_partition_states:
         for x_partition_states in v_partition_states:
             _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(out, ch, x_partition_states)
@@ -524,7 +653,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(buf: memoryview, pos: int) -
     f_topic_id, = _S4.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partition_states, pos = _read_compact_array_len(buf, pos)
+    n_partition_states = buf[pos] - 1
+    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_states, pos = _read_compact_array_len(buf, pos)
     if n_partition_states < 0:
         raise DecodeError('null in non-nullable array partition_states')
     else:
@@ -533,7 +666,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(buf: memoryview, pos: int) -
             x_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf, pos)
             f_partition_states.append(x_partition_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -546,7 +683,10 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(out: bytearray, ch: list[Chu
     _write_compact_string(out, o.topic_name)
     out += _S4.pack(o.topic_id.bytes)
     v_partition_states = o.partition_states
-    _write_compact_array_len(out, v_partition_states, False)
+    if v_partition_states is not None and len(v_partition_states) < 127:
+        out.append(len(v_partition_states) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_states, False)
     if v_partition_states:
         for x_partition_states in v_partition_states:
             _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(out, ch, x_partition_states)
@@ -564,7 +704,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf: memoryview, pos: int) -
     f_topic_id, = _S4.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partition_states, pos = _read_compact_array_len(buf, pos)
+    n_partition_states = buf[pos] - 1
+    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_states, pos = _read_compact_array_len(buf, pos)
     if n_partition_states < 0:
         raise DecodeError('null in non-nullable array partition_states')
     else:
@@ -573,7 +717,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf: memoryview, pos: int) -
             x_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf, pos)
             f_partition_states.append(x_partition_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -586,7 +734,10 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(out: bytearray, ch: list[Chu
     _write_compact_string(out, o.topic_name)
     out += _S4.pack(o.topic_id.bytes)
     v_partition_states = o.partition_states
-    _write_compact_array_len(out, v_partition_states, False)
+    if v_partition_states is not None and len(v_partition_states) < 127:
+        out.append(len(v_partition_states) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_states, False)
     if v_partition_states:
         for x_partition_states in v_partition_states:
             _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(out, ch, x_partition_states)
@@ -623,7 +774,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf: memoryview, pos: int) -
     f_port, = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -808,7 +963,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_4(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S6.unpack_from(buf, pos)
     pos += 16
-    n_topic_states, pos = _read_compact_array_len(buf, pos)
+    n_topic_states = buf[pos] - 1
+    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_states, pos = _read_compact_array_len(buf, pos)
     if n_topic_states < 0:
         raise DecodeError('null in non-nullable array topic_states')
     else:
@@ -816,7 +975,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_4(buf: memoryview, pos: int) -> t
         for _ in range(n_topic_states):
             x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(buf, pos)
             f_topic_states.append(x_topic_states)
-    n_live_leaders, pos = _read_compact_array_len(buf, pos)
+    n_live_leaders = buf[pos] - 1
+    if n_live_leaders < 127 and n_live_leaders <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_live_leaders, pos = _read_compact_array_len(buf, pos)
     if n_live_leaders < 0:
         raise DecodeError('null in non-nullable array live_leaders')
     else:
@@ -825,7 +988,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_4(buf: memoryview, pos: int) -> t
             x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, pos)
             f_live_leaders.append(x_live_leaders)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -837,12 +1004,18 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_4(out: bytearray, ch: list[Chunk]
     """LeaderAndIsrRequest v4."""
     out += _S6.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v_topic_states = o.topic_states
-    _write_compact_array_len(out, v_topic_states, False)
+    if v_topic_states is not None and len(v_topic_states) < 127:
+        out.append(len(v_topic_states) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_states, False)
     if v_topic_states:
         for x_topic_states in v_topic_states:
             _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(out, ch, x_topic_states)
     v_live_leaders = o.live_leaders
-    _write_compact_array_len(out, v_live_leaders, False)
+    if v_live_leaders is not None and len(v_live_leaders) < 127:
+        out.append(len(v_live_leaders) + 1)
+    else:
+        _write_compact_array_len(out, v_live_leaders, False)
     if v_live_leaders:
         for x_live_leaders in v_live_leaders:
             _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(out, ch, x_live_leaders)
@@ -858,7 +1031,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_5(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch, f_broker_epoch, f_type = _S7.unpack_from(buf, pos)
     pos += 17
-    n_topic_states, pos = _read_compact_array_len(buf, pos)
+    n_topic_states = buf[pos] - 1
+    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_states, pos = _read_compact_array_len(buf, pos)
     if n_topic_states < 0:
         raise DecodeError('null in non-nullable array topic_states')
     else:
@@ -866,7 +1043,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_5(buf: memoryview, pos: int) -> t
         for _ in range(n_topic_states):
             x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(buf, pos)
             f_topic_states.append(x_topic_states)
-    n_live_leaders, pos = _read_compact_array_len(buf, pos)
+    n_live_leaders = buf[pos] - 1
+    if n_live_leaders < 127 and n_live_leaders <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_live_leaders, pos = _read_compact_array_len(buf, pos)
     if n_live_leaders < 0:
         raise DecodeError('null in non-nullable array live_leaders')
     else:
@@ -875,7 +1056,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_5(buf: memoryview, pos: int) -> t
             x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, pos)
             f_live_leaders.append(x_live_leaders)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -887,12 +1072,18 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_5(out: bytearray, ch: list[Chunk]
     """LeaderAndIsrRequest v5."""
     out += _S7.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     v_topic_states = o.topic_states
-    _write_compact_array_len(out, v_topic_states, False)
+    if v_topic_states is not None and len(v_topic_states) < 127:
+        out.append(len(v_topic_states) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_states, False)
     if v_topic_states:
         for x_topic_states in v_topic_states:
             _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(out, ch, x_topic_states)
     v_live_leaders = o.live_leaders
-    _write_compact_array_len(out, v_live_leaders, False)
+    if v_live_leaders is not None and len(v_live_leaders) < 127:
+        out.append(len(v_live_leaders) + 1)
+    else:
+        _write_compact_array_len(out, v_live_leaders, False)
     if v_live_leaders:
         for x_live_leaders in v_live_leaders:
             _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(out, ch, x_live_leaders)
@@ -908,7 +1099,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_6(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch, f_broker_epoch, f_type = _S7.unpack_from(buf, pos)
     pos += 17
-    n_topic_states, pos = _read_compact_array_len(buf, pos)
+    n_topic_states = buf[pos] - 1
+    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_states, pos = _read_compact_array_len(buf, pos)
     if n_topic_states < 0:
         raise DecodeError('null in non-nullable array topic_states')
     else:
@@ -916,7 +1111,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_6(buf: memoryview, pos: int) -> t
         for _ in range(n_topic_states):
             x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, pos)
             f_topic_states.append(x_topic_states)
-    n_live_leaders, pos = _read_compact_array_len(buf, pos)
+    n_live_leaders = buf[pos] - 1
+    if n_live_leaders < 127 and n_live_leaders <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_live_leaders, pos = _read_compact_array_len(buf, pos)
     if n_live_leaders < 0:
         raise DecodeError('null in non-nullable array live_leaders')
     else:
@@ -925,7 +1124,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_6(buf: memoryview, pos: int) -> t
             x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, pos)
             f_live_leaders.append(x_live_leaders)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -937,12 +1140,18 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_6(out: bytearray, ch: list[Chunk]
     """LeaderAndIsrRequest v6."""
     out += _S7.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     v_topic_states = o.topic_states
-    _write_compact_array_len(out, v_topic_states, False)
+    if v_topic_states is not None and len(v_topic_states) < 127:
+        out.append(len(v_topic_states) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_states, False)
     if v_topic_states:
         for x_topic_states in v_topic_states:
             _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(out, ch, x_topic_states)
     v_live_leaders = o.live_leaders
-    _write_compact_array_len(out, v_live_leaders, False)
+    if v_live_leaders is not None and len(v_live_leaders) < 127:
+        out.append(len(v_live_leaders) + 1)
+    else:
+        _write_compact_array_len(out, v_live_leaders, False)
     if v_live_leaders:
         for x_live_leaders in v_live_leaders:
             _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(out, ch, x_live_leaders)
@@ -958,7 +1167,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_7(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type = _S8.unpack_from(buf, pos)
     pos += 18
-    n_topic_states, pos = _read_compact_array_len(buf, pos)
+    n_topic_states = buf[pos] - 1
+    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_states, pos = _read_compact_array_len(buf, pos)
     if n_topic_states < 0:
         raise DecodeError('null in non-nullable array topic_states')
     else:
@@ -966,7 +1179,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_7(buf: memoryview, pos: int) -> t
         for _ in range(n_topic_states):
             x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, pos)
             f_topic_states.append(x_topic_states)
-    n_live_leaders, pos = _read_compact_array_len(buf, pos)
+    n_live_leaders = buf[pos] - 1
+    if n_live_leaders < 127 and n_live_leaders <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_live_leaders, pos = _read_compact_array_len(buf, pos)
     if n_live_leaders < 0:
         raise DecodeError('null in non-nullable array live_leaders')
     else:
@@ -975,7 +1192,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_7(buf: memoryview, pos: int) -> t
             x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, pos)
             f_live_leaders.append(x_live_leaders)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -987,12 +1208,18 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_7(out: bytearray, ch: list[Chunk]
     """LeaderAndIsrRequest v7."""
     out += _S8.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type)
     v_topic_states = o.topic_states
-    _write_compact_array_len(out, v_topic_states, False)
+    if v_topic_states is not None and len(v_topic_states) < 127:
+        out.append(len(v_topic_states) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_states, False)
     if v_topic_states:
         for x_topic_states in v_topic_states:
             _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(out, ch, x_topic_states)
     v_live_leaders = o.live_leaders
-    _write_compact_array_len(out, v_live_leaders, False)
+    if v_live_leaders is not None and len(v_live_leaders) < 127:
+        out.append(len(v_live_leaders) + 1)
+    else:
+        _write_compact_array_len(out, v_live_leaders, False)
     if v_live_leaders:
         for x_live_leaders in v_live_leaders:
             _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(out, ch, x_live_leaders)
@@ -1079,7 +1306,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(buf: memoryview, pos: i
     f_partition_index, f_error_code = _S9.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1102,7 +1333,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2(buf: memoryview, pos: i
     f_partition_index, f_error_code = _S9.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1125,7 +1360,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(buf: memoryview, pos: int) 
     f_topic_id, = _S4.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partition_errors, pos = _read_compact_array_len(buf, pos)
+    n_partition_errors = buf[pos] - 1
+    if n_partition_errors < 127 and n_partition_errors <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_errors, pos = _read_compact_array_len(buf, pos)
     if n_partition_errors < 0:
         raise DecodeError('null in non-nullable array partition_errors')
     else:
@@ -1134,7 +1373,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(buf: memoryview, pos: int) 
             x_partition_errors, pos = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2(buf, pos)
             f_partition_errors.append(x_partition_errors)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1146,7 +1389,10 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(out: bytearray, ch: list[Ch
     """LeaderAndIsrTopicError v5-7."""
     out += _S4.pack(o.topic_id.bytes)
     v_partition_errors = o.partition_errors
-    _write_compact_array_len(out, v_partition_errors, False)
+    if v_partition_errors is not None and len(v_partition_errors) < 127:
+        out.append(len(v_partition_errors) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_errors, False)
     if v_partition_errors:
         for x_partition_errors in v_partition_errors:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2(out, ch, x_partition_errors)
@@ -1187,7 +1433,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_1(buf: memoryview, pos: int) ->
     f_partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
     f_error_code, = _S10.unpack_from(buf, pos)
     pos += 2
-    n_partition_errors, pos = _read_compact_array_len(buf, pos)
+    n_partition_errors = buf[pos] - 1
+    if n_partition_errors < 127 and n_partition_errors <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_errors, pos = _read_compact_array_len(buf, pos)
     if n_partition_errors < 0:
         raise DecodeError('null in non-nullable array partition_errors')
     else:
@@ -1196,7 +1446,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_1(buf: memoryview, pos: int) ->
             x_partition_errors, pos = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(buf, pos)
             f_partition_errors.append(x_partition_errors)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1208,7 +1462,10 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_1(out: bytearray, ch: list[Chun
     """LeaderAndIsrResponse v4."""
     out += _S10.pack(o.error_code)
     v_partition_errors = o.partition_errors
-    _write_compact_array_len(out, v_partition_errors, False)
+    if v_partition_errors is not None and len(v_partition_errors) < 127:
+        out.append(len(v_partition_errors) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_errors, False)
     if v_partition_errors:
         for x_partition_errors in v_partition_errors:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(out, ch, x_partition_errors)
@@ -1223,7 +1480,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_2(buf: memoryview, pos: int) ->
     f_topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError]
     f_error_code, = _S10.unpack_from(buf, pos)
     pos += 2
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -1232,7 +1493,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_2(buf: memoryview, pos: int) ->
             x_topics, pos = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1244,7 +1509,10 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_2(out: bytearray, ch: list[Chun
     """LeaderAndIsrResponse v5-7."""
     out += _S10.pack(o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(out, ch, x_topics)

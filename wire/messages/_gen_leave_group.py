@@ -103,7 +103,11 @@ def _d_LeaveGroupRequest_MemberIdentity_1(buf: memoryview, pos: int) -> tuple[Le
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -130,7 +134,11 @@ def _d_LeaveGroupRequest_MemberIdentity_2(buf: memoryview, pos: int) -> tuple[Le
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_reason, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -195,7 +203,11 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_2(buf: memoryview, pos: int) -> tuple
     f_group_id: str
     f_members: list[LeaveGroupRequest.MemberIdentity]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_members, pos = _read_compact_array_len(buf, pos)
+    n_members = buf[pos] - 1
+    if n_members < 127 and n_members <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_members, pos = _read_compact_array_len(buf, pos)
     if n_members < 0:
         raise DecodeError('null in non-nullable array members')
     else:
@@ -204,7 +216,11 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_2(buf: memoryview, pos: int) -> tuple
             x_members, pos = _d_LeaveGroupRequest_MemberIdentity_1(buf, pos)
             f_members.append(x_members)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -216,7 +232,10 @@ def _e_LeaveGroupRequest_LeaveGroupRequest_2(out: bytearray, ch: list[Chunk] | N
     """LeaveGroupRequest v4."""
     _write_compact_string(out, o.group_id)
     v_members = o.members
-    _write_compact_array_len(out, v_members, False)
+    if v_members is not None and len(v_members) < 127:
+        out.append(len(v_members) + 1)
+    else:
+        _write_compact_array_len(out, v_members, False)
     if v_members:
         for x_members in v_members:
             _e_LeaveGroupRequest_MemberIdentity_1(out, ch, x_members)
@@ -231,7 +250,11 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_3(buf: memoryview, pos: int) -> tuple
     f_group_id: str
     f_members: list[LeaveGroupRequest.MemberIdentity]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_members, pos = _read_compact_array_len(buf, pos)
+    n_members = buf[pos] - 1
+    if n_members < 127 and n_members <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_members, pos = _read_compact_array_len(buf, pos)
     if n_members < 0:
         raise DecodeError('null in non-nullable array members')
     else:
@@ -240,7 +263,11 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_3(buf: memoryview, pos: int) -> tuple
             x_members, pos = _d_LeaveGroupRequest_MemberIdentity_2(buf, pos)
             f_members.append(x_members)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -252,7 +279,10 @@ def _e_LeaveGroupRequest_LeaveGroupRequest_3(out: bytearray, ch: list[Chunk] | N
     """LeaveGroupRequest v5."""
     _write_compact_string(out, o.group_id)
     v_members = o.members
-    _write_compact_array_len(out, v_members, False)
+    if v_members is not None and len(v_members) < 127:
+        out.append(len(v_members) + 1)
+    else:
+        _write_compact_array_len(out, v_members, False)
     if v_members:
         for x_members in v_members:
             _e_LeaveGroupRequest_MemberIdentity_2(out, ch, x_members)
@@ -337,7 +367,11 @@ def _d_LeaveGroupResponse_MemberResponse_1(buf: memoryview, pos: int) -> tuple[L
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -411,7 +445,11 @@ def _d_LeaveGroupResponse_LeaveGroupResponse_3(buf: memoryview, pos: int) -> tup
     f_members: list[LeaveGroupResponse.MemberResponse]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_members, pos = _read_compact_array_len(buf, pos)
+    n_members = buf[pos] - 1
+    if n_members < 127 and n_members <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_members, pos = _read_compact_array_len(buf, pos)
     if n_members < 0:
         raise DecodeError('null in non-nullable array members')
     else:
@@ -420,7 +458,11 @@ def _d_LeaveGroupResponse_LeaveGroupResponse_3(buf: memoryview, pos: int) -> tup
             x_members, pos = _d_LeaveGroupResponse_MemberResponse_1(buf, pos)
             f_members.append(x_members)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -432,7 +474,10 @@ def _e_LeaveGroupResponse_LeaveGroupResponse_3(out: bytearray, ch: list[Chunk] |
     """LeaveGroupResponse v4-5."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     v_members = o.members
-    _write_compact_array_len(out, v_members, False)
+    if v_members is not None and len(v_members) < 127:
+        out.append(len(v_members) + 1)
+    else:
+        _write_compact_array_len(out, v_members, False)
     if v_members:
         for x_members in v_members:
             _e_LeaveGroupResponse_MemberResponse_1(out, ch, x_members)

@@ -64,7 +64,11 @@ _C_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest = ListCli
 def _d_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest_0(buf: memoryview, pos: int) -> tuple[ListClientMetricsResourcesRequest, int]:
     """ListClientMetricsResourcesRequest v0."""
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -131,7 +135,11 @@ def _d_ListClientMetricsResourcesResponse_ClientMetricsResource_0(buf: memoryvie
     f_name: str
     f_name, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -153,7 +161,11 @@ def _d_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_0(b
     f_client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource]
     f_throttle_time_ms, f_error_code = _S0.unpack_from(buf, pos)
     pos += 6
-    n_client_metrics_resources, pos = _read_compact_array_len(buf, pos)
+    n_client_metrics_resources = buf[pos] - 1
+    if n_client_metrics_resources < 127 and n_client_metrics_resources <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_client_metrics_resources, pos = _read_compact_array_len(buf, pos)
     if n_client_metrics_resources < 0:
         raise DecodeError('null in non-nullable array client_metrics_resources')
     else:
@@ -162,7 +174,11 @@ def _d_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_0(b
             x_client_metrics_resources, pos = _d_ListClientMetricsResourcesResponse_ClientMetricsResource_0(buf, pos)
             f_client_metrics_resources.append(x_client_metrics_resources)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -174,7 +190,10 @@ def _e_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_0(o
     """ListClientMetricsResourcesResponse v0."""
     out += _S0.pack(o.throttle_time_ms, o.error_code)
     v_client_metrics_resources = o.client_metrics_resources
-    _write_compact_array_len(out, v_client_metrics_resources, False)
+    if v_client_metrics_resources is not None and len(v_client_metrics_resources) < 127:
+        out.append(len(v_client_metrics_resources) + 1)
+    else:
+        _write_compact_array_len(out, v_client_metrics_resources, False)
     if v_client_metrics_resources:
         for x_client_metrics_resources in v_client_metrics_resources:
             _e_ListClientMetricsResourcesResponse_ClientMetricsResource_0(out, ch, x_client_metrics_resources)

@@ -81,7 +81,11 @@ def _e_ListGroupsRequest_ListGroupsRequest_0(out: bytearray, ch: list[Chunk] | N
 def _d_ListGroupsRequest_ListGroupsRequest_1(buf: memoryview, pos: int) -> tuple[ListGroupsRequest, int]:
     """ListGroupsRequest v3."""
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -100,7 +104,11 @@ def _e_ListGroupsRequest_ListGroupsRequest_1(out: bytearray, ch: list[Chunk] | N
 def _d_ListGroupsRequest_ListGroupsRequest_2(buf: memoryview, pos: int) -> tuple[ListGroupsRequest, int]:
     """ListGroupsRequest v4."""
     f_states_filter: list[str]
-    n_states_filter, pos = _read_compact_array_len(buf, pos)
+    n_states_filter = buf[pos] - 1
+    if n_states_filter < 127 and n_states_filter <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_states_filter, pos = _read_compact_array_len(buf, pos)
     if n_states_filter < 0:
         raise DecodeError('null in non-nullable array states_filter')
     else:
@@ -109,7 +117,11 @@ def _d_ListGroupsRequest_ListGroupsRequest_2(buf: memoryview, pos: int) -> tuple
             x_states_filter, pos = _read_compact_string(buf, pos)
             f_states_filter.append(x_states_filter)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -120,7 +132,10 @@ def _d_ListGroupsRequest_ListGroupsRequest_2(buf: memoryview, pos: int) -> tuple
 def _e_ListGroupsRequest_ListGroupsRequest_2(out: bytearray, ch: list[Chunk] | None, o: ListGroupsRequest) -> None:
     """ListGroupsRequest v4."""
     v_states_filter = o.states_filter
-    _write_compact_array_len(out, v_states_filter, False)
+    if v_states_filter is not None and len(v_states_filter) < 127:
+        out.append(len(v_states_filter) + 1)
+    else:
+        _write_compact_array_len(out, v_states_filter, False)
     if v_states_filter:
         for x_states_filter in v_states_filter:
             _write_compact_string(out, x_states_filter)
@@ -134,7 +149,11 @@ def _d_ListGroupsRequest_ListGroupsRequest_3(buf: memoryview, pos: int) -> tuple
     """ListGroupsRequest v5."""
     f_states_filter: list[str]
     f_types_filter: list[str]
-    n_states_filter, pos = _read_compact_array_len(buf, pos)
+    n_states_filter = buf[pos] - 1
+    if n_states_filter < 127 and n_states_filter <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_states_filter, pos = _read_compact_array_len(buf, pos)
     if n_states_filter < 0:
         raise DecodeError('null in non-nullable array states_filter')
     else:
@@ -142,7 +161,11 @@ def _d_ListGroupsRequest_ListGroupsRequest_3(buf: memoryview, pos: int) -> tuple
         for _ in range(n_states_filter):
             x_states_filter, pos = _read_compact_string(buf, pos)
             f_states_filter.append(x_states_filter)
-    n_types_filter, pos = _read_compact_array_len(buf, pos)
+    n_types_filter = buf[pos] - 1
+    if n_types_filter < 127 and n_types_filter <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_types_filter, pos = _read_compact_array_len(buf, pos)
     if n_types_filter < 0:
         raise DecodeError('null in non-nullable array types_filter')
     else:
@@ -151,7 +174,11 @@ def _d_ListGroupsRequest_ListGroupsRequest_3(buf: memoryview, pos: int) -> tuple
             x_types_filter, pos = _read_compact_string(buf, pos)
             f_types_filter.append(x_types_filter)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -162,12 +189,18 @@ def _d_ListGroupsRequest_ListGroupsRequest_3(buf: memoryview, pos: int) -> tuple
 def _e_ListGroupsRequest_ListGroupsRequest_3(out: bytearray, ch: list[Chunk] | None, o: ListGroupsRequest) -> None:
     """ListGroupsRequest v5."""
     v_states_filter = o.states_filter
-    _write_compact_array_len(out, v_states_filter, False)
+    if v_states_filter is not None and len(v_states_filter) < 127:
+        out.append(len(v_states_filter) + 1)
+    else:
+        _write_compact_array_len(out, v_states_filter, False)
     if v_states_filter:
         for x_states_filter in v_states_filter:
             _write_compact_string(out, x_states_filter)
     v_types_filter = o.types_filter
-    _write_compact_array_len(out, v_types_filter, False)
+    if v_types_filter is not None and len(v_types_filter) < 127:
+        out.append(len(v_types_filter) + 1)
+    else:
+        _write_compact_array_len(out, v_types_filter, False)
     if v_types_filter:
         for x_types_filter in v_types_filter:
             _write_compact_string(out, x_types_filter)
@@ -248,7 +281,11 @@ def _d_ListGroupsResponse_ListedGroup_1(buf: memoryview, pos: int) -> tuple[List
     f_group_id, pos = _read_compact_string(buf, pos)
     f_protocol_type, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -275,7 +312,11 @@ def _d_ListGroupsResponse_ListedGroup_2(buf: memoryview, pos: int) -> tuple[List
     f_protocol_type, pos = _read_compact_string(buf, pos)
     f_group_state, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -305,7 +346,11 @@ def _d_ListGroupsResponse_ListedGroup_3(buf: memoryview, pos: int) -> tuple[List
     f_group_state, pos = _read_compact_string(buf, pos)
     f_group_type, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -382,7 +427,11 @@ def _d_ListGroupsResponse_ListGroupsResponse_2(buf: memoryview, pos: int) -> tup
     f_groups: list[ListGroupsResponse.ListedGroup]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_groups, pos = _read_compact_array_len(buf, pos)
+    n_groups = buf[pos] - 1
+    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups, pos = _read_compact_array_len(buf, pos)
     if n_groups < 0:
         raise DecodeError('null in non-nullable array groups')
     else:
@@ -391,7 +440,11 @@ def _d_ListGroupsResponse_ListGroupsResponse_2(buf: memoryview, pos: int) -> tup
             x_groups, pos = _d_ListGroupsResponse_ListedGroup_1(buf, pos)
             f_groups.append(x_groups)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -403,7 +456,10 @@ def _e_ListGroupsResponse_ListGroupsResponse_2(out: bytearray, ch: list[Chunk] |
     """ListGroupsResponse v3."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     v_groups = o.groups
-    _write_compact_array_len(out, v_groups, False)
+    if v_groups is not None and len(v_groups) < 127:
+        out.append(len(v_groups) + 1)
+    else:
+        _write_compact_array_len(out, v_groups, False)
     if v_groups:
         for x_groups in v_groups:
             _e_ListGroupsResponse_ListedGroup_1(out, ch, x_groups)
@@ -418,7 +474,11 @@ def _d_ListGroupsResponse_ListGroupsResponse_3(buf: memoryview, pos: int) -> tup
     f_groups: list[ListGroupsResponse.ListedGroup]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_groups, pos = _read_compact_array_len(buf, pos)
+    n_groups = buf[pos] - 1
+    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups, pos = _read_compact_array_len(buf, pos)
     if n_groups < 0:
         raise DecodeError('null in non-nullable array groups')
     else:
@@ -427,7 +487,11 @@ def _d_ListGroupsResponse_ListGroupsResponse_3(buf: memoryview, pos: int) -> tup
             x_groups, pos = _d_ListGroupsResponse_ListedGroup_2(buf, pos)
             f_groups.append(x_groups)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -439,7 +503,10 @@ def _e_ListGroupsResponse_ListGroupsResponse_3(out: bytearray, ch: list[Chunk] |
     """ListGroupsResponse v4."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     v_groups = o.groups
-    _write_compact_array_len(out, v_groups, False)
+    if v_groups is not None and len(v_groups) < 127:
+        out.append(len(v_groups) + 1)
+    else:
+        _write_compact_array_len(out, v_groups, False)
     if v_groups:
         for x_groups in v_groups:
             _e_ListGroupsResponse_ListedGroup_2(out, ch, x_groups)
@@ -454,7 +521,11 @@ def _d_ListGroupsResponse_ListGroupsResponse_4(buf: memoryview, pos: int) -> tup
     f_groups: list[ListGroupsResponse.ListedGroup]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_groups, pos = _read_compact_array_len(buf, pos)
+    n_groups = buf[pos] - 1
+    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups, pos = _read_compact_array_len(buf, pos)
     if n_groups < 0:
         raise DecodeError('null in non-nullable array groups')
     else:
@@ -463,7 +534,11 @@ def _d_ListGroupsResponse_ListGroupsResponse_4(buf: memoryview, pos: int) -> tup
             x_groups, pos = _d_ListGroupsResponse_ListedGroup_3(buf, pos)
             f_groups.append(x_groups)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -475,7 +550,10 @@ def _e_ListGroupsResponse_ListGroupsResponse_4(out: bytearray, ch: list[Chunk] |
     """ListGroupsResponse v5."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     v_groups = o.groups
-    _write_compact_array_len(out, v_groups, False)
+    if v_groups is not None and len(v_groups) < 127:
+        out.append(len(v_groups) + 1)
+    else:
+        _write_compact_array_len(out, v_groups, False)
     if v_groups:
         for x_groups in v_groups:
             _e_ListGroupsResponse_ListedGroup_3(out, ch, x_groups)

@@ -175,7 +175,11 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_3(buf: memoryview, pos: int) -> tuple
     f_name: str
     f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -184,7 +188,11 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_3(buf: memoryview, pos: int) -> tuple
             x_partitions, pos = _d_ListOffsetsRequest_ListOffsetsPartition_3(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -196,7 +204,10 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_3(out: bytearray, ch: list[Chunk] | N
     """ListOffsetsTopic v6-9."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ListOffsetsRequest_ListOffsetsPartition_3(out, ch, x_partitions)
@@ -247,7 +258,11 @@ def _d_ListOffsetsRequest_ListOffsetsPartition_3(buf: memoryview, pos: int) -> t
     f_partition_index, f_current_leader_epoch, f_timestamp = _S2.unpack_from(buf, pos)
     pos += 16
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -373,7 +388,11 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_4(buf: memoryview, pos: int) -> tup
     f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     f_replica_id, f_isolation_level = _S4.unpack_from(buf, pos)
     pos += 5
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -382,7 +401,11 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_4(buf: memoryview, pos: int) -> tup
             x_topics, pos = _d_ListOffsetsRequest_ListOffsetsTopic_3(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -394,7 +417,10 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_4(out: bytearray, ch: list[Chunk] |
     """ListOffsetsRequest v6-9."""
     out += _S4.pack(o.replica_id, o.isolation_level)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_ListOffsetsRequest_ListOffsetsTopic_3(out, ch, x_topics)
@@ -544,7 +570,11 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_3(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -553,7 +583,11 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_3(buf: memoryview, pos: int)
             x_partitions, pos = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_3(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -565,7 +599,10 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_3(out: bytearray, ch: list[C
     """ListOffsetsTopicResponse v6-9."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ListOffsetsResponse_ListOffsetsPartitionResponse_3(out, ch, x_partitions)
@@ -584,7 +621,10 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_0(buf: memoryview, pos: 
     if n_old_style_offsets < 0:
         raise DecodeError('null in non-nullable array old_style_offsets')
     else:
-        f_old_style_offsets, pos = _read_fixed_array(buf, pos, n_old_style_offsets, 'q', 8)
+        if n_old_style_offsets == 0:
+            f_old_style_offsets = []
+        else:
+            f_old_style_offsets, pos = _read_fixed_array(buf, pos, n_old_style_offsets, 'q', 8)
     return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, -1, -1, -1, {}), pos
 
 
@@ -626,7 +666,11 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_3(buf: memoryview, pos: 
     f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S7.unpack_from(buf, pos)
     pos += 26
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -746,7 +790,11 @@ def _d_ListOffsetsResponse_ListOffsetsResponse_4(buf: memoryview, pos: int) -> t
     f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -755,7 +803,11 @@ def _d_ListOffsetsResponse_ListOffsetsResponse_4(buf: memoryview, pos: int) -> t
             x_topics, pos = _d_ListOffsetsResponse_ListOffsetsTopicResponse_3(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -767,7 +819,10 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_4(out: bytearray, ch: list[Chunk]
     """ListOffsetsResponse v6-9."""
     out += _S3.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_ListOffsetsResponse_ListOffsetsTopicResponse_3(out, ch, x_topics)

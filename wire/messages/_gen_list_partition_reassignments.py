@@ -79,13 +79,24 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(buf:
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes, pos = _read_compact_array_len(buf, pos)
+    n_partition_indexes = buf[pos] - 1
+    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
     if n_partition_indexes < 0:
         raise DecodeError('null in non-nullable array partition_indexes')
     else:
-        f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+        if n_partition_indexes == 0:
+            f_partition_indexes = []
+        else:
+            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -97,7 +108,10 @@ def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(out:
     """ListPartitionReassignmentsTopics v0."""
     _write_compact_string(out, o.name)
     v_partition_indexes = o.partition_indexes
-    _write_compact_array_len(out, v_partition_indexes, False)
+    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
+        out.append(len(v_partition_indexes) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_indexes, False)
     if v_partition_indexes:
         out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tagged_fields:
@@ -111,7 +125,11 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_0(buf
     f_topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         f_topics = None
     else:
@@ -120,7 +138,11 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_0(buf
             x_topics, pos = _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -132,7 +154,10 @@ def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_0(out
     """ListPartitionReassignmentsRequest v0."""
     out += _S0.pack(o.timeout_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, True)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, True)
     if v_topics:
         for x_topics in v_topics:
             _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(out, ch, x_topics)
@@ -204,7 +229,11 @@ def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(buf: memory
     f_name: str
     f_partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -213,7 +242,11 @@ def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(buf: memory
             x_partitions, pos = _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -225,7 +258,10 @@ def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(out: bytear
     """OngoingTopicReassignment v0."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(out, ch, x_partitions)
@@ -242,23 +278,48 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(buf: me
     f_removing_replicas: list[int]
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_compact_array_len(buf, pos)
+    n_replicas = buf[pos] - 1
+    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_replicas, pos = _read_compact_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_adding_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+    n_adding_replicas = buf[pos] - 1
+    if n_adding_replicas < 127 and n_adding_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_adding_replicas, pos = _read_compact_array_len(buf, pos)
     if n_adding_replicas < 0:
         raise DecodeError('null in non-nullable array adding_replicas')
     else:
-        f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
-    n_removing_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_adding_replicas == 0:
+            f_adding_replicas = []
+        else:
+            f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
+    n_removing_replicas = buf[pos] - 1
+    if n_removing_replicas < 127 and n_removing_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_removing_replicas, pos = _read_compact_array_len(buf, pos)
     if n_removing_replicas < 0:
         raise DecodeError('null in non-nullable array removing_replicas')
     else:
-        f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
+        if n_removing_replicas == 0:
+            f_removing_replicas = []
+        else:
+            f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -270,15 +331,24 @@ def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(out: by
     """OngoingPartitionReassignment v0."""
     out += _S0.pack(o.partition_index)
     v_replicas = o.replicas
-    _write_compact_array_len(out, v_replicas, False)
+    if v_replicas is not None and len(v_replicas) < 127:
+        out.append(len(v_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_replicas, False)
     if v_replicas:
         out += _pack('>%di' % len(v_replicas), *v_replicas)
     v_adding_replicas = o.adding_replicas
-    _write_compact_array_len(out, v_adding_replicas, False)
+    if v_adding_replicas is not None and len(v_adding_replicas) < 127:
+        out.append(len(v_adding_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_adding_replicas, False)
     if v_adding_replicas:
         out += _pack('>%di' % len(v_adding_replicas), *v_adding_replicas)
     v_removing_replicas = o.removing_replicas
-    _write_compact_array_len(out, v_removing_replicas, False)
+    if v_removing_replicas is not None and len(v_removing_replicas) < 127:
+        out.append(len(v_removing_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_removing_replicas, False)
     if v_removing_replicas:
         out += _pack('>%di' % len(v_removing_replicas), *v_removing_replicas)
     if o.unknown_tagged_fields:
@@ -294,7 +364,11 @@ def _d_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_0(b
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -303,7 +377,11 @@ def _d_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_0(b
             x_topics, pos = _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -316,7 +394,10 @@ def _e_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_0(o
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(out, ch, x_topics)

@@ -70,7 +70,11 @@ def _d_ListTransactionsRequest_ListTransactionsRequest_0(buf: memoryview, pos: i
     """ListTransactionsRequest v0."""
     f_state_filters: list[str]
     f_producer_id_filters: list[int]
-    n_state_filters, pos = _read_compact_array_len(buf, pos)
+    n_state_filters = buf[pos] - 1
+    if n_state_filters < 127 and n_state_filters <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_state_filters, pos = _read_compact_array_len(buf, pos)
     if n_state_filters < 0:
         raise DecodeError('null in non-nullable array state_filters')
     else:
@@ -78,13 +82,24 @@ def _d_ListTransactionsRequest_ListTransactionsRequest_0(buf: memoryview, pos: i
         for _ in range(n_state_filters):
             x_state_filters, pos = _read_compact_string(buf, pos)
             f_state_filters.append(x_state_filters)
-    n_producer_id_filters, pos = _read_compact_array_len(buf, pos)
+    n_producer_id_filters = buf[pos] - 1
+    if n_producer_id_filters < 127 and n_producer_id_filters <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_producer_id_filters, pos = _read_compact_array_len(buf, pos)
     if n_producer_id_filters < 0:
         raise DecodeError('null in non-nullable array producer_id_filters')
     else:
-        f_producer_id_filters, pos = _read_fixed_array(buf, pos, n_producer_id_filters, 'q', 8)
+        if n_producer_id_filters == 0:
+            f_producer_id_filters = []
+        else:
+            f_producer_id_filters, pos = _read_fixed_array(buf, pos, n_producer_id_filters, 'q', 8)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -95,12 +110,18 @@ def _d_ListTransactionsRequest_ListTransactionsRequest_0(buf: memoryview, pos: i
 def _e_ListTransactionsRequest_ListTransactionsRequest_0(out: bytearray, ch: list[Chunk] | None, o: ListTransactionsRequest) -> None:
     """ListTransactionsRequest v0."""
     v_state_filters = o.state_filters
-    _write_compact_array_len(out, v_state_filters, False)
+    if v_state_filters is not None and len(v_state_filters) < 127:
+        out.append(len(v_state_filters) + 1)
+    else:
+        _write_compact_array_len(out, v_state_filters, False)
     if v_state_filters:
         for x_state_filters in v_state_filters:
             _write_compact_string(out, x_state_filters)
     v_producer_id_filters = o.producer_id_filters
-    _write_compact_array_len(out, v_producer_id_filters, False)
+    if v_producer_id_filters is not None and len(v_producer_id_filters) < 127:
+        out.append(len(v_producer_id_filters) + 1)
+    else:
+        _write_compact_array_len(out, v_producer_id_filters, False)
     if v_producer_id_filters:
         out += _pack('>%dq' % len(v_producer_id_filters), *v_producer_id_filters)
     if o.unknown_tagged_fields:
@@ -113,7 +134,11 @@ def _d_ListTransactionsRequest_ListTransactionsRequest_1(buf: memoryview, pos: i
     """ListTransactionsRequest v1."""
     f_state_filters: list[str]
     f_producer_id_filters: list[int]
-    n_state_filters, pos = _read_compact_array_len(buf, pos)
+    n_state_filters = buf[pos] - 1
+    if n_state_filters < 127 and n_state_filters <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_state_filters, pos = _read_compact_array_len(buf, pos)
     if n_state_filters < 0:
         raise DecodeError('null in non-nullable array state_filters')
     else:
@@ -121,15 +146,26 @@ def _d_ListTransactionsRequest_ListTransactionsRequest_1(buf: memoryview, pos: i
         for _ in range(n_state_filters):
             x_state_filters, pos = _read_compact_string(buf, pos)
             f_state_filters.append(x_state_filters)
-    n_producer_id_filters, pos = _read_compact_array_len(buf, pos)
+    n_producer_id_filters = buf[pos] - 1
+    if n_producer_id_filters < 127 and n_producer_id_filters <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_producer_id_filters, pos = _read_compact_array_len(buf, pos)
     if n_producer_id_filters < 0:
         raise DecodeError('null in non-nullable array producer_id_filters')
     else:
-        f_producer_id_filters, pos = _read_fixed_array(buf, pos, n_producer_id_filters, 'q', 8)
+        if n_producer_id_filters == 0:
+            f_producer_id_filters = []
+        else:
+            f_producer_id_filters, pos = _read_fixed_array(buf, pos, n_producer_id_filters, 'q', 8)
     f_duration_filter, = _S0.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -140,12 +176,18 @@ def _d_ListTransactionsRequest_ListTransactionsRequest_1(buf: memoryview, pos: i
 def _e_ListTransactionsRequest_ListTransactionsRequest_1(out: bytearray, ch: list[Chunk] | None, o: ListTransactionsRequest) -> None:
     """ListTransactionsRequest v1."""
     v_state_filters = o.state_filters
-    _write_compact_array_len(out, v_state_filters, False)
+    if v_state_filters is not None and len(v_state_filters) < 127:
+        out.append(len(v_state_filters) + 1)
+    else:
+        _write_compact_array_len(out, v_state_filters, False)
     if v_state_filters:
         for x_state_filters in v_state_filters:
             _write_compact_string(out, x_state_filters)
     v_producer_id_filters = o.producer_id_filters
-    _write_compact_array_len(out, v_producer_id_filters, False)
+    if v_producer_id_filters is not None and len(v_producer_id_filters) < 127:
+        out.append(len(v_producer_id_filters) + 1)
+    else:
+        _write_compact_array_len(out, v_producer_id_filters, False)
     if v_producer_id_filters:
         out += _pack('>%dq' % len(v_producer_id_filters), *v_producer_id_filters)
     out += _S0.pack(o.duration_filter)
@@ -213,7 +255,11 @@ def _d_ListTransactionsResponse_TransactionState_0(buf: memoryview, pos: int) ->
     pos += 8
     f_transaction_state, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -238,7 +284,11 @@ def _d_ListTransactionsResponse_ListTransactionsResponse_0(buf: memoryview, pos:
     f_transaction_states: list[ListTransactionsResponse.TransactionState]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_unknown_state_filters, pos = _read_compact_array_len(buf, pos)
+    n_unknown_state_filters = buf[pos] - 1
+    if n_unknown_state_filters < 127 and n_unknown_state_filters <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_unknown_state_filters, pos = _read_compact_array_len(buf, pos)
     if n_unknown_state_filters < 0:
         raise DecodeError('null in non-nullable array unknown_state_filters')
     else:
@@ -246,7 +296,11 @@ def _d_ListTransactionsResponse_ListTransactionsResponse_0(buf: memoryview, pos:
         for _ in range(n_unknown_state_filters):
             x_unknown_state_filters, pos = _read_compact_string(buf, pos)
             f_unknown_state_filters.append(x_unknown_state_filters)
-    n_transaction_states, pos = _read_compact_array_len(buf, pos)
+    n_transaction_states = buf[pos] - 1
+    if n_transaction_states < 127 and n_transaction_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_transaction_states, pos = _read_compact_array_len(buf, pos)
     if n_transaction_states < 0:
         raise DecodeError('null in non-nullable array transaction_states')
     else:
@@ -255,7 +309,11 @@ def _d_ListTransactionsResponse_ListTransactionsResponse_0(buf: memoryview, pos:
             x_transaction_states, pos = _d_ListTransactionsResponse_TransactionState_0(buf, pos)
             f_transaction_states.append(x_transaction_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -267,12 +325,18 @@ def _e_ListTransactionsResponse_ListTransactionsResponse_0(out: bytearray, ch: l
     """ListTransactionsResponse v0-1."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     v_unknown_state_filters = o.unknown_state_filters
-    _write_compact_array_len(out, v_unknown_state_filters, False)
+    if v_unknown_state_filters is not None and len(v_unknown_state_filters) < 127:
+        out.append(len(v_unknown_state_filters) + 1)
+    else:
+        _write_compact_array_len(out, v_unknown_state_filters, False)
     if v_unknown_state_filters:
         for x_unknown_state_filters in v_unknown_state_filters:
             _write_compact_string(out, x_unknown_state_filters)
     v_transaction_states = o.transaction_states
-    _write_compact_array_len(out, v_transaction_states, False)
+    if v_transaction_states is not None and len(v_transaction_states) < 127:
+        out.append(len(v_transaction_states) + 1)
+    else:
+        _write_compact_array_len(out, v_transaction_states, False)
     if v_transaction_states:
         for x_transaction_states in v_transaction_states:
             _e_ListTransactionsResponse_TransactionState_0(out, ch, x_transaction_states)

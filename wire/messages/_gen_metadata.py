@@ -106,7 +106,11 @@ def _d_MetadataRequest_MetadataRequestTopic_1(buf: memoryview, pos: int) -> tupl
     f_name: str | None
     f_name, pos = _read_compact_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -131,7 +135,11 @@ def _d_MetadataRequest_MetadataRequestTopic_2(buf: memoryview, pos: int) -> tupl
     pos += 16
     f_name, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -250,7 +258,11 @@ def _e_MetadataRequest_MetadataRequest_3(out: bytearray, ch: list[Chunk] | None,
 def _d_MetadataRequest_MetadataRequest_4(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v9."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         f_topics = None
     else:
@@ -261,7 +273,11 @@ def _d_MetadataRequest_MetadataRequest_4(buf: memoryview, pos: int) -> tuple[Met
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S2.unpack_from(buf, pos)
     pos += 3
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -272,7 +288,10 @@ def _d_MetadataRequest_MetadataRequest_4(buf: memoryview, pos: int) -> tuple[Met
 def _e_MetadataRequest_MetadataRequest_4(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v9."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, True)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, True)
     if v_topics:
         for x_topics in v_topics:
             _e_MetadataRequest_MetadataRequestTopic_1(out, ch, x_topics)
@@ -286,7 +305,11 @@ def _e_MetadataRequest_MetadataRequest_4(out: bytearray, ch: list[Chunk] | None,
 def _d_MetadataRequest_MetadataRequest_5(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v10."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         f_topics = None
     else:
@@ -297,7 +320,11 @@ def _d_MetadataRequest_MetadataRequest_5(buf: memoryview, pos: int) -> tuple[Met
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S2.unpack_from(buf, pos)
     pos += 3
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -308,7 +335,10 @@ def _d_MetadataRequest_MetadataRequest_5(buf: memoryview, pos: int) -> tuple[Met
 def _e_MetadataRequest_MetadataRequest_5(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v10."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, True)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, True)
     if v_topics:
         for x_topics in v_topics:
             _e_MetadataRequest_MetadataRequestTopic_2(out, ch, x_topics)
@@ -322,7 +352,11 @@ def _e_MetadataRequest_MetadataRequest_5(out: bytearray, ch: list[Chunk] | None,
 def _d_MetadataRequest_MetadataRequest_6(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v11-12."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         f_topics = None
     else:
@@ -333,7 +367,11 @@ def _d_MetadataRequest_MetadataRequest_6(buf: memoryview, pos: int) -> tuple[Met
     f_allow_auto_topic_creation, f_include_topic_authorized_operations = _S3.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -344,7 +382,10 @@ def _d_MetadataRequest_MetadataRequest_6(buf: memoryview, pos: int) -> tuple[Met
 def _e_MetadataRequest_MetadataRequest_6(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v11-12."""
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, True)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, True)
     if v_topics:
         for x_topics in v_topics:
             _e_MetadataRequest_MetadataRequestTopic_2(out, ch, x_topics)
@@ -480,7 +521,11 @@ def _d_MetadataResponse_MetadataResponseBroker_2(buf: memoryview, pos: int) -> t
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -669,7 +714,11 @@ def _d_MetadataResponse_MetadataResponseTopic_5(buf: memoryview, pos: int) -> tu
     f_name, pos = _read_compact_string(buf, pos)
     f_is_internal, = _S1.unpack_from(buf, pos)
     pos += 1
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -680,7 +729,11 @@ def _d_MetadataResponse_MetadataResponseTopic_5(buf: memoryview, pos: int) -> tu
     f_topic_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -694,7 +747,10 @@ def _e_MetadataResponse_MetadataResponseTopic_5(out: bytearray, ch: list[Chunk] 
     _write_compact_string(out, o.name)
     out += _S1.pack(o.is_internal)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_MetadataResponse_MetadataResponsePartition_3(out, ch, x_partitions)
@@ -715,7 +771,11 @@ def _d_MetadataResponse_MetadataResponseTopic_6(buf: memoryview, pos: int) -> tu
     f_topic_id, f_is_internal = _S6.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 17
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -726,7 +786,11 @@ def _d_MetadataResponse_MetadataResponseTopic_6(buf: memoryview, pos: int) -> tu
     f_topic_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -740,7 +804,10 @@ def _e_MetadataResponse_MetadataResponseTopic_6(out: bytearray, ch: list[Chunk] 
     _write_compact_string(out, o.name)
     out += _S6.pack(o.topic_id.bytes, o.is_internal)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_MetadataResponse_MetadataResponsePartition_3(out, ch, x_partitions)
@@ -761,7 +828,11 @@ def _d_MetadataResponse_MetadataResponseTopic_7(buf: memoryview, pos: int) -> tu
     f_topic_id, f_is_internal = _S6.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 17
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -772,7 +843,11 @@ def _d_MetadataResponse_MetadataResponseTopic_7(buf: memoryview, pos: int) -> tu
     f_topic_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -786,7 +861,10 @@ def _e_MetadataResponse_MetadataResponseTopic_7(out: bytearray, ch: list[Chunk] 
     _write_compact_nullable_string(out, o.name)
     out += _S6.pack(o.topic_id.bytes, o.is_internal)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_MetadataResponse_MetadataResponsePartition_3(out, ch, x_partitions)
@@ -807,12 +885,18 @@ def _d_MetadataResponse_MetadataResponsePartition_0(buf: memoryview, pos: int) -
     if n_replica_nodes < 0:
         raise DecodeError('null in non-nullable array replica_nodes')
     else:
-        f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
+        if n_replica_nodes == 0:
+            f_replica_nodes = []
+        else:
+            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
     n_isr_nodes, pos = _read_array_len(buf, pos)
     if n_isr_nodes < 0:
         raise DecodeError('null in non-nullable array isr_nodes')
     else:
-        f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
+        if n_isr_nodes == 0:
+            f_isr_nodes = []
+        else:
+            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
     return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, [], {}), pos
 
 
@@ -840,17 +924,26 @@ def _d_MetadataResponse_MetadataResponsePartition_1(buf: memoryview, pos: int) -
     if n_replica_nodes < 0:
         raise DecodeError('null in non-nullable array replica_nodes')
     else:
-        f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
+        if n_replica_nodes == 0:
+            f_replica_nodes = []
+        else:
+            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
     n_isr_nodes, pos = _read_array_len(buf, pos)
     if n_isr_nodes < 0:
         raise DecodeError('null in non-nullable array isr_nodes')
     else:
-        f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
+        if n_isr_nodes == 0:
+            f_isr_nodes = []
+        else:
+            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
     n_offline_replicas, pos = _read_array_len(buf, pos)
     if n_offline_replicas < 0:
         raise DecodeError('null in non-nullable array offline_replicas')
     else:
-        f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+        if n_offline_replicas == 0:
+            f_offline_replicas = []
+        else:
+            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
     return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas, {}), pos
 
 
@@ -882,17 +975,26 @@ def _d_MetadataResponse_MetadataResponsePartition_2(buf: memoryview, pos: int) -
     if n_replica_nodes < 0:
         raise DecodeError('null in non-nullable array replica_nodes')
     else:
-        f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
+        if n_replica_nodes == 0:
+            f_replica_nodes = []
+        else:
+            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
     n_isr_nodes, pos = _read_array_len(buf, pos)
     if n_isr_nodes < 0:
         raise DecodeError('null in non-nullable array isr_nodes')
     else:
-        f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
+        if n_isr_nodes == 0:
+            f_isr_nodes = []
+        else:
+            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
     n_offline_replicas, pos = _read_array_len(buf, pos)
     if n_offline_replicas < 0:
         raise DecodeError('null in non-nullable array offline_replicas')
     else:
-        f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+        if n_offline_replicas == 0:
+            f_offline_replicas = []
+        else:
+            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
     return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, {}), pos
 
 
@@ -920,23 +1022,48 @@ def _d_MetadataResponse_MetadataResponsePartition_3(buf: memoryview, pos: int) -
     f_offline_replicas: list[int]
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S8.unpack_from(buf, pos)
     pos += 14
-    n_replica_nodes, pos = _read_compact_array_len(buf, pos)
+    n_replica_nodes = buf[pos] - 1
+    if n_replica_nodes < 127 and n_replica_nodes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_replica_nodes, pos = _read_compact_array_len(buf, pos)
     if n_replica_nodes < 0:
         raise DecodeError('null in non-nullable array replica_nodes')
     else:
-        f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
-    n_isr_nodes, pos = _read_compact_array_len(buf, pos)
+        if n_replica_nodes == 0:
+            f_replica_nodes = []
+        else:
+            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
+    n_isr_nodes = buf[pos] - 1
+    if n_isr_nodes < 127 and n_isr_nodes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_isr_nodes, pos = _read_compact_array_len(buf, pos)
     if n_isr_nodes < 0:
         raise DecodeError('null in non-nullable array isr_nodes')
     else:
-        f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
-    n_offline_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_isr_nodes == 0:
+            f_isr_nodes = []
+        else:
+            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
+    n_offline_replicas = buf[pos] - 1
+    if n_offline_replicas < 127 and n_offline_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_offline_replicas, pos = _read_compact_array_len(buf, pos)
     if n_offline_replicas < 0:
         raise DecodeError('null in non-nullable array offline_replicas')
     else:
-        f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+        if n_offline_replicas == 0:
+            f_offline_replicas = []
+        else:
+            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -948,15 +1075,24 @@ def _e_MetadataResponse_MetadataResponsePartition_3(out: bytearray, ch: list[Chu
     """MetadataResponsePartition v9-12."""
     out += _S8.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     v_replica_nodes = o.replica_nodes
-    _write_compact_array_len(out, v_replica_nodes, False)
+    if v_replica_nodes is not None and len(v_replica_nodes) < 127:
+        out.append(len(v_replica_nodes) + 1)
+    else:
+        _write_compact_array_len(out, v_replica_nodes, False)
     if v_replica_nodes:
         out += _pack('>%di' % len(v_replica_nodes), *v_replica_nodes)
     v_isr_nodes = o.isr_nodes
-    _write_compact_array_len(out, v_isr_nodes, False)
+    if v_isr_nodes is not None and len(v_isr_nodes) < 127:
+        out.append(len(v_isr_nodes) + 1)
+    else:
+        _write_compact_array_len(out, v_isr_nodes, False)
     if v_isr_nodes:
         out += _pack('>%di' % len(v_isr_nodes), *v_isr_nodes)
     v_offline_replicas = o.offline_replicas
-    _write_compact_array_len(out, v_offline_replicas, False)
+    if v_offline_replicas is not None and len(v_offline_replicas) < 127:
+        out.append(len(v_offline_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_offline_replicas, False)
     if v_offline_replicas:
         out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
     if o.unknown_tagged_fields:
@@ -1279,7 +1415,11 @@ def _d_MetadataResponse_MetadataResponse_7(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_compact_array_len(buf, pos)
+    n_brokers = buf[pos] - 1
+    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_brokers, pos = _read_compact_array_len(buf, pos)
     if n_brokers < 0:
         raise DecodeError('null in non-nullable array brokers')
     else:
@@ -1290,7 +1430,11 @@ def _d_MetadataResponse_MetadataResponse_7(buf: memoryview, pos: int) -> tuple[M
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -1301,7 +1445,11 @@ def _d_MetadataResponse_MetadataResponse_7(buf: memoryview, pos: int) -> tuple[M
     f_cluster_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1313,14 +1461,20 @@ def _e_MetadataResponse_MetadataResponse_7(out: bytearray, ch: list[Chunk] | Non
     """MetadataResponse v9."""
     out += _S4.pack(o.throttle_time_ms)
     v_brokers = o.brokers
-    _write_compact_array_len(out, v_brokers, False)
+    if v_brokers is not None and len(v_brokers) < 127:
+        out.append(len(v_brokers) + 1)
+    else:
+        _write_compact_array_len(out, v_brokers, False)
     if v_brokers:
         for x_brokers in v_brokers:
             _e_MetadataResponse_MetadataResponseBroker_2(out, ch, x_brokers)
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_MetadataResponse_MetadataResponseTopic_5(out, ch, x_topics)
@@ -1338,7 +1492,11 @@ def _d_MetadataResponse_MetadataResponse_8(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_compact_array_len(buf, pos)
+    n_brokers = buf[pos] - 1
+    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_brokers, pos = _read_compact_array_len(buf, pos)
     if n_brokers < 0:
         raise DecodeError('null in non-nullable array brokers')
     else:
@@ -1349,7 +1507,11 @@ def _d_MetadataResponse_MetadataResponse_8(buf: memoryview, pos: int) -> tuple[M
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -1360,7 +1522,11 @@ def _d_MetadataResponse_MetadataResponse_8(buf: memoryview, pos: int) -> tuple[M
     f_cluster_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1372,14 +1538,20 @@ def _e_MetadataResponse_MetadataResponse_8(out: bytearray, ch: list[Chunk] | Non
     """MetadataResponse v10."""
     out += _S4.pack(o.throttle_time_ms)
     v_brokers = o.brokers
-    _write_compact_array_len(out, v_brokers, False)
+    if v_brokers is not None and len(v_brokers) < 127:
+        out.append(len(v_brokers) + 1)
+    else:
+        _write_compact_array_len(out, v_brokers, False)
     if v_brokers:
         for x_brokers in v_brokers:
             _e_MetadataResponse_MetadataResponseBroker_2(out, ch, x_brokers)
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_MetadataResponse_MetadataResponseTopic_6(out, ch, x_topics)
@@ -1397,7 +1569,11 @@ def _d_MetadataResponse_MetadataResponse_9(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_compact_array_len(buf, pos)
+    n_brokers = buf[pos] - 1
+    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_brokers, pos = _read_compact_array_len(buf, pos)
     if n_brokers < 0:
         raise DecodeError('null in non-nullable array brokers')
     else:
@@ -1408,7 +1584,11 @@ def _d_MetadataResponse_MetadataResponse_9(buf: memoryview, pos: int) -> tuple[M
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -1417,7 +1597,11 @@ def _d_MetadataResponse_MetadataResponse_9(buf: memoryview, pos: int) -> tuple[M
             x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_6(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1429,14 +1613,20 @@ def _e_MetadataResponse_MetadataResponse_9(out: bytearray, ch: list[Chunk] | Non
     """MetadataResponse v11."""
     out += _S4.pack(o.throttle_time_ms)
     v_brokers = o.brokers
-    _write_compact_array_len(out, v_brokers, False)
+    if v_brokers is not None and len(v_brokers) < 127:
+        out.append(len(v_brokers) + 1)
+    else:
+        _write_compact_array_len(out, v_brokers, False)
     if v_brokers:
         for x_brokers in v_brokers:
             _e_MetadataResponse_MetadataResponseBroker_2(out, ch, x_brokers)
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_MetadataResponse_MetadataResponseTopic_6(out, ch, x_topics)
@@ -1453,7 +1643,11 @@ def _d_MetadataResponse_MetadataResponse_10(buf: memoryview, pos: int) -> tuple[
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_compact_array_len(buf, pos)
+    n_brokers = buf[pos] - 1
+    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_brokers, pos = _read_compact_array_len(buf, pos)
     if n_brokers < 0:
         raise DecodeError('null in non-nullable array brokers')
     else:
@@ -1464,7 +1658,11 @@ def _d_MetadataResponse_MetadataResponse_10(buf: memoryview, pos: int) -> tuple[
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -1473,7 +1671,11 @@ def _d_MetadataResponse_MetadataResponse_10(buf: memoryview, pos: int) -> tuple[
             x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_7(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -1485,14 +1687,20 @@ def _e_MetadataResponse_MetadataResponse_10(out: bytearray, ch: list[Chunk] | No
     """MetadataResponse v12."""
     out += _S4.pack(o.throttle_time_ms)
     v_brokers = o.brokers
-    _write_compact_array_len(out, v_brokers, False)
+    if v_brokers is not None and len(v_brokers) < 127:
+        out.append(len(v_brokers) + 1)
+    else:
+        _write_compact_array_len(out, v_brokers, False)
     if v_brokers:
         for x_brokers in v_brokers:
             _e_MetadataResponse_MetadataResponseBroker_2(out, ch, x_brokers)
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_MetadataResponse_MetadataResponseTopic_7(out, ch, x_topics)

@@ -180,7 +180,11 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -189,7 +193,11 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(buf: memoryview, pos: int)
             x_partitions, pos = _d_OffsetCommitRequest_OffsetCommitRequestPartition_3(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -201,7 +209,10 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_3(out: bytearray, ch: list[C
     """OffsetCommitRequestTopic v8-9."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_OffsetCommitRequest_OffsetCommitRequestPartition_3(out, ch, x_partitions)
@@ -263,7 +274,11 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_3(buf: memoryview, pos: 
     pos += 16
     f_committed_metadata, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -484,7 +499,11 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_6(buf: memoryview, pos: int) -> t
     pos += 4
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -493,7 +512,11 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_6(buf: memoryview, pos: int) -> t
             x_topics, pos = _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -508,7 +531,10 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_6(out: bytearray, ch: list[Chunk]
     _write_compact_string(out, o.member_id)
     _write_compact_nullable_string(out, o.group_instance_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetCommitRequest_OffsetCommitRequestTopic_3(out, ch, x_topics)
@@ -602,7 +628,11 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_1(buf: memoryview, pos: in
     f_name: str
     f_partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -611,7 +641,11 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_1(buf: memoryview, pos: in
             x_partitions, pos = _d_OffsetCommitResponse_OffsetCommitResponsePartition_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -623,7 +657,10 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_1(out: bytearray, ch: list
     """OffsetCommitResponseTopic v8-9."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_OffsetCommitResponse_OffsetCommitResponsePartition_1(out, ch, x_partitions)
@@ -650,7 +687,11 @@ def _d_OffsetCommitResponse_OffsetCommitResponsePartition_1(buf: memoryview, pos
     f_partition_index, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -721,7 +762,11 @@ def _d_OffsetCommitResponse_OffsetCommitResponse_2(buf: memoryview, pos: int) ->
     f_topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -730,7 +775,11 @@ def _d_OffsetCommitResponse_OffsetCommitResponse_2(buf: memoryview, pos: int) ->
             x_topics, pos = _d_OffsetCommitResponse_OffsetCommitResponseTopic_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -742,7 +791,10 @@ def _e_OffsetCommitResponse_OffsetCommitResponse_2(out: bytearray, ch: list[Chun
     """OffsetCommitResponse v8-9."""
     out += _S3.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetCommitResponse_OffsetCommitResponseTopic_1(out, ch, x_topics)

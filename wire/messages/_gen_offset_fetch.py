@@ -110,7 +110,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_0(buf: memoryview, pos: int) -
     if n_partition_indexes < 0:
         raise DecodeError('null in non-nullable array partition_indexes')
     else:
-        f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+        if n_partition_indexes == 0:
+            f_partition_indexes = []
+        else:
+            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
     return _C_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes, {}), pos
 
 
@@ -128,13 +131,24 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(buf: memoryview, pos: int) -
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes, pos = _read_compact_array_len(buf, pos)
+    n_partition_indexes = buf[pos] - 1
+    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
     if n_partition_indexes < 0:
         raise DecodeError('null in non-nullable array partition_indexes')
     else:
-        f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+        if n_partition_indexes == 0:
+            f_partition_indexes = []
+        else:
+            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -146,7 +160,10 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(out: bytearray, ch: list[Chu
     """OffsetFetchRequestTopic v6-7."""
     _write_compact_string(out, o.name)
     v_partition_indexes = o.partition_indexes
-    _write_compact_array_len(out, v_partition_indexes, False)
+    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
+        out.append(len(v_partition_indexes) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_indexes, False)
     if v_partition_indexes:
         out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tagged_fields:
@@ -160,7 +177,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_0(buf: memoryview, pos: int) -
     f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         f_topics = None
     else:
@@ -169,7 +190,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_0(buf: memoryview, pos: int) -
             x_topics, pos = _d_OffsetFetchRequest_OffsetFetchRequestTopics_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -181,7 +206,10 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_0(out: bytearray, ch: list[Chu
     """OffsetFetchRequestGroup v8."""
     _write_compact_string(out, o.group_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, True)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, True)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(out, ch, x_topics)
@@ -200,7 +228,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_1(buf: memoryview, pos: int) -
     f_member_id, pos = _read_compact_nullable_string(buf, pos)
     f_member_epoch, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         f_topics = None
     else:
@@ -209,7 +241,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_1(buf: memoryview, pos: int) -
             x_topics, pos = _d_OffsetFetchRequest_OffsetFetchRequestTopics_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -223,7 +259,10 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_1(out: bytearray, ch: list[Chu
     _write_compact_nullable_string(out, o.member_id)
     out += _S0.pack(o.member_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, True)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, True)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(out, ch, x_topics)
@@ -238,13 +277,24 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_0(buf: memoryview, pos: int) 
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes, pos = _read_compact_array_len(buf, pos)
+    n_partition_indexes = buf[pos] - 1
+    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
     if n_partition_indexes < 0:
         raise DecodeError('null in non-nullable array partition_indexes')
     else:
-        f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+        if n_partition_indexes == 0:
+            f_partition_indexes = []
+        else:
+            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -256,7 +306,10 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(out: bytearray, ch: list[Ch
     """OffsetFetchRequestTopics v8-9."""
     _write_compact_string(out, o.name)
     v_partition_indexes = o.partition_indexes
-    _write_compact_array_len(out, v_partition_indexes, False)
+    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
+        out.append(len(v_partition_indexes) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_indexes, False)
     if v_partition_indexes:
         out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tagged_fields:
@@ -322,7 +375,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_2(buf: memoryview, pos: int) -> tup
     f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         f_topics = None
     else:
@@ -331,7 +388,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_2(buf: memoryview, pos: int) -> tup
             x_topics, pos = _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -343,7 +404,10 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_2(out: bytearray, ch: list[Chunk] |
     """OffsetFetchRequest v6."""
     _write_compact_string(out, o.group_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, True)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, True)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(out, ch, x_topics)
@@ -358,7 +422,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_3(buf: memoryview, pos: int) -> tup
     f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         f_topics = None
     else:
@@ -369,7 +437,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_3(buf: memoryview, pos: int) -> tup
     f_require_stable, = _S1.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -381,7 +453,10 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_3(out: bytearray, ch: list[Chunk] |
     """OffsetFetchRequest v7."""
     _write_compact_string(out, o.group_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, True)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, True)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(out, ch, x_topics)
@@ -395,7 +470,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_3(out: bytearray, ch: list[Chunk] |
 def _d_OffsetFetchRequest_OffsetFetchRequest_4(buf: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
     """OffsetFetchRequest v8."""
     f_groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
-    n_groups, pos = _read_compact_array_len(buf, pos)
+    n_groups = buf[pos] - 1
+    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups, pos = _read_compact_array_len(buf, pos)
     if n_groups < 0:
         raise DecodeError('null in non-nullable array groups')
     else:
@@ -406,7 +485,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_4(buf: memoryview, pos: int) -> tup
     f_require_stable, = _S1.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -417,7 +500,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_4(buf: memoryview, pos: int) -> tup
 def _e_OffsetFetchRequest_OffsetFetchRequest_4(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest) -> None:
     """OffsetFetchRequest v8."""
     v_groups = o.groups
-    _write_compact_array_len(out, v_groups, False)
+    if v_groups is not None and len(v_groups) < 127:
+        out.append(len(v_groups) + 1)
+    else:
+        _write_compact_array_len(out, v_groups, False)
     if v_groups:
         for x_groups in v_groups:
             _e_OffsetFetchRequest_OffsetFetchRequestGroup_0(out, ch, x_groups)
@@ -431,7 +517,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_4(out: bytearray, ch: list[Chunk] |
 def _d_OffsetFetchRequest_OffsetFetchRequest_5(buf: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
     """OffsetFetchRequest v9."""
     f_groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
-    n_groups, pos = _read_compact_array_len(buf, pos)
+    n_groups = buf[pos] - 1
+    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups, pos = _read_compact_array_len(buf, pos)
     if n_groups < 0:
         raise DecodeError('null in non-nullable array groups')
     else:
@@ -442,7 +532,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_5(buf: memoryview, pos: int) -> tup
     f_require_stable, = _S1.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -453,7 +547,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_5(buf: memoryview, pos: int) -> tup
 def _e_OffsetFetchRequest_OffsetFetchRequest_5(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest) -> None:
     """OffsetFetchRequest v9."""
     v_groups = o.groups
-    _write_compact_array_len(out, v_groups, False)
+    if v_groups is not None and len(v_groups) < 127:
+        out.append(len(v_groups) + 1)
+    else:
+        _write_compact_array_len(out, v_groups, False)
     if v_groups:
         for x_groups in v_groups:
             _e_OffsetFetchRequest_OffsetFetchRequestGroup_1(out, ch, x_groups)
@@ -604,7 +701,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_2(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -613,7 +714,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_2(buf: memoryview, pos: int)
             x_partitions, pos = _d_OffsetFetchResponse_OffsetFetchResponsePartition_2(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -625,7 +730,10 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_2(out: bytearray, ch: list[C
     """OffsetFetchResponseTopic v6-7."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_OffsetFetchResponse_OffsetFetchResponsePartition_2(out, ch, x_partitions)
@@ -680,7 +788,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_2(buf: memoryview, pos: 
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -704,7 +816,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_0(buf: memoryview, pos: int)
     f_group_id: str
     f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopics]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -715,7 +831,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_0(buf: memoryview, pos: int)
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -727,7 +847,10 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_0(out: bytearray, ch: list[C
     """OffsetFetchResponseGroup v8-9."""
     _write_compact_string(out, o.group_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetFetchResponse_OffsetFetchResponseTopics_0(out, ch, x_topics)
@@ -743,7 +866,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_0(buf: memoryview, pos: int
     f_name: str
     f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -752,7 +879,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_0(buf: memoryview, pos: int
             x_partitions, pos = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -764,7 +895,10 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_0(out: bytearray, ch: list[
     """OffsetFetchResponseTopics v8-9."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_OffsetFetchResponse_OffsetFetchResponsePartitions_0(out, ch, x_partitions)
@@ -783,7 +917,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_0(buf: memoryview, pos:
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -914,7 +1052,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_4(buf: memoryview, pos: int) -> t
     f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -925,7 +1067,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_4(buf: memoryview, pos: int) -> t
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -937,7 +1083,10 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_4(out: bytearray, ch: list[Chunk]
     """OffsetFetchResponse v6-7."""
     out += _S0.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_2(out, ch, x_topics)
@@ -953,7 +1102,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_5(buf: memoryview, pos: int) -> t
     f_groups: list[OffsetFetchResponse.OffsetFetchResponseGroup]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_groups, pos = _read_compact_array_len(buf, pos)
+    n_groups = buf[pos] - 1
+    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups, pos = _read_compact_array_len(buf, pos)
     if n_groups < 0:
         raise DecodeError('null in non-nullable array groups')
     else:
@@ -962,7 +1115,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_5(buf: memoryview, pos: int) -> t
             x_groups, pos = _d_OffsetFetchResponse_OffsetFetchResponseGroup_0(buf, pos)
             f_groups.append(x_groups)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -974,7 +1131,10 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_5(out: bytearray, ch: list[Chunk]
     """OffsetFetchResponse v8-9."""
     out += _S0.pack(o.throttle_time_ms)
     v_groups = o.groups
-    _write_compact_array_len(out, v_groups, False)
+    if v_groups is not None and len(v_groups) < 127:
+        out.append(len(v_groups) + 1)
+    else:
+        _write_compact_array_len(out, v_groups, False)
     if v_groups:
         for x_groups in v_groups:
             _e_OffsetFetchResponse_OffsetFetchResponseGroup_0(out, ch, x_groups)

@@ -143,7 +143,11 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(buf: memoryview, pos: 
     f_topic: str
     f_partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -152,7 +156,11 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(buf: memoryview, pos: 
             x_partitions, pos = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -164,7 +172,10 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(out: bytearray, ch: li
     """OffsetForLeaderTopic v4."""
     _write_compact_string(out, o.topic)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(out, ch, x_partitions)
@@ -203,7 +214,11 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(buf: memoryview, p
     f_partition, f_current_leader_epoch, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -297,7 +312,11 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_3(buf: memoryview
     f_topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
     f_replica_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -306,7 +325,11 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_3(buf: memoryview
             x_topics, pos = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -318,7 +341,10 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_3(out: bytearray,
     """OffsetForLeaderEpochRequest v4."""
     out += _S2.pack(o.replica_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(out, ch, x_topics)
@@ -440,7 +466,11 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(buf: memoryview
     f_topic: str
     f_partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -449,7 +479,11 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(buf: memoryview
             x_partitions, pos = _d_OffsetForLeaderEpochResponse_EpochEndOffset_2(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -461,7 +495,10 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(out: bytearray,
     """OffsetForLeaderTopicResult v4."""
     _write_compact_string(out, o.topic)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_OffsetForLeaderEpochResponse_EpochEndOffset_2(out, ch, x_partitions)
@@ -500,7 +537,11 @@ def _d_OffsetForLeaderEpochResponse_EpochEndOffset_2(buf: memoryview, pos: int) 
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S4.unpack_from(buf, pos)
     pos += 18
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -594,7 +635,11 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_3(buf: memoryvi
     f_topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -603,7 +648,11 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_3(buf: memoryvi
             x_topics, pos = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -615,7 +664,10 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_3(out: bytearra
     """OffsetForLeaderEpochResponse v4."""
     out += _S2.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(out, ch, x_topics)

@@ -126,7 +126,11 @@ def _d_ProduceRequest_TopicProduceData_1(buf: memoryview, pos: int) -> tuple[Pro
     f_name: str
     f_partition_data: list[ProduceRequest.PartitionProduceData]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_data, pos = _read_compact_array_len(buf, pos)
+    n_partition_data = buf[pos] - 1
+    if n_partition_data < 127 and n_partition_data <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_data, pos = _read_compact_array_len(buf, pos)
     if n_partition_data < 0:
         raise DecodeError('null in non-nullable array partition_data')
     else:
@@ -135,7 +139,11 @@ def _d_ProduceRequest_TopicProduceData_1(buf: memoryview, pos: int) -> tuple[Pro
             x_partition_data, pos = _d_ProduceRequest_PartitionProduceData_1(buf, pos)
             f_partition_data.append(x_partition_data)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -147,7 +155,10 @@ def _e_ProduceRequest_TopicProduceData_1(out: bytearray, ch: list[Chunk] | None,
     """TopicProduceData v9-11."""
     _write_compact_string(out, o.name)
     v_partition_data = o.partition_data
-    _write_compact_array_len(out, v_partition_data, False)
+    if v_partition_data is not None and len(v_partition_data) < 127:
+        out.append(len(v_partition_data) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_data, False)
     if v_partition_data:
         for x_partition_data in v_partition_data:
             _e_ProduceRequest_PartitionProduceData_1(out, ch, x_partition_data)
@@ -179,7 +190,11 @@ def _d_ProduceRequest_PartitionProduceData_1(buf: memoryview, pos: int) -> tuple
     pos += 4
     f_records, pos = _read_compact_nullable_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -259,7 +274,11 @@ def _d_ProduceRequest_ProduceRequest_2(buf: memoryview, pos: int) -> tuple[Produ
     f_transactional_id, pos = _read_compact_nullable_string(buf, pos)
     f_acks, f_timeout_ms = _S1.unpack_from(buf, pos)
     pos += 6
-    n_topic_data, pos = _read_compact_array_len(buf, pos)
+    n_topic_data = buf[pos] - 1
+    if n_topic_data < 127 and n_topic_data <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_data, pos = _read_compact_array_len(buf, pos)
     if n_topic_data < 0:
         raise DecodeError('null in non-nullable array topic_data')
     else:
@@ -268,7 +287,11 @@ def _d_ProduceRequest_ProduceRequest_2(buf: memoryview, pos: int) -> tuple[Produ
             x_topic_data, pos = _d_ProduceRequest_TopicProduceData_1(buf, pos)
             f_topic_data.append(x_topic_data)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -281,7 +304,10 @@ def _e_ProduceRequest_ProduceRequest_2(out: bytearray, ch: list[Chunk] | None, o
     _write_compact_nullable_string(out, o.transactional_id)
     out += _S1.pack(o.acks, o.timeout_ms)
     v_topic_data = o.topic_data
-    _write_compact_array_len(out, v_topic_data, False)
+    if v_topic_data is not None and len(v_topic_data) < 127:
+        out.append(len(v_topic_data) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_data, False)
     if v_topic_data:
         for x_topic_data in v_topic_data:
             _e_ProduceRequest_TopicProduceData_1(out, ch, x_topic_data)
@@ -483,7 +509,11 @@ def _d_ProduceResponse_TopicProduceResponse_4(buf: memoryview, pos: int) -> tupl
     f_name: str
     f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_responses, pos = _read_compact_array_len(buf, pos)
+    n_partition_responses = buf[pos] - 1
+    if n_partition_responses < 127 and n_partition_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_responses, pos = _read_compact_array_len(buf, pos)
     if n_partition_responses < 0:
         raise DecodeError('null in non-nullable array partition_responses')
     else:
@@ -492,7 +522,11 @@ def _d_ProduceResponse_TopicProduceResponse_4(buf: memoryview, pos: int) -> tupl
             x_partition_responses, pos = _d_ProduceResponse_PartitionProduceResponse_4(buf, pos)
             f_partition_responses.append(x_partition_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -504,7 +538,10 @@ def _e_ProduceResponse_TopicProduceResponse_4(out: bytearray, ch: list[Chunk] | 
     """TopicProduceResponse v9."""
     _write_compact_string(out, o.name)
     v_partition_responses = o.partition_responses
-    _write_compact_array_len(out, v_partition_responses, False)
+    if v_partition_responses is not None and len(v_partition_responses) < 127:
+        out.append(len(v_partition_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_responses, False)
     if v_partition_responses:
         for x_partition_responses in v_partition_responses:
             _e_ProduceResponse_PartitionProduceResponse_4(out, ch, x_partition_responses)
@@ -519,7 +556,11 @@ def _d_ProduceResponse_TopicProduceResponse_5(buf: memoryview, pos: int) -> tupl
     f_name: str
     f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_responses, pos = _read_compact_array_len(buf, pos)
+    n_partition_responses = buf[pos] - 1
+    if n_partition_responses < 127 and n_partition_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_responses, pos = _read_compact_array_len(buf, pos)
     if n_partition_responses < 0:
         raise DecodeError('null in non-nullable array partition_responses')
     else:
@@ -528,7 +569,11 @@ def _d_ProduceResponse_TopicProduceResponse_5(buf: memoryview, pos: int) -> tupl
             x_partition_responses, pos = _d_ProduceResponse_PartitionProduceResponse_5(buf, pos)
             f_partition_responses.append(x_partition_responses)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -540,7 +585,10 @@ def _e_ProduceResponse_TopicProduceResponse_5(out: bytearray, ch: list[Chunk] | 
     """TopicProduceResponse v10-11."""
     _write_compact_string(out, o.name)
     v_partition_responses = o.partition_responses
-    _write_compact_array_len(out, v_partition_responses, False)
+    if v_partition_responses is not None and len(v_partition_responses) < 127:
+        out.append(len(v_partition_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_responses, False)
     if v_partition_responses:
         for x_partition_responses in v_partition_responses:
             _e_ProduceResponse_PartitionProduceResponse_5(out, ch, x_partition_responses)
@@ -621,7 +669,11 @@ def _d_ProduceResponse_PartitionProduceResponse_4(buf: memoryview, pos: int) -> 
     f_error_message: str | None
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S4.unpack_from(buf, pos)
     pos += 30
-    n_record_errors, pos = _read_compact_array_len(buf, pos)
+    n_record_errors = buf[pos] - 1
+    if n_record_errors < 127 and n_record_errors <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_record_errors, pos = _read_compact_array_len(buf, pos)
     if n_record_errors < 0:
         raise DecodeError('null in non-nullable array record_errors')
     else:
@@ -631,7 +683,11 @@ def _d_ProduceResponse_PartitionProduceResponse_4(buf: memoryview, pos: int) -> 
             f_record_errors.append(x_record_errors)
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -643,7 +699,10 @@ def _e_ProduceResponse_PartitionProduceResponse_4(out: bytearray, ch: list[Chunk
     """PartitionProduceResponse v9."""
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     v_record_errors = o.record_errors
-    _write_compact_array_len(out, v_record_errors, False)
+    if v_record_errors is not None and len(v_record_errors) < 127:
+        out.append(len(v_record_errors) + 1)
+    else:
+        _write_compact_array_len(out, v_record_errors, False)
     if v_record_errors:
         for x_record_errors in v_record_errors:
             _e_ProduceResponse_BatchIndexAndErrorMessage_1(out, ch, x_record_errors)
@@ -661,7 +720,11 @@ def _d_ProduceResponse_PartitionProduceResponse_5(buf: memoryview, pos: int) -> 
     f_current_leader: ProduceResponse.LeaderIdAndEpoch
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S4.unpack_from(buf, pos)
     pos += 30
-    n_record_errors, pos = _read_compact_array_len(buf, pos)
+    n_record_errors = buf[pos] - 1
+    if n_record_errors < 127 and n_record_errors <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_record_errors, pos = _read_compact_array_len(buf, pos)
     if n_record_errors < 0:
         raise DecodeError('null in non-nullable array record_errors')
     else:
@@ -672,7 +735,11 @@ def _d_ProduceResponse_PartitionProduceResponse_5(buf: memoryview, pos: int) -> 
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_current_leader = _C_ProduceResponse_LeaderIdAndEpoch()
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -688,7 +755,10 @@ def _e_ProduceResponse_PartitionProduceResponse_5(out: bytearray, ch: list[Chunk
     """PartitionProduceResponse v10-11."""
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     v_record_errors = o.record_errors
-    _write_compact_array_len(out, v_record_errors, False)
+    if v_record_errors is not None and len(v_record_errors) < 127:
+        out.append(len(v_record_errors) + 1)
+    else:
+        _write_compact_array_len(out, v_record_errors, False)
     if v_record_errors:
         for x_record_errors in v_record_errors:
             _e_ProduceResponse_BatchIndexAndErrorMessage_1(out, ch, x_record_errors)
@@ -726,7 +796,11 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_1(buf: memoryview, pos: int) ->
     pos += 4
     f_batch_index_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -749,7 +823,11 @@ def _d_ProduceResponse_LeaderIdAndEpoch_0(buf: memoryview, pos: int) -> tuple[Pr
     f_leader_id, f_leader_epoch = _S5.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -777,7 +855,11 @@ def _d_ProduceResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[Produc
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -927,7 +1009,11 @@ def _e_ProduceResponse_ProduceResponse_4(out: bytearray, ch: list[Chunk] | None,
 def _d_ProduceResponse_ProduceResponse_5(buf: memoryview, pos: int) -> tuple[ProduceResponse, int]:
     """ProduceResponse v9."""
     f_responses: list[ProduceResponse.TopicProduceResponse]
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -938,7 +1024,11 @@ def _d_ProduceResponse_ProduceResponse_5(buf: memoryview, pos: int) -> tuple[Pro
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -949,7 +1039,10 @@ def _d_ProduceResponse_ProduceResponse_5(buf: memoryview, pos: int) -> tuple[Pro
 def _e_ProduceResponse_ProduceResponse_5(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse) -> None:
     """ProduceResponse v9."""
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_ProduceResponse_TopicProduceResponse_4(out, ch, x_responses)
@@ -964,7 +1057,11 @@ def _d_ProduceResponse_ProduceResponse_6(buf: memoryview, pos: int) -> tuple[Pro
     """ProduceResponse v10-11."""
     f_responses: list[ProduceResponse.TopicProduceResponse]
     f_node_endpoints: list[ProduceResponse.NodeEndpoint]
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -976,12 +1073,20 @@ def _d_ProduceResponse_ProduceResponse_6(buf: memoryview, pos: int) -> tuple[Pro
     pos += 4
     f_node_endpoints = []
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints, tp = _read_compact_array_len(tb, tp)
+            n_node_endpoints = tb[tp] - 1
+            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
+                tp += 1
+            else:
+                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
             if n_node_endpoints < 0:
                 raise DecodeError('null in non-nullable array node_endpoints')
             else:
@@ -998,7 +1103,10 @@ def _d_ProduceResponse_ProduceResponse_6(buf: memoryview, pos: int) -> tuple[Pro
 def _e_ProduceResponse_ProduceResponse_6(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse) -> None:
     """ProduceResponse v10-11."""
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_ProduceResponse_TopicProduceResponse_5(out, ch, x_responses)
@@ -1007,7 +1115,10 @@ def _e_ProduceResponse_ProduceResponse_6(out: bytearray, ch: list[Chunk] | None,
     if o.node_endpoints != []:
         t = bytearray()
         v_node_endpoints = o.node_endpoints
-        _write_compact_array_len(t, v_node_endpoints, False)
+        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
+            t.append(len(v_node_endpoints) + 1)
+        else:
+            _write_compact_array_len(t, v_node_endpoints, False)
         if v_node_endpoints:
             for x_node_endpoints in v_node_endpoints:
                 _e_ProduceResponse_NodeEndpoint_0(t, None, x_node_endpoints)

@@ -73,7 +73,11 @@ def _d_PushTelemetryRequest_PushTelemetryRequest_0(buf: memoryview, pos: int) ->
     pos += 22
     f_metrics, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -135,7 +139,11 @@ def _d_PushTelemetryResponse_PushTelemetryResponse_0(buf: memoryview, pos: int) 
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

@@ -89,7 +89,11 @@ def _d_ReadShareGroupStateRequest_ReadStateData_0(buf: memoryview, pos: int) -> 
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -98,7 +102,11 @@ def _d_ReadShareGroupStateRequest_ReadStateData_0(buf: memoryview, pos: int) -> 
             x_partitions, pos = _d_ReadShareGroupStateRequest_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -110,7 +118,10 @@ def _e_ReadShareGroupStateRequest_ReadStateData_0(out: bytearray, ch: list[Chunk
     """ReadStateData v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ReadShareGroupStateRequest_PartitionData_0(out, ch, x_partitions)
@@ -125,7 +136,11 @@ def _d_ReadShareGroupStateRequest_PartitionData_0(buf: memoryview, pos: int) -> 
     f_partition, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -147,7 +162,11 @@ def _d_ReadShareGroupStateRequest_ReadShareGroupStateRequest_0(buf: memoryview, 
     f_group_id: str
     f_topics: list[ReadShareGroupStateRequest.ReadStateData]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -156,7 +175,11 @@ def _d_ReadShareGroupStateRequest_ReadShareGroupStateRequest_0(buf: memoryview, 
             x_topics, pos = _d_ReadShareGroupStateRequest_ReadStateData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -168,7 +191,10 @@ def _e_ReadShareGroupStateRequest_ReadShareGroupStateRequest_0(out: bytearray, c
     """ReadShareGroupStateRequest v0."""
     _write_compact_string(out, o.group_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_ReadShareGroupStateRequest_ReadStateData_0(out, ch, x_topics)
@@ -249,7 +275,11 @@ def _d_ReadShareGroupStateResponse_ReadStateResult_0(buf: memoryview, pos: int) 
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -258,7 +288,11 @@ def _d_ReadShareGroupStateResponse_ReadStateResult_0(buf: memoryview, pos: int) 
             x_partitions, pos = _d_ReadShareGroupStateResponse_PartitionResult_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -270,7 +304,10 @@ def _e_ReadShareGroupStateResponse_ReadStateResult_0(out: bytearray, ch: list[Ch
     """ReadStateResult v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ReadShareGroupStateResponse_PartitionResult_0(out, ch, x_partitions)
@@ -289,7 +326,11 @@ def _d_ReadShareGroupStateResponse_PartitionResult_0(buf: memoryview, pos: int) 
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_state_epoch, f_start_offset = _S3.unpack_from(buf, pos)
     pos += 12
-    n_state_batches, pos = _read_compact_array_len(buf, pos)
+    n_state_batches = buf[pos] - 1
+    if n_state_batches < 127 and n_state_batches <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_state_batches, pos = _read_compact_array_len(buf, pos)
     if n_state_batches < 0:
         raise DecodeError('null in non-nullable array state_batches')
     else:
@@ -298,7 +339,11 @@ def _d_ReadShareGroupStateResponse_PartitionResult_0(buf: memoryview, pos: int) 
             x_state_batches, pos = _d_ReadShareGroupStateResponse_StateBatch_0(buf, pos)
             f_state_batches.append(x_state_batches)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -312,7 +357,10 @@ def _e_ReadShareGroupStateResponse_PartitionResult_0(out: bytearray, ch: list[Ch
     _write_compact_nullable_string(out, o.error_message)
     out += _S3.pack(o.state_epoch, o.start_offset)
     v_state_batches = o.state_batches
-    _write_compact_array_len(out, v_state_batches, False)
+    if v_state_batches is not None and len(v_state_batches) < 127:
+        out.append(len(v_state_batches) + 1)
+    else:
+        _write_compact_array_len(out, v_state_batches, False)
     if v_state_batches:
         for x_state_batches in v_state_batches:
             _e_ReadShareGroupStateResponse_StateBatch_0(out, ch, x_state_batches)
@@ -327,7 +375,11 @@ def _d_ReadShareGroupStateResponse_StateBatch_0(buf: memoryview, pos: int) -> tu
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S4.unpack_from(buf, pos)
     pos += 19
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -347,7 +399,11 @@ def _e_ReadShareGroupStateResponse_StateBatch_0(out: bytearray, ch: list[Chunk] 
 def _d_ReadShareGroupStateResponse_ReadShareGroupStateResponse_0(buf: memoryview, pos: int) -> tuple[ReadShareGroupStateResponse, int]:
     """ReadShareGroupStateResponse v0."""
     f_results: list[ReadShareGroupStateResponse.ReadStateResult]
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -356,7 +412,11 @@ def _d_ReadShareGroupStateResponse_ReadShareGroupStateResponse_0(buf: memoryview
             x_results, pos = _d_ReadShareGroupStateResponse_ReadStateResult_0(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -367,7 +427,10 @@ def _d_ReadShareGroupStateResponse_ReadShareGroupStateResponse_0(buf: memoryview
 def _e_ReadShareGroupStateResponse_ReadShareGroupStateResponse_0(out: bytearray, ch: list[Chunk] | None, o: ReadShareGroupStateResponse) -> None:
     """ReadShareGroupStateResponse v0."""
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_ReadShareGroupStateResponse_ReadStateResult_0(out, ch, x_results)

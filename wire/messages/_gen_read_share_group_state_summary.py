@@ -88,7 +88,11 @@ def _d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_0(buf: memoryview,
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -97,7 +101,11 @@ def _d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_0(buf: memoryview,
             x_partitions, pos = _d_ReadShareGroupStateSummaryRequest_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -109,7 +117,10 @@ def _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_0(out: bytearray, 
     """ReadStateSummaryData v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ReadShareGroupStateSummaryRequest_PartitionData_0(out, ch, x_partitions)
@@ -124,7 +135,11 @@ def _d_ReadShareGroupStateSummaryRequest_PartitionData_0(buf: memoryview, pos: i
     f_partition, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -146,7 +161,11 @@ def _d_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_0(buf
     f_group_id: str
     f_topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -155,7 +174,11 @@ def _d_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_0(buf
             x_topics, pos = _d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -167,7 +190,10 @@ def _e_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_0(out
     """ReadShareGroupStateSummaryRequest v0."""
     _write_compact_string(out, o.group_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_0(out, ch, x_topics)
@@ -238,7 +264,11 @@ def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_0(buf: memoryvi
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -247,7 +277,11 @@ def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_0(buf: memoryvi
             x_partitions, pos = _d_ReadShareGroupStateSummaryResponse_PartitionResult_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -259,7 +293,10 @@ def _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_0(out: bytearra
     """ReadStateSummaryResult v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ReadShareGroupStateSummaryResponse_PartitionResult_0(out, ch, x_partitions)
@@ -278,7 +315,11 @@ def _d_ReadShareGroupStateSummaryResponse_PartitionResult_0(buf: memoryview, pos
     f_state_epoch, f_start_offset = _S3.unpack_from(buf, pos)
     pos += 12
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -300,7 +341,11 @@ def _e_ReadShareGroupStateSummaryResponse_PartitionResult_0(out: bytearray, ch: 
 def _d_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_0(buf: memoryview, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
     """ReadShareGroupStateSummaryResponse v0."""
     f_results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult]
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -309,7 +354,11 @@ def _d_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_0(b
             x_results, pos = _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_0(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -320,7 +369,10 @@ def _d_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_0(b
 def _e_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_0(out: bytearray, ch: list[Chunk] | None, o: ReadShareGroupStateSummaryResponse) -> None:
     """ReadShareGroupStateSummaryResponse v0."""
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_0(out, ch, x_results)

@@ -71,7 +71,11 @@ def _d_RemoveRaftVoterRequest_RemoveRaftVoterRequest_0(buf: memoryview, pos: int
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 20
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -136,7 +140,11 @@ def _d_RemoveRaftVoterResponse_RemoveRaftVoterResponse_0(buf: memoryview, pos: i
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

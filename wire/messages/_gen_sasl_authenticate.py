@@ -84,7 +84,11 @@ def _d_SaslAuthenticateRequest_SaslAuthenticateRequest_1(buf: memoryview, pos: i
     f_auth_bytes: _Bytes
     f_auth_bytes, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -192,7 +196,11 @@ def _d_SaslAuthenticateResponse_SaslAuthenticateResponse_2(buf: memoryview, pos:
     f_session_lifetime_ms, = _S1.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

@@ -100,7 +100,11 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(buf: memoryview, pos: int) -> 
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -109,7 +113,11 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(buf: memoryview, pos: int) -> 
             x_partitions, pos = _d_ShareAcknowledgeRequest_AcknowledgePartition_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -121,7 +129,10 @@ def _e_ShareAcknowledgeRequest_AcknowledgeTopic_0(out: bytearray, ch: list[Chunk
     """AcknowledgeTopic v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ShareAcknowledgeRequest_AcknowledgePartition_0(out, ch, x_partitions)
@@ -136,7 +147,11 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_0(buf: memoryview, pos: int)
     f_acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch]
     f_partition_index, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_acknowledgement_batches, pos = _read_compact_array_len(buf, pos)
+    n_acknowledgement_batches = buf[pos] - 1
+    if n_acknowledgement_batches < 127 and n_acknowledgement_batches <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_acknowledgement_batches, pos = _read_compact_array_len(buf, pos)
     if n_acknowledgement_batches < 0:
         raise DecodeError('null in non-nullable array acknowledgement_batches')
     else:
@@ -145,7 +160,11 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_0(buf: memoryview, pos: int)
             x_acknowledgement_batches, pos = _d_ShareAcknowledgeRequest_AcknowledgementBatch_0(buf, pos)
             f_acknowledgement_batches.append(x_acknowledgement_batches)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -157,7 +176,10 @@ def _e_ShareAcknowledgeRequest_AcknowledgePartition_0(out: bytearray, ch: list[C
     """AcknowledgePartition v0."""
     out += _S1.pack(o.partition_index)
     v_acknowledgement_batches = o.acknowledgement_batches
-    _write_compact_array_len(out, v_acknowledgement_batches, False)
+    if v_acknowledgement_batches is not None and len(v_acknowledgement_batches) < 127:
+        out.append(len(v_acknowledgement_batches) + 1)
+    else:
+        _write_compact_array_len(out, v_acknowledgement_batches, False)
     if v_acknowledgement_batches:
         for x_acknowledgement_batches in v_acknowledgement_batches:
             _e_ShareAcknowledgeRequest_AcknowledgementBatch_0(out, ch, x_acknowledgement_batches)
@@ -172,13 +194,24 @@ def _d_ShareAcknowledgeRequest_AcknowledgementBatch_0(buf: memoryview, pos: int)
     f_acknowledge_types: list[int]
     f_first_offset, f_last_offset = _S2.unpack_from(buf, pos)
     pos += 16
-    n_acknowledge_types, pos = _read_compact_array_len(buf, pos)
+    n_acknowledge_types = buf[pos] - 1
+    if n_acknowledge_types < 127 and n_acknowledge_types <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_acknowledge_types, pos = _read_compact_array_len(buf, pos)
     if n_acknowledge_types < 0:
         raise DecodeError('null in non-nullable array acknowledge_types')
     else:
-        f_acknowledge_types, pos = _read_fixed_array(buf, pos, n_acknowledge_types, 'b', 1)
+        if n_acknowledge_types == 0:
+            f_acknowledge_types = []
+        else:
+            f_acknowledge_types, pos = _read_fixed_array(buf, pos, n_acknowledge_types, 'b', 1)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -190,7 +223,10 @@ def _e_ShareAcknowledgeRequest_AcknowledgementBatch_0(out: bytearray, ch: list[C
     """AcknowledgementBatch v0."""
     out += _S2.pack(o.first_offset, o.last_offset)
     v_acknowledge_types = o.acknowledge_types
-    _write_compact_array_len(out, v_acknowledge_types, False)
+    if v_acknowledge_types is not None and len(v_acknowledge_types) < 127:
+        out.append(len(v_acknowledge_types) + 1)
+    else:
+        _write_compact_array_len(out, v_acknowledge_types, False)
     if v_acknowledge_types:
         out += _pack('>%db' % len(v_acknowledge_types), *v_acknowledge_types)
     if o.unknown_tagged_fields:
@@ -208,7 +244,11 @@ def _d_ShareAcknowledgeRequest_ShareAcknowledgeRequest_0(buf: memoryview, pos: i
     f_member_id, pos = _read_compact_nullable_string(buf, pos)
     f_share_session_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -217,7 +257,11 @@ def _d_ShareAcknowledgeRequest_ShareAcknowledgeRequest_0(buf: memoryview, pos: i
             x_topics, pos = _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -231,7 +275,10 @@ def _e_ShareAcknowledgeRequest_ShareAcknowledgeRequest_0(out: bytearray, ch: lis
     _write_compact_nullable_string(out, o.member_id)
     out += _S1.pack(o.share_session_epoch)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_ShareAcknowledgeRequest_AcknowledgeTopic_0(out, ch, x_topics)
@@ -321,7 +368,11 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(buf: memoryview,
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -330,7 +381,11 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(buf: memoryview,
             x_partitions, pos = _d_ShareAcknowledgeResponse_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -342,7 +397,10 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(out: bytearray, 
     """ShareAcknowledgeTopicResponse v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ShareAcknowledgeResponse_PartitionData_0(out, ch, x_partitions)
@@ -361,7 +419,11 @@ def _d_ShareAcknowledgeResponse_PartitionData_0(buf: memoryview, pos: int) -> tu
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_current_leader, pos = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_0(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -385,7 +447,11 @@ def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_0(buf: memoryview, pos: int) ->
     f_leader_id, f_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -413,7 +479,11 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tup
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -441,7 +511,11 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_0(buf: memoryview, pos:
     f_throttle_time_ms, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -449,7 +523,11 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_0(buf: memoryview, pos:
         for _ in range(n_responses):
             x_responses, pos = _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(buf, pos)
             f_responses.append(x_responses)
-    n_node_endpoints, pos = _read_compact_array_len(buf, pos)
+    n_node_endpoints = buf[pos] - 1
+    if n_node_endpoints < 127 and n_node_endpoints <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_node_endpoints, pos = _read_compact_array_len(buf, pos)
     if n_node_endpoints < 0:
         raise DecodeError('null in non-nullable array node_endpoints')
     else:
@@ -458,7 +536,11 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_0(buf: memoryview, pos:
             x_node_endpoints, pos = _d_ShareAcknowledgeResponse_NodeEndpoint_0(buf, pos)
             f_node_endpoints.append(x_node_endpoints)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -471,12 +553,18 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeResponse_0(out: bytearray, ch: l
     out += _S3.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(out, ch, x_responses)
     v_node_endpoints = o.node_endpoints
-    _write_compact_array_len(out, v_node_endpoints, False)
+    if v_node_endpoints is not None and len(v_node_endpoints) < 127:
+        out.append(len(v_node_endpoints) + 1)
+    else:
+        _write_compact_array_len(out, v_node_endpoints, False)
     if v_node_endpoints:
         for x_node_endpoints in v_node_endpoints:
             _e_ShareAcknowledgeResponse_NodeEndpoint_0(out, ch, x_node_endpoints)

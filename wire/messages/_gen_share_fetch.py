@@ -117,7 +117,11 @@ def _d_ShareFetchRequest_FetchTopic_0(buf: memoryview, pos: int) -> tuple[ShareF
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -126,7 +130,11 @@ def _d_ShareFetchRequest_FetchTopic_0(buf: memoryview, pos: int) -> tuple[ShareF
             x_partitions, pos = _d_ShareFetchRequest_FetchPartition_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -138,7 +146,10 @@ def _e_ShareFetchRequest_FetchTopic_0(out: bytearray, ch: list[Chunk] | None, o:
     """FetchTopic v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ShareFetchRequest_FetchPartition_0(out, ch, x_partitions)
@@ -153,7 +164,11 @@ def _d_ShareFetchRequest_FetchPartition_0(buf: memoryview, pos: int) -> tuple[Sh
     f_acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch]
     f_partition_index, f_partition_max_bytes = _S1.unpack_from(buf, pos)
     pos += 8
-    n_acknowledgement_batches, pos = _read_compact_array_len(buf, pos)
+    n_acknowledgement_batches = buf[pos] - 1
+    if n_acknowledgement_batches < 127 and n_acknowledgement_batches <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_acknowledgement_batches, pos = _read_compact_array_len(buf, pos)
     if n_acknowledgement_batches < 0:
         raise DecodeError('null in non-nullable array acknowledgement_batches')
     else:
@@ -162,7 +177,11 @@ def _d_ShareFetchRequest_FetchPartition_0(buf: memoryview, pos: int) -> tuple[Sh
             x_acknowledgement_batches, pos = _d_ShareFetchRequest_AcknowledgementBatch_0(buf, pos)
             f_acknowledgement_batches.append(x_acknowledgement_batches)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -174,7 +193,10 @@ def _e_ShareFetchRequest_FetchPartition_0(out: bytearray, ch: list[Chunk] | None
     """FetchPartition v0."""
     out += _S1.pack(o.partition_index, o.partition_max_bytes)
     v_acknowledgement_batches = o.acknowledgement_batches
-    _write_compact_array_len(out, v_acknowledgement_batches, False)
+    if v_acknowledgement_batches is not None and len(v_acknowledgement_batches) < 127:
+        out.append(len(v_acknowledgement_batches) + 1)
+    else:
+        _write_compact_array_len(out, v_acknowledgement_batches, False)
     if v_acknowledgement_batches:
         for x_acknowledgement_batches in v_acknowledgement_batches:
             _e_ShareFetchRequest_AcknowledgementBatch_0(out, ch, x_acknowledgement_batches)
@@ -189,13 +211,24 @@ def _d_ShareFetchRequest_AcknowledgementBatch_0(buf: memoryview, pos: int) -> tu
     f_acknowledge_types: list[int]
     f_first_offset, f_last_offset = _S2.unpack_from(buf, pos)
     pos += 16
-    n_acknowledge_types, pos = _read_compact_array_len(buf, pos)
+    n_acknowledge_types = buf[pos] - 1
+    if n_acknowledge_types < 127 and n_acknowledge_types <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_acknowledge_types, pos = _read_compact_array_len(buf, pos)
     if n_acknowledge_types < 0:
         raise DecodeError('null in non-nullable array acknowledge_types')
     else:
-        f_acknowledge_types, pos = _read_fixed_array(buf, pos, n_acknowledge_types, 'b', 1)
+        if n_acknowledge_types == 0:
+            f_acknowledge_types = []
+        else:
+            f_acknowledge_types, pos = _read_fixed_array(buf, pos, n_acknowledge_types, 'b', 1)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -207,7 +240,10 @@ def _e_ShareFetchRequest_AcknowledgementBatch_0(out: bytearray, ch: list[Chunk] 
     """AcknowledgementBatch v0."""
     out += _S2.pack(o.first_offset, o.last_offset)
     v_acknowledge_types = o.acknowledge_types
-    _write_compact_array_len(out, v_acknowledge_types, False)
+    if v_acknowledge_types is not None and len(v_acknowledge_types) < 127:
+        out.append(len(v_acknowledge_types) + 1)
+    else:
+        _write_compact_array_len(out, v_acknowledge_types, False)
     if v_acknowledge_types:
         out += _pack('>%db' % len(v_acknowledge_types), *v_acknowledge_types)
     if o.unknown_tagged_fields:
@@ -222,13 +258,24 @@ def _d_ShareFetchRequest_ForgottenTopic_0(buf: memoryview, pos: int) -> tuple[Sh
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -240,7 +287,10 @@ def _e_ShareFetchRequest_ForgottenTopic_0(out: bytearray, ch: list[Chunk] | None
     """ForgottenTopic v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -259,7 +309,11 @@ def _d_ShareFetchRequest_ShareFetchRequest_0(buf: memoryview, pos: int) -> tuple
     f_member_id, pos = _read_compact_nullable_string(buf, pos)
     f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes = _S3.unpack_from(buf, pos)
     pos += 16
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -267,7 +321,11 @@ def _d_ShareFetchRequest_ShareFetchRequest_0(buf: memoryview, pos: int) -> tuple
         for _ in range(n_topics):
             x_topics, pos = _d_ShareFetchRequest_FetchTopic_0(buf, pos)
             f_topics.append(x_topics)
-    n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
+    n_forgotten_topics_data = buf[pos] - 1
+    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
     if n_forgotten_topics_data < 0:
         raise DecodeError('null in non-nullable array forgotten_topics_data')
     else:
@@ -276,7 +334,11 @@ def _d_ShareFetchRequest_ShareFetchRequest_0(buf: memoryview, pos: int) -> tuple
             x_forgotten_topics_data, pos = _d_ShareFetchRequest_ForgottenTopic_0(buf, pos)
             f_forgotten_topics_data.append(x_forgotten_topics_data)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -290,12 +352,18 @@ def _e_ShareFetchRequest_ShareFetchRequest_0(out: bytearray, ch: list[Chunk] | N
     _write_compact_nullable_string(out, o.member_id)
     out += _S3.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_ShareFetchRequest_FetchTopic_0(out, ch, x_topics)
     v_forgotten_topics_data = o.forgotten_topics_data
-    _write_compact_array_len(out, v_forgotten_topics_data, False)
+    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
+        out.append(len(v_forgotten_topics_data) + 1)
+    else:
+        _write_compact_array_len(out, v_forgotten_topics_data, False)
     if v_forgotten_topics_data:
         for x_forgotten_topics_data in v_forgotten_topics_data:
             _e_ShareFetchRequest_ForgottenTopic_0(out, ch, x_forgotten_topics_data)
@@ -397,7 +465,11 @@ def _d_ShareFetchResponse_ShareFetchableTopicResponse_0(buf: memoryview, pos: in
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -406,7 +478,11 @@ def _d_ShareFetchResponse_ShareFetchableTopicResponse_0(buf: memoryview, pos: in
             x_partitions, pos = _d_ShareFetchResponse_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -418,7 +494,10 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_0(out: bytearray, ch: list
     """ShareFetchableTopicResponse v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_ShareFetchResponse_PartitionData_0(out, ch, x_partitions)
@@ -443,7 +522,11 @@ def _d_ShareFetchResponse_PartitionData_0(buf: memoryview, pos: int) -> tuple[Sh
     f_acknowledge_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_current_leader, pos = _d_ShareFetchResponse_LeaderIdAndEpoch_0(buf, pos)
     f_records, pos = _read_compact_nullable_bytes(buf, pos)
-    n_acquired_records, pos = _read_compact_array_len(buf, pos)
+    n_acquired_records = buf[pos] - 1
+    if n_acquired_records < 127 and n_acquired_records <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_acquired_records, pos = _read_compact_array_len(buf, pos)
     if n_acquired_records < 0:
         raise DecodeError('null in non-nullable array acquired_records')
     else:
@@ -452,7 +535,11 @@ def _d_ShareFetchResponse_PartitionData_0(buf: memoryview, pos: int) -> tuple[Sh
             x_acquired_records, pos = _d_ShareFetchResponse_AcquiredRecords_0(buf, pos)
             f_acquired_records.append(x_acquired_records)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -469,7 +556,10 @@ def _e_ShareFetchResponse_PartitionData_0(out: bytearray, ch: list[Chunk] | None
     _e_ShareFetchResponse_LeaderIdAndEpoch_0(out, ch, o.current_leader)
     _write_records(out, ch, o.records, True, True)
     v_acquired_records = o.acquired_records
-    _write_compact_array_len(out, v_acquired_records, False)
+    if v_acquired_records is not None and len(v_acquired_records) < 127:
+        out.append(len(v_acquired_records) + 1)
+    else:
+        _write_compact_array_len(out, v_acquired_records, False)
     if v_acquired_records:
         for x_acquired_records in v_acquired_records:
             _e_ShareFetchResponse_AcquiredRecords_0(out, ch, x_acquired_records)
@@ -484,7 +574,11 @@ def _d_ShareFetchResponse_LeaderIdAndEpoch_0(buf: memoryview, pos: int) -> tuple
     f_leader_id, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -506,7 +600,11 @@ def _d_ShareFetchResponse_AcquiredRecords_0(buf: memoryview, pos: int) -> tuple[
     f_first_offset, f_last_offset, f_delivery_count = _S6.unpack_from(buf, pos)
     pos += 18
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -534,7 +632,11 @@ def _d_ShareFetchResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[Sha
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -562,7 +664,11 @@ def _d_ShareFetchResponse_ShareFetchResponse_0(buf: memoryview, pos: int) -> tup
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_responses, pos = _read_compact_array_len(buf, pos)
+    n_responses = buf[pos] - 1
+    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_responses, pos = _read_compact_array_len(buf, pos)
     if n_responses < 0:
         raise DecodeError('null in non-nullable array responses')
     else:
@@ -570,7 +676,11 @@ def _d_ShareFetchResponse_ShareFetchResponse_0(buf: memoryview, pos: int) -> tup
         for _ in range(n_responses):
             x_responses, pos = _d_ShareFetchResponse_ShareFetchableTopicResponse_0(buf, pos)
             f_responses.append(x_responses)
-    n_node_endpoints, pos = _read_compact_array_len(buf, pos)
+    n_node_endpoints = buf[pos] - 1
+    if n_node_endpoints < 127 and n_node_endpoints <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_node_endpoints, pos = _read_compact_array_len(buf, pos)
     if n_node_endpoints < 0:
         raise DecodeError('null in non-nullable array node_endpoints')
     else:
@@ -579,7 +689,11 @@ def _d_ShareFetchResponse_ShareFetchResponse_0(buf: memoryview, pos: int) -> tup
             x_node_endpoints, pos = _d_ShareFetchResponse_NodeEndpoint_0(buf, pos)
             f_node_endpoints.append(x_node_endpoints)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -592,12 +706,18 @@ def _e_ShareFetchResponse_ShareFetchResponse_0(out: bytearray, ch: list[Chunk] |
     out += _S4.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_responses = o.responses
-    _write_compact_array_len(out, v_responses, False)
+    if v_responses is not None and len(v_responses) < 127:
+        out.append(len(v_responses) + 1)
+    else:
+        _write_compact_array_len(out, v_responses, False)
     if v_responses:
         for x_responses in v_responses:
             _e_ShareFetchResponse_ShareFetchableTopicResponse_0(out, ch, x_responses)
     v_node_endpoints = o.node_endpoints
-    _write_compact_array_len(out, v_node_endpoints, False)
+    if v_node_endpoints is not None and len(v_node_endpoints) < 127:
+        out.append(len(v_node_endpoints) + 1)
+    else:
+        _write_compact_array_len(out, v_node_endpoints, False)
     if v_node_endpoints:
         for x_node_endpoints in v_node_endpoints:
             _e_ShareFetchResponse_NodeEndpoint_0(out, ch, x_node_endpoints)

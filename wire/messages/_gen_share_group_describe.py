@@ -73,7 +73,11 @@ _C_ShareGroupDescribeRequest_ShareGroupDescribeRequest = ShareGroupDescribeReque
 def _d_ShareGroupDescribeRequest_ShareGroupDescribeRequest_0(buf: memoryview, pos: int) -> tuple[ShareGroupDescribeRequest, int]:
     """ShareGroupDescribeRequest v0."""
     f_group_ids: list[str]
-    n_group_ids, pos = _read_compact_array_len(buf, pos)
+    n_group_ids = buf[pos] - 1
+    if n_group_ids < 127 and n_group_ids <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_group_ids, pos = _read_compact_array_len(buf, pos)
     if n_group_ids < 0:
         raise DecodeError('null in non-nullable array group_ids')
     else:
@@ -84,7 +88,11 @@ def _d_ShareGroupDescribeRequest_ShareGroupDescribeRequest_0(buf: memoryview, po
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -95,7 +103,10 @@ def _d_ShareGroupDescribeRequest_ShareGroupDescribeRequest_0(buf: memoryview, po
 def _e_ShareGroupDescribeRequest_ShareGroupDescribeRequest_0(out: bytearray, ch: list[Chunk] | None, o: ShareGroupDescribeRequest) -> None:
     """ShareGroupDescribeRequest v0."""
     v_group_ids = o.group_ids
-    _write_compact_array_len(out, v_group_ids, False)
+    if v_group_ids is not None and len(v_group_ids) < 127:
+        out.append(len(v_group_ids) + 1)
+    else:
+        _write_compact_array_len(out, v_group_ids, False)
     if v_group_ids:
         for x_group_ids in v_group_ids:
             _write_compact_string(out, x_group_ids)
@@ -200,7 +211,11 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_0(buf: memoryview, pos: int) ->
     f_group_epoch, f_assignment_epoch = _S2.unpack_from(buf, pos)
     pos += 8
     f_assignor_name, pos = _read_compact_string(buf, pos)
-    n_members, pos = _read_compact_array_len(buf, pos)
+    n_members = buf[pos] - 1
+    if n_members < 127 and n_members <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_members, pos = _read_compact_array_len(buf, pos)
     if n_members < 0:
         raise DecodeError('null in non-nullable array members')
     else:
@@ -211,7 +226,11 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_0(buf: memoryview, pos: int) ->
     f_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -228,7 +247,10 @@ def _e_ShareGroupDescribeResponse_DescribedGroup_0(out: bytearray, ch: list[Chun
     out += _S2.pack(o.group_epoch, o.assignment_epoch)
     _write_compact_string(out, o.assignor_name)
     v_members = o.members
-    _write_compact_array_len(out, v_members, False)
+    if v_members is not None and len(v_members) < 127:
+        out.append(len(v_members) + 1)
+    else:
+        _write_compact_array_len(out, v_members, False)
     if v_members:
         for x_members in v_members:
             _e_ShareGroupDescribeResponse_Member_0(out, ch, x_members)
@@ -253,7 +275,11 @@ def _d_ShareGroupDescribeResponse_Member_0(buf: memoryview, pos: int) -> tuple[S
     pos += 4
     f_client_id, pos = _read_compact_string(buf, pos)
     f_client_host, pos = _read_compact_string(buf, pos)
-    n_subscribed_topic_names, pos = _read_compact_array_len(buf, pos)
+    n_subscribed_topic_names = buf[pos] - 1
+    if n_subscribed_topic_names < 127 and n_subscribed_topic_names <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_subscribed_topic_names, pos = _read_compact_array_len(buf, pos)
     if n_subscribed_topic_names < 0:
         raise DecodeError('null in non-nullable array subscribed_topic_names')
     else:
@@ -263,7 +289,11 @@ def _d_ShareGroupDescribeResponse_Member_0(buf: memoryview, pos: int) -> tuple[S
             f_subscribed_topic_names.append(x_subscribed_topic_names)
     f_assignment, pos = _d_ShareGroupDescribeResponse_Assignment_0(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -279,7 +309,10 @@ def _e_ShareGroupDescribeResponse_Member_0(out: bytearray, ch: list[Chunk] | Non
     _write_compact_string(out, o.client_id)
     _write_compact_string(out, o.client_host)
     v_subscribed_topic_names = o.subscribed_topic_names
-    _write_compact_array_len(out, v_subscribed_topic_names, False)
+    if v_subscribed_topic_names is not None and len(v_subscribed_topic_names) < 127:
+        out.append(len(v_subscribed_topic_names) + 1)
+    else:
+        _write_compact_array_len(out, v_subscribed_topic_names, False)
     if v_subscribed_topic_names:
         for x_subscribed_topic_names in v_subscribed_topic_names:
             _write_compact_string(out, x_subscribed_topic_names)
@@ -293,7 +326,11 @@ def _e_ShareGroupDescribeResponse_Member_0(out: bytearray, ch: list[Chunk] | Non
 def _d_ShareGroupDescribeResponse_Assignment_0(buf: memoryview, pos: int) -> tuple[ShareGroupDescribeResponse.Assignment, int]:
     """Assignment v0."""
     f_topic_partitions: list[ShareGroupDescribeResponse.TopicPartitions]
-    n_topic_partitions, pos = _read_compact_array_len(buf, pos)
+    n_topic_partitions = buf[pos] - 1
+    if n_topic_partitions < 127 and n_topic_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_partitions, pos = _read_compact_array_len(buf, pos)
     if n_topic_partitions < 0:
         raise DecodeError('null in non-nullable array topic_partitions')
     else:
@@ -302,7 +339,11 @@ def _d_ShareGroupDescribeResponse_Assignment_0(buf: memoryview, pos: int) -> tup
             x_topic_partitions, pos = _d_ShareGroupDescribeResponse_TopicPartitions_0(buf, pos)
             f_topic_partitions.append(x_topic_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -313,7 +354,10 @@ def _d_ShareGroupDescribeResponse_Assignment_0(buf: memoryview, pos: int) -> tup
 def _e_ShareGroupDescribeResponse_Assignment_0(out: bytearray, ch: list[Chunk] | None, o: ShareGroupDescribeResponse.Assignment) -> None:
     """Assignment v0."""
     v_topic_partitions = o.topic_partitions
-    _write_compact_array_len(out, v_topic_partitions, False)
+    if v_topic_partitions is not None and len(v_topic_partitions) < 127:
+        out.append(len(v_topic_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_partitions, False)
     if v_topic_partitions:
         for x_topic_partitions in v_topic_partitions:
             _e_ShareGroupDescribeResponse_TopicPartitions_0(out, ch, x_topic_partitions)
@@ -331,13 +375,24 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_0(buf: memoryview, pos: int) -
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -350,7 +405,10 @@ def _e_ShareGroupDescribeResponse_TopicPartitions_0(out: bytearray, ch: list[Chu
     out += _S4.pack(o.topic_id.bytes)
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -364,7 +422,11 @@ def _d_ShareGroupDescribeResponse_ShareGroupDescribeResponse_0(buf: memoryview, 
     f_groups: list[ShareGroupDescribeResponse.DescribedGroup]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_groups, pos = _read_compact_array_len(buf, pos)
+    n_groups = buf[pos] - 1
+    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_groups, pos = _read_compact_array_len(buf, pos)
     if n_groups < 0:
         raise DecodeError('null in non-nullable array groups')
     else:
@@ -373,7 +435,11 @@ def _d_ShareGroupDescribeResponse_ShareGroupDescribeResponse_0(buf: memoryview, 
             x_groups, pos = _d_ShareGroupDescribeResponse_DescribedGroup_0(buf, pos)
             f_groups.append(x_groups)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -385,7 +451,10 @@ def _e_ShareGroupDescribeResponse_ShareGroupDescribeResponse_0(out: bytearray, c
     """ShareGroupDescribeResponse v0."""
     out += _S3.pack(o.throttle_time_ms)
     v_groups = o.groups
-    _write_compact_array_len(out, v_groups, False)
+    if v_groups is not None and len(v_groups) < 127:
+        out.append(len(v_groups) + 1)
+    else:
+        _write_compact_array_len(out, v_groups, False)
     if v_groups:
         for x_groups in v_groups:
             _e_ShareGroupDescribeResponse_DescribedGroup_0(out, ch, x_groups)

@@ -84,7 +84,11 @@ def _d_ShareGroupHeartbeatRequest_ShareGroupHeartbeatRequest_0(buf: memoryview, 
     f_member_epoch, = _S0.unpack_from(buf, pos)
     pos += 4
     f_rack_id, pos = _read_compact_nullable_string(buf, pos)
-    n_subscribed_topic_names, pos = _read_compact_array_len(buf, pos)
+    n_subscribed_topic_names = buf[pos] - 1
+    if n_subscribed_topic_names < 127 and n_subscribed_topic_names <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_subscribed_topic_names, pos = _read_compact_array_len(buf, pos)
     if n_subscribed_topic_names < 0:
         f_subscribed_topic_names = None
     else:
@@ -93,7 +97,11 @@ def _d_ShareGroupHeartbeatRequest_ShareGroupHeartbeatRequest_0(buf: memoryview, 
             x_subscribed_topic_names, pos = _read_compact_string(buf, pos)
             f_subscribed_topic_names.append(x_subscribed_topic_names)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -108,7 +116,10 @@ def _e_ShareGroupHeartbeatRequest_ShareGroupHeartbeatRequest_0(out: bytearray, c
     out += _S0.pack(o.member_epoch)
     _write_compact_nullable_string(out, o.rack_id)
     v_subscribed_topic_names = o.subscribed_topic_names
-    _write_compact_array_len(out, v_subscribed_topic_names, True)
+    if v_subscribed_topic_names is not None and len(v_subscribed_topic_names) < 127:
+        out.append(len(v_subscribed_topic_names) + 1)
+    else:
+        _write_compact_array_len(out, v_subscribed_topic_names, True)
     if v_subscribed_topic_names:
         for x_subscribed_topic_names in v_subscribed_topic_names:
             _write_compact_string(out, x_subscribed_topic_names)
@@ -178,7 +189,11 @@ _C_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse = ShareGroupHeartbeat
 def _d_ShareGroupHeartbeatResponse_Assignment_0(buf: memoryview, pos: int) -> tuple[ShareGroupHeartbeatResponse.Assignment, int]:
     """Assignment v0."""
     f_topic_partitions: list[ShareGroupHeartbeatResponse.TopicPartitions]
-    n_topic_partitions, pos = _read_compact_array_len(buf, pos)
+    n_topic_partitions = buf[pos] - 1
+    if n_topic_partitions < 127 and n_topic_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_partitions, pos = _read_compact_array_len(buf, pos)
     if n_topic_partitions < 0:
         raise DecodeError('null in non-nullable array topic_partitions')
     else:
@@ -187,7 +202,11 @@ def _d_ShareGroupHeartbeatResponse_Assignment_0(buf: memoryview, pos: int) -> tu
             x_topic_partitions, pos = _d_ShareGroupHeartbeatResponse_TopicPartitions_0(buf, pos)
             f_topic_partitions.append(x_topic_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -198,7 +217,10 @@ def _d_ShareGroupHeartbeatResponse_Assignment_0(buf: memoryview, pos: int) -> tu
 def _e_ShareGroupHeartbeatResponse_Assignment_0(out: bytearray, ch: list[Chunk] | None, o: ShareGroupHeartbeatResponse.Assignment) -> None:
     """Assignment v0."""
     v_topic_partitions = o.topic_partitions
-    _write_compact_array_len(out, v_topic_partitions, False)
+    if v_topic_partitions is not None and len(v_topic_partitions) < 127:
+        out.append(len(v_topic_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_partitions, False)
     if v_topic_partitions:
         for x_topic_partitions in v_topic_partitions:
             _e_ShareGroupHeartbeatResponse_TopicPartitions_0(out, ch, x_topic_partitions)
@@ -214,13 +236,24 @@ def _d_ShareGroupHeartbeatResponse_TopicPartitions_0(buf: memoryview, pos: int) 
     f_topic_id, = _S1.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
-        f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+        if n_partitions == 0:
+            f_partitions = []
+        else:
+            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -232,7 +265,10 @@ def _e_ShareGroupHeartbeatResponse_TopicPartitions_0(out: bytearray, ch: list[Ch
     """TopicPartitions v0."""
     out += _S1.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         out += _pack('>%di' % len(v_partitions), *v_partitions)
     if o.unknown_tagged_fields:
@@ -258,7 +294,11 @@ def _d_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_0(buf: memoryview
     else:
         f_assignment, pos = _d_ShareGroupHeartbeatResponse_Assignment_0(buf, pos + 1)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

@@ -133,7 +133,10 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_0(buf: memoryview, pos: int) -> tup
     if n_partition_indexes < 0:
         raise DecodeError('null in non-nullable array partition_indexes')
     else:
-        f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+        if n_partition_indexes == 0:
+            f_partition_indexes = []
+        else:
+            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
     return _C_StopReplicaRequest_StopReplicaTopicV1(f_name, f_partition_indexes, {}), pos
 
 
@@ -151,13 +154,24 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_1(buf: memoryview, pos: int) -> tup
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes, pos = _read_compact_array_len(buf, pos)
+    n_partition_indexes = buf[pos] - 1
+    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
     if n_partition_indexes < 0:
         raise DecodeError('null in non-nullable array partition_indexes')
     else:
-        f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+        if n_partition_indexes == 0:
+            f_partition_indexes = []
+        else:
+            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -169,7 +183,10 @@ def _e_StopReplicaRequest_StopReplicaTopicV1_1(out: bytearray, ch: list[Chunk] |
     """StopReplicaTopicV1 v2."""
     _write_compact_string(out, o.name)
     v_partition_indexes = o.partition_indexes
-    _write_compact_array_len(out, v_partition_indexes, False)
+    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
+        out.append(len(v_partition_indexes) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_indexes, False)
     if v_partition_indexes:
         out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tagged_fields:
@@ -183,7 +200,11 @@ def _d_StopReplicaRequest_StopReplicaTopicState_0(buf: memoryview, pos: int) -> 
     f_topic_name: str
     f_partition_states: list[StopReplicaRequest.StopReplicaPartitionState]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partition_states, pos = _read_compact_array_len(buf, pos)
+    n_partition_states = buf[pos] - 1
+    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_states, pos = _read_compact_array_len(buf, pos)
     if n_partition_states < 0:
         raise DecodeError('null in non-nullable array partition_states')
     else:
@@ -192,7 +213,11 @@ def _d_StopReplicaRequest_StopReplicaTopicState_0(buf: memoryview, pos: int) -> 
             x_partition_states, pos = _d_StopReplicaRequest_StopReplicaPartitionState_0(buf, pos)
             f_partition_states.append(x_partition_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -204,7 +229,10 @@ def _e_StopReplicaRequest_StopReplicaTopicState_0(out: bytearray, ch: list[Chunk
     """StopReplicaTopicState v3-4."""
     _write_compact_string(out, o.topic_name)
     v_partition_states = o.partition_states
-    _write_compact_array_len(out, v_partition_states, False)
+    if v_partition_states is not None and len(v_partition_states) < 127:
+        out.append(len(v_partition_states) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_states, False)
     if v_partition_states:
         for x_partition_states in v_partition_states:
             _e_StopReplicaRequest_StopReplicaPartitionState_0(out, ch, x_partition_states)
@@ -219,7 +247,11 @@ def _d_StopReplicaRequest_StopReplicaPartitionState_0(buf: memoryview, pos: int)
     f_partition_index, f_leader_epoch, f_delete_partition = _S1.unpack_from(buf, pos)
     pos += 9
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -293,7 +325,11 @@ def _d_StopReplicaRequest_StopReplicaRequest_2(buf: memoryview, pos: int) -> tup
     f_topics: list[StopReplicaRequest.StopReplicaTopicV1]
     f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = _S2.unpack_from(buf, pos)
     pos += 17
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -302,7 +338,11 @@ def _d_StopReplicaRequest_StopReplicaRequest_2(buf: memoryview, pos: int) -> tup
             x_topics, pos = _d_StopReplicaRequest_StopReplicaTopicV1_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -314,7 +354,10 @@ def _e_StopReplicaRequest_StopReplicaRequest_2(out: bytearray, ch: list[Chunk] |
     """StopReplicaRequest v2."""
     out += _S2.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_StopReplicaRequest_StopReplicaTopicV1_1(out, ch, x_topics)
@@ -329,7 +372,11 @@ def _d_StopReplicaRequest_StopReplicaRequest_3(buf: memoryview, pos: int) -> tup
     f_topic_states: list[StopReplicaRequest.StopReplicaTopicState]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S3.unpack_from(buf, pos)
     pos += 16
-    n_topic_states, pos = _read_compact_array_len(buf, pos)
+    n_topic_states = buf[pos] - 1
+    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_states, pos = _read_compact_array_len(buf, pos)
     if n_topic_states < 0:
         raise DecodeError('null in non-nullable array topic_states')
     else:
@@ -338,7 +385,11 @@ def _d_StopReplicaRequest_StopReplicaRequest_3(buf: memoryview, pos: int) -> tup
             x_topic_states, pos = _d_StopReplicaRequest_StopReplicaTopicState_0(buf, pos)
             f_topic_states.append(x_topic_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -350,7 +401,10 @@ def _e_StopReplicaRequest_StopReplicaRequest_3(out: bytearray, ch: list[Chunk] |
     """StopReplicaRequest v3."""
     out += _S3.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v_topic_states = o.topic_states
-    _write_compact_array_len(out, v_topic_states, False)
+    if v_topic_states is not None and len(v_topic_states) < 127:
+        out.append(len(v_topic_states) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_states, False)
     if v_topic_states:
         for x_topic_states in v_topic_states:
             _e_StopReplicaRequest_StopReplicaTopicState_0(out, ch, x_topic_states)
@@ -365,7 +419,11 @@ def _d_StopReplicaRequest_StopReplicaRequest_4(buf: memoryview, pos: int) -> tup
     f_topic_states: list[StopReplicaRequest.StopReplicaTopicState]
     f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 17
-    n_topic_states, pos = _read_compact_array_len(buf, pos)
+    n_topic_states = buf[pos] - 1
+    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_states, pos = _read_compact_array_len(buf, pos)
     if n_topic_states < 0:
         raise DecodeError('null in non-nullable array topic_states')
     else:
@@ -374,7 +432,11 @@ def _d_StopReplicaRequest_StopReplicaRequest_4(buf: memoryview, pos: int) -> tup
             x_topic_states, pos = _d_StopReplicaRequest_StopReplicaTopicState_0(buf, pos)
             f_topic_states.append(x_topic_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -386,7 +448,10 @@ def _e_StopReplicaRequest_StopReplicaRequest_4(out: bytearray, ch: list[Chunk] |
     """StopReplicaRequest v4."""
     out += _S4.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
     v_topic_states = o.topic_states
-    _write_compact_array_len(out, v_topic_states, False)
+    if v_topic_states is not None and len(v_topic_states) < 127:
+        out.append(len(v_topic_states) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_states, False)
     if v_topic_states:
         for x_topic_states in v_topic_states:
             _e_StopReplicaRequest_StopReplicaTopicState_0(out, ch, x_topic_states)
@@ -465,7 +530,11 @@ def _d_StopReplicaResponse_StopReplicaPartitionError_1(buf: memoryview, pos: int
     f_partition_index, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -514,7 +583,11 @@ def _d_StopReplicaResponse_StopReplicaResponse_1(buf: memoryview, pos: int) -> t
     f_partition_errors: list[StopReplicaResponse.StopReplicaPartitionError]
     f_error_code, = _S6.unpack_from(buf, pos)
     pos += 2
-    n_partition_errors, pos = _read_compact_array_len(buf, pos)
+    n_partition_errors = buf[pos] - 1
+    if n_partition_errors < 127 and n_partition_errors <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_errors, pos = _read_compact_array_len(buf, pos)
     if n_partition_errors < 0:
         raise DecodeError('null in non-nullable array partition_errors')
     else:
@@ -523,7 +596,11 @@ def _d_StopReplicaResponse_StopReplicaResponse_1(buf: memoryview, pos: int) -> t
             x_partition_errors, pos = _d_StopReplicaResponse_StopReplicaPartitionError_1(buf, pos)
             f_partition_errors.append(x_partition_errors)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -535,7 +612,10 @@ def _e_StopReplicaResponse_StopReplicaResponse_1(out: bytearray, ch: list[Chunk]
     """StopReplicaResponse v2-4."""
     out += _S6.pack(o.error_code)
     v_partition_errors = o.partition_errors
-    _write_compact_array_len(out, v_partition_errors, False)
+    if v_partition_errors is not None and len(v_partition_errors) < 127:
+        out.append(len(v_partition_errors) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_errors, False)
     if v_partition_errors:
         for x_partition_errors in v_partition_errors:
             _e_StopReplicaResponse_StopReplicaPartitionError_1(out, ch, x_partition_errors)

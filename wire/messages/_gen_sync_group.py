@@ -111,7 +111,11 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_1(buf: memoryview, pos: int) 
     f_member_id, pos = _read_compact_string(buf, pos)
     f_assignment, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -207,7 +211,11 @@ def _d_SyncGroupRequest_SyncGroupRequest_2(buf: memoryview, pos: int) -> tuple[S
     pos += 4
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
-    n_assignments, pos = _read_compact_array_len(buf, pos)
+    n_assignments = buf[pos] - 1
+    if n_assignments < 127 and n_assignments <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_assignments, pos = _read_compact_array_len(buf, pos)
     if n_assignments < 0:
         raise DecodeError('null in non-nullable array assignments')
     else:
@@ -216,7 +224,11 @@ def _d_SyncGroupRequest_SyncGroupRequest_2(buf: memoryview, pos: int) -> tuple[S
             x_assignments, pos = _d_SyncGroupRequest_SyncGroupRequestAssignment_1(buf, pos)
             f_assignments.append(x_assignments)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -231,7 +243,10 @@ def _e_SyncGroupRequest_SyncGroupRequest_2(out: bytearray, ch: list[Chunk] | Non
     _write_compact_string(out, o.member_id)
     _write_compact_nullable_string(out, o.group_instance_id)
     v_assignments = o.assignments
-    _write_compact_array_len(out, v_assignments, False)
+    if v_assignments is not None and len(v_assignments) < 127:
+        out.append(len(v_assignments) + 1)
+    else:
+        _write_compact_array_len(out, v_assignments, False)
     if v_assignments:
         for x_assignments in v_assignments:
             _e_SyncGroupRequest_SyncGroupRequestAssignment_1(out, ch, x_assignments)
@@ -256,7 +271,11 @@ def _d_SyncGroupRequest_SyncGroupRequest_3(buf: memoryview, pos: int) -> tuple[S
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_protocol_type, pos = _read_compact_nullable_string(buf, pos)
     f_protocol_name, pos = _read_compact_nullable_string(buf, pos)
-    n_assignments, pos = _read_compact_array_len(buf, pos)
+    n_assignments = buf[pos] - 1
+    if n_assignments < 127 and n_assignments <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_assignments, pos = _read_compact_array_len(buf, pos)
     if n_assignments < 0:
         raise DecodeError('null in non-nullable array assignments')
     else:
@@ -265,7 +284,11 @@ def _d_SyncGroupRequest_SyncGroupRequest_3(buf: memoryview, pos: int) -> tuple[S
             x_assignments, pos = _d_SyncGroupRequest_SyncGroupRequestAssignment_1(buf, pos)
             f_assignments.append(x_assignments)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -282,7 +305,10 @@ def _e_SyncGroupRequest_SyncGroupRequest_3(out: bytearray, ch: list[Chunk] | Non
     _write_compact_nullable_string(out, o.protocol_type)
     _write_compact_nullable_string(out, o.protocol_name)
     v_assignments = o.assignments
-    _write_compact_array_len(out, v_assignments, False)
+    if v_assignments is not None and len(v_assignments) < 127:
+        out.append(len(v_assignments) + 1)
+    else:
+        _write_compact_array_len(out, v_assignments, False)
     if v_assignments:
         for x_assignments in v_assignments:
             _e_SyncGroupRequest_SyncGroupRequestAssignment_1(out, ch, x_assignments)
@@ -371,7 +397,11 @@ def _d_SyncGroupResponse_SyncGroupResponse_2(buf: memoryview, pos: int) -> tuple
     pos += 6
     f_assignment, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -400,7 +430,11 @@ def _d_SyncGroupResponse_SyncGroupResponse_3(buf: memoryview, pos: int) -> tuple
     f_protocol_name, pos = _read_compact_nullable_string(buf, pos)
     f_assignment, pos = _read_compact_bytes(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

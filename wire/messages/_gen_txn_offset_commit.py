@@ -155,7 +155,11 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(buf: memoryview, pos
     f_name: str
     f_partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -164,7 +168,11 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(buf: memoryview, pos
             x_partitions, pos = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -176,7 +184,10 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(out: bytearray, ch: 
     """TxnOffsetCommitRequestTopic v3-4."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(out, ch, x_partitions)
@@ -223,7 +234,11 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(buf: memoryview,
     pos += 16
     f_committed_metadata, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -318,7 +333,11 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_2(buf: memoryview, pos: int
     pos += 14
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -327,7 +346,11 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_2(buf: memoryview, pos: int
             x_topics, pos = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -343,7 +366,10 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_2(out: bytearray, ch: list[
     _write_compact_string(out, o.member_id)
     _write_compact_nullable_string(out, o.group_instance_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(out, ch, x_topics)
@@ -437,7 +463,11 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(buf: memoryview, p
     f_name: str
     f_partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -446,7 +476,11 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(buf: memoryview, p
             x_partitions, pos = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -458,7 +492,10 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(out: bytearray, ch
     """TxnOffsetCommitResponseTopic v3-4."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(out, ch, x_partitions)
@@ -485,7 +522,11 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(buf: memoryvie
     f_partition_index, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -533,7 +574,11 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_1(buf: memoryview, pos: i
     f_topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
     f_throttle_time_ms, = _S5.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -542,7 +587,11 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_1(buf: memoryview, pos: i
             x_topics, pos = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -554,7 +603,10 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_1(out: bytearray, ch: lis
     """TxnOffsetCommitResponse v3-4."""
     out += _S5.pack(o.throttle_time_ms)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(out, ch, x_topics)

@@ -66,7 +66,11 @@ def _d_UnregisterBrokerRequest_UnregisterBrokerRequest_0(buf: memoryview, pos: i
     f_broker_id, = _S0.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -130,7 +134,11 @@ def _d_UnregisterBrokerResponse_UnregisterBrokerResponse_0(buf: memoryview, pos:
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

@@ -87,7 +87,11 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_0(buf: memoryview, pos: int) -> tu
     f_max_version_level, f_allow_downgrade = _S0.unpack_from(buf, pos)
     pos += 3
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -112,7 +116,11 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_1(buf: memoryview, pos: int) -> tu
     f_max_version_level, f_upgrade_type = _S1.unpack_from(buf, pos)
     pos += 3
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -135,7 +143,11 @@ def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_0(buf: memoryview, pos: int) 
     f_feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
     f_timeout_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_feature_updates, pos = _read_compact_array_len(buf, pos)
+    n_feature_updates = buf[pos] - 1
+    if n_feature_updates < 127 and n_feature_updates <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_feature_updates, pos = _read_compact_array_len(buf, pos)
     if n_feature_updates < 0:
         raise DecodeError('null in non-nullable array feature_updates')
     else:
@@ -144,7 +156,11 @@ def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_0(buf: memoryview, pos: int) 
             x_feature_updates, pos = _d_UpdateFeaturesRequest_FeatureUpdateKey_0(buf, pos)
             f_feature_updates.append(x_feature_updates)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -156,7 +172,10 @@ def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_0(out: bytearray, ch: list[Ch
     """UpdateFeaturesRequest v0."""
     out += _S2.pack(o.timeout_ms)
     v_feature_updates = o.feature_updates
-    _write_compact_array_len(out, v_feature_updates, False)
+    if v_feature_updates is not None and len(v_feature_updates) < 127:
+        out.append(len(v_feature_updates) + 1)
+    else:
+        _write_compact_array_len(out, v_feature_updates, False)
     if v_feature_updates:
         for x_feature_updates in v_feature_updates:
             _e_UpdateFeaturesRequest_FeatureUpdateKey_0(out, ch, x_feature_updates)
@@ -171,7 +190,11 @@ def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_1(buf: memoryview, pos: int) 
     f_feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
     f_timeout_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_feature_updates, pos = _read_compact_array_len(buf, pos)
+    n_feature_updates = buf[pos] - 1
+    if n_feature_updates < 127 and n_feature_updates <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_feature_updates, pos = _read_compact_array_len(buf, pos)
     if n_feature_updates < 0:
         raise DecodeError('null in non-nullable array feature_updates')
     else:
@@ -182,7 +205,11 @@ def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_1(buf: memoryview, pos: int) 
     f_validate_only, = _S3.unpack_from(buf, pos)
     pos += 1
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -194,7 +221,10 @@ def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_1(out: bytearray, ch: list[Ch
     """UpdateFeaturesRequest v1."""
     out += _S2.pack(o.timeout_ms)
     v_feature_updates = o.feature_updates
-    _write_compact_array_len(out, v_feature_updates, False)
+    if v_feature_updates is not None and len(v_feature_updates) < 127:
+        out.append(len(v_feature_updates) + 1)
+    else:
+        _write_compact_array_len(out, v_feature_updates, False)
     if v_feature_updates:
         for x_feature_updates in v_feature_updates:
             _e_UpdateFeaturesRequest_FeatureUpdateKey_1(out, ch, x_feature_updates)
@@ -263,7 +293,11 @@ def _d_UpdateFeaturesResponse_UpdatableFeatureResult_0(buf: memoryview, pos: int
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -289,7 +323,11 @@ def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_0(buf: memoryview, pos: int
     f_throttle_time_ms, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -298,7 +336,11 @@ def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_0(buf: memoryview, pos: int
             x_results, pos = _d_UpdateFeaturesResponse_UpdatableFeatureResult_0(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -311,7 +353,10 @@ def _e_UpdateFeaturesResponse_UpdateFeaturesResponse_0(out: bytearray, ch: list[
     out += _S5.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_UpdateFeaturesResponse_UpdatableFeatureResult_0(out, ch, x_results)

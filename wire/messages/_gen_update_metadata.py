@@ -138,14 +138,20 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf: memoryview, pos
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
     n_replicas, pos = _read_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
     return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, [], {}), pos
 
 
@@ -177,19 +183,28 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1(buf: memoryview, pos
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
     n_replicas, pos = _read_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
     n_offline_replicas, pos = _read_array_len(buf, pos)
     if n_offline_replicas < 0:
         raise DecodeError('null in non-nullable array offline_replicas')
     else:
-        f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+        if n_offline_replicas == 0:
+            f_offline_replicas = []
+        else:
+            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
     return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, {}), pos
 
 
@@ -223,19 +238,28 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2(buf: memoryview, pos
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
     n_replicas, pos = _read_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
     n_offline_replicas, pos = _read_array_len(buf, pos)
     if n_offline_replicas < 0:
         raise DecodeError('null in non-nullable array offline_replicas')
     else:
-        f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+        if n_offline_replicas == 0:
+            f_offline_replicas = []
+        else:
+            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
     return _C_UpdateMetadataRequest_UpdateMetadataPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, {}), pos
 
 
@@ -264,25 +288,50 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf: memoryview, pos
     f_offline_replicas: list[int]
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_compact_array_len(buf, pos)
+    n_isr = buf[pos] - 1
+    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_isr, pos = _read_compact_array_len(buf, pos)
     if n_isr < 0:
         raise DecodeError('null in non-nullable array isr')
     else:
-        f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+        if n_isr == 0:
+            f_isr = []
+        else:
+            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_compact_array_len(buf, pos)
+    n_replicas = buf[pos] - 1
+    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_replicas, pos = _read_compact_array_len(buf, pos)
     if n_replicas < 0:
         raise DecodeError('null in non-nullable array replicas')
     else:
-        f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_offline_replicas, pos = _read_compact_array_len(buf, pos)
+        if n_replicas == 0:
+            f_replicas = []
+        else:
+            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+    n_offline_replicas = buf[pos] - 1
+    if n_offline_replicas < 127 and n_offline_replicas <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_offline_replicas, pos = _read_compact_array_len(buf, pos)
     if n_offline_replicas < 0:
         raise DecodeError('null in non-nullable array offline_replicas')
     else:
-        f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+        if n_offline_replicas == 0:
+            f_offline_replicas = []
+        else:
+            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -294,16 +343,25 @@ def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(out: bytearray, ch: 
     """UpdateMetadataPartitionState v6-8."""
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v_isr = o.isr
-    _write_compact_array_len(out, v_isr, False)
+    if v_isr is not None and len(v_isr) < 127:
+        out.append(len(v_isr) + 1)
+    else:
+        _write_compact_array_len(out, v_isr, False)
     if v_isr:
         out += _pack('>%di' % len(v_isr), *v_isr)
     out += _S1.pack(o.zk_version)
     v_replicas = o.replicas
-    _write_compact_array_len(out, v_replicas, False)
+    if v_replicas is not None and len(v_replicas) < 127:
+        out.append(len(v_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_replicas, False)
     if v_replicas:
         out += _pack('>%di' % len(v_replicas), *v_replicas)
     v_offline_replicas = o.offline_replicas
-    _write_compact_array_len(out, v_offline_replicas, False)
+    if v_offline_replicas is not None and len(v_offline_replicas) < 127:
+        out.append(len(v_offline_replicas) + 1)
+    else:
+        _write_compact_array_len(out, v_offline_replicas, False)
     if v_offline_replicas:
         out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
     if o.unknown_tagged_fields:
@@ -343,7 +401,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_1(buf: memoryview, pos: in
     f_topic_name: str
     f_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partition_states, pos = _read_compact_array_len(buf, pos)
+    n_partition_states = buf[pos] - 1
+    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_states, pos = _read_compact_array_len(buf, pos)
     if n_partition_states < 0:
         raise DecodeError('null in non-nullable array partition_states')
     else:
@@ -352,7 +414,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_1(buf: memoryview, pos: in
             x_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf, pos)
             f_partition_states.append(x_partition_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -364,7 +430,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_1(out: bytearray, ch: list
     """UpdateMetadataTopicState v6."""
     _write_compact_string(out, o.topic_name)
     v_partition_states = o.partition_states
-    _write_compact_array_len(out, v_partition_states, False)
+    if v_partition_states is not None and len(v_partition_states) < 127:
+        out.append(len(v_partition_states) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_states, False)
     if v_partition_states:
         for x_partition_states in v_partition_states:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(out, ch, x_partition_states)
@@ -382,7 +451,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(buf: memoryview, pos: in
     f_topic_id, = _S2.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partition_states, pos = _read_compact_array_len(buf, pos)
+    n_partition_states = buf[pos] - 1
+    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_states, pos = _read_compact_array_len(buf, pos)
     if n_partition_states < 0:
         raise DecodeError('null in non-nullable array partition_states')
     else:
@@ -391,7 +464,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(buf: memoryview, pos: in
             x_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf, pos)
             f_partition_states.append(x_partition_states)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -404,7 +481,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(out: bytearray, ch: list
     _write_compact_string(out, o.topic_name)
     out += _S2.pack(o.topic_id.bytes)
     v_partition_states = o.partition_states
-    _write_compact_array_len(out, v_partition_states, False)
+    if v_partition_states is not None and len(v_partition_states) < 127:
+        out.append(len(v_partition_states) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_states, False)
     if v_partition_states:
         for x_partition_states in v_partition_states:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(out, ch, x_partition_states)
@@ -522,7 +602,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf: memoryview, pos: int) -
     f_rack: str | None
     f_id, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_endpoints, pos = _read_compact_array_len(buf, pos)
+    n_endpoints = buf[pos] - 1
+    if n_endpoints < 127 and n_endpoints <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_endpoints, pos = _read_compact_array_len(buf, pos)
     if n_endpoints < 0:
         raise DecodeError('null in non-nullable array endpoints')
     else:
@@ -532,7 +616,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf: memoryview, pos: int) -
             f_endpoints.append(x_endpoints)
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -544,7 +632,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_4(out: bytearray, ch: list[Chu
     """UpdateMetadataBroker v6-8."""
     out += _S1.pack(o.id)
     v_endpoints = o.endpoints
-    _write_compact_array_len(out, v_endpoints, False)
+    if v_endpoints is not None and len(v_endpoints) < 127:
+        out.append(len(v_endpoints) + 1)
+    else:
+        _write_compact_array_len(out, v_endpoints, False)
     if v_endpoints:
         for x_endpoints in v_endpoints:
             _e_UpdateMetadataRequest_UpdateMetadataEndpoint_2(out, ch, x_endpoints)
@@ -605,7 +696,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_2(buf: memoryview, pos: int)
     f_security_protocol, = _S3.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -871,7 +966,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_6(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S5.unpack_from(buf, pos)
     pos += 16
-    n_topic_states, pos = _read_compact_array_len(buf, pos)
+    n_topic_states = buf[pos] - 1
+    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_states, pos = _read_compact_array_len(buf, pos)
     if n_topic_states < 0:
         raise DecodeError('null in non-nullable array topic_states')
     else:
@@ -879,7 +978,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_6(buf: memoryview, pos: int) 
         for _ in range(n_topic_states):
             x_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_1(buf, pos)
             f_topic_states.append(x_topic_states)
-    n_live_brokers, pos = _read_compact_array_len(buf, pos)
+    n_live_brokers = buf[pos] - 1
+    if n_live_brokers < 127 and n_live_brokers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_live_brokers, pos = _read_compact_array_len(buf, pos)
     if n_live_brokers < 0:
         raise DecodeError('null in non-nullable array live_brokers')
     else:
@@ -888,7 +991,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_6(buf: memoryview, pos: int) 
             x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf, pos)
             f_live_brokers.append(x_live_brokers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -900,12 +1007,18 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_6(out: bytearray, ch: list[Ch
     """UpdateMetadataRequest v6."""
     out += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v_topic_states = o.topic_states
-    _write_compact_array_len(out, v_topic_states, False)
+    if v_topic_states is not None and len(v_topic_states) < 127:
+        out.append(len(v_topic_states) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_states, False)
     if v_topic_states:
         for x_topic_states in v_topic_states:
             _e_UpdateMetadataRequest_UpdateMetadataTopicState_1(out, ch, x_topic_states)
     v_live_brokers = o.live_brokers
-    _write_compact_array_len(out, v_live_brokers, False)
+    if v_live_brokers is not None and len(v_live_brokers) < 127:
+        out.append(len(v_live_brokers) + 1)
+    else:
+        _write_compact_array_len(out, v_live_brokers, False)
     if v_live_brokers:
         for x_live_brokers in v_live_brokers:
             _e_UpdateMetadataRequest_UpdateMetadataBroker_4(out, ch, x_live_brokers)
@@ -921,7 +1034,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_7(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S5.unpack_from(buf, pos)
     pos += 16
-    n_topic_states, pos = _read_compact_array_len(buf, pos)
+    n_topic_states = buf[pos] - 1
+    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_states, pos = _read_compact_array_len(buf, pos)
     if n_topic_states < 0:
         raise DecodeError('null in non-nullable array topic_states')
     else:
@@ -929,7 +1046,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_7(buf: memoryview, pos: int) 
         for _ in range(n_topic_states):
             x_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(buf, pos)
             f_topic_states.append(x_topic_states)
-    n_live_brokers, pos = _read_compact_array_len(buf, pos)
+    n_live_brokers = buf[pos] - 1
+    if n_live_brokers < 127 and n_live_brokers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_live_brokers, pos = _read_compact_array_len(buf, pos)
     if n_live_brokers < 0:
         raise DecodeError('null in non-nullable array live_brokers')
     else:
@@ -938,7 +1059,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_7(buf: memoryview, pos: int) 
             x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf, pos)
             f_live_brokers.append(x_live_brokers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -950,12 +1075,18 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_7(out: bytearray, ch: list[Ch
     """UpdateMetadataRequest v7."""
     out += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v_topic_states = o.topic_states
-    _write_compact_array_len(out, v_topic_states, False)
+    if v_topic_states is not None and len(v_topic_states) < 127:
+        out.append(len(v_topic_states) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_states, False)
     if v_topic_states:
         for x_topic_states in v_topic_states:
             _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(out, ch, x_topic_states)
     v_live_brokers = o.live_brokers
-    _write_compact_array_len(out, v_live_brokers, False)
+    if v_live_brokers is not None and len(v_live_brokers) < 127:
+        out.append(len(v_live_brokers) + 1)
+    else:
+        _write_compact_array_len(out, v_live_brokers, False)
     if v_live_brokers:
         for x_live_brokers in v_live_brokers:
             _e_UpdateMetadataRequest_UpdateMetadataBroker_4(out, ch, x_live_brokers)
@@ -971,7 +1102,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_8(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch = _S6.unpack_from(buf, pos)
     pos += 17
-    n_topic_states, pos = _read_compact_array_len(buf, pos)
+    n_topic_states = buf[pos] - 1
+    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topic_states, pos = _read_compact_array_len(buf, pos)
     if n_topic_states < 0:
         raise DecodeError('null in non-nullable array topic_states')
     else:
@@ -979,7 +1114,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_8(buf: memoryview, pos: int) 
         for _ in range(n_topic_states):
             x_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(buf, pos)
             f_topic_states.append(x_topic_states)
-    n_live_brokers, pos = _read_compact_array_len(buf, pos)
+    n_live_brokers = buf[pos] - 1
+    if n_live_brokers < 127 and n_live_brokers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_live_brokers, pos = _read_compact_array_len(buf, pos)
     if n_live_brokers < 0:
         raise DecodeError('null in non-nullable array live_brokers')
     else:
@@ -989,7 +1128,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_8(buf: memoryview, pos: int) 
             f_live_brokers.append(x_live_brokers)
     f_type = 0
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
@@ -1006,12 +1149,18 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_8(out: bytearray, ch: list[Ch
     """UpdateMetadataRequest v8."""
     out += _S6.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
     v_topic_states = o.topic_states
-    _write_compact_array_len(out, v_topic_states, False)
+    if v_topic_states is not None and len(v_topic_states) < 127:
+        out.append(len(v_topic_states) + 1)
+    else:
+        _write_compact_array_len(out, v_topic_states, False)
     if v_topic_states:
         for x_topic_states in v_topic_states:
             _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(out, ch, x_topic_states)
     v_live_brokers = o.live_brokers
-    _write_compact_array_len(out, v_live_brokers, False)
+    if v_live_brokers is not None and len(v_live_brokers) < 127:
+        out.append(len(v_live_brokers) + 1)
+    else:
+        _write_compact_array_len(out, v_live_brokers, False)
     if v_live_brokers:
         for x_live_brokers in v_live_brokers:
             _e_UpdateMetadataRequest_UpdateMetadataBroker_4(out, ch, x_live_brokers)
@@ -1081,7 +1230,11 @@ def _d_UpdateMetadataResponse_UpdateMetadataResponse_1(buf: memoryview, pos: int
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])

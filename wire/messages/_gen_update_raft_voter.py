@@ -98,7 +98,11 @@ def _d_UpdateRaftVoterRequest_Listener_0(buf: memoryview, pos: int) -> tuple[Upd
     f_port, = _S0.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -122,7 +126,11 @@ def _d_UpdateRaftVoterRequest_KRaftVersionFeature_0(buf: memoryview, pos: int) -
     f_min_supported_version, f_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -148,7 +156,11 @@ def _d_UpdateRaftVoterRequest_UpdateRaftVoterRequest_0(buf: memoryview, pos: int
     f_current_leader_epoch, f_voter_id, f_voter_directory_id = _S2.unpack_from(buf, pos)
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 24
-    n_listeners, pos = _read_compact_array_len(buf, pos)
+    n_listeners = buf[pos] - 1
+    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_listeners, pos = _read_compact_array_len(buf, pos)
     if n_listeners < 0:
         raise DecodeError('null in non-nullable array listeners')
     else:
@@ -158,7 +170,11 @@ def _d_UpdateRaftVoterRequest_UpdateRaftVoterRequest_0(buf: memoryview, pos: int
             f_listeners.append(x_listeners)
     f_k_raft_version_feature, pos = _d_UpdateRaftVoterRequest_KRaftVersionFeature_0(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -171,7 +187,10 @@ def _e_UpdateRaftVoterRequest_UpdateRaftVoterRequest_0(out: bytearray, ch: list[
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S2.pack(o.current_leader_epoch, o.voter_id, o.voter_directory_id.bytes)
     v_listeners = o.listeners
-    _write_compact_array_len(out, v_listeners, False)
+    if v_listeners is not None and len(v_listeners) < 127:
+        out.append(len(v_listeners) + 1)
+    else:
+        _write_compact_array_len(out, v_listeners, False)
     if v_listeners:
         for x_listeners in v_listeners:
             _e_UpdateRaftVoterRequest_Listener_0(out, ch, x_listeners)
@@ -240,7 +259,11 @@ def _d_UpdateRaftVoterResponse_CurrentLeader_0(buf: memoryview, pos: int) -> tup
     f_port, = _S4.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -266,7 +289,11 @@ def _d_UpdateRaftVoterResponse_UpdateRaftVoterResponse_0(buf: memoryview, pos: i
     pos += 6
     f_current_leader = _C_UpdateRaftVoterResponse_CurrentLeader()
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:

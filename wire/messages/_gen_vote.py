@@ -95,7 +95,11 @@ def _d_VoteRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[VoteRequest.T
     f_topic_name: str
     f_partitions: list[VoteRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -104,7 +108,11 @@ def _d_VoteRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[VoteRequest.T
             x_partitions, pos = _d_VoteRequest_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -116,7 +124,10 @@ def _e_VoteRequest_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: VoteRe
     """TopicData v0."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_VoteRequest_PartitionData_0(out, ch, x_partitions)
@@ -131,7 +142,11 @@ def _d_VoteRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[VoteRequest.T
     f_topic_name: str
     f_partitions: list[VoteRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -140,7 +155,11 @@ def _d_VoteRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[VoteRequest.T
             x_partitions, pos = _d_VoteRequest_PartitionData_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -152,7 +171,10 @@ def _e_VoteRequest_TopicData_1(out: bytearray, ch: list[Chunk] | None, o: VoteRe
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_VoteRequest_PartitionData_1(out, ch, x_partitions)
@@ -167,7 +189,11 @@ def _d_VoteRequest_PartitionData_0(buf: memoryview, pos: int) -> tuple[VoteReque
     f_partition_index, f_candidate_epoch, f_candidate_id, f_last_offset_epoch, f_last_offset = _S0.unpack_from(buf, pos)
     pos += 24
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -191,7 +217,11 @@ def _d_VoteRequest_PartitionData_1(buf: memoryview, pos: int) -> tuple[VoteReque
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 56
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -213,7 +243,11 @@ def _d_VoteRequest_VoteRequest_0(buf: memoryview, pos: int) -> tuple[VoteRequest
     f_cluster_id: str | None
     f_topics: list[VoteRequest.TopicData]
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -222,7 +256,11 @@ def _d_VoteRequest_VoteRequest_0(buf: memoryview, pos: int) -> tuple[VoteRequest
             x_topics, pos = _d_VoteRequest_TopicData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -234,7 +272,10 @@ def _e_VoteRequest_VoteRequest_0(out: bytearray, ch: list[Chunk] | None, o: Vote
     """VoteRequest v0."""
     _write_compact_nullable_string(out, o.cluster_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_VoteRequest_TopicData_0(out, ch, x_topics)
@@ -251,7 +292,11 @@ def _d_VoteRequest_VoteRequest_1(buf: memoryview, pos: int) -> tuple[VoteRequest
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_voter_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -260,7 +305,11 @@ def _d_VoteRequest_VoteRequest_1(buf: memoryview, pos: int) -> tuple[VoteRequest
             x_topics, pos = _d_VoteRequest_TopicData_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -273,7 +322,10 @@ def _e_VoteRequest_VoteRequest_1(out: bytearray, ch: list[Chunk] | None, o: Vote
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S2.pack(o.voter_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_VoteRequest_TopicData_1(out, ch, x_topics)
@@ -353,7 +405,11 @@ def _d_VoteResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[VoteResponse
     f_topic_name: str
     f_partitions: list[VoteResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -362,7 +418,11 @@ def _d_VoteResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[VoteResponse
             x_partitions, pos = _d_VoteResponse_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -374,7 +434,10 @@ def _e_VoteResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: VoteR
     """TopicData v0-1."""
     _write_compact_string(out, o.topic_name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_VoteResponse_PartitionData_0(out, ch, x_partitions)
@@ -389,7 +452,11 @@ def _d_VoteResponse_PartitionData_0(buf: memoryview, pos: int) -> tuple[VoteResp
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted = _S3.unpack_from(buf, pos)
     pos += 15
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -415,7 +482,11 @@ def _d_VoteResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[VoteRespo
     f_port, = _S4.unpack_from(buf, pos)
     pos += 2
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -439,7 +510,11 @@ def _d_VoteResponse_VoteResponse_0(buf: memoryview, pos: int) -> tuple[VoteRespo
     f_topics: list[VoteResponse.TopicData]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -448,7 +523,11 @@ def _d_VoteResponse_VoteResponse_0(buf: memoryview, pos: int) -> tuple[VoteRespo
             x_topics, pos = _d_VoteResponse_TopicData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -460,7 +539,10 @@ def _e_VoteResponse_VoteResponse_0(out: bytearray, ch: list[Chunk] | None, o: Vo
     """VoteResponse v0."""
     out += _S5.pack(o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_VoteResponse_TopicData_0(out, ch, x_topics)
@@ -476,7 +558,11 @@ def _d_VoteResponse_VoteResponse_1(buf: memoryview, pos: int) -> tuple[VoteRespo
     f_node_endpoints: list[VoteResponse.NodeEndpoint]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -486,12 +572,20 @@ def _d_VoteResponse_VoteResponse_1(buf: memoryview, pos: int) -> tuple[VoteRespo
             f_topics.append(x_topics)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints, tp = _read_compact_array_len(tb, tp)
+            n_node_endpoints = tb[tp] - 1
+            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
+                tp += 1
+            else:
+                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
             if n_node_endpoints < 0:
                 raise DecodeError('null in non-nullable array node_endpoints')
             else:
@@ -509,7 +603,10 @@ def _e_VoteResponse_VoteResponse_1(out: bytearray, ch: list[Chunk] | None, o: Vo
     """VoteResponse v1."""
     out += _S5.pack(o.error_code)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_VoteResponse_TopicData_0(out, ch, x_topics)
@@ -517,7 +614,10 @@ def _e_VoteResponse_VoteResponse_1(out: bytearray, ch: list[Chunk] | None, o: Vo
     if o.node_endpoints != []:
         t = bytearray()
         v_node_endpoints = o.node_endpoints
-        _write_compact_array_len(t, v_node_endpoints, False)
+        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
+            t.append(len(v_node_endpoints) + 1)
+        else:
+            _write_compact_array_len(t, v_node_endpoints, False)
         if v_node_endpoints:
             for x_node_endpoints in v_node_endpoints:
                 _e_VoteResponse_NodeEndpoint_0(t, None, x_node_endpoints)

@@ -100,7 +100,11 @@ def _d_WriteShareGroupStateRequest_WriteStateData_0(buf: memoryview, pos: int) -
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -109,7 +113,11 @@ def _d_WriteShareGroupStateRequest_WriteStateData_0(buf: memoryview, pos: int) -
             x_partitions, pos = _d_WriteShareGroupStateRequest_PartitionData_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -121,7 +129,10 @@ def _e_WriteShareGroupStateRequest_WriteStateData_0(out: bytearray, ch: list[Chu
     """WriteStateData v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_WriteShareGroupStateRequest_PartitionData_0(out, ch, x_partitions)
@@ -136,7 +147,11 @@ def _d_WriteShareGroupStateRequest_PartitionData_0(buf: memoryview, pos: int) ->
     f_state_batches: list[WriteShareGroupStateRequest.StateBatch]
     f_partition, f_state_epoch, f_leader_epoch, f_start_offset = _S1.unpack_from(buf, pos)
     pos += 20
-    n_state_batches, pos = _read_compact_array_len(buf, pos)
+    n_state_batches = buf[pos] - 1
+    if n_state_batches < 127 and n_state_batches <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_state_batches, pos = _read_compact_array_len(buf, pos)
     if n_state_batches < 0:
         raise DecodeError('null in non-nullable array state_batches')
     else:
@@ -145,7 +160,11 @@ def _d_WriteShareGroupStateRequest_PartitionData_0(buf: memoryview, pos: int) ->
             x_state_batches, pos = _d_WriteShareGroupStateRequest_StateBatch_0(buf, pos)
             f_state_batches.append(x_state_batches)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -157,7 +176,10 @@ def _e_WriteShareGroupStateRequest_PartitionData_0(out: bytearray, ch: list[Chun
     """PartitionData v0."""
     out += _S1.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset)
     v_state_batches = o.state_batches
-    _write_compact_array_len(out, v_state_batches, False)
+    if v_state_batches is not None and len(v_state_batches) < 127:
+        out.append(len(v_state_batches) + 1)
+    else:
+        _write_compact_array_len(out, v_state_batches, False)
     if v_state_batches:
         for x_state_batches in v_state_batches:
             _e_WriteShareGroupStateRequest_StateBatch_0(out, ch, x_state_batches)
@@ -172,7 +194,11 @@ def _d_WriteShareGroupStateRequest_StateBatch_0(buf: memoryview, pos: int) -> tu
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S2.unpack_from(buf, pos)
     pos += 19
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -194,7 +220,11 @@ def _d_WriteShareGroupStateRequest_WriteShareGroupStateRequest_0(buf: memoryview
     f_group_id: str
     f_topics: list[WriteShareGroupStateRequest.WriteStateData]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -203,7 +233,11 @@ def _d_WriteShareGroupStateRequest_WriteShareGroupStateRequest_0(buf: memoryview
             x_topics, pos = _d_WriteShareGroupStateRequest_WriteStateData_0(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -215,7 +249,10 @@ def _e_WriteShareGroupStateRequest_WriteShareGroupStateRequest_0(out: bytearray,
     """WriteShareGroupStateRequest v0."""
     _write_compact_string(out, o.group_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_WriteShareGroupStateRequest_WriteStateData_0(out, ch, x_topics)
@@ -284,7 +321,11 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_0(buf: memoryview, pos: int
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -293,7 +334,11 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_0(buf: memoryview, pos: int
             x_partitions, pos = _d_WriteShareGroupStateResponse_PartitionResult_0(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -305,7 +350,10 @@ def _e_WriteShareGroupStateResponse_WriteStateResult_0(out: bytearray, ch: list[
     """WriteStateResult v0."""
     out += _S0.pack(o.topic_id.bytes)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_WriteShareGroupStateResponse_PartitionResult_0(out, ch, x_partitions)
@@ -322,7 +370,11 @@ def _d_WriteShareGroupStateResponse_PartitionResult_0(buf: memoryview, pos: int)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -343,7 +395,11 @@ def _e_WriteShareGroupStateResponse_PartitionResult_0(out: bytearray, ch: list[C
 def _d_WriteShareGroupStateResponse_WriteShareGroupStateResponse_0(buf: memoryview, pos: int) -> tuple[WriteShareGroupStateResponse, int]:
     """WriteShareGroupStateResponse v0."""
     f_results: list[WriteShareGroupStateResponse.WriteStateResult]
-    n_results, pos = _read_compact_array_len(buf, pos)
+    n_results = buf[pos] - 1
+    if n_results < 127 and n_results <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_results, pos = _read_compact_array_len(buf, pos)
     if n_results < 0:
         raise DecodeError('null in non-nullable array results')
     else:
@@ -352,7 +408,11 @@ def _d_WriteShareGroupStateResponse_WriteShareGroupStateResponse_0(buf: memoryvi
             x_results, pos = _d_WriteShareGroupStateResponse_WriteStateResult_0(buf, pos)
             f_results.append(x_results)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -363,7 +423,10 @@ def _d_WriteShareGroupStateResponse_WriteShareGroupStateResponse_0(buf: memoryvi
 def _e_WriteShareGroupStateResponse_WriteShareGroupStateResponse_0(out: bytearray, ch: list[Chunk] | None, o: WriteShareGroupStateResponse) -> None:
     """WriteShareGroupStateResponse v0."""
     v_results = o.results
-    _write_compact_array_len(out, v_results, False)
+    if v_results is not None and len(v_results) < 127:
+        out.append(len(v_results) + 1)
+    else:
+        _write_compact_array_len(out, v_results, False)
     if v_results:
         for x_results in v_results:
             _e_WriteShareGroupStateResponse_WriteStateResult_0(out, ch, x_results)

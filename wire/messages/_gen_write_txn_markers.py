@@ -121,7 +121,11 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf: memoryview, pos: int) -> 
     f_topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
     f_producer_id, f_producer_epoch, f_transaction_result = _S0.unpack_from(buf, pos)
     pos += 11
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -132,7 +136,11 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf: memoryview, pos: int) -> 
     f_coordinator_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -144,7 +152,10 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarker_1(out: bytearray, ch: list[Chunk
     """WritableTxnMarker v1."""
     out += _S0.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(out, ch, x_topics)
@@ -164,7 +175,10 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(buf: memoryview, pos: int
     if n_partition_indexes < 0:
         raise DecodeError('null in non-nullable array partition_indexes')
     else:
-        f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+        if n_partition_indexes == 0:
+            f_partition_indexes = []
+        else:
+            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
     return _C_WriteTxnMarkersRequest_WritableTxnMarkerTopic(f_name, f_partition_indexes, {}), pos
 
 
@@ -182,13 +196,24 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(buf: memoryview, pos: int
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes, pos = _read_compact_array_len(buf, pos)
+    n_partition_indexes = buf[pos] - 1
+    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
     if n_partition_indexes < 0:
         raise DecodeError('null in non-nullable array partition_indexes')
     else:
-        f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+        if n_partition_indexes == 0:
+            f_partition_indexes = []
+        else:
+            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -200,7 +225,10 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(out: bytearray, ch: list[
     """WritableTxnMarkerTopic v1."""
     _write_compact_string(out, o.name)
     v_partition_indexes = o.partition_indexes
-    _write_compact_array_len(out, v_partition_indexes, False)
+    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
+        out.append(len(v_partition_indexes) + 1)
+    else:
+        _write_compact_array_len(out, v_partition_indexes, False)
     if v_partition_indexes:
         out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tagged_fields:
@@ -235,7 +263,11 @@ def _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_0(out: bytearray, ch: list[
 def _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_1(buf: memoryview, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
     """WriteTxnMarkersRequest v1."""
     f_markers: list[WriteTxnMarkersRequest.WritableTxnMarker]
-    n_markers, pos = _read_compact_array_len(buf, pos)
+    n_markers = buf[pos] - 1
+    if n_markers < 127 and n_markers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_markers, pos = _read_compact_array_len(buf, pos)
     if n_markers < 0:
         raise DecodeError('null in non-nullable array markers')
     else:
@@ -244,7 +276,11 @@ def _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_1(buf: memoryview, pos: int
             x_markers, pos = _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf, pos)
             f_markers.append(x_markers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -255,7 +291,10 @@ def _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_1(buf: memoryview, pos: int
 def _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_1(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersRequest) -> None:
     """WriteTxnMarkersRequest v1."""
     v_markers = o.markers
-    _write_compact_array_len(out, v_markers, False)
+    if v_markers is not None and len(v_markers) < 127:
+        out.append(len(v_markers) + 1)
+    else:
+        _write_compact_array_len(out, v_markers, False)
     if v_markers:
         for x_markers in v_markers:
             _e_WriteTxnMarkersRequest_WritableTxnMarker_1(out, ch, x_markers)
@@ -355,7 +394,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf: memoryview, pos: i
     f_topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult]
     f_producer_id, = _S2.unpack_from(buf, pos)
     pos += 8
-    n_topics, pos = _read_compact_array_len(buf, pos)
+    n_topics = buf[pos] - 1
+    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_topics, pos = _read_compact_array_len(buf, pos)
     if n_topics < 0:
         raise DecodeError('null in non-nullable array topics')
     else:
@@ -364,7 +407,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf: memoryview, pos: i
             x_topics, pos = _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf, pos)
             f_topics.append(x_topics)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -376,7 +423,10 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(out: bytearray, ch: lis
     """WritableTxnMarkerResult v1."""
     out += _S2.pack(o.producer_id)
     v_topics = o.topics
-    _write_compact_array_len(out, v_topics, False)
+    if v_topics is not None and len(v_topics) < 127:
+        out.append(len(v_topics) + 1)
+    else:
+        _write_compact_array_len(out, v_topics, False)
     if v_topics:
         for x_topics in v_topics:
             _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(out, ch, x_topics)
@@ -417,7 +467,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf: memoryview, p
     f_name: str
     f_partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions, pos = _read_compact_array_len(buf, pos)
+    n_partitions = buf[pos] - 1
+    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_partitions, pos = _read_compact_array_len(buf, pos)
     if n_partitions < 0:
         raise DecodeError('null in non-nullable array partitions')
     else:
@@ -426,7 +480,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf: memoryview, p
             x_partitions, pos = _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf, pos)
             f_partitions.append(x_partitions)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -438,7 +496,10 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(out: bytearray, ch
     """WritableTxnMarkerTopicResult v1."""
     _write_compact_string(out, o.name)
     v_partitions = o.partitions
-    _write_compact_array_len(out, v_partitions, False)
+    if v_partitions is not None and len(v_partitions) < 127:
+        out.append(len(v_partitions) + 1)
+    else:
+        _write_compact_array_len(out, v_partitions, False)
     if v_partitions:
         for x_partitions in v_partitions:
             _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(out, ch, x_partitions)
@@ -465,7 +526,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf: memoryvie
     f_partition_index, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -508,7 +573,11 @@ def _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_0(out: bytearray, ch: lis
 def _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_1(buf: memoryview, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
     """WriteTxnMarkersResponse v1."""
     f_markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult]
-    n_markers, pos = _read_compact_array_len(buf, pos)
+    n_markers = buf[pos] - 1
+    if n_markers < 127 and n_markers <= len(buf) - pos - 1:
+        pos += 1
+    else:
+        n_markers, pos = _read_compact_array_len(buf, pos)
     if n_markers < 0:
         raise DecodeError('null in non-nullable array markers')
     else:
@@ -517,7 +586,11 @@ def _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_1(buf: memoryview, pos: i
             x_markers, pos = _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf, pos)
             f_markers.append(x_markers)
     u: dict[int, bytes] = {}
-    nt, pos = _read_uvarint(buf, pos)
+    nt = buf[pos]
+    if nt < 128:
+        pos += 1
+    else:
+        nt, pos = _read_uvarint(buf, pos)
     for _ in range(nt):
         tag, tp, te = _read_tag(buf, pos)
         u[tag] = bytes(buf[tp:te])
@@ -528,7 +601,10 @@ def _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_1(buf: memoryview, pos: i
 def _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_1(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersResponse) -> None:
     """WriteTxnMarkersResponse v1."""
     v_markers = o.markers
-    _write_compact_array_len(out, v_markers, False)
+    if v_markers is not None and len(v_markers) < 127:
+        out.append(len(v_markers) + 1)
+    else:
+        _write_compact_array_len(out, v_markers, False)
     if v_markers:
         for x_markers in v_markers:
             _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(out, ch, x_markers)
