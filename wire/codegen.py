@@ -160,7 +160,18 @@ class Gen:
         for s in m.structs.values():
             L.append(f"{self.alias(s.name)} = {self.cls(s.name)}")
         L.append(f"{self.alias(m.name)} = {m.name}")
+        for sn in sorted(self.tagged_struct_defaults()):
+            L.append(f"_DEF_{m.name}_{sn} = {self.alias(sn)}()  # compared against, never handed out")
         L.append("")
+
+    def tagged_struct_defaults(self) -> set[str]:
+        """Structs used as (non-null-default) tagged fields: encoders compare against one shared default."""
+        out = set()
+        for s in self.msg.all_structs():
+            for f in s.fields:
+                if f.kind == "struct" and f.tagged.lo >= 0 and f.default != "null" and f.struct:
+                    out.add(f.struct)
+        return out
 
     def emit_fields(self, fields: list[FieldSpec], ind: str) -> None:
         for f in fields:
@@ -381,7 +392,10 @@ class Gen:
                 L.append("    tg: list[tuple[int, bytes | bytearray]] = []")
                 for it in sorted(tagged, key=lambda t: t[5] or 0):
                     f = fmap[it[0]]
-                    L.append(f"    if o.{it[0]} != {self.default_src(f)}:")
+                    dflt = self.default_src(f)
+                    if f.kind == "struct" and f.default != "null":
+                        dflt = f"_DEF_{self.msg.name}_{f.struct}"
+                    L.append(f"    if o.{it[0]} != {dflt}:")
                     L.append("        t = bytearray()")
                     L.extend(self.write_field(it, flex, "t", "None", "o." + it[0], "        "))
                     L.append(f"        tg.append(({it[5]}, t))")

@@ -134,6 +134,7 @@ _C_FetchRequest_FetchTopic = FetchRequest.FetchTopic
 _C_FetchRequest_FetchPartition = FetchRequest.FetchPartition
 _C_FetchRequest_ForgottenTopic = FetchRequest.ForgottenTopic
 _C_FetchRequest_FetchRequest = FetchRequest
+_DEF_FetchRequest_ReplicaState = _C_FetchRequest_ReplicaState()  # compared against, never handed out
 
 
 def _d_FetchRequest_ReplicaState_0(buf: memoryview, pos: int) -> tuple[FetchRequest.ReplicaState, int]:
@@ -1073,7 +1074,7 @@ def _e_FetchRequest_FetchRequest_9(out: bytearray, ch: list[Chunk] | None, o: Fe
         t = bytearray()
         _write_compact_nullable_string(t, o.cluster_id)
         tg.append((0, t))
-    if o.replica_state != _C_FetchRequest_ReplicaState():
+    if o.replica_state != _DEF_FetchRequest_ReplicaState:
         t = bytearray()
         _e_FetchRequest_ReplicaState_0(t, None, o.replica_state)
         tg.append((1, t))
@@ -1164,7 +1165,7 @@ def _e_FetchRequest_FetchRequest_10(out: bytearray, ch: list[Chunk] | None, o: F
         t = bytearray()
         _write_compact_nullable_string(t, o.cluster_id)
         tg.append((0, t))
-    if o.replica_state != _C_FetchRequest_ReplicaState():
+    if o.replica_state != _DEF_FetchRequest_ReplicaState:
         t = bytearray()
         _e_FetchRequest_ReplicaState_0(t, None, o.replica_state)
         tg.append((1, t))
@@ -1275,6 +1276,9 @@ _C_FetchResponse_SnapshotId = FetchResponse.SnapshotId
 _C_FetchResponse_AbortedTransaction = FetchResponse.AbortedTransaction
 _C_FetchResponse_NodeEndpoint = FetchResponse.NodeEndpoint
 _C_FetchResponse_FetchResponse = FetchResponse
+_DEF_FetchResponse_EpochEndOffset = _C_FetchResponse_EpochEndOffset()  # compared against, never handed out
+_DEF_FetchResponse_LeaderIdAndEpoch = _C_FetchResponse_LeaderIdAndEpoch()  # compared against, never handed out
+_DEF_FetchResponse_SnapshotId = _C_FetchResponse_SnapshotId()  # compared against, never handed out
 
 
 def _d_FetchResponse_FetchableTopicResponse_0(buf: memoryview, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
@@ -1645,15 +1649,15 @@ def _e_FetchResponse_PartitionData_4(out: bytearray, ch: list[Chunk] | None, o: 
     out += _S14.pack(o.preferred_read_replica)
     _write_records(out, ch, o.records, True, True)
     tg: list[tuple[int, bytes | bytearray]] = []
-    if o.diverging_epoch != _C_FetchResponse_EpochEndOffset():
+    if o.diverging_epoch != _DEF_FetchResponse_EpochEndOffset:
         t = bytearray()
         _e_FetchResponse_EpochEndOffset_0(t, None, o.diverging_epoch)
         tg.append((0, t))
-    if o.current_leader != _C_FetchResponse_LeaderIdAndEpoch():
+    if o.current_leader != _DEF_FetchResponse_LeaderIdAndEpoch:
         t = bytearray()
         _e_FetchResponse_LeaderIdAndEpoch_0(t, None, o.current_leader)
         tg.append((1, t))
-    if o.snapshot_id != _C_FetchResponse_SnapshotId():
+    if o.snapshot_id != _DEF_FetchResponse_SnapshotId:
         t = bytearray()
         _e_FetchResponse_SnapshotId_0(t, None, o.snapshot_id)
         tg.append((2, t))

@@ -492,6 +492,7 @@ _C_FetchSnapshotResponse_SnapshotId = FetchSnapshotResponse.SnapshotId
 _C_FetchSnapshotResponse_LeaderIdAndEpoch = FetchSnapshotResponse.LeaderIdAndEpoch
 _C_FetchSnapshotResponse_NodeEndpoint = FetchSnapshotResponse.NodeEndpoint
 _C_FetchSnapshotResponse_FetchSnapshotResponse = FetchSnapshotResponse
+_DEF_FetchSnapshotResponse_LeaderIdAndEpoch = _C_FetchSnapshotResponse_LeaderIdAndEpoch()  # compared against, never handed out
 
 
 def _d_FetchSnapshotResponse_TopicSnapshot_0(buf: memoryview, pos: int) -> tuple[FetchSnapshotResponse.TopicSnapshot, int]:
@@ -579,7 +580,7 @@ def _e_FetchSnapshotResponse_PartitionSnapshot_0(out: bytearray, ch: list[Chunk]
     out += _S5.pack(o.size, o.position)
     _write_records(out, ch, o.unaligned_records, True, False)
     tg: list[tuple[int, bytes | bytearray]] = []
-    if o.current_leader != _C_FetchSnapshotResponse_LeaderIdAndEpoch():
+    if o.current_leader != _DEF_FetchSnapshotResponse_LeaderIdAndEpoch:
         t = bytearray()
         _e_FetchSnapshotResponse_LeaderIdAndEpoch_0(t, None, o.current_leader)
         tg.append((0, t))

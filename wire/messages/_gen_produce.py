@@ -398,6 +398,7 @@ _C_ProduceResponse_BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErro
 _C_ProduceResponse_LeaderIdAndEpoch = ProduceResponse.LeaderIdAndEpoch
 _C_ProduceResponse_NodeEndpoint = ProduceResponse.NodeEndpoint
 _C_ProduceResponse_ProduceResponse = ProduceResponse
+_DEF_ProduceResponse_LeaderIdAndEpoch = _C_ProduceResponse_LeaderIdAndEpoch()  # compared against, never handed out
 
 
 def _d_ProduceResponse_TopicProduceResponse_0(buf: memoryview, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
@@ -764,7 +765,7 @@ def _e_ProduceResponse_PartitionProduceResponse_5(out: bytearray, ch: list[Chunk
             _e_ProduceResponse_BatchIndexAndErrorMessage_1(out, ch, x_record_errors)
     _write_compact_nullable_string(out, o.error_message)
     tg: list[tuple[int, bytes | bytearray]] = []
-    if o.current_leader != _C_ProduceResponse_LeaderIdAndEpoch():
+    if o.current_leader != _DEF_ProduceResponse_LeaderIdAndEpoch:
         t = bytearray()
         _e_ProduceResponse_LeaderIdAndEpoch_0(t, None, o.current_leader)
         tg.append((0, t))

@@ -248,6 +248,7 @@ class UpdateRaftVoterResponse:
 
 _C_UpdateRaftVoterResponse_CurrentLeader = UpdateRaftVoterResponse.CurrentLeader
 _C_UpdateRaftVoterResponse_UpdateRaftVoterResponse = UpdateRaftVoterResponse
+_DEF_UpdateRaftVoterResponse_CurrentLeader = _C_UpdateRaftVoterResponse_CurrentLeader()  # compared against, never handed out
 
 
 def _d_UpdateRaftVoterResponse_CurrentLeader_0(buf: memoryview, pos: int) -> tuple[UpdateRaftVoterResponse.CurrentLeader, int]:
@@ -309,7 +310,7 @@ def _e_UpdateRaftVoterResponse_UpdateRaftVoterResponse_0(out: bytearray, ch: lis
     """UpdateRaftVoterResponse v0."""
     out += _S5.pack(o.throttle_time_ms, o.error_code)
     tg: list[tuple[int, bytes | bytearray]] = []
-    if o.current_leader != _C_UpdateRaftVoterResponse_CurrentLeader():
+    if o.current_leader != _DEF_UpdateRaftVoterResponse_CurrentLeader:
         t = bytearray()
         _e_UpdateRaftVoterResponse_CurrentLeader_0(t, None, o.current_leader)
         tg.append((0, t))
