@@ -51,6 +51,7 @@ _CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
                   5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 _MAX_MESSAGE_SIZE_DEFAULT = 5 * 1024 * 1024
+_Writer = Callable[[str], object]
 
 _CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 _INVALID_RECORD = "org.apache.kafka.common.InvalidRecordException"
@@ -409,7 +410,7 @@ def _read_record_body(buf: _Buf, size: int, base_offset: int, base_ts: int, base
 
 
 def _xerial_or_raw_snappy(data: bytes) -> bytes:
-    import snappy
+    import snappy  # type: ignore[import-untyped]
 
     if len(data) >= 16 and data[:8] == b"\x82SNAPPY\x00":
         out = bytearray()
@@ -444,7 +445,7 @@ def _decompress(codec: int, payload: bytes) -> bytes:
         if codec == 2:
             return _xerial_or_raw_snappy(payload)
         if codec == 3:
-            import lz4.frame
+            import lz4.frame  # type: ignore[import-untyped]
 
             return bytes(lz4.frame.decompress(payload))
         if codec == 4:
@@ -684,7 +685,7 @@ def _corrupt_with_file(e: JavaError, path: str) -> JavaError:
     return e
 
 
-def _dump_log(path: str, opts: Options, st: _State, w: Callable[[str], None]) -> None:
+def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
     name = _jname(path)
     if name.endswith(".log"):
         w(f"Log starting offset: {_jparse_long(name.split('.')[0])}\n")
@@ -773,7 +774,7 @@ def _first_batch_last_offset(log: bytes, position: int, max_size: int, log_path:
     raise JavaError("java.util.NoSuchElementException")
 
 
-def _dump_index(path: str, opts: Options, st: _State, w: Callable[[str], None]) -> None:
+def _dump_index(path: str, opts: Options, st: _State, w: _Writer) -> None:
     base = _jparse_long(_jname(path).split(".")[0])
     log_path = _segment_files(path, ".log")
     log = _read_file(log_path)
@@ -819,7 +820,7 @@ def _offset_index_lookup(data: bytes, base: int, target: int) -> int:
     entries = len(data) // 8
 
     def key(n: int) -> int:
-        return base + struct.unpack_from(">i", data, n * 8)[0]
+        return base + int(struct.unpack_from(">i", data, n * 8)[0])
 
     def search(lo: int, hi: int) -> int:
         while lo < hi:
@@ -845,7 +846,7 @@ def _offset_index_lookup(data: bytes, base: int, target: int) -> int:
     return 0 if slot == -1 else struct.unpack_from(">i", data, slot * 8 + 4)[0]
 
 
-def _dump_time_index(path: str, opts: Options, st: _State, w: Callable[[str], None]) -> None:
+def _dump_time_index(path: str, opts: Options, st: _State, w: _Writer) -> None:
     base = _jparse_long(_jname(path).split(".")[0])
     log_path = _segment_files(path, ".log")
     log = _read_file(log_path)
@@ -911,13 +912,13 @@ def _dump_time_index(path: str, opts: Options, st: _State, w: Callable[[str], No
 
 
 def _batch_last_offset(batch: Batch) -> int:
-    base = struct.unpack_from(">q", batch.data, 0)[0]
+    base = int(struct.unpack_from(">q", batch.data, 0)[0])
     if batch.magic < 2:
         return base
     return _i64(base + struct.unpack_from(">i", batch.data, 23)[0])
 
 
-def _dump_producer_snapshot(path: str, w: Callable[[str], None], e: Callable[[str], None]) -> None:
+def _dump_producer_snapshot(path: str, w: _Writer, e: _Writer) -> None:
     """``ProducerStateManager.readSnapshot`` + the tool's line per producer entry."""
     data = _read_file(path)
     schema_err = "Snapshot failed schema validation: "
@@ -975,7 +976,7 @@ def _snapshot_truncated_field(partial: int) -> str:
     return fields[-1][0]
 
 
-def _dump_txn_index(path: str, w: Callable[[str], None]) -> None:
+def _dump_txn_index(path: str, w: _Writer) -> None:
     if not os.path.exists(path):
         return
     data = _read_file(path)
@@ -988,7 +989,7 @@ def _dump_txn_index(path: str, w: Callable[[str], None]) -> None:
           f"lastStableOffset: {lso}\n")
 
 
-def _print_errors(st: _State, e: Callable[[str], None]) -> None:
+def _print_errors(st: _State, e: _Writer) -> None:
     for name in st.index_mismatches.ordered_keys():
         e(f"Mismatches in :{name}\n")
         for index_offset, log_offset in st.index_mismatches.get(name):
