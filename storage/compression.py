@@ -30,7 +30,7 @@ def _gunzip(data: bytes) -> bytes:
 
 
 def _snappy_decompress(data: bytes) -> bytes:
-    import snappy
+    import snappy  # type: ignore[import-untyped]
 
     if data[:8] != XERIAL_MAGIC:
         return bytes(snappy.uncompress(data))
@@ -58,7 +58,7 @@ def _snappy_compress(data: bytes) -> bytes:
 
 
 def _lz4_decompress(data: bytes) -> bytes:
-    import lz4.frame
+    import lz4.frame  # type: ignore[import-untyped]
 
     return bytes(lz4.frame.decompress(data))
 
