@@ -1,0 +1,90 @@
+"""Consumer groups with every client: read all, commit, close, resume exactly; survive restarts.
+
+(1) A group member reads everything, commits and closes; a new member of the same group resumes
+    exactly at the committed offsets (and reads nothing twice).
+(3) Committed offsets and the group listing survive a broker restart, clean (SIGTERM) and crash
+    (SIGKILL).
+(5) The time from creating a consumer to its first record, for a new single-member group at the
+    client's default settings, is recorded in ``$KAFKALITE_GROUPS_CACHE/startup-times.json``
+    (figures, not assertions).
+"""
+from __future__ import annotations
+
+import json
+import signal
+import uuid
+
+import pytest
+from harness.topics import create_topic
+from test_groups_support import ALL_CLIENTS, CACHE, committed, group_consume, produce
+
+PARTITIONS = 3
+
+
+def _values(prefix: str, start: int, n: int) -> list[tuple[int, bytes]]:
+    return [(i % PARTITIONS, f"{prefix}-{i}".encode()) for i in range(start, start + n)]
+
+
+def _record_startup(client: str, seconds: float | None, kind: str) -> None:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / "startup-times.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    data.setdefault(client, {})[kind] = seconds
+    path.write_text(json.dumps(data, indent=1, sort_keys=True))
+
+
+def _warm(bootstrap: str) -> None:
+    """Make the broker create __consumer_offsets before anything is timed."""
+    from test_groups_support import admin
+
+    adm = admin(bootstrap)
+    adm.list_consumer_groups().result(30)
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "warm-up"})
+    c.list_topics(timeout=10)
+    c.close()
+
+
+@pytest.mark.parametrize("client_name", ALL_CLIENTS)
+def test_group_reads_commits_and_resumes(client_name: str, broker, topic: str) -> None:
+    bs = broker.bootstrap
+    create_topic(bs, topic, PARTITIONS)
+    produce(bs, topic, _values("a", 0, 30))
+    _warm(bs)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    first = group_consume(client_name, bs, topic, group, 30)
+    assert sorted(first.values) == sorted(v for _, v in _values("a", 0, 30))
+    _record_startup(client_name, first.first_s, "new_group_first_record_s")
+    assert committed(bs, group, topic, PARTITIONS) == dict.fromkeys(range(PARTITIONS), 10)
+
+    produce(bs, topic, _values("a", 30, 6))
+    again = group_consume(client_name, bs, topic, group, 6)
+    assert sorted(again.values) == sorted(v for _, v in _values("a", 30, 6))  # nothing read twice
+    assert sorted((p, o) for p, o, _ in again.records) == [(p, o) for p in range(PARTITIONS) for o in (10, 11)]
+    _record_startup(client_name, again.first_s, "existing_group_first_record_s")
+    assert committed(bs, group, topic, PARTITIONS) == dict.fromkeys(range(PARTITIONS), 12)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["clean", "crash"])
+@pytest.mark.parametrize("client_name", ALL_CLIENTS)
+def test_offsets_and_groups_survive_restart(client_name: str, sig: int, broker_factory, topic: str) -> None:
+    b = broker_factory()
+    create_topic(b.bootstrap, topic, PARTITIONS)
+    produce(b.bootstrap, topic, _values("r", 0, 12))
+    group = f"r-{uuid.uuid4().hex[:8]}"
+    got = group_consume(client_name, b.bootstrap, topic, group, 12)
+    assert len(got.records) == 12
+    b.restart(sig)
+    from test_groups_support import admin
+
+    adm = admin(b.bootstrap)
+    listed = adm.list_consumer_groups().result(30)
+    assert group in {g.group_id for g in listed.valid}
+    assert committed(b.bootstrap, group, topic, PARTITIONS) == dict.fromkeys(range(PARTITIONS), 4)
+    produce(b.bootstrap, topic, _values("r", 12, 3))
+    again = group_consume(client_name, b.bootstrap, topic, group, 3)
+    assert sorted(again.values) == sorted(v for _, v in _values("r", 12, 3))

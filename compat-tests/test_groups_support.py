@@ -1,0 +1,310 @@
+"""Consumer-group drivers for the group compatibility tests (no tests in this module).
+
+One function per client that joins a group, reads ``count`` records from a subscribed topic, commits
+synchronously and closes, returning what it read and how long the first record took (from creating the
+consumer, at the client's default settings). Java and kafkajs run small programs of our own (compiled /
+written on first use into a cache directory) since the shared drivers know no groups.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+JAVA_DEPS = REPO / ".deps" / "java"
+NODE_MODULES = HERE / "node_modules"
+CACHE = Path(os.environ.get("KAFKALITE_GROUPS_CACHE", "/tmp/kafkalite-groups-compat"))
+
+PY_CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
+ALL_CLIENTS = (*PY_CLIENTS, "java", "kafkajs")
+
+
+def ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing(reason: str) -> None:
+    if ci():
+        pytest.fail(f"CI=true and a required piece is missing: {reason}", pytrace=False)
+    pytest.skip(f"!!! NOT TESTED - {reason}")
+
+
+@dataclass
+class GroupRead:
+    records: list[tuple[int, int, bytes]] = field(default_factory=list)  # (partition, offset, value)
+    first_s: float | None = None  # consumer creation -> first record
+
+    @property
+    def values(self) -> list[bytes]:
+        return [v for _, _, v in self.records]
+
+
+# -- producing / admin (confluent-kafka, the most forgiving client) --------------------------------------
+def produce(bootstrap: str, topic: str, values: list[tuple[int, bytes]]) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap})
+    for partition, value in values:
+        p.produce(topic, value, partition=partition)
+    assert p.flush(30) == 0
+
+
+def admin(bootstrap: str):  # type: ignore[no-untyped-def]
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    adm = admin(bootstrap)  # keep a reference: a collected AdminClient never completes its futures
+    fut = adm.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])])
+    res = fut[group].result(30)
+    return {tp.partition: tp.offset for tp in res.topic_partitions}
+
+
+# -- python clients --------------------------------------------------------------------------------------
+def _kafka_python(bootstrap: str, topic: str, group: str, count: int, timeout_s: float,
+                  assignor: str | None) -> GroupRead:
+    from kafka import KafkaConsumer
+
+    kw = {}
+    if assignor == "roundrobin":
+        from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+        kw["partition_assignment_strategy"] = [RoundRobinPartitionAssignor]
+    t0 = time.monotonic()
+    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                      enable_auto_commit=False, **kw)
+    out = GroupRead()
+    try:
+        while len(out.records) < count and time.monotonic() - t0 < timeout_s:
+            for _tp, msgs in c.poll(timeout_ms=200).items():
+                for m in msgs:
+                    if out.first_s is None:
+                        out.first_s = time.monotonic() - t0
+                    out.records.append((m.partition, m.offset, m.value))
+        c.commit()
+    finally:
+        c.close()
+    return out
+
+
+def _confluent(bootstrap: str, topic: str, group: str, count: int, timeout_s: float,
+               assignor: str | None) -> GroupRead:
+    from confluent_kafka import Consumer
+
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False}
+    if assignor:
+        conf["partition.assignment.strategy"] = assignor
+    t0 = time.monotonic()
+    c = Consumer(conf)
+    c.subscribe([topic])
+    out = GroupRead()
+    try:
+        while len(out.records) < count and time.monotonic() - t0 < timeout_s:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                raise AssertionError(f"confluent-kafka consumer error: {m.error()}")
+            if out.first_s is None:
+                out.first_s = time.monotonic() - t0
+            out.records.append((m.partition(), m.offset(), m.value()))
+        if out.records:
+            c.commit(asynchronous=False)
+    finally:
+        c.close()
+    return out
+
+
+def _aiokafka(bootstrap: str, topic: str, group: str, count: int, timeout_s: float,
+              assignor: str | None) -> GroupRead:
+    async def run() -> GroupRead:
+        from aiokafka import AIOKafkaConsumer
+
+        t0 = time.monotonic()
+        c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False)
+        await c.start()
+        out = GroupRead()
+        try:
+            while len(out.records) < count and time.monotonic() - t0 < timeout_s:
+                batch = await c.getmany(timeout_ms=200)
+                for _tp, msgs in batch.items():
+                    for m in msgs:
+                        if out.first_s is None:
+                            out.first_s = time.monotonic() - t0
+                        out.records.append((m.partition, m.offset, m.value))
+            await c.commit()
+        finally:
+            await c.stop()
+        return out
+
+    return asyncio.run(run())
+
+
+# -- Java ------------------------------------------------------------------------------------------------
+JAVA_SRC = r"""
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.common.TopicPartition;
+
+public class GroupConsume {
+    public static void main(String[] a) throws Exception {
+        String bootstrap = a[0], topic = a[1], group = a[2];
+        int count = Integer.parseInt(a[3]);
+        String assignor = a[4];
+        long timeoutMs = Long.parseLong(a[5]);
+        long t0 = System.nanoTime();
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("group.id", group);
+        p.put("auto.offset.reset", "earliest");
+        p.put("enable.auto.commit", "false");
+        p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        if (!assignor.equals("default")) p.put("partition.assignment.strategy", assignor);
+        StringBuilder out = new StringBuilder("{\"records\":[");
+        long first = -1;
+        int n = 0;
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
+            c.subscribe(Collections.singletonList(topic));
+            while (n < count && (System.nanoTime() - t0) / 1_000_000 < timeoutMs) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                    if (first < 0) first = (System.nanoTime() - t0) / 1_000_000;
+                    if (n > 0) out.append(',');
+                    out.append('[').append(r.partition()).append(',').append(r.offset()).append(",\"")
+                       .append(new String(r.value(), "UTF-8")).append("\"]");
+                    n++;
+                }
+            }
+            c.commitSync();
+        }
+        out.append("],\"first_ms\":").append(first).append('}');
+        System.out.println(out);
+    }
+}
+"""
+
+
+def _java_classes() -> Path:
+    javac = shutil.which("javac")
+    jars = sorted(JAVA_DEPS.glob("*.jar"))
+    if javac is None or not jars:
+        missing("javac or the Java kafka-clients jars (.deps/java) are not installed")
+    out = CACHE / "java"
+    cls = out / "GroupConsume.class"
+    src = out / "GroupConsume.java"
+    if not (cls.exists() and src.exists() and src.read_text() == JAVA_SRC):
+        out.mkdir(parents=True, exist_ok=True)
+        src.write_text(JAVA_SRC)
+        subprocess.run([javac, "-cp", ":".join(map(str, jars)), "-d", str(out), str(src)], check=True,
+                       capture_output=True, timeout=180)
+    return out
+
+
+def _java(bootstrap: str, topic: str, group: str, count: int, timeout_s: float, assignor: str | None) -> GroupRead:
+    classes = _java_classes()
+    cp = ":".join([str(classes), *map(str, sorted(JAVA_DEPS.glob("*.jar")))])
+    strategy = {"cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+                "range": "org.apache.kafka.clients.consumer.RangeAssignor",
+                "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor"}.get(assignor or "", "default")
+    proc = subprocess.run(["java", "-cp", cp, "GroupConsume", bootstrap, topic, group, str(count), strategy,
+                           str(int(timeout_s * 1000))], capture_output=True, timeout=timeout_s + 60)
+    if proc.returncode != 0:
+        raise AssertionError(f"java GroupConsume failed: {proc.stderr.decode()[-3000:]}")
+    line = [x for x in proc.stdout.decode().splitlines() if x.startswith("{")][-1]
+    data = json.loads(line)
+    return GroupRead([(p, o, v.encode()) for p, o, v in data["records"]],
+                     data["first_ms"] / 1000 if data["first_ms"] >= 0 else None)
+
+
+# -- kafkajs ---------------------------------------------------------------------------------------------
+NODE_SRC = r"""
+const { Kafka, logLevel } = require('kafkajs');
+const [bootstrap, topic, group, countS, timeoutS] = process.argv.slice(2);
+const count = parseInt(countS), timeoutMs = parseInt(timeoutS);
+(async () => {
+  const t0 = Date.now();
+  const kafka = new Kafka({ brokers: [bootstrap], clientId: 'groups-compat', logLevel: logLevel.ERROR });
+  const consumer = kafka.consumer({ groupId: group });
+  const records = []; let first = -1; let done;
+  const finished = new Promise(r => { done = r; });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({ autoCommit: false, eachMessage: async ({ partition, message }) => {
+    if (records.length >= count) return;
+    if (first < 0) first = Date.now() - t0;
+    records.push([partition, parseInt(message.offset), message.value.toString()]);
+    await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+    if (records.length >= count) done();
+  }});
+  const timer = setTimeout(done, timeoutMs);
+  await finished; clearTimeout(timer);
+  await consumer.disconnect();
+  console.log(JSON.stringify({ records, first_ms: first }));
+})().catch(e => { console.error(e); process.exit(1); });
+"""
+
+
+def _kafkajs(bootstrap: str, topic: str, group: str, count: int, timeout_s: float,
+             assignor: str | None) -> GroupRead:
+    node = shutil.which("node")
+    if node is None or not (NODE_MODULES / "kafkajs").is_dir():
+        missing("node or compat-tests/node_modules/kafkajs is not installed")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    script = CACHE / "group_consume.js"
+    script.write_text(NODE_SRC)
+    proc = subprocess.run([node, str(script), bootstrap, topic, group, str(count), str(int(timeout_s * 1000))],
+                          capture_output=True, timeout=timeout_s + 60, env=dict(os.environ, NODE_PATH=str(NODE_MODULES)))
+    if proc.returncode != 0:
+        raise AssertionError(f"kafkajs group consume failed: {proc.stderr.decode()[-3000:]}")
+    data = json.loads([x for x in proc.stdout.decode().splitlines() if x.startswith("{")][-1])
+    return GroupRead([(p, o, v.encode()) for p, o, v in data["records"]],
+                     data["first_ms"] / 1000 if data["first_ms"] >= 0 else None)
+
+
+DRIVERS = {"kafka-python": _kafka_python, "confluent-kafka": _confluent, "aiokafka": _aiokafka,
+           "java": _java, "kafkajs": _kafkajs}
+
+
+def group_consume(client: str, bootstrap: str, topic: str, group: str, count: int, *, timeout_s: float = 60.0,
+                  assignor: str | None = None) -> GroupRead:
+    """Join ``group``, read ``count`` records of ``topic``, commit what was read, close."""
+    return DRIVERS[client](bootstrap, topic, group, count, timeout_s, assignor)
+
+
+def run_members(fns: list) -> list:  # type: ignore[type-arg]
+    """Run callables in threads at once and return their results (re-raising the first failure)."""
+    results: list = [None] * len(fns)
+    errors: list[BaseException] = []
+
+    def wrap(i: int) -> None:
+        try:
+            results[i] = fns[i]()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=wrap, args=(i,)) for i in range(len(fns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
