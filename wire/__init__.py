@@ -1,1 +1,18 @@
-"""wire"""
+"""wire -- a sans-I/O Kafka protocol codec generated from Apache Kafka 3.9.0's JSON message specs.
+
+Modules:
+
+* `wire.messages` -- every request/response class (`ProduceRequest`, `FetchResponse`, ...) and
+  `REGISTRY: dict[int, ApiInfo]`. Nested struct types are class attributes of the message
+  (`FetchResponse.PartitionData`); fields are snake_case with the spec's defaults. `Cls.decode(buf, version)`,
+  `Cls.decode_from(buf, version, pos) -> (obj, end)`, `obj.encode(version) -> bytes`,
+  `obj.encode_chunks(version) -> list[Chunk]` (records payloads / file regions kept as separate chunks).
+* `wire.api` -- `parse_request(frame)`, `encode_response(hdr, body)`, `encode_request`, `parse_response`.
+* `wire.headers` -- request header v0-v2, response header v0-v1 and the version rules.
+* `wire.framing` -- `FrameBuffer` (size-prefixed frames, maximum checked before buffering).
+* `wire.primitives` -- readers/writers of the primitive types; `Chunk`, `FileRegion`, `RecordsValue`.
+* `wire.errors` -- `ErrorCode` (every Kafka error code, `.retriable`), `DecodeError`, `EncodeError`.
+* `wire.codegen` (build time), `wire.spec` (spec loader), `wire.reference` (slow test oracle).
+
+Never imports trio, sockets, storage or kafkalite.
+"""

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from wire.messages import REGISTRY
-from wire.spec import FieldSpec, MessageSpec, StructSpec, load_all
+from wire.spec import FieldSpec, MessageSpec, StructSpec, load_all, specs_dir
 
 _INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),
@@ -29,6 +29,10 @@ _UUIDS = st.builds(lambda b: uuid.UUID(bytes=b), st.binary(min_size=16, max_size
 
 
 def message_specs() -> list[MessageSpec]:
+    """All request/response specs; [] when the reference material is missing (the tests using the `specs`
+    fixture then skip -- or fail under CI -- so an empty parametrisation is never silent there)."""
+    if not specs_dir().is_dir():
+        return []
     return list(load_all())
 
 
