@@ -268,6 +268,9 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    key_size: int = -1  # as Kafka reports it (legacy records: the raw size field)
+    value_size: int = -1
+    legacy: tuple[bool, int] | None = None  # (isValid, crc) of a magic 0/1 message
 
 
 def _i32(v: int) -> int:
@@ -406,7 +409,8 @@ def _read_record_body(buf: _Buf, size: int, base_offset: int, base_ts: int, base
         if e.java_class == _ILLEGAL_ARG:
             raise JavaError(_INVALID_RECORD, "Found invalid record structure") from None
         raise
-    return Record(_i64(base_offset + offset_delta), ts, seq, key, value, headers)
+    return Record(_i64(base_offset + offset_delta), ts, seq, key, value, headers,
+                  -1 if key is None else len(key), -1 if value is None else len(value))
 
 
 def _xerial_or_raw_snappy(data: bytes) -> bytes:
@@ -464,7 +468,11 @@ def _decompress(codec: int, payload: bytes) -> bytes:
 
 def iter_records(batch: Batch) -> Iterator[Record]:
     """``DefaultRecordBatch.iterator()``: records one by one for uncompressed batches; compressed batches are
-    decompressed and parsed completely before the first record is returned (as Kafka does)."""
+    decompressed and parsed completely before the first record is returned (as Kafka does). Magic 0/1
+    message sets go through ``iter_legacy_records``."""
+    if batch.magic < 2:
+        yield from iter_legacy_records(batch)
+        return
     (base_offset, _len, _ple, _magic, _crc, attrs, _lod, base_ts, max_ts, _pid, _epoch, base_seq,
      count) = batch.header()
     if count == 0:
@@ -509,6 +517,122 @@ def iter_records(batch: Batch) -> Iterator[Record]:
         if n == count - 1 and stream.remaining():
             raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, records still remaining in file")
     yield from records
+
+
+@dataclass
+class _Legacy:
+    """One magic 0/1 message (``LegacyRecord``): ``raw`` starts at its CRC (after offset and size)."""
+
+    offset: int
+    raw: bytes
+
+    @property
+    def magic(self) -> int:
+        return self.raw[4]
+
+    @property
+    def attrs(self) -> int:
+        return self.raw[5]
+
+    @property
+    def crc(self) -> int:
+        return int(struct.unpack_from(">I", self.raw, 0)[0])
+
+    @property
+    def valid(self) -> bool:
+        return len(self.raw) >= _RECORD_OVERHEAD_V0 and zlib.crc32(self.raw[4:]) == self.crc
+
+    @property
+    def timestamp_type(self) -> str:
+        if self.magic == 0:
+            return "NoTimestampType"
+        return "LogAppendTime" if self.attrs & 0x08 else "CreateTime"
+
+    @property
+    def own_timestamp(self) -> int:
+        return -1 if self.magic == 0 else int(struct.unpack_from(">q", self.raw, 6)[0])
+
+    def key_value(self) -> tuple[int, bytes | None, int, bytes | None]:
+        try:
+            pos = 6 if self.magic == 0 else 14
+            (ks,) = struct.unpack_from(">i", self.raw, pos)
+            key = None if ks < 0 else self.raw[pos + 4 : pos + 4 + ks]
+            pos += 4 + max(ks, 0)
+            (vs,) = struct.unpack_from(">i", self.raw, pos)
+            value = None if vs < 0 else self.raw[pos + 4 : pos + 4 + vs]
+        except struct.error:
+            raise JavaError("java.lang.IndexOutOfBoundsException") from None
+        return ks, key, vs, value
+
+
+def legacy_batch_line(batch: Batch) -> str:
+    """``printBatchLevel`` for magic 0/1: the wrapper message's offset, timestamp, codec and CRC-32."""
+    m = _Legacy(int(struct.unpack_from(">q", batch.data, 0)[0]), batch.data[12:])
+    codec = m.attrs & 0x07
+    if codec not in _CODECS:
+        raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
+    return (f"offset: {m.offset} position: {batch.position} {m.timestamp_type}: {m.own_timestamp} "
+            f"size: {batch.size} magic: {m.magic} compresscodec: {_CODECS[codec]} crc: {m.crc} "
+            f"isvalid: {'true' if m.valid else 'false'}")
+
+
+def _legacy_record(m: _Legacy, offset: int, timestamp: int) -> Record:
+    ks, key, vs, value = m.key_value()
+    return Record(offset, timestamp, -1, key, value, [], ks, vs, (m.valid, m.crc))
+
+
+def iter_legacy_records(batch: Batch) -> Iterator[Record]:
+    """``AbstractLegacyRecordBatch.iterator()``: the message itself, or the messages inside a compressed
+    wrapper (magic 1 wrappers carry relative inner offsets; a LogAppendTime wrapper's timestamp overrides)."""
+    wrapper = _Legacy(int(struct.unpack_from(">q", batch.data, 0)[0]), batch.data[12:])
+    codec = wrapper.attrs & 0x07
+    if codec == 0:
+        yield _legacy_record(wrapper, wrapper.offset, wrapper.own_timestamp)
+        return
+    wmagic = wrapper.magic
+    if wmagic not in (0, 1):
+        raise JavaError(_INVALID_RECORD, f"Invalid wrapper magic found in legacy deep record iterator {wmagic}")
+    if codec == 4:
+        raise JavaError(_INVALID_RECORD, f"Invalid wrapper compressionType found in legacy deep record iterator "
+                                         f"{wmagic}")
+    _ks, _key, _vs, value = wrapper.key_value()
+    if value is None:
+        raise JavaError(_INVALID_RECORD, f"Found invalid compressed record set with null value (magic = {wmagic})")
+    data = _decompress(codec, value)
+    inner: list[_Legacy] = []
+    pos = 0
+    while pos + _LOG_OVERHEAD <= len(data):
+        off, size = struct.unpack_from(">qi", data, pos)
+        if size < _RECORD_OVERHEAD_V0:
+            raise JavaError(_CORRUPT_RECORD, "Record size is less than the minimum record overhead (14)")
+        if pos + _LOG_OVERHEAD + size > len(data):
+            break
+        inner.append(_Legacy(off, data[pos + _LOG_OVERHEAD : pos + _LOG_OVERHEAD + size]))
+        pos += _LOG_OVERHEAD + size
+    if not inner:
+        raise JavaError(_INVALID_RECORD, "Found invalid compressed record set with no inner records")
+    base = -1
+    if wmagic == 1:
+        if wrapper.offset == 0:
+            base = 0
+        else:
+            if wrapper.offset < inner[-1].offset:
+                raise JavaError(_INVALID_RECORD, "Found invalid wrapper offset in compressed v1 message set, "
+                                                 f"wrapper offset '{wrapper.offset}' is less than the last inner "
+                                                 f"message offset '{inner[-1].offset}' and it is not zero.")
+            base = wrapper.offset - inner[-1].offset
+    lat = wmagic == 1 and bool(wrapper.attrs & 0x08)
+    for m in inner:
+        offset = base + m.offset if wmagic == 1 else m.offset
+        if m.attrs & 0x07:
+            raise JavaError(_INVALID_RECORD, "Inner messages must not be compressed")
+        if m.magic == 0:
+            ts = -1
+        elif m.magic == 1 and lat:
+            ts = wrapper.own_timestamp
+        else:
+            ts = m.own_timestamp
+        yield _legacy_record(m, offset, ts)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -703,27 +827,30 @@ def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
     last_offset = -1
     try:
         for batch in iter_file_batches(data, 0, size):
-            if batch.magic < 2:
-                raise JavaError("java.lang.UnsupportedOperationException",
-                                "kafkalite dump-log does not decode message format v0/v1 (magic "
-                                f"{batch.magic}) batches")
-            w(batch_line(batch) + "\n")
+            legacy = batch.magic < 2
+            w((legacy_batch_line(batch) if legacy else batch_line(batch)) + "\n")
             if deep:
-                attrs = batch.header()[5]
-                is_control = bool(attrs & 0x20)
-                ts_type = "LogAppendTime" if attrs & 0x08 else "CreateTime"
+                if legacy:
+                    is_control = False
+                    ts_type = _Legacy(0, batch.data[12:]).timestamp_type
+                else:
+                    attrs = batch.header()[5]
+                    is_control = bool(attrs & 0x20)
+                    ts_type = "LogAppendTime" if attrs & 0x08 else "CreateTime"
                 for rec in iter_records(batch):
                     if last_offset != -1 and rec.offset != last_offset + 1:
                         st.prepend(st.nonconsecutive, _jabs(path), (last_offset, rec.offset))
                     last_offset = rec.offset
                     prefix = "| "
                     if not opts.skip_record_metadata:
-                        ks = -1 if rec.key is None else len(rec.key)
-                        vs = -1 if rec.value is None else len(rec.value)
-                        hk = ",".join(k for k, _ in rec.headers)
-                        w(f"{prefix}offset: {rec.offset} {ts_type}: {rec.timestamp} keySize: {ks} valueSize: {vs}"
-                          f" sequence: {rec.sequence} headerKeys: [{hk}]")
+                        w(f"{prefix}offset: {rec.offset} {ts_type}: {rec.timestamp} keySize: {rec.key_size} "
+                          f"valueSize: {rec.value_size}")
                         prefix = " "
+                        if rec.legacy is None:
+                            hk = ",".join(k for k, _ in rec.headers)
+                            w(f" sequence: {rec.sequence} headerKeys: [{hk}]")
+                        else:  # Kafka's format string really ends in "}}" here
+                            w(f" isValid: {'true' if rec.legacy[0] else 'false'} crc: {rec.legacy[1]}}}")
                         if is_control:
                             w(_control_suffix(rec))
                     if opts.print_data_log and not is_control:
@@ -1148,5 +1275,5 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["Batch", "JavaError", "Record", "batch_line", "dump_files", "iter_file_batches", "iter_records",
-           "java_utf8_decode", "main"]
+__all__ = ["Batch", "JavaError", "Record", "ScalaHashMap", "batch_line", "dump_files", "iter_file_batches",
+           "iter_legacy_records", "iter_records", "java_utf8_decode", "legacy_batch_line", "main"]

@@ -23,6 +23,7 @@ import java.util.Iterator;
 import java.util.OptionalLong;
 
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.record.AbstractLegacyRecordBatch;
 import org.apache.kafka.common.record.ControlRecordType;
 import org.apache.kafka.common.record.ControlRecordUtils;
 import org.apache.kafka.common.record.EndTransactionMarker;
@@ -145,23 +146,34 @@ public class FileRecordsCheck {
             long validBytes = 0;
             for (FileChannelRecordBatch batch : fr.batches()) {
                 OptionalLong horizon = batch.deleteHorizonMs();
-                OUT.println("baseOffset: " + batch.baseOffset() + " lastOffset: " + batch.lastOffset() + " count: "
+                boolean v2 = batch.magic() >= RecordBatch.MAGIC_VALUE_V2;
+                String head = v2
+                        ? "baseOffset: " + batch.baseOffset() + " lastOffset: " + batch.lastOffset() + " count: "
                         + batch.countOrNull() + " baseSequence: " + batch.baseSequence() + " lastSequence: "
                         + batch.lastSequence() + " producerId: " + batch.producerId() + " producerEpoch: "
                         + batch.producerEpoch() + " partitionLeaderEpoch: " + batch.partitionLeaderEpoch()
                         + " isTransactional: " + batch.isTransactional() + " isControl: " + batch.isControlBatch()
-                        + " deleteHorizonMs: " + horizon + " position: " + validBytes + " " + batch.timestampType()
+                        + " deleteHorizonMs: " + horizon
+                        : "offset: " + batch.lastOffset();
+                OUT.println(head + " position: " + validBytes + " " + batch.timestampType()
                         + ": " + batch.maxTimestamp() + " size: " + batch.sizeInBytes() + " magic: " + batch.magic()
                         + " compresscodec: " + batch.compressionType().name + " crc: " + batch.checksum()
                         + " isvalid: " + batch.isValid());
                 for (Record record : batch) {
                     StringBuilder line = new StringBuilder("| offset: " + record.offset() + " " + batch.timestampType()
                             + ": " + record.timestamp() + " keySize: " + record.keySize() + " valueSize: "
-                            + record.valueSize() + " sequence: " + record.sequence() + " headerKeys: [");
-                    Header[] headers = record.headers();
-                    for (int i = 0; i < headers.length; i++)
-                        line.append(i == 0 ? "" : ",").append(headers[i].key());
-                    line.append("]");
+                            + record.valueSize());
+                    if (v2) {
+                        line.append(" sequence: ").append(record.sequence()).append(" headerKeys: [");
+                        Header[] headers = record.headers();
+                        for (int i = 0; i < headers.length; i++)
+                            line.append(i == 0 ? "" : ",").append(headers[i].key());
+                        line.append("]");
+                    }
+                    if (record instanceof AbstractLegacyRecordBatch) {
+                        AbstractLegacyRecordBatch r = (AbstractLegacyRecordBatch) record;
+                        line.append(" isValid: ").append(r.isValid()).append(" crc: ").append(r.checksum()).append("}");
+                    }
                     if (batch.isControlBatch())
                         line.append(controlText(record));
                     else if (printData) {
