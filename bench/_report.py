@@ -127,9 +127,11 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
         metrics.append((f"consume {n}×100 B, {parts} part.", _throughput("consume", f"p{parts}"),
                         _tp_cell("consume", f"p{parts}"), True))
     rate = args.rate
+    lrep = getattr(args, "latency_repeats", 1)
+    reps = f", median of {lrep}" if lrep > 1 else ""
     metrics += [
-        (f"e2e latency p50 @ {rate} msg/s (ms)", _get("latency", "p50_ms"), None, False),
-        (f"e2e latency p99 @ {rate} msg/s (ms)", _get("latency", "p99_ms"), None, False),
+        (f"e2e latency p50 @ {rate} msg/s (ms{reps})", _get("latency", "p50_ms"), None, False),
+        (f"e2e latency p99 @ {rate} msg/s (ms{reps})", _get("latency", "p99_ms"), None, False),
         ("idle RSS (MB)", _get("idle_rss_mb"), None, False),
         ("peak RSS (MB)", _get("peak_rss_mb"), None, False),
         (f"start-to-ready (s, median of {args.start_repeats})", _get("start", "median_s"), None, False),

@@ -9,7 +9,8 @@ All on 127.0.0.1; the machine is small and shared, so every step is run on each 
    descendants, /proc) per broker runs from then on;
 3. produce N x 100 B records into fresh topics with 1 and 6 partitions, acks=1 and acks=all;
 4. consume the acks=all topics back (1 and 6 partitions);
-5. end-to-end latency at ``--rate`` msg/s for ``--latency-seconds``;
+5. end-to-end latency at ``--rate`` msg/s for ``--latency-seconds``, ``--latency-repeats`` times (median
+   of the runs' p50s and of their p99s: one run on a starved CPU can queue up for a second);
 6. peak RSS = max(sampled tree RSS, largest VmHWM), then every broker is stopped by pid.
 
 Only one broker is under load at any moment; the others sit idle (no client connected).
@@ -55,6 +56,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--start-repeats", type=int, default=3, help="repeats of the start-to-ready timing")
     ap.add_argument("--rate", type=int, default=2000, help="latency run: messages per second")
     ap.add_argument("--latency-seconds", type=float, help="latency run length (default 10, quick 5)")
+    ap.add_argument("--latency-repeats", type=int, default=3, help="latency runs per broker (median)")
     ap.add_argument("--phase-timeout", type=float, help="wall-time bound of one produce/consume run")
     args, _unknown = ap.parse_known_args(argv)
     args.records = args.records or (100_000 if args.quick else 1_000_000)
@@ -91,6 +93,16 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "complete": all(r["complete"] for r in runs),
         "runs": runs,
     }
+    return out
+
+
+def _median_latency(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median over repeats of each run's p50 and p99 (None when a run received nothing)."""
+    out: dict[str, Any] = {"runs": runs}
+    for key in ("p50_ms", "p99_ms", "max_ms"):
+        values = [r[key] for r in runs if r.get(key) is not None]
+        out[key] = round(statistics.median(values), 2) if values else None
+    out["complete"] = all(r["received"] == r["sent"] for r in runs)
     return out
 
 
@@ -154,7 +166,8 @@ def _phases(args: argparse.Namespace) -> list[tuple[str, str, tuple[Any, ...]]]:
     for parts in (1, 6):
         for rep in range(args.repeats):
             phases.append(("consume", f"p{parts}", (f"bench-p{parts}-acksall-r{rep}", parts)))
-    phases.append(("latency", "latency", ("bench-latency",)))
+    for rep in range(args.latency_repeats):
+        phases.append(("latency", "latency", (f"bench-latency-r{rep}",)))
     return phases
 
 
@@ -189,7 +202,7 @@ def _run_phase(section: str, key: str, a: tuple[Any, ...], running: _brokers.Run
         if lat is not FAILED:
             _log(f"{name} latency @ {args.rate}/s: p50 {lat['p50_ms']} ms p99 {lat['p99_ms']} ms "
                  f"({lat['received']}/{lat['sent']})")
-            result["latency"] = lat
+            result.setdefault("_runs", {}).setdefault(("latency", "latency"), []).append(lat)
 
 
 def bench_workload(names: list[str], args: argparse.Namespace, out: dict[str, dict[str, Any]]) -> None:
@@ -216,7 +229,10 @@ def bench_workload(names: list[str], args: argparse.Namespace, out: dict[str, di
         for name in running:
             runs = out[name].pop("_runs", {})
             for (section, key), rs in runs.items():
-                out[name].setdefault(section, {})[key] = _median_run(rs)
+                if section == "latency":
+                    out[name]["latency"] = _median_latency(rs)
+                else:
+                    out[name].setdefault(section, {})[key] = _median_run(rs)
             out[name]["peak_rss_mb"] = round(samplers.pop(name).stop() / 1024, 1)
     finally:
         for sampler in samplers.values():
@@ -235,7 +251,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "config": {"records": args.records, "record_bytes": _load.RECORD_SIZE, "repeats": args.repeats,
                    "start_repeats": args.start_repeats, "latency_rate": args.rate,
-                   "latency_seconds": args.latency_seconds, "quick": args.quick},
+                   "latency_seconds": args.latency_seconds, "latency_repeats": args.latency_repeats,
+                   "quick": args.quick},
         "brokers": {},
     }
     try:
