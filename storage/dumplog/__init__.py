@@ -1,0 +1,40 @@
+"""``kafkalite dump-log``: Kafka's ``kafka-dump-log.sh`` (``kafka.tools.DumpLogSegments``, 3.9) line for line.
+
+Theory of operation. Kafka's tool walks each ``--files`` entry and picks a dumper by the suffix after the last
+dot: ``.log`` and ``.checkpoint`` (KRaft snapshots) print batches, ``.index`` / ``.timeindex`` print entries and
+check them against the segment's ``.log``, ``.snapshot`` prints producer-state entries, ``.txnindex`` prints
+aborted transactions; anything else is "Ignoring unknown file". Mismatches found while dumping indexes and
+non-consecutive offsets found while deep-iterating logs are collected per file (keyed by the absolute path) and
+printed to stderr only after all files were dumped, in the iteration order of Scala 2.13's ``mutable.HashMap``
+(reproduced by ``java.ScalaHashMap``). Index mismatches and offset gaps are *prepended* to their lists in
+Kafka, so they print newest first; time-index problems are appended and print oldest first.
+
+Where Kafka's values come from (all reproduced here from the bytes, never from our own storage code):
+
+* batch line: the v2 header fields as stored; ``lastSequence`` wraps like ``DefaultRecordBatch.incrementSequence``;
+  ``deleteHorizonMs`` is Java's ``OptionalLong`` text (``OptionalLong.empty`` / ``OptionalLong[ms]``); the
+  timestamp label is ``TimestampType.toString`` (``CreateTime`` / ``LogAppendTime``, attribute bit 3); ``crc``
+  is the stored unsigned CRC-32C and ``isvalid`` recomputes it over attributes..end.
+* record line (deep iteration; ``--print-data-log`` implies it): record timestamps are ``baseTimestamp + delta``
+  or the batch's maxTimestamp for LogAppendTime batches; ``sequence`` is ``baseSequence + offsetDelta`` (wrapping)
+  or -1; header keys and (with ``--print-data-log``) key/payload are decoded the way Java's
+  ``new String(bytes, UTF_8)`` does it, including its replacement rules for malformed input (``java_utf8_decode``).
+* segment iteration follows ``FileLogInputStream``: stop when fewer than 17 bytes remain or a batch does not fit
+  (the rest is reported as "Found N invalid bytes at the end of NAME"); a size field below 14 is a
+  ``CorruptRecordException`` that ends the tool.
+
+When Kafka's tool would die with an exception we print the exception's first line the way the JVM does
+(``Exception in thread "main" <class>: <message>``), without the stack trace, and return exit status 1.
+"""
+
+from __future__ import annotations
+
+from storage.dumplog.cli import main
+from storage.dumplog.dumpers import Options, dump_files
+from storage.dumplog.java import JavaError, ScalaHashMap, java_utf8_decode
+from storage.dumplog.lines import batch_line, legacy_batch_line
+from storage.dumplog.records import Batch, Record, iter_file_batches, iter_legacy_records, iter_records
+
+__all__ = ["Batch", "JavaError", "Options", "Record", "ScalaHashMap", "batch_line", "dump_files",
+           "iter_file_batches", "iter_legacy_records", "iter_records", "java_utf8_decode", "legacy_batch_line",
+           "main"]

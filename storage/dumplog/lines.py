@@ -1,0 +1,149 @@
+"""The batch line (``printBatchLevel``) and the control-record texts of kafka-dump-log."""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import crc32c as _crc32c
+
+from storage.dumplog.java import (
+    _BATCH_OVERHEAD,
+    _CODECS,
+    _CONTROL_TYPES,
+    _ILLEGAL_ARG,
+    _INVALID_RECORD,
+    JavaError,
+    _i64,
+    _optional_long,
+    java_utf8_decode,
+)
+from storage.dumplog.records import Batch, Record, _Buf, _Legacy, _Underflow, increment_sequence
+
+
+def legacy_batch_line(batch: Batch) -> str:
+    """``printBatchLevel`` for magic 0/1: the wrapper message's offset, timestamp, codec and CRC-32."""
+    m = _Legacy(int(struct.unpack_from(">q", batch.data, 0)[0]), batch.data[12:])
+    codec = m.attrs & 0x07
+    if codec not in _CODECS:
+        raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
+    return (f"offset: {m.offset} position: {batch.position} {m.timestamp_type}: {m.own_timestamp} "
+            f"size: {batch.size} magic: {m.magic} compresscodec: {_CODECS[codec]} crc: {m.crc} "
+            f"isvalid: {'true' if m.valid else 'false'}")
+
+
+
+
+def batch_line(batch: Batch) -> str:
+    """``printBatchLevel`` for magic 2 (without the newline)."""
+    (base_offset, _len, ple, _magic, crc, attrs, lod, base_ts, max_ts, pid, epoch, base_seq,
+     count) = batch.header()
+    attrs &= 0xFF
+    last_seq = -1 if base_seq == -1 else increment_sequence(base_seq, lod)
+    codec = attrs & 0x07
+    if codec not in _CODECS:
+        raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
+    horizon = base_ts if attrs & 0x40 else None
+    ts_type = "LogAppendTime" if attrs & 0x08 else "CreateTime"
+    valid = batch.size >= _BATCH_OVERHEAD and _crc32c.crc32c(batch.data[21:]) == crc
+    return (f"baseOffset: {base_offset} lastOffset: {_i64(base_offset + lod)} count: {count} "
+            f"baseSequence: {base_seq} lastSequence: {last_seq} producerId: {pid} producerEpoch: {epoch} "
+            f"partitionLeaderEpoch: {ple} isTransactional: {'true' if attrs & 0x10 else 'false'} "
+            f"isControl: {'true' if attrs & 0x20 else 'false'} deleteHorizonMs: {_optional_long(horizon)} "
+            f"position: {batch.position} {ts_type}: {max_ts} size: {batch.size} magic: {batch.magic} "
+            f"compresscodec: {_CODECS[codec]} crc: {crc} isvalid: {'true' if valid else 'false'}")
+
+
+def _jackson_str(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _control_suffix(rec: Record) -> str:
+    """The text Kafka appends to a control record's line (ControlRecordType + the typed value)."""
+    key = rec.key
+    if key is None or len(key) < 4:
+        found = 0 if key is None else len(key)
+        raise JavaError(_INVALID_RECORD, "Invalid value size found for end control record key. Must have at "
+                                         f"least 4 bytes, but found only {found}")
+    version, type_id = struct.unpack_from(">hh", key, 0)
+    if version < 0:
+        raise JavaError(_INVALID_RECORD, f"Invalid version found for control record: {version}. May indicate "
+                                         "data corruption")
+    name = _CONTROL_TYPES.get(type_id, "UNKNOWN")
+    value = rec.value or b""
+    if type_id in (0, 1):
+        if len(value) < 6:
+            raise JavaError(_INVALID_RECORD, "Invalid value size found for end transaction marker. Must have "
+                                             f"at least 6 bytes, but found only {len(value)}")
+        mver, coordinator_epoch = struct.unpack_from(">hi", value, 0)
+        if mver < 0:
+            raise JavaError(_INVALID_RECORD, f"Invalid version found for end transaction marker: {mver}. May "
+                                             "indicate data corruption")
+        return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
+    try:
+        if type_id == 3:
+            v, ts = struct.unpack_from(">hq", value, 0)
+            return f' SnapshotHeader {{"version":{v},"lastContainedLogTimestamp":{ts}}}'
+        if type_id == 4:
+            (v,) = struct.unpack_from(">h", value, 0)
+            return f' SnapshotFooter {{"version":{v}}}'
+        if type_id == 5:
+            v, kv = struct.unpack_from(">hh", value, 0)
+            return f' KRaftVersion {{"version":{v},"kRaftVersion":{kv}}}'
+        if type_id == 6:
+            return f" KRaftVoters {_voters_json(value)}"
+    except (struct.error, _Underflow, IndexError):
+        raise JavaError("java.nio.BufferUnderflowException") from None
+    return f" controlType: {name}({type_id})"
+
+
+def _voters_json(value: bytes) -> str:
+    """VotersRecord (flexible v0) as its generated JsonConverter writes it (field order of the JSON spec)."""
+    import base64
+
+    buf = _Buf(value)
+
+    def uvarint() -> int:
+        r, shift = 0, 0
+        while True:
+            b = buf.get()
+            r |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return r
+            shift += 7
+
+    def skip_tags() -> None:
+        for _ in range(uvarint()):
+            uvarint()
+            n = uvarint()
+            buf.read_bytes(n)
+
+    def compact_str() -> str:
+        n = uvarint() - 1
+        return java_utf8_decode(buf.read_bytes(n) or b"")
+
+    def take(fmt: str) -> Any:
+        s = struct.Struct(fmt)
+        raw = bytes(buf.get() for _ in range(s.size))
+        return s.unpack(raw)[0]
+
+    version = take(">h")
+    voters = []
+    for _ in range(uvarint() - 1):
+        voter_id = take(">i")
+        raw_uuid = bytes(buf.get() for _ in range(16))
+        uuid_text = base64.urlsafe_b64encode(raw_uuid).decode().rstrip("=")
+        endpoints = []
+        for _ in range(uvarint() - 1):
+            name, host, port = compact_str(), compact_str(), take(">H")
+            skip_tags()
+            endpoints.append(f'{{"name":{_jackson_str(name)},"host":{_jackson_str(host)},"port":{port}}}')
+        mn, mx = take(">h"), take(">h")
+        skip_tags()
+        skip_tags()
+        voters.append(f'{{"voterId":{voter_id},"voterDirectoryId":"{uuid_text}","endpoints":[{",".join(endpoints)}],'
+                      f'"kRaftVersionFeature":{{"minSupportedVersion":{mn},"maxSupportedVersion":{mx}}}}}')
+    return f'{{"version":{version},"voters":[{",".join(voters)}]}}'
+
+

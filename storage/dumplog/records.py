@@ -1,0 +1,406 @@
+"""Batches and records as Kafka's readers see them (FileLogInputStream, DefaultRecordBatch, DefaultRecord,
+AbstractLegacyRecordBatch): iteration limits, record parsing with Java's exceptions, decompression."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.dumplog.java import (
+    _BATCH_OVERHEAD,
+    _CODECS,
+    _CORRUPT_RECORD,
+    _HEADER_SIZE_UP_TO_MAGIC,
+    _ILLEGAL_ARG,
+    _INT_MAX,
+    _INVALID_RECORD,
+    _KAFKA_EXC,
+    _LOG_OVERHEAD,
+    _RECORD_OVERHEAD_V0,
+    _V2_HEADER,
+    JavaError,
+    _i32,
+    _i64,
+    java_utf8_decode,
+)
+
+
+@dataclass
+class Batch:
+    """One batch as FileLogInputStream finds it: absolute ``position`` in the file and its bytes."""
+
+    position: int
+    data: bytes
+    magic: int
+    file: bytes | memoryview = b""
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def header(self) -> tuple[Any, ...]:
+        """The 61-byte v2 header; like ``loadBatchHeader`` it reads past a too-short batch into the file."""
+        if len(self.data) >= _BATCH_OVERHEAD:
+            return _V2_HEADER.unpack_from(self.data, 0)
+        if len(self.file) - self.position >= _BATCH_OVERHEAD:
+            return _V2_HEADER.unpack_from(self.file, self.position)
+        raise JavaError(_KAFKA_EXC, f"Failed to load record batch at position {self.position} from {{records}}")
+
+
+@dataclass
+class Record:
+    offset: int
+    timestamp: int
+    sequence: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    key_size: int = -1  # as Kafka reports it (legacy records: the raw size field)
+    value_size: int = -1
+    legacy: tuple[bool, int] | None = None  # (isValid, crc) of a magic 0/1 message
+
+
+def increment_sequence(seq: int, inc: int) -> int:
+    if seq > _INT_MAX - inc:
+        return inc - (_INT_MAX - seq) - 1
+    return seq + inc
+
+
+def iter_file_batches(buf: bytes | memoryview, start: int, end: int) -> Iterator[Batch]:
+    """``FileLogInputStream.nextBatch`` over ``buf[start:end]`` (positions are absolute)."""
+    pos = start
+    while True:
+        if pos >= end - _HEADER_SIZE_UP_TO_MAGIC:
+            return
+        size = struct.unpack_from(">i", buf, pos + 8)[0]
+        if size < _RECORD_OVERHEAD_V0:
+            raise JavaError(_CORRUPT_RECORD, f"Found record size {size} smaller than minimum record overhead "
+                                             f"({_RECORD_OVERHEAD_V0}) in file {{file}}.")
+        if pos > end - _LOG_OVERHEAD - size:
+            return
+        magic = struct.unpack_from(">b", buf, pos + 16)[0]
+        yield Batch(pos, bytes(buf[pos : pos + _LOG_OVERHEAD + size]), magic, buf)
+        pos += _LOG_OVERHEAD + size
+
+
+class _Buf:
+    """A ByteBuffer-like reader: ``get`` past ``limit`` raises BufferUnderflowException."""
+
+    __slots__ = ("data", "pos", "limit")
+
+    def __init__(self, data: bytes, pos: int = 0, limit: int | None = None) -> None:
+        self.data, self.pos = data, pos
+        self.limit = len(data) if limit is None else limit
+
+    def remaining(self) -> int:
+        return self.limit - self.pos
+
+    def get(self) -> int:
+        if self.pos >= self.limit:
+            raise _Underflow
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        result = 0
+        for i in range(5):
+            b = self.get()
+            if i == 4:
+                result |= (b << 28) & 0xFFFFFFFF
+                if b & 0x80:
+                    raise JavaError(_ILLEGAL_ARG, "Varint is too long, the most significant bit in the 5th byte "
+                                                  f"is set, converted value: {result:x}")
+                break
+            result |= (b & 0x7F) << (7 * i)
+            if not b & 0x80:
+                break
+        raw = result & 0xFFFFFFFF
+        return _i32((raw >> 1) ^ -(raw & 1))
+
+    def varlong(self) -> int:
+        value = 0
+        shift = 0
+        while True:
+            b = self.get()
+            if not b & 0x80:
+                value |= b << shift
+                break
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if shift > 63:
+                raise JavaError(_ILLEGAL_ARG, "Varlong is too long, most significant bit in the 10th byte is "
+                                              f"set, converted value: {value & 0xFFFFFFFFFFFFFFFF:x}")
+        raw = value & 0xFFFFFFFFFFFFFFFF
+        return _i64((raw >> 1) ^ -(raw & 1))
+
+    def read_bytes(self, n: int) -> bytes | None:
+        if n < 0:
+            return None
+        if n > self.remaining():
+            raise JavaError(_ILLEGAL_ARG, "newLimit > capacity")
+        b = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return b
+
+
+class _Underflow(Exception):
+    pass
+
+
+def _read_record_body(buf: _Buf, size: int, base_offset: int, base_ts: int, base_seq: int,
+                      log_append_time: int | None) -> Record:
+    """The private ``DefaultRecord.readFrom(ByteBuffer, sizeOfBodyInBytes, ...)``."""
+    if buf.remaining() < size:
+        raise JavaError(_INVALID_RECORD, f"Invalid record size: expected {size} bytes in record payload, but "
+                                         f"instead the buffer has only {buf.remaining()} remaining bytes.")
+    try:
+        start = buf.pos
+        buf.get()  # attributes (unused)
+        ts = _i64(base_ts + buf.varlong())
+        if log_append_time is not None:
+            ts = log_append_time
+        offset_delta = buf.varint()
+        seq = increment_sequence(base_seq, offset_delta) if base_seq >= 0 else -1
+        key = buf.read_bytes(buf.varint())
+        value = buf.read_bytes(buf.varint())
+        n_headers = buf.varint()
+        if n_headers < 0:
+            raise JavaError(_INVALID_RECORD, f"Found invalid number of record headers {n_headers}")
+        if n_headers > buf.remaining():
+            raise JavaError(_INVALID_RECORD, f"Found invalid number of record headers. {n_headers} is larger "
+                                             "than the remaining size of the buffer")
+        headers: list[tuple[str, bytes | None]] = []
+        for _ in range(n_headers):
+            klen = buf.varint()
+            if klen < 0:
+                raise JavaError(_INVALID_RECORD, f"Invalid negative header key size {klen}")
+            hkey = buf.read_bytes(klen) or b""
+            headers.append((java_utf8_decode(hkey), buf.read_bytes(buf.varint())))
+        if buf.pos - start != size:
+            raise JavaError(_INVALID_RECORD, f"Invalid record size: expected to read {size} bytes in record "
+                                             f"payload, but instead read {buf.pos - start}")
+    except _Underflow:
+        raise JavaError(_INVALID_RECORD, "Found invalid record structure") from None
+    except JavaError as e:
+        if e.java_class == _ILLEGAL_ARG:
+            raise JavaError(_INVALID_RECORD, "Found invalid record structure") from None
+        raise
+    return Record(_i64(base_offset + offset_delta), ts, seq, key, value, headers,
+                  -1 if key is None else len(key), -1 if value is None else len(value))
+
+
+def _xerial_or_raw_snappy(data: bytes) -> bytes:
+    import snappy  # type: ignore[import-untyped]
+
+    if len(data) >= 16 and data[:8] == b"\x82SNAPPY\x00":
+        out = bytearray()
+        pos = 16
+        while pos + 4 <= len(data):
+            (n,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            out += snappy.uncompress(data[pos : pos + n])
+            pos += n
+        return bytes(out)
+    return bytes(snappy.uncompress(data)) if data else b""
+
+
+def _gunzip_members(data: bytes) -> bytes:
+    out = bytearray()
+    rest = data
+    first = True
+    while rest and (first or rest[:2] == b"\x1f\x8b"):
+        d = zlib.decompressobj(wbits=31)
+        out += d.decompress(rest)
+        if not d.eof:
+            raise EOFError("Unexpected end of ZLIB input stream")
+        rest = d.unused_data
+        first = False
+    return bytes(out)
+
+
+def _decompress(codec: int, payload: bytes) -> bytes:
+    try:
+        if codec == 1:
+            return _gunzip_members(payload)
+        if codec == 2:
+            return _xerial_or_raw_snappy(payload)
+        if codec == 3:
+            import lz4.frame  # type: ignore[import-untyped]
+
+            return bytes(lz4.frame.decompress(payload))
+        if codec == 4:
+            import io
+
+            import zstandard
+
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(payload), read_across_frames=True)
+            return bytes(reader.read())
+    except (OSError, EOFError, ValueError, RuntimeError, zlib.error) as e:
+        raise JavaError(_KAFKA_EXC, f"Failed to decompress record stream: {e}") from None
+    except Exception as e:  # codec libraries raise their own error types
+        raise JavaError(_KAFKA_EXC, f"Failed to decompress record stream: {e}") from None
+    raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
+
+
+def iter_records(batch: Batch) -> Iterator[Record]:
+    """``DefaultRecordBatch.iterator()``: records one by one for uncompressed batches; compressed batches are
+    decompressed and parsed completely before the first record is returned (as Kafka does). Magic 0/1
+    message sets go through ``iter_legacy_records``."""
+    if batch.magic < 2:
+        yield from iter_legacy_records(batch)
+        return
+    (base_offset, _len, _ple, _magic, _crc, attrs, _lod, base_ts, max_ts, _pid, _epoch, base_seq,
+     count) = batch.header()
+    if count == 0:
+        return
+    if count < 0:
+        raise JavaError(_INVALID_RECORD, f"Found invalid record count {count} in magic v{batch.magic} batch")
+    log_append_time = max_ts if attrs & 0x08 else None
+    codec = attrs & 0x07
+    if codec == 0:
+        buf = _Buf(batch.data, _BATCH_OVERHEAD)
+        for n in range(count):
+            try:
+                size = buf.varint()
+            except _Underflow:
+                raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, premature EOF reached") from None
+            try:
+                rec = _read_record_body(buf, size, base_offset, base_ts, base_seq, log_append_time)
+            except _Underflow:
+                raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, premature EOF reached") from None
+            if n == count - 1 and buf.remaining():
+                raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, records still remaining in file")
+            yield rec
+        return
+    if codec not in _CODECS:
+        raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
+    stream = _Buf(_decompress(codec, batch.data[_BATCH_OVERHEAD:]))
+    records = []
+    for n in range(count):
+        try:
+            size = stream.varint()
+            if size < 0:
+                raise _Underflow
+        except (_Underflow, JavaError):
+            # EOF and over-long varints both surface as IllegalArgumentException in StreamRecordIterator
+            raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, premature EOF reached") from None
+        if stream.remaining() < size:
+            raise JavaError(_INVALID_RECORD, f"Invalid record size: expected {size} bytes in record payload, "
+                                             "but the record payload reached EOF.")
+        body = _Buf(stream.data, stream.pos, stream.pos + size)
+        stream.pos += size
+        records.append(_read_record_body(body, size, base_offset, base_ts, base_seq, log_append_time))
+        if n == count - 1 and stream.remaining():
+            raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, records still remaining in file")
+    yield from records
+
+
+@dataclass
+class _Legacy:
+    """One magic 0/1 message (``LegacyRecord``): ``raw`` starts at its CRC (after offset and size)."""
+
+    offset: int
+    raw: bytes
+
+    @property
+    def magic(self) -> int:
+        return self.raw[4]
+
+    @property
+    def attrs(self) -> int:
+        return self.raw[5]
+
+    @property
+    def crc(self) -> int:
+        return int(struct.unpack_from(">I", self.raw, 0)[0])
+
+    @property
+    def valid(self) -> bool:
+        return len(self.raw) >= _RECORD_OVERHEAD_V0 and zlib.crc32(self.raw[4:]) == self.crc
+
+    @property
+    def timestamp_type(self) -> str:
+        if self.magic == 0:
+            return "NoTimestampType"
+        return "LogAppendTime" if self.attrs & 0x08 else "CreateTime"
+
+    @property
+    def own_timestamp(self) -> int:
+        return -1 if self.magic == 0 else int(struct.unpack_from(">q", self.raw, 6)[0])
+
+    def key_value(self) -> tuple[int, bytes | None, int, bytes | None]:
+        try:
+            pos = 6 if self.magic == 0 else 14
+            (ks,) = struct.unpack_from(">i", self.raw, pos)
+            key = None if ks < 0 else self.raw[pos + 4 : pos + 4 + ks]
+            pos += 4 + max(ks, 0)
+            (vs,) = struct.unpack_from(">i", self.raw, pos)
+            value = None if vs < 0 else self.raw[pos + 4 : pos + 4 + vs]
+        except struct.error:
+            raise JavaError("java.lang.IndexOutOfBoundsException") from None
+        return ks, key, vs, value
+
+
+def _legacy_record(m: _Legacy, offset: int, timestamp: int) -> Record:
+    ks, key, vs, value = m.key_value()
+    return Record(offset, timestamp, -1, key, value, [], ks, vs, (m.valid, m.crc))
+
+
+def iter_legacy_records(batch: Batch) -> Iterator[Record]:
+    """``AbstractLegacyRecordBatch.iterator()``: the message itself, or the messages inside a compressed
+    wrapper (magic 1 wrappers carry relative inner offsets; a LogAppendTime wrapper's timestamp overrides)."""
+    wrapper = _Legacy(int(struct.unpack_from(">q", batch.data, 0)[0]), batch.data[12:])
+    codec = wrapper.attrs & 0x07
+    if codec == 0:
+        yield _legacy_record(wrapper, wrapper.offset, wrapper.own_timestamp)
+        return
+    wmagic = wrapper.magic
+    if wmagic not in (0, 1):
+        raise JavaError(_INVALID_RECORD, f"Invalid wrapper magic found in legacy deep record iterator {wmagic}")
+    if codec == 4:
+        raise JavaError(_INVALID_RECORD, f"Invalid wrapper compressionType found in legacy deep record iterator "
+                                         f"{wmagic}")
+    _ks, _key, _vs, value = wrapper.key_value()
+    if value is None:
+        raise JavaError(_INVALID_RECORD, f"Found invalid compressed record set with null value (magic = {wmagic})")
+    data = _decompress(codec, value)
+    inner: list[_Legacy] = []
+    pos = 0
+    while pos + _LOG_OVERHEAD <= len(data):
+        off, size = struct.unpack_from(">qi", data, pos)
+        if size < _RECORD_OVERHEAD_V0:
+            raise JavaError(_CORRUPT_RECORD, "Record size is less than the minimum record overhead (14)")
+        if pos + _LOG_OVERHEAD + size > len(data):
+            break
+        inner.append(_Legacy(off, data[pos + _LOG_OVERHEAD : pos + _LOG_OVERHEAD + size]))
+        pos += _LOG_OVERHEAD + size
+    if not inner:
+        raise JavaError(_INVALID_RECORD, "Found invalid compressed record set with no inner records")
+    base = -1
+    if wmagic == 1:
+        if wrapper.offset == 0:
+            base = 0
+        else:
+            if wrapper.offset < inner[-1].offset:
+                raise JavaError(_INVALID_RECORD, "Found invalid wrapper offset in compressed v1 message set, "
+                                                 f"wrapper offset '{wrapper.offset}' is less than the last inner "
+                                                 f"message offset '{inner[-1].offset}' and it is not zero.")
+            base = wrapper.offset - inner[-1].offset
+    lat = wmagic == 1 and bool(wrapper.attrs & 0x08)
+    for m in inner:
+        offset = base + m.offset if wmagic == 1 else m.offset
+        if m.attrs & 0x07:
+            raise JavaError(_INVALID_RECORD, "Inner messages must not be compressed")
+        if m.magic == 0:
+            ts = -1
+        elif m.magic == 1 and lat:
+            ts = wrapper.own_timestamp
+        else:
+            ts = m.own_timestamp
+        yield _legacy_record(m, offset, ts)
+
+
