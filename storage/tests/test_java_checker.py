@@ -263,3 +263,44 @@ def test_legacy_message_sets_match_kafka(reference: Path, tmp_path: Path) -> Non
     assert ours == checker.dump_logs(logs, print_data_log=True)
     assert " isValid: true crc: " in ours and "} key: alpha payload: " in ours
     assert "NoTimestampType: -1" in ours
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _compact_str(s: str) -> bytes:
+    b = s.encode()
+    return _uvarint(len(b) + 1) + b
+
+
+def test_kraft_control_records_match_kafka_json(tmp_path: Path) -> None:
+    """SnapshotHeader/Footer, KRaftVersion and KRaftVoters values as Kafka's generated JsonConverters print them
+    (when Jackson is on the checker's classpath; otherwise the Java side formats the same fields by hand)."""
+    voter_dir = uuid.UUID("4f1a2b3c-0d0e-4f10-8112-131415161718")
+    endpoint = _compact_str("CONTROLLER") + _compact_str('h"ost\u00e9') + struct.pack(">H", 9093) + b"\0"
+    voter = (struct.pack(">i", 3) + voter_dir.bytes + _uvarint(2) + endpoint + struct.pack(">hh", 0, 1) + b"\0"
+             + b"\0")
+    voters = struct.pack(">h", 0) + _uvarint(2) + voter + b"\0"
+    values = {3: struct.pack(">hq", 0, 1_700_000_000_000) + b"\0", 4: struct.pack(">h", 0) + b"\0",
+              5: struct.pack(">hh", 0, 1) + b"\0", 6: voters, 2: b"\0\0\0\0\0\0\0\0\0\0"}
+    batches = [encode_batch([Rec(value, key=struct.pack(">hh", 0, ctype))], base_offset=n, control=True)
+               for n, (ctype, value) in enumerate(values.items())]
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(b"".join(batches))
+    ours = _our_log_lines([log], True)
+    java = checker.dump_logs([log], print_data_log=True)
+    assert ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":1700000000000}' in ours
+    assert ' KRaftVersion {"version":0,"kRaftVersion":1}' in ours
+    assert " controlType: LEADER_CHANGE(2)" in ours
+    ours_lines, java_lines = ours.splitlines(), java.splitlines()
+    assert len(ours_lines) == len(java_lines)
+    for mine, theirs in zip(ours_lines, java_lines, strict=True):
+        if " KRaftVoters " in theirs and not theirs.rstrip().endswith("}]}"):
+            pytest.skip("SKIPPED LOUDLY: no Jackson on the classpath, Kafka's VotersRecord JSON not available")
+        assert mine == theirs
