@@ -338,3 +338,25 @@ def test_cli_main(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) ->
     assert b'Missing required argument "[files]"' in capsysbinary.readouterr().err
     assert main(["--files", str(log), "--bogus"]) == 1
     assert b"--bogus is not a recognized option" in capsysbinary.readouterr().err
+
+
+def test_max_bytes_and_max_message_size(tmp_path: Path) -> None:
+    a, b = encode_batch([b"x" * 100]), encode_batch([b"y" * 100], base_offset=1)
+    log = _log_with(tmp_path, a, b, b"junk")
+    out = _dump([log], max_bytes=len(a) + 10)[1]
+    # --max-bytes slices the file: batches past the limit are not read and no trailing-bytes line is printed
+    assert out.count("baseOffset:") == 1 and "invalid bytes" not in out
+    index = tmp_path / f"{SEG}.index"
+    index.write_bytes(struct.pack(">ii", 1, len(a)))
+    assert _dump([index])[1].endswith(f"offset: 1 position: {len(a)}\n")
+    # an indexed batch larger than --max-message-size cannot be read back: Kafka's iterator is empty
+    rc, _out, err = _dump([index], max_message_size=len(b) - 1)
+    assert rc == 1 and err == 'Exception in thread "main" java.util.NoSuchElementException\n'
+
+
+def test_kraft_snapshot_file_header(tmp_path: Path) -> None:
+    snap = tmp_path / "00000000000000000100-0000000007.checkpoint"
+    snap.write_bytes(encode_batch([b"r"], base_offset=0))
+    out = _dump([snap])[1].split("\n")
+    assert out[:2] == [f"Dumping {snap}", "Snapshot end offset: 100, epoch: 7"]
+    assert out[2].startswith("baseOffset: 0 lastOffset: 0 count: 1 ")
