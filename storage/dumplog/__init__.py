@@ -25,6 +25,22 @@ Where Kafka's values come from (all reproduced here from the bytes, never from o
 
 When Kafka's tool would die with an exception we print the exception's first line the way the JVM does
 (``Exception in thread "main" <class>: <message>``), without the stack trace, and return exit status 1.
+
+How each output was verified (storage/tests/test_dumplog*.py, test_java_checker.py):
+
+* against Kafka code running on the JVM (kafka-clients 3.9.1 via storage/tests/java/FileRecordsCheck.java):
+  every ``.log`` batch and record line, v2 and magic 0/1 (all codecs, control records including the KRaft
+  JSON printed by Kafka's generated JsonConverters), Java's UTF-8 replacement rules, the producer-snapshot
+  SchemaException texts, and (with scala-library 2.13) the Scala HashMap order of the error reports;
+* against DumpLogSegments.scala / the storage module's Java sources by reading only (those classes are not
+  in kafka-clients): the ``.index`` / ``.timeindex`` / ``.txnindex`` / ``.snapshot`` line formats, the
+  mismatch report wording, ``--index-sanity-check`` messages (CorruptIndexException), the CRC and version
+  messages of snapshots, and "Ignoring unknown file";
+* not reproduced: stack-trace lines after the first exception line; the texts of exceptions raised inside
+  Java codec libraries (``Failed to decompress record stream: ...`` is ours); jopt-simple's exact ``--help``
+  layout; the decoder options (``--offsets-decoder``, ``--transaction-log-decoder``,
+  ``--cluster-metadata-decoder``, ``--key/value-decoder-class``, ``--remote-log-metadata-decoder``), which are
+  rejected as unrecognized. Output is UTF-8 (a JVM in a UTF-8 locale).
 """
 
 from __future__ import annotations

@@ -46,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``--index-sanity-check``, ``--verify-index-only``, ``--skip-record-metadata``, ``--max-message-size N``,
     ``--max-bytes N``. Output is written as UTF-8 like a JVM in a UTF-8 locale."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--"]:  # `kafkalite dump-log -- --files ...` (argparse REMAINDER keeps the separator)
+        args = args[1:]
     flags: dict[str, Any] = {}
     i = 0
     while i < len(args):

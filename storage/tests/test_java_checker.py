@@ -304,3 +304,32 @@ def test_kraft_control_records_match_kafka_json(tmp_path: Path) -> None:
         if " KRaftVoters " in theirs and not theirs.rstrip().endswith("}]}"):
             pytest.skip("SKIPPED LOUDLY: no Jackson on the classpath, Kafka's VotersRecord JSON not available")
         assert mine == theirs
+
+
+def test_snapshot_schema_errors_match_kafka(reference: Path, tmp_path: Path) -> None:
+    """Truncated/oversized producer snapshots: our "Snapshot failed schema validation" text equals what
+    kafka-clients' Schema (the one ProducerStateManager.readSnapshot uses) throws."""
+    src = (reference / "fixtures/segments/kafka-3.8-kraft-a/sensor-data-topic-0/00000000000000000035.snapshot")
+    full = src.read_bytes()
+    variants = {n: full[:n] for n in (0, 1, 2, 5, 6, 9, 10, 11, 12, 20, 30, 56, 57, 70, 101, 147)}
+    variants[999] = full[:6] + struct.pack(">i", -2)
+    variants[998] = full[:6] + struct.pack(">i", 1_000_000) + full[10:]
+    paths = []
+    for n, data in variants.items():
+        p = tmp_path / f"{n:020d}.snapshot"
+        p.write_bytes(data)
+        paths.append(p)
+    proc = checker.run(["--snapshot-schema", *map(str, paths)])
+    assert proc.returncode == 0, proc.stderr
+    java = proc.stdout.decode().splitlines()
+    assert len(java) == len(paths)
+    schema_failures = 0
+    for p, verdict in zip(paths, java, strict=True):
+        out, err = io.StringIO(), io.StringIO()
+        assert dump_files([str(p)], out=out, err=err) == 0
+        if verdict.startswith("ok"):
+            assert "schema validation" not in err.getvalue()
+        else:
+            schema_failures += 1
+            assert err.getvalue() == verdict + "\n", p.name
+    assert schema_failures >= 10

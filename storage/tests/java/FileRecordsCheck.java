@@ -11,6 +11,10 @@
  *                                         taken from kafka-clients' own accessors (an oracle for storage/dumplog).
  *   FileRecordsCheck --decode-hex         read hex lines from stdin; print, per line, the UTF-16 code units (hex)
  *                                         of Java's new String(bytes, UTF_8).
+ *   FileRecordsCheck --snapshot-schema FILE...
+ *                                         read each producer-state snapshot with the same kafka-clients Schema
+ *                                         that ProducerStateManager.readSnapshot uses; print "ok <entries>" or the
+ *                                         SchemaException message (what kafka-dump-log reports for it).
  */
 import java.io.BufferedReader;
 import java.io.File;
@@ -23,6 +27,12 @@ import java.util.Iterator;
 import java.util.OptionalLong;
 
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.protocol.types.ArrayOf;
+import org.apache.kafka.common.protocol.types.Field;
+import org.apache.kafka.common.protocol.types.Schema;
+import org.apache.kafka.common.protocol.types.SchemaException;
+import org.apache.kafka.common.protocol.types.Struct;
+import org.apache.kafka.common.protocol.types.Type;
 import org.apache.kafka.common.record.AbstractLegacyRecordBatch;
 import org.apache.kafka.common.record.ControlRecordType;
 import org.apache.kafka.common.record.ControlRecordUtils;
@@ -39,6 +49,10 @@ public class FileRecordsCheck {
         int status;
         if (args.length > 0 && args[0].equals("--decode-hex")) {
             status = decodeHex();
+        } else if (args.length > 0 && args[0].equals("--snapshot-schema")) {
+            for (int i = 1; i < args.length; i++)
+                OUT.println(snapshotSchema(new File(args[i])));
+            status = 0;
         } else if (args.length > 0 && args[0].equals("--dump")) {
             boolean printData = false;
             int status0 = 0;
@@ -243,6 +257,22 @@ public class FileRecordsCheck {
             }
             default:
                 return " controlType: " + type + "(" + typeId + ")";
+        }
+    }
+
+    /* ProducerStateManager's PID_SNAPSHOT_MAP_SCHEMA, field for field (storage/.../ProducerStateManager.java). */
+    private static String snapshotSchema(File file) throws Exception {
+        Schema entry = new Schema(new Field("producer_id", Type.INT64), new Field("epoch", Type.INT16),
+                new Field("last_sequence", Type.INT32), new Field("last_offset", Type.INT64),
+                new Field("offset_delta", Type.INT32), new Field("timestamp", Type.INT64),
+                new Field("coordinator_epoch", Type.INT32), new Field("current_txn_first_offset", Type.INT64));
+        Schema map = new Schema(new Field("version", Type.INT16), new Field("crc", Type.UNSIGNED_INT32),
+                new Field("producer_entries", new ArrayOf(entry)));
+        try {
+            Struct struct = map.read(ByteBuffer.wrap(java.nio.file.Files.readAllBytes(file.toPath())));
+            return "ok " + struct.getArray("producer_entries").length;
+        } catch (SchemaException e) {
+            return "Snapshot failed schema validation: " + e.getMessage();
         }
     }
 
