@@ -17,6 +17,7 @@ import bisect
 import contextlib
 import os
 import struct
+import sys
 from array import array
 
 from storage.errors import CorruptRecordError
@@ -38,6 +39,7 @@ class _Index:
         self._vals: array[int] = array("q")
         self._file_size = 0
         self._dirty = False
+        self._preallocated = False
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def _ensure(self) -> None:
@@ -82,6 +84,7 @@ class _Index:
             os.ftruncate(self._fd, new_size)
             self._file_size = new_size
         self.max_index_size = new_size
+        self._preallocated = True
 
     def trim(self) -> None:
         """Shrink the file to exactly the valid entries (roll/close)."""
@@ -93,6 +96,7 @@ class _Index:
             self._file_size = valid
             self._dirty = True
         self.max_index_size = valid
+        self._preallocated = False
 
     def flush(self) -> None:
         if self._loaded and self._fd >= 0 and self._dirty:
@@ -127,12 +131,15 @@ class _Index:
         self._dirty = True
         del self._keys[n:]
         del self._vals[n:]
-        # zero the dropped region so a crash cannot resurrect stale entries
-        end = self._file_size
+        # cut the file, then preallocate again (zeros) up to the configured size, so that stale entries
+        # cannot survive a crash and a trimmed file stays exactly its valid entries
         start = n * self.entry_size
-        if start < end:
+        if start < self._file_size:
             os.ftruncate(self._fd, start)
-            os.ftruncate(self._fd, end)
+            size = max(start, self.max_index_size) if self._preallocated else start
+            if size > start:
+                os.ftruncate(self._fd, size)
+            self._file_size = size
 
     def _write(self, blob: bytes) -> None:
         self._dirty = True
@@ -153,9 +160,12 @@ class OffsetIndex(_Index):
     entry_size = 8
 
     def _decode(self, data: bytes, n: int) -> None:
-        for rel, pos in _OFF.iter_unpack(data[: n * 8]):
-            self._keys.append(rel)
-            self._vals.append(pos)
+        flat = array("i")
+        flat.frombytes(data[: n * 8])
+        if sys.byteorder == "little":
+            flat.byteswap()
+        self._keys = array("q", flat[0::2])
+        self._vals = array("q", flat[1::2])
 
     @property
     def last_offset(self) -> int:
@@ -212,9 +222,9 @@ class TimeIndex(_Index):
     entry_size = 12
 
     def _decode(self, data: bytes, n: int) -> None:
-        for ts, rel in _TIME.iter_unpack(data[: n * 12]):
-            self._keys.append(ts)
-            self._vals.append(rel)
+        pairs = list(_TIME.iter_unpack(data[: n * 12]))
+        self._keys = array("q", [ts for ts, _rel in pairs])
+        self._vals = array("q", [rel for _ts, rel in pairs])
 
     @property
     def last_entry(self) -> tuple[int, int]:

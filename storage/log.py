@@ -27,6 +27,7 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from storage.batch import (
@@ -104,8 +105,10 @@ class PartitionLog:
         self.partition = partition
         self.topic_id = topic_id
         self.config = config
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
+        # (segments, base offsets), replaced as a whole under _lock (copy-on-write): readers take one
+        # consistent snapshot without locking while retention runs in a worker thread
+        self._view: tuple[tuple[LogSegment, ...], tuple[int, ...]] = ((), ())
+        self._doomed: list[tuple[float, LogSegment]] = []  # deleted segments whose fds may still be in use
         self._leo = 0
         self.log_start_offset = 0
         self.recovery_point = 0
@@ -136,15 +139,15 @@ class PartitionLog:
 
     @property
     def segments(self) -> list[LogSegment]:
-        return list(self._segments)
+        return list(self._view[0])
 
     @property
     def active(self) -> LogSegment:
-        return self._segments[-1]
+        return self._view[0][-1]
 
     @property
     def size_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
+        return sum(s.size for s in self._view[0])
 
     def _max_index_size(self) -> int:
         return self.config.segment_index_bytes
@@ -193,9 +196,33 @@ class PartitionLog:
 
     def _add_segment(self, seg: LogSegment) -> None:
         with self._lock:
-            self._segments.append(seg)
-            self._bases.append(seg.base_offset)
+            segs = self._view[0] + (seg,)
+            self._view = (segs, tuple(s.base_offset for s in segs))
             self._leo = seg.next_offset
+
+    def _replace_segments(self, keep: list[LogSegment], dropped: list[LogSegment], *, defer: bool) -> None:
+        """Swap in a new segment list; dropped segments are renamed `.deleted` and closed later if `defer`."""
+        with self._lock:
+            self._view = (tuple(keep), tuple(s.base_offset for s in keep))
+        for seg in dropped:
+            if defer:
+                seg.mark_deleted()
+                self._doomed.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, seg))
+            else:
+                seg.delete()
+
+    def purge_deleted(self, force: bool = False) -> int:
+        """Close and remove `.deleted` segments whose file.delete.delay.ms has passed (or all if `force`)."""
+        now = time.monotonic()
+        keep, gone = [], 0
+        for deadline, seg in self._doomed:
+            if force or deadline <= now:
+                seg.delete()
+                gone += 1
+            else:
+                keep.append((deadline, seg))
+        self._doomed = keep
+        return gone
 
     def _read_metadata(self) -> None:
         tid = read_partition_metadata(os.path.join(self.dir, "partition.metadata"))
@@ -339,8 +366,9 @@ class PartitionLog:
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [fetch_offset, upper_bound) (READ_COMMITTED Fetch)."""
         out: list[AbortedTxn] = []
-        i = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
-        for seg in self._segments[i:]:
+        segs, bases = self._view
+        i = max(bisect.bisect_right(bases, fetch_offset) - 1, 0)
+        for seg in segs[i:]:
             found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
             out.extend(found)
             if complete:
@@ -383,10 +411,10 @@ class PartitionLog:
         self._check_range(offset)
         leo = self._leo
         out: list[tuple[int, int, int]] = []
-        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        segs, bases = self._view
+        i = max(bisect.bisect_right(bases, offset) - 1, 0)
         remaining = max_bytes
         cur = offset
-        segs = self._segments
         while i < len(segs) and cur < leo:
             seg = segs[i]
             r = seg.read(cur, remaining, min_one and not out)
@@ -409,7 +437,7 @@ class PartitionLog:
     def batches(self, start_offset: int = 0) -> list[tuple[LogSegment, int, BatchHeader]]:
         """(segment, position, header) of every batch with last offset >= start_offset (tools, tests)."""
         out = []
-        for seg in self._segments:
+        for seg in self._view[0]:
             if seg.next_offset <= start_offset:
                 continue
             for pos, hdr in seg.batches():
@@ -426,7 +454,7 @@ class PartitionLog:
             return self._leo, -1
         if ts_ms == MAX_TIMESTAMP:
             return self.max_timestamp_offset()
-        for seg in self._segments:
+        for seg in self._view[0]:
             if seg.max_timestamp >= ts_ms:
                 r = seg.find_offset_by_timestamp(ts_ms, self.log_start_offset)
                 if r is not None:
@@ -436,7 +464,7 @@ class PartitionLog:
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """Offset and timestamp of the first record carrying the largest timestamp (ListOffsets -3)."""
         best: LogSegment | None = None
-        for seg in self._segments:
+        for seg in self._view[0]:
             if seg.size and (best is None or seg.max_timestamp > best.max_timestamp):
                 best = seg
         if best is None:
@@ -449,14 +477,12 @@ class PartitionLog:
         if offset >= self._leo:
             return
         now = _now()
-        if offset <= self._segments[0].base_offset:
-            self.truncate_fully_and_start_at(max(offset, 0) if offset < self.log_start_offset else offset)
+        segs = list(self._view[0])
+        if offset <= segs[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
             return
-        with self._lock:
-            while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
-                seg = self._segments.pop()
-                self._bases.pop()
-                seg.delete()
+        keep = [s for s in segs if s.base_offset <= offset]
+        self._replace_segments(keep, [s for s in segs if s.base_offset > offset], defer=True)
         seg = self.active
         seg.truncate_to(offset, now, self.config.segment_index_bytes)
         self._leo = seg.next_offset
@@ -464,11 +490,7 @@ class PartitionLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start an empty log at `offset`."""
-        with self._lock:
-            for seg in self._segments:
-                seg.delete()
-            self._segments.clear()
-            self._bases.clear()
+        self._replace_segments([], list(self._view[0]), defer=True)
         self._add_segment(LogSegment(self.dir, offset, index_interval_bytes=self.config.index_interval_bytes,
                                      max_index_size=self.config.segment_index_bytes, now_ms=_now(),
                                      create=True))
@@ -516,19 +538,15 @@ class PartitionLog:
             deleted += self._delete_segments(over)
         return deleted
 
-    def _delete_segments(self, pred: object) -> int:
+    def _delete_segments(self, pred: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+        """Drop leading segments while `pred(segment, next segment)` holds (never the active one)."""
+        segs = list(self._view[0])
         n = 0
-        with self._lock:
-            while len(self._segments) > 1:
-                seg, nxt = self._segments[0], self._segments[1]
-                if not pred(seg, nxt):  # type: ignore[operator]
-                    break
-                self._segments.pop(0)
-                self._bases.pop(0)
-                seg.delete()
-                n += 1
-            if n:
-                self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        while n + 1 < len(segs) and pred(segs[n], segs[n + 1]):
+            n += 1
+        if n:
+            self._replace_segments(segs[n:], segs[:n], defer=True)
+            self.log_start_offset = max(self.log_start_offset, segs[n].base_offset)
         return n
 
     # ---- durability ------------------------------------------------------------------------------
@@ -536,8 +554,9 @@ class PartitionLog:
         """fsync every segment that may hold unflushed data; advances the recovery point. Thread-safe."""
         with self._lock:
             leo = self._leo
-            segs = [s for i, s in enumerate(self._segments)
-                    if i + 1 == len(self._segments) or self._segments[i + 1].base_offset > self.recovery_point]
+            all_segs = self._view[0]
+            segs = [s for i, s in enumerate(all_segs)
+                    if i + 1 == len(all_segs) or all_segs[i + 1].base_offset > self.recovery_point]
         for seg in segs:
             try:
                 seg.flush()
@@ -548,6 +567,21 @@ class PartitionLog:
         self._unflushed = 0
         self._last_flush_ms = _now()
 
+    def flush_rolled(self) -> None:
+        """fsync segments that were rolled since the last flush and move the recovery point to the active
+        segment's base (Kafka flushes a rolled segment in the background). Call from a worker thread."""
+        with self._lock:
+            segs = self._view[0]
+            active_base = segs[-1].base_offset
+            todo = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset > self.recovery_point]
+        for seg in todo:
+            try:
+                seg.flush()
+            except OSError:
+                if not seg.closed:
+                    raise
+        self.recovery_point = max(self.recovery_point, active_base)
+
     def close(self, clean: bool = True) -> None:
         """Clean close: flush, producer snapshot at the log end offset, final time-index entries, trim."""
         if self.closed:
@@ -555,11 +589,12 @@ class PartitionLog:
         if clean:
             self.flush()
             self.producer_state.take_snapshot(self._leo)
-            for seg in self._segments:
+            for seg in self._view[0]:
                 seg.close()
         else:
-            for seg in self._segments:
+            for seg in self._view[0]:
                 seg.close_without_final_entry()
+        self.purge_deleted(force=True)
         self.closed = True
 
     def delete(self) -> None:

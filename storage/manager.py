@@ -187,12 +187,17 @@ class LogManager:
 
     # ---- housekeeping ----------------------------------------------------------------------------
     def checkpoint(self) -> None:
-        """Write the four offset checkpoint files (recovery points, log starts, high watermarks, cleaner)."""
+        """Flush rolled segments, then write the four offset checkpoint files (recovery points, log start
+        offsets, high watermarks, cleaner). Blocking: call from a worker thread."""
         logs = list(self._logs.items())
+        for _k, plog in logs:
+            if not plog.closed:
+                plog.flush_rolled()
         write_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT),
                                 {k: v.recovery_point for k, v in logs})
         write_offset_checkpoint(os.path.join(self.log_dir, LOG_START),
-                                {k: v.log_start_offset for k, v in logs if v.log_start_offset > 0})
+                                {k: v.log_start_offset for k, v in logs
+                                 if v.log_start_offset > v.segments[0].base_offset})
         write_offset_checkpoint(os.path.join(self.log_dir, REPLICATION),
                                 {k: v.high_watermark for k, v in logs})
         cleaner = os.path.join(self.log_dir, CLEANER)
@@ -209,6 +214,16 @@ class LogManager:
         for _k, plog in list(self._logs.items()):
             if not plog.closed and plog._unflushed and now_ms - plog._last_flush_ms >= plog.config.flush_ms:
                 plog.flush()
+
+    def cleanup(self, now_ms: int | None = None) -> None:
+        """Housekeeping: remove `.deleted` segments past file.delete.delay.ms, flush logs due per flush.ms."""
+        import time
+
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        for _k, plog in list(self._logs.items()):
+            if not plog.closed:
+                plog.purge_deleted()
+        self.flush_dirty(now)
 
     def enforce_retention(self) -> None:
         """retention.ms / retention.bytes for logs whose cleanup.policy includes delete."""

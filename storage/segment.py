@@ -401,6 +401,20 @@ class LogSegment:
         os.close(self.fd)
         self.closed = True
 
+    def mark_deleted(self) -> None:
+        """Rename every file to `<name>.deleted` (Kafka's async delete); descriptors stay valid for readers."""
+        for idx in (self.offset_index, self.time_index):
+            if os.path.exists(idx.path):
+                idx.rename(idx.path + ".deleted")
+            else:
+                idx.path += ".deleted"
+        if os.path.exists(self.txn_index.path):
+            os.rename(self.txn_index.path, self.txn_index.path + ".deleted")
+        self.txn_index.path += ".deleted"
+        if os.path.exists(self.log_path):
+            os.rename(self.log_path, self.log_path + ".deleted")
+        self.log_path += ".deleted"
+
     def delete(self) -> None:
         self.close_without_final_entry()
         for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):

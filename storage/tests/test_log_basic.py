@@ -118,3 +118,75 @@ def test_delete_topic_removes_directory(tmp_path: Path) -> None:
     assert lm.get_log("gone", 0) is None
     assert not [n for n in os.listdir(tmp_path) if n.startswith("gone")]
     lm.close()
+
+
+def test_retention_deletes_old_segments_but_keeps_fds_valid(tmp_path: Path) -> None:
+    lm = _open(tmp_path, segment_bytes=1000, retention_bytes=3000, file_delete_delay_ms=60000)
+    log = lm.create_log("r", 0, uuid.uuid4(), None)
+    for _ in range(40):
+        log.append(encode_batch([b"x" * 100]))
+    regions = log.read(0, 10**6)  # a fetch in flight over the first segment
+    first = log.segments[0]
+    lm.enforce_retention()
+    assert log.log_start_offset > 0 and log.segments[0].base_offset == log.log_start_offset
+    assert log.size_bytes <= 3000 + 1000
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(0, 100)
+    # the deleted segment's file is renamed, its descriptor still serves the in-flight region
+    fd, pos, n = regions[0]
+    assert os.pread(fd, n, pos)[:8] == b"\x00" * 8
+    assert os.path.exists(first.log_path) and first.log_path.endswith(".deleted")
+    lm.checkpoint()  # a start offset equal to the first segment's base is implied (Kafka omits it)
+    assert (tmp_path / "log-start-offset-checkpoint").read_text() == "0\n0\n"
+    log.delete_records_before(log.log_start_offset + 1)
+    lm.checkpoint()
+    starts = (tmp_path / "log-start-offset-checkpoint").read_text().split("\n")
+    assert starts[:3] == ["0", "1", f"r 0 {log.log_start_offset}"]
+    lm.close()
+    assert not os.path.exists(first.log_path)
+    lm = _open(tmp_path, segment_bytes=1000)
+    log2 = lm.get_log("r", 0)
+    assert log2 is not None and log2.log_start_offset == log.log_start_offset
+    lm.close()
+
+
+def test_delete_records_moves_log_start(tmp_path: Path) -> None:
+    lm = _open(tmp_path, segment_bytes=1000)
+    log = lm.create_log("d", 0, uuid.uuid4(), None)
+    for _ in range(30):
+        log.append(encode_batch([b"x" * 100]))
+    assert log.delete_records_before(17) == 17
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(16, 100)
+    assert parse_header(log.read_bytes(17, 1)).base_offset == 17
+    assert log.offset_for_timestamp(-2) == (17, -1)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.delete_records_before(31)
+    lm.close()
+
+
+def test_checkpoint_files_have_kafkas_format(tmp_path: Path) -> None:
+    lm = _open(tmp_path)
+    from storage.checkpoints import uuid_from_base64, uuid_to_base64
+
+    tid = uuid_from_base64("mnjqLRqrSwSh1xz9beGobA")  # first-0's id in kafka-3.8-kraft-a
+    assert uuid_to_base64(tid) == "mnjqLRqrSwSh1xz9beGobA"
+    log = lm.create_log("orders", 3, tid, None)
+    log.append(encode_batch([b"x"]))
+    lm.close()
+    assert (tmp_path / "orders-3" / "partition.metadata").read_text() == (
+        "version: 0\ntopic_id: mnjqLRqrSwSh1xz9beGobA")
+    assert (tmp_path / "orders-3" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_text() == "0\n1\norders 3 1\n"
+    assert (tmp_path / "replication-offset-checkpoint").read_text() == "0\n1\norders 3 1\n"
+    assert (tmp_path / "log-start-offset-checkpoint").read_text() == "0\n0\n"
+    assert (tmp_path / ".kafka_cleanshutdown").read_text() == '{"version":0,"brokerEpoch":0}'
+    meta = (tmp_path / "meta.properties").read_text().splitlines()
+    assert meta[0] == "#" and meta[1].startswith("#")
+    assert {"version=1", "node.id=1"} <= set(meta[2:])
+    assert any(line.startswith("cluster.id=") for line in meta)
+    # a second open with another node id is refused
+    from storage.errors import StorageError
+
+    with pytest.raises(StorageError):
+        LogManager.open(str(tmp_path), LogConfig(), node_id=2)

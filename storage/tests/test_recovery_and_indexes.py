@@ -120,7 +120,7 @@ def test_corrupt_batch_cuts_it_and_everything_after(tmp_path: Path) -> None:
     log = lm.create_log("t", 0, uuid.uuid4())
     for i in range(60):
         log.append(_batch(i))
-    lm.checkpoint()  # recovery point 0: nothing flushed
+    # no checkpoint was written: the recovery point is 0, every segment is checked
     segs = log.segments
     victim = segs[1]
     lm.close(clean=False)
@@ -181,3 +181,19 @@ def test_clean_open_rebuilds_insane_index(tmp_path: Path) -> None:
     assert log.read_bytes(57, 1)
     log.close()
     assert idx.read_bytes() == good
+
+
+def test_checkpoint_flushes_rolled_segments_and_skips_their_recovery(tmp_path: Path) -> None:
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=4000))
+    log = lm.create_log("t", 0, uuid.uuid4())
+    for i in range(60):
+        log.append(_batch(i))
+    lm.checkpoint()
+    assert log.recovery_point == log.active.base_offset > 0
+    rp = (tmp_path / "recovery-point-offset-checkpoint").read_text().split("\n")
+    assert rp[2] == f"t 0 {log.active.base_offset}"
+    lm.close(clean=False)
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=4000))
+    log2 = lm.get_log("t", 0)
+    assert log2 is not None and log2.log_end_offset == 60
+    lm.close()
