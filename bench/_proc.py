@@ -67,6 +67,30 @@ def tree_hwm_kb(pid: int) -> int:
     return max((_status_kb(p, "VmHWM") for p in [pid, *descendants(pid)]), default=0)
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime + cutime + cstime of one process (fields 14-17 of /proc/<pid>/stat), in clock ticks."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    fields = stat[stat.rfind(")") + 2 :].split()
+    try:
+        return sum(int(f) for f in fields[11:15])
+    except (IndexError, ValueError):
+        return 0
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and its live descendants, plus reaped children.
+
+    CPU time is far less sensitive than wall time to other work competing for the same cores, so the
+    benchmarks report it next to throughput as a per-record cost."""
+    return sum(_cpu_ticks(p) for p in [pid, *descendants(pid)]) / _TICKS
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text()

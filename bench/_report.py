@@ -114,6 +114,15 @@ def _tp_cell(kind: str, key: str) -> Callable[[dict[str, Any]], str]:
     return cell
 
 
+def _cpu_per_record(section: str, keys: list[str]) -> Getter:
+    def get(entry: dict[str, Any]) -> Any:
+        values = [run.get("broker_cpu_us_per_record") for k in keys if (run := _get(section, k)(entry))]
+        values = [v for v in values if isinstance(v, int | float) and v > 0]
+        return round(sum(values) / len(values), 2) if values else None
+
+    return get
+
+
 def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
     """The kafkalite-vs-peers table: one row per metric, one column per broker, plus a ratio column."""
     n = f"{args.records // 1000}k" if args.records < 1_000_000 else f"{args.records / 1e6:g}M"
@@ -126,6 +135,10 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
     for parts in (1, 6):
         metrics.append((f"consume {n}×100 B, {parts} part.", _throughput("consume", f"p{parts}"),
                         _tp_cell("consume", f"p{parts}"), True))
+    for section, keys, what in (("produce", [f"p{p}_acks{a}" for p in (1, 6) for a in ("1", "all")], "produce"),
+                                ("consume", ["p1", "p6"], "consume")):
+        metrics.append((f"broker CPU per record, {what} (µs, mean of the {what} runs above)",
+                        _cpu_per_record(section, keys), None, False))
     rate = args.rate
     lrep = getattr(args, "latency_repeats", 1)
     reps = f", median of {lrep}" if lrep > 1 else ""
@@ -160,7 +173,9 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
     storage = ", ".join(f"{b}: {brokers[b].get('storage', '?')}" for b in names)
     note = ("\n\nThe ratio column is kafkalite's figure divided by the best peer's on that row: on throughput "
             "rows above 1 means kafkalite is faster; on latency, RSS and start-time rows below 1 means kafkalite "
-            f"is better. Storage: {storage}. Everything on 127.0.0.1 in one run, one broker at a time, "
+            "is better. Broker CPU per record is the user+system time of the broker's process tree over "
+            "those runs: the figure least disturbed by other load on a shared machine. "
+            f"Storage: {storage}. Everything on 127.0.0.1 in one run, one broker loaded at a time, "
             "confluent-kafka (librdkafka) as the client, which shares the machine's cores with the broker.")
     errors = [f"- {b}: {_one_line(e)}" for b in names for e in brokers[b].get("errors", [])]
     skipped = [f"- {b}: skipped ({brokers[b]['skipped']})" for b in names if "skipped" in brokers[b]]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import os
 import signal
 import statistics
 import sys
@@ -90,6 +91,7 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out = {
         "records_per_s": statistics.median(r["records_per_s"] for r in runs),
         "mb_per_s": statistics.median(r["mb_per_s"] for r in runs),
+        "broker_cpu_us_per_record": statistics.median(r.get("broker_cpu_us_per_record", 0.0) for r in runs),
         "complete": all(r["complete"] for r in runs),
         "runs": runs,
     }
@@ -143,12 +145,23 @@ FAILED = object()
 
 
 def _phase(result: dict[str, Any], key: str, running: _brokers.Running, fn: Any, *a: Any) -> Any:
-    """Run one phase; on error record it (and log the broker's log tail) and return FAILED."""
+    """Run one phase; on error record it (and log the broker's log tail) and return FAILED.
+
+    A dict result gets the broker's CPU seconds over the phase (``broker_cpu_s``, and per record when
+    it counts records) and the 1-minute load average at its end (``loadavg_1m``)."""
     if running.proc.poll() is not None:
         result.setdefault("errors", []).append(f"{key}: broker exited ({running.proc.returncode})")
         return FAILED
     try:
-        return fn(*a)
+        cpu0 = _proc.tree_cpu_s(running.proc.pid)
+        value = fn(*a)
+        if isinstance(value, dict):
+            cpu = _proc.tree_cpu_s(running.proc.pid) - cpu0
+            value["broker_cpu_s"] = round(cpu, 2)
+            if value.get("records"):
+                value["broker_cpu_us_per_record"] = round(cpu / value["records"] * 1e6, 2)
+            value["loadavg_1m"] = round(os.getloadavg()[0], 2)
+        return value
     except Exception as exc:  # a peer failing one phase must not sink the others
         result.setdefault("errors", []).append(f"{key}: {type(exc).__name__}: {exc}")
         _log(f"{running.name} {key} failed: {exc}\n{running.log_tail(10)}")
