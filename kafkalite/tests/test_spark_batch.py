@@ -33,7 +33,7 @@ def make_spark() -> Any:
     import kafkalite.spark
 
     spark = (SparkSession.builder.master("local[2]").appName("kafkalite-tests")
-             .config("spark.ui.enabled", "false")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.driver.memory", "1g")

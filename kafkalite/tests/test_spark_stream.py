@@ -188,3 +188,41 @@ def test_new_partitions_topics_and_pattern_subscription(spark: Any, broker: Rest
         assert sink_values(spark, out) == [10, 11, 12, 13, 14, 100, 101, 102, 103, 104, 105]
     finally:
         q.stop()
+
+
+def test_fail_on_data_loss_when_records_were_deleted(spark: Any, broker: RestartableBroker,
+                                                     tmp_path: Path) -> None:
+    """Records deleted before the query read them (DeleteRecords, as retention would): fail, or skip them."""
+    from confluent_kafka import TopicPartition as KTP
+    from confluent_kafka.admin import AdminClient
+
+    create_topic(broker.bootstrap_servers, "loss", 1)
+    produce(broker.bootstrap_servers, "loss", 0, 100, partitions=1)
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+
+    q = (stream(spark, broker.bootstrap_servers, "loss")
+         .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(WAIT_S)
+    assert q.exception() is None and sink_values(spark, out) == list(range(100))
+
+    produce(broker.bootstrap_servers, "loss", 100, 100, partitions=1)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for f in admin.delete_records([KTP("loss", 0, 150)]).values():
+        f.result(timeout=30)
+
+    q = (stream(spark, broker.bootstrap_servers, "loss")
+         .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+         .trigger(availableNow=True).start())
+    with pytest.raises(Exception, match='failOnDataLoss'):
+        q.awaitTermination(WAIT_S)
+    assert "Cannot fetch offset 100 of loss-0" in str(q.exception())
+    assert sink_values(spark, out) == list(range(100))
+
+    # Same checkpoint, failOnDataLoss=false: the deleted records are skipped with a warning.
+    q = (stream(spark, broker.bootstrap_servers, "loss", failOnDataLoss="false")
+         .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(WAIT_S)
+    assert q.exception() is None
+    assert sink_values(spark, out) == list(range(100)) + list(range(150, 200))
