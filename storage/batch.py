@@ -274,9 +274,16 @@ def iter_records(hdr: BatchHeader, records: bytes | memoryview) -> Iterator[Reco
 
     For LogAppendTime batches every record's timestamp is the batch's MaxTimestamp, as Kafka reads them.
     """
+    for _start, _end, rec in iter_record_spans(hdr, records):
+        yield rec
+
+
+def iter_record_spans(hdr: BatchHeader, records: bytes | memoryview) -> Iterator[tuple[int, int, Record]]:
+    """Like iter_records, also giving each record's [start, end) in the payload (the compactor copies them)."""
     pos = 0
     log_append = hdr.is_log_append_time
     for _ in range(hdr.records_count):
+        start = pos
         length, pos = _varint(records, pos)
         end = pos + length
         if length < 0 or end > len(records):
@@ -296,15 +303,22 @@ def iter_records(hdr: BatchHeader, records: bytes | memoryview) -> Iterator[Reco
         if pos != end:
             raise CorruptRecordError("record length does not match its fields")
         ts = hdr.max_timestamp if log_append else hdr.base_timestamp + ts_delta
-        yield Record(hdr.base_offset + off_delta, ts, key, value, tuple(headers), attrs)
+        yield start, end, Record(hdr.base_offset + off_delta, ts, key, value, tuple(headers), attrs)
 
 
-def batch_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
-    """Decode every record of one whole batch, decompressing if needed (slow path: tools, tests, lookups)."""
-    hdr = parse_header(batch)
+def batch_payload(batch: bytes | bytearray | memoryview, hdr: BatchHeader | None = None) -> memoryview:
+    """The records payload of a whole batch, decompressed if needed."""
+    if hdr is None:
+        hdr = parse_header(batch)
     payload = memoryview(batch)[HEADER_SIZE : hdr.size]
     if hdr.compression:
         from storage.compression import decompress
 
         payload = memoryview(decompress(hdr.compression, payload))
-    return iter_records(hdr, payload)
+    return payload
+
+
+def batch_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
+    """Decode every record of one whole batch, decompressing if needed (slow path: tools, tests, lookups)."""
+    hdr = parse_header(batch)
+    return iter_records(hdr, batch_payload(batch, hdr))

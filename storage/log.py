@@ -112,6 +112,7 @@ class PartitionLog:
         self._leo = 0
         self.log_start_offset = 0
         self.recovery_point = 0
+        self.cleaner_checkpoint = 0  # compaction done below this offset (cleaner-offset-checkpoint)
         self.producer_state = ProducerStateManager(directory)
         self.leader_epochs: list[tuple[int, int]] = []
         self._lock = threading.Lock()  # guards the segment list against a concurrent flush()

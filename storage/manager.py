@@ -122,6 +122,7 @@ class LogManager:
                 self.broker_epoch = 0
         recovery = self._read_checkpoint(RECOVERY_POINT)
         starts = self._read_checkpoint(LOG_START)
+        cleaned = self._read_checkpoint(CLEANER)
         for name in sorted(os.listdir(self.log_dir)):
             path = os.path.join(self.log_dir, name)
             if not os.path.isdir(path):
@@ -137,6 +138,7 @@ class LogManager:
                 path, tp[0], tp[1], self.default_config, clean=clean,
                 recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
             )
+            plog.cleaner_checkpoint = min(cleaned.get(tp, 0), plog.log_end_offset)
             self._logs[tp] = plog
         if clean:
             os.unlink(marker)
@@ -200,9 +202,8 @@ class LogManager:
                                  if v.log_start_offset > v.segments[0].base_offset})
         write_offset_checkpoint(os.path.join(self.log_dir, REPLICATION),
                                 {k: v.high_watermark for k, v in logs})
-        cleaner = os.path.join(self.log_dir, CLEANER)
-        if not os.path.exists(cleaner):
-            write_atomic(cleaner, b"")
+        write_offset_checkpoint(os.path.join(self.log_dir, CLEANER),
+                                {k: v.cleaner_checkpoint for k, v in logs if v.cleaner_checkpoint > 0})
 
     def flush_all(self) -> None:
         for _k, plog in list(self._logs.items()):
@@ -216,13 +217,22 @@ class LogManager:
                 plog.flush()
 
     def cleanup(self, now_ms: int | None = None) -> None:
-        """Housekeeping: remove `.deleted` segments past file.delete.delay.ms, flush logs due per flush.ms."""
+        """Housekeeping (worker thread): compact `cleanup.policy=compact` logs, remove `.deleted` segments
+        past file.delete.delay.ms, flush logs due per flush.ms."""
         import time
 
+        from storage.cleaner import clean_log
+
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        for _k, plog in list(self._logs.items()):
-            if not plog.closed:
-                plog.purge_deleted()
+        for key, plog in list(self._logs.items()):
+            if plog.closed:
+                continue
+            if plog.config.compact:
+                try:
+                    clean_log(plog, now)
+                except (OSError, StorageError):
+                    log.exception("compaction of %s-%d failed", key[0], key[1])
+            plog.purge_deleted()
         self.flush_dirty(now)
 
     def enforce_retention(self) -> None:

@@ -1,0 +1,205 @@
+"""Log compaction for `cleanup.policy=compact` (a simplified Kafka LogCleaner).
+
+Theory of operation. The cleanable range is every segment before the active one that lies wholly below the
+first uncleanable offset (the active segment's base, the last stable offset, and the first segment younger
+than min.compaction.lag.ms). A pass runs only when the bytes written since the last pass (the cleaner
+checkpoint, kept in `cleaner-offset-checkpoint`) make up at least min.cleanable.dirty.ratio of that range.
+
+1. Offset map: for every keyed record in the range, its key -> the largest offset holding it.
+2. Consecutive segments are grouped so a group's original size fits segment.bytes; each group is rewritten to
+   `<first base>.log.cleaned`: a batch whose records all survive is copied verbatim; a batch that loses some
+   is rebuilt with the same BaseOffset, BaseTimestamp, LastOffsetDelta, producer fields and codec, holding
+   the surviving records' bytes unchanged (their offset and timestamp deltas stay valid), a new count,
+   MaxTimestamp and CRC (Kafka keeps LastOffsetDelta too, so the batch keeps its offset range); a batch that
+   loses all is dropped. A record survives if it has a key, is the latest for that key and is not a tombstone
+   (null value) older than delete.retention.ms. Transactional and control batches are kept as they are.
+3. The file is fsynced and renamed `.swap`; then, under the log's lock, the old segments are renamed
+   `.deleted` (their descriptors stay open for in-flight reads and are closed after file.delete.delay.ms),
+   the swap file takes the final `<base>.log` name and its indexes are built. A crash before the swap leaves
+   a `.cleaned` file (deleted at open); after it, a `.swap` file (completed at open).
+
+Offsets never change, so consumers and the group coordinator see the same offsets, only fewer records.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from storage.batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    batch_payload,
+    crc32c,
+    iter_record_spans,
+)
+from storage.compression import compress
+from storage.segment import LogSegment, segment_name
+
+if TYPE_CHECKING:
+    from storage.log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+_I = struct.Struct(">i")
+_Q = struct.Struct(">q")
+_UI = struct.Struct(">I")
+
+
+@dataclass(frozen=True, slots=True)
+class CleanResult:
+    segments_before: int
+    segments_after: int
+    bytes_before: int
+    bytes_after: int
+    records_removed: int
+    first_uncleanable_offset: int
+
+
+def _keep_verbatim(hdr: BatchHeader) -> bool:
+    return hdr.is_control or hdr.is_transactional
+
+
+def first_uncleanable_offset(plog: PartitionLog, now_ms: int) -> int:
+    segs = plog.segments
+    bound = min(segs[-1].base_offset, plog.last_stable_offset)
+    lag = plog.config.min_compaction_lag_ms
+    if lag > 0:
+        for seg in segs[:-1]:
+            if seg.max_timestamp > now_ms - lag:
+                bound = min(bound, seg.base_offset)
+                break
+    return bound
+
+
+def clean_log(plog: PartitionLog, now_ms: int | None = None, *, force: bool = False) -> CleanResult | None:
+    """One compaction pass over `plog` (call from a worker thread); None when there is nothing to do."""
+    now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    segs = plog.segments
+    if len(segs) < 2 or plog.closed:
+        return None
+    bound = first_uncleanable_offset(plog, now)
+    cleanable = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset <= bound and s.size > 0]
+    if not cleanable:
+        return None
+    total = sum(s.size for s in cleanable)
+    dirty = sum(s.size for s in cleanable if s.next_offset > plog.cleaner_checkpoint)
+    if not force and (dirty == 0 or dirty / total < plog.config.min_cleanable_dirty_ratio):
+        return None
+    latest: dict[bytes, int] = {}
+    for seg in cleanable:
+        for pos, hdr in seg.batches():
+            if _keep_verbatim(hdr):
+                continue
+            data = seg.read_batch(pos, hdr)
+            for _s, _e, rec in iter_record_spans(hdr, batch_payload(data, hdr)):
+                if rec.key is not None:
+                    latest[rec.key] = rec.offset
+    horizon = now - plog.config.delete_retention_ms
+    groups: list[list[LogSegment]] = []
+    for seg in cleanable:
+        if groups and sum(s.size for s in groups[-1]) + seg.size <= plog.config.segment_bytes and (
+            seg.next_offset - groups[-1][0].base_offset <= 2**31 - 1
+        ):
+            groups[-1].append(seg)
+        else:
+            groups.append([seg])
+    removed = 0
+    after = 0
+    for group in groups:
+        r = _clean_group(plog, group, latest, horizon)
+        if r is None:
+            return None  # the log changed under us (retention, truncation): try again next time
+        removed += r[0]
+        after += r[1]
+    plog.cleaner_checkpoint = max(plog.cleaner_checkpoint, cleanable[-1].next_offset)
+    log.info("%s-%d: compacted %d segments into %d, %d -> %d bytes, %d records removed", plog.topic,
+             plog.partition, len(cleanable), len(groups), total, after, removed)
+    return CleanResult(len(cleanable), len(groups), total, after, removed, bound)
+
+
+def filter_batch(data: bytes, hdr: BatchHeader, latest: dict[bytes, int], horizon: int) -> tuple[bytes | None, int]:
+    """(the batch with only surviving records or None, number of records removed)."""
+    if _keep_verbatim(hdr):
+        return data, 0
+    payload = batch_payload(data, hdr)
+    kept: list[memoryview] = []
+    max_ts = -1
+    for start, end, rec in iter_record_spans(hdr, payload):
+        if rec.key is None or latest.get(rec.key) != rec.offset:
+            continue
+        if rec.value is None and rec.timestamp < horizon:
+            continue
+        kept.append(payload[start:end])
+        max_ts = max(max_ts, rec.timestamp)
+    n = len(kept)
+    if n == hdr.records_count:
+        return data, 0
+    if n == 0:
+        return None, hdr.records_count
+    body = b"".join(kept)
+    if hdr.compression:
+        body = compress(hdr.compression, body)
+    head = bytearray(data[:HEADER_SIZE])
+    _I.pack_into(head, 8, HEADER_SIZE + len(body) - LOG_OVERHEAD)
+    if not hdr.is_log_append_time:
+        _Q.pack_into(head, 35, max_ts)
+    _I.pack_into(head, 57, n)
+    crc = crc32c(body, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
+    _UI.pack_into(head, 17, crc)
+    return bytes(head) + body, hdr.records_count - n
+
+
+def _clean_group(
+    plog: PartitionLog, group: list[LogSegment], latest: dict[bytes, int], horizon: int
+) -> tuple[int, int] | None:
+    base = group[0].base_offset
+    final = os.path.join(plog.dir, segment_name(base, ".log"))
+    cleaned = final + ".cleaned"
+    swap = final + ".swap"
+    removed = 0
+    written = 0
+    fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for seg in group:
+            for pos, hdr in seg.batches():
+                out, gone = filter_batch(seg.read_batch(pos, hdr), hdr, latest, horizon)
+                removed += gone
+                if out is not None:
+                    os.write(fd, out)
+                    written += len(out)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    txns = [t for seg in group for t in seg.txn_index.entries]
+    os.rename(cleaned, swap)
+    cfg = plog.config
+    with plog._lock:
+        current = list(plog._view[0])
+        ids = [id(s) for s in current]
+        try:
+            first = ids.index(id(group[0]))
+        except ValueError:
+            os.unlink(swap)
+            return None
+        if ids[first : first + len(group)] != [id(s) for s in group]:
+            os.unlink(swap)
+            return None
+        for old in group:
+            old.mark_deleted()
+            plog._doomed.append((time.monotonic() + cfg.file_delete_delay_ms / 1000, old))
+        os.rename(swap, final)
+        seg = LogSegment(plog.dir, base, index_interval_bytes=cfg.index_interval_bytes,
+                         max_index_size=cfg.segment_index_bytes, now_ms=time.time_ns() // 1_000_000)
+        seg.recover(cfg.segment_index_bytes)
+        for t in txns:
+            seg.txn_index.append(t)
+        current[first : first + len(group)] = [seg]
+        plog._view = (tuple(current), tuple(s.base_offset for s in current))
+    return removed, written
