@@ -71,7 +71,13 @@ def test_group_reads_commits_and_resumes(client_name: str, broker, topic: str) -
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["clean", "crash"])
 @pytest.mark.parametrize("client_name", ALL_CLIENTS)
-def test_offsets_and_groups_survive_restart(client_name: str, sig: int, broker_factory, topic: str) -> None:
+def test_offsets_and_groups_survive_restart(client_name: str, sig: int, broker_factory, topic: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # storage recovers all 50 __consumer_offsets partitions after a crash, which can take longer
+    # than the harness's default 30 s readiness wait on a loaded machine
+    import harness.broker
+
+    monkeypatch.setattr(harness.broker, "READY_TIMEOUT_S", max(harness.broker.READY_TIMEOUT_S, 180.0))
     b = broker_factory()
     create_topic(b.bootstrap, topic, PARTITIONS)
     produce(b.bootstrap, topic, _values("r", 0, 12))
