@@ -48,9 +48,8 @@ from __future__ import annotations
 from storage.dumplog.cli import main
 from storage.dumplog.dumpers import Options, dump_files
 from storage.dumplog.java import JavaError, ScalaHashMap, java_utf8_decode
-from storage.dumplog.lines import batch_line, legacy_batch_line
+from storage.dumplog.lines import batch_head, batch_line, batch_tail
 from storage.dumplog.records import Batch, Record, iter_file_batches, iter_legacy_records, iter_records
 
-__all__ = ["Batch", "JavaError", "Options", "Record", "ScalaHashMap", "batch_line", "dump_files",
-           "iter_file_batches", "iter_legacy_records", "iter_records", "java_utf8_decode", "legacy_batch_line",
-           "main"]
+__all__ = ["Batch", "JavaError", "Options", "Record", "ScalaHashMap", "batch_head", "batch_line", "batch_tail",
+           "dump_files", "iter_file_batches", "iter_legacy_records", "iter_records", "java_utf8_decode", "main"]

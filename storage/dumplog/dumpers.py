@@ -30,7 +30,7 @@ from storage.dumplog.java import (
     _Writer,
     java_utf8_decode,
 )
-from storage.dumplog.lines import _control_suffix, batch_line, legacy_batch_line
+from storage.dumplog.lines import _control_suffix, batch_head, batch_tail
 from storage.dumplog.records import Batch, _Legacy, iter_file_batches, iter_records
 
 
@@ -103,7 +103,8 @@ def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
     try:
         for batch in iter_file_batches(data, 0, size):
             legacy = batch.magic < 2
-            w((legacy_batch_line(batch) if legacy else batch_line(batch)) + "\n")
+            w(batch_head(batch))
+            w(batch_tail(batch) + "\n")
             if deep:
                 if legacy:
                     is_control = False

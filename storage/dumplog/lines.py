@@ -22,37 +22,41 @@ from storage.dumplog.java import (
 from storage.dumplog.records import Batch, Record, _Buf, _Legacy, _Underflow, increment_sequence
 
 
-def legacy_batch_line(batch: Batch) -> str:
-    """``printBatchLevel`` for magic 0/1: the wrapper message's offset, timestamp, codec and CRC-32."""
-    m = _Legacy(int(struct.unpack_from(">q", batch.data, 0)[0]), batch.data[12:])
-    codec = m.attrs & 0x07
-    if codec not in _CODECS:
-        raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
-    return (f"offset: {m.offset} position: {batch.position} {m.timestamp_type}: {m.own_timestamp} "
-            f"size: {batch.size} magic: {m.magic} compresscodec: {_CODECS[codec]} crc: {m.crc} "
-            f"isvalid: {'true' if m.valid else 'false'}")
-
-
-
-
-def batch_line(batch: Batch) -> str:
-    """``printBatchLevel`` for magic 2 (without the newline)."""
-    (base_offset, _len, ple, _magic, crc, attrs, lod, base_ts, max_ts, pid, epoch, base_seq,
+def batch_head(batch: Batch) -> str:
+    """The first half of ``printBatchLevel`` (Kafka ``print``s it before evaluating the second half)."""
+    if batch.magic < 2:
+        return f"offset: {int(struct.unpack_from('>q', batch.data, 0)[0])}"
+    (base_offset, _len, ple, _magic, _crc, attrs, lod, base_ts, _max_ts, pid, epoch, base_seq,
      count) = batch.header()
-    attrs &= 0xFF
     last_seq = -1 if base_seq == -1 else increment_sequence(base_seq, lod)
-    codec = attrs & 0x07
-    if codec not in _CODECS:
-        raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
     horizon = base_ts if attrs & 0x40 else None
-    ts_type = "LogAppendTime" if attrs & 0x08 else "CreateTime"
-    valid = batch.size >= _BATCH_OVERHEAD and _crc32c.crc32c(batch.data[21:]) == crc
     return (f"baseOffset: {base_offset} lastOffset: {_i64(base_offset + lod)} count: {count} "
             f"baseSequence: {base_seq} lastSequence: {last_seq} producerId: {pid} producerEpoch: {epoch} "
             f"partitionLeaderEpoch: {ple} isTransactional: {'true' if attrs & 0x10 else 'false'} "
-            f"isControl: {'true' if attrs & 0x20 else 'false'} deleteHorizonMs: {_optional_long(horizon)} "
-            f"position: {batch.position} {ts_type}: {max_ts} size: {batch.size} magic: {batch.magic} "
+            f"isControl: {'true' if attrs & 0x20 else 'false'} deleteHorizonMs: {_optional_long(horizon)}")
+
+
+def batch_tail(batch: Batch) -> str:
+    """The second half: `` position: P <TimestampType>: maxTimestamp size: S magic: M compresscodec: C crc: N
+    isvalid: B``. For magic 0/1 the values are the wrapper message's (CRC-32 instead of CRC-32C)."""
+    if batch.magic < 2:
+        m = _Legacy(int(struct.unpack_from(">q", batch.data, 0)[0]), batch.data[12:])
+        ts_type, max_ts, attrs, crc, valid = m.timestamp_type, m.own_timestamp, m.attrs, m.crc, m.valid
+    else:
+        header = batch.header()
+        attrs, max_ts, crc = header[5], header[8], header[4]
+        ts_type = "LogAppendTime" if attrs & 0x08 else "CreateTime"
+        valid = batch.size >= _BATCH_OVERHEAD and _crc32c.crc32c(batch.data[21:]) == crc
+    codec = attrs & 0x07
+    if codec not in _CODECS:
+        raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
+    return (f" position: {batch.position} {ts_type}: {max_ts} size: {batch.size} magic: {batch.magic} "
             f"compresscodec: {_CODECS[codec]} crc: {crc} isvalid: {'true' if valid else 'false'}")
+
+
+def batch_line(batch: Batch) -> str:
+    """``printBatchLevel`` (without the newline), any magic."""
+    return batch_head(batch) + batch_tail(batch)
 
 
 def _jackson_str(s: str) -> str:

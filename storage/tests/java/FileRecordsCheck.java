@@ -8,7 +8,9 @@
  *                                         Exit status 1 if any batch is invalid or a record cannot be read.
  *   FileRecordsCheck --dump [--print-data-log] FILE.log...
  *                                         print the batch and record lines of kafka-dump-log.sh, with every value
- *                                         taken from kafka-clients' own accessors (an oracle for storage/dumplog).
+ *                                         taken from kafka-clients' own accessors (an oracle for storage/dumplog);
+ *                                         an exception ends that file's dump with the JVM's "Exception in thread
+ *                                         "main" ..." line (on stdout, to keep the order) and exit status 1.
  *   FileRecordsCheck --decode-hex         read hex lines from stdin; print, per line, the UTF-16 code units (hex)
  *                                         of Java's new String(bytes, UTF_8).
  *   FileRecordsCheck --snapshot-schema FILE...
@@ -24,7 +26,6 @@ import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
-import java.util.OptionalLong;
 
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.protocol.types.ArrayOf;
@@ -153,56 +154,62 @@ public class FileRecordsCheck {
         return status;
     }
 
-    /* The .log part of kafka-dump-log.sh, values from kafka-clients' accessors. */
+    /* The .log part of kafka-dump-log.sh, values from kafka-clients' accessors, printed piece by piece in the
+     * tool's order so that an exception leaves the same partial output; the exception is then reported on
+     * stderr the way the JVM reports an uncaught one (first line only) and the next file is dumped. */
     private static int dump(File file, boolean printData) throws Exception {
         OUT.println("Dumping " + file);
         try (FileRecords fr = FileRecords.open(file, false)) {
             long validBytes = 0;
             for (FileChannelRecordBatch batch : fr.batches()) {
-                OptionalLong horizon = batch.deleteHorizonMs();
                 boolean v2 = batch.magic() >= RecordBatch.MAGIC_VALUE_V2;
-                String head = v2
-                        ? "baseOffset: " + batch.baseOffset() + " lastOffset: " + batch.lastOffset() + " count: "
+                if (v2)
+                    OUT.print("baseOffset: " + batch.baseOffset() + " lastOffset: " + batch.lastOffset() + " count: "
                         + batch.countOrNull() + " baseSequence: " + batch.baseSequence() + " lastSequence: "
                         + batch.lastSequence() + " producerId: " + batch.producerId() + " producerEpoch: "
                         + batch.producerEpoch() + " partitionLeaderEpoch: " + batch.partitionLeaderEpoch()
                         + " isTransactional: " + batch.isTransactional() + " isControl: " + batch.isControlBatch()
-                        + " deleteHorizonMs: " + horizon
-                        : "offset: " + batch.lastOffset();
-                OUT.println(head + " position: " + validBytes + " " + batch.timestampType()
+                        + " deleteHorizonMs: " + batch.deleteHorizonMs());
+                else
+                    OUT.print("offset: " + batch.lastOffset());
+                OUT.println(" position: " + validBytes + " " + batch.timestampType()
                         + ": " + batch.maxTimestamp() + " size: " + batch.sizeInBytes() + " magic: " + batch.magic()
                         + " compresscodec: " + batch.compressionType().name + " crc: " + batch.checksum()
                         + " isvalid: " + batch.isValid());
                 for (Record record : batch) {
-                    StringBuilder line = new StringBuilder("| offset: " + record.offset() + " " + batch.timestampType()
+                    OUT.print("| offset: " + record.offset() + " " + batch.timestampType()
                             + ": " + record.timestamp() + " keySize: " + record.keySize() + " valueSize: "
                             + record.valueSize());
                     if (v2) {
-                        line.append(" sequence: ").append(record.sequence()).append(" headerKeys: [");
+                        StringBuilder keys = new StringBuilder("[");
                         Header[] headers = record.headers();
                         for (int i = 0; i < headers.length; i++)
-                            line.append(i == 0 ? "" : ",").append(headers[i].key());
-                        line.append("]");
+                            keys.append(i == 0 ? "" : ",").append(headers[i].key());
+                        OUT.print(" sequence: " + record.sequence() + " headerKeys: " + keys.append("]"));
                     }
                     if (record instanceof AbstractLegacyRecordBatch) {
                         AbstractLegacyRecordBatch r = (AbstractLegacyRecordBatch) record;
-                        line.append(" isValid: ").append(r.isValid()).append(" crc: ").append(r.checksum()).append("}");
+                        OUT.print(" isValid: " + r.isValid() + " crc: " + r.checksum() + "}");
                     }
                     if (batch.isControlBatch())
-                        line.append(controlText(record));
+                        OUT.print(controlText(record));
                     else if (printData) {
                         if (record.hasKey())
-                            line.append(" key: ").append(utf8(record.key()));
+                            OUT.print(" key: " + utf8(record.key()));
                         if (record.hasValue())
-                            line.append(" payload: ").append(utf8(record.value()));
+                            OUT.print(" payload: " + utf8(record.value()));
                     }
-                    OUT.println(line);
+                    OUT.println();
                 }
                 validBytes += batch.sizeInBytes();
             }
             long trailing = fr.sizeInBytes() - validBytes;
             if (trailing > 0)
                 OUT.println("Found " + trailing + " invalid bytes at the end of " + file.getName());
+        } catch (Exception | OutOfMemoryError e) {
+            // where the JVM would print the uncaught exception (stderr); inline here so the order is kept
+            OUT.println("Exception in thread \"main\" " + e);
+            return 1;
         }
         return 0;
     }

@@ -119,7 +119,9 @@ def build() -> Path:
 def run(args: Sequence[str], input: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
     classes = build()
     cp = os.pathsep.join([str(classes), *classpath_jars()])
-    return subprocess.run(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, MAIN_CLASS, *args],
+    # -Xmx256M: the heap kafka-run-class.sh gives Kafka's tools (decides where huge record counts run out)
+    return subprocess.run(["java", "-Xmx256M", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, MAIN_CLASS,
+                           *args],
                           input=input, capture_output=True, timeout=timeout)
 
 
@@ -134,12 +136,14 @@ def check_logs(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, object
     return rows
 
 
-def dump_logs(paths: Iterable[str | os.PathLike[str]], print_data_log: bool = False) -> str:
-    """kafka-dump-log's batch/record lines as computed by kafka-clients (see FileRecordsCheck --dump)."""
+def dump_logs(paths: Iterable[str | os.PathLike[str]], print_data_log: bool = False,
+              allow_errors: bool = False) -> str:
+    """kafka-dump-log's batch/record lines as computed by kafka-clients (see FileRecordsCheck --dump). With
+    ``allow_errors`` a file whose reading throws ends with the JVM's ``Exception in thread "main" ...`` line."""
     args = ["--dump"] + (["--print-data-log"] if print_data_log else []) + [os.fspath(p) for p in paths]
     proc = run(args)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.decode(errors="replace"))
+    if proc.returncode != 0 and not allow_errors:
+        raise RuntimeError(proc.stdout.decode(errors="replace")[-2000:] + proc.stderr.decode(errors="replace"))
     return proc.stdout.decode("utf-8")
 
 
