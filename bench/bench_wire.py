@@ -63,8 +63,15 @@ def record_batch(payload_size: int) -> bytes:
 
 
 def produce_body(records: bytes) -> bytes:
-    req = ProduceRequest(acks=-1, timeout_ms=30000, topic_data=[ProduceRequest.TopicProduceData(
-        name="bench", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
+    req = ProduceRequest(
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="bench", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)]
+            )
+        ],
+    )
     return req.encode(9)
 
 
@@ -75,14 +82,26 @@ def check_crc(batch: memoryview) -> bool:
 def metadata_response() -> MetadataResponse:
     topics = []
     for t in range(100):
-        parts = [MetadataResponse.MetadataResponsePartition(
-            partition_index=p, leader_id=1, leader_epoch=0, replica_nodes=[1], isr_nodes=[1], offline_replicas=[])
-            for p in range(10)]
-        topics.append(MetadataResponse.MetadataResponseTopic(
-            name=f"topic-{t}", topic_id=uuid.uuid4(), partitions=parts))
+        parts = [
+            MetadataResponse.MetadataResponsePartition(
+                partition_index=p,
+                leader_id=1,
+                leader_epoch=0,
+                replica_nodes=[1],
+                isr_nodes=[1],
+                offline_replicas=[],
+            )
+            for p in range(10)
+        ]
+        topics.append(
+            MetadataResponse.MetadataResponseTopic(name=f"topic-{t}", topic_id=uuid.uuid4(), partitions=parts)
+        )
     return MetadataResponse(
         brokers=[MetadataResponse.MetadataResponseBroker(node_id=1, host="127.0.0.1", port=9092)],
-        cluster_id="bench-cluster", controller_id=1, topics=topics)
+        cluster_id="bench-cluster",
+        controller_id=1,
+        topics=topics,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -111,9 +130,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t_gen = _median_time(lambda: MetadataResponse.decode(md.encode(12), 12), 2 * scale, repeats)
     t_ref = _median_time(lambda: ref.decode(ref.encode(md, 12), 12), 1, max(3, repeats // 3))
 
-    parts = [FetchResponse.PartitionData(partition_index=p, high_watermark=10, records=[(99, 4096 * p, 1 << 20)])
-             for p in range(100)]
-    fetch = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic_id=uuid.uuid4(), partitions=parts)])
+    parts = [
+        FetchResponse.PartitionData(partition_index=p, high_watermark=10, records=[(99, 4096 * p, 1 << 20)])
+        for p in range(100)
+    ]
+    fetch = FetchResponse(
+        responses=[FetchResponse.FetchableTopicResponse(topic_id=uuid.uuid4(), partitions=parts)]
+    )
     t_fetch = _median_time(lambda: fetch.encode_chunks(16), 20 * scale, repeats)
 
     results: dict[str, Any] = {

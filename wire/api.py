@@ -50,7 +50,8 @@ class UnsupportedVersion(RequestError):
 
     def __init__(self, header: RequestHeader, info: ApiInfo) -> None:
         super().__init__(
-            header, f"{info.name} v{header.api_version} unsupported (have {info.min_version}-{info.max_version})"
+            header,
+            f"{info.name} v{header.api_version} unsupported (have {info.min_version}-{info.max_version})",
         )
         self.info = info
 

@@ -69,7 +69,11 @@ class RequestHeader:
         return hdr, r.pos
 
     def encode(self, header_version: int | None = None) -> bytes:
-        hv = request_header_version(self.api_key, self.api_version) if header_version is None else header_version
+        hv = (
+            request_header_version(self.api_key, self.api_version)
+            if header_version is None
+            else header_version
+        )
         w = Writer()
         w.int16(self.api_key)
         w.int16(self.api_version)

@@ -405,7 +405,9 @@ def read_region(region: FileRegion) -> bytes:
     return data
 
 
-def write_tagged(out: bytearray, known: list[tuple[int, bytes | bytearray]], unknown: dict[int, bytes]) -> None:
+def write_tagged(
+    out: bytearray, known: list[tuple[int, bytes | bytearray]], unknown: dict[int, bytes]
+) -> None:
     """Write a tagged-field section: known fields (already encoded) merged with unknown ones, by tag."""
     if unknown:
         items = sorted([*known, *unknown.items()], key=lambda t: t[0])

@@ -20,7 +20,13 @@ from wire.primitives import read_region
 from wire.spec import FieldSpec, MessageSpec, StructSpec, default_value, load_all
 
 _FIXED_FMT = {
-    "bool": ">?", "int8": ">b", "int16": ">h", "uint16": ">H", "int32": ">i", "uint32": ">I", "int64": ">q",
+    "bool": ">?",
+    "int8": ">b",
+    "int16": ">h",
+    "uint16": ">H",
+    "int32": ">i",
+    "uint32": ">I",
+    "int64": ">q",
     "float64": ">d",
 }
 
@@ -119,7 +125,9 @@ class ReferenceCodec:
         else:
             out += struct.pack(width, n)
 
-    def _enc_value(self, out: bytearray, f: FieldSpec, t: str, value: Any, v: int, flex: bool, nullable: bool) -> None:
+    def _enc_value(
+        self, out: bytearray, f: FieldSpec, t: str, value: Any, v: int, flex: bool, nullable: bool
+    ) -> None:
         if t.startswith("[]"):
             if value is None:
                 if not nullable:

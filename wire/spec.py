@@ -28,7 +28,20 @@ from pathlib import Path
 KAFKA_VERSION = "3.9.0"
 
 PRIMITIVES = frozenset(
-    {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "string", "uuid", "bytes", "records"}
+    {
+        "bool",
+        "int8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "float64",
+        "string",
+        "uuid",
+        "bytes",
+        "records",
+    }
 )
 #: struct format code and width of the fixed-width primitives.
 FIXED = {
@@ -156,8 +169,12 @@ def load_json(path: Path) -> dict[str, object]:
     return data
 
 
-def _parse_fields(raw: list[dict[str, object]], owner_versions: Versions, structs: dict[str, StructSpec],
-                  common: dict[str, dict[str, object]]) -> list[FieldSpec]:
+def _parse_fields(
+    raw: list[dict[str, object]],
+    owner_versions: Versions,
+    structs: dict[str, StructSpec],
+    common: dict[str, dict[str, object]],
+) -> list[FieldSpec]:
     out: list[FieldSpec] = []
     for f in raw:
         ftype = str(f["type"])
@@ -182,20 +199,22 @@ def _parse_fields(raw: list[dict[str, object]], owner_versions: Versions, struct
         tag = f.get("tag")
         default = f.get("default")
         name = str(f["name"])
-        out.append(FieldSpec(
-            name=name,
-            snake=snake(name),
-            type=ftype,
-            versions=versions,
-            nullable=Versions.parse(f.get("nullableVersions")),  # type: ignore[arg-type]
-            tagged=Versions.parse(f.get("taggedVersions")),  # type: ignore[arg-type]
-            tag=int(tag) if tag is not None else None,  # type: ignore[call-overload]
-            default=None if default is None else str(default),
-            ignorable=bool(f.get("ignorable", False)),
-            is_array=is_array,
-            elem=elem,
-            struct=struct_name,
-        ))
+        out.append(
+            FieldSpec(
+                name=name,
+                snake=snake(name),
+                type=ftype,
+                versions=versions,
+                nullable=Versions.parse(f.get("nullableVersions")),  # type: ignore[arg-type]
+                tagged=Versions.parse(f.get("taggedVersions")),  # type: ignore[arg-type]
+                tag=int(tag) if tag is not None else None,  # type: ignore[call-overload]
+                default=None if default is None else str(default),
+                ignorable=bool(f.get("ignorable", False)),
+                is_array=is_array,
+                elem=elem,
+                struct=struct_name,
+            )
+        )
     return out
 
 

@@ -53,7 +53,9 @@ def test_request_header_v0_controlled_shutdown() -> None:
 
 
 def test_request_roundtrip_through_framebuffer_byte_at_a_time() -> None:
-    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t")], allow_auto_topic_creation=False)
+    req = MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name="t")], allow_auto_topic_creation=False
+    )
     frames = [api.encode_request(RequestHeader(3, v, v, "c"), req) for v in (1, 9, 12)]
     fb = FrameBuffer(1024)
     got = []
@@ -100,7 +102,9 @@ def test_unknown_key_and_unsupported_version_carry_header() -> None:
 
 def test_api_versions_response_uses_header_v0_even_when_flexible() -> None:
     hdr = RequestHeader(18, 3, 9, "c")
-    resp = ApiVersionsResponse(api_keys=[ApiVersionsResponse.ApiVersion(api_key=0, min_version=3, max_version=9)])
+    resp = ApiVersionsResponse(
+        api_keys=[ApiVersionsResponse.ApiVersion(api_key=0, min_version=3, max_version=9)]
+    )
     data = api.join_chunks(api.encode_response(hdr, resp))
     assert struct.unpack(">ii", data[:8]) == (len(data) - 4, 9)
     assert data[8:10] == b"\x00\x00"  # error code right after the correlation id: no header tag byte
@@ -133,7 +137,9 @@ def test_records_chunks_and_file_regions(tmp_path: object) -> None:
         fh.write(b"0123456789" * 1000)
     fd = os.open(path, os.O_RDONLY)
     try:
-        part = FetchResponse.PartitionData(partition_index=0, records=[b"head", (fd, 10, 5000), memoryview(b"t")])
+        part = FetchResponse.PartitionData(
+            partition_index=0, records=[b"head", (fd, 10, 5000), memoryview(b"t")]
+        )
         resp = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=[part])])
         chunks = api.encode_response(RequestHeader(1, 11, 3), resp)
         assert (fd, 10, 5000) in chunks  # the region is passed through for sendfile, not read
@@ -148,8 +154,14 @@ def test_records_chunks_and_file_regions(tmp_path: object) -> None:
 
 def test_records_decode_is_zero_copy() -> None:
     batch = b"\x00" * 100_000
-    req = ProduceRequest(acks=1, topic_data=[ProduceRequest.TopicProduceData(
-        name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])])
+    req = ProduceRequest(
+        acks=1,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)]
+            )
+        ],
+    )
     raw = bytearray(req.encode(9))
     back = ProduceRequest.decode(raw, 9)
     rec = back.topic_data[0].partition_data[0].records
@@ -161,3 +173,26 @@ def test_registry_shape() -> None:
     assert info.name == "ApiVersions" and info.request_class is ApiVersionsRequest
     assert info.flexible_min == 3 and info.is_flexible(3) and not info.is_flexible(2)
     assert REGISTRY[0].min_version == 0 and REGISTRY[0].max_version >= 11
+
+
+def test_trailing_bytes_are_ignored_like_kafka() -> None:
+    """Kafka's RequestContext.parseRequest does not check for leftover bytes; neither do we, but
+    decode_from reports where the message ended."""
+    req = MetadataRequest(topics=None, allow_auto_topic_creation=True)
+    frame = api.encode_request(RequestHeader(3, 9, 1, "c"), req)[4:] + b"\xde\xad"
+    hdr, body = api.parse_request(frame)
+    assert body == req
+    raw = req.encode(9)
+    obj, end = MetadataRequest.decode_from(raw + b"junk", 9)
+    assert obj == req and end == len(raw)
+
+
+def test_tag_of_a_field_from_other_versions_is_kept_as_unknown() -> None:
+    """FetchResponse tag 0 at top level is NodeEndpoints, valid from v16. Kafka's Java codec rejects it at
+    v12-v15; we are lenient and keep it as an unknown tagged field (written back unchanged)."""
+    raw = bytearray(FetchResponse().encode(15))
+    assert raw[-1] == 0
+    raw[-1:] = b"\x01\x00\x02\xab\xcd"
+    back = FetchResponse.decode(raw, 15)
+    assert back.unknown_tagged_fields == {0: b"\xab\xcd"} and back.node_endpoints == []
+    assert back.encode(15) == raw

@@ -35,13 +35,17 @@ def kafka_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         pytest.skip(f"needs java, javac and {jar}")
     out = tmp_path_factory.mktemp("wirejava")
     cp = f"{jar}:{JARS / 'slf4j-api.jar'}"
-    subprocess.run(["javac", "-cp", cp, "-d", str(out), str(SRC)], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        ["javac", "-cp", cp, "-d", str(out), str(SRC)], check=True, capture_output=True, timeout=180
+    )
     return ["java", "-cp", f"{out}:{cp}", "WireRoundTrip"]
 
 
 def _run(cmd: list[str], lines: list[str], tmp: Path) -> list[str]:
     (tmp / "in.txt").write_text("\n".join(lines) + "\n")
-    subprocess.run([*cmd, str(tmp / "in.txt"), str(tmp / "out.txt")], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [*cmd, str(tmp / "in.txt"), str(tmp / "out.txt")], check=True, capture_output=True, timeout=300
+    )
     return (tmp / "out.txt").read_text().splitlines()
 
 
@@ -67,7 +71,8 @@ def test_header_versions_match_kafka(specs: Path, kafka_java: list[str], tmp_pat
     pairs = [(m.api_key, v) for m in message_specs() if m.type == "request" for v in m.versions]
     results = _run(kafka_java, [f"H {k} {v}" for k, v in pairs], tmp_path)
     mismatches = [
-        (k, v, res) for (k, v), res in zip(pairs, results, strict=True)
+        (k, v, res)
+        for (k, v), res in zip(pairs, results, strict=True)
         if res != f"H {request_header_version(k, v)} {response_header_version(k, v)}"
     ]
     assert not mismatches, mismatches[:20]

@@ -42,8 +42,12 @@ def test_generated_matches_reference(msg: MessageSpec) -> None:
     cls = class_for(msg)
     ref = ReferenceCodec(msg, cls)
 
-    @settings(max_examples=10, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=10,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(_versions_and_messages(msg))
     def check(case: tuple[int, Any]) -> None:
         v, obj = case

@@ -24,7 +24,13 @@ from wire.spec import MessageSpec
 from wire.tests.strategies import SpecStrategies, class_for, message_specs
 
 REQUESTS = [m for m in message_specs() if m.type == "request"]
-HOSTILE = [b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\xff\xff\xff\xfe", b"\xff\xff\xff\xff\x07", b"\x7f\xff"]
+HOSTILE = [
+    b"\x7f\xff\xff\xff",
+    b"\x80\x00\x00\x00",
+    b"\xff\xff\xff\xfe",
+    b"\xff\xff\xff\xff\x07",
+    b"\x7f\xff",
+]
 
 
 def _decode_only_decode_error(cls: Any, data: bytes, version: int) -> None:
@@ -57,8 +63,12 @@ def test_mutated_requests_raise_only_decode_error(msg: MessageSpec) -> None:
     cls = class_for(msg)
     strat = SpecStrategies(msg)
 
-    @settings(max_examples=12, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=12,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(st.data())
     def check(data: st.DataObject) -> None:
         v = data.draw(st.sampled_from(list(msg.versions)))
@@ -85,8 +95,15 @@ def test_every_truncation_of_a_request(msg: MessageSpec) -> None:
 
 
 def test_two_gib_length_inside_100_bytes() -> None:
-    req = ProduceRequest(acks=1, timeout_ms=5, topic_data=[ProduceRequest.TopicProduceData(
-        name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"r" * 40)])])
+    req = ProduceRequest(
+        acks=1,
+        timeout_ms=5,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"r" * 40)]
+            )
+        ],
+    )
     raw = bytearray(req.encode(8))
     assert len(raw) < 100
     pos = raw.index(b"r" * 40) - 4
