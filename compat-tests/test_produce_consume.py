@@ -4,6 +4,8 @@ max.message.bytes; a topic with 100+ partitions."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from harness.clients import CODECS, clients_with
 from harness.records import Rec, assert_same_records, records_for
@@ -60,7 +62,8 @@ def test_near_max_message_bytes(broker, client, topic):
                 else (), partition=0) for i in range(3)]
     if "fixed_headers" in client.features:
         recs = [Rec(r.key, r.value, (("n", b"0"),), partition=0) for r in recs]
-    client.produce(broker.bootstrap, topic, recs, max_request_bytes=1_000_000)
+    for r in recs:  # one call per record: a batch of several would exceed the topic limit (as on Kafka)
+        client.produce(broker.bootstrap, topic, [r], max_request_bytes=1_000_000)
     got = client.consume(broker.bootstrap, topic, [0], len(recs), timeout_s=30, max_fetch_bytes=1_000_000)
     assert_same_records(recs, got, check_ts=False, what=f"{client.name} near max.message.bytes")
 
@@ -72,7 +75,8 @@ def test_record_over_max_message_bytes_rejected(broker, client, topic):
     with pytest.raises(Exception) as ei:  # noqa: B017 - each client has its own exception type
         client.produce(broker.bootstrap, topic, [Rec(b"k", b"x" * 60_000, partition=0)],
                        max_request_bytes=1_000_000, timeout_s=15)
-    assert "too large" in str(ei.value).lower() or "TOO_LARGE" in str(ei.value).upper(), str(ei.value)
+    said = re.sub(r"[\s_]", "", str(ei.value).lower())
+    assert "toolarge" in said, str(ei.value)
 
 
 @pytest.mark.parametrize("client_name", clients_with("produce", "consume", "metadata"))

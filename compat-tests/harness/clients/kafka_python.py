@@ -27,7 +27,8 @@ class KafkaPythonClient(Client):
 
         conf: dict = dict(bootstrap_servers=bootstrap, acks=-1 if acks == "all" else int(acks), linger_ms=5,
                           compression_type=None if compression == "none" else compression,
-                          request_timeout_ms=int(timeout_s * 1000), retries=2**31 - 1,
+                          request_timeout_ms=min(int(timeout_s * 1000), 30_000),
+                          delivery_timeout_ms=max(int(timeout_s * 1000), 31_000), retries=2**31 - 1,
                           batch_size=64 * 1024)
         if idempotent is not None:
             conf["enable_idempotence"] = idempotent
