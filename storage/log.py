@@ -292,6 +292,8 @@ class PartitionLog:
             or hdr.max_timestamp > now + self.config.message_timestamp_after_max_ms
         ):
             raise InvalidTimestampError(f"timestamp {hdr.max_timestamp} out of the accepted range")
+        if validate_producer and self.config.compact:
+            _require_keys(mv, hdr)
         marker: tuple[int, int] | None = None
         if hdr.is_control:
             marker = _parse_marker(mv, hdr)
@@ -624,6 +626,13 @@ def _seg_ts(seg: LogSegment) -> int:
 
 def _now() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _require_keys(mv: memoryview, hdr: BatchHeader) -> None:
+    """Compacted topics take only keyed records (Kafka's LogValidator; decompresses, as Kafka does)."""
+    for rec in batch_records(mv):
+        if rec.key is None:
+            raise InvalidRecordError("compacted topic cannot accept a record without a key")
 
 
 def _parse_marker(mv: memoryview, hdr: BatchHeader) -> tuple[int, int]:

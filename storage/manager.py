@@ -56,6 +56,9 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
 class LogManager:
     """Every partition log of one log directory."""
 
+    #: producer.id.expiration.ms (a broker setting in Kafka; 1 day)
+    producer_id_expiration_ms = 86_400_000
+
     def __init__(self, log_dir: str, default_config: LogConfig, node_id: int, cluster_id: str) -> None:
         self.log_dir = log_dir
         self.default_config = default_config
@@ -233,6 +236,7 @@ class LogManager:
                 except (OSError, StorageError):
                     log.exception("compaction of %s-%d failed", key[0], key[1])
             plog.purge_deleted()
+            plog.producer_state.remove_expired(now, self.producer_id_expiration_ms)
         self.flush_dirty(now)
 
     def enforce_retention(self) -> None:

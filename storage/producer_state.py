@@ -216,6 +216,15 @@ class ProducerStateManager:
         others = [off for pid, off in self.ongoing.items() if pid != txn.producer_id]
         return min(others) if others else txn.last_offset + 1
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for producer.id.expiration.ms (by their last batch timestamp) with no open
+        transaction, as Kafka's removeExpiredProducers does; returns how many were removed."""
+        gone = [pid for pid, e in self.producers.items()
+                if e.current_txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in gone:
+            del self.producers[pid]
+        return len(gone)
+
     def clear(self) -> None:
         self.producers.clear()
         self.ongoing.clear()

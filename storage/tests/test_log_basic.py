@@ -190,3 +190,13 @@ def test_checkpoint_files_have_kafkas_format(tmp_path: Path) -> None:
 
     with pytest.raises(StorageError):
         LogManager.open(str(tmp_path), LogConfig(), node_id=2)
+
+
+def test_compacted_topic_rejects_unkeyed_records(tmp_path: Path) -> None:
+    lm = _open(tmp_path)
+    log = lm.create_log("c", 0, uuid.uuid4(), LogConfig(cleanup_policy="compact"))
+    log.append(encode_batch([Rec(b"v", key=b"k")], compression=1))
+    with pytest.raises(InvalidRecordError):
+        log.append(encode_batch([Rec(b"v", key=b"k"), Rec(b"v2")], compression=3))
+    assert log.log_end_offset == 1
+    lm.close()

@@ -151,3 +151,12 @@ def test_transactions_abort_index_and_lso(log: PartitionLog) -> None:
     log.append_control(1, producer_id=tx, producer_epoch=0, coordinator_epoch=7)
     assert len(log.aborted_transactions(0, log.log_end_offset)) == 1
     assert log.last_stable_offset == log.log_end_offset
+
+
+def test_idle_producers_expire(log: PartitionLog) -> None:
+    log.append(_b(0, 2))
+    log.append(_b(0, 1, pid=PID + 1, txn=True))  # open transaction: never expires
+    assert log.producer_state.remove_expired(NOW + 10, 86_400_000) == 0
+    assert log.producer_state.remove_expired(NOW + 86_400_000, 86_400_000) == 1
+    assert set(log.producer_state.producers) == {PID + 1}
+    log.append(_b(40))  # an unknown producer again: any sequence is accepted
