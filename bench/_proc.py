@@ -57,6 +57,11 @@ def _status_kb(pid: int, field: str) -> int:
     return 0
 
 
+def rss_kb(pid: int) -> int:
+    """Resident set size of one process, in KiB (0 if it is gone)."""
+    return _status_kb(pid, "VmRSS")
+
+
 def tree_rss_kb(pid: int) -> int:
     """Resident set size of ``pid`` plus all its descendants, in KiB."""
     return sum(_status_kb(p, "VmRSS") for p in [pid, *descendants(pid)])

@@ -145,6 +145,8 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
     metrics += [
         (f"e2e latency p50 @ {rate} msg/s (ms{reps})", _get("latency", "p50_ms"), None, False),
         (f"e2e latency p99 @ {rate} msg/s (ms{reps})", _get("latency", "p99_ms"), None, False),
+        (f"broker CPU during the {rate} msg/s runs (% of one core)", _get("latency", "broker_cpu_pct_of_core"),
+         None, False),
         ("idle RSS (MB)", _get("idle_rss_mb"), None, False),
         ("peak RSS (MB)", _get("peak_rss_mb"), None, False),
         (f"start-to-ready (s, median of {args.start_repeats})", _get("start", "median_s"), None, False),
