@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import crc32c as _crc32c
 
-from storage.errors import CorruptRecordError
+from storage.errors import CorruptRecordError, InvalidRecordError
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12
@@ -146,24 +146,24 @@ def compute_crc(batch: bytes | bytearray | memoryview) -> int:
     return crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
 
 
-def validate_batch(batch: bytes | bytearray | memoryview) -> BatchHeader:
-    """Structural check of exactly one batch: magic, length, record count vs last offset delta, CRC-32C."""
+def validate_batch(batch: bytes | bytearray | memoryview, *, exact_count: bool = True) -> BatchHeader:
+    """Check exactly one batch: magic, length and CRC-32C (CorruptRecordError); with `exact_count`, as for
+    client produce, also that RecordsCount = LastOffsetDelta + 1 > 0 (InvalidRecordError, as Kafka's
+    LogValidator). Compacted batches legitimately have fewer records than their offset range."""
     hdr = parse_header(batch)
     if hdr.length + LOG_OVERHEAD != len(batch):
         raise CorruptRecordError(f"batch length field {hdr.length} does not match {len(batch)} bytes")
     if hdr.records_count < 0 or hdr.last_offset_delta < 0:
         raise CorruptRecordError("negative record count or last offset delta")
-    if hdr.records_count == 0 and not hdr.has_delete_horizon:
-        raise CorruptRecordError("batch has no records")
-    if hdr.records_count and hdr.last_offset_delta != hdr.records_count - 1:
-        raise CorruptRecordError(
-            f"lastOffsetDelta {hdr.last_offset_delta} does not match record count {hdr.records_count}"
-        )
     if hdr.compression >= len(CODEC_NAMES):
         raise CorruptRecordError(f"unknown compression codec {hdr.compression}")
     actual = compute_crc(batch)
     if actual != hdr.crc:
         raise CorruptRecordError(f"CRC mismatch: stored {hdr.crc}, computed {actual}")
+    if exact_count and hdr.records_count != hdr.last_offset_delta + 1:
+        raise InvalidRecordError(
+            f"inconsistent batch: lastOffsetDelta {hdr.last_offset_delta} but {hdr.records_count} records"
+        )
     return hdr
 
 

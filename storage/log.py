@@ -279,7 +279,7 @@ class PartitionLog:
             raise LogClosedError(f"{self.topic}-{self.partition} is closed")
         now = _now() if now_ms is None else now_ms
         mv = memoryview(batch)
-        hdr = validate_batch(mv)
+        hdr = validate_batch(mv, exact_count=assign_offsets)
         if hdr.size > self.config.max_message_bytes:
             raise RecordTooLargeError(
                 f"batch of {hdr.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
