@@ -165,3 +165,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 data = f.read()[-20_000:]
             if data:
                 rep.sections.append((f"client driver log {p.name}", data.decode(errors="replace")))
+
+
+# -- metadata for MATRIX.md (make_matrix.py reads these from the junit report) ------------------------------
+_MATRIX_PARAMS = ("client_name", "producer", "consumer", "codec", "sig")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE not in Path(str(item.fspath)).resolve().parents:
+            continue
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params if callspec else {}
+        for k in _MATRIX_PARAMS:
+            if k in params:
+                v = params[k]
+                item.user_properties.append((k, getattr(v, "name", str(v))))
+        profile = getattr(getattr(item, "module", None), "KAFKALITE_EMULATE", None) or "default"
+        item.user_properties.append(("profile", profile))
