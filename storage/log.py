@@ -600,15 +600,26 @@ class PartitionLog:
         self.purge_deleted(force=True)
         self.closed = True
 
-    def delete(self) -> None:
-        """Close and remove the partition directory (rename to `<dir>.<uuid hex>-delete` first)."""
-        self.close(clean=False)
+    def delete(self, close_files: bool = True) -> list[LogSegment]:
+        """Remove the partition directory (renamed to `<dir>.<uuid hex>-delete` first, as Kafka does).
+
+        With `close_files=False` the segments' descriptors stay open (the files are already unlinked) so
+        that file regions handed out by `read` remain valid; the caller closes the returned segments later.
+        """
+        if not self.closed:
+            if close_files:
+                self.close(clean=False)
+            else:
+                self.closed = True
+        segs = list(self._view[0]) + [s for _d, s in self._doomed]
+        self._doomed = []
         target = f"{self.dir}.{uuid.uuid4().hex}-delete"
         try:
             os.rename(self.dir, target)
         except FileNotFoundError:
-            return
+            return segs
         shutil.rmtree(target, ignore_errors=True)
+        return segs
 
     def __repr__(self) -> str:
         return f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, leo={self._leo})"

@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -32,6 +33,7 @@ from storage.checkpoints import (
 from storage.config import LogConfig
 from storage.errors import StorageError
 from storage.log import PartitionLog
+from storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,7 @@ class LogManager:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._zombies: list[tuple[float, LogSegment]] = []  # segments of deleted logs, fds still open
         self._lock_fd = -1
         self.broker_epoch = 0
         self.was_clean = False
@@ -179,16 +182,29 @@ class LogManager:
         return iter(list(self._logs.items()))
 
     def delete_topic(self, topic: str) -> None:
-        """Delete every partition of `topic` (dir renamed to `<dir>.<uuid hex>-delete`, then removed)."""
+        """Delete every partition of `topic` (dir renamed to `<dir>.<uuid hex>-delete`, then removed).
+
+        The files go at once; their descriptors are closed by `cleanup()` after file.delete.delay.ms so
+        that in-flight sendfile regions stay valid. Checkpoints drop the partitions at the next checkpoint.
+        """
         for key in [k for k in self._logs if k[0] == topic]:
-            plog = self._logs.pop(key)
-            plog.delete()
-        self.checkpoint()
+            self.delete_log(*key)
 
     def delete_log(self, topic: str, partition: int) -> None:
         plog = self._logs.pop((topic, partition), None)
         if plog is not None:
-            plog.delete()
+            deadline = time.monotonic() + plog.config.file_delete_delay_ms / 1000
+            self._zombies += [(deadline, seg) for seg in plog.delete(close_files=False)]
+
+    def _close_zombies(self, force: bool = False) -> None:
+        now = time.monotonic()
+        keep = []
+        for deadline, seg in self._zombies:
+            if force or deadline <= now:
+                seg.close_without_final_entry()
+            else:
+                keep.append((deadline, seg))
+        self._zombies = keep
 
     # ---- housekeeping ----------------------------------------------------------------------------
     def checkpoint(self) -> None:
@@ -222,8 +238,6 @@ class LogManager:
     def cleanup(self, now_ms: int | None = None) -> None:
         """Housekeeping (worker thread): compact `cleanup.policy=compact` logs, remove `.deleted` segments
         past file.delete.delay.ms, flush logs due per flush.ms."""
-        import time
-
         from storage.cleaner import clean_log
 
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
@@ -237,6 +251,7 @@ class LogManager:
                     log.exception("compaction of %s-%d failed", key[0], key[1])
             plog.purge_deleted()
             plog.producer_state.remove_expired(now, self.producer_id_expiration_ms)
+        self._close_zombies()
         self.flush_dirty(now)
 
     def enforce_retention(self) -> None:
@@ -252,6 +267,7 @@ class LogManager:
             return
         for _k, plog in list(self._logs.items()):
             plog.close(clean=clean)
+        self._close_zombies(force=True)
         if clean:
             self.checkpoint()
             write_atomic(

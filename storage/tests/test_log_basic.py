@@ -114,9 +114,15 @@ def test_delete_topic_removes_directory(tmp_path: Path) -> None:
     lm = _open(tmp_path)
     log = lm.create_log("gone", 0, uuid.uuid4(), None)
     log.append(encode_batch([b"x"]))
+    (fd, pos, n), = log.read(0, 1000)  # a fetch response still being sent
     lm.delete_topic("gone")
     assert lm.get_log("gone", 0) is None
     assert not [n for n in os.listdir(tmp_path) if n.startswith("gone")]
+    assert len(os.pread(fd, n, pos)) == n  # its descriptor stays valid until file.delete.delay.ms
+    from storage.errors import LogClosedError
+
+    with pytest.raises(LogClosedError):
+        log.append(encode_batch([b"y"]))
     lm.close()
 
 
