@@ -181,25 +181,35 @@ def _clean_group(
     os.rename(cleaned, swap)
     cfg = plog.config
     with plog._lock:
+        if not _contiguous(list(plog._view[0]), group):
+            os.unlink(swap)
+            return None
+    # old files -> .deleted (open descriptors keep serving reads), swap -> final name, build its indexes;
+    # a crash from here on leaves a state the loader completes (.deleted removed, the new .log kept)
+    for old in group:
+        old.mark_deleted()
+    os.rename(swap, final)
+    seg = LogSegment(plog.dir, base, index_interval_bytes=cfg.index_interval_bytes,
+                     max_index_size=cfg.segment_index_bytes, now_ms=time.time_ns() // 1_000_000)
+    seg.recover(cfg.segment_index_bytes)
+    for t in txns:
+        seg.txn_index.append(t)
+    with plog._lock:
         current = list(plog._view[0])
-        ids = [id(s) for s in current]
-        try:
-            first = ids.index(id(group[0]))
-        except ValueError:
-            os.unlink(swap)
+        if not _contiguous(current, group):  # only a concurrent truncation can do this
+            seg.delete()
             return None
-        if ids[first : first + len(group)] != [id(s) for s in group]:
-            os.unlink(swap)
-            return None
-        for old in group:
-            old.mark_deleted()
-            plog._doomed.append((time.monotonic() + cfg.file_delete_delay_ms / 1000, old))
-        os.rename(swap, final)
-        seg = LogSegment(plog.dir, base, index_interval_bytes=cfg.index_interval_bytes,
-                         max_index_size=cfg.segment_index_bytes, now_ms=time.time_ns() // 1_000_000)
-        seg.recover(cfg.segment_index_bytes)
-        for t in txns:
-            seg.txn_index.append(t)
+        first = [id(s) for s in current].index(id(group[0]))
         current[first : first + len(group)] = [seg]
         plog._view = (tuple(current), tuple(s.base_offset for s in current))
+    deadline = time.monotonic() + cfg.file_delete_delay_ms / 1000
+    plog._doomed += [(deadline, old) for old in group]
     return removed, written
+
+
+def _contiguous(current: list[LogSegment], group: list[LogSegment]) -> bool:
+    ids = [id(s) for s in current]
+    if id(group[0]) not in ids:
+        return False
+    first = ids.index(id(group[0]))
+    return ids[first : first + len(group)] == [id(s) for s in group]
