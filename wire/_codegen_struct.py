@@ -216,41 +216,16 @@ class Gen:
             else:
                 o.append(f"{var}, {p} = {fn}({b}, {p})")
         elif kind == "array":
-            n = "n_" + name
-            if flex:
-                # inline 1-byte fast path of the uvarint count (+1); the bound check is the helper's
-                o.append(f"{n} = {b}[{p}] - 1")
-                o.append(f"if {n} < 127 and {n} <= len({b}) - {p} - 1:")
-                o.append(f"    {p} += 1")
-                o.append("else:")
-                o.append(f"    {n}, {p} = _read_compact_array_len({b}, {p})")
-            else:
-                o.append(f"{n}, {p} = _read_array_len({b}, {p})")
-            o.append(f"if {n} < 0:")
-            if nullable:
-                o.append(f"    {var} = None")
-            else:
-                o.append(f"    raise DecodeError('null in non-nullable array {name}')")
-            o.append("else:")
+            nul = "nullable_" if nullable else ""
             if nested is not None:
-                o.append(f"    {var} = []")
-                o.append(f"    for _ in range({n}):")
-                o.append(f"        x_{name}, {p} = {self.fn('d', elem, nested)}({b}, {p})")
-                o.append(f"        {var}.append(x_{name})")
+                fn = self.fn("d", elem, nested)
+                o.append(f"{var}, {p} = _read_{nul}array({b}, {p}, {flex}, {fn})")
             elif elem in FIXED and elem != "uuid":
                 code, w = FIXED[elem]
-                o.append(f"    if {n} == 0:")
-                o.append(f"        {var} = []")
-                o.append("    else:")
-                o.append(f"        {var}, {p} = _read_fixed_array({b}, {p}, {n}, {code!r}, {w})")
+                o.append(f"{var}, {p} = _read_{nul}fixed_list({b}, {p}, {flex}, {code!r}, {w})")
             else:
-                sub = self.read_field(
-                    (name, elem, elem, False, False, None, None), flex, b, p, "x_" + name, ""
-                )
-                o.append(f"    {var} = []")
-                o.append(f"    for _ in range({n}):")
-                o.extend("        " + ln for ln in sub)
-                o.append(f"        {var}.append(x_{name})")
+                rd = "_read_uuid" if elem == "uuid" else "_read_" + ("compact_" if flex else "") + elem
+                o.append(f"{var}, {p} = _read_{nul}array({b}, {p}, {flex}, {rd})")
         else:
             raise ValueError(kind)
         return [ind + ln for ln in o]
@@ -295,6 +270,9 @@ class Gen:
             fmap = {f.snake: f for f in s.fields}
             for it in tagged:
                 L.append(f"    f_{it[0]} = {self.default_src(fmap[it[0]])}")
+            if not tagged:
+                L.append("    u, pos = _read_tags(buf, pos)")
+        if flex and tagged:
             L.append("    u: dict[int, bytes] = {}")
             L.append("    nt = buf[pos]")
             L.append("    if nt < 128:")
@@ -347,28 +325,14 @@ class Gen:
             else:
                 o.append(f"{fn}({out}, {ch}, {expr})")
         elif kind == "array":
-            v = f"v_{name}"
-            o.append(f"{v} = {expr}")
-            if flex:
-                o.append(f"if {v} is not None and len({v}) < 127:")
-                o.append(f"    {out}.append(len({v}) + 1)")
-                o.append("else:")
-                o.append(f"    _write_compact_array_len({out}, {v}, {nullable})")
-            else:
-                o.append(f"_write_array_len({out}, {v}, {nullable})")
-            o.append(f"if {v}:")
             if nested is not None:
-                o.append(f"    for x_{name} in {v}:")
-                o.append(f"        {self.fn('e', elem, nested)}({out}, {ch}, x_{name})")
+                fn = self.fn("e", elem, nested)
+                o.append(f"_write_array({out}, {ch}, {expr}, {flex}, {nullable}, {fn})")
             elif elem in FIXED and elem != "uuid":
-                code = FIXED[elem][0]
-                o.append(f"    {out} += _pack('>%d{code}' % len({v}), *{v})")
+                o.append(f"_write_fixed_list({out}, {expr}, {flex}, {nullable}, {FIXED[elem][0]!r})")
             else:
-                sub = self.write_field(
-                    (name, elem, elem, False, False, None, None), flex, out, ch, "x_" + name, ""
-                )
-                o.append(f"    for x_{name} in {v}:")
-                o.extend("        " + ln for ln in sub)
+                wr = "_write_uuid" if elem == "uuid" else "_write_" + ("compact_" if flex else "") + elem
+                o.append(f"_write_plain_array({out}, {expr}, {flex}, {nullable}, {wr})")
         else:
             raise ValueError(kind)
         return [ind + ln for ln in o]

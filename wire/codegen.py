@@ -15,6 +15,7 @@ their default (as Kafka does; librdkafka < 2.2 mis-parses explicitly written def
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -37,41 +38,48 @@ HEADER_IMPORTS = [
     "from collections.abc import Callable",
     "from dataclasses import dataclass, field",
     "from struct import Struct",
-    "from struct import pack as _pack",
     "from typing import ClassVar",
     "",
     "from wire import _runtime as _rt",
-    "from wire.errors import DecodeError",
     "from wire.primitives import ZERO_UUID as _ZERO_UUID",
     "from wire.primitives import Chunk",
     "from wire.primitives import RecordsValue as _Records",
 ]
-HELPERS = [
-    "read_array_len",
-    "read_bytes",
-    "read_compact_array_len",
-    "read_compact_bytes",
-    "read_compact_nullable_bytes",
-    "read_compact_nullable_string",
-    "read_compact_string",
-    "read_fixed_array",
-    "read_nullable_bytes",
-    "read_nullable_string",
-    "read_string",
-    "read_uvarint",
-    "write_array_len",
-    "write_bytes",
-    "write_compact_array_len",
-    "write_compact_bytes",
-    "write_compact_nullable_bytes",
-    "write_compact_nullable_string",
-    "write_compact_string",
-    "write_nullable_bytes",
-    "write_nullable_string",
-    "write_records",
-    "write_string",
-    "write_tagged",
-]
+HELPERS = {
+    "wire.primitives": [
+        "read_bytes",
+        "read_compact_bytes",
+        "read_compact_nullable_bytes",
+        "read_compact_nullable_string",
+        "read_compact_string",
+        "read_nullable_bytes",
+        "read_nullable_string",
+        "read_string",
+        "read_uuid",
+        "read_uvarint",
+        "write_bytes",
+        "write_compact_bytes",
+        "write_compact_nullable_bytes",
+        "write_compact_nullable_string",
+        "write_compact_string",
+        "write_nullable_bytes",
+        "write_nullable_string",
+        "write_records",
+        "write_string",
+        "write_tagged",
+    ],
+    "wire._arrays": [
+        "read_array",
+        "read_fixed_list",
+        "read_nullable_array",
+        "read_nullable_fixed_list",
+        "read_tags",
+        "write_array",
+        "write_fixed_list",
+        "write_plain_array",
+        "write_uuid",
+    ],
+}
 
 
 def render_module(msgs: list[MessageSpec]) -> str:
@@ -83,7 +91,7 @@ def render_module(msgs: list[MessageSpec]) -> str:
         g.structs_fmt = fmts
         body += g.render_body()
     text = "\n".join(body)
-    used = [h for h in HELPERS if f"_{h}(" in text]
+    used = [(mod, h) for mod, names in HELPERS.items() for h in names if re.search(rf"\b_{h}\b", text)]
     head = [
         BANNER.format(kv=KAFKA_VERSION, src=" + ".join(m.name + ".json" for m in msgs)).rstrip("\n"),
         '"""Generated codec for '
@@ -92,9 +100,11 @@ def render_module(msgs: list[MessageSpec]) -> str:
         "",
         *HEADER_IMPORTS,
     ]
+    if "DecodeError(" in text:
+        head.append("from wire.errors import DecodeError")
     if "_read_tag(" in text:
         head.append("from wire.primitives import read_unknown_tag as _read_tag")
-    head += [f"from wire.primitives import {h} as _{h}" for h in used]
+    head += [f"from {mod} import {h} as _{h}" for mod, h in sorted(used)]
     head += ["", "_UUID = uuid.UUID", "_Bytes = bytes | bytearray | memoryview"]
     for fmt, name in fmts.items():
         head.append(f"{name} = Struct({fmt!r})")

@@ -7,18 +7,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
+from wire._arrays import read_tags as _read_tags
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -92,16 +89,7 @@ def _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_1(buf: memoryview, pos: int
     f_producer_id, f_producer_epoch = _S0.unpack_from(buf, pos)
     pos += 10
     f_group_id, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id, u), pos
 
 
@@ -171,16 +159,7 @@ def _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_1(buf: memoryview, pos: i
     """AddOffsetsToTxnResponse v3-4."""
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code, u), pos
 
 

@@ -7,23 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -98,28 +94,8 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(buf: memoryview
     f_transactional_id, pos = _read_compact_string(buf, pos)
     f_producer_id, f_producer_epoch, f_verify_only = _S0.unpack_from(buf, pos)
     pos += 11
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(f_transactional_id, f_producer_id, f_producer_epoch, f_verify_only, f_topics, u), pos
 
 
@@ -127,14 +103,7 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(out: bytearray,
     """AddPartitionsToTxnTransaction v4-5."""
     _write_compact_string(out, o.transactional_id)
     out += _S0.pack(o.producer_id, o.producer_epoch, o.verify_only)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -146,24 +115,14 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(buf: memoryview, pos:
     f_name: str
     f_partitions: list[int]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+    f_partitions, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions, {}), pos
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic) -> None:
     """AddPartitionsToTxnTopic v0-2."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, False, False, 'i')
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf: memoryview, pos: int) -> tuple[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic, int]:
@@ -171,41 +130,15 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf: memoryview, pos:
     f_name: str
     f_partitions: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions, u), pos
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic) -> None:
     """AddPartitionsToTxnTopic v3-5."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -219,14 +152,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_0(buf: memoryview, po
     f_v3_and_below_transactional_id, pos = _read_string(buf, pos)
     f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S1.unpack_from(buf, pos)
     pos += 10
-    n_v3_and_below_topics, pos = _read_array_len(buf, pos)
-    if n_v3_and_below_topics < 0:
-        raise DecodeError('null in non-nullable array v3_and_below_topics')
-    else:
-        f_v3_and_below_topics = []
-        for _ in range(n_v3_and_below_topics):
-            x_v3_and_below_topics, pos = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(buf, pos)
-            f_v3_and_below_topics.append(x_v3_and_below_topics)
+    f_v3_and_below_topics, pos = _read_array(buf, pos, False, _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0)
     return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics, {}), pos
 
 
@@ -234,11 +160,7 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_0(out: bytearray, ch:
     """AddPartitionsToTxnRequest v0-2."""
     _write_string(out, o.v3_and_below_transactional_id)
     out += _S1.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
-    v_v3_and_below_topics = o.v3_and_below_topics
-    _write_array_len(out, v_v3_and_below_topics, False)
-    if v_v3_and_below_topics:
-        for x_v3_and_below_topics in v_v3_and_below_topics:
-            _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(out, ch, x_v3_and_below_topics)
+    _write_array(out, ch, o.v3_and_below_topics, False, False, _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0)
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_1(buf: memoryview, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
@@ -248,28 +170,8 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_1(buf: memoryview, po
     f_v3_and_below_transactional_id, pos = _read_compact_string(buf, pos)
     f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S1.unpack_from(buf, pos)
     pos += 10
-    n_v3_and_below_topics = buf[pos] - 1
-    if n_v3_and_below_topics < 127 and n_v3_and_below_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_v3_and_below_topics, pos = _read_compact_array_len(buf, pos)
-    if n_v3_and_below_topics < 0:
-        raise DecodeError('null in non-nullable array v3_and_below_topics')
-    else:
-        f_v3_and_below_topics = []
-        for _ in range(n_v3_and_below_topics):
-            x_v3_and_below_topics, pos = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf, pos)
-            f_v3_and_below_topics.append(x_v3_and_below_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_v3_and_below_topics, pos = _read_array(buf, pos, True, _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics, u), pos
 
 
@@ -277,14 +179,7 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_1(out: bytearray, ch:
     """AddPartitionsToTxnRequest v3."""
     _write_compact_string(out, o.v3_and_below_transactional_id)
     out += _S1.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
-    v_v3_and_below_topics = o.v3_and_below_topics
-    if v_v3_and_below_topics is not None and len(v_v3_and_below_topics) < 127:
-        out.append(len(v_v3_and_below_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_v3_and_below_topics, False)
-    if v_v3_and_below_topics:
-        for x_v3_and_below_topics in v_v3_and_below_topics:
-            _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(out, ch, x_v3_and_below_topics)
+    _write_array(out, ch, o.v3_and_below_topics, True, False, _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -294,41 +189,14 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_1(out: bytearray, ch:
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_2(buf: memoryview, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
     """AddPartitionsToTxnRequest v4-5."""
     f_transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
-    n_transactions = buf[pos] - 1
-    if n_transactions < 127 and n_transactions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_transactions, pos = _read_compact_array_len(buf, pos)
-    if n_transactions < 0:
-        raise DecodeError('null in non-nullable array transactions')
-    else:
-        f_transactions = []
-        for _ in range(n_transactions):
-            x_transactions, pos = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(buf, pos)
-            f_transactions.append(x_transactions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_transactions, pos = _read_array(buf, pos, True, _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest(f_transactions, '', 0, 0, [], u), pos
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_2(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnRequest) -> None:
     """AddPartitionsToTxnRequest v4-5."""
-    v_transactions = o.transactions
-    if v_transactions is not None and len(v_transactions) < 127:
-        out.append(len(v_transactions) + 1)
-    else:
-        _write_compact_array_len(out, v_transactions, False)
-    if v_transactions:
-        for x_transactions in v_transactions:
-            _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(out, ch, x_transactions)
+    _write_array(out, ch, o.transactions, True, False, _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -402,42 +270,15 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(buf: memoryview, po
     f_transactional_id: str
     f_topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
     f_transactional_id, pos = _read_compact_string(buf, pos)
-    n_topic_results = buf[pos] - 1
-    if n_topic_results < 127 and n_topic_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_results, pos = _read_compact_array_len(buf, pos)
-    if n_topic_results < 0:
-        raise DecodeError('null in non-nullable array topic_results')
-    else:
-        f_topic_results = []
-        for _ in range(n_topic_results):
-            x_topic_results, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf, pos)
-            f_topic_results.append(x_topic_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_results, pos = _read_array(buf, pos, True, _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(f_transactional_id, f_topic_results, u), pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnResponse.AddPartitionsToTxnResult) -> None:
     """AddPartitionsToTxnResult v4-5."""
     _write_compact_string(out, o.transactional_id)
-    v_topic_results = o.topic_results
-    if v_topic_results is not None and len(v_topic_results) < 127:
-        out.append(len(v_topic_results) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_results, False)
-    if v_topic_results:
-        for x_topic_results in v_topic_results:
-            _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(out, ch, x_topic_results)
+    _write_array(out, ch, o.topic_results, True, False, _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -449,25 +290,14 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0(buf: memoryvie
     f_name: str
     f_results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]
     f_name, pos = _read_string(buf, pos)
-    n_results_by_partition, pos = _read_array_len(buf, pos)
-    if n_results_by_partition < 0:
-        raise DecodeError('null in non-nullable array results_by_partition')
-    else:
-        f_results_by_partition = []
-        for _ in range(n_results_by_partition):
-            x_results_by_partition, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_0(buf, pos)
-            f_results_by_partition.append(x_results_by_partition)
+    f_results_by_partition, pos = _read_array(buf, pos, False, _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_0)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(f_name, f_results_by_partition, {}), pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult) -> None:
     """AddPartitionsToTxnTopicResult v0-2."""
     _write_string(out, o.name)
-    v_results_by_partition = o.results_by_partition
-    _write_array_len(out, v_results_by_partition, False)
-    if v_results_by_partition:
-        for x_results_by_partition in v_results_by_partition:
-            _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_0(out, ch, x_results_by_partition)
+    _write_array(out, ch, o.results_by_partition, False, False, _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_0)
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf: memoryview, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult, int]:
@@ -475,42 +305,15 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf: memoryvie
     f_name: str
     f_results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]
     f_name, pos = _read_compact_string(buf, pos)
-    n_results_by_partition = buf[pos] - 1
-    if n_results_by_partition < 127 and n_results_by_partition <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results_by_partition, pos = _read_compact_array_len(buf, pos)
-    if n_results_by_partition < 0:
-        raise DecodeError('null in non-nullable array results_by_partition')
-    else:
-        f_results_by_partition = []
-        for _ in range(n_results_by_partition):
-            x_results_by_partition, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(buf, pos)
-            f_results_by_partition.append(x_results_by_partition)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results_by_partition, pos = _read_array(buf, pos, True, _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(f_name, f_results_by_partition, u), pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult) -> None:
     """AddPartitionsToTxnTopicResult v3-5."""
     _write_compact_string(out, o.name)
-    v_results_by_partition = o.results_by_partition
-    if v_results_by_partition is not None and len(v_results_by_partition) < 127:
-        out.append(len(v_results_by_partition) + 1)
-    else:
-        _write_compact_array_len(out, v_results_by_partition, False)
-    if v_results_by_partition:
-        for x_results_by_partition in v_results_by_partition:
-            _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(out, ch, x_results_by_partition)
+    _write_array(out, ch, o.results_by_partition, True, False, _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -533,16 +336,7 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(buf: memor
     """AddPartitionsToTxnPartitionResult v3-5."""
     f_partition_index, f_partition_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code, u), pos
 
 
@@ -560,25 +354,14 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_0(buf: memoryview, 
     f_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results_by_topic_v3_and_below, pos = _read_array_len(buf, pos)
-    if n_results_by_topic_v3_and_below < 0:
-        raise DecodeError('null in non-nullable array results_by_topic_v3_and_below')
-    else:
-        f_results_by_topic_v3_and_below = []
-        for _ in range(n_results_by_topic_v3_and_below):
-            x_results_by_topic_v3_and_below, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0(buf, pos)
-            f_results_by_topic_v3_and_below.append(x_results_by_topic_v3_and_below)
+    f_results_by_topic_v3_and_below, pos = _read_array(buf, pos, False, _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below, {}), pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_0(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnResponse) -> None:
     """AddPartitionsToTxnResponse v0-2."""
     out += _S3.pack(o.throttle_time_ms)
-    v_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
-    _write_array_len(out, v_results_by_topic_v3_and_below, False)
-    if v_results_by_topic_v3_and_below:
-        for x_results_by_topic_v3_and_below in v_results_by_topic_v3_and_below:
-            _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0(out, ch, x_results_by_topic_v3_and_below)
+    _write_array(out, ch, o.results_by_topic_v3_and_below, False, False, _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0)
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_1(buf: memoryview, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
@@ -586,42 +369,15 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_1(buf: memoryview, 
     f_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results_by_topic_v3_and_below = buf[pos] - 1
-    if n_results_by_topic_v3_and_below < 127 and n_results_by_topic_v3_and_below <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results_by_topic_v3_and_below, pos = _read_compact_array_len(buf, pos)
-    if n_results_by_topic_v3_and_below < 0:
-        raise DecodeError('null in non-nullable array results_by_topic_v3_and_below')
-    else:
-        f_results_by_topic_v3_and_below = []
-        for _ in range(n_results_by_topic_v3_and_below):
-            x_results_by_topic_v3_and_below, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf, pos)
-            f_results_by_topic_v3_and_below.append(x_results_by_topic_v3_and_below)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results_by_topic_v3_and_below, pos = _read_array(buf, pos, True, _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below, u), pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_1(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnResponse) -> None:
     """AddPartitionsToTxnResponse v3."""
     out += _S3.pack(o.throttle_time_ms)
-    v_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
-    if v_results_by_topic_v3_and_below is not None and len(v_results_by_topic_v3_and_below) < 127:
-        out.append(len(v_results_by_topic_v3_and_below) + 1)
-    else:
-        _write_compact_array_len(out, v_results_by_topic_v3_and_below, False)
-    if v_results_by_topic_v3_and_below:
-        for x_results_by_topic_v3_and_below in v_results_by_topic_v3_and_below:
-            _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(out, ch, x_results_by_topic_v3_and_below)
+    _write_array(out, ch, o.results_by_topic_v3_and_below, True, False, _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -633,42 +389,15 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_2(buf: memoryview, 
     f_results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    n_results_by_transaction = buf[pos] - 1
-    if n_results_by_transaction < 127 and n_results_by_transaction <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results_by_transaction, pos = _read_compact_array_len(buf, pos)
-    if n_results_by_transaction < 0:
-        raise DecodeError('null in non-nullable array results_by_transaction')
-    else:
-        f_results_by_transaction = []
-        for _ in range(n_results_by_transaction):
-            x_results_by_transaction, pos = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(buf, pos)
-            f_results_by_transaction.append(x_results_by_transaction)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results_by_transaction, pos = _read_array(buf, pos, True, _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, [], u), pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_2(out: bytearray, ch: list[Chunk] | None, o: AddPartitionsToTxnResponse) -> None:
     """AddPartitionsToTxnResponse v4-5."""
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    v_results_by_transaction = o.results_by_transaction
-    if v_results_by_transaction is not None and len(v_results_by_transaction) < 127:
-        out.append(len(v_results_by_transaction) + 1)
-    else:
-        _write_compact_array_len(out, v_results_by_transaction, False)
-    if v_results_by_transaction:
-        for x_results_by_transaction in v_results_by_transaction:
-            _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(out, ch, x_results_by_transaction)
+    _write_array(out, ch, o.results_by_transaction, True, False, _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

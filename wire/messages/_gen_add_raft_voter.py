@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -86,16 +83,7 @@ def _d_AddRaftVoterRequest_Listener_0(buf: memoryview, pos: int) -> tuple[AddRaf
     f_host, pos = _read_compact_string(buf, pos)
     f_port, = _S0.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AddRaftVoterRequest_Listener(f_name, f_host, f_port, u), pos
 
 
@@ -118,28 +106,8 @@ def _d_AddRaftVoterRequest_AddRaftVoterRequest_0(buf: memoryview, pos: int) -> t
     f_timeout_ms, f_voter_id, f_voter_directory_id = _S1.unpack_from(buf, pos)
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 24
-    n_listeners = buf[pos] - 1
-    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_listeners, pos = _read_compact_array_len(buf, pos)
-    if n_listeners < 0:
-        raise DecodeError('null in non-nullable array listeners')
-    else:
-        f_listeners = []
-        for _ in range(n_listeners):
-            x_listeners, pos = _d_AddRaftVoterRequest_Listener_0(buf, pos)
-            f_listeners.append(x_listeners)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_listeners, pos = _read_array(buf, pos, True, _d_AddRaftVoterRequest_Listener_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AddRaftVoterRequest_AddRaftVoterRequest(f_cluster_id, f_timeout_ms, f_voter_id, f_voter_directory_id, f_listeners, u), pos
 
 
@@ -147,14 +115,7 @@ def _e_AddRaftVoterRequest_AddRaftVoterRequest_0(out: bytearray, ch: list[Chunk]
     """AddRaftVoterRequest v0."""
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S1.pack(o.timeout_ms, o.voter_id, o.voter_directory_id.bytes)
-    v_listeners = o.listeners
-    if v_listeners is not None and len(v_listeners) < 127:
-        out.append(len(v_listeners) + 1)
-    else:
-        _write_compact_array_len(out, v_listeners, False)
-    if v_listeners:
-        for x_listeners in v_listeners:
-            _e_AddRaftVoterRequest_Listener_0(out, ch, x_listeners)
+    _write_array(out, ch, o.listeners, True, False, _e_AddRaftVoterRequest_Listener_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -207,16 +168,7 @@ def _d_AddRaftVoterResponse_AddRaftVoterResponse_0(buf: memoryview, pos: int) ->
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AddRaftVoterResponse_AddRaftVoterResponse(f_throttle_time_ms, f_error_code, f_error_message, u), pos
 
 

@@ -7,16 +7,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_uvarint as _read_uvarint
+from wire._arrays import read_tags as _read_tags
 from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
@@ -64,16 +61,7 @@ def _d_AllocateProducerIdsRequest_AllocateProducerIdsRequest_0(buf: memoryview, 
     """AllocateProducerIdsRequest v0."""
     f_broker_id, f_broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AllocateProducerIdsRequest_AllocateProducerIdsRequest(f_broker_id, f_broker_epoch, u), pos
 
 
@@ -131,16 +119,7 @@ def _d_AllocateProducerIdsResponse_AllocateProducerIdsResponse_0(buf: memoryview
     """AllocateProducerIdsResponse v0."""
     f_throttle_time_ms, f_error_code, f_producer_id_start, f_producer_id_len = _S1.unpack_from(buf, pos)
     pos += 18
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AllocateProducerIdsResponse_AllocateProducerIdsResponse(f_throttle_time_ms, f_error_code, f_producer_id_start, f_producer_id_len, u), pos
 
 

@@ -7,24 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -100,98 +95,31 @@ def _d_AlterClientQuotasRequest_EntryData_0(buf: memoryview, pos: int) -> tuple[
     """EntryData v0."""
     f_entity: list[AlterClientQuotasRequest.EntityData]
     f_ops: list[AlterClientQuotasRequest.OpData]
-    n_entity, pos = _read_array_len(buf, pos)
-    if n_entity < 0:
-        raise DecodeError('null in non-nullable array entity')
-    else:
-        f_entity = []
-        for _ in range(n_entity):
-            x_entity, pos = _d_AlterClientQuotasRequest_EntityData_0(buf, pos)
-            f_entity.append(x_entity)
-    n_ops, pos = _read_array_len(buf, pos)
-    if n_ops < 0:
-        raise DecodeError('null in non-nullable array ops')
-    else:
-        f_ops = []
-        for _ in range(n_ops):
-            x_ops, pos = _d_AlterClientQuotasRequest_OpData_0(buf, pos)
-            f_ops.append(x_ops)
+    f_entity, pos = _read_array(buf, pos, False, _d_AlterClientQuotasRequest_EntityData_0)
+    f_ops, pos = _read_array(buf, pos, False, _d_AlterClientQuotasRequest_OpData_0)
     return _C_AlterClientQuotasRequest_EntryData(f_entity, f_ops, {}), pos
 
 
 def _e_AlterClientQuotasRequest_EntryData_0(out: bytearray, ch: list[Chunk] | None, o: AlterClientQuotasRequest.EntryData) -> None:
     """EntryData v0."""
-    v_entity = o.entity
-    _write_array_len(out, v_entity, False)
-    if v_entity:
-        for x_entity in v_entity:
-            _e_AlterClientQuotasRequest_EntityData_0(out, ch, x_entity)
-    v_ops = o.ops
-    _write_array_len(out, v_ops, False)
-    if v_ops:
-        for x_ops in v_ops:
-            _e_AlterClientQuotasRequest_OpData_0(out, ch, x_ops)
+    _write_array(out, ch, o.entity, False, False, _e_AlterClientQuotasRequest_EntityData_0)
+    _write_array(out, ch, o.ops, False, False, _e_AlterClientQuotasRequest_OpData_0)
 
 
 def _d_AlterClientQuotasRequest_EntryData_1(buf: memoryview, pos: int) -> tuple[AlterClientQuotasRequest.EntryData, int]:
     """EntryData v1."""
     f_entity: list[AlterClientQuotasRequest.EntityData]
     f_ops: list[AlterClientQuotasRequest.OpData]
-    n_entity = buf[pos] - 1
-    if n_entity < 127 and n_entity <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_entity, pos = _read_compact_array_len(buf, pos)
-    if n_entity < 0:
-        raise DecodeError('null in non-nullable array entity')
-    else:
-        f_entity = []
-        for _ in range(n_entity):
-            x_entity, pos = _d_AlterClientQuotasRequest_EntityData_1(buf, pos)
-            f_entity.append(x_entity)
-    n_ops = buf[pos] - 1
-    if n_ops < 127 and n_ops <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_ops, pos = _read_compact_array_len(buf, pos)
-    if n_ops < 0:
-        raise DecodeError('null in non-nullable array ops')
-    else:
-        f_ops = []
-        for _ in range(n_ops):
-            x_ops, pos = _d_AlterClientQuotasRequest_OpData_1(buf, pos)
-            f_ops.append(x_ops)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_entity, pos = _read_array(buf, pos, True, _d_AlterClientQuotasRequest_EntityData_1)
+    f_ops, pos = _read_array(buf, pos, True, _d_AlterClientQuotasRequest_OpData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterClientQuotasRequest_EntryData(f_entity, f_ops, u), pos
 
 
 def _e_AlterClientQuotasRequest_EntryData_1(out: bytearray, ch: list[Chunk] | None, o: AlterClientQuotasRequest.EntryData) -> None:
     """EntryData v1."""
-    v_entity = o.entity
-    if v_entity is not None and len(v_entity) < 127:
-        out.append(len(v_entity) + 1)
-    else:
-        _write_compact_array_len(out, v_entity, False)
-    if v_entity:
-        for x_entity in v_entity:
-            _e_AlterClientQuotasRequest_EntityData_1(out, ch, x_entity)
-    v_ops = o.ops
-    if v_ops is not None and len(v_ops) < 127:
-        out.append(len(v_ops) + 1)
-    else:
-        _write_compact_array_len(out, v_ops, False)
-    if v_ops:
-        for x_ops in v_ops:
-            _e_AlterClientQuotasRequest_OpData_1(out, ch, x_ops)
+    _write_array(out, ch, o.entity, True, False, _e_AlterClientQuotasRequest_EntityData_1)
+    _write_array(out, ch, o.ops, True, False, _e_AlterClientQuotasRequest_OpData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -219,16 +147,7 @@ def _d_AlterClientQuotasRequest_EntityData_1(buf: memoryview, pos: int) -> tuple
     f_entity_name: str | None
     f_entity_type, pos = _read_compact_string(buf, pos)
     f_entity_name, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterClientQuotasRequest_EntityData(f_entity_type, f_entity_name, u), pos
 
 
@@ -263,16 +182,7 @@ def _d_AlterClientQuotasRequest_OpData_1(buf: memoryview, pos: int) -> tuple[Alt
     f_key, pos = _read_compact_string(buf, pos)
     f_value, f_remove = _S0.unpack_from(buf, pos)
     pos += 9
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterClientQuotasRequest_OpData(f_key, f_value, f_remove, u), pos
 
 
@@ -289,14 +199,7 @@ def _e_AlterClientQuotasRequest_OpData_1(out: bytearray, ch: list[Chunk] | None,
 def _d_AlterClientQuotasRequest_AlterClientQuotasRequest_0(buf: memoryview, pos: int) -> tuple[AlterClientQuotasRequest, int]:
     """AlterClientQuotasRequest v0."""
     f_entries: list[AlterClientQuotasRequest.EntryData]
-    n_entries, pos = _read_array_len(buf, pos)
-    if n_entries < 0:
-        raise DecodeError('null in non-nullable array entries')
-    else:
-        f_entries = []
-        for _ in range(n_entries):
-            x_entries, pos = _d_AlterClientQuotasRequest_EntryData_0(buf, pos)
-            f_entries.append(x_entries)
+    f_entries, pos = _read_array(buf, pos, False, _d_AlterClientQuotasRequest_EntryData_0)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
     return _C_AlterClientQuotasRequest_AlterClientQuotasRequest(f_entries, f_validate_only, {}), pos
@@ -304,54 +207,23 @@ def _d_AlterClientQuotasRequest_AlterClientQuotasRequest_0(buf: memoryview, pos:
 
 def _e_AlterClientQuotasRequest_AlterClientQuotasRequest_0(out: bytearray, ch: list[Chunk] | None, o: AlterClientQuotasRequest) -> None:
     """AlterClientQuotasRequest v0."""
-    v_entries = o.entries
-    _write_array_len(out, v_entries, False)
-    if v_entries:
-        for x_entries in v_entries:
-            _e_AlterClientQuotasRequest_EntryData_0(out, ch, x_entries)
+    _write_array(out, ch, o.entries, False, False, _e_AlterClientQuotasRequest_EntryData_0)
     out += _S1.pack(o.validate_only)
 
 
 def _d_AlterClientQuotasRequest_AlterClientQuotasRequest_1(buf: memoryview, pos: int) -> tuple[AlterClientQuotasRequest, int]:
     """AlterClientQuotasRequest v1."""
     f_entries: list[AlterClientQuotasRequest.EntryData]
-    n_entries = buf[pos] - 1
-    if n_entries < 127 and n_entries <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_entries, pos = _read_compact_array_len(buf, pos)
-    if n_entries < 0:
-        raise DecodeError('null in non-nullable array entries')
-    else:
-        f_entries = []
-        for _ in range(n_entries):
-            x_entries, pos = _d_AlterClientQuotasRequest_EntryData_1(buf, pos)
-            f_entries.append(x_entries)
+    f_entries, pos = _read_array(buf, pos, True, _d_AlterClientQuotasRequest_EntryData_1)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterClientQuotasRequest_AlterClientQuotasRequest(f_entries, f_validate_only, u), pos
 
 
 def _e_AlterClientQuotasRequest_AlterClientQuotasRequest_1(out: bytearray, ch: list[Chunk] | None, o: AlterClientQuotasRequest) -> None:
     """AlterClientQuotasRequest v1."""
-    v_entries = o.entries
-    if v_entries is not None and len(v_entries) < 127:
-        out.append(len(v_entries) + 1)
-    else:
-        _write_compact_array_len(out, v_entries, False)
-    if v_entries:
-        for x_entries in v_entries:
-            _e_AlterClientQuotasRequest_EntryData_1(out, ch, x_entries)
+    _write_array(out, ch, o.entries, True, False, _e_AlterClientQuotasRequest_EntryData_1)
     out += _S1.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -420,14 +292,7 @@ def _d_AlterClientQuotasResponse_EntryData_0(buf: memoryview, pos: int) -> tuple
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_nullable_string(buf, pos)
-    n_entity, pos = _read_array_len(buf, pos)
-    if n_entity < 0:
-        raise DecodeError('null in non-nullable array entity')
-    else:
-        f_entity = []
-        for _ in range(n_entity):
-            x_entity, pos = _d_AlterClientQuotasResponse_EntityData_0(buf, pos)
-            f_entity.append(x_entity)
+    f_entity, pos = _read_array(buf, pos, False, _d_AlterClientQuotasResponse_EntityData_0)
     return _C_AlterClientQuotasResponse_EntryData(f_error_code, f_error_message, f_entity, {}), pos
 
 
@@ -435,11 +300,7 @@ def _e_AlterClientQuotasResponse_EntryData_0(out: bytearray, ch: list[Chunk] | N
     """EntryData v0."""
     out += _S2.pack(o.error_code)
     _write_nullable_string(out, o.error_message)
-    v_entity = o.entity
-    _write_array_len(out, v_entity, False)
-    if v_entity:
-        for x_entity in v_entity:
-            _e_AlterClientQuotasResponse_EntityData_0(out, ch, x_entity)
+    _write_array(out, ch, o.entity, False, False, _e_AlterClientQuotasResponse_EntityData_0)
 
 
 def _d_AlterClientQuotasResponse_EntryData_1(buf: memoryview, pos: int) -> tuple[AlterClientQuotasResponse.EntryData, int]:
@@ -449,28 +310,8 @@ def _d_AlterClientQuotasResponse_EntryData_1(buf: memoryview, pos: int) -> tuple
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_entity = buf[pos] - 1
-    if n_entity < 127 and n_entity <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_entity, pos = _read_compact_array_len(buf, pos)
-    if n_entity < 0:
-        raise DecodeError('null in non-nullable array entity')
-    else:
-        f_entity = []
-        for _ in range(n_entity):
-            x_entity, pos = _d_AlterClientQuotasResponse_EntityData_1(buf, pos)
-            f_entity.append(x_entity)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_entity, pos = _read_array(buf, pos, True, _d_AlterClientQuotasResponse_EntityData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterClientQuotasResponse_EntryData(f_error_code, f_error_message, f_entity, u), pos
 
 
@@ -478,14 +319,7 @@ def _e_AlterClientQuotasResponse_EntryData_1(out: bytearray, ch: list[Chunk] | N
     """EntryData v1."""
     out += _S2.pack(o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_entity = o.entity
-    if v_entity is not None and len(v_entity) < 127:
-        out.append(len(v_entity) + 1)
-    else:
-        _write_compact_array_len(out, v_entity, False)
-    if v_entity:
-        for x_entity in v_entity:
-            _e_AlterClientQuotasResponse_EntityData_1(out, ch, x_entity)
+    _write_array(out, ch, o.entity, True, False, _e_AlterClientQuotasResponse_EntityData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -513,16 +347,7 @@ def _d_AlterClientQuotasResponse_EntityData_1(buf: memoryview, pos: int) -> tupl
     f_entity_name: str | None
     f_entity_type, pos = _read_compact_string(buf, pos)
     f_entity_name, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterClientQuotasResponse_EntityData(f_entity_type, f_entity_name, u), pos
 
 
@@ -541,25 +366,14 @@ def _d_AlterClientQuotasResponse_AlterClientQuotasResponse_0(buf: memoryview, po
     f_entries: list[AlterClientQuotasResponse.EntryData]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_entries, pos = _read_array_len(buf, pos)
-    if n_entries < 0:
-        raise DecodeError('null in non-nullable array entries')
-    else:
-        f_entries = []
-        for _ in range(n_entries):
-            x_entries, pos = _d_AlterClientQuotasResponse_EntryData_0(buf, pos)
-            f_entries.append(x_entries)
+    f_entries, pos = _read_array(buf, pos, False, _d_AlterClientQuotasResponse_EntryData_0)
     return _C_AlterClientQuotasResponse_AlterClientQuotasResponse(f_throttle_time_ms, f_entries, {}), pos
 
 
 def _e_AlterClientQuotasResponse_AlterClientQuotasResponse_0(out: bytearray, ch: list[Chunk] | None, o: AlterClientQuotasResponse) -> None:
     """AlterClientQuotasResponse v0."""
     out += _S3.pack(o.throttle_time_ms)
-    v_entries = o.entries
-    _write_array_len(out, v_entries, False)
-    if v_entries:
-        for x_entries in v_entries:
-            _e_AlterClientQuotasResponse_EntryData_0(out, ch, x_entries)
+    _write_array(out, ch, o.entries, False, False, _e_AlterClientQuotasResponse_EntryData_0)
 
 
 def _d_AlterClientQuotasResponse_AlterClientQuotasResponse_1(buf: memoryview, pos: int) -> tuple[AlterClientQuotasResponse, int]:
@@ -567,42 +381,15 @@ def _d_AlterClientQuotasResponse_AlterClientQuotasResponse_1(buf: memoryview, po
     f_entries: list[AlterClientQuotasResponse.EntryData]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_entries = buf[pos] - 1
-    if n_entries < 127 and n_entries <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_entries, pos = _read_compact_array_len(buf, pos)
-    if n_entries < 0:
-        raise DecodeError('null in non-nullable array entries')
-    else:
-        f_entries = []
-        for _ in range(n_entries):
-            x_entries, pos = _d_AlterClientQuotasResponse_EntryData_1(buf, pos)
-            f_entries.append(x_entries)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_entries, pos = _read_array(buf, pos, True, _d_AlterClientQuotasResponse_EntryData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterClientQuotasResponse_AlterClientQuotasResponse(f_throttle_time_ms, f_entries, u), pos
 
 
 def _e_AlterClientQuotasResponse_AlterClientQuotasResponse_1(out: bytearray, ch: list[Chunk] | None, o: AlterClientQuotasResponse) -> None:
     """AlterClientQuotasResponse v1."""
     out += _S3.pack(o.throttle_time_ms)
-    v_entries = o.entries
-    if v_entries is not None and len(v_entries) < 127:
-        out.append(len(v_entries) + 1)
-    else:
-        _write_compact_array_len(out, v_entries, False)
-    if v_entries:
-        for x_entries in v_entries:
-            _e_AlterClientQuotasResponse_EntryData_1(out, ch, x_entries)
+    _write_array(out, ch, o.entries, True, False, _e_AlterClientQuotasResponse_EntryData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,20 +7,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
 
@@ -102,42 +100,15 @@ def _d_AlterPartitionRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[Alt
     f_topic_name: str
     f_partitions: list[AlterPartitionRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterPartitionRequest_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterPartitionRequest_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_TopicData(f_topic_name, _ZERO_UUID, f_partitions, u), pos
 
 
 def _e_AlterPartitionRequest_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest.TopicData) -> None:
     """TopicData v0."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterPartitionRequest_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterPartitionRequest_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -149,42 +120,15 @@ def _d_AlterPartitionRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[Alt
     f_topic_name: str
     f_partitions: list[AlterPartitionRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterPartitionRequest_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterPartitionRequest_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_TopicData(f_topic_name, _ZERO_UUID, f_partitions, u), pos
 
 
 def _e_AlterPartitionRequest_TopicData_1(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest.TopicData) -> None:
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterPartitionRequest_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterPartitionRequest_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -197,42 +141,15 @@ def _d_AlterPartitionRequest_TopicData_2(buf: memoryview, pos: int) -> tuple[Alt
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterPartitionRequest_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterPartitionRequest_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_TopicData('', f_topic_id, f_partitions, u), pos
 
 
 def _e_AlterPartitionRequest_TopicData_2(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest.TopicData) -> None:
     """TopicData v2."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterPartitionRequest_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterPartitionRequest_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -245,42 +162,15 @@ def _d_AlterPartitionRequest_TopicData_3(buf: memoryview, pos: int) -> tuple[Alt
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterPartitionRequest_PartitionData_2(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterPartitionRequest_PartitionData_2)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_TopicData('', f_topic_id, f_partitions, u), pos
 
 
 def _e_AlterPartitionRequest_TopicData_3(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest.TopicData) -> None:
     """TopicData v3."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterPartitionRequest_PartitionData_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterPartitionRequest_PartitionData_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -292,43 +182,17 @@ def _d_AlterPartitionRequest_PartitionData_0(buf: memoryview, pos: int) -> tuple
     f_new_isr: list[int]
     f_partition_index, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    n_new_isr = buf[pos] - 1
-    if n_new_isr < 127 and n_new_isr <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_new_isr, pos = _read_compact_array_len(buf, pos)
-    if n_new_isr < 0:
-        raise DecodeError('null in non-nullable array new_isr')
-    else:
-        if n_new_isr == 0:
-            f_new_isr = []
-        else:
-            f_new_isr, pos = _read_fixed_array(buf, pos, n_new_isr, 'i', 4)
+    f_new_isr, pos = _read_fixed_list(buf, pos, True, 'i', 4)
     f_partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_PartitionData(f_partition_index, f_leader_epoch, f_new_isr, [], 0, f_partition_epoch, u), pos
 
 
 def _e_AlterPartitionRequest_PartitionData_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest.PartitionData) -> None:
     """PartitionData v0."""
     out += _S1.pack(o.partition_index, o.leader_epoch)
-    v_new_isr = o.new_isr
-    if v_new_isr is not None and len(v_new_isr) < 127:
-        out.append(len(v_new_isr) + 1)
-    else:
-        _write_compact_array_len(out, v_new_isr, False)
-    if v_new_isr:
-        out += _pack('>%di' % len(v_new_isr), *v_new_isr)
+    _write_fixed_list(out, o.new_isr, True, False, 'i')
     out += _S2.pack(o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -341,43 +205,17 @@ def _d_AlterPartitionRequest_PartitionData_1(buf: memoryview, pos: int) -> tuple
     f_new_isr: list[int]
     f_partition_index, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    n_new_isr = buf[pos] - 1
-    if n_new_isr < 127 and n_new_isr <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_new_isr, pos = _read_compact_array_len(buf, pos)
-    if n_new_isr < 0:
-        raise DecodeError('null in non-nullable array new_isr')
-    else:
-        if n_new_isr == 0:
-            f_new_isr = []
-        else:
-            f_new_isr, pos = _read_fixed_array(buf, pos, n_new_isr, 'i', 4)
+    f_new_isr, pos = _read_fixed_list(buf, pos, True, 'i', 4)
     f_leader_recovery_state, f_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_PartitionData(f_partition_index, f_leader_epoch, f_new_isr, [], f_leader_recovery_state, f_partition_epoch, u), pos
 
 
 def _e_AlterPartitionRequest_PartitionData_1(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest.PartitionData) -> None:
     """PartitionData v1-2."""
     out += _S1.pack(o.partition_index, o.leader_epoch)
-    v_new_isr = o.new_isr
-    if v_new_isr is not None and len(v_new_isr) < 127:
-        out.append(len(v_new_isr) + 1)
-    else:
-        _write_compact_array_len(out, v_new_isr, False)
-    if v_new_isr:
-        out += _pack('>%di' % len(v_new_isr), *v_new_isr)
+    _write_fixed_list(out, o.new_isr, True, False, 'i')
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -390,44 +228,17 @@ def _d_AlterPartitionRequest_PartitionData_2(buf: memoryview, pos: int) -> tuple
     f_new_isr_with_epochs: list[AlterPartitionRequest.BrokerState]
     f_partition_index, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    n_new_isr_with_epochs = buf[pos] - 1
-    if n_new_isr_with_epochs < 127 and n_new_isr_with_epochs <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_new_isr_with_epochs, pos = _read_compact_array_len(buf, pos)
-    if n_new_isr_with_epochs < 0:
-        raise DecodeError('null in non-nullable array new_isr_with_epochs')
-    else:
-        f_new_isr_with_epochs = []
-        for _ in range(n_new_isr_with_epochs):
-            x_new_isr_with_epochs, pos = _d_AlterPartitionRequest_BrokerState_0(buf, pos)
-            f_new_isr_with_epochs.append(x_new_isr_with_epochs)
+    f_new_isr_with_epochs, pos = _read_array(buf, pos, True, _d_AlterPartitionRequest_BrokerState_0)
     f_leader_recovery_state, f_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_PartitionData(f_partition_index, f_leader_epoch, [], f_new_isr_with_epochs, f_leader_recovery_state, f_partition_epoch, u), pos
 
 
 def _e_AlterPartitionRequest_PartitionData_2(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest.PartitionData) -> None:
     """PartitionData v3."""
     out += _S1.pack(o.partition_index, o.leader_epoch)
-    v_new_isr_with_epochs = o.new_isr_with_epochs
-    if v_new_isr_with_epochs is not None and len(v_new_isr_with_epochs) < 127:
-        out.append(len(v_new_isr_with_epochs) + 1)
-    else:
-        _write_compact_array_len(out, v_new_isr_with_epochs, False)
-    if v_new_isr_with_epochs:
-        for x_new_isr_with_epochs in v_new_isr_with_epochs:
-            _e_AlterPartitionRequest_BrokerState_0(out, ch, x_new_isr_with_epochs)
+    _write_array(out, ch, o.new_isr_with_epochs, True, False, _e_AlterPartitionRequest_BrokerState_0)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -439,16 +250,7 @@ def _d_AlterPartitionRequest_BrokerState_0(buf: memoryview, pos: int) -> tuple[A
     """BrokerState v3."""
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_BrokerState(f_broker_id, f_broker_epoch, u), pos
 
 
@@ -466,42 +268,15 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_0(buf: memoryview, pos: int) 
     f_topics: list[AlterPartitionRequest.TopicData]
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterPartitionRequest_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AlterPartitionRequest_TopicData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics, u), pos
 
 
 def _e_AlterPartitionRequest_AlterPartitionRequest_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest) -> None:
     """AlterPartitionRequest v0."""
     out += _S4.pack(o.broker_id, o.broker_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterPartitionRequest_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AlterPartitionRequest_TopicData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -513,42 +288,15 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_1(buf: memoryview, pos: int) 
     f_topics: list[AlterPartitionRequest.TopicData]
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterPartitionRequest_TopicData_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AlterPartitionRequest_TopicData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics, u), pos
 
 
 def _e_AlterPartitionRequest_AlterPartitionRequest_1(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest) -> None:
     """AlterPartitionRequest v1."""
     out += _S4.pack(o.broker_id, o.broker_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterPartitionRequest_TopicData_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AlterPartitionRequest_TopicData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -560,42 +308,15 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_2(buf: memoryview, pos: int) 
     f_topics: list[AlterPartitionRequest.TopicData]
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterPartitionRequest_TopicData_2(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AlterPartitionRequest_TopicData_2)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics, u), pos
 
 
 def _e_AlterPartitionRequest_AlterPartitionRequest_2(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest) -> None:
     """AlterPartitionRequest v2."""
     out += _S4.pack(o.broker_id, o.broker_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterPartitionRequest_TopicData_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AlterPartitionRequest_TopicData_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -607,42 +328,15 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_3(buf: memoryview, pos: int) 
     f_topics: list[AlterPartitionRequest.TopicData]
     f_broker_id, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 12
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterPartitionRequest_TopicData_3(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AlterPartitionRequest_TopicData_3)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionRequest_AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics, u), pos
 
 
 def _e_AlterPartitionRequest_AlterPartitionRequest_3(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionRequest) -> None:
     """AlterPartitionRequest v3."""
     out += _S4.pack(o.broker_id, o.broker_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterPartitionRequest_TopicData_3(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AlterPartitionRequest_TopicData_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -714,42 +408,15 @@ def _d_AlterPartitionResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[Al
     f_topic_name: str
     f_partitions: list[AlterPartitionResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterPartitionResponse_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterPartitionResponse_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionResponse_TopicData(f_topic_name, _ZERO_UUID, f_partitions, u), pos
 
 
 def _e_AlterPartitionResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionResponse.TopicData) -> None:
     """TopicData v0."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterPartitionResponse_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterPartitionResponse_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -761,42 +428,15 @@ def _d_AlterPartitionResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[Al
     f_topic_name: str
     f_partitions: list[AlterPartitionResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterPartitionResponse_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterPartitionResponse_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionResponse_TopicData(f_topic_name, _ZERO_UUID, f_partitions, u), pos
 
 
 def _e_AlterPartitionResponse_TopicData_1(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionResponse.TopicData) -> None:
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterPartitionResponse_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterPartitionResponse_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -809,42 +449,15 @@ def _d_AlterPartitionResponse_TopicData_2(buf: memoryview, pos: int) -> tuple[Al
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterPartitionResponse_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterPartitionResponse_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionResponse_TopicData('', f_topic_id, f_partitions, u), pos
 
 
 def _e_AlterPartitionResponse_TopicData_2(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionResponse.TopicData) -> None:
     """TopicData v2-3."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterPartitionResponse_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterPartitionResponse_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -856,43 +469,17 @@ def _d_AlterPartitionResponse_PartitionData_0(buf: memoryview, pos: int) -> tupl
     f_isr: list[int]
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S5.unpack_from(buf, pos)
     pos += 14
-    n_isr = buf[pos] - 1
-    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_isr, pos = _read_compact_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, True, 'i', 4)
     f_partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_isr, 0, f_partition_epoch, u), pos
 
 
 def _e_AlterPartitionResponse_PartitionData_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionResponse.PartitionData) -> None:
     """PartitionData v0."""
     out += _S5.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-    v_isr = o.isr
-    if v_isr is not None and len(v_isr) < 127:
-        out.append(len(v_isr) + 1)
-    else:
-        _write_compact_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, True, False, 'i')
     out += _S2.pack(o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -905,43 +492,17 @@ def _d_AlterPartitionResponse_PartitionData_1(buf: memoryview, pos: int) -> tupl
     f_isr: list[int]
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S5.unpack_from(buf, pos)
     pos += 14
-    n_isr = buf[pos] - 1
-    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_isr, pos = _read_compact_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, True, 'i', 4)
     f_leader_recovery_state, f_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_isr, f_leader_recovery_state, f_partition_epoch, u), pos
 
 
 def _e_AlterPartitionResponse_PartitionData_1(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionResponse.PartitionData) -> None:
     """PartitionData v1-3."""
     out += _S5.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-    v_isr = o.isr
-    if v_isr is not None and len(v_isr) < 127:
-        out.append(len(v_isr) + 1)
-    else:
-        _write_compact_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, True, False, 'i')
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -954,42 +515,15 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_0(buf: memoryview, pos: int
     f_topics: list[AlterPartitionResponse.TopicData]
     f_throttle_time_ms, f_error_code = _S6.unpack_from(buf, pos)
     pos += 6
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterPartitionResponse_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AlterPartitionResponse_TopicData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionResponse_AlterPartitionResponse(f_throttle_time_ms, f_error_code, f_topics, u), pos
 
 
 def _e_AlterPartitionResponse_AlterPartitionResponse_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionResponse) -> None:
     """AlterPartitionResponse v0."""
     out += _S6.pack(o.throttle_time_ms, o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterPartitionResponse_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AlterPartitionResponse_TopicData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1001,42 +535,15 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_1(buf: memoryview, pos: int
     f_topics: list[AlterPartitionResponse.TopicData]
     f_throttle_time_ms, f_error_code = _S6.unpack_from(buf, pos)
     pos += 6
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterPartitionResponse_TopicData_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AlterPartitionResponse_TopicData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionResponse_AlterPartitionResponse(f_throttle_time_ms, f_error_code, f_topics, u), pos
 
 
 def _e_AlterPartitionResponse_AlterPartitionResponse_1(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionResponse) -> None:
     """AlterPartitionResponse v1."""
     out += _S6.pack(o.throttle_time_ms, o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterPartitionResponse_TopicData_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AlterPartitionResponse_TopicData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1048,42 +555,15 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_2(buf: memoryview, pos: int
     f_topics: list[AlterPartitionResponse.TopicData]
     f_throttle_time_ms, f_error_code = _S6.unpack_from(buf, pos)
     pos += 6
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterPartitionResponse_TopicData_2(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AlterPartitionResponse_TopicData_2)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionResponse_AlterPartitionResponse(f_throttle_time_ms, f_error_code, f_topics, u), pos
 
 
 def _e_AlterPartitionResponse_AlterPartitionResponse_2(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionResponse) -> None:
     """AlterPartitionResponse v2-3."""
     out += _S6.pack(o.throttle_time_ms, o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterPartitionResponse_TopicData_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AlterPartitionResponse_TopicData_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

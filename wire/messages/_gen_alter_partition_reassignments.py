@@ -7,21 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_nullable_fixed_list as _read_nullable_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -86,42 +84,15 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf: memoryview, p
     f_name: str
     f_partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionReassignmentsRequest_ReassignableTopic(f_name, f_partitions, u), pos
 
 
 def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionReassignmentsRequest.ReassignableTopic) -> None:
     """ReassignableTopic v0."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterPartitionReassignmentsRequest_ReassignablePartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterPartitionReassignmentsRequest_ReassignablePartition_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -133,41 +104,15 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf: memoryvie
     f_replicas: list[int] | None
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_replicas = buf[pos] - 1
-    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_replicas < 0:
-        f_replicas = None
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_replicas, pos = _read_nullable_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionReassignmentsRequest_ReassignablePartition(f_partition_index, f_replicas, u), pos
 
 
 def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionReassignmentsRequest.ReassignablePartition) -> None:
     """ReassignablePartition v0."""
     out += _S0.pack(o.partition_index)
-    v_replicas = o.replicas
-    if v_replicas is not None and len(v_replicas) < 127:
-        out.append(len(v_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_replicas, True)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
+    _write_fixed_list(out, o.replicas, True, True, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -179,42 +124,15 @@ def _d_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_0(b
     f_topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic]
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest(f_timeout_ms, f_topics, u), pos
 
 
 def _e_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionReassignmentsRequest) -> None:
     """AlterPartitionReassignmentsRequest v0."""
     out += _S0.pack(o.timeout_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterPartitionReassignmentsRequest_ReassignableTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AlterPartitionReassignmentsRequest_ReassignableTopic_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -282,42 +200,15 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf: memo
     f_name: str
     f_partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(f_name, f_partitions, u), pos
 
 
 def _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(out: bytearray, ch: list[Chunk] | None, o: AlterPartitionReassignmentsResponse.ReassignableTopicResponse) -> None:
     """ReassignableTopicResponse v0."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -330,16 +221,7 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf: 
     f_partition_index, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(f_partition_index, f_error_code, f_error_message, u), pos
 
 
@@ -360,28 +242,8 @@ def _d_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_0
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf, pos)
-            f_responses.append(x_responses)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_responses, pos = _read_array(buf, pos, True, _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses, u), pos
 
 
@@ -389,14 +251,7 @@ def _e_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_0
     """AlterPartitionReassignmentsResponse v0."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

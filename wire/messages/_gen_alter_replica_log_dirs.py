@@ -7,23 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -87,25 +83,14 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_0(buf: memoryview, pos: int
     f_path: str
     f_topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic]
     f_path, pos = _read_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0)
     return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDir(f_path, f_topics, {}), pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_0(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsRequest.AlterReplicaLogDir) -> None:
     """AlterReplicaLogDir v0-1."""
     _write_string(out, o.path)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0)
 
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(buf: memoryview, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDir, int]:
@@ -113,42 +98,15 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(buf: memoryview, pos: int
     f_path: str
     f_topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic]
     f_path, pos = _read_compact_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDir(f_path, f_topics, u), pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsRequest.AlterReplicaLogDir) -> None:
     """AlterReplicaLogDir v2."""
     _write_compact_string(out, o.path)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -160,24 +118,14 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(buf: memoryview, pos
     f_name: str
     f_partitions: list[int]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+    f_partitions, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(f_name, f_partitions, {}), pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic) -> None:
     """AlterReplicaLogDirTopic v0-1."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, False, False, 'i')
 
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(buf: memoryview, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic, int]:
@@ -185,41 +133,15 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(buf: memoryview, pos
     f_name: str
     f_partitions: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(f_name, f_partitions, u), pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic) -> None:
     """AlterReplicaLogDirTopic v2."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -229,64 +151,26 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(out: bytearray, ch: 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_0(buf: memoryview, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
     """AlterReplicaLogDirsRequest v0-1."""
     f_dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
-    n_dirs, pos = _read_array_len(buf, pos)
-    if n_dirs < 0:
-        raise DecodeError('null in non-nullable array dirs')
-    else:
-        f_dirs = []
-        for _ in range(n_dirs):
-            x_dirs, pos = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_0(buf, pos)
-            f_dirs.append(x_dirs)
+    f_dirs, pos = _read_array(buf, pos, False, _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_0)
     return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest(f_dirs, {}), pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_0(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsRequest) -> None:
     """AlterReplicaLogDirsRequest v0-1."""
-    v_dirs = o.dirs
-    _write_array_len(out, v_dirs, False)
-    if v_dirs:
-        for x_dirs in v_dirs:
-            _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_0(out, ch, x_dirs)
+    _write_array(out, ch, o.dirs, False, False, _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_0)
 
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_1(buf: memoryview, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
     """AlterReplicaLogDirsRequest v2."""
     f_dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
-    n_dirs = buf[pos] - 1
-    if n_dirs < 127 and n_dirs <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_dirs, pos = _read_compact_array_len(buf, pos)
-    if n_dirs < 0:
-        raise DecodeError('null in non-nullable array dirs')
-    else:
-        f_dirs = []
-        for _ in range(n_dirs):
-            x_dirs, pos = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(buf, pos)
-            f_dirs.append(x_dirs)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_dirs, pos = _read_array(buf, pos, True, _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest(f_dirs, u), pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_1(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsRequest) -> None:
     """AlterReplicaLogDirsRequest v2."""
-    v_dirs = o.dirs
-    if v_dirs is not None and len(v_dirs) < 127:
-        out.append(len(v_dirs) + 1)
-    else:
-        _write_compact_array_len(out, v_dirs, False)
-    if v_dirs:
-        for x_dirs in v_dirs:
-            _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(out, ch, x_dirs)
+    _write_array(out, ch, o.dirs, True, False, _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -351,25 +235,14 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0(buf: memoryvi
     f_topic_name: str
     f_partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult]
     f_topic_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_0)
     return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(f_topic_name, f_partitions, {}), pos
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult) -> None:
     """AlterReplicaLogDirTopicResult v0-1."""
     _write_string(out, o.topic_name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_0)
 
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(buf: memoryview, pos: int) -> tuple[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult, int]:
@@ -377,42 +250,15 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(buf: memoryvi
     f_topic_name: str
     f_partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(f_topic_name, f_partitions, u), pos
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult) -> None:
     """AlterReplicaLogDirTopicResult v2."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -435,16 +281,7 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(buf: memo
     """AlterReplicaLogDirPartitionResult v2."""
     f_partition_index, f_error_code = _S0.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(f_partition_index, f_error_code, u), pos
 
 
@@ -462,25 +299,14 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_0(buf: memoryview
     f_results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0(buf, pos)
-            f_results.append(x_results)
+    f_results, pos = _read_array(buf, pos, False, _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0)
     return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results, {}), pos
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_0(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsResponse) -> None:
     """AlterReplicaLogDirsResponse v0-1."""
     out += _S1.pack(o.throttle_time_ms)
-    v_results = o.results
-    _write_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, False, False, _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0)
 
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_1(buf: memoryview, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
@@ -488,42 +314,15 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_1(buf: memoryview
     f_results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results, u), pos
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_1(out: bytearray, ch: list[Chunk] | None, o: AlterReplicaLogDirsResponse) -> None:
     """AlterReplicaLogDirsResponse v2."""
     out += _S1.pack(o.throttle_time_ms)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,21 +7,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_bytes as _read_compact_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
@@ -93,16 +90,7 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf: memoryvie
     f_name, pos = _read_compact_string(buf, pos)
     f_mechanism, = _S0.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterUserScramCredentialsRequest_ScramCredentialDeletion(f_name, f_mechanism, u), pos
 
 
@@ -126,16 +114,7 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf: memoryvi
     pos += 5
     f_salt, pos = _read_compact_bytes(buf, pos)
     f_salted_password, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(f_name, f_mechanism, f_iterations, f_salt, f_salted_password, u), pos
 
 
@@ -155,61 +134,16 @@ def _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_0(buf: 
     """AlterUserScramCredentialsRequest v0."""
     f_deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
     f_upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
-    n_deletions = buf[pos] - 1
-    if n_deletions < 127 and n_deletions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_deletions, pos = _read_compact_array_len(buf, pos)
-    if n_deletions < 0:
-        raise DecodeError('null in non-nullable array deletions')
-    else:
-        f_deletions = []
-        for _ in range(n_deletions):
-            x_deletions, pos = _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf, pos)
-            f_deletions.append(x_deletions)
-    n_upsertions = buf[pos] - 1
-    if n_upsertions < 127 and n_upsertions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_upsertions, pos = _read_compact_array_len(buf, pos)
-    if n_upsertions < 0:
-        raise DecodeError('null in non-nullable array upsertions')
-    else:
-        f_upsertions = []
-        for _ in range(n_upsertions):
-            x_upsertions, pos = _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, pos)
-            f_upsertions.append(x_upsertions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_deletions, pos = _read_array(buf, pos, True, _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0)
+    f_upsertions, pos = _read_array(buf, pos, True, _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest(f_deletions, f_upsertions, u), pos
 
 
 def _e_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_0(out: bytearray, ch: list[Chunk] | None, o: AlterUserScramCredentialsRequest) -> None:
     """AlterUserScramCredentialsRequest v0."""
-    v_deletions = o.deletions
-    if v_deletions is not None and len(v_deletions) < 127:
-        out.append(len(v_deletions) + 1)
-    else:
-        _write_compact_array_len(out, v_deletions, False)
-    if v_deletions:
-        for x_deletions in v_deletions:
-            _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(out, ch, x_deletions)
-    v_upsertions = o.upsertions
-    if v_upsertions is not None and len(v_upsertions) < 127:
-        out.append(len(v_upsertions) + 1)
-    else:
-        _write_compact_array_len(out, v_upsertions, False)
-    if v_upsertions:
-        for x_upsertions in v_upsertions:
-            _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(out, ch, x_upsertions)
+    _write_array(out, ch, o.deletions, True, False, _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0)
+    _write_array(out, ch, o.upsertions, True, False, _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -271,16 +205,7 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf: 
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(f_user, f_error_code, f_error_message, u), pos
 
 
@@ -300,42 +225,15 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_0(buf
     f_results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse(f_throttle_time_ms, f_results, u), pos
 
 
 def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_0(out: bytearray, ch: list[Chunk] | None, o: AlterUserScramCredentialsResponse) -> None:
     """AlterUserScramCredentialsResponse v0."""
     out += _S3.pack(o.throttle_time_ms)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,21 +7,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
 
@@ -86,16 +83,7 @@ def _d_ApiVersionsRequest_ApiVersionsRequest_1(buf: memoryview, pos: int) -> tup
     f_client_software_version: str
     f_client_software_name, pos = _read_compact_string(buf, pos)
     f_client_software_version, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ApiVersionsRequest_ApiVersionsRequest(f_client_software_name, f_client_software_version, u), pos
 
 
@@ -193,16 +181,7 @@ def _d_ApiVersionsResponse_ApiVersion_1(buf: memoryview, pos: int) -> tuple[ApiV
     """ApiVersion v3-4."""
     f_api_key, f_min_version, f_max_version = _S0.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version, u), pos
 
 
@@ -221,16 +200,7 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_0(buf: memoryview, pos: int) -> t
     f_name, pos = _read_compact_string(buf, pos)
     f_min_version, f_max_version = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ApiVersionsResponse_SupportedFeatureKey(f_name, f_min_version, f_max_version, u), pos
 
 
@@ -250,16 +220,7 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_0(buf: memoryview, pos: int) -> t
     f_name, pos = _read_compact_string(buf, pos)
     f_max_version_level, f_min_version_level = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ApiVersionsResponse_FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level, u), pos
 
 
@@ -278,25 +239,14 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_0(buf: memoryview, pos: int) -> t
     f_api_keys: list[ApiVersionsResponse.ApiVersion]
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n_api_keys, pos = _read_array_len(buf, pos)
-    if n_api_keys < 0:
-        raise DecodeError('null in non-nullable array api_keys')
-    else:
-        f_api_keys = []
-        for _ in range(n_api_keys):
-            x_api_keys, pos = _d_ApiVersionsResponse_ApiVersion_0(buf, pos)
-            f_api_keys.append(x_api_keys)
+    f_api_keys, pos = _read_array(buf, pos, False, _d_ApiVersionsResponse_ApiVersion_0)
     return _C_ApiVersionsResponse_ApiVersionsResponse(f_error_code, f_api_keys, 0, [], -1, [], False, {}), pos
 
 
 def _e_ApiVersionsResponse_ApiVersionsResponse_0(out: bytearray, ch: list[Chunk] | None, o: ApiVersionsResponse) -> None:
     """ApiVersionsResponse v0."""
     out += _S2.pack(o.error_code)
-    v_api_keys = o.api_keys
-    _write_array_len(out, v_api_keys, False)
-    if v_api_keys:
-        for x_api_keys in v_api_keys:
-            _e_ApiVersionsResponse_ApiVersion_0(out, ch, x_api_keys)
+    _write_array(out, ch, o.api_keys, False, False, _e_ApiVersionsResponse_ApiVersion_0)
 
 
 def _d_ApiVersionsResponse_ApiVersionsResponse_1(buf: memoryview, pos: int) -> tuple[ApiVersionsResponse, int]:
@@ -304,14 +254,7 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_1(buf: memoryview, pos: int) -> t
     f_api_keys: list[ApiVersionsResponse.ApiVersion]
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n_api_keys, pos = _read_array_len(buf, pos)
-    if n_api_keys < 0:
-        raise DecodeError('null in non-nullable array api_keys')
-    else:
-        f_api_keys = []
-        for _ in range(n_api_keys):
-            x_api_keys, pos = _d_ApiVersionsResponse_ApiVersion_0(buf, pos)
-            f_api_keys.append(x_api_keys)
+    f_api_keys, pos = _read_array(buf, pos, False, _d_ApiVersionsResponse_ApiVersion_0)
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     return _C_ApiVersionsResponse_ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False, {}), pos
@@ -320,11 +263,7 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_1(buf: memoryview, pos: int) -> t
 def _e_ApiVersionsResponse_ApiVersionsResponse_1(out: bytearray, ch: list[Chunk] | None, o: ApiVersionsResponse) -> None:
     """ApiVersionsResponse v1-2."""
     out += _S2.pack(o.error_code)
-    v_api_keys = o.api_keys
-    _write_array_len(out, v_api_keys, False)
-    if v_api_keys:
-        for x_api_keys in v_api_keys:
-            _e_ApiVersionsResponse_ApiVersion_0(out, ch, x_api_keys)
+    _write_array(out, ch, o.api_keys, False, False, _e_ApiVersionsResponse_ApiVersion_0)
     out += _S3.pack(o.throttle_time_ms)
 
 
@@ -335,18 +274,7 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_2(buf: memoryview, pos: int) -> t
     f_finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey]
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n_api_keys = buf[pos] - 1
-    if n_api_keys < 127 and n_api_keys <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_api_keys, pos = _read_compact_array_len(buf, pos)
-    if n_api_keys < 0:
-        raise DecodeError('null in non-nullable array api_keys')
-    else:
-        f_api_keys = []
-        for _ in range(n_api_keys):
-            x_api_keys, pos = _d_ApiVersionsResponse_ApiVersion_1(buf, pos)
-            f_api_keys.append(x_api_keys)
+    f_api_keys, pos = _read_array(buf, pos, True, _d_ApiVersionsResponse_ApiVersion_1)
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     f_supported_features = []
@@ -363,36 +291,14 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_2(buf: memoryview, pos: int) -> t
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_supported_features = tb[tp] - 1
-            if n_supported_features < 127 and n_supported_features <= len(tb) - tp - 1:
-                tp += 1
-            else:
-                n_supported_features, tp = _read_compact_array_len(tb, tp)
-            if n_supported_features < 0:
-                raise DecodeError('null in non-nullable array supported_features')
-            else:
-                f_supported_features = []
-                for _ in range(n_supported_features):
-                    x_supported_features, tp = _d_ApiVersionsResponse_SupportedFeatureKey_0(tb, tp)
-                    f_supported_features.append(x_supported_features)
+            f_supported_features, tp = _read_array(tb, tp, True, _d_ApiVersionsResponse_SupportedFeatureKey_0)
         elif tag == 1:
             tb = buf[:te]
             f_finalized_features_epoch = _S4.unpack_from(tb, tp)[0]
             tp += 8
         elif tag == 2:
             tb = buf[:te]
-            n_finalized_features = tb[tp] - 1
-            if n_finalized_features < 127 and n_finalized_features <= len(tb) - tp - 1:
-                tp += 1
-            else:
-                n_finalized_features, tp = _read_compact_array_len(tb, tp)
-            if n_finalized_features < 0:
-                raise DecodeError('null in non-nullable array finalized_features')
-            else:
-                f_finalized_features = []
-                for _ in range(n_finalized_features):
-                    x_finalized_features, tp = _d_ApiVersionsResponse_FinalizedFeatureKey_0(tb, tp)
-                    f_finalized_features.append(x_finalized_features)
+            f_finalized_features, tp = _read_array(tb, tp, True, _d_ApiVersionsResponse_FinalizedFeatureKey_0)
         elif tag == 3:
             tb = buf[:te]
             f_zk_migration_ready = _S5.unpack_from(tb, tp)[0]
@@ -406,26 +312,12 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_2(buf: memoryview, pos: int) -> t
 def _e_ApiVersionsResponse_ApiVersionsResponse_2(out: bytearray, ch: list[Chunk] | None, o: ApiVersionsResponse) -> None:
     """ApiVersionsResponse v3-4."""
     out += _S2.pack(o.error_code)
-    v_api_keys = o.api_keys
-    if v_api_keys is not None and len(v_api_keys) < 127:
-        out.append(len(v_api_keys) + 1)
-    else:
-        _write_compact_array_len(out, v_api_keys, False)
-    if v_api_keys:
-        for x_api_keys in v_api_keys:
-            _e_ApiVersionsResponse_ApiVersion_1(out, ch, x_api_keys)
+    _write_array(out, ch, o.api_keys, True, False, _e_ApiVersionsResponse_ApiVersion_1)
     out += _S3.pack(o.throttle_time_ms)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.supported_features != []:
         t = bytearray()
-        v_supported_features = o.supported_features
-        if v_supported_features is not None and len(v_supported_features) < 127:
-            t.append(len(v_supported_features) + 1)
-        else:
-            _write_compact_array_len(t, v_supported_features, False)
-        if v_supported_features:
-            for x_supported_features in v_supported_features:
-                _e_ApiVersionsResponse_SupportedFeatureKey_0(t, None, x_supported_features)
+        _write_array(t, None, o.supported_features, True, False, _e_ApiVersionsResponse_SupportedFeatureKey_0)
         tg.append((0, t))
     if o.finalized_features_epoch != -1:
         t = bytearray()
@@ -433,14 +325,7 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_2(out: bytearray, ch: list[Chunk]
         tg.append((1, t))
     if o.finalized_features != []:
         t = bytearray()
-        v_finalized_features = o.finalized_features
-        if v_finalized_features is not None and len(v_finalized_features) < 127:
-            t.append(len(v_finalized_features) + 1)
-        else:
-            _write_compact_array_len(t, v_finalized_features, False)
-        if v_finalized_features:
-            for x_finalized_features in v_finalized_features:
-                _e_ApiVersionsResponse_FinalizedFeatureKey_0(t, None, x_finalized_features)
+        _write_array(t, None, o.finalized_features, True, False, _e_ApiVersionsResponse_FinalizedFeatureKey_0)
         tg.append((2, t))
     if o.zk_migration_ready != False:
         t = bytearray()

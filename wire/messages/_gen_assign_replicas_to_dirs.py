@@ -7,18 +7,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
@@ -91,42 +88,15 @@ def _d_AssignReplicasToDirsRequest_DirectoryData_0(buf: memoryview, pos: int) ->
     f_id, = _S0.unpack_from(buf, pos)
     f_id = _UUID(bytes=f_id)
     pos += 16
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AssignReplicasToDirsRequest_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AssignReplicasToDirsRequest_TopicData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AssignReplicasToDirsRequest_DirectoryData(f_id, f_topics, u), pos
 
 
 def _e_AssignReplicasToDirsRequest_DirectoryData_0(out: bytearray, ch: list[Chunk] | None, o: AssignReplicasToDirsRequest.DirectoryData) -> None:
     """DirectoryData v0."""
     out += _S0.pack(o.id.bytes)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AssignReplicasToDirsRequest_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AssignReplicasToDirsRequest_TopicData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -139,42 +109,15 @@ def _d_AssignReplicasToDirsRequest_TopicData_0(buf: memoryview, pos: int) -> tup
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AssignReplicasToDirsRequest_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AssignReplicasToDirsRequest_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AssignReplicasToDirsRequest_TopicData(f_topic_id, f_partitions, u), pos
 
 
 def _e_AssignReplicasToDirsRequest_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: AssignReplicasToDirsRequest.TopicData) -> None:
     """TopicData v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AssignReplicasToDirsRequest_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AssignReplicasToDirsRequest_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -185,16 +128,7 @@ def _d_AssignReplicasToDirsRequest_PartitionData_0(buf: memoryview, pos: int) ->
     """PartitionData v0."""
     f_partition_index, = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AssignReplicasToDirsRequest_PartitionData(f_partition_index, u), pos
 
 
@@ -212,42 +146,15 @@ def _d_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_0(buf: memoryview
     f_directories: list[AssignReplicasToDirsRequest.DirectoryData]
     f_broker_id, f_broker_epoch = _S2.unpack_from(buf, pos)
     pos += 12
-    n_directories = buf[pos] - 1
-    if n_directories < 127 and n_directories <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_directories, pos = _read_compact_array_len(buf, pos)
-    if n_directories < 0:
-        raise DecodeError('null in non-nullable array directories')
-    else:
-        f_directories = []
-        for _ in range(n_directories):
-            x_directories, pos = _d_AssignReplicasToDirsRequest_DirectoryData_0(buf, pos)
-            f_directories.append(x_directories)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_directories, pos = _read_array(buf, pos, True, _d_AssignReplicasToDirsRequest_DirectoryData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest(f_broker_id, f_broker_epoch, f_directories, u), pos
 
 
 def _e_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_0(out: bytearray, ch: list[Chunk] | None, o: AssignReplicasToDirsRequest) -> None:
     """AssignReplicasToDirsRequest v0."""
     out += _S2.pack(o.broker_id, o.broker_epoch)
-    v_directories = o.directories
-    if v_directories is not None and len(v_directories) < 127:
-        out.append(len(v_directories) + 1)
-    else:
-        _write_compact_array_len(out, v_directories, False)
-    if v_directories:
-        for x_directories in v_directories:
-            _e_AssignReplicasToDirsRequest_DirectoryData_0(out, ch, x_directories)
+    _write_array(out, ch, o.directories, True, False, _e_AssignReplicasToDirsRequest_DirectoryData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -321,42 +228,15 @@ def _d_AssignReplicasToDirsResponse_DirectoryData_0(buf: memoryview, pos: int) -
     f_id, = _S0.unpack_from(buf, pos)
     f_id = _UUID(bytes=f_id)
     pos += 16
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_AssignReplicasToDirsResponse_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_AssignReplicasToDirsResponse_TopicData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AssignReplicasToDirsResponse_DirectoryData(f_id, f_topics, u), pos
 
 
 def _e_AssignReplicasToDirsResponse_DirectoryData_0(out: bytearray, ch: list[Chunk] | None, o: AssignReplicasToDirsResponse.DirectoryData) -> None:
     """DirectoryData v0."""
     out += _S0.pack(o.id.bytes)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_AssignReplicasToDirsResponse_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_AssignReplicasToDirsResponse_TopicData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -369,42 +249,15 @@ def _d_AssignReplicasToDirsResponse_TopicData_0(buf: memoryview, pos: int) -> tu
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_AssignReplicasToDirsResponse_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_AssignReplicasToDirsResponse_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AssignReplicasToDirsResponse_TopicData(f_topic_id, f_partitions, u), pos
 
 
 def _e_AssignReplicasToDirsResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: AssignReplicasToDirsResponse.TopicData) -> None:
     """TopicData v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_AssignReplicasToDirsResponse_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_AssignReplicasToDirsResponse_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -415,16 +268,7 @@ def _d_AssignReplicasToDirsResponse_PartitionData_0(buf: memoryview, pos: int) -
     """PartitionData v0."""
     f_partition_index, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_AssignReplicasToDirsResponse_PartitionData(f_partition_index, f_error_code, u), pos
 
 
@@ -442,42 +286,15 @@ def _d_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_0(buf: memoryvi
     f_directories: list[AssignReplicasToDirsResponse.DirectoryData]
     f_throttle_time_ms, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
-    n_directories = buf[pos] - 1
-    if n_directories < 127 and n_directories <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_directories, pos = _read_compact_array_len(buf, pos)
-    if n_directories < 0:
-        raise DecodeError('null in non-nullable array directories')
-    else:
-        f_directories = []
-        for _ in range(n_directories):
-            x_directories, pos = _d_AssignReplicasToDirsResponse_DirectoryData_0(buf, pos)
-            f_directories.append(x_directories)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_directories, pos = _read_array(buf, pos, True, _d_AssignReplicasToDirsResponse_DirectoryData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse(f_throttle_time_ms, f_error_code, f_directories, u), pos
 
 
 def _e_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_0(out: bytearray, ch: list[Chunk] | None, o: AssignReplicasToDirsResponse) -> None:
     """AssignReplicasToDirsResponse v0."""
     out += _S3.pack(o.throttle_time_ms, o.error_code)
-    v_directories = o.directories
-    if v_directories is not None and len(v_directories) < 127:
-        out.append(len(v_directories) + 1)
-    else:
-        _write_compact_array_len(out, v_directories, False)
-    if v_directories:
-        for x_directories in v_directories:
-            _e_AssignReplicasToDirsResponse_DirectoryData_0(out, ch, x_directories)
+    _write_array(out, ch, o.directories, True, False, _e_AssignReplicasToDirsResponse_DirectoryData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,24 +7,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -107,25 +104,14 @@ def _d_BeginQuorumEpochRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[B
     f_topic_name: str
     f_partitions: list[BeginQuorumEpochRequest.PartitionData]
     f_topic_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_BeginQuorumEpochRequest_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_BeginQuorumEpochRequest_PartitionData_0)
     return _C_BeginQuorumEpochRequest_TopicData(f_topic_name, f_partitions, {}), pos
 
 
 def _e_BeginQuorumEpochRequest_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: BeginQuorumEpochRequest.TopicData) -> None:
     """TopicData v0."""
     _write_string(out, o.topic_name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_BeginQuorumEpochRequest_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_BeginQuorumEpochRequest_PartitionData_0)
 
 
 def _d_BeginQuorumEpochRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[BeginQuorumEpochRequest.TopicData, int]:
@@ -133,42 +119,15 @@ def _d_BeginQuorumEpochRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[B
     f_topic_name: str
     f_partitions: list[BeginQuorumEpochRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_BeginQuorumEpochRequest_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_BeginQuorumEpochRequest_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_BeginQuorumEpochRequest_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_BeginQuorumEpochRequest_TopicData_1(out: bytearray, ch: list[Chunk] | None, o: BeginQuorumEpochRequest.TopicData) -> None:
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_BeginQuorumEpochRequest_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_BeginQuorumEpochRequest_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -192,16 +151,7 @@ def _d_BeginQuorumEpochRequest_PartitionData_1(buf: memoryview, pos: int) -> tup
     f_partition_index, f_voter_directory_id, f_leader_id, f_leader_epoch = _S1.unpack_from(buf, pos)
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 28
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BeginQuorumEpochRequest_PartitionData(f_partition_index, f_voter_directory_id, f_leader_id, f_leader_epoch, u), pos
 
 
@@ -222,16 +172,7 @@ def _d_BeginQuorumEpochRequest_LeaderEndpoint_0(buf: memoryview, pos: int) -> tu
     f_host, pos = _read_compact_string(buf, pos)
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BeginQuorumEpochRequest_LeaderEndpoint(f_name, f_host, f_port, u), pos
 
 
@@ -251,25 +192,14 @@ def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_0(buf: memoryview, pos: i
     f_cluster_id: str | None
     f_topics: list[BeginQuorumEpochRequest.TopicData]
     f_cluster_id, pos = _read_nullable_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_BeginQuorumEpochRequest_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_BeginQuorumEpochRequest_TopicData_0)
     return _C_BeginQuorumEpochRequest_BeginQuorumEpochRequest(f_cluster_id, -1, f_topics, [], {}), pos
 
 
 def _e_BeginQuorumEpochRequest_BeginQuorumEpochRequest_0(out: bytearray, ch: list[Chunk] | None, o: BeginQuorumEpochRequest) -> None:
     """BeginQuorumEpochRequest v0."""
     _write_nullable_string(out, o.cluster_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_BeginQuorumEpochRequest_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_BeginQuorumEpochRequest_TopicData_0)
 
 
 def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_1(buf: memoryview, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
@@ -280,40 +210,9 @@ def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_1(buf: memoryview, pos: i
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_voter_id, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_BeginQuorumEpochRequest_TopicData_1(buf, pos)
-            f_topics.append(x_topics)
-    n_leader_endpoints = buf[pos] - 1
-    if n_leader_endpoints < 127 and n_leader_endpoints <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_leader_endpoints, pos = _read_compact_array_len(buf, pos)
-    if n_leader_endpoints < 0:
-        raise DecodeError('null in non-nullable array leader_endpoints')
-    else:
-        f_leader_endpoints = []
-        for _ in range(n_leader_endpoints):
-            x_leader_endpoints, pos = _d_BeginQuorumEpochRequest_LeaderEndpoint_0(buf, pos)
-            f_leader_endpoints.append(x_leader_endpoints)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_BeginQuorumEpochRequest_TopicData_1)
+    f_leader_endpoints, pos = _read_array(buf, pos, True, _d_BeginQuorumEpochRequest_LeaderEndpoint_0)
+    u, pos = _read_tags(buf, pos)
     return _C_BeginQuorumEpochRequest_BeginQuorumEpochRequest(f_cluster_id, f_voter_id, f_topics, f_leader_endpoints, u), pos
 
 
@@ -321,22 +220,8 @@ def _e_BeginQuorumEpochRequest_BeginQuorumEpochRequest_1(out: bytearray, ch: lis
     """BeginQuorumEpochRequest v1."""
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S3.pack(o.voter_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_BeginQuorumEpochRequest_TopicData_1(out, ch, x_topics)
-    v_leader_endpoints = o.leader_endpoints
-    if v_leader_endpoints is not None and len(v_leader_endpoints) < 127:
-        out.append(len(v_leader_endpoints) + 1)
-    else:
-        _write_compact_array_len(out, v_leader_endpoints, False)
-    if v_leader_endpoints:
-        for x_leader_endpoints in v_leader_endpoints:
-            _e_BeginQuorumEpochRequest_LeaderEndpoint_0(out, ch, x_leader_endpoints)
+    _write_array(out, ch, o.topics, True, False, _e_BeginQuorumEpochRequest_TopicData_1)
+    _write_array(out, ch, o.leader_endpoints, True, False, _e_BeginQuorumEpochRequest_LeaderEndpoint_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -412,25 +297,14 @@ def _d_BeginQuorumEpochResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[
     f_topic_name: str
     f_partitions: list[BeginQuorumEpochResponse.PartitionData]
     f_topic_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_BeginQuorumEpochResponse_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_BeginQuorumEpochResponse_PartitionData_0)
     return _C_BeginQuorumEpochResponse_TopicData(f_topic_name, f_partitions, {}), pos
 
 
 def _e_BeginQuorumEpochResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: BeginQuorumEpochResponse.TopicData) -> None:
     """TopicData v0."""
     _write_string(out, o.topic_name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_BeginQuorumEpochResponse_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_BeginQuorumEpochResponse_PartitionData_0)
 
 
 def _d_BeginQuorumEpochResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[BeginQuorumEpochResponse.TopicData, int]:
@@ -438,42 +312,15 @@ def _d_BeginQuorumEpochResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[
     f_topic_name: str
     f_partitions: list[BeginQuorumEpochResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_BeginQuorumEpochResponse_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_BeginQuorumEpochResponse_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_BeginQuorumEpochResponse_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_BeginQuorumEpochResponse_TopicData_1(out: bytearray, ch: list[Chunk] | None, o: BeginQuorumEpochResponse.TopicData) -> None:
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_BeginQuorumEpochResponse_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_BeginQuorumEpochResponse_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -496,16 +343,7 @@ def _d_BeginQuorumEpochResponse_PartitionData_1(buf: memoryview, pos: int) -> tu
     """PartitionData v1."""
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 14
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BeginQuorumEpochResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, u), pos
 
 
@@ -526,16 +364,7 @@ def _d_BeginQuorumEpochResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tup
     f_host, pos = _read_compact_string(buf, pos)
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BeginQuorumEpochResponse_NodeEndpoint(f_node_id, f_host, f_port, u), pos
 
 
@@ -555,25 +384,14 @@ def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_0(buf: memoryview, pos:
     f_topics: list[BeginQuorumEpochResponse.TopicData]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_BeginQuorumEpochResponse_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_BeginQuorumEpochResponse_TopicData_0)
     return _C_BeginQuorumEpochResponse_BeginQuorumEpochResponse(f_error_code, f_topics, [], {}), pos
 
 
 def _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_0(out: bytearray, ch: list[Chunk] | None, o: BeginQuorumEpochResponse) -> None:
     """BeginQuorumEpochResponse v0."""
     out += _S5.pack(o.error_code)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_BeginQuorumEpochResponse_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_BeginQuorumEpochResponse_TopicData_0)
 
 
 def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_1(buf: memoryview, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
@@ -582,18 +400,7 @@ def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_1(buf: memoryview, pos:
     f_node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_BeginQuorumEpochResponse_TopicData_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_BeginQuorumEpochResponse_TopicData_1)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -605,18 +412,7 @@ def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_1(buf: memoryview, pos:
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints = tb[tp] - 1
-            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
-                tp += 1
-            else:
-                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
-            if n_node_endpoints < 0:
-                raise DecodeError('null in non-nullable array node_endpoints')
-            else:
-                f_node_endpoints = []
-                for _ in range(n_node_endpoints):
-                    x_node_endpoints, tp = _d_BeginQuorumEpochResponse_NodeEndpoint_0(tb, tp)
-                    f_node_endpoints.append(x_node_endpoints)
+            f_node_endpoints, tp = _read_array(tb, tp, True, _d_BeginQuorumEpochResponse_NodeEndpoint_0)
         else:
             u[tag] = bytes(buf[tp:te])
         pos = te
@@ -626,25 +422,11 @@ def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_1(buf: memoryview, pos:
 def _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_1(out: bytearray, ch: list[Chunk] | None, o: BeginQuorumEpochResponse) -> None:
     """BeginQuorumEpochResponse v1."""
     out += _S5.pack(o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_BeginQuorumEpochResponse_TopicData_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_BeginQuorumEpochResponse_TopicData_1)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints != []:
         t = bytearray()
-        v_node_endpoints = o.node_endpoints
-        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
-            t.append(len(v_node_endpoints) + 1)
-        else:
-            _write_compact_array_len(t, v_node_endpoints, False)
-        if v_node_endpoints:
-            for x_node_endpoints in v_node_endpoints:
-                _e_BeginQuorumEpochResponse_NodeEndpoint_0(t, None, x_node_endpoints)
+        _write_array(t, None, o.node_endpoints, True, False, _e_BeginQuorumEpochResponse_NodeEndpoint_0)
         tg.append((0, t))
     if tg or o.unknown_tagged_fields:
         _write_tagged(out, tg, o.unknown_tagged_fields)

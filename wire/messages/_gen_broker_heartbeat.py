@@ -7,25 +7,25 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_plain_array as _write_plain_array
+from wire._arrays import write_uuid as _write_uuid
+from wire.primitives import read_uuid as _read_uuid
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
 _S0 = Struct('>iqq??')
-_S1 = Struct('>16s')
-_S2 = Struct('>ih???')
+_S1 = Struct('>ih???')
 
 
 @dataclass(slots=True)
@@ -71,16 +71,7 @@ def _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_0(buf: memoryview, pos: int
     """BrokerHeartbeatRequest v0."""
     f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S0.unpack_from(buf, pos)
     pos += 22
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BrokerHeartbeatRequest_BrokerHeartbeatRequest(f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down, [], u), pos
 
 
@@ -109,20 +100,7 @@ def _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_1(buf: memoryview, pos: int
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_offline_log_dirs = tb[tp] - 1
-            if n_offline_log_dirs < 127 and n_offline_log_dirs <= len(tb) - tp - 1:
-                tp += 1
-            else:
-                n_offline_log_dirs, tp = _read_compact_array_len(tb, tp)
-            if n_offline_log_dirs < 0:
-                raise DecodeError('null in non-nullable array offline_log_dirs')
-            else:
-                f_offline_log_dirs = []
-                for _ in range(n_offline_log_dirs):
-                    x_offline_log_dirs = _S1.unpack_from(tb, tp)[0]
-                    x_offline_log_dirs = _UUID(bytes=x_offline_log_dirs)
-                    tp += 16
-                    f_offline_log_dirs.append(x_offline_log_dirs)
+            f_offline_log_dirs, tp = _read_array(tb, tp, True, _read_uuid)
         else:
             u[tag] = bytes(buf[tp:te])
         pos = te
@@ -135,14 +113,7 @@ def _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_1(out: bytearray, ch: list[
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.offline_log_dirs != []:
         t = bytearray()
-        v_offline_log_dirs = o.offline_log_dirs
-        if v_offline_log_dirs is not None and len(v_offline_log_dirs) < 127:
-            t.append(len(v_offline_log_dirs) + 1)
-        else:
-            _write_compact_array_len(t, v_offline_log_dirs, False)
-        if v_offline_log_dirs:
-            for x_offline_log_dirs in v_offline_log_dirs:
-                t += _S1.pack(x_offline_log_dirs.bytes)
+        _write_plain_array(t, o.offline_log_dirs, True, False, _write_uuid)
         tg.append((0, t))
     if tg or o.unknown_tagged_fields:
         _write_tagged(out, tg, o.unknown_tagged_fields)
@@ -194,24 +165,15 @@ _C_BrokerHeartbeatResponse_BrokerHeartbeatResponse = BrokerHeartbeatResponse
 
 def _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_0(buf: memoryview, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
     """BrokerHeartbeatResponse v0-1."""
-    f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down = _S2.unpack_from(buf, pos)
+    f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down = _S1.unpack_from(buf, pos)
     pos += 9
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BrokerHeartbeatResponse_BrokerHeartbeatResponse(f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down, u), pos
 
 
 def _e_BrokerHeartbeatResponse_BrokerHeartbeatResponse_0(out: bytearray, ch: list[Chunk] | None, o: BrokerHeartbeatResponse) -> None:
     """BrokerHeartbeatResponse v0-1."""
-    out += _S2.pack(o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down)
+    out += _S1.pack(o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,20 +7,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_plain_array as _write_plain_array
+from wire._arrays import write_uuid as _write_uuid
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
+from wire.primitives import read_uuid as _read_uuid
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -103,16 +103,7 @@ def _d_BrokerRegistrationRequest_Listener_0(buf: memoryview, pos: int) -> tuple[
     f_host, pos = _read_compact_string(buf, pos)
     f_port, f_security_protocol = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BrokerRegistrationRequest_Listener(f_name, f_host, f_port, f_security_protocol, u), pos
 
 
@@ -133,16 +124,7 @@ def _d_BrokerRegistrationRequest_Feature_0(buf: memoryview, pos: int) -> tuple[B
     f_name, pos = _read_compact_string(buf, pos)
     f_min_supported_version, f_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BrokerRegistrationRequest_Feature(f_name, f_min_supported_version, f_max_supported_version, u), pos
 
 
@@ -168,41 +150,10 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_0(buf: memoryview, po
     f_incarnation_id, = _S3.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 16
-    n_listeners = buf[pos] - 1
-    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_listeners, pos = _read_compact_array_len(buf, pos)
-    if n_listeners < 0:
-        raise DecodeError('null in non-nullable array listeners')
-    else:
-        f_listeners = []
-        for _ in range(n_listeners):
-            x_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(buf, pos)
-            f_listeners.append(x_listeners)
-    n_features = buf[pos] - 1
-    if n_features < 127 and n_features <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_features, pos = _read_compact_array_len(buf, pos)
-    if n_features < 0:
-        raise DecodeError('null in non-nullable array features')
-    else:
-        f_features = []
-        for _ in range(n_features):
-            x_features, pos = _d_BrokerRegistrationRequest_Feature_0(buf, pos)
-            f_features.append(x_features)
+    f_listeners, pos = _read_array(buf, pos, True, _d_BrokerRegistrationRequest_Listener_0)
+    f_features, pos = _read_array(buf, pos, True, _d_BrokerRegistrationRequest_Feature_0)
     f_rack, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BrokerRegistrationRequest_BrokerRegistrationRequest(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, False, [], -1, u), pos
 
 
@@ -211,22 +162,8 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_0(out: bytearray, ch:
     out += _S2.pack(o.broker_id)
     _write_compact_string(out, o.cluster_id)
     out += _S3.pack(o.incarnation_id.bytes)
-    v_listeners = o.listeners
-    if v_listeners is not None and len(v_listeners) < 127:
-        out.append(len(v_listeners) + 1)
-    else:
-        _write_compact_array_len(out, v_listeners, False)
-    if v_listeners:
-        for x_listeners in v_listeners:
-            _e_BrokerRegistrationRequest_Listener_0(out, ch, x_listeners)
-    v_features = o.features
-    if v_features is not None and len(v_features) < 127:
-        out.append(len(v_features) + 1)
-    else:
-        _write_compact_array_len(out, v_features, False)
-    if v_features:
-        for x_features in v_features:
-            _e_BrokerRegistrationRequest_Feature_0(out, ch, x_features)
+    _write_array(out, ch, o.listeners, True, False, _e_BrokerRegistrationRequest_Listener_0)
+    _write_array(out, ch, o.features, True, False, _e_BrokerRegistrationRequest_Feature_0)
     _write_compact_nullable_string(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -246,43 +183,12 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_1(buf: memoryview, po
     f_incarnation_id, = _S3.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 16
-    n_listeners = buf[pos] - 1
-    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_listeners, pos = _read_compact_array_len(buf, pos)
-    if n_listeners < 0:
-        raise DecodeError('null in non-nullable array listeners')
-    else:
-        f_listeners = []
-        for _ in range(n_listeners):
-            x_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(buf, pos)
-            f_listeners.append(x_listeners)
-    n_features = buf[pos] - 1
-    if n_features < 127 and n_features <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_features, pos = _read_compact_array_len(buf, pos)
-    if n_features < 0:
-        raise DecodeError('null in non-nullable array features')
-    else:
-        f_features = []
-        for _ in range(n_features):
-            x_features, pos = _d_BrokerRegistrationRequest_Feature_0(buf, pos)
-            f_features.append(x_features)
+    f_listeners, pos = _read_array(buf, pos, True, _d_BrokerRegistrationRequest_Listener_0)
+    f_features, pos = _read_array(buf, pos, True, _d_BrokerRegistrationRequest_Feature_0)
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BrokerRegistrationRequest_BrokerRegistrationRequest(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, [], -1, u), pos
 
 
@@ -291,22 +197,8 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_1(out: bytearray, ch:
     out += _S2.pack(o.broker_id)
     _write_compact_string(out, o.cluster_id)
     out += _S3.pack(o.incarnation_id.bytes)
-    v_listeners = o.listeners
-    if v_listeners is not None and len(v_listeners) < 127:
-        out.append(len(v_listeners) + 1)
-    else:
-        _write_compact_array_len(out, v_listeners, False)
-    if v_listeners:
-        for x_listeners in v_listeners:
-            _e_BrokerRegistrationRequest_Listener_0(out, ch, x_listeners)
-    v_features = o.features
-    if v_features is not None and len(v_features) < 127:
-        out.append(len(v_features) + 1)
-    else:
-        _write_compact_array_len(out, v_features, False)
-    if v_features:
-        for x_features in v_features:
-            _e_BrokerRegistrationRequest_Feature_0(out, ch, x_features)
+    _write_array(out, ch, o.listeners, True, False, _e_BrokerRegistrationRequest_Listener_0)
+    _write_array(out, ch, o.features, True, False, _e_BrokerRegistrationRequest_Feature_0)
     _write_compact_nullable_string(out, o.rack)
     out += _S4.pack(o.is_migrating_zk_broker)
     if o.unknown_tagged_fields:
@@ -328,57 +220,13 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_2(buf: memoryview, po
     f_incarnation_id, = _S3.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 16
-    n_listeners = buf[pos] - 1
-    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_listeners, pos = _read_compact_array_len(buf, pos)
-    if n_listeners < 0:
-        raise DecodeError('null in non-nullable array listeners')
-    else:
-        f_listeners = []
-        for _ in range(n_listeners):
-            x_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(buf, pos)
-            f_listeners.append(x_listeners)
-    n_features = buf[pos] - 1
-    if n_features < 127 and n_features <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_features, pos = _read_compact_array_len(buf, pos)
-    if n_features < 0:
-        raise DecodeError('null in non-nullable array features')
-    else:
-        f_features = []
-        for _ in range(n_features):
-            x_features, pos = _d_BrokerRegistrationRequest_Feature_0(buf, pos)
-            f_features.append(x_features)
+    f_listeners, pos = _read_array(buf, pos, True, _d_BrokerRegistrationRequest_Listener_0)
+    f_features, pos = _read_array(buf, pos, True, _d_BrokerRegistrationRequest_Feature_0)
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
-    n_log_dirs = buf[pos] - 1
-    if n_log_dirs < 127 and n_log_dirs <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_log_dirs, pos = _read_compact_array_len(buf, pos)
-    if n_log_dirs < 0:
-        raise DecodeError('null in non-nullable array log_dirs')
-    else:
-        f_log_dirs = []
-        for _ in range(n_log_dirs):
-            x_log_dirs = _S3.unpack_from(buf, pos)[0]
-            x_log_dirs = _UUID(bytes=x_log_dirs)
-            pos += 16
-            f_log_dirs.append(x_log_dirs)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_log_dirs, pos = _read_array(buf, pos, True, _read_uuid)
+    u, pos = _read_tags(buf, pos)
     return _C_BrokerRegistrationRequest_BrokerRegistrationRequest(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, f_log_dirs, -1, u), pos
 
 
@@ -387,32 +235,11 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_2(out: bytearray, ch:
     out += _S2.pack(o.broker_id)
     _write_compact_string(out, o.cluster_id)
     out += _S3.pack(o.incarnation_id.bytes)
-    v_listeners = o.listeners
-    if v_listeners is not None and len(v_listeners) < 127:
-        out.append(len(v_listeners) + 1)
-    else:
-        _write_compact_array_len(out, v_listeners, False)
-    if v_listeners:
-        for x_listeners in v_listeners:
-            _e_BrokerRegistrationRequest_Listener_0(out, ch, x_listeners)
-    v_features = o.features
-    if v_features is not None and len(v_features) < 127:
-        out.append(len(v_features) + 1)
-    else:
-        _write_compact_array_len(out, v_features, False)
-    if v_features:
-        for x_features in v_features:
-            _e_BrokerRegistrationRequest_Feature_0(out, ch, x_features)
+    _write_array(out, ch, o.listeners, True, False, _e_BrokerRegistrationRequest_Listener_0)
+    _write_array(out, ch, o.features, True, False, _e_BrokerRegistrationRequest_Feature_0)
     _write_compact_nullable_string(out, o.rack)
     out += _S4.pack(o.is_migrating_zk_broker)
-    v_log_dirs = o.log_dirs
-    if v_log_dirs is not None and len(v_log_dirs) < 127:
-        out.append(len(v_log_dirs) + 1)
-    else:
-        _write_compact_array_len(out, v_log_dirs, False)
-    if v_log_dirs:
-        for x_log_dirs in v_log_dirs:
-            out += _S3.pack(x_log_dirs.bytes)
+    _write_plain_array(out, o.log_dirs, True, False, _write_uuid)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -432,59 +259,15 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_3(buf: memoryview, po
     f_incarnation_id, = _S3.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 16
-    n_listeners = buf[pos] - 1
-    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_listeners, pos = _read_compact_array_len(buf, pos)
-    if n_listeners < 0:
-        raise DecodeError('null in non-nullable array listeners')
-    else:
-        f_listeners = []
-        for _ in range(n_listeners):
-            x_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(buf, pos)
-            f_listeners.append(x_listeners)
-    n_features = buf[pos] - 1
-    if n_features < 127 and n_features <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_features, pos = _read_compact_array_len(buf, pos)
-    if n_features < 0:
-        raise DecodeError('null in non-nullable array features')
-    else:
-        f_features = []
-        for _ in range(n_features):
-            x_features, pos = _d_BrokerRegistrationRequest_Feature_0(buf, pos)
-            f_features.append(x_features)
+    f_listeners, pos = _read_array(buf, pos, True, _d_BrokerRegistrationRequest_Listener_0)
+    f_features, pos = _read_array(buf, pos, True, _d_BrokerRegistrationRequest_Feature_0)
     f_rack, pos = _read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S4.unpack_from(buf, pos)
     pos += 1
-    n_log_dirs = buf[pos] - 1
-    if n_log_dirs < 127 and n_log_dirs <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_log_dirs, pos = _read_compact_array_len(buf, pos)
-    if n_log_dirs < 0:
-        raise DecodeError('null in non-nullable array log_dirs')
-    else:
-        f_log_dirs = []
-        for _ in range(n_log_dirs):
-            x_log_dirs = _S3.unpack_from(buf, pos)[0]
-            x_log_dirs = _UUID(bytes=x_log_dirs)
-            pos += 16
-            f_log_dirs.append(x_log_dirs)
+    f_log_dirs, pos = _read_array(buf, pos, True, _read_uuid)
     f_previous_broker_epoch, = _S5.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BrokerRegistrationRequest_BrokerRegistrationRequest(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, f_log_dirs, f_previous_broker_epoch, u), pos
 
 
@@ -493,32 +276,11 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_3(out: bytearray, ch:
     out += _S2.pack(o.broker_id)
     _write_compact_string(out, o.cluster_id)
     out += _S3.pack(o.incarnation_id.bytes)
-    v_listeners = o.listeners
-    if v_listeners is not None and len(v_listeners) < 127:
-        out.append(len(v_listeners) + 1)
-    else:
-        _write_compact_array_len(out, v_listeners, False)
-    if v_listeners:
-        for x_listeners in v_listeners:
-            _e_BrokerRegistrationRequest_Listener_0(out, ch, x_listeners)
-    v_features = o.features
-    if v_features is not None and len(v_features) < 127:
-        out.append(len(v_features) + 1)
-    else:
-        _write_compact_array_len(out, v_features, False)
-    if v_features:
-        for x_features in v_features:
-            _e_BrokerRegistrationRequest_Feature_0(out, ch, x_features)
+    _write_array(out, ch, o.listeners, True, False, _e_BrokerRegistrationRequest_Listener_0)
+    _write_array(out, ch, o.features, True, False, _e_BrokerRegistrationRequest_Feature_0)
     _write_compact_nullable_string(out, o.rack)
     out += _S4.pack(o.is_migrating_zk_broker)
-    v_log_dirs = o.log_dirs
-    if v_log_dirs is not None and len(v_log_dirs) < 127:
-        out.append(len(v_log_dirs) + 1)
-    else:
-        _write_compact_array_len(out, v_log_dirs, False)
-    if v_log_dirs:
-        for x_log_dirs in v_log_dirs:
-            out += _S3.pack(x_log_dirs.bytes)
+    _write_plain_array(out, o.log_dirs, True, False, _write_uuid)
     out += _S5.pack(o.previous_broker_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -570,16 +332,7 @@ def _d_BrokerRegistrationResponse_BrokerRegistrationResponse_0(buf: memoryview, 
     """BrokerRegistrationResponse v0-4."""
     f_throttle_time_ms, f_error_code, f_broker_epoch = _S6.unpack_from(buf, pos)
     pos += 14
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_BrokerRegistrationResponse_BrokerRegistrationResponse(f_throttle_time_ms, f_error_code, f_broker_epoch, u), pos
 
 

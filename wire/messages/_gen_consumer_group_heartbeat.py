@@ -7,21 +7,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -90,41 +90,15 @@ def _d_ConsumerGroupHeartbeatRequest_TopicPartitions_0(buf: memoryview, pos: int
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_ConsumerGroupHeartbeatRequest_TopicPartitions(f_topic_id, f_partitions, u), pos
 
 
 def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_0(out: bytearray, ch: list[Chunk] | None, o: ConsumerGroupHeartbeatRequest.TopicPartitions) -> None:
     """TopicPartitions v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -148,41 +122,10 @@ def _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_0(buf: memory
     f_rack_id, pos = _read_compact_nullable_string(buf, pos)
     f_rebalance_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_subscribed_topic_names = buf[pos] - 1
-    if n_subscribed_topic_names < 127 and n_subscribed_topic_names <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_subscribed_topic_names, pos = _read_compact_array_len(buf, pos)
-    if n_subscribed_topic_names < 0:
-        f_subscribed_topic_names = None
-    else:
-        f_subscribed_topic_names = []
-        for _ in range(n_subscribed_topic_names):
-            x_subscribed_topic_names, pos = _read_compact_string(buf, pos)
-            f_subscribed_topic_names.append(x_subscribed_topic_names)
+    f_subscribed_topic_names, pos = _read_nullable_array(buf, pos, True, _read_compact_string)
     f_server_assignor, pos = _read_compact_nullable_string(buf, pos)
-    n_topic_partitions = buf[pos] - 1
-    if n_topic_partitions < 127 and n_topic_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_topic_partitions < 0:
-        f_topic_partitions = None
-    else:
-        f_topic_partitions = []
-        for _ in range(n_topic_partitions):
-            x_topic_partitions, pos = _d_ConsumerGroupHeartbeatRequest_TopicPartitions_0(buf, pos)
-            f_topic_partitions.append(x_topic_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_partitions, pos = _read_nullable_array(buf, pos, True, _d_ConsumerGroupHeartbeatRequest_TopicPartitions_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, f_server_assignor, f_topic_partitions, u), pos
 
 
@@ -194,23 +137,9 @@ def _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_0(out: bytear
     _write_compact_nullable_string(out, o.instance_id)
     _write_compact_nullable_string(out, o.rack_id)
     out += _S1.pack(o.rebalance_timeout_ms)
-    v_subscribed_topic_names = o.subscribed_topic_names
-    if v_subscribed_topic_names is not None and len(v_subscribed_topic_names) < 127:
-        out.append(len(v_subscribed_topic_names) + 1)
-    else:
-        _write_compact_array_len(out, v_subscribed_topic_names, True)
-    if v_subscribed_topic_names:
-        for x_subscribed_topic_names in v_subscribed_topic_names:
-            _write_compact_string(out, x_subscribed_topic_names)
+    _write_plain_array(out, o.subscribed_topic_names, True, True, _write_compact_string)
     _write_compact_nullable_string(out, o.server_assignor)
-    v_topic_partitions = o.topic_partitions
-    if v_topic_partitions is not None and len(v_topic_partitions) < 127:
-        out.append(len(v_topic_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_partitions, True)
-    if v_topic_partitions:
-        for x_topic_partitions in v_topic_partitions:
-            _e_ConsumerGroupHeartbeatRequest_TopicPartitions_0(out, ch, x_topic_partitions)
+    _write_array(out, ch, o.topic_partitions, True, True, _e_ConsumerGroupHeartbeatRequest_TopicPartitions_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -277,41 +206,14 @@ _C_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse = ConsumerGroup
 def _d_ConsumerGroupHeartbeatResponse_Assignment_0(buf: memoryview, pos: int) -> tuple[ConsumerGroupHeartbeatResponse.Assignment, int]:
     """Assignment v0."""
     f_topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions]
-    n_topic_partitions = buf[pos] - 1
-    if n_topic_partitions < 127 and n_topic_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_topic_partitions < 0:
-        raise DecodeError('null in non-nullable array topic_partitions')
-    else:
-        f_topic_partitions = []
-        for _ in range(n_topic_partitions):
-            x_topic_partitions, pos = _d_ConsumerGroupHeartbeatResponse_TopicPartitions_0(buf, pos)
-            f_topic_partitions.append(x_topic_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_partitions, pos = _read_array(buf, pos, True, _d_ConsumerGroupHeartbeatResponse_TopicPartitions_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ConsumerGroupHeartbeatResponse_Assignment(f_topic_partitions, u), pos
 
 
 def _e_ConsumerGroupHeartbeatResponse_Assignment_0(out: bytearray, ch: list[Chunk] | None, o: ConsumerGroupHeartbeatResponse.Assignment) -> None:
     """Assignment v0."""
-    v_topic_partitions = o.topic_partitions
-    if v_topic_partitions is not None and len(v_topic_partitions) < 127:
-        out.append(len(v_topic_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_partitions, False)
-    if v_topic_partitions:
-        for x_topic_partitions in v_topic_partitions:
-            _e_ConsumerGroupHeartbeatResponse_TopicPartitions_0(out, ch, x_topic_partitions)
+    _write_array(out, ch, o.topic_partitions, True, False, _e_ConsumerGroupHeartbeatResponse_TopicPartitions_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -324,41 +226,15 @@ def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_0(buf: memoryview, pos: in
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_ConsumerGroupHeartbeatResponse_TopicPartitions(f_topic_id, f_partitions, u), pos
 
 
 def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_0(out: bytearray, ch: list[Chunk] | None, o: ConsumerGroupHeartbeatResponse.TopicPartitions) -> None:
     """TopicPartitions v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -381,16 +257,7 @@ def _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_0(buf: memo
         pos += 1
     else:
         f_assignment, pos = _d_ConsumerGroupHeartbeatResponse_Assignment_0(buf, pos + 1)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, f_assignment, u), pos
 
 

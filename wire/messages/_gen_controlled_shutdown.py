@@ -7,22 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -97,16 +92,7 @@ def _d_ControlledShutdownRequest_ControlledShutdownRequest_2(buf: memoryview, po
     """ControlledShutdownRequest v3."""
     f_broker_id, f_broker_epoch = _S1.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ControlledShutdownRequest_ControlledShutdownRequest(f_broker_id, f_broker_epoch, u), pos
 
 
@@ -186,16 +172,7 @@ def _d_ControlledShutdownResponse_RemainingPartition_1(buf: memoryview, pos: int
     f_topic_name, pos = _read_compact_string(buf, pos)
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ControlledShutdownResponse_RemainingPartition(f_topic_name, f_partition_index, u), pos
 
 
@@ -214,25 +191,14 @@ def _d_ControlledShutdownResponse_ControlledShutdownResponse_0(buf: memoryview, 
     f_remaining_partitions: list[ControlledShutdownResponse.RemainingPartition]
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n_remaining_partitions, pos = _read_array_len(buf, pos)
-    if n_remaining_partitions < 0:
-        raise DecodeError('null in non-nullable array remaining_partitions')
-    else:
-        f_remaining_partitions = []
-        for _ in range(n_remaining_partitions):
-            x_remaining_partitions, pos = _d_ControlledShutdownResponse_RemainingPartition_0(buf, pos)
-            f_remaining_partitions.append(x_remaining_partitions)
+    f_remaining_partitions, pos = _read_array(buf, pos, False, _d_ControlledShutdownResponse_RemainingPartition_0)
     return _C_ControlledShutdownResponse_ControlledShutdownResponse(f_error_code, f_remaining_partitions, {}), pos
 
 
 def _e_ControlledShutdownResponse_ControlledShutdownResponse_0(out: bytearray, ch: list[Chunk] | None, o: ControlledShutdownResponse) -> None:
     """ControlledShutdownResponse v0-2."""
     out += _S2.pack(o.error_code)
-    v_remaining_partitions = o.remaining_partitions
-    _write_array_len(out, v_remaining_partitions, False)
-    if v_remaining_partitions:
-        for x_remaining_partitions in v_remaining_partitions:
-            _e_ControlledShutdownResponse_RemainingPartition_0(out, ch, x_remaining_partitions)
+    _write_array(out, ch, o.remaining_partitions, False, False, _e_ControlledShutdownResponse_RemainingPartition_0)
 
 
 def _d_ControlledShutdownResponse_ControlledShutdownResponse_1(buf: memoryview, pos: int) -> tuple[ControlledShutdownResponse, int]:
@@ -240,42 +206,15 @@ def _d_ControlledShutdownResponse_ControlledShutdownResponse_1(buf: memoryview, 
     f_remaining_partitions: list[ControlledShutdownResponse.RemainingPartition]
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    n_remaining_partitions = buf[pos] - 1
-    if n_remaining_partitions < 127 and n_remaining_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_remaining_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_remaining_partitions < 0:
-        raise DecodeError('null in non-nullable array remaining_partitions')
-    else:
-        f_remaining_partitions = []
-        for _ in range(n_remaining_partitions):
-            x_remaining_partitions, pos = _d_ControlledShutdownResponse_RemainingPartition_1(buf, pos)
-            f_remaining_partitions.append(x_remaining_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_remaining_partitions, pos = _read_array(buf, pos, True, _d_ControlledShutdownResponse_RemainingPartition_1)
+    u, pos = _read_tags(buf, pos)
     return _C_ControlledShutdownResponse_ControlledShutdownResponse(f_error_code, f_remaining_partitions, u), pos
 
 
 def _e_ControlledShutdownResponse_ControlledShutdownResponse_1(out: bytearray, ch: list[Chunk] | None, o: ControlledShutdownResponse) -> None:
     """ControlledShutdownResponse v3."""
     out += _S2.pack(o.error_code)
-    v_remaining_partitions = o.remaining_partitions
-    if v_remaining_partitions is not None and len(v_remaining_partitions) < 127:
-        out.append(len(v_remaining_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_remaining_partitions, False)
-    if v_remaining_partitions:
-        for x_remaining_partitions in v_remaining_partitions:
-            _e_ControlledShutdownResponse_RemainingPartition_1(out, ch, x_remaining_partitions)
+    _write_array(out, ch, o.remaining_partitions, True, False, _e_ControlledShutdownResponse_RemainingPartition_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -96,16 +93,7 @@ def _d_ControllerRegistrationRequest_Listener_0(buf: memoryview, pos: int) -> tu
     f_host, pos = _read_compact_string(buf, pos)
     f_port, f_security_protocol = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ControllerRegistrationRequest_Listener(f_name, f_host, f_port, f_security_protocol, u), pos
 
 
@@ -126,16 +114,7 @@ def _d_ControllerRegistrationRequest_Feature_0(buf: memoryview, pos: int) -> tup
     f_name, pos = _read_compact_string(buf, pos)
     f_min_supported_version, f_max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ControllerRegistrationRequest_Feature(f_name, f_min_supported_version, f_max_supported_version, u), pos
 
 
@@ -156,62 +135,17 @@ def _d_ControllerRegistrationRequest_ControllerRegistrationRequest_0(buf: memory
     f_controller_id, f_incarnation_id, f_zk_migration_ready = _S2.unpack_from(buf, pos)
     f_incarnation_id = _UUID(bytes=f_incarnation_id)
     pos += 21
-    n_listeners = buf[pos] - 1
-    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_listeners, pos = _read_compact_array_len(buf, pos)
-    if n_listeners < 0:
-        raise DecodeError('null in non-nullable array listeners')
-    else:
-        f_listeners = []
-        for _ in range(n_listeners):
-            x_listeners, pos = _d_ControllerRegistrationRequest_Listener_0(buf, pos)
-            f_listeners.append(x_listeners)
-    n_features = buf[pos] - 1
-    if n_features < 127 and n_features <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_features, pos = _read_compact_array_len(buf, pos)
-    if n_features < 0:
-        raise DecodeError('null in non-nullable array features')
-    else:
-        f_features = []
-        for _ in range(n_features):
-            x_features, pos = _d_ControllerRegistrationRequest_Feature_0(buf, pos)
-            f_features.append(x_features)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_listeners, pos = _read_array(buf, pos, True, _d_ControllerRegistrationRequest_Listener_0)
+    f_features, pos = _read_array(buf, pos, True, _d_ControllerRegistrationRequest_Feature_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ControllerRegistrationRequest_ControllerRegistrationRequest(f_controller_id, f_incarnation_id, f_zk_migration_ready, f_listeners, f_features, u), pos
 
 
 def _e_ControllerRegistrationRequest_ControllerRegistrationRequest_0(out: bytearray, ch: list[Chunk] | None, o: ControllerRegistrationRequest) -> None:
     """ControllerRegistrationRequest v0."""
     out += _S2.pack(o.controller_id, o.incarnation_id.bytes, o.zk_migration_ready)
-    v_listeners = o.listeners
-    if v_listeners is not None and len(v_listeners) < 127:
-        out.append(len(v_listeners) + 1)
-    else:
-        _write_compact_array_len(out, v_listeners, False)
-    if v_listeners:
-        for x_listeners in v_listeners:
-            _e_ControllerRegistrationRequest_Listener_0(out, ch, x_listeners)
-    v_features = o.features
-    if v_features is not None and len(v_features) < 127:
-        out.append(len(v_features) + 1)
-    else:
-        _write_compact_array_len(out, v_features, False)
-    if v_features:
-        for x_features in v_features:
-            _e_ControllerRegistrationRequest_Feature_0(out, ch, x_features)
+    _write_array(out, ch, o.listeners, True, False, _e_ControllerRegistrationRequest_Listener_0)
+    _write_array(out, ch, o.features, True, False, _e_ControllerRegistrationRequest_Feature_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -264,16 +198,7 @@ def _d_ControllerRegistrationResponse_ControllerRegistrationResponse_0(buf: memo
     f_throttle_time_ms, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ControllerRegistrationResponse_ControllerRegistrationResponse(f_throttle_time_ms, f_error_code, f_error_message, u), pos
 
 

@@ -7,24 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -150,16 +145,7 @@ def _d_CreateAclsRequest_AclCreation_2(buf: memoryview, pos: int) -> tuple[Creat
     f_host, pos = _read_compact_string(buf, pos)
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateAclsRequest_AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type, u), pos
 
 
@@ -180,87 +166,38 @@ def _e_CreateAclsRequest_AclCreation_2(out: bytearray, ch: list[Chunk] | None, o
 def _d_CreateAclsRequest_CreateAclsRequest_0(buf: memoryview, pos: int) -> tuple[CreateAclsRequest, int]:
     """CreateAclsRequest v0."""
     f_creations: list[CreateAclsRequest.AclCreation]
-    n_creations, pos = _read_array_len(buf, pos)
-    if n_creations < 0:
-        raise DecodeError('null in non-nullable array creations')
-    else:
-        f_creations = []
-        for _ in range(n_creations):
-            x_creations, pos = _d_CreateAclsRequest_AclCreation_0(buf, pos)
-            f_creations.append(x_creations)
+    f_creations, pos = _read_array(buf, pos, False, _d_CreateAclsRequest_AclCreation_0)
     return _C_CreateAclsRequest_CreateAclsRequest(f_creations, {}), pos
 
 
 def _e_CreateAclsRequest_CreateAclsRequest_0(out: bytearray, ch: list[Chunk] | None, o: CreateAclsRequest) -> None:
     """CreateAclsRequest v0."""
-    v_creations = o.creations
-    _write_array_len(out, v_creations, False)
-    if v_creations:
-        for x_creations in v_creations:
-            _e_CreateAclsRequest_AclCreation_0(out, ch, x_creations)
+    _write_array(out, ch, o.creations, False, False, _e_CreateAclsRequest_AclCreation_0)
 
 
 def _d_CreateAclsRequest_CreateAclsRequest_1(buf: memoryview, pos: int) -> tuple[CreateAclsRequest, int]:
     """CreateAclsRequest v1."""
     f_creations: list[CreateAclsRequest.AclCreation]
-    n_creations, pos = _read_array_len(buf, pos)
-    if n_creations < 0:
-        raise DecodeError('null in non-nullable array creations')
-    else:
-        f_creations = []
-        for _ in range(n_creations):
-            x_creations, pos = _d_CreateAclsRequest_AclCreation_1(buf, pos)
-            f_creations.append(x_creations)
+    f_creations, pos = _read_array(buf, pos, False, _d_CreateAclsRequest_AclCreation_1)
     return _C_CreateAclsRequest_CreateAclsRequest(f_creations, {}), pos
 
 
 def _e_CreateAclsRequest_CreateAclsRequest_1(out: bytearray, ch: list[Chunk] | None, o: CreateAclsRequest) -> None:
     """CreateAclsRequest v1."""
-    v_creations = o.creations
-    _write_array_len(out, v_creations, False)
-    if v_creations:
-        for x_creations in v_creations:
-            _e_CreateAclsRequest_AclCreation_1(out, ch, x_creations)
+    _write_array(out, ch, o.creations, False, False, _e_CreateAclsRequest_AclCreation_1)
 
 
 def _d_CreateAclsRequest_CreateAclsRequest_2(buf: memoryview, pos: int) -> tuple[CreateAclsRequest, int]:
     """CreateAclsRequest v2-3."""
     f_creations: list[CreateAclsRequest.AclCreation]
-    n_creations = buf[pos] - 1
-    if n_creations < 127 and n_creations <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_creations, pos = _read_compact_array_len(buf, pos)
-    if n_creations < 0:
-        raise DecodeError('null in non-nullable array creations')
-    else:
-        f_creations = []
-        for _ in range(n_creations):
-            x_creations, pos = _d_CreateAclsRequest_AclCreation_2(buf, pos)
-            f_creations.append(x_creations)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_creations, pos = _read_array(buf, pos, True, _d_CreateAclsRequest_AclCreation_2)
+    u, pos = _read_tags(buf, pos)
     return _C_CreateAclsRequest_CreateAclsRequest(f_creations, u), pos
 
 
 def _e_CreateAclsRequest_CreateAclsRequest_2(out: bytearray, ch: list[Chunk] | None, o: CreateAclsRequest) -> None:
     """CreateAclsRequest v2-3."""
-    v_creations = o.creations
-    if v_creations is not None and len(v_creations) < 127:
-        out.append(len(v_creations) + 1)
-    else:
-        _write_compact_array_len(out, v_creations, False)
-    if v_creations:
-        for x_creations in v_creations:
-            _e_CreateAclsRequest_AclCreation_2(out, ch, x_creations)
+    _write_array(out, ch, o.creations, True, False, _e_CreateAclsRequest_AclCreation_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -334,16 +271,7 @@ def _d_CreateAclsResponse_AclCreationResult_1(buf: memoryview, pos: int) -> tupl
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateAclsResponse_AclCreationResult(f_error_code, f_error_message, u), pos
 
 
@@ -362,25 +290,14 @@ def _d_CreateAclsResponse_CreateAclsResponse_0(buf: memoryview, pos: int) -> tup
     f_results: list[CreateAclsResponse.AclCreationResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_CreateAclsResponse_AclCreationResult_0(buf, pos)
-            f_results.append(x_results)
+    f_results, pos = _read_array(buf, pos, False, _d_CreateAclsResponse_AclCreationResult_0)
     return _C_CreateAclsResponse_CreateAclsResponse(f_throttle_time_ms, f_results, {}), pos
 
 
 def _e_CreateAclsResponse_CreateAclsResponse_0(out: bytearray, ch: list[Chunk] | None, o: CreateAclsResponse) -> None:
     """CreateAclsResponse v0-1."""
     out += _S3.pack(o.throttle_time_ms)
-    v_results = o.results
-    _write_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_CreateAclsResponse_AclCreationResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, False, False, _e_CreateAclsResponse_AclCreationResult_0)
 
 
 def _d_CreateAclsResponse_CreateAclsResponse_1(buf: memoryview, pos: int) -> tuple[CreateAclsResponse, int]:
@@ -388,42 +305,15 @@ def _d_CreateAclsResponse_CreateAclsResponse_1(buf: memoryview, pos: int) -> tup
     f_results: list[CreateAclsResponse.AclCreationResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_CreateAclsResponse_AclCreationResult_1(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_CreateAclsResponse_AclCreationResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_CreateAclsResponse_CreateAclsResponse(f_throttle_time_ms, f_results, u), pos
 
 
 def _e_CreateAclsResponse_CreateAclsResponse_1(out: bytearray, ch: list[Chunk] | None, o: CreateAclsResponse) -> None:
     """CreateAclsResponse v2-3."""
     out += _S3.pack(o.throttle_time_ms)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_CreateAclsResponse_AclCreationResult_1(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_CreateAclsResponse_AclCreationResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

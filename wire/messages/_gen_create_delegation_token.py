@@ -7,26 +7,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_bytes as _read_bytes
-from wire.primitives import read_compact_array_len as _read_compact_array_len
 from wire.primitives import read_compact_bytes as _read_compact_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
 from wire.primitives import write_bytes as _write_bytes
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
@@ -106,16 +101,7 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_1(buf: memoryview, pos: in
     f_principal_name: str
     f_principal_type, pos = _read_compact_string(buf, pos)
     f_principal_name, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateDelegationTokenRequest_CreatableRenewers(f_principal_type, f_principal_name, u), pos
 
 
@@ -132,14 +118,7 @@ def _e_CreateDelegationTokenRequest_CreatableRenewers_1(out: bytearray, ch: list
 def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_0(buf: memoryview, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
     """CreateDelegationTokenRequest v0-1."""
     f_renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
-    n_renewers, pos = _read_array_len(buf, pos)
-    if n_renewers < 0:
-        raise DecodeError('null in non-nullable array renewers')
-    else:
-        f_renewers = []
-        for _ in range(n_renewers):
-            x_renewers, pos = _d_CreateDelegationTokenRequest_CreatableRenewers_0(buf, pos)
-            f_renewers.append(x_renewers)
+    f_renewers, pos = _read_array(buf, pos, False, _d_CreateDelegationTokenRequest_CreatableRenewers_0)
     f_max_lifetime_ms, = _S0.unpack_from(buf, pos)
     pos += 8
     return _C_CreateDelegationTokenRequest_CreateDelegationTokenRequest('', '', f_renewers, f_max_lifetime_ms, {}), pos
@@ -147,54 +126,23 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_0(buf: memoryvi
 
 def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_0(out: bytearray, ch: list[Chunk] | None, o: CreateDelegationTokenRequest) -> None:
     """CreateDelegationTokenRequest v0-1."""
-    v_renewers = o.renewers
-    _write_array_len(out, v_renewers, False)
-    if v_renewers:
-        for x_renewers in v_renewers:
-            _e_CreateDelegationTokenRequest_CreatableRenewers_0(out, ch, x_renewers)
+    _write_array(out, ch, o.renewers, False, False, _e_CreateDelegationTokenRequest_CreatableRenewers_0)
     out += _S0.pack(o.max_lifetime_ms)
 
 
 def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_1(buf: memoryview, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
     """CreateDelegationTokenRequest v2."""
     f_renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
-    n_renewers = buf[pos] - 1
-    if n_renewers < 127 and n_renewers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_renewers, pos = _read_compact_array_len(buf, pos)
-    if n_renewers < 0:
-        raise DecodeError('null in non-nullable array renewers')
-    else:
-        f_renewers = []
-        for _ in range(n_renewers):
-            x_renewers, pos = _d_CreateDelegationTokenRequest_CreatableRenewers_1(buf, pos)
-            f_renewers.append(x_renewers)
+    f_renewers, pos = _read_array(buf, pos, True, _d_CreateDelegationTokenRequest_CreatableRenewers_1)
     f_max_lifetime_ms, = _S0.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateDelegationTokenRequest_CreateDelegationTokenRequest('', '', f_renewers, f_max_lifetime_ms, u), pos
 
 
 def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_1(out: bytearray, ch: list[Chunk] | None, o: CreateDelegationTokenRequest) -> None:
     """CreateDelegationTokenRequest v2."""
-    v_renewers = o.renewers
-    if v_renewers is not None and len(v_renewers) < 127:
-        out.append(len(v_renewers) + 1)
-    else:
-        _write_compact_array_len(out, v_renewers, False)
-    if v_renewers:
-        for x_renewers in v_renewers:
-            _e_CreateDelegationTokenRequest_CreatableRenewers_1(out, ch, x_renewers)
+    _write_array(out, ch, o.renewers, True, False, _e_CreateDelegationTokenRequest_CreatableRenewers_1)
     out += _S0.pack(o.max_lifetime_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -209,30 +157,10 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_2(buf: memoryvi
     f_renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
     f_owner_principal_type, pos = _read_compact_nullable_string(buf, pos)
     f_owner_principal_name, pos = _read_compact_nullable_string(buf, pos)
-    n_renewers = buf[pos] - 1
-    if n_renewers < 127 and n_renewers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_renewers, pos = _read_compact_array_len(buf, pos)
-    if n_renewers < 0:
-        raise DecodeError('null in non-nullable array renewers')
-    else:
-        f_renewers = []
-        for _ in range(n_renewers):
-            x_renewers, pos = _d_CreateDelegationTokenRequest_CreatableRenewers_1(buf, pos)
-            f_renewers.append(x_renewers)
+    f_renewers, pos = _read_array(buf, pos, True, _d_CreateDelegationTokenRequest_CreatableRenewers_1)
     f_max_lifetime_ms, = _S0.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateDelegationTokenRequest_CreateDelegationTokenRequest(f_owner_principal_type, f_owner_principal_name, f_renewers, f_max_lifetime_ms, u), pos
 
 
@@ -240,14 +168,7 @@ def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_2(out: bytearra
     """CreateDelegationTokenRequest v3."""
     _write_compact_nullable_string(out, o.owner_principal_type)
     _write_compact_nullable_string(out, o.owner_principal_name)
-    v_renewers = o.renewers
-    if v_renewers is not None and len(v_renewers) < 127:
-        out.append(len(v_renewers) + 1)
-    else:
-        _write_compact_array_len(out, v_renewers, False)
-    if v_renewers:
-        for x_renewers in v_renewers:
-            _e_CreateDelegationTokenRequest_CreatableRenewers_1(out, ch, x_renewers)
+    _write_array(out, ch, o.renewers, True, False, _e_CreateDelegationTokenRequest_CreatableRenewers_1)
     out += _S0.pack(o.max_lifetime_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -349,16 +270,7 @@ def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_1(buf: memory
     f_hmac, pos = _read_compact_bytes(buf, pos)
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateDelegationTokenResponse_CreateDelegationTokenResponse(f_error_code, f_principal_type, f_principal_name, '', '', f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, u), pos
 
 
@@ -397,16 +309,7 @@ def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_2(buf: memory
     f_hmac, pos = _read_compact_bytes(buf, pos)
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateDelegationTokenResponse_CreateDelegationTokenResponse(f_error_code, f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, u), pos
 
 

@@ -7,25 +7,22 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -96,14 +93,7 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_0(buf: memoryview, pos: int
     f_name, pos = _read_string(buf, pos)
     f_count, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_assignments, pos = _read_array_len(buf, pos)
-    if n_assignments < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            x_assignments, pos = _d_CreatePartitionsRequest_CreatePartitionsAssignment_0(buf, pos)
-            f_assignments.append(x_assignments)
+    f_assignments, pos = _read_nullable_array(buf, pos, False, _d_CreatePartitionsRequest_CreatePartitionsAssignment_0)
     return _C_CreatePartitionsRequest_CreatePartitionsTopic(f_name, f_count, f_assignments, {}), pos
 
 
@@ -111,11 +101,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_0(out: bytearray, ch: list[
     """CreatePartitionsTopic v0-1."""
     _write_string(out, o.name)
     out += _S0.pack(o.count)
-    v_assignments = o.assignments
-    _write_array_len(out, v_assignments, True)
-    if v_assignments:
-        for x_assignments in v_assignments:
-            _e_CreatePartitionsRequest_CreatePartitionsAssignment_0(out, ch, x_assignments)
+    _write_array(out, ch, o.assignments, False, True, _e_CreatePartitionsRequest_CreatePartitionsAssignment_0)
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsTopic_1(buf: memoryview, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsTopic, int]:
@@ -125,28 +111,8 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_1(buf: memoryview, pos: int
     f_name, pos = _read_compact_string(buf, pos)
     f_count, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_assignments = buf[pos] - 1
-    if n_assignments < 127 and n_assignments <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_assignments, pos = _read_compact_array_len(buf, pos)
-    if n_assignments < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            x_assignments, pos = _d_CreatePartitionsRequest_CreatePartitionsAssignment_1(buf, pos)
-            f_assignments.append(x_assignments)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_assignments, pos = _read_nullable_array(buf, pos, True, _d_CreatePartitionsRequest_CreatePartitionsAssignment_1)
+    u, pos = _read_tags(buf, pos)
     return _C_CreatePartitionsRequest_CreatePartitionsTopic(f_name, f_count, f_assignments, u), pos
 
 
@@ -154,14 +120,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_1(out: bytearray, ch: list[
     """CreatePartitionsTopic v2-3."""
     _write_compact_string(out, o.name)
     out += _S0.pack(o.count)
-    v_assignments = o.assignments
-    if v_assignments is not None and len(v_assignments) < 127:
-        out.append(len(v_assignments) + 1)
-    else:
-        _write_compact_array_len(out, v_assignments, True)
-    if v_assignments:
-        for x_assignments in v_assignments:
-            _e_CreatePartitionsRequest_CreatePartitionsAssignment_1(out, ch, x_assignments)
+    _write_array(out, ch, o.assignments, True, True, _e_CreatePartitionsRequest_CreatePartitionsAssignment_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -171,62 +130,26 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_1(out: bytearray, ch: list[
 def _d_CreatePartitionsRequest_CreatePartitionsAssignment_0(buf: memoryview, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsAssignment, int]:
     """CreatePartitionsAssignment v0-1."""
     f_broker_ids: list[int]
-    n_broker_ids, pos = _read_array_len(buf, pos)
-    if n_broker_ids < 0:
-        raise DecodeError('null in non-nullable array broker_ids')
-    else:
-        if n_broker_ids == 0:
-            f_broker_ids = []
-        else:
-            f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
+    f_broker_ids, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_CreatePartitionsRequest_CreatePartitionsAssignment(f_broker_ids, {}), pos
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_0(out: bytearray, ch: list[Chunk] | None, o: CreatePartitionsRequest.CreatePartitionsAssignment) -> None:
     """CreatePartitionsAssignment v0-1."""
-    v_broker_ids = o.broker_ids
-    _write_array_len(out, v_broker_ids, False)
-    if v_broker_ids:
-        out += _pack('>%di' % len(v_broker_ids), *v_broker_ids)
+    _write_fixed_list(out, o.broker_ids, False, False, 'i')
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsAssignment_1(buf: memoryview, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsAssignment, int]:
     """CreatePartitionsAssignment v2-3."""
     f_broker_ids: list[int]
-    n_broker_ids = buf[pos] - 1
-    if n_broker_ids < 127 and n_broker_ids <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_broker_ids, pos = _read_compact_array_len(buf, pos)
-    if n_broker_ids < 0:
-        raise DecodeError('null in non-nullable array broker_ids')
-    else:
-        if n_broker_ids == 0:
-            f_broker_ids = []
-        else:
-            f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_broker_ids, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_CreatePartitionsRequest_CreatePartitionsAssignment(f_broker_ids, u), pos
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_1(out: bytearray, ch: list[Chunk] | None, o: CreatePartitionsRequest.CreatePartitionsAssignment) -> None:
     """CreatePartitionsAssignment v2-3."""
-    v_broker_ids = o.broker_ids
-    if v_broker_ids is not None and len(v_broker_ids) < 127:
-        out.append(len(v_broker_ids) + 1)
-    else:
-        _write_compact_array_len(out, v_broker_ids, False)
-    if v_broker_ids:
-        out += _pack('>%di' % len(v_broker_ids), *v_broker_ids)
+    _write_fixed_list(out, o.broker_ids, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -236,14 +159,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsAssignment_1(out: bytearray, ch: 
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_0(buf: memoryview, pos: int) -> tuple[CreatePartitionsRequest, int]:
     """CreatePartitionsRequest v0-1."""
     f_topics: list[CreatePartitionsRequest.CreatePartitionsTopic]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreatePartitionsRequest_CreatePartitionsTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_CreatePartitionsRequest_CreatePartitionsTopic_0)
     f_timeout_ms, f_validate_only = _S1.unpack_from(buf, pos)
     pos += 5
     return _C_CreatePartitionsRequest_CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only, {}), pos
@@ -251,54 +167,23 @@ def _d_CreatePartitionsRequest_CreatePartitionsRequest_0(buf: memoryview, pos: i
 
 def _e_CreatePartitionsRequest_CreatePartitionsRequest_0(out: bytearray, ch: list[Chunk] | None, o: CreatePartitionsRequest) -> None:
     """CreatePartitionsRequest v0-1."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreatePartitionsRequest_CreatePartitionsTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_CreatePartitionsRequest_CreatePartitionsTopic_0)
     out += _S1.pack(o.timeout_ms, o.validate_only)
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_1(buf: memoryview, pos: int) -> tuple[CreatePartitionsRequest, int]:
     """CreatePartitionsRequest v2-3."""
     f_topics: list[CreatePartitionsRequest.CreatePartitionsTopic]
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreatePartitionsRequest_CreatePartitionsTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_CreatePartitionsRequest_CreatePartitionsTopic_1)
     f_timeout_ms, f_validate_only = _S1.unpack_from(buf, pos)
     pos += 5
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreatePartitionsRequest_CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only, u), pos
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsRequest_1(out: bytearray, ch: list[Chunk] | None, o: CreatePartitionsRequest) -> None:
     """CreatePartitionsRequest v2-3."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreatePartitionsRequest_CreatePartitionsTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_CreatePartitionsRequest_CreatePartitionsTopic_1)
     out += _S1.pack(o.timeout_ms, o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -379,16 +264,7 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_1(buf: memoryview, p
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreatePartitionsResponse_CreatePartitionsTopicResult(f_name, f_error_code, f_error_message, u), pos
 
 
@@ -408,25 +284,14 @@ def _d_CreatePartitionsResponse_CreatePartitionsResponse_0(buf: memoryview, pos:
     f_results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_0(buf, pos)
-            f_results.append(x_results)
+    f_results, pos = _read_array(buf, pos, False, _d_CreatePartitionsResponse_CreatePartitionsTopicResult_0)
     return _C_CreatePartitionsResponse_CreatePartitionsResponse(f_throttle_time_ms, f_results, {}), pos
 
 
 def _e_CreatePartitionsResponse_CreatePartitionsResponse_0(out: bytearray, ch: list[Chunk] | None, o: CreatePartitionsResponse) -> None:
     """CreatePartitionsResponse v0-1."""
     out += _S0.pack(o.throttle_time_ms)
-    v_results = o.results
-    _write_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_CreatePartitionsResponse_CreatePartitionsTopicResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, False, False, _e_CreatePartitionsResponse_CreatePartitionsTopicResult_0)
 
 
 def _d_CreatePartitionsResponse_CreatePartitionsResponse_1(buf: memoryview, pos: int) -> tuple[CreatePartitionsResponse, int]:
@@ -434,42 +299,15 @@ def _d_CreatePartitionsResponse_CreatePartitionsResponse_1(buf: memoryview, pos:
     f_results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_1(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_CreatePartitionsResponse_CreatePartitionsTopicResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_CreatePartitionsResponse_CreatePartitionsResponse(f_throttle_time_ms, f_results, u), pos
 
 
 def _e_CreatePartitionsResponse_CreatePartitionsResponse_1(out: bytearray, ch: list[Chunk] | None, o: CreatePartitionsResponse) -> None:
     """CreatePartitionsResponse v2-3."""
     out += _S0.pack(o.throttle_time_ms)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_CreatePartitionsResponse_CreatePartitionsTopicResult_1(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_CreatePartitionsResponse_CreatePartitionsTopicResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

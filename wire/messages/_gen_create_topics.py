@@ -7,25 +7,24 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -110,22 +109,8 @@ def _d_CreateTopicsRequest_CreatableTopic_0(buf: memoryview, pos: int) -> tuple[
     f_name, pos = _read_string(buf, pos)
     f_num_partitions, f_replication_factor = _S0.unpack_from(buf, pos)
     pos += 6
-    n_assignments, pos = _read_array_len(buf, pos)
-    if n_assignments < 0:
-        raise DecodeError('null in non-nullable array assignments')
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            x_assignments, pos = _d_CreateTopicsRequest_CreatableReplicaAssignment_0(buf, pos)
-            f_assignments.append(x_assignments)
-    n_configs, pos = _read_array_len(buf, pos)
-    if n_configs < 0:
-        raise DecodeError('null in non-nullable array configs')
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_CreateTopicsRequest_CreatableTopicConfig_0(buf, pos)
-            f_configs.append(x_configs)
+    f_assignments, pos = _read_array(buf, pos, False, _d_CreateTopicsRequest_CreatableReplicaAssignment_0)
+    f_configs, pos = _read_array(buf, pos, False, _d_CreateTopicsRequest_CreatableTopicConfig_0)
     return _C_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs, {}), pos
 
 
@@ -133,16 +118,8 @@ def _e_CreateTopicsRequest_CreatableTopic_0(out: bytearray, ch: list[Chunk] | No
     """CreatableTopic v0-4."""
     _write_string(out, o.name)
     out += _S0.pack(o.num_partitions, o.replication_factor)
-    v_assignments = o.assignments
-    _write_array_len(out, v_assignments, False)
-    if v_assignments:
-        for x_assignments in v_assignments:
-            _e_CreateTopicsRequest_CreatableReplicaAssignment_0(out, ch, x_assignments)
-    v_configs = o.configs
-    _write_array_len(out, v_configs, False)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_CreateTopicsRequest_CreatableTopicConfig_0(out, ch, x_configs)
+    _write_array(out, ch, o.assignments, False, False, _e_CreateTopicsRequest_CreatableReplicaAssignment_0)
+    _write_array(out, ch, o.configs, False, False, _e_CreateTopicsRequest_CreatableTopicConfig_0)
 
 
 def _d_CreateTopicsRequest_CreatableTopic_1(buf: memoryview, pos: int) -> tuple[CreateTopicsRequest.CreatableTopic, int]:
@@ -153,40 +130,9 @@ def _d_CreateTopicsRequest_CreatableTopic_1(buf: memoryview, pos: int) -> tuple[
     f_name, pos = _read_compact_string(buf, pos)
     f_num_partitions, f_replication_factor = _S0.unpack_from(buf, pos)
     pos += 6
-    n_assignments = buf[pos] - 1
-    if n_assignments < 127 and n_assignments <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_assignments, pos = _read_compact_array_len(buf, pos)
-    if n_assignments < 0:
-        raise DecodeError('null in non-nullable array assignments')
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            x_assignments, pos = _d_CreateTopicsRequest_CreatableReplicaAssignment_1(buf, pos)
-            f_assignments.append(x_assignments)
-    n_configs = buf[pos] - 1
-    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_configs, pos = _read_compact_array_len(buf, pos)
-    if n_configs < 0:
-        raise DecodeError('null in non-nullable array configs')
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_CreateTopicsRequest_CreatableTopicConfig_1(buf, pos)
-            f_configs.append(x_configs)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_assignments, pos = _read_array(buf, pos, True, _d_CreateTopicsRequest_CreatableReplicaAssignment_1)
+    f_configs, pos = _read_array(buf, pos, True, _d_CreateTopicsRequest_CreatableTopicConfig_1)
+    u, pos = _read_tags(buf, pos)
     return _C_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs, u), pos
 
 
@@ -194,22 +140,8 @@ def _e_CreateTopicsRequest_CreatableTopic_1(out: bytearray, ch: list[Chunk] | No
     """CreatableTopic v5-7."""
     _write_compact_string(out, o.name)
     out += _S0.pack(o.num_partitions, o.replication_factor)
-    v_assignments = o.assignments
-    if v_assignments is not None and len(v_assignments) < 127:
-        out.append(len(v_assignments) + 1)
-    else:
-        _write_compact_array_len(out, v_assignments, False)
-    if v_assignments:
-        for x_assignments in v_assignments:
-            _e_CreateTopicsRequest_CreatableReplicaAssignment_1(out, ch, x_assignments)
-    v_configs = o.configs
-    if v_configs is not None and len(v_configs) < 127:
-        out.append(len(v_configs) + 1)
-    else:
-        _write_compact_array_len(out, v_configs, False)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_CreateTopicsRequest_CreatableTopicConfig_1(out, ch, x_configs)
+    _write_array(out, ch, o.assignments, True, False, _e_CreateTopicsRequest_CreatableReplicaAssignment_1)
+    _write_array(out, ch, o.configs, True, False, _e_CreateTopicsRequest_CreatableTopicConfig_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -221,24 +153,14 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_0(buf: memoryview, pos: in
     f_broker_ids: list[int]
     f_partition_index, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_broker_ids, pos = _read_array_len(buf, pos)
-    if n_broker_ids < 0:
-        raise DecodeError('null in non-nullable array broker_ids')
-    else:
-        if n_broker_ids == 0:
-            f_broker_ids = []
-        else:
-            f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
+    f_broker_ids, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids, {}), pos
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_0(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsRequest.CreatableReplicaAssignment) -> None:
     """CreatableReplicaAssignment v0-4."""
     out += _S1.pack(o.partition_index)
-    v_broker_ids = o.broker_ids
-    _write_array_len(out, v_broker_ids, False)
-    if v_broker_ids:
-        out += _pack('>%di' % len(v_broker_ids), *v_broker_ids)
+    _write_fixed_list(out, o.broker_ids, False, False, 'i')
 
 
 def _d_CreateTopicsRequest_CreatableReplicaAssignment_1(buf: memoryview, pos: int) -> tuple[CreateTopicsRequest.CreatableReplicaAssignment, int]:
@@ -246,41 +168,15 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_1(buf: memoryview, pos: in
     f_broker_ids: list[int]
     f_partition_index, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_broker_ids = buf[pos] - 1
-    if n_broker_ids < 127 and n_broker_ids <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_broker_ids, pos = _read_compact_array_len(buf, pos)
-    if n_broker_ids < 0:
-        raise DecodeError('null in non-nullable array broker_ids')
-    else:
-        if n_broker_ids == 0:
-            f_broker_ids = []
-        else:
-            f_broker_ids, pos = _read_fixed_array(buf, pos, n_broker_ids, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_broker_ids, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids, u), pos
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_1(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsRequest.CreatableReplicaAssignment) -> None:
     """CreatableReplicaAssignment v5-7."""
     out += _S1.pack(o.partition_index)
-    v_broker_ids = o.broker_ids
-    if v_broker_ids is not None and len(v_broker_ids) < 127:
-        out.append(len(v_broker_ids) + 1)
-    else:
-        _write_compact_array_len(out, v_broker_ids, False)
-    if v_broker_ids:
-        out += _pack('>%di' % len(v_broker_ids), *v_broker_ids)
+    _write_fixed_list(out, o.broker_ids, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -308,16 +204,7 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_1(buf: memoryview, pos: int) -> 
     f_value: str | None
     f_name, pos = _read_compact_string(buf, pos)
     f_value, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value, u), pos
 
 
@@ -334,14 +221,7 @@ def _e_CreateTopicsRequest_CreatableTopicConfig_1(out: bytearray, ch: list[Chunk
 def _d_CreateTopicsRequest_CreateTopicsRequest_0(buf: memoryview, pos: int) -> tuple[CreateTopicsRequest, int]:
     """CreateTopicsRequest v0."""
     f_topics: list[CreateTopicsRequest.CreatableTopic]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreateTopicsRequest_CreatableTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_CreateTopicsRequest_CreatableTopic_0)
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     return _C_CreateTopicsRequest_CreateTopicsRequest(f_topics, f_timeout_ms, False, {}), pos
@@ -349,25 +229,14 @@ def _d_CreateTopicsRequest_CreateTopicsRequest_0(buf: memoryview, pos: int) -> t
 
 def _e_CreateTopicsRequest_CreateTopicsRequest_0(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsRequest) -> None:
     """CreateTopicsRequest v0."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreateTopicsRequest_CreatableTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_CreateTopicsRequest_CreatableTopic_0)
     out += _S1.pack(o.timeout_ms)
 
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_1(buf: memoryview, pos: int) -> tuple[CreateTopicsRequest, int]:
     """CreateTopicsRequest v1-4."""
     f_topics: list[CreateTopicsRequest.CreatableTopic]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreateTopicsRequest_CreatableTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_CreateTopicsRequest_CreatableTopic_0)
     f_timeout_ms, f_validate_only = _S2.unpack_from(buf, pos)
     pos += 5
     return _C_CreateTopicsRequest_CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only, {}), pos
@@ -375,54 +244,23 @@ def _d_CreateTopicsRequest_CreateTopicsRequest_1(buf: memoryview, pos: int) -> t
 
 def _e_CreateTopicsRequest_CreateTopicsRequest_1(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsRequest) -> None:
     """CreateTopicsRequest v1-4."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreateTopicsRequest_CreatableTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_CreateTopicsRequest_CreatableTopic_0)
     out += _S2.pack(o.timeout_ms, o.validate_only)
 
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_2(buf: memoryview, pos: int) -> tuple[CreateTopicsRequest, int]:
     """CreateTopicsRequest v5-7."""
     f_topics: list[CreateTopicsRequest.CreatableTopic]
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreateTopicsRequest_CreatableTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_CreateTopicsRequest_CreatableTopic_1)
     f_timeout_ms, f_validate_only = _S2.unpack_from(buf, pos)
     pos += 5
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateTopicsRequest_CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only, u), pos
 
 
 def _e_CreateTopicsRequest_CreateTopicsRequest_2(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsRequest) -> None:
     """CreateTopicsRequest v5-7."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreateTopicsRequest_CreatableTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_CreateTopicsRequest_CreatableTopic_1)
     out += _S2.pack(o.timeout_ms, o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -536,18 +374,7 @@ def _d_CreateTopicsResponse_CreatableTopicResult_2(buf: memoryview, pos: int) ->
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_num_partitions, f_replication_factor = _S0.unpack_from(buf, pos)
     pos += 6
-    n_configs = buf[pos] - 1
-    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_configs, pos = _read_compact_array_len(buf, pos)
-    if n_configs < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_CreateTopicsResponse_CreatableTopicConfigs_0(buf, pos)
-            f_configs.append(x_configs)
+    f_configs, pos = _read_nullable_array(buf, pos, True, _d_CreateTopicsResponse_CreatableTopicConfigs_0)
     f_topic_config_error_code = 0
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -573,14 +400,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_2(out: bytearray, ch: list[Chun
     out += _S3.pack(o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     out += _S0.pack(o.num_partitions, o.replication_factor)
-    v_configs = o.configs
-    if v_configs is not None and len(v_configs) < 127:
-        out.append(len(v_configs) + 1)
-    else:
-        _write_compact_array_len(out, v_configs, True)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_CreateTopicsResponse_CreatableTopicConfigs_0(out, ch, x_configs)
+    _write_array(out, ch, o.configs, True, True, _e_CreateTopicsResponse_CreatableTopicConfigs_0)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -604,18 +424,7 @@ def _d_CreateTopicsResponse_CreatableTopicResult_3(buf: memoryview, pos: int) ->
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_num_partitions, f_replication_factor = _S0.unpack_from(buf, pos)
     pos += 6
-    n_configs = buf[pos] - 1
-    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_configs, pos = _read_compact_array_len(buf, pos)
-    if n_configs < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_CreateTopicsResponse_CreatableTopicConfigs_0(buf, pos)
-            f_configs.append(x_configs)
+    f_configs, pos = _read_nullable_array(buf, pos, True, _d_CreateTopicsResponse_CreatableTopicConfigs_0)
     f_topic_config_error_code = 0
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -641,14 +450,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_3(out: bytearray, ch: list[Chun
     out += _S4.pack(o.topic_id.bytes, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     out += _S0.pack(o.num_partitions, o.replication_factor)
-    v_configs = o.configs
-    if v_configs is not None and len(v_configs) < 127:
-        out.append(len(v_configs) + 1)
-    else:
-        _write_compact_array_len(out, v_configs, True)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_CreateTopicsResponse_CreatableTopicConfigs_0(out, ch, x_configs)
+    _write_array(out, ch, o.configs, True, True, _e_CreateTopicsResponse_CreatableTopicConfigs_0)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -668,16 +470,7 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_0(buf: memoryview, pos: int) -
     f_value, pos = _read_compact_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S5.unpack_from(buf, pos)
     pos += 3
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_CreateTopicsResponse_CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive, u), pos
 
 
@@ -695,47 +488,25 @@ def _e_CreateTopicsResponse_CreatableTopicConfigs_0(out: bytearray, ch: list[Chu
 def _d_CreateTopicsResponse_CreateTopicsResponse_0(buf: memoryview, pos: int) -> tuple[CreateTopicsResponse, int]:
     """CreateTopicsResponse v0."""
     f_topics: list[CreateTopicsResponse.CreatableTopicResult]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreateTopicsResponse_CreatableTopicResult_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_CreateTopicsResponse_CreatableTopicResult_0)
     return _C_CreateTopicsResponse_CreateTopicsResponse(0, f_topics, {}), pos
 
 
 def _e_CreateTopicsResponse_CreateTopicsResponse_0(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsResponse) -> None:
     """CreateTopicsResponse v0."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreateTopicsResponse_CreatableTopicResult_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_CreateTopicsResponse_CreatableTopicResult_0)
 
 
 def _d_CreateTopicsResponse_CreateTopicsResponse_1(buf: memoryview, pos: int) -> tuple[CreateTopicsResponse, int]:
     """CreateTopicsResponse v1."""
     f_topics: list[CreateTopicsResponse.CreatableTopicResult]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreateTopicsResponse_CreatableTopicResult_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_CreateTopicsResponse_CreatableTopicResult_1)
     return _C_CreateTopicsResponse_CreateTopicsResponse(0, f_topics, {}), pos
 
 
 def _e_CreateTopicsResponse_CreateTopicsResponse_1(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsResponse) -> None:
     """CreateTopicsResponse v1."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreateTopicsResponse_CreatableTopicResult_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_CreateTopicsResponse_CreatableTopicResult_1)
 
 
 def _d_CreateTopicsResponse_CreateTopicsResponse_2(buf: memoryview, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -743,25 +514,14 @@ def _d_CreateTopicsResponse_CreateTopicsResponse_2(buf: memoryview, pos: int) ->
     f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreateTopicsResponse_CreatableTopicResult_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_CreateTopicsResponse_CreatableTopicResult_1)
     return _C_CreateTopicsResponse_CreateTopicsResponse(f_throttle_time_ms, f_topics, {}), pos
 
 
 def _e_CreateTopicsResponse_CreateTopicsResponse_2(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsResponse) -> None:
     """CreateTopicsResponse v2-4."""
     out += _S1.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreateTopicsResponse_CreatableTopicResult_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_CreateTopicsResponse_CreatableTopicResult_1)
 
 
 def _d_CreateTopicsResponse_CreateTopicsResponse_3(buf: memoryview, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -769,42 +529,15 @@ def _d_CreateTopicsResponse_CreateTopicsResponse_3(buf: memoryview, pos: int) ->
     f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreateTopicsResponse_CreatableTopicResult_2(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_CreateTopicsResponse_CreatableTopicResult_2)
+    u, pos = _read_tags(buf, pos)
     return _C_CreateTopicsResponse_CreateTopicsResponse(f_throttle_time_ms, f_topics, u), pos
 
 
 def _e_CreateTopicsResponse_CreateTopicsResponse_3(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsResponse) -> None:
     """CreateTopicsResponse v5-6."""
     out += _S1.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreateTopicsResponse_CreatableTopicResult_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_CreateTopicsResponse_CreatableTopicResult_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -816,42 +549,15 @@ def _d_CreateTopicsResponse_CreateTopicsResponse_4(buf: memoryview, pos: int) ->
     f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_CreateTopicsResponse_CreatableTopicResult_3(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_CreateTopicsResponse_CreatableTopicResult_3)
+    u, pos = _read_tags(buf, pos)
     return _C_CreateTopicsResponse_CreateTopicsResponse(f_throttle_time_ms, f_topics, u), pos
 
 
 def _e_CreateTopicsResponse_CreateTopicsResponse_4(out: bytearray, ch: list[Chunk] | None, o: CreateTopicsResponse) -> None:
     """CreateTopicsResponse v7."""
     out += _S1.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_CreateTopicsResponse_CreatableTopicResult_3(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_CreateTopicsResponse_CreatableTopicResult_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

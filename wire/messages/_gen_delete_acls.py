@@ -7,24 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -150,16 +145,7 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_2(buf: memoryview, pos: int) -> tuple[
     f_host_filter, pos = _read_compact_nullable_string(buf, pos)
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteAclsRequest_DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, u), pos
 
 
@@ -180,87 +166,38 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_2(out: bytearray, ch: list[Chunk] | No
 def _d_DeleteAclsRequest_DeleteAclsRequest_0(buf: memoryview, pos: int) -> tuple[DeleteAclsRequest, int]:
     """DeleteAclsRequest v0."""
     f_filters: list[DeleteAclsRequest.DeleteAclsFilter]
-    n_filters, pos = _read_array_len(buf, pos)
-    if n_filters < 0:
-        raise DecodeError('null in non-nullable array filters')
-    else:
-        f_filters = []
-        for _ in range(n_filters):
-            x_filters, pos = _d_DeleteAclsRequest_DeleteAclsFilter_0(buf, pos)
-            f_filters.append(x_filters)
+    f_filters, pos = _read_array(buf, pos, False, _d_DeleteAclsRequest_DeleteAclsFilter_0)
     return _C_DeleteAclsRequest_DeleteAclsRequest(f_filters, {}), pos
 
 
 def _e_DeleteAclsRequest_DeleteAclsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DeleteAclsRequest) -> None:
     """DeleteAclsRequest v0."""
-    v_filters = o.filters
-    _write_array_len(out, v_filters, False)
-    if v_filters:
-        for x_filters in v_filters:
-            _e_DeleteAclsRequest_DeleteAclsFilter_0(out, ch, x_filters)
+    _write_array(out, ch, o.filters, False, False, _e_DeleteAclsRequest_DeleteAclsFilter_0)
 
 
 def _d_DeleteAclsRequest_DeleteAclsRequest_1(buf: memoryview, pos: int) -> tuple[DeleteAclsRequest, int]:
     """DeleteAclsRequest v1."""
     f_filters: list[DeleteAclsRequest.DeleteAclsFilter]
-    n_filters, pos = _read_array_len(buf, pos)
-    if n_filters < 0:
-        raise DecodeError('null in non-nullable array filters')
-    else:
-        f_filters = []
-        for _ in range(n_filters):
-            x_filters, pos = _d_DeleteAclsRequest_DeleteAclsFilter_1(buf, pos)
-            f_filters.append(x_filters)
+    f_filters, pos = _read_array(buf, pos, False, _d_DeleteAclsRequest_DeleteAclsFilter_1)
     return _C_DeleteAclsRequest_DeleteAclsRequest(f_filters, {}), pos
 
 
 def _e_DeleteAclsRequest_DeleteAclsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DeleteAclsRequest) -> None:
     """DeleteAclsRequest v1."""
-    v_filters = o.filters
-    _write_array_len(out, v_filters, False)
-    if v_filters:
-        for x_filters in v_filters:
-            _e_DeleteAclsRequest_DeleteAclsFilter_1(out, ch, x_filters)
+    _write_array(out, ch, o.filters, False, False, _e_DeleteAclsRequest_DeleteAclsFilter_1)
 
 
 def _d_DeleteAclsRequest_DeleteAclsRequest_2(buf: memoryview, pos: int) -> tuple[DeleteAclsRequest, int]:
     """DeleteAclsRequest v2-3."""
     f_filters: list[DeleteAclsRequest.DeleteAclsFilter]
-    n_filters = buf[pos] - 1
-    if n_filters < 127 and n_filters <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_filters, pos = _read_compact_array_len(buf, pos)
-    if n_filters < 0:
-        raise DecodeError('null in non-nullable array filters')
-    else:
-        f_filters = []
-        for _ in range(n_filters):
-            x_filters, pos = _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, pos)
-            f_filters.append(x_filters)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_filters, pos = _read_array(buf, pos, True, _d_DeleteAclsRequest_DeleteAclsFilter_2)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteAclsRequest_DeleteAclsRequest(f_filters, u), pos
 
 
 def _e_DeleteAclsRequest_DeleteAclsRequest_2(out: bytearray, ch: list[Chunk] | None, o: DeleteAclsRequest) -> None:
     """DeleteAclsRequest v2-3."""
-    v_filters = o.filters
-    if v_filters is not None and len(v_filters) < 127:
-        out.append(len(v_filters) + 1)
-    else:
-        _write_compact_array_len(out, v_filters, False)
-    if v_filters:
-        for x_filters in v_filters:
-            _e_DeleteAclsRequest_DeleteAclsFilter_2(out, ch, x_filters)
+    _write_array(out, ch, o.filters, True, False, _e_DeleteAclsRequest_DeleteAclsFilter_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -335,14 +272,7 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_0(buf: memoryview, pos: int) ->
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_nullable_string(buf, pos)
-    n_matching_acls, pos = _read_array_len(buf, pos)
-    if n_matching_acls < 0:
-        raise DecodeError('null in non-nullable array matching_acls')
-    else:
-        f_matching_acls = []
-        for _ in range(n_matching_acls):
-            x_matching_acls, pos = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_0(buf, pos)
-            f_matching_acls.append(x_matching_acls)
+    f_matching_acls, pos = _read_array(buf, pos, False, _d_DeleteAclsResponse_DeleteAclsMatchingAcl_0)
     return _C_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls, {}), pos
 
 
@@ -350,11 +280,7 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_0(out: bytearray, ch: list[Chun
     """DeleteAclsFilterResult v0."""
     out += _S2.pack(o.error_code)
     _write_nullable_string(out, o.error_message)
-    v_matching_acls = o.matching_acls
-    _write_array_len(out, v_matching_acls, False)
-    if v_matching_acls:
-        for x_matching_acls in v_matching_acls:
-            _e_DeleteAclsResponse_DeleteAclsMatchingAcl_0(out, ch, x_matching_acls)
+    _write_array(out, ch, o.matching_acls, False, False, _e_DeleteAclsResponse_DeleteAclsMatchingAcl_0)
 
 
 def _d_DeleteAclsResponse_DeleteAclsFilterResult_1(buf: memoryview, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsFilterResult, int]:
@@ -364,14 +290,7 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_1(buf: memoryview, pos: int) ->
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_nullable_string(buf, pos)
-    n_matching_acls, pos = _read_array_len(buf, pos)
-    if n_matching_acls < 0:
-        raise DecodeError('null in non-nullable array matching_acls')
-    else:
-        f_matching_acls = []
-        for _ in range(n_matching_acls):
-            x_matching_acls, pos = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_1(buf, pos)
-            f_matching_acls.append(x_matching_acls)
+    f_matching_acls, pos = _read_array(buf, pos, False, _d_DeleteAclsResponse_DeleteAclsMatchingAcl_1)
     return _C_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls, {}), pos
 
 
@@ -379,11 +298,7 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_1(out: bytearray, ch: list[Chun
     """DeleteAclsFilterResult v1."""
     out += _S2.pack(o.error_code)
     _write_nullable_string(out, o.error_message)
-    v_matching_acls = o.matching_acls
-    _write_array_len(out, v_matching_acls, False)
-    if v_matching_acls:
-        for x_matching_acls in v_matching_acls:
-            _e_DeleteAclsResponse_DeleteAclsMatchingAcl_1(out, ch, x_matching_acls)
+    _write_array(out, ch, o.matching_acls, False, False, _e_DeleteAclsResponse_DeleteAclsMatchingAcl_1)
 
 
 def _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf: memoryview, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsFilterResult, int]:
@@ -393,28 +308,8 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf: memoryview, pos: int) ->
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_matching_acls = buf[pos] - 1
-    if n_matching_acls < 127 and n_matching_acls <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_matching_acls, pos = _read_compact_array_len(buf, pos)
-    if n_matching_acls < 0:
-        raise DecodeError('null in non-nullable array matching_acls')
-    else:
-        f_matching_acls = []
-        for _ in range(n_matching_acls):
-            x_matching_acls, pos = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, pos)
-            f_matching_acls.append(x_matching_acls)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_matching_acls, pos = _read_array(buf, pos, True, _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls, u), pos
 
 
@@ -422,14 +317,7 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_2(out: bytearray, ch: list[Chun
     """DeleteAclsFilterResult v2-3."""
     out += _S2.pack(o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_matching_acls = o.matching_acls
-    if v_matching_acls is not None and len(v_matching_acls) < 127:
-        out.append(len(v_matching_acls) + 1)
-    else:
-        _write_compact_array_len(out, v_matching_acls, False)
-    if v_matching_acls:
-        for x_matching_acls in v_matching_acls:
-            _e_DeleteAclsResponse_DeleteAclsMatchingAcl_2(out, ch, x_matching_acls)
+    _write_array(out, ch, o.matching_acls, True, False, _e_DeleteAclsResponse_DeleteAclsMatchingAcl_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -517,16 +405,7 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf: memoryview, pos: int) -> 
     f_host, pos = _read_compact_string(buf, pos)
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteAclsResponse_DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type, u), pos
 
 
@@ -551,25 +430,14 @@ def _d_DeleteAclsResponse_DeleteAclsResponse_0(buf: memoryview, pos: int) -> tup
     f_filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_filter_results, pos = _read_array_len(buf, pos)
-    if n_filter_results < 0:
-        raise DecodeError('null in non-nullable array filter_results')
-    else:
-        f_filter_results = []
-        for _ in range(n_filter_results):
-            x_filter_results, pos = _d_DeleteAclsResponse_DeleteAclsFilterResult_0(buf, pos)
-            f_filter_results.append(x_filter_results)
+    f_filter_results, pos = _read_array(buf, pos, False, _d_DeleteAclsResponse_DeleteAclsFilterResult_0)
     return _C_DeleteAclsResponse_DeleteAclsResponse(f_throttle_time_ms, f_filter_results, {}), pos
 
 
 def _e_DeleteAclsResponse_DeleteAclsResponse_0(out: bytearray, ch: list[Chunk] | None, o: DeleteAclsResponse) -> None:
     """DeleteAclsResponse v0."""
     out += _S3.pack(o.throttle_time_ms)
-    v_filter_results = o.filter_results
-    _write_array_len(out, v_filter_results, False)
-    if v_filter_results:
-        for x_filter_results in v_filter_results:
-            _e_DeleteAclsResponse_DeleteAclsFilterResult_0(out, ch, x_filter_results)
+    _write_array(out, ch, o.filter_results, False, False, _e_DeleteAclsResponse_DeleteAclsFilterResult_0)
 
 
 def _d_DeleteAclsResponse_DeleteAclsResponse_1(buf: memoryview, pos: int) -> tuple[DeleteAclsResponse, int]:
@@ -577,25 +445,14 @@ def _d_DeleteAclsResponse_DeleteAclsResponse_1(buf: memoryview, pos: int) -> tup
     f_filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_filter_results, pos = _read_array_len(buf, pos)
-    if n_filter_results < 0:
-        raise DecodeError('null in non-nullable array filter_results')
-    else:
-        f_filter_results = []
-        for _ in range(n_filter_results):
-            x_filter_results, pos = _d_DeleteAclsResponse_DeleteAclsFilterResult_1(buf, pos)
-            f_filter_results.append(x_filter_results)
+    f_filter_results, pos = _read_array(buf, pos, False, _d_DeleteAclsResponse_DeleteAclsFilterResult_1)
     return _C_DeleteAclsResponse_DeleteAclsResponse(f_throttle_time_ms, f_filter_results, {}), pos
 
 
 def _e_DeleteAclsResponse_DeleteAclsResponse_1(out: bytearray, ch: list[Chunk] | None, o: DeleteAclsResponse) -> None:
     """DeleteAclsResponse v1."""
     out += _S3.pack(o.throttle_time_ms)
-    v_filter_results = o.filter_results
-    _write_array_len(out, v_filter_results, False)
-    if v_filter_results:
-        for x_filter_results in v_filter_results:
-            _e_DeleteAclsResponse_DeleteAclsFilterResult_1(out, ch, x_filter_results)
+    _write_array(out, ch, o.filter_results, False, False, _e_DeleteAclsResponse_DeleteAclsFilterResult_1)
 
 
 def _d_DeleteAclsResponse_DeleteAclsResponse_2(buf: memoryview, pos: int) -> tuple[DeleteAclsResponse, int]:
@@ -603,42 +460,15 @@ def _d_DeleteAclsResponse_DeleteAclsResponse_2(buf: memoryview, pos: int) -> tup
     f_filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_filter_results = buf[pos] - 1
-    if n_filter_results < 127 and n_filter_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_filter_results, pos = _read_compact_array_len(buf, pos)
-    if n_filter_results < 0:
-        raise DecodeError('null in non-nullable array filter_results')
-    else:
-        f_filter_results = []
-        for _ in range(n_filter_results):
-            x_filter_results, pos = _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf, pos)
-            f_filter_results.append(x_filter_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_filter_results, pos = _read_array(buf, pos, True, _d_DeleteAclsResponse_DeleteAclsFilterResult_2)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteAclsResponse_DeleteAclsResponse(f_throttle_time_ms, f_filter_results, u), pos
 
 
 def _e_DeleteAclsResponse_DeleteAclsResponse_2(out: bytearray, ch: list[Chunk] | None, o: DeleteAclsResponse) -> None:
     """DeleteAclsResponse v2-3."""
     out += _S3.pack(o.throttle_time_ms)
-    v_filter_results = o.filter_results
-    if v_filter_results is not None and len(v_filter_results) < 127:
-        out.append(len(v_filter_results) + 1)
-    else:
-        _write_compact_array_len(out, v_filter_results, False)
-    if v_filter_results:
-        for x_filter_results in v_filter_results:
-            _e_DeleteAclsResponse_DeleteAclsFilterResult_2(out, ch, x_filter_results)
+    _write_array(out, ch, o.filter_results, True, False, _e_DeleteAclsResponse_DeleteAclsFilterResult_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,22 +7,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -70,64 +66,26 @@ _C_DeleteGroupsRequest_DeleteGroupsRequest = DeleteGroupsRequest
 def _d_DeleteGroupsRequest_DeleteGroupsRequest_0(buf: memoryview, pos: int) -> tuple[DeleteGroupsRequest, int]:
     """DeleteGroupsRequest v0-1."""
     f_groups_names: list[str]
-    n_groups_names, pos = _read_array_len(buf, pos)
-    if n_groups_names < 0:
-        raise DecodeError('null in non-nullable array groups_names')
-    else:
-        f_groups_names = []
-        for _ in range(n_groups_names):
-            x_groups_names, pos = _read_string(buf, pos)
-            f_groups_names.append(x_groups_names)
+    f_groups_names, pos = _read_array(buf, pos, False, _read_string)
     return _C_DeleteGroupsRequest_DeleteGroupsRequest(f_groups_names, {}), pos
 
 
 def _e_DeleteGroupsRequest_DeleteGroupsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DeleteGroupsRequest) -> None:
     """DeleteGroupsRequest v0-1."""
-    v_groups_names = o.groups_names
-    _write_array_len(out, v_groups_names, False)
-    if v_groups_names:
-        for x_groups_names in v_groups_names:
-            _write_string(out, x_groups_names)
+    _write_plain_array(out, o.groups_names, False, False, _write_string)
 
 
 def _d_DeleteGroupsRequest_DeleteGroupsRequest_1(buf: memoryview, pos: int) -> tuple[DeleteGroupsRequest, int]:
     """DeleteGroupsRequest v2."""
     f_groups_names: list[str]
-    n_groups_names = buf[pos] - 1
-    if n_groups_names < 127 and n_groups_names <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups_names, pos = _read_compact_array_len(buf, pos)
-    if n_groups_names < 0:
-        raise DecodeError('null in non-nullable array groups_names')
-    else:
-        f_groups_names = []
-        for _ in range(n_groups_names):
-            x_groups_names, pos = _read_compact_string(buf, pos)
-            f_groups_names.append(x_groups_names)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_groups_names, pos = _read_array(buf, pos, True, _read_compact_string)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteGroupsRequest_DeleteGroupsRequest(f_groups_names, u), pos
 
 
 def _e_DeleteGroupsRequest_DeleteGroupsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DeleteGroupsRequest) -> None:
     """DeleteGroupsRequest v2."""
-    v_groups_names = o.groups_names
-    if v_groups_names is not None and len(v_groups_names) < 127:
-        out.append(len(v_groups_names) + 1)
-    else:
-        _write_compact_array_len(out, v_groups_names, False)
-    if v_groups_names:
-        for x_groups_names in v_groups_names:
-            _write_compact_string(out, x_groups_names)
+    _write_plain_array(out, o.groups_names, True, False, _write_compact_string)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -201,16 +159,7 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_1(buf: memoryview, pos: int) ->
     f_group_id, pos = _read_compact_string(buf, pos)
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code, u), pos
 
 
@@ -229,25 +178,14 @@ def _d_DeleteGroupsResponse_DeleteGroupsResponse_0(buf: memoryview, pos: int) ->
     f_results: list[DeleteGroupsResponse.DeletableGroupResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DeleteGroupsResponse_DeletableGroupResult_0(buf, pos)
-            f_results.append(x_results)
+    f_results, pos = _read_array(buf, pos, False, _d_DeleteGroupsResponse_DeletableGroupResult_0)
     return _C_DeleteGroupsResponse_DeleteGroupsResponse(f_throttle_time_ms, f_results, {}), pos
 
 
 def _e_DeleteGroupsResponse_DeleteGroupsResponse_0(out: bytearray, ch: list[Chunk] | None, o: DeleteGroupsResponse) -> None:
     """DeleteGroupsResponse v0-1."""
     out += _S1.pack(o.throttle_time_ms)
-    v_results = o.results
-    _write_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DeleteGroupsResponse_DeletableGroupResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, False, False, _e_DeleteGroupsResponse_DeletableGroupResult_0)
 
 
 def _d_DeleteGroupsResponse_DeleteGroupsResponse_1(buf: memoryview, pos: int) -> tuple[DeleteGroupsResponse, int]:
@@ -255,42 +193,15 @@ def _d_DeleteGroupsResponse_DeleteGroupsResponse_1(buf: memoryview, pos: int) ->
     f_results: list[DeleteGroupsResponse.DeletableGroupResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DeleteGroupsResponse_DeletableGroupResult_1(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_DeleteGroupsResponse_DeletableGroupResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteGroupsResponse_DeleteGroupsResponse(f_throttle_time_ms, f_results, u), pos
 
 
 def _e_DeleteGroupsResponse_DeleteGroupsResponse_1(out: bytearray, ch: list[Chunk] | None, o: DeleteGroupsResponse) -> None:
     """DeleteGroupsResponse v2."""
     out += _S1.pack(o.throttle_time_ms)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DeleteGroupsResponse_DeletableGroupResult_1(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_DeleteGroupsResponse_DeletableGroupResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,22 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -88,25 +83,14 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_0(buf: memoryview, pos: int) -> t
     f_name: str
     f_partitions: list[DeleteRecordsRequest.DeleteRecordsPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DeleteRecordsRequest_DeleteRecordsPartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_DeleteRecordsRequest_DeleteRecordsPartition_0)
     return _C_DeleteRecordsRequest_DeleteRecordsTopic(f_name, f_partitions, {}), pos
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsTopic_0(out: bytearray, ch: list[Chunk] | None, o: DeleteRecordsRequest.DeleteRecordsTopic) -> None:
     """DeleteRecordsTopic v0-1."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DeleteRecordsRequest_DeleteRecordsPartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_DeleteRecordsRequest_DeleteRecordsPartition_0)
 
 
 def _d_DeleteRecordsRequest_DeleteRecordsTopic_1(buf: memoryview, pos: int) -> tuple[DeleteRecordsRequest.DeleteRecordsTopic, int]:
@@ -114,42 +98,15 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_1(buf: memoryview, pos: int) -> t
     f_name: str
     f_partitions: list[DeleteRecordsRequest.DeleteRecordsPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DeleteRecordsRequest_DeleteRecordsPartition_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DeleteRecordsRequest_DeleteRecordsPartition_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteRecordsRequest_DeleteRecordsTopic(f_name, f_partitions, u), pos
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsTopic_1(out: bytearray, ch: list[Chunk] | None, o: DeleteRecordsRequest.DeleteRecordsTopic) -> None:
     """DeleteRecordsTopic v2."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DeleteRecordsRequest_DeleteRecordsPartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DeleteRecordsRequest_DeleteRecordsPartition_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -172,16 +129,7 @@ def _d_DeleteRecordsRequest_DeleteRecordsPartition_1(buf: memoryview, pos: int) 
     """DeleteRecordsPartition v2."""
     f_partition_index, f_offset = _S0.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteRecordsRequest_DeleteRecordsPartition(f_partition_index, f_offset, u), pos
 
 
@@ -197,14 +145,7 @@ def _e_DeleteRecordsRequest_DeleteRecordsPartition_1(out: bytearray, ch: list[Ch
 def _d_DeleteRecordsRequest_DeleteRecordsRequest_0(buf: memoryview, pos: int) -> tuple[DeleteRecordsRequest, int]:
     """DeleteRecordsRequest v0-1."""
     f_topics: list[DeleteRecordsRequest.DeleteRecordsTopic]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DeleteRecordsRequest_DeleteRecordsTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_DeleteRecordsRequest_DeleteRecordsTopic_0)
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     return _C_DeleteRecordsRequest_DeleteRecordsRequest(f_topics, f_timeout_ms, {}), pos
@@ -212,54 +153,23 @@ def _d_DeleteRecordsRequest_DeleteRecordsRequest_0(buf: memoryview, pos: int) ->
 
 def _e_DeleteRecordsRequest_DeleteRecordsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DeleteRecordsRequest) -> None:
     """DeleteRecordsRequest v0-1."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DeleteRecordsRequest_DeleteRecordsTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_DeleteRecordsRequest_DeleteRecordsTopic_0)
     out += _S1.pack(o.timeout_ms)
 
 
 def _d_DeleteRecordsRequest_DeleteRecordsRequest_1(buf: memoryview, pos: int) -> tuple[DeleteRecordsRequest, int]:
     """DeleteRecordsRequest v2."""
     f_topics: list[DeleteRecordsRequest.DeleteRecordsTopic]
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DeleteRecordsRequest_DeleteRecordsTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_DeleteRecordsRequest_DeleteRecordsTopic_1)
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteRecordsRequest_DeleteRecordsRequest(f_topics, f_timeout_ms, u), pos
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DeleteRecordsRequest) -> None:
     """DeleteRecordsRequest v2."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DeleteRecordsRequest_DeleteRecordsTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DeleteRecordsRequest_DeleteRecordsTopic_1)
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -326,25 +236,14 @@ def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_0(buf: memoryview, pos: in
     f_name: str
     f_partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_0)
     return _C_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions, {}), pos
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_0(out: bytearray, ch: list[Chunk] | None, o: DeleteRecordsResponse.DeleteRecordsTopicResult) -> None:
     """DeleteRecordsTopicResult v0-1."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_0)
 
 
 def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1(buf: memoryview, pos: int) -> tuple[DeleteRecordsResponse.DeleteRecordsTopicResult, int]:
@@ -352,42 +251,15 @@ def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1(buf: memoryview, pos: in
     f_name: str
     f_partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions, u), pos
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_1(out: bytearray, ch: list[Chunk] | None, o: DeleteRecordsResponse.DeleteRecordsTopicResult) -> None:
     """DeleteRecordsTopicResult v2."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -410,16 +282,7 @@ def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(buf: memoryview, pos
     """DeleteRecordsPartitionResult v2."""
     f_partition_index, f_low_watermark, f_error_code = _S2.unpack_from(buf, pos)
     pos += 14
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code, u), pos
 
 
@@ -437,25 +300,14 @@ def _d_DeleteRecordsResponse_DeleteRecordsResponse_0(buf: memoryview, pos: int) 
     f_topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DeleteRecordsResponse_DeleteRecordsTopicResult_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_DeleteRecordsResponse_DeleteRecordsTopicResult_0)
     return _C_DeleteRecordsResponse_DeleteRecordsResponse(f_throttle_time_ms, f_topics, {}), pos
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsResponse_0(out: bytearray, ch: list[Chunk] | None, o: DeleteRecordsResponse) -> None:
     """DeleteRecordsResponse v0-1."""
     out += _S1.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DeleteRecordsResponse_DeleteRecordsTopicResult_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_DeleteRecordsResponse_DeleteRecordsTopicResult_0)
 
 
 def _d_DeleteRecordsResponse_DeleteRecordsResponse_1(buf: memoryview, pos: int) -> tuple[DeleteRecordsResponse, int]:
@@ -463,42 +315,15 @@ def _d_DeleteRecordsResponse_DeleteRecordsResponse_1(buf: memoryview, pos: int) 
     f_topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteRecordsResponse_DeleteRecordsResponse(f_throttle_time_ms, f_topics, u), pos
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsResponse_1(out: bytearray, ch: list[Chunk] | None, o: DeleteRecordsResponse) -> None:
     """DeleteRecordsResponse v2."""
     out += _S1.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DeleteRecordsResponse_DeleteRecordsTopicResult_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DeleteRecordsResponse_DeleteRecordsTopicResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -86,42 +83,15 @@ def _d_DeleteShareGroupStateRequest_DeleteStateData_0(buf: memoryview, pos: int)
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DeleteShareGroupStateRequest_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DeleteShareGroupStateRequest_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteShareGroupStateRequest_DeleteStateData(f_topic_id, f_partitions, u), pos
 
 
 def _e_DeleteShareGroupStateRequest_DeleteStateData_0(out: bytearray, ch: list[Chunk] | None, o: DeleteShareGroupStateRequest.DeleteStateData) -> None:
     """DeleteStateData v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DeleteShareGroupStateRequest_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DeleteShareGroupStateRequest_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -132,16 +102,7 @@ def _d_DeleteShareGroupStateRequest_PartitionData_0(buf: memoryview, pos: int) -
     """PartitionData v0."""
     f_partition, = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteShareGroupStateRequest_PartitionData(f_partition, u), pos
 
 
@@ -159,42 +120,15 @@ def _d_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_0(buf: memoryvi
     f_group_id: str
     f_topics: list[DeleteShareGroupStateRequest.DeleteStateData]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DeleteShareGroupStateRequest_DeleteStateData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DeleteShareGroupStateRequest_DeleteStateData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest(f_group_id, f_topics, u), pos
 
 
 def _e_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_0(out: bytearray, ch: list[Chunk] | None, o: DeleteShareGroupStateRequest) -> None:
     """DeleteShareGroupStateRequest v0."""
     _write_compact_string(out, o.group_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DeleteShareGroupStateRequest_DeleteStateData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DeleteShareGroupStateRequest_DeleteStateData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -260,42 +194,15 @@ def _d_DeleteShareGroupStateResponse_DeleteStateResult_0(buf: memoryview, pos: i
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DeleteShareGroupStateResponse_PartitionResult_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DeleteShareGroupStateResponse_PartitionResult_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteShareGroupStateResponse_DeleteStateResult(f_topic_id, f_partitions, u), pos
 
 
 def _e_DeleteShareGroupStateResponse_DeleteStateResult_0(out: bytearray, ch: list[Chunk] | None, o: DeleteShareGroupStateResponse.DeleteStateResult) -> None:
     """DeleteStateResult v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DeleteShareGroupStateResponse_PartitionResult_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DeleteShareGroupStateResponse_PartitionResult_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -308,16 +215,7 @@ def _d_DeleteShareGroupStateResponse_PartitionResult_0(buf: memoryview, pos: int
     f_partition, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteShareGroupStateResponse_PartitionResult(f_partition, f_error_code, f_error_message, u), pos
 
 
@@ -334,41 +232,14 @@ def _e_DeleteShareGroupStateResponse_PartitionResult_0(out: bytearray, ch: list[
 def _d_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_0(buf: memoryview, pos: int) -> tuple[DeleteShareGroupStateResponse, int]:
     """DeleteShareGroupStateResponse v0."""
     f_results: list[DeleteShareGroupStateResponse.DeleteStateResult]
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DeleteShareGroupStateResponse_DeleteStateResult_0(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_DeleteShareGroupStateResponse_DeleteStateResult_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse(f_results, u), pos
 
 
 def _e_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_0(out: bytearray, ch: list[Chunk] | None, o: DeleteShareGroupStateResponse) -> None:
     """DeleteShareGroupStateResponse v0."""
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DeleteShareGroupStateResponse_DeleteStateResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_DeleteShareGroupStateResponse_DeleteStateResult_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

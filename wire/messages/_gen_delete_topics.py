@@ -7,23 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
@@ -87,16 +83,7 @@ def _d_DeleteTopicsRequest_DeleteTopicState_0(buf: memoryview, pos: int) -> tupl
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteTopicsRequest_DeleteTopicState(f_name, f_topic_id, u), pos
 
 
@@ -113,14 +100,7 @@ def _e_DeleteTopicsRequest_DeleteTopicState_0(out: bytearray, ch: list[Chunk] | 
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_0(buf: memoryview, pos: int) -> tuple[DeleteTopicsRequest, int]:
     """DeleteTopicsRequest v0-3."""
     f_topic_names: list[str]
-    n_topic_names, pos = _read_array_len(buf, pos)
-    if n_topic_names < 0:
-        raise DecodeError('null in non-nullable array topic_names')
-    else:
-        f_topic_names = []
-        for _ in range(n_topic_names):
-            x_topic_names, pos = _read_string(buf, pos)
-            f_topic_names.append(x_topic_names)
+    f_topic_names, pos = _read_array(buf, pos, False, _read_string)
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     return _C_DeleteTopicsRequest_DeleteTopicsRequest([], f_topic_names, f_timeout_ms, {}), pos
@@ -128,54 +108,23 @@ def _d_DeleteTopicsRequest_DeleteTopicsRequest_0(buf: memoryview, pos: int) -> t
 
 def _e_DeleteTopicsRequest_DeleteTopicsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsRequest) -> None:
     """DeleteTopicsRequest v0-3."""
-    v_topic_names = o.topic_names
-    _write_array_len(out, v_topic_names, False)
-    if v_topic_names:
-        for x_topic_names in v_topic_names:
-            _write_string(out, x_topic_names)
+    _write_plain_array(out, o.topic_names, False, False, _write_string)
     out += _S1.pack(o.timeout_ms)
 
 
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_1(buf: memoryview, pos: int) -> tuple[DeleteTopicsRequest, int]:
     """DeleteTopicsRequest v4-5."""
     f_topic_names: list[str]
-    n_topic_names = buf[pos] - 1
-    if n_topic_names < 127 and n_topic_names <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_names, pos = _read_compact_array_len(buf, pos)
-    if n_topic_names < 0:
-        raise DecodeError('null in non-nullable array topic_names')
-    else:
-        f_topic_names = []
-        for _ in range(n_topic_names):
-            x_topic_names, pos = _read_compact_string(buf, pos)
-            f_topic_names.append(x_topic_names)
+    f_topic_names, pos = _read_array(buf, pos, True, _read_compact_string)
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteTopicsRequest_DeleteTopicsRequest([], f_topic_names, f_timeout_ms, u), pos
 
 
 def _e_DeleteTopicsRequest_DeleteTopicsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsRequest) -> None:
     """DeleteTopicsRequest v4-5."""
-    v_topic_names = o.topic_names
-    if v_topic_names is not None and len(v_topic_names) < 127:
-        out.append(len(v_topic_names) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_names, False)
-    if v_topic_names:
-        for x_topic_names in v_topic_names:
-            _write_compact_string(out, x_topic_names)
+    _write_plain_array(out, o.topic_names, True, False, _write_compact_string)
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -186,43 +135,16 @@ def _e_DeleteTopicsRequest_DeleteTopicsRequest_1(out: bytearray, ch: list[Chunk]
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_2(buf: memoryview, pos: int) -> tuple[DeleteTopicsRequest, int]:
     """DeleteTopicsRequest v6."""
     f_topics: list[DeleteTopicsRequest.DeleteTopicState]
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DeleteTopicsRequest_DeleteTopicState_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_DeleteTopicsRequest_DeleteTopicState_0)
     f_timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteTopicsRequest_DeleteTopicsRequest(f_topics, [], f_timeout_ms, u), pos
 
 
 def _e_DeleteTopicsRequest_DeleteTopicsRequest_2(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsRequest) -> None:
     """DeleteTopicsRequest v6."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DeleteTopicsRequest_DeleteTopicState_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DeleteTopicsRequest_DeleteTopicState_0)
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -299,16 +221,7 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_1(buf: memoryview, pos: int) ->
     f_name, pos = _read_compact_string(buf, pos)
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteTopicsResponse_DeletableTopicResult(f_name, _ZERO_UUID, f_error_code, None, u), pos
 
 
@@ -330,16 +243,7 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_2(buf: memoryview, pos: int) ->
     f_error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteTopicsResponse_DeletableTopicResult(f_name, _ZERO_UUID, f_error_code, f_error_message, u), pos
 
 
@@ -363,16 +267,7 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_3(buf: memoryview, pos: int) ->
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 18
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, u), pos
 
 
@@ -390,24 +285,13 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_3(out: bytearray, ch: list[Chun
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_0(buf: memoryview, pos: int) -> tuple[DeleteTopicsResponse, int]:
     """DeleteTopicsResponse v0."""
     f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_DeleteTopicsResponse_DeletableTopicResult_0(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_DeleteTopicsResponse_DeletableTopicResult_0)
     return _C_DeleteTopicsResponse_DeleteTopicsResponse(0, f_responses, {}), pos
 
 
 def _e_DeleteTopicsResponse_DeleteTopicsResponse_0(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsResponse) -> None:
     """DeleteTopicsResponse v0."""
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_DeleteTopicsResponse_DeletableTopicResult_0(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_DeleteTopicsResponse_DeletableTopicResult_0)
 
 
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_1(buf: memoryview, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -415,25 +299,14 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_1(buf: memoryview, pos: int) ->
     f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_DeleteTopicsResponse_DeletableTopicResult_0(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_DeleteTopicsResponse_DeletableTopicResult_0)
     return _C_DeleteTopicsResponse_DeleteTopicsResponse(f_throttle_time_ms, f_responses, {}), pos
 
 
 def _e_DeleteTopicsResponse_DeleteTopicsResponse_1(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsResponse) -> None:
     """DeleteTopicsResponse v1-3."""
     out += _S1.pack(o.throttle_time_ms)
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_DeleteTopicsResponse_DeletableTopicResult_0(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_DeleteTopicsResponse_DeletableTopicResult_0)
 
 
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_2(buf: memoryview, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -441,42 +314,15 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_2(buf: memoryview, pos: int) ->
     f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_DeleteTopicsResponse_DeletableTopicResult_1(buf, pos)
-            f_responses.append(x_responses)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_responses, pos = _read_array(buf, pos, True, _d_DeleteTopicsResponse_DeletableTopicResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteTopicsResponse_DeleteTopicsResponse(f_throttle_time_ms, f_responses, u), pos
 
 
 def _e_DeleteTopicsResponse_DeleteTopicsResponse_2(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsResponse) -> None:
     """DeleteTopicsResponse v4."""
     out += _S1.pack(o.throttle_time_ms)
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_DeleteTopicsResponse_DeletableTopicResult_1(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_DeleteTopicsResponse_DeletableTopicResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -488,42 +334,15 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_3(buf: memoryview, pos: int) ->
     f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_DeleteTopicsResponse_DeletableTopicResult_2(buf, pos)
-            f_responses.append(x_responses)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_responses, pos = _read_array(buf, pos, True, _d_DeleteTopicsResponse_DeletableTopicResult_2)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteTopicsResponse_DeleteTopicsResponse(f_throttle_time_ms, f_responses, u), pos
 
 
 def _e_DeleteTopicsResponse_DeleteTopicsResponse_3(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsResponse) -> None:
     """DeleteTopicsResponse v5."""
     out += _S1.pack(o.throttle_time_ms)
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_DeleteTopicsResponse_DeletableTopicResult_2(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_DeleteTopicsResponse_DeletableTopicResult_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -535,42 +354,15 @@ def _d_DeleteTopicsResponse_DeleteTopicsResponse_4(buf: memoryview, pos: int) ->
     f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_DeleteTopicsResponse_DeletableTopicResult_3(buf, pos)
-            f_responses.append(x_responses)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_responses, pos = _read_array(buf, pos, True, _d_DeleteTopicsResponse_DeletableTopicResult_3)
+    u, pos = _read_tags(buf, pos)
     return _C_DeleteTopicsResponse_DeleteTopicsResponse(f_throttle_time_ms, f_responses, u), pos
 
 
 def _e_DeleteTopicsResponse_DeleteTopicsResponse_4(out: bytearray, ch: list[Chunk] | None, o: DeleteTopicsResponse) -> None:
     """DeleteTopicsResponse v6."""
     out += _S1.pack(o.throttle_time_ms)
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_DeleteTopicsResponse_DeletableTopicResult_3(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_DeleteTopicsResponse_DeletableTopicResult_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,24 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -143,16 +138,7 @@ def _d_DescribeAclsRequest_DescribeAclsRequest_2(buf: memoryview, pos: int) -> t
     f_host_filter, pos = _read_compact_nullable_string(buf, pos)
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeAclsRequest_DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, u), pos
 
 
@@ -236,14 +222,7 @@ def _d_DescribeAclsResponse_DescribeAclsResource_0(buf: memoryview, pos: int) ->
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_string(buf, pos)
-    n_acls, pos = _read_array_len(buf, pos)
-    if n_acls < 0:
-        raise DecodeError('null in non-nullable array acls')
-    else:
-        f_acls = []
-        for _ in range(n_acls):
-            x_acls, pos = _d_DescribeAclsResponse_AclDescription_0(buf, pos)
-            f_acls.append(x_acls)
+    f_acls, pos = _read_array(buf, pos, False, _d_DescribeAclsResponse_AclDescription_0)
     return _C_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, 3, f_acls, {}), pos
 
 
@@ -251,11 +230,7 @@ def _e_DescribeAclsResponse_DescribeAclsResource_0(out: bytearray, ch: list[Chun
     """DescribeAclsResource v0."""
     out += _S0.pack(o.resource_type)
     _write_string(out, o.resource_name)
-    v_acls = o.acls
-    _write_array_len(out, v_acls, False)
-    if v_acls:
-        for x_acls in v_acls:
-            _e_DescribeAclsResponse_AclDescription_0(out, ch, x_acls)
+    _write_array(out, ch, o.acls, False, False, _e_DescribeAclsResponse_AclDescription_0)
 
 
 def _d_DescribeAclsResponse_DescribeAclsResource_1(buf: memoryview, pos: int) -> tuple[DescribeAclsResponse.DescribeAclsResource, int]:
@@ -267,14 +242,7 @@ def _d_DescribeAclsResponse_DescribeAclsResource_1(buf: memoryview, pos: int) ->
     f_resource_name, pos = _read_string(buf, pos)
     f_pattern_type, = _S0.unpack_from(buf, pos)
     pos += 1
-    n_acls, pos = _read_array_len(buf, pos)
-    if n_acls < 0:
-        raise DecodeError('null in non-nullable array acls')
-    else:
-        f_acls = []
-        for _ in range(n_acls):
-            x_acls, pos = _d_DescribeAclsResponse_AclDescription_0(buf, pos)
-            f_acls.append(x_acls)
+    f_acls, pos = _read_array(buf, pos, False, _d_DescribeAclsResponse_AclDescription_0)
     return _C_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls, {}), pos
 
 
@@ -283,11 +251,7 @@ def _e_DescribeAclsResponse_DescribeAclsResource_1(out: bytearray, ch: list[Chun
     out += _S0.pack(o.resource_type)
     _write_string(out, o.resource_name)
     out += _S0.pack(o.pattern_type)
-    v_acls = o.acls
-    _write_array_len(out, v_acls, False)
-    if v_acls:
-        for x_acls in v_acls:
-            _e_DescribeAclsResponse_AclDescription_0(out, ch, x_acls)
+    _write_array(out, ch, o.acls, False, False, _e_DescribeAclsResponse_AclDescription_0)
 
 
 def _d_DescribeAclsResponse_DescribeAclsResource_2(buf: memoryview, pos: int) -> tuple[DescribeAclsResponse.DescribeAclsResource, int]:
@@ -299,28 +263,8 @@ def _d_DescribeAclsResponse_DescribeAclsResource_2(buf: memoryview, pos: int) ->
     f_resource_name, pos = _read_compact_string(buf, pos)
     f_pattern_type, = _S0.unpack_from(buf, pos)
     pos += 1
-    n_acls = buf[pos] - 1
-    if n_acls < 127 and n_acls <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_acls, pos = _read_compact_array_len(buf, pos)
-    if n_acls < 0:
-        raise DecodeError('null in non-nullable array acls')
-    else:
-        f_acls = []
-        for _ in range(n_acls):
-            x_acls, pos = _d_DescribeAclsResponse_AclDescription_1(buf, pos)
-            f_acls.append(x_acls)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_acls, pos = _read_array(buf, pos, True, _d_DescribeAclsResponse_AclDescription_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls, u), pos
 
 
@@ -329,14 +273,7 @@ def _e_DescribeAclsResponse_DescribeAclsResource_2(out: bytearray, ch: list[Chun
     out += _S0.pack(o.resource_type)
     _write_compact_string(out, o.resource_name)
     out += _S0.pack(o.pattern_type)
-    v_acls = o.acls
-    if v_acls is not None and len(v_acls) < 127:
-        out.append(len(v_acls) + 1)
-    else:
-        _write_compact_array_len(out, v_acls, False)
-    if v_acls:
-        for x_acls in v_acls:
-            _e_DescribeAclsResponse_AclDescription_1(out, ch, x_acls)
+    _write_array(out, ch, o.acls, True, False, _e_DescribeAclsResponse_AclDescription_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -369,16 +306,7 @@ def _d_DescribeAclsResponse_AclDescription_1(buf: memoryview, pos: int) -> tuple
     f_host, pos = _read_compact_string(buf, pos)
     f_operation, f_permission_type = _S1.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeAclsResponse_AclDescription(f_principal, f_host, f_operation, f_permission_type, u), pos
 
 
@@ -400,14 +328,7 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_0(buf: memoryview, pos: int) ->
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_nullable_string(buf, pos)
-    n_resources, pos = _read_array_len(buf, pos)
-    if n_resources < 0:
-        raise DecodeError('null in non-nullable array resources')
-    else:
-        f_resources = []
-        for _ in range(n_resources):
-            x_resources, pos = _d_DescribeAclsResponse_DescribeAclsResource_0(buf, pos)
-            f_resources.append(x_resources)
+    f_resources, pos = _read_array(buf, pos, False, _d_DescribeAclsResponse_DescribeAclsResource_0)
     return _C_DescribeAclsResponse_DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources, {}), pos
 
 
@@ -415,11 +336,7 @@ def _e_DescribeAclsResponse_DescribeAclsResponse_0(out: bytearray, ch: list[Chun
     """DescribeAclsResponse v0."""
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     _write_nullable_string(out, o.error_message)
-    v_resources = o.resources
-    _write_array_len(out, v_resources, False)
-    if v_resources:
-        for x_resources in v_resources:
-            _e_DescribeAclsResponse_DescribeAclsResource_0(out, ch, x_resources)
+    _write_array(out, ch, o.resources, False, False, _e_DescribeAclsResponse_DescribeAclsResource_0)
 
 
 def _d_DescribeAclsResponse_DescribeAclsResponse_1(buf: memoryview, pos: int) -> tuple[DescribeAclsResponse, int]:
@@ -429,14 +346,7 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_1(buf: memoryview, pos: int) ->
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_nullable_string(buf, pos)
-    n_resources, pos = _read_array_len(buf, pos)
-    if n_resources < 0:
-        raise DecodeError('null in non-nullable array resources')
-    else:
-        f_resources = []
-        for _ in range(n_resources):
-            x_resources, pos = _d_DescribeAclsResponse_DescribeAclsResource_1(buf, pos)
-            f_resources.append(x_resources)
+    f_resources, pos = _read_array(buf, pos, False, _d_DescribeAclsResponse_DescribeAclsResource_1)
     return _C_DescribeAclsResponse_DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources, {}), pos
 
 
@@ -444,11 +354,7 @@ def _e_DescribeAclsResponse_DescribeAclsResponse_1(out: bytearray, ch: list[Chun
     """DescribeAclsResponse v1."""
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     _write_nullable_string(out, o.error_message)
-    v_resources = o.resources
-    _write_array_len(out, v_resources, False)
-    if v_resources:
-        for x_resources in v_resources:
-            _e_DescribeAclsResponse_DescribeAclsResource_1(out, ch, x_resources)
+    _write_array(out, ch, o.resources, False, False, _e_DescribeAclsResponse_DescribeAclsResource_1)
 
 
 def _d_DescribeAclsResponse_DescribeAclsResponse_2(buf: memoryview, pos: int) -> tuple[DescribeAclsResponse, int]:
@@ -458,28 +364,8 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_2(buf: memoryview, pos: int) ->
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_resources = buf[pos] - 1
-    if n_resources < 127 and n_resources <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_resources, pos = _read_compact_array_len(buf, pos)
-    if n_resources < 0:
-        raise DecodeError('null in non-nullable array resources')
-    else:
-        f_resources = []
-        for _ in range(n_resources):
-            x_resources, pos = _d_DescribeAclsResponse_DescribeAclsResource_2(buf, pos)
-            f_resources.append(x_resources)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_resources, pos = _read_array(buf, pos, True, _d_DescribeAclsResponse_DescribeAclsResource_2)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeAclsResponse_DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources, u), pos
 
 
@@ -487,14 +373,7 @@ def _e_DescribeAclsResponse_DescribeAclsResponse_2(out: bytearray, ch: list[Chun
     """DescribeAclsResponse v2-3."""
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_resources = o.resources
-    if v_resources is not None and len(v_resources) < 127:
-        out.append(len(v_resources) + 1)
-    else:
-        _write_compact_array_len(out, v_resources, False)
-    if v_resources:
-        for x_resources in v_resources:
-            _e_DescribeAclsResponse_DescribeAclsResource_2(out, ch, x_resources)
+    _write_array(out, ch, o.resources, True, False, _e_DescribeAclsResponse_DescribeAclsResource_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,24 +7,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -108,16 +104,7 @@ def _d_DescribeClientQuotasRequest_ComponentData_1(buf: memoryview, pos: int) ->
     f_match_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_match, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClientQuotasRequest_ComponentData(f_entity_type, f_match_type, f_match, u), pos
 
 
@@ -135,14 +122,7 @@ def _e_DescribeClientQuotasRequest_ComponentData_1(out: bytearray, ch: list[Chun
 def _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_0(buf: memoryview, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
     """DescribeClientQuotasRequest v0."""
     f_components: list[DescribeClientQuotasRequest.ComponentData]
-    n_components, pos = _read_array_len(buf, pos)
-    if n_components < 0:
-        raise DecodeError('null in non-nullable array components')
-    else:
-        f_components = []
-        for _ in range(n_components):
-            x_components, pos = _d_DescribeClientQuotasRequest_ComponentData_0(buf, pos)
-            f_components.append(x_components)
+    f_components, pos = _read_array(buf, pos, False, _d_DescribeClientQuotasRequest_ComponentData_0)
     f_strict, = _S1.unpack_from(buf, pos)
     pos += 1
     return _C_DescribeClientQuotasRequest_DescribeClientQuotasRequest(f_components, f_strict, {}), pos
@@ -150,54 +130,23 @@ def _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_0(buf: memoryview
 
 def _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeClientQuotasRequest) -> None:
     """DescribeClientQuotasRequest v0."""
-    v_components = o.components
-    _write_array_len(out, v_components, False)
-    if v_components:
-        for x_components in v_components:
-            _e_DescribeClientQuotasRequest_ComponentData_0(out, ch, x_components)
+    _write_array(out, ch, o.components, False, False, _e_DescribeClientQuotasRequest_ComponentData_0)
     out += _S1.pack(o.strict)
 
 
 def _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_1(buf: memoryview, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
     """DescribeClientQuotasRequest v1."""
     f_components: list[DescribeClientQuotasRequest.ComponentData]
-    n_components = buf[pos] - 1
-    if n_components < 127 and n_components <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_components, pos = _read_compact_array_len(buf, pos)
-    if n_components < 0:
-        raise DecodeError('null in non-nullable array components')
-    else:
-        f_components = []
-        for _ in range(n_components):
-            x_components, pos = _d_DescribeClientQuotasRequest_ComponentData_1(buf, pos)
-            f_components.append(x_components)
+    f_components, pos = _read_array(buf, pos, True, _d_DescribeClientQuotasRequest_ComponentData_1)
     f_strict, = _S1.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClientQuotasRequest_DescribeClientQuotasRequest(f_components, f_strict, u), pos
 
 
 def _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_1(out: bytearray, ch: list[Chunk] | None, o: DescribeClientQuotasRequest) -> None:
     """DescribeClientQuotasRequest v1."""
-    v_components = o.components
-    if v_components is not None and len(v_components) < 127:
-        out.append(len(v_components) + 1)
-    else:
-        _write_compact_array_len(out, v_components, False)
-    if v_components:
-        for x_components in v_components:
-            _e_DescribeClientQuotasRequest_ComponentData_1(out, ch, x_components)
+    _write_array(out, ch, o.components, True, False, _e_DescribeClientQuotasRequest_ComponentData_1)
     out += _S1.pack(o.strict)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -271,98 +220,31 @@ def _d_DescribeClientQuotasResponse_EntryData_0(buf: memoryview, pos: int) -> tu
     """EntryData v0."""
     f_entity: list[DescribeClientQuotasResponse.EntityData]
     f_values: list[DescribeClientQuotasResponse.ValueData]
-    n_entity, pos = _read_array_len(buf, pos)
-    if n_entity < 0:
-        raise DecodeError('null in non-nullable array entity')
-    else:
-        f_entity = []
-        for _ in range(n_entity):
-            x_entity, pos = _d_DescribeClientQuotasResponse_EntityData_0(buf, pos)
-            f_entity.append(x_entity)
-    n_values, pos = _read_array_len(buf, pos)
-    if n_values < 0:
-        raise DecodeError('null in non-nullable array values')
-    else:
-        f_values = []
-        for _ in range(n_values):
-            x_values, pos = _d_DescribeClientQuotasResponse_ValueData_0(buf, pos)
-            f_values.append(x_values)
+    f_entity, pos = _read_array(buf, pos, False, _d_DescribeClientQuotasResponse_EntityData_0)
+    f_values, pos = _read_array(buf, pos, False, _d_DescribeClientQuotasResponse_ValueData_0)
     return _C_DescribeClientQuotasResponse_EntryData(f_entity, f_values, {}), pos
 
 
 def _e_DescribeClientQuotasResponse_EntryData_0(out: bytearray, ch: list[Chunk] | None, o: DescribeClientQuotasResponse.EntryData) -> None:
     """EntryData v0."""
-    v_entity = o.entity
-    _write_array_len(out, v_entity, False)
-    if v_entity:
-        for x_entity in v_entity:
-            _e_DescribeClientQuotasResponse_EntityData_0(out, ch, x_entity)
-    v_values = o.values
-    _write_array_len(out, v_values, False)
-    if v_values:
-        for x_values in v_values:
-            _e_DescribeClientQuotasResponse_ValueData_0(out, ch, x_values)
+    _write_array(out, ch, o.entity, False, False, _e_DescribeClientQuotasResponse_EntityData_0)
+    _write_array(out, ch, o.values, False, False, _e_DescribeClientQuotasResponse_ValueData_0)
 
 
 def _d_DescribeClientQuotasResponse_EntryData_1(buf: memoryview, pos: int) -> tuple[DescribeClientQuotasResponse.EntryData, int]:
     """EntryData v1."""
     f_entity: list[DescribeClientQuotasResponse.EntityData]
     f_values: list[DescribeClientQuotasResponse.ValueData]
-    n_entity = buf[pos] - 1
-    if n_entity < 127 and n_entity <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_entity, pos = _read_compact_array_len(buf, pos)
-    if n_entity < 0:
-        raise DecodeError('null in non-nullable array entity')
-    else:
-        f_entity = []
-        for _ in range(n_entity):
-            x_entity, pos = _d_DescribeClientQuotasResponse_EntityData_1(buf, pos)
-            f_entity.append(x_entity)
-    n_values = buf[pos] - 1
-    if n_values < 127 and n_values <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_values, pos = _read_compact_array_len(buf, pos)
-    if n_values < 0:
-        raise DecodeError('null in non-nullable array values')
-    else:
-        f_values = []
-        for _ in range(n_values):
-            x_values, pos = _d_DescribeClientQuotasResponse_ValueData_1(buf, pos)
-            f_values.append(x_values)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_entity, pos = _read_array(buf, pos, True, _d_DescribeClientQuotasResponse_EntityData_1)
+    f_values, pos = _read_array(buf, pos, True, _d_DescribeClientQuotasResponse_ValueData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClientQuotasResponse_EntryData(f_entity, f_values, u), pos
 
 
 def _e_DescribeClientQuotasResponse_EntryData_1(out: bytearray, ch: list[Chunk] | None, o: DescribeClientQuotasResponse.EntryData) -> None:
     """EntryData v1."""
-    v_entity = o.entity
-    if v_entity is not None and len(v_entity) < 127:
-        out.append(len(v_entity) + 1)
-    else:
-        _write_compact_array_len(out, v_entity, False)
-    if v_entity:
-        for x_entity in v_entity:
-            _e_DescribeClientQuotasResponse_EntityData_1(out, ch, x_entity)
-    v_values = o.values
-    if v_values is not None and len(v_values) < 127:
-        out.append(len(v_values) + 1)
-    else:
-        _write_compact_array_len(out, v_values, False)
-    if v_values:
-        for x_values in v_values:
-            _e_DescribeClientQuotasResponse_ValueData_1(out, ch, x_values)
+    _write_array(out, ch, o.entity, True, False, _e_DescribeClientQuotasResponse_EntityData_1)
+    _write_array(out, ch, o.values, True, False, _e_DescribeClientQuotasResponse_ValueData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -390,16 +272,7 @@ def _d_DescribeClientQuotasResponse_EntityData_1(buf: memoryview, pos: int) -> t
     f_entity_name: str | None
     f_entity_type, pos = _read_compact_string(buf, pos)
     f_entity_name, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClientQuotasResponse_EntityData(f_entity_type, f_entity_name, u), pos
 
 
@@ -434,16 +307,7 @@ def _d_DescribeClientQuotasResponse_ValueData_1(buf: memoryview, pos: int) -> tu
     f_key, pos = _read_compact_string(buf, pos)
     f_value, = _S2.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClientQuotasResponse_ValueData(f_key, f_value, u), pos
 
 
@@ -464,14 +328,7 @@ def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_0(buf: memoryvi
     f_throttle_time_ms, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_nullable_string(buf, pos)
-    n_entries, pos = _read_array_len(buf, pos)
-    if n_entries < 0:
-        f_entries = None
-    else:
-        f_entries = []
-        for _ in range(n_entries):
-            x_entries, pos = _d_DescribeClientQuotasResponse_EntryData_0(buf, pos)
-            f_entries.append(x_entries)
+    f_entries, pos = _read_nullable_array(buf, pos, False, _d_DescribeClientQuotasResponse_EntryData_0)
     return _C_DescribeClientQuotasResponse_DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries, {}), pos
 
 
@@ -479,11 +336,7 @@ def _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_0(out: bytearra
     """DescribeClientQuotasResponse v0."""
     out += _S3.pack(o.throttle_time_ms, o.error_code)
     _write_nullable_string(out, o.error_message)
-    v_entries = o.entries
-    _write_array_len(out, v_entries, True)
-    if v_entries:
-        for x_entries in v_entries:
-            _e_DescribeClientQuotasResponse_EntryData_0(out, ch, x_entries)
+    _write_array(out, ch, o.entries, False, True, _e_DescribeClientQuotasResponse_EntryData_0)
 
 
 def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_1(buf: memoryview, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
@@ -493,28 +346,8 @@ def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_1(buf: memoryvi
     f_throttle_time_ms, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_entries = buf[pos] - 1
-    if n_entries < 127 and n_entries <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_entries, pos = _read_compact_array_len(buf, pos)
-    if n_entries < 0:
-        f_entries = None
-    else:
-        f_entries = []
-        for _ in range(n_entries):
-            x_entries, pos = _d_DescribeClientQuotasResponse_EntryData_1(buf, pos)
-            f_entries.append(x_entries)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_entries, pos = _read_nullable_array(buf, pos, True, _d_DescribeClientQuotasResponse_EntryData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClientQuotasResponse_DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries, u), pos
 
 
@@ -522,14 +355,7 @@ def _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_1(out: bytearra
     """DescribeClientQuotasResponse v1."""
     out += _S3.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_entries = o.entries
-    if v_entries is not None and len(v_entries) < 127:
-        out.append(len(v_entries) + 1)
-    else:
-        _write_compact_array_len(out, v_entries, True)
-    if v_entries:
-        for x_entries in v_entries:
-            _e_DescribeClientQuotasResponse_EntryData_1(out, ch, x_entries)
+    _write_array(out, ch, o.entries, True, True, _e_DescribeClientQuotasResponse_EntryData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

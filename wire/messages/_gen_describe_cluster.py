@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -73,16 +70,7 @@ def _d_DescribeClusterRequest_DescribeClusterRequest_0(buf: memoryview, pos: int
     """DescribeClusterRequest v0."""
     f_include_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClusterRequest_DescribeClusterRequest(f_include_cluster_authorized_operations, 1, u), pos
 
 
@@ -99,16 +87,7 @@ def _d_DescribeClusterRequest_DescribeClusterRequest_1(buf: memoryview, pos: int
     """DescribeClusterRequest v1."""
     f_include_cluster_authorized_operations, f_endpoint_type = _S1.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClusterRequest_DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, u), pos
 
 
@@ -185,16 +164,7 @@ def _d_DescribeClusterResponse_DescribeClusterBroker_0(buf: memoryview, pos: int
     f_port, = _S2.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClusterResponse_DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, u), pos
 
 
@@ -221,30 +191,10 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_0(buf: memoryview, pos: i
     f_cluster_id, pos = _read_compact_string(buf, pos)
     f_controller_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_brokers = buf[pos] - 1
-    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_brokers, pos = _read_compact_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_DescribeClusterResponse_DescribeClusterBroker_0(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, True, _d_DescribeClusterResponse_DescribeClusterBroker_0)
     f_cluster_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClusterResponse_DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, 1, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations, u), pos
 
 
@@ -254,14 +204,7 @@ def _e_DescribeClusterResponse_DescribeClusterResponse_0(out: bytearray, ch: lis
     _write_compact_nullable_string(out, o.error_message)
     _write_compact_string(out, o.cluster_id)
     out += _S2.pack(o.controller_id)
-    v_brokers = o.brokers
-    if v_brokers is not None and len(v_brokers) < 127:
-        out.append(len(v_brokers) + 1)
-    else:
-        _write_compact_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_DescribeClusterResponse_DescribeClusterBroker_0(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, True, False, _e_DescribeClusterResponse_DescribeClusterBroker_0)
     out += _S2.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -282,30 +225,10 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_1(buf: memoryview, pos: i
     f_cluster_id, pos = _read_compact_string(buf, pos)
     f_controller_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_brokers = buf[pos] - 1
-    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_brokers, pos = _read_compact_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_DescribeClusterResponse_DescribeClusterBroker_0(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, True, _d_DescribeClusterResponse_DescribeClusterBroker_0)
     f_cluster_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeClusterResponse_DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations, u), pos
 
 
@@ -316,14 +239,7 @@ def _e_DescribeClusterResponse_DescribeClusterResponse_1(out: bytearray, ch: lis
     out += _S4.pack(o.endpoint_type)
     _write_compact_string(out, o.cluster_id)
     out += _S2.pack(o.controller_id)
-    v_brokers = o.brokers
-    if v_brokers is not None and len(v_brokers) < 127:
-        out.append(len(v_brokers) + 1)
-    else:
-        _write_compact_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_DescribeClusterResponse_DescribeClusterBroker_0(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, True, False, _e_DescribeClusterResponse_DescribeClusterBroker_0)
     out += _S2.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)

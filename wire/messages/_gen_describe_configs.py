@@ -7,24 +7,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -93,14 +90,7 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_0(buf: memoryview, pos: in
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_string(buf, pos)
-    n_configuration_keys, pos = _read_array_len(buf, pos)
-    if n_configuration_keys < 0:
-        f_configuration_keys = None
-    else:
-        f_configuration_keys = []
-        for _ in range(n_configuration_keys):
-            x_configuration_keys, pos = _read_string(buf, pos)
-            f_configuration_keys.append(x_configuration_keys)
+    f_configuration_keys, pos = _read_nullable_array(buf, pos, False, _read_string)
     return _C_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys, {}), pos
 
 
@@ -108,11 +98,7 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_0(out: bytearray, ch: list
     """DescribeConfigsResource v0-3."""
     out += _S0.pack(o.resource_type)
     _write_string(out, o.resource_name)
-    v_configuration_keys = o.configuration_keys
-    _write_array_len(out, v_configuration_keys, True)
-    if v_configuration_keys:
-        for x_configuration_keys in v_configuration_keys:
-            _write_string(out, x_configuration_keys)
+    _write_plain_array(out, o.configuration_keys, False, True, _write_string)
 
 
 def _d_DescribeConfigsRequest_DescribeConfigsResource_1(buf: memoryview, pos: int) -> tuple[DescribeConfigsRequest.DescribeConfigsResource, int]:
@@ -122,28 +108,8 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_1(buf: memoryview, pos: in
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
-    n_configuration_keys = buf[pos] - 1
-    if n_configuration_keys < 127 and n_configuration_keys <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_configuration_keys, pos = _read_compact_array_len(buf, pos)
-    if n_configuration_keys < 0:
-        f_configuration_keys = None
-    else:
-        f_configuration_keys = []
-        for _ in range(n_configuration_keys):
-            x_configuration_keys, pos = _read_compact_string(buf, pos)
-            f_configuration_keys.append(x_configuration_keys)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_configuration_keys, pos = _read_nullable_array(buf, pos, True, _read_compact_string)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys, u), pos
 
 
@@ -151,14 +117,7 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_1(out: bytearray, ch: list
     """DescribeConfigsResource v4."""
     out += _S0.pack(o.resource_type)
     _write_compact_string(out, o.resource_name)
-    v_configuration_keys = o.configuration_keys
-    if v_configuration_keys is not None and len(v_configuration_keys) < 127:
-        out.append(len(v_configuration_keys) + 1)
-    else:
-        _write_compact_array_len(out, v_configuration_keys, True)
-    if v_configuration_keys:
-        for x_configuration_keys in v_configuration_keys:
-            _write_compact_string(out, x_configuration_keys)
+    _write_plain_array(out, o.configuration_keys, True, True, _write_compact_string)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -168,37 +127,19 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_1(out: bytearray, ch: list
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_0(buf: memoryview, pos: int) -> tuple[DescribeConfigsRequest, int]:
     """DescribeConfigsRequest v0."""
     f_resources: list[DescribeConfigsRequest.DescribeConfigsResource]
-    n_resources, pos = _read_array_len(buf, pos)
-    if n_resources < 0:
-        raise DecodeError('null in non-nullable array resources')
-    else:
-        f_resources = []
-        for _ in range(n_resources):
-            x_resources, pos = _d_DescribeConfigsRequest_DescribeConfigsResource_0(buf, pos)
-            f_resources.append(x_resources)
+    f_resources, pos = _read_array(buf, pos, False, _d_DescribeConfigsRequest_DescribeConfigsResource_0)
     return _C_DescribeConfigsRequest_DescribeConfigsRequest(f_resources, False, False, {}), pos
 
 
 def _e_DescribeConfigsRequest_DescribeConfigsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeConfigsRequest) -> None:
     """DescribeConfigsRequest v0."""
-    v_resources = o.resources
-    _write_array_len(out, v_resources, False)
-    if v_resources:
-        for x_resources in v_resources:
-            _e_DescribeConfigsRequest_DescribeConfigsResource_0(out, ch, x_resources)
+    _write_array(out, ch, o.resources, False, False, _e_DescribeConfigsRequest_DescribeConfigsResource_0)
 
 
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_1(buf: memoryview, pos: int) -> tuple[DescribeConfigsRequest, int]:
     """DescribeConfigsRequest v1-2."""
     f_resources: list[DescribeConfigsRequest.DescribeConfigsResource]
-    n_resources, pos = _read_array_len(buf, pos)
-    if n_resources < 0:
-        raise DecodeError('null in non-nullable array resources')
-    else:
-        f_resources = []
-        for _ in range(n_resources):
-            x_resources, pos = _d_DescribeConfigsRequest_DescribeConfigsResource_0(buf, pos)
-            f_resources.append(x_resources)
+    f_resources, pos = _read_array(buf, pos, False, _d_DescribeConfigsRequest_DescribeConfigsResource_0)
     f_include_synonyms, = _S1.unpack_from(buf, pos)
     pos += 1
     return _C_DescribeConfigsRequest_DescribeConfigsRequest(f_resources, f_include_synonyms, False, {}), pos
@@ -206,25 +147,14 @@ def _d_DescribeConfigsRequest_DescribeConfigsRequest_1(buf: memoryview, pos: int
 
 def _e_DescribeConfigsRequest_DescribeConfigsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DescribeConfigsRequest) -> None:
     """DescribeConfigsRequest v1-2."""
-    v_resources = o.resources
-    _write_array_len(out, v_resources, False)
-    if v_resources:
-        for x_resources in v_resources:
-            _e_DescribeConfigsRequest_DescribeConfigsResource_0(out, ch, x_resources)
+    _write_array(out, ch, o.resources, False, False, _e_DescribeConfigsRequest_DescribeConfigsResource_0)
     out += _S1.pack(o.include_synonyms)
 
 
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_2(buf: memoryview, pos: int) -> tuple[DescribeConfigsRequest, int]:
     """DescribeConfigsRequest v3."""
     f_resources: list[DescribeConfigsRequest.DescribeConfigsResource]
-    n_resources, pos = _read_array_len(buf, pos)
-    if n_resources < 0:
-        raise DecodeError('null in non-nullable array resources')
-    else:
-        f_resources = []
-        for _ in range(n_resources):
-            x_resources, pos = _d_DescribeConfigsRequest_DescribeConfigsResource_0(buf, pos)
-            f_resources.append(x_resources)
+    f_resources, pos = _read_array(buf, pos, False, _d_DescribeConfigsRequest_DescribeConfigsResource_0)
     f_include_synonyms, f_include_documentation = _S2.unpack_from(buf, pos)
     pos += 2
     return _C_DescribeConfigsRequest_DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation, {}), pos
@@ -232,54 +162,23 @@ def _d_DescribeConfigsRequest_DescribeConfigsRequest_2(buf: memoryview, pos: int
 
 def _e_DescribeConfigsRequest_DescribeConfigsRequest_2(out: bytearray, ch: list[Chunk] | None, o: DescribeConfigsRequest) -> None:
     """DescribeConfigsRequest v3."""
-    v_resources = o.resources
-    _write_array_len(out, v_resources, False)
-    if v_resources:
-        for x_resources in v_resources:
-            _e_DescribeConfigsRequest_DescribeConfigsResource_0(out, ch, x_resources)
+    _write_array(out, ch, o.resources, False, False, _e_DescribeConfigsRequest_DescribeConfigsResource_0)
     out += _S2.pack(o.include_synonyms, o.include_documentation)
 
 
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_3(buf: memoryview, pos: int) -> tuple[DescribeConfigsRequest, int]:
     """DescribeConfigsRequest v4."""
     f_resources: list[DescribeConfigsRequest.DescribeConfigsResource]
-    n_resources = buf[pos] - 1
-    if n_resources < 127 and n_resources <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_resources, pos = _read_compact_array_len(buf, pos)
-    if n_resources < 0:
-        raise DecodeError('null in non-nullable array resources')
-    else:
-        f_resources = []
-        for _ in range(n_resources):
-            x_resources, pos = _d_DescribeConfigsRequest_DescribeConfigsResource_1(buf, pos)
-            f_resources.append(x_resources)
+    f_resources, pos = _read_array(buf, pos, True, _d_DescribeConfigsRequest_DescribeConfigsResource_1)
     f_include_synonyms, f_include_documentation = _S2.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeConfigsRequest_DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation, u), pos
 
 
 def _e_DescribeConfigsRequest_DescribeConfigsRequest_3(out: bytearray, ch: list[Chunk] | None, o: DescribeConfigsRequest) -> None:
     """DescribeConfigsRequest v4."""
-    v_resources = o.resources
-    if v_resources is not None and len(v_resources) < 127:
-        out.append(len(v_resources) + 1)
-    else:
-        _write_compact_array_len(out, v_resources, False)
-    if v_resources:
-        for x_resources in v_resources:
-            _e_DescribeConfigsRequest_DescribeConfigsResource_1(out, ch, x_resources)
+    _write_array(out, ch, o.resources, True, False, _e_DescribeConfigsRequest_DescribeConfigsResource_1)
     out += _S2.pack(o.include_synonyms, o.include_documentation)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -369,14 +268,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_0(buf: memoryview, pos: int
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_string(buf, pos)
-    n_configs, pos = _read_array_len(buf, pos)
-    if n_configs < 0:
-        raise DecodeError('null in non-nullable array configs')
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_0(buf, pos)
-            f_configs.append(x_configs)
+    f_configs, pos = _read_array(buf, pos, False, _d_DescribeConfigsResponse_DescribeConfigsResourceResult_0)
     return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, {}), pos
 
 
@@ -386,11 +278,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_0(out: bytearray, ch: list[
     _write_nullable_string(out, o.error_message)
     out += _S0.pack(o.resource_type)
     _write_string(out, o.resource_name)
-    v_configs = o.configs
-    _write_array_len(out, v_configs, False)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_DescribeConfigsResponse_DescribeConfigsResourceResult_0(out, ch, x_configs)
+    _write_array(out, ch, o.configs, False, False, _e_DescribeConfigsResponse_DescribeConfigsResourceResult_0)
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResult_1(buf: memoryview, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
@@ -404,14 +292,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_1(buf: memoryview, pos: int
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_string(buf, pos)
-    n_configs, pos = _read_array_len(buf, pos)
-    if n_configs < 0:
-        raise DecodeError('null in non-nullable array configs')
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_1(buf, pos)
-            f_configs.append(x_configs)
+    f_configs, pos = _read_array(buf, pos, False, _d_DescribeConfigsResponse_DescribeConfigsResourceResult_1)
     return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, {}), pos
 
 
@@ -421,11 +302,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_1(out: bytearray, ch: list[
     _write_nullable_string(out, o.error_message)
     out += _S0.pack(o.resource_type)
     _write_string(out, o.resource_name)
-    v_configs = o.configs
-    _write_array_len(out, v_configs, False)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_DescribeConfigsResponse_DescribeConfigsResourceResult_1(out, ch, x_configs)
+    _write_array(out, ch, o.configs, False, False, _e_DescribeConfigsResponse_DescribeConfigsResourceResult_1)
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResult_2(buf: memoryview, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
@@ -439,14 +316,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_2(buf: memoryview, pos: int
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_string(buf, pos)
-    n_configs, pos = _read_array_len(buf, pos)
-    if n_configs < 0:
-        raise DecodeError('null in non-nullable array configs')
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_2(buf, pos)
-            f_configs.append(x_configs)
+    f_configs, pos = _read_array(buf, pos, False, _d_DescribeConfigsResponse_DescribeConfigsResourceResult_2)
     return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, {}), pos
 
 
@@ -456,11 +326,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_2(out: bytearray, ch: list[
     _write_nullable_string(out, o.error_message)
     out += _S0.pack(o.resource_type)
     _write_string(out, o.resource_name)
-    v_configs = o.configs
-    _write_array_len(out, v_configs, False)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_DescribeConfigsResponse_DescribeConfigsResourceResult_2(out, ch, x_configs)
+    _write_array(out, ch, o.configs, False, False, _e_DescribeConfigsResponse_DescribeConfigsResourceResult_2)
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResult_3(buf: memoryview, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
@@ -474,28 +340,8 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_3(buf: memoryview, pos: int
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
-    n_configs = buf[pos] - 1
-    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_configs, pos = _read_compact_array_len(buf, pos)
-    if n_configs < 0:
-        raise DecodeError('null in non-nullable array configs')
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3(buf, pos)
-            f_configs.append(x_configs)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_configs, pos = _read_array(buf, pos, True, _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, u), pos
 
 
@@ -505,14 +351,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_3(out: bytearray, ch: list[
     _write_compact_nullable_string(out, o.error_message)
     out += _S0.pack(o.resource_type)
     _write_compact_string(out, o.resource_name)
-    v_configs = o.configs
-    if v_configs is not None and len(v_configs) < 127:
-        out.append(len(v_configs) + 1)
-    else:
-        _write_compact_array_len(out, v_configs, False)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_DescribeConfigsResponse_DescribeConfigsResourceResult_3(out, ch, x_configs)
+    _write_array(out, ch, o.configs, True, False, _e_DescribeConfigsResponse_DescribeConfigsResourceResult_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -546,14 +385,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_1(buf: memoryview, 
     f_value, pos = _read_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S5.unpack_from(buf, pos)
     pos += 3
-    n_synonyms, pos = _read_array_len(buf, pos)
-    if n_synonyms < 0:
-        raise DecodeError('null in non-nullable array synonyms')
-    else:
-        f_synonyms = []
-        for _ in range(n_synonyms):
-            x_synonyms, pos = _d_DescribeConfigsResponse_DescribeConfigsSynonym_0(buf, pos)
-            f_synonyms.append(x_synonyms)
+    f_synonyms, pos = _read_array(buf, pos, False, _d_DescribeConfigsResponse_DescribeConfigsSynonym_0)
     return _C_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, 0, '', {}), pos
 
 
@@ -562,11 +394,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_1(out: bytearray, c
     _write_string(out, o.name)
     _write_nullable_string(out, o.value)
     out += _S5.pack(o.read_only, o.config_source, o.is_sensitive)
-    v_synonyms = o.synonyms
-    _write_array_len(out, v_synonyms, False)
-    if v_synonyms:
-        for x_synonyms in v_synonyms:
-            _e_DescribeConfigsResponse_DescribeConfigsSynonym_0(out, ch, x_synonyms)
+    _write_array(out, ch, o.synonyms, False, False, _e_DescribeConfigsResponse_DescribeConfigsSynonym_0)
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_2(buf: memoryview, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResourceResult, int]:
@@ -579,14 +407,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_2(buf: memoryview, 
     f_value, pos = _read_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S5.unpack_from(buf, pos)
     pos += 3
-    n_synonyms, pos = _read_array_len(buf, pos)
-    if n_synonyms < 0:
-        raise DecodeError('null in non-nullable array synonyms')
-    else:
-        f_synonyms = []
-        for _ in range(n_synonyms):
-            x_synonyms, pos = _d_DescribeConfigsResponse_DescribeConfigsSynonym_0(buf, pos)
-            f_synonyms.append(x_synonyms)
+    f_synonyms, pos = _read_array(buf, pos, False, _d_DescribeConfigsResponse_DescribeConfigsSynonym_0)
     f_config_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_documentation, pos = _read_nullable_string(buf, pos)
@@ -598,11 +419,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_2(out: bytearray, c
     _write_string(out, o.name)
     _write_nullable_string(out, o.value)
     out += _S5.pack(o.read_only, o.config_source, o.is_sensitive)
-    v_synonyms = o.synonyms
-    _write_array_len(out, v_synonyms, False)
-    if v_synonyms:
-        for x_synonyms in v_synonyms:
-            _e_DescribeConfigsResponse_DescribeConfigsSynonym_0(out, ch, x_synonyms)
+    _write_array(out, ch, o.synonyms, False, False, _e_DescribeConfigsResponse_DescribeConfigsSynonym_0)
     out += _S0.pack(o.config_type)
     _write_nullable_string(out, o.documentation)
 
@@ -617,31 +434,11 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3(buf: memoryview, 
     f_value, pos = _read_compact_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S5.unpack_from(buf, pos)
     pos += 3
-    n_synonyms = buf[pos] - 1
-    if n_synonyms < 127 and n_synonyms <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_synonyms, pos = _read_compact_array_len(buf, pos)
-    if n_synonyms < 0:
-        raise DecodeError('null in non-nullable array synonyms')
-    else:
-        f_synonyms = []
-        for _ in range(n_synonyms):
-            x_synonyms, pos = _d_DescribeConfigsResponse_DescribeConfigsSynonym_1(buf, pos)
-            f_synonyms.append(x_synonyms)
+    f_synonyms, pos = _read_array(buf, pos, True, _d_DescribeConfigsResponse_DescribeConfigsSynonym_1)
     f_config_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_documentation, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, u), pos
 
 
@@ -650,14 +447,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_3(out: bytearray, c
     _write_compact_string(out, o.name)
     _write_compact_nullable_string(out, o.value)
     out += _S5.pack(o.read_only, o.config_source, o.is_sensitive)
-    v_synonyms = o.synonyms
-    if v_synonyms is not None and len(v_synonyms) < 127:
-        out.append(len(v_synonyms) + 1)
-    else:
-        _write_compact_array_len(out, v_synonyms, False)
-    if v_synonyms:
-        for x_synonyms in v_synonyms:
-            _e_DescribeConfigsResponse_DescribeConfigsSynonym_1(out, ch, x_synonyms)
+    _write_array(out, ch, o.synonyms, True, False, _e_DescribeConfigsResponse_DescribeConfigsSynonym_1)
     out += _S0.pack(o.config_type)
     _write_compact_nullable_string(out, o.documentation)
     if o.unknown_tagged_fields:
@@ -692,16 +482,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_1(buf: memoryview, pos: in
     f_value, pos = _read_compact_nullable_string(buf, pos)
     f_source, = _S0.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source, u), pos
 
 
@@ -721,25 +502,14 @@ def _d_DescribeConfigsResponse_DescribeConfigsResponse_0(buf: memoryview, pos: i
     f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
     f_throttle_time_ms, = _S6.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DescribeConfigsResponse_DescribeConfigsResult_0(buf, pos)
-            f_results.append(x_results)
+    f_results, pos = _read_array(buf, pos, False, _d_DescribeConfigsResponse_DescribeConfigsResult_0)
     return _C_DescribeConfigsResponse_DescribeConfigsResponse(f_throttle_time_ms, f_results, {}), pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResponse_0(out: bytearray, ch: list[Chunk] | None, o: DescribeConfigsResponse) -> None:
     """DescribeConfigsResponse v0."""
     out += _S6.pack(o.throttle_time_ms)
-    v_results = o.results
-    _write_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DescribeConfigsResponse_DescribeConfigsResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, False, False, _e_DescribeConfigsResponse_DescribeConfigsResult_0)
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResponse_1(buf: memoryview, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -747,25 +517,14 @@ def _d_DescribeConfigsResponse_DescribeConfigsResponse_1(buf: memoryview, pos: i
     f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
     f_throttle_time_ms, = _S6.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DescribeConfigsResponse_DescribeConfigsResult_1(buf, pos)
-            f_results.append(x_results)
+    f_results, pos = _read_array(buf, pos, False, _d_DescribeConfigsResponse_DescribeConfigsResult_1)
     return _C_DescribeConfigsResponse_DescribeConfigsResponse(f_throttle_time_ms, f_results, {}), pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResponse_1(out: bytearray, ch: list[Chunk] | None, o: DescribeConfigsResponse) -> None:
     """DescribeConfigsResponse v1-2."""
     out += _S6.pack(o.throttle_time_ms)
-    v_results = o.results
-    _write_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DescribeConfigsResponse_DescribeConfigsResult_1(out, ch, x_results)
+    _write_array(out, ch, o.results, False, False, _e_DescribeConfigsResponse_DescribeConfigsResult_1)
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResponse_2(buf: memoryview, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -773,25 +532,14 @@ def _d_DescribeConfigsResponse_DescribeConfigsResponse_2(buf: memoryview, pos: i
     f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
     f_throttle_time_ms, = _S6.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DescribeConfigsResponse_DescribeConfigsResult_2(buf, pos)
-            f_results.append(x_results)
+    f_results, pos = _read_array(buf, pos, False, _d_DescribeConfigsResponse_DescribeConfigsResult_2)
     return _C_DescribeConfigsResponse_DescribeConfigsResponse(f_throttle_time_ms, f_results, {}), pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResponse_2(out: bytearray, ch: list[Chunk] | None, o: DescribeConfigsResponse) -> None:
     """DescribeConfigsResponse v3."""
     out += _S6.pack(o.throttle_time_ms)
-    v_results = o.results
-    _write_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DescribeConfigsResponse_DescribeConfigsResult_2(out, ch, x_results)
+    _write_array(out, ch, o.results, False, False, _e_DescribeConfigsResponse_DescribeConfigsResult_2)
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResponse_3(buf: memoryview, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -799,42 +547,15 @@ def _d_DescribeConfigsResponse_DescribeConfigsResponse_3(buf: memoryview, pos: i
     f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
     f_throttle_time_ms, = _S6.unpack_from(buf, pos)
     pos += 4
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DescribeConfigsResponse_DescribeConfigsResult_3(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_DescribeConfigsResponse_DescribeConfigsResult_3)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeConfigsResponse_DescribeConfigsResponse(f_throttle_time_ms, f_results, u), pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResponse_3(out: bytearray, ch: list[Chunk] | None, o: DescribeConfigsResponse) -> None:
     """DescribeConfigsResponse v4."""
     out += _S6.pack(o.throttle_time_ms)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DescribeConfigsResponse_DescribeConfigsResult_3(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_DescribeConfigsResponse_DescribeConfigsResult_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,25 +7,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_bytes as _read_bytes
-from wire.primitives import read_compact_array_len as _read_compact_array_len
 from wire.primitives import read_compact_bytes as _read_compact_bytes
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
 from wire.primitives import write_bytes as _write_bytes
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
@@ -100,16 +96,7 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(buf: memory
     f_principal_name: str
     f_principal_type, pos = _read_compact_string(buf, pos)
     f_principal_name, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(f_principal_type, f_principal_name, u), pos
 
 
@@ -126,64 +113,26 @@ def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(out: bytear
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_0(buf: memoryview, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
     """DescribeDelegationTokenRequest v0-1."""
     f_owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
-    n_owners, pos = _read_array_len(buf, pos)
-    if n_owners < 0:
-        f_owners = None
-    else:
-        f_owners = []
-        for _ in range(n_owners):
-            x_owners, pos = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_0(buf, pos)
-            f_owners.append(x_owners)
+    f_owners, pos = _read_nullable_array(buf, pos, False, _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_0)
     return _C_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest(f_owners, {}), pos
 
 
 def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeDelegationTokenRequest) -> None:
     """DescribeDelegationTokenRequest v0-1."""
-    v_owners = o.owners
-    _write_array_len(out, v_owners, True)
-    if v_owners:
-        for x_owners in v_owners:
-            _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_0(out, ch, x_owners)
+    _write_array(out, ch, o.owners, False, True, _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_0)
 
 
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_1(buf: memoryview, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
     """DescribeDelegationTokenRequest v2-3."""
     f_owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
-    n_owners = buf[pos] - 1
-    if n_owners < 127 and n_owners <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_owners, pos = _read_compact_array_len(buf, pos)
-    if n_owners < 0:
-        f_owners = None
-    else:
-        f_owners = []
-        for _ in range(n_owners):
-            x_owners, pos = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(buf, pos)
-            f_owners.append(x_owners)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_owners, pos = _read_nullable_array(buf, pos, True, _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest(f_owners, u), pos
 
 
 def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_1(out: bytearray, ch: list[Chunk] | None, o: DescribeDelegationTokenRequest) -> None:
     """DescribeDelegationTokenRequest v2-3."""
-    v_owners = o.owners
-    if v_owners is not None and len(v_owners) < 127:
-        out.append(len(v_owners) + 1)
-    else:
-        _write_compact_array_len(out, v_owners, True)
-    if v_owners:
-        for x_owners in v_owners:
-            _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(out, ch, x_owners)
+    _write_array(out, ch, o.owners, True, True, _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -265,14 +214,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_0(buf: memoryvie
     pos += 24
     f_token_id, pos = _read_string(buf, pos)
     f_hmac, pos = _read_bytes(buf, pos)
-    n_renewers, pos = _read_array_len(buf, pos)
-    if n_renewers < 0:
-        raise DecodeError('null in non-nullable array renewers')
-    else:
-        f_renewers = []
-        for _ in range(n_renewers):
-            x_renewers, pos = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_0(buf, pos)
-            f_renewers.append(x_renewers)
+    f_renewers, pos = _read_array(buf, pos, False, _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_0)
     return _C_DescribeDelegationTokenResponse_DescribedDelegationToken(f_principal_type, f_principal_name, '', '', f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, {}), pos
 
 
@@ -283,11 +225,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_0(out: bytearray
     out += _S0.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     _write_string(out, o.token_id)
     _write_bytes(out, o.hmac)
-    v_renewers = o.renewers
-    _write_array_len(out, v_renewers, False)
-    if v_renewers:
-        for x_renewers in v_renewers:
-            _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_0(out, ch, x_renewers)
+    _write_array(out, ch, o.renewers, False, False, _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_0)
 
 
 def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_1(buf: memoryview, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationToken, int]:
@@ -303,28 +241,8 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_1(buf: memoryvie
     pos += 24
     f_token_id, pos = _read_compact_string(buf, pos)
     f_hmac, pos = _read_compact_bytes(buf, pos)
-    n_renewers = buf[pos] - 1
-    if n_renewers < 127 and n_renewers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_renewers, pos = _read_compact_array_len(buf, pos)
-    if n_renewers < 0:
-        raise DecodeError('null in non-nullable array renewers')
-    else:
-        f_renewers = []
-        for _ in range(n_renewers):
-            x_renewers, pos = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(buf, pos)
-            f_renewers.append(x_renewers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_renewers, pos = _read_array(buf, pos, True, _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeDelegationTokenResponse_DescribedDelegationToken(f_principal_type, f_principal_name, '', '', f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, u), pos
 
 
@@ -335,14 +253,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_1(out: bytearray
     out += _S0.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     _write_compact_string(out, o.token_id)
     _write_compact_bytes(out, o.hmac)
-    v_renewers = o.renewers
-    if v_renewers is not None and len(v_renewers) < 127:
-        out.append(len(v_renewers) + 1)
-    else:
-        _write_compact_array_len(out, v_renewers, False)
-    if v_renewers:
-        for x_renewers in v_renewers:
-            _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(out, ch, x_renewers)
+    _write_array(out, ch, o.renewers, True, False, _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -366,28 +277,8 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf: memoryvie
     pos += 24
     f_token_id, pos = _read_compact_string(buf, pos)
     f_hmac, pos = _read_compact_bytes(buf, pos)
-    n_renewers = buf[pos] - 1
-    if n_renewers < 127 and n_renewers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_renewers, pos = _read_compact_array_len(buf, pos)
-    if n_renewers < 0:
-        raise DecodeError('null in non-nullable array renewers')
-    else:
-        f_renewers = []
-        for _ in range(n_renewers):
-            x_renewers, pos = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(buf, pos)
-            f_renewers.append(x_renewers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_renewers, pos = _read_array(buf, pos, True, _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeDelegationTokenResponse_DescribedDelegationToken(f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, u), pos
 
 
@@ -400,14 +291,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_2(out: bytearray
     out += _S0.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     _write_compact_string(out, o.token_id)
     _write_compact_bytes(out, o.hmac)
-    v_renewers = o.renewers
-    if v_renewers is not None and len(v_renewers) < 127:
-        out.append(len(v_renewers) + 1)
-    else:
-        _write_compact_array_len(out, v_renewers, False)
-    if v_renewers:
-        for x_renewers in v_renewers:
-            _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(out, ch, x_renewers)
+    _write_array(out, ch, o.renewers, True, False, _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -435,16 +319,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(buf: me
     f_principal_name: str
     f_principal_type, pos = _read_compact_string(buf, pos)
     f_principal_name, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(f_principal_type, f_principal_name, u), pos
 
 
@@ -463,14 +338,7 @@ def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_0(buf: me
     f_tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
     f_error_code, = _S1.unpack_from(buf, pos)
     pos += 2
-    n_tokens, pos = _read_array_len(buf, pos)
-    if n_tokens < 0:
-        raise DecodeError('null in non-nullable array tokens')
-    else:
-        f_tokens = []
-        for _ in range(n_tokens):
-            x_tokens, pos = _d_DescribeDelegationTokenResponse_DescribedDelegationToken_0(buf, pos)
-            f_tokens.append(x_tokens)
+    f_tokens, pos = _read_array(buf, pos, False, _d_DescribeDelegationTokenResponse_DescribedDelegationToken_0)
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     return _C_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms, {}), pos
@@ -479,11 +347,7 @@ def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_0(buf: me
 def _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_0(out: bytearray, ch: list[Chunk] | None, o: DescribeDelegationTokenResponse) -> None:
     """DescribeDelegationTokenResponse v0-1."""
     out += _S1.pack(o.error_code)
-    v_tokens = o.tokens
-    _write_array_len(out, v_tokens, False)
-    if v_tokens:
-        for x_tokens in v_tokens:
-            _e_DescribeDelegationTokenResponse_DescribedDelegationToken_0(out, ch, x_tokens)
+    _write_array(out, ch, o.tokens, False, False, _e_DescribeDelegationTokenResponse_DescribedDelegationToken_0)
     out += _S2.pack(o.throttle_time_ms)
 
 
@@ -492,44 +356,17 @@ def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_1(buf: me
     f_tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
     f_error_code, = _S1.unpack_from(buf, pos)
     pos += 2
-    n_tokens = buf[pos] - 1
-    if n_tokens < 127 and n_tokens <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_tokens, pos = _read_compact_array_len(buf, pos)
-    if n_tokens < 0:
-        raise DecodeError('null in non-nullable array tokens')
-    else:
-        f_tokens = []
-        for _ in range(n_tokens):
-            x_tokens, pos = _d_DescribeDelegationTokenResponse_DescribedDelegationToken_1(buf, pos)
-            f_tokens.append(x_tokens)
+    f_tokens, pos = _read_array(buf, pos, True, _d_DescribeDelegationTokenResponse_DescribedDelegationToken_1)
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms, u), pos
 
 
 def _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_1(out: bytearray, ch: list[Chunk] | None, o: DescribeDelegationTokenResponse) -> None:
     """DescribeDelegationTokenResponse v2."""
     out += _S1.pack(o.error_code)
-    v_tokens = o.tokens
-    if v_tokens is not None and len(v_tokens) < 127:
-        out.append(len(v_tokens) + 1)
-    else:
-        _write_compact_array_len(out, v_tokens, False)
-    if v_tokens:
-        for x_tokens in v_tokens:
-            _e_DescribeDelegationTokenResponse_DescribedDelegationToken_1(out, ch, x_tokens)
+    _write_array(out, ch, o.tokens, True, False, _e_DescribeDelegationTokenResponse_DescribedDelegationToken_1)
     out += _S2.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -542,44 +379,17 @@ def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_2(buf: me
     f_tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
     f_error_code, = _S1.unpack_from(buf, pos)
     pos += 2
-    n_tokens = buf[pos] - 1
-    if n_tokens < 127 and n_tokens <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_tokens, pos = _read_compact_array_len(buf, pos)
-    if n_tokens < 0:
-        raise DecodeError('null in non-nullable array tokens')
-    else:
-        f_tokens = []
-        for _ in range(n_tokens):
-            x_tokens, pos = _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf, pos)
-            f_tokens.append(x_tokens)
+    f_tokens, pos = _read_array(buf, pos, True, _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2)
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms, u), pos
 
 
 def _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_2(out: bytearray, ch: list[Chunk] | None, o: DescribeDelegationTokenResponse) -> None:
     """DescribeDelegationTokenResponse v3."""
     out += _S1.pack(o.error_code)
-    v_tokens = o.tokens
-    if v_tokens is not None and len(v_tokens) < 127:
-        out.append(len(v_tokens) + 1)
-    else:
-        _write_compact_array_len(out, v_tokens, False)
-    if v_tokens:
-        for x_tokens in v_tokens:
-            _e_DescribeDelegationTokenResponse_DescribedDelegationToken_2(out, ch, x_tokens)
+    _write_array(out, ch, o.tokens, True, False, _e_DescribeDelegationTokenResponse_DescribedDelegationToken_2)
     out += _S2.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)

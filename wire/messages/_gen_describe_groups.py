@@ -7,27 +7,23 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_bytes as _read_bytes
-from wire.primitives import read_compact_array_len as _read_compact_array_len
 from wire.primitives import read_compact_bytes as _read_compact_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
 from wire.primitives import write_bytes as _write_bytes
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
@@ -80,37 +76,19 @@ _C_DescribeGroupsRequest_DescribeGroupsRequest = DescribeGroupsRequest
 def _d_DescribeGroupsRequest_DescribeGroupsRequest_0(buf: memoryview, pos: int) -> tuple[DescribeGroupsRequest, int]:
     """DescribeGroupsRequest v0-2."""
     f_groups: list[str]
-    n_groups, pos = _read_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _read_string(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, False, _read_string)
     return _C_DescribeGroupsRequest_DescribeGroupsRequest(f_groups, False, {}), pos
 
 
 def _e_DescribeGroupsRequest_DescribeGroupsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeGroupsRequest) -> None:
     """DescribeGroupsRequest v0-2."""
-    v_groups = o.groups
-    _write_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _write_string(out, x_groups)
+    _write_plain_array(out, o.groups, False, False, _write_string)
 
 
 def _d_DescribeGroupsRequest_DescribeGroupsRequest_1(buf: memoryview, pos: int) -> tuple[DescribeGroupsRequest, int]:
     """DescribeGroupsRequest v3-4."""
     f_groups: list[str]
-    n_groups, pos = _read_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _read_string(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, False, _read_string)
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
     return _C_DescribeGroupsRequest_DescribeGroupsRequest(f_groups, f_include_authorized_operations, {}), pos
@@ -118,54 +96,23 @@ def _d_DescribeGroupsRequest_DescribeGroupsRequest_1(buf: memoryview, pos: int) 
 
 def _e_DescribeGroupsRequest_DescribeGroupsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DescribeGroupsRequest) -> None:
     """DescribeGroupsRequest v3-4."""
-    v_groups = o.groups
-    _write_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _write_string(out, x_groups)
+    _write_plain_array(out, o.groups, False, False, _write_string)
     out += _S0.pack(o.include_authorized_operations)
 
 
 def _d_DescribeGroupsRequest_DescribeGroupsRequest_2(buf: memoryview, pos: int) -> tuple[DescribeGroupsRequest, int]:
     """DescribeGroupsRequest v5."""
     f_groups: list[str]
-    n_groups = buf[pos] - 1
-    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups, pos = _read_compact_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _read_compact_string(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, True, _read_compact_string)
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeGroupsRequest_DescribeGroupsRequest(f_groups, f_include_authorized_operations, u), pos
 
 
 def _e_DescribeGroupsRequest_DescribeGroupsRequest_2(out: bytearray, ch: list[Chunk] | None, o: DescribeGroupsRequest) -> None:
     """DescribeGroupsRequest v5."""
-    v_groups = o.groups
-    if v_groups is not None and len(v_groups) < 127:
-        out.append(len(v_groups) + 1)
-    else:
-        _write_compact_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _write_compact_string(out, x_groups)
+    _write_plain_array(out, o.groups, True, False, _write_compact_string)
     out += _S0.pack(o.include_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -248,14 +195,7 @@ def _d_DescribeGroupsResponse_DescribedGroup_0(buf: memoryview, pos: int) -> tup
     f_group_state, pos = _read_string(buf, pos)
     f_protocol_type, pos = _read_string(buf, pos)
     f_protocol_data, pos = _read_string(buf, pos)
-    n_members, pos = _read_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_DescribeGroupsResponse_DescribedGroupMember_0(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, False, _d_DescribeGroupsResponse_DescribedGroupMember_0)
     return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648, {}), pos
 
 
@@ -266,11 +206,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_0(out: bytearray, ch: list[Chunk] |
     _write_string(out, o.group_state)
     _write_string(out, o.protocol_type)
     _write_string(out, o.protocol_data)
-    v_members = o.members
-    _write_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_DescribeGroupsResponse_DescribedGroupMember_0(out, ch, x_members)
+    _write_array(out, ch, o.members, False, False, _e_DescribeGroupsResponse_DescribedGroupMember_0)
 
 
 def _d_DescribeGroupsResponse_DescribedGroup_1(buf: memoryview, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
@@ -286,14 +222,7 @@ def _d_DescribeGroupsResponse_DescribedGroup_1(buf: memoryview, pos: int) -> tup
     f_group_state, pos = _read_string(buf, pos)
     f_protocol_type, pos = _read_string(buf, pos)
     f_protocol_data, pos = _read_string(buf, pos)
-    n_members, pos = _read_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_DescribeGroupsResponse_DescribedGroupMember_0(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, False, _d_DescribeGroupsResponse_DescribedGroupMember_0)
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, {}), pos
@@ -306,11 +235,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_1(out: bytearray, ch: list[Chunk] |
     _write_string(out, o.group_state)
     _write_string(out, o.protocol_type)
     _write_string(out, o.protocol_data)
-    v_members = o.members
-    _write_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_DescribeGroupsResponse_DescribedGroupMember_0(out, ch, x_members)
+    _write_array(out, ch, o.members, False, False, _e_DescribeGroupsResponse_DescribedGroupMember_0)
     out += _S2.pack(o.authorized_operations)
 
 
@@ -327,14 +252,7 @@ def _d_DescribeGroupsResponse_DescribedGroup_2(buf: memoryview, pos: int) -> tup
     f_group_state, pos = _read_string(buf, pos)
     f_protocol_type, pos = _read_string(buf, pos)
     f_protocol_data, pos = _read_string(buf, pos)
-    n_members, pos = _read_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_DescribeGroupsResponse_DescribedGroupMember_1(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, False, _d_DescribeGroupsResponse_DescribedGroupMember_1)
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, {}), pos
@@ -347,11 +265,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_2(out: bytearray, ch: list[Chunk] |
     _write_string(out, o.group_state)
     _write_string(out, o.protocol_type)
     _write_string(out, o.protocol_data)
-    v_members = o.members
-    _write_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_DescribeGroupsResponse_DescribedGroupMember_1(out, ch, x_members)
+    _write_array(out, ch, o.members, False, False, _e_DescribeGroupsResponse_DescribedGroupMember_1)
     out += _S2.pack(o.authorized_operations)
 
 
@@ -368,30 +282,10 @@ def _d_DescribeGroupsResponse_DescribedGroup_3(buf: memoryview, pos: int) -> tup
     f_group_state, pos = _read_compact_string(buf, pos)
     f_protocol_type, pos = _read_compact_string(buf, pos)
     f_protocol_data, pos = _read_compact_string(buf, pos)
-    n_members = buf[pos] - 1
-    if n_members < 127 and n_members <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_members, pos = _read_compact_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_DescribeGroupsResponse_DescribedGroupMember_2(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, True, _d_DescribeGroupsResponse_DescribedGroupMember_2)
     f_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, u), pos
 
 
@@ -402,14 +296,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_3(out: bytearray, ch: list[Chunk] |
     _write_compact_string(out, o.group_state)
     _write_compact_string(out, o.protocol_type)
     _write_compact_string(out, o.protocol_data)
-    v_members = o.members
-    if v_members is not None and len(v_members) < 127:
-        out.append(len(v_members) + 1)
-    else:
-        _write_compact_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_DescribeGroupsResponse_DescribedGroupMember_2(out, ch, x_members)
+    _write_array(out, ch, o.members, True, False, _e_DescribeGroupsResponse_DescribedGroupMember_2)
     out += _S2.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -482,16 +369,7 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_2(buf: memoryview, pos: int) 
     f_client_host, pos = _read_compact_string(buf, pos)
     f_member_metadata, pos = _read_compact_bytes(buf, pos)
     f_member_assignment, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment, u), pos
 
 
@@ -512,24 +390,13 @@ def _e_DescribeGroupsResponse_DescribedGroupMember_2(out: bytearray, ch: list[Ch
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_0(buf: memoryview, pos: int) -> tuple[DescribeGroupsResponse, int]:
     """DescribeGroupsResponse v0."""
     f_groups: list[DescribeGroupsResponse.DescribedGroup]
-    n_groups, pos = _read_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_DescribeGroupsResponse_DescribedGroup_0(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, False, _d_DescribeGroupsResponse_DescribedGroup_0)
     return _C_DescribeGroupsResponse_DescribeGroupsResponse(0, f_groups, {}), pos
 
 
 def _e_DescribeGroupsResponse_DescribeGroupsResponse_0(out: bytearray, ch: list[Chunk] | None, o: DescribeGroupsResponse) -> None:
     """DescribeGroupsResponse v0."""
-    v_groups = o.groups
-    _write_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_DescribeGroupsResponse_DescribedGroup_0(out, ch, x_groups)
+    _write_array(out, ch, o.groups, False, False, _e_DescribeGroupsResponse_DescribedGroup_0)
 
 
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_1(buf: memoryview, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -537,25 +404,14 @@ def _d_DescribeGroupsResponse_DescribeGroupsResponse_1(buf: memoryview, pos: int
     f_groups: list[DescribeGroupsResponse.DescribedGroup]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_groups, pos = _read_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_DescribeGroupsResponse_DescribedGroup_0(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, False, _d_DescribeGroupsResponse_DescribedGroup_0)
     return _C_DescribeGroupsResponse_DescribeGroupsResponse(f_throttle_time_ms, f_groups, {}), pos
 
 
 def _e_DescribeGroupsResponse_DescribeGroupsResponse_1(out: bytearray, ch: list[Chunk] | None, o: DescribeGroupsResponse) -> None:
     """DescribeGroupsResponse v1-2."""
     out += _S2.pack(o.throttle_time_ms)
-    v_groups = o.groups
-    _write_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_DescribeGroupsResponse_DescribedGroup_0(out, ch, x_groups)
+    _write_array(out, ch, o.groups, False, False, _e_DescribeGroupsResponse_DescribedGroup_0)
 
 
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_2(buf: memoryview, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -563,25 +419,14 @@ def _d_DescribeGroupsResponse_DescribeGroupsResponse_2(buf: memoryview, pos: int
     f_groups: list[DescribeGroupsResponse.DescribedGroup]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_groups, pos = _read_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_DescribeGroupsResponse_DescribedGroup_1(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, False, _d_DescribeGroupsResponse_DescribedGroup_1)
     return _C_DescribeGroupsResponse_DescribeGroupsResponse(f_throttle_time_ms, f_groups, {}), pos
 
 
 def _e_DescribeGroupsResponse_DescribeGroupsResponse_2(out: bytearray, ch: list[Chunk] | None, o: DescribeGroupsResponse) -> None:
     """DescribeGroupsResponse v3."""
     out += _S2.pack(o.throttle_time_ms)
-    v_groups = o.groups
-    _write_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_DescribeGroupsResponse_DescribedGroup_1(out, ch, x_groups)
+    _write_array(out, ch, o.groups, False, False, _e_DescribeGroupsResponse_DescribedGroup_1)
 
 
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_3(buf: memoryview, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -589,25 +434,14 @@ def _d_DescribeGroupsResponse_DescribeGroupsResponse_3(buf: memoryview, pos: int
     f_groups: list[DescribeGroupsResponse.DescribedGroup]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_groups, pos = _read_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_DescribeGroupsResponse_DescribedGroup_2(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, False, _d_DescribeGroupsResponse_DescribedGroup_2)
     return _C_DescribeGroupsResponse_DescribeGroupsResponse(f_throttle_time_ms, f_groups, {}), pos
 
 
 def _e_DescribeGroupsResponse_DescribeGroupsResponse_3(out: bytearray, ch: list[Chunk] | None, o: DescribeGroupsResponse) -> None:
     """DescribeGroupsResponse v4."""
     out += _S2.pack(o.throttle_time_ms)
-    v_groups = o.groups
-    _write_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_DescribeGroupsResponse_DescribedGroup_2(out, ch, x_groups)
+    _write_array(out, ch, o.groups, False, False, _e_DescribeGroupsResponse_DescribedGroup_2)
 
 
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_4(buf: memoryview, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -615,42 +449,15 @@ def _d_DescribeGroupsResponse_DescribeGroupsResponse_4(buf: memoryview, pos: int
     f_groups: list[DescribeGroupsResponse.DescribedGroup]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_groups = buf[pos] - 1
-    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups, pos = _read_compact_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_DescribeGroupsResponse_DescribedGroup_3(buf, pos)
-            f_groups.append(x_groups)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_groups, pos = _read_array(buf, pos, True, _d_DescribeGroupsResponse_DescribedGroup_3)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeGroupsResponse_DescribeGroupsResponse(f_throttle_time_ms, f_groups, u), pos
 
 
 def _e_DescribeGroupsResponse_DescribeGroupsResponse_4(out: bytearray, ch: list[Chunk] | None, o: DescribeGroupsResponse) -> None:
     """DescribeGroupsResponse v5."""
     out += _S2.pack(o.throttle_time_ms)
-    v_groups = o.groups
-    if v_groups is not None and len(v_groups) < 127:
-        out.append(len(v_groups) + 1)
-    else:
-        _write_compact_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_DescribeGroupsResponse_DescribedGroup_3(out, ch, x_groups)
+    _write_array(out, ch, o.groups, True, False, _e_DescribeGroupsResponse_DescribedGroup_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

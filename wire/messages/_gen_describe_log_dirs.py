@@ -7,23 +7,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -83,24 +80,14 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_0(buf: memoryview, pos: int
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+    f_partitions, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions, {}), pos
 
 
 def _e_DescribeLogDirsRequest_DescribableLogDirTopic_0(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
     """DescribableLogDirTopic v0-1."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, False, False, 'i')
 
 
 def _d_DescribeLogDirsRequest_DescribableLogDirTopic_1(buf: memoryview, pos: int) -> tuple[DescribeLogDirsRequest.DescribableLogDirTopic, int]:
@@ -108,41 +95,15 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_1(buf: memoryview, pos: int
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions, u), pos
 
 
 def _e_DescribeLogDirsRequest_DescribableLogDirTopic_1(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
     """DescribableLogDirTopic v2-4."""
     _write_compact_string(out, o.topic)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -152,64 +113,26 @@ def _e_DescribeLogDirsRequest_DescribableLogDirTopic_1(out: bytearray, ch: list[
 def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_0(buf: memoryview, pos: int) -> tuple[DescribeLogDirsRequest, int]:
     """DescribeLogDirsRequest v0-1."""
     f_topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeLogDirsRequest_DescribableLogDirTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_nullable_array(buf, pos, False, _d_DescribeLogDirsRequest_DescribableLogDirTopic_0)
     return _C_DescribeLogDirsRequest_DescribeLogDirsRequest(f_topics, {}), pos
 
 
 def _e_DescribeLogDirsRequest_DescribeLogDirsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsRequest) -> None:
     """DescribeLogDirsRequest v0-1."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeLogDirsRequest_DescribableLogDirTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, True, _e_DescribeLogDirsRequest_DescribableLogDirTopic_0)
 
 
 def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_1(buf: memoryview, pos: int) -> tuple[DescribeLogDirsRequest, int]:
     """DescribeLogDirsRequest v2-4."""
     f_topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeLogDirsRequest_DescribableLogDirTopic_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_nullable_array(buf, pos, True, _d_DescribeLogDirsRequest_DescribableLogDirTopic_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeLogDirsRequest_DescribeLogDirsRequest(f_topics, u), pos
 
 
 def _e_DescribeLogDirsRequest_DescribeLogDirsRequest_1(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsRequest) -> None:
     """DescribeLogDirsRequest v2-4."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeLogDirsRequest_DescribableLogDirTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, True, _e_DescribeLogDirsRequest_DescribableLogDirTopic_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -289,14 +212,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_0(buf: memoryview, pos: int
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = _read_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_DescribeLogDirsResponse_DescribeLogDirsTopic_0)
     return _C_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1, {}), pos
 
 
@@ -304,11 +220,7 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_0(out: bytearray, ch: list[
     """DescribeLogDirsResult v0-1."""
     out += _S0.pack(o.error_code)
     _write_string(out, o.log_dir)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeLogDirsResponse_DescribeLogDirsTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_DescribeLogDirsResponse_DescribeLogDirsTopic_0)
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf: memoryview, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsResult, int]:
@@ -318,28 +230,8 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf: memoryview, pos: int
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = _read_compact_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1, u), pos
 
 
@@ -347,14 +239,7 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(out: bytearray, ch: list[
     """DescribeLogDirsResult v2-3."""
     out += _S0.pack(o.error_code)
     _write_compact_string(out, o.log_dir)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -368,30 +253,10 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_2(buf: memoryview, pos: int
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = _read_compact_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1)
     f_total_bytes, f_usable_bytes = _S1.unpack_from(buf, pos)
     pos += 16
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, u), pos
 
 
@@ -399,14 +264,7 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_2(out: bytearray, ch: list[
     """DescribeLogDirsResult v4."""
     out += _S0.pack(o.error_code)
     _write_compact_string(out, o.log_dir)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1)
     out += _S1.pack(o.total_bytes, o.usable_bytes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -419,25 +277,14 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_0(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_DescribeLogDirsResponse_DescribeLogDirsPartition_0)
     return _C_DescribeLogDirsResponse_DescribeLogDirsTopic(f_name, f_partitions, {}), pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_0(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
     """DescribeLogDirsTopic v0-1."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DescribeLogDirsResponse_DescribeLogDirsPartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_DescribeLogDirsResponse_DescribeLogDirsPartition_0)
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(buf: memoryview, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsTopic, int]:
@@ -445,42 +292,15 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DescribeLogDirsResponse_DescribeLogDirsPartition_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeLogDirsResponse_DescribeLogDirsTopic(f_name, f_partitions, u), pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
     """DescribeLogDirsTopic v2-4."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DescribeLogDirsResponse_DescribeLogDirsPartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DescribeLogDirsResponse_DescribeLogDirsPartition_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -503,16 +323,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_1(buf: memoryview, pos: 
     """DescribeLogDirsPartition v2-4."""
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S2.unpack_from(buf, pos)
     pos += 21
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeLogDirsResponse_DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key, u), pos
 
 
@@ -530,25 +341,14 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_0(buf: memoryview, pos: i
     f_results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results, pos = _read_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DescribeLogDirsResponse_DescribeLogDirsResult_0(buf, pos)
-            f_results.append(x_results)
+    f_results, pos = _read_array(buf, pos, False, _d_DescribeLogDirsResponse_DescribeLogDirsResult_0)
     return _C_DescribeLogDirsResponse_DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results, {}), pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_0(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsResponse) -> None:
     """DescribeLogDirsResponse v0-1."""
     out += _S3.pack(o.throttle_time_ms)
-    v_results = o.results
-    _write_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DescribeLogDirsResponse_DescribeLogDirsResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, False, False, _e_DescribeLogDirsResponse_DescribeLogDirsResult_0)
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_1(buf: memoryview, pos: int) -> tuple[DescribeLogDirsResponse, int]:
@@ -556,42 +356,15 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_1(buf: memoryview, pos: i
     f_results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_DescribeLogDirsResponse_DescribeLogDirsResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeLogDirsResponse_DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results, u), pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_1(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsResponse) -> None:
     """DescribeLogDirsResponse v2."""
     out += _S3.pack(o.throttle_time_ms)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_DescribeLogDirsResponse_DescribeLogDirsResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -603,42 +376,15 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_2(buf: memoryview, pos: i
     f_results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_DescribeLogDirsResponse_DescribeLogDirsResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeLogDirsResponse_DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results, u), pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_2(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsResponse) -> None:
     """DescribeLogDirsResponse v3."""
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_DescribeLogDirsResponse_DescribeLogDirsResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -650,42 +396,15 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_3(buf: memoryview, pos: i
     f_results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DescribeLogDirsResponse_DescribeLogDirsResult_2(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_DescribeLogDirsResponse_DescribeLogDirsResult_2)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeLogDirsResponse_DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results, u), pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_3(out: bytearray, ch: list[Chunk] | None, o: DescribeLogDirsResponse) -> None:
     """DescribeLogDirsResponse v4."""
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DescribeLogDirsResponse_DescribeLogDirsResult_2(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_DescribeLogDirsResponse_DescribeLogDirsResult_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

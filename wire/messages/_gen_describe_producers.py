@@ -7,21 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -79,41 +77,15 @@ def _d_DescribeProducersRequest_TopicRequest_0(buf: memoryview, pos: int) -> tup
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes = buf[pos] - 1
-    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
-    if n_partition_indexes < 0:
-        raise DecodeError('null in non-nullable array partition_indexes')
-    else:
-        if n_partition_indexes == 0:
-            f_partition_indexes = []
-        else:
-            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_indexes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeProducersRequest_TopicRequest(f_name, f_partition_indexes, u), pos
 
 
 def _e_DescribeProducersRequest_TopicRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeProducersRequest.TopicRequest) -> None:
     """TopicRequest v0."""
     _write_compact_string(out, o.name)
-    v_partition_indexes = o.partition_indexes
-    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
-        out.append(len(v_partition_indexes) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_indexes, False)
-    if v_partition_indexes:
-        out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
+    _write_fixed_list(out, o.partition_indexes, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -123,41 +95,14 @@ def _e_DescribeProducersRequest_TopicRequest_0(out: bytearray, ch: list[Chunk] |
 def _d_DescribeProducersRequest_DescribeProducersRequest_0(buf: memoryview, pos: int) -> tuple[DescribeProducersRequest, int]:
     """DescribeProducersRequest v0."""
     f_topics: list[DescribeProducersRequest.TopicRequest]
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeProducersRequest_TopicRequest_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeProducersRequest_TopicRequest_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeProducersRequest_DescribeProducersRequest(f_topics, u), pos
 
 
 def _e_DescribeProducersRequest_DescribeProducersRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeProducersRequest) -> None:
     """DescribeProducersRequest v0."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeProducersRequest_TopicRequest_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeProducersRequest_TopicRequest_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -235,42 +180,15 @@ def _d_DescribeProducersResponse_TopicResponse_0(buf: memoryview, pos: int) -> t
     f_name: str
     f_partitions: list[DescribeProducersResponse.PartitionResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DescribeProducersResponse_PartitionResponse_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DescribeProducersResponse_PartitionResponse_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeProducersResponse_TopicResponse(f_name, f_partitions, u), pos
 
 
 def _e_DescribeProducersResponse_TopicResponse_0(out: bytearray, ch: list[Chunk] | None, o: DescribeProducersResponse.TopicResponse) -> None:
     """TopicResponse v0."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DescribeProducersResponse_PartitionResponse_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DescribeProducersResponse_PartitionResponse_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -284,28 +202,8 @@ def _d_DescribeProducersResponse_PartitionResponse_0(buf: memoryview, pos: int) 
     f_partition_index, f_error_code = _S0.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_active_producers = buf[pos] - 1
-    if n_active_producers < 127 and n_active_producers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_active_producers, pos = _read_compact_array_len(buf, pos)
-    if n_active_producers < 0:
-        raise DecodeError('null in non-nullable array active_producers')
-    else:
-        f_active_producers = []
-        for _ in range(n_active_producers):
-            x_active_producers, pos = _d_DescribeProducersResponse_ProducerState_0(buf, pos)
-            f_active_producers.append(x_active_producers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_active_producers, pos = _read_array(buf, pos, True, _d_DescribeProducersResponse_ProducerState_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeProducersResponse_PartitionResponse(f_partition_index, f_error_code, f_error_message, f_active_producers, u), pos
 
 
@@ -313,14 +211,7 @@ def _e_DescribeProducersResponse_PartitionResponse_0(out: bytearray, ch: list[Ch
     """PartitionResponse v0."""
     out += _S0.pack(o.partition_index, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_active_producers = o.active_producers
-    if v_active_producers is not None and len(v_active_producers) < 127:
-        out.append(len(v_active_producers) + 1)
-    else:
-        _write_compact_array_len(out, v_active_producers, False)
-    if v_active_producers:
-        for x_active_producers in v_active_producers:
-            _e_DescribeProducersResponse_ProducerState_0(out, ch, x_active_producers)
+    _write_array(out, ch, o.active_producers, True, False, _e_DescribeProducersResponse_ProducerState_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -331,16 +222,7 @@ def _d_DescribeProducersResponse_ProducerState_0(buf: memoryview, pos: int) -> t
     """ProducerState v0."""
     f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset = _S1.unpack_from(buf, pos)
     pos += 36
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeProducersResponse_ProducerState(f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset, u), pos
 
 
@@ -358,42 +240,15 @@ def _d_DescribeProducersResponse_DescribeProducersResponse_0(buf: memoryview, po
     f_topics: list[DescribeProducersResponse.TopicResponse]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeProducersResponse_TopicResponse_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeProducersResponse_TopicResponse_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeProducersResponse_DescribeProducersResponse(f_throttle_time_ms, f_topics, u), pos
 
 
 def _e_DescribeProducersResponse_DescribeProducersResponse_0(out: bytearray, ch: list[Chunk] | None, o: DescribeProducersResponse) -> None:
     """DescribeProducersResponse v0."""
     out += _S2.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeProducersResponse_TopicResponse_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeProducersResponse_TopicResponse_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -90,42 +87,15 @@ def _d_DescribeQuorumRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[Des
     f_topic_name: str
     f_partitions: list[DescribeQuorumRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DescribeQuorumRequest_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DescribeQuorumRequest_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumRequest_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_DescribeQuorumRequest_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumRequest.TopicData) -> None:
     """TopicData v0-2."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DescribeQuorumRequest_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DescribeQuorumRequest_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -136,16 +106,7 @@ def _d_DescribeQuorumRequest_PartitionData_0(buf: memoryview, pos: int) -> tuple
     """PartitionData v0-2."""
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumRequest_PartitionData(f_partition_index, u), pos
 
 
@@ -161,41 +122,14 @@ def _e_DescribeQuorumRequest_PartitionData_0(out: bytearray, ch: list[Chunk] | N
 def _d_DescribeQuorumRequest_DescribeQuorumRequest_0(buf: memoryview, pos: int) -> tuple[DescribeQuorumRequest, int]:
     """DescribeQuorumRequest v0-2."""
     f_topics: list[DescribeQuorumRequest.TopicData]
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeQuorumRequest_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeQuorumRequest_TopicData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumRequest_DescribeQuorumRequest(f_topics, u), pos
 
 
 def _e_DescribeQuorumRequest_DescribeQuorumRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumRequest) -> None:
     """DescribeQuorumRequest v0-2."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeQuorumRequest_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeQuorumRequest_TopicData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -293,42 +227,15 @@ def _d_DescribeQuorumResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[De
     f_topic_name: str
     f_partitions: list[DescribeQuorumResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DescribeQuorumResponse_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_DescribeQuorumResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumResponse.TopicData) -> None:
     """TopicData v0."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DescribeQuorumResponse_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DescribeQuorumResponse_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -340,42 +247,15 @@ def _d_DescribeQuorumResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[De
     f_topic_name: str
     f_partitions: list[DescribeQuorumResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DescribeQuorumResponse_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_DescribeQuorumResponse_TopicData_1(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumResponse.TopicData) -> None:
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DescribeQuorumResponse_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DescribeQuorumResponse_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -387,42 +267,15 @@ def _d_DescribeQuorumResponse_TopicData_2(buf: memoryview, pos: int) -> tuple[De
     f_topic_name: str
     f_partitions: list[DescribeQuorumResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DescribeQuorumResponse_PartitionData_2(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_PartitionData_2)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_DescribeQuorumResponse_TopicData_2(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumResponse.TopicData) -> None:
     """TopicData v2."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DescribeQuorumResponse_PartitionData_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DescribeQuorumResponse_PartitionData_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -435,62 +288,17 @@ def _d_DescribeQuorumResponse_PartitionData_0(buf: memoryview, pos: int) -> tupl
     f_observers: list[DescribeQuorumResponse.ReplicaState]
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S1.unpack_from(buf, pos)
     pos += 22
-    n_current_voters = buf[pos] - 1
-    if n_current_voters < 127 and n_current_voters <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_current_voters, pos = _read_compact_array_len(buf, pos)
-    if n_current_voters < 0:
-        raise DecodeError('null in non-nullable array current_voters')
-    else:
-        f_current_voters = []
-        for _ in range(n_current_voters):
-            x_current_voters, pos = _d_DescribeQuorumResponse_ReplicaState_0(buf, pos)
-            f_current_voters.append(x_current_voters)
-    n_observers = buf[pos] - 1
-    if n_observers < 127 and n_observers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_observers, pos = _read_compact_array_len(buf, pos)
-    if n_observers < 0:
-        raise DecodeError('null in non-nullable array observers')
-    else:
-        f_observers = []
-        for _ in range(n_observers):
-            x_observers, pos = _d_DescribeQuorumResponse_ReplicaState_0(buf, pos)
-            f_observers.append(x_observers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_current_voters, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_ReplicaState_0)
+    f_observers, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_ReplicaState_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, u), pos
 
 
 def _e_DescribeQuorumResponse_PartitionData_0(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumResponse.PartitionData) -> None:
     """PartitionData v0."""
     out += _S1.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-    v_current_voters = o.current_voters
-    if v_current_voters is not None and len(v_current_voters) < 127:
-        out.append(len(v_current_voters) + 1)
-    else:
-        _write_compact_array_len(out, v_current_voters, False)
-    if v_current_voters:
-        for x_current_voters in v_current_voters:
-            _e_DescribeQuorumResponse_ReplicaState_0(out, ch, x_current_voters)
-    v_observers = o.observers
-    if v_observers is not None and len(v_observers) < 127:
-        out.append(len(v_observers) + 1)
-    else:
-        _write_compact_array_len(out, v_observers, False)
-    if v_observers:
-        for x_observers in v_observers:
-            _e_DescribeQuorumResponse_ReplicaState_0(out, ch, x_observers)
+    _write_array(out, ch, o.current_voters, True, False, _e_DescribeQuorumResponse_ReplicaState_0)
+    _write_array(out, ch, o.observers, True, False, _e_DescribeQuorumResponse_ReplicaState_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -503,62 +311,17 @@ def _d_DescribeQuorumResponse_PartitionData_1(buf: memoryview, pos: int) -> tupl
     f_observers: list[DescribeQuorumResponse.ReplicaState]
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S1.unpack_from(buf, pos)
     pos += 22
-    n_current_voters = buf[pos] - 1
-    if n_current_voters < 127 and n_current_voters <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_current_voters, pos = _read_compact_array_len(buf, pos)
-    if n_current_voters < 0:
-        raise DecodeError('null in non-nullable array current_voters')
-    else:
-        f_current_voters = []
-        for _ in range(n_current_voters):
-            x_current_voters, pos = _d_DescribeQuorumResponse_ReplicaState_1(buf, pos)
-            f_current_voters.append(x_current_voters)
-    n_observers = buf[pos] - 1
-    if n_observers < 127 and n_observers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_observers, pos = _read_compact_array_len(buf, pos)
-    if n_observers < 0:
-        raise DecodeError('null in non-nullable array observers')
-    else:
-        f_observers = []
-        for _ in range(n_observers):
-            x_observers, pos = _d_DescribeQuorumResponse_ReplicaState_1(buf, pos)
-            f_observers.append(x_observers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_current_voters, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_ReplicaState_1)
+    f_observers, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_ReplicaState_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, u), pos
 
 
 def _e_DescribeQuorumResponse_PartitionData_1(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumResponse.PartitionData) -> None:
     """PartitionData v1."""
     out += _S1.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-    v_current_voters = o.current_voters
-    if v_current_voters is not None and len(v_current_voters) < 127:
-        out.append(len(v_current_voters) + 1)
-    else:
-        _write_compact_array_len(out, v_current_voters, False)
-    if v_current_voters:
-        for x_current_voters in v_current_voters:
-            _e_DescribeQuorumResponse_ReplicaState_1(out, ch, x_current_voters)
-    v_observers = o.observers
-    if v_observers is not None and len(v_observers) < 127:
-        out.append(len(v_observers) + 1)
-    else:
-        _write_compact_array_len(out, v_observers, False)
-    if v_observers:
-        for x_observers in v_observers:
-            _e_DescribeQuorumResponse_ReplicaState_1(out, ch, x_observers)
+    _write_array(out, ch, o.current_voters, True, False, _e_DescribeQuorumResponse_ReplicaState_1)
+    _write_array(out, ch, o.observers, True, False, _e_DescribeQuorumResponse_ReplicaState_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -575,40 +338,9 @@ def _d_DescribeQuorumResponse_PartitionData_2(buf: memoryview, pos: int) -> tupl
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_leader_id, f_leader_epoch, f_high_watermark = _S3.unpack_from(buf, pos)
     pos += 16
-    n_current_voters = buf[pos] - 1
-    if n_current_voters < 127 and n_current_voters <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_current_voters, pos = _read_compact_array_len(buf, pos)
-    if n_current_voters < 0:
-        raise DecodeError('null in non-nullable array current_voters')
-    else:
-        f_current_voters = []
-        for _ in range(n_current_voters):
-            x_current_voters, pos = _d_DescribeQuorumResponse_ReplicaState_2(buf, pos)
-            f_current_voters.append(x_current_voters)
-    n_observers = buf[pos] - 1
-    if n_observers < 127 and n_observers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_observers, pos = _read_compact_array_len(buf, pos)
-    if n_observers < 0:
-        raise DecodeError('null in non-nullable array observers')
-    else:
-        f_observers = []
-        for _ in range(n_observers):
-            x_observers, pos = _d_DescribeQuorumResponse_ReplicaState_2(buf, pos)
-            f_observers.append(x_observers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_current_voters, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_ReplicaState_2)
+    f_observers, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_ReplicaState_2)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, u), pos
 
 
@@ -617,22 +349,8 @@ def _e_DescribeQuorumResponse_PartitionData_2(out: bytearray, ch: list[Chunk] | 
     out += _S2.pack(o.partition_index, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
     out += _S3.pack(o.leader_id, o.leader_epoch, o.high_watermark)
-    v_current_voters = o.current_voters
-    if v_current_voters is not None and len(v_current_voters) < 127:
-        out.append(len(v_current_voters) + 1)
-    else:
-        _write_compact_array_len(out, v_current_voters, False)
-    if v_current_voters:
-        for x_current_voters in v_current_voters:
-            _e_DescribeQuorumResponse_ReplicaState_2(out, ch, x_current_voters)
-    v_observers = o.observers
-    if v_observers is not None and len(v_observers) < 127:
-        out.append(len(v_observers) + 1)
-    else:
-        _write_compact_array_len(out, v_observers, False)
-    if v_observers:
-        for x_observers in v_observers:
-            _e_DescribeQuorumResponse_ReplicaState_2(out, ch, x_observers)
+    _write_array(out, ch, o.current_voters, True, False, _e_DescribeQuorumResponse_ReplicaState_2)
+    _write_array(out, ch, o.observers, True, False, _e_DescribeQuorumResponse_ReplicaState_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -643,16 +361,7 @@ def _d_DescribeQuorumResponse_ReplicaState_0(buf: memoryview, pos: int) -> tuple
     """ReplicaState v0."""
     f_replica_id, f_log_end_offset = _S4.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_ReplicaState(f_replica_id, _ZERO_UUID, f_log_end_offset, -1, -1, u), pos
 
 
@@ -669,16 +378,7 @@ def _d_DescribeQuorumResponse_ReplicaState_1(buf: memoryview, pos: int) -> tuple
     """ReplicaState v1."""
     f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S5.unpack_from(buf, pos)
     pos += 28
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_ReplicaState(f_replica_id, _ZERO_UUID, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp, u), pos
 
 
@@ -696,16 +396,7 @@ def _d_DescribeQuorumResponse_ReplicaState_2(buf: memoryview, pos: int) -> tuple
     f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S6.unpack_from(buf, pos)
     f_replica_directory_id = _UUID(bytes=f_replica_directory_id)
     pos += 44
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_ReplicaState(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp, u), pos
 
 
@@ -723,42 +414,15 @@ def _d_DescribeQuorumResponse_Node_0(buf: memoryview, pos: int) -> tuple[Describ
     f_listeners: list[DescribeQuorumResponse.Listener]
     f_node_id, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_listeners = buf[pos] - 1
-    if n_listeners < 127 and n_listeners <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_listeners, pos = _read_compact_array_len(buf, pos)
-    if n_listeners < 0:
-        raise DecodeError('null in non-nullable array listeners')
-    else:
-        f_listeners = []
-        for _ in range(n_listeners):
-            x_listeners, pos = _d_DescribeQuorumResponse_Listener_0(buf, pos)
-            f_listeners.append(x_listeners)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_listeners, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_Listener_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_Node(f_node_id, f_listeners, u), pos
 
 
 def _e_DescribeQuorumResponse_Node_0(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumResponse.Node) -> None:
     """Node v2."""
     out += _S0.pack(o.node_id)
-    v_listeners = o.listeners
-    if v_listeners is not None and len(v_listeners) < 127:
-        out.append(len(v_listeners) + 1)
-    else:
-        _write_compact_array_len(out, v_listeners, False)
-    if v_listeners:
-        for x_listeners in v_listeners:
-            _e_DescribeQuorumResponse_Listener_0(out, ch, x_listeners)
+    _write_array(out, ch, o.listeners, True, False, _e_DescribeQuorumResponse_Listener_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -773,16 +437,7 @@ def _d_DescribeQuorumResponse_Listener_0(buf: memoryview, pos: int) -> tuple[Des
     f_host, pos = _read_compact_string(buf, pos)
     f_port, = _S7.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_Listener(f_name, f_host, f_port, u), pos
 
 
@@ -802,42 +457,15 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_0(buf: memoryview, pos: int
     f_topics: list[DescribeQuorumResponse.TopicData]
     f_error_code, = _S8.unpack_from(buf, pos)
     pos += 2
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeQuorumResponse_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_TopicData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_DescribeQuorumResponse(f_error_code, '', f_topics, [], u), pos
 
 
 def _e_DescribeQuorumResponse_DescribeQuorumResponse_0(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumResponse) -> None:
     """DescribeQuorumResponse v0."""
     out += _S8.pack(o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeQuorumResponse_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeQuorumResponse_TopicData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -849,42 +477,15 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_1(buf: memoryview, pos: int
     f_topics: list[DescribeQuorumResponse.TopicData]
     f_error_code, = _S8.unpack_from(buf, pos)
     pos += 2
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeQuorumResponse_TopicData_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_TopicData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_DescribeQuorumResponse(f_error_code, '', f_topics, [], u), pos
 
 
 def _e_DescribeQuorumResponse_DescribeQuorumResponse_1(out: bytearray, ch: list[Chunk] | None, o: DescribeQuorumResponse) -> None:
     """DescribeQuorumResponse v1."""
     out += _S8.pack(o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeQuorumResponse_TopicData_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeQuorumResponse_TopicData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -899,40 +500,9 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_2(buf: memoryview, pos: int
     f_error_code, = _S8.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeQuorumResponse_TopicData_2(buf, pos)
-            f_topics.append(x_topics)
-    n_nodes = buf[pos] - 1
-    if n_nodes < 127 and n_nodes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_nodes, pos = _read_compact_array_len(buf, pos)
-    if n_nodes < 0:
-        raise DecodeError('null in non-nullable array nodes')
-    else:
-        f_nodes = []
-        for _ in range(n_nodes):
-            x_nodes, pos = _d_DescribeQuorumResponse_Node_0(buf, pos)
-            f_nodes.append(x_nodes)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_TopicData_2)
+    f_nodes, pos = _read_array(buf, pos, True, _d_DescribeQuorumResponse_Node_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeQuorumResponse_DescribeQuorumResponse(f_error_code, f_error_message, f_topics, f_nodes, u), pos
 
 
@@ -940,22 +510,8 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_2(out: bytearray, ch: list[
     """DescribeQuorumResponse v2."""
     out += _S8.pack(o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeQuorumResponse_TopicData_2(out, ch, x_topics)
-    v_nodes = o.nodes
-    if v_nodes is not None and len(v_nodes) < 127:
-        out.append(len(v_nodes) + 1)
-    else:
-        _write_compact_array_len(out, v_nodes, False)
-    if v_nodes:
-        for x_nodes in v_nodes:
-            _e_DescribeQuorumResponse_Node_0(out, ch, x_nodes)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeQuorumResponse_TopicData_2)
+    _write_array(out, ch, o.nodes, True, False, _e_DescribeQuorumResponse_Node_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

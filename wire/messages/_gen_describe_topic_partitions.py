@@ -7,21 +7,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_fixed_list as _read_nullable_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -88,16 +87,7 @@ def _d_DescribeTopicPartitionsRequest_TopicRequest_0(buf: memoryview, pos: int) 
     """TopicRequest v0."""
     f_name: str
     f_name, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTopicPartitionsRequest_TopicRequest(f_name, u), pos
 
 
@@ -116,16 +106,7 @@ def _d_DescribeTopicPartitionsRequest_Cursor_0(buf: memoryview, pos: int) -> tup
     f_topic_name, pos = _read_compact_string(buf, pos)
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTopicPartitionsRequest_Cursor(f_topic_name, f_partition_index, u), pos
 
 
@@ -143,18 +124,7 @@ def _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_0(buf: memo
     """DescribeTopicPartitionsRequest v0."""
     f_topics: list[DescribeTopicPartitionsRequest.TopicRequest]
     f_cursor: DescribeTopicPartitionsRequest.Cursor | None
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeTopicPartitionsRequest_TopicRequest_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeTopicPartitionsRequest_TopicRequest_0)
     f_response_partition_limit, = _S0.unpack_from(buf, pos)
     pos += 4
     if _S1.unpack_from(buf, pos)[0] < 0:
@@ -162,29 +132,13 @@ def _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_0(buf: memo
         pos += 1
     else:
         f_cursor, pos = _d_DescribeTopicPartitionsRequest_Cursor_0(buf, pos + 1)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest(f_topics, f_response_partition_limit, f_cursor, u), pos
 
 
 def _e_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeTopicPartitionsRequest) -> None:
     """DescribeTopicPartitionsRequest v0."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeTopicPartitionsRequest_TopicRequest_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeTopicPartitionsRequest_TopicRequest_0)
     out += _S0.pack(o.response_partition_limit)
     v_cursor = o.cursor
     if v_cursor is None:
@@ -280,30 +234,10 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(bu
     f_topic_id, f_is_internal = _S3.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 17
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, True, _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0)
     f_topic_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, u), pos
 
 
@@ -312,14 +246,7 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(ou
     out += _S2.pack(o.error_code)
     _write_compact_nullable_string(out, o.name)
     out += _S3.pack(o.topic_id.bytes, o.is_internal)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0)
     out += _S0.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -336,117 +263,23 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
     f_offline_replicas: list[int]
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 14
-    n_replica_nodes = buf[pos] - 1
-    if n_replica_nodes < 127 and n_replica_nodes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_replica_nodes, pos = _read_compact_array_len(buf, pos)
-    if n_replica_nodes < 0:
-        raise DecodeError('null in non-nullable array replica_nodes')
-    else:
-        if n_replica_nodes == 0:
-            f_replica_nodes = []
-        else:
-            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
-    n_isr_nodes = buf[pos] - 1
-    if n_isr_nodes < 127 and n_isr_nodes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_isr_nodes, pos = _read_compact_array_len(buf, pos)
-    if n_isr_nodes < 0:
-        raise DecodeError('null in non-nullable array isr_nodes')
-    else:
-        if n_isr_nodes == 0:
-            f_isr_nodes = []
-        else:
-            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
-    n_eligible_leader_replicas = buf[pos] - 1
-    if n_eligible_leader_replicas < 127 and n_eligible_leader_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_eligible_leader_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_eligible_leader_replicas < 0:
-        f_eligible_leader_replicas = None
-    else:
-        if n_eligible_leader_replicas == 0:
-            f_eligible_leader_replicas = []
-        else:
-            f_eligible_leader_replicas, pos = _read_fixed_array(buf, pos, n_eligible_leader_replicas, 'i', 4)
-    n_last_known_elr = buf[pos] - 1
-    if n_last_known_elr < 127 and n_last_known_elr <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_last_known_elr, pos = _read_compact_array_len(buf, pos)
-    if n_last_known_elr < 0:
-        f_last_known_elr = None
-    else:
-        if n_last_known_elr == 0:
-            f_last_known_elr = []
-        else:
-            f_last_known_elr, pos = _read_fixed_array(buf, pos, n_last_known_elr, 'i', 4)
-    n_offline_replicas = buf[pos] - 1
-    if n_offline_replicas < 127 and n_offline_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_offline_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_offline_replicas < 0:
-        raise DecodeError('null in non-nullable array offline_replicas')
-    else:
-        if n_offline_replicas == 0:
-            f_offline_replicas = []
-        else:
-            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_replica_nodes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_isr_nodes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_eligible_leader_replicas, pos = _read_nullable_fixed_list(buf, pos, True, 'i', 4)
+    f_last_known_elr, pos = _read_nullable_fixed_list(buf, pos, True, 'i', 4)
+    f_offline_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_eligible_leader_replicas, f_last_known_elr, f_offline_replicas, u), pos
 
 
 def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0(out: bytearray, ch: list[Chunk] | None, o: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition) -> None:
     """DescribeTopicPartitionsResponsePartition v0."""
     out += _S4.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    v_replica_nodes = o.replica_nodes
-    if v_replica_nodes is not None and len(v_replica_nodes) < 127:
-        out.append(len(v_replica_nodes) + 1)
-    else:
-        _write_compact_array_len(out, v_replica_nodes, False)
-    if v_replica_nodes:
-        out += _pack('>%di' % len(v_replica_nodes), *v_replica_nodes)
-    v_isr_nodes = o.isr_nodes
-    if v_isr_nodes is not None and len(v_isr_nodes) < 127:
-        out.append(len(v_isr_nodes) + 1)
-    else:
-        _write_compact_array_len(out, v_isr_nodes, False)
-    if v_isr_nodes:
-        out += _pack('>%di' % len(v_isr_nodes), *v_isr_nodes)
-    v_eligible_leader_replicas = o.eligible_leader_replicas
-    if v_eligible_leader_replicas is not None and len(v_eligible_leader_replicas) < 127:
-        out.append(len(v_eligible_leader_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_eligible_leader_replicas, True)
-    if v_eligible_leader_replicas:
-        out += _pack('>%di' % len(v_eligible_leader_replicas), *v_eligible_leader_replicas)
-    v_last_known_elr = o.last_known_elr
-    if v_last_known_elr is not None and len(v_last_known_elr) < 127:
-        out.append(len(v_last_known_elr) + 1)
-    else:
-        _write_compact_array_len(out, v_last_known_elr, True)
-    if v_last_known_elr:
-        out += _pack('>%di' % len(v_last_known_elr), *v_last_known_elr)
-    v_offline_replicas = o.offline_replicas
-    if v_offline_replicas is not None and len(v_offline_replicas) < 127:
-        out.append(len(v_offline_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_offline_replicas, False)
-    if v_offline_replicas:
-        out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
+    _write_fixed_list(out, o.replica_nodes, True, False, 'i')
+    _write_fixed_list(out, o.isr_nodes, True, False, 'i')
+    _write_fixed_list(out, o.eligible_leader_replicas, True, True, 'i')
+    _write_fixed_list(out, o.last_known_elr, True, True, 'i')
+    _write_fixed_list(out, o.offline_replicas, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -459,16 +292,7 @@ def _d_DescribeTopicPartitionsResponse_Cursor_0(buf: memoryview, pos: int) -> tu
     f_topic_name, pos = _read_compact_string(buf, pos)
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTopicPartitionsResponse_Cursor(f_topic_name, f_partition_index, u), pos
 
 
@@ -488,47 +312,20 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_0(buf: me
     f_next_cursor: DescribeTopicPartitionsResponse.Cursor | None
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0)
     if _S1.unpack_from(buf, pos)[0] < 0:
         f_next_cursor = None
         pos += 1
     else:
         f_next_cursor, pos = _d_DescribeTopicPartitionsResponse_Cursor_0(buf, pos + 1)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse(f_throttle_time_ms, f_topics, f_next_cursor, u), pos
 
 
 def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_0(out: bytearray, ch: list[Chunk] | None, o: DescribeTopicPartitionsResponse) -> None:
     """DescribeTopicPartitionsResponse v0."""
     out += _S0.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0)
     v_next_cursor = o.next_cursor
     if v_next_cursor is None:
         out.append(255)

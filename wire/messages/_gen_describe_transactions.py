@@ -7,20 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
 
@@ -68,41 +67,14 @@ _C_DescribeTransactionsRequest_DescribeTransactionsRequest = DescribeTransaction
 def _d_DescribeTransactionsRequest_DescribeTransactionsRequest_0(buf: memoryview, pos: int) -> tuple[DescribeTransactionsRequest, int]:
     """DescribeTransactionsRequest v0."""
     f_transactional_ids: list[str]
-    n_transactional_ids = buf[pos] - 1
-    if n_transactional_ids < 127 and n_transactional_ids <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_transactional_ids, pos = _read_compact_array_len(buf, pos)
-    if n_transactional_ids < 0:
-        raise DecodeError('null in non-nullable array transactional_ids')
-    else:
-        f_transactional_ids = []
-        for _ in range(n_transactional_ids):
-            x_transactional_ids, pos = _read_compact_string(buf, pos)
-            f_transactional_ids.append(x_transactional_ids)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_transactional_ids, pos = _read_array(buf, pos, True, _read_compact_string)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTransactionsRequest_DescribeTransactionsRequest(f_transactional_ids, u), pos
 
 
 def _e_DescribeTransactionsRequest_DescribeTransactionsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeTransactionsRequest) -> None:
     """DescribeTransactionsRequest v0."""
-    v_transactional_ids = o.transactional_ids
-    if v_transactional_ids is not None and len(v_transactional_ids) < 127:
-        out.append(len(v_transactional_ids) + 1)
-    else:
-        _write_compact_array_len(out, v_transactional_ids, False)
-    if v_transactional_ids:
-        for x_transactional_ids in v_transactional_ids:
-            _write_compact_string(out, x_transactional_ids)
+    _write_plain_array(out, o.transactional_ids, True, False, _write_compact_string)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -179,28 +151,8 @@ def _d_DescribeTransactionsResponse_TransactionState_0(buf: memoryview, pos: int
     f_transaction_state, pos = _read_compact_string(buf, pos)
     f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch = _S1.unpack_from(buf, pos)
     pos += 22
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_DescribeTransactionsResponse_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_DescribeTransactionsResponse_TopicData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTransactionsResponse_TransactionState(f_error_code, f_transactional_id, f_transaction_state, f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch, f_topics, u), pos
 
 
@@ -210,14 +162,7 @@ def _e_DescribeTransactionsResponse_TransactionState_0(out: bytearray, ch: list[
     _write_compact_string(out, o.transactional_id)
     _write_compact_string(out, o.transaction_state)
     out += _S1.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_DescribeTransactionsResponse_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_DescribeTransactionsResponse_TopicData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -229,41 +174,15 @@ def _d_DescribeTransactionsResponse_TopicData_0(buf: memoryview, pos: int) -> tu
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTransactionsResponse_TopicData(f_topic, f_partitions, u), pos
 
 
 def _e_DescribeTransactionsResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: DescribeTransactionsResponse.TopicData) -> None:
     """TopicData v0."""
     _write_compact_string(out, o.topic)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -275,42 +194,15 @@ def _d_DescribeTransactionsResponse_DescribeTransactionsResponse_0(buf: memoryvi
     f_transaction_states: list[DescribeTransactionsResponse.TransactionState]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_transaction_states = buf[pos] - 1
-    if n_transaction_states < 127 and n_transaction_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_transaction_states, pos = _read_compact_array_len(buf, pos)
-    if n_transaction_states < 0:
-        raise DecodeError('null in non-nullable array transaction_states')
-    else:
-        f_transaction_states = []
-        for _ in range(n_transaction_states):
-            x_transaction_states, pos = _d_DescribeTransactionsResponse_TransactionState_0(buf, pos)
-            f_transaction_states.append(x_transaction_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_transaction_states, pos = _read_array(buf, pos, True, _d_DescribeTransactionsResponse_TransactionState_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeTransactionsResponse_DescribeTransactionsResponse(f_throttle_time_ms, f_transaction_states, u), pos
 
 
 def _e_DescribeTransactionsResponse_DescribeTransactionsResponse_0(out: bytearray, ch: list[Chunk] | None, o: DescribeTransactionsResponse) -> None:
     """DescribeTransactionsResponse v0."""
     out += _S2.pack(o.throttle_time_ms)
-    v_transaction_states = o.transaction_states
-    if v_transaction_states is not None and len(v_transaction_states) < 127:
-        out.append(len(v_transaction_states) + 1)
-    else:
-        _write_compact_array_len(out, v_transaction_states, False)
-    if v_transaction_states:
-        for x_transaction_states in v_transaction_states:
-            _e_DescribeTransactionsResponse_TransactionState_0(out, ch, x_transaction_states)
+    _write_array(out, ch, o.transaction_states, True, False, _e_DescribeTransactionsResponse_TransactionState_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

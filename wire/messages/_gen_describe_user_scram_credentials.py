@@ -7,20 +7,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -76,16 +74,7 @@ def _d_DescribeUserScramCredentialsRequest_UserName_0(buf: memoryview, pos: int)
     """UserName v0."""
     f_name: str
     f_name, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeUserScramCredentialsRequest_UserName(f_name, u), pos
 
 
@@ -101,41 +90,14 @@ def _e_DescribeUserScramCredentialsRequest_UserName_0(out: bytearray, ch: list[C
 def _d_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_0(buf: memoryview, pos: int) -> tuple[DescribeUserScramCredentialsRequest, int]:
     """DescribeUserScramCredentialsRequest v0."""
     f_users: list[DescribeUserScramCredentialsRequest.UserName] | None
-    n_users = buf[pos] - 1
-    if n_users < 127 and n_users <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_users, pos = _read_compact_array_len(buf, pos)
-    if n_users < 0:
-        f_users = None
-    else:
-        f_users = []
-        for _ in range(n_users):
-            x_users, pos = _d_DescribeUserScramCredentialsRequest_UserName_0(buf, pos)
-            f_users.append(x_users)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_users, pos = _read_nullable_array(buf, pos, True, _d_DescribeUserScramCredentialsRequest_UserName_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest(f_users, u), pos
 
 
 def _e_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_0(out: bytearray, ch: list[Chunk] | None, o: DescribeUserScramCredentialsRequest) -> None:
     """DescribeUserScramCredentialsRequest v0."""
-    v_users = o.users
-    if v_users is not None and len(v_users) < 127:
-        out.append(len(v_users) + 1)
-    else:
-        _write_compact_array_len(out, v_users, True)
-    if v_users:
-        for x_users in v_users:
-            _e_DescribeUserScramCredentialsRequest_UserName_0(out, ch, x_users)
+    _write_array(out, ch, o.users, True, True, _e_DescribeUserScramCredentialsRequest_UserName_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -208,28 +170,8 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_credential_infos = buf[pos] - 1
-    if n_credential_infos < 127 and n_credential_infos <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_credential_infos, pos = _read_compact_array_len(buf, pos)
-    if n_credential_infos < 0:
-        raise DecodeError('null in non-nullable array credential_infos')
-    else:
-        f_credential_infos = []
-        for _ in range(n_credential_infos):
-            x_credential_infos, pos = _d_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf, pos)
-            f_credential_infos.append(x_credential_infos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_credential_infos, pos = _read_array(buf, pos, True, _d_DescribeUserScramCredentialsResponse_CredentialInfo_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(f_user, f_error_code, f_error_message, f_credential_infos, u), pos
 
 
@@ -238,14 +180,7 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
     _write_compact_string(out, o.user)
     out += _S0.pack(o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_credential_infos = o.credential_infos
-    if v_credential_infos is not None and len(v_credential_infos) < 127:
-        out.append(len(v_credential_infos) + 1)
-    else:
-        _write_compact_array_len(out, v_credential_infos, False)
-    if v_credential_infos:
-        for x_credential_infos in v_credential_infos:
-            _e_DescribeUserScramCredentialsResponse_CredentialInfo_0(out, ch, x_credential_infos)
+    _write_array(out, ch, o.credential_infos, True, False, _e_DescribeUserScramCredentialsResponse_CredentialInfo_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -256,16 +191,7 @@ def _d_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf: memoryview, po
     """CredentialInfo v0."""
     f_mechanism, f_iterations = _S1.unpack_from(buf, pos)
     pos += 5
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeUserScramCredentialsResponse_CredentialInfo(f_mechanism, f_iterations, u), pos
 
 
@@ -285,28 +211,8 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0)
+    u, pos = _read_tags(buf, pos)
     return _C_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results, u), pos
 
 
@@ -314,14 +220,7 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse
     """DescribeUserScramCredentialsResponse v0."""
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

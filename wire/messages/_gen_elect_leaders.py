@@ -7,25 +7,22 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -87,24 +84,14 @@ def _d_ElectLeadersRequest_TopicPartitions_0(buf: memoryview, pos: int) -> tuple
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+    f_partitions, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_ElectLeadersRequest_TopicPartitions(f_topic, f_partitions, {}), pos
 
 
 def _e_ElectLeadersRequest_TopicPartitions_0(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersRequest.TopicPartitions) -> None:
     """TopicPartitions v0-1."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, False, False, 'i')
 
 
 def _d_ElectLeadersRequest_TopicPartitions_1(buf: memoryview, pos: int) -> tuple[ElectLeadersRequest.TopicPartitions, int]:
@@ -112,41 +99,15 @@ def _d_ElectLeadersRequest_TopicPartitions_1(buf: memoryview, pos: int) -> tuple
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_ElectLeadersRequest_TopicPartitions(f_topic, f_partitions, u), pos
 
 
 def _e_ElectLeadersRequest_TopicPartitions_1(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersRequest.TopicPartitions) -> None:
     """TopicPartitions v2."""
     _write_compact_string(out, o.topic)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -156,14 +117,7 @@ def _e_ElectLeadersRequest_TopicPartitions_1(out: bytearray, ch: list[Chunk] | N
 def _d_ElectLeadersRequest_ElectLeadersRequest_0(buf: memoryview, pos: int) -> tuple[ElectLeadersRequest, int]:
     """ElectLeadersRequest v0."""
     f_topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
-    n_topic_partitions, pos = _read_array_len(buf, pos)
-    if n_topic_partitions < 0:
-        f_topic_partitions = None
-    else:
-        f_topic_partitions = []
-        for _ in range(n_topic_partitions):
-            x_topic_partitions, pos = _d_ElectLeadersRequest_TopicPartitions_0(buf, pos)
-            f_topic_partitions.append(x_topic_partitions)
+    f_topic_partitions, pos = _read_nullable_array(buf, pos, False, _d_ElectLeadersRequest_TopicPartitions_0)
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     return _C_ElectLeadersRequest_ElectLeadersRequest(0, f_topic_partitions, f_timeout_ms, {}), pos
@@ -171,11 +125,7 @@ def _d_ElectLeadersRequest_ElectLeadersRequest_0(buf: memoryview, pos: int) -> t
 
 def _e_ElectLeadersRequest_ElectLeadersRequest_0(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersRequest) -> None:
     """ElectLeadersRequest v0."""
-    v_topic_partitions = o.topic_partitions
-    _write_array_len(out, v_topic_partitions, True)
-    if v_topic_partitions:
-        for x_topic_partitions in v_topic_partitions:
-            _e_ElectLeadersRequest_TopicPartitions_0(out, ch, x_topic_partitions)
+    _write_array(out, ch, o.topic_partitions, False, True, _e_ElectLeadersRequest_TopicPartitions_0)
     out += _S0.pack(o.timeout_ms)
 
 
@@ -184,14 +134,7 @@ def _d_ElectLeadersRequest_ElectLeadersRequest_1(buf: memoryview, pos: int) -> t
     f_topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
     f_election_type, = _S1.unpack_from(buf, pos)
     pos += 1
-    n_topic_partitions, pos = _read_array_len(buf, pos)
-    if n_topic_partitions < 0:
-        f_topic_partitions = None
-    else:
-        f_topic_partitions = []
-        for _ in range(n_topic_partitions):
-            x_topic_partitions, pos = _d_ElectLeadersRequest_TopicPartitions_0(buf, pos)
-            f_topic_partitions.append(x_topic_partitions)
+    f_topic_partitions, pos = _read_nullable_array(buf, pos, False, _d_ElectLeadersRequest_TopicPartitions_0)
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     return _C_ElectLeadersRequest_ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms, {}), pos
@@ -200,11 +143,7 @@ def _d_ElectLeadersRequest_ElectLeadersRequest_1(buf: memoryview, pos: int) -> t
 def _e_ElectLeadersRequest_ElectLeadersRequest_1(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersRequest) -> None:
     """ElectLeadersRequest v1."""
     out += _S1.pack(o.election_type)
-    v_topic_partitions = o.topic_partitions
-    _write_array_len(out, v_topic_partitions, True)
-    if v_topic_partitions:
-        for x_topic_partitions in v_topic_partitions:
-            _e_ElectLeadersRequest_TopicPartitions_0(out, ch, x_topic_partitions)
+    _write_array(out, ch, o.topic_partitions, False, True, _e_ElectLeadersRequest_TopicPartitions_0)
     out += _S0.pack(o.timeout_ms)
 
 
@@ -213,44 +152,17 @@ def _d_ElectLeadersRequest_ElectLeadersRequest_2(buf: memoryview, pos: int) -> t
     f_topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
     f_election_type, = _S1.unpack_from(buf, pos)
     pos += 1
-    n_topic_partitions = buf[pos] - 1
-    if n_topic_partitions < 127 and n_topic_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_topic_partitions < 0:
-        f_topic_partitions = None
-    else:
-        f_topic_partitions = []
-        for _ in range(n_topic_partitions):
-            x_topic_partitions, pos = _d_ElectLeadersRequest_TopicPartitions_1(buf, pos)
-            f_topic_partitions.append(x_topic_partitions)
+    f_topic_partitions, pos = _read_nullable_array(buf, pos, True, _d_ElectLeadersRequest_TopicPartitions_1)
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ElectLeadersRequest_ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms, u), pos
 
 
 def _e_ElectLeadersRequest_ElectLeadersRequest_2(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersRequest) -> None:
     """ElectLeadersRequest v2."""
     out += _S1.pack(o.election_type)
-    v_topic_partitions = o.topic_partitions
-    if v_topic_partitions is not None and len(v_topic_partitions) < 127:
-        out.append(len(v_topic_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_partitions, True)
-    if v_topic_partitions:
-        for x_topic_partitions in v_topic_partitions:
-            _e_ElectLeadersRequest_TopicPartitions_1(out, ch, x_topic_partitions)
+    _write_array(out, ch, o.topic_partitions, True, True, _e_ElectLeadersRequest_TopicPartitions_1)
     out += _S0.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -318,25 +230,14 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_0(buf: memoryview, pos: int) -
     f_topic: str
     f_partition_result: list[ElectLeadersResponse.PartitionResult]
     f_topic, pos = _read_string(buf, pos)
-    n_partition_result, pos = _read_array_len(buf, pos)
-    if n_partition_result < 0:
-        raise DecodeError('null in non-nullable array partition_result')
-    else:
-        f_partition_result = []
-        for _ in range(n_partition_result):
-            x_partition_result, pos = _d_ElectLeadersResponse_PartitionResult_0(buf, pos)
-            f_partition_result.append(x_partition_result)
+    f_partition_result, pos = _read_array(buf, pos, False, _d_ElectLeadersResponse_PartitionResult_0)
     return _C_ElectLeadersResponse_ReplicaElectionResult(f_topic, f_partition_result, {}), pos
 
 
 def _e_ElectLeadersResponse_ReplicaElectionResult_0(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersResponse.ReplicaElectionResult) -> None:
     """ReplicaElectionResult v0-1."""
     _write_string(out, o.topic)
-    v_partition_result = o.partition_result
-    _write_array_len(out, v_partition_result, False)
-    if v_partition_result:
-        for x_partition_result in v_partition_result:
-            _e_ElectLeadersResponse_PartitionResult_0(out, ch, x_partition_result)
+    _write_array(out, ch, o.partition_result, False, False, _e_ElectLeadersResponse_PartitionResult_0)
 
 
 def _d_ElectLeadersResponse_ReplicaElectionResult_1(buf: memoryview, pos: int) -> tuple[ElectLeadersResponse.ReplicaElectionResult, int]:
@@ -344,42 +245,15 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_1(buf: memoryview, pos: int) -
     f_topic: str
     f_partition_result: list[ElectLeadersResponse.PartitionResult]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partition_result = buf[pos] - 1
-    if n_partition_result < 127 and n_partition_result <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_result, pos = _read_compact_array_len(buf, pos)
-    if n_partition_result < 0:
-        raise DecodeError('null in non-nullable array partition_result')
-    else:
-        f_partition_result = []
-        for _ in range(n_partition_result):
-            x_partition_result, pos = _d_ElectLeadersResponse_PartitionResult_1(buf, pos)
-            f_partition_result.append(x_partition_result)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_result, pos = _read_array(buf, pos, True, _d_ElectLeadersResponse_PartitionResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_ElectLeadersResponse_ReplicaElectionResult(f_topic, f_partition_result, u), pos
 
 
 def _e_ElectLeadersResponse_ReplicaElectionResult_1(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersResponse.ReplicaElectionResult) -> None:
     """ReplicaElectionResult v2."""
     _write_compact_string(out, o.topic)
-    v_partition_result = o.partition_result
-    if v_partition_result is not None and len(v_partition_result) < 127:
-        out.append(len(v_partition_result) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_result, False)
-    if v_partition_result:
-        for x_partition_result in v_partition_result:
-            _e_ElectLeadersResponse_PartitionResult_1(out, ch, x_partition_result)
+    _write_array(out, ch, o.partition_result, True, False, _e_ElectLeadersResponse_PartitionResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -407,16 +281,7 @@ def _d_ElectLeadersResponse_PartitionResult_1(buf: memoryview, pos: int) -> tupl
     f_partition_id, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ElectLeadersResponse_PartitionResult(f_partition_id, f_error_code, f_error_message, u), pos
 
 
@@ -435,25 +300,14 @@ def _d_ElectLeadersResponse_ElectLeadersResponse_0(buf: memoryview, pos: int) ->
     f_replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_replica_election_results, pos = _read_array_len(buf, pos)
-    if n_replica_election_results < 0:
-        raise DecodeError('null in non-nullable array replica_election_results')
-    else:
-        f_replica_election_results = []
-        for _ in range(n_replica_election_results):
-            x_replica_election_results, pos = _d_ElectLeadersResponse_ReplicaElectionResult_0(buf, pos)
-            f_replica_election_results.append(x_replica_election_results)
+    f_replica_election_results, pos = _read_array(buf, pos, False, _d_ElectLeadersResponse_ReplicaElectionResult_0)
     return _C_ElectLeadersResponse_ElectLeadersResponse(f_throttle_time_ms, 0, f_replica_election_results, {}), pos
 
 
 def _e_ElectLeadersResponse_ElectLeadersResponse_0(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersResponse) -> None:
     """ElectLeadersResponse v0."""
     out += _S0.pack(o.throttle_time_ms)
-    v_replica_election_results = o.replica_election_results
-    _write_array_len(out, v_replica_election_results, False)
-    if v_replica_election_results:
-        for x_replica_election_results in v_replica_election_results:
-            _e_ElectLeadersResponse_ReplicaElectionResult_0(out, ch, x_replica_election_results)
+    _write_array(out, ch, o.replica_election_results, False, False, _e_ElectLeadersResponse_ReplicaElectionResult_0)
 
 
 def _d_ElectLeadersResponse_ElectLeadersResponse_1(buf: memoryview, pos: int) -> tuple[ElectLeadersResponse, int]:
@@ -461,25 +315,14 @@ def _d_ElectLeadersResponse_ElectLeadersResponse_1(buf: memoryview, pos: int) ->
     f_replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    n_replica_election_results, pos = _read_array_len(buf, pos)
-    if n_replica_election_results < 0:
-        raise DecodeError('null in non-nullable array replica_election_results')
-    else:
-        f_replica_election_results = []
-        for _ in range(n_replica_election_results):
-            x_replica_election_results, pos = _d_ElectLeadersResponse_ReplicaElectionResult_0(buf, pos)
-            f_replica_election_results.append(x_replica_election_results)
+    f_replica_election_results, pos = _read_array(buf, pos, False, _d_ElectLeadersResponse_ReplicaElectionResult_0)
     return _C_ElectLeadersResponse_ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results, {}), pos
 
 
 def _e_ElectLeadersResponse_ElectLeadersResponse_1(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersResponse) -> None:
     """ElectLeadersResponse v1."""
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    v_replica_election_results = o.replica_election_results
-    _write_array_len(out, v_replica_election_results, False)
-    if v_replica_election_results:
-        for x_replica_election_results in v_replica_election_results:
-            _e_ElectLeadersResponse_ReplicaElectionResult_0(out, ch, x_replica_election_results)
+    _write_array(out, ch, o.replica_election_results, False, False, _e_ElectLeadersResponse_ReplicaElectionResult_0)
 
 
 def _d_ElectLeadersResponse_ElectLeadersResponse_2(buf: memoryview, pos: int) -> tuple[ElectLeadersResponse, int]:
@@ -487,42 +330,15 @@ def _d_ElectLeadersResponse_ElectLeadersResponse_2(buf: memoryview, pos: int) ->
     f_replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    n_replica_election_results = buf[pos] - 1
-    if n_replica_election_results < 127 and n_replica_election_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_replica_election_results, pos = _read_compact_array_len(buf, pos)
-    if n_replica_election_results < 0:
-        raise DecodeError('null in non-nullable array replica_election_results')
-    else:
-        f_replica_election_results = []
-        for _ in range(n_replica_election_results):
-            x_replica_election_results, pos = _d_ElectLeadersResponse_ReplicaElectionResult_1(buf, pos)
-            f_replica_election_results.append(x_replica_election_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_replica_election_results, pos = _read_array(buf, pos, True, _d_ElectLeadersResponse_ReplicaElectionResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_ElectLeadersResponse_ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results, u), pos
 
 
 def _e_ElectLeadersResponse_ElectLeadersResponse_2(out: bytearray, ch: list[Chunk] | None, o: ElectLeadersResponse) -> None:
     """ElectLeadersResponse v2."""
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    v_replica_election_results = o.replica_election_results
-    if v_replica_election_results is not None and len(v_replica_election_results) < 127:
-        out.append(len(v_replica_election_results) + 1)
-    else:
-        _write_compact_array_len(out, v_replica_election_results, False)
-    if v_replica_election_results:
-        for x_replica_election_results in v_replica_election_results:
-            _e_ElectLeadersResponse_ReplicaElectionResult_1(out, ch, x_replica_election_results)
+    _write_array(out, ch, o.replica_election_results, True, False, _e_ElectLeadersResponse_ReplicaElectionResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

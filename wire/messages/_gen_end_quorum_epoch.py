@@ -7,25 +7,23 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -115,25 +113,14 @@ def _d_EndQuorumEpochRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[End
     f_topic_name: str
     f_partitions: list[EndQuorumEpochRequest.PartitionData]
     f_topic_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_EndQuorumEpochRequest_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_EndQuorumEpochRequest_PartitionData_0)
     return _C_EndQuorumEpochRequest_TopicData(f_topic_name, f_partitions, {}), pos
 
 
 def _e_EndQuorumEpochRequest_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochRequest.TopicData) -> None:
     """TopicData v0."""
     _write_string(out, o.topic_name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_EndQuorumEpochRequest_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_EndQuorumEpochRequest_PartitionData_0)
 
 
 def _d_EndQuorumEpochRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[EndQuorumEpochRequest.TopicData, int]:
@@ -141,42 +128,15 @@ def _d_EndQuorumEpochRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[End
     f_topic_name: str
     f_partitions: list[EndQuorumEpochRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_EndQuorumEpochRequest_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_EndQuorumEpochRequest_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_EndQuorumEpochRequest_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_EndQuorumEpochRequest_TopicData_1(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochRequest.TopicData) -> None:
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_EndQuorumEpochRequest_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_EndQuorumEpochRequest_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -188,24 +148,14 @@ def _d_EndQuorumEpochRequest_PartitionData_0(buf: memoryview, pos: int) -> tuple
     f_preferred_successors: list[int]
     f_partition_index, f_leader_id, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 12
-    n_preferred_successors, pos = _read_array_len(buf, pos)
-    if n_preferred_successors < 0:
-        raise DecodeError('null in non-nullable array preferred_successors')
-    else:
-        if n_preferred_successors == 0:
-            f_preferred_successors = []
-        else:
-            f_preferred_successors, pos = _read_fixed_array(buf, pos, n_preferred_successors, 'i', 4)
+    f_preferred_successors, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_EndQuorumEpochRequest_PartitionData(f_partition_index, f_leader_id, f_leader_epoch, f_preferred_successors, [], {}), pos
 
 
 def _e_EndQuorumEpochRequest_PartitionData_0(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochRequest.PartitionData) -> None:
     """PartitionData v0."""
     out += _S0.pack(o.partition_index, o.leader_id, o.leader_epoch)
-    v_preferred_successors = o.preferred_successors
-    _write_array_len(out, v_preferred_successors, False)
-    if v_preferred_successors:
-        out += _pack('>%di' % len(v_preferred_successors), *v_preferred_successors)
+    _write_fixed_list(out, o.preferred_successors, False, False, 'i')
 
 
 def _d_EndQuorumEpochRequest_PartitionData_1(buf: memoryview, pos: int) -> tuple[EndQuorumEpochRequest.PartitionData, int]:
@@ -213,42 +163,15 @@ def _d_EndQuorumEpochRequest_PartitionData_1(buf: memoryview, pos: int) -> tuple
     f_preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo]
     f_partition_index, f_leader_id, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 12
-    n_preferred_candidates = buf[pos] - 1
-    if n_preferred_candidates < 127 and n_preferred_candidates <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_preferred_candidates, pos = _read_compact_array_len(buf, pos)
-    if n_preferred_candidates < 0:
-        raise DecodeError('null in non-nullable array preferred_candidates')
-    else:
-        f_preferred_candidates = []
-        for _ in range(n_preferred_candidates):
-            x_preferred_candidates, pos = _d_EndQuorumEpochRequest_ReplicaInfo_0(buf, pos)
-            f_preferred_candidates.append(x_preferred_candidates)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_preferred_candidates, pos = _read_array(buf, pos, True, _d_EndQuorumEpochRequest_ReplicaInfo_0)
+    u, pos = _read_tags(buf, pos)
     return _C_EndQuorumEpochRequest_PartitionData(f_partition_index, f_leader_id, f_leader_epoch, [], f_preferred_candidates, u), pos
 
 
 def _e_EndQuorumEpochRequest_PartitionData_1(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochRequest.PartitionData) -> None:
     """PartitionData v1."""
     out += _S0.pack(o.partition_index, o.leader_id, o.leader_epoch)
-    v_preferred_candidates = o.preferred_candidates
-    if v_preferred_candidates is not None and len(v_preferred_candidates) < 127:
-        out.append(len(v_preferred_candidates) + 1)
-    else:
-        _write_compact_array_len(out, v_preferred_candidates, False)
-    if v_preferred_candidates:
-        for x_preferred_candidates in v_preferred_candidates:
-            _e_EndQuorumEpochRequest_ReplicaInfo_0(out, ch, x_preferred_candidates)
+    _write_array(out, ch, o.preferred_candidates, True, False, _e_EndQuorumEpochRequest_ReplicaInfo_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -260,16 +183,7 @@ def _d_EndQuorumEpochRequest_ReplicaInfo_0(buf: memoryview, pos: int) -> tuple[E
     f_candidate_id, f_candidate_directory_id = _S1.unpack_from(buf, pos)
     f_candidate_directory_id = _UUID(bytes=f_candidate_directory_id)
     pos += 20
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_EndQuorumEpochRequest_ReplicaInfo(f_candidate_id, f_candidate_directory_id, u), pos
 
 
@@ -290,16 +204,7 @@ def _d_EndQuorumEpochRequest_LeaderEndpoint_0(buf: memoryview, pos: int) -> tupl
     f_host, pos = _read_compact_string(buf, pos)
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_EndQuorumEpochRequest_LeaderEndpoint(f_name, f_host, f_port, u), pos
 
 
@@ -319,25 +224,14 @@ def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_0(buf: memoryview, pos: int) 
     f_cluster_id: str | None
     f_topics: list[EndQuorumEpochRequest.TopicData]
     f_cluster_id, pos = _read_nullable_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_EndQuorumEpochRequest_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_EndQuorumEpochRequest_TopicData_0)
     return _C_EndQuorumEpochRequest_EndQuorumEpochRequest(f_cluster_id, f_topics, [], {}), pos
 
 
 def _e_EndQuorumEpochRequest_EndQuorumEpochRequest_0(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochRequest) -> None:
     """EndQuorumEpochRequest v0."""
     _write_nullable_string(out, o.cluster_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_EndQuorumEpochRequest_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_EndQuorumEpochRequest_TopicData_0)
 
 
 def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_1(buf: memoryview, pos: int) -> tuple[EndQuorumEpochRequest, int]:
@@ -346,62 +240,17 @@ def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_1(buf: memoryview, pos: int) 
     f_topics: list[EndQuorumEpochRequest.TopicData]
     f_leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint]
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_EndQuorumEpochRequest_TopicData_1(buf, pos)
-            f_topics.append(x_topics)
-    n_leader_endpoints = buf[pos] - 1
-    if n_leader_endpoints < 127 and n_leader_endpoints <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_leader_endpoints, pos = _read_compact_array_len(buf, pos)
-    if n_leader_endpoints < 0:
-        raise DecodeError('null in non-nullable array leader_endpoints')
-    else:
-        f_leader_endpoints = []
-        for _ in range(n_leader_endpoints):
-            x_leader_endpoints, pos = _d_EndQuorumEpochRequest_LeaderEndpoint_0(buf, pos)
-            f_leader_endpoints.append(x_leader_endpoints)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_EndQuorumEpochRequest_TopicData_1)
+    f_leader_endpoints, pos = _read_array(buf, pos, True, _d_EndQuorumEpochRequest_LeaderEndpoint_0)
+    u, pos = _read_tags(buf, pos)
     return _C_EndQuorumEpochRequest_EndQuorumEpochRequest(f_cluster_id, f_topics, f_leader_endpoints, u), pos
 
 
 def _e_EndQuorumEpochRequest_EndQuorumEpochRequest_1(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochRequest) -> None:
     """EndQuorumEpochRequest v1."""
     _write_compact_nullable_string(out, o.cluster_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_EndQuorumEpochRequest_TopicData_1(out, ch, x_topics)
-    v_leader_endpoints = o.leader_endpoints
-    if v_leader_endpoints is not None and len(v_leader_endpoints) < 127:
-        out.append(len(v_leader_endpoints) + 1)
-    else:
-        _write_compact_array_len(out, v_leader_endpoints, False)
-    if v_leader_endpoints:
-        for x_leader_endpoints in v_leader_endpoints:
-            _e_EndQuorumEpochRequest_LeaderEndpoint_0(out, ch, x_leader_endpoints)
+    _write_array(out, ch, o.topics, True, False, _e_EndQuorumEpochRequest_TopicData_1)
+    _write_array(out, ch, o.leader_endpoints, True, False, _e_EndQuorumEpochRequest_LeaderEndpoint_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -477,25 +326,14 @@ def _d_EndQuorumEpochResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[En
     f_topic_name: str
     f_partitions: list[EndQuorumEpochResponse.PartitionData]
     f_topic_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_EndQuorumEpochResponse_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_EndQuorumEpochResponse_PartitionData_0)
     return _C_EndQuorumEpochResponse_TopicData(f_topic_name, f_partitions, {}), pos
 
 
 def _e_EndQuorumEpochResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochResponse.TopicData) -> None:
     """TopicData v0."""
     _write_string(out, o.topic_name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_EndQuorumEpochResponse_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_EndQuorumEpochResponse_PartitionData_0)
 
 
 def _d_EndQuorumEpochResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[EndQuorumEpochResponse.TopicData, int]:
@@ -503,42 +341,15 @@ def _d_EndQuorumEpochResponse_TopicData_1(buf: memoryview, pos: int) -> tuple[En
     f_topic_name: str
     f_partitions: list[EndQuorumEpochResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_EndQuorumEpochResponse_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_EndQuorumEpochResponse_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_EndQuorumEpochResponse_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_EndQuorumEpochResponse_TopicData_1(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochResponse.TopicData) -> None:
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_EndQuorumEpochResponse_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_EndQuorumEpochResponse_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -561,16 +372,7 @@ def _d_EndQuorumEpochResponse_PartitionData_1(buf: memoryview, pos: int) -> tupl
     """PartitionData v1."""
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S3.unpack_from(buf, pos)
     pos += 14
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_EndQuorumEpochResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, u), pos
 
 
@@ -591,16 +393,7 @@ def _d_EndQuorumEpochResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple
     f_host, pos = _read_compact_string(buf, pos)
     f_port, = _S2.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_EndQuorumEpochResponse_NodeEndpoint(f_node_id, f_host, f_port, u), pos
 
 
@@ -620,25 +413,14 @@ def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_0(buf: memoryview, pos: int
     f_topics: list[EndQuorumEpochResponse.TopicData]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_EndQuorumEpochResponse_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_EndQuorumEpochResponse_TopicData_0)
     return _C_EndQuorumEpochResponse_EndQuorumEpochResponse(f_error_code, f_topics, [], {}), pos
 
 
 def _e_EndQuorumEpochResponse_EndQuorumEpochResponse_0(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochResponse) -> None:
     """EndQuorumEpochResponse v0."""
     out += _S5.pack(o.error_code)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_EndQuorumEpochResponse_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_EndQuorumEpochResponse_TopicData_0)
 
 
 def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_1(buf: memoryview, pos: int) -> tuple[EndQuorumEpochResponse, int]:
@@ -647,18 +429,7 @@ def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_1(buf: memoryview, pos: int
     f_node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_EndQuorumEpochResponse_TopicData_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_EndQuorumEpochResponse_TopicData_1)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -670,18 +441,7 @@ def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_1(buf: memoryview, pos: int
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints = tb[tp] - 1
-            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
-                tp += 1
-            else:
-                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
-            if n_node_endpoints < 0:
-                raise DecodeError('null in non-nullable array node_endpoints')
-            else:
-                f_node_endpoints = []
-                for _ in range(n_node_endpoints):
-                    x_node_endpoints, tp = _d_EndQuorumEpochResponse_NodeEndpoint_0(tb, tp)
-                    f_node_endpoints.append(x_node_endpoints)
+            f_node_endpoints, tp = _read_array(tb, tp, True, _d_EndQuorumEpochResponse_NodeEndpoint_0)
         else:
             u[tag] = bytes(buf[tp:te])
         pos = te
@@ -691,25 +451,11 @@ def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_1(buf: memoryview, pos: int
 def _e_EndQuorumEpochResponse_EndQuorumEpochResponse_1(out: bytearray, ch: list[Chunk] | None, o: EndQuorumEpochResponse) -> None:
     """EndQuorumEpochResponse v1."""
     out += _S5.pack(o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_EndQuorumEpochResponse_TopicData_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_EndQuorumEpochResponse_TopicData_1)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints != []:
         t = bytearray()
-        v_node_endpoints = o.node_endpoints
-        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
-            t.append(len(v_node_endpoints) + 1)
-        else:
-            _write_compact_array_len(t, v_node_endpoints, False)
-        if v_node_endpoints:
-            for x_node_endpoints in v_node_endpoints:
-                _e_EndQuorumEpochResponse_NodeEndpoint_0(t, None, x_node_endpoints)
+        _write_array(t, None, o.node_endpoints, True, False, _e_EndQuorumEpochResponse_NodeEndpoint_0)
         tg.append((0, t))
     if tg or o.unknown_tagged_fields:
         _write_tagged(out, tg, o.unknown_tagged_fields)

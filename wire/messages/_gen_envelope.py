@@ -7,18 +7,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
+from wire._arrays import read_tags as _read_tags
 from wire.primitives import read_compact_bytes as _read_compact_bytes
 from wire.primitives import read_compact_nullable_bytes as _read_compact_nullable_bytes
-from wire.primitives import read_uvarint as _read_uvarint
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_compact_nullable_bytes as _write_compact_nullable_bytes
 from wire.primitives import write_tagged as _write_tagged
@@ -72,16 +69,7 @@ def _d_EnvelopeRequest_EnvelopeRequest_0(buf: memoryview, pos: int) -> tuple[Env
     f_request_data, pos = _read_compact_bytes(buf, pos)
     f_request_principal, pos = _read_compact_nullable_bytes(buf, pos)
     f_client_host_address, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_EnvelopeRequest_EnvelopeRequest(f_request_data, f_request_principal, f_client_host_address, u), pos
 
 
@@ -141,16 +129,7 @@ def _d_EnvelopeResponse_EnvelopeResponse_0(buf: memoryview, pos: int) -> tuple[E
     f_response_data, pos = _read_compact_nullable_bytes(buf, pos)
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_EnvelopeResponse_EnvelopeResponse(f_response_data, f_error_code, u), pos
 
 

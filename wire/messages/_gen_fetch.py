@@ -7,26 +7,25 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_bytes as _read_compact_nullable_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_nullable_bytes as _read_nullable_bytes
 from wire.primitives import read_string as _read_string
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_records as _write_records
@@ -141,16 +140,7 @@ def _d_FetchRequest_ReplicaState_0(buf: memoryview, pos: int) -> tuple[FetchRequ
     """ReplicaState v15-17."""
     f_replica_id, f_replica_epoch = _S0.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchRequest_ReplicaState(f_replica_id, f_replica_epoch, u), pos
 
 
@@ -168,25 +158,14 @@ def _d_FetchRequest_FetchTopic_0(buf: memoryview, pos: int) -> tuple[FetchReques
     f_topic: str
     f_partitions: list[FetchRequest.FetchPartition]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchRequest_FetchPartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchPartition_0)
     return _C_FetchRequest_FetchTopic(f_topic, _ZERO_UUID, f_partitions, {}), pos
 
 
 def _e_FetchRequest_FetchTopic_0(out: bytearray, ch: list[Chunk] | None, o: FetchRequest.FetchTopic) -> None:
     """FetchTopic v0-4."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchRequest_FetchPartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_FetchRequest_FetchPartition_0)
 
 
 def _d_FetchRequest_FetchTopic_1(buf: memoryview, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
@@ -194,25 +173,14 @@ def _d_FetchRequest_FetchTopic_1(buf: memoryview, pos: int) -> tuple[FetchReques
     f_topic: str
     f_partitions: list[FetchRequest.FetchPartition]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchRequest_FetchPartition_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchPartition_1)
     return _C_FetchRequest_FetchTopic(f_topic, _ZERO_UUID, f_partitions, {}), pos
 
 
 def _e_FetchRequest_FetchTopic_1(out: bytearray, ch: list[Chunk] | None, o: FetchRequest.FetchTopic) -> None:
     """FetchTopic v5-8."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchRequest_FetchPartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_FetchRequest_FetchPartition_1)
 
 
 def _d_FetchRequest_FetchTopic_2(buf: memoryview, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
@@ -220,25 +188,14 @@ def _d_FetchRequest_FetchTopic_2(buf: memoryview, pos: int) -> tuple[FetchReques
     f_topic: str
     f_partitions: list[FetchRequest.FetchPartition]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchRequest_FetchPartition_2(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchPartition_2)
     return _C_FetchRequest_FetchTopic(f_topic, _ZERO_UUID, f_partitions, {}), pos
 
 
 def _e_FetchRequest_FetchTopic_2(out: bytearray, ch: list[Chunk] | None, o: FetchRequest.FetchTopic) -> None:
     """FetchTopic v9-11."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchRequest_FetchPartition_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_FetchRequest_FetchPartition_2)
 
 
 def _d_FetchRequest_FetchTopic_3(buf: memoryview, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
@@ -246,42 +203,15 @@ def _d_FetchRequest_FetchTopic_3(buf: memoryview, pos: int) -> tuple[FetchReques
     f_topic: str
     f_partitions: list[FetchRequest.FetchPartition]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchRequest_FetchPartition_3(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_FetchRequest_FetchPartition_3)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchRequest_FetchTopic(f_topic, _ZERO_UUID, f_partitions, u), pos
 
 
 def _e_FetchRequest_FetchTopic_3(out: bytearray, ch: list[Chunk] | None, o: FetchRequest.FetchTopic) -> None:
     """FetchTopic v12."""
     _write_compact_string(out, o.topic)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchRequest_FetchPartition_3(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_FetchRequest_FetchPartition_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -294,42 +224,15 @@ def _d_FetchRequest_FetchTopic_4(buf: memoryview, pos: int) -> tuple[FetchReques
     f_topic_id, = _S1.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchRequest_FetchPartition_3(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_FetchRequest_FetchPartition_3)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchRequest_FetchTopic('', f_topic_id, f_partitions, u), pos
 
 
 def _e_FetchRequest_FetchTopic_4(out: bytearray, ch: list[Chunk] | None, o: FetchRequest.FetchTopic) -> None:
     """FetchTopic v13-16."""
     out += _S1.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchRequest_FetchPartition_3(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_FetchRequest_FetchPartition_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -342,42 +245,15 @@ def _d_FetchRequest_FetchTopic_5(buf: memoryview, pos: int) -> tuple[FetchReques
     f_topic_id, = _S1.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchRequest_FetchPartition_4(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_FetchRequest_FetchPartition_4)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchRequest_FetchTopic('', f_topic_id, f_partitions, u), pos
 
 
 def _e_FetchRequest_FetchTopic_5(out: bytearray, ch: list[Chunk] | None, o: FetchRequest.FetchTopic) -> None:
     """FetchTopic v17."""
     out += _S1.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchRequest_FetchPartition_4(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_FetchRequest_FetchPartition_4)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -424,16 +300,7 @@ def _d_FetchRequest_FetchPartition_3(buf: memoryview, pos: int) -> tuple[FetchRe
     """FetchPartition v12-16."""
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S5.unpack_from(buf, pos)
     pos += 32
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, _ZERO_UUID, u), pos
 
 
@@ -489,24 +356,14 @@ def _d_FetchRequest_ForgottenTopic_0(buf: memoryview, pos: int) -> tuple[FetchRe
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
+    f_partitions, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_FetchRequest_ForgottenTopic(f_topic, _ZERO_UUID, f_partitions, {}), pos
 
 
 def _e_FetchRequest_ForgottenTopic_0(out: bytearray, ch: list[Chunk] | None, o: FetchRequest.ForgottenTopic) -> None:
     """ForgottenTopic v7-11."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, False, False, 'i')
 
 
 def _d_FetchRequest_ForgottenTopic_1(buf: memoryview, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
@@ -514,41 +371,15 @@ def _d_FetchRequest_ForgottenTopic_1(buf: memoryview, pos: int) -> tuple[FetchRe
     f_topic: str
     f_partitions: list[int]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchRequest_ForgottenTopic(f_topic, _ZERO_UUID, f_partitions, u), pos
 
 
 def _e_FetchRequest_ForgottenTopic_1(out: bytearray, ch: list[Chunk] | None, o: FetchRequest.ForgottenTopic) -> None:
     """ForgottenTopic v12."""
     _write_compact_string(out, o.topic)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -561,41 +392,15 @@ def _d_FetchRequest_ForgottenTopic_2(buf: memoryview, pos: int) -> tuple[FetchRe
     f_topic_id, = _S1.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchRequest_ForgottenTopic('', f_topic_id, f_partitions, u), pos
 
 
 def _e_FetchRequest_ForgottenTopic_2(out: bytearray, ch: list[Chunk] | None, o: FetchRequest.ForgottenTopic) -> None:
     """ForgottenTopic v13-17."""
     out += _S1.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -607,25 +412,14 @@ def _d_FetchRequest_FetchRequest_0(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_topics: list[FetchRequest.FetchTopic]
     f_replica_id, f_max_wait_ms, f_min_bytes = _S6.unpack_from(buf, pos)
     pos += 12
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchTopic_0)
     return _C_FetchRequest_FetchRequest(None, f_replica_id, _C_FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, 2147483647, 0, 0, -1, f_topics, [], '', {}), pos
 
 
 def _e_FetchRequest_FetchRequest_0(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v0-2."""
     out += _S6.pack(o.replica_id, o.max_wait_ms, o.min_bytes)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_FetchRequest_FetchTopic_0)
 
 
 def _d_FetchRequest_FetchRequest_1(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
@@ -633,25 +427,14 @@ def _d_FetchRequest_FetchRequest_1(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_topics: list[FetchRequest.FetchTopic]
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes = _S7.unpack_from(buf, pos)
     pos += 16
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchTopic_0)
     return _C_FetchRequest_FetchRequest(None, f_replica_id, _C_FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, 0, 0, -1, f_topics, [], '', {}), pos
 
 
 def _e_FetchRequest_FetchRequest_1(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v3."""
     out += _S7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_FetchRequest_FetchTopic_0)
 
 
 def _d_FetchRequest_FetchRequest_2(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
@@ -659,25 +442,14 @@ def _d_FetchRequest_FetchRequest_2(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_topics: list[FetchRequest.FetchTopic]
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S8.unpack_from(buf, pos)
     pos += 17
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchTopic_0)
     return _C_FetchRequest_FetchRequest(None, f_replica_id, _C_FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], '', {}), pos
 
 
 def _e_FetchRequest_FetchRequest_2(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v4."""
     out += _S8.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_FetchRequest_FetchTopic_0)
 
 
 def _d_FetchRequest_FetchRequest_3(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
@@ -685,25 +457,14 @@ def _d_FetchRequest_FetchRequest_3(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_topics: list[FetchRequest.FetchTopic]
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S8.unpack_from(buf, pos)
     pos += 17
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchTopic_1)
     return _C_FetchRequest_FetchRequest(None, f_replica_id, _C_FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], '', {}), pos
 
 
 def _e_FetchRequest_FetchRequest_3(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v5-6."""
     out += _S8.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_FetchRequest_FetchTopic_1)
 
 
 def _d_FetchRequest_FetchRequest_4(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
@@ -712,38 +473,16 @@ def _d_FetchRequest_FetchRequest_4(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S9.unpack_from(buf, pos)
     pos += 25
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_1(buf, pos)
-            f_topics.append(x_topics)
-    n_forgotten_topics_data, pos = _read_array_len(buf, pos)
-    if n_forgotten_topics_data < 0:
-        raise DecodeError('null in non-nullable array forgotten_topics_data')
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n_forgotten_topics_data):
-            x_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_0(buf, pos)
-            f_forgotten_topics_data.append(x_forgotten_topics_data)
+    f_topics, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchTopic_1)
+    f_forgotten_topics_data, pos = _read_array(buf, pos, False, _d_FetchRequest_ForgottenTopic_0)
     return _C_FetchRequest_FetchRequest(None, f_replica_id, _C_FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, '', {}), pos
 
 
 def _e_FetchRequest_FetchRequest_4(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v7-8."""
     out += _S9.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_1(out, ch, x_topics)
-    v_forgotten_topics_data = o.forgotten_topics_data
-    _write_array_len(out, v_forgotten_topics_data, False)
-    if v_forgotten_topics_data:
-        for x_forgotten_topics_data in v_forgotten_topics_data:
-            _e_FetchRequest_ForgottenTopic_0(out, ch, x_forgotten_topics_data)
+    _write_array(out, ch, o.topics, False, False, _e_FetchRequest_FetchTopic_1)
+    _write_array(out, ch, o.forgotten_topics_data, False, False, _e_FetchRequest_ForgottenTopic_0)
 
 
 def _d_FetchRequest_FetchRequest_5(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
@@ -752,38 +491,16 @@ def _d_FetchRequest_FetchRequest_5(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S9.unpack_from(buf, pos)
     pos += 25
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_2(buf, pos)
-            f_topics.append(x_topics)
-    n_forgotten_topics_data, pos = _read_array_len(buf, pos)
-    if n_forgotten_topics_data < 0:
-        raise DecodeError('null in non-nullable array forgotten_topics_data')
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n_forgotten_topics_data):
-            x_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_0(buf, pos)
-            f_forgotten_topics_data.append(x_forgotten_topics_data)
+    f_topics, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchTopic_2)
+    f_forgotten_topics_data, pos = _read_array(buf, pos, False, _d_FetchRequest_ForgottenTopic_0)
     return _C_FetchRequest_FetchRequest(None, f_replica_id, _C_FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, '', {}), pos
 
 
 def _e_FetchRequest_FetchRequest_5(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v9-10."""
     out += _S9.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_2(out, ch, x_topics)
-    v_forgotten_topics_data = o.forgotten_topics_data
-    _write_array_len(out, v_forgotten_topics_data, False)
-    if v_forgotten_topics_data:
-        for x_forgotten_topics_data in v_forgotten_topics_data:
-            _e_FetchRequest_ForgottenTopic_0(out, ch, x_forgotten_topics_data)
+    _write_array(out, ch, o.topics, False, False, _e_FetchRequest_FetchTopic_2)
+    _write_array(out, ch, o.forgotten_topics_data, False, False, _e_FetchRequest_ForgottenTopic_0)
 
 
 def _d_FetchRequest_FetchRequest_6(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
@@ -793,22 +510,8 @@ def _d_FetchRequest_FetchRequest_6(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_rack_id: str
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S9.unpack_from(buf, pos)
     pos += 25
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_2(buf, pos)
-            f_topics.append(x_topics)
-    n_forgotten_topics_data, pos = _read_array_len(buf, pos)
-    if n_forgotten_topics_data < 0:
-        raise DecodeError('null in non-nullable array forgotten_topics_data')
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n_forgotten_topics_data):
-            x_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_0(buf, pos)
-            f_forgotten_topics_data.append(x_forgotten_topics_data)
+    f_topics, pos = _read_array(buf, pos, False, _d_FetchRequest_FetchTopic_2)
+    f_forgotten_topics_data, pos = _read_array(buf, pos, False, _d_FetchRequest_ForgottenTopic_0)
     f_rack_id, pos = _read_string(buf, pos)
     return _C_FetchRequest_FetchRequest(None, f_replica_id, _C_FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, {}), pos
 
@@ -816,16 +519,8 @@ def _d_FetchRequest_FetchRequest_6(buf: memoryview, pos: int) -> tuple[FetchRequ
 def _e_FetchRequest_FetchRequest_6(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v11."""
     out += _S9.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_2(out, ch, x_topics)
-    v_forgotten_topics_data = o.forgotten_topics_data
-    _write_array_len(out, v_forgotten_topics_data, False)
-    if v_forgotten_topics_data:
-        for x_forgotten_topics_data in v_forgotten_topics_data:
-            _e_FetchRequest_ForgottenTopic_0(out, ch, x_forgotten_topics_data)
+    _write_array(out, ch, o.topics, False, False, _e_FetchRequest_FetchTopic_2)
+    _write_array(out, ch, o.forgotten_topics_data, False, False, _e_FetchRequest_ForgottenTopic_0)
     _write_string(out, o.rack_id)
 
 
@@ -837,30 +532,8 @@ def _d_FetchRequest_FetchRequest_7(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_rack_id: str
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S9.unpack_from(buf, pos)
     pos += 25
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_3(buf, pos)
-            f_topics.append(x_topics)
-    n_forgotten_topics_data = buf[pos] - 1
-    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
-    if n_forgotten_topics_data < 0:
-        raise DecodeError('null in non-nullable array forgotten_topics_data')
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n_forgotten_topics_data):
-            x_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_1(buf, pos)
-            f_forgotten_topics_data.append(x_forgotten_topics_data)
+    f_topics, pos = _read_array(buf, pos, True, _d_FetchRequest_FetchTopic_3)
+    f_forgotten_topics_data, pos = _read_array(buf, pos, True, _d_FetchRequest_ForgottenTopic_1)
     f_rack_id, pos = _read_compact_string(buf, pos)
     f_cluster_id = None
     u: dict[int, bytes] = {}
@@ -883,22 +556,8 @@ def _d_FetchRequest_FetchRequest_7(buf: memoryview, pos: int) -> tuple[FetchRequ
 def _e_FetchRequest_FetchRequest_7(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v12."""
     out += _S9.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_3(out, ch, x_topics)
-    v_forgotten_topics_data = o.forgotten_topics_data
-    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
-        out.append(len(v_forgotten_topics_data) + 1)
-    else:
-        _write_compact_array_len(out, v_forgotten_topics_data, False)
-    if v_forgotten_topics_data:
-        for x_forgotten_topics_data in v_forgotten_topics_data:
-            _e_FetchRequest_ForgottenTopic_1(out, ch, x_forgotten_topics_data)
+    _write_array(out, ch, o.topics, True, False, _e_FetchRequest_FetchTopic_3)
+    _write_array(out, ch, o.forgotten_topics_data, True, False, _e_FetchRequest_ForgottenTopic_1)
     _write_compact_string(out, o.rack_id)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id != None:
@@ -919,30 +578,8 @@ def _d_FetchRequest_FetchRequest_8(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_rack_id: str
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S9.unpack_from(buf, pos)
     pos += 25
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_4(buf, pos)
-            f_topics.append(x_topics)
-    n_forgotten_topics_data = buf[pos] - 1
-    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
-    if n_forgotten_topics_data < 0:
-        raise DecodeError('null in non-nullable array forgotten_topics_data')
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n_forgotten_topics_data):
-            x_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_2(buf, pos)
-            f_forgotten_topics_data.append(x_forgotten_topics_data)
+    f_topics, pos = _read_array(buf, pos, True, _d_FetchRequest_FetchTopic_4)
+    f_forgotten_topics_data, pos = _read_array(buf, pos, True, _d_FetchRequest_ForgottenTopic_2)
     f_rack_id, pos = _read_compact_string(buf, pos)
     f_cluster_id = None
     u: dict[int, bytes] = {}
@@ -965,22 +602,8 @@ def _d_FetchRequest_FetchRequest_8(buf: memoryview, pos: int) -> tuple[FetchRequ
 def _e_FetchRequest_FetchRequest_8(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v13-14."""
     out += _S9.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_4(out, ch, x_topics)
-    v_forgotten_topics_data = o.forgotten_topics_data
-    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
-        out.append(len(v_forgotten_topics_data) + 1)
-    else:
-        _write_compact_array_len(out, v_forgotten_topics_data, False)
-    if v_forgotten_topics_data:
-        for x_forgotten_topics_data in v_forgotten_topics_data:
-            _e_FetchRequest_ForgottenTopic_2(out, ch, x_forgotten_topics_data)
+    _write_array(out, ch, o.topics, True, False, _e_FetchRequest_FetchTopic_4)
+    _write_array(out, ch, o.forgotten_topics_data, True, False, _e_FetchRequest_ForgottenTopic_2)
     _write_compact_string(out, o.rack_id)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id != None:
@@ -1002,30 +625,8 @@ def _d_FetchRequest_FetchRequest_9(buf: memoryview, pos: int) -> tuple[FetchRequ
     f_rack_id: str
     f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S10.unpack_from(buf, pos)
     pos += 21
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_4(buf, pos)
-            f_topics.append(x_topics)
-    n_forgotten_topics_data = buf[pos] - 1
-    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
-    if n_forgotten_topics_data < 0:
-        raise DecodeError('null in non-nullable array forgotten_topics_data')
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n_forgotten_topics_data):
-            x_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_2(buf, pos)
-            f_forgotten_topics_data.append(x_forgotten_topics_data)
+    f_topics, pos = _read_array(buf, pos, True, _d_FetchRequest_FetchTopic_4)
+    f_forgotten_topics_data, pos = _read_array(buf, pos, True, _d_FetchRequest_ForgottenTopic_2)
     f_rack_id, pos = _read_compact_string(buf, pos)
     f_cluster_id = None
     f_replica_state = _C_FetchRequest_ReplicaState()
@@ -1052,22 +653,8 @@ def _d_FetchRequest_FetchRequest_9(buf: memoryview, pos: int) -> tuple[FetchRequ
 def _e_FetchRequest_FetchRequest_9(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v15-16."""
     out += _S10.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_4(out, ch, x_topics)
-    v_forgotten_topics_data = o.forgotten_topics_data
-    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
-        out.append(len(v_forgotten_topics_data) + 1)
-    else:
-        _write_compact_array_len(out, v_forgotten_topics_data, False)
-    if v_forgotten_topics_data:
-        for x_forgotten_topics_data in v_forgotten_topics_data:
-            _e_FetchRequest_ForgottenTopic_2(out, ch, x_forgotten_topics_data)
+    _write_array(out, ch, o.topics, True, False, _e_FetchRequest_FetchTopic_4)
+    _write_array(out, ch, o.forgotten_topics_data, True, False, _e_FetchRequest_ForgottenTopic_2)
     _write_compact_string(out, o.rack_id)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id != None:
@@ -1093,30 +680,8 @@ def _d_FetchRequest_FetchRequest_10(buf: memoryview, pos: int) -> tuple[FetchReq
     f_rack_id: str
     f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S10.unpack_from(buf, pos)
     pos += 21
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchRequest_FetchTopic_5(buf, pos)
-            f_topics.append(x_topics)
-    n_forgotten_topics_data = buf[pos] - 1
-    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
-    if n_forgotten_topics_data < 0:
-        raise DecodeError('null in non-nullable array forgotten_topics_data')
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n_forgotten_topics_data):
-            x_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_2(buf, pos)
-            f_forgotten_topics_data.append(x_forgotten_topics_data)
+    f_topics, pos = _read_array(buf, pos, True, _d_FetchRequest_FetchTopic_5)
+    f_forgotten_topics_data, pos = _read_array(buf, pos, True, _d_FetchRequest_ForgottenTopic_2)
     f_rack_id, pos = _read_compact_string(buf, pos)
     f_cluster_id = None
     f_replica_state = _C_FetchRequest_ReplicaState()
@@ -1143,22 +708,8 @@ def _d_FetchRequest_FetchRequest_10(buf: memoryview, pos: int) -> tuple[FetchReq
 def _e_FetchRequest_FetchRequest_10(out: bytearray, ch: list[Chunk] | None, o: FetchRequest) -> None:
     """FetchRequest v17."""
     out += _S10.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchRequest_FetchTopic_5(out, ch, x_topics)
-    v_forgotten_topics_data = o.forgotten_topics_data
-    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
-        out.append(len(v_forgotten_topics_data) + 1)
-    else:
-        _write_compact_array_len(out, v_forgotten_topics_data, False)
-    if v_forgotten_topics_data:
-        for x_forgotten_topics_data in v_forgotten_topics_data:
-            _e_FetchRequest_ForgottenTopic_2(out, ch, x_forgotten_topics_data)
+    _write_array(out, ch, o.topics, True, False, _e_FetchRequest_FetchTopic_5)
+    _write_array(out, ch, o.forgotten_topics_data, True, False, _e_FetchRequest_ForgottenTopic_2)
     _write_compact_string(out, o.rack_id)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id != None:
@@ -1286,25 +837,14 @@ def _d_FetchResponse_FetchableTopicResponse_0(buf: memoryview, pos: int) -> tupl
     f_topic: str
     f_partitions: list[FetchResponse.PartitionData]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchResponse_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_FetchResponse_PartitionData_0)
     return _C_FetchResponse_FetchableTopicResponse(f_topic, _ZERO_UUID, f_partitions, {}), pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_0(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.FetchableTopicResponse) -> None:
     """FetchableTopicResponse v0-3."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchResponse_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_FetchResponse_PartitionData_0)
 
 
 def _d_FetchResponse_FetchableTopicResponse_1(buf: memoryview, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
@@ -1312,25 +852,14 @@ def _d_FetchResponse_FetchableTopicResponse_1(buf: memoryview, pos: int) -> tupl
     f_topic: str
     f_partitions: list[FetchResponse.PartitionData]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchResponse_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_FetchResponse_PartitionData_1)
     return _C_FetchResponse_FetchableTopicResponse(f_topic, _ZERO_UUID, f_partitions, {}), pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_1(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.FetchableTopicResponse) -> None:
     """FetchableTopicResponse v4."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchResponse_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_FetchResponse_PartitionData_1)
 
 
 def _d_FetchResponse_FetchableTopicResponse_2(buf: memoryview, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
@@ -1338,25 +867,14 @@ def _d_FetchResponse_FetchableTopicResponse_2(buf: memoryview, pos: int) -> tupl
     f_topic: str
     f_partitions: list[FetchResponse.PartitionData]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchResponse_PartitionData_2(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_FetchResponse_PartitionData_2)
     return _C_FetchResponse_FetchableTopicResponse(f_topic, _ZERO_UUID, f_partitions, {}), pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_2(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.FetchableTopicResponse) -> None:
     """FetchableTopicResponse v5-10."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchResponse_PartitionData_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_FetchResponse_PartitionData_2)
 
 
 def _d_FetchResponse_FetchableTopicResponse_3(buf: memoryview, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
@@ -1364,25 +882,14 @@ def _d_FetchResponse_FetchableTopicResponse_3(buf: memoryview, pos: int) -> tupl
     f_topic: str
     f_partitions: list[FetchResponse.PartitionData]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchResponse_PartitionData_3(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_FetchResponse_PartitionData_3)
     return _C_FetchResponse_FetchableTopicResponse(f_topic, _ZERO_UUID, f_partitions, {}), pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_3(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.FetchableTopicResponse) -> None:
     """FetchableTopicResponse v11."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchResponse_PartitionData_3(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_FetchResponse_PartitionData_3)
 
 
 def _d_FetchResponse_FetchableTopicResponse_4(buf: memoryview, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
@@ -1390,42 +897,15 @@ def _d_FetchResponse_FetchableTopicResponse_4(buf: memoryview, pos: int) -> tupl
     f_topic: str
     f_partitions: list[FetchResponse.PartitionData]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchResponse_PartitionData_4(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_FetchResponse_PartitionData_4)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchResponse_FetchableTopicResponse(f_topic, _ZERO_UUID, f_partitions, u), pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_4(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.FetchableTopicResponse) -> None:
     """FetchableTopicResponse v12."""
     _write_compact_string(out, o.topic)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchResponse_PartitionData_4(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_FetchResponse_PartitionData_4)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1438,42 +918,15 @@ def _d_FetchResponse_FetchableTopicResponse_5(buf: memoryview, pos: int) -> tupl
     f_topic_id, = _S1.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchResponse_PartitionData_4(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_FetchResponse_PartitionData_4)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchResponse_FetchableTopicResponse('', f_topic_id, f_partitions, u), pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_5(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.FetchableTopicResponse) -> None:
     """FetchableTopicResponse v13-17."""
     out += _S1.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchResponse_PartitionData_4(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_FetchResponse_PartitionData_4)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1501,14 +954,7 @@ def _d_FetchResponse_PartitionData_1(buf: memoryview, pos: int) -> tuple[FetchRe
     f_records: _Records
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset = _S12.unpack_from(buf, pos)
     pos += 22
-    n_aborted_transactions, pos = _read_array_len(buf, pos)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            x_aborted_transactions, pos = _d_FetchResponse_AbortedTransaction_0(buf, pos)
-            f_aborted_transactions.append(x_aborted_transactions)
+    f_aborted_transactions, pos = _read_nullable_array(buf, pos, False, _d_FetchResponse_AbortedTransaction_0)
     f_records, pos = _read_nullable_bytes(buf, pos)
     return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, _C_FetchResponse_EpochEndOffset(), _C_FetchResponse_LeaderIdAndEpoch(), _C_FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records, {}), pos
 
@@ -1516,11 +962,7 @@ def _d_FetchResponse_PartitionData_1(buf: memoryview, pos: int) -> tuple[FetchRe
 def _e_FetchResponse_PartitionData_1(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.PartitionData) -> None:
     """PartitionData v4."""
     out += _S12.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
-    v_aborted_transactions = o.aborted_transactions
-    _write_array_len(out, v_aborted_transactions, True)
-    if v_aborted_transactions:
-        for x_aborted_transactions in v_aborted_transactions:
-            _e_FetchResponse_AbortedTransaction_0(out, ch, x_aborted_transactions)
+    _write_array(out, ch, o.aborted_transactions, False, True, _e_FetchResponse_AbortedTransaction_0)
     _write_records(out, ch, o.records, False, True)
 
 
@@ -1530,14 +972,7 @@ def _d_FetchResponse_PartitionData_2(buf: memoryview, pos: int) -> tuple[FetchRe
     f_records: _Records
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S13.unpack_from(buf, pos)
     pos += 30
-    n_aborted_transactions, pos = _read_array_len(buf, pos)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            x_aborted_transactions, pos = _d_FetchResponse_AbortedTransaction_0(buf, pos)
-            f_aborted_transactions.append(x_aborted_transactions)
+    f_aborted_transactions, pos = _read_nullable_array(buf, pos, False, _d_FetchResponse_AbortedTransaction_0)
     f_records, pos = _read_nullable_bytes(buf, pos)
     return _C_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _C_FetchResponse_EpochEndOffset(), _C_FetchResponse_LeaderIdAndEpoch(), _C_FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records, {}), pos
 
@@ -1545,11 +980,7 @@ def _d_FetchResponse_PartitionData_2(buf: memoryview, pos: int) -> tuple[FetchRe
 def _e_FetchResponse_PartitionData_2(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.PartitionData) -> None:
     """PartitionData v5-10."""
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    v_aborted_transactions = o.aborted_transactions
-    _write_array_len(out, v_aborted_transactions, True)
-    if v_aborted_transactions:
-        for x_aborted_transactions in v_aborted_transactions:
-            _e_FetchResponse_AbortedTransaction_0(out, ch, x_aborted_transactions)
+    _write_array(out, ch, o.aborted_transactions, False, True, _e_FetchResponse_AbortedTransaction_0)
     _write_records(out, ch, o.records, False, True)
 
 
@@ -1559,14 +990,7 @@ def _d_FetchResponse_PartitionData_3(buf: memoryview, pos: int) -> tuple[FetchRe
     f_records: _Records
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S13.unpack_from(buf, pos)
     pos += 30
-    n_aborted_transactions, pos = _read_array_len(buf, pos)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            x_aborted_transactions, pos = _d_FetchResponse_AbortedTransaction_0(buf, pos)
-            f_aborted_transactions.append(x_aborted_transactions)
+    f_aborted_transactions, pos = _read_nullable_array(buf, pos, False, _d_FetchResponse_AbortedTransaction_0)
     f_preferred_read_replica, = _S14.unpack_from(buf, pos)
     pos += 4
     f_records, pos = _read_nullable_bytes(buf, pos)
@@ -1576,11 +1000,7 @@ def _d_FetchResponse_PartitionData_3(buf: memoryview, pos: int) -> tuple[FetchRe
 def _e_FetchResponse_PartitionData_3(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.PartitionData) -> None:
     """PartitionData v11."""
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    v_aborted_transactions = o.aborted_transactions
-    _write_array_len(out, v_aborted_transactions, True)
-    if v_aborted_transactions:
-        for x_aborted_transactions in v_aborted_transactions:
-            _e_FetchResponse_AbortedTransaction_0(out, ch, x_aborted_transactions)
+    _write_array(out, ch, o.aborted_transactions, False, True, _e_FetchResponse_AbortedTransaction_0)
     out += _S14.pack(o.preferred_read_replica)
     _write_records(out, ch, o.records, False, True)
 
@@ -1594,18 +1014,7 @@ def _d_FetchResponse_PartitionData_4(buf: memoryview, pos: int) -> tuple[FetchRe
     f_records: _Records
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S13.unpack_from(buf, pos)
     pos += 30
-    n_aborted_transactions = buf[pos] - 1
-    if n_aborted_transactions < 127 and n_aborted_transactions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_aborted_transactions, pos = _read_compact_array_len(buf, pos)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            x_aborted_transactions, pos = _d_FetchResponse_AbortedTransaction_1(buf, pos)
-            f_aborted_transactions.append(x_aborted_transactions)
+    f_aborted_transactions, pos = _read_nullable_array(buf, pos, True, _d_FetchResponse_AbortedTransaction_1)
     f_preferred_read_replica, = _S14.unpack_from(buf, pos)
     pos += 4
     f_records, pos = _read_compact_nullable_bytes(buf, pos)
@@ -1638,14 +1047,7 @@ def _d_FetchResponse_PartitionData_4(buf: memoryview, pos: int) -> tuple[FetchRe
 def _e_FetchResponse_PartitionData_4(out: bytearray, ch: list[Chunk] | None, o: FetchResponse.PartitionData) -> None:
     """PartitionData v12-17."""
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    v_aborted_transactions = o.aborted_transactions
-    if v_aborted_transactions is not None and len(v_aborted_transactions) < 127:
-        out.append(len(v_aborted_transactions) + 1)
-    else:
-        _write_compact_array_len(out, v_aborted_transactions, True)
-    if v_aborted_transactions:
-        for x_aborted_transactions in v_aborted_transactions:
-            _e_FetchResponse_AbortedTransaction_1(out, ch, x_aborted_transactions)
+    _write_array(out, ch, o.aborted_transactions, True, True, _e_FetchResponse_AbortedTransaction_1)
     out += _S14.pack(o.preferred_read_replica)
     _write_records(out, ch, o.records, True, True)
     tg: list[tuple[int, bytes | bytearray]] = []
@@ -1671,16 +1073,7 @@ def _d_FetchResponse_EpochEndOffset_0(buf: memoryview, pos: int) -> tuple[FetchR
     """EpochEndOffset v12-17."""
     f_epoch, f_end_offset = _S0.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchResponse_EpochEndOffset(f_epoch, f_end_offset, u), pos
 
 
@@ -1697,16 +1090,7 @@ def _d_FetchResponse_LeaderIdAndEpoch_0(buf: memoryview, pos: int) -> tuple[Fetc
     """LeaderIdAndEpoch v12-17."""
     f_leader_id, f_leader_epoch = _S15.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch, u), pos
 
 
@@ -1723,16 +1107,7 @@ def _d_FetchResponse_SnapshotId_0(buf: memoryview, pos: int) -> tuple[FetchRespo
     """SnapshotId v12-17."""
     f_end_offset, f_epoch = _S16.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchResponse_SnapshotId(f_end_offset, f_epoch, u), pos
 
 
@@ -1761,16 +1136,7 @@ def _d_FetchResponse_AbortedTransaction_1(buf: memoryview, pos: int) -> tuple[Fe
     """AbortedTransaction v12-17."""
     f_producer_id, f_first_offset = _S17.unpack_from(buf, pos)
     pos += 16
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset, u), pos
 
 
@@ -1793,16 +1159,7 @@ def _d_FetchResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[FetchRes
     f_port, = _S14.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack, u), pos
 
 
@@ -1821,24 +1178,13 @@ def _e_FetchResponse_NodeEndpoint_0(out: bytearray, ch: list[Chunk] | None, o: F
 def _d_FetchResponse_FetchResponse_0(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
     """FetchResponse v0."""
     f_responses: list[FetchResponse.FetchableTopicResponse]
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_FetchResponse_FetchableTopicResponse_0(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_FetchResponse_FetchableTopicResponse_0)
     return _C_FetchResponse_FetchResponse(0, 0, 0, f_responses, [], {}), pos
 
 
 def _e_FetchResponse_FetchResponse_0(out: bytearray, ch: list[Chunk] | None, o: FetchResponse) -> None:
     """FetchResponse v0."""
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_FetchResponse_FetchableTopicResponse_0(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_FetchResponse_FetchableTopicResponse_0)
 
 
 def _d_FetchResponse_FetchResponse_1(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -1846,25 +1192,14 @@ def _d_FetchResponse_FetchResponse_1(buf: memoryview, pos: int) -> tuple[FetchRe
     f_responses: list[FetchResponse.FetchableTopicResponse]
     f_throttle_time_ms, = _S14.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_FetchResponse_FetchableTopicResponse_0(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_FetchResponse_FetchableTopicResponse_0)
     return _C_FetchResponse_FetchResponse(f_throttle_time_ms, 0, 0, f_responses, [], {}), pos
 
 
 def _e_FetchResponse_FetchResponse_1(out: bytearray, ch: list[Chunk] | None, o: FetchResponse) -> None:
     """FetchResponse v1-3."""
     out += _S14.pack(o.throttle_time_ms)
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_FetchResponse_FetchableTopicResponse_0(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_FetchResponse_FetchableTopicResponse_0)
 
 
 def _d_FetchResponse_FetchResponse_2(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -1872,25 +1207,14 @@ def _d_FetchResponse_FetchResponse_2(buf: memoryview, pos: int) -> tuple[FetchRe
     f_responses: list[FetchResponse.FetchableTopicResponse]
     f_throttle_time_ms, = _S14.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_FetchResponse_FetchableTopicResponse_1(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_FetchResponse_FetchableTopicResponse_1)
     return _C_FetchResponse_FetchResponse(f_throttle_time_ms, 0, 0, f_responses, [], {}), pos
 
 
 def _e_FetchResponse_FetchResponse_2(out: bytearray, ch: list[Chunk] | None, o: FetchResponse) -> None:
     """FetchResponse v4."""
     out += _S14.pack(o.throttle_time_ms)
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_FetchResponse_FetchableTopicResponse_1(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_FetchResponse_FetchableTopicResponse_1)
 
 
 def _d_FetchResponse_FetchResponse_3(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -1898,25 +1222,14 @@ def _d_FetchResponse_FetchResponse_3(buf: memoryview, pos: int) -> tuple[FetchRe
     f_responses: list[FetchResponse.FetchableTopicResponse]
     f_throttle_time_ms, = _S14.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_FetchResponse_FetchableTopicResponse_2(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_FetchResponse_FetchableTopicResponse_2)
     return _C_FetchResponse_FetchResponse(f_throttle_time_ms, 0, 0, f_responses, [], {}), pos
 
 
 def _e_FetchResponse_FetchResponse_3(out: bytearray, ch: list[Chunk] | None, o: FetchResponse) -> None:
     """FetchResponse v5-6."""
     out += _S14.pack(o.throttle_time_ms)
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_FetchResponse_FetchableTopicResponse_2(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_FetchResponse_FetchableTopicResponse_2)
 
 
 def _d_FetchResponse_FetchResponse_4(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -1924,25 +1237,14 @@ def _d_FetchResponse_FetchResponse_4(buf: memoryview, pos: int) -> tuple[FetchRe
     f_responses: list[FetchResponse.FetchableTopicResponse]
     f_throttle_time_ms, f_error_code, f_session_id = _S18.unpack_from(buf, pos)
     pos += 10
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_FetchResponse_FetchableTopicResponse_2(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_FetchResponse_FetchableTopicResponse_2)
     return _C_FetchResponse_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], {}), pos
 
 
 def _e_FetchResponse_FetchResponse_4(out: bytearray, ch: list[Chunk] | None, o: FetchResponse) -> None:
     """FetchResponse v7-10."""
     out += _S18.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_FetchResponse_FetchableTopicResponse_2(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_FetchResponse_FetchableTopicResponse_2)
 
 
 def _d_FetchResponse_FetchResponse_5(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -1950,25 +1252,14 @@ def _d_FetchResponse_FetchResponse_5(buf: memoryview, pos: int) -> tuple[FetchRe
     f_responses: list[FetchResponse.FetchableTopicResponse]
     f_throttle_time_ms, f_error_code, f_session_id = _S18.unpack_from(buf, pos)
     pos += 10
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_FetchResponse_FetchableTopicResponse_3(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_FetchResponse_FetchableTopicResponse_3)
     return _C_FetchResponse_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], {}), pos
 
 
 def _e_FetchResponse_FetchResponse_5(out: bytearray, ch: list[Chunk] | None, o: FetchResponse) -> None:
     """FetchResponse v11."""
     out += _S18.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_FetchResponse_FetchableTopicResponse_3(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_FetchResponse_FetchableTopicResponse_3)
 
 
 def _d_FetchResponse_FetchResponse_6(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -1976,42 +1267,15 @@ def _d_FetchResponse_FetchResponse_6(buf: memoryview, pos: int) -> tuple[FetchRe
     f_responses: list[FetchResponse.FetchableTopicResponse]
     f_throttle_time_ms, f_error_code, f_session_id = _S18.unpack_from(buf, pos)
     pos += 10
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_FetchResponse_FetchableTopicResponse_4(buf, pos)
-            f_responses.append(x_responses)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_responses, pos = _read_array(buf, pos, True, _d_FetchResponse_FetchableTopicResponse_4)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchResponse_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], u), pos
 
 
 def _e_FetchResponse_FetchResponse_6(out: bytearray, ch: list[Chunk] | None, o: FetchResponse) -> None:
     """FetchResponse v12."""
     out += _S18.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_FetchResponse_FetchableTopicResponse_4(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_FetchResponse_FetchableTopicResponse_4)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -2023,42 +1287,15 @@ def _d_FetchResponse_FetchResponse_7(buf: memoryview, pos: int) -> tuple[FetchRe
     f_responses: list[FetchResponse.FetchableTopicResponse]
     f_throttle_time_ms, f_error_code, f_session_id = _S18.unpack_from(buf, pos)
     pos += 10
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_FetchResponse_FetchableTopicResponse_5(buf, pos)
-            f_responses.append(x_responses)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_responses, pos = _read_array(buf, pos, True, _d_FetchResponse_FetchableTopicResponse_5)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchResponse_FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], u), pos
 
 
 def _e_FetchResponse_FetchResponse_7(out: bytearray, ch: list[Chunk] | None, o: FetchResponse) -> None:
     """FetchResponse v13-15."""
     out += _S18.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_FetchResponse_FetchableTopicResponse_5(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_FetchResponse_FetchableTopicResponse_5)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -2071,18 +1308,7 @@ def _d_FetchResponse_FetchResponse_8(buf: memoryview, pos: int) -> tuple[FetchRe
     f_node_endpoints: list[FetchResponse.NodeEndpoint]
     f_throttle_time_ms, f_error_code, f_session_id = _S18.unpack_from(buf, pos)
     pos += 10
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_FetchResponse_FetchableTopicResponse_5(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, True, _d_FetchResponse_FetchableTopicResponse_5)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -2094,18 +1320,7 @@ def _d_FetchResponse_FetchResponse_8(buf: memoryview, pos: int) -> tuple[FetchRe
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints = tb[tp] - 1
-            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
-                tp += 1
-            else:
-                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
-            if n_node_endpoints < 0:
-                raise DecodeError('null in non-nullable array node_endpoints')
-            else:
-                f_node_endpoints = []
-                for _ in range(n_node_endpoints):
-                    x_node_endpoints, tp = _d_FetchResponse_NodeEndpoint_0(tb, tp)
-                    f_node_endpoints.append(x_node_endpoints)
+            f_node_endpoints, tp = _read_array(tb, tp, True, _d_FetchResponse_NodeEndpoint_0)
         else:
             u[tag] = bytes(buf[tp:te])
         pos = te
@@ -2115,25 +1330,11 @@ def _d_FetchResponse_FetchResponse_8(buf: memoryview, pos: int) -> tuple[FetchRe
 def _e_FetchResponse_FetchResponse_8(out: bytearray, ch: list[Chunk] | None, o: FetchResponse) -> None:
     """FetchResponse v16-17."""
     out += _S18.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_FetchResponse_FetchableTopicResponse_5(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_FetchResponse_FetchableTopicResponse_5)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints != []:
         t = bytearray()
-        v_node_endpoints = o.node_endpoints
-        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
-            t.append(len(v_node_endpoints) + 1)
-        else:
-            _write_compact_array_len(t, v_node_endpoints, False)
-        if v_node_endpoints:
-            for x_node_endpoints in v_node_endpoints:
-                _e_FetchResponse_NodeEndpoint_0(t, None, x_node_endpoints)
+        _write_array(t, None, o.node_endpoints, True, False, _e_FetchResponse_NodeEndpoint_0)
         tg.append((0, t))
     if tg or o.unknown_tagged_fields:
         _write_tagged(out, tg, o.unknown_tagged_fields)

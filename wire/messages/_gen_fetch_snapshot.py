@@ -7,21 +7,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
+from wire.errors import DecodeError
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_bytes as _read_compact_nullable_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_records as _write_records
@@ -105,42 +105,15 @@ def _d_FetchSnapshotRequest_TopicSnapshot_0(buf: memoryview, pos: int) -> tuple[
     f_name: str
     f_partitions: list[FetchSnapshotRequest.PartitionSnapshot]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchSnapshotRequest_PartitionSnapshot_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_FetchSnapshotRequest_PartitionSnapshot_0)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchSnapshotRequest_TopicSnapshot(f_name, f_partitions, u), pos
 
 
 def _e_FetchSnapshotRequest_TopicSnapshot_0(out: bytearray, ch: list[Chunk] | None, o: FetchSnapshotRequest.TopicSnapshot) -> None:
     """TopicSnapshot v0."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchSnapshotRequest_PartitionSnapshot_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_FetchSnapshotRequest_PartitionSnapshot_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -152,42 +125,15 @@ def _d_FetchSnapshotRequest_TopicSnapshot_1(buf: memoryview, pos: int) -> tuple[
     f_name: str
     f_partitions: list[FetchSnapshotRequest.PartitionSnapshot]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchSnapshotRequest_PartitionSnapshot_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_FetchSnapshotRequest_PartitionSnapshot_1)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchSnapshotRequest_TopicSnapshot(f_name, f_partitions, u), pos
 
 
 def _e_FetchSnapshotRequest_TopicSnapshot_1(out: bytearray, ch: list[Chunk] | None, o: FetchSnapshotRequest.TopicSnapshot) -> None:
     """TopicSnapshot v1."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchSnapshotRequest_PartitionSnapshot_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_FetchSnapshotRequest_PartitionSnapshot_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -202,16 +148,7 @@ def _d_FetchSnapshotRequest_PartitionSnapshot_0(buf: memoryview, pos: int) -> tu
     f_snapshot_id, pos = _d_FetchSnapshotRequest_SnapshotId_0(buf, pos)
     f_position, = _S1.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchSnapshotRequest_PartitionSnapshot(f_partition, f_current_leader_epoch, f_snapshot_id, f_position, _ZERO_UUID, u), pos
 
 
@@ -274,16 +211,7 @@ def _d_FetchSnapshotRequest_SnapshotId_0(buf: memoryview, pos: int) -> tuple[Fet
     """SnapshotId v0-1."""
     f_end_offset, f_epoch = _S3.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchSnapshotRequest_SnapshotId(f_end_offset, f_epoch, u), pos
 
 
@@ -302,18 +230,7 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_0(buf: memoryview, pos: int) ->
     f_topics: list[FetchSnapshotRequest.TopicSnapshot]
     f_replica_id, f_max_bytes = _S0.unpack_from(buf, pos)
     pos += 8
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchSnapshotRequest_TopicSnapshot_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_FetchSnapshotRequest_TopicSnapshot_0)
     f_cluster_id = None
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -335,14 +252,7 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_0(buf: memoryview, pos: int) ->
 def _e_FetchSnapshotRequest_FetchSnapshotRequest_0(out: bytearray, ch: list[Chunk] | None, o: FetchSnapshotRequest) -> None:
     """FetchSnapshotRequest v0."""
     out += _S0.pack(o.replica_id, o.max_bytes)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchSnapshotRequest_TopicSnapshot_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_FetchSnapshotRequest_TopicSnapshot_0)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id != None:
         t = bytearray()
@@ -360,18 +270,7 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_1(buf: memoryview, pos: int) ->
     f_topics: list[FetchSnapshotRequest.TopicSnapshot]
     f_replica_id, f_max_bytes = _S0.unpack_from(buf, pos)
     pos += 8
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchSnapshotRequest_TopicSnapshot_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_FetchSnapshotRequest_TopicSnapshot_1)
     f_cluster_id = None
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -393,14 +292,7 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_1(buf: memoryview, pos: int) ->
 def _e_FetchSnapshotRequest_FetchSnapshotRequest_1(out: bytearray, ch: list[Chunk] | None, o: FetchSnapshotRequest) -> None:
     """FetchSnapshotRequest v1."""
     out += _S0.pack(o.replica_id, o.max_bytes)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchSnapshotRequest_TopicSnapshot_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_FetchSnapshotRequest_TopicSnapshot_1)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id != None:
         t = bytearray()
@@ -500,42 +392,15 @@ def _d_FetchSnapshotResponse_TopicSnapshot_0(buf: memoryview, pos: int) -> tuple
     f_name: str
     f_partitions: list[FetchSnapshotResponse.PartitionSnapshot]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_FetchSnapshotResponse_PartitionSnapshot_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_FetchSnapshotResponse_PartitionSnapshot_0)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchSnapshotResponse_TopicSnapshot(f_name, f_partitions, u), pos
 
 
 def _e_FetchSnapshotResponse_TopicSnapshot_0(out: bytearray, ch: list[Chunk] | None, o: FetchSnapshotResponse.TopicSnapshot) -> None:
     """TopicSnapshot v0-1."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_FetchSnapshotResponse_PartitionSnapshot_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_FetchSnapshotResponse_PartitionSnapshot_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -594,16 +459,7 @@ def _d_FetchSnapshotResponse_SnapshotId_0(buf: memoryview, pos: int) -> tuple[Fe
     """SnapshotId v0-1."""
     f_end_offset, f_epoch = _S3.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchSnapshotResponse_SnapshotId(f_end_offset, f_epoch, u), pos
 
 
@@ -620,16 +476,7 @@ def _d_FetchSnapshotResponse_LeaderIdAndEpoch_0(buf: memoryview, pos: int) -> tu
     """LeaderIdAndEpoch v0-1."""
     f_leader_id, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchSnapshotResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch, u), pos
 
 
@@ -650,16 +497,7 @@ def _d_FetchSnapshotResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[
     f_host, pos = _read_compact_string(buf, pos)
     f_port, = _S7.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FetchSnapshotResponse_NodeEndpoint(f_node_id, f_host, f_port, u), pos
 
 
@@ -679,42 +517,15 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_0(buf: memoryview, pos: int) 
     f_topics: list[FetchSnapshotResponse.TopicSnapshot]
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchSnapshotResponse_TopicSnapshot_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_FetchSnapshotResponse_TopicSnapshot_0)
+    u, pos = _read_tags(buf, pos)
     return _C_FetchSnapshotResponse_FetchSnapshotResponse(f_throttle_time_ms, f_error_code, f_topics, [], u), pos
 
 
 def _e_FetchSnapshotResponse_FetchSnapshotResponse_0(out: bytearray, ch: list[Chunk] | None, o: FetchSnapshotResponse) -> None:
     """FetchSnapshotResponse v0."""
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchSnapshotResponse_TopicSnapshot_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_FetchSnapshotResponse_TopicSnapshot_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -727,18 +538,7 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_1(buf: memoryview, pos: int) 
     f_node_endpoints: list[FetchSnapshotResponse.NodeEndpoint]
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_FetchSnapshotResponse_TopicSnapshot_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_FetchSnapshotResponse_TopicSnapshot_0)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -750,18 +550,7 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_1(buf: memoryview, pos: int) 
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints = tb[tp] - 1
-            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
-                tp += 1
-            else:
-                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
-            if n_node_endpoints < 0:
-                raise DecodeError('null in non-nullable array node_endpoints')
-            else:
-                f_node_endpoints = []
-                for _ in range(n_node_endpoints):
-                    x_node_endpoints, tp = _d_FetchSnapshotResponse_NodeEndpoint_0(tb, tp)
-                    f_node_endpoints.append(x_node_endpoints)
+            f_node_endpoints, tp = _read_array(tb, tp, True, _d_FetchSnapshotResponse_NodeEndpoint_0)
         else:
             u[tag] = bytes(buf[tp:te])
         pos = te
@@ -771,25 +560,11 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_1(buf: memoryview, pos: int) 
 def _e_FetchSnapshotResponse_FetchSnapshotResponse_1(out: bytearray, ch: list[Chunk] | None, o: FetchSnapshotResponse) -> None:
     """FetchSnapshotResponse v1."""
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_FetchSnapshotResponse_TopicSnapshot_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_FetchSnapshotResponse_TopicSnapshot_0)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints != []:
         t = bytearray()
-        v_node_endpoints = o.node_endpoints
-        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
-            t.append(len(v_node_endpoints) + 1)
-        else:
-            _write_compact_array_len(t, v_node_endpoints, False)
-        if v_node_endpoints:
-            for x_node_endpoints in v_node_endpoints:
-                _e_FetchSnapshotResponse_NodeEndpoint_0(t, None, x_node_endpoints)
+        _write_array(t, None, o.node_endpoints, True, False, _e_FetchSnapshotResponse_NodeEndpoint_0)
         tg.append((0, t))
     if tg or o.unknown_tagged_fields:
         _write_tagged(out, tg, o.unknown_tagged_fields)

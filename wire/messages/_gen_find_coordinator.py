@@ -7,22 +7,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -106,16 +104,7 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_2(buf: memoryview, pos: int
     f_key, pos = _read_compact_string(buf, pos)
     f_key_type, = _S0.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FindCoordinatorRequest_FindCoordinatorRequest(f_key, f_key_type, [], u), pos
 
 
@@ -134,42 +123,15 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_3(buf: memoryview, pos: int
     f_coordinator_keys: list[str]
     f_key_type, = _S0.unpack_from(buf, pos)
     pos += 1
-    n_coordinator_keys = buf[pos] - 1
-    if n_coordinator_keys < 127 and n_coordinator_keys <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_coordinator_keys, pos = _read_compact_array_len(buf, pos)
-    if n_coordinator_keys < 0:
-        raise DecodeError('null in non-nullable array coordinator_keys')
-    else:
-        f_coordinator_keys = []
-        for _ in range(n_coordinator_keys):
-            x_coordinator_keys, pos = _read_compact_string(buf, pos)
-            f_coordinator_keys.append(x_coordinator_keys)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_coordinator_keys, pos = _read_array(buf, pos, True, _read_compact_string)
+    u, pos = _read_tags(buf, pos)
     return _C_FindCoordinatorRequest_FindCoordinatorRequest('', f_key_type, f_coordinator_keys, u), pos
 
 
 def _e_FindCoordinatorRequest_FindCoordinatorRequest_3(out: bytearray, ch: list[Chunk] | None, o: FindCoordinatorRequest) -> None:
     """FindCoordinatorRequest v4-6."""
     out += _S0.pack(o.key_type)
-    v_coordinator_keys = o.coordinator_keys
-    if v_coordinator_keys is not None and len(v_coordinator_keys) < 127:
-        out.append(len(v_coordinator_keys) + 1)
-    else:
-        _write_compact_array_len(out, v_coordinator_keys, False)
-    if v_coordinator_keys:
-        for x_coordinator_keys in v_coordinator_keys:
-            _write_compact_string(out, x_coordinator_keys)
+    _write_plain_array(out, o.coordinator_keys, True, False, _write_compact_string)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -243,16 +205,7 @@ def _d_FindCoordinatorResponse_Coordinator_0(buf: memoryview, pos: int) -> tuple
     f_port, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FindCoordinatorResponse_Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message, u), pos
 
 
@@ -323,16 +276,7 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_2(buf: memoryview, pos: i
     f_host, pos = _read_compact_string(buf, pos)
     f_port, = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_FindCoordinatorResponse_FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, [], u), pos
 
 
@@ -354,42 +298,15 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_3(buf: memoryview, pos: i
     f_coordinators: list[FindCoordinatorResponse.Coordinator]
     f_throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_coordinators = buf[pos] - 1
-    if n_coordinators < 127 and n_coordinators <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_coordinators, pos = _read_compact_array_len(buf, pos)
-    if n_coordinators < 0:
-        raise DecodeError('null in non-nullable array coordinators')
-    else:
-        f_coordinators = []
-        for _ in range(n_coordinators):
-            x_coordinators, pos = _d_FindCoordinatorResponse_Coordinator_0(buf, pos)
-            f_coordinators.append(x_coordinators)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_coordinators, pos = _read_array(buf, pos, True, _d_FindCoordinatorResponse_Coordinator_0)
+    u, pos = _read_tags(buf, pos)
     return _C_FindCoordinatorResponse_FindCoordinatorResponse(f_throttle_time_ms, 0, '', 0, '', 0, f_coordinators, u), pos
 
 
 def _e_FindCoordinatorResponse_FindCoordinatorResponse_3(out: bytearray, ch: list[Chunk] | None, o: FindCoordinatorResponse) -> None:
     """FindCoordinatorResponse v4-6."""
     out += _S1.pack(o.throttle_time_ms)
-    v_coordinators = o.coordinators
-    if v_coordinators is not None and len(v_coordinators) < 127:
-        out.append(len(v_coordinators) + 1)
-    else:
-        _write_compact_array_len(out, v_coordinators, False)
-    if v_coordinators:
-        for x_coordinators in v_coordinators:
-            _e_FindCoordinatorResponse_Coordinator_0(out, ch, x_coordinators)
+    _write_array(out, ch, o.coordinators, True, False, _e_FindCoordinatorResponse_Coordinator_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,20 +7,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_fixed_list as _write_fixed_list
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
 
@@ -70,16 +68,7 @@ def _d_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_0(buf: 
     f_client_instance_id, = _S0.unpack_from(buf, pos)
     f_client_instance_id = _UUID(bytes=f_client_instance_id)
     pos += 16
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest(f_client_instance_id, u), pos
 
 
@@ -145,64 +134,20 @@ def _d_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_0(buf
     f_throttle_time_ms, f_error_code, f_client_instance_id, f_subscription_id = _S1.unpack_from(buf, pos)
     f_client_instance_id = _UUID(bytes=f_client_instance_id)
     pos += 26
-    n_accepted_compression_types = buf[pos] - 1
-    if n_accepted_compression_types < 127 and n_accepted_compression_types <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_accepted_compression_types, pos = _read_compact_array_len(buf, pos)
-    if n_accepted_compression_types < 0:
-        raise DecodeError('null in non-nullable array accepted_compression_types')
-    else:
-        if n_accepted_compression_types == 0:
-            f_accepted_compression_types = []
-        else:
-            f_accepted_compression_types, pos = _read_fixed_array(buf, pos, n_accepted_compression_types, 'b', 1)
+    f_accepted_compression_types, pos = _read_fixed_list(buf, pos, True, 'b', 1)
     f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality = _S2.unpack_from(buf, pos)
     pos += 9
-    n_requested_metrics = buf[pos] - 1
-    if n_requested_metrics < 127 and n_requested_metrics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_requested_metrics, pos = _read_compact_array_len(buf, pos)
-    if n_requested_metrics < 0:
-        raise DecodeError('null in non-nullable array requested_metrics')
-    else:
-        f_requested_metrics = []
-        for _ in range(n_requested_metrics):
-            x_requested_metrics, pos = _read_compact_string(buf, pos)
-            f_requested_metrics.append(x_requested_metrics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_requested_metrics, pos = _read_array(buf, pos, True, _read_compact_string)
+    u, pos = _read_tags(buf, pos)
     return _C_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse(f_throttle_time_ms, f_error_code, f_client_instance_id, f_subscription_id, f_accepted_compression_types, f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality, f_requested_metrics, u), pos
 
 
 def _e_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_0(out: bytearray, ch: list[Chunk] | None, o: GetTelemetrySubscriptionsResponse) -> None:
     """GetTelemetrySubscriptionsResponse v0."""
     out += _S1.pack(o.throttle_time_ms, o.error_code, o.client_instance_id.bytes, o.subscription_id)
-    v_accepted_compression_types = o.accepted_compression_types
-    if v_accepted_compression_types is not None and len(v_accepted_compression_types) < 127:
-        out.append(len(v_accepted_compression_types) + 1)
-    else:
-        _write_compact_array_len(out, v_accepted_compression_types, False)
-    if v_accepted_compression_types:
-        out += _pack('>%db' % len(v_accepted_compression_types), *v_accepted_compression_types)
+    _write_fixed_list(out, o.accepted_compression_types, True, False, 'b')
     out += _S2.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
-    v_requested_metrics = o.requested_metrics
-    if v_requested_metrics is not None and len(v_requested_metrics) < 127:
-        out.append(len(v_requested_metrics) + 1)
-    else:
-        _write_compact_array_len(out, v_requested_metrics, False)
-    if v_requested_metrics:
-        for x_requested_metrics in v_requested_metrics:
-            _write_compact_string(out, x_requested_metrics)
+    _write_plain_array(out, o.requested_metrics, True, False, _write_compact_string)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

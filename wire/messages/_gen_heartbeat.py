@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
+from wire._arrays import read_tags as _read_tags
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -120,16 +117,7 @@ def _d_HeartbeatRequest_HeartbeatRequest_2(buf: memoryview, pos: int) -> tuple[H
     pos += 4
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_HeartbeatRequest_HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, u), pos
 
 
@@ -212,16 +200,7 @@ def _d_HeartbeatResponse_HeartbeatResponse_2(buf: memoryview, pos: int) -> tuple
     """HeartbeatResponse v4."""
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_HeartbeatResponse_HeartbeatResponse(f_throttle_time_ms, f_error_code, u), pos
 
 

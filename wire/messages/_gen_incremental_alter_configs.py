@@ -7,24 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -97,14 +92,7 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_0(buf: memoryview, po
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_string(buf, pos)
-    n_configs, pos = _read_array_len(buf, pos)
-    if n_configs < 0:
-        raise DecodeError('null in non-nullable array configs')
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_IncrementalAlterConfigsRequest_AlterableConfig_0(buf, pos)
-            f_configs.append(x_configs)
+    f_configs, pos = _read_array(buf, pos, False, _d_IncrementalAlterConfigsRequest_AlterableConfig_0)
     return _C_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs, {}), pos
 
 
@@ -112,11 +100,7 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_0(out: bytearray, ch:
     """AlterConfigsResource v0."""
     out += _S0.pack(o.resource_type)
     _write_string(out, o.resource_name)
-    v_configs = o.configs
-    _write_array_len(out, v_configs, False)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_IncrementalAlterConfigsRequest_AlterableConfig_0(out, ch, x_configs)
+    _write_array(out, ch, o.configs, False, False, _e_IncrementalAlterConfigsRequest_AlterableConfig_0)
 
 
 def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf: memoryview, pos: int) -> tuple[IncrementalAlterConfigsRequest.AlterConfigsResource, int]:
@@ -126,28 +110,8 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf: memoryview, po
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
-    n_configs = buf[pos] - 1
-    if n_configs < 127 and n_configs <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_configs, pos = _read_compact_array_len(buf, pos)
-    if n_configs < 0:
-        raise DecodeError('null in non-nullable array configs')
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            x_configs, pos = _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf, pos)
-            f_configs.append(x_configs)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_configs, pos = _read_array(buf, pos, True, _d_IncrementalAlterConfigsRequest_AlterableConfig_1)
+    u, pos = _read_tags(buf, pos)
     return _C_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs, u), pos
 
 
@@ -155,14 +119,7 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_1(out: bytearray, ch:
     """AlterConfigsResource v1."""
     out += _S0.pack(o.resource_type)
     _write_compact_string(out, o.resource_name)
-    v_configs = o.configs
-    if v_configs is not None and len(v_configs) < 127:
-        out.append(len(v_configs) + 1)
-    else:
-        _write_compact_array_len(out, v_configs, False)
-    if v_configs:
-        for x_configs in v_configs:
-            _e_IncrementalAlterConfigsRequest_AlterableConfig_1(out, ch, x_configs)
+    _write_array(out, ch, o.configs, True, False, _e_IncrementalAlterConfigsRequest_AlterableConfig_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -195,16 +152,7 @@ def _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf: memoryview, pos: in
     f_config_operation, = _S0.unpack_from(buf, pos)
     pos += 1
     f_value, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value, u), pos
 
 
@@ -222,14 +170,7 @@ def _e_IncrementalAlterConfigsRequest_AlterableConfig_1(out: bytearray, ch: list
 def _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_0(buf: memoryview, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
     """IncrementalAlterConfigsRequest v0."""
     f_resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
-    n_resources, pos = _read_array_len(buf, pos)
-    if n_resources < 0:
-        raise DecodeError('null in non-nullable array resources')
-    else:
-        f_resources = []
-        for _ in range(n_resources):
-            x_resources, pos = _d_IncrementalAlterConfigsRequest_AlterConfigsResource_0(buf, pos)
-            f_resources.append(x_resources)
+    f_resources, pos = _read_array(buf, pos, False, _d_IncrementalAlterConfigsRequest_AlterConfigsResource_0)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
     return _C_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest(f_resources, f_validate_only, {}), pos
@@ -237,54 +178,23 @@ def _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_0(buf: memo
 
 def _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_0(out: bytearray, ch: list[Chunk] | None, o: IncrementalAlterConfigsRequest) -> None:
     """IncrementalAlterConfigsRequest v0."""
-    v_resources = o.resources
-    _write_array_len(out, v_resources, False)
-    if v_resources:
-        for x_resources in v_resources:
-            _e_IncrementalAlterConfigsRequest_AlterConfigsResource_0(out, ch, x_resources)
+    _write_array(out, ch, o.resources, False, False, _e_IncrementalAlterConfigsRequest_AlterConfigsResource_0)
     out += _S1.pack(o.validate_only)
 
 
 def _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_1(buf: memoryview, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
     """IncrementalAlterConfigsRequest v1."""
     f_resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
-    n_resources = buf[pos] - 1
-    if n_resources < 127 and n_resources <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_resources, pos = _read_compact_array_len(buf, pos)
-    if n_resources < 0:
-        raise DecodeError('null in non-nullable array resources')
-    else:
-        f_resources = []
-        for _ in range(n_resources):
-            x_resources, pos = _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf, pos)
-            f_resources.append(x_resources)
+    f_resources, pos = _read_array(buf, pos, True, _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1)
     f_validate_only, = _S1.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest(f_resources, f_validate_only, u), pos
 
 
 def _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_1(out: bytearray, ch: list[Chunk] | None, o: IncrementalAlterConfigsRequest) -> None:
     """IncrementalAlterConfigsRequest v1."""
-    v_resources = o.resources
-    if v_resources is not None and len(v_resources) < 127:
-        out.append(len(v_resources) + 1)
-    else:
-        _write_compact_array_len(out, v_resources, False)
-    if v_resources:
-        for x_resources in v_resources:
-            _e_IncrementalAlterConfigsRequest_AlterConfigsResource_1(out, ch, x_resources)
+    _write_array(out, ch, o.resources, True, False, _e_IncrementalAlterConfigsRequest_AlterConfigsResource_1)
     out += _S1.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -371,16 +281,7 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf: memor
     f_resource_type, = _S0.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name, u), pos
 
 
@@ -401,25 +302,14 @@ def _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_0(buf: me
     f_responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_0(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_0)
     return _C_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses, {}), pos
 
 
 def _e_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_0(out: bytearray, ch: list[Chunk] | None, o: IncrementalAlterConfigsResponse) -> None:
     """IncrementalAlterConfigsResponse v0."""
     out += _S3.pack(o.throttle_time_ms)
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_0(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_0)
 
 
 def _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_1(buf: memoryview, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
@@ -427,42 +317,15 @@ def _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_1(buf: me
     f_responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf, pos)
-            f_responses.append(x_responses)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_responses, pos = _read_array(buf, pos, True, _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1)
+    u, pos = _read_tags(buf, pos)
     return _C_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses, u), pos
 
 
 def _e_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_1(out: bytearray, ch: list[Chunk] | None, o: IncrementalAlterConfigsResponse) -> None:
     """IncrementalAlterConfigsResponse v1."""
     out += _S3.pack(o.throttle_time_ms)
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,18 +7,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
+from wire._arrays import read_tags as _read_tags
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_nullable_string as _read_nullable_string
-from wire.primitives import read_uvarint as _read_uvarint
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_nullable_string as _write_nullable_string
 from wire.primitives import write_tagged as _write_tagged
@@ -88,16 +85,7 @@ def _d_InitProducerIdRequest_InitProducerIdRequest_1(buf: memoryview, pos: int) 
     f_transactional_id, pos = _read_compact_nullable_string(buf, pos)
     f_transaction_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_InitProducerIdRequest_InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, u), pos
 
 
@@ -117,16 +105,7 @@ def _d_InitProducerIdRequest_InitProducerIdRequest_2(buf: memoryview, pos: int) 
     f_transactional_id, pos = _read_compact_nullable_string(buf, pos)
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _S1.unpack_from(buf, pos)
     pos += 14
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_InitProducerIdRequest_InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, u), pos
 
 
@@ -197,16 +176,7 @@ def _d_InitProducerIdResponse_InitProducerIdResponse_1(buf: memoryview, pos: int
     """InitProducerIdResponse v2-5."""
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S2.unpack_from(buf, pos)
     pos += 16
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_InitProducerIdResponse_InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, u), pos
 
 

@@ -7,27 +7,22 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_bytes as _read_bytes
-from wire.primitives import read_compact_array_len as _read_compact_array_len
 from wire.primitives import read_compact_bytes as _read_compact_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
 from wire.primitives import write_bytes as _write_bytes
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
@@ -113,16 +108,7 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_1(buf: memoryview, pos: int) ->
     f_metadata: _Bytes
     f_name, pos = _read_compact_string(buf, pos)
     f_metadata, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata, u), pos
 
 
@@ -147,14 +133,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_0(buf: memoryview, pos: int) -> tuple[J
     pos += 4
     f_member_id, pos = _read_string(buf, pos)
     f_protocol_type, pos = _read_string(buf, pos)
-    n_protocols, pos = _read_array_len(buf, pos)
-    if n_protocols < 0:
-        raise DecodeError('null in non-nullable array protocols')
-    else:
-        f_protocols = []
-        for _ in range(n_protocols):
-            x_protocols, pos = _d_JoinGroupRequest_JoinGroupRequestProtocol_0(buf, pos)
-            f_protocols.append(x_protocols)
+    f_protocols, pos = _read_array(buf, pos, False, _d_JoinGroupRequest_JoinGroupRequestProtocol_0)
     return _C_JoinGroupRequest_JoinGroupRequest(f_group_id, f_session_timeout_ms, -1, f_member_id, None, f_protocol_type, f_protocols, None, {}), pos
 
 
@@ -164,11 +143,7 @@ def _e_JoinGroupRequest_JoinGroupRequest_0(out: bytearray, ch: list[Chunk] | Non
     out += _S0.pack(o.session_timeout_ms)
     _write_string(out, o.member_id)
     _write_string(out, o.protocol_type)
-    v_protocols = o.protocols
-    _write_array_len(out, v_protocols, False)
-    if v_protocols:
-        for x_protocols in v_protocols:
-            _e_JoinGroupRequest_JoinGroupRequestProtocol_0(out, ch, x_protocols)
+    _write_array(out, ch, o.protocols, False, False, _e_JoinGroupRequest_JoinGroupRequestProtocol_0)
 
 
 def _d_JoinGroupRequest_JoinGroupRequest_1(buf: memoryview, pos: int) -> tuple[JoinGroupRequest, int]:
@@ -182,14 +157,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_1(buf: memoryview, pos: int) -> tuple[J
     pos += 8
     f_member_id, pos = _read_string(buf, pos)
     f_protocol_type, pos = _read_string(buf, pos)
-    n_protocols, pos = _read_array_len(buf, pos)
-    if n_protocols < 0:
-        raise DecodeError('null in non-nullable array protocols')
-    else:
-        f_protocols = []
-        for _ in range(n_protocols):
-            x_protocols, pos = _d_JoinGroupRequest_JoinGroupRequestProtocol_0(buf, pos)
-            f_protocols.append(x_protocols)
+    f_protocols, pos = _read_array(buf, pos, False, _d_JoinGroupRequest_JoinGroupRequestProtocol_0)
     return _C_JoinGroupRequest_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None, {}), pos
 
 
@@ -199,11 +167,7 @@ def _e_JoinGroupRequest_JoinGroupRequest_1(out: bytearray, ch: list[Chunk] | Non
     out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     _write_string(out, o.member_id)
     _write_string(out, o.protocol_type)
-    v_protocols = o.protocols
-    _write_array_len(out, v_protocols, False)
-    if v_protocols:
-        for x_protocols in v_protocols:
-            _e_JoinGroupRequest_JoinGroupRequestProtocol_0(out, ch, x_protocols)
+    _write_array(out, ch, o.protocols, False, False, _e_JoinGroupRequest_JoinGroupRequestProtocol_0)
 
 
 def _d_JoinGroupRequest_JoinGroupRequest_2(buf: memoryview, pos: int) -> tuple[JoinGroupRequest, int]:
@@ -219,14 +183,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_2(buf: memoryview, pos: int) -> tuple[J
     f_member_id, pos = _read_string(buf, pos)
     f_group_instance_id, pos = _read_nullable_string(buf, pos)
     f_protocol_type, pos = _read_string(buf, pos)
-    n_protocols, pos = _read_array_len(buf, pos)
-    if n_protocols < 0:
-        raise DecodeError('null in non-nullable array protocols')
-    else:
-        f_protocols = []
-        for _ in range(n_protocols):
-            x_protocols, pos = _d_JoinGroupRequest_JoinGroupRequestProtocol_0(buf, pos)
-            f_protocols.append(x_protocols)
+    f_protocols, pos = _read_array(buf, pos, False, _d_JoinGroupRequest_JoinGroupRequestProtocol_0)
     return _C_JoinGroupRequest_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None, {}), pos
 
 
@@ -237,11 +194,7 @@ def _e_JoinGroupRequest_JoinGroupRequest_2(out: bytearray, ch: list[Chunk] | Non
     _write_string(out, o.member_id)
     _write_nullable_string(out, o.group_instance_id)
     _write_string(out, o.protocol_type)
-    v_protocols = o.protocols
-    _write_array_len(out, v_protocols, False)
-    if v_protocols:
-        for x_protocols in v_protocols:
-            _e_JoinGroupRequest_JoinGroupRequestProtocol_0(out, ch, x_protocols)
+    _write_array(out, ch, o.protocols, False, False, _e_JoinGroupRequest_JoinGroupRequestProtocol_0)
 
 
 def _d_JoinGroupRequest_JoinGroupRequest_3(buf: memoryview, pos: int) -> tuple[JoinGroupRequest, int]:
@@ -257,28 +210,8 @@ def _d_JoinGroupRequest_JoinGroupRequest_3(buf: memoryview, pos: int) -> tuple[J
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_protocol_type, pos = _read_compact_string(buf, pos)
-    n_protocols = buf[pos] - 1
-    if n_protocols < 127 and n_protocols <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_protocols, pos = _read_compact_array_len(buf, pos)
-    if n_protocols < 0:
-        raise DecodeError('null in non-nullable array protocols')
-    else:
-        f_protocols = []
-        for _ in range(n_protocols):
-            x_protocols, pos = _d_JoinGroupRequest_JoinGroupRequestProtocol_1(buf, pos)
-            f_protocols.append(x_protocols)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_protocols, pos = _read_array(buf, pos, True, _d_JoinGroupRequest_JoinGroupRequestProtocol_1)
+    u, pos = _read_tags(buf, pos)
     return _C_JoinGroupRequest_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None, u), pos
 
 
@@ -289,14 +222,7 @@ def _e_JoinGroupRequest_JoinGroupRequest_3(out: bytearray, ch: list[Chunk] | Non
     _write_compact_string(out, o.member_id)
     _write_compact_nullable_string(out, o.group_instance_id)
     _write_compact_string(out, o.protocol_type)
-    v_protocols = o.protocols
-    if v_protocols is not None and len(v_protocols) < 127:
-        out.append(len(v_protocols) + 1)
-    else:
-        _write_compact_array_len(out, v_protocols, False)
-    if v_protocols:
-        for x_protocols in v_protocols:
-            _e_JoinGroupRequest_JoinGroupRequestProtocol_1(out, ch, x_protocols)
+    _write_array(out, ch, o.protocols, True, False, _e_JoinGroupRequest_JoinGroupRequestProtocol_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -317,29 +243,9 @@ def _d_JoinGroupRequest_JoinGroupRequest_4(buf: memoryview, pos: int) -> tuple[J
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_protocol_type, pos = _read_compact_string(buf, pos)
-    n_protocols = buf[pos] - 1
-    if n_protocols < 127 and n_protocols <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_protocols, pos = _read_compact_array_len(buf, pos)
-    if n_protocols < 0:
-        raise DecodeError('null in non-nullable array protocols')
-    else:
-        f_protocols = []
-        for _ in range(n_protocols):
-            x_protocols, pos = _d_JoinGroupRequest_JoinGroupRequestProtocol_1(buf, pos)
-            f_protocols.append(x_protocols)
+    f_protocols, pos = _read_array(buf, pos, True, _d_JoinGroupRequest_JoinGroupRequestProtocol_1)
     f_reason, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_JoinGroupRequest_JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, u), pos
 
 
@@ -350,14 +256,7 @@ def _e_JoinGroupRequest_JoinGroupRequest_4(out: bytearray, ch: list[Chunk] | Non
     _write_compact_string(out, o.member_id)
     _write_compact_nullable_string(out, o.group_instance_id)
     _write_compact_string(out, o.protocol_type)
-    v_protocols = o.protocols
-    if v_protocols is not None and len(v_protocols) < 127:
-        out.append(len(v_protocols) + 1)
-    else:
-        _write_compact_array_len(out, v_protocols, False)
-    if v_protocols:
-        for x_protocols in v_protocols:
-            _e_JoinGroupRequest_JoinGroupRequestProtocol_1(out, ch, x_protocols)
+    _write_array(out, ch, o.protocols, True, False, _e_JoinGroupRequest_JoinGroupRequestProtocol_1)
     _write_compact_nullable_string(out, o.reason)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -460,16 +359,7 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_2(buf: memoryview, pos: int) ->
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_metadata, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata, u), pos
 
 
@@ -495,14 +385,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_0(buf: memoryview, pos: int) -> tuple
     f_protocol_name, pos = _read_string(buf, pos)
     f_leader, pos = _read_string(buf, pos)
     f_member_id, pos = _read_string(buf, pos)
-    n_members, pos = _read_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_JoinGroupResponse_JoinGroupResponseMember_0(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, False, _d_JoinGroupResponse_JoinGroupResponseMember_0)
     return _C_JoinGroupResponse_JoinGroupResponse(0, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, {}), pos
 
 
@@ -512,11 +395,7 @@ def _e_JoinGroupResponse_JoinGroupResponse_0(out: bytearray, ch: list[Chunk] | N
     _write_string(out, o.protocol_name)
     _write_string(out, o.leader)
     _write_string(out, o.member_id)
-    v_members = o.members
-    _write_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_JoinGroupResponse_JoinGroupResponseMember_0(out, ch, x_members)
+    _write_array(out, ch, o.members, False, False, _e_JoinGroupResponse_JoinGroupResponseMember_0)
 
 
 def _d_JoinGroupResponse_JoinGroupResponse_1(buf: memoryview, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -530,14 +409,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_1(buf: memoryview, pos: int) -> tuple
     f_protocol_name, pos = _read_string(buf, pos)
     f_leader, pos = _read_string(buf, pos)
     f_member_id, pos = _read_string(buf, pos)
-    n_members, pos = _read_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_JoinGroupResponse_JoinGroupResponseMember_0(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, False, _d_JoinGroupResponse_JoinGroupResponseMember_0)
     return _C_JoinGroupResponse_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, {}), pos
 
 
@@ -547,11 +419,7 @@ def _e_JoinGroupResponse_JoinGroupResponse_1(out: bytearray, ch: list[Chunk] | N
     _write_string(out, o.protocol_name)
     _write_string(out, o.leader)
     _write_string(out, o.member_id)
-    v_members = o.members
-    _write_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_JoinGroupResponse_JoinGroupResponseMember_0(out, ch, x_members)
+    _write_array(out, ch, o.members, False, False, _e_JoinGroupResponse_JoinGroupResponseMember_0)
 
 
 def _d_JoinGroupResponse_JoinGroupResponse_2(buf: memoryview, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -565,14 +433,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_2(buf: memoryview, pos: int) -> tuple
     f_protocol_name, pos = _read_string(buf, pos)
     f_leader, pos = _read_string(buf, pos)
     f_member_id, pos = _read_string(buf, pos)
-    n_members, pos = _read_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_JoinGroupResponse_JoinGroupResponseMember_1(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, False, _d_JoinGroupResponse_JoinGroupResponseMember_1)
     return _C_JoinGroupResponse_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, {}), pos
 
 
@@ -582,11 +443,7 @@ def _e_JoinGroupResponse_JoinGroupResponse_2(out: bytearray, ch: list[Chunk] | N
     _write_string(out, o.protocol_name)
     _write_string(out, o.leader)
     _write_string(out, o.member_id)
-    v_members = o.members
-    _write_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_JoinGroupResponse_JoinGroupResponseMember_1(out, ch, x_members)
+    _write_array(out, ch, o.members, False, False, _e_JoinGroupResponse_JoinGroupResponseMember_1)
 
 
 def _d_JoinGroupResponse_JoinGroupResponse_3(buf: memoryview, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -600,28 +457,8 @@ def _d_JoinGroupResponse_JoinGroupResponse_3(buf: memoryview, pos: int) -> tuple
     f_protocol_name, pos = _read_compact_string(buf, pos)
     f_leader, pos = _read_compact_string(buf, pos)
     f_member_id, pos = _read_compact_string(buf, pos)
-    n_members = buf[pos] - 1
-    if n_members < 127 and n_members <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_members, pos = _read_compact_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_JoinGroupResponse_JoinGroupResponseMember_2(buf, pos)
-            f_members.append(x_members)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_members, pos = _read_array(buf, pos, True, _d_JoinGroupResponse_JoinGroupResponseMember_2)
+    u, pos = _read_tags(buf, pos)
     return _C_JoinGroupResponse_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, u), pos
 
 
@@ -631,14 +468,7 @@ def _e_JoinGroupResponse_JoinGroupResponse_3(out: bytearray, ch: list[Chunk] | N
     _write_compact_string(out, o.protocol_name)
     _write_compact_string(out, o.leader)
     _write_compact_string(out, o.member_id)
-    v_members = o.members
-    if v_members is not None and len(v_members) < 127:
-        out.append(len(v_members) + 1)
-    else:
-        _write_compact_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_JoinGroupResponse_JoinGroupResponseMember_2(out, ch, x_members)
+    _write_array(out, ch, o.members, True, False, _e_JoinGroupResponse_JoinGroupResponseMember_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -658,28 +488,8 @@ def _d_JoinGroupResponse_JoinGroupResponse_4(buf: memoryview, pos: int) -> tuple
     f_protocol_name, pos = _read_compact_nullable_string(buf, pos)
     f_leader, pos = _read_compact_string(buf, pos)
     f_member_id, pos = _read_compact_string(buf, pos)
-    n_members = buf[pos] - 1
-    if n_members < 127 and n_members <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_members, pos = _read_compact_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_JoinGroupResponse_JoinGroupResponseMember_2(buf, pos)
-            f_members.append(x_members)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_members, pos = _read_array(buf, pos, True, _d_JoinGroupResponse_JoinGroupResponseMember_2)
+    u, pos = _read_tags(buf, pos)
     return _C_JoinGroupResponse_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members, u), pos
 
 
@@ -690,14 +500,7 @@ def _e_JoinGroupResponse_JoinGroupResponse_4(out: bytearray, ch: list[Chunk] | N
     _write_compact_nullable_string(out, o.protocol_name)
     _write_compact_string(out, o.leader)
     _write_compact_string(out, o.member_id)
-    v_members = o.members
-    if v_members is not None and len(v_members) < 127:
-        out.append(len(v_members) + 1)
-    else:
-        _write_compact_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_JoinGroupResponse_JoinGroupResponseMember_2(out, ch, x_members)
+    _write_array(out, ch, o.members, True, False, _e_JoinGroupResponse_JoinGroupResponseMember_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -719,28 +522,8 @@ def _d_JoinGroupResponse_JoinGroupResponse_5(buf: memoryview, pos: int) -> tuple
     f_skip_assignment, = _S4.unpack_from(buf, pos)
     pos += 1
     f_member_id, pos = _read_compact_string(buf, pos)
-    n_members = buf[pos] - 1
-    if n_members < 127 and n_members <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_members, pos = _read_compact_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_JoinGroupResponse_JoinGroupResponseMember_2(buf, pos)
-            f_members.append(x_members)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_members, pos = _read_array(buf, pos, True, _d_JoinGroupResponse_JoinGroupResponseMember_2)
+    u, pos = _read_tags(buf, pos)
     return _C_JoinGroupResponse_JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, u), pos
 
 
@@ -752,14 +535,7 @@ def _e_JoinGroupResponse_JoinGroupResponse_5(out: bytearray, ch: list[Chunk] | N
     _write_compact_string(out, o.leader)
     out += _S4.pack(o.skip_assignment)
     _write_compact_string(out, o.member_id)
-    v_members = o.members
-    if v_members is not None and len(v_members) < 127:
-        out.append(len(v_members) + 1)
-    else:
-        _write_compact_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_JoinGroupResponse_JoinGroupResponseMember_2(out, ch, x_members)
+    _write_array(out, ch, o.members, True, False, _e_JoinGroupResponse_JoinGroupResponseMember_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

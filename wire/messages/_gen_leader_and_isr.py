@@ -7,23 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -125,24 +121,10 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(buf: memoryview, pos: in
     f_topic_name, pos = _read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+    f_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], False, 0, {}), pos
 
 
@@ -150,15 +132,9 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(out: bytearray, ch: list
     """LeaderAndIsrPartitionState v0."""
     _write_string(out, o.topic_name)
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    _write_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, False, False, 'i')
     out += _S1.pack(o.partition_epoch)
-    v_replicas = o.replicas
-    _write_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
+    _write_fixed_list(out, o.replicas, False, False, 'i')
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(buf: memoryview, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
@@ -169,24 +145,10 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(buf: memoryview, pos: in
     f_topic_name, pos = _read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+    f_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new, 0, {}), pos
@@ -196,15 +158,9 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(out: bytearray, ch: list
     """LeaderAndIsrPartitionState v1."""
     _write_string(out, o.topic_name)
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    _write_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, False, False, 'i')
     out += _S1.pack(o.partition_epoch)
-    v_replicas = o.replicas
-    _write_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
+    _write_fixed_list(out, o.replicas, False, False, 'i')
     out += _S2.pack(o.is_new)
 
 
@@ -214,24 +170,10 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(buf: memoryview, pos: in
     f_replicas: list[int]
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+    f_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new, 0, {}), pos
@@ -240,15 +182,9 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(buf: memoryview, pos: in
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     """LeaderAndIsrPartitionState v2."""
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    _write_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, False, False, 'i')
     out += _S1.pack(o.partition_epoch)
-    v_replicas = o.replicas
-    _write_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
+    _write_fixed_list(out, o.replicas, False, False, 'i')
     out += _S2.pack(o.is_new)
 
 
@@ -260,40 +196,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf: memoryview, pos: in
     f_removing_replicas: list[int]
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_adding_replicas, pos = _read_array_len(buf, pos)
-    if n_adding_replicas < 0:
-        raise DecodeError('null in non-nullable array adding_replicas')
-    else:
-        if n_adding_replicas == 0:
-            f_adding_replicas = []
-        else:
-            f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
-    n_removing_replicas, pos = _read_array_len(buf, pos)
-    if n_removing_replicas < 0:
-        raise DecodeError('null in non-nullable array removing_replicas')
-    else:
-        if n_removing_replicas == 0:
-            f_removing_replicas = []
-        else:
-            f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
+    f_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
+    f_adding_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
+    f_removing_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, 0, {}), pos
@@ -302,23 +210,11 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf: memoryview, pos: in
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     """LeaderAndIsrPartitionState v3."""
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    _write_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, False, False, 'i')
     out += _S1.pack(o.partition_epoch)
-    v_replicas = o.replicas
-    _write_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
-    v_adding_replicas = o.adding_replicas
-    _write_array_len(out, v_adding_replicas, False)
-    if v_adding_replicas:
-        out += _pack('>%di' % len(v_adding_replicas), *v_adding_replicas)
-    v_removing_replicas = o.removing_replicas
-    _write_array_len(out, v_removing_replicas, False)
-    if v_removing_replicas:
-        out += _pack('>%di' % len(v_removing_replicas), *v_removing_replicas)
+    _write_fixed_list(out, o.replicas, False, False, 'i')
+    _write_fixed_list(out, o.adding_replicas, False, False, 'i')
+    _write_fixed_list(out, o.removing_replicas, False, False, 'i')
     out += _S2.pack(o.is_new)
 
 
@@ -330,103 +226,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf: memoryview, pos: in
     f_removing_replicas: list[int]
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr = buf[pos] - 1
-    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_isr, pos = _read_compact_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, True, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas = buf[pos] - 1
-    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_adding_replicas = buf[pos] - 1
-    if n_adding_replicas < 127 and n_adding_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_adding_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_adding_replicas < 0:
-        raise DecodeError('null in non-nullable array adding_replicas')
-    else:
-        if n_adding_replicas == 0:
-            f_adding_replicas = []
-        else:
-            f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
-    n_removing_replicas = buf[pos] - 1
-    if n_removing_replicas < 127 and n_removing_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_removing_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_removing_replicas < 0:
-        raise DecodeError('null in non-nullable array removing_replicas')
-    else:
-        if n_removing_replicas == 0:
-            f_removing_replicas = []
-        else:
-            f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
+    f_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_adding_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_removing_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
     f_is_new, = _S2.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, 0, u), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     """LeaderAndIsrPartitionState v4-5."""
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    if v_isr is not None and len(v_isr) < 127:
-        out.append(len(v_isr) + 1)
-    else:
-        _write_compact_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, True, False, 'i')
     out += _S1.pack(o.partition_epoch)
-    v_replicas = o.replicas
-    if v_replicas is not None and len(v_replicas) < 127:
-        out.append(len(v_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
-    v_adding_replicas = o.adding_replicas
-    if v_adding_replicas is not None and len(v_adding_replicas) < 127:
-        out.append(len(v_adding_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_adding_replicas, False)
-    if v_adding_replicas:
-        out += _pack('>%di' % len(v_adding_replicas), *v_adding_replicas)
-    v_removing_replicas = o.removing_replicas
-    if v_removing_replicas is not None and len(v_removing_replicas) < 127:
-        out.append(len(v_removing_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_removing_replicas, False)
-    if v_removing_replicas:
-        out += _pack('>%di' % len(v_removing_replicas), *v_removing_replicas)
+    _write_fixed_list(out, o.replicas, True, False, 'i')
+    _write_fixed_list(out, o.adding_replicas, True, False, 'i')
+    _write_fixed_list(out, o.removing_replicas, True, False, 'i')
     out += _S2.pack(o.is_new)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -442,103 +261,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf: memoryview, pos: in
     f_removing_replicas: list[int]
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr = buf[pos] - 1
-    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_isr, pos = _read_compact_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, True, 'i', 4)
     f_partition_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas = buf[pos] - 1
-    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_adding_replicas = buf[pos] - 1
-    if n_adding_replicas < 127 and n_adding_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_adding_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_adding_replicas < 0:
-        raise DecodeError('null in non-nullable array adding_replicas')
-    else:
-        if n_adding_replicas == 0:
-            f_adding_replicas = []
-        else:
-            f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
-    n_removing_replicas = buf[pos] - 1
-    if n_removing_replicas < 127 and n_removing_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_removing_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_removing_replicas < 0:
-        raise DecodeError('null in non-nullable array removing_replicas')
-    else:
-        if n_removing_replicas == 0:
-            f_removing_replicas = []
-        else:
-            f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
+    f_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_adding_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_removing_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
     f_is_new, f_leader_recovery_state = _S3.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, u), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     """LeaderAndIsrPartitionState v6-7."""
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    if v_isr is not None and len(v_isr) < 127:
-        out.append(len(v_isr) + 1)
-    else:
-        _write_compact_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, True, False, 'i')
     out += _S1.pack(o.partition_epoch)
-    v_replicas = o.replicas
-    if v_replicas is not None and len(v_replicas) < 127:
-        out.append(len(v_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
-    v_adding_replicas = o.adding_replicas
-    if v_adding_replicas is not None and len(v_adding_replicas) < 127:
-        out.append(len(v_adding_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_adding_replicas, False)
-    if v_adding_replicas:
-        out += _pack('>%di' % len(v_adding_replicas), *v_adding_replicas)
-    v_removing_replicas = o.removing_replicas
-    if v_removing_replicas is not None and len(v_removing_replicas) < 127:
-        out.append(len(v_removing_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_removing_replicas, False)
-    if v_removing_replicas:
-        out += _pack('>%di' % len(v_removing_replicas), *v_removing_replicas)
+    _write_fixed_list(out, o.replicas, True, False, 'i')
+    _write_fixed_list(out, o.adding_replicas, True, False, 'i')
+    _write_fixed_list(out, o.removing_replicas, True, False, 'i')
     out += _S3.pack(o.is_new, o.leader_recovery_state)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -551,25 +293,14 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_0(buf: memoryview, pos: int) -
     f_topic_name: str
     f_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
     f_topic_name, pos = _read_string(buf, pos)
-    n_partition_states, pos = _read_array_len(buf, pos)
-    if n_partition_states < 0:
-        raise DecodeError('null in non-nullable array partition_states')
-    else:
-        f_partition_states = []
-        for _ in range(n_partition_states):
-            x_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(buf, pos)
-            f_partition_states.append(x_partition_states)
+    f_partition_states, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2)
     return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, _ZERO_UUID, f_partition_states, {}), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_0(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     """LeaderAndIsrTopicState v2."""
     _write_string(out, o.topic_name)
-    v_partition_states = o.partition_states
-    _write_array_len(out, v_partition_states, False)
-    if v_partition_states:
-        for x_partition_states in v_partition_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(out, ch, x_partition_states)
+    _write_array(out, ch, o.partition_states, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2)
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_1(buf: memoryview, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
@@ -577,25 +308,14 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_1(buf: memoryview, pos: int) -
     f_topic_name: str
     f_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
     f_topic_name, pos = _read_string(buf, pos)
-    n_partition_states, pos = _read_array_len(buf, pos)
-    if n_partition_states < 0:
-        raise DecodeError('null in non-nullable array partition_states')
-    else:
-        f_partition_states = []
-        for _ in range(n_partition_states):
-            x_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf, pos)
-            f_partition_states.append(x_partition_states)
+    f_partition_states, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3)
     return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, _ZERO_UUID, f_partition_states, {}), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_1(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     """LeaderAndIsrTopicState v3."""
     _write_string(out, o.topic_name)
-    v_partition_states = o.partition_states
-    _write_array_len(out, v_partition_states, False)
-    if v_partition_states:
-        for x_partition_states in v_partition_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(out, ch, x_partition_states)
+    _write_array(out, ch, o.partition_states, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3)
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(buf: memoryview, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
@@ -603,42 +323,15 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(buf: memoryview, pos: int) -
     f_topic_name: str
     f_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partition_states = buf[pos] - 1
-    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_states, pos = _read_compact_array_len(buf, pos)
-    if n_partition_states < 0:
-        raise DecodeError('null in non-nullable array partition_states')
-    else:
-        f_partition_states = []
-        for _ in range(n_partition_states):
-            x_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf, pos)
-            f_partition_states.append(x_partition_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_states, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, _ZERO_UUID, f_partition_states, u), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     """LeaderAndIsrTopicState v4."""
     _write_compact_string(out, o.topic_name)
-    v_partition_states = o.partition_states
-    if v_partition_states is not None and len(v_partition_states) < 127:
-        out.append(len(v_partition_states) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_states, False)
-    if v_partition_states:
-        for x_partition_states in v_partition_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(out, ch, x_partition_states)
+    _write_array(out, ch, o.partition_states, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -653,28 +346,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(buf: memoryview, pos: int) -
     f_topic_id, = _S4.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partition_states = buf[pos] - 1
-    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_states, pos = _read_compact_array_len(buf, pos)
-    if n_partition_states < 0:
-        raise DecodeError('null in non-nullable array partition_states')
-    else:
-        f_partition_states = []
-        for _ in range(n_partition_states):
-            x_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf, pos)
-            f_partition_states.append(x_partition_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_states, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states, u), pos
 
 
@@ -682,14 +355,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(out: bytearray, ch: list[Chu
     """LeaderAndIsrTopicState v5."""
     _write_compact_string(out, o.topic_name)
     out += _S4.pack(o.topic_id.bytes)
-    v_partition_states = o.partition_states
-    if v_partition_states is not None and len(v_partition_states) < 127:
-        out.append(len(v_partition_states) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_states, False)
-    if v_partition_states:
-        for x_partition_states in v_partition_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(out, ch, x_partition_states)
+    _write_array(out, ch, o.partition_states, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -704,28 +370,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf: memoryview, pos: int) -
     f_topic_id, = _S4.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partition_states = buf[pos] - 1
-    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_states, pos = _read_compact_array_len(buf, pos)
-    if n_partition_states < 0:
-        raise DecodeError('null in non-nullable array partition_states')
-    else:
-        f_partition_states = []
-        for _ in range(n_partition_states):
-            x_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf, pos)
-            f_partition_states.append(x_partition_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_states, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states, u), pos
 
 
@@ -733,14 +379,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(out: bytearray, ch: list[Chu
     """LeaderAndIsrTopicState v6-7."""
     _write_compact_string(out, o.topic_name)
     out += _S4.pack(o.topic_id.bytes)
-    v_partition_states = o.partition_states
-    if v_partition_states is not None and len(v_partition_states) < 127:
-        out.append(len(v_partition_states) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_states, False)
-    if v_partition_states:
-        for x_partition_states in v_partition_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(out, ch, x_partition_states)
+    _write_array(out, ch, o.partition_states, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -773,16 +412,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf: memoryview, pos: int) -
     f_host_name, pos = _read_compact_string(buf, pos)
     f_port, = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrLiveLeader(f_broker_id, f_host_name, f_port, u), pos
 
 
@@ -803,38 +433,16 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_0(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch = _S5.unpack_from(buf, pos)
     pos += 8
-    n_ungrouped_partition_states, pos = _read_array_len(buf, pos)
-    if n_ungrouped_partition_states < 0:
-        raise DecodeError('null in non-nullable array ungrouped_partition_states')
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n_ungrouped_partition_states):
-            x_ungrouped_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(buf, pos)
-            f_ungrouped_partition_states.append(x_ungrouped_partition_states)
-    n_live_leaders, pos = _read_array_len(buf, pos)
-    if n_live_leaders < 0:
-        raise DecodeError('null in non-nullable array live_leaders')
-    else:
-        f_live_leaders = []
-        for _ in range(n_live_leaders):
-            x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(buf, pos)
-            f_live_leaders.append(x_live_leaders)
+    f_ungrouped_partition_states, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0)
+    f_live_leaders, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0)
     return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, -1, 0, f_ungrouped_partition_states, [], f_live_leaders, {}), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_0(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest) -> None:
     """LeaderAndIsrRequest v0."""
     out += _S5.pack(o.controller_id, o.controller_epoch)
-    v_ungrouped_partition_states = o.ungrouped_partition_states
-    _write_array_len(out, v_ungrouped_partition_states, False)
-    if v_ungrouped_partition_states:
-        for x_ungrouped_partition_states in v_ungrouped_partition_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(out, ch, x_ungrouped_partition_states)
-    v_live_leaders = o.live_leaders
-    _write_array_len(out, v_live_leaders, False)
-    if v_live_leaders:
-        for x_live_leaders in v_live_leaders:
-            _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(out, ch, x_live_leaders)
+    _write_array(out, ch, o.ungrouped_partition_states, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0)
+    _write_array(out, ch, o.live_leaders, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0)
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_1(buf: memoryview, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -843,38 +451,16 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_1(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch = _S5.unpack_from(buf, pos)
     pos += 8
-    n_ungrouped_partition_states, pos = _read_array_len(buf, pos)
-    if n_ungrouped_partition_states < 0:
-        raise DecodeError('null in non-nullable array ungrouped_partition_states')
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n_ungrouped_partition_states):
-            x_ungrouped_partition_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(buf, pos)
-            f_ungrouped_partition_states.append(x_ungrouped_partition_states)
-    n_live_leaders, pos = _read_array_len(buf, pos)
-    if n_live_leaders < 0:
-        raise DecodeError('null in non-nullable array live_leaders')
-    else:
-        f_live_leaders = []
-        for _ in range(n_live_leaders):
-            x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(buf, pos)
-            f_live_leaders.append(x_live_leaders)
+    f_ungrouped_partition_states, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1)
+    f_live_leaders, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0)
     return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, -1, 0, f_ungrouped_partition_states, [], f_live_leaders, {}), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_1(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest) -> None:
     """LeaderAndIsrRequest v1."""
     out += _S5.pack(o.controller_id, o.controller_epoch)
-    v_ungrouped_partition_states = o.ungrouped_partition_states
-    _write_array_len(out, v_ungrouped_partition_states, False)
-    if v_ungrouped_partition_states:
-        for x_ungrouped_partition_states in v_ungrouped_partition_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(out, ch, x_ungrouped_partition_states)
-    v_live_leaders = o.live_leaders
-    _write_array_len(out, v_live_leaders, False)
-    if v_live_leaders:
-        for x_live_leaders in v_live_leaders:
-            _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(out, ch, x_live_leaders)
+    _write_array(out, ch, o.ungrouped_partition_states, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1)
+    _write_array(out, ch, o.live_leaders, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0)
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_2(buf: memoryview, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -883,38 +469,16 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_2(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S6.unpack_from(buf, pos)
     pos += 16
-    n_topic_states, pos = _read_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_0(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_leaders, pos = _read_array_len(buf, pos)
-    if n_live_leaders < 0:
-        raise DecodeError('null in non-nullable array live_leaders')
-    else:
-        f_live_leaders = []
-        for _ in range(n_live_leaders):
-            x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(buf, pos)
-            f_live_leaders.append(x_live_leaders)
+    f_topic_states, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_0)
+    f_live_leaders, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0)
     return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders, {}), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_2(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest) -> None:
     """LeaderAndIsrRequest v2."""
     out += _S6.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v_topic_states = o.topic_states
-    _write_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_0(out, ch, x_topic_states)
-    v_live_leaders = o.live_leaders
-    _write_array_len(out, v_live_leaders, False)
-    if v_live_leaders:
-        for x_live_leaders in v_live_leaders:
-            _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(out, ch, x_live_leaders)
+    _write_array(out, ch, o.topic_states, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_0)
+    _write_array(out, ch, o.live_leaders, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0)
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_3(buf: memoryview, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -923,38 +487,16 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_3(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S6.unpack_from(buf, pos)
     pos += 16
-    n_topic_states, pos = _read_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_1(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_leaders, pos = _read_array_len(buf, pos)
-    if n_live_leaders < 0:
-        raise DecodeError('null in non-nullable array live_leaders')
-    else:
-        f_live_leaders = []
-        for _ in range(n_live_leaders):
-            x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(buf, pos)
-            f_live_leaders.append(x_live_leaders)
+    f_topic_states, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_1)
+    f_live_leaders, pos = _read_array(buf, pos, False, _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0)
     return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders, {}), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_3(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest) -> None:
     """LeaderAndIsrRequest v3."""
     out += _S6.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v_topic_states = o.topic_states
-    _write_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_1(out, ch, x_topic_states)
-    v_live_leaders = o.live_leaders
-    _write_array_len(out, v_live_leaders, False)
-    if v_live_leaders:
-        for x_live_leaders in v_live_leaders:
-            _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(out, ch, x_live_leaders)
+    _write_array(out, ch, o.topic_states, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_1)
+    _write_array(out, ch, o.live_leaders, False, False, _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0)
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_4(buf: memoryview, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -963,62 +505,17 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_4(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S6.unpack_from(buf, pos)
     pos += 16
-    n_topic_states = buf[pos] - 1
-    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_states, pos = _read_compact_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_leaders = buf[pos] - 1
-    if n_live_leaders < 127 and n_live_leaders <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_live_leaders, pos = _read_compact_array_len(buf, pos)
-    if n_live_leaders < 0:
-        raise DecodeError('null in non-nullable array live_leaders')
-    else:
-        f_live_leaders = []
-        for _ in range(n_live_leaders):
-            x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, pos)
-            f_live_leaders.append(x_live_leaders)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_states, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2)
+    f_live_leaders, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders, u), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_4(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest) -> None:
     """LeaderAndIsrRequest v4."""
     out += _S6.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v_topic_states = o.topic_states
-    if v_topic_states is not None and len(v_topic_states) < 127:
-        out.append(len(v_topic_states) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(out, ch, x_topic_states)
-    v_live_leaders = o.live_leaders
-    if v_live_leaders is not None and len(v_live_leaders) < 127:
-        out.append(len(v_live_leaders) + 1)
-    else:
-        _write_compact_array_len(out, v_live_leaders, False)
-    if v_live_leaders:
-        for x_live_leaders in v_live_leaders:
-            _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(out, ch, x_live_leaders)
+    _write_array(out, ch, o.topic_states, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_2)
+    _write_array(out, ch, o.live_leaders, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1031,62 +528,17 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_5(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch, f_broker_epoch, f_type = _S7.unpack_from(buf, pos)
     pos += 17
-    n_topic_states = buf[pos] - 1
-    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_states, pos = _read_compact_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_leaders = buf[pos] - 1
-    if n_live_leaders < 127 and n_live_leaders <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_live_leaders, pos = _read_compact_array_len(buf, pos)
-    if n_live_leaders < 0:
-        raise DecodeError('null in non-nullable array live_leaders')
-    else:
-        f_live_leaders = []
-        for _ in range(n_live_leaders):
-            x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, pos)
-            f_live_leaders.append(x_live_leaders)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_states, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3)
+    f_live_leaders, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders, u), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_5(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest) -> None:
     """LeaderAndIsrRequest v5."""
     out += _S7.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
-    v_topic_states = o.topic_states
-    if v_topic_states is not None and len(v_topic_states) < 127:
-        out.append(len(v_topic_states) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(out, ch, x_topic_states)
-    v_live_leaders = o.live_leaders
-    if v_live_leaders is not None and len(v_live_leaders) < 127:
-        out.append(len(v_live_leaders) + 1)
-    else:
-        _write_compact_array_len(out, v_live_leaders, False)
-    if v_live_leaders:
-        for x_live_leaders in v_live_leaders:
-            _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(out, ch, x_live_leaders)
+    _write_array(out, ch, o.topic_states, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3)
+    _write_array(out, ch, o.live_leaders, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1099,62 +551,17 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_6(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_controller_epoch, f_broker_epoch, f_type = _S7.unpack_from(buf, pos)
     pos += 17
-    n_topic_states = buf[pos] - 1
-    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_states, pos = _read_compact_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_leaders = buf[pos] - 1
-    if n_live_leaders < 127 and n_live_leaders <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_live_leaders, pos = _read_compact_array_len(buf, pos)
-    if n_live_leaders < 0:
-        raise DecodeError('null in non-nullable array live_leaders')
-    else:
-        f_live_leaders = []
-        for _ in range(n_live_leaders):
-            x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, pos)
-            f_live_leaders.append(x_live_leaders)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_states, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4)
+    f_live_leaders, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders, u), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_6(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest) -> None:
     """LeaderAndIsrRequest v6."""
     out += _S7.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
-    v_topic_states = o.topic_states
-    if v_topic_states is not None and len(v_topic_states) < 127:
-        out.append(len(v_topic_states) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(out, ch, x_topic_states)
-    v_live_leaders = o.live_leaders
-    if v_live_leaders is not None and len(v_live_leaders) < 127:
-        out.append(len(v_live_leaders) + 1)
-    else:
-        _write_compact_array_len(out, v_live_leaders, False)
-    if v_live_leaders:
-        for x_live_leaders in v_live_leaders:
-            _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(out, ch, x_live_leaders)
+    _write_array(out, ch, o.topic_states, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4)
+    _write_array(out, ch, o.live_leaders, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1167,62 +574,17 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_7(buf: memoryview, pos: int) -> t
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type = _S8.unpack_from(buf, pos)
     pos += 18
-    n_topic_states = buf[pos] - 1
-    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_states, pos = _read_compact_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_leaders = buf[pos] - 1
-    if n_live_leaders < 127 and n_live_leaders <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_live_leaders, pos = _read_compact_array_len(buf, pos)
-    if n_live_leaders < 0:
-        raise DecodeError('null in non-nullable array live_leaders')
-    else:
-        f_live_leaders = []
-        for _ in range(n_live_leaders):
-            x_live_leaders, pos = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, pos)
-            f_live_leaders.append(x_live_leaders)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_states, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4)
+    f_live_leaders, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders, u), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_7(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest) -> None:
     """LeaderAndIsrRequest v7."""
     out += _S8.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type)
-    v_topic_states = o.topic_states
-    if v_topic_states is not None and len(v_topic_states) < 127:
-        out.append(len(v_topic_states) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(out, ch, x_topic_states)
-    v_live_leaders = o.live_leaders
-    if v_live_leaders is not None and len(v_live_leaders) < 127:
-        out.append(len(v_live_leaders) + 1)
-    else:
-        _write_compact_array_len(out, v_live_leaders, False)
-    if v_live_leaders:
-        for x_live_leaders in v_live_leaders:
-            _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(out, ch, x_live_leaders)
+    _write_array(out, ch, o.topic_states, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4)
+    _write_array(out, ch, o.live_leaders, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1305,16 +667,7 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(buf: memoryview, pos: i
     f_topic_name, pos = _read_compact_string(buf, pos)
     f_partition_index, f_error_code = _S9.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrResponse_LeaderAndIsrPartitionError(f_topic_name, f_partition_index, f_error_code, u), pos
 
 
@@ -1332,16 +685,7 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2(buf: memoryview, pos: i
     """LeaderAndIsrPartitionError v5-7."""
     f_partition_index, f_error_code = _S9.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrResponse_LeaderAndIsrPartitionError('', f_partition_index, f_error_code, u), pos
 
 
@@ -1360,42 +704,15 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(buf: memoryview, pos: int) 
     f_topic_id, = _S4.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partition_errors = buf[pos] - 1
-    if n_partition_errors < 127 and n_partition_errors <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_errors, pos = _read_compact_array_len(buf, pos)
-    if n_partition_errors < 0:
-        raise DecodeError('null in non-nullable array partition_errors')
-    else:
-        f_partition_errors = []
-        for _ in range(n_partition_errors):
-            x_partition_errors, pos = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2(buf, pos)
-            f_partition_errors.append(x_partition_errors)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_errors, pos = _read_array(buf, pos, True, _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrResponse_LeaderAndIsrTopicError(f_topic_id, f_partition_errors, u), pos
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrResponse.LeaderAndIsrTopicError) -> None:
     """LeaderAndIsrTopicError v5-7."""
     out += _S4.pack(o.topic_id.bytes)
-    v_partition_errors = o.partition_errors
-    if v_partition_errors is not None and len(v_partition_errors) < 127:
-        out.append(len(v_partition_errors) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_errors, False)
-    if v_partition_errors:
-        for x_partition_errors in v_partition_errors:
-            _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2(out, ch, x_partition_errors)
+    _write_array(out, ch, o.partition_errors, True, False, _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1407,25 +724,14 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_0(buf: memoryview, pos: int) ->
     f_partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
     f_error_code, = _S10.unpack_from(buf, pos)
     pos += 2
-    n_partition_errors, pos = _read_array_len(buf, pos)
-    if n_partition_errors < 0:
-        raise DecodeError('null in non-nullable array partition_errors')
-    else:
-        f_partition_errors = []
-        for _ in range(n_partition_errors):
-            x_partition_errors, pos = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_0(buf, pos)
-            f_partition_errors.append(x_partition_errors)
+    f_partition_errors, pos = _read_array(buf, pos, False, _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_0)
     return _C_LeaderAndIsrResponse_LeaderAndIsrResponse(f_error_code, f_partition_errors, [], {}), pos
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_0(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrResponse) -> None:
     """LeaderAndIsrResponse v0-3."""
     out += _S10.pack(o.error_code)
-    v_partition_errors = o.partition_errors
-    _write_array_len(out, v_partition_errors, False)
-    if v_partition_errors:
-        for x_partition_errors in v_partition_errors:
-            _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_0(out, ch, x_partition_errors)
+    _write_array(out, ch, o.partition_errors, False, False, _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_0)
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_1(buf: memoryview, pos: int) -> tuple[LeaderAndIsrResponse, int]:
@@ -1433,42 +739,15 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_1(buf: memoryview, pos: int) ->
     f_partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
     f_error_code, = _S10.unpack_from(buf, pos)
     pos += 2
-    n_partition_errors = buf[pos] - 1
-    if n_partition_errors < 127 and n_partition_errors <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_errors, pos = _read_compact_array_len(buf, pos)
-    if n_partition_errors < 0:
-        raise DecodeError('null in non-nullable array partition_errors')
-    else:
-        f_partition_errors = []
-        for _ in range(n_partition_errors):
-            x_partition_errors, pos = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(buf, pos)
-            f_partition_errors.append(x_partition_errors)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_errors, pos = _read_array(buf, pos, True, _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrResponse_LeaderAndIsrResponse(f_error_code, f_partition_errors, [], u), pos
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_1(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrResponse) -> None:
     """LeaderAndIsrResponse v4."""
     out += _S10.pack(o.error_code)
-    v_partition_errors = o.partition_errors
-    if v_partition_errors is not None and len(v_partition_errors) < 127:
-        out.append(len(v_partition_errors) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_errors, False)
-    if v_partition_errors:
-        for x_partition_errors in v_partition_errors:
-            _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(out, ch, x_partition_errors)
+    _write_array(out, ch, o.partition_errors, True, False, _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1480,42 +759,15 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_2(buf: memoryview, pos: int) ->
     f_topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError]
     f_error_code, = _S10.unpack_from(buf, pos)
     pos += 2
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_0)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaderAndIsrResponse_LeaderAndIsrResponse(f_error_code, [], f_topics, u), pos
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_2(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrResponse) -> None:
     """LeaderAndIsrResponse v5-7."""
     out += _S10.pack(o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

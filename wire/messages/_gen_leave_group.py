@@ -7,24 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -102,16 +97,7 @@ def _d_LeaveGroupRequest_MemberIdentity_1(buf: memoryview, pos: int) -> tuple[Le
     f_group_instance_id: str | None
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, None, u), pos
 
 
@@ -133,16 +119,7 @@ def _d_LeaveGroupRequest_MemberIdentity_2(buf: memoryview, pos: int) -> tuple[Le
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_reason, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, f_reason, u), pos
 
 
@@ -177,25 +154,14 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_1(buf: memoryview, pos: int) -> tuple
     f_group_id: str
     f_members: list[LeaveGroupRequest.MemberIdentity]
     f_group_id, pos = _read_string(buf, pos)
-    n_members, pos = _read_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_LeaveGroupRequest_MemberIdentity_0(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, False, _d_LeaveGroupRequest_MemberIdentity_0)
     return _C_LeaveGroupRequest_LeaveGroupRequest(f_group_id, '', f_members, {}), pos
 
 
 def _e_LeaveGroupRequest_LeaveGroupRequest_1(out: bytearray, ch: list[Chunk] | None, o: LeaveGroupRequest) -> None:
     """LeaveGroupRequest v3."""
     _write_string(out, o.group_id)
-    v_members = o.members
-    _write_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_LeaveGroupRequest_MemberIdentity_0(out, ch, x_members)
+    _write_array(out, ch, o.members, False, False, _e_LeaveGroupRequest_MemberIdentity_0)
 
 
 def _d_LeaveGroupRequest_LeaveGroupRequest_2(buf: memoryview, pos: int) -> tuple[LeaveGroupRequest, int]:
@@ -203,42 +169,15 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_2(buf: memoryview, pos: int) -> tuple
     f_group_id: str
     f_members: list[LeaveGroupRequest.MemberIdentity]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_members = buf[pos] - 1
-    if n_members < 127 and n_members <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_members, pos = _read_compact_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_LeaveGroupRequest_MemberIdentity_1(buf, pos)
-            f_members.append(x_members)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_members, pos = _read_array(buf, pos, True, _d_LeaveGroupRequest_MemberIdentity_1)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaveGroupRequest_LeaveGroupRequest(f_group_id, '', f_members, u), pos
 
 
 def _e_LeaveGroupRequest_LeaveGroupRequest_2(out: bytearray, ch: list[Chunk] | None, o: LeaveGroupRequest) -> None:
     """LeaveGroupRequest v4."""
     _write_compact_string(out, o.group_id)
-    v_members = o.members
-    if v_members is not None and len(v_members) < 127:
-        out.append(len(v_members) + 1)
-    else:
-        _write_compact_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_LeaveGroupRequest_MemberIdentity_1(out, ch, x_members)
+    _write_array(out, ch, o.members, True, False, _e_LeaveGroupRequest_MemberIdentity_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -250,42 +189,15 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_3(buf: memoryview, pos: int) -> tuple
     f_group_id: str
     f_members: list[LeaveGroupRequest.MemberIdentity]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_members = buf[pos] - 1
-    if n_members < 127 and n_members <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_members, pos = _read_compact_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_LeaveGroupRequest_MemberIdentity_2(buf, pos)
-            f_members.append(x_members)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_members, pos = _read_array(buf, pos, True, _d_LeaveGroupRequest_MemberIdentity_2)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaveGroupRequest_LeaveGroupRequest(f_group_id, '', f_members, u), pos
 
 
 def _e_LeaveGroupRequest_LeaveGroupRequest_3(out: bytearray, ch: list[Chunk] | None, o: LeaveGroupRequest) -> None:
     """LeaveGroupRequest v5."""
     _write_compact_string(out, o.group_id)
-    v_members = o.members
-    if v_members is not None and len(v_members) < 127:
-        out.append(len(v_members) + 1)
-    else:
-        _write_compact_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_LeaveGroupRequest_MemberIdentity_2(out, ch, x_members)
+    _write_array(out, ch, o.members, True, False, _e_LeaveGroupRequest_MemberIdentity_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -366,16 +278,7 @@ def _d_LeaveGroupResponse_MemberResponse_1(buf: memoryview, pos: int) -> tuple[L
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code, u), pos
 
 
@@ -419,25 +322,14 @@ def _d_LeaveGroupResponse_LeaveGroupResponse_2(buf: memoryview, pos: int) -> tup
     f_members: list[LeaveGroupResponse.MemberResponse]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_members, pos = _read_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_LeaveGroupResponse_MemberResponse_0(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, False, _d_LeaveGroupResponse_MemberResponse_0)
     return _C_LeaveGroupResponse_LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members, {}), pos
 
 
 def _e_LeaveGroupResponse_LeaveGroupResponse_2(out: bytearray, ch: list[Chunk] | None, o: LeaveGroupResponse) -> None:
     """LeaveGroupResponse v3."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    v_members = o.members
-    _write_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_LeaveGroupResponse_MemberResponse_0(out, ch, x_members)
+    _write_array(out, ch, o.members, False, False, _e_LeaveGroupResponse_MemberResponse_0)
 
 
 def _d_LeaveGroupResponse_LeaveGroupResponse_3(buf: memoryview, pos: int) -> tuple[LeaveGroupResponse, int]:
@@ -445,42 +337,15 @@ def _d_LeaveGroupResponse_LeaveGroupResponse_3(buf: memoryview, pos: int) -> tup
     f_members: list[LeaveGroupResponse.MemberResponse]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_members = buf[pos] - 1
-    if n_members < 127 and n_members <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_members, pos = _read_compact_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_LeaveGroupResponse_MemberResponse_1(buf, pos)
-            f_members.append(x_members)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_members, pos = _read_array(buf, pos, True, _d_LeaveGroupResponse_MemberResponse_1)
+    u, pos = _read_tags(buf, pos)
     return _C_LeaveGroupResponse_LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members, u), pos
 
 
 def _e_LeaveGroupResponse_LeaveGroupResponse_3(out: bytearray, ch: list[Chunk] | None, o: LeaveGroupResponse) -> None:
     """LeaveGroupResponse v4-5."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    v_members = o.members
-    if v_members is not None and len(v_members) < 127:
-        out.append(len(v_members) + 1)
-    else:
-        _write_compact_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_LeaveGroupResponse_MemberResponse_1(out, ch, x_members)
+    _write_array(out, ch, o.members, True, False, _e_LeaveGroupResponse_MemberResponse_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

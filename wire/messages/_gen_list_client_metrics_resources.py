@@ -7,19 +7,16 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
 
@@ -63,16 +60,7 @@ _C_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest = ListCli
 
 def _d_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest_0(buf: memoryview, pos: int) -> tuple[ListClientMetricsResourcesRequest, int]:
     """ListClientMetricsResourcesRequest v0."""
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest(u), pos
 
 
@@ -134,16 +122,7 @@ def _d_ListClientMetricsResourcesResponse_ClientMetricsResource_0(buf: memoryvie
     """ClientMetricsResource v0."""
     f_name: str
     f_name, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListClientMetricsResourcesResponse_ClientMetricsResource(f_name, u), pos
 
 
@@ -161,42 +140,15 @@ def _d_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_0(b
     f_client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource]
     f_throttle_time_ms, f_error_code = _S0.unpack_from(buf, pos)
     pos += 6
-    n_client_metrics_resources = buf[pos] - 1
-    if n_client_metrics_resources < 127 and n_client_metrics_resources <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_client_metrics_resources, pos = _read_compact_array_len(buf, pos)
-    if n_client_metrics_resources < 0:
-        raise DecodeError('null in non-nullable array client_metrics_resources')
-    else:
-        f_client_metrics_resources = []
-        for _ in range(n_client_metrics_resources):
-            x_client_metrics_resources, pos = _d_ListClientMetricsResourcesResponse_ClientMetricsResource_0(buf, pos)
-            f_client_metrics_resources.append(x_client_metrics_resources)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_client_metrics_resources, pos = _read_array(buf, pos, True, _d_ListClientMetricsResourcesResponse_ClientMetricsResource_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse(f_throttle_time_ms, f_error_code, f_client_metrics_resources, u), pos
 
 
 def _e_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_0(out: bytearray, ch: list[Chunk] | None, o: ListClientMetricsResourcesResponse) -> None:
     """ListClientMetricsResourcesResponse v0."""
     out += _S0.pack(o.throttle_time_ms, o.error_code)
-    v_client_metrics_resources = o.client_metrics_resources
-    if v_client_metrics_resources is not None and len(v_client_metrics_resources) < 127:
-        out.append(len(v_client_metrics_resources) + 1)
-    else:
-        _write_compact_array_len(out, v_client_metrics_resources, False)
-    if v_client_metrics_resources:
-        for x_client_metrics_resources in v_client_metrics_resources:
-            _e_ListClientMetricsResourcesResponse_ClientMetricsResource_0(out, ch, x_client_metrics_resources)
+    _write_array(out, ch, o.client_metrics_resources, True, False, _e_ListClientMetricsResourcesResponse_ClientMetricsResource_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,22 +7,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -80,16 +76,7 @@ def _e_ListGroupsRequest_ListGroupsRequest_0(out: bytearray, ch: list[Chunk] | N
 
 def _d_ListGroupsRequest_ListGroupsRequest_1(buf: memoryview, pos: int) -> tuple[ListGroupsRequest, int]:
     """ListGroupsRequest v3."""
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListGroupsRequest_ListGroupsRequest([], [], u), pos
 
 
@@ -104,41 +91,14 @@ def _e_ListGroupsRequest_ListGroupsRequest_1(out: bytearray, ch: list[Chunk] | N
 def _d_ListGroupsRequest_ListGroupsRequest_2(buf: memoryview, pos: int) -> tuple[ListGroupsRequest, int]:
     """ListGroupsRequest v4."""
     f_states_filter: list[str]
-    n_states_filter = buf[pos] - 1
-    if n_states_filter < 127 and n_states_filter <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_states_filter, pos = _read_compact_array_len(buf, pos)
-    if n_states_filter < 0:
-        raise DecodeError('null in non-nullable array states_filter')
-    else:
-        f_states_filter = []
-        for _ in range(n_states_filter):
-            x_states_filter, pos = _read_compact_string(buf, pos)
-            f_states_filter.append(x_states_filter)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_states_filter, pos = _read_array(buf, pos, True, _read_compact_string)
+    u, pos = _read_tags(buf, pos)
     return _C_ListGroupsRequest_ListGroupsRequest(f_states_filter, [], u), pos
 
 
 def _e_ListGroupsRequest_ListGroupsRequest_2(out: bytearray, ch: list[Chunk] | None, o: ListGroupsRequest) -> None:
     """ListGroupsRequest v4."""
-    v_states_filter = o.states_filter
-    if v_states_filter is not None and len(v_states_filter) < 127:
-        out.append(len(v_states_filter) + 1)
-    else:
-        _write_compact_array_len(out, v_states_filter, False)
-    if v_states_filter:
-        for x_states_filter in v_states_filter:
-            _write_compact_string(out, x_states_filter)
+    _write_plain_array(out, o.states_filter, True, False, _write_compact_string)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -149,61 +109,16 @@ def _d_ListGroupsRequest_ListGroupsRequest_3(buf: memoryview, pos: int) -> tuple
     """ListGroupsRequest v5."""
     f_states_filter: list[str]
     f_types_filter: list[str]
-    n_states_filter = buf[pos] - 1
-    if n_states_filter < 127 and n_states_filter <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_states_filter, pos = _read_compact_array_len(buf, pos)
-    if n_states_filter < 0:
-        raise DecodeError('null in non-nullable array states_filter')
-    else:
-        f_states_filter = []
-        for _ in range(n_states_filter):
-            x_states_filter, pos = _read_compact_string(buf, pos)
-            f_states_filter.append(x_states_filter)
-    n_types_filter = buf[pos] - 1
-    if n_types_filter < 127 and n_types_filter <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_types_filter, pos = _read_compact_array_len(buf, pos)
-    if n_types_filter < 0:
-        raise DecodeError('null in non-nullable array types_filter')
-    else:
-        f_types_filter = []
-        for _ in range(n_types_filter):
-            x_types_filter, pos = _read_compact_string(buf, pos)
-            f_types_filter.append(x_types_filter)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_states_filter, pos = _read_array(buf, pos, True, _read_compact_string)
+    f_types_filter, pos = _read_array(buf, pos, True, _read_compact_string)
+    u, pos = _read_tags(buf, pos)
     return _C_ListGroupsRequest_ListGroupsRequest(f_states_filter, f_types_filter, u), pos
 
 
 def _e_ListGroupsRequest_ListGroupsRequest_3(out: bytearray, ch: list[Chunk] | None, o: ListGroupsRequest) -> None:
     """ListGroupsRequest v5."""
-    v_states_filter = o.states_filter
-    if v_states_filter is not None and len(v_states_filter) < 127:
-        out.append(len(v_states_filter) + 1)
-    else:
-        _write_compact_array_len(out, v_states_filter, False)
-    if v_states_filter:
-        for x_states_filter in v_states_filter:
-            _write_compact_string(out, x_states_filter)
-    v_types_filter = o.types_filter
-    if v_types_filter is not None and len(v_types_filter) < 127:
-        out.append(len(v_types_filter) + 1)
-    else:
-        _write_compact_array_len(out, v_types_filter, False)
-    if v_types_filter:
-        for x_types_filter in v_types_filter:
-            _write_compact_string(out, x_types_filter)
+    _write_plain_array(out, o.states_filter, True, False, _write_compact_string)
+    _write_plain_array(out, o.types_filter, True, False, _write_compact_string)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -280,16 +195,7 @@ def _d_ListGroupsResponse_ListedGroup_1(buf: memoryview, pos: int) -> tuple[List
     f_protocol_type: str
     f_group_id, pos = _read_compact_string(buf, pos)
     f_protocol_type, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, '', '', u), pos
 
 
@@ -311,16 +217,7 @@ def _d_ListGroupsResponse_ListedGroup_2(buf: memoryview, pos: int) -> tuple[List
     f_group_id, pos = _read_compact_string(buf, pos)
     f_protocol_type, pos = _read_compact_string(buf, pos)
     f_group_state, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, '', u), pos
 
 
@@ -345,16 +242,7 @@ def _d_ListGroupsResponse_ListedGroup_3(buf: memoryview, pos: int) -> tuple[List
     f_protocol_type, pos = _read_compact_string(buf, pos)
     f_group_state, pos = _read_compact_string(buf, pos)
     f_group_type, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type, u), pos
 
 
@@ -375,25 +263,14 @@ def _d_ListGroupsResponse_ListGroupsResponse_0(buf: memoryview, pos: int) -> tup
     f_groups: list[ListGroupsResponse.ListedGroup]
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    n_groups, pos = _read_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_ListGroupsResponse_ListedGroup_0(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, False, _d_ListGroupsResponse_ListedGroup_0)
     return _C_ListGroupsResponse_ListGroupsResponse(0, f_error_code, f_groups, {}), pos
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_0(out: bytearray, ch: list[Chunk] | None, o: ListGroupsResponse) -> None:
     """ListGroupsResponse v0."""
     out += _S0.pack(o.error_code)
-    v_groups = o.groups
-    _write_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_ListGroupsResponse_ListedGroup_0(out, ch, x_groups)
+    _write_array(out, ch, o.groups, False, False, _e_ListGroupsResponse_ListedGroup_0)
 
 
 def _d_ListGroupsResponse_ListGroupsResponse_1(buf: memoryview, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -401,25 +278,14 @@ def _d_ListGroupsResponse_ListGroupsResponse_1(buf: memoryview, pos: int) -> tup
     f_groups: list[ListGroupsResponse.ListedGroup]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_groups, pos = _read_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_ListGroupsResponse_ListedGroup_0(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, False, _d_ListGroupsResponse_ListedGroup_0)
     return _C_ListGroupsResponse_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, {}), pos
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_1(out: bytearray, ch: list[Chunk] | None, o: ListGroupsResponse) -> None:
     """ListGroupsResponse v1-2."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    v_groups = o.groups
-    _write_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_ListGroupsResponse_ListedGroup_0(out, ch, x_groups)
+    _write_array(out, ch, o.groups, False, False, _e_ListGroupsResponse_ListedGroup_0)
 
 
 def _d_ListGroupsResponse_ListGroupsResponse_2(buf: memoryview, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -427,42 +293,15 @@ def _d_ListGroupsResponse_ListGroupsResponse_2(buf: memoryview, pos: int) -> tup
     f_groups: list[ListGroupsResponse.ListedGroup]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_groups = buf[pos] - 1
-    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups, pos = _read_compact_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_ListGroupsResponse_ListedGroup_1(buf, pos)
-            f_groups.append(x_groups)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_groups, pos = _read_array(buf, pos, True, _d_ListGroupsResponse_ListedGroup_1)
+    u, pos = _read_tags(buf, pos)
     return _C_ListGroupsResponse_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, u), pos
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_2(out: bytearray, ch: list[Chunk] | None, o: ListGroupsResponse) -> None:
     """ListGroupsResponse v3."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    v_groups = o.groups
-    if v_groups is not None and len(v_groups) < 127:
-        out.append(len(v_groups) + 1)
-    else:
-        _write_compact_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_ListGroupsResponse_ListedGroup_1(out, ch, x_groups)
+    _write_array(out, ch, o.groups, True, False, _e_ListGroupsResponse_ListedGroup_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -474,42 +313,15 @@ def _d_ListGroupsResponse_ListGroupsResponse_3(buf: memoryview, pos: int) -> tup
     f_groups: list[ListGroupsResponse.ListedGroup]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_groups = buf[pos] - 1
-    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups, pos = _read_compact_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_ListGroupsResponse_ListedGroup_2(buf, pos)
-            f_groups.append(x_groups)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_groups, pos = _read_array(buf, pos, True, _d_ListGroupsResponse_ListedGroup_2)
+    u, pos = _read_tags(buf, pos)
     return _C_ListGroupsResponse_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, u), pos
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_3(out: bytearray, ch: list[Chunk] | None, o: ListGroupsResponse) -> None:
     """ListGroupsResponse v4."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    v_groups = o.groups
-    if v_groups is not None and len(v_groups) < 127:
-        out.append(len(v_groups) + 1)
-    else:
-        _write_compact_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_ListGroupsResponse_ListedGroup_2(out, ch, x_groups)
+    _write_array(out, ch, o.groups, True, False, _e_ListGroupsResponse_ListedGroup_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -521,42 +333,15 @@ def _d_ListGroupsResponse_ListGroupsResponse_4(buf: memoryview, pos: int) -> tup
     f_groups: list[ListGroupsResponse.ListedGroup]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_groups = buf[pos] - 1
-    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups, pos = _read_compact_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_ListGroupsResponse_ListedGroup_3(buf, pos)
-            f_groups.append(x_groups)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_groups, pos = _read_array(buf, pos, True, _d_ListGroupsResponse_ListedGroup_3)
+    u, pos = _read_tags(buf, pos)
     return _C_ListGroupsResponse_ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups, u), pos
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_4(out: bytearray, ch: list[Chunk] | None, o: ListGroupsResponse) -> None:
     """ListGroupsResponse v5."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    v_groups = o.groups
-    if v_groups is not None and len(v_groups) < 127:
-        out.append(len(v_groups) + 1)
-    else:
-        _write_compact_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_ListGroupsResponse_ListedGroup_3(out, ch, x_groups)
+    _write_array(out, ch, o.groups, True, False, _e_ListGroupsResponse_ListedGroup_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

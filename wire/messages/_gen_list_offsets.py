@@ -7,23 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -97,25 +93,14 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_0(buf: memoryview, pos: int) -> tuple
     f_name: str
     f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ListOffsetsRequest_ListOffsetsPartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_ListOffsetsRequest_ListOffsetsPartition_0)
     return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, {}), pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_0(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     """ListOffsetsTopic v0."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ListOffsetsRequest_ListOffsetsPartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_ListOffsetsRequest_ListOffsetsPartition_0)
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_1(buf: memoryview, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
@@ -123,25 +108,14 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_1(buf: memoryview, pos: int) -> tuple
     f_name: str
     f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ListOffsetsRequest_ListOffsetsPartition_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_ListOffsetsRequest_ListOffsetsPartition_1)
     return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, {}), pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_1(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     """ListOffsetsTopic v1-3."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ListOffsetsRequest_ListOffsetsPartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_ListOffsetsRequest_ListOffsetsPartition_1)
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_2(buf: memoryview, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
@@ -149,25 +123,14 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_2(buf: memoryview, pos: int) -> tuple
     f_name: str
     f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ListOffsetsRequest_ListOffsetsPartition_2(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_ListOffsetsRequest_ListOffsetsPartition_2)
     return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, {}), pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_2(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     """ListOffsetsTopic v4-5."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ListOffsetsRequest_ListOffsetsPartition_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_ListOffsetsRequest_ListOffsetsPartition_2)
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_3(buf: memoryview, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
@@ -175,42 +138,15 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_3(buf: memoryview, pos: int) -> tuple
     f_name: str
     f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ListOffsetsRequest_ListOffsetsPartition_3(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_ListOffsetsRequest_ListOffsetsPartition_3)
+    u, pos = _read_tags(buf, pos)
     return _C_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions, u), pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_3(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     """ListOffsetsTopic v6-9."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ListOffsetsRequest_ListOffsetsPartition_3(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_ListOffsetsRequest_ListOffsetsPartition_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -257,16 +193,7 @@ def _d_ListOffsetsRequest_ListOffsetsPartition_3(buf: memoryview, pos: int) -> t
     """ListOffsetsPartition v6-9."""
     f_partition_index, f_current_leader_epoch, f_timestamp = _S2.unpack_from(buf, pos)
     pos += 16
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1, u), pos
 
 
@@ -284,25 +211,14 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_0(buf: memoryview, pos: int) -> tup
     f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     f_replica_id, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsRequest_ListOffsetsTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_ListOffsetsRequest_ListOffsetsTopic_0)
     return _C_ListOffsetsRequest_ListOffsetsRequest(f_replica_id, 0, f_topics, {}), pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_0(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsRequest) -> None:
     """ListOffsetsRequest v0."""
     out += _S3.pack(o.replica_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsRequest_ListOffsetsTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_ListOffsetsRequest_ListOffsetsTopic_0)
 
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_1(buf: memoryview, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -310,25 +226,14 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_1(buf: memoryview, pos: int) -> tup
     f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     f_replica_id, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsRequest_ListOffsetsTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_ListOffsetsRequest_ListOffsetsTopic_1)
     return _C_ListOffsetsRequest_ListOffsetsRequest(f_replica_id, 0, f_topics, {}), pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_1(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsRequest) -> None:
     """ListOffsetsRequest v1."""
     out += _S3.pack(o.replica_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsRequest_ListOffsetsTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_ListOffsetsRequest_ListOffsetsTopic_1)
 
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_2(buf: memoryview, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -336,25 +241,14 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_2(buf: memoryview, pos: int) -> tup
     f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     f_replica_id, f_isolation_level = _S4.unpack_from(buf, pos)
     pos += 5
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsRequest_ListOffsetsTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_ListOffsetsRequest_ListOffsetsTopic_1)
     return _C_ListOffsetsRequest_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, {}), pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_2(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsRequest) -> None:
     """ListOffsetsRequest v2-3."""
     out += _S4.pack(o.replica_id, o.isolation_level)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsRequest_ListOffsetsTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_ListOffsetsRequest_ListOffsetsTopic_1)
 
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_3(buf: memoryview, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -362,25 +256,14 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_3(buf: memoryview, pos: int) -> tup
     f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     f_replica_id, f_isolation_level = _S4.unpack_from(buf, pos)
     pos += 5
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsRequest_ListOffsetsTopic_2(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_ListOffsetsRequest_ListOffsetsTopic_2)
     return _C_ListOffsetsRequest_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, {}), pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_3(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsRequest) -> None:
     """ListOffsetsRequest v4-5."""
     out += _S4.pack(o.replica_id, o.isolation_level)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsRequest_ListOffsetsTopic_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_ListOffsetsRequest_ListOffsetsTopic_2)
 
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_4(buf: memoryview, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -388,42 +271,15 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_4(buf: memoryview, pos: int) -> tup
     f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     f_replica_id, f_isolation_level = _S4.unpack_from(buf, pos)
     pos += 5
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsRequest_ListOffsetsTopic_3(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_ListOffsetsRequest_ListOffsetsTopic_3)
+    u, pos = _read_tags(buf, pos)
     return _C_ListOffsetsRequest_ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, u), pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_4(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsRequest) -> None:
     """ListOffsetsRequest v6-9."""
     out += _S4.pack(o.replica_id, o.isolation_level)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsRequest_ListOffsetsTopic_3(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_ListOffsetsRequest_ListOffsetsTopic_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -492,25 +348,14 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_0(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_ListOffsetsResponse_ListOffsetsPartitionResponse_0)
     return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, {}), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_0(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     """ListOffsetsTopicResponse v0."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ListOffsetsResponse_ListOffsetsPartitionResponse_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_ListOffsetsResponse_ListOffsetsPartitionResponse_0)
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_1(buf: memoryview, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
@@ -518,25 +363,14 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_1(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_ListOffsetsResponse_ListOffsetsPartitionResponse_1)
     return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, {}), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_1(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     """ListOffsetsTopicResponse v1-3."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ListOffsetsResponse_ListOffsetsPartitionResponse_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_ListOffsetsResponse_ListOffsetsPartitionResponse_1)
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_2(buf: memoryview, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
@@ -544,25 +378,14 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_2(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_2(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_ListOffsetsResponse_ListOffsetsPartitionResponse_2)
     return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, {}), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_2(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     """ListOffsetsTopicResponse v4-5."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ListOffsetsResponse_ListOffsetsPartitionResponse_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_ListOffsetsResponse_ListOffsetsPartitionResponse_2)
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_3(buf: memoryview, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
@@ -570,42 +393,15 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_3(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_3(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_ListOffsetsResponse_ListOffsetsPartitionResponse_3)
+    u, pos = _read_tags(buf, pos)
     return _C_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions, u), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_3(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     """ListOffsetsTopicResponse v6-9."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ListOffsetsResponse_ListOffsetsPartitionResponse_3(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_ListOffsetsResponse_ListOffsetsPartitionResponse_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -617,24 +413,14 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_0(buf: memoryview, pos: 
     f_old_style_offsets: list[int]
     f_partition_index, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
-    n_old_style_offsets, pos = _read_array_len(buf, pos)
-    if n_old_style_offsets < 0:
-        raise DecodeError('null in non-nullable array old_style_offsets')
-    else:
-        if n_old_style_offsets == 0:
-            f_old_style_offsets = []
-        else:
-            f_old_style_offsets, pos = _read_fixed_array(buf, pos, n_old_style_offsets, 'q', 8)
+    f_old_style_offsets, pos = _read_fixed_list(buf, pos, False, 'q', 8)
     return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, -1, -1, -1, {}), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_0(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
     """ListOffsetsPartitionResponse v0."""
     out += _S5.pack(o.partition_index, o.error_code)
-    v_old_style_offsets = o.old_style_offsets
-    _write_array_len(out, v_old_style_offsets, False)
-    if v_old_style_offsets:
-        out += _pack('>%dq' % len(v_old_style_offsets), *v_old_style_offsets)
+    _write_fixed_list(out, o.old_style_offsets, False, False, 'q')
 
 
 def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_1(buf: memoryview, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
@@ -665,16 +451,7 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_3(buf: memoryview, pos: 
     """ListOffsetsPartitionResponse v6-9."""
     f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S7.unpack_from(buf, pos)
     pos += 26
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch, u), pos
 
 
@@ -690,47 +467,25 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_3(out: bytearray, ch: li
 def _d_ListOffsetsResponse_ListOffsetsResponse_0(buf: memoryview, pos: int) -> tuple[ListOffsetsResponse, int]:
     """ListOffsetsResponse v0."""
     f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsResponse_ListOffsetsTopicResponse_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_ListOffsetsResponse_ListOffsetsTopicResponse_0)
     return _C_ListOffsetsResponse_ListOffsetsResponse(0, f_topics, {}), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsResponse_0(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse) -> None:
     """ListOffsetsResponse v0."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsResponse_ListOffsetsTopicResponse_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_ListOffsetsResponse_ListOffsetsTopicResponse_0)
 
 
 def _d_ListOffsetsResponse_ListOffsetsResponse_1(buf: memoryview, pos: int) -> tuple[ListOffsetsResponse, int]:
     """ListOffsetsResponse v1."""
     f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsResponse_ListOffsetsTopicResponse_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_ListOffsetsResponse_ListOffsetsTopicResponse_1)
     return _C_ListOffsetsResponse_ListOffsetsResponse(0, f_topics, {}), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsResponse_1(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse) -> None:
     """ListOffsetsResponse v1."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsResponse_ListOffsetsTopicResponse_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_ListOffsetsResponse_ListOffsetsTopicResponse_1)
 
 
 def _d_ListOffsetsResponse_ListOffsetsResponse_2(buf: memoryview, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -738,25 +493,14 @@ def _d_ListOffsetsResponse_ListOffsetsResponse_2(buf: memoryview, pos: int) -> t
     f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsResponse_ListOffsetsTopicResponse_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_ListOffsetsResponse_ListOffsetsTopicResponse_1)
     return _C_ListOffsetsResponse_ListOffsetsResponse(f_throttle_time_ms, f_topics, {}), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsResponse_2(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse) -> None:
     """ListOffsetsResponse v2-3."""
     out += _S3.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsResponse_ListOffsetsTopicResponse_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_ListOffsetsResponse_ListOffsetsTopicResponse_1)
 
 
 def _d_ListOffsetsResponse_ListOffsetsResponse_3(buf: memoryview, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -764,25 +508,14 @@ def _d_ListOffsetsResponse_ListOffsetsResponse_3(buf: memoryview, pos: int) -> t
     f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsResponse_ListOffsetsTopicResponse_2(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_ListOffsetsResponse_ListOffsetsTopicResponse_2)
     return _C_ListOffsetsResponse_ListOffsetsResponse(f_throttle_time_ms, f_topics, {}), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsResponse_3(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse) -> None:
     """ListOffsetsResponse v4-5."""
     out += _S3.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsResponse_ListOffsetsTopicResponse_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_ListOffsetsResponse_ListOffsetsTopicResponse_2)
 
 
 def _d_ListOffsetsResponse_ListOffsetsResponse_4(buf: memoryview, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -790,42 +523,15 @@ def _d_ListOffsetsResponse_ListOffsetsResponse_4(buf: memoryview, pos: int) -> t
     f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListOffsetsResponse_ListOffsetsTopicResponse_3(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_ListOffsetsResponse_ListOffsetsTopicResponse_3)
+    u, pos = _read_tags(buf, pos)
     return _C_ListOffsetsResponse_ListOffsetsResponse(f_throttle_time_ms, f_topics, u), pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsResponse_4(out: bytearray, ch: list[Chunk] | None, o: ListOffsetsResponse) -> None:
     """ListOffsetsResponse v6-9."""
     out += _S3.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListOffsetsResponse_ListOffsetsTopicResponse_3(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_ListOffsetsResponse_ListOffsetsTopicResponse_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,21 +7,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -79,41 +78,15 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(buf:
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes = buf[pos] - 1
-    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
-    if n_partition_indexes < 0:
-        raise DecodeError('null in non-nullable array partition_indexes')
-    else:
-        if n_partition_indexes == 0:
-            f_partition_indexes = []
-        else:
-            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_indexes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(f_name, f_partition_indexes, u), pos
 
 
 def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(out: bytearray, ch: list[Chunk] | None, o: ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics) -> None:
     """ListPartitionReassignmentsTopics v0."""
     _write_compact_string(out, o.name)
-    v_partition_indexes = o.partition_indexes
-    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
-        out.append(len(v_partition_indexes) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_indexes, False)
-    if v_partition_indexes:
-        out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
+    _write_fixed_list(out, o.partition_indexes, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -125,42 +98,15 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_0(buf
     f_topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None
     f_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_nullable_array(buf, pos, True, _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest(f_timeout_ms, f_topics, u), pos
 
 
 def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_0(out: bytearray, ch: list[Chunk] | None, o: ListPartitionReassignmentsRequest) -> None:
     """ListPartitionReassignmentsRequest v0."""
     out += _S0.pack(o.timeout_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, True, _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -229,42 +175,15 @@ def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(buf: memory
     f_name: str
     f_partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ListPartitionReassignmentsResponse_OngoingTopicReassignment(f_name, f_partitions, u), pos
 
 
 def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(out: bytearray, ch: list[Chunk] | None, o: ListPartitionReassignmentsResponse.OngoingTopicReassignment) -> None:
     """OngoingTopicReassignment v0."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -278,79 +197,19 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(buf: me
     f_removing_replicas: list[int]
     f_partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_replicas = buf[pos] - 1
-    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_adding_replicas = buf[pos] - 1
-    if n_adding_replicas < 127 and n_adding_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_adding_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_adding_replicas < 0:
-        raise DecodeError('null in non-nullable array adding_replicas')
-    else:
-        if n_adding_replicas == 0:
-            f_adding_replicas = []
-        else:
-            f_adding_replicas, pos = _read_fixed_array(buf, pos, n_adding_replicas, 'i', 4)
-    n_removing_replicas = buf[pos] - 1
-    if n_removing_replicas < 127 and n_removing_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_removing_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_removing_replicas < 0:
-        raise DecodeError('null in non-nullable array removing_replicas')
-    else:
-        if n_removing_replicas == 0:
-            f_removing_replicas = []
-        else:
-            f_removing_replicas, pos = _read_fixed_array(buf, pos, n_removing_replicas, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_adding_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_removing_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(f_partition_index, f_replicas, f_adding_replicas, f_removing_replicas, u), pos
 
 
 def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(out: bytearray, ch: list[Chunk] | None, o: ListPartitionReassignmentsResponse.OngoingPartitionReassignment) -> None:
     """OngoingPartitionReassignment v0."""
     out += _S0.pack(o.partition_index)
-    v_replicas = o.replicas
-    if v_replicas is not None and len(v_replicas) < 127:
-        out.append(len(v_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
-    v_adding_replicas = o.adding_replicas
-    if v_adding_replicas is not None and len(v_adding_replicas) < 127:
-        out.append(len(v_adding_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_adding_replicas, False)
-    if v_adding_replicas:
-        out += _pack('>%di' % len(v_adding_replicas), *v_adding_replicas)
-    v_removing_replicas = o.removing_replicas
-    if v_removing_replicas is not None and len(v_removing_replicas) < 127:
-        out.append(len(v_removing_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_removing_replicas, False)
-    if v_removing_replicas:
-        out += _pack('>%di' % len(v_removing_replicas), *v_removing_replicas)
+    _write_fixed_list(out, o.replicas, True, False, 'i')
+    _write_fixed_list(out, o.adding_replicas, True, False, 'i')
+    _write_fixed_list(out, o.removing_replicas, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -364,28 +223,8 @@ def _d_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_0(b
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_topics, u), pos
 
 
@@ -393,14 +232,7 @@ def _e_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_0(o
     """ListPartitionReassignmentsResponse v0."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

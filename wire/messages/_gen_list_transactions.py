@@ -7,20 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
 
@@ -70,60 +69,16 @@ def _d_ListTransactionsRequest_ListTransactionsRequest_0(buf: memoryview, pos: i
     """ListTransactionsRequest v0."""
     f_state_filters: list[str]
     f_producer_id_filters: list[int]
-    n_state_filters = buf[pos] - 1
-    if n_state_filters < 127 and n_state_filters <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_state_filters, pos = _read_compact_array_len(buf, pos)
-    if n_state_filters < 0:
-        raise DecodeError('null in non-nullable array state_filters')
-    else:
-        f_state_filters = []
-        for _ in range(n_state_filters):
-            x_state_filters, pos = _read_compact_string(buf, pos)
-            f_state_filters.append(x_state_filters)
-    n_producer_id_filters = buf[pos] - 1
-    if n_producer_id_filters < 127 and n_producer_id_filters <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_producer_id_filters, pos = _read_compact_array_len(buf, pos)
-    if n_producer_id_filters < 0:
-        raise DecodeError('null in non-nullable array producer_id_filters')
-    else:
-        if n_producer_id_filters == 0:
-            f_producer_id_filters = []
-        else:
-            f_producer_id_filters, pos = _read_fixed_array(buf, pos, n_producer_id_filters, 'q', 8)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_state_filters, pos = _read_array(buf, pos, True, _read_compact_string)
+    f_producer_id_filters, pos = _read_fixed_list(buf, pos, True, 'q', 8)
+    u, pos = _read_tags(buf, pos)
     return _C_ListTransactionsRequest_ListTransactionsRequest(f_state_filters, f_producer_id_filters, -1, u), pos
 
 
 def _e_ListTransactionsRequest_ListTransactionsRequest_0(out: bytearray, ch: list[Chunk] | None, o: ListTransactionsRequest) -> None:
     """ListTransactionsRequest v0."""
-    v_state_filters = o.state_filters
-    if v_state_filters is not None and len(v_state_filters) < 127:
-        out.append(len(v_state_filters) + 1)
-    else:
-        _write_compact_array_len(out, v_state_filters, False)
-    if v_state_filters:
-        for x_state_filters in v_state_filters:
-            _write_compact_string(out, x_state_filters)
-    v_producer_id_filters = o.producer_id_filters
-    if v_producer_id_filters is not None and len(v_producer_id_filters) < 127:
-        out.append(len(v_producer_id_filters) + 1)
-    else:
-        _write_compact_array_len(out, v_producer_id_filters, False)
-    if v_producer_id_filters:
-        out += _pack('>%dq' % len(v_producer_id_filters), *v_producer_id_filters)
+    _write_plain_array(out, o.state_filters, True, False, _write_compact_string)
+    _write_fixed_list(out, o.producer_id_filters, True, False, 'q')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -134,62 +89,18 @@ def _d_ListTransactionsRequest_ListTransactionsRequest_1(buf: memoryview, pos: i
     """ListTransactionsRequest v1."""
     f_state_filters: list[str]
     f_producer_id_filters: list[int]
-    n_state_filters = buf[pos] - 1
-    if n_state_filters < 127 and n_state_filters <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_state_filters, pos = _read_compact_array_len(buf, pos)
-    if n_state_filters < 0:
-        raise DecodeError('null in non-nullable array state_filters')
-    else:
-        f_state_filters = []
-        for _ in range(n_state_filters):
-            x_state_filters, pos = _read_compact_string(buf, pos)
-            f_state_filters.append(x_state_filters)
-    n_producer_id_filters = buf[pos] - 1
-    if n_producer_id_filters < 127 and n_producer_id_filters <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_producer_id_filters, pos = _read_compact_array_len(buf, pos)
-    if n_producer_id_filters < 0:
-        raise DecodeError('null in non-nullable array producer_id_filters')
-    else:
-        if n_producer_id_filters == 0:
-            f_producer_id_filters = []
-        else:
-            f_producer_id_filters, pos = _read_fixed_array(buf, pos, n_producer_id_filters, 'q', 8)
+    f_state_filters, pos = _read_array(buf, pos, True, _read_compact_string)
+    f_producer_id_filters, pos = _read_fixed_list(buf, pos, True, 'q', 8)
     f_duration_filter, = _S0.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListTransactionsRequest_ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, u), pos
 
 
 def _e_ListTransactionsRequest_ListTransactionsRequest_1(out: bytearray, ch: list[Chunk] | None, o: ListTransactionsRequest) -> None:
     """ListTransactionsRequest v1."""
-    v_state_filters = o.state_filters
-    if v_state_filters is not None and len(v_state_filters) < 127:
-        out.append(len(v_state_filters) + 1)
-    else:
-        _write_compact_array_len(out, v_state_filters, False)
-    if v_state_filters:
-        for x_state_filters in v_state_filters:
-            _write_compact_string(out, x_state_filters)
-    v_producer_id_filters = o.producer_id_filters
-    if v_producer_id_filters is not None and len(v_producer_id_filters) < 127:
-        out.append(len(v_producer_id_filters) + 1)
-    else:
-        _write_compact_array_len(out, v_producer_id_filters, False)
-    if v_producer_id_filters:
-        out += _pack('>%dq' % len(v_producer_id_filters), *v_producer_id_filters)
+    _write_plain_array(out, o.state_filters, True, False, _write_compact_string)
+    _write_fixed_list(out, o.producer_id_filters, True, False, 'q')
     out += _S0.pack(o.duration_filter)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -254,16 +165,7 @@ def _d_ListTransactionsResponse_TransactionState_0(buf: memoryview, pos: int) ->
     f_producer_id, = _S0.unpack_from(buf, pos)
     pos += 8
     f_transaction_state, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ListTransactionsResponse_TransactionState(f_transactional_id, f_producer_id, f_transaction_state, u), pos
 
 
@@ -284,62 +186,17 @@ def _d_ListTransactionsResponse_ListTransactionsResponse_0(buf: memoryview, pos:
     f_transaction_states: list[ListTransactionsResponse.TransactionState]
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    n_unknown_state_filters = buf[pos] - 1
-    if n_unknown_state_filters < 127 and n_unknown_state_filters <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_unknown_state_filters, pos = _read_compact_array_len(buf, pos)
-    if n_unknown_state_filters < 0:
-        raise DecodeError('null in non-nullable array unknown_state_filters')
-    else:
-        f_unknown_state_filters = []
-        for _ in range(n_unknown_state_filters):
-            x_unknown_state_filters, pos = _read_compact_string(buf, pos)
-            f_unknown_state_filters.append(x_unknown_state_filters)
-    n_transaction_states = buf[pos] - 1
-    if n_transaction_states < 127 and n_transaction_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_transaction_states, pos = _read_compact_array_len(buf, pos)
-    if n_transaction_states < 0:
-        raise DecodeError('null in non-nullable array transaction_states')
-    else:
-        f_transaction_states = []
-        for _ in range(n_transaction_states):
-            x_transaction_states, pos = _d_ListTransactionsResponse_TransactionState_0(buf, pos)
-            f_transaction_states.append(x_transaction_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_unknown_state_filters, pos = _read_array(buf, pos, True, _read_compact_string)
+    f_transaction_states, pos = _read_array(buf, pos, True, _d_ListTransactionsResponse_TransactionState_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ListTransactionsResponse_ListTransactionsResponse(f_throttle_time_ms, f_error_code, f_unknown_state_filters, f_transaction_states, u), pos
 
 
 def _e_ListTransactionsResponse_ListTransactionsResponse_0(out: bytearray, ch: list[Chunk] | None, o: ListTransactionsResponse) -> None:
     """ListTransactionsResponse v0-1."""
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    v_unknown_state_filters = o.unknown_state_filters
-    if v_unknown_state_filters is not None and len(v_unknown_state_filters) < 127:
-        out.append(len(v_unknown_state_filters) + 1)
-    else:
-        _write_compact_array_len(out, v_unknown_state_filters, False)
-    if v_unknown_state_filters:
-        for x_unknown_state_filters in v_unknown_state_filters:
-            _write_compact_string(out, x_unknown_state_filters)
-    v_transaction_states = o.transaction_states
-    if v_transaction_states is not None and len(v_transaction_states) < 127:
-        out.append(len(v_transaction_states) + 1)
-    else:
-        _write_compact_array_len(out, v_transaction_states, False)
-    if v_transaction_states:
-        for x_transaction_states in v_transaction_states:
-            _e_ListTransactionsResponse_TransactionState_0(out, ch, x_transaction_states)
+    _write_plain_array(out, o.unknown_state_filters, True, False, _write_compact_string)
+    _write_array(out, ch, o.transaction_states, True, False, _e_ListTransactionsResponse_TransactionState_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

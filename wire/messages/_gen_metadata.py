@@ -7,25 +7,22 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -105,16 +102,7 @@ def _d_MetadataRequest_MetadataRequestTopic_1(buf: memoryview, pos: int) -> tupl
     """MetadataRequestTopic v9."""
     f_name: str | None
     f_name, pos = _read_compact_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataRequest_MetadataRequestTopic(_ZERO_UUID, f_name, u), pos
 
 
@@ -134,16 +122,7 @@ def _d_MetadataRequest_MetadataRequestTopic_2(buf: memoryview, pos: int) -> tupl
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
     f_name, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataRequest_MetadataRequestTopic(f_topic_id, f_name, u), pos
 
 
@@ -160,60 +139,31 @@ def _e_MetadataRequest_MetadataRequestTopic_2(out: bytearray, ch: list[Chunk] | 
 def _d_MetadataRequest_MetadataRequest_0(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v0."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataRequest_MetadataRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_MetadataRequest_MetadataRequestTopic_0)
     return _C_MetadataRequest_MetadataRequest(f_topics, True, False, False, {}), pos
 
 
 def _e_MetadataRequest_MetadataRequest_0(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v0."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataRequest_MetadataRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_MetadataRequest_MetadataRequestTopic_0)
 
 
 def _d_MetadataRequest_MetadataRequest_1(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v1-3."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataRequest_MetadataRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_nullable_array(buf, pos, False, _d_MetadataRequest_MetadataRequestTopic_0)
     return _C_MetadataRequest_MetadataRequest(f_topics, True, False, False, {}), pos
 
 
 def _e_MetadataRequest_MetadataRequest_1(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v1-3."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataRequest_MetadataRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, True, _e_MetadataRequest_MetadataRequestTopic_0)
 
 
 def _d_MetadataRequest_MetadataRequest_2(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v4-7."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataRequest_MetadataRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_nullable_array(buf, pos, False, _d_MetadataRequest_MetadataRequestTopic_0)
     f_allow_auto_topic_creation, = _S1.unpack_from(buf, pos)
     pos += 1
     return _C_MetadataRequest_MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False, {}), pos
@@ -221,25 +171,14 @@ def _d_MetadataRequest_MetadataRequest_2(buf: memoryview, pos: int) -> tuple[Met
 
 def _e_MetadataRequest_MetadataRequest_2(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v4-7."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataRequest_MetadataRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, True, _e_MetadataRequest_MetadataRequestTopic_0)
     out += _S1.pack(o.allow_auto_topic_creation)
 
 
 def _d_MetadataRequest_MetadataRequest_3(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v8."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataRequest_MetadataRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_nullable_array(buf, pos, False, _d_MetadataRequest_MetadataRequestTopic_0)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S2.unpack_from(buf, pos)
     pos += 3
     return _C_MetadataRequest_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, {}), pos
@@ -247,54 +186,23 @@ def _d_MetadataRequest_MetadataRequest_3(buf: memoryview, pos: int) -> tuple[Met
 
 def _e_MetadataRequest_MetadataRequest_3(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v8."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataRequest_MetadataRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, True, _e_MetadataRequest_MetadataRequestTopic_0)
     out += _S2.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
 
 
 def _d_MetadataRequest_MetadataRequest_4(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v9."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataRequest_MetadataRequestTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_nullable_array(buf, pos, True, _d_MetadataRequest_MetadataRequestTopic_1)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S2.unpack_from(buf, pos)
     pos += 3
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataRequest_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, u), pos
 
 
 def _e_MetadataRequest_MetadataRequest_4(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v9."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataRequest_MetadataRequestTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, True, _e_MetadataRequest_MetadataRequestTopic_1)
     out += _S2.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -305,43 +213,16 @@ def _e_MetadataRequest_MetadataRequest_4(out: bytearray, ch: list[Chunk] | None,
 def _d_MetadataRequest_MetadataRequest_5(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v10."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataRequest_MetadataRequestTopic_2(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_nullable_array(buf, pos, True, _d_MetadataRequest_MetadataRequestTopic_2)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S2.unpack_from(buf, pos)
     pos += 3
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataRequest_MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, u), pos
 
 
 def _e_MetadataRequest_MetadataRequest_5(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v10."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataRequest_MetadataRequestTopic_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, True, _e_MetadataRequest_MetadataRequestTopic_2)
     out += _S2.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -352,43 +233,16 @@ def _e_MetadataRequest_MetadataRequest_5(out: bytearray, ch: list[Chunk] | None,
 def _d_MetadataRequest_MetadataRequest_6(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     """MetadataRequest v11-12."""
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataRequest_MetadataRequestTopic_2(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_nullable_array(buf, pos, True, _d_MetadataRequest_MetadataRequestTopic_2)
     f_allow_auto_topic_creation, f_include_topic_authorized_operations = _S3.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataRequest_MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations, u), pos
 
 
 def _e_MetadataRequest_MetadataRequest_6(out: bytearray, ch: list[Chunk] | None, o: MetadataRequest) -> None:
     """MetadataRequest v11-12."""
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataRequest_MetadataRequestTopic_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, True, _e_MetadataRequest_MetadataRequestTopic_2)
     out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -520,16 +374,7 @@ def _d_MetadataResponse_MetadataResponseBroker_2(buf: memoryview, pos: int) -> t
     f_port, = _S4.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack, u), pos
 
 
@@ -552,14 +397,7 @@ def _d_MetadataResponse_MetadataResponseTopic_0(buf: memoryview, pos: int) -> tu
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_MetadataResponse_MetadataResponsePartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponsePartition_0)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, _ZERO_UUID, False, f_partitions, -2147483648, {}), pos
 
 
@@ -567,11 +405,7 @@ def _e_MetadataResponse_MetadataResponseTopic_0(out: bytearray, ch: list[Chunk] 
     """MetadataResponseTopic v0."""
     out += _S5.pack(o.error_code)
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_MetadataResponse_MetadataResponsePartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_MetadataResponse_MetadataResponsePartition_0)
 
 
 def _d_MetadataResponse_MetadataResponseTopic_1(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
@@ -583,14 +417,7 @@ def _d_MetadataResponse_MetadataResponseTopic_1(buf: memoryview, pos: int) -> tu
     f_name, pos = _read_string(buf, pos)
     f_is_internal, = _S1.unpack_from(buf, pos)
     pos += 1
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_MetadataResponse_MetadataResponsePartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponsePartition_0)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, _ZERO_UUID, f_is_internal, f_partitions, -2147483648, {}), pos
 
 
@@ -599,11 +426,7 @@ def _e_MetadataResponse_MetadataResponseTopic_1(out: bytearray, ch: list[Chunk] 
     out += _S5.pack(o.error_code)
     _write_string(out, o.name)
     out += _S1.pack(o.is_internal)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_MetadataResponse_MetadataResponsePartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_MetadataResponse_MetadataResponsePartition_0)
 
 
 def _d_MetadataResponse_MetadataResponseTopic_2(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
@@ -615,14 +438,7 @@ def _d_MetadataResponse_MetadataResponseTopic_2(buf: memoryview, pos: int) -> tu
     f_name, pos = _read_string(buf, pos)
     f_is_internal, = _S1.unpack_from(buf, pos)
     pos += 1
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_MetadataResponse_MetadataResponsePartition_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponsePartition_1)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, _ZERO_UUID, f_is_internal, f_partitions, -2147483648, {}), pos
 
 
@@ -631,11 +447,7 @@ def _e_MetadataResponse_MetadataResponseTopic_2(out: bytearray, ch: list[Chunk] 
     out += _S5.pack(o.error_code)
     _write_string(out, o.name)
     out += _S1.pack(o.is_internal)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_MetadataResponse_MetadataResponsePartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_MetadataResponse_MetadataResponsePartition_1)
 
 
 def _d_MetadataResponse_MetadataResponseTopic_3(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
@@ -647,14 +459,7 @@ def _d_MetadataResponse_MetadataResponseTopic_3(buf: memoryview, pos: int) -> tu
     f_name, pos = _read_string(buf, pos)
     f_is_internal, = _S1.unpack_from(buf, pos)
     pos += 1
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_MetadataResponse_MetadataResponsePartition_2(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponsePartition_2)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, _ZERO_UUID, f_is_internal, f_partitions, -2147483648, {}), pos
 
 
@@ -663,11 +468,7 @@ def _e_MetadataResponse_MetadataResponseTopic_3(out: bytearray, ch: list[Chunk] 
     out += _S5.pack(o.error_code)
     _write_string(out, o.name)
     out += _S1.pack(o.is_internal)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_MetadataResponse_MetadataResponsePartition_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_MetadataResponse_MetadataResponsePartition_2)
 
 
 def _d_MetadataResponse_MetadataResponseTopic_4(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
@@ -679,14 +480,7 @@ def _d_MetadataResponse_MetadataResponseTopic_4(buf: memoryview, pos: int) -> tu
     f_name, pos = _read_string(buf, pos)
     f_is_internal, = _S1.unpack_from(buf, pos)
     pos += 1
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_MetadataResponse_MetadataResponsePartition_2(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponsePartition_2)
     f_topic_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, _ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations, {}), pos
@@ -697,11 +491,7 @@ def _e_MetadataResponse_MetadataResponseTopic_4(out: bytearray, ch: list[Chunk] 
     out += _S5.pack(o.error_code)
     _write_string(out, o.name)
     out += _S1.pack(o.is_internal)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_MetadataResponse_MetadataResponsePartition_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_MetadataResponse_MetadataResponsePartition_2)
     out += _S4.pack(o.topic_authorized_operations)
 
 
@@ -714,30 +504,10 @@ def _d_MetadataResponse_MetadataResponseTopic_5(buf: memoryview, pos: int) -> tu
     f_name, pos = _read_compact_string(buf, pos)
     f_is_internal, = _S1.unpack_from(buf, pos)
     pos += 1
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_MetadataResponse_MetadataResponsePartition_3(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponsePartition_3)
     f_topic_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, _ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations, u), pos
 
 
@@ -746,14 +516,7 @@ def _e_MetadataResponse_MetadataResponseTopic_5(out: bytearray, ch: list[Chunk] 
     out += _S5.pack(o.error_code)
     _write_compact_string(out, o.name)
     out += _S1.pack(o.is_internal)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_MetadataResponse_MetadataResponsePartition_3(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_MetadataResponse_MetadataResponsePartition_3)
     out += _S4.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -771,30 +534,10 @@ def _d_MetadataResponse_MetadataResponseTopic_6(buf: memoryview, pos: int) -> tu
     f_topic_id, f_is_internal = _S6.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 17
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_MetadataResponse_MetadataResponsePartition_3(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponsePartition_3)
     f_topic_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, u), pos
 
 
@@ -803,14 +546,7 @@ def _e_MetadataResponse_MetadataResponseTopic_6(out: bytearray, ch: list[Chunk] 
     out += _S5.pack(o.error_code)
     _write_compact_string(out, o.name)
     out += _S6.pack(o.topic_id.bytes, o.is_internal)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_MetadataResponse_MetadataResponsePartition_3(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_MetadataResponse_MetadataResponsePartition_3)
     out += _S4.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -828,30 +564,10 @@ def _d_MetadataResponse_MetadataResponseTopic_7(buf: memoryview, pos: int) -> tu
     f_topic_id, f_is_internal = _S6.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 17
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_MetadataResponse_MetadataResponsePartition_3(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponsePartition_3)
     f_topic_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, u), pos
 
 
@@ -860,14 +576,7 @@ def _e_MetadataResponse_MetadataResponseTopic_7(out: bytearray, ch: list[Chunk] 
     out += _S5.pack(o.error_code)
     _write_compact_nullable_string(out, o.name)
     out += _S6.pack(o.topic_id.bytes, o.is_internal)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_MetadataResponse_MetadataResponsePartition_3(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_MetadataResponse_MetadataResponsePartition_3)
     out += _S4.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -881,36 +590,16 @@ def _d_MetadataResponse_MetadataResponsePartition_0(buf: memoryview, pos: int) -
     f_isr_nodes: list[int]
     f_error_code, f_partition_index, f_leader_id = _S7.unpack_from(buf, pos)
     pos += 10
-    n_replica_nodes, pos = _read_array_len(buf, pos)
-    if n_replica_nodes < 0:
-        raise DecodeError('null in non-nullable array replica_nodes')
-    else:
-        if n_replica_nodes == 0:
-            f_replica_nodes = []
-        else:
-            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
-    n_isr_nodes, pos = _read_array_len(buf, pos)
-    if n_isr_nodes < 0:
-        raise DecodeError('null in non-nullable array isr_nodes')
-    else:
-        if n_isr_nodes == 0:
-            f_isr_nodes = []
-        else:
-            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
+    f_replica_nodes, pos = _read_fixed_list(buf, pos, False, 'i', 4)
+    f_isr_nodes, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, [], {}), pos
 
 
 def _e_MetadataResponse_MetadataResponsePartition_0(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse.MetadataResponsePartition) -> None:
     """MetadataResponsePartition v0-4."""
     out += _S7.pack(o.error_code, o.partition_index, o.leader_id)
-    v_replica_nodes = o.replica_nodes
-    _write_array_len(out, v_replica_nodes, False)
-    if v_replica_nodes:
-        out += _pack('>%di' % len(v_replica_nodes), *v_replica_nodes)
-    v_isr_nodes = o.isr_nodes
-    _write_array_len(out, v_isr_nodes, False)
-    if v_isr_nodes:
-        out += _pack('>%di' % len(v_isr_nodes), *v_isr_nodes)
+    _write_fixed_list(out, o.replica_nodes, False, False, 'i')
+    _write_fixed_list(out, o.isr_nodes, False, False, 'i')
 
 
 def _d_MetadataResponse_MetadataResponsePartition_1(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
@@ -920,48 +609,18 @@ def _d_MetadataResponse_MetadataResponsePartition_1(buf: memoryview, pos: int) -
     f_offline_replicas: list[int]
     f_error_code, f_partition_index, f_leader_id = _S7.unpack_from(buf, pos)
     pos += 10
-    n_replica_nodes, pos = _read_array_len(buf, pos)
-    if n_replica_nodes < 0:
-        raise DecodeError('null in non-nullable array replica_nodes')
-    else:
-        if n_replica_nodes == 0:
-            f_replica_nodes = []
-        else:
-            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
-    n_isr_nodes, pos = _read_array_len(buf, pos)
-    if n_isr_nodes < 0:
-        raise DecodeError('null in non-nullable array isr_nodes')
-    else:
-        if n_isr_nodes == 0:
-            f_isr_nodes = []
-        else:
-            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
-    n_offline_replicas, pos = _read_array_len(buf, pos)
-    if n_offline_replicas < 0:
-        raise DecodeError('null in non-nullable array offline_replicas')
-    else:
-        if n_offline_replicas == 0:
-            f_offline_replicas = []
-        else:
-            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+    f_replica_nodes, pos = _read_fixed_list(buf, pos, False, 'i', 4)
+    f_isr_nodes, pos = _read_fixed_list(buf, pos, False, 'i', 4)
+    f_offline_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas, {}), pos
 
 
 def _e_MetadataResponse_MetadataResponsePartition_1(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse.MetadataResponsePartition) -> None:
     """MetadataResponsePartition v5-6."""
     out += _S7.pack(o.error_code, o.partition_index, o.leader_id)
-    v_replica_nodes = o.replica_nodes
-    _write_array_len(out, v_replica_nodes, False)
-    if v_replica_nodes:
-        out += _pack('>%di' % len(v_replica_nodes), *v_replica_nodes)
-    v_isr_nodes = o.isr_nodes
-    _write_array_len(out, v_isr_nodes, False)
-    if v_isr_nodes:
-        out += _pack('>%di' % len(v_isr_nodes), *v_isr_nodes)
-    v_offline_replicas = o.offline_replicas
-    _write_array_len(out, v_offline_replicas, False)
-    if v_offline_replicas:
-        out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
+    _write_fixed_list(out, o.replica_nodes, False, False, 'i')
+    _write_fixed_list(out, o.isr_nodes, False, False, 'i')
+    _write_fixed_list(out, o.offline_replicas, False, False, 'i')
 
 
 def _d_MetadataResponse_MetadataResponsePartition_2(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
@@ -971,48 +630,18 @@ def _d_MetadataResponse_MetadataResponsePartition_2(buf: memoryview, pos: int) -
     f_offline_replicas: list[int]
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S8.unpack_from(buf, pos)
     pos += 14
-    n_replica_nodes, pos = _read_array_len(buf, pos)
-    if n_replica_nodes < 0:
-        raise DecodeError('null in non-nullable array replica_nodes')
-    else:
-        if n_replica_nodes == 0:
-            f_replica_nodes = []
-        else:
-            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
-    n_isr_nodes, pos = _read_array_len(buf, pos)
-    if n_isr_nodes < 0:
-        raise DecodeError('null in non-nullable array isr_nodes')
-    else:
-        if n_isr_nodes == 0:
-            f_isr_nodes = []
-        else:
-            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
-    n_offline_replicas, pos = _read_array_len(buf, pos)
-    if n_offline_replicas < 0:
-        raise DecodeError('null in non-nullable array offline_replicas')
-    else:
-        if n_offline_replicas == 0:
-            f_offline_replicas = []
-        else:
-            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+    f_replica_nodes, pos = _read_fixed_list(buf, pos, False, 'i', 4)
+    f_isr_nodes, pos = _read_fixed_list(buf, pos, False, 'i', 4)
+    f_offline_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, {}), pos
 
 
 def _e_MetadataResponse_MetadataResponsePartition_2(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse.MetadataResponsePartition) -> None:
     """MetadataResponsePartition v7-8."""
     out += _S8.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    v_replica_nodes = o.replica_nodes
-    _write_array_len(out, v_replica_nodes, False)
-    if v_replica_nodes:
-        out += _pack('>%di' % len(v_replica_nodes), *v_replica_nodes)
-    v_isr_nodes = o.isr_nodes
-    _write_array_len(out, v_isr_nodes, False)
-    if v_isr_nodes:
-        out += _pack('>%di' % len(v_isr_nodes), *v_isr_nodes)
-    v_offline_replicas = o.offline_replicas
-    _write_array_len(out, v_offline_replicas, False)
-    if v_offline_replicas:
-        out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
+    _write_fixed_list(out, o.replica_nodes, False, False, 'i')
+    _write_fixed_list(out, o.isr_nodes, False, False, 'i')
+    _write_fixed_list(out, o.offline_replicas, False, False, 'i')
 
 
 def _d_MetadataResponse_MetadataResponsePartition_3(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
@@ -1022,79 +651,19 @@ def _d_MetadataResponse_MetadataResponsePartition_3(buf: memoryview, pos: int) -
     f_offline_replicas: list[int]
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S8.unpack_from(buf, pos)
     pos += 14
-    n_replica_nodes = buf[pos] - 1
-    if n_replica_nodes < 127 and n_replica_nodes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_replica_nodes, pos = _read_compact_array_len(buf, pos)
-    if n_replica_nodes < 0:
-        raise DecodeError('null in non-nullable array replica_nodes')
-    else:
-        if n_replica_nodes == 0:
-            f_replica_nodes = []
-        else:
-            f_replica_nodes, pos = _read_fixed_array(buf, pos, n_replica_nodes, 'i', 4)
-    n_isr_nodes = buf[pos] - 1
-    if n_isr_nodes < 127 and n_isr_nodes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_isr_nodes, pos = _read_compact_array_len(buf, pos)
-    if n_isr_nodes < 0:
-        raise DecodeError('null in non-nullable array isr_nodes')
-    else:
-        if n_isr_nodes == 0:
-            f_isr_nodes = []
-        else:
-            f_isr_nodes, pos = _read_fixed_array(buf, pos, n_isr_nodes, 'i', 4)
-    n_offline_replicas = buf[pos] - 1
-    if n_offline_replicas < 127 and n_offline_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_offline_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_offline_replicas < 0:
-        raise DecodeError('null in non-nullable array offline_replicas')
-    else:
-        if n_offline_replicas == 0:
-            f_offline_replicas = []
-        else:
-            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_replica_nodes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_isr_nodes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_offline_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, u), pos
 
 
 def _e_MetadataResponse_MetadataResponsePartition_3(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse.MetadataResponsePartition) -> None:
     """MetadataResponsePartition v9-12."""
     out += _S8.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    v_replica_nodes = o.replica_nodes
-    if v_replica_nodes is not None and len(v_replica_nodes) < 127:
-        out.append(len(v_replica_nodes) + 1)
-    else:
-        _write_compact_array_len(out, v_replica_nodes, False)
-    if v_replica_nodes:
-        out += _pack('>%di' % len(v_replica_nodes), *v_replica_nodes)
-    v_isr_nodes = o.isr_nodes
-    if v_isr_nodes is not None and len(v_isr_nodes) < 127:
-        out.append(len(v_isr_nodes) + 1)
-    else:
-        _write_compact_array_len(out, v_isr_nodes, False)
-    if v_isr_nodes:
-        out += _pack('>%di' % len(v_isr_nodes), *v_isr_nodes)
-    v_offline_replicas = o.offline_replicas
-    if v_offline_replicas is not None and len(v_offline_replicas) < 127:
-        out.append(len(v_offline_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_offline_replicas, False)
-    if v_offline_replicas:
-        out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
+    _write_fixed_list(out, o.replica_nodes, True, False, 'i')
+    _write_fixed_list(out, o.isr_nodes, True, False, 'i')
+    _write_fixed_list(out, o.offline_replicas, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1105,77 +674,33 @@ def _d_MetadataResponse_MetadataResponse_0(buf: memoryview, pos: int) -> tuple[M
     """MetadataResponse v0."""
     f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_topics: list[MetadataResponse.MetadataResponseTopic]
-    n_brokers, pos = _read_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_0(buf, pos)
-            f_brokers.append(x_brokers)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_brokers, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseBroker_0)
+    f_topics, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseTopic_0)
     return _C_MetadataResponse_MetadataResponse(0, f_brokers, None, -1, f_topics, -2147483648, {}), pos
 
 
 def _e_MetadataResponse_MetadataResponse_0(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v0."""
-    v_brokers = o.brokers
-    _write_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_0(out, ch, x_brokers)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.brokers, False, False, _e_MetadataResponse_MetadataResponseBroker_0)
+    _write_array(out, ch, o.topics, False, False, _e_MetadataResponse_MetadataResponseTopic_0)
 
 
 def _d_MetadataResponse_MetadataResponse_1(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
     """MetadataResponse v1."""
     f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_topics: list[MetadataResponse.MetadataResponseTopic]
-    n_brokers, pos = _read_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_1(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseBroker_1)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseTopic_1)
     return _C_MetadataResponse_MetadataResponse(0, f_brokers, None, f_controller_id, f_topics, -2147483648, {}), pos
 
 
 def _e_MetadataResponse_MetadataResponse_1(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v1."""
-    v_brokers = o.brokers
-    _write_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_1(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, False, False, _e_MetadataResponse_MetadataResponseBroker_1)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_MetadataResponse_MetadataResponseTopic_1)
 
 
 def _d_MetadataResponse_MetadataResponse_2(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -1183,42 +708,20 @@ def _d_MetadataResponse_MetadataResponse_2(buf: memoryview, pos: int) -> tuple[M
     f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
     f_topics: list[MetadataResponse.MetadataResponseTopic]
-    n_brokers, pos = _read_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_1(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseBroker_1)
     f_cluster_id, pos = _read_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseTopic_1)
     return _C_MetadataResponse_MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, {}), pos
 
 
 def _e_MetadataResponse_MetadataResponse_2(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v2."""
-    v_brokers = o.brokers
-    _write_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_1(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, False, False, _e_MetadataResponse_MetadataResponseBroker_1)
     _write_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_MetadataResponse_MetadataResponseTopic_1)
 
 
 def _d_MetadataResponse_MetadataResponse_3(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -1228,43 +731,21 @@ def _d_MetadataResponse_MetadataResponse_3(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_1(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseBroker_1)
     f_cluster_id, pos = _read_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseTopic_1)
     return _C_MetadataResponse_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, {}), pos
 
 
 def _e_MetadataResponse_MetadataResponse_3(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v3-4."""
     out += _S4.pack(o.throttle_time_ms)
-    v_brokers = o.brokers
-    _write_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_1(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, False, False, _e_MetadataResponse_MetadataResponseBroker_1)
     _write_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_MetadataResponse_MetadataResponseTopic_1)
 
 
 def _d_MetadataResponse_MetadataResponse_4(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -1274,43 +755,21 @@ def _d_MetadataResponse_MetadataResponse_4(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_1(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseBroker_1)
     f_cluster_id, pos = _read_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_2(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseTopic_2)
     return _C_MetadataResponse_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, {}), pos
 
 
 def _e_MetadataResponse_MetadataResponse_4(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v5-6."""
     out += _S4.pack(o.throttle_time_ms)
-    v_brokers = o.brokers
-    _write_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_1(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, False, False, _e_MetadataResponse_MetadataResponseBroker_1)
     _write_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_MetadataResponse_MetadataResponseTopic_2)
 
 
 def _d_MetadataResponse_MetadataResponse_5(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -1320,43 +779,21 @@ def _d_MetadataResponse_MetadataResponse_5(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_1(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseBroker_1)
     f_cluster_id, pos = _read_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_3(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseTopic_3)
     return _C_MetadataResponse_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, {}), pos
 
 
 def _e_MetadataResponse_MetadataResponse_5(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v7."""
     out += _S4.pack(o.throttle_time_ms)
-    v_brokers = o.brokers
-    _write_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_1(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, False, False, _e_MetadataResponse_MetadataResponseBroker_1)
     _write_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_3(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_MetadataResponse_MetadataResponseTopic_3)
 
 
 def _d_MetadataResponse_MetadataResponse_6(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -1366,25 +803,11 @@ def _d_MetadataResponse_MetadataResponse_6(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers, pos = _read_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_1(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseBroker_1)
     f_cluster_id, pos = _read_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_4(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_MetadataResponse_MetadataResponseTopic_4)
     f_cluster_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
     return _C_MetadataResponse_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, {}), pos
@@ -1393,18 +816,10 @@ def _d_MetadataResponse_MetadataResponse_6(buf: memoryview, pos: int) -> tuple[M
 def _e_MetadataResponse_MetadataResponse_6(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v8."""
     out += _S4.pack(o.throttle_time_ms)
-    v_brokers = o.brokers
-    _write_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_1(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, False, False, _e_MetadataResponse_MetadataResponseBroker_1)
     _write_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_4(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_MetadataResponse_MetadataResponseTopic_4)
     out += _S4.pack(o.cluster_authorized_operations)
 
 
@@ -1415,69 +830,24 @@ def _d_MetadataResponse_MetadataResponse_7(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers = buf[pos] - 1
-    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_brokers, pos = _read_compact_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_2(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponseBroker_2)
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_5(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponseTopic_5)
     f_cluster_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataResponse_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, u), pos
 
 
 def _e_MetadataResponse_MetadataResponse_7(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v9."""
     out += _S4.pack(o.throttle_time_ms)
-    v_brokers = o.brokers
-    if v_brokers is not None and len(v_brokers) < 127:
-        out.append(len(v_brokers) + 1)
-    else:
-        _write_compact_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_2(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, True, False, _e_MetadataResponse_MetadataResponseBroker_2)
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_5(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_MetadataResponse_MetadataResponseTopic_5)
     out += _S4.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1492,69 +862,24 @@ def _d_MetadataResponse_MetadataResponse_8(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers = buf[pos] - 1
-    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_brokers, pos = _read_compact_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_2(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponseBroker_2)
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_6(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponseTopic_6)
     f_cluster_authorized_operations, = _S4.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataResponse_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, u), pos
 
 
 def _e_MetadataResponse_MetadataResponse_8(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v10."""
     out += _S4.pack(o.throttle_time_ms)
-    v_brokers = o.brokers
-    if v_brokers is not None and len(v_brokers) < 127:
-        out.append(len(v_brokers) + 1)
-    else:
-        _write_compact_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_2(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, True, False, _e_MetadataResponse_MetadataResponseBroker_2)
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_6(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_MetadataResponse_MetadataResponseTopic_6)
     out += _S4.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1569,67 +894,22 @@ def _d_MetadataResponse_MetadataResponse_9(buf: memoryview, pos: int) -> tuple[M
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers = buf[pos] - 1
-    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_brokers, pos = _read_compact_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_2(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponseBroker_2)
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_6(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponseTopic_6)
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataResponse_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, u), pos
 
 
 def _e_MetadataResponse_MetadataResponse_9(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v11."""
     out += _S4.pack(o.throttle_time_ms)
-    v_brokers = o.brokers
-    if v_brokers is not None and len(v_brokers) < 127:
-        out.append(len(v_brokers) + 1)
-    else:
-        _write_compact_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_2(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, True, False, _e_MetadataResponse_MetadataResponseBroker_2)
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_6(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_MetadataResponse_MetadataResponseTopic_6)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1643,67 +923,22 @@ def _d_MetadataResponse_MetadataResponse_10(buf: memoryview, pos: int) -> tuple[
     f_topics: list[MetadataResponse.MetadataResponseTopic]
     f_throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_brokers = buf[pos] - 1
-    if n_brokers < 127 and n_brokers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_brokers, pos = _read_compact_array_len(buf, pos)
-    if n_brokers < 0:
-        raise DecodeError('null in non-nullable array brokers')
-    else:
-        f_brokers = []
-        for _ in range(n_brokers):
-            x_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_2(buf, pos)
-            f_brokers.append(x_brokers)
+    f_brokers, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponseBroker_2)
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_controller_id, = _S4.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_MetadataResponse_MetadataResponseTopic_7(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_MetadataResponse_MetadataResponseTopic_7)
+    u, pos = _read_tags(buf, pos)
     return _C_MetadataResponse_MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, u), pos
 
 
 def _e_MetadataResponse_MetadataResponse_10(out: bytearray, ch: list[Chunk] | None, o: MetadataResponse) -> None:
     """MetadataResponse v12."""
     out += _S4.pack(o.throttle_time_ms)
-    v_brokers = o.brokers
-    if v_brokers is not None and len(v_brokers) < 127:
-        out.append(len(v_brokers) + 1)
-    else:
-        _write_compact_array_len(out, v_brokers, False)
-    if v_brokers:
-        for x_brokers in v_brokers:
-            _e_MetadataResponse_MetadataResponseBroker_2(out, ch, x_brokers)
+    _write_array(out, ch, o.brokers, True, False, _e_MetadataResponse_MetadataResponseBroker_2)
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S4.pack(o.controller_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_MetadataResponse_MetadataResponseTopic_7(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_MetadataResponse_MetadataResponseTopic_7)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,24 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -102,25 +97,14 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_0(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetCommitRequest_OffsetCommitRequestPartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetCommitRequest_OffsetCommitRequestPartition_0)
     return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, {}), pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_0(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     """OffsetCommitRequestTopic v0,2-5."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetCommitRequest_OffsetCommitRequestPartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetCommitRequest_OffsetCommitRequestPartition_0)
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_1(buf: memoryview, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
@@ -128,25 +112,14 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_1(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetCommitRequest_OffsetCommitRequestPartition_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetCommitRequest_OffsetCommitRequestPartition_1)
     return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, {}), pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_1(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     """OffsetCommitRequestTopic v1."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetCommitRequest_OffsetCommitRequestPartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetCommitRequest_OffsetCommitRequestPartition_1)
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_2(buf: memoryview, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
@@ -154,25 +127,14 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_2(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetCommitRequest_OffsetCommitRequestPartition_2(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetCommitRequest_OffsetCommitRequestPartition_2)
     return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, {}), pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_2(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     """OffsetCommitRequestTopic v6-7."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetCommitRequest_OffsetCommitRequestPartition_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetCommitRequest_OffsetCommitRequestPartition_2)
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(buf: memoryview, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
@@ -180,42 +142,15 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetCommitRequest_OffsetCommitRequestPartition_3(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_OffsetCommitRequest_OffsetCommitRequestPartition_3)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions, u), pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_3(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     """OffsetCommitRequestTopic v8-9."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetCommitRequest_OffsetCommitRequestPartition_3(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_OffsetCommitRequest_OffsetCommitRequestPartition_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -273,16 +208,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_3(buf: memoryview, pos: 
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S2.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata, u), pos
 
 
@@ -301,25 +227,14 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_0(buf: memoryview, pos: int) -> t
     f_group_id: str
     f_topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     f_group_id, pos = _read_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitRequest_OffsetCommitRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetCommitRequest_OffsetCommitRequestTopic_0)
     return _C_OffsetCommitRequest_OffsetCommitRequest(f_group_id, -1, '', None, -1, f_topics, {}), pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequest_0(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitRequest) -> None:
     """OffsetCommitRequest v0."""
     _write_string(out, o.group_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitRequest_OffsetCommitRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetCommitRequest_OffsetCommitRequestTopic_0)
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequest_1(buf: memoryview, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -331,14 +246,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_1(buf: memoryview, pos: int) -> t
     f_generation_id_or_member_epoch, = _S3.unpack_from(buf, pos)
     pos += 4
     f_member_id, pos = _read_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitRequest_OffsetCommitRequestTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetCommitRequest_OffsetCommitRequestTopic_1)
     return _C_OffsetCommitRequest_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics, {}), pos
 
 
@@ -347,11 +255,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_1(out: bytearray, ch: list[Chunk]
     _write_string(out, o.group_id)
     out += _S3.pack(o.generation_id_or_member_epoch)
     _write_string(out, o.member_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitRequest_OffsetCommitRequestTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetCommitRequest_OffsetCommitRequestTopic_1)
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequest_2(buf: memoryview, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -365,14 +269,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_2(buf: memoryview, pos: int) -> t
     f_member_id, pos = _read_string(buf, pos)
     f_retention_time_ms, = _S4.unpack_from(buf, pos)
     pos += 8
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitRequest_OffsetCommitRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetCommitRequest_OffsetCommitRequestTopic_0)
     return _C_OffsetCommitRequest_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, f_retention_time_ms, f_topics, {}), pos
 
 
@@ -382,11 +279,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_2(out: bytearray, ch: list[Chunk]
     out += _S3.pack(o.generation_id_or_member_epoch)
     _write_string(out, o.member_id)
     out += _S4.pack(o.retention_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitRequest_OffsetCommitRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetCommitRequest_OffsetCommitRequestTopic_0)
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequest_3(buf: memoryview, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -398,14 +291,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_3(buf: memoryview, pos: int) -> t
     f_generation_id_or_member_epoch, = _S3.unpack_from(buf, pos)
     pos += 4
     f_member_id, pos = _read_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitRequest_OffsetCommitRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetCommitRequest_OffsetCommitRequestTopic_0)
     return _C_OffsetCommitRequest_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics, {}), pos
 
 
@@ -414,11 +300,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_3(out: bytearray, ch: list[Chunk]
     _write_string(out, o.group_id)
     out += _S3.pack(o.generation_id_or_member_epoch)
     _write_string(out, o.member_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitRequest_OffsetCommitRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetCommitRequest_OffsetCommitRequestTopic_0)
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequest_4(buf: memoryview, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -430,14 +312,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_4(buf: memoryview, pos: int) -> t
     f_generation_id_or_member_epoch, = _S3.unpack_from(buf, pos)
     pos += 4
     f_member_id, pos = _read_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitRequest_OffsetCommitRequestTopic_2(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetCommitRequest_OffsetCommitRequestTopic_2)
     return _C_OffsetCommitRequest_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics, {}), pos
 
 
@@ -446,11 +321,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_4(out: bytearray, ch: list[Chunk]
     _write_string(out, o.group_id)
     out += _S3.pack(o.generation_id_or_member_epoch)
     _write_string(out, o.member_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitRequest_OffsetCommitRequestTopic_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetCommitRequest_OffsetCommitRequestTopic_2)
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequest_5(buf: memoryview, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -464,14 +335,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_5(buf: memoryview, pos: int) -> t
     pos += 4
     f_member_id, pos = _read_string(buf, pos)
     f_group_instance_id, pos = _read_nullable_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitRequest_OffsetCommitRequestTopic_2(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetCommitRequest_OffsetCommitRequestTopic_2)
     return _C_OffsetCommitRequest_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics, {}), pos
 
 
@@ -481,11 +345,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_5(out: bytearray, ch: list[Chunk]
     out += _S3.pack(o.generation_id_or_member_epoch)
     _write_string(out, o.member_id)
     _write_nullable_string(out, o.group_instance_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitRequest_OffsetCommitRequestTopic_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetCommitRequest_OffsetCommitRequestTopic_2)
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequest_6(buf: memoryview, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -499,28 +359,8 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_6(buf: memoryview, pos: int) -> t
     pos += 4
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_OffsetCommitRequest_OffsetCommitRequestTopic_3)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetCommitRequest_OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics, u), pos
 
 
@@ -530,14 +370,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_6(out: bytearray, ch: list[Chunk]
     out += _S3.pack(o.generation_id_or_member_epoch)
     _write_compact_string(out, o.member_id)
     _write_compact_nullable_string(out, o.group_instance_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitRequest_OffsetCommitRequestTopic_3(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_OffsetCommitRequest_OffsetCommitRequestTopic_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -602,25 +435,14 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_0(buf: memoryview, pos: in
     f_name: str
     f_partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetCommitResponse_OffsetCommitResponsePartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetCommitResponse_OffsetCommitResponsePartition_0)
     return _C_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions, {}), pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_0(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitResponse.OffsetCommitResponseTopic) -> None:
     """OffsetCommitResponseTopic v0-7."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetCommitResponse_OffsetCommitResponsePartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetCommitResponse_OffsetCommitResponsePartition_0)
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_1(buf: memoryview, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponseTopic, int]:
@@ -628,42 +450,15 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_1(buf: memoryview, pos: in
     f_name: str
     f_partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetCommitResponse_OffsetCommitResponsePartition_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_OffsetCommitResponse_OffsetCommitResponsePartition_1)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions, u), pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_1(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitResponse.OffsetCommitResponseTopic) -> None:
     """OffsetCommitResponseTopic v8-9."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetCommitResponse_OffsetCommitResponsePartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_OffsetCommitResponse_OffsetCommitResponsePartition_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -686,16 +481,7 @@ def _d_OffsetCommitResponse_OffsetCommitResponsePartition_1(buf: memoryview, pos
     """OffsetCommitResponsePartition v8-9."""
     f_partition_index, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code, u), pos
 
 
@@ -711,24 +497,13 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_1(out: bytearray, ch: 
 def _d_OffsetCommitResponse_OffsetCommitResponse_0(buf: memoryview, pos: int) -> tuple[OffsetCommitResponse, int]:
     """OffsetCommitResponse v0-2."""
     f_topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitResponse_OffsetCommitResponseTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetCommitResponse_OffsetCommitResponseTopic_0)
     return _C_OffsetCommitResponse_OffsetCommitResponse(0, f_topics, {}), pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponse_0(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitResponse) -> None:
     """OffsetCommitResponse v0-2."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitResponse_OffsetCommitResponseTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetCommitResponse_OffsetCommitResponseTopic_0)
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponse_1(buf: memoryview, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -736,25 +511,14 @@ def _d_OffsetCommitResponse_OffsetCommitResponse_1(buf: memoryview, pos: int) ->
     f_topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitResponse_OffsetCommitResponseTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetCommitResponse_OffsetCommitResponseTopic_0)
     return _C_OffsetCommitResponse_OffsetCommitResponse(f_throttle_time_ms, f_topics, {}), pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponse_1(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitResponse) -> None:
     """OffsetCommitResponse v3-7."""
     out += _S3.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitResponse_OffsetCommitResponseTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetCommitResponse_OffsetCommitResponseTopic_0)
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponse_2(buf: memoryview, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -762,42 +526,15 @@ def _d_OffsetCommitResponse_OffsetCommitResponse_2(buf: memoryview, pos: int) ->
     f_topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetCommitResponse_OffsetCommitResponseTopic_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_OffsetCommitResponse_OffsetCommitResponseTopic_1)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetCommitResponse_OffsetCommitResponse(f_throttle_time_ms, f_topics, u), pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponse_2(out: bytearray, ch: list[Chunk] | None, o: OffsetCommitResponse) -> None:
     """OffsetCommitResponse v8-9."""
     out += _S3.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetCommitResponse_OffsetCommitResponseTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_OffsetCommitResponse_OffsetCommitResponseTopic_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,17 +7,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_array_len as _read_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_string as _read_string
-from wire.primitives import write_array_len as _write_array_len
 from wire.primitives import write_string as _write_string
 
 _UUID = uuid.UUID
@@ -80,25 +78,14 @@ def _d_OffsetDeleteRequest_OffsetDeleteRequestTopic_0(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetDeleteRequest_OffsetDeleteRequestPartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetDeleteRequest_OffsetDeleteRequestPartition_0)
     return _C_OffsetDeleteRequest_OffsetDeleteRequestTopic(f_name, f_partitions, {}), pos
 
 
 def _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_0(out: bytearray, ch: list[Chunk] | None, o: OffsetDeleteRequest.OffsetDeleteRequestTopic) -> None:
     """OffsetDeleteRequestTopic v0."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetDeleteRequest_OffsetDeleteRequestPartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetDeleteRequest_OffsetDeleteRequestPartition_0)
 
 
 def _d_OffsetDeleteRequest_OffsetDeleteRequestPartition_0(buf: memoryview, pos: int) -> tuple[OffsetDeleteRequest.OffsetDeleteRequestPartition, int]:
@@ -118,25 +105,14 @@ def _d_OffsetDeleteRequest_OffsetDeleteRequest_0(buf: memoryview, pos: int) -> t
     f_group_id: str
     f_topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
     f_group_id, pos = _read_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetDeleteRequest_OffsetDeleteRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetDeleteRequest_OffsetDeleteRequestTopic_0)
     return _C_OffsetDeleteRequest_OffsetDeleteRequest(f_group_id, f_topics, {}), pos
 
 
 def _e_OffsetDeleteRequest_OffsetDeleteRequest_0(out: bytearray, ch: list[Chunk] | None, o: OffsetDeleteRequest) -> None:
     """OffsetDeleteRequest v0."""
     _write_string(out, o.group_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_0)
 
 
 _DECODERS_OffsetDeleteRequest: dict[int, Callable[[memoryview, int], tuple[OffsetDeleteRequest, int]]] = {0: _d_OffsetDeleteRequest_OffsetDeleteRequest_0}
@@ -198,25 +174,14 @@ def _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_0(buf: memoryview, pos: in
     f_name: str
     f_partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetDeleteResponse_OffsetDeleteResponsePartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetDeleteResponse_OffsetDeleteResponsePartition_0)
     return _C_OffsetDeleteResponse_OffsetDeleteResponseTopic(f_name, f_partitions, {}), pos
 
 
 def _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_0(out: bytearray, ch: list[Chunk] | None, o: OffsetDeleteResponse.OffsetDeleteResponseTopic) -> None:
     """OffsetDeleteResponseTopic v0."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_0)
 
 
 def _d_OffsetDeleteResponse_OffsetDeleteResponsePartition_0(buf: memoryview, pos: int) -> tuple[OffsetDeleteResponse.OffsetDeleteResponsePartition, int]:
@@ -236,25 +201,14 @@ def _d_OffsetDeleteResponse_OffsetDeleteResponse_0(buf: memoryview, pos: int) ->
     f_topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic]
     f_error_code, f_throttle_time_ms = _S2.unpack_from(buf, pos)
     pos += 6
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_0)
     return _C_OffsetDeleteResponse_OffsetDeleteResponse(f_error_code, f_throttle_time_ms, f_topics, {}), pos
 
 
 def _e_OffsetDeleteResponse_OffsetDeleteResponse_0(out: bytearray, ch: list[Chunk] | None, o: OffsetDeleteResponse) -> None:
     """OffsetDeleteResponse v0."""
     out += _S2.pack(o.error_code, o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_0)
 
 
 _DECODERS_OffsetDeleteResponse: dict[int, Callable[[memoryview, int], tuple[OffsetDeleteResponse, int]]] = {0: _d_OffsetDeleteResponse_OffsetDeleteResponse_0}

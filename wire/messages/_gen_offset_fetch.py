@@ -7,25 +7,22 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_nullable_array as _read_nullable_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -106,24 +103,14 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_0(buf: memoryview, pos: int) -
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_string(buf, pos)
-    n_partition_indexes, pos = _read_array_len(buf, pos)
-    if n_partition_indexes < 0:
-        raise DecodeError('null in non-nullable array partition_indexes')
-    else:
-        if n_partition_indexes == 0:
-            f_partition_indexes = []
-        else:
-            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+    f_partition_indexes, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes, {}), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_0(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
     """OffsetFetchRequestTopic v0-5."""
     _write_string(out, o.name)
-    v_partition_indexes = o.partition_indexes
-    _write_array_len(out, v_partition_indexes, False)
-    if v_partition_indexes:
-        out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
+    _write_fixed_list(out, o.partition_indexes, False, False, 'i')
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(buf: memoryview, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopic, int]:
@@ -131,41 +118,15 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(buf: memoryview, pos: int) -
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes = buf[pos] - 1
-    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
-    if n_partition_indexes < 0:
-        raise DecodeError('null in non-nullable array partition_indexes')
-    else:
-        if n_partition_indexes == 0:
-            f_partition_indexes = []
-        else:
-            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_indexes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes, u), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
     """OffsetFetchRequestTopic v6-7."""
     _write_compact_string(out, o.name)
-    v_partition_indexes = o.partition_indexes
-    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
-        out.append(len(v_partition_indexes) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_indexes, False)
-    if v_partition_indexes:
-        out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
+    _write_fixed_list(out, o.partition_indexes, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -177,42 +138,15 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_0(buf: memoryview, pos: int) -
     f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchRequest_OffsetFetchRequestTopics_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_nullable_array(buf, pos, True, _d_OffsetFetchRequest_OffsetFetchRequestTopics_0)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, None, -1, f_topics, u), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_0(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
     """OffsetFetchRequestGroup v8."""
     _write_compact_string(out, o.group_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, True, _e_OffsetFetchRequest_OffsetFetchRequestTopics_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -228,28 +162,8 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_1(buf: memoryview, pos: int) -
     f_member_id, pos = _read_compact_nullable_string(buf, pos)
     f_member_epoch, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchRequest_OffsetFetchRequestTopics_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_nullable_array(buf, pos, True, _d_OffsetFetchRequest_OffsetFetchRequestTopics_0)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics, u), pos
 
 
@@ -258,14 +172,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_1(out: bytearray, ch: list[Chu
     _write_compact_string(out, o.group_id)
     _write_compact_nullable_string(out, o.member_id)
     out += _S0.pack(o.member_epoch)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, True, _e_OffsetFetchRequest_OffsetFetchRequestTopics_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -277,41 +184,15 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_0(buf: memoryview, pos: int) 
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes = buf[pos] - 1
-    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
-    if n_partition_indexes < 0:
-        raise DecodeError('null in non-nullable array partition_indexes')
-    else:
-        if n_partition_indexes == 0:
-            f_partition_indexes = []
-        else:
-            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_indexes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchRequest_OffsetFetchRequestTopics(f_name, f_partition_indexes, u), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
     """OffsetFetchRequestTopics v8-9."""
     _write_compact_string(out, o.name)
-    v_partition_indexes = o.partition_indexes
-    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
-        out.append(len(v_partition_indexes) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_indexes, False)
-    if v_partition_indexes:
-        out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
+    _write_fixed_list(out, o.partition_indexes, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -323,25 +204,14 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_0(buf: memoryview, pos: int) -> tup
     f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     f_group_id, pos = _read_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchRequest_OffsetFetchRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetFetchRequest_OffsetFetchRequestTopic_0)
     return _C_OffsetFetchRequest_OffsetFetchRequest(f_group_id, f_topics, [], False, {}), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequest_0(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest) -> None:
     """OffsetFetchRequest v0-1."""
     _write_string(out, o.group_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchRequest_OffsetFetchRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetFetchRequest_OffsetFetchRequestTopic_0)
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequest_1(buf: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -349,25 +219,14 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_1(buf: memoryview, pos: int) -> tup
     f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     f_group_id, pos = _read_string(buf, pos)
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchRequest_OffsetFetchRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_nullable_array(buf, pos, False, _d_OffsetFetchRequest_OffsetFetchRequestTopic_0)
     return _C_OffsetFetchRequest_OffsetFetchRequest(f_group_id, f_topics, [], False, {}), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequest_1(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest) -> None:
     """OffsetFetchRequest v2-5."""
     _write_string(out, o.group_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchRequest_OffsetFetchRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, True, _e_OffsetFetchRequest_OffsetFetchRequestTopic_0)
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequest_2(buf: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -375,42 +234,15 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_2(buf: memoryview, pos: int) -> tup
     f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_nullable_array(buf, pos, True, _d_OffsetFetchRequest_OffsetFetchRequestTopic_1)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchRequest_OffsetFetchRequest(f_group_id, f_topics, [], False, u), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequest_2(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest) -> None:
     """OffsetFetchRequest v6."""
     _write_compact_string(out, o.group_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, True, _e_OffsetFetchRequest_OffsetFetchRequestTopic_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -422,44 +254,17 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_3(buf: memoryview, pos: int) -> tup
     f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_nullable_array(buf, pos, True, _d_OffsetFetchRequest_OffsetFetchRequestTopic_1)
     f_require_stable, = _S1.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchRequest_OffsetFetchRequest(f_group_id, f_topics, [], f_require_stable, u), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequest_3(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest) -> None:
     """OffsetFetchRequest v7."""
     _write_compact_string(out, o.group_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, True)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, True, _e_OffsetFetchRequest_OffsetFetchRequestTopic_1)
     out += _S1.pack(o.require_stable)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -470,43 +275,16 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_3(out: bytearray, ch: list[Chunk] |
 def _d_OffsetFetchRequest_OffsetFetchRequest_4(buf: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
     """OffsetFetchRequest v8."""
     f_groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
-    n_groups = buf[pos] - 1
-    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups, pos = _read_compact_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_OffsetFetchRequest_OffsetFetchRequestGroup_0(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, True, _d_OffsetFetchRequest_OffsetFetchRequestGroup_0)
     f_require_stable, = _S1.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchRequest_OffsetFetchRequest('', [], f_groups, f_require_stable, u), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequest_4(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest) -> None:
     """OffsetFetchRequest v8."""
-    v_groups = o.groups
-    if v_groups is not None and len(v_groups) < 127:
-        out.append(len(v_groups) + 1)
-    else:
-        _write_compact_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_OffsetFetchRequest_OffsetFetchRequestGroup_0(out, ch, x_groups)
+    _write_array(out, ch, o.groups, True, False, _e_OffsetFetchRequest_OffsetFetchRequestGroup_0)
     out += _S1.pack(o.require_stable)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -517,43 +295,16 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_4(out: bytearray, ch: list[Chunk] |
 def _d_OffsetFetchRequest_OffsetFetchRequest_5(buf: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
     """OffsetFetchRequest v9."""
     f_groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
-    n_groups = buf[pos] - 1
-    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups, pos = _read_compact_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_OffsetFetchRequest_OffsetFetchRequestGroup_1(buf, pos)
-            f_groups.append(x_groups)
+    f_groups, pos = _read_array(buf, pos, True, _d_OffsetFetchRequest_OffsetFetchRequestGroup_1)
     f_require_stable, = _S1.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchRequest_OffsetFetchRequest('', [], f_groups, f_require_stable, u), pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequest_5(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchRequest) -> None:
     """OffsetFetchRequest v9."""
-    v_groups = o.groups
-    if v_groups is not None and len(v_groups) < 127:
-        out.append(len(v_groups) + 1)
-    else:
-        _write_compact_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_OffsetFetchRequest_OffsetFetchRequestGroup_1(out, ch, x_groups)
+    _write_array(out, ch, o.groups, True, False, _e_OffsetFetchRequest_OffsetFetchRequestGroup_1)
     out += _S1.pack(o.require_stable)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -649,25 +400,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_0(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetFetchResponse_OffsetFetchResponsePartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetFetchResponse_OffsetFetchResponsePartition_0)
     return _C_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions, {}), pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_0(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     """OffsetFetchResponseTopic v0-4."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetFetchResponse_OffsetFetchResponsePartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetFetchResponse_OffsetFetchResponsePartition_0)
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_1(buf: memoryview, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
@@ -675,25 +415,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_1(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetFetchResponse_OffsetFetchResponsePartition_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetFetchResponse_OffsetFetchResponsePartition_1)
     return _C_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions, {}), pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_1(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     """OffsetFetchResponseTopic v5."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetFetchResponse_OffsetFetchResponsePartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetFetchResponse_OffsetFetchResponsePartition_1)
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_2(buf: memoryview, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
@@ -701,42 +430,15 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_2(buf: memoryview, pos: int)
     f_name: str
     f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetFetchResponse_OffsetFetchResponsePartition_2(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_OffsetFetchResponse_OffsetFetchResponsePartition_2)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions, u), pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_2(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     """OffsetFetchResponseTopic v6-7."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetFetchResponse_OffsetFetchResponsePartition_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_OffsetFetchResponse_OffsetFetchResponsePartition_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -787,16 +489,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_2(buf: memoryview, pos: 
     f_metadata, pos = _read_compact_nullable_string(buf, pos)
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, u), pos
 
 
@@ -816,44 +509,17 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_0(buf: memoryview, pos: int)
     f_group_id: str
     f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopics]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchResponse_OffsetFetchResponseTopics_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_OffsetFetchResponse_OffsetFetchResponseTopics_0)
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchResponse_OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code, u), pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_0(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse.OffsetFetchResponseGroup) -> None:
     """OffsetFetchResponseGroup v8-9."""
     _write_compact_string(out, o.group_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchResponse_OffsetFetchResponseTopics_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_OffsetFetchResponse_OffsetFetchResponseTopics_0)
     out += _S3.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -866,42 +532,15 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_0(buf: memoryview, pos: int
     f_name: str
     f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_OffsetFetchResponse_OffsetFetchResponsePartitions_0)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchResponse_OffsetFetchResponseTopics(f_name, f_partitions, u), pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_0(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse.OffsetFetchResponseTopics) -> None:
     """OffsetFetchResponseTopics v8-9."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetFetchResponse_OffsetFetchResponsePartitions_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_OffsetFetchResponse_OffsetFetchResponsePartitions_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -916,16 +555,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_0(buf: memoryview, pos:
     f_metadata, pos = _read_compact_nullable_string(buf, pos)
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchResponse_OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, u), pos
 
 
@@ -943,37 +573,19 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_0(out: bytearray, ch: l
 def _d_OffsetFetchResponse_OffsetFetchResponse_0(buf: memoryview, pos: int) -> tuple[OffsetFetchResponse, int]:
     """OffsetFetchResponse v0-1."""
     f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchResponse_OffsetFetchResponseTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetFetchResponse_OffsetFetchResponseTopic_0)
     return _C_OffsetFetchResponse_OffsetFetchResponse(0, f_topics, 0, [], {}), pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponse_0(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse) -> None:
     """OffsetFetchResponse v0-1."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchResponse_OffsetFetchResponseTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetFetchResponse_OffsetFetchResponseTopic_0)
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponse_1(buf: memoryview, pos: int) -> tuple[OffsetFetchResponse, int]:
     """OffsetFetchResponse v2."""
     f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchResponse_OffsetFetchResponseTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetFetchResponse_OffsetFetchResponseTopic_0)
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     return _C_OffsetFetchResponse_OffsetFetchResponse(0, f_topics, f_error_code, [], {}), pos
@@ -981,11 +593,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_1(buf: memoryview, pos: int) -> t
 
 def _e_OffsetFetchResponse_OffsetFetchResponse_1(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse) -> None:
     """OffsetFetchResponse v2."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchResponse_OffsetFetchResponseTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetFetchResponse_OffsetFetchResponseTopic_0)
     out += _S3.pack(o.error_code)
 
 
@@ -994,14 +602,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_2(buf: memoryview, pos: int) -> t
     f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchResponse_OffsetFetchResponseTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetFetchResponse_OffsetFetchResponseTopic_0)
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     return _C_OffsetFetchResponse_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, [], {}), pos
@@ -1010,11 +611,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_2(buf: memoryview, pos: int) -> t
 def _e_OffsetFetchResponse_OffsetFetchResponse_2(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse) -> None:
     """OffsetFetchResponse v3-4."""
     out += _S0.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchResponse_OffsetFetchResponseTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetFetchResponse_OffsetFetchResponseTopic_0)
     out += _S3.pack(o.error_code)
 
 
@@ -1023,14 +620,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_3(buf: memoryview, pos: int) -> t
     f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchResponse_OffsetFetchResponseTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetFetchResponse_OffsetFetchResponseTopic_1)
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     return _C_OffsetFetchResponse_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, [], {}), pos
@@ -1039,11 +629,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_3(buf: memoryview, pos: int) -> t
 def _e_OffsetFetchResponse_OffsetFetchResponse_3(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse) -> None:
     """OffsetFetchResponse v5."""
     out += _S0.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchResponse_OffsetFetchResponseTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetFetchResponse_OffsetFetchResponseTopic_1)
     out += _S3.pack(o.error_code)
 
 
@@ -1052,44 +638,17 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_4(buf: memoryview, pos: int) -> t
     f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetFetchResponse_OffsetFetchResponseTopic_2(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_OffsetFetchResponse_OffsetFetchResponseTopic_2)
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchResponse_OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, [], u), pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponse_4(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse) -> None:
     """OffsetFetchResponse v6-7."""
     out += _S0.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetFetchResponse_OffsetFetchResponseTopic_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_OffsetFetchResponse_OffsetFetchResponseTopic_2)
     out += _S3.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1102,42 +661,15 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_5(buf: memoryview, pos: int) -> t
     f_groups: list[OffsetFetchResponse.OffsetFetchResponseGroup]
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    n_groups = buf[pos] - 1
-    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups, pos = _read_compact_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_OffsetFetchResponse_OffsetFetchResponseGroup_0(buf, pos)
-            f_groups.append(x_groups)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_groups, pos = _read_array(buf, pos, True, _d_OffsetFetchResponse_OffsetFetchResponseGroup_0)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetFetchResponse_OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups, u), pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponse_5(out: bytearray, ch: list[Chunk] | None, o: OffsetFetchResponse) -> None:
     """OffsetFetchResponse v8-9."""
     out += _S0.pack(o.throttle_time_ms)
-    v_groups = o.groups
-    if v_groups is not None and len(v_groups) < 127:
-        out.append(len(v_groups) + 1)
-    else:
-        _write_compact_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_OffsetFetchResponse_OffsetFetchResponseGroup_0(out, ch, x_groups)
+    _write_array(out, ch, o.groups, True, False, _e_OffsetFetchResponse_OffsetFetchResponseGroup_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

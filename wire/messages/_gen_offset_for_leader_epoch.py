@@ -7,22 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -91,25 +86,14 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_0(buf: memoryview, pos: 
     f_topic: str
     f_partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_0)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderTopic(f_topic, f_partitions, {}), pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_0(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
     """OffsetForLeaderTopic v0-1."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_0)
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderTopic, int]:
@@ -117,25 +101,14 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1(buf: memoryview, pos: 
     f_topic: str
     f_partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_1)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderTopic(f_topic, f_partitions, {}), pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
     """OffsetForLeaderTopic v2-3."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_1)
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderTopic, int]:
@@ -143,42 +116,15 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(buf: memoryview, pos: 
     f_topic: str
     f_partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderTopic(f_topic, f_partitions, u), pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
     """OffsetForLeaderTopic v4."""
     _write_compact_string(out, o.topic)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -213,16 +159,7 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(buf: memoryview, p
     """OffsetForLeaderPartition v4."""
     f_partition, f_current_leader_epoch, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 12
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch, u), pos
 
 
@@ -238,47 +175,25 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(out: bytearray, ch
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_0(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
     """OffsetForLeaderEpochRequest v0-1."""
     f_topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_0)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest(-2, f_topics, {}), pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_0(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochRequest) -> None:
     """OffsetForLeaderEpochRequest v0-1."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_0)
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_1(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
     """OffsetForLeaderEpochRequest v2."""
     f_topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest(-2, f_topics, {}), pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_1(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochRequest) -> None:
     """OffsetForLeaderEpochRequest v2."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1)
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_2(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
@@ -286,25 +201,14 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_2(buf: memoryview
     f_topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
     f_replica_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest(f_replica_id, f_topics, {}), pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_2(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochRequest) -> None:
     """OffsetForLeaderEpochRequest v3."""
     out += _S2.pack(o.replica_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1)
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_3(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
@@ -312,42 +216,15 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_3(buf: memoryview
     f_topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
     f_replica_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest(f_replica_id, f_topics, u), pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_3(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochRequest) -> None:
     """OffsetForLeaderEpochRequest v4."""
     out += _S2.pack(o.replica_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -414,25 +291,14 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0(buf: memoryview
     f_topic: str
     f_partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetForLeaderEpochResponse_EpochEndOffset_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochResponse_EpochEndOffset_0)
     return _C_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(f_topic, f_partitions, {}), pos
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
     """OffsetForLeaderTopicResult v0."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetForLeaderEpochResponse_EpochEndOffset_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetForLeaderEpochResponse_EpochEndOffset_0)
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult, int]:
@@ -440,25 +306,14 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(buf: memoryview
     f_topic: str
     f_partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset]
     f_topic, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetForLeaderEpochResponse_EpochEndOffset_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochResponse_EpochEndOffset_1)
     return _C_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(f_topic, f_partitions, {}), pos
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
     """OffsetForLeaderTopicResult v1-3."""
     _write_string(out, o.topic)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetForLeaderEpochResponse_EpochEndOffset_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_OffsetForLeaderEpochResponse_EpochEndOffset_1)
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult, int]:
@@ -466,42 +321,15 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(buf: memoryview
     f_topic: str
     f_partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset]
     f_topic, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_OffsetForLeaderEpochResponse_EpochEndOffset_2(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_OffsetForLeaderEpochResponse_EpochEndOffset_2)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(f_topic, f_partitions, u), pos
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
     """OffsetForLeaderTopicResult v4."""
     _write_compact_string(out, o.topic)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_OffsetForLeaderEpochResponse_EpochEndOffset_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_OffsetForLeaderEpochResponse_EpochEndOffset_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -536,16 +364,7 @@ def _d_OffsetForLeaderEpochResponse_EpochEndOffset_2(buf: memoryview, pos: int) 
     """EpochEndOffset v4."""
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S4.unpack_from(buf, pos)
     pos += 18
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetForLeaderEpochResponse_EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset, u), pos
 
 
@@ -561,47 +380,25 @@ def _e_OffsetForLeaderEpochResponse_EpochEndOffset_2(out: bytearray, ch: list[Ch
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_0(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
     """OffsetForLeaderEpochResponse v0."""
     f_topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0)
     return _C_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse(0, f_topics, {}), pos
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_0(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochResponse) -> None:
     """OffsetForLeaderEpochResponse v0."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0)
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_1(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
     """OffsetForLeaderEpochResponse v1."""
     f_topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1)
     return _C_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse(0, f_topics, {}), pos
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_1(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochResponse) -> None:
     """OffsetForLeaderEpochResponse v1."""
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1)
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_2(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -609,25 +406,14 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_2(buf: memoryvi
     f_topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1)
     return _C_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics, {}), pos
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_2(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochResponse) -> None:
     """OffsetForLeaderEpochResponse v2-3."""
     out += _S2.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1)
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_3(buf: memoryview, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -635,42 +421,15 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_3(buf: memoryvi
     f_topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
     f_throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2)
+    u, pos = _read_tags(buf, pos)
     return _C_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics, u), pos
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_3(out: bytearray, ch: list[Chunk] | None, o: OffsetForLeaderEpochResponse) -> None:
     """OffsetForLeaderEpochResponse v4."""
     out += _S2.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,17 +7,16 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_bytes as _read_compact_nullable_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
@@ -25,8 +24,6 @@ from wire.primitives import read_nullable_bytes as _read_nullable_bytes
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -100,25 +97,14 @@ def _d_ProduceRequest_TopicProduceData_0(buf: memoryview, pos: int) -> tuple[Pro
     f_name: str
     f_partition_data: list[ProduceRequest.PartitionProduceData]
     f_name, pos = _read_string(buf, pos)
-    n_partition_data, pos = _read_array_len(buf, pos)
-    if n_partition_data < 0:
-        raise DecodeError('null in non-nullable array partition_data')
-    else:
-        f_partition_data = []
-        for _ in range(n_partition_data):
-            x_partition_data, pos = _d_ProduceRequest_PartitionProduceData_0(buf, pos)
-            f_partition_data.append(x_partition_data)
+    f_partition_data, pos = _read_array(buf, pos, False, _d_ProduceRequest_PartitionProduceData_0)
     return _C_ProduceRequest_TopicProduceData(f_name, f_partition_data, {}), pos
 
 
 def _e_ProduceRequest_TopicProduceData_0(out: bytearray, ch: list[Chunk] | None, o: ProduceRequest.TopicProduceData) -> None:
     """TopicProduceData v0-8."""
     _write_string(out, o.name)
-    v_partition_data = o.partition_data
-    _write_array_len(out, v_partition_data, False)
-    if v_partition_data:
-        for x_partition_data in v_partition_data:
-            _e_ProduceRequest_PartitionProduceData_0(out, ch, x_partition_data)
+    _write_array(out, ch, o.partition_data, False, False, _e_ProduceRequest_PartitionProduceData_0)
 
 
 def _d_ProduceRequest_TopicProduceData_1(buf: memoryview, pos: int) -> tuple[ProduceRequest.TopicProduceData, int]:
@@ -126,42 +112,15 @@ def _d_ProduceRequest_TopicProduceData_1(buf: memoryview, pos: int) -> tuple[Pro
     f_name: str
     f_partition_data: list[ProduceRequest.PartitionProduceData]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_data = buf[pos] - 1
-    if n_partition_data < 127 and n_partition_data <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_data, pos = _read_compact_array_len(buf, pos)
-    if n_partition_data < 0:
-        raise DecodeError('null in non-nullable array partition_data')
-    else:
-        f_partition_data = []
-        for _ in range(n_partition_data):
-            x_partition_data, pos = _d_ProduceRequest_PartitionProduceData_1(buf, pos)
-            f_partition_data.append(x_partition_data)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_data, pos = _read_array(buf, pos, True, _d_ProduceRequest_PartitionProduceData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceRequest_TopicProduceData(f_name, f_partition_data, u), pos
 
 
 def _e_ProduceRequest_TopicProduceData_1(out: bytearray, ch: list[Chunk] | None, o: ProduceRequest.TopicProduceData) -> None:
     """TopicProduceData v9-11."""
     _write_compact_string(out, o.name)
-    v_partition_data = o.partition_data
-    if v_partition_data is not None and len(v_partition_data) < 127:
-        out.append(len(v_partition_data) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_data, False)
-    if v_partition_data:
-        for x_partition_data in v_partition_data:
-            _e_ProduceRequest_PartitionProduceData_1(out, ch, x_partition_data)
+    _write_array(out, ch, o.partition_data, True, False, _e_ProduceRequest_PartitionProduceData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -189,16 +148,7 @@ def _d_ProduceRequest_PartitionProduceData_1(buf: memoryview, pos: int) -> tuple
     f_index, = _S0.unpack_from(buf, pos)
     pos += 4
     f_records, pos = _read_compact_nullable_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceRequest_PartitionProduceData(f_index, f_records, u), pos
 
 
@@ -217,25 +167,14 @@ def _d_ProduceRequest_ProduceRequest_0(buf: memoryview, pos: int) -> tuple[Produ
     f_topic_data: list[ProduceRequest.TopicProduceData]
     f_acks, f_timeout_ms = _S1.unpack_from(buf, pos)
     pos += 6
-    n_topic_data, pos = _read_array_len(buf, pos)
-    if n_topic_data < 0:
-        raise DecodeError('null in non-nullable array topic_data')
-    else:
-        f_topic_data = []
-        for _ in range(n_topic_data):
-            x_topic_data, pos = _d_ProduceRequest_TopicProduceData_0(buf, pos)
-            f_topic_data.append(x_topic_data)
+    f_topic_data, pos = _read_array(buf, pos, False, _d_ProduceRequest_TopicProduceData_0)
     return _C_ProduceRequest_ProduceRequest(None, f_acks, f_timeout_ms, f_topic_data, {}), pos
 
 
 def _e_ProduceRequest_ProduceRequest_0(out: bytearray, ch: list[Chunk] | None, o: ProduceRequest) -> None:
     """ProduceRequest v0-2."""
     out += _S1.pack(o.acks, o.timeout_ms)
-    v_topic_data = o.topic_data
-    _write_array_len(out, v_topic_data, False)
-    if v_topic_data:
-        for x_topic_data in v_topic_data:
-            _e_ProduceRequest_TopicProduceData_0(out, ch, x_topic_data)
+    _write_array(out, ch, o.topic_data, False, False, _e_ProduceRequest_TopicProduceData_0)
 
 
 def _d_ProduceRequest_ProduceRequest_1(buf: memoryview, pos: int) -> tuple[ProduceRequest, int]:
@@ -245,14 +184,7 @@ def _d_ProduceRequest_ProduceRequest_1(buf: memoryview, pos: int) -> tuple[Produ
     f_transactional_id, pos = _read_nullable_string(buf, pos)
     f_acks, f_timeout_ms = _S1.unpack_from(buf, pos)
     pos += 6
-    n_topic_data, pos = _read_array_len(buf, pos)
-    if n_topic_data < 0:
-        raise DecodeError('null in non-nullable array topic_data')
-    else:
-        f_topic_data = []
-        for _ in range(n_topic_data):
-            x_topic_data, pos = _d_ProduceRequest_TopicProduceData_0(buf, pos)
-            f_topic_data.append(x_topic_data)
+    f_topic_data, pos = _read_array(buf, pos, False, _d_ProduceRequest_TopicProduceData_0)
     return _C_ProduceRequest_ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, {}), pos
 
 
@@ -260,11 +192,7 @@ def _e_ProduceRequest_ProduceRequest_1(out: bytearray, ch: list[Chunk] | None, o
     """ProduceRequest v3-8."""
     _write_nullable_string(out, o.transactional_id)
     out += _S1.pack(o.acks, o.timeout_ms)
-    v_topic_data = o.topic_data
-    _write_array_len(out, v_topic_data, False)
-    if v_topic_data:
-        for x_topic_data in v_topic_data:
-            _e_ProduceRequest_TopicProduceData_0(out, ch, x_topic_data)
+    _write_array(out, ch, o.topic_data, False, False, _e_ProduceRequest_TopicProduceData_0)
 
 
 def _d_ProduceRequest_ProduceRequest_2(buf: memoryview, pos: int) -> tuple[ProduceRequest, int]:
@@ -274,28 +202,8 @@ def _d_ProduceRequest_ProduceRequest_2(buf: memoryview, pos: int) -> tuple[Produ
     f_transactional_id, pos = _read_compact_nullable_string(buf, pos)
     f_acks, f_timeout_ms = _S1.unpack_from(buf, pos)
     pos += 6
-    n_topic_data = buf[pos] - 1
-    if n_topic_data < 127 and n_topic_data <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_data, pos = _read_compact_array_len(buf, pos)
-    if n_topic_data < 0:
-        raise DecodeError('null in non-nullable array topic_data')
-    else:
-        f_topic_data = []
-        for _ in range(n_topic_data):
-            x_topic_data, pos = _d_ProduceRequest_TopicProduceData_1(buf, pos)
-            f_topic_data.append(x_topic_data)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_data, pos = _read_array(buf, pos, True, _d_ProduceRequest_TopicProduceData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceRequest_ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, u), pos
 
 
@@ -303,14 +211,7 @@ def _e_ProduceRequest_ProduceRequest_2(out: bytearray, ch: list[Chunk] | None, o
     """ProduceRequest v9-11."""
     _write_compact_nullable_string(out, o.transactional_id)
     out += _S1.pack(o.acks, o.timeout_ms)
-    v_topic_data = o.topic_data
-    if v_topic_data is not None and len(v_topic_data) < 127:
-        out.append(len(v_topic_data) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_data, False)
-    if v_topic_data:
-        for x_topic_data in v_topic_data:
-            _e_ProduceRequest_TopicProduceData_1(out, ch, x_topic_data)
+    _write_array(out, ch, o.topic_data, True, False, _e_ProduceRequest_TopicProduceData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -406,25 +307,14 @@ def _d_ProduceResponse_TopicProduceResponse_0(buf: memoryview, pos: int) -> tupl
     f_name: str
     f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     f_name, pos = _read_string(buf, pos)
-    n_partition_responses, pos = _read_array_len(buf, pos)
-    if n_partition_responses < 0:
-        raise DecodeError('null in non-nullable array partition_responses')
-    else:
-        f_partition_responses = []
-        for _ in range(n_partition_responses):
-            x_partition_responses, pos = _d_ProduceResponse_PartitionProduceResponse_0(buf, pos)
-            f_partition_responses.append(x_partition_responses)
+    f_partition_responses, pos = _read_array(buf, pos, False, _d_ProduceResponse_PartitionProduceResponse_0)
     return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, {}), pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_0(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse.TopicProduceResponse) -> None:
     """TopicProduceResponse v0-1."""
     _write_string(out, o.name)
-    v_partition_responses = o.partition_responses
-    _write_array_len(out, v_partition_responses, False)
-    if v_partition_responses:
-        for x_partition_responses in v_partition_responses:
-            _e_ProduceResponse_PartitionProduceResponse_0(out, ch, x_partition_responses)
+    _write_array(out, ch, o.partition_responses, False, False, _e_ProduceResponse_PartitionProduceResponse_0)
 
 
 def _d_ProduceResponse_TopicProduceResponse_1(buf: memoryview, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
@@ -432,25 +322,14 @@ def _d_ProduceResponse_TopicProduceResponse_1(buf: memoryview, pos: int) -> tupl
     f_name: str
     f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     f_name, pos = _read_string(buf, pos)
-    n_partition_responses, pos = _read_array_len(buf, pos)
-    if n_partition_responses < 0:
-        raise DecodeError('null in non-nullable array partition_responses')
-    else:
-        f_partition_responses = []
-        for _ in range(n_partition_responses):
-            x_partition_responses, pos = _d_ProduceResponse_PartitionProduceResponse_1(buf, pos)
-            f_partition_responses.append(x_partition_responses)
+    f_partition_responses, pos = _read_array(buf, pos, False, _d_ProduceResponse_PartitionProduceResponse_1)
     return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, {}), pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_1(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse.TopicProduceResponse) -> None:
     """TopicProduceResponse v2-4."""
     _write_string(out, o.name)
-    v_partition_responses = o.partition_responses
-    _write_array_len(out, v_partition_responses, False)
-    if v_partition_responses:
-        for x_partition_responses in v_partition_responses:
-            _e_ProduceResponse_PartitionProduceResponse_1(out, ch, x_partition_responses)
+    _write_array(out, ch, o.partition_responses, False, False, _e_ProduceResponse_PartitionProduceResponse_1)
 
 
 def _d_ProduceResponse_TopicProduceResponse_2(buf: memoryview, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
@@ -458,25 +337,14 @@ def _d_ProduceResponse_TopicProduceResponse_2(buf: memoryview, pos: int) -> tupl
     f_name: str
     f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     f_name, pos = _read_string(buf, pos)
-    n_partition_responses, pos = _read_array_len(buf, pos)
-    if n_partition_responses < 0:
-        raise DecodeError('null in non-nullable array partition_responses')
-    else:
-        f_partition_responses = []
-        for _ in range(n_partition_responses):
-            x_partition_responses, pos = _d_ProduceResponse_PartitionProduceResponse_2(buf, pos)
-            f_partition_responses.append(x_partition_responses)
+    f_partition_responses, pos = _read_array(buf, pos, False, _d_ProduceResponse_PartitionProduceResponse_2)
     return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, {}), pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_2(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse.TopicProduceResponse) -> None:
     """TopicProduceResponse v5-7."""
     _write_string(out, o.name)
-    v_partition_responses = o.partition_responses
-    _write_array_len(out, v_partition_responses, False)
-    if v_partition_responses:
-        for x_partition_responses in v_partition_responses:
-            _e_ProduceResponse_PartitionProduceResponse_2(out, ch, x_partition_responses)
+    _write_array(out, ch, o.partition_responses, False, False, _e_ProduceResponse_PartitionProduceResponse_2)
 
 
 def _d_ProduceResponse_TopicProduceResponse_3(buf: memoryview, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
@@ -484,25 +352,14 @@ def _d_ProduceResponse_TopicProduceResponse_3(buf: memoryview, pos: int) -> tupl
     f_name: str
     f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     f_name, pos = _read_string(buf, pos)
-    n_partition_responses, pos = _read_array_len(buf, pos)
-    if n_partition_responses < 0:
-        raise DecodeError('null in non-nullable array partition_responses')
-    else:
-        f_partition_responses = []
-        for _ in range(n_partition_responses):
-            x_partition_responses, pos = _d_ProduceResponse_PartitionProduceResponse_3(buf, pos)
-            f_partition_responses.append(x_partition_responses)
+    f_partition_responses, pos = _read_array(buf, pos, False, _d_ProduceResponse_PartitionProduceResponse_3)
     return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, {}), pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_3(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse.TopicProduceResponse) -> None:
     """TopicProduceResponse v8."""
     _write_string(out, o.name)
-    v_partition_responses = o.partition_responses
-    _write_array_len(out, v_partition_responses, False)
-    if v_partition_responses:
-        for x_partition_responses in v_partition_responses:
-            _e_ProduceResponse_PartitionProduceResponse_3(out, ch, x_partition_responses)
+    _write_array(out, ch, o.partition_responses, False, False, _e_ProduceResponse_PartitionProduceResponse_3)
 
 
 def _d_ProduceResponse_TopicProduceResponse_4(buf: memoryview, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
@@ -510,42 +367,15 @@ def _d_ProduceResponse_TopicProduceResponse_4(buf: memoryview, pos: int) -> tupl
     f_name: str
     f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_responses = buf[pos] - 1
-    if n_partition_responses < 127 and n_partition_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_responses, pos = _read_compact_array_len(buf, pos)
-    if n_partition_responses < 0:
-        raise DecodeError('null in non-nullable array partition_responses')
-    else:
-        f_partition_responses = []
-        for _ in range(n_partition_responses):
-            x_partition_responses, pos = _d_ProduceResponse_PartitionProduceResponse_4(buf, pos)
-            f_partition_responses.append(x_partition_responses)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_responses, pos = _read_array(buf, pos, True, _d_ProduceResponse_PartitionProduceResponse_4)
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, u), pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_4(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse.TopicProduceResponse) -> None:
     """TopicProduceResponse v9."""
     _write_compact_string(out, o.name)
-    v_partition_responses = o.partition_responses
-    if v_partition_responses is not None and len(v_partition_responses) < 127:
-        out.append(len(v_partition_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_responses, False)
-    if v_partition_responses:
-        for x_partition_responses in v_partition_responses:
-            _e_ProduceResponse_PartitionProduceResponse_4(out, ch, x_partition_responses)
+    _write_array(out, ch, o.partition_responses, True, False, _e_ProduceResponse_PartitionProduceResponse_4)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -557,42 +387,15 @@ def _d_ProduceResponse_TopicProduceResponse_5(buf: memoryview, pos: int) -> tupl
     f_name: str
     f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_responses = buf[pos] - 1
-    if n_partition_responses < 127 and n_partition_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_responses, pos = _read_compact_array_len(buf, pos)
-    if n_partition_responses < 0:
-        raise DecodeError('null in non-nullable array partition_responses')
-    else:
-        f_partition_responses = []
-        for _ in range(n_partition_responses):
-            x_partition_responses, pos = _d_ProduceResponse_PartitionProduceResponse_5(buf, pos)
-            f_partition_responses.append(x_partition_responses)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_responses, pos = _read_array(buf, pos, True, _d_ProduceResponse_PartitionProduceResponse_5)
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses, u), pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_5(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse.TopicProduceResponse) -> None:
     """TopicProduceResponse v10-11."""
     _write_compact_string(out, o.name)
-    v_partition_responses = o.partition_responses
-    if v_partition_responses is not None and len(v_partition_responses) < 127:
-        out.append(len(v_partition_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_responses, False)
-    if v_partition_responses:
-        for x_partition_responses in v_partition_responses:
-            _e_ProduceResponse_PartitionProduceResponse_5(out, ch, x_partition_responses)
+    _write_array(out, ch, o.partition_responses, True, False, _e_ProduceResponse_PartitionProduceResponse_5)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -641,14 +444,7 @@ def _d_ProduceResponse_PartitionProduceResponse_3(buf: memoryview, pos: int) -> 
     f_error_message: str | None
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S4.unpack_from(buf, pos)
     pos += 30
-    n_record_errors, pos = _read_array_len(buf, pos)
-    if n_record_errors < 0:
-        raise DecodeError('null in non-nullable array record_errors')
-    else:
-        f_record_errors = []
-        for _ in range(n_record_errors):
-            x_record_errors, pos = _d_ProduceResponse_BatchIndexAndErrorMessage_0(buf, pos)
-            f_record_errors.append(x_record_errors)
+    f_record_errors, pos = _read_array(buf, pos, False, _d_ProduceResponse_BatchIndexAndErrorMessage_0)
     f_error_message, pos = _read_nullable_string(buf, pos)
     return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _C_ProduceResponse_LeaderIdAndEpoch(), {}), pos
 
@@ -656,11 +452,7 @@ def _d_ProduceResponse_PartitionProduceResponse_3(buf: memoryview, pos: int) -> 
 def _e_ProduceResponse_PartitionProduceResponse_3(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse.PartitionProduceResponse) -> None:
     """PartitionProduceResponse v8."""
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    v_record_errors = o.record_errors
-    _write_array_len(out, v_record_errors, False)
-    if v_record_errors:
-        for x_record_errors in v_record_errors:
-            _e_ProduceResponse_BatchIndexAndErrorMessage_0(out, ch, x_record_errors)
+    _write_array(out, ch, o.record_errors, False, False, _e_ProduceResponse_BatchIndexAndErrorMessage_0)
     _write_nullable_string(out, o.error_message)
 
 
@@ -670,43 +462,16 @@ def _d_ProduceResponse_PartitionProduceResponse_4(buf: memoryview, pos: int) -> 
     f_error_message: str | None
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S4.unpack_from(buf, pos)
     pos += 30
-    n_record_errors = buf[pos] - 1
-    if n_record_errors < 127 and n_record_errors <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_record_errors, pos = _read_compact_array_len(buf, pos)
-    if n_record_errors < 0:
-        raise DecodeError('null in non-nullable array record_errors')
-    else:
-        f_record_errors = []
-        for _ in range(n_record_errors):
-            x_record_errors, pos = _d_ProduceResponse_BatchIndexAndErrorMessage_1(buf, pos)
-            f_record_errors.append(x_record_errors)
+    f_record_errors, pos = _read_array(buf, pos, True, _d_ProduceResponse_BatchIndexAndErrorMessage_1)
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _C_ProduceResponse_LeaderIdAndEpoch(), u), pos
 
 
 def _e_ProduceResponse_PartitionProduceResponse_4(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse.PartitionProduceResponse) -> None:
     """PartitionProduceResponse v9."""
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    v_record_errors = o.record_errors
-    if v_record_errors is not None and len(v_record_errors) < 127:
-        out.append(len(v_record_errors) + 1)
-    else:
-        _write_compact_array_len(out, v_record_errors, False)
-    if v_record_errors:
-        for x_record_errors in v_record_errors:
-            _e_ProduceResponse_BatchIndexAndErrorMessage_1(out, ch, x_record_errors)
+    _write_array(out, ch, o.record_errors, True, False, _e_ProduceResponse_BatchIndexAndErrorMessage_1)
     _write_compact_nullable_string(out, o.error_message)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -721,18 +486,7 @@ def _d_ProduceResponse_PartitionProduceResponse_5(buf: memoryview, pos: int) -> 
     f_current_leader: ProduceResponse.LeaderIdAndEpoch
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S4.unpack_from(buf, pos)
     pos += 30
-    n_record_errors = buf[pos] - 1
-    if n_record_errors < 127 and n_record_errors <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_record_errors, pos = _read_compact_array_len(buf, pos)
-    if n_record_errors < 0:
-        raise DecodeError('null in non-nullable array record_errors')
-    else:
-        f_record_errors = []
-        for _ in range(n_record_errors):
-            x_record_errors, pos = _d_ProduceResponse_BatchIndexAndErrorMessage_1(buf, pos)
-            f_record_errors.append(x_record_errors)
+    f_record_errors, pos = _read_array(buf, pos, True, _d_ProduceResponse_BatchIndexAndErrorMessage_1)
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_current_leader = _C_ProduceResponse_LeaderIdAndEpoch()
     u: dict[int, bytes] = {}
@@ -755,14 +509,7 @@ def _d_ProduceResponse_PartitionProduceResponse_5(buf: memoryview, pos: int) -> 
 def _e_ProduceResponse_PartitionProduceResponse_5(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse.PartitionProduceResponse) -> None:
     """PartitionProduceResponse v10-11."""
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    v_record_errors = o.record_errors
-    if v_record_errors is not None and len(v_record_errors) < 127:
-        out.append(len(v_record_errors) + 1)
-    else:
-        _write_compact_array_len(out, v_record_errors, False)
-    if v_record_errors:
-        for x_record_errors in v_record_errors:
-            _e_ProduceResponse_BatchIndexAndErrorMessage_1(out, ch, x_record_errors)
+    _write_array(out, ch, o.record_errors, True, False, _e_ProduceResponse_BatchIndexAndErrorMessage_1)
     _write_compact_nullable_string(out, o.error_message)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEF_ProduceResponse_LeaderIdAndEpoch:
@@ -796,16 +543,7 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_1(buf: memoryview, pos: int) ->
     f_batch_index, = _S0.unpack_from(buf, pos)
     pos += 4
     f_batch_index_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message, u), pos
 
 
@@ -823,16 +561,7 @@ def _d_ProduceResponse_LeaderIdAndEpoch_0(buf: memoryview, pos: int) -> tuple[Pr
     """LeaderIdAndEpoch v10-11."""
     f_leader_id, f_leader_epoch = _S5.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch, u), pos
 
 
@@ -855,16 +584,7 @@ def _d_ProduceResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[Produc
     f_port, = _S0.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack, u), pos
 
 
@@ -883,37 +603,19 @@ def _e_ProduceResponse_NodeEndpoint_0(out: bytearray, ch: list[Chunk] | None, o:
 def _d_ProduceResponse_ProduceResponse_0(buf: memoryview, pos: int) -> tuple[ProduceResponse, int]:
     """ProduceResponse v0."""
     f_responses: list[ProduceResponse.TopicProduceResponse]
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_ProduceResponse_TopicProduceResponse_0(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_ProduceResponse_TopicProduceResponse_0)
     return _C_ProduceResponse_ProduceResponse(f_responses, 0, [], {}), pos
 
 
 def _e_ProduceResponse_ProduceResponse_0(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse) -> None:
     """ProduceResponse v0."""
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_ProduceResponse_TopicProduceResponse_0(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_ProduceResponse_TopicProduceResponse_0)
 
 
 def _d_ProduceResponse_ProduceResponse_1(buf: memoryview, pos: int) -> tuple[ProduceResponse, int]:
     """ProduceResponse v1."""
     f_responses: list[ProduceResponse.TopicProduceResponse]
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_ProduceResponse_TopicProduceResponse_0(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_ProduceResponse_TopicProduceResponse_0)
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     return _C_ProduceResponse_ProduceResponse(f_responses, f_throttle_time_ms, [], {}), pos
@@ -921,25 +623,14 @@ def _d_ProduceResponse_ProduceResponse_1(buf: memoryview, pos: int) -> tuple[Pro
 
 def _e_ProduceResponse_ProduceResponse_1(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse) -> None:
     """ProduceResponse v1."""
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_ProduceResponse_TopicProduceResponse_0(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_ProduceResponse_TopicProduceResponse_0)
     out += _S0.pack(o.throttle_time_ms)
 
 
 def _d_ProduceResponse_ProduceResponse_2(buf: memoryview, pos: int) -> tuple[ProduceResponse, int]:
     """ProduceResponse v2-4."""
     f_responses: list[ProduceResponse.TopicProduceResponse]
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_ProduceResponse_TopicProduceResponse_1(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_ProduceResponse_TopicProduceResponse_1)
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     return _C_ProduceResponse_ProduceResponse(f_responses, f_throttle_time_ms, [], {}), pos
@@ -947,25 +638,14 @@ def _d_ProduceResponse_ProduceResponse_2(buf: memoryview, pos: int) -> tuple[Pro
 
 def _e_ProduceResponse_ProduceResponse_2(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse) -> None:
     """ProduceResponse v2-4."""
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_ProduceResponse_TopicProduceResponse_1(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_ProduceResponse_TopicProduceResponse_1)
     out += _S0.pack(o.throttle_time_ms)
 
 
 def _d_ProduceResponse_ProduceResponse_3(buf: memoryview, pos: int) -> tuple[ProduceResponse, int]:
     """ProduceResponse v5-7."""
     f_responses: list[ProduceResponse.TopicProduceResponse]
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_ProduceResponse_TopicProduceResponse_2(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_ProduceResponse_TopicProduceResponse_2)
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     return _C_ProduceResponse_ProduceResponse(f_responses, f_throttle_time_ms, [], {}), pos
@@ -973,25 +653,14 @@ def _d_ProduceResponse_ProduceResponse_3(buf: memoryview, pos: int) -> tuple[Pro
 
 def _e_ProduceResponse_ProduceResponse_3(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse) -> None:
     """ProduceResponse v5-7."""
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_ProduceResponse_TopicProduceResponse_2(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_ProduceResponse_TopicProduceResponse_2)
     out += _S0.pack(o.throttle_time_ms)
 
 
 def _d_ProduceResponse_ProduceResponse_4(buf: memoryview, pos: int) -> tuple[ProduceResponse, int]:
     """ProduceResponse v8."""
     f_responses: list[ProduceResponse.TopicProduceResponse]
-    n_responses, pos = _read_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_ProduceResponse_TopicProduceResponse_3(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, False, _d_ProduceResponse_TopicProduceResponse_3)
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     return _C_ProduceResponse_ProduceResponse(f_responses, f_throttle_time_ms, [], {}), pos
@@ -999,54 +668,23 @@ def _d_ProduceResponse_ProduceResponse_4(buf: memoryview, pos: int) -> tuple[Pro
 
 def _e_ProduceResponse_ProduceResponse_4(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse) -> None:
     """ProduceResponse v8."""
-    v_responses = o.responses
-    _write_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_ProduceResponse_TopicProduceResponse_3(out, ch, x_responses)
+    _write_array(out, ch, o.responses, False, False, _e_ProduceResponse_TopicProduceResponse_3)
     out += _S0.pack(o.throttle_time_ms)
 
 
 def _d_ProduceResponse_ProduceResponse_5(buf: memoryview, pos: int) -> tuple[ProduceResponse, int]:
     """ProduceResponse v9."""
     f_responses: list[ProduceResponse.TopicProduceResponse]
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_ProduceResponse_TopicProduceResponse_4(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, True, _d_ProduceResponse_TopicProduceResponse_4)
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ProduceResponse_ProduceResponse(f_responses, f_throttle_time_ms, [], u), pos
 
 
 def _e_ProduceResponse_ProduceResponse_5(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse) -> None:
     """ProduceResponse v9."""
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_ProduceResponse_TopicProduceResponse_4(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_ProduceResponse_TopicProduceResponse_4)
     out += _S0.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -1058,18 +696,7 @@ def _d_ProduceResponse_ProduceResponse_6(buf: memoryview, pos: int) -> tuple[Pro
     """ProduceResponse v10-11."""
     f_responses: list[ProduceResponse.TopicProduceResponse]
     f_node_endpoints: list[ProduceResponse.NodeEndpoint]
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_ProduceResponse_TopicProduceResponse_5(buf, pos)
-            f_responses.append(x_responses)
+    f_responses, pos = _read_array(buf, pos, True, _d_ProduceResponse_TopicProduceResponse_5)
     f_throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     f_node_endpoints = []
@@ -1083,18 +710,7 @@ def _d_ProduceResponse_ProduceResponse_6(buf: memoryview, pos: int) -> tuple[Pro
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints = tb[tp] - 1
-            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
-                tp += 1
-            else:
-                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
-            if n_node_endpoints < 0:
-                raise DecodeError('null in non-nullable array node_endpoints')
-            else:
-                f_node_endpoints = []
-                for _ in range(n_node_endpoints):
-                    x_node_endpoints, tp = _d_ProduceResponse_NodeEndpoint_0(tb, tp)
-                    f_node_endpoints.append(x_node_endpoints)
+            f_node_endpoints, tp = _read_array(tb, tp, True, _d_ProduceResponse_NodeEndpoint_0)
         else:
             u[tag] = bytes(buf[tp:te])
         pos = te
@@ -1103,26 +719,12 @@ def _d_ProduceResponse_ProduceResponse_6(buf: memoryview, pos: int) -> tuple[Pro
 
 def _e_ProduceResponse_ProduceResponse_6(out: bytearray, ch: list[Chunk] | None, o: ProduceResponse) -> None:
     """ProduceResponse v10-11."""
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_ProduceResponse_TopicProduceResponse_5(out, ch, x_responses)
+    _write_array(out, ch, o.responses, True, False, _e_ProduceResponse_TopicProduceResponse_5)
     out += _S0.pack(o.throttle_time_ms)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints != []:
         t = bytearray()
-        v_node_endpoints = o.node_endpoints
-        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
-            t.append(len(v_node_endpoints) + 1)
-        else:
-            _write_compact_array_len(t, v_node_endpoints, False)
-        if v_node_endpoints:
-            for x_node_endpoints in v_node_endpoints:
-                _e_ProduceResponse_NodeEndpoint_0(t, None, x_node_endpoints)
+        _write_array(t, None, o.node_endpoints, True, False, _e_ProduceResponse_NodeEndpoint_0)
         tg.append((0, t))
     if tg or o.unknown_tagged_fields:
         _write_tagged(out, tg, o.unknown_tagged_fields)

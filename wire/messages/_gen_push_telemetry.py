@@ -7,17 +7,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
+from wire._arrays import read_tags as _read_tags
 from wire.primitives import read_compact_bytes as _read_compact_bytes
-from wire.primitives import read_uvarint as _read_uvarint
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_tagged as _write_tagged
 
@@ -72,16 +69,7 @@ def _d_PushTelemetryRequest_PushTelemetryRequest_0(buf: memoryview, pos: int) ->
     f_client_instance_id = _UUID(bytes=f_client_instance_id)
     pos += 22
     f_metrics, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_PushTelemetryRequest_PushTelemetryRequest(f_client_instance_id, f_subscription_id, f_terminating, f_compression_type, f_metrics, u), pos
 
 
@@ -138,16 +126,7 @@ def _d_PushTelemetryResponse_PushTelemetryResponse_0(buf: memoryview, pos: int) 
     """PushTelemetryResponse v0."""
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_PushTelemetryResponse_PushTelemetryResponse(f_throttle_time_ms, f_error_code, u), pos
 
 

@@ -7,17 +7,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
+from wire._arrays import read_tags as _read_tags
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
-from wire.primitives import read_uvarint as _read_uvarint
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_tagged as _write_tagged
 
@@ -70,16 +67,7 @@ def _d_RemoveRaftVoterRequest_RemoveRaftVoterRequest_0(buf: memoryview, pos: int
     f_voter_id, f_voter_directory_id = _S0.unpack_from(buf, pos)
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 20
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_RemoveRaftVoterRequest_RemoveRaftVoterRequest(f_cluster_id, f_voter_id, f_voter_directory_id, u), pos
 
 
@@ -139,16 +127,7 @@ def _d_RemoveRaftVoterResponse_RemoveRaftVoterResponse_0(buf: memoryview, pos: i
     f_throttle_time_ms, f_error_code = _S1.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_RemoveRaftVoterResponse_RemoveRaftVoterResponse(f_throttle_time_ms, f_error_code, f_error_message, u), pos
 
 

@@ -7,18 +7,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
+from wire._arrays import read_tags as _read_tags
 from wire.primitives import read_bytes as _read_bytes
 from wire.primitives import read_compact_bytes as _read_compact_bytes
-from wire.primitives import read_uvarint as _read_uvarint
 from wire.primitives import write_bytes as _write_bytes
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_tagged as _write_tagged
@@ -85,16 +82,7 @@ def _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_1(buf: memoryview
     f_hmac, pos = _read_compact_bytes(buf, pos)
     f_renew_period_ms, = _S0.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_RenewDelegationTokenRequest_RenewDelegationTokenRequest(f_hmac, f_renew_period_ms, u), pos
 
 
@@ -164,16 +152,7 @@ def _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_1(buf: memoryvi
     """RenewDelegationTokenResponse v2."""
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S1.unpack_from(buf, pos)
     pos += 14
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_RenewDelegationTokenResponse_RenewDelegationTokenResponse(f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms, u), pos
 
 

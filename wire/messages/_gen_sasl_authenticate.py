@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
+from wire._arrays import read_tags as _read_tags
 from wire.primitives import read_bytes as _read_bytes
 from wire.primitives import read_compact_bytes as _read_compact_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_nullable_string as _read_nullable_string
-from wire.primitives import read_uvarint as _read_uvarint
 from wire.primitives import write_bytes as _write_bytes
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
@@ -83,16 +80,7 @@ def _d_SaslAuthenticateRequest_SaslAuthenticateRequest_1(buf: memoryview, pos: i
     """SaslAuthenticateRequest v2."""
     f_auth_bytes: _Bytes
     f_auth_bytes, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_SaslAuthenticateRequest_SaslAuthenticateRequest(f_auth_bytes, u), pos
 
 
@@ -195,16 +183,7 @@ def _d_SaslAuthenticateResponse_SaslAuthenticateResponse_2(buf: memoryview, pos:
     f_auth_bytes, pos = _read_compact_bytes(buf, pos)
     f_session_lifetime_ms, = _S1.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_SaslAuthenticateResponse_SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms, u), pos
 
 

@@ -7,17 +7,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_array_len as _read_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_string as _read_string
-from wire.primitives import write_array_len as _write_array_len
 from wire.primitives import write_string as _write_string
 
 _UUID = uuid.UUID
@@ -115,25 +113,14 @@ def _d_SaslHandshakeResponse_SaslHandshakeResponse_0(buf: memoryview, pos: int) 
     f_mechanisms: list[str]
     f_error_code, = _S0.unpack_from(buf, pos)
     pos += 2
-    n_mechanisms, pos = _read_array_len(buf, pos)
-    if n_mechanisms < 0:
-        raise DecodeError('null in non-nullable array mechanisms')
-    else:
-        f_mechanisms = []
-        for _ in range(n_mechanisms):
-            x_mechanisms, pos = _read_string(buf, pos)
-            f_mechanisms.append(x_mechanisms)
+    f_mechanisms, pos = _read_array(buf, pos, False, _read_string)
     return _C_SaslHandshakeResponse_SaslHandshakeResponse(f_error_code, f_mechanisms, {}), pos
 
 
 def _e_SaslHandshakeResponse_SaslHandshakeResponse_0(out: bytearray, ch: list[Chunk] | None, o: SaslHandshakeResponse) -> None:
     """SaslHandshakeResponse v0-1."""
     out += _S0.pack(o.error_code)
-    v_mechanisms = o.mechanisms
-    _write_array_len(out, v_mechanisms, False)
-    if v_mechanisms:
-        for x_mechanisms in v_mechanisms:
-            _write_string(out, x_mechanisms)
+    _write_plain_array(out, o.mechanisms, False, False, _write_string)
 
 
 _DECODERS_SaslHandshakeResponse: dict[int, Callable[[memoryview, int], tuple[SaslHandshakeResponse, int]]] = {0: _d_SaslHandshakeResponse_SaslHandshakeResponse_0, 1: _d_SaslHandshakeResponse_SaslHandshakeResponse_0}

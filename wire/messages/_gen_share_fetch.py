@@ -7,22 +7,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_bytes as _read_compact_nullable_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_records as _write_records
@@ -117,42 +115,15 @@ def _d_ShareFetchRequest_FetchTopic_0(buf: memoryview, pos: int) -> tuple[ShareF
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ShareFetchRequest_FetchPartition_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_ShareFetchRequest_FetchPartition_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchRequest_FetchTopic(f_topic_id, f_partitions, u), pos
 
 
 def _e_ShareFetchRequest_FetchTopic_0(out: bytearray, ch: list[Chunk] | None, o: ShareFetchRequest.FetchTopic) -> None:
     """FetchTopic v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ShareFetchRequest_FetchPartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_ShareFetchRequest_FetchPartition_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -164,42 +135,15 @@ def _d_ShareFetchRequest_FetchPartition_0(buf: memoryview, pos: int) -> tuple[Sh
     f_acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch]
     f_partition_index, f_partition_max_bytes = _S1.unpack_from(buf, pos)
     pos += 8
-    n_acknowledgement_batches = buf[pos] - 1
-    if n_acknowledgement_batches < 127 and n_acknowledgement_batches <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_acknowledgement_batches, pos = _read_compact_array_len(buf, pos)
-    if n_acknowledgement_batches < 0:
-        raise DecodeError('null in non-nullable array acknowledgement_batches')
-    else:
-        f_acknowledgement_batches = []
-        for _ in range(n_acknowledgement_batches):
-            x_acknowledgement_batches, pos = _d_ShareFetchRequest_AcknowledgementBatch_0(buf, pos)
-            f_acknowledgement_batches.append(x_acknowledgement_batches)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_acknowledgement_batches, pos = _read_array(buf, pos, True, _d_ShareFetchRequest_AcknowledgementBatch_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchRequest_FetchPartition(f_partition_index, f_partition_max_bytes, f_acknowledgement_batches, u), pos
 
 
 def _e_ShareFetchRequest_FetchPartition_0(out: bytearray, ch: list[Chunk] | None, o: ShareFetchRequest.FetchPartition) -> None:
     """FetchPartition v0."""
     out += _S1.pack(o.partition_index, o.partition_max_bytes)
-    v_acknowledgement_batches = o.acknowledgement_batches
-    if v_acknowledgement_batches is not None and len(v_acknowledgement_batches) < 127:
-        out.append(len(v_acknowledgement_batches) + 1)
-    else:
-        _write_compact_array_len(out, v_acknowledgement_batches, False)
-    if v_acknowledgement_batches:
-        for x_acknowledgement_batches in v_acknowledgement_batches:
-            _e_ShareFetchRequest_AcknowledgementBatch_0(out, ch, x_acknowledgement_batches)
+    _write_array(out, ch, o.acknowledgement_batches, True, False, _e_ShareFetchRequest_AcknowledgementBatch_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -211,41 +155,15 @@ def _d_ShareFetchRequest_AcknowledgementBatch_0(buf: memoryview, pos: int) -> tu
     f_acknowledge_types: list[int]
     f_first_offset, f_last_offset = _S2.unpack_from(buf, pos)
     pos += 16
-    n_acknowledge_types = buf[pos] - 1
-    if n_acknowledge_types < 127 and n_acknowledge_types <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_acknowledge_types, pos = _read_compact_array_len(buf, pos)
-    if n_acknowledge_types < 0:
-        raise DecodeError('null in non-nullable array acknowledge_types')
-    else:
-        if n_acknowledge_types == 0:
-            f_acknowledge_types = []
-        else:
-            f_acknowledge_types, pos = _read_fixed_array(buf, pos, n_acknowledge_types, 'b', 1)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_acknowledge_types, pos = _read_fixed_list(buf, pos, True, 'b', 1)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchRequest_AcknowledgementBatch(f_first_offset, f_last_offset, f_acknowledge_types, u), pos
 
 
 def _e_ShareFetchRequest_AcknowledgementBatch_0(out: bytearray, ch: list[Chunk] | None, o: ShareFetchRequest.AcknowledgementBatch) -> None:
     """AcknowledgementBatch v0."""
     out += _S2.pack(o.first_offset, o.last_offset)
-    v_acknowledge_types = o.acknowledge_types
-    if v_acknowledge_types is not None and len(v_acknowledge_types) < 127:
-        out.append(len(v_acknowledge_types) + 1)
-    else:
-        _write_compact_array_len(out, v_acknowledge_types, False)
-    if v_acknowledge_types:
-        out += _pack('>%db' % len(v_acknowledge_types), *v_acknowledge_types)
+    _write_fixed_list(out, o.acknowledge_types, True, False, 'b')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -258,41 +176,15 @@ def _d_ShareFetchRequest_ForgottenTopic_0(buf: memoryview, pos: int) -> tuple[Sh
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchRequest_ForgottenTopic(f_topic_id, f_partitions, u), pos
 
 
 def _e_ShareFetchRequest_ForgottenTopic_0(out: bytearray, ch: list[Chunk] | None, o: ShareFetchRequest.ForgottenTopic) -> None:
     """ForgottenTopic v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -309,40 +201,9 @@ def _d_ShareFetchRequest_ShareFetchRequest_0(buf: memoryview, pos: int) -> tuple
     f_member_id, pos = _read_compact_nullable_string(buf, pos)
     f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes = _S3.unpack_from(buf, pos)
     pos += 16
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_ShareFetchRequest_FetchTopic_0(buf, pos)
-            f_topics.append(x_topics)
-    n_forgotten_topics_data = buf[pos] - 1
-    if n_forgotten_topics_data < 127 and n_forgotten_topics_data <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_forgotten_topics_data, pos = _read_compact_array_len(buf, pos)
-    if n_forgotten_topics_data < 0:
-        raise DecodeError('null in non-nullable array forgotten_topics_data')
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n_forgotten_topics_data):
-            x_forgotten_topics_data, pos = _d_ShareFetchRequest_ForgottenTopic_0(buf, pos)
-            f_forgotten_topics_data.append(x_forgotten_topics_data)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_ShareFetchRequest_FetchTopic_0)
+    f_forgotten_topics_data, pos = _read_array(buf, pos, True, _d_ShareFetchRequest_ForgottenTopic_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchRequest_ShareFetchRequest(f_group_id, f_member_id, f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_topics, f_forgotten_topics_data, u), pos
 
 
@@ -351,22 +212,8 @@ def _e_ShareFetchRequest_ShareFetchRequest_0(out: bytearray, ch: list[Chunk] | N
     _write_compact_nullable_string(out, o.group_id)
     _write_compact_nullable_string(out, o.member_id)
     out += _S3.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_ShareFetchRequest_FetchTopic_0(out, ch, x_topics)
-    v_forgotten_topics_data = o.forgotten_topics_data
-    if v_forgotten_topics_data is not None and len(v_forgotten_topics_data) < 127:
-        out.append(len(v_forgotten_topics_data) + 1)
-    else:
-        _write_compact_array_len(out, v_forgotten_topics_data, False)
-    if v_forgotten_topics_data:
-        for x_forgotten_topics_data in v_forgotten_topics_data:
-            _e_ShareFetchRequest_ForgottenTopic_0(out, ch, x_forgotten_topics_data)
+    _write_array(out, ch, o.topics, True, False, _e_ShareFetchRequest_FetchTopic_0)
+    _write_array(out, ch, o.forgotten_topics_data, True, False, _e_ShareFetchRequest_ForgottenTopic_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -465,42 +312,15 @@ def _d_ShareFetchResponse_ShareFetchableTopicResponse_0(buf: memoryview, pos: in
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_ShareFetchResponse_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_ShareFetchResponse_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchResponse_ShareFetchableTopicResponse(f_topic_id, f_partitions, u), pos
 
 
 def _e_ShareFetchResponse_ShareFetchableTopicResponse_0(out: bytearray, ch: list[Chunk] | None, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
     """ShareFetchableTopicResponse v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_ShareFetchResponse_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_ShareFetchResponse_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -522,28 +342,8 @@ def _d_ShareFetchResponse_PartitionData_0(buf: memoryview, pos: int) -> tuple[Sh
     f_acknowledge_error_message, pos = _read_compact_nullable_string(buf, pos)
     f_current_leader, pos = _d_ShareFetchResponse_LeaderIdAndEpoch_0(buf, pos)
     f_records, pos = _read_compact_nullable_bytes(buf, pos)
-    n_acquired_records = buf[pos] - 1
-    if n_acquired_records < 127 and n_acquired_records <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_acquired_records, pos = _read_compact_array_len(buf, pos)
-    if n_acquired_records < 0:
-        raise DecodeError('null in non-nullable array acquired_records')
-    else:
-        f_acquired_records = []
-        for _ in range(n_acquired_records):
-            x_acquired_records, pos = _d_ShareFetchResponse_AcquiredRecords_0(buf, pos)
-            f_acquired_records.append(x_acquired_records)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_acquired_records, pos = _read_array(buf, pos, True, _d_ShareFetchResponse_AcquiredRecords_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_acknowledge_error_code, f_acknowledge_error_message, f_current_leader, f_records, f_acquired_records, u), pos
 
 
@@ -555,14 +355,7 @@ def _e_ShareFetchResponse_PartitionData_0(out: bytearray, ch: list[Chunk] | None
     _write_compact_nullable_string(out, o.acknowledge_error_message)
     _e_ShareFetchResponse_LeaderIdAndEpoch_0(out, ch, o.current_leader)
     _write_records(out, ch, o.records, True, True)
-    v_acquired_records = o.acquired_records
-    if v_acquired_records is not None and len(v_acquired_records) < 127:
-        out.append(len(v_acquired_records) + 1)
-    else:
-        _write_compact_array_len(out, v_acquired_records, False)
-    if v_acquired_records:
-        for x_acquired_records in v_acquired_records:
-            _e_ShareFetchResponse_AcquiredRecords_0(out, ch, x_acquired_records)
+    _write_array(out, ch, o.acquired_records, True, False, _e_ShareFetchResponse_AcquiredRecords_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -573,16 +366,7 @@ def _d_ShareFetchResponse_LeaderIdAndEpoch_0(buf: memoryview, pos: int) -> tuple
     """LeaderIdAndEpoch v0."""
     f_leader_id, f_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch, u), pos
 
 
@@ -599,16 +383,7 @@ def _d_ShareFetchResponse_AcquiredRecords_0(buf: memoryview, pos: int) -> tuple[
     """AcquiredRecords v0."""
     f_first_offset, f_last_offset, f_delivery_count = _S6.unpack_from(buf, pos)
     pos += 18
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchResponse_AcquiredRecords(f_first_offset, f_last_offset, f_delivery_count, u), pos
 
 
@@ -631,16 +406,7 @@ def _d_ShareFetchResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[Sha
     f_port, = _S7.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack, u), pos
 
 
@@ -664,40 +430,9 @@ def _d_ShareFetchResponse_ShareFetchResponse_0(buf: memoryview, pos: int) -> tup
     f_throttle_time_ms, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_responses = buf[pos] - 1
-    if n_responses < 127 and n_responses <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_responses, pos = _read_compact_array_len(buf, pos)
-    if n_responses < 0:
-        raise DecodeError('null in non-nullable array responses')
-    else:
-        f_responses = []
-        for _ in range(n_responses):
-            x_responses, pos = _d_ShareFetchResponse_ShareFetchableTopicResponse_0(buf, pos)
-            f_responses.append(x_responses)
-    n_node_endpoints = buf[pos] - 1
-    if n_node_endpoints < 127 and n_node_endpoints <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_node_endpoints, pos = _read_compact_array_len(buf, pos)
-    if n_node_endpoints < 0:
-        raise DecodeError('null in non-nullable array node_endpoints')
-    else:
-        f_node_endpoints = []
-        for _ in range(n_node_endpoints):
-            x_node_endpoints, pos = _d_ShareFetchResponse_NodeEndpoint_0(buf, pos)
-            f_node_endpoints.append(x_node_endpoints)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_responses, pos = _read_array(buf, pos, True, _d_ShareFetchResponse_ShareFetchableTopicResponse_0)
+    f_node_endpoints, pos = _read_array(buf, pos, True, _d_ShareFetchResponse_NodeEndpoint_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareFetchResponse_ShareFetchResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses, f_node_endpoints, u), pos
 
 
@@ -705,22 +440,8 @@ def _e_ShareFetchResponse_ShareFetchResponse_0(out: bytearray, ch: list[Chunk] |
     """ShareFetchResponse v0."""
     out += _S4.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_responses = o.responses
-    if v_responses is not None and len(v_responses) < 127:
-        out.append(len(v_responses) + 1)
-    else:
-        _write_compact_array_len(out, v_responses, False)
-    if v_responses:
-        for x_responses in v_responses:
-            _e_ShareFetchResponse_ShareFetchableTopicResponse_0(out, ch, x_responses)
-    v_node_endpoints = o.node_endpoints
-    if v_node_endpoints is not None and len(v_node_endpoints) < 127:
-        out.append(len(v_node_endpoints) + 1)
-    else:
-        _write_compact_array_len(out, v_node_endpoints, False)
-    if v_node_endpoints:
-        for x_node_endpoints in v_node_endpoints:
-            _e_ShareFetchResponse_NodeEndpoint_0(out, ch, x_node_endpoints)
+    _write_array(out, ch, o.responses, True, False, _e_ShareFetchResponse_ShareFetchableTopicResponse_0)
+    _write_array(out, ch, o.node_endpoints, True, False, _e_ShareFetchResponse_NodeEndpoint_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,21 +7,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
+from wire._arrays import write_plain_array as _write_plain_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -73,43 +72,16 @@ _C_ShareGroupDescribeRequest_ShareGroupDescribeRequest = ShareGroupDescribeReque
 def _d_ShareGroupDescribeRequest_ShareGroupDescribeRequest_0(buf: memoryview, pos: int) -> tuple[ShareGroupDescribeRequest, int]:
     """ShareGroupDescribeRequest v0."""
     f_group_ids: list[str]
-    n_group_ids = buf[pos] - 1
-    if n_group_ids < 127 and n_group_ids <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_group_ids, pos = _read_compact_array_len(buf, pos)
-    if n_group_ids < 0:
-        raise DecodeError('null in non-nullable array group_ids')
-    else:
-        f_group_ids = []
-        for _ in range(n_group_ids):
-            x_group_ids, pos = _read_compact_string(buf, pos)
-            f_group_ids.append(x_group_ids)
+    f_group_ids, pos = _read_array(buf, pos, True, _read_compact_string)
     f_include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ShareGroupDescribeRequest_ShareGroupDescribeRequest(f_group_ids, f_include_authorized_operations, u), pos
 
 
 def _e_ShareGroupDescribeRequest_ShareGroupDescribeRequest_0(out: bytearray, ch: list[Chunk] | None, o: ShareGroupDescribeRequest) -> None:
     """ShareGroupDescribeRequest v0."""
-    v_group_ids = o.group_ids
-    if v_group_ids is not None and len(v_group_ids) < 127:
-        out.append(len(v_group_ids) + 1)
-    else:
-        _write_compact_array_len(out, v_group_ids, False)
-    if v_group_ids:
-        for x_group_ids in v_group_ids:
-            _write_compact_string(out, x_group_ids)
+    _write_plain_array(out, o.group_ids, True, False, _write_compact_string)
     out += _S0.pack(o.include_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -211,30 +183,10 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_0(buf: memoryview, pos: int) ->
     f_group_epoch, f_assignment_epoch = _S2.unpack_from(buf, pos)
     pos += 8
     f_assignor_name, pos = _read_compact_string(buf, pos)
-    n_members = buf[pos] - 1
-    if n_members < 127 and n_members <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_members, pos = _read_compact_array_len(buf, pos)
-    if n_members < 0:
-        raise DecodeError('null in non-nullable array members')
-    else:
-        f_members = []
-        for _ in range(n_members):
-            x_members, pos = _d_ShareGroupDescribeResponse_Member_0(buf, pos)
-            f_members.append(x_members)
+    f_members, pos = _read_array(buf, pos, True, _d_ShareGroupDescribeResponse_Member_0)
     f_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ShareGroupDescribeResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations, u), pos
 
 
@@ -246,14 +198,7 @@ def _e_ShareGroupDescribeResponse_DescribedGroup_0(out: bytearray, ch: list[Chun
     _write_compact_string(out, o.group_state)
     out += _S2.pack(o.group_epoch, o.assignment_epoch)
     _write_compact_string(out, o.assignor_name)
-    v_members = o.members
-    if v_members is not None and len(v_members) < 127:
-        out.append(len(v_members) + 1)
-    else:
-        _write_compact_array_len(out, v_members, False)
-    if v_members:
-        for x_members in v_members:
-            _e_ShareGroupDescribeResponse_Member_0(out, ch, x_members)
+    _write_array(out, ch, o.members, True, False, _e_ShareGroupDescribeResponse_Member_0)
     out += _S3.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -275,29 +220,9 @@ def _d_ShareGroupDescribeResponse_Member_0(buf: memoryview, pos: int) -> tuple[S
     pos += 4
     f_client_id, pos = _read_compact_string(buf, pos)
     f_client_host, pos = _read_compact_string(buf, pos)
-    n_subscribed_topic_names = buf[pos] - 1
-    if n_subscribed_topic_names < 127 and n_subscribed_topic_names <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_subscribed_topic_names, pos = _read_compact_array_len(buf, pos)
-    if n_subscribed_topic_names < 0:
-        raise DecodeError('null in non-nullable array subscribed_topic_names')
-    else:
-        f_subscribed_topic_names = []
-        for _ in range(n_subscribed_topic_names):
-            x_subscribed_topic_names, pos = _read_compact_string(buf, pos)
-            f_subscribed_topic_names.append(x_subscribed_topic_names)
+    f_subscribed_topic_names, pos = _read_array(buf, pos, True, _read_compact_string)
     f_assignment, pos = _d_ShareGroupDescribeResponse_Assignment_0(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_ShareGroupDescribeResponse_Member(f_member_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_assignment, u), pos
 
 
@@ -308,14 +233,7 @@ def _e_ShareGroupDescribeResponse_Member_0(out: bytearray, ch: list[Chunk] | Non
     out += _S3.pack(o.member_epoch)
     _write_compact_string(out, o.client_id)
     _write_compact_string(out, o.client_host)
-    v_subscribed_topic_names = o.subscribed_topic_names
-    if v_subscribed_topic_names is not None and len(v_subscribed_topic_names) < 127:
-        out.append(len(v_subscribed_topic_names) + 1)
-    else:
-        _write_compact_array_len(out, v_subscribed_topic_names, False)
-    if v_subscribed_topic_names:
-        for x_subscribed_topic_names in v_subscribed_topic_names:
-            _write_compact_string(out, x_subscribed_topic_names)
+    _write_plain_array(out, o.subscribed_topic_names, True, False, _write_compact_string)
     _e_ShareGroupDescribeResponse_Assignment_0(out, ch, o.assignment)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -326,41 +244,14 @@ def _e_ShareGroupDescribeResponse_Member_0(out: bytearray, ch: list[Chunk] | Non
 def _d_ShareGroupDescribeResponse_Assignment_0(buf: memoryview, pos: int) -> tuple[ShareGroupDescribeResponse.Assignment, int]:
     """Assignment v0."""
     f_topic_partitions: list[ShareGroupDescribeResponse.TopicPartitions]
-    n_topic_partitions = buf[pos] - 1
-    if n_topic_partitions < 127 and n_topic_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_topic_partitions < 0:
-        raise DecodeError('null in non-nullable array topic_partitions')
-    else:
-        f_topic_partitions = []
-        for _ in range(n_topic_partitions):
-            x_topic_partitions, pos = _d_ShareGroupDescribeResponse_TopicPartitions_0(buf, pos)
-            f_topic_partitions.append(x_topic_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_partitions, pos = _read_array(buf, pos, True, _d_ShareGroupDescribeResponse_TopicPartitions_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareGroupDescribeResponse_Assignment(f_topic_partitions, u), pos
 
 
 def _e_ShareGroupDescribeResponse_Assignment_0(out: bytearray, ch: list[Chunk] | None, o: ShareGroupDescribeResponse.Assignment) -> None:
     """Assignment v0."""
-    v_topic_partitions = o.topic_partitions
-    if v_topic_partitions is not None and len(v_topic_partitions) < 127:
-        out.append(len(v_topic_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_partitions, False)
-    if v_topic_partitions:
-        for x_topic_partitions in v_topic_partitions:
-            _e_ShareGroupDescribeResponse_TopicPartitions_0(out, ch, x_topic_partitions)
+    _write_array(out, ch, o.topic_partitions, True, False, _e_ShareGroupDescribeResponse_TopicPartitions_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -375,28 +266,8 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_0(buf: memoryview, pos: int) -
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        if n_partitions == 0:
-            f_partitions = []
-        else:
-            f_partitions, pos = _read_fixed_array(buf, pos, n_partitions, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareGroupDescribeResponse_TopicPartitions(f_topic_id, f_topic_name, f_partitions, u), pos
 
 
@@ -404,13 +275,7 @@ def _e_ShareGroupDescribeResponse_TopicPartitions_0(out: bytearray, ch: list[Chu
     """TopicPartitions v0."""
     out += _S4.pack(o.topic_id.bytes)
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        out += _pack('>%di' % len(v_partitions), *v_partitions)
+    _write_fixed_list(out, o.partitions, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -422,42 +287,15 @@ def _d_ShareGroupDescribeResponse_ShareGroupDescribeResponse_0(buf: memoryview, 
     f_groups: list[ShareGroupDescribeResponse.DescribedGroup]
     f_throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
-    n_groups = buf[pos] - 1
-    if n_groups < 127 and n_groups <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_groups, pos = _read_compact_array_len(buf, pos)
-    if n_groups < 0:
-        raise DecodeError('null in non-nullable array groups')
-    else:
-        f_groups = []
-        for _ in range(n_groups):
-            x_groups, pos = _d_ShareGroupDescribeResponse_DescribedGroup_0(buf, pos)
-            f_groups.append(x_groups)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_groups, pos = _read_array(buf, pos, True, _d_ShareGroupDescribeResponse_DescribedGroup_0)
+    u, pos = _read_tags(buf, pos)
     return _C_ShareGroupDescribeResponse_ShareGroupDescribeResponse(f_throttle_time_ms, f_groups, u), pos
 
 
 def _e_ShareGroupDescribeResponse_ShareGroupDescribeResponse_0(out: bytearray, ch: list[Chunk] | None, o: ShareGroupDescribeResponse) -> None:
     """ShareGroupDescribeResponse v0."""
     out += _S3.pack(o.throttle_time_ms)
-    v_groups = o.groups
-    if v_groups is not None and len(v_groups) < 127:
-        out.append(len(v_groups) + 1)
-    else:
-        _write_compact_array_len(out, v_groups, False)
-    if v_groups:
-        for x_groups in v_groups:
-            _e_ShareGroupDescribeResponse_DescribedGroup_0(out, ch, x_groups)
+    _write_array(out, ch, o.groups, True, False, _e_ShareGroupDescribeResponse_DescribedGroup_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,23 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -129,24 +125,14 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_0(buf: memoryview, pos: int) -> tup
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_string(buf, pos)
-    n_partition_indexes, pos = _read_array_len(buf, pos)
-    if n_partition_indexes < 0:
-        raise DecodeError('null in non-nullable array partition_indexes')
-    else:
-        if n_partition_indexes == 0:
-            f_partition_indexes = []
-        else:
-            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+    f_partition_indexes, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_StopReplicaRequest_StopReplicaTopicV1(f_name, f_partition_indexes, {}), pos
 
 
 def _e_StopReplicaRequest_StopReplicaTopicV1_0(out: bytearray, ch: list[Chunk] | None, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
     """StopReplicaTopicV1 v1."""
     _write_string(out, o.name)
-    v_partition_indexes = o.partition_indexes
-    _write_array_len(out, v_partition_indexes, False)
-    if v_partition_indexes:
-        out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
+    _write_fixed_list(out, o.partition_indexes, False, False, 'i')
 
 
 def _d_StopReplicaRequest_StopReplicaTopicV1_1(buf: memoryview, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicV1, int]:
@@ -154,41 +140,15 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_1(buf: memoryview, pos: int) -> tup
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes = buf[pos] - 1
-    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
-    if n_partition_indexes < 0:
-        raise DecodeError('null in non-nullable array partition_indexes')
-    else:
-        if n_partition_indexes == 0:
-            f_partition_indexes = []
-        else:
-            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_indexes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_StopReplicaRequest_StopReplicaTopicV1(f_name, f_partition_indexes, u), pos
 
 
 def _e_StopReplicaRequest_StopReplicaTopicV1_1(out: bytearray, ch: list[Chunk] | None, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
     """StopReplicaTopicV1 v2."""
     _write_compact_string(out, o.name)
-    v_partition_indexes = o.partition_indexes
-    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
-        out.append(len(v_partition_indexes) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_indexes, False)
-    if v_partition_indexes:
-        out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
+    _write_fixed_list(out, o.partition_indexes, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -200,42 +160,15 @@ def _d_StopReplicaRequest_StopReplicaTopicState_0(buf: memoryview, pos: int) -> 
     f_topic_name: str
     f_partition_states: list[StopReplicaRequest.StopReplicaPartitionState]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partition_states = buf[pos] - 1
-    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_states, pos = _read_compact_array_len(buf, pos)
-    if n_partition_states < 0:
-        raise DecodeError('null in non-nullable array partition_states')
-    else:
-        f_partition_states = []
-        for _ in range(n_partition_states):
-            x_partition_states, pos = _d_StopReplicaRequest_StopReplicaPartitionState_0(buf, pos)
-            f_partition_states.append(x_partition_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_states, pos = _read_array(buf, pos, True, _d_StopReplicaRequest_StopReplicaPartitionState_0)
+    u, pos = _read_tags(buf, pos)
     return _C_StopReplicaRequest_StopReplicaTopicState(f_topic_name, f_partition_states, u), pos
 
 
 def _e_StopReplicaRequest_StopReplicaTopicState_0(out: bytearray, ch: list[Chunk] | None, o: StopReplicaRequest.StopReplicaTopicState) -> None:
     """StopReplicaTopicState v3-4."""
     _write_compact_string(out, o.topic_name)
-    v_partition_states = o.partition_states
-    if v_partition_states is not None and len(v_partition_states) < 127:
-        out.append(len(v_partition_states) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_states, False)
-    if v_partition_states:
-        for x_partition_states in v_partition_states:
-            _e_StopReplicaRequest_StopReplicaPartitionState_0(out, ch, x_partition_states)
+    _write_array(out, ch, o.partition_states, True, False, _e_StopReplicaRequest_StopReplicaPartitionState_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -246,16 +179,7 @@ def _d_StopReplicaRequest_StopReplicaPartitionState_0(buf: memoryview, pos: int)
     """StopReplicaPartitionState v3-4."""
     f_partition_index, f_leader_epoch, f_delete_partition = _S1.unpack_from(buf, pos)
     pos += 9
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_StopReplicaRequest_StopReplicaPartitionState(f_partition_index, f_leader_epoch, f_delete_partition, u), pos
 
 
@@ -273,25 +197,14 @@ def _d_StopReplicaRequest_StopReplicaRequest_0(buf: memoryview, pos: int) -> tup
     f_ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0]
     f_controller_id, f_controller_epoch, f_delete_partitions = _S1.unpack_from(buf, pos)
     pos += 9
-    n_ungrouped_partitions, pos = _read_array_len(buf, pos)
-    if n_ungrouped_partitions < 0:
-        raise DecodeError('null in non-nullable array ungrouped_partitions')
-    else:
-        f_ungrouped_partitions = []
-        for _ in range(n_ungrouped_partitions):
-            x_ungrouped_partitions, pos = _d_StopReplicaRequest_StopReplicaPartitionV0_0(buf, pos)
-            f_ungrouped_partitions.append(x_ungrouped_partitions)
+    f_ungrouped_partitions, pos = _read_array(buf, pos, False, _d_StopReplicaRequest_StopReplicaPartitionV0_0)
     return _C_StopReplicaRequest_StopReplicaRequest(f_controller_id, False, f_controller_epoch, -1, f_delete_partitions, f_ungrouped_partitions, [], [], {}), pos
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_0(out: bytearray, ch: list[Chunk] | None, o: StopReplicaRequest) -> None:
     """StopReplicaRequest v0."""
     out += _S1.pack(o.controller_id, o.controller_epoch, o.delete_partitions)
-    v_ungrouped_partitions = o.ungrouped_partitions
-    _write_array_len(out, v_ungrouped_partitions, False)
-    if v_ungrouped_partitions:
-        for x_ungrouped_partitions in v_ungrouped_partitions:
-            _e_StopReplicaRequest_StopReplicaPartitionV0_0(out, ch, x_ungrouped_partitions)
+    _write_array(out, ch, o.ungrouped_partitions, False, False, _e_StopReplicaRequest_StopReplicaPartitionV0_0)
 
 
 def _d_StopReplicaRequest_StopReplicaRequest_1(buf: memoryview, pos: int) -> tuple[StopReplicaRequest, int]:
@@ -299,25 +212,14 @@ def _d_StopReplicaRequest_StopReplicaRequest_1(buf: memoryview, pos: int) -> tup
     f_topics: list[StopReplicaRequest.StopReplicaTopicV1]
     f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = _S2.unpack_from(buf, pos)
     pos += 17
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_StopReplicaRequest_StopReplicaTopicV1_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_StopReplicaRequest_StopReplicaTopicV1_0)
     return _C_StopReplicaRequest_StopReplicaRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_delete_partitions, [], f_topics, [], {}), pos
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_1(out: bytearray, ch: list[Chunk] | None, o: StopReplicaRequest) -> None:
     """StopReplicaRequest v1."""
     out += _S2.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_StopReplicaRequest_StopReplicaTopicV1_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_StopReplicaRequest_StopReplicaTopicV1_0)
 
 
 def _d_StopReplicaRequest_StopReplicaRequest_2(buf: memoryview, pos: int) -> tuple[StopReplicaRequest, int]:
@@ -325,42 +227,15 @@ def _d_StopReplicaRequest_StopReplicaRequest_2(buf: memoryview, pos: int) -> tup
     f_topics: list[StopReplicaRequest.StopReplicaTopicV1]
     f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = _S2.unpack_from(buf, pos)
     pos += 17
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_StopReplicaRequest_StopReplicaTopicV1_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_StopReplicaRequest_StopReplicaTopicV1_1)
+    u, pos = _read_tags(buf, pos)
     return _C_StopReplicaRequest_StopReplicaRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_delete_partitions, [], f_topics, [], u), pos
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_2(out: bytearray, ch: list[Chunk] | None, o: StopReplicaRequest) -> None:
     """StopReplicaRequest v2."""
     out += _S2.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_StopReplicaRequest_StopReplicaTopicV1_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_StopReplicaRequest_StopReplicaTopicV1_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -372,42 +247,15 @@ def _d_StopReplicaRequest_StopReplicaRequest_3(buf: memoryview, pos: int) -> tup
     f_topic_states: list[StopReplicaRequest.StopReplicaTopicState]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S3.unpack_from(buf, pos)
     pos += 16
-    n_topic_states = buf[pos] - 1
-    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_states, pos = _read_compact_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_StopReplicaRequest_StopReplicaTopicState_0(buf, pos)
-            f_topic_states.append(x_topic_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_states, pos = _read_array(buf, pos, True, _d_StopReplicaRequest_StopReplicaTopicState_0)
+    u, pos = _read_tags(buf, pos)
     return _C_StopReplicaRequest_StopReplicaRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, False, [], [], f_topic_states, u), pos
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_3(out: bytearray, ch: list[Chunk] | None, o: StopReplicaRequest) -> None:
     """StopReplicaRequest v3."""
     out += _S3.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v_topic_states = o.topic_states
-    if v_topic_states is not None and len(v_topic_states) < 127:
-        out.append(len(v_topic_states) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_StopReplicaRequest_StopReplicaTopicState_0(out, ch, x_topic_states)
+    _write_array(out, ch, o.topic_states, True, False, _e_StopReplicaRequest_StopReplicaTopicState_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -419,42 +267,15 @@ def _d_StopReplicaRequest_StopReplicaRequest_4(buf: memoryview, pos: int) -> tup
     f_topic_states: list[StopReplicaRequest.StopReplicaTopicState]
     f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 17
-    n_topic_states = buf[pos] - 1
-    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_states, pos = _read_compact_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_StopReplicaRequest_StopReplicaTopicState_0(buf, pos)
-            f_topic_states.append(x_topic_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_states, pos = _read_array(buf, pos, True, _d_StopReplicaRequest_StopReplicaTopicState_0)
+    u, pos = _read_tags(buf, pos)
     return _C_StopReplicaRequest_StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, False, [], [], f_topic_states, u), pos
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_4(out: bytearray, ch: list[Chunk] | None, o: StopReplicaRequest) -> None:
     """StopReplicaRequest v4."""
     out += _S4.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
-    v_topic_states = o.topic_states
-    if v_topic_states is not None and len(v_topic_states) < 127:
-        out.append(len(v_topic_states) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_StopReplicaRequest_StopReplicaTopicState_0(out, ch, x_topic_states)
+    _write_array(out, ch, o.topic_states, True, False, _e_StopReplicaRequest_StopReplicaTopicState_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -529,16 +350,7 @@ def _d_StopReplicaResponse_StopReplicaPartitionError_1(buf: memoryview, pos: int
     f_topic_name, pos = _read_compact_string(buf, pos)
     f_partition_index, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_StopReplicaResponse_StopReplicaPartitionError(f_topic_name, f_partition_index, f_error_code, u), pos
 
 
@@ -557,25 +369,14 @@ def _d_StopReplicaResponse_StopReplicaResponse_0(buf: memoryview, pos: int) -> t
     f_partition_errors: list[StopReplicaResponse.StopReplicaPartitionError]
     f_error_code, = _S6.unpack_from(buf, pos)
     pos += 2
-    n_partition_errors, pos = _read_array_len(buf, pos)
-    if n_partition_errors < 0:
-        raise DecodeError('null in non-nullable array partition_errors')
-    else:
-        f_partition_errors = []
-        for _ in range(n_partition_errors):
-            x_partition_errors, pos = _d_StopReplicaResponse_StopReplicaPartitionError_0(buf, pos)
-            f_partition_errors.append(x_partition_errors)
+    f_partition_errors, pos = _read_array(buf, pos, False, _d_StopReplicaResponse_StopReplicaPartitionError_0)
     return _C_StopReplicaResponse_StopReplicaResponse(f_error_code, f_partition_errors, {}), pos
 
 
 def _e_StopReplicaResponse_StopReplicaResponse_0(out: bytearray, ch: list[Chunk] | None, o: StopReplicaResponse) -> None:
     """StopReplicaResponse v0-1."""
     out += _S6.pack(o.error_code)
-    v_partition_errors = o.partition_errors
-    _write_array_len(out, v_partition_errors, False)
-    if v_partition_errors:
-        for x_partition_errors in v_partition_errors:
-            _e_StopReplicaResponse_StopReplicaPartitionError_0(out, ch, x_partition_errors)
+    _write_array(out, ch, o.partition_errors, False, False, _e_StopReplicaResponse_StopReplicaPartitionError_0)
 
 
 def _d_StopReplicaResponse_StopReplicaResponse_1(buf: memoryview, pos: int) -> tuple[StopReplicaResponse, int]:
@@ -583,42 +384,15 @@ def _d_StopReplicaResponse_StopReplicaResponse_1(buf: memoryview, pos: int) -> t
     f_partition_errors: list[StopReplicaResponse.StopReplicaPartitionError]
     f_error_code, = _S6.unpack_from(buf, pos)
     pos += 2
-    n_partition_errors = buf[pos] - 1
-    if n_partition_errors < 127 and n_partition_errors <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_errors, pos = _read_compact_array_len(buf, pos)
-    if n_partition_errors < 0:
-        raise DecodeError('null in non-nullable array partition_errors')
-    else:
-        f_partition_errors = []
-        for _ in range(n_partition_errors):
-            x_partition_errors, pos = _d_StopReplicaResponse_StopReplicaPartitionError_1(buf, pos)
-            f_partition_errors.append(x_partition_errors)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_errors, pos = _read_array(buf, pos, True, _d_StopReplicaResponse_StopReplicaPartitionError_1)
+    u, pos = _read_tags(buf, pos)
     return _C_StopReplicaResponse_StopReplicaResponse(f_error_code, f_partition_errors, u), pos
 
 
 def _e_StopReplicaResponse_StopReplicaResponse_1(out: bytearray, ch: list[Chunk] | None, o: StopReplicaResponse) -> None:
     """StopReplicaResponse v2-4."""
     out += _S6.pack(o.error_code)
-    v_partition_errors = o.partition_errors
-    if v_partition_errors is not None and len(v_partition_errors) < 127:
-        out.append(len(v_partition_errors) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_errors, False)
-    if v_partition_errors:
-        for x_partition_errors in v_partition_errors:
-            _e_StopReplicaResponse_StopReplicaPartitionError_1(out, ch, x_partition_errors)
+    _write_array(out, ch, o.partition_errors, True, False, _e_StopReplicaResponse_StopReplicaPartitionError_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,27 +7,22 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_bytes as _read_bytes
-from wire.primitives import read_compact_array_len as _read_compact_array_len
 from wire.primitives import read_compact_bytes as _read_compact_bytes
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
 from wire.primitives import write_bytes as _write_bytes
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_bytes as _write_compact_bytes
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
@@ -110,16 +105,7 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_1(buf: memoryview, pos: int) 
     f_assignment: _Bytes
     f_member_id, pos = _read_compact_string(buf, pos)
     f_assignment, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment, u), pos
 
 
@@ -142,14 +128,7 @@ def _d_SyncGroupRequest_SyncGroupRequest_0(buf: memoryview, pos: int) -> tuple[S
     f_generation_id, = _S0.unpack_from(buf, pos)
     pos += 4
     f_member_id, pos = _read_string(buf, pos)
-    n_assignments, pos = _read_array_len(buf, pos)
-    if n_assignments < 0:
-        raise DecodeError('null in non-nullable array assignments')
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            x_assignments, pos = _d_SyncGroupRequest_SyncGroupRequestAssignment_0(buf, pos)
-            f_assignments.append(x_assignments)
+    f_assignments, pos = _read_array(buf, pos, False, _d_SyncGroupRequest_SyncGroupRequestAssignment_0)
     return _C_SyncGroupRequest_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments, {}), pos
 
 
@@ -158,11 +137,7 @@ def _e_SyncGroupRequest_SyncGroupRequest_0(out: bytearray, ch: list[Chunk] | Non
     _write_string(out, o.group_id)
     out += _S0.pack(o.generation_id)
     _write_string(out, o.member_id)
-    v_assignments = o.assignments
-    _write_array_len(out, v_assignments, False)
-    if v_assignments:
-        for x_assignments in v_assignments:
-            _e_SyncGroupRequest_SyncGroupRequestAssignment_0(out, ch, x_assignments)
+    _write_array(out, ch, o.assignments, False, False, _e_SyncGroupRequest_SyncGroupRequestAssignment_0)
 
 
 def _d_SyncGroupRequest_SyncGroupRequest_1(buf: memoryview, pos: int) -> tuple[SyncGroupRequest, int]:
@@ -176,14 +151,7 @@ def _d_SyncGroupRequest_SyncGroupRequest_1(buf: memoryview, pos: int) -> tuple[S
     pos += 4
     f_member_id, pos = _read_string(buf, pos)
     f_group_instance_id, pos = _read_nullable_string(buf, pos)
-    n_assignments, pos = _read_array_len(buf, pos)
-    if n_assignments < 0:
-        raise DecodeError('null in non-nullable array assignments')
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            x_assignments, pos = _d_SyncGroupRequest_SyncGroupRequestAssignment_0(buf, pos)
-            f_assignments.append(x_assignments)
+    f_assignments, pos = _read_array(buf, pos, False, _d_SyncGroupRequest_SyncGroupRequestAssignment_0)
     return _C_SyncGroupRequest_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments, {}), pos
 
 
@@ -193,11 +161,7 @@ def _e_SyncGroupRequest_SyncGroupRequest_1(out: bytearray, ch: list[Chunk] | Non
     out += _S0.pack(o.generation_id)
     _write_string(out, o.member_id)
     _write_nullable_string(out, o.group_instance_id)
-    v_assignments = o.assignments
-    _write_array_len(out, v_assignments, False)
-    if v_assignments:
-        for x_assignments in v_assignments:
-            _e_SyncGroupRequest_SyncGroupRequestAssignment_0(out, ch, x_assignments)
+    _write_array(out, ch, o.assignments, False, False, _e_SyncGroupRequest_SyncGroupRequestAssignment_0)
 
 
 def _d_SyncGroupRequest_SyncGroupRequest_2(buf: memoryview, pos: int) -> tuple[SyncGroupRequest, int]:
@@ -211,28 +175,8 @@ def _d_SyncGroupRequest_SyncGroupRequest_2(buf: memoryview, pos: int) -> tuple[S
     pos += 4
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
-    n_assignments = buf[pos] - 1
-    if n_assignments < 127 and n_assignments <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_assignments, pos = _read_compact_array_len(buf, pos)
-    if n_assignments < 0:
-        raise DecodeError('null in non-nullable array assignments')
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            x_assignments, pos = _d_SyncGroupRequest_SyncGroupRequestAssignment_1(buf, pos)
-            f_assignments.append(x_assignments)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_assignments, pos = _read_array(buf, pos, True, _d_SyncGroupRequest_SyncGroupRequestAssignment_1)
+    u, pos = _read_tags(buf, pos)
     return _C_SyncGroupRequest_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments, u), pos
 
 
@@ -242,14 +186,7 @@ def _e_SyncGroupRequest_SyncGroupRequest_2(out: bytearray, ch: list[Chunk] | Non
     out += _S0.pack(o.generation_id)
     _write_compact_string(out, o.member_id)
     _write_compact_nullable_string(out, o.group_instance_id)
-    v_assignments = o.assignments
-    if v_assignments is not None and len(v_assignments) < 127:
-        out.append(len(v_assignments) + 1)
-    else:
-        _write_compact_array_len(out, v_assignments, False)
-    if v_assignments:
-        for x_assignments in v_assignments:
-            _e_SyncGroupRequest_SyncGroupRequestAssignment_1(out, ch, x_assignments)
+    _write_array(out, ch, o.assignments, True, False, _e_SyncGroupRequest_SyncGroupRequestAssignment_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -271,28 +208,8 @@ def _d_SyncGroupRequest_SyncGroupRequest_3(buf: memoryview, pos: int) -> tuple[S
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
     f_protocol_type, pos = _read_compact_nullable_string(buf, pos)
     f_protocol_name, pos = _read_compact_nullable_string(buf, pos)
-    n_assignments = buf[pos] - 1
-    if n_assignments < 127 and n_assignments <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_assignments, pos = _read_compact_array_len(buf, pos)
-    if n_assignments < 0:
-        raise DecodeError('null in non-nullable array assignments')
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            x_assignments, pos = _d_SyncGroupRequest_SyncGroupRequestAssignment_1(buf, pos)
-            f_assignments.append(x_assignments)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_assignments, pos = _read_array(buf, pos, True, _d_SyncGroupRequest_SyncGroupRequestAssignment_1)
+    u, pos = _read_tags(buf, pos)
     return _C_SyncGroupRequest_SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments, u), pos
 
 
@@ -304,14 +221,7 @@ def _e_SyncGroupRequest_SyncGroupRequest_3(out: bytearray, ch: list[Chunk] | Non
     _write_compact_nullable_string(out, o.group_instance_id)
     _write_compact_nullable_string(out, o.protocol_type)
     _write_compact_nullable_string(out, o.protocol_name)
-    v_assignments = o.assignments
-    if v_assignments is not None and len(v_assignments) < 127:
-        out.append(len(v_assignments) + 1)
-    else:
-        _write_compact_array_len(out, v_assignments, False)
-    if v_assignments:
-        for x_assignments in v_assignments:
-            _e_SyncGroupRequest_SyncGroupRequestAssignment_1(out, ch, x_assignments)
+    _write_array(out, ch, o.assignments, True, False, _e_SyncGroupRequest_SyncGroupRequestAssignment_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -396,16 +306,7 @@ def _d_SyncGroupResponse_SyncGroupResponse_2(buf: memoryview, pos: int) -> tuple
     f_throttle_time_ms, f_error_code = _S2.unpack_from(buf, pos)
     pos += 6
     f_assignment, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_SyncGroupResponse_SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment, u), pos
 
 
@@ -429,16 +330,7 @@ def _d_SyncGroupResponse_SyncGroupResponse_3(buf: memoryview, pos: int) -> tuple
     f_protocol_type, pos = _read_compact_nullable_string(buf, pos)
     f_protocol_name, pos = _read_compact_nullable_string(buf, pos)
     f_assignment, pos = _read_compact_bytes(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_SyncGroupResponse_SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment, u), pos
 
 

@@ -7,24 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -103,25 +98,14 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0(buf: memoryview, pos
     f_name: str
     f_partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_0)
     return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions, {}), pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0(out: bytearray, ch: list[Chunk] | None, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
     """TxnOffsetCommitRequestTopic v0-1."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_0)
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_1(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
@@ -129,25 +113,14 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_1(buf: memoryview, pos
     f_name: str
     f_partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_1(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_1)
     return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions, {}), pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_1(out: bytearray, ch: list[Chunk] | None, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
     """TxnOffsetCommitRequestTopic v2."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_1)
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
@@ -155,42 +128,15 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(buf: memoryview, pos
     f_name: str
     f_partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2)
+    u, pos = _read_tags(buf, pos)
     return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions, u), pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(out: bytearray, ch: list[Chunk] | None, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
     """TxnOffsetCommitRequestTopic v3-4."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -233,16 +179,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(buf: memoryview,
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata, u), pos
 
 
@@ -265,14 +202,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_0(buf: memoryview, pos: int
     f_group_id, pos = _read_string(buf, pos)
     f_producer_id, f_producer_epoch = _S2.unpack_from(buf, pos)
     pos += 10
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0)
     return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics, {}), pos
 
 
@@ -281,11 +211,7 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_0(out: bytearray, ch: list[
     _write_string(out, o.transactional_id)
     _write_string(out, o.group_id)
     out += _S2.pack(o.producer_id, o.producer_epoch)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0)
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_1(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
@@ -297,14 +223,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_1(buf: memoryview, pos: int
     f_group_id, pos = _read_string(buf, pos)
     f_producer_id, f_producer_epoch = _S2.unpack_from(buf, pos)
     pos += 10
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_1)
     return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics, {}), pos
 
 
@@ -313,11 +232,7 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_1(out: bytearray, ch: list[
     _write_string(out, o.transactional_id)
     _write_string(out, o.group_id)
     out += _S2.pack(o.producer_id, o.producer_epoch)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_1)
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_2(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
@@ -333,28 +248,8 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_2(buf: memoryview, pos: int
     pos += 14
     f_member_id, pos = _read_compact_string(buf, pos)
     f_group_instance_id, pos = _read_compact_nullable_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2)
+    u, pos = _read_tags(buf, pos)
     return _C_TxnOffsetCommitRequest_TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics, u), pos
 
 
@@ -365,14 +260,7 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_2(out: bytearray, ch: list[
     out += _S3.pack(o.producer_id, o.producer_epoch, o.generation_id)
     _write_compact_string(out, o.member_id)
     _write_compact_nullable_string(out, o.group_instance_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -437,25 +325,14 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(buf: memoryview, p
     f_name: str
     f_partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0)
     return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(f_name, f_partitions, {}), pos
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(out: bytearray, ch: list[Chunk] | None, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
     """TxnOffsetCommitResponseTopic v0-2."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0)
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
@@ -463,42 +340,15 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(buf: memoryview, p
     f_name: str
     f_partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1)
+    u, pos = _read_tags(buf, pos)
     return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(f_name, f_partitions, u), pos
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(out: bytearray, ch: list[Chunk] | None, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
     """TxnOffsetCommitResponseTopic v3-4."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -521,16 +371,7 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(buf: memoryvie
     """TxnOffsetCommitResponsePartition v3-4."""
     f_partition_index, f_error_code = _S4.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(f_partition_index, f_error_code, u), pos
 
 
@@ -548,25 +389,14 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_0(buf: memoryview, pos: i
     f_topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
     f_throttle_time_ms, = _S5.unpack_from(buf, pos)
     pos += 4
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0)
     return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponse(f_throttle_time_ms, f_topics, {}), pos
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_0(out: bytearray, ch: list[Chunk] | None, o: TxnOffsetCommitResponse) -> None:
     """TxnOffsetCommitResponse v0-2."""
     out += _S5.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0)
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_1(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
@@ -574,42 +404,15 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_1(buf: memoryview, pos: i
     f_topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
     f_throttle_time_ms, = _S5.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1)
+    u, pos = _read_tags(buf, pos)
     return _C_TxnOffsetCommitResponse_TxnOffsetCommitResponse(f_throttle_time_ms, f_topics, u), pos
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_1(out: bytearray, ch: list[Chunk] | None, o: TxnOffsetCommitResponse) -> None:
     """TxnOffsetCommitResponse v3-4."""
     out += _S5.pack(o.throttle_time_ms)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -86,16 +83,7 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_0(buf: memoryview, pos: int) -> tu
     f_feature, pos = _read_compact_string(buf, pos)
     f_max_version_level, f_allow_downgrade = _S0.unpack_from(buf, pos)
     pos += 3
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateFeaturesRequest_FeatureUpdateKey(f_feature, f_max_version_level, f_allow_downgrade, 1, u), pos
 
 
@@ -115,16 +103,7 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_1(buf: memoryview, pos: int) -> tu
     f_feature, pos = _read_compact_string(buf, pos)
     f_max_version_level, f_upgrade_type = _S1.unpack_from(buf, pos)
     pos += 3
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateFeaturesRequest_FeatureUpdateKey(f_feature, f_max_version_level, False, f_upgrade_type, u), pos
 
 
@@ -143,42 +122,15 @@ def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_0(buf: memoryview, pos: int) 
     f_feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
     f_timeout_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_feature_updates = buf[pos] - 1
-    if n_feature_updates < 127 and n_feature_updates <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_feature_updates, pos = _read_compact_array_len(buf, pos)
-    if n_feature_updates < 0:
-        raise DecodeError('null in non-nullable array feature_updates')
-    else:
-        f_feature_updates = []
-        for _ in range(n_feature_updates):
-            x_feature_updates, pos = _d_UpdateFeaturesRequest_FeatureUpdateKey_0(buf, pos)
-            f_feature_updates.append(x_feature_updates)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_feature_updates, pos = _read_array(buf, pos, True, _d_UpdateFeaturesRequest_FeatureUpdateKey_0)
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateFeaturesRequest_UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, False, u), pos
 
 
 def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_0(out: bytearray, ch: list[Chunk] | None, o: UpdateFeaturesRequest) -> None:
     """UpdateFeaturesRequest v0."""
     out += _S2.pack(o.timeout_ms)
-    v_feature_updates = o.feature_updates
-    if v_feature_updates is not None and len(v_feature_updates) < 127:
-        out.append(len(v_feature_updates) + 1)
-    else:
-        _write_compact_array_len(out, v_feature_updates, False)
-    if v_feature_updates:
-        for x_feature_updates in v_feature_updates:
-            _e_UpdateFeaturesRequest_FeatureUpdateKey_0(out, ch, x_feature_updates)
+    _write_array(out, ch, o.feature_updates, True, False, _e_UpdateFeaturesRequest_FeatureUpdateKey_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -190,44 +142,17 @@ def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_1(buf: memoryview, pos: int) 
     f_feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
     f_timeout_ms, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_feature_updates = buf[pos] - 1
-    if n_feature_updates < 127 and n_feature_updates <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_feature_updates, pos = _read_compact_array_len(buf, pos)
-    if n_feature_updates < 0:
-        raise DecodeError('null in non-nullable array feature_updates')
-    else:
-        f_feature_updates = []
-        for _ in range(n_feature_updates):
-            x_feature_updates, pos = _d_UpdateFeaturesRequest_FeatureUpdateKey_1(buf, pos)
-            f_feature_updates.append(x_feature_updates)
+    f_feature_updates, pos = _read_array(buf, pos, True, _d_UpdateFeaturesRequest_FeatureUpdateKey_1)
     f_validate_only, = _S3.unpack_from(buf, pos)
     pos += 1
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateFeaturesRequest_UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, f_validate_only, u), pos
 
 
 def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_1(out: bytearray, ch: list[Chunk] | None, o: UpdateFeaturesRequest) -> None:
     """UpdateFeaturesRequest v1."""
     out += _S2.pack(o.timeout_ms)
-    v_feature_updates = o.feature_updates
-    if v_feature_updates is not None and len(v_feature_updates) < 127:
-        out.append(len(v_feature_updates) + 1)
-    else:
-        _write_compact_array_len(out, v_feature_updates, False)
-    if v_feature_updates:
-        for x_feature_updates in v_feature_updates:
-            _e_UpdateFeaturesRequest_FeatureUpdateKey_1(out, ch, x_feature_updates)
+    _write_array(out, ch, o.feature_updates, True, False, _e_UpdateFeaturesRequest_FeatureUpdateKey_1)
     out += _S3.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -292,16 +217,7 @@ def _d_UpdateFeaturesResponse_UpdatableFeatureResult_0(buf: memoryview, pos: int
     f_error_code, = _S4.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateFeaturesResponse_UpdatableFeatureResult(f_feature, f_error_code, f_error_message, u), pos
 
 
@@ -323,28 +239,8 @@ def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_0(buf: memoryview, pos: int
     f_throttle_time_ms, f_error_code = _S5.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_UpdateFeaturesResponse_UpdatableFeatureResult_0(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_UpdateFeaturesResponse_UpdatableFeatureResult_0)
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateFeaturesResponse_UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results, u), pos
 
 
@@ -352,14 +248,7 @@ def _e_UpdateFeaturesResponse_UpdateFeaturesResponse_0(out: bytearray, ch: list[
     """UpdateFeaturesResponse v0-1."""
     out += _S5.pack(o.throttle_time_ms, o.error_code)
     _write_compact_nullable_string(out, o.error_message)
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_UpdateFeaturesResponse_UpdatableFeatureResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_UpdateFeaturesResponse_UpdatableFeatureResult_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,25 +7,23 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_nullable_string as _read_nullable_string
 from wire.primitives import read_string as _read_string
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_nullable_string as _write_nullable_string
@@ -134,24 +132,10 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf: memoryview, pos
     f_topic_name, pos = _read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
+    f_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, [], {}), pos
 
 
@@ -159,15 +143,9 @@ def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(out: bytearray, ch: 
     """UpdateMetadataPartitionState v0-3."""
     _write_string(out, o.topic_name)
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    _write_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, False, False, 'i')
     out += _S1.pack(o.zk_version)
-    v_replicas = o.replicas
-    _write_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
+    _write_fixed_list(out, o.replicas, False, False, 'i')
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
@@ -179,32 +157,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1(buf: memoryview, pos
     f_topic_name, pos = _read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_offline_replicas, pos = _read_array_len(buf, pos)
-    if n_offline_replicas < 0:
-        raise DecodeError('null in non-nullable array offline_replicas')
-    else:
-        if n_offline_replicas == 0:
-            f_offline_replicas = []
-        else:
-            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+    f_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
+    f_offline_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_UpdateMetadataRequest_UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, {}), pos
 
 
@@ -212,19 +169,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_1(out: bytearray, ch: 
     """UpdateMetadataPartitionState v4."""
     _write_string(out, o.topic_name)
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    _write_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, False, False, 'i')
     out += _S1.pack(o.zk_version)
-    v_replicas = o.replicas
-    _write_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
-    v_offline_replicas = o.offline_replicas
-    _write_array_len(out, v_offline_replicas, False)
-    if v_offline_replicas:
-        out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
+    _write_fixed_list(out, o.replicas, False, False, 'i')
+    _write_fixed_list(out, o.offline_replicas, False, False, 'i')
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
@@ -234,51 +182,21 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2(buf: memoryview, pos
     f_offline_replicas: list[int]
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr, pos = _read_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas, pos = _read_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_offline_replicas, pos = _read_array_len(buf, pos)
-    if n_offline_replicas < 0:
-        raise DecodeError('null in non-nullable array offline_replicas')
-    else:
-        if n_offline_replicas == 0:
-            f_offline_replicas = []
-        else:
-            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
+    f_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
+    f_offline_replicas, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_UpdateMetadataRequest_UpdateMetadataPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, {}), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_2(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
     """UpdateMetadataPartitionState v5."""
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    _write_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, False, False, 'i')
     out += _S1.pack(o.zk_version)
-    v_replicas = o.replicas
-    _write_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
-    v_offline_replicas = o.offline_replicas
-    _write_array_len(out, v_offline_replicas, False)
-    if v_offline_replicas:
-        out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
+    _write_fixed_list(out, o.replicas, False, False, 'i')
+    _write_fixed_list(out, o.offline_replicas, False, False, 'i')
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
@@ -288,82 +206,22 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf: memoryview, pos
     f_offline_replicas: list[int]
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    n_isr = buf[pos] - 1
-    if n_isr < 127 and n_isr <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_isr, pos = _read_compact_array_len(buf, pos)
-    if n_isr < 0:
-        raise DecodeError('null in non-nullable array isr')
-    else:
-        if n_isr == 0:
-            f_isr = []
-        else:
-            f_isr, pos = _read_fixed_array(buf, pos, n_isr, 'i', 4)
+    f_isr, pos = _read_fixed_list(buf, pos, True, 'i', 4)
     f_zk_version, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_replicas = buf[pos] - 1
-    if n_replicas < 127 and n_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_replicas < 0:
-        raise DecodeError('null in non-nullable array replicas')
-    else:
-        if n_replicas == 0:
-            f_replicas = []
-        else:
-            f_replicas, pos = _read_fixed_array(buf, pos, n_replicas, 'i', 4)
-    n_offline_replicas = buf[pos] - 1
-    if n_offline_replicas < 127 and n_offline_replicas <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_offline_replicas, pos = _read_compact_array_len(buf, pos)
-    if n_offline_replicas < 0:
-        raise DecodeError('null in non-nullable array offline_replicas')
-    else:
-        if n_offline_replicas == 0:
-            f_offline_replicas = []
-        else:
-            f_offline_replicas, pos = _read_fixed_array(buf, pos, n_offline_replicas, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    f_offline_replicas, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateMetadataRequest_UpdateMetadataPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, u), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
     """UpdateMetadataPartitionState v6-8."""
     out += _S0.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v_isr = o.isr
-    if v_isr is not None and len(v_isr) < 127:
-        out.append(len(v_isr) + 1)
-    else:
-        _write_compact_array_len(out, v_isr, False)
-    if v_isr:
-        out += _pack('>%di' % len(v_isr), *v_isr)
+    _write_fixed_list(out, o.isr, True, False, 'i')
     out += _S1.pack(o.zk_version)
-    v_replicas = o.replicas
-    if v_replicas is not None and len(v_replicas) < 127:
-        out.append(len(v_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_replicas, False)
-    if v_replicas:
-        out += _pack('>%di' % len(v_replicas), *v_replicas)
-    v_offline_replicas = o.offline_replicas
-    if v_offline_replicas is not None and len(v_offline_replicas) < 127:
-        out.append(len(v_offline_replicas) + 1)
-    else:
-        _write_compact_array_len(out, v_offline_replicas, False)
-    if v_offline_replicas:
-        out += _pack('>%di' % len(v_offline_replicas), *v_offline_replicas)
+    _write_fixed_list(out, o.replicas, True, False, 'i')
+    _write_fixed_list(out, o.offline_replicas, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -375,25 +233,14 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_0(buf: memoryview, pos: in
     f_topic_name: str
     f_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
     f_topic_name, pos = _read_string(buf, pos)
-    n_partition_states, pos = _read_array_len(buf, pos)
-    if n_partition_states < 0:
-        raise DecodeError('null in non-nullable array partition_states')
-    else:
-        f_partition_states = []
-        for _ in range(n_partition_states):
-            x_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2(buf, pos)
-            f_partition_states.append(x_partition_states)
+    f_partition_states, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2)
     return _C_UpdateMetadataRequest_UpdateMetadataTopicState(f_topic_name, _ZERO_UUID, f_partition_states, {}), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataTopicState_0(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
     """UpdateMetadataTopicState v5."""
     _write_string(out, o.topic_name)
-    v_partition_states = o.partition_states
-    _write_array_len(out, v_partition_states, False)
-    if v_partition_states:
-        for x_partition_states in v_partition_states:
-            _e_UpdateMetadataRequest_UpdateMetadataPartitionState_2(out, ch, x_partition_states)
+    _write_array(out, ch, o.partition_states, False, False, _e_UpdateMetadataRequest_UpdateMetadataPartitionState_2)
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataTopicState_1(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataTopicState, int]:
@@ -401,42 +248,15 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_1(buf: memoryview, pos: in
     f_topic_name: str
     f_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partition_states = buf[pos] - 1
-    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_states, pos = _read_compact_array_len(buf, pos)
-    if n_partition_states < 0:
-        raise DecodeError('null in non-nullable array partition_states')
-    else:
-        f_partition_states = []
-        for _ in range(n_partition_states):
-            x_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf, pos)
-            f_partition_states.append(x_partition_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_states, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3)
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateMetadataRequest_UpdateMetadataTopicState(f_topic_name, _ZERO_UUID, f_partition_states, u), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataTopicState_1(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
     """UpdateMetadataTopicState v6."""
     _write_compact_string(out, o.topic_name)
-    v_partition_states = o.partition_states
-    if v_partition_states is not None and len(v_partition_states) < 127:
-        out.append(len(v_partition_states) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_states, False)
-    if v_partition_states:
-        for x_partition_states in v_partition_states:
-            _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(out, ch, x_partition_states)
+    _write_array(out, ch, o.partition_states, True, False, _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -451,28 +271,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(buf: memoryview, pos: in
     f_topic_id, = _S2.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partition_states = buf[pos] - 1
-    if n_partition_states < 127 and n_partition_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_states, pos = _read_compact_array_len(buf, pos)
-    if n_partition_states < 0:
-        raise DecodeError('null in non-nullable array partition_states')
-    else:
-        f_partition_states = []
-        for _ in range(n_partition_states):
-            x_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf, pos)
-            f_partition_states.append(x_partition_states)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_states, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3)
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateMetadataRequest_UpdateMetadataTopicState(f_topic_name, f_topic_id, f_partition_states, u), pos
 
 
@@ -480,14 +280,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(out: bytearray, ch: list
     """UpdateMetadataTopicState v7-8."""
     _write_compact_string(out, o.topic_name)
     out += _S2.pack(o.topic_id.bytes)
-    v_partition_states = o.partition_states
-    if v_partition_states is not None and len(v_partition_states) < 127:
-        out.append(len(v_partition_states) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_states, False)
-    if v_partition_states:
-        for x_partition_states in v_partition_states:
-            _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(out, ch, x_partition_states)
+    _write_array(out, ch, o.partition_states, True, False, _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -517,25 +310,14 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_1(buf: memoryview, pos: int) -
     f_endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint]
     f_id, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_endpoints, pos = _read_array_len(buf, pos)
-    if n_endpoints < 0:
-        raise DecodeError('null in non-nullable array endpoints')
-    else:
-        f_endpoints = []
-        for _ in range(n_endpoints):
-            x_endpoints, pos = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_0(buf, pos)
-            f_endpoints.append(x_endpoints)
+    f_endpoints, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataEndpoint_0)
     return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, '', 0, f_endpoints, '', {}), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataBroker_1(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     """UpdateMetadataBroker v1."""
     out += _S1.pack(o.id)
-    v_endpoints = o.endpoints
-    _write_array_len(out, v_endpoints, False)
-    if v_endpoints:
-        for x_endpoints in v_endpoints:
-            _e_UpdateMetadataRequest_UpdateMetadataEndpoint_0(out, ch, x_endpoints)
+    _write_array(out, ch, o.endpoints, False, False, _e_UpdateMetadataRequest_UpdateMetadataEndpoint_0)
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_2(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
@@ -544,14 +326,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_2(buf: memoryview, pos: int) -
     f_rack: str | None
     f_id, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_endpoints, pos = _read_array_len(buf, pos)
-    if n_endpoints < 0:
-        raise DecodeError('null in non-nullable array endpoints')
-    else:
-        f_endpoints = []
-        for _ in range(n_endpoints):
-            x_endpoints, pos = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_0(buf, pos)
-            f_endpoints.append(x_endpoints)
+    f_endpoints, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataEndpoint_0)
     f_rack, pos = _read_nullable_string(buf, pos)
     return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, '', 0, f_endpoints, f_rack, {}), pos
 
@@ -559,11 +334,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_2(buf: memoryview, pos: int) -
 def _e_UpdateMetadataRequest_UpdateMetadataBroker_2(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     """UpdateMetadataBroker v2."""
     out += _S1.pack(o.id)
-    v_endpoints = o.endpoints
-    _write_array_len(out, v_endpoints, False)
-    if v_endpoints:
-        for x_endpoints in v_endpoints:
-            _e_UpdateMetadataRequest_UpdateMetadataEndpoint_0(out, ch, x_endpoints)
+    _write_array(out, ch, o.endpoints, False, False, _e_UpdateMetadataRequest_UpdateMetadataEndpoint_0)
     _write_nullable_string(out, o.rack)
 
 
@@ -573,14 +344,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_3(buf: memoryview, pos: int) -
     f_rack: str | None
     f_id, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_endpoints, pos = _read_array_len(buf, pos)
-    if n_endpoints < 0:
-        raise DecodeError('null in non-nullable array endpoints')
-    else:
-        f_endpoints = []
-        for _ in range(n_endpoints):
-            x_endpoints, pos = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_1(buf, pos)
-            f_endpoints.append(x_endpoints)
+    f_endpoints, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataEndpoint_1)
     f_rack, pos = _read_nullable_string(buf, pos)
     return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, '', 0, f_endpoints, f_rack, {}), pos
 
@@ -588,11 +352,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_3(buf: memoryview, pos: int) -
 def _e_UpdateMetadataRequest_UpdateMetadataBroker_3(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     """UpdateMetadataBroker v3-5."""
     out += _S1.pack(o.id)
-    v_endpoints = o.endpoints
-    _write_array_len(out, v_endpoints, False)
-    if v_endpoints:
-        for x_endpoints in v_endpoints:
-            _e_UpdateMetadataRequest_UpdateMetadataEndpoint_1(out, ch, x_endpoints)
+    _write_array(out, ch, o.endpoints, False, False, _e_UpdateMetadataRequest_UpdateMetadataEndpoint_1)
     _write_nullable_string(out, o.rack)
 
 
@@ -602,43 +362,16 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf: memoryview, pos: int) -
     f_rack: str | None
     f_id, = _S1.unpack_from(buf, pos)
     pos += 4
-    n_endpoints = buf[pos] - 1
-    if n_endpoints < 127 and n_endpoints <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_endpoints, pos = _read_compact_array_len(buf, pos)
-    if n_endpoints < 0:
-        raise DecodeError('null in non-nullable array endpoints')
-    else:
-        f_endpoints = []
-        for _ in range(n_endpoints):
-            x_endpoints, pos = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_2(buf, pos)
-            f_endpoints.append(x_endpoints)
+    f_endpoints, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataEndpoint_2)
     f_rack, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateMetadataRequest_UpdateMetadataBroker(f_id, '', 0, f_endpoints, f_rack, u), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataBroker_4(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     """UpdateMetadataBroker v6-8."""
     out += _S1.pack(o.id)
-    v_endpoints = o.endpoints
-    if v_endpoints is not None and len(v_endpoints) < 127:
-        out.append(len(v_endpoints) + 1)
-    else:
-        _write_compact_array_len(out, v_endpoints, False)
-    if v_endpoints:
-        for x_endpoints in v_endpoints:
-            _e_UpdateMetadataRequest_UpdateMetadataEndpoint_2(out, ch, x_endpoints)
+    _write_array(out, ch, o.endpoints, True, False, _e_UpdateMetadataRequest_UpdateMetadataEndpoint_2)
     _write_compact_nullable_string(out, o.rack)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -695,16 +428,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_2(buf: memoryview, pos: int)
     f_listener, pos = _read_compact_string(buf, pos)
     f_security_protocol, = _S3.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateMetadataRequest_UpdateMetadataEndpoint(f_port, f_host, f_listener, f_security_protocol, u), pos
 
 
@@ -726,38 +450,16 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_0(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch = _S4.unpack_from(buf, pos)
     pos += 8
-    n_ungrouped_partition_states, pos = _read_array_len(buf, pos)
-    if n_ungrouped_partition_states < 0:
-        raise DecodeError('null in non-nullable array ungrouped_partition_states')
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n_ungrouped_partition_states):
-            x_ungrouped_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf, pos)
-            f_ungrouped_partition_states.append(x_ungrouped_partition_states)
-    n_live_brokers, pos = _read_array_len(buf, pos)
-    if n_live_brokers < 0:
-        raise DecodeError('null in non-nullable array live_brokers')
-    else:
-        f_live_brokers = []
-        for _ in range(n_live_brokers):
-            x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_0(buf, pos)
-            f_live_brokers.append(x_live_brokers)
+    f_ungrouped_partition_states, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0)
+    f_live_brokers, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataBroker_0)
     return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, {}), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_0(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v0."""
     out += _S4.pack(o.controller_id, o.controller_epoch)
-    v_ungrouped_partition_states = o.ungrouped_partition_states
-    _write_array_len(out, v_ungrouped_partition_states, False)
-    if v_ungrouped_partition_states:
-        for x_ungrouped_partition_states in v_ungrouped_partition_states:
-            _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(out, ch, x_ungrouped_partition_states)
-    v_live_brokers = o.live_brokers
-    _write_array_len(out, v_live_brokers, False)
-    if v_live_brokers:
-        for x_live_brokers in v_live_brokers:
-            _e_UpdateMetadataRequest_UpdateMetadataBroker_0(out, ch, x_live_brokers)
+    _write_array(out, ch, o.ungrouped_partition_states, False, False, _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0)
+    _write_array(out, ch, o.live_brokers, False, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_0)
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_1(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -766,38 +468,16 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_1(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch = _S4.unpack_from(buf, pos)
     pos += 8
-    n_ungrouped_partition_states, pos = _read_array_len(buf, pos)
-    if n_ungrouped_partition_states < 0:
-        raise DecodeError('null in non-nullable array ungrouped_partition_states')
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n_ungrouped_partition_states):
-            x_ungrouped_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf, pos)
-            f_ungrouped_partition_states.append(x_ungrouped_partition_states)
-    n_live_brokers, pos = _read_array_len(buf, pos)
-    if n_live_brokers < 0:
-        raise DecodeError('null in non-nullable array live_brokers')
-    else:
-        f_live_brokers = []
-        for _ in range(n_live_brokers):
-            x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_1(buf, pos)
-            f_live_brokers.append(x_live_brokers)
+    f_ungrouped_partition_states, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0)
+    f_live_brokers, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataBroker_1)
     return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, {}), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_1(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v1."""
     out += _S4.pack(o.controller_id, o.controller_epoch)
-    v_ungrouped_partition_states = o.ungrouped_partition_states
-    _write_array_len(out, v_ungrouped_partition_states, False)
-    if v_ungrouped_partition_states:
-        for x_ungrouped_partition_states in v_ungrouped_partition_states:
-            _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(out, ch, x_ungrouped_partition_states)
-    v_live_brokers = o.live_brokers
-    _write_array_len(out, v_live_brokers, False)
-    if v_live_brokers:
-        for x_live_brokers in v_live_brokers:
-            _e_UpdateMetadataRequest_UpdateMetadataBroker_1(out, ch, x_live_brokers)
+    _write_array(out, ch, o.ungrouped_partition_states, False, False, _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0)
+    _write_array(out, ch, o.live_brokers, False, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_1)
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_2(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -806,38 +486,16 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_2(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch = _S4.unpack_from(buf, pos)
     pos += 8
-    n_ungrouped_partition_states, pos = _read_array_len(buf, pos)
-    if n_ungrouped_partition_states < 0:
-        raise DecodeError('null in non-nullable array ungrouped_partition_states')
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n_ungrouped_partition_states):
-            x_ungrouped_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf, pos)
-            f_ungrouped_partition_states.append(x_ungrouped_partition_states)
-    n_live_brokers, pos = _read_array_len(buf, pos)
-    if n_live_brokers < 0:
-        raise DecodeError('null in non-nullable array live_brokers')
-    else:
-        f_live_brokers = []
-        for _ in range(n_live_brokers):
-            x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_2(buf, pos)
-            f_live_brokers.append(x_live_brokers)
+    f_ungrouped_partition_states, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0)
+    f_live_brokers, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataBroker_2)
     return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, {}), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_2(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v2."""
     out += _S4.pack(o.controller_id, o.controller_epoch)
-    v_ungrouped_partition_states = o.ungrouped_partition_states
-    _write_array_len(out, v_ungrouped_partition_states, False)
-    if v_ungrouped_partition_states:
-        for x_ungrouped_partition_states in v_ungrouped_partition_states:
-            _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(out, ch, x_ungrouped_partition_states)
-    v_live_brokers = o.live_brokers
-    _write_array_len(out, v_live_brokers, False)
-    if v_live_brokers:
-        for x_live_brokers in v_live_brokers:
-            _e_UpdateMetadataRequest_UpdateMetadataBroker_2(out, ch, x_live_brokers)
+    _write_array(out, ch, o.ungrouped_partition_states, False, False, _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0)
+    _write_array(out, ch, o.live_brokers, False, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_2)
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_3(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -846,38 +504,16 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_3(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch = _S4.unpack_from(buf, pos)
     pos += 8
-    n_ungrouped_partition_states, pos = _read_array_len(buf, pos)
-    if n_ungrouped_partition_states < 0:
-        raise DecodeError('null in non-nullable array ungrouped_partition_states')
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n_ungrouped_partition_states):
-            x_ungrouped_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf, pos)
-            f_ungrouped_partition_states.append(x_ungrouped_partition_states)
-    n_live_brokers, pos = _read_array_len(buf, pos)
-    if n_live_brokers < 0:
-        raise DecodeError('null in non-nullable array live_brokers')
-    else:
-        f_live_brokers = []
-        for _ in range(n_live_brokers):
-            x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_3(buf, pos)
-            f_live_brokers.append(x_live_brokers)
+    f_ungrouped_partition_states, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0)
+    f_live_brokers, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataBroker_3)
     return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, {}), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_3(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v3."""
     out += _S4.pack(o.controller_id, o.controller_epoch)
-    v_ungrouped_partition_states = o.ungrouped_partition_states
-    _write_array_len(out, v_ungrouped_partition_states, False)
-    if v_ungrouped_partition_states:
-        for x_ungrouped_partition_states in v_ungrouped_partition_states:
-            _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(out, ch, x_ungrouped_partition_states)
-    v_live_brokers = o.live_brokers
-    _write_array_len(out, v_live_brokers, False)
-    if v_live_brokers:
-        for x_live_brokers in v_live_brokers:
-            _e_UpdateMetadataRequest_UpdateMetadataBroker_3(out, ch, x_live_brokers)
+    _write_array(out, ch, o.ungrouped_partition_states, False, False, _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0)
+    _write_array(out, ch, o.live_brokers, False, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_3)
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_4(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -886,38 +522,16 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_4(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch = _S4.unpack_from(buf, pos)
     pos += 8
-    n_ungrouped_partition_states, pos = _read_array_len(buf, pos)
-    if n_ungrouped_partition_states < 0:
-        raise DecodeError('null in non-nullable array ungrouped_partition_states')
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n_ungrouped_partition_states):
-            x_ungrouped_partition_states, pos = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1(buf, pos)
-            f_ungrouped_partition_states.append(x_ungrouped_partition_states)
-    n_live_brokers, pos = _read_array_len(buf, pos)
-    if n_live_brokers < 0:
-        raise DecodeError('null in non-nullable array live_brokers')
-    else:
-        f_live_brokers = []
-        for _ in range(n_live_brokers):
-            x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_3(buf, pos)
-            f_live_brokers.append(x_live_brokers)
+    f_ungrouped_partition_states, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1)
+    f_live_brokers, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataBroker_3)
     return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, {}), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_4(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v4."""
     out += _S4.pack(o.controller_id, o.controller_epoch)
-    v_ungrouped_partition_states = o.ungrouped_partition_states
-    _write_array_len(out, v_ungrouped_partition_states, False)
-    if v_ungrouped_partition_states:
-        for x_ungrouped_partition_states in v_ungrouped_partition_states:
-            _e_UpdateMetadataRequest_UpdateMetadataPartitionState_1(out, ch, x_ungrouped_partition_states)
-    v_live_brokers = o.live_brokers
-    _write_array_len(out, v_live_brokers, False)
-    if v_live_brokers:
-        for x_live_brokers in v_live_brokers:
-            _e_UpdateMetadataRequest_UpdateMetadataBroker_3(out, ch, x_live_brokers)
+    _write_array(out, ch, o.ungrouped_partition_states, False, False, _e_UpdateMetadataRequest_UpdateMetadataPartitionState_1)
+    _write_array(out, ch, o.live_brokers, False, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_3)
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_5(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -926,38 +540,16 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_5(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S5.unpack_from(buf, pos)
     pos += 16
-    n_topic_states, pos = _read_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_0(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_brokers, pos = _read_array_len(buf, pos)
-    if n_live_brokers < 0:
-        raise DecodeError('null in non-nullable array live_brokers')
-    else:
-        f_live_brokers = []
-        for _ in range(n_live_brokers):
-            x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_3(buf, pos)
-            f_live_brokers.append(x_live_brokers)
+    f_topic_states, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataTopicState_0)
+    f_live_brokers, pos = _read_array(buf, pos, False, _d_UpdateMetadataRequest_UpdateMetadataBroker_3)
     return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, {}), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_5(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v5."""
     out += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v_topic_states = o.topic_states
-    _write_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_UpdateMetadataRequest_UpdateMetadataTopicState_0(out, ch, x_topic_states)
-    v_live_brokers = o.live_brokers
-    _write_array_len(out, v_live_brokers, False)
-    if v_live_brokers:
-        for x_live_brokers in v_live_brokers:
-            _e_UpdateMetadataRequest_UpdateMetadataBroker_3(out, ch, x_live_brokers)
+    _write_array(out, ch, o.topic_states, False, False, _e_UpdateMetadataRequest_UpdateMetadataTopicState_0)
+    _write_array(out, ch, o.live_brokers, False, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_3)
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_6(buf: memoryview, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -966,62 +558,17 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_6(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S5.unpack_from(buf, pos)
     pos += 16
-    n_topic_states = buf[pos] - 1
-    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_states, pos = _read_compact_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_1(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_brokers = buf[pos] - 1
-    if n_live_brokers < 127 and n_live_brokers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_live_brokers, pos = _read_compact_array_len(buf, pos)
-    if n_live_brokers < 0:
-        raise DecodeError('null in non-nullable array live_brokers')
-    else:
-        f_live_brokers = []
-        for _ in range(n_live_brokers):
-            x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf, pos)
-            f_live_brokers.append(x_live_brokers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_states, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataTopicState_1)
+    f_live_brokers, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataBroker_4)
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, u), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_6(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v6."""
     out += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v_topic_states = o.topic_states
-    if v_topic_states is not None and len(v_topic_states) < 127:
-        out.append(len(v_topic_states) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_UpdateMetadataRequest_UpdateMetadataTopicState_1(out, ch, x_topic_states)
-    v_live_brokers = o.live_brokers
-    if v_live_brokers is not None and len(v_live_brokers) < 127:
-        out.append(len(v_live_brokers) + 1)
-    else:
-        _write_compact_array_len(out, v_live_brokers, False)
-    if v_live_brokers:
-        for x_live_brokers in v_live_brokers:
-            _e_UpdateMetadataRequest_UpdateMetadataBroker_4(out, ch, x_live_brokers)
+    _write_array(out, ch, o.topic_states, True, False, _e_UpdateMetadataRequest_UpdateMetadataTopicState_1)
+    _write_array(out, ch, o.live_brokers, True, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_4)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1034,62 +581,17 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_7(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_controller_epoch, f_broker_epoch = _S5.unpack_from(buf, pos)
     pos += 16
-    n_topic_states = buf[pos] - 1
-    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_states, pos = _read_compact_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_brokers = buf[pos] - 1
-    if n_live_brokers < 127 and n_live_brokers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_live_brokers, pos = _read_compact_array_len(buf, pos)
-    if n_live_brokers < 0:
-        raise DecodeError('null in non-nullable array live_brokers')
-    else:
-        f_live_brokers = []
-        for _ in range(n_live_brokers):
-            x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf, pos)
-            f_live_brokers.append(x_live_brokers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topic_states, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataTopicState_2)
+    f_live_brokers, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataBroker_4)
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, u), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_7(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v7."""
     out += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v_topic_states = o.topic_states
-    if v_topic_states is not None and len(v_topic_states) < 127:
-        out.append(len(v_topic_states) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(out, ch, x_topic_states)
-    v_live_brokers = o.live_brokers
-    if v_live_brokers is not None and len(v_live_brokers) < 127:
-        out.append(len(v_live_brokers) + 1)
-    else:
-        _write_compact_array_len(out, v_live_brokers, False)
-    if v_live_brokers:
-        for x_live_brokers in v_live_brokers:
-            _e_UpdateMetadataRequest_UpdateMetadataBroker_4(out, ch, x_live_brokers)
+    _write_array(out, ch, o.topic_states, True, False, _e_UpdateMetadataRequest_UpdateMetadataTopicState_2)
+    _write_array(out, ch, o.live_brokers, True, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_4)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -1102,30 +604,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_8(buf: memoryview, pos: int) 
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch = _S6.unpack_from(buf, pos)
     pos += 17
-    n_topic_states = buf[pos] - 1
-    if n_topic_states < 127 and n_topic_states <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topic_states, pos = _read_compact_array_len(buf, pos)
-    if n_topic_states < 0:
-        raise DecodeError('null in non-nullable array topic_states')
-    else:
-        f_topic_states = []
-        for _ in range(n_topic_states):
-            x_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(buf, pos)
-            f_topic_states.append(x_topic_states)
-    n_live_brokers = buf[pos] - 1
-    if n_live_brokers < 127 and n_live_brokers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_live_brokers, pos = _read_compact_array_len(buf, pos)
-    if n_live_brokers < 0:
-        raise DecodeError('null in non-nullable array live_brokers')
-    else:
-        f_live_brokers = []
-        for _ in range(n_live_brokers):
-            x_live_brokers, pos = _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf, pos)
-            f_live_brokers.append(x_live_brokers)
+    f_topic_states, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataTopicState_2)
+    f_live_brokers, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataBroker_4)
     f_type = 0
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -1148,22 +628,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_8(buf: memoryview, pos: int) 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_8(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v8."""
     out += _S6.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
-    v_topic_states = o.topic_states
-    if v_topic_states is not None and len(v_topic_states) < 127:
-        out.append(len(v_topic_states) + 1)
-    else:
-        _write_compact_array_len(out, v_topic_states, False)
-    if v_topic_states:
-        for x_topic_states in v_topic_states:
-            _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(out, ch, x_topic_states)
-    v_live_brokers = o.live_brokers
-    if v_live_brokers is not None and len(v_live_brokers) < 127:
-        out.append(len(v_live_brokers) + 1)
-    else:
-        _write_compact_array_len(out, v_live_brokers, False)
-    if v_live_brokers:
-        for x_live_brokers in v_live_brokers:
-            _e_UpdateMetadataRequest_UpdateMetadataBroker_4(out, ch, x_live_brokers)
+    _write_array(out, ch, o.topic_states, True, False, _e_UpdateMetadataRequest_UpdateMetadataTopicState_2)
+    _write_array(out, ch, o.live_brokers, True, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_4)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.type != 0:
         t = bytearray()
@@ -1229,16 +695,7 @@ def _d_UpdateMetadataResponse_UpdateMetadataResponse_1(buf: memoryview, pos: int
     """UpdateMetadataResponse v6-8."""
     f_error_code, = _S3.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_UpdateMetadataResponse_UpdateMetadataResponse(f_error_code, u), pos
 
 

@@ -7,20 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
 from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
 from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -95,42 +94,15 @@ def _d_VoteRequest_TopicData_0(buf: memoryview, pos: int) -> tuple[VoteRequest.T
     f_topic_name: str
     f_partitions: list[VoteRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_VoteRequest_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_VoteRequest_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_VoteRequest_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_VoteRequest_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: VoteRequest.TopicData) -> None:
     """TopicData v0."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_VoteRequest_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_VoteRequest_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -142,42 +114,15 @@ def _d_VoteRequest_TopicData_1(buf: memoryview, pos: int) -> tuple[VoteRequest.T
     f_topic_name: str
     f_partitions: list[VoteRequest.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_VoteRequest_PartitionData_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_VoteRequest_PartitionData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_VoteRequest_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_VoteRequest_TopicData_1(out: bytearray, ch: list[Chunk] | None, o: VoteRequest.TopicData) -> None:
     """TopicData v1."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_VoteRequest_PartitionData_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_VoteRequest_PartitionData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -188,16 +133,7 @@ def _d_VoteRequest_PartitionData_0(buf: memoryview, pos: int) -> tuple[VoteReque
     """PartitionData v0."""
     f_partition_index, f_candidate_epoch, f_candidate_id, f_last_offset_epoch, f_last_offset = _S0.unpack_from(buf, pos)
     pos += 24
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_VoteRequest_PartitionData(f_partition_index, f_candidate_epoch, f_candidate_id, _ZERO_UUID, _ZERO_UUID, f_last_offset_epoch, f_last_offset, u), pos
 
 
@@ -216,16 +152,7 @@ def _d_VoteRequest_PartitionData_1(buf: memoryview, pos: int) -> tuple[VoteReque
     f_candidate_directory_id = _UUID(bytes=f_candidate_directory_id)
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 56
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_VoteRequest_PartitionData(f_partition_index, f_candidate_epoch, f_candidate_id, f_candidate_directory_id, f_voter_directory_id, f_last_offset_epoch, f_last_offset, u), pos
 
 
@@ -243,42 +170,15 @@ def _d_VoteRequest_VoteRequest_0(buf: memoryview, pos: int) -> tuple[VoteRequest
     f_cluster_id: str | None
     f_topics: list[VoteRequest.TopicData]
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_VoteRequest_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_VoteRequest_TopicData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_VoteRequest_VoteRequest(f_cluster_id, -1, f_topics, u), pos
 
 
 def _e_VoteRequest_VoteRequest_0(out: bytearray, ch: list[Chunk] | None, o: VoteRequest) -> None:
     """VoteRequest v0."""
     _write_compact_nullable_string(out, o.cluster_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_VoteRequest_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_VoteRequest_TopicData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -292,28 +192,8 @@ def _d_VoteRequest_VoteRequest_1(buf: memoryview, pos: int) -> tuple[VoteRequest
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_voter_id, = _S2.unpack_from(buf, pos)
     pos += 4
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_VoteRequest_TopicData_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_VoteRequest_TopicData_1)
+    u, pos = _read_tags(buf, pos)
     return _C_VoteRequest_VoteRequest(f_cluster_id, f_voter_id, f_topics, u), pos
 
 
@@ -321,14 +201,7 @@ def _e_VoteRequest_VoteRequest_1(out: bytearray, ch: list[Chunk] | None, o: Vote
     """VoteRequest v1."""
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S2.pack(o.voter_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_VoteRequest_TopicData_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_VoteRequest_TopicData_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -405,42 +278,15 @@ def _d_VoteResponse_TopicData_0(buf: memoryview, pos: int) -> tuple[VoteResponse
     f_topic_name: str
     f_partitions: list[VoteResponse.PartitionData]
     f_topic_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_VoteResponse_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_VoteResponse_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_VoteResponse_TopicData(f_topic_name, f_partitions, u), pos
 
 
 def _e_VoteResponse_TopicData_0(out: bytearray, ch: list[Chunk] | None, o: VoteResponse.TopicData) -> None:
     """TopicData v0-1."""
     _write_compact_string(out, o.topic_name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_VoteResponse_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_VoteResponse_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -451,16 +297,7 @@ def _d_VoteResponse_PartitionData_0(buf: memoryview, pos: int) -> tuple[VoteResp
     """PartitionData v0-1."""
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted = _S3.unpack_from(buf, pos)
     pos += 15
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_VoteResponse_PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted, u), pos
 
 
@@ -481,16 +318,7 @@ def _d_VoteResponse_NodeEndpoint_0(buf: memoryview, pos: int) -> tuple[VoteRespo
     f_host, pos = _read_compact_string(buf, pos)
     f_port, = _S4.unpack_from(buf, pos)
     pos += 2
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_VoteResponse_NodeEndpoint(f_node_id, f_host, f_port, u), pos
 
 
@@ -510,42 +338,15 @@ def _d_VoteResponse_VoteResponse_0(buf: memoryview, pos: int) -> tuple[VoteRespo
     f_topics: list[VoteResponse.TopicData]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_VoteResponse_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_VoteResponse_TopicData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_VoteResponse_VoteResponse(f_error_code, f_topics, [], u), pos
 
 
 def _e_VoteResponse_VoteResponse_0(out: bytearray, ch: list[Chunk] | None, o: VoteResponse) -> None:
     """VoteResponse v0."""
     out += _S5.pack(o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_VoteResponse_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_VoteResponse_TopicData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -558,18 +359,7 @@ def _d_VoteResponse_VoteResponse_1(buf: memoryview, pos: int) -> tuple[VoteRespo
     f_node_endpoints: list[VoteResponse.NodeEndpoint]
     f_error_code, = _S5.unpack_from(buf, pos)
     pos += 2
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_VoteResponse_TopicData_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_VoteResponse_TopicData_0)
     f_node_endpoints = []
     u: dict[int, bytes] = {}
     nt = buf[pos]
@@ -581,18 +371,7 @@ def _d_VoteResponse_VoteResponse_1(buf: memoryview, pos: int) -> tuple[VoteRespo
         tag, tp, te = _read_tag(buf, pos)
         if tag == 0:
             tb = buf[:te]
-            n_node_endpoints = tb[tp] - 1
-            if n_node_endpoints < 127 and n_node_endpoints <= len(tb) - tp - 1:
-                tp += 1
-            else:
-                n_node_endpoints, tp = _read_compact_array_len(tb, tp)
-            if n_node_endpoints < 0:
-                raise DecodeError('null in non-nullable array node_endpoints')
-            else:
-                f_node_endpoints = []
-                for _ in range(n_node_endpoints):
-                    x_node_endpoints, tp = _d_VoteResponse_NodeEndpoint_0(tb, tp)
-                    f_node_endpoints.append(x_node_endpoints)
+            f_node_endpoints, tp = _read_array(tb, tp, True, _d_VoteResponse_NodeEndpoint_0)
         else:
             u[tag] = bytes(buf[tp:te])
         pos = te
@@ -602,25 +381,11 @@ def _d_VoteResponse_VoteResponse_1(buf: memoryview, pos: int) -> tuple[VoteRespo
 def _e_VoteResponse_VoteResponse_1(out: bytearray, ch: list[Chunk] | None, o: VoteResponse) -> None:
     """VoteResponse v1."""
     out += _S5.pack(o.error_code)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_VoteResponse_TopicData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_VoteResponse_TopicData_0)
     tg: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints != []:
         t = bytearray()
-        v_node_endpoints = o.node_endpoints
-        if v_node_endpoints is not None and len(v_node_endpoints) < 127:
-            t.append(len(v_node_endpoints) + 1)
-        else:
-            _write_compact_array_len(t, v_node_endpoints, False)
-        if v_node_endpoints:
-            for x_node_endpoints in v_node_endpoints:
-                _e_VoteResponse_NodeEndpoint_0(t, None, x_node_endpoints)
+        _write_array(t, None, o.node_endpoints, True, False, _e_VoteResponse_NodeEndpoint_0)
         tg.append((0, t))
     if tg or o.unknown_tagged_fields:
         _write_tagged(out, tg, o.unknown_tagged_fields)

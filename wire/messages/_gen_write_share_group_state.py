@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
 from wire.primitives import read_compact_nullable_string as _read_compact_nullable_string
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_nullable_string as _write_compact_nullable_string
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_tagged as _write_tagged
@@ -100,42 +97,15 @@ def _d_WriteShareGroupStateRequest_WriteStateData_0(buf: memoryview, pos: int) -
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_WriteShareGroupStateRequest_PartitionData_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_WriteShareGroupStateRequest_PartitionData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteShareGroupStateRequest_WriteStateData(f_topic_id, f_partitions, u), pos
 
 
 def _e_WriteShareGroupStateRequest_WriteStateData_0(out: bytearray, ch: list[Chunk] | None, o: WriteShareGroupStateRequest.WriteStateData) -> None:
     """WriteStateData v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_WriteShareGroupStateRequest_PartitionData_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_WriteShareGroupStateRequest_PartitionData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -147,42 +117,15 @@ def _d_WriteShareGroupStateRequest_PartitionData_0(buf: memoryview, pos: int) ->
     f_state_batches: list[WriteShareGroupStateRequest.StateBatch]
     f_partition, f_state_epoch, f_leader_epoch, f_start_offset = _S1.unpack_from(buf, pos)
     pos += 20
-    n_state_batches = buf[pos] - 1
-    if n_state_batches < 127 and n_state_batches <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_state_batches, pos = _read_compact_array_len(buf, pos)
-    if n_state_batches < 0:
-        raise DecodeError('null in non-nullable array state_batches')
-    else:
-        f_state_batches = []
-        for _ in range(n_state_batches):
-            x_state_batches, pos = _d_WriteShareGroupStateRequest_StateBatch_0(buf, pos)
-            f_state_batches.append(x_state_batches)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_state_batches, pos = _read_array(buf, pos, True, _d_WriteShareGroupStateRequest_StateBatch_0)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteShareGroupStateRequest_PartitionData(f_partition, f_state_epoch, f_leader_epoch, f_start_offset, f_state_batches, u), pos
 
 
 def _e_WriteShareGroupStateRequest_PartitionData_0(out: bytearray, ch: list[Chunk] | None, o: WriteShareGroupStateRequest.PartitionData) -> None:
     """PartitionData v0."""
     out += _S1.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset)
-    v_state_batches = o.state_batches
-    if v_state_batches is not None and len(v_state_batches) < 127:
-        out.append(len(v_state_batches) + 1)
-    else:
-        _write_compact_array_len(out, v_state_batches, False)
-    if v_state_batches:
-        for x_state_batches in v_state_batches:
-            _e_WriteShareGroupStateRequest_StateBatch_0(out, ch, x_state_batches)
+    _write_array(out, ch, o.state_batches, True, False, _e_WriteShareGroupStateRequest_StateBatch_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -193,16 +136,7 @@ def _d_WriteShareGroupStateRequest_StateBatch_0(buf: memoryview, pos: int) -> tu
     """StateBatch v0."""
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S2.unpack_from(buf, pos)
     pos += 19
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_WriteShareGroupStateRequest_StateBatch(f_first_offset, f_last_offset, f_delivery_state, f_delivery_count, u), pos
 
 
@@ -220,42 +154,15 @@ def _d_WriteShareGroupStateRequest_WriteShareGroupStateRequest_0(buf: memoryview
     f_group_id: str
     f_topics: list[WriteShareGroupStateRequest.WriteStateData]
     f_group_id, pos = _read_compact_string(buf, pos)
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_WriteShareGroupStateRequest_WriteStateData_0(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_WriteShareGroupStateRequest_WriteStateData_0)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteShareGroupStateRequest_WriteShareGroupStateRequest(f_group_id, f_topics, u), pos
 
 
 def _e_WriteShareGroupStateRequest_WriteShareGroupStateRequest_0(out: bytearray, ch: list[Chunk] | None, o: WriteShareGroupStateRequest) -> None:
     """WriteShareGroupStateRequest v0."""
     _write_compact_string(out, o.group_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_WriteShareGroupStateRequest_WriteStateData_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_WriteShareGroupStateRequest_WriteStateData_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -321,42 +228,15 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_0(buf: memoryview, pos: int
     f_topic_id, = _S0.unpack_from(buf, pos)
     f_topic_id = _UUID(bytes=f_topic_id)
     pos += 16
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_WriteShareGroupStateResponse_PartitionResult_0(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_WriteShareGroupStateResponse_PartitionResult_0)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteShareGroupStateResponse_WriteStateResult(f_topic_id, f_partitions, u), pos
 
 
 def _e_WriteShareGroupStateResponse_WriteStateResult_0(out: bytearray, ch: list[Chunk] | None, o: WriteShareGroupStateResponse.WriteStateResult) -> None:
     """WriteStateResult v0."""
     out += _S0.pack(o.topic_id.bytes)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_WriteShareGroupStateResponse_PartitionResult_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_WriteShareGroupStateResponse_PartitionResult_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -369,16 +249,7 @@ def _d_WriteShareGroupStateResponse_PartitionResult_0(buf: memoryview, pos: int)
     f_partition, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = _read_compact_nullable_string(buf, pos)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_WriteShareGroupStateResponse_PartitionResult(f_partition, f_error_code, f_error_message, u), pos
 
 
@@ -395,41 +266,14 @@ def _e_WriteShareGroupStateResponse_PartitionResult_0(out: bytearray, ch: list[C
 def _d_WriteShareGroupStateResponse_WriteShareGroupStateResponse_0(buf: memoryview, pos: int) -> tuple[WriteShareGroupStateResponse, int]:
     """WriteShareGroupStateResponse v0."""
     f_results: list[WriteShareGroupStateResponse.WriteStateResult]
-    n_results = buf[pos] - 1
-    if n_results < 127 and n_results <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_results, pos = _read_compact_array_len(buf, pos)
-    if n_results < 0:
-        raise DecodeError('null in non-nullable array results')
-    else:
-        f_results = []
-        for _ in range(n_results):
-            x_results, pos = _d_WriteShareGroupStateResponse_WriteStateResult_0(buf, pos)
-            f_results.append(x_results)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_results, pos = _read_array(buf, pos, True, _d_WriteShareGroupStateResponse_WriteStateResult_0)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteShareGroupStateResponse_WriteShareGroupStateResponse(f_results, u), pos
 
 
 def _e_WriteShareGroupStateResponse_WriteShareGroupStateResponse_0(out: bytearray, ch: list[Chunk] | None, o: WriteShareGroupStateResponse) -> None:
     """WriteShareGroupStateResponse v0."""
-    v_results = o.results
-    if v_results is not None and len(v_results) < 127:
-        out.append(len(v_results) + 1)
-    else:
-        _write_compact_array_len(out, v_results, False)
-    if v_results:
-        for x_results in v_results:
-            _e_WriteShareGroupStateResponse_WriteStateResult_0(out, ch, x_results)
+    _write_array(out, ch, o.results, True, False, _e_WriteShareGroupStateResponse_WriteStateResult_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:

@@ -7,23 +7,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct
-from struct import pack as _pack
 from typing import ClassVar
 
 from wire import _runtime as _rt
-from wire.errors import DecodeError
 from wire.primitives import ZERO_UUID as _ZERO_UUID
 from wire.primitives import Chunk
 from wire.primitives import RecordsValue as _Records
-from wire.primitives import read_unknown_tag as _read_tag
-from wire.primitives import read_array_len as _read_array_len
-from wire.primitives import read_compact_array_len as _read_compact_array_len
+from wire._arrays import read_array as _read_array
+from wire._arrays import read_fixed_list as _read_fixed_list
+from wire._arrays import read_tags as _read_tags
+from wire._arrays import write_array as _write_array
+from wire._arrays import write_fixed_list as _write_fixed_list
 from wire.primitives import read_compact_string as _read_compact_string
-from wire.primitives import read_fixed_array as _read_fixed_array
 from wire.primitives import read_string as _read_string
-from wire.primitives import read_uvarint as _read_uvarint
-from wire.primitives import write_array_len as _write_array_len
-from wire.primitives import write_compact_array_len as _write_compact_array_len
 from wire.primitives import write_compact_string as _write_compact_string
 from wire.primitives import write_string as _write_string
 from wire.primitives import write_tagged as _write_tagged
@@ -92,14 +88,7 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_0(buf: memoryview, pos: int) -> 
     f_topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
     f_producer_id, f_producer_epoch, f_transaction_result = _S0.unpack_from(buf, pos)
     pos += 11
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0)
     f_coordinator_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     return _C_WriteTxnMarkersRequest_WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, {}), pos
@@ -108,11 +97,7 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_0(buf: memoryview, pos: int) -> 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_0(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersRequest.WritableTxnMarker) -> None:
     """WritableTxnMarker v0."""
     out += _S0.pack(o.producer_id, o.producer_epoch, o.transaction_result)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0)
     out += _S1.pack(o.coordinator_epoch)
 
 
@@ -121,44 +106,17 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf: memoryview, pos: int) -> 
     f_topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
     f_producer_id, f_producer_epoch, f_transaction_result = _S0.unpack_from(buf, pos)
     pos += 11
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, True, _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1)
     f_coordinator_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_WriteTxnMarkersRequest_WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, u), pos
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_1(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersRequest.WritableTxnMarker) -> None:
     """WritableTxnMarker v1."""
     out += _S0.pack(o.producer_id, o.producer_epoch, o.transaction_result)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1)
     out += _S1.pack(o.coordinator_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
@@ -171,24 +129,14 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(buf: memoryview, pos: int
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_string(buf, pos)
-    n_partition_indexes, pos = _read_array_len(buf, pos)
-    if n_partition_indexes < 0:
-        raise DecodeError('null in non-nullable array partition_indexes')
-    else:
-        if n_partition_indexes == 0:
-            f_partition_indexes = []
-        else:
-            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
+    f_partition_indexes, pos = _read_fixed_list(buf, pos, False, 'i', 4)
     return _C_WriteTxnMarkersRequest_WritableTxnMarkerTopic(f_name, f_partition_indexes, {}), pos
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
     """WritableTxnMarkerTopic v0."""
     _write_string(out, o.name)
-    v_partition_indexes = o.partition_indexes
-    _write_array_len(out, v_partition_indexes, False)
-    if v_partition_indexes:
-        out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
+    _write_fixed_list(out, o.partition_indexes, False, False, 'i')
 
 
 def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(buf: memoryview, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarkerTopic, int]:
@@ -196,41 +144,15 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(buf: memoryview, pos: int
     f_name: str
     f_partition_indexes: list[int]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partition_indexes = buf[pos] - 1
-    if n_partition_indexes < 127 and n_partition_indexes <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partition_indexes, pos = _read_compact_array_len(buf, pos)
-    if n_partition_indexes < 0:
-        raise DecodeError('null in non-nullable array partition_indexes')
-    else:
-        if n_partition_indexes == 0:
-            f_partition_indexes = []
-        else:
-            f_partition_indexes, pos = _read_fixed_array(buf, pos, n_partition_indexes, 'i', 4)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partition_indexes, pos = _read_fixed_list(buf, pos, True, 'i', 4)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteTxnMarkersRequest_WritableTxnMarkerTopic(f_name, f_partition_indexes, u), pos
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
     """WritableTxnMarkerTopic v1."""
     _write_compact_string(out, o.name)
-    v_partition_indexes = o.partition_indexes
-    if v_partition_indexes is not None and len(v_partition_indexes) < 127:
-        out.append(len(v_partition_indexes) + 1)
-    else:
-        _write_compact_array_len(out, v_partition_indexes, False)
-    if v_partition_indexes:
-        out += _pack('>%di' % len(v_partition_indexes), *v_partition_indexes)
+    _write_fixed_list(out, o.partition_indexes, True, False, 'i')
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -240,64 +162,26 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(out: bytearray, ch: list[
 def _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_0(buf: memoryview, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
     """WriteTxnMarkersRequest v0."""
     f_markers: list[WriteTxnMarkersRequest.WritableTxnMarker]
-    n_markers, pos = _read_array_len(buf, pos)
-    if n_markers < 0:
-        raise DecodeError('null in non-nullable array markers')
-    else:
-        f_markers = []
-        for _ in range(n_markers):
-            x_markers, pos = _d_WriteTxnMarkersRequest_WritableTxnMarker_0(buf, pos)
-            f_markers.append(x_markers)
+    f_markers, pos = _read_array(buf, pos, False, _d_WriteTxnMarkersRequest_WritableTxnMarker_0)
     return _C_WriteTxnMarkersRequest_WriteTxnMarkersRequest(f_markers, {}), pos
 
 
 def _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_0(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersRequest) -> None:
     """WriteTxnMarkersRequest v0."""
-    v_markers = o.markers
-    _write_array_len(out, v_markers, False)
-    if v_markers:
-        for x_markers in v_markers:
-            _e_WriteTxnMarkersRequest_WritableTxnMarker_0(out, ch, x_markers)
+    _write_array(out, ch, o.markers, False, False, _e_WriteTxnMarkersRequest_WritableTxnMarker_0)
 
 
 def _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_1(buf: memoryview, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
     """WriteTxnMarkersRequest v1."""
     f_markers: list[WriteTxnMarkersRequest.WritableTxnMarker]
-    n_markers = buf[pos] - 1
-    if n_markers < 127 and n_markers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_markers, pos = _read_compact_array_len(buf, pos)
-    if n_markers < 0:
-        raise DecodeError('null in non-nullable array markers')
-    else:
-        f_markers = []
-        for _ in range(n_markers):
-            x_markers, pos = _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf, pos)
-            f_markers.append(x_markers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_markers, pos = _read_array(buf, pos, True, _d_WriteTxnMarkersRequest_WritableTxnMarker_1)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteTxnMarkersRequest_WriteTxnMarkersRequest(f_markers, u), pos
 
 
 def _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_1(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersRequest) -> None:
     """WriteTxnMarkersRequest v1."""
-    v_markers = o.markers
-    if v_markers is not None and len(v_markers) < 127:
-        out.append(len(v_markers) + 1)
-    else:
-        _write_compact_array_len(out, v_markers, False)
-    if v_markers:
-        for x_markers in v_markers:
-            _e_WriteTxnMarkersRequest_WritableTxnMarker_1(out, ch, x_markers)
+    _write_array(out, ch, o.markers, True, False, _e_WriteTxnMarkersRequest_WritableTxnMarker_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -368,25 +252,14 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_0(buf: memoryview, pos: i
     f_topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult]
     f_producer_id, = _S2.unpack_from(buf, pos)
     pos += 8
-    n_topics, pos = _read_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0(buf, pos)
-            f_topics.append(x_topics)
+    f_topics, pos = _read_array(buf, pos, False, _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0)
     return _C_WriteTxnMarkersResponse_WritableTxnMarkerResult(f_producer_id, f_topics, {}), pos
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_0(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
     """WritableTxnMarkerResult v0."""
     out += _S2.pack(o.producer_id)
-    v_topics = o.topics
-    _write_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0(out, ch, x_topics)
+    _write_array(out, ch, o.topics, False, False, _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0)
 
 
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf: memoryview, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerResult, int]:
@@ -394,42 +267,15 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf: memoryview, pos: i
     f_topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult]
     f_producer_id, = _S2.unpack_from(buf, pos)
     pos += 8
-    n_topics = buf[pos] - 1
-    if n_topics < 127 and n_topics <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_topics, pos = _read_compact_array_len(buf, pos)
-    if n_topics < 0:
-        raise DecodeError('null in non-nullable array topics')
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            x_topics, pos = _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf, pos)
-            f_topics.append(x_topics)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_topics, pos = _read_array(buf, pos, True, _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteTxnMarkersResponse_WritableTxnMarkerResult(f_producer_id, f_topics, u), pos
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
     """WritableTxnMarkerResult v1."""
     out += _S2.pack(o.producer_id)
-    v_topics = o.topics
-    if v_topics is not None and len(v_topics) < 127:
-        out.append(len(v_topics) + 1)
-    else:
-        _write_compact_array_len(out, v_topics, False)
-    if v_topics:
-        for x_topics in v_topics:
-            _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(out, ch, x_topics)
+    _write_array(out, ch, o.topics, True, False, _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -441,25 +287,14 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0(buf: memoryview, p
     f_name: str
     f_partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult]
     f_name, pos = _read_string(buf, pos)
-    n_partitions, pos = _read_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0(buf, pos)
-            f_partitions.append(x_partitions)
+    f_partitions, pos = _read_array(buf, pos, False, _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0)
     return _C_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(f_name, f_partitions, {}), pos
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
     """WritableTxnMarkerTopicResult v0."""
     _write_string(out, o.name)
-    v_partitions = o.partitions
-    _write_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, False, False, _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0)
 
 
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf: memoryview, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult, int]:
@@ -467,42 +302,15 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf: memoryview, p
     f_name: str
     f_partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult]
     f_name, pos = _read_compact_string(buf, pos)
-    n_partitions = buf[pos] - 1
-    if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_partitions, pos = _read_compact_array_len(buf, pos)
-    if n_partitions < 0:
-        raise DecodeError('null in non-nullable array partitions')
-    else:
-        f_partitions = []
-        for _ in range(n_partitions):
-            x_partitions, pos = _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf, pos)
-            f_partitions.append(x_partitions)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_partitions, pos = _read_array(buf, pos, True, _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(f_name, f_partitions, u), pos
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
     """WritableTxnMarkerTopicResult v1."""
     _write_compact_string(out, o.name)
-    v_partitions = o.partitions
-    if v_partitions is not None and len(v_partitions) < 127:
-        out.append(len(v_partitions) + 1)
-    else:
-        _write_compact_array_len(out, v_partitions, False)
-    if v_partitions:
-        for x_partitions in v_partitions:
-            _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(out, ch, x_partitions)
+    _write_array(out, ch, o.partitions, True, False, _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
@@ -525,16 +333,7 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf: memoryvie
     """WritableTxnMarkerPartitionResult v1."""
     f_partition_index, f_error_code = _S3.unpack_from(buf, pos)
     pos += 6
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    u, pos = _read_tags(buf, pos)
     return _C_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(f_partition_index, f_error_code, u), pos
 
 
@@ -550,64 +349,26 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(out: bytearray
 def _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_0(buf: memoryview, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
     """WriteTxnMarkersResponse v0."""
     f_markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult]
-    n_markers, pos = _read_array_len(buf, pos)
-    if n_markers < 0:
-        raise DecodeError('null in non-nullable array markers')
-    else:
-        f_markers = []
-        for _ in range(n_markers):
-            x_markers, pos = _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_0(buf, pos)
-            f_markers.append(x_markers)
+    f_markers, pos = _read_array(buf, pos, False, _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_0)
     return _C_WriteTxnMarkersResponse_WriteTxnMarkersResponse(f_markers, {}), pos
 
 
 def _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_0(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersResponse) -> None:
     """WriteTxnMarkersResponse v0."""
-    v_markers = o.markers
-    _write_array_len(out, v_markers, False)
-    if v_markers:
-        for x_markers in v_markers:
-            _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_0(out, ch, x_markers)
+    _write_array(out, ch, o.markers, False, False, _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_0)
 
 
 def _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_1(buf: memoryview, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
     """WriteTxnMarkersResponse v1."""
     f_markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult]
-    n_markers = buf[pos] - 1
-    if n_markers < 127 and n_markers <= len(buf) - pos - 1:
-        pos += 1
-    else:
-        n_markers, pos = _read_compact_array_len(buf, pos)
-    if n_markers < 0:
-        raise DecodeError('null in non-nullable array markers')
-    else:
-        f_markers = []
-        for _ in range(n_markers):
-            x_markers, pos = _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf, pos)
-            f_markers.append(x_markers)
-    u: dict[int, bytes] = {}
-    nt = buf[pos]
-    if nt < 128:
-        pos += 1
-    else:
-        nt, pos = _read_uvarint(buf, pos)
-    for _ in range(nt):
-        tag, tp, te = _read_tag(buf, pos)
-        u[tag] = bytes(buf[tp:te])
-        pos = te
+    f_markers, pos = _read_array(buf, pos, True, _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1)
+    u, pos = _read_tags(buf, pos)
     return _C_WriteTxnMarkersResponse_WriteTxnMarkersResponse(f_markers, u), pos
 
 
 def _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_1(out: bytearray, ch: list[Chunk] | None, o: WriteTxnMarkersResponse) -> None:
     """WriteTxnMarkersResponse v1."""
-    v_markers = o.markers
-    if v_markers is not None and len(v_markers) < 127:
-        out.append(len(v_markers) + 1)
-    else:
-        _write_compact_array_len(out, v_markers, False)
-    if v_markers:
-        for x_markers in v_markers:
-            _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(out, ch, x_markers)
+    _write_array(out, ch, o.markers, True, False, _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_1)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
