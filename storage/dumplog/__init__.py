@@ -36,8 +36,13 @@ How each output was verified (storage/tests/test_dumplog*.py, test_java_checker.
   in kafka-clients): the ``.index`` / ``.timeindex`` / ``.txnindex`` / ``.snapshot`` line formats, the
   mismatch report wording, ``--index-sanity-check`` messages (CorruptIndexException), the CRC and version
   messages of snapshots, and "Ignoring unknown file";
-* not reproduced: stack-trace lines after the first exception line; the texts of exceptions raised inside
-  Java codec libraries (``Failed to decompress record stream: ...`` is ours); jopt-simple's exact ``--help``
+  Corrupted batches (random byte flips, truncations, header damage, corrupt gzip/snappy/lz4/zstd payloads)
+  end with the same partial output and the same exception line as Kafka's reader (``codecs.py`` delivers
+  decompressed bytes with the granularity of Kafka's streams);
+* not reproduced: stack-trace lines after the first exception line; codec-library messages beyond the cases in
+  ``codecs.py`` (e.g. snappy-java's error codes other than FAILED_TO_UNCOMPRESS); the JVM running out of
+  memory is modelled only as "compressed batch with >= 60M records" (kafka-run-class.sh's -Xmx256M);
+  jopt-simple's exact ``--help``
   layout; the decoder options (``--offsets-decoder``, ``--transaction-log-decoder``,
   ``--cluster-metadata-decoder``, ``--key/value-decoder-class``, ``--remote-log-metadata-decoder``), which are
   rejected as unrecognized. Output is UTF-8 (a JVM in a UTF-8 locale).

@@ -15,6 +15,7 @@ from storage.dumplog.java import (
     _ILLEGAL_ARG,
     _INVALID_RECORD,
     JavaError,
+    _i32,
     _i64,
     _optional_long,
     java_utf8_decode,
@@ -40,6 +41,8 @@ def batch_tail(batch: Batch) -> str:
     """The second half: `` position: P <TimestampType>: maxTimestamp size: S magic: M compresscodec: C crc: N
     isvalid: B``. For magic 0/1 the values are the wrapper message's (CRC-32 instead of CRC-32C)."""
     if batch.magic < 2:
+        if batch.magic < 0:  # LegacyRecord.recordOverhead(magic), reached through loadBatchHeader()
+            raise JavaError(_ILLEGAL_ARG, f"Invalid magic used in LegacyRecord: {batch.magic}")
         m = _Legacy(int(struct.unpack_from(">q", batch.data, 0)[0]), batch.data[12:])
         ts_type, max_ts, attrs, crc, valid = m.timestamp_type, m.own_timestamp, m.attrs, m.crc, m.valid
     else:
@@ -86,14 +89,18 @@ def _control_suffix(rec: Record) -> str:
                                              "indicate data corruption")
         return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
     try:
-        if type_id == 3:
-            v, ts = struct.unpack_from(">hq", value, 0)
-            return f' SnapshotHeader {{"version":{v},"lastContainedLogTimestamp":{ts}}}'
-        if type_id == 4:
-            (v,) = struct.unpack_from(">h", value, 0)
-            return f' SnapshotFooter {{"version":{v}}}'
-        if type_id == 5:
-            v, kv = struct.unpack_from(">hh", value, 0)
+        if type_id in (3, 4, 5):
+            r = _MessageReader(value)
+            v = r.take(">h")
+            if type_id == 3:
+                ts = r.take(">q")
+                r.skip_tags()
+                return f' SnapshotHeader {{"version":{v},"lastContainedLogTimestamp":{ts}}}'
+            if type_id == 4:
+                r.skip_tags()
+                return f' SnapshotFooter {{"version":{v}}}'
+            kv = r.take(">h")
+            r.skip_tags()
             return f' KRaftVersion {{"version":{v},"kRaftVersion":{kv}}}'
         if type_id == 6:
             return f" KRaftVoters {_voters_json(value)}"
@@ -102,41 +109,67 @@ def _control_suffix(rec: Record) -> str:
     return f" controlType: {name}({type_id})"
 
 
+class _MessageReader:
+    """Reads a flexible-version message value like Kafka's generated code over a ByteBufferAccessor."""
+
+    def __init__(self, value: bytes) -> None:
+        self.buf = _Buf(value)
+
+    def uvarint(self) -> int:
+        """``ByteUtils.readUnsignedVarint``: at most 5 bytes, an int (may come out negative)."""
+        result = 0
+        for i in range(5):
+            b = self.buf.get()
+            if i == 4:
+                result |= (b << 28) & 0xFFFFFFFF
+                if b & 0x80:
+                    raise JavaError(_ILLEGAL_ARG, "Varint is too long, the most significant bit in the 5th byte "
+                                                  f"is set, converted value: {result:x}")
+                break
+            result |= (b & 0x7F) << (7 * i)
+            if not b & 0x80:
+                break
+        return _i32(result)
+
+    def take(self, fmt: str) -> Any:
+        s = struct.Struct(fmt)
+        if self.buf.remaining() < s.size:
+            raise _Underflow
+        raw = self.buf.data[self.buf.pos : self.buf.pos + s.size]
+        self.buf.pos += s.size
+        return s.unpack(raw)[0]
+
+    def read_array(self, size: int) -> bytes:
+        remaining = self.buf.remaining()
+        if size > remaining:
+            raise JavaError("java.lang.RuntimeException", f"Error reading byte array of {size} byte(s): only "
+                                                          f"{remaining} byte(s) available")
+        if size < 0:
+            raise JavaError("java.lang.NegativeArraySizeException", str(size))
+        raw = self.buf.data[self.buf.pos : self.buf.pos + size]
+        self.buf.pos += size
+        return raw
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self.read_array(self.uvarint())
+
+    def compact_str(self) -> str:
+        return java_utf8_decode(self.read_array(self.uvarint() - 1))
+
+
 def _voters_json(value: bytes) -> str:
     """VotersRecord (flexible v0) as its generated JsonConverter writes it (field order of the JSON spec)."""
     import base64
 
-    buf = _Buf(value)
-
-    def uvarint() -> int:
-        r, shift = 0, 0
-        while True:
-            b = buf.get()
-            r |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return r
-            shift += 7
-
-    def skip_tags() -> None:
-        for _ in range(uvarint()):
-            uvarint()
-            n = uvarint()
-            buf.read_bytes(n)
-
-    def compact_str() -> str:
-        n = uvarint() - 1
-        return java_utf8_decode(buf.read_bytes(n) or b"")
-
-    def take(fmt: str) -> Any:
-        s = struct.Struct(fmt)
-        raw = bytes(buf.get() for _ in range(s.size))
-        return s.unpack(raw)[0]
-
+    r = _MessageReader(value)
+    take, uvarint, skip_tags, compact_str = r.take, r.uvarint, r.skip_tags, r.compact_str
     version = take(">h")
     voters = []
     for _ in range(uvarint() - 1):
         voter_id = take(">i")
-        raw_uuid = bytes(buf.get() for _ in range(16))
+        raw_uuid = take(">16s")
         uuid_text = base64.urlsafe_b64encode(raw_uuid).decode().rstrip("=")
         endpoints = []
         for _ in range(uvarint() - 1):
@@ -148,6 +181,7 @@ def _voters_json(value: bytes) -> str:
         skip_tags()
         voters.append(f'{{"voterId":{voter_id},"voterDirectoryId":"{uuid_text}","endpoints":[{",".join(endpoints)}],'
                       f'"kRaftVersionFeature":{{"minSupportedVersion":{mn},"maxSupportedVersion":{mx}}}}}')
+    skip_tags()
     return f'{{"version":{version},"voters":[{",".join(voters)}]}}'
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from storage.dumplog.codecs import open_stream
 from storage.dumplog.java import (
     _BATCH_OVERHEAD,
     _CODECS,
@@ -264,47 +265,61 @@ def iter_records(batch: Batch) -> Iterator[Record]:
      count) = batch.header()
     if count == 0:
         return
-    if count < 0:
-        raise JavaError(_INVALID_RECORD, f"Found invalid record count {count} in magic v{batch.magic} batch")
-    log_append_time = max_ts if attrs & 0x08 else None
     codec = attrs & 0x07
+    if codec not in _CODECS:
+        raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
+    log_append_time = max_ts if attrs & 0x08 else None
     if codec == 0:
+        if count < 0:
+            raise JavaError(_INVALID_RECORD, f"Found invalid record count {count} in magic v{batch.magic} batch")
         buf = _Buf(batch.data, _BATCH_OVERHEAD)
         for n in range(count):
             try:
                 size = buf.varint()
             except _Underflow:
                 raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, premature EOF reached") from None
-            try:
-                rec = _read_record_body(buf, size, base_offset, base_ts, base_seq, log_append_time)
-            except _Underflow:
-                raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, premature EOF reached") from None
+            rec = _read_record_body(buf, size, base_offset, base_ts, base_seq, log_append_time)
             if n == count - 1 and buf.remaining():
                 raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, records still remaining in file")
             yield rec
         return
-    if codec not in _CODECS:
-        raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
+    opened = open_stream(codec, batch.data[_BATCH_OVERHEAD:], batch.magic)
+    if count < 0:
+        raise JavaError(_INVALID_RECORD, f"Found invalid record count {count} in magic v{batch.magic} batch")
     if count >= _OOM_RECORD_COUNT:
         raise JavaError("java.lang.OutOfMemoryError", "Java heap space")
-    stream = _Buf(_decompress(codec, batch.data[_BATCH_OVERHEAD:]))
+
+    def stream_failed(context: str) -> JavaError:
+        if isinstance(opened.failure, JavaError):
+            return opened.failure
+        return JavaError(_KAFKA_EXC, context)
+
+    stream = _Buf(opened.data)
     records = []
     for n in range(count):
         try:
             size = stream.varint()
-            if size < 0:
-                raise _Underflow
-        except (_Underflow, JavaError):
-            # EOF and over-long varints both surface as IllegalArgumentException in StreamRecordIterator
+        except _Underflow:
+            if opened.failure is not None:
+                raise stream_failed("Failed to decompress record stream") from None
             raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, premature EOF reached") from None
+        except JavaError:  # an over-long varint: IllegalArgumentException, reported like an early EOF
+            raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, premature EOF reached") from None
+        if size < 0:  # ByteBuffer.allocate(negative): IllegalArgumentException, same report
+            raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, premature EOF reached")
         if stream.remaining() < size:
+            if opened.failure is not None:
+                raise stream_failed("Failed to decompress record stream")
             raise JavaError(_INVALID_RECORD, f"Invalid record size: expected {size} bytes in record payload, "
                                              "but the record payload reached EOF.")
         body = _Buf(stream.data, stream.pos, stream.pos + size)
         stream.pos += size
         records.append(_read_record_body(body, size, base_offset, base_ts, base_seq, log_append_time))
-        if n == count - 1 and stream.remaining():
-            raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, records still remaining in file")
+        if n == count - 1:
+            if stream.remaining():
+                raise JavaError(_INVALID_RECORD, "Incorrect declared batch size, records still remaining in file")
+            if opened.failure is not None:
+                raise stream_failed("Error checking for remaining bytes after reading batch")
     yield from records
 
 

@@ -359,11 +359,10 @@ def _mutations(reference: Path, seed: int, n: int) -> list[bytes]:
 
 
 def test_corrupted_batches_fail_like_kafka(reference: Path, tmp_path: Path) -> None:
-    """Random corruptions: the same partial output and the same exception as Kafka's reader. For compressed
-    batches whose payload is corrupt, Kafka's streaming decompression can surface a record-structure error
-    where we report the codec failure, so there only the exception's presence is compared."""
+    """Random corruptions of kafka-clients batches (every codec, markers): the same partial output and the same
+    exception as Kafka's own reader, including corrupt compressed payloads, which Kafka parses while streaming."""
     paths = []
-    for n, blob in enumerate(_mutations(reference, 20240611, 150)):
+    for n, blob in enumerate(_mutations(reference, 20240611, 200)):
         d = tmp_path / f"c{n}-0"
         d.mkdir()
         (d / f"{SEG}.log").write_bytes(blob)
@@ -376,7 +375,7 @@ def test_corrupted_batches_fail_like_kafka(reference: Path, tmp_path: Path) -> N
             current = line.split(" ", 1)[1].strip()
             chunks[current] = ""
         chunks[current] += line
-    exact = failures = 0
+    failures = 0
     for p in paths:
         out, err = io.StringIO(), io.StringIO()
         rc = dump_files([str(p)], print_data_log=True, out=out, err=err)
@@ -384,12 +383,7 @@ def test_corrupted_batches_fail_like_kafka(reference: Path, tmp_path: Path) -> N
                        if not line.startswith("Log starting offset: "))
         exc = [line for line in err.getvalue().splitlines(keepends=True) if line.startswith("Exception in thread")]
         assert (rc == 1) == bool(exc)
-        theirs = chunks[str(p)]
-        if ours + "".join(exc) == theirs:
-            exact += 1
-            failures += rc
-            continue
-        java_exc = theirs.splitlines()[-1]
-        assert exc and java_exc.startswith('Exception in thread "main" '), (p, ours + "".join(exc), theirs)
-        assert theirs.startswith(ours) and " compresscodec: none " not in ours, (p, ours, theirs)
-    assert exact >= 130 and failures >= 40
+        failures += rc
+        # the JVM's exception line goes to stderr; the Java harness writes it inline to keep the order
+        assert ours + "".join(exc) == chunks[str(p)], p
+    assert failures >= 50
