@@ -114,9 +114,9 @@ def _tp_cell(kind: str, key: str) -> Callable[[dict[str, Any]], str]:
     return cell
 
 
-def _cpu_per_record(section: str, keys: list[str]) -> Getter:
+def _cpu_per_record(section: str, keys: list[str], field: str = "broker_cpu_us_per_record") -> Getter:
     def get(entry: dict[str, Any]) -> Any:
-        values = [run.get("broker_cpu_us_per_record") for k in keys if (run := _get(section, k)(entry))]
+        values = [run.get(field) for k in keys if (run := _get(section, k)(entry))]
         values = [v for v in values if isinstance(v, int | float) and v > 0]
         return round(sum(values) / len(values), 2) if values else None
 
@@ -139,6 +139,8 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
                                 ("consume", ["p1", "p6"], "consume")):
         metrics.append((f"broker CPU per record, {what} (µs, mean of the {what} runs above)",
                         _cpu_per_record(section, keys), None, False))
+        metrics.append((f"client CPU per record, {what} (µs; context, no ratio)",
+                        _cpu_per_record(section, keys, "client_cpu_us_per_record"), None, False))
     rate = args.rate
     lrep = getattr(args, "latency_repeats", 1)
     reps = f", median of {lrep}" if lrep > 1 else ""
@@ -169,7 +171,9 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
             else:
                 value = get(entry)
                 row.append(_fmt(value) if value is not None else ("failed" if entry.get("errors") else "–"))
-        if with_ratio:
+        if with_ratio and "no ratio" in label:
+            row.append("–")
+        elif with_ratio:
             row.append(_ratio(get(brokers["kafkalite"]), {p: get(brokers[p]) for p in peers}, higher))
         rows.append(row)
     storage = ", ".join(f"{b}: {brokers[b].get('storage', '?')}" for b in names)

@@ -103,6 +103,7 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "records_per_s": statistics.median(r["records_per_s"] for r in runs),
         "mb_per_s": statistics.median(r["mb_per_s"] for r in runs),
         "broker_cpu_us_per_record": statistics.median(r.get("broker_cpu_us_per_record", 0.0) for r in runs),
+        "client_cpu_us_per_record": statistics.median(r.get("client_cpu_us_per_record", 0.0) for r in runs),
         "complete": all(r["complete"] for r in runs),
         "runs": runs,
     }
@@ -161,20 +162,26 @@ def _phase(result: dict[str, Any], key: str, running: _brokers.Running, fn: Any,
     """Run one phase; on error record it (and log the broker's log tail) and return FAILED.
 
     A dict result gets the broker's CPU seconds over the phase (``broker_cpu_s``, and per record when
-    it counts records) and the 1-minute load average at its end (``loadavg_1m``)."""
+    it counts records), the same for this client process (librdkafka threads included: when it is well
+    above the broker's, the client is what limits the throughput figure), and the 1-minute load average
+    at its end (``loadavg_1m``)."""
     if running.proc.poll() is not None:
         result.setdefault("errors", []).append(f"{key}: broker exited ({running.proc.returncode})")
         return FAILED
     try:
         cpu0 = _proc.tree_cpu_s(running.proc.pid)
+        client0 = time.process_time()
         t0 = time.perf_counter()
         value = fn(*a)
         if isinstance(value, dict):
             cpu = _proc.tree_cpu_s(running.proc.pid) - cpu0
+            client = time.process_time() - client0
             value["broker_cpu_s"] = round(cpu, 2)
+            value["client_cpu_s"] = round(client, 2)
             value["broker_cpu_pct_of_core"] = round(cpu / (time.perf_counter() - t0) * 100, 1)
             if value.get("records"):
                 value["broker_cpu_us_per_record"] = round(cpu / value["records"] * 1e6, 2)
+                value["client_cpu_us_per_record"] = round(client / value["records"] * 1e6, 2)
             value["loadavg_1m"] = round(os.getloadavg()[0], 2)
         return value
     except Exception as exc:  # a peer failing one phase must not sink the others
