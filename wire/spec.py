@@ -12,7 +12,8 @@ Spec facts encoded here:
 * Defaults: ints 0 (custom defaults may be hex), bool false, float 0.0, string "" ("null" allowed when nullable),
   bytes empty, uuid zero, records null, arrays empty ("null" allowed), structs a default instance ("null" allowed
   for nullable struct fields).
-* Field names become snake_case in Python (`TimeoutMs` -> `timeout_ms`, `ISRReplicas` -> `isr_replicas`).
+* Field names become snake_case in Python (`TimeoutMs` -> `timeout_ms`, `ISRReplicas` -> `isr_replicas`,
+  `isKRaftController` -> `is_kraft_controller`, `V3AndBelowTopics` -> `v3_and_below_topics`).
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ NONE = Versions(-1, -1)
 
 
 def snake(name: str) -> str:
+    name = name.replace("KRaft", "Kraft")  # isKRaftController -> is_kraft_controller
     s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
     return s + "_" if keyword.iskeyword(s) or s in ("encode", "decode") else s
 

@@ -79,7 +79,7 @@ class LeaderAndIsrRequest:
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     controller_id: int = 0
-    is_k_raft_controller: bool = False
+    is_kraft_controller: bool = False
     controller_epoch: int = 0
     broker_epoch: int = -1
     type: int = 0
@@ -572,17 +572,17 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_7(buf: memoryview, pos: int) -> t
     """LeaderAndIsrRequest v7."""
     f_topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState]
     f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
-    f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type = _S8.unpack_from(buf, pos)
+    f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch, f_type = _S8.unpack_from(buf, pos)
     pos += 18
     f_topic_states, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4)
     f_live_leaders, pos = _read_array(buf, pos, True, _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
     u, pos = _read_tags(buf, pos)
-    return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders, u), pos
+    return _C_LeaderAndIsrRequest_LeaderAndIsrRequest(f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders, u), pos
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_7(out: bytearray, ch: list[Chunk] | None, o: LeaderAndIsrRequest) -> None:
     """LeaderAndIsrRequest v7."""
-    out += _S8.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type)
+    out += _S8.pack(o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch, o.type)
     _write_array(out, ch, o.topic_states, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4)
     _write_array(out, ch, o.live_leaders, True, False, _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1)
     if o.unknown_tagged_fields:

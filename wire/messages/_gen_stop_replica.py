@@ -70,7 +70,7 @@ class StopReplicaRequest:
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     controller_id: int = 0
-    is_k_raft_controller: bool = False
+    is_kraft_controller: bool = False
     controller_epoch: int = 0
     broker_epoch: int = -1
     delete_partitions: bool = False
@@ -265,16 +265,16 @@ def _e_StopReplicaRequest_StopReplicaRequest_3(out: bytearray, ch: list[Chunk] |
 def _d_StopReplicaRequest_StopReplicaRequest_4(buf: memoryview, pos: int) -> tuple[StopReplicaRequest, int]:
     """StopReplicaRequest v4."""
     f_topic_states: list[StopReplicaRequest.StopReplicaTopicState]
-    f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch = _S4.unpack_from(buf, pos)
+    f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch = _S4.unpack_from(buf, pos)
     pos += 17
     f_topic_states, pos = _read_array(buf, pos, True, _d_StopReplicaRequest_StopReplicaTopicState_0)
     u, pos = _read_tags(buf, pos)
-    return _C_StopReplicaRequest_StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, False, [], [], f_topic_states, u), pos
+    return _C_StopReplicaRequest_StopReplicaRequest(f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch, False, [], [], f_topic_states, u), pos
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_4(out: bytearray, ch: list[Chunk] | None, o: StopReplicaRequest) -> None:
     """StopReplicaRequest v4."""
-    out += _S4.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
+    out += _S4.pack(o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch)
     _write_array(out, ch, o.topic_states, True, False, _e_StopReplicaRequest_StopReplicaTopicState_0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)

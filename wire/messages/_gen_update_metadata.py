@@ -89,7 +89,7 @@ class UpdateMetadataRequest:
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     controller_id: int = 0
-    is_k_raft_controller: bool = False
+    is_kraft_controller: bool = False
     type: int = 0
     controller_epoch: int = 0
     broker_epoch: int = -1
@@ -602,7 +602,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_8(buf: memoryview, pos: int) 
     """UpdateMetadataRequest v8."""
     f_topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState]
     f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
-    f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch = _S6.unpack_from(buf, pos)
+    f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch = _S6.unpack_from(buf, pos)
     pos += 17
     f_topic_states, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataTopicState_2)
     f_live_brokers, pos = _read_array(buf, pos, True, _d_UpdateMetadataRequest_UpdateMetadataBroker_4)
@@ -622,12 +622,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_8(buf: memoryview, pos: int) 
         else:
             u[tag] = bytes(buf[tp:te])
         pos = te
-    return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, u), pos
+    return _C_UpdateMetadataRequest_UpdateMetadataRequest(f_controller_id, f_is_kraft_controller, f_type, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, u), pos
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_8(out: bytearray, ch: list[Chunk] | None, o: UpdateMetadataRequest) -> None:
     """UpdateMetadataRequest v8."""
-    out += _S6.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
+    out += _S6.pack(o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch)
     _write_array(out, ch, o.topic_states, True, False, _e_UpdateMetadataRequest_UpdateMetadataTopicState_2)
     _write_array(out, ch, o.live_brokers, True, False, _e_UpdateMetadataRequest_UpdateMetadataBroker_4)
     tg: list[tuple[int, bytes | bytearray]] = []

@@ -61,7 +61,7 @@ class UpdateRaftVoterRequest:
     voter_id: int = 0
     voter_directory_id: uuid.UUID = _ZERO_UUID
     listeners: list[UpdateRaftVoterRequest.Listener] = field(default_factory=list)
-    k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = field(default_factory=lambda: UpdateRaftVoterRequest.KRaftVersionFeature())
+    kraft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = field(default_factory=lambda: UpdateRaftVoterRequest.KRaftVersionFeature())
     unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     def encode(self, version: int) -> bytes:
@@ -132,15 +132,15 @@ def _d_UpdateRaftVoterRequest_UpdateRaftVoterRequest_0(buf: memoryview, pos: int
     """UpdateRaftVoterRequest v0."""
     f_cluster_id: str | None
     f_listeners: list[UpdateRaftVoterRequest.Listener]
-    f_k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature
+    f_kraft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature
     f_cluster_id, pos = _read_compact_nullable_string(buf, pos)
     f_current_leader_epoch, f_voter_id, f_voter_directory_id = _S2.unpack_from(buf, pos)
     f_voter_directory_id = _UUID(bytes=f_voter_directory_id)
     pos += 24
     f_listeners, pos = _read_array(buf, pos, True, _d_UpdateRaftVoterRequest_Listener_0)
-    f_k_raft_version_feature, pos = _d_UpdateRaftVoterRequest_KRaftVersionFeature_0(buf, pos)
+    f_kraft_version_feature, pos = _d_UpdateRaftVoterRequest_KRaftVersionFeature_0(buf, pos)
     u, pos = _read_tags(buf, pos)
-    return _C_UpdateRaftVoterRequest_UpdateRaftVoterRequest(f_cluster_id, f_current_leader_epoch, f_voter_id, f_voter_directory_id, f_listeners, f_k_raft_version_feature, u), pos
+    return _C_UpdateRaftVoterRequest_UpdateRaftVoterRequest(f_cluster_id, f_current_leader_epoch, f_voter_id, f_voter_directory_id, f_listeners, f_kraft_version_feature, u), pos
 
 
 def _e_UpdateRaftVoterRequest_UpdateRaftVoterRequest_0(out: bytearray, ch: list[Chunk] | None, o: UpdateRaftVoterRequest) -> None:
@@ -148,7 +148,7 @@ def _e_UpdateRaftVoterRequest_UpdateRaftVoterRequest_0(out: bytearray, ch: list[
     _write_compact_nullable_string(out, o.cluster_id)
     out += _S2.pack(o.current_leader_epoch, o.voter_id, o.voter_directory_id.bytes)
     _write_array(out, ch, o.listeners, True, False, _e_UpdateRaftVoterRequest_Listener_0)
-    _e_UpdateRaftVoterRequest_KRaftVersionFeature_0(out, ch, o.k_raft_version_feature)
+    _e_UpdateRaftVoterRequest_KRaftVersionFeature_0(out, ch, o.kraft_version_feature)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields)
     else:
