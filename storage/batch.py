@@ -322,3 +322,32 @@ def batch_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
     """Decode every record of one whole batch, decompressing if needed (slow path: tools, tests, lookups)."""
     hdr = parse_header(batch)
     return iter_records(hdr, batch_payload(batch, hdr))
+
+
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+def parse_control_marker(batch: bytes | bytearray | memoryview) -> tuple[int, int]:
+    """(control type, coordinator epoch) of a control batch's record: key = version int16 + type int16;
+    for ABORT (0) / COMMIT (1) the value is version int16 + coordinator epoch int32 (-1 for other types)."""
+    try:
+        rec = next(iter(batch_records(batch)))
+    except (StopIteration, CorruptRecordError) as exc:
+        raise InvalidRecordError("control batch without a readable record") from exc
+    if rec.key is None or len(rec.key) < 4:
+        raise InvalidRecordError("control record key too short")
+    ctype = int(_H.unpack_from(rec.key, 2)[0])
+    coord = -1
+    if ctype in (CONTROL_ABORT, CONTROL_COMMIT):
+        if rec.value is None or len(rec.value) < 6:
+            raise InvalidRecordError("transaction marker value too short")
+        coord = int(_I.unpack_from(rec.value, 2)[0])
+    return ctype, coord
+
+
+def require_keys(batch: bytes | bytearray | memoryview) -> None:
+    """Compacted topics take only keyed records (Kafka's LogValidator; decompresses, as Kafka does)."""
+    for rec in batch_records(batch):
+        if rec.key is None:
+            raise InvalidRecordError("compacted topic cannot accept a record without a key")

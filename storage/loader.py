@@ -21,7 +21,7 @@ import struct
 import uuid
 from typing import TYPE_CHECKING
 
-from storage.batch import iter_file_batches
+from storage.batch import CONTROL_ABORT, iter_file_batches, parse_control_marker
 from storage.checkpoints import write_partition_metadata
 from storage.config import LogConfig
 from storage.segment import LogSegment, segment_name
@@ -168,7 +168,6 @@ def load_log(
 
 def rebuild_producer_state(plog: PartitionLog) -> None:
     """Newest snapshot <= log end offset, then replay producer batches after it."""
-    from storage.log import CONTROL_ABORT, _parse_marker
 
     ps = plog.producer_state
     snap = ps.load_latest_snapshot(plog.log_end_offset)
@@ -180,7 +179,7 @@ def rebuild_producer_state(plog: PartitionLog) -> None:
             continue
         if hdr.is_control:
             try:
-                ctype, coord = _parse_marker(memoryview(seg.read_batch(pos, hdr)), hdr)
+                ctype, coord = parse_control_marker(seg.read_batch(pos, hdr))
             except Exception:
                 continue
             ps.complete_marker(hdr.producer_id, hdr.producer_epoch, coord, hdr.last_offset, hdr.max_timestamp,

@@ -27,18 +27,20 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from storage import retention
 from storage.batch import (
     ATTRIBUTES_OFFSET,
+    CONTROL_ABORT,
     HEADER_SIZE,
     MAX_TIMESTAMP_OFFSET,
     PARTITION_LEADER_EPOCH_OFFSET,
     TIMESTAMP_TYPE_FLAG,
     BatchHeader,
-    batch_records,
     crc32c,
+    parse_control_marker,
+    require_keys,
     validate_batch,
 )
 from storage.checkpoints import (
@@ -54,7 +56,6 @@ from storage.errors import (
     LogClosedError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
-    StorageError,
 )
 from storage.producer_state import CompletedTxn, ProducerStateManager
 from storage.segment import LogSegment, segment_name
@@ -70,12 +71,6 @@ _UI = struct.Struct(">I")
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
-CONTROL_ABORT = 0
-CONTROL_COMMIT = 1
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +112,7 @@ class PartitionLog:
         self.leader_epochs: list[tuple[int, int]] = []
         self._lock = threading.Lock()  # guards the segment list against a concurrent flush()
         self._unflushed = 0
-        self._last_flush_ms = now_ms()
+        self._last_flush_ms = _now()
         self.closed = False
 
     # ---- properties ------------------------------------------------------------------------------
@@ -150,9 +145,6 @@ class PartitionLog:
     def size_bytes(self) -> int:
         return sum(s.size for s in self._view[0])
 
-    def _max_index_size(self) -> int:
-        return self.config.segment_index_bytes
-
     # ---- creation / loading ------------------------------------------------------------------------
     @classmethod
     def create(
@@ -170,7 +162,7 @@ class PartitionLog:
             write_partition_metadata(os.path.join(directory, "partition.metadata"), topic_id)
         self = cls(directory, topic, partition, topic_id, config)
         self._add_segment(LogSegment(directory, 0, index_interval_bytes=config.index_interval_bytes,
-                                     max_index_size=config.segment_index_bytes, now_ms=now_ms(), create=True))
+                                     max_index_size=config.segment_index_bytes, now_ms=_now(), create=True))
         self.active.offset_index.resize(config.segment_index_bytes)
         self.active.time_index.resize(config.segment_index_bytes)
         if leader_epoch is not None and leader_epoch >= 0:
@@ -293,10 +285,10 @@ class PartitionLog:
         ):
             raise InvalidTimestampError(f"timestamp {hdr.max_timestamp} out of the accepted range")
         if validate_producer and self.config.compact:
-            _require_keys(mv, hdr)
+            require_keys(mv)
         marker: tuple[int, int] | None = None
         if hdr.is_control:
-            marker = _parse_marker(mv, hdr)
+            marker = parse_control_marker(mv)
         if hdr.has_producer_id:
             if marker is not None:
                 self.producer_state.check_marker(hdr.producer_id, hdr.producer_epoch, marker[1])
@@ -513,44 +505,11 @@ class PartitionLog:
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset forward (<= high watermark); drop whole segments below."""
-        if offset > self._leo or offset < 0:
-            raise OffsetOutOfRangeError(f"cannot delete records before {offset}",
-                                        log_start_offset=self.log_start_offset, log_end_offset=self._leo)
-        if offset > self.log_start_offset:
-            self.log_start_offset = offset
-            self._delete_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= offset)
-        return self.log_start_offset
+        return retention.delete_records_before(self, offset)
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Retention by retention.ms / retention.bytes (never the active segment); returns segments deleted."""
-        now = _now() if now_ms is None else now_ms
-        cfg = self.config
-        deleted = 0
-        if cfg.retention_ms >= 0:
-            deleted += self._delete_segments(
-                lambda seg, nxt: nxt is not None and seg.size > 0 and now - _seg_ts(seg) > cfg.retention_ms)
-        if cfg.retention_bytes >= 0:
-            excess = [self.size_bytes - cfg.retention_bytes]
-
-            def over(seg: LogSegment, nxt: LogSegment | None) -> bool:
-                if nxt is None or excess[0] - seg.size < 0:
-                    return False
-                excess[0] -= seg.size
-                return True
-
-            deleted += self._delete_segments(over)
-        return deleted
-
-    def _delete_segments(self, pred: Callable[[LogSegment, LogSegment | None], bool]) -> int:
-        """Drop leading segments while `pred(segment, next segment)` holds (never the active one)."""
-        segs = list(self._view[0])
-        n = 0
-        while n + 1 < len(segs) and pred(segs[n], segs[n + 1]):
-            n += 1
-        if n:
-            self._replace_segments(segs[n:], segs[:n], defer=True)
-            self.log_start_offset = max(self.log_start_offset, segs[n].base_offset)
-        return n
+        return retention.delete_old_segments(self, _now() if now_ms is None else now_ms)
 
     # ---- durability ------------------------------------------------------------------------------
     def flush(self) -> None:
@@ -625,42 +584,8 @@ class PartitionLog:
         return f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, leo={self._leo})"
 
 
-def _seg_ts(seg: LogSegment) -> int:
-    ts = seg.max_timestamp
-    if ts < 0:
-        try:
-            ts = int(os.stat(seg.log_path).st_mtime * 1000)
-        except OSError:
-            ts = _now()
-    return ts
-
-
 def _now() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _require_keys(mv: memoryview, hdr: BatchHeader) -> None:
-    """Compacted topics take only keyed records (Kafka's LogValidator; decompresses, as Kafka does)."""
-    for rec in batch_records(mv):
-        if rec.key is None:
-            raise InvalidRecordError("compacted topic cannot accept a record without a key")
-
-
-def _parse_marker(mv: memoryview, hdr: BatchHeader) -> tuple[int, int]:
-    """(control type, coordinator epoch) of a control batch; non-transaction controls get epoch -1."""
-    try:
-        rec = next(iter(batch_records(mv)))
-    except (StopIteration, StorageError) as exc:
-        raise InvalidRecordError("control batch without a readable record") from exc
-    if rec.key is None or len(rec.key) < 4:
-        raise InvalidRecordError("control record key too short")
-    ctype = _H.unpack_from(rec.key, 2)[0]
-    coord = -1
-    if ctype in (CONTROL_ABORT, CONTROL_COMMIT):
-        if rec.value is None or len(rec.value) < 6:
-            raise InvalidRecordError("transaction marker value too short")
-        coord = _I.unpack_from(rec.value, 2)[0]
-    return ctype, coord
 
 
 __all__ = ["AppendInfo", "PartitionLog", "segment_name"]

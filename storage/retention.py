@@ -1,0 +1,74 @@
+"""Deleting whole segments from the front of a log: retention.ms, retention.bytes, DeleteRecords.
+
+Kafka's rules: the active segment is never deleted by retention; a segment goes when every record in it is
+older than retention.ms (judged by its largest timestamp, or the file's mtime when it has none), or while the
+log exceeds retention.bytes by at least the segment's size; DeleteRecords moves the log start offset (up to
+the high watermark) and drops segments wholly below it. Deleted segments are renamed `.deleted` and their
+descriptors stay open for file.delete.delay.ms (reads may still be sending them).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from storage.errors import OffsetOutOfRangeError
+from storage.segment import LogSegment
+
+if TYPE_CHECKING:
+    from storage.log import PartitionLog
+
+
+def delete_records_before(plog: PartitionLog, offset: int) -> int:
+    leo = plog.log_end_offset
+    if offset > leo or offset < 0:
+        raise OffsetOutOfRangeError(f"cannot delete records before {offset}",
+                                    log_start_offset=plog.log_start_offset, log_end_offset=leo)
+    if offset > plog.log_start_offset:
+        plog.log_start_offset = offset
+        delete_leading_segments(plog, lambda seg, nxt: nxt is not None and nxt.base_offset <= offset)
+    return plog.log_start_offset
+
+
+def delete_old_segments(plog: PartitionLog, now_ms: int) -> int:
+    cfg = plog.config
+    deleted = 0
+    if cfg.retention_ms >= 0:
+        deleted += delete_leading_segments(
+            plog, lambda seg, nxt: nxt is not None and seg.size > 0 and now_ms - _seg_ts(seg) > cfg.retention_ms)
+    if cfg.retention_bytes >= 0:
+        excess = plog.size_bytes - cfg.retention_bytes
+
+        def over(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            nonlocal excess
+            if nxt is None or excess - seg.size < 0:
+                return False
+            excess -= seg.size
+            return True
+
+        deleted += delete_leading_segments(plog, over)
+    return deleted
+
+
+def delete_leading_segments(plog: PartitionLog, pred: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+    """Drop leading segments while `pred(segment, next segment)` holds (never the active one)."""
+    segs = plog.segments
+    n = 0
+    while n + 1 < len(segs) and pred(segs[n], segs[n + 1]):
+        n += 1
+    if n:
+        plog._replace_segments(segs[n:], segs[:n], defer=True)
+        plog.log_start_offset = max(plog.log_start_offset, segs[n].base_offset)
+    return n
+
+
+def _seg_ts(seg: LogSegment) -> int:
+    ts = seg.max_timestamp
+    if ts < 0:
+        try:
+            ts = int(os.stat(seg.log_path).st_mtime * 1000)
+        except OSError:
+            ts = time.time_ns() // 1_000_000
+    return ts
