@@ -10,8 +10,9 @@ Every Kafka request and response is `int32 size` + `size` bytes. Feed whatever t
 
 The size prefix is validated as soon as its 4 bytes are present -- *before* the body is buffered -- so a peer
 announcing a 2 GiB frame (or a negative size, or an HTTP/TLS client talking to the Kafka port) is rejected at once
-with `FrameTooLarge` instead of making us buffer it. Frames are returned as memoryviews over private bytes that
-stay valid after later `receive_data()` calls.
+with `FrameTooLarge` instead of making us buffer it. Frames are returned as memoryviews that stay valid (and
+unchanged) after later `receive_data()` calls: when a frame ends the buffered data -- the usual case -- the buffer
+itself is handed over without copying; otherwise the frame is copied once.
 """
 
 from __future__ import annotations
@@ -68,11 +69,15 @@ class FrameBuffer:
         end = start + size
         if end > len(self._buf):
             return None
-        frame = bytes(self._buf[start:end])
-        self._off = end
-        if self._off == len(self._buf):
-            self._buf.clear()
+        if end == len(self._buf):
+            # the common case: the buffer ends with this frame -- hand the buffer itself over (zero copy)
+            # and start a fresh one, so nothing we hold aliases the returned view
+            view = memoryview(self._buf)[start:end]
+            self._buf = bytearray()
             self._off = 0
-        else:
-            self._peek_size()
+            return view
+        with memoryview(self._buf) as mv:
+            frame = bytes(mv[start:end])
+        self._off = end
+        self._peek_size()
         return memoryview(frame)

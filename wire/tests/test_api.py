@@ -196,3 +196,26 @@ def test_tag_of_a_field_from_other_versions_is_kept_as_unknown() -> None:
     back = FetchResponse.decode(raw, 15)
     assert back.unknown_tagged_fields == {0: b"\xab\xcd"} and back.node_endpoints == []
     assert back.encode(15) == raw
+
+
+def test_framebuffer_zero_copy_handoff_and_interleaving() -> None:
+    fb = FrameBuffer()
+    body = bytes(range(256)) * 40
+    fb.receive_data(struct.pack(">i", len(body)) + body[:100])
+    assert fb.next_frame() is None
+    fb.receive_data(body[100:])
+    f1 = fb.next_frame()
+    assert f1 is not None and f1 == body and fb.buffered == 0
+    # more data after a handed-over frame never touches it
+    fb.receive_data(struct.pack(">i", 2) + b"xy" + struct.pack(">i", 1) + b"z" + struct.pack(">i", 3) + b"ab")
+    f2, f3 = fb.next_frame(), fb.next_frame()
+    assert fb.next_frame() is None
+    fb.receive_data(b"c")
+    f4 = fb.next_frame()
+    assert (f2, f3, f4) == (b"xy", b"z", b"abc") and f1 == body
+    for _ in range(50):  # compaction with frames outstanding
+        fb.receive_data(struct.pack(">i", 1) + b"q" + struct.pack(">i", 1))
+        assert fb.next_frame() == b"q"
+        fb.receive_data(b"r")
+        assert fb.next_frame() == b"r"
+    assert (f2, f3, f4) == (b"xy", b"z", b"abc")
