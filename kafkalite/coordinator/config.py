@@ -61,6 +61,7 @@ def java_string_hash(s: str) -> int:
 def partition_for(group_id: str, num_partitions: int = 50) -> int:
     """``__consumer_offsets`` partition of a group: Utils.abs(groupId.hashCode) % n.
 
-    Kafka's Utils.abs maps Integer.MIN_VALUE to 0 (it is ``n & 0x7fffffff``), unlike Math.abs.
+    Kafka's Utils.abs is Math.abs except that Integer.MIN_VALUE maps to 0.
     """
-    return (java_string_hash(group_id) & 0x7FFFFFFF) % num_partitions
+    h = java_string_hash(group_id)
+    return (0 if h == -(2**31) else abs(h)) % num_partitions
