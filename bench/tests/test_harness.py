@@ -117,6 +117,8 @@ def test_broker_table_ratios() -> None:
     p50_row = next(line for line in text.splitlines() if "p50" in line)
     assert p50_row.endswith("| 2.00× (noida) |")
     assert "produce 1M×100 B" in produce_row
+    client_row = next(line for line in text.splitlines() if "client CPU per record, produce" in line)
+    assert client_row.endswith("| – |")  # context rows carry no ratio
 
 
 def test_kill_tree_reaches_grandchildren() -> None:
