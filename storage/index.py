@@ -48,10 +48,32 @@ class _Index:
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         size = os.fstat(self._fd).st_size
         self._file_size = size
-        n = size // self.entry_size
+        n = self._valid_entries(size // self.entry_size)
         data = os.pread(self._fd, n * self.entry_size, 0) if n else b""
         self._decode(data, n)
         self._loaded = True
+
+    def _valid_entries(self, n: int) -> int:
+        """Entries before the zero padding a preallocated file keeps after a crash (binary search).
+
+        No real entry is all zeros (the first append of a segment never gets one), so the file is a
+        non-zero prefix followed by zeros; a trimmed file has no padding and costs one pread.
+        """
+        zero = bytes(self.entry_size)
+
+        def is_zero(i: int) -> bool:
+            return os.pread(self._fd, self.entry_size, i * self.entry_size) == zero
+
+        if n == 0 or not is_zero(n - 1):
+            return n
+        lo, hi = 0, n - 1  # the first zero entry is in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if is_zero(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def _decode(self, data: bytes, n: int) -> None:
         raise NotImplementedError

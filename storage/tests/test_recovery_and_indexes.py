@@ -197,3 +197,24 @@ def test_checkpoint_flushes_rolled_segments_and_skips_their_recovery(tmp_path: P
     log2 = lm.get_log("t", 0)
     assert log2 is not None and log2.log_end_offset == 60
     lm.close()
+
+
+def test_index_load_stops_at_crash_padding(tmp_path: Path) -> None:
+    from storage.index import OffsetIndex, TimeIndex
+
+    idx = OffsetIndex(str(tmp_path / "x.index"), 100, 10 * 1024 * 1024)
+    tidx = TimeIndex(str(tmp_path / "x.timeindex"), 100, 10 * 1024 * 1024)
+    idx.resize(10 * 1024 * 1024)
+    tidx.resize(10 * 1024 * 1024)
+    for i in range(1, 4):
+        idx.append(100 + i * 10, i * 5000)
+        tidx.maybe_append(NOW + i, 100 + i * 10)
+    idx.close(sync=False)
+    tidx.close(sync=False)
+    assert os.path.getsize(tmp_path / "x.index") == 10 * 1024 * 1024  # a crash leaves the padding
+    again = OffsetIndex(str(tmp_path / "x.index"), 100, 10 * 1024 * 1024)
+    tagain = TimeIndex(str(tmp_path / "x.timeindex"), 100, 10 * 1024 * 1024)
+    assert again.all_entries() == [(110, 5000), (120, 10000), (130, 15000)]
+    assert tagain.all_entries() == [(NOW + 1, 110), (NOW + 2, 120), (NOW + 3, 130)]
+    again.close()
+    tagain.close()
