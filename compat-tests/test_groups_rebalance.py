@@ -1,7 +1,8 @@
 """(2) Several members split a topic's partitions; leaving and crashing members trigger rebalances.
 
 Members are separate processes (Java kafka-clients 3.9 with the eager range and the cooperative-sticky
-assignors; confluent-kafka and kafka-python members are small Python programs) that print every
+assignors; confluent-kafka, kafka-python and aiokafka members are small Python programs, kafkajs a
+node script) that print every
 assignment and record as JSON lines, commit synchronously after each batch and on revocation, and
 leave the group on SIGTERM. Exactly-once reading is checked across the rebalances: every record is
 read once, by one member.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +21,7 @@ import uuid
 
 import pytest
 from harness.topics import create_topic
-from test_groups_support import CACHE, JAVA_DEPS, missing, produce
+from test_groups_support import CACHE, JAVA_DEPS, NODE_MODULES, missing, produce
 
 PARTITIONS = 6
 
@@ -115,6 +117,37 @@ if client == "confluent-kafka":
         if good:
             c.commit(asynchronous=False)
     c.close()
+elif client == "aiokafka":
+    import asyncio
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+
+    async def main():
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500)
+        owned = set()
+
+        class L(ConsumerRebalanceListener):
+            async def on_partitions_revoked(self, revoked):
+                if revoked:
+                    await c.commit()
+                owned.difference_update(p.partition for p in revoked); out({"a": sorted(owned)})
+
+            async def on_partitions_assigned(self, assigned):
+                owned.update(p.partition for p in assigned); out({"a": sorted(owned)})
+
+        c.subscribe([topic], listener=L())
+        await c.start()
+        while not stop:
+            batch = await c.getmany(timeout_ms=100)
+            n = 0
+            for _tp, msgs in batch.items():
+                for m in msgs:
+                    out({"r": [m.partition, m.offset, m.value.decode()]}); n += 1
+            if n:
+                await c.commit()
+        await c.stop()
+
+    asyncio.run(main())
 else:
     from kafka import KafkaConsumer, ConsumerRebalanceListener
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
@@ -138,6 +171,30 @@ else:
             c.commit()
     c.close()
 out({"closed": True})
+"""
+
+
+NODE_MEMBER = r"""
+const { Kafka, logLevel } = require('kafkajs');
+const [bootstrap, topic, group] = process.argv.slice(2);
+const out = o => process.stdout.write(JSON.stringify(o) + "\n");
+(async () => {
+  const kafka = new Kafka({ brokers: [bootstrap], clientId: 'groups-member', logLevel: logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 6000, heartbeatInterval: 500 });
+  consumer.on(consumer.events.GROUP_JOIN, e => {
+    const parts = (e.payload.memberAssignment[topic] || []).slice().sort((x, y) => x - y);
+    out({ a: parts });
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({ autoCommit: false, eachBatch: async ({ batch }) => {
+    if (batch.messages.length === 0) return;
+    for (const m of batch.messages) out({ r: [batch.partition, parseInt(m.offset), m.value.toString()] });
+    await consumer.commitOffsets([{ topic, partition: batch.partition,
+                                    offset: (BigInt(batch.lastOffset()) + 1n).toString() }]);
+  }});
+  process.on('SIGTERM', async () => { await consumer.disconnect(); out({ closed: true }); process.exit(0); });
+})().catch(e => { console.error(e); process.exit(1); });
 """
 
 
@@ -187,8 +244,6 @@ class Member:
 
 
 def _java_member_cp() -> str:
-    import shutil
-
     javac = shutil.which("javac")
     jars = sorted(JAVA_DEPS.glob("*.jar"))
     if javac is None or not jars:
@@ -210,6 +265,13 @@ def start_member(kind: str, bootstrap: str, topic: str, group: str) -> Member:
         return Member(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", _java_member_cp(),
                        "GroupMember", bootstrap, topic, group, strategy])
     CACHE.mkdir(parents=True, exist_ok=True)
+    if kind == "kafkajs":
+        node = shutil.which("node")
+        if node is None or not (NODE_MODULES / "kafkajs").is_dir():
+            missing("node or compat-tests/node_modules/kafkajs is not installed")
+        js = CACHE / "group_member.js"
+        js.write_text(NODE_MEMBER)
+        return Member([node, str(js), bootstrap, topic, group], env=dict(os.environ, NODE_PATH=str(NODE_MODULES)))
     script = CACHE / "py_member.py"
     script.write_text(PY_MEMBER)
     return Member([sys.executable, str(script), kind, bootstrap, topic, group], env=dict(os.environ))
@@ -235,7 +297,7 @@ def all_records(members: list[Member]) -> list[tuple[int, int, str]]:
     return [r for m in members for r in m.records]
 
 
-KINDS = ["java-range", "java-cooperative", "confluent-kafka", "kafka-python"]
+KINDS = ["java-range", "java-cooperative", "confluent-kafka", "kafka-python", "aiokafka", "kafkajs"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
