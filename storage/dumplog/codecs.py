@@ -32,6 +32,17 @@ from storage.dumplog.java import _KAFKA_EXC, JavaError
 class Stream:
     data: bytes
     failure: str | JavaError | None = None
+    cause: str = "java.io.IOException"  # the IOException's toString() (what legacy iteration reports)
+
+
+def _io(data: bytes | bytearray, cause: str) -> Stream:
+    return Stream(bytes(data), "io", cause)
+
+
+def _zlib_cause(e: Exception) -> str:
+    """Java's Inflater reports zlib's own message: "Error -3 while decompressing data: X" -> ZipException: X."""
+    text = str(e)
+    return "java.util.zip.ZipException: " + (text.split("data: ", 1)[1] if "data: " in text else text)
 
 
 _P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
@@ -126,19 +137,19 @@ def _gzip(payload: bytes) -> Stream:
                 pos += len(chunk)
             try:
                 got = d.decompress(chunk, 16384)
-            except zlib.error:  # ZipException from Inflater: that call's output is lost, as in Java
-                return Stream(bytes(out), "io")
+            except zlib.error as e:  # ZipException from Inflater: that call's output is lost, as in Java
+                return _io(out, _zlib_cause(e))
             member += got
             out += got
             tail = d.unconsumed_tail
             if not d.eof and not got and not tail and pos >= len(payload):
-                return Stream(bytes(out), "io")  # EOFException: Unexpected end of ZLIB input stream
+                return _io(out, "java.io.EOFException: Unexpected end of ZLIB input stream")
         rest = d.unused_data + payload[pos:]
         if len(rest) < 8:
-            return Stream(bytes(out), "io")
+            return _io(out, "java.io.EOFException")
         crc, isize = struct.unpack_from("<II", rest, 0)
         if crc != zlib.crc32(member) or isize != len(member) & _M:
-            return Stream(bytes(out), "io")  # ZipException: Corrupt GZIP trailer (after all data)
+            return _io(out, "java.util.zip.ZipException: Corrupt GZIP trailer")  # after all the data
         rest = rest[8:]
         try:  # another member only when a valid header follows; anything else ends the stream quietly
             pos = _gzip_header(rest, 0)
@@ -161,15 +172,15 @@ def _snappy(payload: bytes) -> Stream:
     pos = 16
     while pos < len(payload):
         if pos + 4 > len(payload):
-            return Stream(bytes(out), "io")
+            return _io(out, "java.io.IOException: FAILED_TO_UNCOMPRESS(5)")
         (n,) = struct.unpack_from(">i", payload, pos)
         pos += 4
         if n < 0 or pos + n > len(payload):
-            return Stream(bytes(out), "io")
+            return _io(out, "java.io.IOException: FAILED_TO_UNCOMPRESS(5)")
         try:
             out += snappy.uncompress(payload[pos : pos + n])
         except Exception:
-            return Stream(bytes(out), "io")
+            return _io(out, "java.io.IOException: FAILED_TO_UNCOMPRESS(5)")
         pos += n
     return Stream(bytes(out))
 
@@ -209,7 +220,7 @@ def _lz4(payload: bytes, magic: int) -> Stream:
     out = bytearray()
     while True:
         if len(payload) - pos < 4:
-            return Stream(bytes(out), "io")
+            return _io(out, "java.io.IOException: Stream ended prematurely")
         (size,) = struct.unpack_from("<I", payload, pos)
         pos += 4
         compressed = not size & 0x80000000
@@ -218,18 +229,20 @@ def _lz4(payload: bytes, magic: int) -> Stream:
             if flg & 0x04 and len(payload) - pos < 4:
                 return Stream(bytes(out), JavaError("java.nio.BufferUnderflowException"))
             return Stream(bytes(out))
-        if size > max_block or len(payload) - pos < size:
-            return Stream(bytes(out), "io")
+        if size > max_block:
+            return _io(out, f"java.io.IOException: Block size {size} exceeded max: {max_block}")
+        if len(payload) - pos < size:
+            return _io(out, "java.io.IOException: Stream ended prematurely")
         block = payload[pos : pos + size]
         if compressed:
             try:
                 block = lz4.block.decompress(block, uncompressed_size=max_block)
             except Exception:
-                return Stream(bytes(out), "io")
+                return _io(out, "java.io.IOException: net.jpountz.lz4.LZ4Exception")
         if flg & 0x10:
             if len(payload) - pos - size < 4 or xxh32(payload[pos : pos + size]) != struct.unpack_from(
                     "<I", payload, pos + size)[0]:
-                return Stream(bytes(out), "io")
+                return _io(out, "java.io.IOException: Block checksum mismatch")
             pos += 4
         pos += size
         out += block
@@ -245,9 +258,9 @@ def _zstd(payload: bytes) -> Stream:
         try:
             out += d.decompress(rest)
         except zstandard.ZstdError:
-            return Stream(bytes(out), "io")
+            return _io(out, "java.io.IOException: Decompression error")
         if not d.eof:
-            return Stream(bytes(out), "io")  # truncated frame
+            return _io(out, "java.io.IOException: Read error or truncated source")
         rest = d.unused_data
     return Stream(bytes(out))
 

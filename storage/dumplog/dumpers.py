@@ -78,9 +78,12 @@ def _read_file(path: str) -> bytes:
         raise JavaError("java.nio.file.NoSuchFileException", path) from None
 
 
-def _corrupt_with_file(e: JavaError, path: str) -> JavaError:
-    if e.message and "{file}" in e.message:
-        return JavaError(e.java_class, e.message.replace("{file}", path))
+def _corrupt_with_file(e: JavaError, path: str, start: int = 0, end: int | None = None) -> JavaError:
+    """Fill in the ``FileRecords`` a reader error names: ``{file}`` is its file, ``{records}`` its toString()
+    (a slice ``[start, end)`` of the file)."""
+    if e.message and ("{file}" in e.message or "{records}" in e.message):
+        records = f"FileRecords(size={(end or 0) - start}, file={path}, start={start}, end={end})"
+        return JavaError(e.java_class, e.message.replace("{file}", path).replace("{records}", records))
     return e
 
 
@@ -130,6 +133,8 @@ def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
                         if is_control:
                             w(_control_suffix(rec))
                     if opts.print_data_log and not is_control:
+                        if rec.data_error is not None:
+                            raise rec.data_error
                         if rec.key is not None:
                             w(f"{prefix}key: {java_utf8_decode(rec.key)}")
                             prefix = " "
@@ -138,7 +143,7 @@ def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
                     w("\n")
             valid_bytes += batch.size
     except JavaError as e:
-        raise _corrupt_with_file(e, path) from None
+        raise _corrupt_with_file(e, path, 0, size) from None
     trailing = size - valid_bytes
     if trailing > 0 and opts.max_bytes == _INT_MAX:
         w(f"Found {trailing} invalid bytes at the end of {name}\n")
@@ -168,12 +173,9 @@ def _first_batch_last_offset(log: bytes, position: int, max_size: int, log_path:
         end = size
     try:
         for batch in iter_file_batches(log, position, end):
-            if batch.magic < 2:
-                return _i64(struct.unpack_from(">q", batch.data, 0)[0])
-            base, lod = struct.unpack_from(">q", batch.data, 0)[0], struct.unpack_from(">i", batch.data, 23)[0]
-            return _i64(base + lod)
+            return _batch_last_offset(batch)
     except JavaError as e:
-        raise _corrupt_with_file(e, log_path) from None
+        raise _corrupt_with_file(e, log_path, position, end) from None
     raise JavaError("java.util.NoSuchElementException")
 
 
@@ -295,30 +297,32 @@ def _dump_time_index(path: str, opts: Options, st: _State, w: _Writer) -> None:
                 if last >= offset:
                     found = batch
                     break
+            if found is None:
+                st.append(st.ts_not_found, key, (offset, -1))
+            elif _batch_last_offset(found) != offset:
+                st.append(st.ts_not_found, key, (offset, _batch_last_offset(found)))
+            else:
+                max_ts = _NO_TIMESTAMP
+                for rec in iter_records(found):
+                    max_ts = max(max_ts, rec.timestamp)
+                if max_ts != ts:
+                    st.append(st.ts_mismatch, key, (ts, max_ts))
+                if prev_ts >= ts:
+                    st.append(st.ts_out_of_order, key, (ts, prev_ts))
         except JavaError as e:
-            raise _corrupt_with_file(e, log_path) from None
-        if found is None:
-            st.append(st.ts_not_found, key, (offset, -1))
-        elif _batch_last_offset(found) != offset:
-            st.append(st.ts_not_found, key, (offset, _batch_last_offset(found)))
-        else:
-            max_ts = _NO_TIMESTAMP
-            for rec in iter_records(found):
-                max_ts = max(max_ts, rec.timestamp)
-            if max_ts != ts:
-                st.append(st.ts_mismatch, key, (ts, max_ts))
-            if prev_ts >= ts:
-                st.append(st.ts_out_of_order, key, (ts, prev_ts))
+            raise _corrupt_with_file(e, log_path, position, len(log)) from None
         if not opts.verify_index_only:
             w(f"timestamp: {ts} offset: {offset}\n")
         prev_ts = ts
 
 
 def _batch_last_offset(batch: Batch) -> int:
+    """``lastOffset``: the message offset for magic 0/1; for v2 it needs the batch header (``loadBatchHeader``
+    reads 61 bytes from the file, past a too-short batch if the file allows)."""
     base = int(struct.unpack_from(">q", batch.data, 0)[0])
     if batch.magic < 2:
         return base
-    return _i64(base + struct.unpack_from(">i", batch.data, 23)[0])
+    return _i64(base + int(batch.header()[6]))
 
 
 def _dump_producer_snapshot(path: str, w: _Writer, e: _Writer) -> None:

@@ -62,6 +62,7 @@ class Record:
     key_size: int = -1  # as Kafka reports it (legacy records: the raw size field)
     value_size: int = -1
     legacy: tuple[bool, int] | None = None  # (isValid, crc) of a magic 0/1 message
+    data_error: JavaError | None = None  # raised when --print-data-log reads the key/value (legacy only)
 
 
 def increment_sequence(seq: int, inc: int) -> int:
@@ -195,63 +196,10 @@ def _read_record_body(buf: _Buf, size: int, base_offset: int, base_ts: int, base
                   -1 if key is None else len(key), -1 if value is None else len(value))
 
 
-def _xerial_or_raw_snappy(data: bytes) -> bytes:
-    import snappy  # type: ignore[import-untyped]
-
-    if len(data) >= 16 and data[:8] == b"\x82SNAPPY\x00":
-        out = bytearray()
-        pos = 16
-        while pos + 4 <= len(data):
-            (n,) = struct.unpack_from(">i", data, pos)
-            pos += 4
-            out += snappy.uncompress(data[pos : pos + n])
-            pos += n
-        return bytes(out)
-    return bytes(snappy.uncompress(data)) if data else b""
-
-
-def _gunzip_members(data: bytes) -> bytes:
-    out = bytearray()
-    rest = data
-    first = True
-    while rest and (first or rest[:2] == b"\x1f\x8b"):
-        d = zlib.decompressobj(wbits=31)
-        out += d.decompress(rest)
-        if not d.eof:
-            raise EOFError("Unexpected end of ZLIB input stream")
-        rest = d.unused_data
-        first = False
-    return bytes(out)
-
-
-def _decompress(codec: int, payload: bytes) -> bytes:
-    """The whole decompressed record stream. Kafka reports codec failures as ``KafkaException("Failed to
-    decompress record stream")`` (some codecs fail earlier, with the library's own message, which we do not
-    reproduce)."""
-    try:
-        if codec == 1:
-            return _gunzip_members(payload)
-        if codec == 2:
-            return _xerial_or_raw_snappy(payload)
-        if codec == 3:
-            import lz4.frame  # type: ignore[import-untyped]
-
-            return bytes(lz4.frame.decompress(payload))
-        if codec == 4:
-            import io
-
-            import zstandard
-
-            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(payload), read_across_frames=True)
-            return bytes(reader.read())
-    except Exception:  # every codec library raises its own error types
-        raise JavaError(_KAFKA_EXC, "Failed to decompress record stream") from None
-    raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
-
-
 # kafka-run-class.sh gives tools -Xmx256M; DefaultRecordBatch.iterator() preallocates an ArrayList of `count`
 # references (4 bytes each) for compressed batches, so absurd counts end the JVM tool before decompressing.
 _OOM_RECORD_COUNT = 60_000_000
+_OOM_MESSAGE_SIZE = 250 * 1024 * 1024  # ByteBuffer.allocate(size) for one inner legacy message (approximate)
 
 
 def iter_records(batch: Batch) -> Iterator[Record]:
@@ -261,6 +209,8 @@ def iter_records(batch: Batch) -> Iterator[Record]:
     if batch.magic < 2:
         yield from iter_legacy_records(batch)
         return
+    if batch.size < _BATCH_OVERHEAD:  # loadFullBatch() holds fewer bytes than count() reads
+        raise JavaError("java.lang.IndexOutOfBoundsException")
     (base_offset, _len, _ple, _magic, _crc, attrs, _lod, base_ts, max_ts, _pid, _epoch, base_seq,
      count) = batch.header()
     if count == 0:
@@ -325,14 +275,15 @@ def iter_records(batch: Batch) -> Iterator[Record]:
 
 @dataclass
 class _Legacy:
-    """One magic 0/1 message (``LegacyRecord``): ``raw`` starts at its CRC (after offset and size)."""
+    """One magic 0/1 message (``LegacyRecord``): ``raw`` starts at its CRC (after offset and size). Accessors
+    fail the way the Java ones do on a short or inconsistent buffer."""
 
     offset: int
     raw: bytes
 
     @property
     def magic(self) -> int:
-        return self.raw[4]
+        return int(struct.unpack_from(">b", self.raw, 4)[0])
 
     @property
     def attrs(self) -> int:
@@ -352,26 +303,60 @@ class _Legacy:
             return "NoTimestampType"
         return "LogAppendTime" if self.attrs & 0x08 else "CreateTime"
 
+    def _get(self, fmt: str, pos: int) -> int:
+        size = struct.calcsize(fmt)
+        if pos < 0 or pos + size > len(self.raw):
+            raise JavaError("java.lang.IndexOutOfBoundsException")
+        return int(struct.unpack_from(fmt, self.raw, pos)[0])
+
     @property
     def own_timestamp(self) -> int:
-        return -1 if self.magic == 0 else int(struct.unpack_from(">q", self.raw, 6)[0])
+        return -1 if self.magic == 0 else self._get(">q", 6)
 
-    def key_value(self) -> tuple[int, bytes | None, int, bytes | None]:
-        try:
-            pos = 6 if self.magic == 0 else 14
-            (ks,) = struct.unpack_from(">i", self.raw, pos)
-            key = None if ks < 0 else self.raw[pos + 4 : pos + 4 + ks]
-            pos += 4 + max(ks, 0)
-            (vs,) = struct.unpack_from(">i", self.raw, pos)
-            value = None if vs < 0 else self.raw[pos + 4 : pos + 4 + vs]
-        except struct.error:
-            raise JavaError("java.lang.IndexOutOfBoundsException") from None
-        return ks, key, vs, value
+    @property
+    def key_size_offset(self) -> int:
+        return 6 if self.magic == 0 else 14
+
+    def key_size(self) -> int:
+        return self._get(">i", self.key_size_offset)
+
+    def value_size_offset(self) -> int:
+        return self.key_size_offset + 4 + max(0, self.key_size())
+
+    def value_size(self) -> int:
+        return self._get(">i", self.value_size_offset())
+
+    def _size_delimited(self, start: int) -> bytes | None:
+        """``Utils.sizeDelimited``: duplicate, move past the size, slice, set the limit."""
+        size = self._get(">i", start)
+        if size < 0:
+            return None
+        position, limit = start + 4, len(self.raw)
+        if position > limit:
+            raise JavaError(_ILLEGAL_ARG, f"newPosition > limit: ({position} > {limit})")
+        if size > limit - position:
+            raise JavaError(_ILLEGAL_ARG, f"newLimit > capacity: ({size} > {limit - position})")
+        return self.raw[position : position + size]
+
+    def key(self) -> bytes | None:
+        return self._size_delimited(self.key_size_offset)
+
+    def value(self) -> bytes | None:
+        return self._size_delimited(self.value_size_offset())
 
 
 def _legacy_record(m: _Legacy, offset: int, timestamp: int) -> Record:
-    ks, key, vs, value = m.key_value()
-    return Record(offset, timestamp, -1, key, value, [], ks, vs, (m.valid, m.crc))
+    """The metadata Kafka prints for a legacy record; key and value are read like DecoderMessageParser does
+    (key first, then the value), and a failure there is kept for the moment the dumper needs them."""
+    ks, vs = m.key_size(), m.value_size()
+    key = value = None
+    error = None
+    try:
+        key = m.key() if ks >= 0 else None
+        value = m.value() if m.value_size() >= 0 else None
+    except JavaError as e:
+        error = e
+    return Record(offset, timestamp, -1, key, value, [], ks, vs, (m.valid, m.crc), error)
 
 
 def iter_legacy_records(batch: Batch) -> Iterator[Record]:
@@ -388,17 +373,33 @@ def iter_legacy_records(batch: Batch) -> Iterator[Record]:
     if codec == 4:
         raise JavaError(_INVALID_RECORD, f"Invalid wrapper compressionType found in legacy deep record iterator "
                                          f"{wmagic}")
-    _ks, _key, _vs, value = wrapper.key_value()
+    value = wrapper.value()
     if value is None:
         raise JavaError(_INVALID_RECORD, f"Found invalid compressed record set with null value (magic = {wmagic})")
-    data = _decompress(codec, value)
+    opened = open_stream(codec, value, wmagic)
+    data = opened.data
+
+    def stream_failed() -> JavaError:
+        # DeepRecordsIterator reads every inner message up front; an IOException becomes KafkaException(e)
+        if isinstance(opened.failure, JavaError):
+            return opened.failure
+        return JavaError(_KAFKA_EXC, opened.cause)
+
     inner: list[_Legacy] = []
     pos = 0
-    while pos + _LOG_OVERHEAD <= len(data):
+    while True:
+        if len(data) - pos < _LOG_OVERHEAD:
+            if opened.failure is not None:
+                raise stream_failed()
+            break
         off, size = struct.unpack_from(">qi", data, pos)
         if size < _RECORD_OVERHEAD_V0:
             raise JavaError(_CORRUPT_RECORD, "Record size is less than the minimum record overhead (14)")
-        if pos + _LOG_OVERHEAD + size > len(data):
+        if size >= _OOM_MESSAGE_SIZE:
+            raise JavaError("java.lang.OutOfMemoryError", "Java heap space")
+        if len(data) - pos - _LOG_OVERHEAD < size:
+            if opened.failure is not None:
+                raise stream_failed()
             break
         inner.append(_Legacy(off, data[pos + _LOG_OVERHEAD : pos + _LOG_OVERHEAD + size]))
         pos += _LOG_OVERHEAD + size

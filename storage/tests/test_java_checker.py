@@ -242,12 +242,12 @@ def _legacy_logs(reference: Path, tmp_path: Path) -> list[Path]:
     logs = []
     for hexfile in sorted((reference / "fixtures" / "kafka-go").glob("*.hex")):
         d = tmp_path / f"{hexfile.stem}-0"
-        d.mkdir()
+        d.mkdir(parents=True)
         (d / f"{SEG}.log").write_bytes(fetch_v10_records(bytes.fromhex(hexfile.read_text().strip())))
         logs.append(d / f"{SEG}.log")
     for js in sorted((reference / "fixtures" / "kafkajs" / "messageSet").glob("messages_v0_*.json")):
         d = tmp_path / f"{js.name.split('.')[0]}-0"
-        d.mkdir()
+        d.mkdir(parents=True)
         (d / f"{SEG}.log").write_bytes(bytes(json.loads(js.read_text())["data"])[4:])  # drop MessageSet size
         logs.append(d / f"{SEG}.log")
     return logs
@@ -335,10 +335,8 @@ def test_snapshot_schema_errors_match_kafka(reference: Path, tmp_path: Path) -> 
     assert schema_failures >= 10
 
 
-def _mutations(reference: Path, seed: int, n: int) -> list[bytes]:
-    """Corrupted single-batch segments: record bytes, header fields (attributes, counts, deltas), truncations."""
-    data = (reference / "fixtures/generated-kafka-clients-3.9.1/segment-00000000000000000000.log").read_bytes()
-    batches = [b.data for b in iter_file_batches(data, 0, len(data))]
+def _mutations(batches: list[bytes], seed: int, n: int, fields: list[int], body: int) -> list[bytes]:
+    """Corrupted single-batch segments: body bytes, header fields, truncations (size field kept consistent)."""
     rnd = random.Random(seed)
     out = []
     for _ in range(n):
@@ -346,11 +344,11 @@ def _mutations(reference: Path, seed: int, n: int) -> list[bytes]:
         kind = rnd.random()
         if kind < 0.5:
             for _ in range(rnd.randint(1, 3)):
-                b[rnd.randrange(61, len(b))] = rnd.randrange(256)
+                b[rnd.randrange(body, len(b))] = rnd.randrange(256)
         elif kind < 0.7:
-            b[rnd.choice([21, 22, 23, 24, 25, 26, 53, 54, 55, 56, 57, 58, 59, 60])] = rnd.randrange(256)
+            b[rnd.choice(fields)] = rnd.randrange(256)
         elif kind < 0.85:
-            b = b[: rnd.randrange(61, len(b))]
+            b = b[: rnd.randrange(body, len(b))]
             struct.pack_into(">i", b, 8, len(b) - 12)
         else:
             b[rnd.randrange(8, len(b))] = rnd.randrange(256)
@@ -358,11 +356,19 @@ def _mutations(reference: Path, seed: int, n: int) -> list[bytes]:
     return out
 
 
-def test_corrupted_batches_fail_like_kafka(reference: Path, tmp_path: Path) -> None:
-    """Random corruptions of kafka-clients batches (every codec, markers): the same partial output and the same
+@pytest.mark.parametrize("kind", ["v2", "legacy"])
+def test_corrupted_batches_fail_like_kafka(reference: Path, tmp_path: Path, kind: str) -> None:
+    """Random corruptions (every codec, markers, magic 0/1 wrappers): the same partial output and the same
     exception as Kafka's own reader, including corrupt compressed payloads, which Kafka parses while streaming."""
+    if kind == "v2":
+        seg = (reference / "fixtures/generated-kafka-clients-3.9.1/segment-00000000000000000000.log").read_bytes()
+        fields, body = [21, 22, 23, 24, 25, 26, 53, 54, 55, 56, 57, 58, 59, 60], 61
+    else:
+        seg = b"".join(p.read_bytes() for p in _legacy_logs(reference, tmp_path / "src"))
+        fields, body = [16, 17, 18, 19, 20, 21], 12
+    batches = [b.data for b in iter_file_batches(seg, 0, len(seg))]
     paths = []
-    for n, blob in enumerate(_mutations(reference, 20240611, 200)):
+    for n, blob in enumerate(_mutations(batches, 20240611, 200, fields, body)):
         d = tmp_path / f"c{n}-0"
         d.mkdir()
         (d / f"{SEG}.log").write_bytes(blob)

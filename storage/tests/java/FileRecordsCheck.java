@@ -159,7 +159,8 @@ public class FileRecordsCheck {
      * stderr the way the JVM reports an uncaught one (first line only) and the next file is dumped. */
     private static int dump(File file, boolean printData) throws Exception {
         OUT.println("Dumping " + file);
-        try (FileRecords fr = FileRecords.open(file, false)) {
+        try (FileRecords opened = FileRecords.open(file, false)) {
+            FileRecords fr = opened.slice(0, Integer.MAX_VALUE);  // as DumpLogSegments.dumpLog does
             long validBytes = 0;
             for (FileChannelRecordBatch batch : fr.batches()) {
                 boolean v2 = batch.magic() >= RecordBatch.MAGIC_VALUE_V2;
@@ -194,10 +195,13 @@ public class FileRecordsCheck {
                     if (batch.isControlBatch())
                         OUT.print(controlText(record));
                     else if (printData) {
-                        if (record.hasKey())
-                            OUT.print(" key: " + utf8(record.key()));
-                        if (record.hasValue())
-                            OUT.print(" payload: " + utf8(record.value()));
+                        // DumpLogSegments' parser decodes the key, then the value, then prints both
+                        String key = record.hasKey() ? utf8(record.key()) : null;
+                        String payload = record.hasValue() ? utf8(record.value()) : null;
+                        if (key != null)
+                            OUT.print(" key: " + key);
+                        if (payload != null)
+                            OUT.print(" payload: " + payload);
                     }
                     OUT.println();
                 }
