@@ -286,10 +286,11 @@ def _dump_time_index(path: str, opts: Options, st: _State, w: _Writer) -> None:
         if offset == base and i > 0:
             return
         position = _offset_index_lookup(index, base, offset)
-        if position < 0 or position > len(log):
-            raise JavaError(_ILLEGAL_ARG, f"Slice from position {position} exceeds end position of "
-                                          f"FileRecords(size={len(log)}, file={log_path}, start=0, "
-                                          f"end={_INT_MAX})")
+        whole = f"FileRecords(size={len(log)}, file={log_path}, start=0, end={_INT_MAX})"
+        if position < 0:
+            raise JavaError(_ILLEGAL_ARG, f"Invalid position: {position} in read from {whole}")
+        if position > len(log):
+            raise JavaError(_ILLEGAL_ARG, f"Slice from position {position} exceeds end position of {whole}")
         found: Batch | None = None
         try:
             for batch in iter_file_batches(log, position, len(log)):
