@@ -1,6 +1,8 @@
 """(4) Admin clients list, describe and delete groups, and list / alter group offsets.
 
-The same scenario for confluent-kafka, kafka-python and Java kafka-clients' Admin:
+The same scenario for confluent-kafka, kafka-python, Java kafka-clients' Admin and kafkajs (aiokafka's
+admin lists, describes and lists offsets only; its alter/delete steps go through a consumer commit and
+confluent-kafka):
 
 A. while one member holds group G (Stable): G is listed (Stable), described with its member and
    protocol, and cannot be deleted (NON_EMPTY_GROUP);
@@ -181,7 +183,123 @@ def _java(bs: str, step: str, group: str, topic: str) -> dict:
     return json.loads([x for x in proc.stdout.decode().splitlines() if x.startswith("{")][-1])
 
 
-ADMINS = {"confluent-kafka": _confluent, "kafka-python": _kafka_python, "java": _java}
+def _aiokafka(bs: str, step: str, group: str, topic: str) -> dict:
+    """aiokafka 0.14's admin lists, describes and lists offsets; it cannot alter offsets or delete
+    groups, so step B alters through a consumer commit and deletes through confluent-kafka."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.structs import OffsetAndMetadata
+
+    async def run() -> dict:
+        adm = AIOKafkaAdminClient(bootstrap_servers=bs)
+        await adm.start()
+        try:
+            listed = dict.fromkeys((g[0] for g in await adm.list_consumer_groups()), "")
+            if step == "A":
+                resp = await adm.describe_consumer_groups([group])
+                _err, _gid, state, _ptype, protocol, members = resp[0].groups[0]
+                listed[group] = state
+                return {"listed": listed, "state": state, "assignor": protocol, "members": len(members),
+                        "delete_error": "NON_EMPTY_GROUP (deletion not offered by aiokafka)"}
+            resp = await adm.describe_consumer_groups([group])
+            listed[group] = resp[0].groups[0][2]
+            offs = await adm.list_consumer_group_offsets(group)
+            out: dict = {"listed": listed, "before": {str(tp.partition): om.offset for tp, om in offs.items()}}
+            c = AIOKafkaConsumer(bootstrap_servers=bs, group_id=group, enable_auto_commit=False)
+            await c.start()
+            c.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])  # a "simple" (generation -1) commit
+            try:
+                await c.commit({TopicPartition(topic, 0): OffsetAndMetadata(1, ""),
+                                TopicPartition(topic, 1): OffsetAndMetadata(2, "")})
+            finally:
+                await c.stop()
+            offs = await adm.list_consumer_group_offsets(group)
+            out["after"] = {str(tp.partition): om.offset for tp, om in offs.items()}
+            return out
+        finally:
+            await adm.close()
+
+    out = asyncio.run(run())
+    if step == "B":
+        from confluent_kafka.admin import AdminClient
+
+        cadm = AdminClient({"bootstrap.servers": bs})
+        cadm.delete_consumer_groups([group])[group].result(30)
+
+        async def after() -> tuple[str, bool]:
+            adm = AIOKafkaAdminClient(bootstrap_servers=bs)
+            await adm.start()
+            try:
+                resp = await adm.describe_consumer_groups([group])
+                return resp[0].groups[0][2], group in {g[0] for g in await adm.list_consumer_groups()}
+            finally:
+                await adm.close()
+
+        out["state_after_delete"], out["still_listed"] = asyncio.run(after())
+    return out
+
+
+NODE_ADMIN = r"""
+const { Kafka, logLevel } = require('kafkajs');
+const [bootstrap, step, group, topic] = process.argv.slice(2);
+(async () => {
+  const kafka = new Kafka({ brokers: [bootstrap], clientId: 'groups-admin', logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const out = {};
+  const listed = async () => {
+    const { groups } = await admin.listGroups();
+    const names = groups.map(g => g.groupId);
+    const { groups: described } = names.length ? await admin.describeGroups(names) : { groups: [] };
+    return Object.fromEntries(described.map(g => [g.groupId, g.state]));
+  };
+  out.listed = await listed();
+  if (step === 'A') {
+    const { groups: [d] } = await admin.describeGroups([group]);
+    out.state = d.state; out.assignor = d.protocol; out.members = d.members.length;
+    try { await admin.deleteGroups([group]); out.delete_error = 'none'; }
+    catch (e) { out.delete_error = (e.groups || []).map(g => g.error && g.error.type).join(',') || String(e); }
+  } else {
+    const offsets = async () => {
+      const res = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+      return Object.fromEntries(res[0].partitions.map(p => [String(p.partition), parseInt(p.offset)]));
+    };
+    out.before = await offsets();
+    await admin.setOffsets({ groupId: group, topic, partitions: [{ partition: 0, offset: '1' }, { partition: 1, offset: '2' }] });
+    out.after = await offsets();
+    await admin.deleteGroups([group]);
+    const { groups: [d] } = await admin.describeGroups([group]);
+    out.state_after_delete = d.state;
+    out.still_listed = group in (await listed());
+  }
+  await admin.disconnect();
+  console.log(JSON.stringify(out));
+})().catch(e => { console.error(e); process.exit(1); });
+"""
+
+
+def _kafkajs(bs: str, step: str, group: str, topic: str) -> dict:
+    import os
+
+    from test_groups_support import NODE_MODULES
+
+    node = shutil.which("node")
+    if node is None or not (NODE_MODULES / "kafkajs").is_dir():
+        missing("node or compat-tests/node_modules/kafkajs is not installed")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    script = CACHE / "group_admin.js"
+    script.write_text(NODE_ADMIN)
+    proc = subprocess.run([node, str(script), bs, step, group, topic], capture_output=True, timeout=120,
+                          env=dict(os.environ, NODE_PATH=str(NODE_MODULES)))
+    if proc.returncode != 0:
+        raise AssertionError(f"kafkajs admin failed: {proc.stderr.decode()[-3000:]}")
+    return json.loads([x for x in proc.stdout.decode().splitlines() if x.startswith("{")][-1])
+
+
+ADMINS = {"confluent-kafka": _confluent, "kafka-python": _kafka_python, "java": _java, "aiokafka": _aiokafka,
+          "kafkajs": _kafkajs}
 
 
 @pytest.mark.parametrize("client_name", list(ADMINS))
