@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import sys
@@ -31,7 +32,7 @@ from storage.dumplog.java import (
     java_utf8_decode,
 )
 from storage.dumplog.lines import _control_suffix, batch_head, batch_tail
-from storage.dumplog.records import Batch, _Legacy, iter_file_batches, iter_records
+from storage.dumplog.records import Batch, LogBytes, _Legacy, iter_file_batches, iter_records
 
 
 @dataclass
@@ -78,6 +79,17 @@ def _read_file(path: str) -> bytes:
         raise JavaError("java.nio.file.NoSuchFileException", path) from None
 
 
+def _map_file(path: str) -> LogBytes:
+    """A segment, memory-mapped read-only (Kafka reads it through a FileChannel); unmapped when dropped."""
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except FileNotFoundError:
+        raise JavaError("java.nio.file.NoSuchFileException", path) from None
+
+
 def _corrupt_with_file(e: JavaError, path: str, start: int = 0, end: int | None = None) -> JavaError:
     """Fill in the ``FileRecords`` a reader error names: ``{file}`` is its file, ``{records}`` its toString()
     (a slice ``[start, end)`` of the file)."""
@@ -98,7 +110,7 @@ def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
             end_offset = _jparse_long(name[:20])
             epoch = _jparse_long(name[21:31])
             w(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
-    data = _read_file(path)
+    data = _map_file(path)
     size = min(len(data), opts.max_bytes)
     deep = opts.deep_iteration or opts.print_data_log
     valid_bytes = 0
@@ -159,7 +171,7 @@ def _index_entries(data: bytes, entry_size: int) -> int:
     return len(data) // entry_size
 
 
-def _first_batch_last_offset(log: bytes, position: int, max_size: int, log_path: str) -> int:
+def _first_batch_last_offset(log: LogBytes, position: int, max_size: int, log_path: str) -> int:
     """``fileRecords.slice(position, maxSize).batches.iterator.next().lastOffset``."""
     size = len(log)
     if position < 0:
@@ -182,7 +194,7 @@ def _first_batch_last_offset(log: bytes, position: int, max_size: int, log_path:
 def _dump_index(path: str, opts: Options, st: _State, w: _Writer) -> None:
     base = _jparse_long(_jname(path).split(".")[0])
     log_path = _segment_files(path, ".log")
-    log = _read_file(log_path)
+    log = _map_file(log_path)
     data = _read_index(path, 8)
     entries = _index_entries(data, 8)
     if entries == 0:
@@ -254,7 +266,7 @@ def _offset_index_lookup(data: bytes, base: int, target: int) -> int:
 def _dump_time_index(path: str, opts: Options, st: _State, w: _Writer) -> None:
     base = _jparse_long(_jname(path).split(".")[0])
     log_path = _segment_files(path, ".log")
-    log = _read_file(log_path)
+    log = _map_file(log_path)
     index = _read_index(_segment_files(path, ".index"), 8)
     index = index[: len(index) // 8 * 8]
     data = _read_index(path, 12)

@@ -3,6 +3,7 @@ AbstractLegacyRecordBatch): iteration limits, record parsing with Java's excepti
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 from collections.abc import Iterator
@@ -28,6 +29,9 @@ from storage.dumplog.java import (
     java_utf8_decode,
 )
 
+# a segment's bytes: read into memory or memory-mapped
+LogBytes = bytes | memoryview | mmap.mmap
+
 
 @dataclass
 class Batch:
@@ -36,7 +40,7 @@ class Batch:
     position: int
     data: bytes
     magic: int
-    file: bytes | memoryview = b""
+    file: LogBytes = b""
 
     @property
     def size(self) -> int:
@@ -72,7 +76,7 @@ def increment_sequence(seq: int, inc: int) -> int:
     return _i32(seq + inc)
 
 
-def iter_file_batches(buf: bytes | memoryview, start: int, end: int) -> Iterator[Batch]:
+def iter_file_batches(buf: LogBytes, start: int, end: int) -> Iterator[Batch]:
     """``FileLogInputStream.nextBatch`` over ``buf[start:end]`` (positions are absolute)."""
     pos = start
     while True:
