@@ -134,6 +134,7 @@ def load_log(
         segs = [LogSegment(directory, log_start_offset, index_interval_bytes=config.index_interval_bytes,
                            max_index_size=max_idx, now_ms=now, create=True)]
     i = 0
+    recovered_from: int | None = None
     while i < len(segs):
         seg = segs[i]
         nxt_base = segs[i + 1].base_offset if i + 1 < len(segs) else None
@@ -141,7 +142,9 @@ def load_log(
         if unflushed or not _index_sane(seg):
             if not unflushed:
                 log.warning("%s: rebuilding indexes of segment %d", directory, seg.base_offset)
-            truncated, _hdrs = seg.recover(max_idx)
+            elif recovered_from is None:
+                recovered_from = seg.base_offset
+            truncated, _hdrs = seg.recover(max_idx, reset_txn_index=unflushed)
             if truncated and i + 1 < len(segs):
                 for later in segs[i + 1 :]:
                     log.warning("%s: deleting segment %d after truncated recovery", directory,
@@ -162,15 +165,24 @@ def load_log(
     self._truncate_epochs(self._leo)
     if not clean:
         self.producer_state.delete_snapshots_after(self._leo)
-    rebuild_producer_state(self)
+    rebuild_producer_state(self, rebuild_txn_index_from=recovered_from)
     return self
 
 
-def rebuild_producer_state(plog: PartitionLog) -> None:
-    """Newest snapshot <= log end offset, then replay producer batches after it."""
+def rebuild_producer_state(plog: PartitionLog, rebuild_txn_index_from: int | None = None) -> None:
+    """Newest snapshot <= log end offset, then replay producer batches after it.
+
+    With `rebuild_txn_index_from` (the first recovered segment's base), replay starts from a snapshot at or
+    below that offset and every ABORT marker from there on gets its `.txnindex` entry again, as Kafka's
+    recovery rebuilds the transaction index from producer state.
+    """
+    from storage.txn_index import AbortedTxn
 
     ps = plog.producer_state
-    snap = ps.load_latest_snapshot(plog.log_end_offset)
+    limit = plog.log_end_offset
+    if rebuild_txn_index_from is not None:
+        limit = min(limit, rebuild_txn_index_from)
+    snap = ps.load_latest_snapshot(limit)
     start = snap if snap is not None else plog.log_start_offset
     if start >= plog.log_end_offset:
         return
@@ -182,7 +194,11 @@ def rebuild_producer_state(plog: PartitionLog) -> None:
                 ctype, coord = parse_control_marker(seg.read_batch(pos, hdr))
             except Exception:
                 continue
-            ps.complete_marker(hdr.producer_id, hdr.producer_epoch, coord, hdr.last_offset, hdr.max_timestamp,
-                               ctype == CONTROL_ABORT)
+            done = ps.complete_marker(hdr.producer_id, hdr.producer_epoch, coord, hdr.last_offset,
+                                      hdr.max_timestamp, ctype == CONTROL_ABORT)
+            if (done is not None and done.is_aborted and rebuild_txn_index_from is not None
+                    and done.last_offset >= rebuild_txn_index_from):
+                lso = ps.last_stable_offset_after(done)
+                seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, lso))
         else:
             ps.update(hdr, hdr.base_offset, hdr.max_timestamp)

@@ -297,9 +297,12 @@ class LogSegment:
         self._max_ts = best
         return removed
 
-    def recover(self, max_index_size: int, chunk: int = 1 << 20) -> tuple[int, list[tuple[int, BatchHeader]]]:
+    def recover(
+        self, max_index_size: int, chunk: int = 1 << 20, *, reset_txn_index: bool = False
+    ) -> tuple[int, list[tuple[int, BatchHeader]]]:
         """Validate every batch, rebuild both indexes, truncate at the first invalid or torn batch.
 
+        With `reset_txn_index` the `.txnindex` is emptied too (the caller rebuilds it from producer state).
         Returns (bytes truncated, [(position, header)] of the valid batches).
         """
         self.offset_index.reset()
@@ -356,7 +359,10 @@ class LogSegment:
             os.ftruncate(self.fd, valid)
             self.size = valid
         self._next_offset = prev_next
-        self.txn_index.truncate_to(prev_next)
+        if reset_txn_index:
+            self.txn_index.reset()
+        else:
+            self.txn_index.truncate_to(prev_next)
         self.bytes_since_last_index_entry = 0
         # as Kafka: a recovered segment gets the final time-index entry a clean close would write
         self.offset_index.trim()

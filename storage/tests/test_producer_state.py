@@ -160,3 +160,32 @@ def test_idle_producers_expire(log: PartitionLog) -> None:
     assert log.producer_state.remove_expired(NOW + 86_400_000, 86_400_000) == 1
     assert set(log.producer_state.producers) == {PID + 1}
     log.append(_b(40))  # an unknown producer again: any sequence is accepted
+
+
+def test_unclean_recovery_rebuilds_txn_index(tmp_path: Path) -> None:
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=600))
+    log = lm.create_log("p", 0, uuid.uuid4())
+    tx = 5000
+    for round_ in range(6):
+        log.append(_b(round_ * 2, 2, pid=tx, txn=True))
+        log.append(_b(round_, 1, pid=PID))
+        log.append_control(round_ % 2, producer_id=tx, producer_epoch=0, coordinator_epoch=1)  # ABORT/COMMIT
+    expected = {s.base_offset: s.txn_index.entries[:] for s in log.segments}
+    assert sum(len(v) for v in expected.values()) == 3
+    files = {p.name: p.read_bytes() for p in Path(log.dir).glob("*.txnindex")}
+    lm.close(clean=False)
+    for name in files:
+        (tmp_path / "p-0" / name).unlink()
+    for snap in (tmp_path / "p-0").glob("*.snapshot"):
+        snap.unlink()
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=600))
+    log = lm.get_log("p", 0)
+    assert log is not None
+    assert {p.name: p.read_bytes() for p in Path(log.dir).glob("*.txnindex")} == files
+    lm.close(clean=False)
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=600))  # entries present: no duplicates
+    log = lm.get_log("p", 0)
+    assert log is not None
+    assert {p.name: p.read_bytes() for p in Path(log.dir).glob("*.txnindex")} == files
+    assert len(log.aborted_transactions(0, log.log_end_offset)) == 3
+    lm.close()
