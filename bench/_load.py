@@ -16,6 +16,8 @@ returns plain dicts. Client settings are librdkafka defaults except where noted:
 
 from __future__ import annotations
 
+import contextlib
+import json
 import statistics
 import struct
 import threading
@@ -31,6 +33,34 @@ RECORD_SIZE = 100
 # forever. Raised for every broker alike; well-behaved brokers never send more than fetch.max.bytes (50 MB).
 RECEIVE_MAX = 1_000_000_000
 STALL_S = 60.0  # a consume run with no new record for this long is abandoned (reported incomplete)
+
+
+class _Stats:
+    """Keeps librdkafka's latest statistics (``statistics.interval.ms``) to count requests per API.
+
+    librdkafka emits the JSON from ``poll()``/``consume()``/``flush()``; ``brokers.<name>.req`` holds
+    per-API request counts and ``brokers.<name>.rtt.avg`` the mean round trip in microseconds. Figures
+    lag the end of a run by up to the interval, so they are approximate."""
+
+    INTERVAL_MS = 500
+
+    def __init__(self) -> None:
+        self.latest: dict[str, Any] = {}
+
+    def __call__(self, raw: str) -> None:
+        with contextlib.suppress(ValueError):
+            self.latest = json.loads(raw)
+
+    def summary(self, api: str) -> dict[str, Any]:
+        brokers = [b for b in self.latest.get("brokers", {}).values() if b.get("nodeid", -1) >= 0]
+        if not brokers:
+            return {}
+        requests = sum(int(b.get("req", {}).get(api, 0)) for b in brokers)
+        rtts = [b.get("rtt", {}).get("avg", 0) for b in brokers if b.get("rtt", {}).get("cnt", 0)]
+        out: dict[str, Any] = {f"{api.lower()}_requests": requests}
+        if rtts:
+            out["rtt_avg_ms"] = round(sum(rtts) / len(rtts) / 1000, 2)
+        return out
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
@@ -62,7 +92,10 @@ def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float
             failed[0] += 1
 
     failed = [0]
+    stats = _Stats()
     producer = Producer({
+        "statistics.interval.ms": _Stats.INTERVAL_MS,
+        "stats_cb": stats,
         "bootstrap.servers": bootstrap,
         "acks": acks,
         "linger.ms": 5,
@@ -98,16 +131,20 @@ def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float
         "failed": failed[0],
         "unflushed": left,
         "errors": errors,
+        **stats.summary("Produce"),
     }
 
 
 def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit: float) -> dict[str, Any]:
     """Read ``count`` records of ``topic`` from offset 0 of every partition."""
+    stats = _Stats()
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": f"bench-{topic}",
         "enable.auto.commit": False,
         "enable.partition.eof": False,
+        "statistics.interval.ms": _Stats.INTERVAL_MS,
+        "stats_cb": stats,
         "receive.message.max.bytes": RECEIVE_MAX,
     })
     try:
@@ -119,12 +156,15 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
         deadline = t0 + time_limit
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         last_progress = t0
+        first: float | None = None
         while got < count and time.perf_counter() < deadline:
             for msg in consumer.consume(10_000, 0.5):
                 if msg.error():
                     if len(errors) < 5:
                         errors.append(str(msg.error()))
                     continue
+                if first is None:
+                    first = time.perf_counter() - t0
                 got += 1
                 nbytes += len(msg.value() or b"")
                 last_progress = time.perf_counter()
@@ -140,7 +180,10 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
         "records_per_s": round(got / elapsed, 1),
         "mb_per_s": round(nbytes / elapsed / 1e6, 2),
         "complete": got == count,
+        "first_record_ms": round(first * 1000, 1) if first is not None else None,
+        "after_first_records_per_s": round((got - 1) / (elapsed - first), 1) if first and got > 1 else None,
         "errors": errors,
+        **stats.summary("Fetch"),
     }
 
 
