@@ -133,6 +133,8 @@ class Gen:
         for s in m.structs.values():
             L.append("    @dataclass(slots=True)")
             L.append(f"    class {s.name}:")
+            L.append(f'        """{m.name}.{s.name} (versions {_ranges(self.struct_versions(s.name))})."""')
+            L.append("")
             self.emit_fields(s.fields, "        ")
             L.append("")
         self.emit_fields(m.fields, "    ")
@@ -176,6 +178,9 @@ class Gen:
                 if f.kind == "struct" and f.tagged.lo >= 0 and f.default != "null" and f.struct:
                     out.add(f.struct)
         return out
+
+    def struct_versions(self, sname: str) -> list[int]:
+        return sorted(v for (n, _), vs in self.versions_of.items() if n == sname for v in vs)
 
     def emit_fields(self, fields: list[FieldSpec], ind: str) -> None:
         for f in fields:

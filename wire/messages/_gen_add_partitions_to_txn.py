@@ -43,6 +43,8 @@ class AddPartitionsToTxnRequest:
 
     @dataclass(slots=True)
     class AddPartitionsToTxnTransaction:
+        """AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction (versions 4-5)."""
+
         transactional_id: str = ''
         producer_id: int = 0
         producer_epoch: int = 0
@@ -52,6 +54,8 @@ class AddPartitionsToTxnRequest:
 
     @dataclass(slots=True)
     class AddPartitionsToTxnTopic:
+        """AddPartitionsToTxnRequest.AddPartitionsToTxnTopic (versions 0-5)."""
+
         name: str = ''
         partitions: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -218,18 +222,24 @@ class AddPartitionsToTxnResponse:
 
     @dataclass(slots=True)
     class AddPartitionsToTxnResult:
+        """AddPartitionsToTxnResponse.AddPartitionsToTxnResult (versions 4-5)."""
+
         transactional_id: str = ''
         topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class AddPartitionsToTxnTopicResult:
+        """AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult (versions 0-5)."""
+
         name: str = ''
         results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class AddPartitionsToTxnPartitionResult:
+        """AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult (versions 0-5)."""
+
         partition_index: int = 0
         partition_error_code: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

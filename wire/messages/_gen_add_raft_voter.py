@@ -40,6 +40,8 @@ class AddRaftVoterRequest:
 
     @dataclass(slots=True)
     class Listener:
+        """AddRaftVoterRequest.Listener (versions 0)."""
+
         name: str = ''
         host: str = ''
         port: int = 0

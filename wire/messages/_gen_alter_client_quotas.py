@@ -45,18 +45,24 @@ class AlterClientQuotasRequest:
 
     @dataclass(slots=True)
     class EntryData:
+        """AlterClientQuotasRequest.EntryData (versions 0-1)."""
+
         entity: list[AlterClientQuotasRequest.EntityData] = field(default_factory=list)
         ops: list[AlterClientQuotasRequest.OpData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class EntityData:
+        """AlterClientQuotasRequest.EntityData (versions 0-1)."""
+
         entity_type: str = ''
         entity_name: str | None = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OpData:
+        """AlterClientQuotasRequest.OpData (versions 0-1)."""
+
         key: str = ''
         value: float = 0.0
         remove: bool = False
@@ -246,6 +252,8 @@ class AlterClientQuotasResponse:
 
     @dataclass(slots=True)
     class EntryData:
+        """AlterClientQuotasResponse.EntryData (versions 0-1)."""
+
         error_code: int = 0
         error_message: str | None = ''
         entity: list[AlterClientQuotasResponse.EntityData] = field(default_factory=list)
@@ -253,6 +261,8 @@ class AlterClientQuotasResponse:
 
     @dataclass(slots=True)
     class EntityData:
+        """AlterClientQuotasResponse.EntityData (versions 0-1)."""
+
         entity_type: str = ''
         entity_name: str | None = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

@@ -45,6 +45,8 @@ class AlterConfigsRequest:
 
     @dataclass(slots=True)
     class AlterConfigsResource:
+        """AlterConfigsRequest.AlterConfigsResource (versions 0-2)."""
+
         resource_type: int = 0
         resource_name: str = ''
         configs: list[AlterConfigsRequest.AlterableConfig] = field(default_factory=list)
@@ -52,6 +54,8 @@ class AlterConfigsRequest:
 
     @dataclass(slots=True)
     class AlterableConfig:
+        """AlterConfigsRequest.AlterableConfig (versions 0-2)."""
+
         name: str = ''
         value: str | None = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -210,6 +214,8 @@ class AlterConfigsResponse:
 
     @dataclass(slots=True)
     class AlterConfigsResourceResponse:
+        """AlterConfigsResponse.AlterConfigsResourceResponse (versions 0-2)."""
+
         error_code: int = 0
         error_message: str | None = ''
         resource_type: int = 0

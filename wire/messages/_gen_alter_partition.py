@@ -44,6 +44,8 @@ class AlterPartitionRequest:
 
     @dataclass(slots=True)
     class TopicData:
+        """AlterPartitionRequest.TopicData (versions 0-3)."""
+
         topic_name: str = ''
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[AlterPartitionRequest.PartitionData] = field(default_factory=list)
@@ -51,6 +53,8 @@ class AlterPartitionRequest:
 
     @dataclass(slots=True)
     class PartitionData:
+        """AlterPartitionRequest.PartitionData (versions 0-3)."""
+
         partition_index: int = 0
         leader_epoch: int = 0
         new_isr: list[int] = field(default_factory=list)
@@ -61,6 +65,8 @@ class AlterPartitionRequest:
 
     @dataclass(slots=True)
     class BrokerState:
+        """AlterPartitionRequest.BrokerState (versions 3)."""
+
         broker_id: int = 0
         broker_epoch: int = -1
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -358,6 +364,8 @@ class AlterPartitionResponse:
 
     @dataclass(slots=True)
     class TopicData:
+        """AlterPartitionResponse.TopicData (versions 0-3)."""
+
         topic_name: str = ''
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[AlterPartitionResponse.PartitionData] = field(default_factory=list)
@@ -365,6 +373,8 @@ class AlterPartitionResponse:
 
     @dataclass(slots=True)
     class PartitionData:
+        """AlterPartitionResponse.PartitionData (versions 0-3)."""
+
         partition_index: int = 0
         error_code: int = 0
         leader_id: int = 0

@@ -41,12 +41,16 @@ class AlterPartitionReassignmentsRequest:
 
     @dataclass(slots=True)
     class ReassignableTopic:
+        """AlterPartitionReassignmentsRequest.ReassignableTopic (versions 0)."""
+
         name: str = ''
         partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class ReassignablePartition:
+        """AlterPartitionReassignmentsRequest.ReassignablePartition (versions 0)."""
+
         partition_index: int = 0
         replicas: list[int] | None = None
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -154,12 +158,16 @@ class AlterPartitionReassignmentsResponse:
 
     @dataclass(slots=True)
     class ReassignableTopicResponse:
+        """AlterPartitionReassignmentsResponse.ReassignableTopicResponse (versions 0)."""
+
         name: str = ''
         partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class ReassignablePartitionResponse:
+        """AlterPartitionReassignmentsResponse.ReassignablePartitionResponse (versions 0)."""
+
         partition_index: int = 0
         error_code: int = 0
         error_message: str | None = ''

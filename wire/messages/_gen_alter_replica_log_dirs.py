@@ -41,12 +41,16 @@ class AlterReplicaLogDirsRequest:
 
     @dataclass(slots=True)
     class AlterReplicaLogDir:
+        """AlterReplicaLogDirsRequest.AlterReplicaLogDir (versions 0-2)."""
+
         path: str = ''
         topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class AlterReplicaLogDirTopic:
+        """AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic (versions 0-2)."""
+
         name: str = ''
         partitions: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -192,12 +196,16 @@ class AlterReplicaLogDirsResponse:
 
     @dataclass(slots=True)
     class AlterReplicaLogDirTopicResult:
+        """AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult (versions 0-2)."""
+
         topic_name: str = ''
         partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class AlterReplicaLogDirPartitionResult:
+        """AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult (versions 0-2)."""
+
         partition_index: int = 0
         error_code: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

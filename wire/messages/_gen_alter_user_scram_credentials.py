@@ -43,12 +43,16 @@ class AlterUserScramCredentialsRequest:
 
     @dataclass(slots=True)
     class ScramCredentialDeletion:
+        """AlterUserScramCredentialsRequest.ScramCredentialDeletion (versions 0)."""
+
         name: str = ''
         mechanism: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class ScramCredentialUpsertion:
+        """AlterUserScramCredentialsRequest.ScramCredentialUpsertion (versions 0)."""
+
         name: str = ''
         mechanism: int = 0
         iterations: int = 0
@@ -165,6 +169,8 @@ class AlterUserScramCredentialsResponse:
 
     @dataclass(slots=True)
     class AlterUserScramCredentialsResult:
+        """AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult (versions 0)."""
+
         user: str = ''
         error_code: int = 0
         error_message: str | None = ''

@@ -112,6 +112,8 @@ class ApiVersionsResponse:
 
     @dataclass(slots=True)
     class ApiVersion:
+        """ApiVersionsResponse.ApiVersion (versions 0-4)."""
+
         api_key: int = 0
         min_version: int = 0
         max_version: int = 0
@@ -119,6 +121,8 @@ class ApiVersionsResponse:
 
     @dataclass(slots=True)
     class SupportedFeatureKey:
+        """ApiVersionsResponse.SupportedFeatureKey (versions 3-4)."""
+
         name: str = ''
         min_version: int = 0
         max_version: int = 0
@@ -126,6 +130,8 @@ class ApiVersionsResponse:
 
     @dataclass(slots=True)
     class FinalizedFeatureKey:
+        """ApiVersionsResponse.FinalizedFeatureKey (versions 3-4)."""
+
         name: str = ''
         max_version_level: int = 0
         min_version_level: int = 0

@@ -37,18 +37,24 @@ class AssignReplicasToDirsRequest:
 
     @dataclass(slots=True)
     class DirectoryData:
+        """AssignReplicasToDirsRequest.DirectoryData (versions 0)."""
+
         id: uuid.UUID = _ZERO_UUID
         topics: list[AssignReplicasToDirsRequest.TopicData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class TopicData:
+        """AssignReplicasToDirsRequest.TopicData (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[AssignReplicasToDirsRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """AssignReplicasToDirsRequest.PartitionData (versions 0)."""
+
         partition_index: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
@@ -176,18 +182,24 @@ class AssignReplicasToDirsResponse:
 
     @dataclass(slots=True)
     class DirectoryData:
+        """AssignReplicasToDirsResponse.DirectoryData (versions 0)."""
+
         id: uuid.UUID = _ZERO_UUID
         topics: list[AssignReplicasToDirsResponse.TopicData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class TopicData:
+        """AssignReplicasToDirsResponse.TopicData (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[AssignReplicasToDirsResponse.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """AssignReplicasToDirsResponse.PartitionData (versions 0)."""
+
         partition_index: int = 0
         error_code: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

@@ -49,12 +49,16 @@ class BeginQuorumEpochRequest:
 
     @dataclass(slots=True)
     class TopicData:
+        """BeginQuorumEpochRequest.TopicData (versions 0-1)."""
+
         topic_name: str = ''
         partitions: list[BeginQuorumEpochRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """BeginQuorumEpochRequest.PartitionData (versions 0-1)."""
+
         partition_index: int = 0
         voter_directory_id: uuid.UUID = _ZERO_UUID
         leader_id: int = 0
@@ -63,6 +67,8 @@ class BeginQuorumEpochRequest:
 
     @dataclass(slots=True)
     class LeaderEndpoint:
+        """BeginQuorumEpochRequest.LeaderEndpoint (versions 1)."""
+
         name: str = ''
         host: str = ''
         port: int = 0
@@ -243,12 +249,16 @@ class BeginQuorumEpochResponse:
 
     @dataclass(slots=True)
     class TopicData:
+        """BeginQuorumEpochResponse.TopicData (versions 0-1)."""
+
         topic_name: str = ''
         partitions: list[BeginQuorumEpochResponse.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """BeginQuorumEpochResponse.PartitionData (versions 0-1)."""
+
         partition_index: int = 0
         error_code: int = 0
         leader_id: int = 0
@@ -257,6 +267,8 @@ class BeginQuorumEpochResponse:
 
     @dataclass(slots=True)
     class NodeEndpoint:
+        """BeginQuorumEpochResponse.NodeEndpoint (versions 1)."""
+
         node_id: int = 0
         host: str = ''
         port: int = 0

@@ -47,6 +47,8 @@ class BrokerRegistrationRequest:
 
     @dataclass(slots=True)
     class Listener:
+        """BrokerRegistrationRequest.Listener (versions 0-4)."""
+
         name: str = ''
         host: str = ''
         port: int = 0
@@ -55,6 +57,8 @@ class BrokerRegistrationRequest:
 
     @dataclass(slots=True)
     class Feature:
+        """BrokerRegistrationRequest.Feature (versions 0-4)."""
+
         name: str = ''
         min_supported_version: int = 0
         max_supported_version: int = 0

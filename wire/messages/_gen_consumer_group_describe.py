@@ -104,6 +104,8 @@ class ConsumerGroupDescribeResponse:
 
     @dataclass(slots=True)
     class DescribedGroup:
+        """ConsumerGroupDescribeResponse.DescribedGroup (versions 0)."""
+
         error_code: int = 0
         error_message: str | None = None
         group_id: str = ''
@@ -117,6 +119,8 @@ class ConsumerGroupDescribeResponse:
 
     @dataclass(slots=True)
     class Member:
+        """ConsumerGroupDescribeResponse.Member (versions 0)."""
+
         member_id: str = ''
         instance_id: str | None = None
         rack_id: str | None = None
@@ -131,11 +135,15 @@ class ConsumerGroupDescribeResponse:
 
     @dataclass(slots=True)
     class Assignment:
+        """ConsumerGroupDescribeResponse.Assignment (versions 0)."""
+
         topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class TopicPartitions:
+        """ConsumerGroupDescribeResponse.TopicPartitions (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         topic_name: str = ''
         partitions: list[int] = field(default_factory=list)

@@ -46,6 +46,8 @@ class ConsumerGroupHeartbeatRequest:
 
     @dataclass(slots=True)
     class TopicPartitions:
+        """ConsumerGroupHeartbeatRequest.TopicPartitions (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -161,11 +163,15 @@ class ConsumerGroupHeartbeatResponse:
 
     @dataclass(slots=True)
     class Assignment:
+        """ConsumerGroupHeartbeatResponse.Assignment (versions 0)."""
+
         topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class TopicPartitions:
+        """ConsumerGroupHeartbeatResponse.TopicPartitions (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

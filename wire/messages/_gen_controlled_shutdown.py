@@ -120,6 +120,8 @@ class ControlledShutdownResponse:
 
     @dataclass(slots=True)
     class RemainingPartition:
+        """ControlledShutdownResponse.RemainingPartition (versions 0-3)."""
+
         topic_name: str = ''
         partition_index: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

@@ -41,6 +41,8 @@ class ControllerRegistrationRequest:
 
     @dataclass(slots=True)
     class Listener:
+        """ControllerRegistrationRequest.Listener (versions 0)."""
+
         name: str = ''
         host: str = ''
         port: int = 0
@@ -49,6 +51,8 @@ class ControllerRegistrationRequest:
 
     @dataclass(slots=True)
     class Feature:
+        """ControllerRegistrationRequest.Feature (versions 0)."""
+
         name: str = ''
         min_supported_version: int = 0
         max_supported_version: int = 0

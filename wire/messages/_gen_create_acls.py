@@ -45,6 +45,8 @@ class CreateAclsRequest:
 
     @dataclass(slots=True)
     class AclCreation:
+        """CreateAclsRequest.AclCreation (versions 0-3)."""
+
         resource_type: int = 0
         resource_name: str = ''
         resource_pattern_type: int = 3
@@ -219,6 +221,8 @@ class CreateAclsResponse:
 
     @dataclass(slots=True)
     class AclCreationResult:
+        """CreateAclsResponse.AclCreationResult (versions 0-3)."""
+
         error_code: int = 0
         error_message: str | None = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

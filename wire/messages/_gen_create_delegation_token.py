@@ -47,6 +47,8 @@ class CreateDelegationTokenRequest:
 
     @dataclass(slots=True)
     class CreatableRenewers:
+        """CreateDelegationTokenRequest.CreatableRenewers (versions 0-3)."""
+
         principal_type: str = ''
         principal_name: str = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

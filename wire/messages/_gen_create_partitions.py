@@ -47,6 +47,8 @@ class CreatePartitionsRequest:
 
     @dataclass(slots=True)
     class CreatePartitionsTopic:
+        """CreatePartitionsRequest.CreatePartitionsTopic (versions 0-3)."""
+
         name: str = ''
         count: int = 0
         assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None = field(default_factory=list)
@@ -54,6 +56,8 @@ class CreatePartitionsRequest:
 
     @dataclass(slots=True)
     class CreatePartitionsAssignment:
+        """CreatePartitionsRequest.CreatePartitionsAssignment (versions 0-3)."""
+
         broker_ids: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
@@ -206,6 +210,8 @@ class CreatePartitionsResponse:
 
     @dataclass(slots=True)
     class CreatePartitionsTopicResult:
+        """CreatePartitionsResponse.CreatePartitionsTopicResult (versions 0-3)."""
+
         name: str = ''
         error_code: int = 0
         error_message: str | None = None

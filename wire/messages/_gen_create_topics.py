@@ -52,6 +52,8 @@ class CreateTopicsRequest:
 
     @dataclass(slots=True)
     class CreatableTopic:
+        """CreateTopicsRequest.CreatableTopic (versions 0-7)."""
+
         name: str = ''
         num_partitions: int = 0
         replication_factor: int = 0
@@ -61,12 +63,16 @@ class CreateTopicsRequest:
 
     @dataclass(slots=True)
     class CreatableReplicaAssignment:
+        """CreateTopicsRequest.CreatableReplicaAssignment (versions 0-7)."""
+
         partition_index: int = 0
         broker_ids: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class CreatableTopicConfig:
+        """CreateTopicsRequest.CreatableTopicConfig (versions 0-7)."""
+
         name: str = ''
         value: str | None = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -283,6 +289,8 @@ class CreateTopicsResponse:
 
     @dataclass(slots=True)
     class CreatableTopicResult:
+        """CreateTopicsResponse.CreatableTopicResult (versions 0-7)."""
+
         name: str = ''
         topic_id: uuid.UUID = _ZERO_UUID
         error_code: int = 0
@@ -295,6 +303,8 @@ class CreateTopicsResponse:
 
     @dataclass(slots=True)
     class CreatableTopicConfigs:
+        """CreateTopicsResponse.CreatableTopicConfigs (versions 5-7)."""
+
         name: str = ''
         value: str | None = ''
         read_only: bool = False

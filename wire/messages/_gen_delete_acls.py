@@ -45,6 +45,8 @@ class DeleteAclsRequest:
 
     @dataclass(slots=True)
     class DeleteAclsFilter:
+        """DeleteAclsRequest.DeleteAclsFilter (versions 0-3)."""
+
         resource_type_filter: int = 0
         resource_name_filter: str | None = ''
         pattern_type_filter: int = 3
@@ -219,6 +221,8 @@ class DeleteAclsResponse:
 
     @dataclass(slots=True)
     class DeleteAclsFilterResult:
+        """DeleteAclsResponse.DeleteAclsFilterResult (versions 0-3)."""
+
         error_code: int = 0
         error_message: str | None = ''
         matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl] = field(default_factory=list)
@@ -226,6 +230,8 @@ class DeleteAclsResponse:
 
     @dataclass(slots=True)
     class DeleteAclsMatchingAcl:
+        """DeleteAclsResponse.DeleteAclsMatchingAcl (versions 0-3)."""
+
         error_code: int = 0
         error_message: str | None = ''
         resource_type: int = 0

@@ -107,6 +107,8 @@ class DeleteGroupsResponse:
 
     @dataclass(slots=True)
     class DeletableGroupResult:
+        """DeleteGroupsResponse.DeletableGroupResult (versions 0-2)."""
+
         group_id: str = ''
         error_code: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

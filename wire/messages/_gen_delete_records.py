@@ -40,12 +40,16 @@ class DeleteRecordsRequest:
 
     @dataclass(slots=True)
     class DeleteRecordsTopic:
+        """DeleteRecordsRequest.DeleteRecordsTopic (versions 0-2)."""
+
         name: str = ''
         partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class DeleteRecordsPartition:
+        """DeleteRecordsRequest.DeleteRecordsPartition (versions 0-2)."""
+
         partition_index: int = 0
         offset: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -192,12 +196,16 @@ class DeleteRecordsResponse:
 
     @dataclass(slots=True)
     class DeleteRecordsTopicResult:
+        """DeleteRecordsResponse.DeleteRecordsTopicResult (versions 0-2)."""
+
         name: str = ''
         partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class DeleteRecordsPartitionResult:
+        """DeleteRecordsResponse.DeleteRecordsPartitionResult (versions 0-2)."""
+
         partition_index: int = 0
         low_watermark: int = 0
         error_code: int = 0

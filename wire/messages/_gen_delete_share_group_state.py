@@ -40,12 +40,16 @@ class DeleteShareGroupStateRequest:
 
     @dataclass(slots=True)
     class DeleteStateData:
+        """DeleteShareGroupStateRequest.DeleteStateData (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[DeleteShareGroupStateRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """DeleteShareGroupStateRequest.PartitionData (versions 0)."""
+
         partition: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
@@ -150,12 +154,16 @@ class DeleteShareGroupStateResponse:
 
     @dataclass(slots=True)
     class DeleteStateResult:
+        """DeleteShareGroupStateResponse.DeleteStateResult (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[DeleteShareGroupStateResponse.PartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionResult:
+        """DeleteShareGroupStateResponse.PartitionResult (versions 0)."""
+
         partition: int = 0
         error_code: int = 0
         error_message: str | None = None

@@ -44,6 +44,8 @@ class DeleteTopicsRequest:
 
     @dataclass(slots=True)
     class DeleteTopicState:
+        """DeleteTopicsRequest.DeleteTopicState (versions 6)."""
+
         name: str | None = None
         topic_id: uuid.UUID = _ZERO_UUID
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -167,6 +169,8 @@ class DeleteTopicsResponse:
 
     @dataclass(slots=True)
     class DeletableTopicResult:
+        """DeleteTopicsResponse.DeletableTopicResult (versions 0-6)."""
+
         name: str | None = ''
         topic_id: uuid.UUID = _ZERO_UUID
         error_code: int = 0

@@ -171,6 +171,8 @@ class DescribeAclsResponse:
 
     @dataclass(slots=True)
     class DescribeAclsResource:
+        """DescribeAclsResponse.DescribeAclsResource (versions 0-3)."""
+
         resource_type: int = 0
         resource_name: str = ''
         pattern_type: int = 3
@@ -179,6 +181,8 @@ class DescribeAclsResponse:
 
     @dataclass(slots=True)
     class AclDescription:
+        """DescribeAclsResponse.AclDescription (versions 0-3)."""
+
         principal: str = ''
         host: str = ''
         operation: int = 0

@@ -46,6 +46,8 @@ class DescribeClientQuotasRequest:
 
     @dataclass(slots=True)
     class ComponentData:
+        """DescribeClientQuotasRequest.ComponentData (versions 0-1)."""
+
         entity_type: str = ''
         match_type: int = 0
         match: str | None = ''
@@ -169,18 +171,24 @@ class DescribeClientQuotasResponse:
 
     @dataclass(slots=True)
     class EntryData:
+        """DescribeClientQuotasResponse.EntryData (versions 0-1)."""
+
         entity: list[DescribeClientQuotasResponse.EntityData] = field(default_factory=list)
         values: list[DescribeClientQuotasResponse.ValueData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class EntityData:
+        """DescribeClientQuotasResponse.EntityData (versions 0-1)."""
+
         entity_type: str = ''
         entity_name: str | None = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class ValueData:
+        """DescribeClientQuotasResponse.ValueData (versions 0-1)."""
+
         key: str = ''
         value: float = 0.0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

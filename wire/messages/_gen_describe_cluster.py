@@ -115,6 +115,8 @@ class DescribeClusterResponse:
 
     @dataclass(slots=True)
     class DescribeClusterBroker:
+        """DescribeClusterResponse.DescribeClusterBroker (versions 0-1)."""
+
         broker_id: int = 0
         host: str = ''
         port: int = 0

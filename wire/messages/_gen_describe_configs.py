@@ -50,6 +50,8 @@ class DescribeConfigsRequest:
 
     @dataclass(slots=True)
     class DescribeConfigsResource:
+        """DescribeConfigsRequest.DescribeConfigsResource (versions 0-4)."""
+
         resource_type: int = 0
         resource_name: str = ''
         configuration_keys: list[str] | None = field(default_factory=list)
@@ -201,6 +203,8 @@ class DescribeConfigsResponse:
 
     @dataclass(slots=True)
     class DescribeConfigsResult:
+        """DescribeConfigsResponse.DescribeConfigsResult (versions 0-4)."""
+
         error_code: int = 0
         error_message: str | None = ''
         resource_type: int = 0
@@ -210,6 +214,8 @@ class DescribeConfigsResponse:
 
     @dataclass(slots=True)
     class DescribeConfigsResourceResult:
+        """DescribeConfigsResponse.DescribeConfigsResourceResult (versions 0-4)."""
+
         name: str = ''
         value: str | None = ''
         read_only: bool = False
@@ -223,6 +229,8 @@ class DescribeConfigsResponse:
 
     @dataclass(slots=True)
     class DescribeConfigsSynonym:
+        """DescribeConfigsResponse.DescribeConfigsSynonym (versions 1-4)."""
+
         name: str = ''
         value: str | None = ''
         source: int = 0

@@ -45,6 +45,8 @@ class DescribeDelegationTokenRequest:
 
     @dataclass(slots=True)
     class DescribeDelegationTokenOwner:
+        """DescribeDelegationTokenRequest.DescribeDelegationTokenOwner (versions 0-3)."""
+
         principal_type: str = ''
         principal_name: str = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -154,6 +156,8 @@ class DescribeDelegationTokenResponse:
 
     @dataclass(slots=True)
     class DescribedDelegationToken:
+        """DescribeDelegationTokenResponse.DescribedDelegationToken (versions 0-3)."""
+
         principal_type: str = ''
         principal_name: str = ''
         token_requester_principal_type: str = ''
@@ -168,6 +172,8 @@ class DescribeDelegationTokenResponse:
 
     @dataclass(slots=True)
     class DescribedDelegationTokenRenewer:
+        """DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer (versions 0-3)."""
+
         principal_type: str = ''
         principal_name: str = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

@@ -135,6 +135,8 @@ class DescribeGroupsResponse:
 
     @dataclass(slots=True)
     class DescribedGroup:
+        """DescribeGroupsResponse.DescribedGroup (versions 0-5)."""
+
         error_code: int = 0
         group_id: str = ''
         group_state: str = ''
@@ -146,6 +148,8 @@ class DescribeGroupsResponse:
 
     @dataclass(slots=True)
     class DescribedGroupMember:
+        """DescribeGroupsResponse.DescribedGroupMember (versions 0-5)."""
+
         member_id: str = ''
         group_instance_id: str | None = None
         client_id: str = ''

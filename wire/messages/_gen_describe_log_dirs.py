@@ -45,6 +45,8 @@ class DescribeLogDirsRequest:
 
     @dataclass(slots=True)
     class DescribableLogDirTopic:
+        """DescribeLogDirsRequest.DescribableLogDirTopic (versions 0-4)."""
+
         topic: str = ''
         partitions: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -154,6 +156,8 @@ class DescribeLogDirsResponse:
 
     @dataclass(slots=True)
     class DescribeLogDirsResult:
+        """DescribeLogDirsResponse.DescribeLogDirsResult (versions 0-4)."""
+
         error_code: int = 0
         log_dir: str = ''
         topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = field(default_factory=list)
@@ -163,12 +167,16 @@ class DescribeLogDirsResponse:
 
     @dataclass(slots=True)
     class DescribeLogDirsTopic:
+        """DescribeLogDirsResponse.DescribeLogDirsTopic (versions 0-4)."""
+
         name: str = ''
         partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class DescribeLogDirsPartition:
+        """DescribeLogDirsResponse.DescribeLogDirsPartition (versions 0-4)."""
+
         partition_index: int = 0
         partition_size: int = 0
         offset_lag: int = 0

@@ -42,6 +42,8 @@ class DescribeProducersRequest:
 
     @dataclass(slots=True)
     class TopicRequest:
+        """DescribeProducersRequest.TopicRequest (versions 0)."""
+
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -124,12 +126,16 @@ class DescribeProducersResponse:
 
     @dataclass(slots=True)
     class TopicResponse:
+        """DescribeProducersResponse.TopicResponse (versions 0)."""
+
         name: str = ''
         partitions: list[DescribeProducersResponse.PartitionResponse] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionResponse:
+        """DescribeProducersResponse.PartitionResponse (versions 0)."""
+
         partition_index: int = 0
         error_code: int = 0
         error_message: str | None = None
@@ -138,6 +144,8 @@ class DescribeProducersResponse:
 
     @dataclass(slots=True)
     class ProducerState:
+        """DescribeProducersResponse.ProducerState (versions 0)."""
+
         producer_id: int = 0
         producer_epoch: int = 0
         last_sequence: int = -1

@@ -46,12 +46,16 @@ class DescribeQuorumRequest:
 
     @dataclass(slots=True)
     class TopicData:
+        """DescribeQuorumRequest.TopicData (versions 0-2)."""
+
         topic_name: str = ''
         partitions: list[DescribeQuorumRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """DescribeQuorumRequest.PartitionData (versions 0-2)."""
+
         partition_index: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
@@ -151,12 +155,16 @@ class DescribeQuorumResponse:
 
     @dataclass(slots=True)
     class TopicData:
+        """DescribeQuorumResponse.TopicData (versions 0-2)."""
+
         topic_name: str = ''
         partitions: list[DescribeQuorumResponse.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """DescribeQuorumResponse.PartitionData (versions 0-2)."""
+
         partition_index: int = 0
         error_code: int = 0
         error_message: str | None = ''
@@ -169,6 +177,8 @@ class DescribeQuorumResponse:
 
     @dataclass(slots=True)
     class ReplicaState:
+        """DescribeQuorumResponse.ReplicaState (versions 0-2)."""
+
         replica_id: int = 0
         replica_directory_id: uuid.UUID = _ZERO_UUID
         log_end_offset: int = 0
@@ -178,12 +188,16 @@ class DescribeQuorumResponse:
 
     @dataclass(slots=True)
     class Node:
+        """DescribeQuorumResponse.Node (versions 2)."""
+
         node_id: int = 0
         listeners: list[DescribeQuorumResponse.Listener] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class Listener:
+        """DescribeQuorumResponse.Listener (versions 2)."""
+
         name: str = ''
         host: str = ''
         port: int = 0

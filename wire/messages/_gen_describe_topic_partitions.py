@@ -45,11 +45,15 @@ class DescribeTopicPartitionsRequest:
 
     @dataclass(slots=True)
     class TopicRequest:
+        """DescribeTopicPartitionsRequest.TopicRequest (versions 0)."""
+
         name: str = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class Cursor:
+        """DescribeTopicPartitionsRequest.Cursor (versions 0)."""
+
         topic_name: str = ''
         partition_index: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -167,6 +171,8 @@ class DescribeTopicPartitionsResponse:
 
     @dataclass(slots=True)
     class DescribeTopicPartitionsResponseTopic:
+        """DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic (versions 0)."""
+
         error_code: int = 0
         name: str | None = ''
         topic_id: uuid.UUID = _ZERO_UUID
@@ -177,6 +183,8 @@ class DescribeTopicPartitionsResponse:
 
     @dataclass(slots=True)
     class DescribeTopicPartitionsResponsePartition:
+        """DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition (versions 0)."""
+
         error_code: int = 0
         partition_index: int = 0
         leader_id: int = 0
@@ -190,6 +198,8 @@ class DescribeTopicPartitionsResponse:
 
     @dataclass(slots=True)
     class Cursor:
+        """DescribeTopicPartitionsResponse.Cursor (versions 0)."""
+
         topic_name: str = ''
         partition_index: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

@@ -96,6 +96,8 @@ class DescribeTransactionsResponse:
 
     @dataclass(slots=True)
     class TransactionState:
+        """DescribeTransactionsResponse.TransactionState (versions 0)."""
+
         error_code: int = 0
         transactional_id: str = ''
         transaction_state: str = ''
@@ -108,6 +110,8 @@ class DescribeTransactionsResponse:
 
     @dataclass(slots=True)
     class TopicData:
+        """DescribeTransactionsResponse.TopicData (versions 0)."""
+
         topic: str = ''
         partitions: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

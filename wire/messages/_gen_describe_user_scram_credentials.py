@@ -41,6 +41,8 @@ class DescribeUserScramCredentialsRequest:
 
     @dataclass(slots=True)
     class UserName:
+        """DescribeUserScramCredentialsRequest.UserName (versions 0)."""
+
         name: str = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
@@ -119,6 +121,8 @@ class DescribeUserScramCredentialsResponse:
 
     @dataclass(slots=True)
     class DescribeUserScramCredentialsResult:
+        """DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult (versions 0)."""
+
         user: str = ''
         error_code: int = 0
         error_message: str | None = ''
@@ -127,6 +131,8 @@ class DescribeUserScramCredentialsResponse:
 
     @dataclass(slots=True)
     class CredentialInfo:
+        """DescribeUserScramCredentialsResponse.CredentialInfo (versions 0)."""
+
         mechanism: int = 0
         iterations: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

@@ -47,6 +47,8 @@ class ElectLeadersRequest:
 
     @dataclass(slots=True)
     class TopicPartitions:
+        """ElectLeadersRequest.TopicPartitions (versions 0-2)."""
+
         topic: str = ''
         partitions: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -185,12 +187,16 @@ class ElectLeadersResponse:
 
     @dataclass(slots=True)
     class ReplicaElectionResult:
+        """ElectLeadersResponse.ReplicaElectionResult (versions 0-2)."""
+
         topic: str = ''
         partition_result: list[ElectLeadersResponse.PartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionResult:
+        """ElectLeadersResponse.PartitionResult (versions 0-2)."""
+
         partition_id: int = 0
         error_code: int = 0
         error_message: str | None = ''

@@ -51,12 +51,16 @@ class EndQuorumEpochRequest:
 
     @dataclass(slots=True)
     class TopicData:
+        """EndQuorumEpochRequest.TopicData (versions 0-1)."""
+
         topic_name: str = ''
         partitions: list[EndQuorumEpochRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """EndQuorumEpochRequest.PartitionData (versions 0-1)."""
+
         partition_index: int = 0
         leader_id: int = 0
         leader_epoch: int = 0
@@ -66,12 +70,16 @@ class EndQuorumEpochRequest:
 
     @dataclass(slots=True)
     class ReplicaInfo:
+        """EndQuorumEpochRequest.ReplicaInfo (versions 1)."""
+
         candidate_id: int = 0
         candidate_directory_id: uuid.UUID = _ZERO_UUID
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class LeaderEndpoint:
+        """EndQuorumEpochRequest.LeaderEndpoint (versions 1)."""
+
         name: str = ''
         host: str = ''
         port: int = 0
@@ -272,12 +280,16 @@ class EndQuorumEpochResponse:
 
     @dataclass(slots=True)
     class TopicData:
+        """EndQuorumEpochResponse.TopicData (versions 0-1)."""
+
         topic_name: str = ''
         partitions: list[EndQuorumEpochResponse.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """EndQuorumEpochResponse.PartitionData (versions 0-1)."""
+
         partition_index: int = 0
         error_code: int = 0
         leader_id: int = 0
@@ -286,6 +298,8 @@ class EndQuorumEpochResponse:
 
     @dataclass(slots=True)
     class NodeEndpoint:
+        """EndQuorumEpochResponse.NodeEndpoint (versions 1)."""
+
         node_id: int = 0
         host: str = ''
         port: int = 0

@@ -66,12 +66,16 @@ class FetchRequest:
 
     @dataclass(slots=True)
     class ReplicaState:
+        """FetchRequest.ReplicaState (versions 15-17)."""
+
         replica_id: int = -1
         replica_epoch: int = -1
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class FetchTopic:
+        """FetchRequest.FetchTopic (versions 0-17)."""
+
         topic: str = ''
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[FetchRequest.FetchPartition] = field(default_factory=list)
@@ -79,6 +83,8 @@ class FetchRequest:
 
     @dataclass(slots=True)
     class FetchPartition:
+        """FetchRequest.FetchPartition (versions 0-17)."""
+
         partition: int = 0
         current_leader_epoch: int = -1
         fetch_offset: int = 0
@@ -90,6 +96,8 @@ class FetchRequest:
 
     @dataclass(slots=True)
     class ForgottenTopic:
+        """FetchRequest.ForgottenTopic (versions 7-17)."""
+
         topic: str = ''
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[int] = field(default_factory=list)
@@ -741,6 +749,8 @@ class FetchResponse:
 
     @dataclass(slots=True)
     class FetchableTopicResponse:
+        """FetchResponse.FetchableTopicResponse (versions 0-17)."""
+
         topic: str = ''
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[FetchResponse.PartitionData] = field(default_factory=list)
@@ -748,6 +758,8 @@ class FetchResponse:
 
     @dataclass(slots=True)
     class PartitionData:
+        """FetchResponse.PartitionData (versions 0-17)."""
+
         partition_index: int = 0
         error_code: int = 0
         high_watermark: int = 0
@@ -763,30 +775,40 @@ class FetchResponse:
 
     @dataclass(slots=True)
     class EpochEndOffset:
+        """FetchResponse.EpochEndOffset (versions 12-17)."""
+
         epoch: int = -1
         end_offset: int = -1
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class LeaderIdAndEpoch:
+        """FetchResponse.LeaderIdAndEpoch (versions 12-17)."""
+
         leader_id: int = -1
         leader_epoch: int = -1
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class SnapshotId:
+        """FetchResponse.SnapshotId (versions 12-17)."""
+
         end_offset: int = -1
         epoch: int = -1
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class AbortedTransaction:
+        """FetchResponse.AbortedTransaction (versions 4-17)."""
+
         producer_id: int = 0
         first_offset: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class NodeEndpoint:
+        """FetchResponse.NodeEndpoint (versions 16-17)."""
+
         node_id: int = 0
         host: str = ''
         port: int = 0

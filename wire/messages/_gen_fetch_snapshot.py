@@ -50,12 +50,16 @@ class FetchSnapshotRequest:
 
     @dataclass(slots=True)
     class TopicSnapshot:
+        """FetchSnapshotRequest.TopicSnapshot (versions 0-1)."""
+
         name: str = ''
         partitions: list[FetchSnapshotRequest.PartitionSnapshot] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionSnapshot:
+        """FetchSnapshotRequest.PartitionSnapshot (versions 0-1)."""
+
         partition: int = 0
         current_leader_epoch: int = 0
         snapshot_id: FetchSnapshotRequest.SnapshotId = field(default_factory=lambda: FetchSnapshotRequest.SnapshotId())
@@ -65,6 +69,8 @@ class FetchSnapshotRequest:
 
     @dataclass(slots=True)
     class SnapshotId:
+        """FetchSnapshotRequest.SnapshotId (versions 0-1)."""
+
         end_offset: int = 0
         epoch: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -319,12 +325,16 @@ class FetchSnapshotResponse:
 
     @dataclass(slots=True)
     class TopicSnapshot:
+        """FetchSnapshotResponse.TopicSnapshot (versions 0-1)."""
+
         name: str = ''
         partitions: list[FetchSnapshotResponse.PartitionSnapshot] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionSnapshot:
+        """FetchSnapshotResponse.PartitionSnapshot (versions 0-1)."""
+
         index: int = 0
         error_code: int = 0
         snapshot_id: FetchSnapshotResponse.SnapshotId = field(default_factory=lambda: FetchSnapshotResponse.SnapshotId())
@@ -336,18 +346,24 @@ class FetchSnapshotResponse:
 
     @dataclass(slots=True)
     class SnapshotId:
+        """FetchSnapshotResponse.SnapshotId (versions 0-1)."""
+
         end_offset: int = 0
         epoch: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class LeaderIdAndEpoch:
+        """FetchSnapshotResponse.LeaderIdAndEpoch (versions 0-1)."""
+
         leader_id: int = 0
         leader_epoch: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class NodeEndpoint:
+        """FetchSnapshotResponse.NodeEndpoint (versions 1)."""
+
         node_id: int = 0
         host: str = ''
         port: int = 0

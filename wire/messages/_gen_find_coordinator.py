@@ -153,6 +153,8 @@ class FindCoordinatorResponse:
 
     @dataclass(slots=True)
     class Coordinator:
+        """FindCoordinatorResponse.Coordinator (versions 4-6)."""
+
         key: str = ''
         node_id: int = 0
         host: str = ''

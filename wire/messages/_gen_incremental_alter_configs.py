@@ -45,6 +45,8 @@ class IncrementalAlterConfigsRequest:
 
     @dataclass(slots=True)
     class AlterConfigsResource:
+        """IncrementalAlterConfigsRequest.AlterConfigsResource (versions 0-1)."""
+
         resource_type: int = 0
         resource_name: str = ''
         configs: list[IncrementalAlterConfigsRequest.AlterableConfig] = field(default_factory=list)
@@ -52,6 +54,8 @@ class IncrementalAlterConfigsRequest:
 
     @dataclass(slots=True)
     class AlterableConfig:
+        """IncrementalAlterConfigsRequest.AlterableConfig (versions 0-1)."""
+
         name: str = ''
         config_operation: int = 0
         value: str | None = ''
@@ -217,6 +221,8 @@ class IncrementalAlterConfigsResponse:
 
     @dataclass(slots=True)
     class AlterConfigsResourceResponse:
+        """IncrementalAlterConfigsResponse.AlterConfigsResourceResponse (versions 0-1)."""
+
         error_code: int = 0
         error_message: str | None = ''
         resource_type: int = 0

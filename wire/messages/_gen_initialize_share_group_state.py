@@ -40,12 +40,16 @@ class InitializeShareGroupStateRequest:
 
     @dataclass(slots=True)
     class InitializeStateData:
+        """InitializeShareGroupStateRequest.InitializeStateData (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[InitializeShareGroupStateRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """InitializeShareGroupStateRequest.PartitionData (versions 0)."""
+
         partition: int = 0
         state_epoch: int = 0
         start_offset: int = 0
@@ -152,12 +156,16 @@ class InitializeShareGroupStateResponse:
 
     @dataclass(slots=True)
     class InitializeStateResult:
+        """InitializeShareGroupStateResponse.InitializeStateResult (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[InitializeShareGroupStateResponse.PartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionResult:
+        """InitializeShareGroupStateResponse.PartitionResult (versions 0)."""
+
         partition: int = 0
         error_code: int = 0
         error_message: str | None = None

@@ -50,6 +50,8 @@ class JoinGroupRequest:
 
     @dataclass(slots=True)
     class JoinGroupRequestProtocol:
+        """JoinGroupRequest.JoinGroupRequestProtocol (versions 0-9)."""
+
         name: str = ''
         metadata: _Bytes = b''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -279,6 +281,8 @@ class JoinGroupResponse:
 
     @dataclass(slots=True)
     class JoinGroupResponseMember:
+        """JoinGroupResponse.JoinGroupResponseMember (versions 0-9)."""
+
         member_id: str = ''
         group_instance_id: str | None = None
         metadata: _Bytes = b''

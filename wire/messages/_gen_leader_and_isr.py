@@ -50,6 +50,8 @@ class LeaderAndIsrRequest:
 
     @dataclass(slots=True)
     class LeaderAndIsrPartitionState:
+        """LeaderAndIsrRequest.LeaderAndIsrPartitionState (versions 0-7)."""
+
         topic_name: str = ''
         partition_index: int = 0
         controller_epoch: int = 0
@@ -66,6 +68,8 @@ class LeaderAndIsrRequest:
 
     @dataclass(slots=True)
     class LeaderAndIsrTopicState:
+        """LeaderAndIsrRequest.LeaderAndIsrTopicState (versions 2-7)."""
+
         topic_name: str = ''
         topic_id: uuid.UUID = _ZERO_UUID
         partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = field(default_factory=list)
@@ -73,6 +77,8 @@ class LeaderAndIsrRequest:
 
     @dataclass(slots=True)
     class LeaderAndIsrLiveLeader:
+        """LeaderAndIsrRequest.LeaderAndIsrLiveLeader (versions 0-7)."""
+
         broker_id: int = 0
         host_name: str = ''
         port: int = 0
@@ -606,6 +612,8 @@ class LeaderAndIsrResponse:
 
     @dataclass(slots=True)
     class LeaderAndIsrPartitionError:
+        """LeaderAndIsrResponse.LeaderAndIsrPartitionError (versions 0-7)."""
+
         topic_name: str = ''
         partition_index: int = 0
         error_code: int = 0
@@ -613,6 +621,8 @@ class LeaderAndIsrResponse:
 
     @dataclass(slots=True)
     class LeaderAndIsrTopicError:
+        """LeaderAndIsrResponse.LeaderAndIsrTopicError (versions 5-7)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

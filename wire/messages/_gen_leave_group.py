@@ -43,6 +43,8 @@ class LeaveGroupRequest:
 
     @dataclass(slots=True)
     class MemberIdentity:
+        """LeaveGroupRequest.MemberIdentity (versions 3-5)."""
+
         member_id: str = ''
         group_instance_id: str | None = None
         reason: str | None = None
@@ -219,6 +221,8 @@ class LeaveGroupResponse:
 
     @dataclass(slots=True)
     class MemberResponse:
+        """LeaveGroupResponse.MemberResponse (versions 3-5)."""
+
         member_id: str = ''
         group_instance_id: str | None = ''
         error_code: int = 0

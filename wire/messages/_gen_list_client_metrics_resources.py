@@ -87,6 +87,8 @@ class ListClientMetricsResourcesResponse:
 
     @dataclass(slots=True)
     class ClientMetricsResource:
+        """ListClientMetricsResourcesResponse.ClientMetricsResource (versions 0)."""
+
         name: str = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 

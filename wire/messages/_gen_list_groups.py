@@ -140,6 +140,8 @@ class ListGroupsResponse:
 
     @dataclass(slots=True)
     class ListedGroup:
+        """ListGroupsResponse.ListedGroup (versions 0-5)."""
+
         group_id: str = ''
         protocol_type: str = ''
         group_state: str = ''

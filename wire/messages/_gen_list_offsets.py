@@ -47,12 +47,16 @@ class ListOffsetsRequest:
 
     @dataclass(slots=True)
     class ListOffsetsTopic:
+        """ListOffsetsRequest.ListOffsetsTopic (versions 0-9)."""
+
         name: str = ''
         partitions: list[ListOffsetsRequest.ListOffsetsPartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class ListOffsetsPartition:
+        """ListOffsetsRequest.ListOffsetsPartition (versions 0-9)."""
+
         partition_index: int = 0
         current_leader_epoch: int = -1
         timestamp: int = 0
@@ -301,12 +305,16 @@ class ListOffsetsResponse:
 
     @dataclass(slots=True)
     class ListOffsetsTopicResponse:
+        """ListOffsetsResponse.ListOffsetsTopicResponse (versions 0-9)."""
+
         name: str = ''
         partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class ListOffsetsPartitionResponse:
+        """ListOffsetsResponse.ListOffsetsPartitionResponse (versions 0-9)."""
+
         partition_index: int = 0
         error_code: int = 0
         old_style_offsets: list[int] = field(default_factory=list)

@@ -42,6 +42,8 @@ class ListPartitionReassignmentsRequest:
 
     @dataclass(slots=True)
     class ListPartitionReassignmentsTopics:
+        """ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics (versions 0)."""
+
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -128,12 +130,16 @@ class ListPartitionReassignmentsResponse:
 
     @dataclass(slots=True)
     class OngoingTopicReassignment:
+        """ListPartitionReassignmentsResponse.OngoingTopicReassignment (versions 0)."""
+
         name: str = ''
         partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OngoingPartitionReassignment:
+        """ListPartitionReassignmentsResponse.OngoingPartitionReassignment (versions 0)."""
+
         partition_index: int = 0
         replicas: list[int] = field(default_factory=list)
         adding_replicas: list[int] = field(default_factory=list)

@@ -123,6 +123,8 @@ class ListTransactionsResponse:
 
     @dataclass(slots=True)
     class TransactionState:
+        """ListTransactionsResponse.TransactionState (versions 0-1)."""
+
         transactional_id: str = ''
         producer_id: int = 0
         transaction_state: str = ''

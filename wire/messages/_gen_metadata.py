@@ -53,6 +53,8 @@ class MetadataRequest:
 
     @dataclass(slots=True)
     class MetadataRequestTopic:
+        """MetadataRequest.MetadataRequestTopic (versions 0-12)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         name: str | None = ''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -265,6 +267,8 @@ class MetadataResponse:
 
     @dataclass(slots=True)
     class MetadataResponseBroker:
+        """MetadataResponse.MetadataResponseBroker (versions 0-12)."""
+
         node_id: int = 0
         host: str = ''
         port: int = 0
@@ -273,6 +277,8 @@ class MetadataResponse:
 
     @dataclass(slots=True)
     class MetadataResponseTopic:
+        """MetadataResponse.MetadataResponseTopic (versions 0-12)."""
+
         error_code: int = 0
         name: str | None = ''
         topic_id: uuid.UUID = _ZERO_UUID
@@ -283,6 +289,8 @@ class MetadataResponse:
 
     @dataclass(slots=True)
     class MetadataResponsePartition:
+        """MetadataResponse.MetadataResponsePartition (versions 0-12)."""
+
         error_code: int = 0
         partition_index: int = 0
         leader_id: int = 0

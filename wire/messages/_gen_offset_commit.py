@@ -47,12 +47,16 @@ class OffsetCommitRequest:
 
     @dataclass(slots=True)
     class OffsetCommitRequestTopic:
+        """OffsetCommitRequest.OffsetCommitRequestTopic (versions 0-9)."""
+
         name: str = ''
         partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OffsetCommitRequestPartition:
+        """OffsetCommitRequest.OffsetCommitRequestPartition (versions 0-9)."""
+
         partition_index: int = 0
         committed_offset: int = 0
         committed_leader_epoch: int = -1
@@ -392,12 +396,16 @@ class OffsetCommitResponse:
 
     @dataclass(slots=True)
     class OffsetCommitResponseTopic:
+        """OffsetCommitResponse.OffsetCommitResponseTopic (versions 0-9)."""
+
         name: str = ''
         partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OffsetCommitResponsePartition:
+        """OffsetCommitResponse.OffsetCommitResponsePartition (versions 0-9)."""
+
         partition_index: int = 0
         error_code: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

@@ -36,12 +36,16 @@ class OffsetDeleteRequest:
 
     @dataclass(slots=True)
     class OffsetDeleteRequestTopic:
+        """OffsetDeleteRequest.OffsetDeleteRequestTopic (versions 0)."""
+
         name: str = ''
         partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OffsetDeleteRequestPartition:
+        """OffsetDeleteRequest.OffsetDeleteRequestPartition (versions 0)."""
+
         partition_index: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
@@ -130,12 +134,16 @@ class OffsetDeleteResponse:
 
     @dataclass(slots=True)
     class OffsetDeleteResponseTopic:
+        """OffsetDeleteResponse.OffsetDeleteResponseTopic (versions 0)."""
+
         name: str = ''
         partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OffsetDeleteResponsePartition:
+        """OffsetDeleteResponse.OffsetDeleteResponsePartition (versions 0)."""
+
         partition_index: int = 0
         error_code: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

@@ -49,12 +49,16 @@ class OffsetFetchRequest:
 
     @dataclass(slots=True)
     class OffsetFetchRequestTopic:
+        """OffsetFetchRequest.OffsetFetchRequestTopic (versions 0-7)."""
+
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OffsetFetchRequestGroup:
+        """OffsetFetchRequest.OffsetFetchRequestGroup (versions 8-9)."""
+
         group_id: str = ''
         member_id: str | None = None
         member_epoch: int = -1
@@ -63,6 +67,8 @@ class OffsetFetchRequest:
 
     @dataclass(slots=True)
     class OffsetFetchRequestTopics:
+        """OffsetFetchRequest.OffsetFetchRequestTopics (versions 8-9)."""
+
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -327,12 +333,16 @@ class OffsetFetchResponse:
 
     @dataclass(slots=True)
     class OffsetFetchResponseTopic:
+        """OffsetFetchResponse.OffsetFetchResponseTopic (versions 0-7)."""
+
         name: str = ''
         partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OffsetFetchResponsePartition:
+        """OffsetFetchResponse.OffsetFetchResponsePartition (versions 0-7)."""
+
         partition_index: int = 0
         committed_offset: int = 0
         committed_leader_epoch: int = -1
@@ -342,6 +352,8 @@ class OffsetFetchResponse:
 
     @dataclass(slots=True)
     class OffsetFetchResponseGroup:
+        """OffsetFetchResponse.OffsetFetchResponseGroup (versions 8-9)."""
+
         group_id: str = ''
         topics: list[OffsetFetchResponse.OffsetFetchResponseTopics] = field(default_factory=list)
         error_code: int = 0
@@ -349,12 +361,16 @@ class OffsetFetchResponse:
 
     @dataclass(slots=True)
     class OffsetFetchResponseTopics:
+        """OffsetFetchResponse.OffsetFetchResponseTopics (versions 8-9)."""
+
         name: str = ''
         partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OffsetFetchResponsePartitions:
+        """OffsetFetchResponse.OffsetFetchResponsePartitions (versions 8-9)."""
+
         partition_index: int = 0
         committed_offset: int = 0
         committed_leader_epoch: int = -1

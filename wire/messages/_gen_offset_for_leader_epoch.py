@@ -42,12 +42,16 @@ class OffsetForLeaderEpochRequest:
 
     @dataclass(slots=True)
     class OffsetForLeaderTopic:
+        """OffsetForLeaderEpochRequest.OffsetForLeaderTopic (versions 0-4)."""
+
         topic: str = ''
         partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class OffsetForLeaderPartition:
+        """OffsetForLeaderEpochRequest.OffsetForLeaderPartition (versions 0-4)."""
+
         partition: int = 0
         current_leader_epoch: int = -1
         leader_epoch: int = 0
@@ -246,12 +250,16 @@ class OffsetForLeaderEpochResponse:
 
     @dataclass(slots=True)
     class OffsetForLeaderTopicResult:
+        """OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult (versions 0-4)."""
+
         topic: str = ''
         partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class EpochEndOffset:
+        """OffsetForLeaderEpochResponse.EpochEndOffset (versions 0-4)."""
+
         error_code: int = 0
         partition: int = 0
         leader_epoch: int = -1

@@ -52,12 +52,16 @@ class ProduceRequest:
 
     @dataclass(slots=True)
     class TopicProduceData:
+        """ProduceRequest.TopicProduceData (versions 0-11)."""
+
         name: str = ''
         partition_data: list[ProduceRequest.PartitionProduceData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionProduceData:
+        """ProduceRequest.PartitionProduceData (versions 0-11)."""
+
         index: int = 0
         records: _Records = None
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -233,12 +237,16 @@ class ProduceResponse:
 
     @dataclass(slots=True)
     class TopicProduceResponse:
+        """ProduceResponse.TopicProduceResponse (versions 0-11)."""
+
         name: str = ''
         partition_responses: list[ProduceResponse.PartitionProduceResponse] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionProduceResponse:
+        """ProduceResponse.PartitionProduceResponse (versions 0-11)."""
+
         index: int = 0
         error_code: int = 0
         base_offset: int = 0
@@ -251,18 +259,24 @@ class ProduceResponse:
 
     @dataclass(slots=True)
     class BatchIndexAndErrorMessage:
+        """ProduceResponse.BatchIndexAndErrorMessage (versions 8-11)."""
+
         batch_index: int = 0
         batch_index_error_message: str | None = None
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class LeaderIdAndEpoch:
+        """ProduceResponse.LeaderIdAndEpoch (versions 10-11)."""
+
         leader_id: int = -1
         leader_epoch: int = -1
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class NodeEndpoint:
+        """ProduceResponse.NodeEndpoint (versions 10-11)."""
+
         node_id: int = 0
         host: str = ''
         port: int = 0

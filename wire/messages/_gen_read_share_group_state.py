@@ -42,12 +42,16 @@ class ReadShareGroupStateRequest:
 
     @dataclass(slots=True)
     class ReadStateData:
+        """ReadShareGroupStateRequest.ReadStateData (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[ReadShareGroupStateRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """ReadShareGroupStateRequest.PartitionData (versions 0)."""
+
         partition: int = 0
         leader_epoch: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -153,12 +157,16 @@ class ReadShareGroupStateResponse:
 
     @dataclass(slots=True)
     class ReadStateResult:
+        """ReadShareGroupStateResponse.ReadStateResult (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[ReadShareGroupStateResponse.PartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionResult:
+        """ReadShareGroupStateResponse.PartitionResult (versions 0)."""
+
         partition: int = 0
         error_code: int = 0
         error_message: str | None = None
@@ -169,6 +177,8 @@ class ReadShareGroupStateResponse:
 
     @dataclass(slots=True)
     class StateBatch:
+        """ReadShareGroupStateResponse.StateBatch (versions 0)."""
+
         first_offset: int = 0
         last_offset: int = 0
         delivery_state: int = 0

@@ -41,12 +41,16 @@ class ReadShareGroupStateSummaryRequest:
 
     @dataclass(slots=True)
     class ReadStateSummaryData:
+        """ReadShareGroupStateSummaryRequest.ReadStateSummaryData (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """ReadShareGroupStateSummaryRequest.PartitionData (versions 0)."""
+
         partition: int = 0
         leader_epoch: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -152,12 +156,16 @@ class ReadShareGroupStateSummaryResponse:
 
     @dataclass(slots=True)
     class ReadStateSummaryResult:
+        """ReadShareGroupStateSummaryResponse.ReadStateSummaryResult (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionResult:
+        """ReadShareGroupStateSummaryResponse.PartitionResult (versions 0)."""
+
         partition: int = 0
         error_code: int = 0
         error_message: str | None = None

@@ -44,18 +44,24 @@ class ShareAcknowledgeRequest:
 
     @dataclass(slots=True)
     class AcknowledgeTopic:
+        """ShareAcknowledgeRequest.AcknowledgeTopic (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class AcknowledgePartition:
+        """ShareAcknowledgeRequest.AcknowledgePartition (versions 0)."""
+
         partition_index: int = 0
         acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class AcknowledgementBatch:
+        """ShareAcknowledgeRequest.AcknowledgementBatch (versions 0)."""
+
         first_offset: int = 0
         last_offset: int = 0
         acknowledge_types: list[int] = field(default_factory=list)
@@ -194,12 +200,16 @@ class ShareAcknowledgeResponse:
 
     @dataclass(slots=True)
     class ShareAcknowledgeTopicResponse:
+        """ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[ShareAcknowledgeResponse.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """ShareAcknowledgeResponse.PartitionData (versions 0)."""
+
         partition_index: int = 0
         error_code: int = 0
         error_message: str | None = None
@@ -208,12 +218,16 @@ class ShareAcknowledgeResponse:
 
     @dataclass(slots=True)
     class LeaderIdAndEpoch:
+        """ShareAcknowledgeResponse.LeaderIdAndEpoch (versions 0)."""
+
         leader_id: int = 0
         leader_epoch: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class NodeEndpoint:
+        """ShareAcknowledgeResponse.NodeEndpoint (versions 0)."""
+
         node_id: int = 0
         host: str = ''
         port: int = 0

@@ -49,12 +49,16 @@ class ShareFetchRequest:
 
     @dataclass(slots=True)
     class FetchTopic:
+        """ShareFetchRequest.FetchTopic (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[ShareFetchRequest.FetchPartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class FetchPartition:
+        """ShareFetchRequest.FetchPartition (versions 0)."""
+
         partition_index: int = 0
         partition_max_bytes: int = 0
         acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = field(default_factory=list)
@@ -62,6 +66,8 @@ class ShareFetchRequest:
 
     @dataclass(slots=True)
     class AcknowledgementBatch:
+        """ShareFetchRequest.AcknowledgementBatch (versions 0)."""
+
         first_offset: int = 0
         last_offset: int = 0
         acknowledge_types: list[int] = field(default_factory=list)
@@ -69,6 +75,8 @@ class ShareFetchRequest:
 
     @dataclass(slots=True)
     class ForgottenTopic:
+        """ShareFetchRequest.ForgottenTopic (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -235,12 +243,16 @@ class ShareFetchResponse:
 
     @dataclass(slots=True)
     class ShareFetchableTopicResponse:
+        """ShareFetchResponse.ShareFetchableTopicResponse (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[ShareFetchResponse.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """ShareFetchResponse.PartitionData (versions 0)."""
+
         partition_index: int = 0
         error_code: int = 0
         error_message: str | None = None
@@ -253,12 +265,16 @@ class ShareFetchResponse:
 
     @dataclass(slots=True)
     class LeaderIdAndEpoch:
+        """ShareFetchResponse.LeaderIdAndEpoch (versions 0)."""
+
         leader_id: int = 0
         leader_epoch: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class AcquiredRecords:
+        """ShareFetchResponse.AcquiredRecords (versions 0)."""
+
         first_offset: int = 0
         last_offset: int = 0
         delivery_count: int = 0
@@ -266,6 +282,8 @@ class ShareFetchResponse:
 
     @dataclass(slots=True)
     class NodeEndpoint:
+        """ShareFetchResponse.NodeEndpoint (versions 0)."""
+
         node_id: int = 0
         host: str = ''
         port: int = 0

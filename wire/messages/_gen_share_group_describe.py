@@ -104,6 +104,8 @@ class ShareGroupDescribeResponse:
 
     @dataclass(slots=True)
     class DescribedGroup:
+        """ShareGroupDescribeResponse.DescribedGroup (versions 0)."""
+
         error_code: int = 0
         error_message: str | None = None
         group_id: str = ''
@@ -117,6 +119,8 @@ class ShareGroupDescribeResponse:
 
     @dataclass(slots=True)
     class Member:
+        """ShareGroupDescribeResponse.Member (versions 0)."""
+
         member_id: str = ''
         rack_id: str | None = None
         member_epoch: int = 0
@@ -128,11 +132,15 @@ class ShareGroupDescribeResponse:
 
     @dataclass(slots=True)
     class Assignment:
+        """ShareGroupDescribeResponse.Assignment (versions 0)."""
+
         topic_partitions: list[ShareGroupDescribeResponse.TopicPartitions] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class TopicPartitions:
+        """ShareGroupDescribeResponse.TopicPartitions (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         topic_name: str = ''
         partitions: list[int] = field(default_factory=list)

@@ -117,11 +117,15 @@ class ShareGroupHeartbeatResponse:
 
     @dataclass(slots=True)
     class Assignment:
+        """ShareGroupHeartbeatResponse.Assignment (versions 0)."""
+
         topic_partitions: list[ShareGroupHeartbeatResponse.TopicPartitions] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class TopicPartitions:
+        """ShareGroupHeartbeatResponse.TopicPartitions (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

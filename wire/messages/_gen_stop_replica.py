@@ -46,24 +46,32 @@ class StopReplicaRequest:
 
     @dataclass(slots=True)
     class StopReplicaPartitionV0:
+        """StopReplicaRequest.StopReplicaPartitionV0 (versions 0)."""
+
         topic_name: str = ''
         partition_index: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class StopReplicaTopicV1:
+        """StopReplicaRequest.StopReplicaTopicV1 (versions 1-2)."""
+
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class StopReplicaTopicState:
+        """StopReplicaRequest.StopReplicaTopicState (versions 3-4)."""
+
         topic_name: str = ''
         partition_states: list[StopReplicaRequest.StopReplicaPartitionState] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class StopReplicaPartitionState:
+        """StopReplicaRequest.StopReplicaPartitionState (versions 3-4)."""
+
         partition_index: int = 0
         leader_epoch: int = -1
         delete_partition: bool = False
@@ -297,6 +305,8 @@ class StopReplicaResponse:
 
     @dataclass(slots=True)
     class StopReplicaPartitionError:
+        """StopReplicaResponse.StopReplicaPartitionError (versions 0-4)."""
+
         topic_name: str = ''
         partition_index: int = 0
         error_code: int = 0

@@ -48,6 +48,8 @@ class SyncGroupRequest:
 
     @dataclass(slots=True)
     class SyncGroupRequestAssignment:
+        """SyncGroupRequest.SyncGroupRequestAssignment (versions 0-5)."""
+
         member_id: str = ''
         assignment: _Bytes = b''
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

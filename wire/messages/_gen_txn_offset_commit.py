@@ -47,12 +47,16 @@ class TxnOffsetCommitRequest:
 
     @dataclass(slots=True)
     class TxnOffsetCommitRequestTopic:
+        """TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic (versions 0-4)."""
+
         name: str = ''
         partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class TxnOffsetCommitRequestPartition:
+        """TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition (versions 0-4)."""
+
         partition_index: int = 0
         committed_offset: int = 0
         committed_leader_epoch: int = -1
@@ -282,12 +286,16 @@ class TxnOffsetCommitResponse:
 
     @dataclass(slots=True)
     class TxnOffsetCommitResponseTopic:
+        """TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic (versions 0-4)."""
+
         name: str = ''
         partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class TxnOffsetCommitResponsePartition:
+        """TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition (versions 0-4)."""
+
         partition_index: int = 0
         error_code: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)

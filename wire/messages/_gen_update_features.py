@@ -43,6 +43,8 @@ class UpdateFeaturesRequest:
 
     @dataclass(slots=True)
     class FeatureUpdateKey:
+        """UpdateFeaturesRequest.FeatureUpdateKey (versions 0-1)."""
+
         feature: str = ''
         max_version_level: int = 0
         allow_downgrade: bool = False
@@ -175,6 +177,8 @@ class UpdateFeaturesResponse:
 
     @dataclass(slots=True)
     class UpdatableFeatureResult:
+        """UpdateFeaturesResponse.UpdatableFeatureResult (versions 0-1)."""
+
         feature: str = ''
         error_code: int = 0
         error_message: str | None = ''

@@ -53,6 +53,8 @@ class UpdateMetadataRequest:
 
     @dataclass(slots=True)
     class UpdateMetadataPartitionState:
+        """UpdateMetadataRequest.UpdateMetadataPartitionState (versions 0-8)."""
+
         topic_name: str = ''
         partition_index: int = 0
         controller_epoch: int = 0
@@ -66,6 +68,8 @@ class UpdateMetadataRequest:
 
     @dataclass(slots=True)
     class UpdateMetadataTopicState:
+        """UpdateMetadataRequest.UpdateMetadataTopicState (versions 5-8)."""
+
         topic_name: str = ''
         topic_id: uuid.UUID = _ZERO_UUID
         partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = field(default_factory=list)
@@ -73,6 +77,8 @@ class UpdateMetadataRequest:
 
     @dataclass(slots=True)
     class UpdateMetadataBroker:
+        """UpdateMetadataRequest.UpdateMetadataBroker (versions 0-8)."""
+
         id: int = 0
         v0_host: str = ''
         v0_port: int = 0
@@ -82,6 +88,8 @@ class UpdateMetadataRequest:
 
     @dataclass(slots=True)
     class UpdateMetadataEndpoint:
+        """UpdateMetadataRequest.UpdateMetadataEndpoint (versions 1-8)."""
+
         port: int = 0
         host: str = ''
         listener: str = ''

@@ -45,6 +45,8 @@ class UpdateRaftVoterRequest:
 
     @dataclass(slots=True)
     class Listener:
+        """UpdateRaftVoterRequest.Listener (versions 0)."""
+
         name: str = ''
         host: str = ''
         port: int = 0
@@ -52,6 +54,8 @@ class UpdateRaftVoterRequest:
 
     @dataclass(slots=True)
     class KRaftVersionFeature:
+        """UpdateRaftVoterRequest.KRaftVersionFeature (versions 0)."""
+
         min_supported_version: int = 0
         max_supported_version: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -170,6 +174,8 @@ class UpdateRaftVoterResponse:
 
     @dataclass(slots=True)
     class CurrentLeader:
+        """UpdateRaftVoterResponse.CurrentLeader (versions 0)."""
+
         leader_id: int = -1
         leader_epoch: int = -1
         host: str = ''

@@ -45,12 +45,16 @@ class VoteRequest:
 
     @dataclass(slots=True)
     class TopicData:
+        """VoteRequest.TopicData (versions 0-1)."""
+
         topic_name: str = ''
         partitions: list[VoteRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """VoteRequest.PartitionData (versions 0-1)."""
+
         partition_index: int = 0
         candidate_epoch: int = 0
         candidate_id: int = 0
@@ -223,12 +227,16 @@ class VoteResponse:
 
     @dataclass(slots=True)
     class TopicData:
+        """VoteResponse.TopicData (versions 0-1)."""
+
         topic_name: str = ''
         partitions: list[VoteResponse.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """VoteResponse.PartitionData (versions 0-1)."""
+
         partition_index: int = 0
         error_code: int = 0
         leader_id: int = 0
@@ -238,6 +246,8 @@ class VoteResponse:
 
     @dataclass(slots=True)
     class NodeEndpoint:
+        """VoteResponse.NodeEndpoint (versions 1)."""
+
         node_id: int = 0
         host: str = ''
         port: int = 0

@@ -41,12 +41,16 @@ class WriteShareGroupStateRequest:
 
     @dataclass(slots=True)
     class WriteStateData:
+        """WriteShareGroupStateRequest.WriteStateData (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[WriteShareGroupStateRequest.PartitionData] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionData:
+        """WriteShareGroupStateRequest.PartitionData (versions 0)."""
+
         partition: int = 0
         state_epoch: int = 0
         leader_epoch: int = 0
@@ -56,6 +60,8 @@ class WriteShareGroupStateRequest:
 
     @dataclass(slots=True)
     class StateBatch:
+        """WriteShareGroupStateRequest.StateBatch (versions 0)."""
+
         first_offset: int = 0
         last_offset: int = 0
         delivery_state: int = 0
@@ -184,12 +190,16 @@ class WriteShareGroupStateResponse:
 
     @dataclass(slots=True)
     class WriteStateResult:
+        """WriteShareGroupStateResponse.WriteStateResult (versions 0)."""
+
         topic_id: uuid.UUID = _ZERO_UUID
         partitions: list[WriteShareGroupStateResponse.PartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class PartitionResult:
+        """WriteShareGroupStateResponse.PartitionResult (versions 0)."""
+
         partition: int = 0
         error_code: int = 0
         error_message: str | None = None

@@ -43,6 +43,8 @@ class WriteTxnMarkersRequest:
 
     @dataclass(slots=True)
     class WritableTxnMarker:
+        """WriteTxnMarkersRequest.WritableTxnMarker (versions 0-1)."""
+
         producer_id: int = 0
         producer_epoch: int = 0
         transaction_result: bool = False
@@ -52,6 +54,8 @@ class WriteTxnMarkersRequest:
 
     @dataclass(slots=True)
     class WritableTxnMarkerTopic:
+        """WriteTxnMarkersRequest.WritableTxnMarkerTopic (versions 0-1)."""
+
         name: str = ''
         partition_indexes: list[int] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
@@ -203,18 +207,24 @@ class WriteTxnMarkersResponse:
 
     @dataclass(slots=True)
     class WritableTxnMarkerResult:
+        """WriteTxnMarkersResponse.WritableTxnMarkerResult (versions 0-1)."""
+
         producer_id: int = 0
         topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class WritableTxnMarkerTopicResult:
+        """WriteTxnMarkersResponse.WritableTxnMarkerTopicResult (versions 0-1)."""
+
         name: str = ''
         partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] = field(default_factory=list)
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
     @dataclass(slots=True)
     class WritableTxnMarkerPartitionResult:
+        """WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult (versions 0-1)."""
+
         partition_index: int = 0
         error_code: int = 0
         unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
