@@ -222,6 +222,18 @@ class OffsetsMixin:
             log.info("expired %d committed offsets", total)
         return total
 
+    def remove_topic_offsets(self: GroupCoordinator, now_ms: int, topics: set[str]) -> int:
+        """A topic was deleted: drop (and tombstone) every group's offsets for it (handleDeletedPartitions)."""
+        total = 0
+        for group in list(self.groups.values()):
+            removed = [tp for tp in group.offsets if tp[0] in topics]
+            for tp in removed:
+                del group.offsets[tp]
+            if removed:
+                total += len(removed)
+                self._cleanup(group, removed, now_ms)
+        return total
+
     # -- transactional offsets (TxnOffsetCommit; completed by the transaction markers) -------------
     def txn_commit_offsets(self: GroupCoordinator, now_ms: int, group_id: str, producer_id: int,
                            member_id: str, group_instance_id: str | None, generation_id: int,

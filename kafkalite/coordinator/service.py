@@ -267,6 +267,10 @@ class GroupService:
                     types: list[str] | None = None) -> tuple[int, list[dict[str, str]]]:
         return self.coordinator.list_groups(states, types)
 
+    def on_topics_deleted(self, topics: list[str]) -> None:
+        """For the broker's topic deletion: committed offsets of deleted topics are removed, as Kafka does."""
+        self.coordinator.remove_topic_offsets(self.now_ms(), set(topics))
+
     # -- transactions (for the transaction coordinator) ----------------------------------------
     def txn_commit_offsets(self, group_id: str, producer_id: int, member_id: str, group_instance_id: str | None,
                            generation_id: int,

@@ -284,3 +284,29 @@ def test_loading_answers() -> None:
     assert c.commit_offsets(0, "g", "", None, -1, {("t", 0): OffsetAndMetadata(1)}) == {
         ("t", 0): E.COORDINATOR_LOAD_IN_PROGRESS}
     assert c.list_groups()[0] == E.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def test_deleted_topic_offsets_are_removed() -> None:
+    c, log = make()
+    c.commit_offsets(0, "s", "", None, -1, {("gone", 0): OffsetAndMetadata(1), ("kept", 0): OffsetAndMetadata(2)})
+    assert c.remove_topic_offsets(0, {"gone"}) == 1
+    assert list(c.groups["s"].offsets) == [("kept", 0)]
+    assert log.appends[-1][1][0][1] is None  # tombstone
+    c.remove_topic_offsets(0, {"kept"})
+    assert "s" not in c.groups  # an Empty group without offsets is gone
+
+
+def test_config_from_broker_properties() -> None:
+    from kafkalite.config import BrokerConfig
+
+    cfg = GroupConfig.from_mapping(BrokerConfig({"group.initial.rebalance.delay.ms": "3000",
+                                                 "offsets.topic.num.partitions": "7", "group.max.size": "2"}))
+    assert cfg.group_initial_rebalance_delay_ms == 3000 and cfg.offsets_topic_num_partitions == 7
+    assert cfg.group_max_size == 2 and cfg.group_min_session_timeout_ms == 6000
+
+
+def test_group_max_size() -> None:
+    c, _ = make(group_max_size=1)
+    stable_single(c)
+    p = join(c, 10, v4=False)
+    assert p.result.error == E.GROUP_MAX_SIZE_REACHED
