@@ -6,6 +6,8 @@
 * Metadata v12 response, 100 topics x 10 partitions: encode+decode, generated codec vs the interpretive
   reference codec (`wire.reference`) -- how much the code generation buys.
 * Fetch v16 response with 100 partitions whose records are file regions: encode_chunks cost (no data copied).
+* One Produce v9 request cycle as the broker runs it around a handler: FrameBuffer split, parse_request
+  (header + body), encode_response of a one-partition ProduceResponse.
 
     python -m bench.bench_wire [--quick]
 """
@@ -23,7 +25,10 @@ from typing import Any
 
 import crc32c
 
-from wire.messages import FetchResponse, MetadataResponse, ProduceRequest
+from wire import api
+from wire.framing import FrameBuffer
+from wire.headers import RequestHeader
+from wire.messages import FetchResponse, MetadataResponse, ProduceRequest, ProduceResponse
 from wire.reference import codec_for
 
 BENCH_TIMEOUT = 300
@@ -139,7 +144,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     t_fetch = _median_time(lambda: fetch.encode_chunks(16), 20 * scale, repeats)
 
+    # the per-request overhead the broker pays around a handler: frame split, header+body decode, response encode
+    req_frame = api.encode_request(RequestHeader(0, 9, 1, "bench"), ProduceRequest.decode(small, 9))
+    resp = ProduceResponse(
+        responses=[
+            ProduceResponse.TopicProduceResponse(
+                name="bench",
+                partition_responses=[ProduceResponse.PartitionProduceResponse(index=0, base_offset=42)],
+            )
+        ]
+    )
+
+    def request_cycle() -> None:
+        fb = FrameBuffer()
+        fb.receive_data(req_frame)
+        frame = fb.next_frame()
+        assert frame is not None
+        hdr, _body = api.parse_request(frame)
+        api.encode_response(hdr, resp)
+
+    t_cycle = _median_time(request_cycle, 200 * scale, repeats)
+
     results: dict[str, Any] = {
+        "produce_v9_request_cycle_us": round(t_cycle * 1e6, 2),
         "produce_v9_decode_1KiB_us": round(t_small * 1e6, 2),
         "produce_v9_decode_1MiB_us": round(t_big * 1e6, 2),
         "produce_decode_ratio_1MiB_vs_1KiB": round(t_big / t_small, 3),
