@@ -114,7 +114,9 @@ def _tp_cell(kind: str, key: str) -> Callable[[dict[str, Any]], str]:
     return cell
 
 
-def _cpu_per_record(section: str, keys: list[str], field: str = "broker_cpu_us_per_record") -> Getter:
+def _mean_field(section: str, keys: list[str], field: str = "broker_cpu_us_per_record") -> Getter:
+    """Mean over the runs ``keys`` of ``section`` of one numeric field (CPU per record, first record...)."""
+
     def get(entry: dict[str, Any]) -> Any:
         values = [run.get(field) for k in keys if (run := _get(section, k)(entry))]
         values = [v for v in values if isinstance(v, int | float) and v > 0]
@@ -138,9 +140,11 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
     for section, keys, what in (("produce", [f"p{p}_acks{a}" for p in (1, 6) for a in ("1", "all")], "produce"),
                                 ("consume", ["p1", "p6"], "consume")):
         metrics.append((f"broker CPU per record, {what} (µs, mean of the {what} runs above)",
-                        _cpu_per_record(section, keys), None, False))
+                        _mean_field(section, keys), None, False))
         metrics.append((f"client CPU per record, {what} (µs; context, no ratio)",
-                        _cpu_per_record(section, keys, "client_cpu_us_per_record"), None, False))
+                        _mean_field(section, keys, "client_cpu_us_per_record"), None, False))
+    metrics.append(("consume: assign() to first record (ms, mean of the consume runs)",
+                    _mean_field("consume", ["p1", "p6"], "first_record_ms"), None, False))
     rate = args.rate
     lrep = getattr(args, "latency_repeats", 1)
     reps = f", median of {lrep}" if lrep > 1 else ""

@@ -104,10 +104,16 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "mb_per_s": statistics.median(r["mb_per_s"] for r in runs),
         "broker_cpu_us_per_record": statistics.median(r.get("broker_cpu_us_per_record", 0.0) for r in runs),
         "client_cpu_us_per_record": statistics.median(r.get("client_cpu_us_per_record", 0.0) for r in runs),
+        "first_record_ms": _median_or_none([r.get("first_record_ms") for r in runs]),
         "complete": all(r["complete"] for r in runs),
         "runs": runs,
     }
     return out
+
+
+def _median_or_none(values: list[Any]) -> Any:
+    present = [v for v in values if isinstance(v, int | float)]
+    return statistics.median(present) if present else None
 
 
 def _median_latency(runs: list[dict[str, Any]]) -> dict[str, Any]:
