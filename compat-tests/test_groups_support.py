@@ -103,13 +103,15 @@ def _kafka_python(bootstrap: str, topic: str, group: str, count: int, timeout_s:
 
 
 def _confluent(bootstrap: str, topic: str, group: str, count: int, timeout_s: float,
-               assignor: str | None) -> GroupRead:
+               assignor: str | None, instance_id: str | None = None) -> GroupRead:
     from confluent_kafka import Consumer
 
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
             "enable.auto.commit": False}
     if assignor:
         conf["partition.assignment.strategy"] = assignor
+    if instance_id:
+        conf["group.instance.id"] = instance_id
     t0 = time.monotonic()
     c = Consumer(conf)
     c.subscribe([topic])
@@ -179,6 +181,7 @@ public class GroupConsume {
         p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         if (!assignor.equals("default")) p.put("partition.assignment.strategy", assignor);
+        if (a.length > 6) p.put("group.instance.id", a[6]);
         StringBuilder out = new StringBuilder("{\"records\":[");
         long first = -1;
         int n = 0;
@@ -218,14 +221,17 @@ def _java_classes() -> Path:
     return out
 
 
-def _java(bootstrap: str, topic: str, group: str, count: int, timeout_s: float, assignor: str | None) -> GroupRead:
+def _java(bootstrap: str, topic: str, group: str, count: int, timeout_s: float, assignor: str | None,
+          instance_id: str | None = None) -> GroupRead:
     classes = _java_classes()
     cp = ":".join([str(classes), *map(str, sorted(JAVA_DEPS.glob("*.jar")))])
     strategy = {"cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
                 "range": "org.apache.kafka.clients.consumer.RangeAssignor",
                 "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor"}.get(assignor or "", "default")
-    proc = subprocess.run(["java", "-cp", cp, "GroupConsume", bootstrap, topic, group, str(count), strategy,
-                           str(int(timeout_s * 1000))], capture_output=True, timeout=timeout_s + 60)
+    args = [bootstrap, topic, group, str(count), strategy, str(int(timeout_s * 1000))]
+    if instance_id:
+        args.append(instance_id)
+    proc = subprocess.run(["java", "-cp", cp, "GroupConsume", *args], capture_output=True, timeout=timeout_s + 60)
     if proc.returncode != 0:
         raise AssertionError(f"java GroupConsume failed: {proc.stderr.decode()[-3000:]}")
     line = [x for x in proc.stdout.decode().splitlines() if x.startswith("{")][-1]
@@ -284,8 +290,12 @@ DRIVERS = {"kafka-python": _kafka_python, "confluent-kafka": _confluent, "aiokaf
 
 
 def group_consume(client: str, bootstrap: str, topic: str, group: str, count: int, *, timeout_s: float = 60.0,
-                  assignor: str | None = None) -> GroupRead:
-    """Join ``group``, read ``count`` records of ``topic``, commit what was read, close."""
+                  assignor: str | None = None, instance_id: str | None = None) -> GroupRead:
+    """Join ``group``, read ``count`` records of ``topic``, commit what was read, close.
+
+    ``instance_id`` (static membership) is supported by the Java and confluent-kafka drivers."""
+    if instance_id:
+        return DRIVERS[client](bootstrap, topic, group, count, timeout_s, assignor, instance_id)
     return DRIVERS[client](bootstrap, topic, group, count, timeout_s, assignor)
 
 
