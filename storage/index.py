@@ -28,6 +28,8 @@ _TIME = struct.Struct(">qi")
 
 class _Index:
     entry_size = 8
+    _key_type = "q"
+    _val_type = "i"
 
     def __init__(self, path: str, base_offset: int, max_index_size: int) -> None:
         self.path = path
@@ -35,8 +37,9 @@ class _Index:
         self.max_index_size = max_index_size - max_index_size % self.entry_size
         self._fd = -1
         self._loaded = False
-        self._keys: array[int] = array("q")  # relative offsets (offset idx) / timestamps (time idx)
-        self._vals: array[int] = array("q")
+        # relative offsets (offset index) or timestamps (time index); positions or relative offsets
+        self._keys: array[int] = array(self._key_type)
+        self._vals: array[int] = array(self._val_type)
         self._file_size = 0
         self._dirty = False
         self._preallocated = False
@@ -121,19 +124,33 @@ class _Index:
         self._preallocated = False
 
     def flush(self) -> None:
-        if self._loaded and self._fd >= 0 and self._dirty:
+        if not self._dirty:
+            return
+        if self._loaded and self._fd >= 0:
             os.fsync(self._fd)
-            self._dirty = False
+        else:  # closed (unloaded) since it was written: sync the file by name
+            try:
+                fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._dirty = False
 
     def close(self, sync: bool = True) -> None:
+        """Close the file and drop the in-memory entries; unless `sync`, unsynced writes stay pending
+        for the next flush()."""
         if self._fd >= 0:
             if sync and self._dirty:
                 os.fsync(self._fd)
+                self._dirty = False
             os.close(self._fd)
         self._fd = -1
         self._loaded = False
-        self._keys = array("q")
-        self._vals = array("q")
+        self._keys = array(self._key_type)
+        self._vals = array(self._val_type)
 
     def delete(self) -> None:
         self.close(sync=False)
@@ -180,14 +197,15 @@ class OffsetIndex(_Index):
     """`.index`: last offset of a batch -> start position of that batch."""
 
     entry_size = 8
+    _key_type = "i"
 
     def _decode(self, data: bytes, n: int) -> None:
         flat = array("i")
         flat.frombytes(data[: n * 8])
         if sys.byteorder == "little":
             flat.byteswap()
-        self._keys = array("q", flat[0::2])
-        self._vals = array("q", flat[1::2])
+        self._keys = flat[0::2]
+        self._vals = flat[1::2]
 
     @property
     def last_offset(self) -> int:
@@ -246,7 +264,7 @@ class TimeIndex(_Index):
     def _decode(self, data: bytes, n: int) -> None:
         pairs = list(_TIME.iter_unpack(data[: n * 12]))
         self._keys = array("q", [ts for ts, _rel in pairs])
-        self._vals = array("q", [rel for _ts, rel in pairs])
+        self._vals = array("i", [rel for _ts, rel in pairs])
 
     @property
     def last_entry(self) -> tuple[int, int]:

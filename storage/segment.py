@@ -82,6 +82,7 @@ class LogSegment:
         self._rolling_ts: int | None = None  # max timestamp of the first batch (segment.ms basis)
         self._max_ts: tuple[int, int] | None = None  # (max timestamp so far, offset of its batch)
         self._next_offset: int | None = base_offset if create else None
+        self._inactive = False  # rolled: final time-index entry written, indexes trimmed
         self.closed = False
 
     # ---- bookkeeping -----------------------------------------------------------------------------
@@ -377,6 +378,11 @@ class LogSegment:
         self.time_index.maybe_append(ts, off, skip_full_check=True)
         self.offset_index.trim()
         self.time_index.trim()
+        self._inactive = True
+        # drop the in-memory entries of the now inactive indexes (a later lookup reloads them lazily); their
+        # fsync is left to the next flush, off the appending thread
+        self.offset_index.close(sync=False)
+        self.time_index.close(sync=False)
 
     def flush(self) -> None:
         if not self.closed:
@@ -389,12 +395,14 @@ class LogSegment:
         """Final time-index entry (if the max timestamp is known), trim indexes, close files."""
         if self.closed:
             return
-        if self._max_ts is not None:
+        if self._max_ts is not None and not self._inactive:
             self.time_index.maybe_append(*self._max_ts, skip_full_check=True)
         self.offset_index.trim()
         self.time_index.trim()
         self.offset_index.close()
         self.time_index.close()
+        self.offset_index.flush()  # writes made before an unload (roll) are synced by name
+        self.time_index.flush()
         os.close(self.fd)
         self.closed = True
 
