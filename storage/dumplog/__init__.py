@@ -31,21 +31,24 @@ How each output was verified (storage/tests/test_dumplog*.py, test_java_checker.
 * against Kafka code running on the JVM (kafka-clients 3.9.1 via storage/tests/java/FileRecordsCheck.java):
   every ``.log`` batch and record line, v2 and magic 0/1 (all codecs, control records including the KRaft
   JSON printed by Kafka's generated JsonConverters), Java's UTF-8 replacement rules, the producer-snapshot
-  SchemaException texts, and (with scala-library 2.13) the Scala HashMap order of the error reports;
+  SchemaException texts, and (with scala-library 2.13) the Scala HashMap order of the error reports.
+  Corrupted batches (random byte flips, truncations, header damage, corrupt gzip/snappy/lz4/zstd payloads,
+  v2 and magic 0/1) end with the same partial output and the same exception line as Kafka's reader
+  (``codecs.py`` delivers decompressed bytes with the granularity of Kafka's streams);
 * against DumpLogSegments.scala / the storage module's Java sources by reading only (those classes are not
   in kafka-clients): the ``.index`` / ``.timeindex`` / ``.txnindex`` / ``.snapshot`` line formats, the
   mismatch report wording, ``--index-sanity-check`` messages (CorruptIndexException), the CRC and version
   messages of snapshots, and "Ignoring unknown file";
-  Corrupted batches (random byte flips, truncations, header damage, corrupt gzip/snappy/lz4/zstd payloads)
-  end with the same partial output and the same exception line as Kafka's reader (``codecs.py`` delivers
-  decompressed bytes with the granularity of Kafka's streams);
 * not reproduced: stack-trace lines after the first exception line; codec-library messages beyond the cases in
   ``codecs.py`` (e.g. snappy-java's error codes other than FAILED_TO_UNCOMPRESS); the JVM running out of
   memory is modelled only as "compressed batch with >= 60M records" (kafka-run-class.sh's -Xmx256M);
-  jopt-simple's exact ``--help``
-  layout; the decoder options (``--offsets-decoder``, ``--transaction-log-decoder``,
-  ``--cluster-metadata-decoder``, ``--key/value-decoder-class``, ``--remote-log-metadata-decoder``), which are
-  rejected as unrecognized. Output is UTF-8 (a JVM in a UTF-8 locale).
+  jopt-simple's exact ``--help`` layout; the decoder options ``--cluster-metadata-decoder``,
+  ``--key/value-decoder-class`` and ``--remote-log-metadata-decoder`` (rejected as unrecognized); the KIP-848
+  record types 3-8 under ``--offsets-decoder``. Output is UTF-8 (a JVM in a UTF-8 locale).
+* ``--offsets-decoder`` / ``--transaction-log-decoder`` (``decoders.py``): the consumer-protocol JSON is checked
+  against kafka-clients' generated JsonConverters and the transaction partitions' order against Scala's
+  HashSet; the OffsetCommit/GroupMetadata/TransactionLog record JSON follows the same generator rules from
+  their JSON specs (those converters live in Kafka's group-coordinator jar, not available here).
 """
 
 from __future__ import annotations

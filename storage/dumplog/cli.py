@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import IO, Any
@@ -21,8 +22,12 @@ dumped.
 --index-sanity-check                    If set, just checks the index sanity without printing its content.
 --max-bytes <Integer: size>             Limit the amount of total batches read in bytes (default: 2147483647).
 --max-message-size <Integer: size>      Size of largest message. (default: 5242880)
+--offsets-decoder                       If set, log data will be parsed as offset data from the
+                                          __consumer_offsets topic.
 --print-data-log                        If set, printing the messages content when dumping data logs.
 --skip-record-metadata                  Whether to skip printing metadata for each record.
+--transaction-log-decoder               If set, log data will be parsed as transaction metadata from the
+                                          __transaction_state topic.
 --verify-index-only                     If set, just verify the index log without printing its content.
 """
 
@@ -30,11 +35,12 @@ _FLAGS = {"--print-data-log": "print_data_log", "--deep-iteration": "deep_iterat
           "--index-sanity-check": "index_sanity_check", "--verify-index-only": "verify_index_only",
           "--skip-record-metadata": "skip_record_metadata"}
 _VALUED = {"--files": "files", "--max-message-size": "max_message_size", "--max-bytes": "max_bytes"}
+_DECODERS = {"--offsets-decoder": "offsets", "--transaction-log-decoder": "transaction-log"}
 
 
 def _expand_abbreviation(opt: str) -> str:
     """jopt-simple accepts any unambiguous prefix of a long option (``--print`` for ``--print-data-log``)."""
-    known = [*_FLAGS, *_VALUED, "--help"]
+    known = [*_FLAGS, *_VALUED, *_DECODERS, "--help"]
     if not opt.startswith("--") or opt in known:
         return opt
     matches = [k for k in known if k.startswith(opt)]
@@ -60,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if a in _FLAGS:
             flags[_FLAGS[a]] = True
+        elif a in _DECODERS:
+            flags["decoder"] = _DECODERS[a]
         elif opt in _VALUED:
             if not eq:
                 i += 1
@@ -85,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = _utf8_text(sys.stderr)
     try:
         return dump_files(files, out=out, err=err, **flags)
+    except BrokenPipeError:  # `| head`: a JVM's System.out swallows the error; stop quietly instead
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     finally:
         for wrapped, orig in ((out, sys.stdout), (err, sys.stderr)):
             wrapped.flush()

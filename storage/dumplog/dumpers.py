@@ -13,6 +13,7 @@ from typing import IO
 
 import crc32c as _crc32c
 
+from storage.dumplog.decoders import offsets_key_value, string_key_value, txn_key_value
 from storage.dumplog.java import (
     _ILLEGAL_ARG,
     _INT_MAX,
@@ -29,7 +30,6 @@ from storage.dumplog.java import (
     _jparse_long,
     _optional_long,
     _Writer,
-    java_utf8_decode,
 )
 from storage.dumplog.lines import _control_suffix, batch_head, batch_tail
 from storage.dumplog.records import Batch, LogBytes, _Legacy, iter_file_batches, iter_records
@@ -44,6 +44,7 @@ class Options:
     skip_record_metadata: bool = False
     max_message_size: int = _MAX_MESSAGE_SIZE_DEFAULT
     max_bytes: int = _INT_MAX
+    decoder: str = "string"  # or "offsets" (--offsets-decoder), "transaction-log" (--transaction-log-decoder)
 
 
 class _State:
@@ -147,11 +148,17 @@ def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
                     if opts.print_data_log and not is_control:
                         if rec.data_error is not None:
                             raise rec.data_error
-                        if rec.key is not None:
-                            w(f"{prefix}key: {java_utf8_decode(rec.key)}")
+                        if opts.decoder == "offsets":
+                            key_text, payload = offsets_key_value(rec.offset, rec.key, rec.value)
+                        elif opts.decoder == "transaction-log":
+                            key_text, payload = txn_key_value(rec.key, rec.value)
+                        else:
+                            key_text, payload = string_key_value(rec.key, rec.value)
+                        if key_text is not None:
+                            w(f"{prefix}key: {key_text}")
                             prefix = " "
-                        if rec.value is not None:
-                            w(f" payload: {java_utf8_decode(rec.value)}")
+                        if payload is not None:
+                            w(f" payload: {payload}")
                     w("\n")
             valid_bytes += batch.size
     except JavaError as e:
@@ -435,10 +442,16 @@ def _print_errors(st: _State, e: _Writer) -> None:
 def dump_files(paths: Sequence[str], print_data_log: bool = False, deep_iteration: bool = False,
                index_sanity_check: bool = False, verify_index_only: bool = False, out: IO[str] = sys.stdout,
                err: IO[str] = sys.stderr, *, skip_record_metadata: bool = False,
-               max_message_size: int = _MAX_MESSAGE_SIZE_DEFAULT, max_bytes: int = _INT_MAX) -> int:
-    """Dump ``paths`` exactly as ``kafka-dump-log.sh --files`` would; returns the process exit status."""
+               max_message_size: int = _MAX_MESSAGE_SIZE_DEFAULT, max_bytes: int = _INT_MAX,
+               decoder: str = "string") -> int:
+    """Dump ``paths`` exactly as ``kafka-dump-log.sh --files`` would; returns the process exit status.
+    ``decoder`` "offsets" / "transaction-log" are --offsets-decoder / --transaction-log-decoder (both imply
+    --print-data-log, as in Kafka)."""
+    if decoder not in ("string", "offsets", "transaction-log"):
+        raise ValueError(f"unknown decoder {decoder!r}")
+    print_data_log = print_data_log or decoder != "string"
     opts = Options(print_data_log, deep_iteration or print_data_log, index_sanity_check, verify_index_only,
-                   skip_record_metadata, max_message_size, max_bytes)
+                   skip_record_metadata, max_message_size, max_bytes, decoder)
     st = _State()
     w, e = out.write, err.write
     try:

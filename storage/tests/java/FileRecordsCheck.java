@@ -13,6 +13,10 @@
  *                                         "main" ..." line (on stdout, to keep the order) and exit status 1.
  *   FileRecordsCheck --decode-hex         read hex lines from stdin; print, per line, the UTF-16 code units (hex)
  *                                         of Java's new String(bytes, UTF_8).
+ *   FileRecordsCheck --json NAME HEX...   for each hex blob (int16 version + message body), read it as
+ *                                         org.apache.kafka.common.message.NAME at that version and print its
+ *                                         generated JsonConverter output (needs Jackson on the classpath), or
+ *                                         "ERROR <exception>".
  *   FileRecordsCheck --snapshot-schema FILE...
  *                                         read each producer-state snapshot with the same kafka-clients Schema
  *                                         that ProducerStateManager.readSnapshot uses; print "ok <entries>" or the
@@ -50,6 +54,10 @@ public class FileRecordsCheck {
         int status;
         if (args.length > 0 && args[0].equals("--decode-hex")) {
             status = decodeHex();
+        } else if (args.length > 1 && args[0].equals("--json")) {
+            for (int i = 2; i < args.length; i++)
+                OUT.println(messageJson(args[1], args[i]));
+            status = 0;
         } else if (args.length > 0 && args[0].equals("--snapshot-schema")) {
             for (int i = 1; i < args.length; i++)
                 OUT.println(snapshotSchema(new File(args[i])));
@@ -268,6 +276,28 @@ public class FileRecordsCheck {
             }
             default:
                 return " controlType: " + type + "(" + typeId + ")";
+        }
+    }
+
+    private static String messageJson(String name, String hex) {
+        try {
+            byte[] bytes = new byte[hex.length() / 2];
+            for (int i = 0; i < bytes.length; i++)
+                bytes[i] = (byte) Integer.parseInt(hex.substring(2 * i, 2 * i + 2), 16);
+            ByteBuffer buf = ByteBuffer.wrap(bytes);
+            short version = buf.getShort();
+            Class<?> cls = Class.forName("org.apache.kafka.common.message." + name);
+            Object msg = cls.getConstructor(org.apache.kafka.common.protocol.Readable.class, short.class)
+                    .newInstance(new org.apache.kafka.common.protocol.ByteBufferAccessor(buf), version);
+            Class<?> conv = Class.forName("org.apache.kafka.common.message." + name + "JsonConverter");
+            for (Method m : conv.getMethods())
+                if (m.getName().equals("write") && m.getParameterCount() == 2)
+                    return m.invoke(null, msg, version).toString();
+            return "ERROR no converter";
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            return "ERROR " + e.getCause();
+        } catch (Throwable e) {
+            return "ERROR " + e;
         }
     }
 

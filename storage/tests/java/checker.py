@@ -177,20 +177,20 @@ def scala_library_jar() -> str | None:
     return found[-1] if found else None
 
 
-def scala_hashmap_orders(put_sequences: Sequence[Sequence[str]]) -> list[list[str]]:
-    """Iteration order of scala.collection.mutable.HashMap after each sequence of puts (computed by Scala)."""
+def _scala_run(args: Sequence[str], lines: Sequence[str]) -> list[str]:
     jar = scala_library_jar()
     if jar is None or shutil.which("javac") is None:
         raise JavaUnavailable("scala-library 2.13 jar or javac not found")
+    cp = [jar, *classpath_jars()]
     src = HERE / "scala" / "ScalaOrder.java"
-    h = hashlib.sha256(src.read_bytes() + jar.encode()).hexdigest()[:16]
+    h = hashlib.sha256(src.read_bytes() + os.pathsep.join(cp).encode()).hexdigest()[:16]
     cache_root = Path(os.environ.get("KAFKALITE_JAVA_BUILD", REPO / ".deps" / "java-build"))
     out = cache_root / f"scala-{h}"
     if not (out / "ScalaOrder.class").is_file():
         cache_root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache_root))
-        proc = subprocess.run(["javac", "-nowarn", "-cp", jar, "-d", str(tmp), str(src)], capture_output=True,
-                              text=True)
+        proc = subprocess.run(["javac", "-nowarn", "-cp", os.pathsep.join(cp), "-d", str(tmp), str(src)],
+                              capture_output=True, text=True)
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise RuntimeError(f"javac failed:\n{proc.stderr}")
@@ -198,9 +198,19 @@ def scala_hashmap_orders(put_sequences: Sequence[Sequence[str]]) -> list[list[st
             os.rename(tmp, out)
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)
-    data = "".join("\t".join(seq) + "\n" for seq in put_sequences).encode()
-    proc = subprocess.run(["java", "-cp", os.pathsep.join([str(out), jar]), "ScalaOrder"], input=data,
+    data = "".join(line + "\n" for line in lines).encode()
+    proc = subprocess.run(["java", "-cp", os.pathsep.join([str(out), *cp]), "ScalaOrder", *args], input=data,
                           capture_output=True, timeout=120)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.decode(errors="replace"))
-    return [line.split("\t") for line in proc.stdout.decode().splitlines()]
+    return proc.stdout.decode().splitlines()
+
+
+def scala_hashmap_orders(put_sequences: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Iteration order of scala.collection.mutable.HashMap after each sequence of puts (computed by Scala)."""
+    return [line.split("\t") for line in _scala_run([], ["\t".join(seq) for seq in put_sequences])]
+
+
+def scala_topic_partition_sets(sets: Sequence[Sequence[tuple[str, int]]]) -> list[str]:
+    """``mutable.HashSet[TopicPartition]`` iteration order (as "t-p,t-p"), computed by Scala."""
+    return _scala_run(["tp"], ["\t".join(f"{t} {p}" for t, p in items) for items in sets])

@@ -1,26 +1,42 @@
 /*
- * Key iteration order of Scala 2.13's mutable.HashMap, which kafka-dump-log (DumpLogSegments) uses to collect
- * its per-file error reports. Each stdin line is a tab-separated sequence of put(key, 1) calls (repeats allowed);
- * the program prints the map's keys in iteration order, tab-separated. Needs scala-library 2.13 on the classpath.
+ * Iteration orders of Scala 2.13 collections that kafka-dump-log's output depends on. Needs scala-library 2.13
+ * (and kafka-clients for the "tp" mode) on the classpath.
+ *
+ *   ScalaOrder            each stdin line: tab-separated put(key, 1) calls on a mutable.HashMap[String, _]
+ *                         (repeats allowed); prints the keys in iteration order, tab-separated.
+ *   ScalaOrder tp         each stdin line: tab-separated "topic<SP>partition" items added to a
+ *                         mutable.HashSet[TopicPartition] (TransactionMetadata.topicPartitions); prints them in
+ *                         iteration order as TopicPartition.toString, comma-separated.
  */
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 
+import org.apache.kafka.common.TopicPartition;
+
 public class ScalaOrder {
     public static void main(String[] args) throws Exception {
+        boolean tp = args.length > 0 && args[0].equals("tp");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
-            scala.collection.mutable.HashMap<String, Object> map = new scala.collection.mutable.HashMap<>();
-            for (String key : line.split("\t"))
-                map.put(key, 1);
-            scala.collection.Iterator<String> it = map.keysIterator();
             StringBuilder out = new StringBuilder();
-            while (it.hasNext()) {
-                if (out.length() > 0)
-                    out.append('\t');
-                out.append(it.next());
+            if (tp) {
+                scala.collection.mutable.HashSet<TopicPartition> set = new scala.collection.mutable.HashSet<>();
+                for (String item : line.split("\t")) {
+                    int sp = item.lastIndexOf(' ');
+                    set.add(new TopicPartition(item.substring(0, sp), Integer.parseInt(item.substring(sp + 1))));
+                }
+                scala.collection.Iterator<TopicPartition> it = set.iterator();
+                while (it.hasNext())
+                    out.append(out.length() > 0 ? "," : "").append(it.next());
+            } else {
+                scala.collection.mutable.HashMap<String, Object> map = new scala.collection.mutable.HashMap<>();
+                for (String key : line.split("\t"))
+                    map.put(key, 1);
+                scala.collection.Iterator<String> it = map.keysIterator();
+                while (it.hasNext())
+                    out.append(out.length() > 0 ? "\t" : "").append(it.next());
             }
             System.out.println(out);
         }
