@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from wire.messages import REGISTRY
+from wire.messages import REGISTRY, FetchResponse, MetadataResponse, ProduceRequest
 from wire.spec import FieldSpec, MessageSpec, StructSpec, load_all, specs_dir
 
 _INT_RANGES = {
@@ -172,3 +172,61 @@ def _rand_scalar(t: str, rng: Any) -> Any:
     if t in ("bytes", "records"):
         return rng.randbytes(rng.randint(0, 12))
     raise KeyError(t)
+
+
+def large_messages() -> list[tuple[str, int, Any]]:
+    """Sizes the random generator never reaches: multi-byte uvarint counts/lengths/tags, big records."""
+    long_name = "t" * 200 + "é" * 30
+    unknown = {200: b"x" * 300, 70000: b"", 5: b"y"}
+    md = MetadataResponse(
+        cluster_id="c" * 130,
+        topics=[
+            MetadataResponse.MetadataResponseTopic(
+                name=f"{long_name}-{i}",
+                partitions=[
+                    MetadataResponse.MetadataResponsePartition(
+                        partition_index=p, replica_nodes=list(range(140))
+                    )
+                    for p in range(3)
+                ],
+                unknown_tagged_fields=unknown if i == 0 else {},
+            )
+            for i in range(150)
+        ],
+        unknown_tagged_fields=unknown,
+    )
+    fetch = FetchResponse(
+        responses=[
+            FetchResponse.FetchableTopicResponse(
+                topic=long_name,
+                partitions=[
+                    FetchResponse.PartitionData(
+                        partition_index=0,
+                        records=b"r" * 70000,
+                        current_leader=FetchResponse.LeaderIdAndEpoch(leader_id=1, leader_epoch=2),
+                    )
+                ],
+            )
+        ]
+    )
+    produce = ProduceRequest(
+        transactional_id=long_name,
+        acks=-1,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=long_name,
+                partition_data=[ProduceRequest.PartitionProduceData(index=1, records=b"b" * 20000)],
+            )
+        ],
+    )
+    out: list[tuple[str, int, Any]] = [("MetadataResponse", v, md) for v in (1, 9, 12)]
+    out += [("FetchResponse", v, fetch) for v in (11, 12, 16)]
+    out += [("ProduceRequest", v, produce) for v in (3, 9, 11)]
+    return [(n, v, _strip_unknown(o, v)) for n, v, o in out]
+
+
+def _strip_unknown(obj: Any, v: int) -> Any:
+    """Unknown tagged fields only exist in flexible versions; drop them for the older ones."""
+    if obj.FLEXIBLE_MIN is not None and v >= obj.FLEXIBLE_MIN:
+        return obj
+    return type(obj).decode(obj.encode(v), v)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from wire.headers import request_header_version, response_header_version
-from wire.tests.strategies import class_for, message_specs, random_message
+from wire.tests.strategies import class_for, large_messages, message_specs, random_message
 
 ROOT = Path(__file__).resolve().parents[2]
 JARS = ROOT / ".deps" / "java"
@@ -58,6 +58,15 @@ def test_kafka_reencodes_our_bytes_identically(specs: Path, kafka_java: list[str
             for i in range(PER_VERSION):
                 obj = cls() if i == 0 else random_message(msg, v, rng)
                 cases.append((msg.name, v, obj.encode(v), f"{msg.api_key} {msg.type} {v}"))
+    for name, v, obj in large_messages():
+        cases.append(
+            (
+                name,
+                v,
+                obj.encode(v),
+                f"{obj.API_KEY} {'request' if name.endswith('Request') else 'response'} {v}",
+            )
+        )
     results = _run(kafka_java, [f"{head} {data.hex()}" for _, _, data, head in cases], tmp_path)
     assert len(results) == len(cases)
     failures = []
