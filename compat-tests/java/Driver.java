@@ -83,6 +83,7 @@ public final class Driver {
         switch (op) {
             case "produce": return produce(c);
             case "consume": return consume(c);
+            case "subscribe_consume": return subscribeConsume(c);
             case "metadata": return metadata(c);
             case "create_topic": return createTopic(c);
             case "delete_topic": return deleteTopic(c);
@@ -182,6 +183,38 @@ public final class Driver {
                     List<Object> hs = new ArrayList<>();
                     for (Header h : r.headers()) hs.add(java.util.Arrays.asList(h.key(), b64(h.value())));
                     m.put("headers", hs);
+                    m.put("timestamp", r.timestamp());
+                    m.put("partition", (long) r.partition());
+                    m.put("offset", r.offset());
+                    recs.add(m);
+                }
+            }
+        }
+        Map<String, Object> res = new LinkedHashMap<>();
+        res.put("records", recs);
+        return res;
+    }
+
+    /** Group consumer: subscribe (the topic may not exist yet), poll until ``count`` records or timeout. */
+    private static Map<String, Object> subscribeConsume(Map<String, Object> c) {
+        Properties p = base(c);
+        p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("group.id", c.get("group"));
+        p.put("enable.auto.commit", "false");
+        p.put("auto.offset.reset", "earliest");
+        p.put("metadata.max.age.ms", "1000");
+        long count = ((Number) c.get("count")).longValue();
+        long deadline = System.currentTimeMillis() + ((Number) c.getOrDefault("timeout_ms", 60000L)).longValue();
+        List<Object> recs = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> cons = new KafkaConsumer<>(p)) {
+            cons.subscribe(List.of((String) c.get("topic")));
+            while (recs.size() < count && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : cons.poll(Duration.ofMillis(300))) {
+                    Map<String, Object> m = new LinkedHashMap<>();
+                    m.put("key", b64(r.key()));
+                    m.put("value", b64(r.value()));
+                    m.put("headers", new ArrayList<>());
                     m.put("timestamp", r.timestamp());
                     m.put("partition", (long) r.partition());
                     m.put("offset", r.offset());

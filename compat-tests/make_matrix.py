@@ -1,0 +1,235 @@
+"""Regenerate compat-tests/MATRIX.md: run the compat suite with a junit report and tabulate client x scenario.
+
+    python compat-tests/make_matrix.py            # runs pytest over compat-tests/, writes MATRIX.md
+    python compat-tests/make_matrix.py --from-xml report.xml   # only re-tabulate an existing report
+
+Cells count the test cases of that (scenario, client): "5/5" all passed; failures name the failing variants.
+Client limitations (features a client does not have, so no test exists) and known gaps with their root causes
+are listed below the tables; the gap list is maintained here, next to the code that prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from harness.clients import CLIENT_NAMES, FEATURES  # noqa: E402
+
+SCENARIOS = {  # test function -> row label (in this order)
+    "test_metadata": "Metadata (broker list, partitions)",
+    "test_topic_lifecycle": "Admin: create / describe config / alter config / delete topic",
+    "test_create_existing_topic_fails": "Admin: create existing topic -> TOPIC_ALREADY_EXISTS",
+    "test_list_offsets": "ListOffsets: earliest, latest, by timestamp",
+    "test_roundtrip": "Produce + consume: keys, headers, null key/value, timestamps",
+    "test_compression": "Compression codecs (read by self and confluent-kafka)",
+    "test_idempotent_producer": "Idempotent producer",
+    "test_near_max_message_bytes": "Records near max.message.bytes",
+    "test_record_over_max_message_bytes_rejected": "Record over max.message.bytes rejected",
+    "test_many_partitions": "Topic with 128 partitions",
+    "test_subscribe_before_topic_exists": "Subscribe before the topic exists",
+    "test_restart_mid_stream": "Broker SIGKILL/SIGTERM + restart mid-stream",
+    "test_100k_keyed_records": "Issue #4: 100k keyed records x codec, acks=all, idempotent",
+    "test_100k_java_defaults": "Issue #4: 100k records, Java producer defaults + assign/seek",
+    "test_clients_see_kafka_2_8": "Clients infer Kafka 2.8 from ApiVersions",
+}
+
+# Client limitations: features the client does not have (no test is generated for them).
+LIMITATIONS = {
+    "kcat": "reads records as text lines: no binary keys/values, no per-record headers (one -H set per run), "
+            "no per-record timestamps, no admin besides -L/-Q; consumes with a simple (non-group) consumer; "
+            "`kcat -G` exits on the first 'Subscribed topic not available' error, so it cannot subscribe "
+            "before a topic exists (same against Apache Kafka).",
+    "kafkajs": "ships only the gzip codec (snappy/lz4/zstd need codec plugins that are not installed), cannot "
+               "send a null header value, has no assign(): every consume goes through a consumer group; its "
+               "fetchTopicOffsetsByTimestamp replaces -1 (no such offset) by the high watermark.",
+    "kafka-python": "refuses a null header value ((str, bytes) tuples only).",
+    "aiokafka": "refuses a record whose key and value are both null.",
+}
+
+# Known gaps: id, where, root cause. Tests for these are xfail(strict=True) with the same id in the reason.
+KNOWN_GAPS = [
+    ("G1", "kafka-python x --emulate-kafka 2.8: metadata/admin",
+     "client bug: kafka-python 3.0.12 `describe_cluster()` pops `endpoint_type`, a DescribeCluster v1 field, "
+     "from a v0 response (KeyError). Kafka 2.8 offers only DescribeCluster v0, so real Kafka 2.8 breaks it the "
+     "same way; the default profile offers v1 and works."),
+]
+
+
+@dataclass
+class Case:
+    module: str
+    func: str
+    props: dict[str, str]
+    outcome: str  # passed failed error skipped xfailed xpassed
+    message: str = ""
+    time: float = 0.0
+    params: str = field(default="")
+
+
+def run_suite(xml_path: Path, extra: list[str]) -> int:
+    cmd = [sys.executable, "-m", "pytest", str(HERE), "-q", "-p", "no:cacheprovider",
+           f"--junitxml={xml_path}", "-o", "junit_family=xunit1", *extra]
+    print("+", " ".join(cmd), flush=True)
+    return subprocess.call(cmd, cwd=str(REPO))
+
+
+def parse(xml_path: Path) -> list[Case]:
+    cases = []
+    for tc in ET.parse(xml_path).getroot().iter("testcase"):
+        name = tc.get("name", "")
+        func, _, params = name.partition("[")
+        module = tc.get("classname", "").rsplit(".", 1)[-1]
+        props = {p.get("name", ""): p.get("value", "") for p in tc.iter("property")}
+        outcome, msg = "passed", ""
+        for child in tc:
+            if child.tag in ("failure", "error"):
+                outcome, msg = ("failed" if child.tag == "failure" else "error"), child.get("message", "")
+            elif child.tag == "skipped":
+                is_xfail = child.get("type") == "pytest.xfail"
+                outcome, msg = ("xfailed" if is_xfail else "skipped"), child.get("message", "")
+        cases.append(Case(module, func, props, outcome, msg, float(tc.get("time", 0) or 0), params.rstrip("]")))
+    return cases
+
+
+def _short(msg: str, n: int = 160) -> str:
+    msg = re.sub(r"\s+", " ", msg).strip()
+    return (msg[: n - 1] + "…") if len(msg) > n else msg
+
+
+def _cell(cs: list[Case]) -> str:
+    if not cs:
+        return "—"
+    ok = sum(c.outcome == "passed" for c in cs)
+    xf = sum(c.outcome == "xfailed" for c in cs)
+    sk = sum(c.outcome == "skipped" for c in cs)
+    bad = [c for c in cs if c.outcome in ("failed", "error")]
+    run = len(cs) - sk
+    if run == 0:
+        return "skipped"
+    if bad:
+        which = ", ".join(sorted({c.props.get("codec") or c.props.get("sig") or c.params for c in bad}))
+        return f"❌ {ok}/{run} (fails: {which})"
+    if xf:
+        return f"⚠️ {ok}/{run} ({xf} known gap)"
+    return f"✅ {ok}/{run}"
+
+
+def render(cases: list[Case], took_s: float | None) -> str:
+    mine = [c for c in cases if not c.module.startswith("test_groups_")]
+    groups = [c for c in cases if c.module.startswith("test_groups_")]
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                          text=True).stdout.strip()
+    total = defaultdict(int)
+    for c in cases:
+        total[c.outcome] += 1
+    lines = [
+        "# Client compatibility matrix",
+        "",
+        "Generated by `python compat-tests/make_matrix.py` (or `make matrix`) from a real run of `compat-tests/`:",
+        "each client is the real library/tool talking to a real `python -m kafkalite serve` process.",
+        f"Run: {_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} at commit `{head}`"
+        + (f", {took_s:.0f} s" if took_s else "") + ". Totals: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(total.items())) + ".",
+        "",
+        "Clients: kafka-python 3.0.12, confluent-kafka 2.16.1 (librdkafka 2.16), aiokafka 0.14.0, Java "
+        "kafka-clients 3.9.1, kcat 1.7.1 (librdkafka 2.0.2), kafkajs 2.2.4. `—` = the client lacks the feature "
+        "(see limitations) or the scenario is not run for it.",
+        "",
+    ]
+    for profile in ("default", "2.8"):
+        rows = [c for c in mine if c.props.get("profile", "default") == profile and "producer" not in c.props]
+        if not rows:
+            continue
+        title = "Default profile (Kafka 3.9 API versions)" if profile == "default" else (
+            "`--emulate-kafka 2.8` profile (API versions capped at Kafka 2.8)")
+        lines += [f"## {title}", "", "| Scenario | " + " | ".join(CLIENT_NAMES) + " |",
+                  "|---|" + "---|" * len(CLIENT_NAMES)]
+        funcs = [f for f in SCENARIOS if any(c.func == f for c in rows)]
+        funcs += sorted({c.func for c in rows} - set(funcs))
+        for f in funcs:
+            fc = [c for c in rows if c.func == f]
+            cells = [_cell([c for c in fc if c.props.get("client_name") == n]) for n in CLIENT_NAMES]
+            if all(x == "—" for x in cells):
+                cells = [_cell(fc)] + [""] * (len(CLIENT_NAMES) - 1)
+            lines.append(f"| {SCENARIOS.get(f, f)} | " + " | ".join(cells) + " |")
+        lines.append("")
+    cross = [c for c in mine if "producer" in c.props]
+    if cross:
+        lines += ["## Cross-client: rows produce, columns consume (50 records, 2 partitions each)", "",
+                  "| producer \\ consumer | " + " | ".join(CLIENT_NAMES) + " |",
+                  "|---|" + "---|" * len(CLIENT_NAMES)]
+        for p in CLIENT_NAMES:
+            cells = [_cell([c for c in cross if c.props.get("producer") == p and c.props.get("consumer") == q])
+                     for q in CLIENT_NAMES]
+            lines.append(f"| **{p}** | " + " | ".join(cells) + " |")
+        lines.append("")
+    if groups:
+        lines += ["## Consumer groups (compat-tests/test_groups_*.py, owned by the group coordinator work)", "",
+                  "| Test | " + " | ".join(CLIENT_NAMES) + " |", "|---|" + "---|" * len(CLIENT_NAMES)]
+        for f in sorted({c.func for c in groups}):
+            fc = [c for c in groups if c.func == f]
+            cells = [_cell([c for c in fc if c.props.get("client_name") == n]) for n in CLIENT_NAMES]
+            if all(x == "—" for x in cells):
+                cells = [_cell(fc)] + [""] * (len(CLIENT_NAMES) - 1)
+            lines.append(f"| `{f}` | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## Client limitations (no test generated)", ""]
+    for n in CLIENT_NAMES:
+        codecs = [f.split(":")[1] for f in sorted(FEATURES[n]) if f.startswith("codec:")]
+        lines.append(f"- **{n}**: codecs {', '.join(codecs)}. {LIMITATIONS.get(n, '')}".rstrip())
+    lines += ["", "## Known gaps (root causes)", ""]
+    for gid, where, cause in KNOWN_GAPS:
+        lines.append(f"- **{gid}** — {where}: {cause}")
+    failing = [c for c in cases if c.outcome in ("failed", "error")]
+    lines += ["", "## Failing in this run", ""]
+    if not failing:
+        lines.append("Nothing.")
+    for c in failing:
+        lines.append(f"- `{c.module}::{c.func}[{c.params}]`: {_short(c.message)}")
+    skipped = [c for c in cases if c.outcome == "skipped"]
+    if skipped:
+        lines += ["", "## Skipped in this run (not counted as passing)", ""]
+        for c in skipped:
+            lines.append(f"- `{c.module}::{c.func}[{c.params}]`: {_short(c.message)}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--from-xml", type=Path, help="tabulate this junit report instead of running the suite")
+    ap.add_argument("--out", type=Path, default=HERE / "MATRIX.md")
+    ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
+    a = ap.parse_args()
+    took = None
+    rc = 0
+    if a.from_xml:
+        xml = a.from_xml
+    else:
+        xml = Path(tempfile.mkdtemp(prefix="kafkalite-matrix-")) / "report.xml"
+        t0 = _dt.datetime.now()
+        rc = run_suite(xml, a.pytest_args)
+        took = (_dt.datetime.now() - t0).total_seconds()
+        if not xml.exists():
+            print("pytest wrote no report", file=sys.stderr)
+            return rc or 1
+    a.out.write_text(render(parse(xml), took))
+    print(f"wrote {a.out.relative_to(REPO) if a.out.is_relative_to(REPO) else a.out}")
+    return 0 if rc in (0, 1) else rc
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
