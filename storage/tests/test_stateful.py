@@ -85,6 +85,13 @@ class LogModel(RuleBasedStateMachine):
         self.log.flush()
         self.flushed = len(self.batches)
 
+    @rule()
+    def checkpoint(self) -> None:
+        # flushes rolled segments: everything below the active segment becomes durable
+        self.lm.checkpoint()
+        active_base = self.log.active.base_offset
+        self.flushed = max(self.flushed, sum(1 for _b, last, _r in self.batches if last < active_base))
+
     @precondition(lambda self: self.batches)
     @rule(data=st.data())
     def truncate(self, data: st.DataObject) -> None:
