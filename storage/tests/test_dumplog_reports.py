@@ -360,3 +360,24 @@ def test_kraft_snapshot_file_header(tmp_path: Path) -> None:
     out = _dump([snap])[1].split("\n")
     assert out[:2] == [f"Dumping {snap}", "Snapshot end offset: 100, epoch: 7"]
     assert out[2].startswith("baseOffset: 0 lastOffset: 0 count: 1 ")
+
+
+def test_large_storage_written_indexes_verify_cleanly(tmp_path: Path) -> None:
+    """More than 1024 offset-index entries: time-index checks go through both halves of Kafka's warm/cold
+    index lookup; a storage-written segment must pass every check."""
+    import uuid
+
+    from storage import LogConfig, LogManager
+
+    lm = LogManager.open(str(tmp_path), LogConfig(), node_id=1)
+    log = lm.create_log("big", 0, uuid.uuid4(), LogConfig(index_interval_bytes=1))
+    now = 1_700_000_000_000
+    for n in range(1500):
+        log.append(encode_batch([Rec(b"x" * (n % 7))], base_timestamp=now + n), leader_epoch=0, now_ms=now + n)
+    lm.close()
+    part = tmp_path / "big-0"
+    index, tindex = part / f"{SEG}.index", part / f"{SEG}.timeindex"
+    assert index.stat().st_size // 8 > 1024
+    rc, out, err = _dump([index, tindex])
+    assert (rc, err) == (0, "")
+    assert out.count("timestamp: ") == tindex.stat().st_size // 12
