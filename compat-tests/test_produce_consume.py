@@ -50,19 +50,20 @@ def test_idempotent_producer(broker, client, topic):
     assert_same_records(sent, got, what=f"{client.name} idempotent")
 
 
+@pytest.mark.parametrize("limit", [200_000, None], ids=["topic-200000", "broker-default"])
 @pytest.mark.parametrize("client_name", clients_with("produce", "consume"))
-def test_near_max_message_bytes(broker, client, topic):
-    """A topic with max.message.bytes=200000: a ~190 kB record is accepted and read back whole."""
-    limit = 200_000
-    create_topic(broker.bootstrap, topic, 1, {"max.message.bytes": str(limit)})
-    size = limit - 10_000
+def test_near_max_message_bytes(broker, client, topic, limit):
+    """Records just under the limit are accepted and read back whole: a topic with max.message.bytes=200000
+    (190 kB records), and the broker default message.max.bytes=1048588 (1,000,000-byte records)."""
+    create_topic(broker.bootstrap, topic, 1, {"max.message.bytes": str(limit)} if limit else None)
+    size = limit - 10_000 if limit else 1_000_000
     recs = [Rec(b"big", bytes([65 + i]) * size, (("n", str(i).encode()),) if "headers" in client.features
-                else (), partition=0) for i in range(3)]
+                else (), partition=0) for i in range(2)]
     if "fixed_headers" in client.features:
         recs = [Rec(r.key, r.value, (("n", b"0"),), partition=0) for r in recs]
-    for r in recs:  # one call per record: a batch of several would exceed the topic limit (as on Kafka)
-        client.produce(broker.bootstrap, topic, [r], max_request_bytes=1_000_000)
-    got = client.consume(broker.bootstrap, topic, [0], len(recs), timeout_s=30, max_fetch_bytes=1_000_000)
+    for r in recs:  # one call per record: a batch of several would exceed the limit (as on Kafka)
+        client.produce(broker.bootstrap, topic, [r], max_request_bytes=1_100_000)
+    got = client.consume(broker.bootstrap, topic, [0], len(recs), timeout_s=30, max_fetch_bytes=1_100_000)
     assert_same_records(recs, got, check_ts=False, what=f"{client.name} near max.message.bytes")
 
 

@@ -65,6 +65,8 @@ def test_restart_mid_stream(broker_factory, client, client_name, sig, topic, com
             time.sleep(0.01)
         mid_stream = prod.is_alive()
         broker.restart(sig)
+        if sig == signal.SIGTERM:  # graceful drain: exit status 0 and the clean-shutdown marker
+            assert broker.last_exit == 0, f"broker exited {broker.last_exit} on SIGTERM"
         t_restarted = time.monotonic()
         prod.join(120)
         t_prod = time.monotonic() - t_restarted

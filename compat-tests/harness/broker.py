@@ -54,6 +54,7 @@ class BrokerProcess:
         self.host = "127.0.0.1"
         self.port = 0
         self.starts = 0
+        self.last_exit: int | None = None  # exit status of the previous process (after stop/restart)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     @property
@@ -125,7 +126,8 @@ class BrokerProcess:
             return proc.returncode if proc else None
         proc.send_signal(sig)
         try:
-            return proc.wait(timeout)
+            self.last_exit = proc.wait(timeout)
+            return self.last_exit
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
