@@ -1,6 +1,9 @@
 """Rebuild the coordinator's state from ``__consumer_offsets`` records (Kafka's loadGroupsAndOffsets).
 
-Records are replayed in log order; the last value per key wins and a tombstone deletes. A group with
+Records are replayed in log order; the last value per key wins and a tombstone deletes. Offsets
+committed inside a transaction (transactional batches) apply when their COMMIT marker is read and are
+dropped on ABORT; a transaction still open at the end of the log is dropped (Kafka would keep it
+pending for the transaction coordinator to finish). A group with
 a GroupMetadata record comes back Stable (members, generation, leader, protocol, assignments) or Empty
 if it had no members; a group with only offsets comes back as an Empty "simple" group. Loaded members
 get a fresh session-timeout deadline, as Kafka's onGroupLoaded schedules their heartbeats.
@@ -29,6 +32,20 @@ class StateLoader:
         self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         self.groups: dict[str, GroupValue | None] = {}
         self.records = 0
+        # transactional offset commits waiting for their COMMIT/ABORT marker, per producer id
+        self.pending_txn: dict[int, list[tuple[bytes, bytes | None]]] = {}
+
+    def feed_entries(self, entries: Iterable[tuple[str, int, bytes | None, object]]) -> None:
+        """Entries from ``records.iter_entries``: transactional records apply only once committed."""
+        for kind, pid, key, value in entries:
+            if kind == "marker":
+                pending = self.pending_txn.pop(pid, [])
+                if value:
+                    self.feed(pending)
+            elif pid >= 0:
+                self.pending_txn.setdefault(pid, []).append((key, value))  # type: ignore[arg-type]
+            else:
+                self.feed([(key, value)])  # type: ignore[list-item]
 
     def feed(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> None:
         for key, value in records:

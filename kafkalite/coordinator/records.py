@@ -307,6 +307,47 @@ def _decompress(codec: int, data: bytes) -> bytes:
     raise RecordDecodeError(f"unknown compression codec {codec}")
 
 
+def iter_entries(data: bytes):  # type: ignore[no-untyped-def]
+    """Yield the contents of a run of whole magic-2 batches, transaction-aware:
+
+    * ``("record", producer_id, key, value)`` for each record (producer_id -1 unless the batch is
+      transactional: a TxnOffsetCommit not yet committed);
+    * ``("marker", producer_id, None, committed)`` for a control batch (COMMIT / ABORT marker).
+
+    Anything shorter than a whole batch ends the run; legacy (magic 0/1) message sets are skipped.
+    """
+    buf = bytes(data)
+    pos = 0
+    while pos + _BATCH_HEADER.size <= len(buf):
+        (_base, length, _ple, magic, _crc, attrs, _lod, _bts, _mts, pid, _pep, _bseq,
+         count) = _BATCH_HEADER.unpack_from(buf, pos)
+        end = pos + 12 + length
+        if end > len(buf) or length < _BATCH_HEADER.size - 12:
+            return
+        if magic != 2:
+            pos = end
+            continue
+        transactional = bool(attrs & 0x10)
+        payload = _decompress(attrs & 0x07, buf[pos + _BATCH_HEADER.size:end])
+        r = _Reader(payload)
+        for _ in range(count):
+            n = r.varint()
+            rec = _Reader(r.take(n))
+            rec.int8()
+            rec.varint()
+            rec.varint()
+            kl = rec.varint()
+            key = rec.take(kl) if kl >= 0 else None
+            vl = rec.varint()
+            value = rec.take(vl) if vl >= 0 else None
+            if attrs & 0x20:  # control record: key = int16 version, int16 type (0 abort, 1 commit)
+                if key is not None and len(key) >= 4:
+                    yield "marker", pid, None, struct.unpack(">h", key[2:4])[0] == 1
+            elif key is not None:
+                yield "record", pid if transactional else -1, key, value
+        pos = end
+
+
 def iter_records(data: bytes):  # type: ignore[no-untyped-def]
     """Yield (offset, key, value) of every record in a run of whole magic-2 batches.
 

@@ -32,7 +32,7 @@ from kafkalite.coordinator.config import OFFSETS_TOPIC, GroupConfig
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, Pending, SyncResult
 from kafkalite.coordinator.loader import StateLoader
-from kafkalite.coordinator.records import build_batch, iter_records
+from kafkalite.coordinator.records import build_batch, iter_entries
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -105,7 +105,7 @@ class GroupService:
                     data = plog.read_bytes(offset, _READ_CHUNK)
                     if not data:
                         break
-                    loader.feed((k, v) for _o, k, v in iter_records(data))
+                    loader.feed_entries(iter_entries(data))
                     nxt = _next_offset(data)
                     if nxt is None or nxt <= offset:
                         break

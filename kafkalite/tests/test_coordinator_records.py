@@ -156,3 +156,41 @@ def test_real_kafka_consumer_offsets_logs_load() -> None:
             for (topic, part), om in g.offsets.items():
                 assert topic and part >= 0 and om.offset >= 0
     assert seen_groups > 0 and decoded_groups
+
+
+def _txn_batch(records: list[tuple[bytes, bytes | None]], pid: int, control: bool = False) -> bytes:
+    """A transactional (or control) batch: patch producer id and attributes, recompute the CRC."""
+    data = bytearray(build_batch(records, 0))
+    attrs = 0x10 | (0x20 if control else 0)
+    struct.pack_into(">h", data, 21, attrs)
+    struct.pack_into(">q", data, 43, pid)
+    struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+    return bytes(data)
+
+
+def test_transactional_offsets_apply_on_commit_marker_only() -> None:
+    from kafkalite.coordinator.records import iter_entries
+
+    k0, k1 = encode_offset_key("g", "t", 0), encode_offset_key("g", "t", 1)
+    commit_marker = (struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 0))
+    abort_marker = (struct.pack(">hh", 0, 0), struct.pack(">hi", 0, 0))
+    log = (_txn_batch([(k0, encode_offset_value(OffsetAndMetadata(5)))], pid=7)
+           + _txn_batch([(k1, encode_offset_value(OffsetAndMetadata(9)))], pid=8)
+           + _txn_batch([commit_marker], pid=7, control=True)
+           + _txn_batch([abort_marker], pid=8, control=True))
+    loader = StateLoader()
+    loader.feed_entries(iter_entries(log))
+    g = loader.build(0)["g"]
+    assert g.offsets == {("t", 0): OffsetAndMetadata(5)}
+
+
+def test_txn_offset_commit_hooks_and_require_stable() -> None:
+    c = GroupCoordinator(GroupConfig())
+    assert c.txn_commit_offsets(0, "g", 42, "", None, -1, {("t", 0): OffsetAndMetadata(3)}) == {("t", 0): E.NONE}
+    assert c.fetch_offsets(0, "g", [("t", 0)], require_stable=True)[1] == [("t", 0, None, E.UNSTABLE_OFFSET_COMMIT)]
+    assert c.fetch_offsets(0, "g", [("t", 0)])[1] == [("t", 0, None, E.NONE)]
+    c.complete_txn(0, 42, commit=True)
+    assert c.fetch_offsets(0, "g", [("t", 0)], require_stable=True)[1][0][2].offset == 3
+    c.txn_commit_offsets(0, "g", 43, "", None, -1, {("t", 0): OffsetAndMetadata(4)})
+    c.complete_txn(0, 43, commit=False)
+    assert c.fetch_offsets(0, "g", [("t", 0)])[1][0][2].offset == 3
