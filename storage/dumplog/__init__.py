@@ -42,9 +42,10 @@ How each output was verified (storage/tests/test_dumplog*.py, test_java_checker.
 * not reproduced: stack-trace lines after the first exception line; codec-library messages beyond the cases in
   ``codecs.py`` (e.g. snappy-java's error codes other than FAILED_TO_UNCOMPRESS); the JVM running out of
   memory is modelled only as "compressed batch with >= 60M records" (kafka-run-class.sh's -Xmx256M);
-  jopt-simple's exact ``--help`` layout; the decoder options ``--cluster-metadata-decoder``,
-  ``--key/value-decoder-class`` and ``--remote-log-metadata-decoder`` (rejected as unrecognized); the KIP-848
-  record types 3-8 under ``--offsets-decoder``. Output is UTF-8 (a JVM in a UTF-8 locale).
+  jopt-simple's exact ``--help`` layout; ``--cluster-metadata-decoder`` and ``--remote-log-metadata-decoder``
+  (rejected as unrecognized); ``--key/value-decoder-class`` beyond Kafka's String/Integer/Long decoders (other
+  classes fail like a missing class); the KIP-848 record types 3-8 under ``--offsets-decoder``. Output is
+  UTF-8 (a JVM in a UTF-8 locale).
 * ``--offsets-decoder`` / ``--transaction-log-decoder`` (``decoders.py``): the consumer-protocol JSON is checked
   against kafka-clients' generated JsonConverters and the transaction partitions' order against Scala's
   HashSet; the OffsetCommit/GroupMetadata/TransactionLog record JSON follows the same generator rules from

@@ -20,6 +20,9 @@ print-data-log is enabled.
 dumped.
 --help                                  Print usage information.
 --index-sanity-check                    If set, just checks the index sanity without printing its content.
+--key-decoder-class [String]            If set, used to deserialize the keys (org.apache.kafka.tools.api
+                                          String/Integer/LongDecoder). (default: org.apache.kafka.tools.api.
+                                          StringDecoder)
 --max-bytes <Integer: size>             Limit the amount of total batches read in bytes (default: 2147483647).
 --max-message-size <Integer: size>      Size of largest message. (default: 5242880)
 --offsets-decoder                       If set, log data will be parsed as offset data from the
@@ -28,6 +31,8 @@ dumped.
 --skip-record-metadata                  Whether to skip printing metadata for each record.
 --transaction-log-decoder               If set, log data will be parsed as transaction metadata from the
                                           __transaction_state topic.
+--value-decoder-class [String]          If set, used to deserialize the messages. (default: org.apache.kafka.
+                                          tools.api.StringDecoder)
 --verify-index-only                     If set, just verify the index log without printing its content.
 """
 
@@ -36,11 +41,12 @@ _FLAGS = {"--print-data-log": "print_data_log", "--deep-iteration": "deep_iterat
           "--skip-record-metadata": "skip_record_metadata"}
 _VALUED = {"--files": "files", "--max-message-size": "max_message_size", "--max-bytes": "max_bytes"}
 _DECODERS = {"--offsets-decoder": "offsets", "--transaction-log-decoder": "transaction-log"}
+_OPTIONAL_VALUED = {"--key-decoder-class": "key_decoder_class", "--value-decoder-class": "value_decoder_class"}
 
 
 def _expand_abbreviation(opt: str) -> str:
     """jopt-simple accepts any unambiguous prefix of a long option (``--print`` for ``--print-data-log``)."""
-    known = [*_FLAGS, *_VALUED, *_DECODERS, "--help"]
+    known = [*_FLAGS, *_VALUED, *_DECODERS, *_OPTIONAL_VALUED, "--help"]
     if not opt.startswith("--") or opt in known:
         return opt
     matches = [k for k in known if k.startswith(opt)]
@@ -68,6 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             flags[_FLAGS[a]] = True
         elif a in _DECODERS:
             flags["decoder"] = _DECODERS[a]
+        elif opt in _OPTIONAL_VALUED:  # jopt-simple withOptionalArg: the next word unless it is an option
+            if not eq and i + 1 < len(args) and not args[i + 1].startswith("-"):
+                i += 1
+                val = args[i]
+            flags[_OPTIONAL_VALUED[opt]] = val or "org.apache.kafka.tools.api.StringDecoder"
         elif opt in _VALUED:
             if not eq:
                 i += 1

@@ -311,6 +311,43 @@ def txn_key_value(key: bytes | None, value: bytes | None) -> tuple[str | None, s
                       f"txnTimeoutMs={d['transactionTimeoutMs']}")
 
 
-def string_key_value(key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
-    """The default StringDecoder for keys and values."""
-    return (None if key is None else java_utf8_decode(key), None if value is None else java_utf8_decode(value))
+# --key-decoder-class / --value-decoder-class: the decoders Kafka ships (org.apache.kafka.tools.api), and the
+# deprecated kafka.serializer names DumpLogSegments maps onto them (announcing it on stdout each time it builds
+# the parser, i.e. before every .log / .checkpoint file).
+DECODER_CLASSES = {
+    "org.apache.kafka.tools.api.StringDecoder": ("string", None),
+    "org.apache.kafka.tools.api.IntegerDecoder": ("int", None),
+    "org.apache.kafka.tools.api.LongDecoder": ("long", None),
+    "kafka.serializer.StringDecoder": ("string", "org.apache.kafka.tools.api.StringDecoder"),
+    "kafka.serializer.IntegerDecoder": ("int", "org.apache.kafka.tools.api.IntegerDecoder"),
+    "kafka.serializer.LongDecoder": ("long", "org.apache.kafka.tools.api.LongDecoder"),
+}
+
+
+def decoder_announcement(class_name: str) -> str:
+    """What ``newDecoder(className)`` prints (a deprecation notice) or raises (an unknown class)."""
+    if class_name not in DECODER_CLASSES:
+        raise JavaError("java.lang.ClassNotFoundException", class_name)
+    replacement = DECODER_CLASSES[class_name][1]
+    if replacement is None:
+        return ""
+    return f"{class_name} is deprecated. Please use {replacement} instead\n"
+
+
+def simple_decode(class_name: str, data: bytes) -> str:
+    """``Decoder.fromBytes`` of Kafka's String/Integer/Long decoders, as the tool prints the result."""
+    kind = DECODER_CLASSES[class_name][0]
+    if kind == "string":
+        return java_utf8_decode(data)
+    fmt = ">i" if kind == "int" else ">q"
+    if len(data) < struct.calcsize(fmt):
+        raise JavaError("java.nio.BufferUnderflowException")
+    return str(struct.unpack_from(fmt, data, 0)[0])
+
+
+def string_key_value(key: bytes | None, value: bytes | None, key_class: str = "org.apache.kafka.tools.api."
+                     "StringDecoder", value_class: str = "org.apache.kafka.tools.api.StringDecoder"
+                     ) -> tuple[str | None, str | None]:
+    """DecoderMessageParser: the key is decoded first, then the value (a failure ends the tool)."""
+    key_text = None if key is None else simple_decode(key_class, key)
+    return key_text, (None if value is None else simple_decode(value_class, value))

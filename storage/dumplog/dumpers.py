@@ -13,7 +13,7 @@ from typing import IO
 
 import crc32c as _crc32c
 
-from storage.dumplog.decoders import offsets_key_value, string_key_value, txn_key_value
+from storage.dumplog.decoders import decoder_announcement, offsets_key_value, string_key_value, txn_key_value
 from storage.dumplog.java import (
     _ILLEGAL_ARG,
     _INT_MAX,
@@ -45,6 +45,8 @@ class Options:
     max_message_size: int = _MAX_MESSAGE_SIZE_DEFAULT
     max_bytes: int = _INT_MAX
     decoder: str = "string"  # or "offsets" (--offsets-decoder), "transaction-log" (--transaction-log-decoder)
+    key_decoder: str = "org.apache.kafka.tools.api.StringDecoder"
+    value_decoder: str = "org.apache.kafka.tools.api.StringDecoder"
 
 
 class _State:
@@ -102,6 +104,9 @@ def _corrupt_with_file(e: JavaError, path: str, start: int = 0, end: int | None 
 
 def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
     name = _jname(path)
+    if opts.decoder == "string":  # DumpLogSegmentsOptions.messageParser, evaluated for every data file
+        w(decoder_announcement(opts.value_decoder))
+        w(decoder_announcement(opts.key_decoder))
     if name.endswith(".log"):
         w(f"Log starting offset: {_jparse_long(name.split('.')[0])}\n")
     elif name.endswith(".checkpoint"):
@@ -153,7 +158,8 @@ def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
                         elif opts.decoder == "transaction-log":
                             key_text, payload = txn_key_value(rec.key, rec.value)
                         else:
-                            key_text, payload = string_key_value(rec.key, rec.value)
+                            key_text, payload = string_key_value(rec.key, rec.value, opts.key_decoder,
+                                                                 opts.value_decoder)
                         if key_text is not None:
                             w(f"{prefix}key: {key_text}")
                             prefix = " "
@@ -443,15 +449,20 @@ def dump_files(paths: Sequence[str], print_data_log: bool = False, deep_iteratio
                index_sanity_check: bool = False, verify_index_only: bool = False, out: IO[str] = sys.stdout,
                err: IO[str] = sys.stderr, *, skip_record_metadata: bool = False,
                max_message_size: int = _MAX_MESSAGE_SIZE_DEFAULT, max_bytes: int = _INT_MAX,
-               decoder: str = "string") -> int:
+               decoder: str = "string", key_decoder_class: str | None = None,
+               value_decoder_class: str | None = None) -> int:
     """Dump ``paths`` exactly as ``kafka-dump-log.sh --files`` would; returns the process exit status.
-    ``decoder`` "offsets" / "transaction-log" are --offsets-decoder / --transaction-log-decoder (both imply
-    --print-data-log, as in Kafka)."""
+    ``decoder`` "offsets" / "transaction-log" are --offsets-decoder / --transaction-log-decoder;
+    ``key_decoder_class`` / ``value_decoder_class`` name Kafka's String/Integer/Long decoders. Any of them implies
+    --print-data-log, as in Kafka."""
     if decoder not in ("string", "offsets", "transaction-log"):
         raise ValueError(f"unknown decoder {decoder!r}")
-    print_data_log = print_data_log or decoder != "string"
+    print_data_log = (print_data_log or decoder != "string" or key_decoder_class is not None
+                      or value_decoder_class is not None)
+    default = "org.apache.kafka.tools.api.StringDecoder"
     opts = Options(print_data_log, deep_iteration or print_data_log, index_sanity_check, verify_index_only,
-                   skip_record_metadata, max_message_size, max_bytes, decoder)
+                   skip_record_metadata, max_message_size, max_bytes, decoder, key_decoder_class or default,
+                   value_decoder_class or default)
     st = _State()
     w, e = out.write, err.write
     try:

@@ -163,3 +163,29 @@ def test_decoder_flags(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes
     assert b'key: {"type":"2","data":{"group":"grp"}} payload: <DELETE>\n' in capsysbinary.readouterr().out
     assert main(["--files", str(log), "--transaction-log"]) == 0  # abbreviation of --transaction-log-decoder
     assert b"key: unknown::version=2\n" in capsysbinary.readouterr().out
+
+
+def test_key_and_value_decoder_classes(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    log = tmp_path / f"{SEG}.log"
+    log.write_bytes(encode_batch([Rec(struct.pack(">q", -5), key=struct.pack(">i", 258)), Rec(None, key=None)]))
+    rc, out, _ = _dump([log], key_decoder_class="org.apache.kafka.tools.api.IntegerDecoder",
+                       value_decoder_class="kafka.serializer.LongDecoder")
+    lines = out.split("\n")
+    assert rc == 0
+    # the deprecated name is announced each time the tool builds its parser, before the file's header line
+    assert lines[1] == ("kafka.serializer.LongDecoder is deprecated. Please use "
+                        "org.apache.kafka.tools.api.LongDecoder instead")
+    assert lines[2] == "Log starting offset: 0"
+    assert lines[4].endswith("headerKeys: [] key: 258 payload: -5")
+    assert lines[5].endswith("headerKeys: []")
+    rc, out, err = _dump([log], value_decoder_class="org.apache.kafka.tools.api.IntegerDecoder",
+                         key_decoder_class="org.apache.kafka.tools.api.IntegerDecoder")
+    assert rc == 0  # an 8-byte value read as an int: only its first 4 bytes
+    rc, _out, err = _dump([log], key_decoder_class="org.apache.kafka.tools.api.LongDecoder")
+    assert rc == 1 and err == 'Exception in thread "main" java.nio.BufferUnderflowException\n'
+    rc, out, err = _dump([log], value_decoder_class="com.example.Missing")
+    assert rc == 1 and out == f"Dumping {log}\n"
+    assert err == 'Exception in thread "main" java.lang.ClassNotFoundException: com.example.Missing\n'
+    assert main(["--files", str(log), "--key-decoder-class", "--value-decoder-class",
+                 "org.apache.kafka.tools.api.LongDecoder"]) == 0
+    assert b"key: \x00\x00\x01\x02 payload: -5\n" in capsysbinary.readouterr().out
