@@ -29,8 +29,9 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """tmp + fsync + rename + fsync(dir)."""
+def write_atomic(path: str, data: bytes, sync: bool = True) -> None:
+    """tmp + fsync + rename + fsync(dir); with `sync=False` only tmp + rename (the caller fsyncs later with
+    `sync_file`, as Kafka 3.7+ does for the leader-epoch checkpoint on the append path)."""
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -38,10 +39,25 @@ def write_atomic(path: str, data: bytes) -> None:
         while view:
             n = os.write(fd, view)
             view = view[n:]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    if sync:
+        fsync_dir(os.path.dirname(path) or ".")
+
+
+def sync_file(path: str) -> None:
+    """fsync a file written with `sync=False`, then its directory."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     fsync_dir(os.path.dirname(path) or ".")
 
 
@@ -84,10 +100,10 @@ def read_offset_checkpoint(path: str) -> dict[tuple[str, int], int]:
 
 
 # ---- leader epochs -----------------------------------------------------------------------------------
-def write_leader_epochs(path: str, epochs: Iterable[tuple[int, int]]) -> None:
+def write_leader_epochs(path: str, epochs: Iterable[tuple[int, int]], sync: bool = True) -> None:
     items = list(epochs)
     lines = ["0", str(len(items))] + [f"{e} {o}" for e, o in items]
-    write_atomic(path, ("\n".join(lines) + "\n").encode())
+    write_atomic(path, ("\n".join(lines) + "\n").encode(), sync)
 
 
 def read_leader_epochs(path: str) -> list[tuple[int, int]]:
@@ -96,19 +112,20 @@ def read_leader_epochs(path: str) -> list[tuple[int, int]]:
             lines = f.read().splitlines()
     except FileNotFoundError:
         return []
-    if len(lines) < 2:
-        return []
-    count = int(lines[1])
     out = []
-    for line in lines[2 : 2 + count]:
-        e, o = line.split()
-        out.append((int(e), int(o)))
+    try:
+        count = int(lines[1])
+        for line in lines[2 : 2 + count]:
+            e, o = line.split()
+            out.append((int(e), int(o)))
+    except (IndexError, ValueError):  # torn by a crash before its (deferred) fsync: start afresh
+        return []
     return out
 
 
 # ---- partition.metadata --------------------------------------------------------------------------------
-def write_partition_metadata(path: str, topic_id: uuid.UUID) -> None:
-    write_atomic(path, f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}".encode())
+def write_partition_metadata(path: str, topic_id: uuid.UUID, sync: bool = True) -> None:
+    write_atomic(path, f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}".encode(), sync)
 
 
 def read_partition_metadata(path: str) -> uuid.UUID | None:
@@ -124,7 +141,10 @@ def read_partition_metadata(path: str) -> uuid.UUID | None:
             fields[k.strip()] = v.strip()
     if "topic_id" not in fields:
         return None
-    return uuid_from_base64(fields["topic_id"])
+    try:
+        return uuid_from_base64(fields["topic_id"])
+    except ValueError:
+        return None
 
 
 # ---- meta.properties -------------------------------------------------------------------------------------

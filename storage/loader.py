@@ -22,7 +22,6 @@ import uuid
 from typing import TYPE_CHECKING
 
 from storage.batch import CONTROL_ABORT, iter_file_batches, parse_control_marker
-from storage.checkpoints import write_partition_metadata
 from storage.config import LogConfig
 from storage.segment import LogSegment, segment_name
 
@@ -122,8 +121,7 @@ def load_log(
     self = cls(directory, topic, partition, topic_id, config)
     self._read_metadata()
     if self.topic_id is None and topic_id is not None:
-        self.topic_id = topic_id
-        write_partition_metadata(os.path.join(directory, "partition.metadata"), topic_id)
+        self.set_topic_id(topic_id)
     cleanup_leftovers(directory)
     bases = sorted(int(m.group(1)) for m in map(_LOG_RE.match, os.listdir(directory)) if m)
     now = _now()

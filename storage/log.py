@@ -27,6 +27,7 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from storage import retention
@@ -46,6 +47,7 @@ from storage.batch import (
 from storage.checkpoints import (
     read_leader_epochs,
     read_partition_metadata,
+    sync_file,
     write_leader_epochs,
     write_partition_metadata,
 )
@@ -113,6 +115,7 @@ class PartitionLog:
         self._lock = threading.Lock()  # guards the segment list against a concurrent flush()
         self._unflushed = 0
         self._last_flush_ms = _now()
+        self._meta_dirty: set[str] = set()
         self.closed = False
 
     # ---- properties ------------------------------------------------------------------------------
@@ -158,9 +161,9 @@ class PartitionLog:
         leader_epoch: int | None = 0,
     ) -> PartitionLog:
         os.makedirs(directory, exist_ok=True)
-        if topic_id is not None:
-            write_partition_metadata(os.path.join(directory, "partition.metadata"), topic_id)
         self = cls(directory, topic, partition, topic_id, config)
+        if topic_id is not None:
+            self.set_topic_id(topic_id)
         self._add_segment(LogSegment(directory, 0, index_interval_bytes=config.index_interval_bytes,
                                      max_index_size=config.segment_index_bytes, now_ms=_now(), create=True))
         self.active.offset_index.resize(config.segment_index_bytes)
@@ -228,13 +231,30 @@ class PartitionLog:
         if self.leader_epochs and epoch <= self.leader_epochs[-1][0]:
             return
         self.leader_epochs.append((epoch, start_offset))
-        write_leader_epochs(os.path.join(self.dir, "leader-epoch-checkpoint"), self.leader_epochs)
+        self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, self.leader_epochs, False))
 
     def _truncate_epochs(self, end_offset: int) -> None:
         keep = [(e, o) for e, o in self.leader_epochs if o < end_offset]
         if keep != self.leader_epochs:
             self.leader_epochs = keep
-            write_leader_epochs(os.path.join(self.dir, "leader-epoch-checkpoint"), keep)
+            self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, keep, False))
+
+    def set_topic_id(self, topic_id: uuid.UUID) -> None:
+        """Record the topic id in `partition.metadata` (fsynced with the next flush)."""
+        self.topic_id = topic_id
+        self._write_meta("partition.metadata", lambda p: write_partition_metadata(p, topic_id, False))
+
+    def _write_meta(self, name: str, write: Callable[[str], None]) -> None:
+        """Small metadata files are replaced atomically at once but fsynced by the next flush/checkpoint
+        (off the appending thread), as Kafka 3.7+ does for the leader-epoch checkpoint."""
+        path = os.path.join(self.dir, name)
+        write(path)
+        self._meta_dirty.add(path)
+
+    def _sync_meta(self) -> None:
+        dirty, self._meta_dirty = self._meta_dirty, set()
+        for path in sorted(dirty):
+            sync_file(path)
 
     def latest_epoch(self) -> int:
         return self.leader_epochs[-1][0] if self.leader_epochs else -1
@@ -525,6 +545,7 @@ class PartitionLog:
             except OSError:
                 if not seg.closed:
                     raise
+        self._sync_meta()
         self.recovery_point = max(self.recovery_point, leo)
         self._unflushed = 0
         self._last_flush_ms = _now()
@@ -542,6 +563,7 @@ class PartitionLog:
             except OSError:
                 if not seg.closed:
                     raise
+        self._sync_meta()
         self.recovery_point = max(self.recovery_point, active_base)
 
     def close(self, clean: bool = True) -> None:

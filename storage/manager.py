@@ -28,7 +28,6 @@ from storage.checkpoints import (
     uuid_to_base64,
     write_atomic,
     write_offset_checkpoint,
-    write_partition_metadata,
     write_properties,
 )
 from storage.config import LogConfig
@@ -170,8 +169,7 @@ class LogManager:
             if config is not None:
                 existing.update_config(config)
             if topic_id is not None and existing.topic_id is None:
-                existing.topic_id = topic_id
-                write_partition_metadata(os.path.join(existing.dir, "partition.metadata"), topic_id)
+                existing.set_topic_id(topic_id)
             return existing
         path = os.path.join(self.log_dir, f"{topic}-{partition}")
         plog = PartitionLog.create(path, topic, partition, topic_id, config or self.default_config)

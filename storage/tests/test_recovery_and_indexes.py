@@ -218,3 +218,22 @@ def test_index_load_stops_at_crash_padding(tmp_path: Path) -> None:
     assert tagain.all_entries() == [(NOW + 1, 110), (NOW + 2, 120), (NOW + 3, 130)]
     again.close()
     tagain.close()
+
+
+def test_torn_metadata_files_are_tolerated(tmp_path: Path) -> None:
+    """leader-epoch-checkpoint and partition.metadata are fsynced lazily; a crash may leave them empty."""
+    lm = LogManager.open(str(tmp_path), LogConfig())
+    log = lm.create_log("t", 0, uuid.uuid4())
+    log.append(_batch(0))
+    lm.close(clean=False)
+    (tmp_path / "t-0" / "leader-epoch-checkpoint").write_bytes(b"0\n")
+    (tmp_path / "t-0" / "partition.metadata").write_bytes(b"")
+    lm = LogManager.open(str(tmp_path), LogConfig())
+    log = lm.get_log("t", 0)
+    assert log is not None and log.topic_id is None and log.leader_epochs == []
+    tid = uuid.uuid4()
+    assert lm.create_log("t", 0, tid) is log and log.topic_id == tid
+    log.append(_batch(1))
+    assert log.leader_epochs == [(0, 1)]
+    lm.close()
+    assert (tmp_path / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 1\n"
