@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable
 
 from kafkalite.tests.rawclient import RawClient
@@ -132,6 +133,10 @@ def test_member_id_required_static_members_and_batched_leave(raw: Connect) -> No
                            group_instance_id="inst-1", protocol_type="consumer", protocols=[
                                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=subscription("t"))])
     c2.send(req, 5)
+    for _ in range(200):  # the two connections race: wait until the static join parked
+        if c.request(DescribeGroupsRequest(groups=["g4"]), 5).groups[0].group_state == "PreparingRebalance":
+            break
+        time.sleep(0.01)
     leave = c.request(LeaveGroupRequest(group_id="g4", members=[
         LeaveGroupRequest.MemberIdentity(member_id=j.member_id)]), 3)
     assert [m.error_code for m in leave.members] == [0]
