@@ -146,9 +146,26 @@ def _our_log_lines(paths: list[Path], print_data: bool) -> str:
                    if not line.startswith("Log starting offset: "))
 
 
+def _odd_batches_log(tmp_path: Path) -> Path:
+    """Batches the fixtures lack: a delete horizon, null header values, sequences that wrap, invalid UTF-8."""
+    import crc32c
+
+    horizon = bytearray(encode_batch([Rec(b"v", key=b"\xed\xa0\x80k", headers=[("h", None), ("\u00e9", b"")])],
+                                     base_offset=0, base_timestamp=1_700_000_000_123))
+    struct.pack_into(">h", horizon, 21, struct.unpack_from(">h", horizon, 21)[0] | 0x40)
+    struct.pack_into(">I", horizon, 17, crc32c.crc32c(bytes(horizon[21:])))
+    wrap = encode_batch([Rec(b"a"), Rec(b"\xf0\x9f\x98"), Rec(b"c")], base_offset=1, producer_id=7,
+                        producer_epoch=1, base_sequence=2**31 - 2)
+    d = tmp_path / "odd-0"
+    d.mkdir()
+    (d / f"{SEG}.log").write_bytes(bytes(horizon) + wrap)
+    return d / f"{SEG}.log"
+
+
 @pytest.mark.parametrize("print_data", [False, True])
 def test_dump_lines_equal_kafka_clients_values(reference: Path, tmp_path: Path, print_data: bool) -> None:
     logs = _fixture_logs(reference, tmp_path) + sorted(_write_project_log(tmp_path / "data").glob("*.log"))
+    logs.append(_odd_batches_log(tmp_path))
     ours = _our_log_lines(logs, print_data)
     if not print_data:  # the Java side always iterates records; compare its batch lines only
         java = "".join(line for line in checker.dump_logs(logs).splitlines(keepends=True)
