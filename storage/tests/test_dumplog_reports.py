@@ -381,3 +381,17 @@ def test_large_storage_written_indexes_verify_cleanly(tmp_path: Path) -> None:
     rc, out, err = _dump([index, tindex])
     assert (rc, err) == (0, "")
     assert out.count("timestamp: ") == tindex.stat().st_size // 12
+
+
+def test_kafkalite_cli_entry(tmp_path: Path) -> None:
+    """``kafkalite dump-log`` hands its arguments to storage.dumplog.main (a leading ``--`` is accepted so the
+    broker CLI's argparse does not swallow ``--files``)."""
+    import subprocess
+    import sys
+
+    log = _log_with(tmp_path, encode_batch([Rec(b"v", key=b"k")]))
+    proc = subprocess.run([sys.executable, "-m", "kafkalite", "dump-log", "--", "--files", str(log),
+                           "--print-data-log"], capture_output=True, timeout=120)
+    out = io.StringIO()
+    dump_files([str(log)], print_data_log=True, out=out, err=io.StringIO())
+    assert (proc.returncode, proc.stdout) == (0, out.getvalue().encode())
