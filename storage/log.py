@@ -399,7 +399,7 @@ class PartitionLog:
     def _roll(self, base: int, now: int) -> LogSegment:
         old = self.active
         old.on_become_inactive()
-        self.producer_state.take_snapshot(base)
+        self._meta_dirty.add(self.producer_state.take_snapshot(base, sync=False))
         seg = LogSegment(self.dir, base, index_interval_bytes=self.config.index_interval_bytes,
                          max_index_size=self.config.segment_index_bytes, now_ms=now, create=True)
         seg.offset_index.resize(self.config.segment_index_bytes)

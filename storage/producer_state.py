@@ -257,14 +257,17 @@ class ProducerStateManager:
                                 e.current_txn_first_offset)
         return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(body)) + bytes(body)
 
-    def take_snapshot(self, offset: int, keep: int = 3) -> str:
-        """Write `<offset>.snapshot` atomically; keep only the newest `keep` snapshot files."""
+    def take_snapshot(self, offset: int, keep: int = 3, sync: bool = True) -> str:
+        """Write `<offset>.snapshot` atomically (tmp + rename; fsynced unless `sync=False`, then the caller
+        syncs it later); keep only the newest `keep` snapshot files. A torn snapshot fails its CRC and is
+        ignored at load, so deferring the fsync costs only a longer replay."""
         path = self.snapshot_path(offset)
         tmp = path + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.write(fd, self.encode_snapshot())
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
