@@ -155,7 +155,7 @@ class GroupCoordinator(OffsetsMixin):
         if group.is_(S.PREPARING_REBALANCE):
             self._try_complete_join(group, now_ms)
         if group.is_(S.EMPTY) and not group.members and not group.offsets and group.generation_id == 0 \
-                and not group.pending_members:
+                and not group.pending_members and not group.pending_txn_offsets:
             self.groups.pop(group_id, None)  # a join that failed before creating anything
         return pending
 
