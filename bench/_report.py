@@ -128,14 +128,16 @@ def _mean_field(section: str, keys: list[str], field: str = "broker_cpu_us_per_r
 def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
     """The kafkalite-vs-peers table: one row per metric, one column per broker, plus a ratio column."""
     n = f"{args.records // 1000}k" if args.records < 1_000_000 else f"{args.records / 1e6:g}M"
+    runs = getattr(args, "repeats", 1)
+    n_runs = f", median of {runs}" if runs > 1 else ""
     metrics: list[tuple[str, Getter, Callable[[dict[str, Any]], str] | None, bool]] = []
     for parts in (1, 6):
         for acks in ("1", "all"):
             key = f"p{parts}_acks{acks}"
-            metrics.append((f"produce {n}×100 B, {parts} part., acks={acks}", _throughput("produce", key),
+            metrics.append((f"produce {n}×100 B, {parts} part., acks={acks}{n_runs}", _throughput("produce", key),
                             _tp_cell("produce", key), True))
     for parts in (1, 6):
-        metrics.append((f"consume {n}×100 B, {parts} part.", _throughput("consume", f"p{parts}"),
+        metrics.append((f"consume {n}×100 B, {parts} part.{n_runs}", _throughput("consume", f"p{parts}"),
                         _tp_cell("consume", f"p{parts}"), True))
     for section, keys, what in (("produce", [f"p{p}_acks{a}" for p in (1, 6) for a in ("1", "all")], "produce"),
                                 ("consume", ["p1", "p6"], "consume")):

@@ -53,7 +53,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--brokers", default=",".join(_brokers.ALL), help="comma list of kafkalite,tansu,noida")
     ap.add_argument("--quick", action="store_true", help="100k records, 5 s latency run")
     ap.add_argument("--records", type=int, help="records per produce run (default 1M, quick 100k)")
-    ap.add_argument("--repeats", type=int, default=1, help="repeats of each produce/consume run (median)")
+    ap.add_argument("--repeats", type=int,
+                    help="repeats of each produce/consume run, median reported (default: 1; quick: 3). Each "
+                         "repeat is a new topic that stays in the broker, so memory-only peers grow with it")
     ap.add_argument("--start-repeats", type=int, default=3, help="repeats of the start-to-ready timing")
     ap.add_argument("--rate", type=int, default=2000, help="latency run: messages per second")
     ap.add_argument("--latency-seconds", type=float, help="latency run length (default 10, quick 5)")
@@ -61,6 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--phase-timeout", type=float, help="wall-time bound of one produce/consume run")
     args, _unknown = ap.parse_known_args(argv)
     args.records = args.records or (100_000 if args.quick else 1_000_000)
+    args.repeats = args.repeats or (3 if args.quick else 1)
     args.latency_seconds = args.latency_seconds or (5.0 if args.quick else 10.0)
     args.phase_timeout = args.phase_timeout or (120.0 if args.quick else 600.0)
     args.broker_list = [b.strip() for b in args.brokers.split(",") if b.strip()]
