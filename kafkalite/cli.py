@@ -71,6 +71,12 @@ async def _serve_until_signal(config: BrokerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw[:1] == ["dump-log"]:
+        # argparse's REMAINDER would swallow options such as --files; hand them over untouched.
+        from storage import dumplog
+
+        return int(dumplog.main(raw[1:]) or 0)
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.command == "dump-log":
