@@ -40,7 +40,7 @@ class GroupConfig:
                 val = getattr(conf, name, None)
                 if val is None and hasattr(conf, "get"):
                     try:
-                        val = conf.get(dotted)  # type: ignore[attr-defined]
+                        val = conf.get(dotted)
                     except Exception:
                         val = None
             if val is not None:

@@ -15,14 +15,15 @@ Mixed into :class:`~kafkalite.coordinator.coordinator.GroupCoordinator`; pure li
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.group import Group, GroupState, OffsetAndMetadata
+from kafkalite.coordinator.group import Group, GroupState, Member, OffsetAndMetadata
 from kafkalite.coordinator.records import encode_group_key, encode_offset_key, encode_offset_value
 
 if TYPE_CHECKING:
-    from kafkalite.coordinator.coordinator import GroupCoordinator
+    from kafkalite.coordinator.config import GroupConfig
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -31,8 +32,23 @@ TP = tuple[str, int]
 
 
 class OffsetsMixin:
+    # provided by GroupCoordinator (declared here for type checkers)
+    config: GroupConfig
+    groups: dict[str, Group]
+    active: bool
+    loading: bool
+    _append: Callable[[int, list[tuple[bytes, bytes | None]]], None]
+
+    if TYPE_CHECKING:
+        def poll(self, now_ms: int) -> None: ...
+        def partition_for(self, group_id: str) -> int: ...
+        def _validate_group_status(self, group_id: str | None, allow_empty_id: bool = False) -> int | None: ...
+        def _get_or_create(self, group_id: str, create: bool, now_ms: int) -> Group | None: ...
+        def _validate_current_member(self, group: Group, member_id: str, instance_id: str | None) -> int | None: ...
+        def _schedule_heartbeat(self, member: Member, now_ms: int, timeout_ms: int | None = None) -> None: ...
+
     # -- OffsetCommit --------------------------------------------------------------------------
-    def commit_offsets(self: GroupCoordinator, now_ms: int, group_id: str, member_id: str,
+    def commit_offsets(self, now_ms: int, group_id: str, member_id: str,
                        group_instance_id: str | None, generation_id: int,
                        offsets: dict[TP, OffsetAndMetadata]) -> dict[TP, int]:
         self.poll(now_ms)
@@ -55,7 +71,7 @@ class OffsetsMixin:
             self._schedule_heartbeat(group.members[member_id], now_ms)
         return self._store_offsets(group, offsets, now_ms)
 
-    def _validate_offset_commit(self: GroupCoordinator, group: Group, generation_id: int, member_id: str,
+    def _validate_offset_commit(self, group: Group, generation_id: int, member_id: str,
                                 instance_id: str | None) -> int | None:
         if group.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
@@ -72,7 +88,7 @@ class OffsetsMixin:
             return E.UNKNOWN_MEMBER_ID  # only members may commit to a live group
         return None
 
-    def _store_offsets(self: GroupCoordinator, group: Group, offsets: dict[TP, OffsetAndMetadata],
+    def _store_offsets(self, group: Group, offsets: dict[TP, OffsetAndMetadata],
                        now_ms: int) -> dict[TP, int]:
         result: dict[TP, int] = {}
         records: list[tuple[bytes, bytes | None]] = []
@@ -98,7 +114,7 @@ class OffsetsMixin:
         return result
 
     # -- OffsetFetch ---------------------------------------------------------------------------
-    def fetch_offsets(self: GroupCoordinator, now_ms: int, group_id: str, partitions: list[TP] | None,
+    def fetch_offsets(self, now_ms: int, group_id: str, partitions: list[TP] | None,
                       require_stable: bool = False) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None, int]]]:
         """Returns (group error, [(topic, partition, committed or None, partition error)])."""
         self.poll(now_ms)
@@ -108,11 +124,11 @@ class OffsetsMixin:
         group = self.groups.get(group_id)
         if group is None or group.is_(S.DEAD):
             return E.NONE, [(t, p, None, E.NONE) for t, p in (partitions or [])]
-        pending = set()
+        pending: set[TP] = set()
         for offs in group.pending_txn_offsets.values():
             pending.update(offs)
         wanted = sorted(group.offsets) if partitions is None else partitions
-        out = []
+        out: list[tuple[str, int, OffsetAndMetadata | None, int]] = []
         for tp in wanted:
             if require_stable and tp in pending:
                 out.append((tp[0], tp[1], None, E.UNSTABLE_OFFSET_COMMIT))
@@ -121,7 +137,7 @@ class OffsetsMixin:
         return E.NONE, out
 
     # -- deletions -----------------------------------------------------------------------------
-    def delete_groups(self: GroupCoordinator, now_ms: int, group_ids: list[str]) -> dict[str, int]:
+    def delete_groups(self, now_ms: int, group_ids: list[str]) -> dict[str, int]:
         self.poll(now_ms)
         out: dict[str, int] = {}
         for gid in group_ids:
@@ -141,7 +157,7 @@ class OffsetsMixin:
                 out[gid] = E.NON_EMPTY_GROUP
         return out
 
-    def delete_offsets(self: GroupCoordinator, now_ms: int, group_id: str,
+    def delete_offsets(self, now_ms: int, group_id: str,
                        partitions: list[TP]) -> tuple[int, dict[TP, int]]:
         self.poll(now_ms)
         err = self._validate_group_status(group_id)
@@ -164,7 +180,7 @@ class OffsetsMixin:
         errors.update(dict.fromkeys(eligible, E.NONE))
         return E.NONE, errors
 
-    def _cleanup(self: GroupCoordinator, group: Group, removed: list[TP], now_ms: int) -> int:
+    def _cleanup(self, group: Group, removed: list[TP], now_ms: int) -> int:
         """Tombstone removed offsets; an Empty group left without offsets dies (tombstoned too)."""
         if group.is_(S.EMPTY) and not group.offsets and not group.pending_txn_offsets:
             group.transition_to(S.DEAD, now_ms)
@@ -183,11 +199,11 @@ class OffsetsMixin:
                 return E.COORDINATOR_NOT_AVAILABLE
         return E.NONE
 
-    def expire_offsets(self: GroupCoordinator, now_ms: int) -> int:
+    def expire_offsets(self, now_ms: int) -> int:
         retention = self.config.offsets_retention_ms
         total = 0
         for group in list(self.groups.values()):
-            pending = set()
+            pending: set[TP] = set()
             for offs in group.pending_txn_offsets.values():
                 pending.update(offs)
 
@@ -222,7 +238,7 @@ class OffsetsMixin:
             log.info("expired %d committed offsets", total)
         return total
 
-    def remove_topic_offsets(self: GroupCoordinator, now_ms: int, topics: set[str]) -> int:
+    def remove_topic_offsets(self, now_ms: int, topics: set[str]) -> int:
         """A topic was deleted: drop (and tombstone) every group's offsets for it (handleDeletedPartitions)."""
         total = 0
         for group in list(self.groups.values()):
@@ -235,7 +251,7 @@ class OffsetsMixin:
         return total
 
     # -- transactional offsets (TxnOffsetCommit; completed by the transaction markers) -------------
-    def txn_commit_offsets(self: GroupCoordinator, now_ms: int, group_id: str, producer_id: int,
+    def txn_commit_offsets(self, now_ms: int, group_id: str, producer_id: int,
                            member_id: str, group_instance_id: str | None, generation_id: int,
                            offsets: dict[TP, OffsetAndMetadata]) -> dict[TP, int]:
         self.poll(now_ms)
@@ -255,7 +271,7 @@ class OffsetsMixin:
         group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
         return dict.fromkeys(offsets, E.NONE)
 
-    def complete_txn(self: GroupCoordinator, now_ms: int, producer_id: int, commit: bool) -> None:
+    def complete_txn(self, now_ms: int, producer_id: int, commit: bool) -> None:
         """Apply (commit) or drop (abort) a producer's pending transactional offsets in every group."""
         for group in list(self.groups.values()):
             offs = group.pending_txn_offsets.pop(producer_id, None)
@@ -265,7 +281,7 @@ class OffsetsMixin:
                 self._cleanup(group, [], now_ms)
 
     # -- describe / list -----------------------------------------------------------------------
-    def describe_group(self: GroupCoordinator, group_id: str) -> tuple[int, dict[str, Any] | None]:
+    def describe_group(self, group_id: str) -> tuple[int, dict[str, Any] | None]:
         """(error, summary) — summary None when the group does not exist."""
         err = self._validate_group_status(group_id, allow_empty_id=True)
         if err is not None:
@@ -275,7 +291,7 @@ class OffsetsMixin:
             return E.NONE, None
         return E.NONE, group.summary()
 
-    def list_groups(self: GroupCoordinator, states: list[str] | None = None,
+    def list_groups(self, states: list[str] | None = None,
                     types: list[str] | None = None) -> tuple[int, list[dict[str, str]]]:
         if not self.active:
             return E.COORDINATOR_NOT_AVAILABLE, []

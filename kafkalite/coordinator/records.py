@@ -48,16 +48,16 @@ class _Reader:
         return out
 
     def int8(self) -> int:
-        return struct.unpack(">b", self.take(1))[0]
+        return int(struct.unpack(">b", self.take(1))[0])
 
     def int16(self) -> int:
-        return struct.unpack(">h", self.take(2))[0]
+        return int(struct.unpack(">h", self.take(2))[0])
 
     def int32(self) -> int:
-        return struct.unpack(">i", self.take(4))[0]
+        return int(struct.unpack(">i", self.take(4))[0])
 
     def int64(self) -> int:
-        return struct.unpack(">q", self.take(8))[0]
+        return int(struct.unpack(">q", self.take(8))[0])
 
     def uvarint(self) -> int:
         shift = result = 0
@@ -286,24 +286,24 @@ def _decompress(codec: int, data: bytes) -> bytes:
     if codec == 1:
         return gzip.decompress(data)
     if codec == 2:
-        import snappy  # type: ignore[import-untyped]
+        import snappy
 
         if data[:8] == b"\x82SNAPPY\x00":  # xerial framing
             out, pos = bytearray(), 16
             while pos < len(data):
                 n = struct.unpack(">i", data[pos:pos + 4])[0]
-                out += snappy.decompress(data[pos + 4:pos + 4 + n])
+                out += bytes(snappy.decompress(data[pos + 4:pos + 4 + n]))
                 pos += 4 + n
             return bytes(out)
-        return snappy.decompress(data)
+        return bytes(snappy.decompress(data))
     if codec == 3:
-        import lz4.frame  # type: ignore[import-untyped]
+        import lz4.frame
 
-        return lz4.frame.decompress(data)
+        return bytes(lz4.frame.decompress(data))
     if codec == 4:
-        import zstandard  # type: ignore[import-untyped]
+        import zstandard
 
-        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(data))
     raise RecordDecodeError(f"unknown compression codec {codec}")
 
 
