@@ -158,7 +158,10 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
         last_progress = t0
         first: float | None = None
         while got < count and time.perf_counter() < deadline:
-            for msg in consumer.consume(10_000, 0.5):
+            # consume(n, t) returns once n records are there or t has passed: never ask for more than are
+            # left (the last call would sit out its timeout), and ask for 1 first (time to first record).
+            want = 1 if first is None else min(10_000, count - got)
+            for msg in consumer.consume(want, 0.2):
                 if msg.error():
                     if len(errors) < 5:
                         errors.append(str(msg.error()))
