@@ -44,7 +44,7 @@ def _warm(bootstrap: str) -> None:
     adm.describe_consumer_groups(["warm-up"])["warm-up"].result(60)
 
 
-@pytest.mark.parametrize("client_name", ALL_CLIENTS)
+@pytest.mark.parametrize("client_name", [*ALL_CLIENTS, "kcat"])
 def test_group_reads_commits_and_resumes(client_name: str, broker, topic: str) -> None:
     bs = broker.bootstrap
     create_topic(bs, topic, PARTITIONS)

@@ -285,7 +285,25 @@ def _kafkajs(bootstrap: str, topic: str, group: str, count: int, timeout_s: floa
                      data["first_ms"] / 1000 if data["first_ms"] >= 0 else None)
 
 
-DRIVERS = {"kafka-python": _kafka_python, "confluent-kafka": _confluent, "aiokafka": _aiokafka,
+def _kcat(bootstrap: str, topic: str, group: str, count: int, timeout_s: float, assignor: str | None) -> GroupRead:
+    """kcat's balanced consumer (-G, librdkafka 2.0.2 on Debian): reads to the end (-e), auto-commits
+    on exit. first_s is the whole run (kcat reports no per-record times)."""
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        missing("kcat is not installed")
+    t0 = time.monotonic()
+    proc = subprocess.run([kcat, "-b", bootstrap, "-G", group, "-X", "auto.offset.reset=earliest", "-e", "-q",
+                           "-f", "%p %o %s\\n", topic], capture_output=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise AssertionError(f"kcat -G failed: {proc.stderr.decode()[-3000:]}")
+    out = GroupRead(first_s=time.monotonic() - t0)
+    for line in proc.stdout.decode().splitlines():
+        p, o, v = line.split(" ", 2)
+        out.records.append((int(p), int(o), v.encode()))
+    return out
+
+
+DRIVERS = {"kcat": _kcat, "kafka-python": _kafka_python, "confluent-kafka": _confluent, "aiokafka": _aiokafka,
            "java": _java, "kafkajs": _kafkajs}
 
 
