@@ -65,7 +65,12 @@ def _start_broker(base: Path, emulate: str | None) -> BrokerProcess:
         missing(reason)
     b = BrokerProcess(base / "data", base / "broker.log", emulate=emulate)
     _LIVE.append(b)
-    b.start()
+    try:
+        b.start()
+    except BaseException:
+        _LIVE.remove(b)  # the error message carries the log tail
+        b.kill()
+        raise
     return b
 
 

@@ -5,6 +5,7 @@ max.message.bytes; a topic with 100+ partitions."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from harness.clients import CODECS, FEATURES, clients_with
@@ -88,3 +89,29 @@ def test_many_partitions(broker, client, topic):
     client.produce(broker.bootstrap, topic, sent)
     got = client.consume(broker.bootstrap, topic, list(range(n)), n, timeout_s=60)
     assert_same_records(sent, got, check_ts=False, what=f"{client.name} 128 partitions")
+
+
+@pytest.mark.parametrize("client_name", clients_with("produce", "consume"))
+def test_consume_from_middle_offset(broker, client, topic, get_client):
+    """Seek into the middle of a batch: the broker returns the whole batch and the client drops the records
+    before the requested offset, so the first record delivered is exactly the one asked for."""
+    create_topic(broker.bootstrap, topic, 1)
+    sent = records_for(get_client("confluent-kafka").features, 100, prefix="mid")
+    get_client("confluent-kafka").produce(broker.bootstrap, topic, sent, compression="gzip")  # few big batches
+    got = client.consume(broker.bootstrap, topic, [0], 63, start=37, timeout_s=30)
+    assert got and got[0].offset == 37, [r.offset for r in got[:5]]
+    assert_same_records(sent[37:], got, what=f"{client.name} from offset 37")
+
+
+@pytest.mark.parametrize("client_name", clients_with("produce", "consume", "timestamps"))
+def test_log_append_time(broker, client, topic):
+    """A topic with message.timestamp.type=LogAppendTime: consumers see the broker's append time, not the
+    producer's explicit timestamps."""
+    create_topic(broker.bootstrap, topic, 1, {"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000) - 1000
+    sent = records_for(client.features, 10, prefix="lat")
+    client.produce(broker.bootstrap, topic, sent)
+    after = int(time.time() * 1000) + 1000
+    got = client.consume(broker.bootstrap, topic, [0], len(sent), timeout_s=30)
+    assert_same_records(sent, got, check_ts=False, what=f"{client.name} LogAppendTime")
+    assert all(before <= r.timestamp <= after for r in got), [r.timestamp for r in got]

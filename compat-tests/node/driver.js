@@ -60,6 +60,8 @@ async function consume (c) {
   let done
   const finished = new Promise(resolve => { done = resolve })
   const timer = setTimeout(() => done(), c.timeout_ms || 60000)
+  let crash = null
+  consumer.on(consumer.events.CRASH, e => { crash = e.payload.error; done() })
   await consumer.connect()
   try {
     await consumer.subscribe({ topics: [c.topic], fromBeginning: true })
@@ -84,6 +86,7 @@ async function consume (c) {
       for (const p of c.partitions) consumer.seek({ topic: c.topic, partition: p, offset: String(c.start) })
     }
     await finished
+    if (crash) throw crash
   } finally {
     clearTimeout(timer)
     await consumer.disconnect()
