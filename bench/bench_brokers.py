@@ -291,8 +291,10 @@ def bench_workload(names: list[str], args: argparse.Namespace, out: dict[str, di
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     atexit.register(_stop_all)
+    previous = None
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        # SIGTERM (run_all's time limit) must unwind through the finally below, which stops the brokers.
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     out: dict[str, Any] = {
         "config": {"records": args.records, "record_bytes": _load.RECORD_SIZE, "repeats": args.repeats,
                    "start_repeats": args.start_repeats, "latency_rate": args.rate,
@@ -316,6 +318,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         bench_workload(names, args, out["brokers"])
     finally:
         _stop_all()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     table = broker_table(out["brokers"], args)
     out["markdown"] = table
     print(table, flush=True)
