@@ -93,6 +93,8 @@ class GroupService:
         if self.state is None or OFFSETS_TOPIC not in getattr(self.state, "topics", {}):
             return
         partitions = self.state.topics[OFFSETS_TOPIC].partitions
+        # an existing topic decides the partition count (as in Kafka), whatever the config says now
+        self.config.offsets_topic_num_partitions = partitions
         logs = [self.state.get_log(OFFSETS_TOPIC, p) for p in range(partitions)]
 
         def read_all() -> StateLoader:
