@@ -155,15 +155,15 @@ class GroupService:
             return
         st.ensure_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, self._offsets_topic_overrides())
 
-    async def ensure_offsets_topic_async(self) -> None:
+    async def ensure_offsets_topic_async(self) -> bool:
         """Create ``__consumer_offsets`` if needed, its 50 partition logs in a worker thread (they cost
-        a few fsyncs each); concurrent callers wait for the same creation."""
+        a few fsyncs each); concurrent callers wait for the same creation. False if it failed."""
         st = self.state
         if st is None or OFFSETS_TOPIC in st.topics:
-            return
+            return True
         if self._creating is not None:
             await self._creating.wait()
-            return
+            return OFFSETS_TOPIC in st.topics
         self._creating = ev = trio.Event()
         try:
             n = self.config.offsets_topic_num_partitions
@@ -178,9 +178,13 @@ class GroupService:
             await trio.to_thread.run_sync(create_logs)
             if OFFSETS_TOPIC not in st.topics:
                 st.create_topic(OFFSETS_TOPIC, n, overrides, topic_id=topic_id)
+        except Exception:
+            log.exception("could not create %s", OFFSETS_TOPIC)
+            return False
         finally:
             self._creating = None
             ev.set()
+        return True
 
     def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
         if self.state is None:

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+from kafkalite.coordinator.config import OFFSETS_TOPIC
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
@@ -24,7 +25,8 @@ async def _lookup(ctx: RequestContext, key_type: int) -> tuple[int, str | None]:
         svc = ctx.broker.groups
         if svc is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no group coordinator"
-        await svc.ensure_offsets_topic_async()
+        if not await svc.ensure_offsets_topic_async():
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, f"could not create {OFFSETS_TOPIC}"
     else:
         ensure = getattr(ctx.broker.txns, "ensure_state_topic", None)
         if ensure is not None:
