@@ -77,12 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         from storage import dumplog
 
         return int(dumplog.main(raw[1:]) or 0)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "dump-log":
+        # forwarded untouched (argparse would claim option-like arguments such as --files)
+        from storage import dumplog
+
+        return int(dumplog.main(argv[1:]) or 0)
     parser = _build_parser()
     args = parser.parse_args(argv)
-    if args.command == "dump-log":
-        from storage import dumplog  # type: ignore[attr-defined]
-
-        return int(dumplog.main(args.args) or 0)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -10,12 +10,14 @@
 - v13+: topics are named by topic id; an unknown id answers UNKNOWN_TOPIC_ID.
 - OFFSET_OUT_OF_RANGE below the log start offset or beyond the log end offset.
 - No fetch sessions: SessionId is always 0, so clients keep sending full fetch requests (KIP-227 allows it).
-- Isolation: LastStableOffset = the storage's LSO when it tracks one, else the high watermark;
+- Isolation: LastStableOffset = the storage's LSO; read_committed fetches never return batches at or past
+  it (regions are trimmed at batch boundaries);
   AbortedTransactions is null for read_uncommitted and the storage's list (or empty) for read_committed.
 - Flexible versions: an empty Records field is zero-length bytes, never null (librdkafka rejects null).
 """
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
 
@@ -37,6 +39,28 @@ def _error_part(index: int, code: ErrorCode, hw: int = -1, log_start: int = -1, 
     return _Part(partition_index=index, error_code=code, high_watermark=hw, last_stable_offset=hw,
                  log_start_offset=log_start, aborted_transactions=None, preferred_read_replica=-1,
                  records=b"")
+
+
+def trim_regions(regions: list[tuple[int, int, int]], end_offset: int) -> list[tuple[int, int, int]]:
+    """Cut file regions of whole batches so no batch starting at or after ``end_offset`` is included.
+
+    Only read_committed fetches with an open transaction (LSO < high watermark) need this: it reads the
+    12-byte BaseOffset/BatchLength prefix of each batch in the regions with pread, never the records.
+    """
+    out: list[tuple[int, int, int]] = []
+    for fd, pos, length in regions:
+        cur, end = pos, pos + length
+        while cur + 12 <= end:
+            head = os.pread(fd, 12, cur)
+            if len(head) < 12 or int.from_bytes(head[:8], "big", signed=True) >= end_offset:
+                break
+            cur += 12 + int.from_bytes(head[8:12], "big", signed=True)
+        cur = min(cur, end)
+        if cur > pos:
+            out.append((fd, pos, cur - pos))
+        if cur < end:
+            break
+    return out
 
 
 def _collect(state: BrokerState, req: FetchRequest, version: int) -> tuple[FetchResponse, int, bool]:
@@ -86,6 +110,8 @@ def _collect(state: BrokerState, req: FetchRequest, version: int) -> tuple[Fetch
                     parts.append(_error_part(p.partition, error_code_for(exc), hw, log_start))
                     errored = True
                     continue
+                if regions and committed and lso < hw:
+                    regions = trim_regions(regions, lso)
                 if regions:
                     size = sum(r[2] for r in regions)
                     total += size
