@@ -173,9 +173,9 @@ def test_describe_cluster_and_offset_for_leader_epoch(raw: Connect, broker: Brok
     assert r.error_code == 0 and [(b.host, b.port) for b in r.brokers] == [(broker.host, broker.port)]
     metadata(c, "ofle")
     c.request(produce_req("ofle", encode_batch([b"a", b"b", b"c"])), 9)
-    O = OffsetForLeaderEpochRequest
-    req = O(topics=[O.OffsetForLeaderTopic(topic="ofle", partitions=[
-        O.OffsetForLeaderPartition(partition=0, current_leader_epoch=0, leader_epoch=0)])])
+    OE = OffsetForLeaderEpochRequest
+    req = OE(topics=[OE.OffsetForLeaderTopic(topic="ofle", partitions=[
+        OE.OffsetForLeaderPartition(partition=0, current_leader_epoch=0, leader_epoch=0)])])
     p = c.request(req, 2).topics[0].partitions[0]
     assert (p.error_code, p.leader_epoch, p.end_offset) == (0, 0, 3)
     req.topics[0].partitions[0].current_leader_epoch = 5
