@@ -164,10 +164,7 @@ class PartitionLog:
         self = cls(directory, topic, partition, topic_id, config)
         if topic_id is not None:
             self.set_topic_id(topic_id)
-        self._add_segment(LogSegment(directory, 0, index_interval_bytes=config.index_interval_bytes,
-                                     max_index_size=config.segment_index_bytes, now_ms=_now(), create=True))
-        self.active.offset_index.resize(config.segment_index_bytes)
-        self.active.time_index.resize(config.segment_index_bytes)
+        self._add_segment(self._new_segment(0, _now()))
         if leader_epoch is not None and leader_epoch >= 0:
             self._assign_epoch(leader_epoch, 0)
         return self
@@ -189,6 +186,15 @@ class PartitionLog:
 
         return load_log(cls, directory, topic, partition, config, clean=clean,
                         recovery_point=recovery_point, log_start_offset=log_start_offset, topic_id=topic_id)
+
+    def _new_segment(self, base: int, now: int) -> LogSegment:
+        """A fresh active segment at `base` with preallocated indexes (not yet in the segment list)."""
+        cfg = self.config
+        seg = LogSegment(self.dir, base, index_interval_bytes=cfg.index_interval_bytes,
+                         max_index_size=cfg.segment_index_bytes, now_ms=now, create=True)
+        seg.offset_index.resize(cfg.segment_index_bytes)
+        seg.time_index.resize(cfg.segment_index_bytes)
+        return seg
 
     def _add_segment(self, seg: LogSegment) -> None:
         with self._lock:
@@ -400,10 +406,7 @@ class PartitionLog:
         old = self.active
         old.on_become_inactive()
         self._meta_dirty.add(self.producer_state.take_snapshot(base, sync=False))
-        seg = LogSegment(self.dir, base, index_interval_bytes=self.config.index_interval_bytes,
-                         max_index_size=self.config.segment_index_bytes, now_ms=now, create=True)
-        seg.offset_index.resize(self.config.segment_index_bytes)
-        seg.time_index.resize(self.config.segment_index_bytes)
+        seg = self._new_segment(base, now)
         leo = self._leo
         self._add_segment(seg)
         self._leo = leo
@@ -489,39 +492,11 @@ class PartitionLog:
     # ---- truncation, deletion of records ---------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding an offset >= `offset` (whole batches)."""
-        if offset >= self._leo:
-            return
-        now = _now()
-        segs = list(self._view[0])
-        if offset <= segs[0].base_offset:
-            self.truncate_fully_and_start_at(offset)
-            return
-        keep = [s for s in segs if s.base_offset <= offset]
-        self._replace_segments(keep, [s for s in segs if s.base_offset > offset], defer=True)
-        seg = self.active
-        seg.truncate_to(offset, now, self.config.segment_index_bytes)
-        self._leo = seg.next_offset
-        self._after_truncation()
+        retention.truncate_to(self, offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start an empty log at `offset`."""
-        self._replace_segments([], list(self._view[0]), defer=True)
-        self._add_segment(LogSegment(self.dir, offset, index_interval_bytes=self.config.index_interval_bytes,
-                                     max_index_size=self.config.segment_index_bytes, now_ms=_now(),
-                                     create=True))
-        self.active.offset_index.resize(self.config.segment_index_bytes)
-        self.active.time_index.resize(self.config.segment_index_bytes)
-        self.log_start_offset = offset
-        self._leo = offset
-        self._after_truncation()
-
-    def _after_truncation(self) -> None:
-        self.recovery_point = min(self.recovery_point, self._leo)
-        self._truncate_epochs(self._leo)
-        self.producer_state.delete_snapshots_after(self._leo)
-        from storage.loader import rebuild_producer_state
-
-        rebuild_producer_state(self)
+        retention.truncate_fully_and_start_at(self, offset)
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset forward (<= high watermark); drop whole segments below."""

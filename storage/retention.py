@@ -1,4 +1,5 @@
-"""Deleting whole segments from the front of a log: retention.ms, retention.bytes, DeleteRecords.
+"""Removing data from a log: from the front (retention.ms, retention.bytes, DeleteRecords) or the end
+(truncation).
 
 Kafka's rules: the active segment is never deleted by retention; a segment goes when every record in it is
 older than retention.ms (judged by its largest timestamp, or the file's mtime when it has none), or while the
@@ -72,3 +73,37 @@ def _seg_ts(seg: LogSegment) -> int:
         except OSError:
             ts = time.time_ns() // 1_000_000
     return ts
+
+
+def truncate_to(plog: PartitionLog, offset: int) -> None:
+    """Remove every batch holding an offset >= `offset`: later segments go (renamed `.deleted`), the one
+    holding `offset` is cut at that batch and becomes active; producer state and epochs follow."""
+    if offset >= plog.log_end_offset:
+        return
+    segs = plog.segments
+    if offset <= segs[0].base_offset:
+        truncate_fully_and_start_at(plog, offset)
+        return
+    keep = [s for s in segs if s.base_offset <= offset]
+    plog._replace_segments(keep, [s for s in segs if s.base_offset > offset], defer=True)
+    seg = plog.active
+    seg.truncate_to(offset, time.time_ns() // 1_000_000, plog.config.segment_index_bytes)
+    plog._leo = seg.next_offset
+    _after_truncation(plog)
+
+
+def truncate_fully_and_start_at(plog: PartitionLog, offset: int) -> None:
+    plog._replace_segments([], plog.segments, defer=True)
+    plog._add_segment(plog._new_segment(offset, time.time_ns() // 1_000_000))
+    plog.log_start_offset = offset
+    plog._leo = offset
+    _after_truncation(plog)
+
+
+def _after_truncation(plog: PartitionLog) -> None:
+    from storage.loader import rebuild_producer_state
+
+    plog.recovery_point = min(plog.recovery_point, plog.log_end_offset)
+    plog._truncate_epochs(plog.log_end_offset)
+    plog.producer_state.delete_snapshots_after(plog.log_end_offset)
+    rebuild_producer_state(plog)
