@@ -93,8 +93,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     import trio
 
-    trio.run(_serve_until_signal, config)
+    try:
+        trio.run(_serve_until_signal, config)
+    except (OSError, ExceptionGroup) as exc:
+        err = _first_os_error(exc)
+        if err is None:
+            raise
+        sys.stderr.write(f"kafkalite: cannot start: {err}\n")
+        return 1
     return 0
+
+
+def _first_os_error(exc: BaseException) -> OSError | None:
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = _first_os_error(sub)
+            if found is not None:
+                return found
+    return None
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ channel while a request is in flight, and clients rely on responses arriving in 
   a ``DecodeError``, an unknown API key or an unsupported version of an API other than ApiVersions close *this*
   connection, with one log line. An ApiVersions request at a version we do not serve gets a v0 body with
   UNSUPPORTED_VERSION and the full api_keys list (KIP-511), so the client can retry.
+- A connection idle for ``connections.max.idle.ms`` (between requests) is closed, as Kafka does.
 - An exception in a handler is logged with its traceback and closes this connection; the server goes on.
 
 Responses are sent zero-copy where it matters: in-memory chunks go out with ``sendmsg`` (scatter/gather, no
@@ -52,6 +53,8 @@ class Connection:
         self.idle = True
         self.closing = False
         self.cancel_scope = trio.CancelScope()
+        idle_ms = state.config.get_int("connections.max.idle.ms", 600_000)
+        self.idle_timeout = idle_ms / 1000 if idle_ms > 0 else float("inf")
         try:
             peer = sock.getpeername()
             self.peer_host, self.peer_port = str(peer[0]), int(peer[1])
@@ -84,8 +87,13 @@ class Connection:
                         self.idle = True
                         if self.closing:
                             return
-                        data = await self.sock.recv(RECV_SIZE)
-                        self.idle = False
+                        with trio.move_on_after(self.idle_timeout):
+                            data = await self.sock.recv(RECV_SIZE)
+                            self.idle = False
+                        if self.idle:
+                            log.info("%r: closing after %.0f s idle (connections.max.idle.ms)", self,
+                                     self.idle_timeout)
+                            return
                         if not data:
                             return
                         frames.receive_data(data)

@@ -107,3 +107,18 @@ def _strip_leader_epochs(data: bytes) -> list[bytes]:
         out.append(bytes(b))
         pos += 12 + length
     return out
+
+
+def test_port_in_use_is_a_clean_error(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "kafkalite", "serve", "--listen", f"127.0.0.1:{port}", "--data-dir",
+             str(tmp_path / "d")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert "cannot start" in proc.stderr and "Address already in use" in proc.stderr

@@ -43,3 +43,25 @@ def test_pytest_fixtures(kafkalite_broker: Broker, kafkalite_broker_factory: Cal
     with RawClient(kafkalite_broker.host, kafkalite_broker.port) as c:
         t = c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="one")]), 12).topics[0]
         assert len(t.partitions) == 1
+
+
+def test_two_listeners_each_advertise_their_own_address(tmp_path: Path) -> None:
+    overrides = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+        "advertised.listeners": "PLAINTEXT://public.example:9092,INTERNAL://127.0.0.1:0",
+    }
+    with Broker(data_dir=tmp_path, overrides=overrides) as b:
+        (h1, p1), (h2, p2) = b.addresses
+        with RawClient(h1, p1) as c:
+            assert [(x.host, x.port) for x in c.request(MetadataRequest(topics=[]), 12).brokers] == [
+                ("public.example", 9092)]
+        with RawClient(h2, p2) as c:   # advertised port 0 means "the bound port"
+            assert [(x.host, x.port) for x in c.request(MetadataRequest(topics=[]), 12).brokers] == [
+                ("127.0.0.1", p2)]
+
+
+def test_idle_connections_are_closed(tmp_path: Path) -> None:
+    with Broker(data_dir=tmp_path, overrides={"connections.max.idle.ms": "200"}) as b, \
+            RawClient(b.host, b.port) as c:
+        assert c.request(MetadataRequest(topics=[]), 12).brokers
+        assert c.is_closed_by_peer()
