@@ -98,6 +98,7 @@ class KafkaStreamReader(_ReaderBase, DataSourceStreamReader, SupportsTriggerAvai
         super().__init__(opts)
         self._target: dict[TopicPartition, int] | None = None  # AvailableNow: never read past this
         self._last_trigger = time.monotonic()
+        self._seen_latest: dict[TopicPartition, int] | None = None
 
     def initialOffset(self) -> dict:
         o = self.opts
@@ -120,7 +121,8 @@ class KafkaStreamReader(_ReaderBase, DataSourceStreamReader, SupportsTriggerAvai
         return latest
 
     def reportLatestOffset(self) -> dict | None:
-        return offsets_to_json_dict(self._latest())
+        """The latest offsets seen by the last ``latestOffset`` call (progress reporting; no extra request)."""
+        return offsets_to_json_dict(self._seen_latest) if self._seen_latest is not None else None
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = offsets_from_json_dict(start)
@@ -130,6 +132,7 @@ class KafkaStreamReader(_ReaderBase, DataSourceStreamReader, SupportsTriggerAvai
                 break
             time.sleep(1.0)
             latest = self._latest()
+        self._seen_latest = latest
         new = [tp for tp in latest if tp not in begin]
         begin_all = {**{tp: off for tp, off in begin.items() if tp in latest}, **self.lookup.earliest(new)}
         if isinstance(limit, ReadMaxRows):
