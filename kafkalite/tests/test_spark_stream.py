@@ -36,7 +36,11 @@ class RestartableBroker:
 
     def restart(self) -> None:
         self.broker.stop()
-        self.broker = kafkalite.Broker(data_dir=self.data_dir, port=self.port).start()
+        try:
+            self.broker = kafkalite.Broker(data_dir=self.data_dir, port=self.port).start()
+        except (OSError, RuntimeError):  # the old listener's port may take a moment to be free again
+            time.sleep(2.0)
+            self.broker = kafkalite.Broker(data_dir=self.data_dir, port=self.port).start()
 
     def stop(self) -> None:
         self.broker.stop()
