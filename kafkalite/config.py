@@ -39,6 +39,8 @@ DEFAULTS: dict[str, str] = {
     "log.retention.hours": "168",
     "log.retention.bytes": "-1",
     "log.retention.check.interval.ms": "300000",
+    "log.cleaner.backoff.ms": "15000",
+    "log.flush.offset.checkpoint.interval.ms": "60000",
     "log.index.interval.bytes": "4096",
     "log.index.size.max.bytes": str(10 * 1024 * 1024),
     "log.cleanup.policy": "delete",

@@ -2,7 +2,7 @@
 
 Structure (outermost first), so shutdown can unwind one layer at a time:
 
-    background nursery     group coordinator, periodic checkpoint/retention loop
+    background nursery     group coordinator, storage housekeeping (compaction, retention, checkpoints)
       connection nursery   one task per client connection (kafkalite.connection)
         accept nursery     one accept loop per listener
 
@@ -110,18 +110,32 @@ async def _run_connection(conn: Connection, connections: set[Connection]) -> Non
         connections.discard(conn)
 
 
-async def _housekeeping(state: BrokerState) -> None:
-    """Periodic checkpoints and retention, off the trio thread (log.retention.check.interval.ms)."""
-    interval = max(state.config.get_int("log.retention.check.interval.ms"), 1000) / 1000
+HOUSEKEEPING = (
+    # (storage method, interval setting, default ms): Kafka's schedulers for the same jobs
+    ("cleanup", "log.cleaner.backoff.ms", 15_000),            # compaction, .deleted purge, flush.ms
+    ("enforce_retention", "log.retention.check.interval.ms", 300_000),
+    ("checkpoint", "log.flush.offset.checkpoint.interval.ms", 60_000),
+)
+
+
+async def _periodic(state: BrokerState, method: str, interval_s: float) -> None:
+    """Run one storage housekeeping job every ``interval_s``, in a worker thread."""
+    fn = getattr(state.logs, method, None)
+    if fn is None:
+        log.debug("storage has no %s(); not scheduled", method)
+        return
     while True:
-        await trio.sleep(interval)
-        for name in ("cleanup", "enforce_retention", "checkpoint"):
-            fn = getattr(state.logs, name, None)
-            if fn is not None:
-                try:
-                    await trio.to_thread.run_sync(fn)
-                except Exception:
-                    log.exception("storage %s failed", name)
+        await trio.sleep(interval_s)
+        try:
+            await trio.to_thread.run_sync(fn)
+        except Exception:
+            log.exception("storage %s failed", method)
+
+
+def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
+    for method, key, default in HOUSEKEEPING:
+        interval = max(state.config.get_int(key, default), 100) / 1000
+        nursery.start_soon(_periodic, state, method, interval)
 
 
 async def _start_groups(state: BrokerState, nursery: trio.Nursery) -> None:
@@ -162,7 +176,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
 
         async with trio.open_nursery() as background:
             await _start_groups(state, background)
-            background.start_soon(_housekeeping, state)
+            _start_housekeeping(state, background)
             async with trio.open_nursery() as conn_nursery:
                 async with trio.open_nursery() as accept_nursery:
                     for sock, lst in zip(sockets, bound, strict=True):

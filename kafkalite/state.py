@@ -48,6 +48,12 @@ _BROKER_TO_TOPIC = {
     "log.message.timestamp.type": "message.timestamp.type",
     "compression.type": "compression.type",
     "log.flush.interval.messages": "flush.messages",
+    "log.flush.interval.ms": "flush.ms",
+    "log.roll.jitter.ms": "segment.jitter.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.segment.delete.delay.ms": "file.delete.delay.ms",
 }
 
 
