@@ -176,3 +176,37 @@ def test_offsets_json_round_trip_through_json_module() -> None:
 
     offs = {("t", 0): 1, ("t", 1): 2}
     assert offsets_from_json_dict(json.loads(json.dumps(offsets_to_json_dict(offs)))) == offs
+
+
+def test_sink_schema_validation() -> None:
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    from kafkalite.spark.sink import validate_sink_schema
+
+    def schema(**cols: object) -> StructType:
+        return StructType([StructField(name, t) for name, t in cols.items()])  # type: ignore[arg-type]
+
+    header = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+    validate_sink_schema(schema(topic=StringType(), key=StringType(), value=BinaryType(), partition=IntegerType(),
+                                headers=header), None)
+    validate_sink_schema(schema(value=StringType()), "t")
+    cases = [
+        (schema(value=StringType()), None, "topic option required"),
+        (schema(topic=LongType(), value=StringType()), None, "Topic type must be a StringType"),
+        (schema(key=StringType()), "t", "Required attribute 'value' not found"),
+        (schema(value=IntegerType()), "t", "Value attribute type must be"),
+        (schema(key=LongType(), value=StringType()), "t", "Key attribute type must be"),
+        (schema(value=StringType(), partition=LongType()), "t", "Partition attribute type must be an IntegerType"),
+        (schema(value=StringType(), headers=ArrayType(StringType())), "t", "Headers attribute type must be"),
+    ]
+    for sch, topic, message in cases:
+        with pytest.raises(KafkaOptionError, match=message):
+            validate_sink_schema(sch, topic)
