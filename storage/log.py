@@ -45,6 +45,7 @@ from storage.batch import (
     validate_batch,
 )
 from storage.checkpoints import (
+    fsync_dir,
     read_leader_epochs,
     read_partition_metadata,
     sync_file,
@@ -116,6 +117,7 @@ class PartitionLog:
         self._unflushed = 0
         self._last_flush_ms = _now()
         self._meta_dirty: set[str] = set()
+        self._dir_dirty = False
         self.closed = False
 
     # ---- properties ------------------------------------------------------------------------------
@@ -194,6 +196,7 @@ class PartitionLog:
                          max_index_size=cfg.segment_index_bytes, now_ms=now, create=True)
         seg.offset_index.resize(cfg.segment_index_bytes)
         seg.time_index.resize(cfg.segment_index_bytes)
+        self._dir_dirty = True  # the new files' directory entries are made durable by the next flush
         return seg
 
     def _add_segment(self, seg: LogSegment) -> None:
@@ -261,6 +264,9 @@ class PartitionLog:
         dirty, self._meta_dirty = self._meta_dirty, set()
         for path in sorted(dirty):
             sync_file(path)
+        if self._dir_dirty:
+            self._dir_dirty = False
+            fsync_dir(self.dir)
 
     def latest_epoch(self) -> int:
         return self.leader_epochs[-1][0] if self.leader_epochs else -1
