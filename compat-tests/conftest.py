@@ -101,6 +101,15 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
         _LIVE.remove(b)
 
 
+@pytest.fixture(autouse=True)
+def _known_client_gaps(request: pytest.FixtureRequest) -> None:
+    """A module's ``KNOWN_CLIENT_GAPS = {node name: reason}`` marks those tests xfail(strict=True); every
+    entry must be a gap written down in MATRIX.md with its root cause."""
+    reason = getattr(request.module, "KNOWN_CLIENT_GAPS", {}).get(request.node.name)
+    if reason:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+
 # -- clients ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def _client_pool(compat_log_dir: Path) -> Iterator[dict[str, Client]]:
