@@ -7,6 +7,7 @@ broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write m
 - Each partition's records must be exactly one record batch (INVALID_RECORD otherwise, v3+ rule). The batch
   is a memoryview into the request frame and goes to storage verbatim (no copy, no per-record work): storage
   checks CRC-32C (CORRUPT_MESSAGE), size (MESSAGE_TOO_LARGE), idempotent sequences and epochs.
+- Clients cannot write to internal topics (__consumer_offsets, __transaction_state): INVALID_TOPIC_EXCEPTION.
 - Produce never auto-creates topics (only Metadata does): unknown topic/partition -> UNKNOWN_TOPIC_OR_PARTITION.
 - Transactional produce needs a transaction coordinator (``state.txns``); without one it answers
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED. If the coordinator has ``check_produce(txn_id, topic, partition,
@@ -60,6 +61,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     txns = state.txns
     for topic in req.topic_data:
         name = topic.name
+        info = state.topics.get(name)
         parts: list[ProduceResponse.PartitionProduceResponse] = []
         responses.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=parts))
         for pd in topic.partition_data:
@@ -68,9 +70,13 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(idx, ErrorCode.INVALID_REQUIRED_ACKS))
                 failed = True
                 continue
-            plog = state.logs.get_log(name, idx) if name in state.topics else None
+            plog = state.logs.get_log(name, idx) if info is not None else None
             if plog is None:
                 parts.append(_error(idx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                failed = True
+                continue
+            if info.internal:   # type: ignore[union-attr]  # only the coordinators write internal topics
+                parts.append(_error(idx, ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {name}"))
                 failed = True
                 continue
             problem = _single_batch_error(pd.records)

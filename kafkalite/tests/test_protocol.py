@@ -324,3 +324,20 @@ def test_list_offsets_special_and_timestamps(raw: Connect) -> None:
         name="lo", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1,
                                                                        max_num_offsets=1)])])
     assert c.request(req, 0).topics[0].partitions[0].old_style_offsets == [4]
+
+
+
+def test_clients_cannot_produce_to_internal_topics(raw: Connect) -> None:
+    c = raw()
+    metadata(c, "plain")   # make sure the broker is up; then ask for the offsets topic via FindCoordinator's path
+    from kafkalite.handlers.registry import HANDLERS
+
+    if 10 not in HANDLERS:
+        import pytest
+
+        pytest.skip("no FindCoordinator handler (group coordinator not present)")
+    from wire.messages import FindCoordinatorRequest
+
+    c.request(FindCoordinatorRequest(key="g-internal", key_type=0), 1)
+    resp = c.request(produce_req("__consumer_offsets", encode_batch([b"x"])), 9)
+    assert part_error(resp) == ErrorCode.INVALID_TOPIC_EXCEPTION
