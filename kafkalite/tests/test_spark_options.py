@@ -210,3 +210,15 @@ def test_sink_schema_validation() -> None:
     for sch, topic, message in cases:
         with pytest.raises(KafkaOptionError, match=message):
             validate_sink_schema(sch, topic)
+
+
+def test_connector_imports_nothing_of_the_broker() -> None:
+    """The connector is a Kafka client: loading it must not pull in the broker, wire or storage."""
+    import subprocess
+    import sys
+
+    code = ("import sys, kafkalite.spark, kafkalite.spark.source, kafkalite.spark.sink; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('wire', 'storage', 'trio') "
+            "or (m.startswith('kafkalite.') and not m.startswith('kafkalite.spark'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
