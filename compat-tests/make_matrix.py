@@ -30,7 +30,7 @@ from harness.clients import CLIENT_NAMES, FEATURES  # noqa: E402
 
 SCENARIOS = {  # test function -> row label (in this order)
     "test_metadata": "Metadata (broker list, partitions)",
-    "test_topic_lifecycle": "Admin: create / describe config / alter config / delete topic",
+    "test_topic_lifecycle": "Admin: create / describe config / alter config / create partitions / delete",
     "test_create_existing_topic_fails": "Admin: create existing topic -> TOPIC_ALREADY_EXISTS",
     "test_list_offsets": "ListOffsets: earliest, latest, by timestamp",
     "test_roundtrip": "Produce + consume: keys, headers, null key/value, timestamps",

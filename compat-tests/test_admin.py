@@ -30,7 +30,8 @@ def _wait(pred, what: str, timeout: float = 15.0) -> None:
 
 @pytest.mark.parametrize("client_name", clients_with("admin", "configs", "metadata"))
 def test_topic_lifecycle(broker, client, topic):
-    """create (with a config) -> describe configs -> alter a config -> describe again -> delete."""
+    """create (with a config) -> describe configs -> alter a config -> describe again -> grow to 5
+    partitions -> delete."""
     client.create_topic(broker.bootstrap, topic, 3, {"retention.ms": "3600000"})
     _wait(lambda: client.metadata(broker.bootstrap).get("topics", {}).get(topic) == 3, "topic in metadata")
     cfg = client.describe_config(broker.bootstrap, topic)
@@ -39,6 +40,8 @@ def test_topic_lifecycle(broker, client, topic):
     client.alter_config(broker.bootstrap, topic, {"retention.ms": "7200000", "cleanup.policy": "compact"})
     cfg = client.describe_config(broker.bootstrap, topic)
     assert cfg.get("retention.ms") == "7200000" and cfg.get("cleanup.policy") == "compact", cfg
+    client.create_partitions(broker.bootstrap, topic, 5)
+    _wait(lambda: client.metadata(broker.bootstrap, [topic])["topics"].get(topic) == 5, "5 partitions")
     client.delete_topic(broker.bootstrap, topic)
     _wait(lambda: topic not in client.metadata(broker.bootstrap)["topics"], "topic gone from metadata")
 

@@ -87,6 +87,7 @@ public final class Driver {
             case "metadata": return metadata(c);
             case "create_topic": return createTopic(c);
             case "delete_topic": return deleteTopic(c);
+            case "create_partitions": return createPartitions(c);
             case "describe_config": return describeConfig(c);
             case "alter_config": return alterConfig(c);
             case "list_offsets": return listOffsets(c);
@@ -269,6 +270,14 @@ public final class Driver {
     private static Map<String, Object> deleteTopic(Map<String, Object> c) throws Exception {
         try (Admin a = admin(c)) {
             a.deleteTopics(List.of((String) c.get("topic"))).all().get();
+            return new LinkedHashMap<>();
+        }
+    }
+
+    private static Map<String, Object> createPartitions(Map<String, Object> c) throws Exception {
+        try (Admin a = admin(c)) {
+            a.createPartitions(Map.of((String) c.get("topic"),
+                    org.apache.kafka.clients.admin.NewPartitions.increaseTo(((Number) c.get("total")).intValue()))).all().get();
             return new LinkedHashMap<>();
         }
     }

@@ -121,6 +121,10 @@ const ops = {
     if (!created) throw new Error(`topic ${c.topic} already exists`)
     return {}
   }),
+  create_partitions: c => withAdmin(c, async a => {
+    await a.createPartitions({ topicPartitions: [{ topic: c.topic, count: c.total }] })
+    return {}
+  }),
   delete_topic: c => withAdmin(c, async a => { await a.deleteTopics({ topics: [c.topic] }); return {} }),
   describe_config: c => withAdmin(c, async a => {
     const r = await a.describeConfigs({ includeSynonyms: false,

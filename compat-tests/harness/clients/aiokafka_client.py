@@ -140,6 +140,13 @@ class AiokafkaClient(Client):
         if errs:
             raise ClientError("; ".join(errs))
 
+    def create_partitions(self, bootstrap, topic, total):
+        from aiokafka.admin import NewPartitions
+
+        async def go(adm):
+            return await adm.create_partitions({topic: NewPartitions(total)})
+        self._run_admin(bootstrap, go)
+
     def describe_config(self, bootstrap, topic):
         from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 

@@ -82,6 +82,10 @@ class Client(ABC):
     def delete_topic(self, bootstrap: str, topic: str) -> None:
         raise NotImplementedError
 
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        """Grow ``topic`` to ``total`` partitions (CreatePartitions)."""
+        raise NotImplementedError
+
     def describe_config(self, bootstrap: str, topic: str) -> dict[str, str]:
         raise NotImplementedError
 

@@ -125,6 +125,12 @@ class ConfluentClient(Client):
         adm = self._admin(bootstrap)
         adm.delete_topics([topic], operation_timeout=20)[topic].result(30)
 
+    def create_partitions(self, bootstrap, topic, total):
+        from confluent_kafka.admin import NewPartitions
+
+        adm = self._admin(bootstrap)
+        adm.create_partitions([NewPartitions(topic, total)], operation_timeout=20)[topic].result(30)
+
     def describe_config(self, bootstrap, topic):
         from confluent_kafka.admin import ConfigResource
 

@@ -111,6 +111,13 @@ class KafkaPythonClient(Client):
         finally:
             adm.close()
 
+    def create_partitions(self, bootstrap, topic, total):
+        adm = self._admin(bootstrap)
+        try:
+            adm.create_partitions({topic: total})
+        finally:
+            adm.close()
+
     def describe_config(self, bootstrap, topic):
         from kafka.admin import ConfigResource, ConfigResourceType
 

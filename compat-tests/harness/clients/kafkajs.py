@@ -70,6 +70,9 @@ class KafkajsClient(Client):
     def delete_topic(self, bootstrap, topic):
         self._call({"op": "delete_topic", "bootstrap": bootstrap, "topic": topic})
 
+    def create_partitions(self, bootstrap, topic, total):
+        self._call({"op": "create_partitions", "bootstrap": bootstrap, "topic": topic, "total": total})
+
     def describe_config(self, bootstrap, topic):
         return self._call({"op": "describe_config", "bootstrap": bootstrap, "topic": topic})["config"]
 
