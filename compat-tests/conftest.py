@@ -81,8 +81,11 @@ def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     b = _start_broker(base, emulate)
     try:
         yield b
+        rc = b.stop()  # SIGTERM: a graceful drain must end with exit status 0
+        if rc not in (0, None):
+            pytest.fail(f"kafkalite exited with status {rc} on SIGTERM after this module", pytrace=False)
     finally:
-        b.stop()
+        b.kill()
         _LIVE.remove(b)
 
 
