@@ -312,10 +312,11 @@ class PartitionLog:
             raise InvalidRecordError("clients may not send control batches")
         lat = self.config.log_append_time
         if not lat and hdr.max_timestamp >= 0 and (
-            hdr.max_timestamp < now - self.config.message_timestamp_before_max_ms
+            min(hdr.base_timestamp, hdr.max_timestamp) < now - self.config.message_timestamp_before_max_ms
             or hdr.max_timestamp > now + self.config.message_timestamp_after_max_ms
         ):
-            raise InvalidTimestampError(f"timestamp {hdr.max_timestamp} out of the accepted range")
+            # Kafka checks every record; the header bounds them without decoding (first record, max)
+            raise InvalidTimestampError(f"timestamps of the batch are outside the accepted range at {now}")
         if validate_producer and self.config.compact:
             require_keys(mv)
         marker: tuple[int, int] | None = None

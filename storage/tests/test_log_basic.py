@@ -206,3 +206,18 @@ def test_compacted_topic_rejects_unkeyed_records(tmp_path: Path) -> None:
         log.append(encode_batch([Rec(b"v", key=b"k"), Rec(b"v2")], compression=3))
     assert log.log_end_offset == 1
     lm.close()
+
+
+def test_timestamp_bounds(tmp_path: Path) -> None:
+    from storage.errors import InvalidTimestampError
+
+    lm = _open(tmp_path)
+    log = lm.create_log("ts", 0, uuid.uuid4(), LogConfig(message_timestamp_before_max_ms=1000,
+                                                         message_timestamp_after_max_ms=1000))
+    log.append(encode_batch([b"ok"], base_timestamp=T0), now_ms=T0 + 500)
+    with pytest.raises(InvalidTimestampError):
+        log.append(encode_batch([b"old"], base_timestamp=T0), now_ms=T0 + 5000)
+    with pytest.raises(InvalidTimestampError):
+        log.append(encode_batch([b"future"], base_timestamp=T0 + 5000), now_ms=T0)
+    assert log.log_end_offset == 1
+    lm.close()
