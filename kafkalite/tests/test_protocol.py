@@ -6,6 +6,8 @@ import threading
 import uuid
 from collections.abc import Callable
 
+import pytest
+
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from storage.testing import encode_batch
@@ -93,12 +95,18 @@ def test_api_versions_v3_bad_software_name_is_invalid_request(raw: Connect) -> N
     assert resp.error_code == ErrorCode.INVALID_REQUEST
 
 
-def test_emulate_kafka_caps_advertised_versions() -> None:
-    with Broker(emulate_kafka="2.8") as b, RawClient(b.host, b.port) as c:
+@pytest.mark.parametrize(("release", "expected"), [
+    ("2.8", {0: (3, 9), 1: (4, 12), 2: (0, 6), 3: (0, 11), 18: (0, 3), 22: (0, 4), 60: (0, 0)}),
+    ("3.6", {0: (3, 9), 1: (4, 15), 2: (0, 8), 3: (0, 12), 18: (0, 3), 22: (0, 4), 60: (0, 0)}),
+    ("3.9", {0: (3, 11), 1: (4, 17), 2: (0, 9), 3: (0, 12), 18: (0, 4), 22: (0, 5), 60: (0, 1)}),
+])
+def test_emulate_kafka_caps_advertised_versions(release: str, expected: dict[int, tuple[int, int]]) -> None:
+    with Broker(emulate_kafka=release) as b, RawClient(b.host, b.port) as c:
         resp: ApiVersionsResponse = c.request(ApiVersionsRequest(), 0)
         keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-        assert keys[0] == (3, 9) and keys[1] == (4, 12) and keys[3] == (0, 11) and keys[60] == (0, 0)
-        assert keys[18] == (0, 3)
+        assert {k: keys[k] for k in expected} == expected
+        # a request above the emulated cap but within what we implement is still served
+        assert c.request(MetadataRequest(topics=[]), 12).brokers
 
 
 # -- framing and bad input -------------------------------------------------------------------------------
