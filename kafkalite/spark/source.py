@@ -27,6 +27,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
@@ -107,8 +108,14 @@ class KafkaStreamReader(_ReaderBase, DataSourceStreamReader, SupportsTriggerAvai
         return offsets_to_json_dict(offsets)
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        """maxOffsetsPerTrigger as ReadMaxRows; minOffsetsPerTrigger alone as ReadMinRows.
+
+        Python sources have no composite limit: with both set we hand Spark ReadMaxRows and apply the minimum
+        (and maxTriggerDelay) ourselves in :meth:`latestOffset`."""
         if self.opts.max_offsets_per_trigger is not None:
             return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:

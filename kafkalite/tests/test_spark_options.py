@@ -222,3 +222,43 @@ def test_connector_imports_nothing_of_the_broker() -> None:
             "or (m.startswith('kafkalite.') and not m.startswith('kafkalite.spark'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_stream_reader_limits_and_available_now_without_spark() -> None:
+    """The driver-side stream reader logic, with a fake metadata client in place of the broker."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+    from kafkalite.spark.source import KafkaStreamReader
+
+    class Meta(FakeLookup):
+        def topic_partition_counts(self) -> dict[str, int]:
+            return {"a": len({p for (_, p) in self.late})}
+
+    meta = Meta({("a", 0): 0, ("a", 1): 0}, {("a", 0): 100, ("a", 1): 300})
+    opts = SourceOptions.parse({**BASE, "maxOffsetsPerTrigger": "40", "startingOffsets": "earliest"},
+                               streaming=True)
+    reader = KafkaStreamReader(opts)
+    reader.lookup = meta  # type: ignore[assignment]
+    start = reader.initialOffset()
+    assert start == {"a": {"0": 0, "1": 0}}
+    assert reader.getDefaultReadLimit() == ReadMaxRows(40)
+    assert reader.latestOffset(start, ReadMaxRows(40)) == {"a": {"0": 10, "1": 30}}
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"a": {"0": 100, "1": 300}}
+    assert [(p.range.from_offset, p.range.until_offset) for p in reader.partitions(start, {"a": {"0": 10, "1": 30}})] \
+        == [(0, 10), (0, 30)]
+    reader.prepareForTriggerAvailableNow()
+    meta.late = {("a", 0): 500, ("a", 1): 500, ("a", 2): 9}  # more data and a new partition after the target
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"a": {"0": 100, "1": 300}}
+
+    begin = {"a": {"0": 0, "1": 0, "2": 0}}  # 1009 records available
+    wait = KafkaStreamReader(SourceOptions.parse({**BASE, "minOffsetsPerTrigger": "2000"}, streaming=True))
+    wait.lookup = meta  # type: ignore[assignment]
+    assert wait.getDefaultReadLimit() == ReadMinRows(2000)
+    assert wait.latestOffset(begin, ReadMinRows(2000)) == begin  # not enough yet: no new batch
+    enough = KafkaStreamReader(SourceOptions.parse({**BASE, "minOffsetsPerTrigger": "1000"}, streaming=True))
+    enough.lookup = meta  # type: ignore[assignment]
+    assert enough.latestOffset(begin, ReadMinRows(1000)) == {"a": {"0": 500, "1": 500, "2": 9}}
+    overdue = KafkaStreamReader(SourceOptions.parse({**BASE, "minOffsetsPerTrigger": "2000",
+                                                     "maxTriggerDelay": "0s"}, streaming=True))
+    overdue.lookup = meta  # type: ignore[assignment]
+    assert overdue.latestOffset(begin, ReadMinRows(2000)) == {"a": {"0": 500, "1": 500, "2": 9}}
