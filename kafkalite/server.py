@@ -138,25 +138,41 @@ def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
         nursery.start_soon(_periodic, state, method, interval)
 
 
-async def _start_groups(state: BrokerState, nursery: trio.Nursery) -> None:
-    try:
-        from kafkalite.coordinator.service import GroupService
-    except ImportError as exc:
-        log.debug("no group coordinator (%s)", exc)
-        return
-    state.groups = GroupService(state)
-    await nursery.start(state.groups.run)
+# Coordinators started in the background nursery when their modules exist: (module, class, state attribute).
+# Each has ``async run(task_status)`` and ``close()`` (sync, or returning an awaitable); close runs before
+# storage closes.
+SERVICES = (
+    ("kafkalite.coordinator.service", "GroupService", "groups"),
+    ("kafkalite.coordinator.transactions", "TransactionService", "txns"),
+)
 
 
-async def _close_groups(state: BrokerState) -> None:
-    if state.groups is None:
-        return
-    try:
-        result: Any = state.groups.close()
-        if hasattr(result, "__await__"):
-            await result
-    except Exception:
-        log.exception("group coordinator close failed")
+async def _start_services(state: BrokerState, nursery: trio.Nursery) -> None:
+    import importlib
+
+    for module, cls_name, attr in SERVICES:
+        try:
+            cls = getattr(importlib.import_module(module), cls_name)
+        except (ImportError, AttributeError) as exc:
+            log.debug("no %s (%s)", cls_name, exc)
+            continue
+        service = cls(state)
+        setattr(state, attr, service)
+        await nursery.start(service.run)
+
+
+async def _close_services(state: BrokerState, closed: set[str]) -> None:
+    for _module, _cls, attr in reversed(SERVICES):
+        service = getattr(state, attr, None)
+        if service is None or attr in closed:
+            continue
+        closed.add(attr)
+        try:
+            result: Any = service.close()
+            if hasattr(result, "__await__"):
+                await result
+        except Exception:
+            log.exception("%s close failed", type(service).__name__)
 
 
 async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
@@ -164,6 +180,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
     shutdown = trio.Event() if shutdown is None else shutdown
     state = await trio.to_thread.run_sync(open_state, config)
     connections: set[Connection] = set()
+    closed: set[str] = set()
     sockets: list[trio.socket.SocketType] = []
     try:
         bound: list[Listener] = []
@@ -175,7 +192,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
         state.advertised_listeners = _advertised(config, bound)
 
         async with trio.open_nursery() as background:
-            await _start_groups(state, background)
+            await _start_services(state, background)
             _start_housekeeping(state, background)
             async with trio.open_nursery() as conn_nursery:
                 async with trio.open_nursery() as accept_nursery:
@@ -194,12 +211,12 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
                     conn.request_close()
                 conn_nursery.cancel_scope.deadline = (
                     trio.current_time() + config.get_int("kafkalite.shutdown.drain.ms") / 1000)
-            await _close_groups(state)
+            await _close_services(state, closed)
             background.cancel_scope.cancel()
     finally:
         for sock in sockets:
             sock.close()
         with trio.CancelScope(shield=True):
-            await _close_groups(state)
+            await _close_services(state, closed)
             await trio.to_thread.run_sync(state.logs.close)
             log.info("kafkalite stopped; storage closed cleanly")
