@@ -44,6 +44,12 @@ _NAMES: dict[str, tuple[str, type]] = {
 }
 
 LONG_MAX = 2**63 - 1
+# lower bounds Kafka's LogConfig puts on numeric topic configs
+_AT_LEAST = {"segment.jitter.ms": 0, "flush.messages": 1, "flush.ms": 0, "retention.ms": -1,
+             "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1,
+             "file.delete.delay.ms": 0, "min.insync.replicas": 1, "message.timestamp.before.max.ms": 0,
+             "message.timestamp.after.max.ms": 0}
+_COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +121,20 @@ class LogConfig:
             raise ValueError(f"invalid message.timestamp.type {self.message_timestamp_type!r}")
         if self.segment_ms < 1 or self.max_message_bytes < 0 or self.index_interval_bytes < 0:
             raise ValueError("invalid segment.ms, max.message.bytes or index.interval.bytes")
+        for key, low in _AT_LEAST.items():  # Kafka's ConfigDef validators, with its wording
+            v = getattr(self, _NAMES[key][0])
+            if v < low:
+                raise ValueError(f"Invalid value {v} for configuration {key}: Value must be at least {low}")
+        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
+            raise ValueError(f"Invalid value {self.min_cleanable_dirty_ratio} for configuration "
+                             "min.cleanable.dirty.ratio: Value must be no more than 1")
+        bad = [p for p in self.cleanup_policy.split(",") if p.strip() not in ("compact", "delete")]
+        if bad:
+            raise ValueError(f"Invalid value {self.cleanup_policy} for configuration cleanup.policy: "
+                             "String must be one of: compact, delete")
+        if self.compression_type not in _COMPRESSION_TYPES:
+            raise ValueError(f"Invalid value {self.compression_type} for configuration compression.type: "
+                             f"String must be one of: {', '.join(_COMPRESSION_TYPES)}")
 
     def to_props(self) -> dict[str, str]:
         """Kafka-named string values (DescribeConfigs), including unknown keys passed in."""
