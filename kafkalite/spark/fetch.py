@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KTP
 
 from kafkalite.spark.ranges import OffsetRange, report_data_loss
 from kafkalite.spark.schema import arrow_schema
@@ -34,6 +36,10 @@ BATCH_ROWS = 16_384
 _TS_TYPE = {0: -1, 1: 0, 2: 1}  # librdkafka TIMESTAMP_NOT_AVAILABLE/CREATE_TIME/LOG_APPEND_TIME -> Kafka id
 
 _cache_lock = threading.Lock()
+# Consumer error events that only mean "the broker is away for now" (restarts, leader moves).
+_TRANSIENT = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE,
+                        KafkaError._TIMED_OUT, KafkaError.NOT_LEADER_FOR_PARTITION,
+                        KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART})
 _cache: dict[tuple[tuple[str, str], ...], list[Any]] = {}
 
 
@@ -42,8 +48,6 @@ def _cache_key(conf: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _acquire(conf: dict[str, Any]) -> Any:
-    from confluent_kafka import Consumer
-
     with _cache_lock:
         pool = _cache.get(_cache_key(conf))
         if pool:
@@ -101,9 +105,6 @@ class _Columns:
 def read_range(rng: OffsetRange, conf: dict[str, Any], *, include_headers: bool, fail_on_data_loss: bool,
                poll_timeout_ms: int) -> Iterator[pa.RecordBatch]:
     """Yield the records of ``rng`` as Arrow batches matching :func:`arrow_schema`."""
-    from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka import TopicPartition as KTP
-
     consumer = _acquire(conf)
     healthy = False
     topic, partition, until = rng.topic, rng.partition, rng.until_offset
@@ -142,7 +143,9 @@ def read_range(rng: OffsetRange, conf: dict[str, Any], *, include_headers: bool,
                         else:
                             consumer.assign([KTP(topic, partition, nxt)])
                         break
-                    raise KafkaException(err)
+                    if err.fatal() or not (err.retriable() or code in _TRANSIENT):
+                        raise KafkaException(err)
+                    continue  # the broker is restarting or unreachable: librdkafka reconnects by itself
                 off = m.offset()
                 if off < nxt:
                     continue
@@ -175,8 +178,6 @@ def read_range(rng: OffsetRange, conf: dict[str, Any], *, include_headers: bool,
 
 
 def _low_watermark(consumer: Any, topic: str, partition: int) -> tuple[int, int]:
-    from confluent_kafka import TopicPartition as KTP
-
     low, high = consumer.get_watermark_offsets(KTP(topic, partition), timeout=30, cached=False)
     return int(low), int(high)
 
