@@ -15,21 +15,56 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import mmap
 import os
 import struct
 import sys
 from array import array
+from collections.abc import Iterator
 
 from storage.errors import CorruptRecordError
 
 _OFF = struct.Struct(">ii")
 _TIME = struct.Struct(">qi")
+MMAP_MIN_ENTRIES = 512  # smaller indexes are simply decoded into arrays
+
+
+class _Col:
+    """One column of a memory-mapped index file as a read-only int sequence (bisect works on it).
+
+    Inactive indexes of any size then cost page cache, not Python heap, and open in O(1), like Kafka's
+    mmap'ed indexes."""
+
+    __slots__ = ("_mm", "_st", "_off", "_es", "_n")
+
+    def __init__(self, mm: mmap.mmap, fmt: str, off: int, entry_size: int, n: int) -> None:
+        self._mm = mm
+        self._st = struct.Struct(fmt)
+        self._off = off
+        self._es = entry_size
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[int]:
+        for i in range(self._n):
+            yield int(self._st.unpack_from(self._mm, i * self._es + self._off)[0])
+
+    def __getitem__(self, i: int) -> int:
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return int(self._st.unpack_from(self._mm, i * self._es + self._off)[0])
 
 
 class _Index:
     entry_size = 8
     _key_type = "q"
     _val_type = "i"
+    _key_fmt = ">q"
+    _val_fmt = ">i"
 
     def __init__(self, path: str, base_offset: int, max_index_size: int) -> None:
         self.path = path
@@ -38,8 +73,9 @@ class _Index:
         self._fd = -1
         self._loaded = False
         # relative offsets (offset index) or timestamps (time index); positions or relative offsets
-        self._keys: array[int] = array(self._key_type)
-        self._vals: array[int] = array(self._val_type)
+        self._keys: array[int] | _Col = array(self._key_type)
+        self._vals: array[int] | _Col = array(self._val_type)
+        self._mm: mmap.mmap | None = None  # set while the entries are read through a read-only mmap
         self._file_size = 0
         self._dirty = False
         self._preallocated = False
@@ -52,9 +88,27 @@ class _Index:
         size = os.fstat(self._fd).st_size
         self._file_size = size
         n = self._valid_entries(size // self.entry_size)
-        data = os.pread(self._fd, n * self.entry_size, 0) if n else b""
-        self._decode(data, n)
+        if n >= MMAP_MIN_ENTRIES and n * self.entry_size == size:
+            self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+            key_size = struct.calcsize(self._key_fmt)
+            self._keys = _Col(self._mm, self._key_fmt, 0, self.entry_size, n)
+            self._vals = _Col(self._mm, self._val_fmt, key_size, self.entry_size, n)
+        else:
+            data = os.pread(self._fd, n * self.entry_size, 0) if n else b""
+            self._decode(data, n)
         self._loaded = True
+
+    def _arrays(self) -> tuple[array[int], array[int]]:
+        """The entries as mutable arrays (decoding a memory-mapped file first); for every write path."""
+        self._ensure()
+        if self._mm is not None:
+            n = len(self._keys)
+            data = self._mm[: n * self.entry_size]
+            self._mm.close()
+            self._mm = None
+            self._decode(data, n)
+        assert isinstance(self._keys, array) and isinstance(self._vals, array)
+        return self._keys, self._vals
 
     def _valid_entries(self, n: int) -> int:
         """Entries before the zero padding a preallocated file keeps after a crash (binary search).
@@ -102,7 +156,7 @@ class _Index:
 
     def resize(self, new_size: int) -> None:
         """Preallocate (sparse) to `new_size` rounded down to whole entries, never below the valid size."""
-        self._ensure()
+        self._arrays()
         new_size -= new_size % self.entry_size
         new_size = max(new_size, len(self._keys) * self.entry_size)
         if new_size != self._file_size:
@@ -113,7 +167,7 @@ class _Index:
 
     def trim(self) -> None:
         """Shrink the file to exactly the valid entries (roll/close)."""
-        if not self._loaded:
+        if not self._loaded or self._mm is not None:  # a mapped file is exactly its entries already
             return
         valid = len(self._keys) * self.entry_size
         if self._file_size != valid:
@@ -142,6 +196,9 @@ class _Index:
     def close(self, sync: bool = True) -> None:
         """Close the file and drop the in-memory entries; unless `sync`, unsynced writes stay pending
         for the next flush()."""
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
         if self._fd >= 0:
             if sync and self._dirty:
                 os.fsync(self._fd)
@@ -163,13 +220,13 @@ class _Index:
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild) keeping the preallocated size."""
-        self._ensure()
         self._truncate_entries(0)
 
     def _truncate_entries(self, n: int) -> None:
+        keys, vals = self._arrays()
         self._dirty = True
-        del self._keys[n:]
-        del self._vals[n:]
+        del keys[n:]
+        del vals[n:]
         # cut the file, then preallocate again (zeros) up to the configured size, so that stale entries
         # cannot survive a crash and a trimmed file stays exactly its valid entries
         start = n * self.entry_size
@@ -198,6 +255,7 @@ class OffsetIndex(_Index):
 
     entry_size = 8
     _key_type = "i"
+    _key_fmt = ">i"
 
     def _decode(self, data: bytes, n: int) -> None:
         flat = array("i")
@@ -229,14 +287,14 @@ class OffsetIndex(_Index):
         return self.base_offset + self._keys[i], self._vals[i]
 
     def append(self, offset: int, position: int) -> None:
-        self._ensure()
+        keys, vals = self._arrays()
         rel = offset - self.base_offset
-        if self._keys and rel <= self._keys[-1]:
+        if keys and rel <= keys[-1]:
             raise CorruptRecordError(f"offset index entry {offset} is not larger than {self.last_offset}")
-        if len(self._keys) >= self.max_entries:
+        if len(keys) >= self.max_entries:
             raise CorruptRecordError(f"offset index {self.path} is full")
-        self._keys.append(rel)
-        self._vals.append(position)
+        keys.append(rel)
+        vals.append(position)
         self._write(_OFF.pack(rel, position))
 
     def truncate_to(self, offset: int) -> None:
@@ -260,6 +318,8 @@ class TimeIndex(_Index):
     """`.timeindex`: max timestamp so far -> last offset of the batch holding it."""
 
     entry_size = 12
+    _key_fmt = ">q"
+    _val_fmt = ">i"
 
     def _decode(self, data: bytes, n: int) -> None:
         pairs = list(_TIME.iter_unpack(data[: n * 12]))
@@ -306,13 +366,14 @@ class TimeIndex(_Index):
         if self._keys and timestamp < last_ts:
             raise CorruptRecordError(f"time index timestamp {timestamp} below last entry {last_ts}")
         if timestamp > last_ts:
-            if len(self._keys) * self.entry_size >= self._file_size:
+            keys, vals = self._arrays()
+            if len(keys) * self.entry_size >= self._file_size:
                 # final entry on a trimmed or exactly-full file: grow by one entry
-                self._file_size = (len(self._keys) + 1) * self.entry_size
+                self._file_size = (len(keys) + 1) * self.entry_size
                 os.ftruncate(self._fd, self._file_size)
             rel = offset - self.base_offset
-            self._keys.append(timestamp)
-            self._vals.append(rel)
+            keys.append(timestamp)
+            vals.append(rel)
             self._write(_TIME.pack(timestamp, rel))
 
     def truncate_to(self, offset: int) -> None:

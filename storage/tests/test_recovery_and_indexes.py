@@ -237,3 +237,37 @@ def test_torn_metadata_files_are_tolerated(tmp_path: Path) -> None:
     assert log.leader_epochs == [(0, 1)]
     lm.close()
     assert (tmp_path / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 1\n"
+
+
+def test_large_indexes_are_memory_mapped_and_still_writable(tmp_path: Path) -> None:
+    from storage.index import MMAP_MIN_ENTRIES, _Col
+
+    cfg = LogConfig(index_interval_bytes=0, segment_bytes=10**8)
+    d = tmp_path / "t-0"
+    log = PartitionLog.create(str(d), "t", 0, uuid.uuid4(), cfg)
+    n = MMAP_MIN_ENTRIES + 200
+    for i in range(n):
+        log.append(_batch(i, size=10))
+    log.roll()
+    log.append(_batch(n, size=10))
+    expected = log.read_bytes(0, 10**8)
+    log.close()
+    log = PartitionLog.open(str(d), "t", 0, cfg, clean=True)
+    seg = log.segments[0]  # inactive: its indexes are read through mmap (the active one gets arrays)
+    assert log.read_bytes(0, 1) and log.offset_for_timestamp(NOW + 5) == (5, NOW + 5)
+    assert isinstance(seg.offset_index._keys, _Col) and isinstance(seg.time_index._keys, _Col)
+    for off in (0, 1, n // 2, n - 1):
+        got = log.read_bytes(off, 1)
+        assert next(iter_batches(got))[1].base_offset == off
+    assert log.offset_for_timestamp(NOW + n // 2) == (n // 2, NOW + n // 2)
+    assert log.read_bytes(0, 10**8) == expected
+    log.truncate_to(n - 10)  # segment 0 becomes active again: its entries turn back into arrays
+    assert not isinstance(seg.offset_index._keys, _Col)
+    for i in range(n - 10, n + 5):
+        log.append(_batch(i, size=10))
+    assert log.log_end_offset == n + 5
+    log.close()
+    idx, tidx = _expected_indexes((d / f"{0:020d}.log").read_bytes(), 0, interval=0)
+    # entries before the truncation point came from the first lifetime (same rule), the rest were appended
+    assert (d / f"{0:020d}.index").read_bytes()[: len(idx) - 16 * 8] == idx[: len(idx) - 16 * 8]
+    assert len((d / f"{0:020d}.timeindex").read_bytes()) % 12 == 0 and tidx
