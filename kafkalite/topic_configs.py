@@ -34,6 +34,21 @@ _TOPIC_TO_BROKER = {v: k for k, v in _BROKER_TO_TOPIC.items()} | {"retention.ms"
                                                                    "segment.ms": "log.roll.ms"}
 
 
+# Kafka's ServerTopicConfigSynonyms: the broker settings that supply a topic config's default, in precedence order
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+    "preallocate": ("log.preallocate",),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+    "min.insync.replicas": ("min.insync.replicas",),
+    "unclean.leader.election.enable": ("unclean.leader.election.enable",),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigEntry:
     name: str
@@ -42,6 +57,7 @@ class ConfigEntry:
     config_type: int
     read_only: bool = False
     sensitive: bool = False
+    synonyms: tuple[tuple[str, str | None, int], ...] = ()  # (name, value, source), winning one first
 
     @property
     def is_default(self) -> bool:
@@ -78,15 +94,19 @@ def describe_topic(state: BrokerState, overrides: Mapping[str, str]) -> list[Con
     cfg = state.log_config_for(overrides)
     props = cfg.to_props()
     typed = {name: getattr(cfg, name.replace(".", "_"), None) for name in props}
+    from kafkalite.config import DEFAULTS
+
     out = []
     for name, value in sorted(props.items()):
-        if name in overrides:
-            source = DYNAMIC_TOPIC_CONFIG
-        elif _TOPIC_TO_BROKER.get(name) in state.config.values:
-            source = STATIC_BROKER_CONFIG
-        else:
-            source = DEFAULT_CONFIG
-        out.append(ConfigEntry(name, value, source, _config_type(name, typed.get(name))))
+        syn: list[tuple[str, str | None, int]] = [(name, value, DYNAMIC_TOPIC_CONFIG)] if name in overrides else []
+        broker_names = _SYNONYMS.get(name) or ((_TOPIC_TO_BROKER[name],) if name in _TOPIC_TO_BROKER else ())
+        for bn in broker_names:
+            if bn in state.config.values:
+                syn.append((bn, state.config.values[bn], STATIC_BROKER_CONFIG))
+            elif DEFAULTS.get(bn):
+                syn.append((bn, DEFAULTS[bn], DEFAULT_CONFIG))
+        source = syn[0][2] if syn else DEFAULT_CONFIG
+        out.append(ConfigEntry(name, value, source, _config_type(name, typed.get(name)), synonyms=tuple(syn)))
     return out
 
 

@@ -4,7 +4,9 @@ Resources: TOPIC (2) — every topic config with its effective value and source 
 setting, 5 default); BROKER (4) — the broker's settings (resource name = our node id, or "" for cluster
 defaults), read-only since they cannot be changed at runtime; BROKER_LOGGER (8) — an empty list.
 ConfigurationKeys (nullable) filters by name. v0 reports IsDefault instead of ConfigSource; Synonyms (v1+)
-are returned when asked for (the entry itself); ConfigType and Documentation (v3+) carry the type and null.
+are returned when asked for (a topic config: its override, then the broker settings that give its default,
+e.g. retention.ms -> log.retention.ms/.minutes/.hours where set or defaulted; a broker config: itself);
+ConfigType and Documentation (v3+) carry the type and null.
 """
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ _Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 
 
 def _entry(e: ConfigEntry, synonyms: bool) -> Any:
-    syn = [DescribeConfigsResponse.DescribeConfigsSynonym(name=e.name, value=e.value, source=e.source)] \
+    # a topic config's synonyms are its override and the broker settings behind its default (Kafka's order)
+    pairs = e.synonyms or ((e.name, e.value, e.source),)
+    syn = [DescribeConfigsResponse.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in pairs] \
         if synonyms else []
     return _Entry(name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default,
                   config_source=e.source, is_sensitive=e.sensitive, synonyms=syn, config_type=e.config_type,
