@@ -61,7 +61,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     txns = state.txns
     for topic in req.topic_data:
         name = topic.name
-        info = state.topics.get(name)
+        topic_info = state.topics.get(name)
         parts: list[ProduceResponse.PartitionProduceResponse] = []
         responses.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=parts))
         for pd in topic.partition_data:
@@ -70,12 +70,12 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(idx, ErrorCode.INVALID_REQUIRED_ACKS))
                 failed = True
                 continue
-            plog = state.logs.get_log(name, idx) if info is not None else None
+            plog = state.logs.get_log(name, idx) if topic_info is not None else None
             if plog is None:
                 parts.append(_error(idx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 failed = True
                 continue
-            if info.internal:   # type: ignore[union-attr]  # only the coordinators write internal topics
+            if topic_info is not None and topic_info.internal:   # only the coordinators write these
                 parts.append(_error(idx, ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {name}"))
                 failed = True
                 continue
@@ -94,15 +94,15 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 failed = True
                 continue
             try:
-                info = plog.append(pd.records, leader_epoch=0, now_ms=now)
+                appended = plog.append(pd.records, leader_epoch=0, now_ms=now)
             except StorageError as exc:
                 parts.append(_error(idx, error_code_for(exc), str(exc) or None))
                 failed = True
                 continue
             state.notify_append(name, idx)
-            parts.append(_PartResp(index=idx, error_code=ErrorCode.NONE, base_offset=info.base_offset,
-                                   log_append_time_ms=info.log_append_time_ms,
-                                   log_start_offset=info.log_start_offset))
+            parts.append(_PartResp(index=idx, error_code=ErrorCode.NONE, base_offset=appended.base_offset,
+                                   log_append_time_ms=appended.log_append_time_ms,
+                                   log_start_offset=appended.log_start_offset))
     if acks == 0:
         if failed:
             raise ConnectionClosed("acks=0 produce failed for some partition")

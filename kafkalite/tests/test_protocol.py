@@ -17,6 +17,7 @@ from wire.headers import RequestHeader
 from wire.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
+    CreateTopicsRequest,
     FetchRequest,
     ListOffsetsRequest,
     MetadataRequest,
@@ -349,3 +350,24 @@ def test_clients_cannot_produce_to_internal_topics(raw: Connect) -> None:
     c.request(FindCoordinatorRequest(key="g-internal", key_type=0), 1)
     resp = c.request(produce_req("__consumer_offsets", encode_batch([b"x"])), 9)
     assert part_error(resp) == ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+def test_produce_many_partitions_and_topics_in_one_request(raw: Connect) -> None:
+    c = raw()
+    for name in ("multi-a", "multi-b"):
+        c.request(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=3, replication_factor=1)], timeout_ms=5000), 4)
+    P = ProduceRequest
+    req = P(acks=-1, timeout_ms=5000, topic_data=[
+        P.TopicProduceData(name=name, partition_data=[
+            P.PartitionProduceData(index=i, records=encode_batch([f"{name}-{i}-{j}".encode() for j in range(i + 1)]))
+            for i in (0, 1, 2, 5)])
+        for name in ("multi-a", "multi-b")])
+    resp = c.request(req, 9)
+    for t in resp.responses:
+        got = {p.index: (p.error_code, p.base_offset) for p in t.partition_responses}
+        assert got == {0: (0, 0), 1: (0, 0), 2: (0, 0), 5: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)}
+    resp = c.request(req, 9)   # again: offsets continue per partition
+    for t in resp.responses:
+        got = {p.index: p.base_offset for p in t.partition_responses if p.error_code == 0}
+        assert got == {0: 1, 1: 2, 2: 3}
