@@ -160,7 +160,7 @@ def load_log(
     if self.log_start_offset > self._leo:
         self.log_start_offset = segs[0].base_offset
     self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
-    self._truncate_epochs(self._leo)
+    self._truncate_epochs(self._leo, keep_at_end=True)
     if not clean:
         self.producer_state.delete_snapshots_after(self._leo)
     rebuild_producer_state(self, rebuild_txn_index_from=recovered_from)

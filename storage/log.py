@@ -242,8 +242,10 @@ class PartitionLog:
         self.leader_epochs.append((epoch, start_offset))
         self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, self.leader_epochs, False))
 
-    def _truncate_epochs(self, end_offset: int) -> None:
-        keep = [(e, o) for e, o in self.leader_epochs if o < end_offset]
+    def _truncate_epochs(self, end_offset: int, *, keep_at_end: bool = False) -> None:
+        """Drop epochs starting at or after `end_offset` (after `end_offset` with `keep_at_end`: at load,
+        an epoch that began at the log end offset and has no records yet is still valid)."""
+        keep = [(e, o) for e, o in self.leader_epochs if o < end_offset or (keep_at_end and o == end_offset)]
         if keep != self.leader_epochs:
             self.leader_epochs = keep
             self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, keep, False))
@@ -297,7 +299,8 @@ class PartitionLog:
 
         `validate_producer=False` is the coordinator path: control batches allowed, no sequence checks.
         `assign_offsets=False` keeps the batch's own BaseOffset (must be >= the log end offset; tools and
-        tests that reproduce a log). `leader_epoch=None` keeps the batch's PartitionLeaderEpoch.
+        tests that reproduce a log). `leader_epoch=None` keeps the batch's PartitionLeaderEpoch; otherwise
+        the batch gets max(leader_epoch, latest epoch in leader-epoch-checkpoint), so epochs never decrease.
         """
         if self.closed:
             raise LogClosedError(f"{self.topic}-{self.partition} is closed")
@@ -337,6 +340,8 @@ class PartitionLog:
         head = bytearray(mv[:HEADER_SIZE])
         _Q.pack_into(head, 0, base)
         if leader_epoch is not None:
+            # epochs in a log never go down: a directory written by Kafka may already be at epoch N > 0
+            leader_epoch = max(leader_epoch, self.latest_epoch())
             _I.pack_into(head, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
         epoch = _I.unpack_from(head, PARTITION_LEADER_EPOCH_OFFSET)[0]
         max_ts = hdr.max_timestamp

@@ -214,3 +214,21 @@ def test_older_log_dirs_without_indexes_open(fixture: str, copy_fixture) -> None
     for pdir in _partition_dirs(root):
         for logf in pdir.glob("*.log"):
             assert (pdir / (logf.stem + ".index")).exists() and (pdir / (logf.stem + ".timeindex")).exists()
+
+
+def test_appending_to_a_kafka_written_partition_keeps_epochs_monotonic(copy_fixture) -> None:  # type: ignore[no-untyped-def]
+    root = copy_fixture("kafka-3.8-kraft-a")
+    lm = LogManager.open(str(root), LogConfig(), node_id=1)
+    log = lm.get_log("first", 0)
+    assert log is not None and log.latest_epoch() == 8
+    leo = log.log_end_offset
+    from storage.testing import encode_batch
+
+    info = log.append(encode_batch([b"after kafka"]), leader_epoch=0)
+    assert info.base_offset == leo
+    assert struct.unpack_from(">i", log.read_bytes(leo, 1), 12)[0] == 8
+    assert log.end_offset_for_epoch(8) == (8, leo + 1)
+    assert log.end_offset_for_epoch(4) == (0, 11)
+    lm.close()
+    text = (root / "first-0" / "leader-epoch-checkpoint").read_text()
+    assert text == "0\n2\n0 0\n8 11\n"
