@@ -198,3 +198,23 @@ def test_empty_range_and_option_errors(spark: Any, broker: Any, produced: dict) 
     with pytest.raises(Exception, match="can't be latest for batch"):
         (spark.read.format("kafkalite").option("kafka.bootstrap.servers", broker.bootstrap_servers)
          .option("subscribe", "empty").option("startingOffsets", "latest").load().collect())
+
+
+def test_log_append_time_topic(spark: Any, broker: Any) -> None:
+    """timestampType is Kafka's TimestampType id: 1 for LogAppendTime, with the broker's append time."""
+    import time
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    topic = NewTopic("lat", 1, 1, config={"message.timestamp.type": "LogAppendTime"})
+    for f in admin.create_topics([topic]).values():
+        f.result(timeout=30)
+    before_ms = int(time.time() * 1000)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for i in range(5):
+        p.produce("lat", value=b"%d" % i, timestamp=1000 + i)  # CreateTime the broker must override
+    assert p.flush(30) == 0
+    rows = (spark.read.format("kafkalite").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+            .option("subscribe", "lat").load().selectExpr("timestampType", "unix_millis(timestamp) AS ms")
+            .collect())
+    assert [r["timestampType"] for r in rows] == [1] * 5
+    assert all(r["ms"] >= before_ms - 1000 for r in rows)
