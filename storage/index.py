@@ -178,19 +178,25 @@ class _Index:
         self._preallocated = False
 
     def flush(self) -> None:
+        """fsync pending writes (safe from a worker thread while the owner thread may unload the index)."""
         if not self._dirty:
             return
-        if self._loaded and self._fd >= 0:
-            os.fsync(self._fd)
-        else:  # closed (unloaded) since it was written: sync the file by name
-            try:
-                fd = os.open(self.path, os.O_RDONLY)
-            except FileNotFoundError:
-                return
+        fd = self._fd
+        if self._loaded and fd >= 0:
             try:
                 os.fsync(fd)
-            finally:
-                os.close(fd)
+                self._dirty = False
+                return
+            except OSError:  # unloaded by the owner thread meanwhile (roll): sync by name below
+                pass
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         self._dirty = False
 
     def close(self, sync: bool = True) -> None:
