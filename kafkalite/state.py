@@ -148,6 +148,16 @@ class BrokerState:
                              internal=topic in INTERNAL_TOPICS)
             self.topics[topic] = info
             self.topics_by_id[info.topic_id] = info
+        # storage opened every log with bare defaults: give each its topic's effective config again
+        effective: dict[str, LogConfig] = {}
+        for (topic, _p), plog in self.logs.logs():
+            if topic not in effective:
+                try:
+                    effective[topic] = self.log_config_for(self.topics[topic].config)
+                except ValueError as exc:
+                    log.warning("ignoring invalid saved configs of topic %s: %s", topic, exc)
+                    effective[topic] = self.default_log_config
+            plog.update_config(effective[topic])
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get_log(topic, partition)
