@@ -202,8 +202,7 @@ def _clean_group(
         first = [id(s) for s in current].index(id(group[0]))
         current[first : first + len(group)] = [seg]
         plog._view = (tuple(current), tuple(s.base_offset for s in current))
-    deadline = time.monotonic() + cfg.file_delete_delay_ms / 1000
-    plog._doomed += [(deadline, old) for old in group]
+    plog.doom(group)
     return removed, written
 
 

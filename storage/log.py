@@ -71,6 +71,7 @@ _I = struct.Struct(">i")
 _H = struct.Struct(">h")
 _UI = struct.Struct(">I")
 
+FD_GRACE_S = 1.0  # minimum time a removed segment's descriptors stay open
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -212,21 +213,38 @@ class PartitionLog:
         for seg in dropped:
             if defer:
                 seg.mark_deleted()
-                self._doomed.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, seg))
-            else:
+        if defer:
+            self.doom(dropped)
+        else:
+            for seg in dropped:
                 seg.delete()
 
+    def doom(self, segments: list[LogSegment]) -> None:
+        """Queue segments (already out of the segment list, files renamed `.deleted`) for deletion after
+        file.delete.delay.ms; their descriptors keep serving reads handed out before."""
+        deadline = time.monotonic() + self.config.file_delete_delay_ms / 1000
+        with self._lock:
+            self._doomed += [(deadline, seg) for seg in segments]
+
     def purge_deleted(self, force: bool = False) -> int:
-        """Close and remove `.deleted` segments whose file.delete.delay.ms has passed (or all if `force`)."""
+        """Remove `.deleted` segments whose file.delete.delay.ms has passed (or all if `force`). Their files
+        are unlinked then; descriptors are closed at least FD_GRACE_S later, so that a read that picked the
+        segment just before it left the list never sees a closed descriptor even with a zero delay."""
         now = time.monotonic()
-        keep, gone = [], 0
-        for deadline, seg in self._doomed:
-            if force or deadline <= now:
+        gone = 0
+        with self._lock:
+            doomed, self._doomed = self._doomed, []
+        keep = []
+        for deadline, seg in doomed:
+            if force or deadline + FD_GRACE_S <= now:
                 seg.delete()
                 gone += 1
             else:
+                if deadline <= now:
+                    seg.unlink_files()
                 keep.append((deadline, seg))
-        self._doomed = keep
+        with self._lock:
+            self._doomed = keep + self._doomed
         return gone
 
     def _read_metadata(self) -> None:
@@ -579,8 +597,9 @@ class PartitionLog:
                 self.close(clean=False)
             else:
                 self.closed = True
-        segs = list(self._view[0]) + [s for _d, s in self._doomed]
-        self._doomed = []
+        with self._lock:
+            segs = list(self._view[0]) + [s for _d, s in self._doomed]
+            self._doomed = []
         target = f"{self.dir}.{uuid.uuid4().hex}-delete"
         try:
             os.rename(self.dir, target)

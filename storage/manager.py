@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ from storage.checkpoints import (
 )
 from storage.config import LogConfig
 from storage.errors import StorageError
-from storage.log import PartitionLog
+from storage.log import FD_GRACE_S, PartitionLog
 from storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class LogManager:
         self.cluster_id = cluster_id
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._zombies: list[tuple[float, LogSegment]] = []  # segments of deleted logs, fds still open
+        self._zombie_lock = threading.Lock()
         self._lock_fd = -1
         self.broker_epoch = 0
         self.was_clean = False
@@ -196,17 +198,22 @@ class LogManager:
         plog = self._logs.pop((topic, partition), None)
         if plog is not None:
             deadline = time.monotonic() + plog.config.file_delete_delay_ms / 1000
-            self._zombies += [(deadline, seg) for seg in plog.delete(close_files=False)]
+            segs = plog.delete(close_files=False)
+            with self._zombie_lock:
+                self._zombies += [(deadline, seg) for seg in segs]
 
     def _close_zombies(self, force: bool = False) -> None:
         now = time.monotonic()
+        with self._zombie_lock:
+            zombies, self._zombies = self._zombies, []
         keep = []
-        for deadline, seg in self._zombies:
-            if force or deadline <= now:
+        for deadline, seg in zombies:
+            if force or deadline + FD_GRACE_S <= now:
                 seg.close_without_final_entry()
             else:
                 keep.append((deadline, seg))
-        self._zombies = keep
+        with self._zombie_lock:
+            self._zombies = keep + self._zombies
 
     # ---- housekeeping ----------------------------------------------------------------------------
     def checkpoint(self) -> None:

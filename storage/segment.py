@@ -429,6 +429,12 @@ class LogSegment:
             os.rename(self.log_path, self.log_path + ".deleted")
         self.log_path += ".deleted"
 
+    def unlink_files(self) -> None:
+        """Remove the files but keep the descriptors open (they keep serving reads)."""
+        for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
+
     def delete(self) -> None:
         self.close_without_final_entry()
         for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
