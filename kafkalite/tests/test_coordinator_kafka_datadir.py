@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,12 @@ def test_groups_and_offsets_from_kafka_38_data_dir(tmp_path: Path) -> None:
     data = tmp_path / "data"
     shutil.copytree(FIXTURE, data)
     with Broker(data_dir=data) as b, RawClient(b.host, b.port) as c:
-        groups = c.request(ListGroupsRequest(), 4).groups
+        for _ in range(500):  # the coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it has loaded
+            resp = c.request(ListGroupsRequest(), 4)
+            if resp.error_code == 0:
+                break
+            time.sleep(0.01)
+        groups = resp.groups
         assert {(g.group_id, g.protocol_type, g.group_state) for g in groups} == {
             ("sensor-group", "consumer", "Empty"), ("sensor-consumer-group", "consumer", "Empty")}
         resp = c.request(OffsetFetchRequest(groups=[

@@ -1,6 +1,7 @@
 """Committed offsets and group metadata come back after a restart of the embedded broker."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from kafkalite.embedded import Broker
@@ -12,6 +13,16 @@ from wire.messages import DescribeGroupsRequest, FindCoordinatorRequest, OffsetF
 def fetch(c: RawClient, group: str) -> dict[int, int]:
     r = c.request(OffsetFetchRequest(group_id=group, topics=None), 7)
     return {p.partition_index: p.committed_offset for t in r.topics for p in t.partitions}
+
+
+def loaded(c: RawClient, group: str):  # type: ignore[no-untyped-def]
+    """DescribeGroups until the coordinator has loaded (COORDINATOR_LOAD_IN_PROGRESS before)."""
+    for _ in range(1000):
+        r = c.request(DescribeGroupsRequest(groups=[group]), 5)
+        if r.groups[0].error_code == 0:
+            return r.groups[0]
+        time.sleep(0.01)
+    raise AssertionError("the group coordinator did not finish loading")
 
 
 def test_offsets_and_stable_group_survive_restart(tmp_path: Path) -> None:
@@ -29,11 +40,7 @@ def test_offsets_and_stable_group_survive_restart(tmp_path: Path) -> None:
     # a different offsets.topic.num.partitions now: the existing topic's 50 partitions still decide
     with Broker(data_dir=data, overrides={"offsets.topic.num.partitions": "10"}) as b, \
             RawClient(b.host, b.port) as c:
-        for _ in range(100):
-            r = c.request(DescribeGroupsRequest(groups=["live"]), 5)
-            if r.groups[0].error_code == 0:
-                break
-        g = r.groups[0]
+        g = loaded(c, "live")
         assert g.group_state == "Stable" and [m.member_id for m in g.members] == [j.member_id]
         assert bytes(g.members[0].member_assignment) == b"A"
         assert fetch(c, "simple") == {0: 3, 1: 4}
@@ -42,7 +49,5 @@ def test_offsets_and_stable_group_survive_restart(tmp_path: Path) -> None:
         # replayed before the old one on the next load and lose
         assert commit(c, "simple", 5, "t", {0: 5}) == {0: 0}
     with Broker(data_dir=data) as b, RawClient(b.host, b.port) as c:
-        for _ in range(100):
-            if c.request(DescribeGroupsRequest(groups=["simple"]), 5).groups[0].error_code == 0:
-                break
+        loaded(c, "simple")
         assert fetch(c, "simple") == {0: 5, 1: 4}
