@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 import uuid
 
 import pytest
@@ -85,8 +86,10 @@ def test_offsets_and_groups_survive_restarts(client_name: str, broker_factory, t
     for sig in (signal.SIGTERM, signal.SIGKILL):
         b.restart(sig)
         adm = admin(b.bootstrap)
-        listed = adm.list_consumer_groups().result(30)
-        assert group in {g.group_id for g in listed.valid}, f"group not listed after {sig!r}"
+        deadline = time.monotonic() + 30  # ListGroups says COORDINATOR_LOAD_IN_PROGRESS while loading
+        while group not in {g.group_id for g in adm.list_consumer_groups().result(30).valid}:
+            assert time.monotonic() < deadline, f"group not listed after {sig!r}"
+            time.sleep(0.1)
         assert committed(b.bootstrap, group, topic, PARTITIONS) == dict.fromkeys(range(PARTITIONS), total // 3)
         produce(b.bootstrap, topic, _values("r", total, 3))
         again = group_consume(client_name, b.bootstrap, topic, group, 3)
