@@ -206,10 +206,13 @@ class PartitionLog:
             self._view = (segs, tuple(s.base_offset for s in segs))
             self._leo = seg.next_offset
 
-    def _replace_segments(self, keep: list[LogSegment], dropped: list[LogSegment], *, defer: bool) -> None:
-        """Swap in a new segment list; dropped segments are renamed `.deleted` and closed later if `defer`."""
+    def _remove_segments(self, dropped: list[LogSegment], *, defer: bool) -> None:
+        """Take segments out of the list (by identity, against the list as it is now: a concurrent roll in
+        the owner thread is kept); they are renamed `.deleted` and closed later if `defer`."""
+        gone = {id(s) for s in dropped}
         with self._lock:
-            self._view = (tuple(keep), tuple(s.base_offset for s in keep))
+            keep = tuple(s for s in self._view[0] if id(s) not in gone)
+            self._view = (keep, tuple(s.base_offset for s in keep))
         for seg in dropped:
             if defer:
                 seg.mark_deleted()

@@ -60,7 +60,7 @@ def delete_leading_segments(plog: PartitionLog, pred: Callable[[LogSegment, LogS
     while n + 1 < len(segs) and pred(segs[n], segs[n + 1]):
         n += 1
     if n:
-        plog._replace_segments(segs[n:], segs[:n], defer=True)
+        plog._remove_segments(segs[:n], defer=True)
         plog.log_start_offset = max(plog.log_start_offset, segs[n].base_offset)
     return n
 
@@ -84,8 +84,7 @@ def truncate_to(plog: PartitionLog, offset: int) -> None:
     if offset <= segs[0].base_offset:
         truncate_fully_and_start_at(plog, offset)
         return
-    keep = [s for s in segs if s.base_offset <= offset]
-    plog._replace_segments(keep, [s for s in segs if s.base_offset > offset], defer=True)
+    plog._remove_segments([s for s in segs if s.base_offset > offset], defer=True)
     seg = plog.active
     seg.truncate_to(offset, time.time_ns() // 1_000_000, plog.config.segment_index_bytes)
     plog._leo = seg.next_offset
@@ -93,7 +92,7 @@ def truncate_to(plog: PartitionLog, offset: int) -> None:
 
 
 def truncate_fully_and_start_at(plog: PartitionLog, offset: int) -> None:
-    plog._replace_segments([], plog.segments, defer=True)
+    plog._remove_segments(plog.segments, defer=True)
     plog._add_segment(plog._new_segment(offset, time.time_ns() // 1_000_000))
     plog.log_start_offset = offset
     plog._leo = offset
