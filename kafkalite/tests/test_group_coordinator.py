@@ -310,3 +310,30 @@ def test_group_max_size() -> None:
     stable_single(c)
     p = join(c, 10, v4=False)
     assert p.result.error == E.GROUP_MAX_SIZE_REACHED
+
+
+def _subscription(*topics: str) -> bytes:
+    import struct
+
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    return out + struct.pack(">i", -1)
+
+
+def test_retention_of_unsubscribed_topics_in_a_stable_group() -> None:
+    c, _ = make(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
+    p = join(c, 0, v4=False, protos=[("range", _subscription("sub"))])
+    c.poll(0)
+    mid = p.result.member_id
+    c.sync_group(0, "g", 1, mid, None, None, None, {})
+    assert c.groups["g"].subscribed_topics == {"sub"}
+    c.commit_offsets(0, "g", mid, None, 1, {("sub", 0): OffsetAndMetadata(1, commit_timestamp=0),
+                                            ("old", 0): OffsetAndMetadata(2, commit_timestamp=0)})
+    for t in range(5_000, 70_000, 5_000):
+        assert c.heartbeat(t, "g", mid, None, 1) == E.NONE
+    # offsets of a topic the group still reads are kept; the others expire a retention after commit
+    assert set(c.groups["g"].offsets) == {("sub", 0)}
+    # OffsetDelete refuses subscribed topics of a live consumer group
+    err, per = c.delete_offsets(70_000, "g", [("sub", 0)])
+    assert err == E.NONE and per == {("sub", 0): E.GROUP_SUBSCRIBED_TO_TOPIC}
