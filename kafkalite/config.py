@@ -7,7 +7,8 @@ Sources, lowest precedence first:
 2. a ``server.properties`` file (Java properties syntax: ``key=value``, ``key: value`` or ``key value``;
    ``#``/``!`` comments; backslash line continuation),
 3. environment variables ``KAFKALITE_<KEY>`` where the key's dots become underscores
-   (``KAFKALITE_ADVERTISED_LISTENERS`` -> ``advertised.listeners``),
+   (``KAFKALITE_ADVERTISED_LISTENERS`` -> ``advertised.listeners``; our own ``kafkalite.*`` settings drop the
+   repeated prefix: ``KAFKALITE_EMULATE_KAFKA`` -> ``kafkalite.emulate.kafka``),
 4. ``--override key=value`` options, then the CLI shortcuts (``--listen``, ``--data-dir``).
 
 Values are kept as strings (as in a properties file) and converted by the typed accessors.
@@ -133,6 +134,8 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     for name, value in environ.items():
         if name.startswith(ENV_PREFIX) and name not in _ENV_IGNORED:
             key = name[len(ENV_PREFIX):].lower().replace("_", ".")
+            if key and key not in DEFAULTS and f"kafkalite.{key}" in DEFAULTS:
+                key = f"kafkalite.{key}"    # KAFKALITE_EMULATE_KAFKA -> kafkalite.emulate.kafka
             if key:
                 out[key] = value
     return out

@@ -2,7 +2,8 @@
 
 - NumPartitions / ReplicationFactor of -1 (v4+) mean the broker defaults (``num.partitions``, 1). Explicit
   Assignments fix the partition count and must list only this broker (INVALID_REPLICA_ASSIGNMENT).
-- Errors per topic: INVALID_TOPIC_EXCEPTION (illegal name), TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (< 1),
+- Errors per topic: INVALID_TOPIC_EXCEPTION (illegal name, or one that differs from an existing topic only by
+  '.' vs '_', which collide in metric names), TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (< 1),
   INVALID_REPLICATION_FACTOR (anything but 1: there is one broker), INVALID_CONFIG (unknown name / bad value),
   INVALID_REQUEST (the same topic twice in one request).
 - ValidateOnly (v1+) runs every check and creates nothing.
@@ -27,6 +28,10 @@ def _check(state: BrokerState, t: Any, node: int) -> tuple[ErrorCode, str | None
         return ErrorCode.INVALID_TOPIC_EXCEPTION, why, 0
     if t.name in state.topics:
         return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.", 0
+    collides = next((n for n in state.topics if n.replace(".", "_") == t.name.replace(".", "_")), None)
+    if collides is not None:
+        return (ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"Topic '{t.name}' collides with existing topic: {collides}", 0)
     if t.assignments:
         if t.num_partitions != -1 or t.replication_factor != -1:
             return (ErrorCode.INVALID_REQUEST,

@@ -1,5 +1,6 @@
 """DeleteTopics (key 20): v0–v6.
 
+With ``delete.topic.enable=false`` every deletion answers TOPIC_DELETION_DISABLED.
 v0–v5 name topics in TopicNames; v6 in Topics, each by name or by topic id (name null). Unknown names answer
 UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; the internal topics (__consumer_offsets,
 __transaction_state) cannot be deleted (TOPIC_AUTHORIZATION_FAILED, as Kafka answers when deletion of an
@@ -26,7 +27,12 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     else:
         wanted = [(name, _ZERO_UUID) for name in req.topic_names]
     results = []
+    enabled = state.config.get_bool("delete.topic.enable")
     for name, topic_id in wanted:
+        if not enabled:
+            results.append(_Result(name=name, topic_id=topic_id, error_code=ErrorCode.TOPIC_DELETION_DISABLED,
+                                   error_message="Topic deletion is disabled (delete.topic.enable=false)"))
+            continue
         if name is None:
             info = state.topics_by_id.get(topic_id)
             if info is None:

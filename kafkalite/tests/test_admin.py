@@ -189,3 +189,12 @@ def test_init_producer_id_variants(raw: Connect) -> None:
     assert len(ids) == 6 and min(ids) >= 0
     r = c.request(InitProducerIdRequest(transactional_id="", transaction_timeout_ms=1000), 0)
     assert r.error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_colliding_names_and_disabled_deletion(tmp_path) -> None:
+    with Broker(data_dir=tmp_path, overrides={"delete.topic.enable": "false"}) as b, RawClient(b.host, b.port) as c:
+        assert create(c, topic("metrics.topic"))["metrics.topic"].error_code == 0
+        assert create(c, topic("metrics_topic"))["metrics_topic"].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        r = c.request(DeleteTopicsRequest(topic_names=["metrics.topic"], timeout_ms=5000), 5)
+        assert r.responses[0].error_code == ErrorCode.TOPIC_DELETION_DISABLED
+        assert [t.name for t in c.request(MetadataRequest(topics=None), 12).topics] == ["metrics.topic"]
