@@ -437,6 +437,10 @@ class PartitionLog:
 
     def _roll(self, base: int, now: int) -> LogSegment:
         old = self.active
+        if old.size == 0 and old.base_offset == base:
+            # a batch larger than segment.bytes makes shouldRoll true even for an empty segment; Kafka then
+            # replaces the empty segment by a new one at the same offset (KAFKA-6388): keep the one we have
+            return old
         old.on_become_inactive()
         self._meta_dirty.add(self.producer_state.take_snapshot(base, sync=False))
         seg = self._new_segment(base, now)

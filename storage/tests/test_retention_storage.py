@@ -195,3 +195,18 @@ def test_manager_retention_respects_cleanup_policy(tmp_path: Path) -> None:
     assert len(plain.segments) == 1 and len(both.segments) == 1
     assert len(compact.segments) == n["cmp"]  # compact-only topics are never deleted by time
     lm.close()
+
+
+def test_batches_larger_than_segment_bytes_get_one_segment_each(tmp_path: Path) -> None:
+    """Kafka rolls even an empty segment when the batch exceeds segment.bytes, replacing it by one at the same
+    offset (KAFKA-6388): there must never be two segments with one base offset (retention stalled on it)."""
+    log = PartitionLog.create(str(tmp_path / "b-0"), "b", 0, uuid.uuid4(), _cfg(segment_bytes=500, retention_ms=1000))
+    for i in range(4):
+        log.append(encode_batch([Rec(b"x" * 200) for _ in range(5)], base_timestamp=NOW + i), now_ms=NOW + i)
+    assert [s.base_offset for s in log.segments] == [0, 5, 10, 15]
+    assert sorted(n for n in os.listdir(log.dir) if n.endswith(".log")) == [f"{b:020d}.log" for b in (0, 5, 10, 15)]
+    assert log.delete_old_segments(NOW + 10**6) == 3 and log.log_start_offset == 15
+    log.close()
+    reopened = PartitionLog.open(str(tmp_path / "b-0"), "b", 0, _cfg(segment_bytes=500), clean=True)
+    assert [s.base_offset for s in reopened.segments] == [15] and _offsets(reopened) == list(range(15, 20))
+    reopened.close()
