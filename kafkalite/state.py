@@ -57,6 +57,13 @@ _BROKER_TO_TOPIC = {
 }
 
 
+def leader_epoch(plog: Any) -> int:
+    """The leader epoch we serve a partition at: the log's latest epoch (a data dir written by Kafka carries
+    its own history in leader-epoch-checkpoint), or 0 for a log that has none."""
+    epochs = getattr(plog, "leader_epochs", None)
+    return max(epochs[-1][0], 0) if epochs else 0
+
+
 def invalid_topic_name(name: str | None) -> str | None:
     """Why ``name`` is not a legal topic name (Kafka's Topic.validate rules), or None if it is legal."""
     if not name:

@@ -6,7 +6,7 @@ EARLIEST (log start offset), -3 MAX_TIMESTAMP (v7+: the record with the largest 
 timestamp: the first offset whose record timestamp is >= it (from the time index), or -1 if none.
 
 v0 answers in the old format: ``OldStyleOffsets`` (here at most one offset). v1+ carry Timestamp and
-Offset; v4+ a LeaderEpoch (always 0 here, -1 when nothing was found).
+Offset; v4+ a LeaderEpoch (the partition's current one, -1 when nothing was found).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.state import leader_epoch
 from storage.errors import StorageError
 from wire.errors import ErrorCode
 from wire.messages import ListOffsetsRequest, ListOffsetsResponse
@@ -66,6 +67,7 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                 offset, ts = found
                 olds = [offset] if version == 0 and p.max_num_offsets > 0 else []
                 parts.append(_Part(partition_index=p.partition_index, error_code=ErrorCode.NONE,
-                                   old_style_offsets=olds, timestamp=ts, offset=offset, leader_epoch=0))
+                                   old_style_offsets=olds, timestamp=ts, offset=offset,
+                                   leader_epoch=leader_epoch(plog)))
         topics_out.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics_out)

@@ -1,6 +1,6 @@
 """Metadata (key 3): v0–v12.
 
-- This broker is the only node: it leads every partition (epoch 0) and is the sole replica and ISR member;
+- This broker is the only node: it leads every partition (at the log's latest leader epoch, 0 for new logs) and is the sole replica and ISR member;
   the broker list holds the advertised address of the listener the client came in on.
 - Topics: null (v1+) or an empty list at v0 means "all topics". From v10 a topic may be named by id alone;
   an unknown id answers UNKNOWN_TOPIC_ID.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name
+from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name, leader_epoch
 from wire.errors import ErrorCode
 from wire.messages import MetadataRequest, MetadataResponse
 
@@ -29,10 +29,12 @@ _AUTHORIZED_OPS_UNSET = -2147483648
 
 def topic_metadata(state: BrokerState, info: TopicInfo, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
     node = state.node_id
+    get_log = state.logs.get_log
     partitions = [
         MetadataResponse.MetadataResponsePartition(
-            error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=0,
-            replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+            error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
+            leader_epoch=leader_epoch(get_log(info.name, p)), replica_nodes=[node], isr_nodes=[node],
+            offline_replicas=[])
         for p in range(info.partitions)
     ]
     return MetadataResponse.MetadataResponseTopic(

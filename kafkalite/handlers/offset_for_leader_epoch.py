@@ -1,9 +1,10 @@
 """OffsetForLeaderEpoch (key 23): v0–v4 (librdkafka uses exactly v2; Java validates positions only when v3+
 is offered).
 
-kafkalite leads every partition at leader epoch 0: epoch 0 ends at the log end offset. Logs written by a
-real Kafka carry older epochs in ``leader-epoch-checkpoint``; those are answered from that history (largest
-epoch <= requested and its end offset), and an unknown epoch with UNDEFINED_EPOCH -1 / offset -1. A CurrentLeaderEpoch (v2+) above ours answers
+kafkalite leads every partition at the log's latest leader epoch (0 for logs it created; a data dir written by
+Kafka keeps its history in ``leader-epoch-checkpoint``). The current epoch ends at the log end offset; older
+epochs are answered from the history (largest epoch <= requested and its end offset); an epoch above ours,
+or before the history, with UNDEFINED_EPOCH -1 / offset -1. A CurrentLeaderEpoch (v2+) above ours answers
 UNKNOWN_LEADER_EPOCH; below ours, FENCED_LEADER_EPOCH.
 """
 from __future__ import annotations
@@ -11,18 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.state import leader_epoch
 from wire.errors import ErrorCode
 from wire.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
-LEADER_EPOCH = 0
 _Part = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
 def end_offset(plog: Any, epoch: int) -> tuple[int, int]:
-    """(epoch, end offset) per the log's leader-epoch history; our own epoch 0 ends at the log end offset."""
-    latest = plog.latest_epoch() if hasattr(plog, "latest_epoch") else -1
-    if epoch == LEADER_EPOCH and latest <= LEADER_EPOCH:
-        return LEADER_EPOCH, plog.log_end_offset
+    """(largest epoch <= requested, its end offset) from the log's epoch history; the current epoch ends at
+    the log end offset; (-1, -1) when the requested epoch precedes the history."""
+    current = leader_epoch(plog)
+    if epoch >= current:
+        return (current, plog.log_end_offset) if epoch == current else (-1, -1)
     if epoch < 0 or not hasattr(plog, "end_offset_for_epoch"):
         return -1, -1
     found = plog.end_offset_for_epoch(epoch)
@@ -42,11 +44,12 @@ async def offset_for_leader_epoch(ctx: RequestContext,
                 parts.append(_Part(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition,
                                    leader_epoch=-1, end_offset=-1))
                 continue
+            ours = leader_epoch(plog)
             current = p.current_leader_epoch if ctx.version >= 2 else -1
-            if current > LEADER_EPOCH:
+            if current > ours:
                 parts.append(_Part(error_code=ErrorCode.UNKNOWN_LEADER_EPOCH, partition=p.partition,
                                    leader_epoch=-1, end_offset=-1))
-            elif 0 <= current < LEADER_EPOCH:
+            elif 0 <= current < ours:
                 parts.append(_Part(error_code=ErrorCode.FENCED_LEADER_EPOCH, partition=p.partition,
                                    leader_epoch=-1, end_offset=-1))
             else:

@@ -21,6 +21,7 @@ import logging
 from kafkalite.connection import ConnectionClosed
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.state import leader_epoch
 from storage.errors import StorageError
 from wire.errors import ErrorCode
 from wire.messages import ProduceRequest, ProduceResponse
@@ -94,7 +95,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 failed = True
                 continue
             try:
-                appended = plog.append(pd.records, leader_epoch=0, now_ms=now)
+                appended = plog.append(pd.records, leader_epoch=leader_epoch(plog), now_ms=now)
             except StorageError as exc:
                 parts.append(_error(idx, error_code_for(exc), str(exc) or None))
                 failed = True
