@@ -198,3 +198,24 @@ def test_colliding_names_and_disabled_deletion(tmp_path) -> None:
         r = c.request(DeleteTopicsRequest(topic_names=["metrics.topic"], timeout_ms=5000), 5)
         assert r.responses[0].error_code == ErrorCode.TOPIC_DELETION_DISABLED
         assert [t.name for t in c.request(MetadataRequest(topics=None), 12).topics] == ["metrics.topic"]
+
+
+def test_describe_topic_partitions_pages_with_a_cursor(tmp_path) -> None:
+    from wire.messages import DescribeTopicPartitionsRequest as Q
+
+    with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        create(c, topic("dtp-a", 3), topic("dtp-b", 2))
+        r = c.request(Q(topics=[Q.TopicRequest(name=n) for n in ("dtp-b", "dtp-a", "dtp-none")],
+                        response_partition_limit=4), 0)
+        got = [(t.name, t.error_code, [p.partition_index for p in t.partitions]) for t in r.topics]
+        assert got == [("dtp-a", 0, [0, 1, 2]), ("dtp-b", 0, [0])]
+        assert (r.next_cursor.topic_name, r.next_cursor.partition_index) == ("dtp-b", 1)
+        r = c.request(Q(topics=[Q.TopicRequest(name=n) for n in ("dtp-b", "dtp-a", "dtp-none")],
+                        response_partition_limit=4,
+                        cursor=Q.Cursor(topic_name="dtp-b", partition_index=1)), 0)
+        got = [(t.name, t.error_code, [p.partition_index for p in t.partitions]) for t in r.topics]
+        assert got == [("dtp-b", 0, [1]), ("dtp-none", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])]
+        assert r.next_cursor is None
+        everything = c.request(Q(topics=[], response_partition_limit=2000), 0)
+        assert [t.name for t in everything.topics] == ["dtp-a", "dtp-b"]
+        assert everything.topics[0].topic_id.int != 0 and everything.topics[0].partitions[0].isr_nodes == [1]

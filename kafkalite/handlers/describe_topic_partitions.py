@@ -1,0 +1,62 @@
+"""DescribeTopicPartitions (key 75): v0 (flexible). Java Admin's describeTopics(names) uses it when offered,
+else falls back to Metadata.
+
+- An empty Topics list means every topic. Topics are answered in name order, partition by partition, at most
+  ResponsePartitionLimit partitions (capped at 2000, Kafka's max.request.partition.size.limit) per response;
+  when more remain, NextCursor names the topic and partition to continue from, and a request with that
+  Cursor resumes there.
+- Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION (no partitions). Never auto-creates.
+- One broker: leader = replicas = ISR = this node, at the log's leader epoch; ELR lists empty (not null:
+  Java 3.9's Admin dereferences them).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.handlers.metadata import TOPIC_OPERATIONS
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.state import leader_epoch
+from wire.errors import ErrorCode
+from wire.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+
+MAX_PARTITIONS = 2000
+R = DescribeTopicPartitionsResponse
+
+
+@handler(DescribeTopicPartitionsRequest, min_version=0, max_version=0)
+async def describe_topic_partitions(ctx: RequestContext,
+                                    req: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
+    state = ctx.broker
+    names = sorted({t.name for t in req.topics}) if req.topics else sorted(state.topics)
+    limit = max(1, min(req.response_partition_limit, MAX_PARTITIONS))
+    start_topic, start_partition = (req.cursor.topic_name, req.cursor.partition_index) if req.cursor else ("", 0)
+    node = state.node_id
+    topics: list[Any] = []
+    next_cursor = None
+    budget = limit
+    for name in names:
+        if name < start_topic:
+            continue
+        info = state.topics.get(name)
+        if info is None:
+            topics.append(R.DescribeTopicPartitionsResponseTopic(
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[]))
+            continue
+        first = start_partition if name == start_topic else 0
+        if budget == 0:
+            next_cursor = R.Cursor(topic_name=name, partition_index=first)
+            break
+        last = min(info.partitions, first + budget)
+        parts = [R.DescribeTopicPartitionsResponsePartition(
+            error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
+            leader_epoch=leader_epoch(state.logs.get_log(name, p)), replica_nodes=[node], isr_nodes=[node],
+            eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[])
+            for p in range(first, last)]
+        budget -= len(parts)
+        topics.append(R.DescribeTopicPartitionsResponseTopic(
+            error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id, is_internal=info.internal,
+            partitions=parts, topic_authorized_operations=TOPIC_OPERATIONS))
+        if last < info.partitions:
+            next_cursor = R.Cursor(topic_name=name, partition_index=last)
+            break
+    return R(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)
