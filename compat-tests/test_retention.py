@@ -1,0 +1,191 @@
+"""Time and size retention and DeleteRecords with real clients.
+
+The broker runs its retention check every 200 ms and deletes `.deleted` files at once, topics roll every
+1000 bytes, so each produce call below (one batch of a few 300-byte records) fills its own segment.
+- time: records stamped an hour ago are kept under the 7-day default; lowering retention.ms to 60 s (an admin
+  client) deletes every segment but the active one. Old files leave the disk, the kept segment is byte for
+  byte what it was, ListOffsets EARLIEST answers the new start, and consumers asked to start at offset 0 get
+  OFFSET_OUT_OF_RANGE and (auto.offset.reset=earliest) read from the new log start offset.
+- size: retention.bytes keeps the newest segments that fit; consumers from "earliest" read exactly those.
+- DeleteRecords (confluent-kafka and kafka-python admin) moves the start in the middle of a segment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness.broker import BrokerProcess
+from harness.clients import Client
+from harness.records import Rec
+
+OVERRIDES = {"log.retention.check.interval.ms": "200", "log.cleaner.backoff.ms": "200",
+             "log.segment.delete.delay.ms": "0", "log.flush.offset.checkpoint.interval.ms": "500"}
+PRODUCERS = ("kafka-python", "confluent-kafka", "java")  # one partition each
+CALLS, PER_CALL = 6, 5
+TOTAL = CALLS * PER_CALL
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    base = tmp_path_factory.mktemp("broker-retention")
+    args = [a for k, v in OVERRIDES.items() for a in ("--override", f"{k}={v}")]
+    b = BrokerProcess(base / "data", base / "broker.log", extra_args=args)
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+def wait_for(cond: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def segment_files(data_dir: Path, topic: str, partition: int) -> list[str]:
+    d = data_dir / f"{topic}-{partition}"
+    return sorted(n.name for n in d.iterdir() if ".log" in n.name or ".index" in n.name)
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def value(p: int, i: int) -> bytes:
+    return b"p%d-record-%03d-" % (p, i) + b"v" * 300
+
+
+@pytest.fixture(scope="module")
+def time_topic(broker: BrokerProcess, get_client: Callable[[str], Client]) -> dict[str, Any]:
+    topic = "retention-time"
+    get_client("java").create_topic(broker.bootstrap, topic, len(PRODUCERS), {"segment.bytes": "1000"})
+    hour_ago = int(time.time() * 1000) - 3_600_000
+    for p, name in enumerate(PRODUCERS):
+        client = get_client(name)
+        for call in range(CALLS):
+            recs = [Rec(b"k%d" % i, value(p, i), timestamp=hour_ago + i, partition=p)
+                    for i in range(call * PER_CALL, (call + 1) * PER_CALL)]
+            client.produce(broker.bootstrap, topic, recs)
+    before = {p: segment_files(broker.data_dir, topic, p) for p in range(len(PRODUCERS))}
+    # each call's batch (clients may split one) overflows a 1000-byte segment: the last one is the active one
+    active = {p: max(int(n[:20]) for n in before[p] if n.endswith(".log")) for p in before}
+    for p in range(len(PRODUCERS)):
+        assert len([n for n in before[p] if n.endswith(".log")]) >= CALLS and active[p] > 0
+    kept = {p: sha(broker.data_dir / f"{topic}-{p}" / f"{active[p]:020d}.log") for p in range(len(PRODUCERS))}
+    time.sleep(0.6)  # a few retention passes: nothing is older than the 7-day default
+    assert {p: segment_files(broker.data_dir, topic, p) for p in range(len(PRODUCERS))} == before
+    get_client("kafka-python").alter_config(broker.bootstrap, topic, {"retention.ms": "60000"})
+    confluent = get_client("confluent-kafka")
+    for p in range(len(PRODUCERS)):
+        wait_for(lambda p=p: confluent.list_offsets(broker.bootstrap, topic, p, "earliest") == active[p],
+                 f"retention of partition {p}")
+        # renamed .deleted first, removed once file.delete.delay.ms (0 here) has passed
+        wait_for(lambda p=p: [n for n in segment_files(broker.data_dir, topic, p) if ".log" in n]
+                 == [f"{active[p]:020d}.log"], f"old segments of partition {p} to leave the disk")
+    return {"topic": topic, "kept": kept, "start": active}
+
+
+def test_old_segments_leave_the_disk_and_kept_ones_are_untouched(broker: BrokerProcess, time_topic: dict,
+                                                                 get_client: Callable[[str], Client]) -> None:
+    topic, start = time_topic["topic"], time_topic["start"]
+    for p in range(len(PRODUCERS)):
+        files = segment_files(broker.data_dir, topic, p)
+        assert not [n for n in files if int(n[:20]) < start[p]], files  # no .log, .index, .deleted left
+        assert sha(broker.data_dir / f"{topic}-{p}" / f"{start[p]:020d}.log") == time_topic["kept"][p]
+        for name in ("kafka-python", "java"):
+            c = get_client(name)
+            assert c.list_offsets(broker.bootstrap, topic, p, "earliest") == start[p]
+            assert c.list_offsets(broker.bootstrap, topic, p, "latest") == TOTAL
+
+
+@pytest.mark.parametrize("client_name", ["kafka-python", "confluent-kafka", "java", "aiokafka", "kafkajs"])
+def test_consumer_below_log_start_resets_to_it(broker: BrokerProcess, time_topic: dict, client: Client) -> None:
+    """Fetch at 0 -> OFFSET_OUT_OF_RANGE -> auto.offset.reset=earliest -> the new log start offset."""
+    topic, start = time_topic["topic"], time_topic["start"]
+    want = [(p, i, value(p, i)) for p in range(len(PRODUCERS)) for i in range(start[p], TOTAL)]
+    got = client.consume(broker.bootstrap, topic, list(range(len(PRODUCERS))), len(want), start=0, timeout_s=30)
+    assert sorted((r.partition, r.offset, r.value) for r in got) == want
+
+
+@pytest.mark.parametrize("client_name", ["kcat", "confluent-kafka"])
+def test_consumer_from_earliest_starts_at_log_start(broker: BrokerProcess, time_topic: dict,
+                                                    client: Client) -> None:
+    topic, start = time_topic["topic"], time_topic["start"]
+    want = [(p, i) for p in range(len(PRODUCERS)) for i in range(start[p], TOTAL)]
+    got = client.consume(broker.bootstrap, topic, list(range(len(PRODUCERS))), len(want), start="earliest",
+                         timeout_s=30)
+    assert sorted((r.partition, r.offset) for r in got) == want
+
+
+def test_size_retention(broker: BrokerProcess, get_client: Callable[[str], Client]) -> None:
+    topic = "retention-size"
+    limit = 4000
+    get_client("confluent-kafka").create_topic(broker.bootstrap, topic, 1,
+                                               {"segment.bytes": "1000", "retention.bytes": str(limit)})
+    java = get_client("java")
+    for call in range(10):
+        java.produce(broker.bootstrap, topic, [Rec(b"k", value(0, i), partition=0)
+                                               for i in range(call * PER_CALL, (call + 1) * PER_CALL)])
+
+    def on_disk() -> tuple[list[int], list[int]]:
+        d = broker.data_dir / f"{topic}-0"
+        logs = sorted(n for n in d.iterdir() if n.name.endswith(".log"))
+        return [int(n.name[:20]) for n in logs], [n.stat().st_size for n in logs]
+
+    def settled() -> tuple[list[int], list[int]] | None:
+        bases, sizes = on_disk()
+        # Kafka's rule: the oldest segment goes while the log would still hold retention.bytes without it
+        return (bases, sizes) if bases[0] > 0 and sum(sizes) - sizes[0] < limit else None
+
+    bases, sizes = wait_for(settled, "size retention")
+    assert sum(sizes) >= limit and len(bases) < 10
+    start = bases[0]
+    for name in ("kafka-python", "confluent-kafka"):
+        c = get_client(name)
+        assert c.list_offsets(broker.bootstrap, topic, 0, "earliest") == start
+        got = c.consume(broker.bootstrap, topic, [0], 10 * PER_CALL - start, timeout_s=30)
+        assert [r.offset for r in got] == list(range(start, 10 * PER_CALL))
+
+
+def test_delete_records(broker: BrokerProcess, get_client: Callable[[str], Client]) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic = "retention-delete-records"
+    confluent = get_client("confluent-kafka")
+    confluent.create_topic(broker.bootstrap, topic, 2, {"segment.bytes": "1000"})
+    for p in range(2):
+        for call in range(3):
+            confluent.produce(broker.bootstrap, topic, [Rec(b"k", value(p, i), partition=p)
+                                                        for i in range(call * PER_CALL, (call + 1) * PER_CALL)])
+    adm = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = adm.delete_records([TopicPartition(topic, 0, 7)])
+    (fut,) = res.values()
+    assert fut.result(30).low_watermark == 7
+    from kafka import KafkaAdminClient
+    from kafka.structs import TopicPartition as KTP
+
+    kadm = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        kadm.delete_records({KTP(topic, 1): 11})
+    finally:
+        kadm.close()
+    for p, start in ((0, 7), (1, 11)):
+        for name in ("kafka-python", "confluent-kafka", "java"):
+            c = get_client(name)
+            assert c.list_offsets(broker.bootstrap, topic, p, "earliest") == start
+        got = get_client("java").consume(broker.bootstrap, topic, [p], 15 - start, start=0, timeout_s=30)
+        assert [r.offset for r in got] == list(range(start, 15))
+    # the segment below the new start is gone; the one holding it stays whole
+    files = segment_files(broker.data_dir, topic, 0)
+    assert f"{0:020d}.log" not in files and f"{5:020d}.log" in files
