@@ -41,8 +41,9 @@ class AiokafkaClient(Client):
 
     def produce(self, bootstrap, topic, records, *, compression="none", idempotent=None, acks="all",
                 max_request_bytes=None, timeout_s=60.0):
-        return asyncio.run(self._produce(bootstrap, topic, records, compression, idempotent, acks,
-                                         max_request_bytes, timeout_s))
+        # One bound over everything, stop() included (it waits for in-flight batches).
+        return asyncio.run(asyncio.wait_for(self._produce(bootstrap, topic, records, compression, idempotent,
+                                                          acks, max_request_bytes, timeout_s), timeout_s + 30))
 
     async def _produce(self, bootstrap, topic, records, compression, idempotent, acks, max_request_bytes,
                        timeout_s):
@@ -67,7 +68,8 @@ class AiokafkaClient(Client):
 
     def consume(self, bootstrap, topic, partitions, count, *, start="earliest", timeout_s=60.0,
                 max_fetch_bytes=None):
-        return asyncio.run(self._consume(bootstrap, topic, partitions, count, start, timeout_s, max_fetch_bytes))
+        return asyncio.run(asyncio.wait_for(
+            self._consume(bootstrap, topic, partitions, count, start, timeout_s, max_fetch_bytes), timeout_s + 30))
 
     async def _consume(self, bootstrap, topic, partitions, count, start, timeout_s, max_fetch_bytes):
         from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -109,7 +111,7 @@ class AiokafkaClient(Client):
             await adm.close()
 
     def _run_admin(self, bootstrap, fn):
-        return asyncio.run(self._with_admin(bootstrap, fn))
+        return asyncio.run(asyncio.wait_for(self._with_admin(bootstrap, fn), 90))
 
     def metadata(self, bootstrap, topics=None):
         async def go(adm):
@@ -186,4 +188,4 @@ class AiokafkaClient(Client):
                 return -1 if found is None else found.offset
             finally:
                 await cons.stop()
-        return asyncio.run(go())
+        return asyncio.run(asyncio.wait_for(go(), 90))
