@@ -85,8 +85,10 @@ def clean_log(plog: PartitionLog, now_ms: int | None = None, *, force: bool = Fa
     if len(segs) < 2 or plog.closed:
         return None
     bound = first_uncleanable_offset(plog, now)
-    cleanable = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset <= bound and s.size > 0]
-    if not cleanable:
+    # empty segments (emptied by an earlier pass) stay in: groups must be runs of adjacent segments, and
+    # merging them away is what Kafka does too
+    cleanable = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset <= bound]
+    if not cleanable or not any(s.size for s in cleanable):
         return None
     total = sum(s.size for s in cleanable)
     dirty = sum(s.size for s in cleanable if s.next_offset > plog.cleaner_checkpoint)

@@ -160,3 +160,28 @@ def test_crash_at_every_step_of_a_clean(tmp_path: Path, monkeypatch: pytest.Monk
         shutil.rmtree(d.parent)
     # both outcomes are reachable: before a group's swap rename it rolls back, after it it rolls forward
     assert outcomes.get(-1, 0) > 0 and outcomes.get(1, 0) > 0, outcomes
+
+
+def test_segments_emptied_by_a_pass_do_not_block_later_passes(tmp_path: Path) -> None:
+    """A pass can leave empty segments between non-empty ones (every record superseded); the next pass must
+    still clean (merging across them) instead of finding its groups non-contiguous and giving up."""
+    cfg = LogConfig(segment_bytes=700, cleanup_policy="compact", delete_retention_ms=0, file_delete_delay_ms=0,
+                    min_cleanable_dirty_ratio=0.01)
+    log = PartitionLog.create(str(tmp_path / "e-0"), "e", 0, uuid.uuid4(), cfg)
+    for i in range(12):  # one ~500-byte batch per segment: five values of "a", odd ones also a unique key
+        recs = [Rec(b"x" * 80, key=b"a") for _ in range(5)] + ([Rec(b"u", key=b"u%d" % i)] if i % 2 else [])
+        log.append(encode_batch(recs, base_timestamp=NOW + i), now_ms=NOW + i)
+        log.roll()
+    # first pass: one segment per group (each near segment.bytes); the "a"-only ones end up empty
+    assert clean_log(log, CLEAN_AT) is not None
+    assert [s.size for s in log.segments[:-1]].count(0) >= 2  # emptied segments between live ones
+    for i in range(12, 16):  # new values for u1, then roll them out of the active segment
+        log.append(encode_batch([Rec(b"y%d" % i, key=b"u1")], base_timestamp=NOW + i), now_ms=NOW + i)
+    log.roll()
+    log.append(encode_batch([Rec(b"tail", key=b"t")], base_timestamp=NOW + 20), now_ms=NOW + 20)
+    res = clean_log(log, CLEAN_AT)
+    assert res is not None and res.records_removed == 4  # u1's first value and three of the new ones
+    got = [(k, v) for _o, k, v in contents(log)]
+    assert got.count((b"u1", b"y15")) == 1 and [k for k, _v in got].count(b"u1") == 1
+    assert [k for k, _v in got].count(b"a") == 1
+    log.close()
