@@ -1,0 +1,199 @@
+"""Log compaction seen by real clients: 100,000 updates over 1,000 keys plus tombstones.
+
+confluent-kafka writes the updates in five runs, one per codec (none, gzip, snappy, lz4, zstd; each run has
+keys whose last value it writes), then
+tombstones for every tenth key and unique-key filler that rolls the updates out of the active segment. The
+topic starts as cleanup.policy=delete (so the disk usage before compaction is measured), then an admin client
+switches it to compact. After the broker's cleaner ran:
+- every client (kafka-python, confluent-kafka, Java, aiokafka, kcat) reads exactly the latest record of each
+  key, at its original offset, across the offset gaps; the tombstones are still there;
+- the surviving batches kept their codecs (xerial-framed snappy, LZ4 frames, ...), the cleaned segments pass
+  kafka-clients' FileRecords validation and kafka-dump-log's index checks, and the disk usage dropped;
+- once delete.retention.ms is lowered and more data makes the log dirty again, the tombstones vanish.
+kafkajs (which decodes only gzip) reads a small compacted topic it wrote itself.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness.broker import BrokerProcess
+from harness.clients import Client
+from harness.records import Rec
+
+OVERRIDES = {"log.retention.check.interval.ms": "200", "log.cleaner.backoff.ms": "200",
+             "log.segment.delete.delay.ms": "0"}
+TOPIC = "compacted-100k"
+KEYS, UPDATES = 1000, 100_000
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+DELETED = range(0, KEYS, 10)
+FILLER = 600
+CODEC_ID = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+MAGIC = {1: b"\x1f\x8b", 2: b"\x82SNAPPY\x00", 3: b"\x04\x22\x4d\x18", 4: b"\x28\xb5\x2f\xfd"}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    base = tmp_path_factory.mktemp("broker-compaction")
+    args = [a for k, v in OVERRIDES.items() for a in ("--override", f"{k}={v}")]
+    b = BrokerProcess(base / "data", base / "broker.log", extra_args=args)
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+def wait_for(cond: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def log_files(data_dir: Path, topic: str) -> list[Path]:
+    return sorted(p for p in (data_dir / f"{topic}-0").iterdir() if p.name.endswith(".log"))
+
+
+def disk_bytes(data_dir: Path, topic: str) -> int:
+    return sum(p.stat().st_size for p in (data_dir / f"{topic}-0").iterdir() if ".log" in p.name)
+
+
+def key(k: int) -> bytes:
+    return b"key-%04d" % k
+
+
+@pytest.fixture(scope="module")
+def compacted(broker: BrokerProcess, get_client: Callable[[str], Client]) -> dict[str, Any]:
+    confluent = get_client("confluent-kafka")
+    confluent.create_topic(broker.bootstrap, TOPIC, 1, {"segment.bytes": "200000", "cleanup.policy": "delete"})
+    latest: dict[bytes, tuple[int, bytes | None]] = {}
+    per_run = UPDATES // len(CODECS)
+    codec_at: dict[int, str] = {}
+    for n, codec in enumerate(CODECS):
+        # run n updates only keys with k % 5 >= n: the keys with k % 5 == n get their last value in this codec
+        pool = [k for k in range(KEYS) if k % len(CODECS) >= n]
+        recs = [Rec(key(pool[(i * 7919) % len(pool)]), b"value-%06d" % i, partition=0)
+                for i in range(n * per_run, (n + 1) * per_run)]
+        offs = confluent.produce(broker.bootstrap, TOPIC, recs, compression=codec)
+        assert len(offs) == len(recs)
+        for r, (_p, o) in zip(recs, offs, strict=True):
+            assert r.key is not None
+            latest[r.key] = (o, r.value)
+            codec_at[o] = codec
+    tomb = [Rec(key(k), None, partition=0) for k in DELETED]
+    for r, (_p, o) in zip(tomb, confluent.produce(broker.bootstrap, TOPIC, tomb), strict=True):
+        assert r.key is not None
+        latest[r.key] = (o, None)
+    filler = [Rec(b"filler-%04d" % i, b"f" * 400, partition=0) for i in range(FILLER)]
+    for r, (_p, o) in zip(filler, confluent.produce(broker.bootstrap, TOPIC, filler), strict=True):
+        assert r.key is not None
+        latest[r.key] = (o, r.value)
+    before = disk_bytes(broker.data_dir, TOPIC)
+    assert len(log_files(broker.data_dir, TOPIC)) > 5
+    get_client("kafka-python").alter_config(broker.bootstrap, TOPIC, {
+        "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "600000"})
+    want = sorted((o, k, v) for k, (o, v) in latest.items())
+
+    def cleaned() -> bool:
+        return disk_bytes(broker.data_dir, TOPIC) < before / 4
+
+    wait_for(cleaned, "the cleaner to compact the topic")
+    return {"want": want, "before": before, "codec_at": codec_at}
+
+
+@pytest.mark.parametrize("client_name", ["kafka-python", "confluent-kafka", "java", "aiokafka", "kcat"])
+def test_clients_read_exactly_the_latest_value_per_key(broker: BrokerProcess, compacted: dict,
+                                                       client: Client) -> None:
+    want = compacted["want"]
+    got = client.consume(broker.bootstrap, TOPIC, [0], len(want), timeout_s=60)
+    assert [r.offset for r in got] == sorted(r.offset for r in got)  # in offset order, gaps skipped
+    assert sorted((r.offset, r.key, r.value) for r in got) == want
+    tombstones = [r for r in got if r.value is None]
+    assert len(tombstones) == len(DELETED)
+
+
+def test_disk_usage_codecs_and_kafka_checks(broker: BrokerProcess, compacted: dict) -> None:
+    from storage.batch import HEADER_SIZE, iter_batches, validate_batch
+    from storage.dumplog import dump_files
+    from storage.tests.java import checker
+
+    after = disk_bytes(broker.data_dir, TOPIC)
+    # ~1,700 of ~100,700 records remain (plus the 240 KB of filler that is still needed)
+    assert after < compacted["before"] / 4, (after, compacted["before"])
+    files = log_files(broker.data_dir, TOPIC)
+    seen: set[int] = set()
+    for f in files:
+        data = f.read_bytes()
+        for pos, h in iter_batches(data):
+            validate_batch(data[pos : pos + h.size], exact_count=False)
+            want = compacted["codec_at"].get(h.base_offset)
+            if want is not None:
+                assert h.compression == CODEC_ID[want], (h.base_offset, h.compression, want)
+                if h.compression:
+                    magic = MAGIC[h.compression]
+                    assert data[pos + HEADER_SIZE : pos + HEADER_SIZE + len(magic)] == magic
+                seen.add(h.compression)
+    assert seen == set(range(5))
+    checker.require_java()
+    rows = checker.check_logs([str(f) for f in files])
+    assert [r for r in rows if r.get("error")] == []
+    for f in files[:-1]:  # rolled (cleaned) segments; the active one's indexes are still preallocated
+        idx = [str(f.with_suffix(s)) for s in (".index", ".timeindex") if f.with_suffix(s).stat().st_size]
+        out, err = io.StringIO(), io.StringIO()
+        assert dump_files(idx, index_sanity_check=True, verify_index_only=True, out=out, err=err) == 0
+        assert err.getvalue() == "", err.getvalue()
+
+
+def test_tombstones_vanish_after_delete_retention(broker: BrokerProcess, compacted: dict,
+                                                  get_client: Callable[[str], Client]) -> None:
+    confluent = get_client("confluent-kafka")
+    confluent.alter_config(broker.bootstrap, TOPIC, {"delete.retention.ms": "1000"})
+    time.sleep(1.2)
+    more = [Rec(b"more-%04d" % i, b"m" * 400, partition=0) for i in range(FILLER)]  # dirty the log again
+    confluent.produce(broker.bootstrap, TOPIC, more)
+    live = [x for x in compacted["want"] if x[2] is not None]
+
+    def gone() -> bool:
+        got = confluent.consume(broker.bootstrap, TOPIC, [0], len(live) + FILLER, timeout_s=20)
+        return sorted((r.offset, r.key, r.value) for r in got if not r.key.startswith(b"more-")) == live
+
+    wait_for(gone, "the tombstones to be removed")
+    got = get_client("java").consume(broker.bootstrap, TOPIC, [0], len(live) + FILLER, timeout_s=30)
+    assert not [r for r in got if r.value is None]
+    assert {r.key for r in got} >= {key(k) for k in range(KEYS) if k % 10}
+
+
+def test_kafkajs_reads_a_compacted_topic(broker: BrokerProcess, get_client: Callable[[str], Client]) -> None:
+    js = get_client("kafkajs")
+    topic = "compacted-kafkajs"
+    js.create_topic(broker.bootstrap, topic, 1, {"cleanup.policy": "compact", "segment.bytes": "2000",
+                                                 "min.cleanable.dirty.ratio": "0.01"})
+    latest: dict[bytes, tuple[int, bytes | None]] = {}
+    offset = 0  # a fresh single-partition topic: records get consecutive offsets in produce order
+    for run in range(11):
+        if run < 10:
+            recs = [Rec(b"k%d" % (i % 20), b"v%d-%d" % (run, i), partition=0) for i in range(40)]
+        else:  # unique-key filler that rolls the updates out of the active segment
+            recs = [Rec(b"filler-%d" % i, b"f" * 300, partition=0) for i in range(20)]
+        js.produce(broker.bootstrap, topic, recs, compression="gzip" if run % 2 else "none")
+        for r in recs:
+            assert r.key is not None
+            latest[r.key] = (offset, r.value)
+            offset += 1
+    want = sorted((o, k, v) for k, (o, v) in latest.items())
+
+    def compacted_view() -> list[Any] | None:
+        got = sorted((r.offset, r.key, r.value) for r in js.consume(broker.bootstrap, topic, [0], len(want),
+                                                                   timeout_s=20))
+        return got if got == want else None
+
+    assert wait_for(compacted_view, "kafkajs to read the compacted topic") == want
