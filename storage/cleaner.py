@@ -92,7 +92,8 @@ def clean_log(plog: PartitionLog, now_ms: int | None = None, *, force: bool = Fa
         return None
     total = sum(s.size for s in cleanable)
     dirty = sum(s.size for s in cleanable if s.next_offset > plog.cleaner_checkpoint)
-    if not force and (dirty == 0 or dirty / total < plog.config.min_cleanable_dirty_ratio):
+    if not force and (dirty == 0 or dirty / total < plog.config.min_cleanable_dirty_ratio) and not _overdue(
+            plog, cleanable, now):
         return None
     latest: dict[bytes, int] = {}
     for seg in cleanable:
@@ -124,6 +125,19 @@ def clean_log(plog: PartitionLog, now_ms: int | None = None, *, force: bool = Fa
     log.info("%s-%d: compacted %d segments into %d, %d -> %d bytes, %d records removed", plog.topic,
              plog.partition, len(cleanable), len(groups), total, after, removed)
     return CleanResult(len(cleanable), len(groups), total, after, removed, bound)
+
+
+def _overdue(plog: PartitionLog, cleanable: list[LogSegment], now: int) -> bool:
+    """max.compaction.lag.ms: the first dirty segment's first batch has waited too long; clean it whatever
+    min.cleanable.dirty.ratio says (Kafka's LogCleanerManager judges by that batch's max timestamp)."""
+    lag = plog.config.max_compaction_lag_ms
+    if lag >= 2**63 - 1:
+        return False
+    for seg in cleanable:
+        if seg.next_offset > plog.cleaner_checkpoint and seg.size:
+            for _pos, hdr in seg.batches():
+                return hdr.max_timestamp >= 0 and now - hdr.max_timestamp > lag
+    return False
 
 
 def filter_batch(data: bytes, hdr: BatchHeader, latest: dict[bytes, int], horizon: int) -> tuple[bytes | None, int]:
