@@ -371,3 +371,23 @@ def test_produce_many_partitions_and_topics_in_one_request(raw: Connect) -> None
     for t in resp.responses:
         got = {p.index: p.base_offset for p in t.partition_responses if p.error_code == 0}
         assert got == {0: 1, 1: 2, 2: 3}
+
+
+def test_idempotent_sequences_dedupe_and_errors(raw: Connect) -> None:
+    from wire.messages import InitProducerIdRequest
+
+    c = raw()
+    metadata(c, "idem")
+    pid = c.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4).producer_id
+
+    def send(seq: int, n: int = 2, epoch: int = 0) -> tuple[int, int]:
+        batch = encode_batch([b"v"] * n, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+        p = c.request(produce_req("idem", batch), 9).responses[0].partition_responses[0]
+        return p.error_code, p.base_offset
+
+    assert send(0) == (0, 0)
+    assert send(2) == (0, 2)
+    assert send(0) == (0, 0)          # a retry of an acknowledged batch: same offset, nothing appended
+    assert send(9)[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    hw = c.request(fetch_req("idem", 0), 12).responses[0].partitions[0].high_watermark
+    assert hw == 4
