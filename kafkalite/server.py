@@ -140,7 +140,7 @@ def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
 
 # Coordinators started in the background nursery when their modules exist: (module, class, state attribute).
 # Each has ``async run(task_status)`` and ``close()`` (sync, or returning an awaitable); close runs before
-# storage closes.
+# storage closes. An optional ``begin_drain()`` is called when shutdown starts (answer long polls now).
 SERVICES = (
     ("kafkalite.coordinator.service", "GroupService", "groups"),
     ("kafkalite.coordinator.transactions", "TransactionService", "txns"),
@@ -207,6 +207,10 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
                 for sock in sockets:
                     sock.close()
                 state.begin_drain()
+                for _module, _cls, attr in SERVICES:   # coordinators may answer their long polls now too
+                    drain = getattr(getattr(state, attr, None), "begin_drain", None)
+                    if drain is not None:
+                        drain()
                 for conn in list(connections):
                     conn.request_close()
                 conn_nursery.cancel_scope.deadline = (
