@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TOPIC_CONFIGS_FILE = "kafkalite-topic-configs.json"
+BROKER_CONFIGS_FILE = "kafkalite-broker-configs.json"
 PRODUCER_IDS_FILE = "kafkalite-producer-ids"
 PRODUCER_ID_BLOCK = 1000
 MAX_TOPIC_NAME_LENGTH = 249
@@ -62,6 +63,10 @@ def leader_epoch(plog: Any) -> int:
     its own history in leader-epoch-checkpoint), or 0 for a log that has none."""
     epochs = getattr(plog, "leader_epochs", None)
     return max(epochs[-1][0], 0) if epochs else 0
+
+# broker settings AlterConfigs may change at runtime (Kafka's DynamicLogConfig: those behind topic defaults)
+DYNAMIC_BROKER_CONFIGS = frozenset(_BROKER_TO_TOPIC) | {
+    "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms", "log.roll.hours"}
 
 
 def invalid_topic_name(name: str | None) -> str | None:
@@ -99,7 +104,9 @@ class BrokerState:
         self.txns: Any = None
         self.listeners: list[Listener] = []        # bound (actual ports)
         self.advertised_listeners: list[Listener] = []
-        self.broker_config_overrides: dict[str, str] = {}
+        # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
+        self.dynamic_broker_configs: dict[str, dict[str, str]] = self._read_json(BROKER_CONFIGS_FILE)
+        self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
         self.draining = False
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
         self._pid_next = 0
@@ -124,17 +131,66 @@ class BrokerState:
         return candidates[0]
 
     # -- topics --------------------------------------------------------------------------------------
-    def _default_log_config(self) -> LogConfig:
+    def _merged_dynamic(self) -> dict[str, str]:
+        d = self.dynamic_broker_configs
+        return {**d.get("", {}), **d.get(str(self.node_id), {})}
+
+    def effective_config(self, dynamic: Mapping[str, str] | None = None) -> BrokerConfig:
+        """Static settings with the dynamic ones (AlterConfigs on BROKER resources) on top."""
+        dyn = self.broker_config_overrides if dynamic is None else dynamic
+        return self.config.with_overrides(dyn) if dyn else self.config
+
+    def _default_log_config(self, config: BrokerConfig | None = None) -> LogConfig:
         from storage import LogConfig
 
+        cfg = self.effective_config() if config is None else config
         props: dict[str, str] = {}
         for broker_key, topic_key in _BROKER_TO_TOPIC.items():
-            value = self.config.get_str(broker_key)
+            value = cfg.get_str(broker_key)
             if value:
                 props[topic_key] = value
-        props["retention.ms"] = str(self.config.retention_ms())
-        props["segment.ms"] = str(self.config.roll_ms())
+        props["retention.ms"] = str(cfg.retention_ms())
+        props["segment.ms"] = str(cfg.roll_ms())
         return LogConfig.from_props(props)
+
+    def check_broker_configs(self, resource: str, values: Mapping[str, str]) -> None:
+        """Raise ValueError unless ``values`` may become the dynamic settings of ``resource``."""
+        from storage import LogConfig
+
+        trial = dict(self.dynamic_broker_configs)
+        trial[resource] = dict(values)
+        merged = {**trial.get("", {}), **trial.get(str(self.node_id), {})}
+        default = self._default_log_config(self.effective_config(merged))
+        for info in self.topics.values():
+            LogConfig.from_props(dict(info.config), base=default)
+
+    def set_broker_configs(self, resource: str, values: Mapping[str, str]) -> None:
+        """Replace the dynamic settings of ``resource`` ("" or our node id): new topic defaults reach every
+        log at once and persist across restarts. Callers check first (``check_broker_configs``)."""
+        self.check_broker_configs(resource, values)
+        if values:
+            self.dynamic_broker_configs[resource] = dict(values)
+        else:
+            self.dynamic_broker_configs.pop(resource, None)
+        self.broker_config_overrides = self._merged_dynamic()
+        self.default_log_config = self._default_log_config()
+        for (topic, _p), plog in self.logs.logs():
+            info = self.topics.get(topic)
+            if info is not None:
+                plog.update_config(self.log_config_for(info.config))
+        _atomic_write(self.log_dir / BROKER_CONFIGS_FILE,
+                      json.dumps(self.dynamic_broker_configs, sort_keys=True, indent=1).encode())
+
+    def _read_json(self, name: str) -> dict[str, dict[str, str]]:
+        path = self.log_dir / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            log.warning("ignoring unreadable %s", path)
+            return {}
+        return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items() if isinstance(v, dict)}
 
     def log_config_for(self, overrides: Mapping[str, str]) -> LogConfig:
         from storage import LogConfig

@@ -1,6 +1,7 @@
 """Topic and broker config descriptions shared by CreateTopics, DescribeConfigs and the Alter*Configs APIs.
 
 Config sources (DescribeConfigs v1+ ``ConfigSource``): 1 DYNAMIC_TOPIC_CONFIG (a topic override),
+2 DYNAMIC_BROKER_CONFIG / 3 DYNAMIC_DEFAULT_BROKER_CONFIG (AlterConfigs on BROKER resource "<node id>" / ""),
 4 STATIC_BROKER_CONFIG (set in server.properties / overrides), 5 DEFAULT_CONFIG. Config types (v3+): 1 BOOLEAN,
 2 STRING, 3 INT, 5 LONG, 6 DOUBLE, 7 LIST.
 """
@@ -9,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafkalite.state import _BROKER_TO_TOPIC, BrokerState
+from kafkalite.state import _BROKER_TO_TOPIC, DYNAMIC_BROKER_CONFIGS, BrokerState
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
 
 DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 
@@ -101,21 +104,56 @@ def describe_topic(state: BrokerState, overrides: Mapping[str, str]) -> list[Con
         syn: list[tuple[str, str | None, int]] = [(name, value, DYNAMIC_TOPIC_CONFIG)] if name in overrides else []
         broker_names = _SYNONYMS.get(name) or ((_TOPIC_TO_BROKER[name],) if name in _TOPIC_TO_BROKER else ())
         for bn in broker_names:
-            if bn in state.config.values:
-                syn.append((bn, state.config.values[bn], STATIC_BROKER_CONFIG))
-            elif DEFAULTS.get(bn):
-                syn.append((bn, DEFAULTS[bn], DEFAULT_CONFIG))
+            syn += _broker_synonyms(state, bn, DEFAULTS)
         source = syn[0][2] if syn else DEFAULT_CONFIG
         out.append(ConfigEntry(name, value, source, _config_type(name, typed.get(name)), synonyms=tuple(syn)))
     return out
 
 
+def _broker_synonyms(state: BrokerState, name: str, defaults: Mapping[str, str]) -> list[tuple[str, str | None, int]]:
+    """Where broker setting ``name`` has a value, highest precedence first (Kafka's DynamicBrokerConfig order)."""
+    out: list[tuple[str, str | None, int]] = []
+    dyn = state.dynamic_broker_configs
+    for where, source in ((str(state.node_id), DYNAMIC_BROKER_CONFIG), ("", DYNAMIC_DEFAULT_BROKER_CONFIG)):
+        if name in dyn.get(where, {}):
+            out.append((name, dyn[where][name], source))
+    if name in state.config.values:
+        out.append((name, state.config.values[name], STATIC_BROKER_CONFIG))
+    elif defaults.get(name):
+        out.append((name, defaults[name], DEFAULT_CONFIG))
+    return out
+
+
 def describe_broker(state: BrokerState) -> list[ConfigEntry]:
+    """Every broker setting; the dynamic ones (topic defaults) are writable, the rest read-only."""
     from kafkalite.config import DEFAULTS
 
     out = []
-    for name in sorted(set(DEFAULTS) | set(state.config.values)):
-        value = state.config.get_str(name)
-        source = STATIC_BROKER_CONFIG if name in state.config.values else DEFAULT_CONFIG
-        out.append(ConfigEntry(name, value, source, 2, read_only=True))
+    names = set(DEFAULTS) | set(state.config.values) | set(state.broker_config_overrides) | DYNAMIC_BROKER_CONFIGS
+    for name in sorted(names):
+        syn = _broker_synonyms(state, name, DEFAULTS)
+        value = syn[0][1] if syn else None
+        source = syn[0][2] if syn else DEFAULT_CONFIG
+        out.append(ConfigEntry(name, value, source, 2, read_only=name not in DYNAMIC_BROKER_CONFIGS,
+                               synonyms=tuple(syn)))
     return out
+
+
+def check_broker_configs(state: BrokerState, resource: str, values: Mapping[str, str]) -> tuple[int, str | None]:
+    """(error code, message) for making ``values`` the dynamic settings of BROKER ``resource``."""
+    from kafkalite.config import DEFAULTS
+    from wire.errors import ErrorCode
+
+    if resource not in ("", str(state.node_id)):
+        return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {state.node_id} or empty string"
+    for name in values:
+        if name not in DEFAULTS and name not in DYNAMIC_BROKER_CONFIGS:
+            return ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {name}"
+    static = sorted(n for n in values if n not in DYNAMIC_BROKER_CONFIGS)
+    if static:
+        return ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: {', '.join(static)}"
+    try:
+        state.check_broker_configs(resource, values)
+    except ValueError as exc:
+        return ErrorCode.INVALID_CONFIG, f"Invalid value for broker config: {exc}"
+    return ErrorCode.NONE, None

@@ -1,13 +1,19 @@
 """AlterConfigs (key 33): v0–v2.
 
 TOPIC resources: the given configs *replace* all of the topic's overrides (legacy, non-incremental
-semantics); unknown names or bad values answer INVALID_CONFIG. BROKER resources are static here:
-INVALID_REQUEST. ValidateOnly checks without applying. Overrides persist across restarts.
+semantics); unknown names or bad values answer INVALID_CONFIG. BROKER resources ("" = cluster default, or
+our node id): the same replace semantics for the dynamic settings (the log.* defaults of topics); static-only
+settings answer INVALID_REQUEST. ValidateOnly checks without applying. Everything persists across restarts.
 """
 from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.topic_configs import BROKER_RESOURCE, TOPIC_RESOURCE, validate_topic_configs
+from kafkalite.topic_configs import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    check_broker_configs,
+    validate_topic_configs,
+)
 from wire.errors import ErrorCode
 from wire.messages import AlterConfigsRequest, AlterConfigsResponse
 
@@ -31,7 +37,10 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
                 elif not req.validate_only:
                     state.set_topic_config(r.resource_name, overrides)
         elif r.resource_type == BROKER_RESOURCE:
-            code, msg = ErrorCode.INVALID_REQUEST, "kafkalite broker configs are static (set them at startup)"
+            values = {c.name: c.value for c in r.configs if c.value is not None}
+            code, msg = check_broker_configs(state, r.resource_name, values)
+            if code == ErrorCode.NONE and not req.validate_only:
+                state.set_broker_configs(r.resource_name, values)
         else:
             code, msg = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
         results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,

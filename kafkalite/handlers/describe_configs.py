@@ -1,8 +1,9 @@
 """DescribeConfigs (key 32): v0–v4.
 
-Resources: TOPIC (2) — every topic config with its effective value and source (1 topic override, 4 broker
-setting, 5 default); BROKER (4) — the broker's settings (resource name = our node id, or "" for cluster
-defaults), read-only since they cannot be changed at runtime; BROKER_LOGGER (8) — an empty list.
+Resources: TOPIC (2) — every topic config with its effective value and source (1 topic override, 2/3 dynamic
+broker setting, 4 static broker setting, 5 default); BROKER (4) — the broker's settings (resource name = our
+node id, or "" for cluster defaults): the log.* defaults of topics are dynamic (AlterConfigs, sources 2/3), the
+rest read-only; BROKER_LOGGER (8) — an empty list.
 ConfigurationKeys (nullable) filters by name. v0 reports IsDefault instead of ConfigSource; Synonyms (v1+)
 are returned when asked for (a topic config: its override, then the broker settings that give its default,
 e.g. retention.ms -> log.retention.ms/.minutes/.hours where set or defaulted; a broker config: itself);

@@ -3,20 +3,28 @@
 TOPIC resources, per config: SET (0) sets the override, DELETE (1) removes it (back to the default),
 APPEND (2) / SUBTRACT (3) add to / remove from a list-valued config (cleanup.policy and the other
 comma-separated ones). Unknown names, bad values, or list operations on non-list configs answer
-INVALID_CONFIG; the same name twice in one resource answers INVALID_REQUEST. BROKER resources are static
-here (INVALID_REQUEST). ValidateOnly checks without applying.
+INVALID_CONFIG; the same name twice in one resource answers INVALID_REQUEST. BROKER resources ("" = cluster
+default, or our node id) take the same operations on the dynamic settings (the log.* topic defaults, applied
+to every log at once and persisted); static-only settings answer INVALID_REQUEST. ValidateOnly checks without
+applying.
 """
 from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.topic_configs import BROKER_RESOURCE, TOPIC_RESOURCE, validate_topic_configs
+from kafkalite.topic_configs import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    check_broker_configs,
+    validate_topic_configs,
+)
 from wire.errors import ErrorCode
 from wire.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
 _Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+BROKER_LIST_CONFIGS = frozenset({"log.cleanup.policy"})
 LIST_CONFIGS = frozenset({"cleanup.policy", "follower.replication.throttled.replicas",
-                          "leader.replication.throttled.replicas"})
+                          "leader.replication.throttled.replicas"}) | BROKER_LIST_CONFIGS
 
 
 def _apply(current: dict[str, str], configs: list, defaults: dict[str, str]) -> tuple[ErrorCode, str | None]:
@@ -71,7 +79,13 @@ async def incremental_alter_configs(ctx: RequestContext,
                     elif not req.validate_only:
                         state.set_topic_config(r.resource_name, updated)
         elif r.resource_type == BROKER_RESOURCE:
-            code, msg = ErrorCode.INVALID_REQUEST, "kafkalite broker configs are static (set them at startup)"
+            current = dict(state.dynamic_broker_configs.get(r.resource_name, {}))
+            effective = state.effective_config()
+            code, msg = _apply(current, list(r.configs), {k: effective.get_str(k) for k in BROKER_LIST_CONFIGS})
+            if code == ErrorCode.NONE:
+                code, msg = check_broker_configs(state, r.resource_name, current)
+                if code == ErrorCode.NONE and not req.validate_only:
+                    state.set_broker_configs(r.resource_name, current)
         else:
             code, msg = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
         results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,

@@ -4,7 +4,8 @@ The broker runs with two static settings (log.segment.bytes, log.retention.hours
 up: 1 topic override, 4 static broker setting, 5 default. Kafka's rules checked here:
 - DescribeConfigs v0 has IsDefault, v1+ ConfigSource and (when asked) synonyms in precedence order (the topic
   override, then the broker settings behind the default); v3+ ConfigType; topic configs are neither read-only
-  nor sensitive, broker ones are read-only here (static);
+  nor sensitive; broker settings are read-only except the dynamic log.* topic defaults, which AlterConfigs
+  changes per broker (source 2) or cluster-wide (3), for every log at once;
 - AlterConfigs replaces *all* overrides of a topic; IncrementalAlterConfigs SET/DELETE/APPEND/SUBTRACT;
   ValidateOnly changes nothing; unknown names and invalid values answer INVALID_CONFIG with a message naming
   the config; changes apply to the running logs at once and persist across restarts.
@@ -110,17 +111,57 @@ def test_broker_resource(c: RawClient, broker: Broker) -> None:
     for name in ("1", ""):  # our node id, or the cluster-wide defaults
         b = configs(c, name, rtype=BROKER)
         seg = b["log.segment.bytes"]
-        assert (seg.value, seg.config_source, seg.read_only, seg.is_sensitive) == ("5000000", 4, True, False)
-        assert b["num.partitions"].config_source == 5
+        assert (seg.value, seg.config_source, seg.read_only, seg.is_sensitive) == ("5000000", 4, False, False)
+        assert b["num.partitions"].config_source == 5 and b["num.partitions"].read_only
+        assert b["log.retention.ms"].value is None and b["log.retention.hours"].value == "100"
     v0 = configs(c, "1", rtype=BROKER, version=0)
     assert v0["num.partitions"].is_default and not v0["log.segment.bytes"].is_default
     assert describe(c, "7", rtype=BROKER).error_code != 0
-    # broker settings are static in kafkalite: altering them is refused, never silently ignored
-    code, msg = incremental(c, "1", ("log.retention.ms", SET, "1000"), rtype=BROKER)
-    assert code != 0 and msg
-    code, msg = legacy(c, "1", {"log.retention.ms": "1000"}, rtype=BROKER)
-    assert code != 0 and msg
-    assert configs(c, "1", rtype=BROKER)["log.retention.ms"].value != "1000"
+
+
+def test_dynamic_broker_configs(c: RawClient) -> None:
+    """The log.* defaults change at runtime: per broker (source 2) over cluster default (3) over static (4)."""
+    create(c, topic("dyn", 1), topic("dyn-own", 1, configs={"message.timestamp.type": "CreateTime"}))
+
+    def produce_append_time(name: str) -> int:
+        r = c.request(produce_req(name, encode_batch([Rec(b"v")], base_timestamp=1000)), 9)
+        p = r.responses[0].partition_responses[0]
+        assert p.error_code == 0
+        return int(p.log_append_time_ms)
+
+    assert produce_append_time("dyn") == -1
+    assert incremental(c, "", ("log.message.timestamp.type", SET, "LogAppendTime"),
+                       ("log.retention.ms", SET, "90000"), rtype=BROKER) == (0, None)
+    assert incremental(c, "1", ("log.retention.ms", SET, "80000"), rtype=BROKER) == (0, None)
+    b = configs(c, "1", rtype=BROKER, synonyms=True)
+    r = b["log.retention.ms"]
+    assert (r.value, r.config_source, r.read_only) == ("80000", 2, False)
+    assert [(s.name, s.value, s.source) for s in r.synonyms] == [("log.retention.ms", "80000", 2),
+                                                                  ("log.retention.ms", "90000", 3)]
+    assert b["log.message.timestamp.type"].config_source == 3
+    t = configs(c, "dyn", synonyms=True)["retention.ms"]
+    assert (t.value, t.config_source) == ("80000", 2)
+    assert [(s.name, s.source) for s in t.synonyms] == [("log.retention.ms", 2), ("log.retention.ms", 3),
+                                                        ("log.retention.hours", 4)]
+    # the running logs follow at once: LogAppendTime now, except where the topic overrides it
+    assert produce_append_time("dyn") > 1_000_000_000_000
+    assert produce_append_time("dyn-own") == -1
+    # static-only settings, unknown names, bad values, other broker ids
+    assert incremental(c, "1", ("num.partitions", SET, "3"), rtype=BROKER)[0] == ErrorCode.INVALID_REQUEST
+    assert incremental(c, "1", ("no.such.setting", SET, "3"), rtype=BROKER)[0] == ErrorCode.INVALID_CONFIG
+    code, msg = incremental(c, "1", ("log.retention.ms", SET, "soon"), rtype=BROKER)
+    assert code == ErrorCode.INVALID_CONFIG and msg and "log.retention.ms" in msg
+    assert legacy(c, "1", {"log.cleanup.policy": "shred"}, rtype=BROKER)[0] == ErrorCode.INVALID_CONFIG
+    assert incremental(c, "9", ("log.retention.ms", SET, "1"), rtype=BROKER)[0] == ErrorCode.INVALID_REQUEST
+    assert configs(c, "1", rtype=BROKER)["log.retention.ms"].value == "80000"
+    # legacy AlterConfigs replaces the resource's dynamic settings; DELETE / empty restore the static ones
+    assert legacy(c, "1", {}, rtype=BROKER) == (0, None)
+    assert configs(c, "dyn")["retention.ms"].value == "90000"
+    assert incremental(c, "", ("log.message.timestamp.type", DELETE, None), ("log.retention.ms", DELETE, None),
+                       rtype=BROKER) == (0, None)
+    assert (configs(c, "dyn")["retention.ms"].value, configs(c, "dyn")["retention.ms"].config_source) == (
+        str(100 * 3600 * 1000), 4)
+    assert produce_append_time("dyn") == -1
 
 
 @pytest.mark.parametrize(("cfg", "needle"), [
@@ -201,6 +242,7 @@ def test_changes_take_effect_on_the_running_log(c: RawClient, broker: Broker) ->
 
 def test_overrides_survive_restart(tmp_path: Path) -> None:
     with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        assert incremental(c, "1", ("log.segment.bytes", SET, "777777"), rtype=BROKER) == (0, None)
         create(c, topic("keep", 1, configs={"retention.ms": "4242", "cleanup.policy": "compact"}))
         assert incremental(c, "keep", ("segment.ms", SET, "123456"), ("retention.ms", DELETE, None))[0] == 0
         create(c, topic("keep2", 1, configs={"retention.ms": "1"}))
@@ -209,6 +251,7 @@ def test_overrides_survive_restart(tmp_path: Path) -> None:
         cfg = configs(c, "keep")
         assert {k: e.value for k, e in cfg.items() if e.config_source == 1} == {
             "cleanup.policy": "compact", "segment.ms": "123456"}
+        assert (cfg["segment.bytes"].value, cfg["segment.bytes"].config_source) == ("777777", 2)
         cfg2 = configs(c, "keep2")
         assert {k: e.value for k, e in cfg2.items() if e.config_source == 1} == {"max.message.bytes": "5000"}
         # the restarted logs run with their topic's settings, not bare defaults
