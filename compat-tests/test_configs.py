@@ -2,7 +2,7 @@
 
 Each client describes configs (values, ConfigSource, synonyms in Kafka's precedence order, read-only and
 sensitive flags, defaults) for a topic and for the broker, alters topic configs (IncrementalAlterConfigs and
-the legacy AlterConfigs, which replaces every override), sees the effect (a record over max.message.bytes is
+the legacy AlterConfigs, which replaces every override) and the broker's dynamic log.* defaults, sees the effect (a record over max.message.bytes is
 refused), gets INVALID_CONFIG with a message naming the config for unknown names and bad values, and finds
 everything again after the broker restarts. The broker runs with a static `log.segment.bytes` so the
 STATIC_BROKER_CONFIG source shows up.
@@ -212,7 +212,7 @@ class Admin:
                           sensitive=sens == "true", default=dflt == "true", synonyms=syns)
         return out
 
-    def incremental(self, topic: str, ops: list[tuple[str, str, str | None]]) -> str | None:
+    def incremental(self, topic: str, ops: list[tuple[str, str, str | None]], rtype: str = "topic") -> str | None:
         """ops: (op name SET/DELETE/APPEND/SUBTRACT, key, value); None on success, else the error text."""
         if self.name == "kafka-python":
             from kafka import KafkaAdminClient
@@ -220,18 +220,18 @@ class Admin:
 
             adm = KafkaAdminClient(bootstrap_servers=self.bootstrap)
             try:
-                r = adm.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
-                                                      configs={k: (op, v) for op, k, v in ops})],
+                t = ConfigResourceType.TOPIC if rtype == "topic" else ConfigResourceType.BROKER
+                r = adm.alter_configs([ConfigResource(t, topic, configs={k: (op, v) for op, k, v in ops})],
                                       raise_on_unknown=False, incremental=True)
             finally:
                 adm.close()
-            return _kp_error(r["topic"][topic])
+            return _kp_error(r[rtype][topic])
         if self.name == "confluent-kafka":
             from confluent_kafka import KafkaException
             from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
             adm = AdminClient({"bootstrap.servers": self.bootstrap})
-            res = ConfigResource("topic", topic, incremental_configs=[
+            res = ConfigResource(rtype, topic, incremental_configs=[
                 ConfigEntry(k, v, incremental_operation=getattr(AlterConfigOpType, op)) for op, k, v in ops])
             try:
                 adm.incremental_alter_configs([res])[res].result(30)
@@ -240,7 +240,7 @@ class Admin:
             return None
         assert self.java is not None
         for op, k, v in ops:
-            lines = self.java.call("incr", "topic", topic, op, k, *([] if v is None else [v]))
+            lines = self.java.call("incr", rtype, topic, op, k, *([] if v is None else [v]))
             if lines != ["OK"]:
                 return " ".join(lines)
         return None
@@ -322,9 +322,28 @@ def test_describe_topic_and_broker(admin: Admin, broker: BrokerProcess, get_clie
     assert not any(e["read_only"] or e["sensitive"] for e in cfg.values())
 
     b = admin.describe("broker", "1")
-    seg = b["log.segment.bytes"]
-    assert (seg["value"], seg["source"], seg["read_only"]) == (STATIC_SEGMENT_BYTES, "STATIC_BROKER_CONFIG", True)
-    assert b["num.partitions"]["source"] == "DEFAULT_CONFIG"
+    seg = b["log.segment.bytes"]  # a topic default: dynamic, so writable
+    assert (seg["value"], seg["source"], seg["read_only"]) == (STATIC_SEGMENT_BYTES, "STATIC_BROKER_CONFIG", False)
+    assert b["num.partitions"]["source"] == "DEFAULT_CONFIG" and b["num.partitions"]["read_only"]
+
+
+@pytest.mark.parametrize("admin", CLIENTS, indirect=True)
+def test_dynamic_broker_config(admin: Admin, broker: BrokerProcess, get_client: Callable[[str], Client],
+                               topic: str) -> None:
+    """A broker-level log.* setting changes the default of every topic without its own override."""
+    _create(get_client, broker.bootstrap, topic, {})
+    assert admin.incremental("1", [("SET", "log.retention.ms", "123456")], rtype="broker") is None
+    try:
+        b = admin.describe("broker", "1")["log.retention.ms"]
+        assert (b["value"], b["source"], b["read_only"]) == ("123456", "DYNAMIC_BROKER_CONFIG", False)
+        t = admin.describe("topic", topic)["retention.ms"]
+        assert (t["value"], t["source"]) == ("123456", "DYNAMIC_BROKER_CONFIG")
+        assert t["synonyms"][0] == ("log.retention.ms", "123456", "DYNAMIC_BROKER_CONFIG")
+        err = admin.incremental("1", [("SET", "num.partitions", "4")], rtype="broker")
+        assert err is not None and "num.partitions" in err  # static-only: refused, with the reason
+    finally:
+        assert admin.incremental("1", [("DELETE", "log.retention.ms", None)], rtype="broker") is None
+    assert admin.describe("topic", topic)["retention.ms"]["value"] == str(168 * 3600 * 1000)
 
 
 @pytest.mark.parametrize("admin", CLIENTS, indirect=True)
