@@ -219,3 +219,20 @@ def test_describe_topic_partitions_pages_with_a_cursor(tmp_path) -> None:
         everything = c.request(Q(topics=[], response_partition_limit=2000), 0)
         assert [t.name for t in everything.topics] == ["dtp-a", "dtp-b"]
         assert everything.topics[0].topic_id.int != 0 and everything.topics[0].partitions[0].isr_nodes == [1]
+
+
+def test_describe_log_dirs_reports_partition_sizes(tmp_path) -> None:
+    from wire.messages import DescribeLogDirsRequest as Q
+
+    with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        create(c, topic("ld", 2))
+        batch = encode_batch([b"x" * 50])
+        c.request(produce_req("ld", batch, partition=1), 9)
+        r = c.request(Q(topics=None), 4)
+        (res,) = r.results
+        assert res.error_code == 0 and res.log_dir == str(tmp_path.resolve()) and res.usable_bytes > 0
+        sizes = {(t.name, p.partition_index): p.partition_size for t in res.topics for p in t.partitions}
+        assert sizes == {("ld", 0): 0, ("ld", 1): len(batch)}
+        r = c.request(Q(topics=[Q.DescribableLogDirTopic(topic="ld", partitions=[1, 7]),
+                                Q.DescribableLogDirTopic(topic="nope", partitions=[0])]), 1)
+        assert [(t.name, [p.partition_index for p in t.partitions]) for t in r.results[0].topics] == [("ld", [1])]

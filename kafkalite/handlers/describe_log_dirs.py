@@ -1,0 +1,45 @@
+"""DescribeLogDirs (key 35): v0–v4 (admin tools and UIs use it for topic sizes).
+
+One log dir (the first of ``log.dirs``). Topics null means every partition; otherwise only the listed
+partitions that exist are reported. PartitionSize is the bytes of the partition's segments, OffsetLag 0 (no
+replication, no future replicas). v3+ carry a top-level ErrorCode; v4+ the file system's total and usable
+bytes for the log dir.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
+
+R = DescribeLogDirsResponse
+
+
+@handler(DescribeLogDirsRequest, min_version=0, max_version=4)
+async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    state = ctx.broker
+    if req.topics is None:
+        wanted = [(name, list(range(info.partitions))) for name, info in sorted(state.topics.items())]
+    else:
+        wanted = [(t.topic, list(t.partitions)) for t in req.topics if t.topic in state.topics]
+    topics: list[Any] = []
+    for name, partitions in wanted:
+        parts = []
+        for p in partitions:
+            plog = state.logs.get_log(name, p)
+            if plog is not None:
+                parts.append(R.DescribeLogDirsPartition(partition_index=p, partition_size=plog.size_bytes,
+                                                        offset_lag=0, is_future_key=False))
+        if parts:
+            topics.append(R.DescribeLogDirsTopic(name=name, partitions=parts))
+    total = usable = -1
+    try:
+        st = os.statvfs(state.log_dir)
+        total, usable = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+    except OSError:
+        pass
+    result = R.DescribeLogDirsResult(error_code=ErrorCode.NONE, log_dir=str(state.log_dir.resolve()),
+                                     topics=topics, total_bytes=total, usable_bytes=usable)
+    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, results=[result])
