@@ -6,12 +6,12 @@ fsyncs it, renames it `.swap`, renames the old segments' files `.deleted` and fi
 original segment boundary and untouched from it on: the groups before the one in progress are cleaned, the ones
 after it are not, and a merged group whose trailing segments lost every record may come back as its swap plus
 those old segments (the loader lets a swap replace only the segments its own offsets reach) - each segment
-holding exactly its pre- or its post-clean records. The test counts every file-system step of one pass
-(os.fsync, os.rename, os.replace, os.unlink), then for each step k replays the same pass on a fresh copy of the
-log with that step raising, abandons the process state as a crash would (descriptors closed, nothing flushed or
-trimmed), reopens the directory as after an unclean stop and compares the records it holds (offset, key, value)
-with the legal outcomes (post-clean below a segment boundary, pre-clean from it on). A second compaction of the
-recovered log must reach the post-clean state.
+holding exactly its pre- or its post-clean records. The test counts every file-system step of one pass (creating
+the `.cleaned` file, each write to it, os.fsync, os.rename, os.replace, os.unlink), then for each step k replays
+the same pass on a fresh copy of the log with that step raising, abandons the process state as a crash would
+(descriptors closed, nothing flushed or trimmed), reopens the directory as after an unclean stop and compares
+the records it holds (offset, key, value) with the legal outcomes (post-clean below a segment boundary, pre-
+clean from it on). A second compaction of the recovered log must reach the post-clean state.
 """
 
 from __future__ import annotations
@@ -87,13 +87,20 @@ def _abandon(log: PartitionLog) -> None:
 def _instrument(monkeypatch: pytest.MonkeyPatch, fail_at: int | None, steps: list[str]) -> None:
     def wrap(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def fn(*args: Any, **kwargs: Any) -> Any:
-            steps.append(f"{name}{args!r}")
+            if name in ("open", "write") and not (name == "open" and str(args[0]).endswith(".cleaned")
+                                                  or name == "write" and args[0] in cleaned_fds):
+                return real(*args, **kwargs)
+            steps.append(f"{name}{args[:2] if name in ('rename', 'replace') else args[:1]!r}")
             if fail_at is not None and len(steps) - 1 == fail_at:
                 raise Crash(steps[-1])
-            return real(*args, **kwargs)
+            out = real(*args, **kwargs)
+            if name == "open":
+                cleaned_fds.add(out)
+            return out
         return fn
 
-    for name in ("rename", "replace", "fsync", "unlink"):
+    cleaned_fds: set[int] = set()
+    for name in ("open", "write", "rename", "replace", "fsync", "unlink"):
         monkeypatch.setattr(os, name, wrap(name, getattr(os, name)))
 
 
