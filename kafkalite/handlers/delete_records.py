@@ -2,7 +2,8 @@
 
 Moves each partition's log start offset forward to ``Offset`` (-1 = the high watermark); whole segments
 below it are deleted by storage. Answers the new low watermark. An offset beyond the high watermark answers
-OFFSET_OUT_OF_RANGE; unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
+OFFSET_OUT_OF_RANGE; unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a topic whose cleanup.policy lacks
+"delete" POLICY_VIOLATION (as Kafka's Partition.deleteRecordsOnLeader).
 """
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
             if plog is None:
                 parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
                                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            if "delete" not in plog.config.cleanup_policy:  # Kafka: compact-only topics refuse it
+                parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
+                                   error_code=ErrorCode.POLICY_VIOLATION))
                 continue
             offset = plog.high_watermark if p.offset == -1 else p.offset
             if offset < 0 or offset > plog.high_watermark:

@@ -116,6 +116,22 @@ def test_delete_records_survives_restart(tmp_path: Path) -> None:
         assert min(int(n[:20]) for n in (x.name for x in part.iterdir()) if n.endswith(".log")) <= 13
 
 
+def test_delete_records_needs_the_delete_policy(tmp_path: Path) -> None:
+    """Kafka refuses DeleteRecords on compact-only topics with POLICY_VIOLATION; compact,delete accepts it."""
+    with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        create(c, topic("only-compact", 1, configs={"cleanup.policy": "compact"}),
+               topic("both", 1, configs={"cleanup.policy": "compact,delete"}))
+        R = DeleteRecordsRequest
+        for name in ("only-compact", "both"):
+            produce(c, name, [Rec(b"v%d" % i, key=b"k%d" % i) for i in range(5)])
+        req = R(topics=[R.DeleteRecordsTopic(name=n, partitions=[R.DeleteRecordsPartition(partition_index=0,
+                                                                                           offset=3)])
+                        for n in ("only-compact", "both")], timeout_ms=5000)
+        got = {t.name: (t.partitions[0].error_code, t.partitions[0].low_watermark) for t in c.request(req, 2).topics}
+        assert got == {"only-compact": (ErrorCode.POLICY_VIOLATION, -1), "both": (0, 3)}
+        assert earliest(c, "only-compact") == 0 and earliest(c, "both") == 3
+
+
 def test_compacted_topic_is_cleaned_by_the_broker(tmp_path: Path) -> None:
     cfg = {"cleanup.policy": "compact", "segment.bytes": "1000", "min.cleanable.dirty.ratio": "0.01",
            "delete.retention.ms": "0", "file.delete.delay.ms": "0"}
