@@ -186,7 +186,9 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
     note = ("\n\nThe ratio column is kafkalite's figure divided by the best peer's on that row: on throughput "
             "rows above 1 means kafkalite is faster; on latency, RSS and start-time rows below 1 means kafkalite "
             "is better. Broker CPU per record is the user+system time of the broker's process tree over "
-            "those runs: the figure least disturbed by other load on a shared machine. "
+            "those runs: the figure least disturbed by other load on a shared machine. One client process "
+            "drives each run, so where its CPU per record is several times the broker's, the throughput rows "
+            "measure the client and the broker CPU rows are the comparison that counts. "
             f"Storage: {storage}. Everything on 127.0.0.1 in one run, one broker loaded at a time, "
             "confluent-kafka (librdkafka) as the client, which shares the machine's cores with the broker.")
     errors = [f"- {b}: {_one_line(e)}" for b in names for e in brokers[b].get("errors", [])]
