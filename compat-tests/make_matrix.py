@@ -133,8 +133,8 @@ def _cell(cs: list[Case]) -> str:
     if run == 0:
         return "skipped"
     if bad:
-        which = ", ".join(sorted({c.props.get("codec") or c.props.get("sig") or c.params for c in bad}))
-        return f"❌ {ok}/{run} (fails: {which})"
+        which = ", ".join(sorted({c.props.get("codec") or c.props.get("sig") or c.params for c in bad} - {""}))
+        return f"❌ {ok}/{run}" + (f" (fails: {which})" if which else "")
     if xf:
         return f"⚠️ {ok}/{run} ({xf} known gap)"
     return f"✅ {ok}/{run}"
@@ -172,13 +172,18 @@ def render(cases: list[Case], took_s: float | None) -> str:
                   "|---|" + "---|" * len(CLIENT_NAMES)]
         funcs = [f for f in SCENARIOS if any(c.func == f for c in rows)]
         funcs += sorted({c.func for c in rows} - set(funcs))
+        whole = []
         for f in funcs:
             fc = [c for c in rows if c.func == f]
+            if not any(_client(c) for c in fc):
+                whole.append(f"| {SCENARIOS.get(f, f'`{f}`')} ({fc[0].module}) | {_cell(fc)} |")
+                continue
             cells = [_cell([c for c in fc if _client(c) == n]) for n in CLIENT_NAMES]
-            if all(x == "—" for x in cells):
-                cells = [_cell(fc)] + [""] * (len(CLIENT_NAMES) - 1)
-            lines.append(f"| {SCENARIOS.get(f, f)} | " + " | ".join(cells) + " |")
+            lines.append(f"| {SCENARIOS.get(f, f'`{f}`')} | " + " | ".join(cells) + " |")
         lines.append("")
+        if whole:
+            lines += ["Not per client (several clients or the broker alone in one test):", "",
+                      "| Test | Result |", "|---|---|", *whole, ""]
     cross = [c for c in mine if "producer" in c.props]
     if cross:
         lines += ["## Cross-client: rows produce, columns consume (50 records, 2 partitions each)", "",
@@ -195,8 +200,8 @@ def render(cases: list[Case], took_s: float | None) -> str:
         for f in sorted({c.func for c in groups}):
             fc = [c for c in groups if c.func == f]
             cells = [_cell([c for c in fc if _client(c) == n]) for n in CLIENT_NAMES]
-            if all(x == "—" for x in cells):
-                cells = [_cell(fc)] + [""] * (len(CLIENT_NAMES) - 1)
+            if not any(_client(c) for c in fc):
+                cells = [f"{_cell(fc)} (whole test)"] + [""] * (len(CLIENT_NAMES) - 1)
             lines.append(f"| `{f}` | " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["## Client limitations (no test generated)", ""]
