@@ -27,7 +27,7 @@ EXTRA_TOPIC_CONFIGS = frozenset({
     "message.downconversion.enable", "message.format.version", "message.timestamp.difference.max.ms",
     "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
     "local.retention.ms", "local.retention.bytes", "remote.storage.enable", "remote.log.copy.disable",
-    "remote.log.delete.on.disable",
+    "remote.log.delete.on.disable", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
 })
 
 _TYPES = {bool: 1, str: 2, int: 5, float: 6}

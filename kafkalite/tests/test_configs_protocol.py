@@ -190,6 +190,27 @@ def test_invalid_configs_are_rejected_with_a_message(c: RawClient, cfg: dict[str
     assert describe(c, name + "-new").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
+def test_every_kafka_39_topic_config_name_is_accepted(c: RawClient) -> None:
+    """The names of Kafka 3.9's topic configs are known (storage interprets some, the rest are kept)."""
+    names = {"cleanup.policy": "delete", "compression.type": "producer", "compression.gzip.level": "-1",
+             "compression.lz4.level": "9", "compression.zstd.level": "3", "delete.retention.ms": "86400000",
+             "file.delete.delay.ms": "60000", "flush.messages": "100", "flush.ms": "1000",
+             "follower.replication.throttled.replicas": "", "index.interval.bytes": "4096",
+             "leader.replication.throttled.replicas": "", "local.retention.bytes": "-2", "local.retention.ms": "-2",
+             "max.compaction.lag.ms": "9223372036854775807", "max.message.bytes": "1048588",
+             "message.downconversion.enable": "true", "message.timestamp.after.max.ms": "9223372036854775807",
+             "message.timestamp.before.max.ms": "9223372036854775807", "message.timestamp.type": "CreateTime",
+             "min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0", "min.insync.replicas": "1",
+             "preallocate": "false", "remote.storage.enable": "false", "retention.bytes": "-1",
+             "retention.ms": "604800000", "segment.bytes": "1073741824", "segment.index.bytes": "10485760",
+             "segment.jitter.ms": "0", "segment.ms": "604800000", "unclean.leader.election.enable": "false"}
+    r = create(c, topic("all-names", 1, configs=names))["all-names"]
+    assert r.error_code == 0, r.error_message
+    cfg = configs(c, "all-names")
+    assert {n for n, e in cfg.items() if e.config_source == 1} >= set(names) - {
+        "follower.replication.throttled.replicas", "leader.replication.throttled.replicas"}
+
+
 def test_legacy_alter_replaces_all_overrides(c: RawClient) -> None:
     create(c, topic("legacy", 1, configs={"retention.ms": "1000", "cleanup.policy": "compact"}))
     assert legacy(c, "legacy", {"retention.bytes": "99999"}, validate_only=True) == (0, None)
