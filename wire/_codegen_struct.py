@@ -1,4 +1,4 @@
-"""Per-message code emission for `wire.codegen`: wire layouts, dataclass bodies, encoders and decoders.
+"""Per-message code emission for `wire.codegen`: wire layouts, class bodies, encoders and decoders.
 
 A *layout* of a struct at a version is the tuple of (field, kind, nullability, tagged?, tag, nested layout) of
 the fields present at that version plus the flexible flag. Versions with equal layouts share one encode and one
@@ -97,19 +97,16 @@ class Gen:
             "bytes": "_Bytes",
         }.get(e) or self.cls(e)
 
-    def default_src(self, f: FieldSpec, for_field: bool = False) -> str:
+    def default_src(self, f: FieldSpec) -> str:
+        """Python source of the field's default value (a fresh object for struct/array defaults)."""
         d = default_value(f)
         if f.kind == "struct":
             if d is None:
                 return "None"
             assert f.struct
-            return (
-                f"field(default_factory=lambda: {self.cls(f.struct)}())"
-                if for_field
-                else f"{self.alias(f.struct)}()"
-            )
+            return f"{self.alias(f.struct)}()"
         if isinstance(d, list):
-            return "field(default_factory=list)" if for_field else "[]"
+            return "[]"
         if f.kind == "uuid":
             return "_ZERO_UUID"
         return repr(d)
@@ -119,27 +116,25 @@ class Gen:
         m = self.msg
         L = self.lines
         fl = f"{m.flexible.lo}+" if m.flexible.lo >= 0 else "none"
-        L.append("@dataclass(slots=True)")
         L.append(f"class {m.name}:")
         L.append(
             f'    """{m.name} (api key {m.api_key}), versions {m.min_version}-{m.max_version}, flexible {fl}."""'
         )
         L.append("")
+        self.emit_slots(m.fields, "    ")
         L.append(f"    API_KEY: ClassVar[int] = {m.api_key}")
         L.append(f"    MIN_VERSION: ClassVar[int] = {m.min_version}")
         L.append(f"    MAX_VERSION: ClassVar[int] = {m.max_version}")
         L.append(f"    FLEXIBLE_MIN: ClassVar[int | None] = {m.flexible.lo if m.flexible.lo >= 0 else None}")
         L.append("")
         for s in m.structs.values():
-            L.append("    @dataclass(slots=True)")
             L.append(f"    class {s.name}:")
             L.append(f'        """{m.name}.{s.name} (versions {_ranges(self.struct_versions(s.name))})."""')
             L.append("")
-            self.emit_fields(s.fields, "        ")
-            L.append("")
-        self.emit_fields(m.fields, "    ")
+            self.emit_slots(s.fields, "        ")
+            self.emit_methods(s.fields, "        ")
+        self.emit_methods(m.fields, "    ")
         n = m.name
-        L.append("")
         L.append("    def encode(self, version: int) -> bytes:")
         L.append('        """Encode the body (no header) at `version` into bytes."""')
         L.append(f"        return _rt.encode(self, version, _ENCODERS_{n})")
@@ -170,6 +165,51 @@ class Gen:
             L.append(f"_DEF_{m.name}_{sn} = {self.alias(sn)}()  # compared against, never handed out")
         L.append("")
 
+    def emit_slots(self, fields: list[FieldSpec], ind: str) -> None:
+        """`__slots__`, `__match_args__` and the attribute annotations (what `@dataclass(slots=True)` gave)."""
+        names = [f.snake for f in fields] + ["unknown_tagged_fields"]
+        tup = "".join(f"{n!r}, " for n in names).rstrip(" ")
+        self.lines.append(f"{ind}__slots__ = ({tup})")
+        self.lines.append(f"{ind}__match_args__ = ({tup})")
+        self.lines.append("")
+        for f in fields:
+            self.lines.append(f"{ind}{f.snake}: {self.pytype(f)}")
+        self.lines.append(f"{ind}unknown_tagged_fields: dict[int, bytes]")
+        self.lines.append("")
+
+    def emit_methods(self, fields: list[FieldSpec], ind: str) -> None:
+        """Explicit `__init__` (dataclass signature: every field a keyword with the spec default, mutable defaults
+        fresh per instance), `__eq__` (same class, all fields equal) and `__repr__` (`Qualname(f=..., ...)`)."""
+        L = self.lines
+        params = ["self"]
+        body = []
+        for f in fields:
+            d = self.default_src(f)
+            fresh = (f.kind == "struct" and d != "None") or (f.kind == "array" and d == "[]")
+            params.append(f"{f.snake}: {self.pytype(f)} = {'_FRESH' if fresh else d}")
+            if fresh:
+                body.append(f"self.{f.snake} = {d} if {f.snake} is _FRESH else {f.snake}")
+            else:
+                body.append(f"self.{f.snake} = {f.snake}")
+        params.append("unknown_tagged_fields: dict[int, bytes] = _FRESH")
+        body.append("self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields")
+        L.append(f"{ind}def __init__({', '.join(params)}) -> None:")
+        L.extend(f"{ind}    {b}" for b in body)
+        L.append("")
+        names = [f.snake for f in fields] + ["unknown_tagged_fields"]
+        L.append(f"{ind}def __eq__(self, other: object) -> bool:")
+        L.append(f"{ind}    if other.__class__ is not self.__class__:")
+        L.append(f"{ind}        return NotImplemented")
+        L.append(f"{ind}    o: Any = other")
+        a = ", ".join(f"self.{n}" for n in names)
+        b = ", ".join(f"o.{n}" for n in names)
+        L.append(f"{ind}    return ({a},) == ({b},)")
+        L.append("")
+        L.append(f"{ind}def __repr__(self) -> str:")
+        r = ", ".join(f"{n}={{self.{n}!r}}" for n in names)
+        L.append(f'{ind}    return f"{{self.__class__.__qualname__}}({r})"')
+        L.append("")
+
     def tagged_struct_defaults(self) -> set[str]:
         """Structs used as (non-null-default) tagged fields: encoders compare against one shared default."""
         out = set()
@@ -181,11 +221,6 @@ class Gen:
 
     def struct_versions(self, sname: str) -> list[int]:
         return sorted(v for (n, _), vs in self.versions_of.items() if n == sname for v in vs)
-
-    def emit_fields(self, fields: list[FieldSpec], ind: str) -> None:
-        for f in fields:
-            self.lines.append(f"{ind}{f.snake}: {self.pytype(f)} = {self.default_src(f, True)}")
-        self.lines.append(f"{ind}unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)")
 
     # ------------------------------------------------------------------ decode
     def read_field(self, it: Item, flex: bool, b: str, p: str, var: str, ind: str) -> list[str]:

@@ -9,8 +9,8 @@ while decoding (short input, bad lengths, invalid UTF-8, ...) surfaces as `Decod
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from wire.errors import DecodeError, EncodeError
@@ -88,22 +88,126 @@ def encode_chunks(obj: object, version: int, table: Mapping[int, EncodeFn]) -> l
     return chunks
 
 
-@dataclass(frozen=True, slots=True)
+class _Fresh:
+    """Type of `FRESH`: the default of generated `__init__` parameters whose default is a new list/dict/struct."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<fresh>"
+
+
+FRESH = _Fresh()
+"""Sentinel default: generated `__init__`s build a fresh mutable default when a parameter is left at it (what
+`dataclasses.field(default_factory=...)` did), so explicit `None` still means None."""
+
+
 class ApiInfo:
-    """One Kafka API as generated from its JSON specs.
+    """One Kafka API as generated from its JSON specs (immutable).
 
     `flexible_min` is the first flexible (KIP-482: compact types + tagged fields) version, or None if the API has
     none. `latest_version_unstable` mirrors the spec flag (the newest version is not final in Kafka 3.9).
+    `request_class` / `response_class` are resolved on first access: the registry itself imports no message
+    module (`module` is the dotted name of the generated module holding both classes).
     """
 
+    __slots__ = (
+        "key",
+        "name",
+        "min_version",
+        "max_version",
+        "flexible_min",
+        "module",
+        "request_name",
+        "response_name",
+        "latest_version_unstable",
+        "_classes",
+    )
     key: int
     name: str
     min_version: int
     max_version: int
     flexible_min: int | None
-    request_class: type
-    response_class: type
-    latest_version_unstable: bool = False
+    module: str
+    request_name: str
+    response_name: str
+    latest_version_unstable: bool
+    _classes: tuple[type, type] | None
+
+    def __init__(
+        self,
+        key: int,
+        name: str,
+        min_version: int,
+        max_version: int,
+        flexible_min: int | None,
+        module: str,
+        request_name: str,
+        response_name: str,
+        latest_version_unstable: bool = False,
+    ) -> None:
+        init = object.__setattr__
+        init(self, "key", key)
+        init(self, "name", name)
+        init(self, "min_version", min_version)
+        init(self, "max_version", max_version)
+        init(self, "flexible_min", flexible_min)
+        init(self, "module", module)
+        init(self, "request_name", request_name)
+        init(self, "response_name", response_name)
+        init(self, "latest_version_unstable", latest_version_unstable)
+        init(self, "_classes", None)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"ApiInfo is immutable (cannot set {name!r})")
+
+    def _load(self) -> tuple[type, type]:
+        classes = self._classes
+        if classes is None:
+            __import__(self.module)  # the C import path (visible to -X importtime), unlike importlib
+            mod = sys.modules[self.module]
+            classes = (getattr(mod, self.request_name), getattr(mod, self.response_name))
+            object.__setattr__(self, "_classes", classes)
+        return classes
+
+    @property
+    def request_class(self) -> type:
+        """The request class (imports its generated module on first access)."""
+        return self._load()[0]
+
+    @property
+    def response_class(self) -> type:
+        """The response class (imports its generated module on first access)."""
+        return self._load()[1]
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.key,
+            self.name,
+            self.min_version,
+            self.max_version,
+            self.flexible_min,
+            self.module,
+            self.request_name,
+            self.response_name,
+            self.latest_version_unstable,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ApiInfo:
+            return NotImplemented
+        assert isinstance(other, ApiInfo)
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"ApiInfo(key={self.key}, name={self.name!r}, min_version={self.min_version}, "
+            f"max_version={self.max_version}, flexible_min={self.flexible_min}, module={self.module!r}, "
+            f"latest_version_unstable={self.latest_version_unstable})"
+        )
 
     def is_flexible(self, version: int) -> bool:
         return self.flexible_min is not None and version >= self.flexible_min

@@ -3,13 +3,17 @@
     python -m wire.codegen            # (re)write the generated modules
     python -m wire.codegen --check    # exit 1 if the committed output differs from what would be generated
 
-For every request/response spec we emit one slotted dataclass per message (nested struct types become class
-attributes of it, flat, like Kafka's Java), and encode/decode functions per *distinct wire layout*: versions whose
-byte layout is identical (same fields, same nullability/compactness, same nested layouts) share one function.
-Runs of consecutive fixed-width fields are (un)packed with one precompiled `struct.Struct`; bytes and records
-fields decode to memoryview slices of the input (zero copy). Tagged fields are written only when they differ from
-their default (as Kafka does; librdkafka < 2.2 mis-parses explicitly written defaults) and unknown tags are kept in
-`unknown_tagged_fields` and written back.
+For every request/response spec we emit one plain class with `__slots__` per message (nested struct types become
+class attributes of it, flat, like Kafka's Java) with explicit `__init__`/`__eq__`/`__repr__` -- the dataclass
+signature and behaviour, without `@dataclass` exec-ing code per class at import time -- and encode/decode
+functions per *distinct wire layout*: versions whose byte layout is identical (same fields, same
+nullability/compactness, same nested layouts) share one function. Runs of consecutive fixed-width fields are
+(un)packed with one precompiled `struct.Struct`; bytes and records fields decode to memoryview slices of the input
+(zero copy). Tagged fields are written only when they differ from their default (as Kafka does; librdkafka < 2.2
+mis-parses explicitly written defaults) and unknown tags are kept in `unknown_tagged_fields` and written back.
+
+`wire/messages/__init__.py` is lazy: it holds `REGISTRY` (ApiInfo per api key, classes resolved on first use) and
+a module `__getattr__` that imports `_gen_<api>` only when one of its classes is asked for.
 """
 
 from __future__ import annotations
@@ -36,9 +40,8 @@ HEADER_IMPORTS = [
     "",
     "import uuid",
     "from collections.abc import Callable",
-    "from dataclasses import dataclass, field",
     "from struct import Struct",
-    "from typing import ClassVar",
+    "from typing import Any, ClassVar",
     "",
     "from wire import _runtime as _rt",
     "from wire.primitives import ZERO_UUID as _ZERO_UUID",
@@ -105,7 +108,7 @@ def render_module(msgs: list[MessageSpec]) -> str:
     if "_read_tag(" in text:
         head.append("from wire.primitives import read_unknown_tag as _read_tag")
     head += [f"from {mod} import {h} as _{h}" for mod, h in sorted(used)]
-    head += ["", "_UUID = uuid.UUID", "_Bytes = bytes | bytearray | memoryview"]
+    head += ["", "_UUID = uuid.UUID", "_Bytes = bytes | bytearray | memoryview", "_FRESH: Any = _rt.FRESH"]
     for fmt, name in fmts.items():
         head.append(f"{name} = Struct({fmt!r})")
     head += ["", ""]
@@ -113,37 +116,74 @@ def render_module(msgs: list[MessageSpec]) -> str:
 
 
 def render_init(msgs: tuple[MessageSpec, ...]) -> str:
+    """The lazy package: `REGISTRY` (no message module imported) and a module `__getattr__` for the classes."""
     by_key: dict[int, dict[str, MessageSpec]] = {}
     for m in msgs:
         by_key.setdefault(m.api_key, {})[m.type] = m
     lines = [
         BANNER.format(kv=KAFKA_VERSION, src="message specs").rstrip("\n"),
-        '"""Every Kafka request/response class (generated) and `REGISTRY`: api key -> ApiInfo."""',
+        '"""Every Kafka request/response class (generated) and `REGISTRY`: api key -> ApiInfo.',
+        "",
+        "Lazy: importing this package imports no `_gen_*` module. `from wire.messages import ProduceRequest` imports",
+        "`_gen_produce` only (module `__getattr__`); `REGISTRY[k].request_class` imports its module on first access.",
+        '"""',
         "",
         "# fmt: off",
         "from __future__ import annotations",
         "",
+        "import sys",
+        "from typing import TYPE_CHECKING, Any",
+        "",
         "from wire._runtime import ApiInfo",
+        "",
+        "if TYPE_CHECKING:",
     ]
     names: list[str] = []
+    where: list[tuple[str, str]] = []
     for key in sorted(by_key, key=lambda k: module_name(by_key[k]["request"])):
         rq, rs = by_key[key]["request"], by_key[key]["response"]
-        lines.append(f"from wire.messages.{module_name(rq)} import (  # noqa: F401")
-        lines.append(f"    {rq.name},")
-        lines.append(f"    {rs.name},")
-        lines.append(")")
+        lines.append(f"    from wire.messages.{module_name(rq)} import (  # noqa: F401")
+        lines.append(f"        {rq.name},")
+        lines.append(f"        {rs.name},")
+        lines.append("    )")
         names += [rq.name, rs.name]
-    lines += ["", "REGISTRY: dict[int, ApiInfo] = {"]
+        where += [(rq.name, module_name(rq)), (rs.name, module_name(rq))]
+    lines += ["", "_MODULE_OF: dict[str, str] = {"]
+    lines += [f'    "{n}": "{mod}",' for n, mod in where]
+    lines += ["}", "", "REGISTRY: dict[int, ApiInfo] = {"]
     for key in sorted(by_key):
         rq, rs = by_key[key]["request"], by_key[key]["response"]
         api = rq.name[: -len("Request")]
         flex = rq.flexible.lo if rq.flexible.lo >= 0 else None
         lo = max(rq.min_version, rs.min_version)
         hi = min(rq.max_version, rs.max_version)
+        mod = f"wire.messages.{module_name(rq)}"
         lines.append(
-            f'    {key}: ApiInfo({key}, "{api}", {lo}, {hi}, {flex}, {rq.name}, {rs.name}, {rq.latest_unstable}),'
+            f'    {key}: ApiInfo({key}, "{api}", {lo}, {hi}, {flex}, "{mod}", "{rq.name}", "{rs.name}",'
+            f" {rq.latest_unstable}),"
         )
-    lines += ["}", "", "__all__ = ["]
+    lines += [
+        "}",
+        "",
+        "",
+        "def __getattr__(name: str) -> Any:",
+        '    """Import the generated module of a message class on first use (PEP 562)."""',
+        "    mod = _MODULE_OF.get(name)",
+        "    if mod is None:",
+        '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
+        '    full = f"{__name__}.{mod}"',
+        "    __import__(full)",
+        "    value = getattr(sys.modules[full], name)",
+        "    globals()[name] = value",
+        "    return value",
+        "",
+        "",
+        "def __dir__() -> list[str]:",
+        "    return sorted(set(globals()) | set(_MODULE_OF))",
+        "",
+        "",
+        "__all__ = [",
+    ]
     lines += [f'    "{n}",' for n in ["ApiInfo", "REGISTRY", *names]]
     lines += ["]"]
     return "\n".join(lines) + "\n"

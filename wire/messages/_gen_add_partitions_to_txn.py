@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,46 +25,101 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>qh?')
 _S1 = Struct('>qh')
 _S2 = Struct('>ih')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnRequest:
     """AddPartitionsToTxnRequest (api key 24), versions 0-5, flexible 3+."""
+
+    __slots__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics', 'unknown_tagged_fields',)
+    __match_args__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics', 'unknown_tagged_fields',)
+
+    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 24
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    @dataclass(slots=True)
     class AddPartitionsToTxnTransaction:
         """AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction (versions 4-5)."""
 
-        transactional_id: str = ''
-        producer_id: int = 0
-        producer_epoch: int = 0
-        verify_only: bool = False
-        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics', 'unknown_tagged_fields',)
+        __match_args__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        verify_only: bool
+        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, verify_only: bool = False, topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.transactional_id = transactional_id
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.verify_only = verify_only
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.transactional_id, self.producer_id, self.producer_epoch, self.verify_only, self.topics, self.unknown_tagged_fields,) == (o.transactional_id, o.producer_id, o.producer_epoch, o.verify_only, o.topics, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, verify_only={self.verify_only!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AddPartitionsToTxnTopic:
         """AddPartitionsToTxnRequest.AddPartitionsToTxnTopic (versions 0-5)."""
 
-        name: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = field(default_factory=list)
-    v3_and_below_transactional_id: str = ''
-    v3_and_below_producer_id: int = 0
-    v3_and_below_producer_epoch: int = 0
-    v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = _FRESH, v3_and_below_transactional_id: str = '', v3_and_below_producer_id: int = 0, v3_and_below_producer_epoch: int = 0, v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.transactions = [] if transactions is _FRESH else transactions
+        self.v3_and_below_transactional_id = v3_and_below_transactional_id
+        self.v3_and_below_producer_id = v3_and_below_producer_id
+        self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
+        self.v3_and_below_topics = [] if v3_and_below_topics is _FRESH else v3_and_below_topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.transactions, self.v3_and_below_transactional_id, self.v3_and_below_producer_id, self.v3_and_below_producer_epoch, self.v3_and_below_topics, self.unknown_tagged_fields,) == (o.transactions, o.v3_and_below_transactional_id, o.v3_and_below_producer_id, o.v3_and_below_producer_epoch, o.v3_and_below_topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactions={self.transactions!r}, v3_and_below_transactional_id={self.v3_and_below_transactional_id!r}, v3_and_below_producer_id={self.v3_and_below_producer_id!r}, v3_and_below_producer_epoch={self.v3_and_below_producer_epoch!r}, v3_and_below_topics={self.v3_and_below_topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -211,44 +265,110 @@ _DECODERS_AddPartitionsToTxnRequest: dict[int, Callable[[memoryview, int], tuple
 _ENCODERS_AddPartitionsToTxnRequest: dict[int, _rt.EncodeFn] = {0: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_0, 1: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_0, 2: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_0, 3: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_1, 4: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_2, 5: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_2}
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnResponse:
     """AddPartitionsToTxnResponse (api key 24), versions 0-5, flexible 3+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 24
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    @dataclass(slots=True)
     class AddPartitionsToTxnResult:
         """AddPartitionsToTxnResponse.AddPartitionsToTxnResult (versions 4-5)."""
 
-        transactional_id: str = ''
-        topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('transactional_id', 'topic_results', 'unknown_tagged_fields',)
+        __match_args__ = ('transactional_id', 'topic_results', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        transactional_id: str
+        topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, transactional_id: str = '', topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.transactional_id = transactional_id
+            self.topic_results = [] if topic_results is _FRESH else topic_results
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.transactional_id, self.topic_results, self.unknown_tagged_fields,) == (o.transactional_id, o.topic_results, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, topic_results={self.topic_results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AddPartitionsToTxnTopicResult:
         """AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult (versions 0-5)."""
 
-        name: str = ''
-        results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'results_by_partition', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'results_by_partition', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.results_by_partition = [] if results_by_partition is _FRESH else results_by_partition
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.results_by_partition, self.unknown_tagged_fields,) == (o.name, o.results_by_partition, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, results_by_partition={self.results_by_partition!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AddPartitionsToTxnPartitionResult:
         """AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult (versions 0-5)."""
 
-        partition_index: int = 0
-        partition_error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'partition_error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'partition_error_code', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = field(default_factory=list)
-    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        partition_error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, partition_error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.partition_error_code = partition_error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.partition_error_code, self.unknown_tagged_fields,) == (o.partition_index, o.partition_error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_error_code={self.partition_error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = _FRESH, results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results_by_transaction = [] if results_by_transaction is _FRESH else results_by_transaction
+        self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is _FRESH else results_by_topic_v3_and_below
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.results_by_transaction, self.results_by_topic_v3_and_below, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.results_by_transaction, o.results_by_topic_v3_and_below, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, results_by_transaction={self.results_by_transaction!r}, results_by_topic_v3_and_below={self.results_by_topic_v3_and_below!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,35 +23,72 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>H')
 _S1 = Struct('>ii16s')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class AddRaftVoterRequest:
     """AddRaftVoterRequest (api key 80), versions 0-0, flexible 0+."""
+
+    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'unknown_tagged_fields',)
+    __match_args__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'unknown_tagged_fields',)
+
+    cluster_id: str | None
+    timeout_ms: int
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    listeners: list[AddRaftVoterRequest.Listener]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 80
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class Listener:
         """AddRaftVoterRequest.Listener (versions 0)."""
 
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
 
-    cluster_id: str | None = ''
-    timeout_ms: int = 0
-    voter_id: int = 0
-    voter_directory_id: uuid.UUID = _ZERO_UUID
-    listeners: list[AddRaftVoterRequest.Listener] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        host: str
+        port: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.host, self.port, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, host={self.host!r}, port={self.port!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, cluster_id: str | None = '', timeout_ms: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = _ZERO_UUID, listeners: list[AddRaftVoterRequest.Listener] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.cluster_id = cluster_id
+        self.timeout_ms = timeout_ms
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.timeout_ms, self.voter_id, self.voter_directory_id, self.listeners, self.unknown_tagged_fields,) == (o.cluster_id, o.timeout_ms, o.voter_id, o.voter_directory_id, o.listeners, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_id={self.cluster_id!r}, timeout_ms={self.timeout_ms!r}, voter_id={self.voter_id!r}, voter_directory_id={self.voter_directory_id!r}, listeners={self.listeners!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -128,19 +164,36 @@ _DECODERS_AddRaftVoterRequest: dict[int, Callable[[memoryview, int], tuple[AddRa
 _ENCODERS_AddRaftVoterRequest: dict[int, _rt.EncodeFn] = {0: _e_AddRaftVoterRequest_AddRaftVoterRequest_0}
 
 
-@dataclass(slots=True)
 class AddRaftVoterResponse:
     """AddRaftVoterResponse (api key 80), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 80
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

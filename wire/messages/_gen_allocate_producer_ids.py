@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -18,22 +17,39 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iq')
 _S1 = Struct('>ihqi')
 
 
-@dataclass(slots=True)
 class AllocateProducerIdsRequest:
     """AllocateProducerIdsRequest (api key 67), versions 0-0, flexible 0+."""
+
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields',)
+    __match_args__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields',)
+
+    broker_id: int
+    broker_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 67
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    broker_id: int = 0
-    broker_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, broker_epoch={self.broker_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -78,20 +94,38 @@ _DECODERS_AllocateProducerIdsRequest: dict[int, Callable[[memoryview, int], tupl
 _ENCODERS_AllocateProducerIdsRequest: dict[int, _rt.EncodeFn] = {0: _e_AllocateProducerIdsRequest_AllocateProducerIdsRequest_0}
 
 
-@dataclass(slots=True)
 class AllocateProducerIdsResponse:
     """AllocateProducerIdsResponse (api key 67), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id_start', 'producer_id_len', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'producer_id_start', 'producer_id_len', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    producer_id_start: int
+    producer_id_len: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 67
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    producer_id_start: int = 0
-    producer_id_len: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id_start: int = 0, producer_id_len: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id_start = producer_id_start
+        self.producer_id_len = producer_id_len
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.producer_id_start, self.producer_id_len, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, producer_id_start={self.producer_id_start!r}, producer_id_len={self.producer_id_len!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,49 +27,115 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>d?')
 _S1 = Struct('>?')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
 class AlterClientQuotasRequest:
     """AlterClientQuotasRequest (api key 49), versions 0-1, flexible 1+."""
+
+    __slots__ = ('entries', 'validate_only', 'unknown_tagged_fields',)
+    __match_args__ = ('entries', 'validate_only', 'unknown_tagged_fields',)
+
+    entries: list[AlterClientQuotasRequest.EntryData]
+    validate_only: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 49
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class EntryData:
         """AlterClientQuotasRequest.EntryData (versions 0-1)."""
 
-        entity: list[AlterClientQuotasRequest.EntityData] = field(default_factory=list)
-        ops: list[AlterClientQuotasRequest.OpData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('entity', 'ops', 'unknown_tagged_fields',)
+        __match_args__ = ('entity', 'ops', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        entity: list[AlterClientQuotasRequest.EntityData]
+        ops: list[AlterClientQuotasRequest.OpData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, entity: list[AlterClientQuotasRequest.EntityData] = _FRESH, ops: list[AlterClientQuotasRequest.OpData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.entity = [] if entity is _FRESH else entity
+            self.ops = [] if ops is _FRESH else ops
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.entity, self.ops, self.unknown_tagged_fields,) == (o.entity, o.ops, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(entity={self.entity!r}, ops={self.ops!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class EntityData:
         """AlterClientQuotasRequest.EntityData (versions 0-1)."""
 
-        entity_type: str = ''
-        entity_name: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
+        __match_args__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        entity_type: str
+        entity_name: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.entity_type = entity_type
+            self.entity_name = entity_name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.entity_type, self.entity_name, self.unknown_tagged_fields,) == (o.entity_type, o.entity_name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OpData:
         """AlterClientQuotasRequest.OpData (versions 0-1)."""
 
-        key: str = ''
-        value: float = 0.0
-        remove: bool = False
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('key', 'value', 'remove', 'unknown_tagged_fields',)
+        __match_args__ = ('key', 'value', 'remove', 'unknown_tagged_fields',)
 
-    entries: list[AlterClientQuotasRequest.EntryData] = field(default_factory=list)
-    validate_only: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        key: str
+        value: float
+        remove: bool
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, key: str = '', value: float = 0.0, remove: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.key = key
+            self.value = value
+            self.remove = remove
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.key, self.value, self.remove, self.unknown_tagged_fields,) == (o.key, o.value, o.remove, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r}, remove={self.remove!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, entries: list[AlterClientQuotasRequest.EntryData] = _FRESH, validate_only: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.entries = [] if entries is _FRESH else entries
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.entries, self.validate_only, self.unknown_tagged_fields,) == (o.entries, o.validate_only, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(entries={self.entries!r}, validate_only={self.validate_only!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -241,35 +306,84 @@ _DECODERS_AlterClientQuotasRequest: dict[int, Callable[[memoryview, int], tuple[
 _ENCODERS_AlterClientQuotasRequest: dict[int, _rt.EncodeFn] = {0: _e_AlterClientQuotasRequest_AlterClientQuotasRequest_0, 1: _e_AlterClientQuotasRequest_AlterClientQuotasRequest_1}
 
 
-@dataclass(slots=True)
 class AlterClientQuotasResponse:
     """AlterClientQuotasResponse (api key 49), versions 0-1, flexible 1+."""
+
+    __slots__ = ('throttle_time_ms', 'entries', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'entries', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    entries: list[AlterClientQuotasResponse.EntryData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 49
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class EntryData:
         """AlterClientQuotasResponse.EntryData (versions 0-1)."""
 
-        error_code: int = 0
-        error_message: str | None = ''
-        entity: list[AlterClientQuotasResponse.EntityData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'error_message', 'entity', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'error_message', 'entity', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        error_message: str | None
+        entity: list[AlterClientQuotasResponse.EntityData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = '', entity: list[AlterClientQuotasResponse.EntityData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.entity = [] if entity is _FRESH else entity
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.error_message, self.entity, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.entity, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, entity={self.entity!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class EntityData:
         """AlterClientQuotasResponse.EntityData (versions 0-1)."""
 
-        entity_type: str = ''
-        entity_name: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
+        __match_args__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    entries: list[AlterClientQuotasResponse.EntryData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        entity_type: str
+        entity_name: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.entity_type = entity_type
+            self.entity_name = entity_name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.entity_type, self.entity_name, self.unknown_tagged_fields,) == (o.entity_type, o.entity_name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, entries: list[AlterClientQuotasResponse.EntryData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.entries = [] if entries is _FRESH else entries
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.entries, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.entries, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, entries={self.entries!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,6 +23,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16s')
 _S1 = Struct('>ii')
 _S2 = Struct('>i')
@@ -33,48 +33,118 @@ _S5 = Struct('>ihii')
 _S6 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class AlterPartitionRequest:
     """AlterPartitionRequest (api key 56), versions 0-3, flexible 0+."""
+
+    __slots__ = ('broker_id', 'broker_epoch', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('broker_id', 'broker_epoch', 'topics', 'unknown_tagged_fields',)
+
+    broker_id: int
+    broker_epoch: int
+    topics: list[AlterPartitionRequest.TopicData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 56
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicData:
         """AlterPartitionRequest.TopicData (versions 0-3)."""
 
-        topic_name: str = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[AlterPartitionRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        topic_id: uuid.UUID
+        partitions: list[AlterPartitionRequest.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', topic_id: uuid.UUID = _ZERO_UUID, partitions: list[AlterPartitionRequest.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """AlterPartitionRequest.PartitionData (versions 0-3)."""
 
-        partition_index: int = 0
-        leader_epoch: int = 0
-        new_isr: list[int] = field(default_factory=list)
-        new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] = field(default_factory=list)
-        leader_recovery_state: int = 0
-        partition_epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'leader_epoch', 'new_isr', 'new_isr_with_epochs', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'leader_epoch', 'new_isr', 'new_isr_with_epochs', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        leader_epoch: int
+        new_isr: list[int]
+        new_isr_with_epochs: list[AlterPartitionRequest.BrokerState]
+        leader_recovery_state: int
+        partition_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, leader_epoch: int = 0, new_isr: list[int] = _FRESH, new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] = _FRESH, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.leader_epoch = leader_epoch
+            self.new_isr = [] if new_isr is _FRESH else new_isr
+            self.new_isr_with_epochs = [] if new_isr_with_epochs is _FRESH else new_isr_with_epochs
+            self.leader_recovery_state = leader_recovery_state
+            self.partition_epoch = partition_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.leader_epoch, self.new_isr, self.new_isr_with_epochs, self.leader_recovery_state, self.partition_epoch, self.unknown_tagged_fields,) == (o.partition_index, o.leader_epoch, o.new_isr, o.new_isr_with_epochs, o.leader_recovery_state, o.partition_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, leader_epoch={self.leader_epoch!r}, new_isr={self.new_isr!r}, new_isr_with_epochs={self.new_isr_with_epochs!r}, leader_recovery_state={self.leader_recovery_state!r}, partition_epoch={self.partition_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class BrokerState:
         """AlterPartitionRequest.BrokerState (versions 3)."""
 
-        broker_id: int = 0
-        broker_epoch: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields',)
 
-    broker_id: int = 0
-    broker_epoch: int = -1
-    topics: list[AlterPartitionRequest.TopicData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        broker_id: int
+        broker_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, broker_id: int = 0, broker_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.broker_id = broker_id
+            self.broker_epoch = broker_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.broker_id, self.broker_epoch, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, broker_epoch={self.broker_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, topics: list[AlterPartitionRequest.TopicData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.topics, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, broker_epoch={self.broker_epoch!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -353,41 +423,96 @@ _DECODERS_AlterPartitionRequest: dict[int, Callable[[memoryview, int], tuple[Alt
 _ENCODERS_AlterPartitionRequest: dict[int, _rt.EncodeFn] = {0: _e_AlterPartitionRequest_AlterPartitionRequest_0, 1: _e_AlterPartitionRequest_AlterPartitionRequest_1, 2: _e_AlterPartitionRequest_AlterPartitionRequest_2, 3: _e_AlterPartitionRequest_AlterPartitionRequest_3}
 
 
-@dataclass(slots=True)
 class AlterPartitionResponse:
     """AlterPartitionResponse (api key 56), versions 0-3, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'topics', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    topics: list[AlterPartitionResponse.TopicData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 56
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicData:
         """AlterPartitionResponse.TopicData (versions 0-3)."""
 
-        topic_name: str = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[AlterPartitionResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        topic_id: uuid.UUID
+        partitions: list[AlterPartitionResponse.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', topic_id: uuid.UUID = _ZERO_UUID, partitions: list[AlterPartitionResponse.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """AlterPartitionResponse.PartitionData (versions 0-3)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        leader_id: int = 0
-        leader_epoch: int = 0
-        isr: list[int] = field(default_factory=list)
-        leader_recovery_state: int = 0
-        partition_epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    topics: list[AlterPartitionResponse.TopicData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        isr: list[int]
+        leader_recovery_state: int
+        partition_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, isr: list[int] = _FRESH, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.isr = [] if isr is _FRESH else isr
+            self.leader_recovery_state = leader_recovery_state
+            self.partition_epoch = partition_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.isr, self.leader_recovery_state, self.partition_epoch, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.isr, o.leader_recovery_state, o.partition_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, isr={self.isr!r}, leader_recovery_state={self.leader_recovery_state!r}, partition_epoch={self.partition_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, topics: list[AlterPartitionResponse.TopicData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,38 +25,87 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class AlterPartitionReassignmentsRequest:
     """AlterPartitionReassignmentsRequest (api key 45), versions 0-0, flexible 0+."""
+
+    __slots__ = ('timeout_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('timeout_ms', 'topics', 'unknown_tagged_fields',)
+
+    timeout_ms: int
+    topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 45
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class ReassignableTopic:
         """AlterPartitionReassignmentsRequest.ReassignableTopic (versions 0)."""
 
-        name: str = ''
-        partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ReassignablePartition:
         """AlterPartitionReassignmentsRequest.ReassignablePartition (versions 0)."""
 
-        partition_index: int = 0
-        replicas: list[int] | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'replicas', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'replicas', 'unknown_tagged_fields',)
 
-    timeout_ms: int = 60000
-    topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        replicas: list[int] | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, replicas: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.replicas = replicas
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.replicas, self.unknown_tagged_fields,) == (o.partition_index, o.replicas, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, replicas={self.replicas!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, timeout_ms: int = 60000, topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.timeout_ms = timeout_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.timeout_ms, self.topics, self.unknown_tagged_fields,) == (o.timeout_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(timeout_ms={self.timeout_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -147,37 +195,88 @@ _DECODERS_AlterPartitionReassignmentsRequest: dict[int, Callable[[memoryview, in
 _ENCODERS_AlterPartitionReassignmentsRequest: dict[int, _rt.EncodeFn] = {0: _e_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_0}
 
 
-@dataclass(slots=True)
 class AlterPartitionReassignmentsResponse:
     """AlterPartitionReassignmentsResponse (api key 45), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 45
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class ReassignableTopicResponse:
         """AlterPartitionReassignmentsResponse.ReassignableTopicResponse (versions 0)."""
 
-        name: str = ''
-        partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ReassignablePartitionResponse:
         """AlterPartitionReassignmentsResponse.ReassignablePartitionResponse (versions 0)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'error_message', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is _FRESH else responses
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.responses, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, responses={self.responses!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

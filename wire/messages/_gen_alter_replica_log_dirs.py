@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,37 +25,85 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>ih')
 _S1 = Struct('>i')
 
 
-@dataclass(slots=True)
 class AlterReplicaLogDirsRequest:
     """AlterReplicaLogDirsRequest (api key 34), versions 0-2, flexible 2+."""
+
+    __slots__ = ('dirs', 'unknown_tagged_fields',)
+    __match_args__ = ('dirs', 'unknown_tagged_fields',)
+
+    dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 34
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class AlterReplicaLogDir:
         """AlterReplicaLogDirsRequest.AlterReplicaLogDir (versions 0-2)."""
 
-        path: str = ''
-        topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('path', 'topics', 'unknown_tagged_fields',)
+        __match_args__ = ('path', 'topics', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        path: str
+        topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, path: str = '', topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.path = path
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.path, self.topics, self.unknown_tagged_fields,) == (o.path, o.topics, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(path={self.path!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AlterReplicaLogDirTopic:
         """AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic (versions 0-2)."""
 
-        name: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.dirs = [] if dirs is _FRESH else dirs
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.dirs, self.unknown_tagged_fields,) == (o.dirs, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(dirs={self.dirs!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -185,34 +232,82 @@ _DECODERS_AlterReplicaLogDirsRequest: dict[int, Callable[[memoryview, int], tupl
 _ENCODERS_AlterReplicaLogDirsRequest: dict[int, _rt.EncodeFn] = {0: _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_0, 1: _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_0, 2: _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_1}
 
 
-@dataclass(slots=True)
 class AlterReplicaLogDirsResponse:
     """AlterReplicaLogDirsResponse (api key 34), versions 0-2, flexible 2+."""
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 34
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class AlterReplicaLogDirTopicResult:
         """AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult (versions 0-2)."""
 
-        topic_name: str = ''
-        partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AlterReplicaLogDirPartitionResult:
         """AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult (versions 0-2)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,43 +25,95 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>b')
 _S1 = Struct('>bi')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
 class AlterUserScramCredentialsRequest:
     """AlterUserScramCredentialsRequest (api key 51), versions 0-0, flexible 0+."""
+
+    __slots__ = ('deletions', 'upsertions', 'unknown_tagged_fields',)
+    __match_args__ = ('deletions', 'upsertions', 'unknown_tagged_fields',)
+
+    deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
+    upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 51
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class ScramCredentialDeletion:
         """AlterUserScramCredentialsRequest.ScramCredentialDeletion (versions 0)."""
 
-        name: str = ''
-        mechanism: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'mechanism', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'mechanism', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        mechanism: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', mechanism: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.mechanism = mechanism
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.mechanism, self.unknown_tagged_fields,) == (o.name, o.mechanism, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, mechanism={self.mechanism!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ScramCredentialUpsertion:
         """AlterUserScramCredentialsRequest.ScramCredentialUpsertion (versions 0)."""
 
-        name: str = ''
-        mechanism: int = 0
-        iterations: int = 0
-        salt: _Bytes = b''
-        salted_password: _Bytes = b''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password', 'unknown_tagged_fields',)
 
-    deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = field(default_factory=list)
-    upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        mechanism: int
+        iterations: int
+        salt: _Bytes
+        salted_password: _Bytes
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', mechanism: int = 0, iterations: int = 0, salt: _Bytes = b'', salted_password: _Bytes = b'', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.mechanism = mechanism
+            self.iterations = iterations
+            self.salt = salt
+            self.salted_password = salted_password
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.mechanism, self.iterations, self.salt, self.salted_password, self.unknown_tagged_fields,) == (o.name, o.mechanism, o.iterations, o.salt, o.salted_password, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, mechanism={self.mechanism!r}, iterations={self.iterations!r}, salt={self.salt!r}, salted_password={self.salted_password!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = _FRESH, upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.deletions = [] if deletions is _FRESH else deletions
+        self.upsertions = [] if upsertions is _FRESH else upsertions
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.deletions, self.upsertions, self.unknown_tagged_fields,) == (o.deletions, o.upsertions, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(deletions={self.deletions!r}, upsertions={self.upsertions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -158,27 +209,60 @@ _DECODERS_AlterUserScramCredentialsRequest: dict[int, Callable[[memoryview, int]
 _ENCODERS_AlterUserScramCredentialsRequest: dict[int, _rt.EncodeFn] = {0: _e_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_0}
 
 
-@dataclass(slots=True)
 class AlterUserScramCredentialsResponse:
     """AlterUserScramCredentialsResponse (api key 51), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 51
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class AlterUserScramCredentialsResult:
         """AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult (versions 0)."""
 
-        user: str = ''
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('user', 'error_code', 'error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('user', 'error_code', 'error_message', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        user: str
+        error_code: int
+        error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, user: str = '', error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.user = user
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.user, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.user, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(user={self.user!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,6 +23,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>hhh')
 _S1 = Struct('>hh')
 _S2 = Struct('>h')
@@ -32,18 +32,34 @@ _S4 = Struct('>q')
 _S5 = Struct('>?')
 
 
-@dataclass(slots=True)
 class ApiVersionsRequest:
     """ApiVersionsRequest (api key 18), versions 0-4, flexible 3+."""
+
+    __slots__ = ('client_software_name', 'client_software_version', 'unknown_tagged_fields',)
+    __match_args__ = ('client_software_name', 'client_software_version', 'unknown_tagged_fields',)
+
+    client_software_name: str
+    client_software_version: str
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    client_software_name: str = ''
-    client_software_version: str = ''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, client_software_name: str = '', client_software_version: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.client_software_name, self.client_software_version, self.unknown_tagged_fields,) == (o.client_software_name, o.client_software_version, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(client_software_name={self.client_software_name!r}, client_software_version={self.client_software_version!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -101,50 +117,122 @@ _DECODERS_ApiVersionsRequest: dict[int, Callable[[memoryview, int], tuple[ApiVer
 _ENCODERS_ApiVersionsRequest: dict[int, _rt.EncodeFn] = {0: _e_ApiVersionsRequest_ApiVersionsRequest_0, 1: _e_ApiVersionsRequest_ApiVersionsRequest_0, 2: _e_ApiVersionsRequest_ApiVersionsRequest_0, 3: _e_ApiVersionsRequest_ApiVersionsRequest_1, 4: _e_ApiVersionsRequest_ApiVersionsRequest_1}
 
 
-@dataclass(slots=True)
 class ApiVersionsResponse:
     """ApiVersionsResponse (api key 18), versions 0-4, flexible 3+."""
+
+    __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', 'unknown_tagged_fields',)
+
+    error_code: int
+    api_keys: list[ApiVersionsResponse.ApiVersion]
+    throttle_time_ms: int
+    supported_features: list[ApiVersionsResponse.SupportedFeatureKey]
+    finalized_features_epoch: int
+    finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey]
+    zk_migration_ready: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    @dataclass(slots=True)
     class ApiVersion:
         """ApiVersionsResponse.ApiVersion (versions 0-4)."""
 
-        api_key: int = 0
-        min_version: int = 0
-        max_version: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('api_key', 'min_version', 'max_version', 'unknown_tagged_fields',)
+        __match_args__ = ('api_key', 'min_version', 'max_version', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        api_key: int
+        min_version: int
+        max_version: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, api_key: int = 0, min_version: int = 0, max_version: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.api_key = api_key
+            self.min_version = min_version
+            self.max_version = max_version
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.api_key, self.min_version, self.max_version, self.unknown_tagged_fields,) == (o.api_key, o.min_version, o.max_version, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(api_key={self.api_key!r}, min_version={self.min_version!r}, max_version={self.max_version!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class SupportedFeatureKey:
         """ApiVersionsResponse.SupportedFeatureKey (versions 3-4)."""
 
-        name: str = ''
-        min_version: int = 0
-        max_version: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'min_version', 'max_version', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'min_version', 'max_version', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        min_version: int
+        max_version: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', min_version: int = 0, max_version: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.min_version = min_version
+            self.max_version = max_version
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.min_version, self.max_version, self.unknown_tagged_fields,) == (o.name, o.min_version, o.max_version, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, min_version={self.min_version!r}, max_version={self.max_version!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class FinalizedFeatureKey:
         """ApiVersionsResponse.FinalizedFeatureKey (versions 3-4)."""
 
-        name: str = ''
-        max_version_level: int = 0
-        min_version_level: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'max_version_level', 'min_version_level', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'max_version_level', 'min_version_level', 'unknown_tagged_fields',)
 
-    error_code: int = 0
-    api_keys: list[ApiVersionsResponse.ApiVersion] = field(default_factory=list)
-    throttle_time_ms: int = 0
-    supported_features: list[ApiVersionsResponse.SupportedFeatureKey] = field(default_factory=list)
-    finalized_features_epoch: int = -1
-    finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] = field(default_factory=list)
-    zk_migration_ready: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        max_version_level: int
+        min_version_level: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', max_version_level: int = 0, min_version_level: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.max_version_level = max_version_level
+            self.min_version_level = min_version_level
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.max_version_level, self.min_version_level, self.unknown_tagged_fields,) == (o.name, o.max_version_level, o.min_version_level, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, max_version_level={self.max_version_level!r}, min_version_level={self.min_version_level!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, error_code: int = 0, api_keys: list[ApiVersionsResponse.ApiVersion] = _FRESH, throttle_time_ms: int = 0, supported_features: list[ApiVersionsResponse.SupportedFeatureKey] = _FRESH, finalized_features_epoch: int = -1, finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] = _FRESH, zk_migration_ready: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.api_keys = [] if api_keys is _FRESH else api_keys
+        self.throttle_time_ms = throttle_time_ms
+        self.supported_features = [] if supported_features is _FRESH else supported_features
+        self.finalized_features_epoch = finalized_features_epoch
+        self.finalized_features = [] if finalized_features is _FRESH else finalized_features
+        self.zk_migration_ready = zk_migration_ready
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.api_keys, self.throttle_time_ms, self.supported_features, self.finalized_features_epoch, self.finalized_features, self.zk_migration_ready, self.unknown_tagged_fields,) == (o.error_code, o.api_keys, o.throttle_time_ms, o.supported_features, o.finalized_features_epoch, o.finalized_features, o.zk_migration_ready, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, api_keys={self.api_keys!r}, throttle_time_ms={self.throttle_time_ms!r}, supported_features={self.supported_features!r}, finalized_features_epoch={self.finalized_features_epoch!r}, finalized_features={self.finalized_features!r}, zk_migration_ready={self.zk_migration_ready!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -20,48 +19,113 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16s')
 _S1 = Struct('>i')
 _S2 = Struct('>iq')
 _S3 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class AssignReplicasToDirsRequest:
     """AssignReplicasToDirsRequest (api key 73), versions 0-0, flexible 0+."""
+
+    __slots__ = ('broker_id', 'broker_epoch', 'directories', 'unknown_tagged_fields',)
+    __match_args__ = ('broker_id', 'broker_epoch', 'directories', 'unknown_tagged_fields',)
+
+    broker_id: int
+    broker_epoch: int
+    directories: list[AssignReplicasToDirsRequest.DirectoryData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 73
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class DirectoryData:
         """AssignReplicasToDirsRequest.DirectoryData (versions 0)."""
 
-        id: uuid.UUID = _ZERO_UUID
-        topics: list[AssignReplicasToDirsRequest.TopicData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('id', 'topics', 'unknown_tagged_fields',)
+        __match_args__ = ('id', 'topics', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        id: uuid.UUID
+        topics: list[AssignReplicasToDirsRequest.TopicData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, id: uuid.UUID = _ZERO_UUID, topics: list[AssignReplicasToDirsRequest.TopicData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.id = id
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.id, self.topics, self.unknown_tagged_fields,) == (o.id, o.topics, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(id={self.id!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class TopicData:
         """AssignReplicasToDirsRequest.TopicData (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[AssignReplicasToDirsRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_id: uuid.UUID
+        partitions: list[AssignReplicasToDirsRequest.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[AssignReplicasToDirsRequest.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """AssignReplicasToDirsRequest.PartitionData (versions 0)."""
 
-        partition_index: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'unknown_tagged_fields',)
 
-    broker_id: int = 0
-    broker_epoch: int = -1
-    directories: list[AssignReplicasToDirsRequest.DirectoryData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.unknown_tagged_fields,) == (o.partition_index, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, directories: list[AssignReplicasToDirsRequest.DirectoryData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.directories = [] if directories is _FRESH else directories
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.directories, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.directories, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, broker_epoch={self.broker_epoch!r}, directories={self.directories!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -171,43 +235,108 @@ _DECODERS_AssignReplicasToDirsRequest: dict[int, Callable[[memoryview, int], tup
 _ENCODERS_AssignReplicasToDirsRequest: dict[int, _rt.EncodeFn] = {0: _e_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_0}
 
 
-@dataclass(slots=True)
 class AssignReplicasToDirsResponse:
     """AssignReplicasToDirsResponse (api key 73), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'directories', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'directories', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    directories: list[AssignReplicasToDirsResponse.DirectoryData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 73
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class DirectoryData:
         """AssignReplicasToDirsResponse.DirectoryData (versions 0)."""
 
-        id: uuid.UUID = _ZERO_UUID
-        topics: list[AssignReplicasToDirsResponse.TopicData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('id', 'topics', 'unknown_tagged_fields',)
+        __match_args__ = ('id', 'topics', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        id: uuid.UUID
+        topics: list[AssignReplicasToDirsResponse.TopicData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, id: uuid.UUID = _ZERO_UUID, topics: list[AssignReplicasToDirsResponse.TopicData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.id = id
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.id, self.topics, self.unknown_tagged_fields,) == (o.id, o.topics, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(id={self.id!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class TopicData:
         """AssignReplicasToDirsResponse.TopicData (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[AssignReplicasToDirsResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_id: uuid.UUID
+        partitions: list[AssignReplicasToDirsResponse.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[AssignReplicasToDirsResponse.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """AssignReplicasToDirsResponse.PartitionData (versions 0)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    directories: list[AssignReplicasToDirsResponse.DirectoryData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, directories: list[AssignReplicasToDirsResponse.DirectoryData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.directories = [] if directories is _FRESH else directories
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.directories, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.directories, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, directories={self.directories!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

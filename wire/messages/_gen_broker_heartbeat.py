@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,26 +23,47 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iqq??')
 _S1 = Struct('>ih???')
 
 
-@dataclass(slots=True)
 class BrokerHeartbeatRequest:
     """BrokerHeartbeatRequest (api key 63), versions 0-1, flexible 0+."""
+
+    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'unknown_tagged_fields',)
+    __match_args__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'unknown_tagged_fields',)
+
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool
+    want_shut_down: bool
+    offline_log_dirs: list[uuid.UUID]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 63
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    broker_id: int = 0
-    broker_epoch: int = -1
-    current_metadata_offset: int = 0
-    want_fence: bool = False
-    want_shut_down: bool = False
-    offline_log_dirs: list[uuid.UUID] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[uuid.UUID] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.current_metadata_offset = current_metadata_offset
+        self.want_fence = want_fence
+        self.want_shut_down = want_shut_down
+        self.offline_log_dirs = [] if offline_log_dirs is _FRESH else offline_log_dirs
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.current_metadata_offset, self.want_fence, self.want_shut_down, self.offline_log_dirs, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down, o.offline_log_dirs, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, broker_epoch={self.broker_epoch!r}, current_metadata_offset={self.current_metadata_offset!r}, want_fence={self.want_fence!r}, want_shut_down={self.want_shut_down!r}, offline_log_dirs={self.offline_log_dirs!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -125,21 +145,40 @@ _DECODERS_BrokerHeartbeatRequest: dict[int, Callable[[memoryview, int], tuple[Br
 _ENCODERS_BrokerHeartbeatRequest: dict[int, _rt.EncodeFn] = {0: _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_0, 1: _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_1}
 
 
-@dataclass(slots=True)
 class BrokerHeartbeatResponse:
     """BrokerHeartbeatResponse (api key 63), versions 0-1, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'is_caught_up', 'is_fenced', 'should_shut_down', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'is_caught_up', 'is_fenced', 'should_shut_down', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    is_caught_up: bool
+    is_fenced: bool
+    should_shut_down: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 63
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    is_caught_up: bool = False
-    is_fenced: bool = True
-    should_shut_down: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, is_caught_up: bool = False, is_fenced: bool = True, should_shut_down: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.is_caught_up = is_caught_up
+        self.is_fenced = is_fenced
+        self.should_shut_down = should_shut_down
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.is_caught_up, self.is_fenced, self.should_shut_down, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, is_caught_up={self.is_caught_up!r}, is_fenced={self.is_fenced!r}, should_shut_down={self.should_shut_down!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -27,6 +26,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>Hh')
 _S1 = Struct('>hh')
 _S2 = Struct('>i')
@@ -36,44 +36,102 @@ _S5 = Struct('>q')
 _S6 = Struct('>ihq')
 
 
-@dataclass(slots=True)
 class BrokerRegistrationRequest:
     """BrokerRegistrationRequest (api key 62), versions 0-4, flexible 0+."""
+
+    __slots__ = ('broker_id', 'cluster_id', 'incarnation_id', 'listeners', 'features', 'rack', 'is_migrating_zk_broker', 'log_dirs', 'previous_broker_epoch', 'unknown_tagged_fields',)
+    __match_args__ = ('broker_id', 'cluster_id', 'incarnation_id', 'listeners', 'features', 'rack', 'is_migrating_zk_broker', 'log_dirs', 'previous_broker_epoch', 'unknown_tagged_fields',)
+
+    broker_id: int
+    cluster_id: str
+    incarnation_id: uuid.UUID
+    listeners: list[BrokerRegistrationRequest.Listener]
+    features: list[BrokerRegistrationRequest.Feature]
+    rack: str | None
+    is_migrating_zk_broker: bool
+    log_dirs: list[uuid.UUID]
+    previous_broker_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 62
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class Listener:
         """BrokerRegistrationRequest.Listener (versions 0-4)."""
 
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        security_protocol: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.security_protocol = security_protocol
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.host, self.port, self.security_protocol, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.security_protocol, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, host={self.host!r}, port={self.port!r}, security_protocol={self.security_protocol!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class Feature:
         """BrokerRegistrationRequest.Feature (versions 0-4)."""
 
-        name: str = ''
-        min_supported_version: int = 0
-        max_supported_version: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
 
-    broker_id: int = 0
-    cluster_id: str = ''
-    incarnation_id: uuid.UUID = _ZERO_UUID
-    listeners: list[BrokerRegistrationRequest.Listener] = field(default_factory=list)
-    features: list[BrokerRegistrationRequest.Feature] = field(default_factory=list)
-    rack: str | None = ''
-    is_migrating_zk_broker: bool = False
-    log_dirs: list[uuid.UUID] = field(default_factory=list)
-    previous_broker_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.min_supported_version = min_supported_version
+            self.max_supported_version = max_supported_version
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,) == (o.name, o.min_supported_version, o.max_supported_version, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, min_supported_version={self.min_supported_version!r}, max_supported_version={self.max_supported_version!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, broker_id: int = 0, cluster_id: str = '', incarnation_id: uuid.UUID = _ZERO_UUID, listeners: list[BrokerRegistrationRequest.Listener] = _FRESH, features: list[BrokerRegistrationRequest.Feature] = _FRESH, rack: str | None = '', is_migrating_zk_broker: bool = False, log_dirs: list[uuid.UUID] = _FRESH, previous_broker_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.incarnation_id = incarnation_id
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.features = [] if features is _FRESH else features
+        self.rack = rack
+        self.is_migrating_zk_broker = is_migrating_zk_broker
+        self.log_dirs = [] if log_dirs is _FRESH else log_dirs
+        self.previous_broker_epoch = previous_broker_epoch
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.cluster_id, self.incarnation_id, self.listeners, self.features, self.rack, self.is_migrating_zk_broker, self.log_dirs, self.previous_broker_epoch, self.unknown_tagged_fields,) == (o.broker_id, o.cluster_id, o.incarnation_id, o.listeners, o.features, o.rack, o.is_migrating_zk_broker, o.log_dirs, o.previous_broker_epoch, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, cluster_id={self.cluster_id!r}, incarnation_id={self.incarnation_id!r}, listeners={self.listeners!r}, features={self.features!r}, rack={self.rack!r}, is_migrating_zk_broker={self.is_migrating_zk_broker!r}, log_dirs={self.log_dirs!r}, previous_broker_epoch={self.previous_broker_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -296,19 +354,36 @@ _DECODERS_BrokerRegistrationRequest: dict[int, Callable[[memoryview, int], tuple
 _ENCODERS_BrokerRegistrationRequest: dict[int, _rt.EncodeFn] = {0: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_0, 1: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_1, 2: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_2, 3: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_3, 4: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_3}
 
 
-@dataclass(slots=True)
 class BrokerRegistrationResponse:
     """BrokerRegistrationResponse (api key 62), versions 0-4, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'broker_epoch', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'broker_epoch', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    broker_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 62
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    broker_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, broker_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.broker_epoch, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.broker_epoch, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, broker_epoch={self.broker_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

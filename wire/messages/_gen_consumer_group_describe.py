@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -27,6 +26,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>?')
 _S1 = Struct('>h')
 _S2 = Struct('>ii')
@@ -34,18 +34,34 @@ _S3 = Struct('>i')
 _S4 = Struct('>16s')
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeRequest:
     """ConsumerGroupDescribeRequest (api key 69), versions 0-0, flexible 0+."""
+
+    __slots__ = ('group_ids', 'include_authorized_operations', 'unknown_tagged_fields',)
+    __match_args__ = ('group_ids', 'include_authorized_operations', 'unknown_tagged_fields',)
+
+    group_ids: list[str]
+    include_authorized_operations: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 69
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    group_ids: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, group_ids: list[str] = _FRESH, include_authorized_operations: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_ids = [] if group_ids is _FRESH else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_ids, self.include_authorized_operations, self.unknown_tagged_fields,) == (o.group_ids, o.include_authorized_operations, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_ids={self.group_ids!r}, include_authorized_operations={self.include_authorized_operations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -93,65 +109,160 @@ _DECODERS_ConsumerGroupDescribeRequest: dict[int, Callable[[memoryview, int], tu
 _ENCODERS_ConsumerGroupDescribeRequest: dict[int, _rt.EncodeFn] = {0: _e_ConsumerGroupDescribeRequest_ConsumerGroupDescribeRequest_0}
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeResponse:
     """ConsumerGroupDescribeResponse (api key 69), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    groups: list[ConsumerGroupDescribeResponse.DescribedGroup]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 69
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class DescribedGroup:
         """ConsumerGroupDescribeResponse.DescribedGroup (versions 0)."""
 
-        error_code: int = 0
-        error_message: str | None = None
-        group_id: str = ''
-        group_state: str = ''
-        group_epoch: int = 0
-        assignment_epoch: int = 0
-        assignor_name: str = ''
-        members: list[ConsumerGroupDescribeResponse.Member] = field(default_factory=list)
-        authorized_operations: int = -2147483648
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        error_message: str | None
+        group_id: str
+        group_state: str
+        group_epoch: int
+        assignment_epoch: int
+        assignor_name: str
+        members: list[ConsumerGroupDescribeResponse.Member]
+        authorized_operations: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = '', members: list[ConsumerGroupDescribeResponse.Member] = _FRESH, authorized_operations: int = -2147483648, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.group_id = group_id
+            self.group_state = group_state
+            self.group_epoch = group_epoch
+            self.assignment_epoch = assignment_epoch
+            self.assignor_name = assignor_name
+            self.members = [] if members is _FRESH else members
+            self.authorized_operations = authorized_operations
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.error_message, self.group_id, self.group_state, self.group_epoch, self.assignment_epoch, self.assignor_name, self.members, self.authorized_operations, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.group_id, o.group_state, o.group_epoch, o.assignment_epoch, o.assignor_name, o.members, o.authorized_operations, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, group_epoch={self.group_epoch!r}, assignment_epoch={self.assignment_epoch!r}, assignor_name={self.assignor_name!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class Member:
         """ConsumerGroupDescribeResponse.Member (versions 0)."""
 
-        member_id: str = ''
-        instance_id: str | None = None
-        rack_id: str | None = None
-        member_epoch: int = 0
-        client_id: str = ''
-        client_host: str = ''
-        subscribed_topic_names: list[str] = field(default_factory=list)
-        subscribed_topic_regex: str | None = None
-        assignment: ConsumerGroupDescribeResponse.Assignment = field(default_factory=lambda: ConsumerGroupDescribeResponse.Assignment())
-        target_assignment: ConsumerGroupDescribeResponse.Assignment = field(default_factory=lambda: ConsumerGroupDescribeResponse.Assignment())
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'unknown_tagged_fields',)
+        __match_args__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        member_id: str
+        instance_id: str | None
+        rack_id: str | None
+        member_epoch: int
+        client_id: str
+        client_host: str
+        subscribed_topic_names: list[str]
+        subscribed_topic_regex: str | None
+        assignment: ConsumerGroupDescribeResponse.Assignment
+        target_assignment: ConsumerGroupDescribeResponse.Assignment
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, member_id: str = '', instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _FRESH, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment = _FRESH, target_assignment: ConsumerGroupDescribeResponse.Assignment = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.member_id = member_id
+            self.instance_id = instance_id
+            self.rack_id = rack_id
+            self.member_epoch = member_epoch
+            self.client_id = client_id
+            self.client_host = client_host
+            self.subscribed_topic_names = [] if subscribed_topic_names is _FRESH else subscribed_topic_names
+            self.subscribed_topic_regex = subscribed_topic_regex
+            self.assignment = _C_ConsumerGroupDescribeResponse_Assignment() if assignment is _FRESH else assignment
+            self.target_assignment = _C_ConsumerGroupDescribeResponse_Assignment() if target_assignment is _FRESH else target_assignment
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.member_id, self.instance_id, self.rack_id, self.member_epoch, self.client_id, self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex, self.assignment, self.target_assignment, self.unknown_tagged_fields,) == (o.member_id, o.instance_id, o.rack_id, o.member_epoch, o.client_id, o.client_host, o.subscribed_topic_names, o.subscribed_topic_regex, o.assignment, o.target_assignment, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, member_epoch={self.member_epoch!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, subscribed_topic_names={self.subscribed_topic_names!r}, subscribed_topic_regex={self.subscribed_topic_regex!r}, assignment={self.assignment!r}, target_assignment={self.target_assignment!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class Assignment:
         """ConsumerGroupDescribeResponse.Assignment (versions 0)."""
 
-        topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_partitions = [] if topic_partitions is _FRESH else topic_partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_partitions, self.unknown_tagged_fields,) == (o.topic_partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class TopicPartitions:
         """ConsumerGroupDescribeResponse.TopicPartitions (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        topic_name: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'topic_name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'topic_name', 'partitions', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_id: uuid.UUID
+        topic_name: str
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, topic_name: str = '', partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is _FRESH else groups
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.groups, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.groups, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

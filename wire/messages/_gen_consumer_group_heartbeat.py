@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,6 +27,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16s')
 _S1 = Struct('>i')
 _S2 = Struct('>ih')
@@ -35,33 +35,72 @@ _S3 = Struct('>ii')
 _S4 = Struct('>b')
 
 
-@dataclass(slots=True)
 class ConsumerGroupHeartbeatRequest:
     """ConsumerGroupHeartbeatRequest (api key 68), versions 0-0, flexible 0+."""
+
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'subscribed_topic_names', 'server_assignor', 'topic_partitions', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'member_id', 'member_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'subscribed_topic_names', 'server_assignor', 'topic_partitions', 'unknown_tagged_fields',)
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    server_assignor: str | None
+    topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 68
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicPartitions:
         """ConsumerGroupHeartbeatRequest.TopicPartitions (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    group_id: str = ''
-    member_id: str = ''
-    member_epoch: int = 0
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: list[str] | None = None
-    server_assignor: str | None = None
-    topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_id: uuid.UUID
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str = '', member_id: str = '', member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, subscribed_topic_names: list[str] | None = None, server_assignor: str | None = None, topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.subscribed_topic_names = subscribed_topic_names
+        self.server_assignor = server_assignor
+        self.topic_partitions = topic_partitions
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.member_id, self.member_epoch, self.instance_id, self.rack_id, self.rebalance_timeout_ms, self.subscribed_topic_names, self.server_assignor, self.topic_partitions, self.unknown_tagged_fields,) == (o.group_id, o.member_id, o.member_epoch, o.instance_id, o.rack_id, o.rebalance_timeout_ms, o.subscribed_topic_names, o.server_assignor, o.topic_partitions, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, subscribed_topic_names={self.subscribed_topic_names!r}, server_assignor={self.server_assignor!r}, topic_partitions={self.topic_partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -152,38 +191,90 @@ _DECODERS_ConsumerGroupHeartbeatRequest: dict[int, Callable[[memoryview, int], t
 _ENCODERS_ConsumerGroupHeartbeatRequest: dict[int, _rt.EncodeFn] = {0: _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_0}
 
 
-@dataclass(slots=True)
 class ConsumerGroupHeartbeatResponse:
     """ConsumerGroupHeartbeatResponse (api key 68), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: ConsumerGroupHeartbeatResponse.Assignment | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 68
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class Assignment:
         """ConsumerGroupHeartbeatResponse.Assignment (versions 0)."""
 
-        topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_partitions = [] if topic_partitions is _FRESH else topic_partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_partitions, self.unknown_tagged_fields,) == (o.topic_partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class TopicPartitions:
         """ConsumerGroupHeartbeatResponse.TopicPartitions (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: ConsumerGroupHeartbeatResponse.Assignment | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_id: uuid.UUID
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: ConsumerGroupHeartbeatResponse.Assignment | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.assignment = assignment
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.member_id, self.member_epoch, self.heartbeat_interval_ms, self.assignment, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.member_id, o.member_epoch, o.heartbeat_interval_ms, o.assignment, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, heartbeat_interval_ms={self.heartbeat_interval_ms!r}, assignment={self.assignment!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

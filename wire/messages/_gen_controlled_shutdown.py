@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,23 +23,40 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>iq')
 _S2 = Struct('>h')
 
 
-@dataclass(slots=True)
 class ControlledShutdownRequest:
     """ControlledShutdownRequest (api key 7), versions 0-3, flexible 3+."""
+
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields',)
+    __match_args__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields',)
+
+    broker_id: int
+    broker_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 7
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    broker_id: int = 0
-    broker_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.broker_epoch, self.unknown_tagged_fields,) == (o.broker_id, o.broker_epoch, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, broker_epoch={self.broker_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -109,26 +125,58 @@ _DECODERS_ControlledShutdownRequest: dict[int, Callable[[memoryview, int], tuple
 _ENCODERS_ControlledShutdownRequest: dict[int, _rt.EncodeFn] = {0: _e_ControlledShutdownRequest_ControlledShutdownRequest_0, 1: _e_ControlledShutdownRequest_ControlledShutdownRequest_0, 2: _e_ControlledShutdownRequest_ControlledShutdownRequest_1, 3: _e_ControlledShutdownRequest_ControlledShutdownRequest_2}
 
 
-@dataclass(slots=True)
 class ControlledShutdownResponse:
     """ControlledShutdownResponse (api key 7), versions 0-3, flexible 3+."""
+
+    __slots__ = ('error_code', 'remaining_partitions', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'remaining_partitions', 'unknown_tagged_fields',)
+
+    error_code: int
+    remaining_partitions: list[ControlledShutdownResponse.RemainingPartition]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 7
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    @dataclass(slots=True)
     class RemainingPartition:
         """ControlledShutdownResponse.RemainingPartition (versions 0-3)."""
 
-        topic_name: str = ''
-        partition_index: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partition_index', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partition_index', 'unknown_tagged_fields',)
 
-    error_code: int = 0
-    remaining_partitions: list[ControlledShutdownResponse.RemainingPartition] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_name: str
+        partition_index: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partition_index: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partition_index, self.unknown_tagged_fields,) == (o.topic_name, o.partition_index, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, error_code: int = 0, remaining_partitions: list[ControlledShutdownResponse.RemainingPartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.remaining_partitions = [] if remaining_partitions is _FRESH else remaining_partitions
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.remaining_partitions, self.unknown_tagged_fields,) == (o.error_code, o.remaining_partitions, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, remaining_partitions={self.remaining_partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,46 +23,101 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>Hh')
 _S1 = Struct('>hh')
 _S2 = Struct('>i16s?')
 _S3 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class ControllerRegistrationRequest:
     """ControllerRegistrationRequest (api key 70), versions 0-0, flexible 0+."""
+
+    __slots__ = ('controller_id', 'incarnation_id', 'zk_migration_ready', 'listeners', 'features', 'unknown_tagged_fields',)
+    __match_args__ = ('controller_id', 'incarnation_id', 'zk_migration_ready', 'listeners', 'features', 'unknown_tagged_fields',)
+
+    controller_id: int
+    incarnation_id: uuid.UUID
+    zk_migration_ready: bool
+    listeners: list[ControllerRegistrationRequest.Listener]
+    features: list[ControllerRegistrationRequest.Feature]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 70
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class Listener:
         """ControllerRegistrationRequest.Listener (versions 0)."""
 
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        security_protocol: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.security_protocol = security_protocol
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.host, self.port, self.security_protocol, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.security_protocol, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, host={self.host!r}, port={self.port!r}, security_protocol={self.security_protocol!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class Feature:
         """ControllerRegistrationRequest.Feature (versions 0)."""
 
-        name: str = ''
-        min_supported_version: int = 0
-        max_supported_version: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
 
-    controller_id: int = 0
-    incarnation_id: uuid.UUID = _ZERO_UUID
-    zk_migration_ready: bool = False
-    listeners: list[ControllerRegistrationRequest.Listener] = field(default_factory=list)
-    features: list[ControllerRegistrationRequest.Feature] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.min_supported_version = min_supported_version
+            self.max_supported_version = max_supported_version
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,) == (o.name, o.min_supported_version, o.max_supported_version, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, min_supported_version={self.min_supported_version!r}, max_supported_version={self.max_supported_version!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, controller_id: int = 0, incarnation_id: uuid.UUID = _ZERO_UUID, zk_migration_ready: bool = False, listeners: list[ControllerRegistrationRequest.Listener] = _FRESH, features: list[ControllerRegistrationRequest.Feature] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.controller_id = controller_id
+        self.incarnation_id = incarnation_id
+        self.zk_migration_ready = zk_migration_ready
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.features = [] if features is _FRESH else features
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.controller_id, self.incarnation_id, self.zk_migration_ready, self.listeners, self.features, self.unknown_tagged_fields,) == (o.controller_id, o.incarnation_id, o.zk_migration_ready, o.listeners, o.features, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, incarnation_id={self.incarnation_id!r}, zk_migration_ready={self.zk_migration_ready!r}, listeners={self.listeners!r}, features={self.features!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -160,19 +214,36 @@ _DECODERS_ControllerRegistrationRequest: dict[int, Callable[[memoryview, int], t
 _ENCODERS_ControllerRegistrationRequest: dict[int, _rt.EncodeFn] = {0: _e_ControllerRegistrationRequest_ControllerRegistrationRequest_0}
 
 
-@dataclass(slots=True)
 class ControllerRegistrationResponse:
     """ControllerRegistrationResponse (api key 70), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 70
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,36 +27,73 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>b')
 _S1 = Struct('>bb')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
 class CreateAclsRequest:
     """CreateAclsRequest (api key 30), versions 0-3, flexible 2+."""
+
+    __slots__ = ('creations', 'unknown_tagged_fields',)
+    __match_args__ = ('creations', 'unknown_tagged_fields',)
+
+    creations: list[CreateAclsRequest.AclCreation]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 30
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class AclCreation:
         """CreateAclsRequest.AclCreation (versions 0-3)."""
 
-        resource_type: int = 0
-        resource_name: str = ''
-        resource_pattern_type: int = 3
-        principal: str = ''
-        host: str = ''
-        operation: int = 0
-        permission_type: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
+        __match_args__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
 
-    creations: list[CreateAclsRequest.AclCreation] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        resource_type: int
+        resource_name: str
+        resource_pattern_type: int
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, resource_type: int = 0, resource_name: str = '', resource_pattern_type: int = 3, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.resource_pattern_type = resource_pattern_type
+            self.principal = principal
+            self.host = host
+            self.operation = operation
+            self.permission_type = permission_type
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.resource_type, self.resource_name, self.resource_pattern_type, self.principal, self.host, self.operation, self.permission_type, self.unknown_tagged_fields,) == (o.resource_type, o.resource_name, o.resource_pattern_type, o.principal, o.host, o.operation, o.permission_type, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, resource_pattern_type={self.resource_pattern_type!r}, principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, creations: list[CreateAclsRequest.AclCreation] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.creations = [] if creations is _FRESH else creations
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.creations, self.unknown_tagged_fields,) == (o.creations, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(creations={self.creations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -210,26 +246,58 @@ _DECODERS_CreateAclsRequest: dict[int, Callable[[memoryview, int], tuple[CreateA
 _ENCODERS_CreateAclsRequest: dict[int, _rt.EncodeFn] = {0: _e_CreateAclsRequest_CreateAclsRequest_0, 1: _e_CreateAclsRequest_CreateAclsRequest_1, 2: _e_CreateAclsRequest_CreateAclsRequest_2, 3: _e_CreateAclsRequest_CreateAclsRequest_2}
 
 
-@dataclass(slots=True)
 class CreateAclsResponse:
     """CreateAclsResponse (api key 30), versions 0-3, flexible 2+."""
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    results: list[CreateAclsResponse.AclCreationResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 30
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class AclCreationResult:
         """CreateAclsResponse.AclCreationResult (versions 0-3)."""
 
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'error_message', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    results: list[CreateAclsResponse.AclCreationResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        error_code: int
+        error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[CreateAclsResponse.AclCreationResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

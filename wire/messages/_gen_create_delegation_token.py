@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -30,34 +29,69 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>q')
 _S1 = Struct('>h')
 _S2 = Struct('>qqq')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
 class CreateDelegationTokenRequest:
     """CreateDelegationTokenRequest (api key 38), versions 0-3, flexible 2+."""
+
+    __slots__ = ('owner_principal_type', 'owner_principal_name', 'renewers', 'max_lifetime_ms', 'unknown_tagged_fields',)
+    __match_args__ = ('owner_principal_type', 'owner_principal_name', 'renewers', 'max_lifetime_ms', 'unknown_tagged_fields',)
+
+    owner_principal_type: str | None
+    owner_principal_name: str | None
+    renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
+    max_lifetime_ms: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 38
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class CreatableRenewers:
         """CreateDelegationTokenRequest.CreatableRenewers (versions 0-3)."""
 
-        principal_type: str = ''
-        principal_name: str = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('principal_type', 'principal_name', 'unknown_tagged_fields',)
+        __match_args__ = ('principal_type', 'principal_name', 'unknown_tagged_fields',)
 
-    owner_principal_type: str | None = ''
-    owner_principal_name: str | None = ''
-    renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = field(default_factory=list)
-    max_lifetime_ms: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        principal_type: str
+        principal_name: str
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, principal_type: str = '', principal_name: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.principal_type = principal_type
+            self.principal_name = principal_name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.principal_type, self.principal_name, self.unknown_tagged_fields,) == (o.principal_type, o.principal_name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(principal_type={self.principal_type!r}, principal_name={self.principal_name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, owner_principal_type: str | None = '', owner_principal_name: str | None = '', renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = _FRESH, max_lifetime_ms: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.owner_principal_type = owner_principal_type
+        self.owner_principal_name = owner_principal_name
+        self.renewers = [] if renewers is _FRESH else renewers
+        self.max_lifetime_ms = max_lifetime_ms
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.owner_principal_type, self.owner_principal_name, self.renewers, self.max_lifetime_ms, self.unknown_tagged_fields,) == (o.owner_principal_type, o.owner_principal_name, o.renewers, o.max_lifetime_ms, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(owner_principal_type={self.owner_principal_type!r}, owner_principal_name={self.owner_principal_name!r}, renewers={self.renewers!r}, max_lifetime_ms={self.max_lifetime_ms!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -182,27 +216,52 @@ _DECODERS_CreateDelegationTokenRequest: dict[int, Callable[[memoryview, int], tu
 _ENCODERS_CreateDelegationTokenRequest: dict[int, _rt.EncodeFn] = {0: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_0, 1: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_0, 2: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_1, 3: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_2}
 
 
-@dataclass(slots=True)
 class CreateDelegationTokenResponse:
     """CreateDelegationTokenResponse (api key 38), versions 0-3, flexible 2+."""
+
+    __slots__ = ('error_code', 'principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp_ms', 'expiry_timestamp_ms', 'max_timestamp_ms', 'token_id', 'hmac', 'throttle_time_ms', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp_ms', 'expiry_timestamp_ms', 'max_timestamp_ms', 'token_id', 'hmac', 'throttle_time_ms', 'unknown_tagged_fields',)
+
+    error_code: int
+    principal_type: str
+    principal_name: str
+    token_requester_principal_type: str
+    token_requester_principal_name: str
+    issue_timestamp_ms: int
+    expiry_timestamp_ms: int
+    max_timestamp_ms: int
+    token_id: str
+    hmac: _Bytes
+    throttle_time_ms: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 38
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    error_code: int = 0
-    principal_type: str = ''
-    principal_name: str = ''
-    token_requester_principal_type: str = ''
-    token_requester_principal_name: str = ''
-    issue_timestamp_ms: int = 0
-    expiry_timestamp_ms: int = 0
-    max_timestamp_ms: int = 0
-    token_id: str = ''
-    hmac: _Bytes = b''
-    throttle_time_ms: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, error_code: int = 0, principal_type: str = '', principal_name: str = '', token_requester_principal_type: str = '', token_requester_principal_name: str = '', issue_timestamp_ms: int = 0, expiry_timestamp_ms: int = 0, max_timestamp_ms: int = 0, token_id: str = '', hmac: _Bytes = b'', throttle_time_ms: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.token_requester_principal_type = token_requester_principal_type
+        self.token_requester_principal_name = token_requester_principal_name
+        self.issue_timestamp_ms = issue_timestamp_ms
+        self.expiry_timestamp_ms = expiry_timestamp_ms
+        self.max_timestamp_ms = max_timestamp_ms
+        self.token_id = token_id
+        self.hmac = hmac
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.principal_type, self.principal_name, self.token_requester_principal_type, self.token_requester_principal_name, self.issue_timestamp_ms, self.expiry_timestamp_ms, self.max_timestamp_ms, self.token_id, self.hmac, self.throttle_time_ms, self.unknown_tagged_fields,) == (o.error_code, o.principal_type, o.principal_name, o.token_requester_principal_type, o.token_requester_principal_name, o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, o.token_id, o.hmac, o.throttle_time_ms, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, principal_type={self.principal_type!r}, principal_name={self.principal_name!r}, token_requester_principal_type={self.token_requester_principal_type!r}, token_requester_principal_name={self.token_requester_principal_name!r}, issue_timestamp_ms={self.issue_timestamp_ms!r}, expiry_timestamp_ms={self.expiry_timestamp_ms!r}, max_timestamp_ms={self.max_timestamp_ms!r}, token_id={self.token_id!r}, hmac={self.hmac!r}, throttle_time_ms={self.throttle_time_ms!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -31,40 +30,90 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>i?')
 _S2 = Struct('>h')
 
 
-@dataclass(slots=True)
 class CreatePartitionsRequest:
     """CreatePartitionsRequest (api key 37), versions 0-3, flexible 2+."""
+
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields',)
+    __match_args__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields',)
+
+    topics: list[CreatePartitionsRequest.CreatePartitionsTopic]
+    timeout_ms: int
+    validate_only: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 37
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class CreatePartitionsTopic:
         """CreatePartitionsRequest.CreatePartitionsTopic (versions 0-3)."""
 
-        name: str = ''
-        count: int = 0
-        assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'count', 'assignments', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'count', 'assignments', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        count: int
+        assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', count: int = 0, assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.count = count
+            self.assignments = [] if assignments is _FRESH else assignments
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.count, self.assignments, self.unknown_tagged_fields,) == (o.name, o.count, o.assignments, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, count={self.count!r}, assignments={self.assignments!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class CreatePartitionsAssignment:
         """CreatePartitionsRequest.CreatePartitionsAssignment (versions 0-3)."""
 
-        broker_ids: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('broker_ids', 'unknown_tagged_fields',)
+        __match_args__ = ('broker_ids', 'unknown_tagged_fields',)
 
-    topics: list[CreatePartitionsRequest.CreatePartitionsTopic] = field(default_factory=list)
-    timeout_ms: int = 0
-    validate_only: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        broker_ids: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, broker_ids: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.broker_ids = [] if broker_ids is _FRESH else broker_ids
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.broker_ids, self.unknown_tagged_fields,) == (o.broker_ids, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(broker_ids={self.broker_ids!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, topics: list[CreatePartitionsRequest.CreatePartitionsTopic] = _FRESH, timeout_ms: int = 0, validate_only: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.timeout_ms, self.validate_only, self.unknown_tagged_fields,) == (o.topics, o.timeout_ms, o.validate_only, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r}, validate_only={self.validate_only!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -199,27 +248,60 @@ _DECODERS_CreatePartitionsRequest: dict[int, Callable[[memoryview, int], tuple[C
 _ENCODERS_CreatePartitionsRequest: dict[int, _rt.EncodeFn] = {0: _e_CreatePartitionsRequest_CreatePartitionsRequest_0, 1: _e_CreatePartitionsRequest_CreatePartitionsRequest_0, 2: _e_CreatePartitionsRequest_CreatePartitionsRequest_1, 3: _e_CreatePartitionsRequest_CreatePartitionsRequest_1}
 
 
-@dataclass(slots=True)
 class CreatePartitionsResponse:
     """CreatePartitionsResponse (api key 37), versions 0-3, flexible 2+."""
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 37
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class CreatePartitionsTopicResult:
         """CreatePartitionsResponse.CreatePartitionsTopicResult (versions 0-3)."""
 
-        name: str = ''
-        error_code: int = 0
-        error_message: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'error_code', 'error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'error_code', 'error_message', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        error_code: int
+        error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.name, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -33,6 +32,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>ih')
 _S1 = Struct('>i')
 _S2 = Struct('>i?')
@@ -41,46 +41,114 @@ _S4 = Struct('>16sh')
 _S5 = Struct('>?b?')
 
 
-@dataclass(slots=True)
 class CreateTopicsRequest:
     """CreateTopicsRequest (api key 19), versions 0-7, flexible 5+."""
+
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields',)
+    __match_args__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields',)
+
+    topics: list[CreateTopicsRequest.CreatableTopic]
+    timeout_ms: int
+    validate_only: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 19
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_MIN: ClassVar[int | None] = 5
 
-    @dataclass(slots=True)
     class CreatableTopic:
         """CreateTopicsRequest.CreatableTopic (versions 0-7)."""
 
-        name: str = ''
-        num_partitions: int = 0
-        replication_factor: int = 0
-        assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] = field(default_factory=list)
-        configs: list[CreateTopicsRequest.CreatableTopicConfig] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        num_partitions: int
+        replication_factor: int
+        assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
+        configs: list[CreateTopicsRequest.CreatableTopicConfig]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', num_partitions: int = 0, replication_factor: int = 0, assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] = _FRESH, configs: list[CreateTopicsRequest.CreatableTopicConfig] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.num_partitions = num_partitions
+            self.replication_factor = replication_factor
+            self.assignments = [] if assignments is _FRESH else assignments
+            self.configs = [] if configs is _FRESH else configs
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.num_partitions, self.replication_factor, self.assignments, self.configs, self.unknown_tagged_fields,) == (o.name, o.num_partitions, o.replication_factor, o.assignments, o.configs, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, num_partitions={self.num_partitions!r}, replication_factor={self.replication_factor!r}, assignments={self.assignments!r}, configs={self.configs!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class CreatableReplicaAssignment:
         """CreateTopicsRequest.CreatableReplicaAssignment (versions 0-7)."""
 
-        partition_index: int = 0
-        broker_ids: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'broker_ids', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'broker_ids', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        broker_ids: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, broker_ids: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.broker_ids = [] if broker_ids is _FRESH else broker_ids
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.broker_ids, self.unknown_tagged_fields,) == (o.partition_index, o.broker_ids, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, broker_ids={self.broker_ids!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class CreatableTopicConfig:
         """CreateTopicsRequest.CreatableTopicConfig (versions 0-7)."""
 
-        name: str = ''
-        value: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'value', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'value', 'unknown_tagged_fields',)
 
-    topics: list[CreateTopicsRequest.CreatableTopic] = field(default_factory=list)
-    timeout_ms: int = 60000
-    validate_only: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        value: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', value: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.value = value
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.value, self.unknown_tagged_fields,) == (o.name, o.value, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, topics: list[CreateTopicsRequest.CreatableTopic] = _FRESH, timeout_ms: int = 60000, validate_only: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.timeout_ms, self.validate_only, self.unknown_tagged_fields,) == (o.topics, o.timeout_ms, o.validate_only, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r}, validate_only={self.validate_only!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -278,43 +346,100 @@ _DECODERS_CreateTopicsRequest: dict[int, Callable[[memoryview, int], tuple[Creat
 _ENCODERS_CreateTopicsRequest: dict[int, _rt.EncodeFn] = {0: _e_CreateTopicsRequest_CreateTopicsRequest_0, 1: _e_CreateTopicsRequest_CreateTopicsRequest_1, 2: _e_CreateTopicsRequest_CreateTopicsRequest_1, 3: _e_CreateTopicsRequest_CreateTopicsRequest_1, 4: _e_CreateTopicsRequest_CreateTopicsRequest_1, 5: _e_CreateTopicsRequest_CreateTopicsRequest_2, 6: _e_CreateTopicsRequest_CreateTopicsRequest_2, 7: _e_CreateTopicsRequest_CreateTopicsRequest_2}
 
 
-@dataclass(slots=True)
 class CreateTopicsResponse:
     """CreateTopicsResponse (api key 19), versions 0-7, flexible 5+."""
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    topics: list[CreateTopicsResponse.CreatableTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 19
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_MIN: ClassVar[int | None] = 5
 
-    @dataclass(slots=True)
     class CreatableTopicResult:
         """CreateTopicsResponse.CreatableTopicResult (versions 0-7)."""
 
-        name: str = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        error_code: int = 0
-        error_message: str | None = ''
-        topic_config_error_code: int = 0
-        num_partitions: int = -1
-        replication_factor: int = -1
-        configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        topic_id: uuid.UUID
+        error_code: int
+        error_message: str | None
+        topic_config_error_code: int
+        num_partitions: int
+        replication_factor: int
+        configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', topic_id: uuid.UUID = _ZERO_UUID, error_code: int = 0, error_message: str | None = '', topic_config_error_code: int = 0, num_partitions: int = -1, replication_factor: int = -1, configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.error_code = error_code
+            self.error_message = error_message
+            self.topic_config_error_code = topic_config_error_code
+            self.num_partitions = num_partitions
+            self.replication_factor = replication_factor
+            self.configs = [] if configs is _FRESH else configs
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.topic_id, self.error_code, self.error_message, self.topic_config_error_code, self.num_partitions, self.replication_factor, self.configs, self.unknown_tagged_fields,) == (o.name, o.topic_id, o.error_code, o.error_message, o.topic_config_error_code, o.num_partitions, o.replication_factor, o.configs, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, topic_config_error_code={self.topic_config_error_code!r}, num_partitions={self.num_partitions!r}, replication_factor={self.replication_factor!r}, configs={self.configs!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class CreatableTopicConfigs:
         """CreateTopicsResponse.CreatableTopicConfigs (versions 5-7)."""
 
-        name: str = ''
-        value: str | None = ''
-        read_only: bool = False
-        config_source: int = -1
-        is_sensitive: bool = False
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    topics: list[CreateTopicsResponse.CreatableTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        value: str | None
+        read_only: bool
+        config_source: int
+        is_sensitive: bool
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', value: str | None = '', read_only: bool = False, config_source: int = -1, is_sensitive: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.value = value
+            self.read_only = read_only
+            self.config_source = config_source
+            self.is_sensitive = is_sensitive
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.value, self.read_only, self.config_source, self.is_sensitive, self.unknown_tagged_fields,) == (o.name, o.value, o.read_only, o.config_source, o.is_sensitive, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, read_only={self.read_only!r}, config_source={self.config_source!r}, is_sensitive={self.is_sensitive!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[CreateTopicsResponse.CreatableTopicResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,36 +27,73 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>b')
 _S1 = Struct('>bb')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
 class DeleteAclsRequest:
     """DeleteAclsRequest (api key 31), versions 0-3, flexible 2+."""
+
+    __slots__ = ('filters', 'unknown_tagged_fields',)
+    __match_args__ = ('filters', 'unknown_tagged_fields',)
+
+    filters: list[DeleteAclsRequest.DeleteAclsFilter]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 31
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class DeleteAclsFilter:
         """DeleteAclsRequest.DeleteAclsFilter (versions 0-3)."""
 
-        resource_type_filter: int = 0
-        resource_name_filter: str | None = ''
-        pattern_type_filter: int = 3
-        principal_filter: str | None = ''
-        host_filter: str | None = ''
-        operation: int = 0
-        permission_type: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tagged_fields',)
+        __match_args__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tagged_fields',)
 
-    filters: list[DeleteAclsRequest.DeleteAclsFilter] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        resource_type_filter: int
+        resource_name_filter: str | None
+        pattern_type_filter: int
+        principal_filter: str | None
+        host_filter: str | None
+        operation: int
+        permission_type: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.resource_type_filter = resource_type_filter
+            self.resource_name_filter = resource_name_filter
+            self.pattern_type_filter = pattern_type_filter
+            self.principal_filter = principal_filter
+            self.host_filter = host_filter
+            self.operation = operation
+            self.permission_type = permission_type
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.resource_type_filter, self.resource_name_filter, self.pattern_type_filter, self.principal_filter, self.host_filter, self.operation, self.permission_type, self.unknown_tagged_fields,) == (o.resource_type_filter, o.resource_name_filter, o.pattern_type_filter, o.principal_filter, o.host_filter, o.operation, o.permission_type, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type_filter={self.resource_type_filter!r}, resource_name_filter={self.resource_name_filter!r}, pattern_type_filter={self.pattern_type_filter!r}, principal_filter={self.principal_filter!r}, host_filter={self.host_filter!r}, operation={self.operation!r}, permission_type={self.permission_type!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, filters: list[DeleteAclsRequest.DeleteAclsFilter] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.filters = [] if filters is _FRESH else filters
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.filters, self.unknown_tagged_fields,) == (o.filters, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(filters={self.filters!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -210,42 +246,98 @@ _DECODERS_DeleteAclsRequest: dict[int, Callable[[memoryview, int], tuple[DeleteA
 _ENCODERS_DeleteAclsRequest: dict[int, _rt.EncodeFn] = {0: _e_DeleteAclsRequest_DeleteAclsRequest_0, 1: _e_DeleteAclsRequest_DeleteAclsRequest_1, 2: _e_DeleteAclsRequest_DeleteAclsRequest_2, 3: _e_DeleteAclsRequest_DeleteAclsRequest_2}
 
 
-@dataclass(slots=True)
 class DeleteAclsResponse:
     """DeleteAclsResponse (api key 31), versions 0-3, flexible 2+."""
+
+    __slots__ = ('throttle_time_ms', 'filter_results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'filter_results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 31
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class DeleteAclsFilterResult:
         """DeleteAclsResponse.DeleteAclsFilterResult (versions 0-3)."""
 
-        error_code: int = 0
-        error_message: str | None = ''
-        matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'error_message', 'matching_acls', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'error_message', 'matching_acls', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        error_message: str | None
+        matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = '', matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.matching_acls = [] if matching_acls is _FRESH else matching_acls
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.error_message, self.matching_acls, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.matching_acls, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, matching_acls={self.matching_acls!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class DeleteAclsMatchingAcl:
         """DeleteAclsResponse.DeleteAclsMatchingAcl (versions 0-3)."""
 
-        error_code: int = 0
-        error_message: str | None = ''
-        resource_type: int = 0
-        resource_name: str = ''
-        pattern_type: int = 3
-        principal: str = ''
-        host: str = ''
-        operation: int = 0
-        permission_type: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        pattern_type: int
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', pattern_type: int = 3, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.pattern_type = pattern_type
+            self.principal = principal
+            self.host = host
+            self.operation = operation
+            self.permission_type = permission_type
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host, self.operation, self.permission_type, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.resource_type, o.resource_name, o.pattern_type, o.principal, o.host, o.operation, o.permission_type, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, pattern_type={self.pattern_type!r}, principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.filter_results = [] if filter_results is _FRESH else filter_results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.filter_results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.filter_results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, filter_results={self.filter_results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -25,21 +24,37 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h')
 _S1 = Struct('>i')
 
 
-@dataclass(slots=True)
 class DeleteGroupsRequest:
     """DeleteGroupsRequest (api key 42), versions 0-2, flexible 2+."""
+
+    __slots__ = ('groups_names', 'unknown_tagged_fields',)
+    __match_args__ = ('groups_names', 'unknown_tagged_fields',)
+
+    groups_names: list[str]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 42
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    groups_names: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, groups_names: list[str] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.groups_names = [] if groups_names is _FRESH else groups_names
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.groups_names, self.unknown_tagged_fields,) == (o.groups_names, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(groups_names={self.groups_names!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -96,26 +111,58 @@ _DECODERS_DeleteGroupsRequest: dict[int, Callable[[memoryview, int], tuple[Delet
 _ENCODERS_DeleteGroupsRequest: dict[int, _rt.EncodeFn] = {0: _e_DeleteGroupsRequest_DeleteGroupsRequest_0, 1: _e_DeleteGroupsRequest_DeleteGroupsRequest_0, 2: _e_DeleteGroupsRequest_DeleteGroupsRequest_1}
 
 
-@dataclass(slots=True)
 class DeleteGroupsResponse:
     """DeleteGroupsResponse (api key 42), versions 0-2, flexible 2+."""
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    results: list[DeleteGroupsResponse.DeletableGroupResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 42
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class DeletableGroupResult:
         """DeleteGroupsResponse.DeletableGroupResult (versions 0-2)."""
 
-        group_id: str = ''
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('group_id', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('group_id', 'error_code', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    results: list[DeleteGroupsResponse.DeletableGroupResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        group_id: str
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, group_id: str = '', error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.group_id = group_id
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.group_id, self.error_code, self.unknown_tagged_fields,) == (o.group_id, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[DeleteGroupsResponse.DeletableGroupResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,38 +23,86 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16s')
 _S1 = Struct('>i')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class DeleteShareGroupStateRequest:
     """DeleteShareGroupStateRequest (api key 86), versions 0-0, flexible 0+."""
+
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'topics', 'unknown_tagged_fields',)
+
+    group_id: str
+    topics: list[DeleteShareGroupStateRequest.DeleteStateData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 86
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class DeleteStateData:
         """DeleteShareGroupStateRequest.DeleteStateData (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[DeleteShareGroupStateRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_id: uuid.UUID
+        partitions: list[DeleteShareGroupStateRequest.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[DeleteShareGroupStateRequest.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """DeleteShareGroupStateRequest.PartitionData (versions 0)."""
 
-        partition: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition', 'unknown_tagged_fields',)
+        __match_args__ = ('partition', 'unknown_tagged_fields',)
 
-    group_id: str = ''
-    topics: list[DeleteShareGroupStateRequest.DeleteStateData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition = partition
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition, self.unknown_tagged_fields,) == (o.partition, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition={self.partition!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str = '', topics: list[DeleteShareGroupStateRequest.DeleteStateData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.topics, self.unknown_tagged_fields,) == (o.group_id, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -143,34 +190,82 @@ _DECODERS_DeleteShareGroupStateRequest: dict[int, Callable[[memoryview, int], tu
 _ENCODERS_DeleteShareGroupStateRequest: dict[int, _rt.EncodeFn] = {0: _e_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_0}
 
 
-@dataclass(slots=True)
 class DeleteShareGroupStateResponse:
     """DeleteShareGroupStateResponse (api key 86), versions 0-0, flexible 0+."""
+
+    __slots__ = ('results', 'unknown_tagged_fields',)
+    __match_args__ = ('results', 'unknown_tagged_fields',)
+
+    results: list[DeleteShareGroupStateResponse.DeleteStateResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 86
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class DeleteStateResult:
         """DeleteShareGroupStateResponse.DeleteStateResult (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[DeleteShareGroupStateResponse.PartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_id: uuid.UUID
+        partitions: list[DeleteShareGroupStateResponse.PartitionResult]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[DeleteShareGroupStateResponse.PartitionResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionResult:
         """DeleteShareGroupStateResponse.PartitionResult (versions 0)."""
 
-        partition: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition', 'error_code', 'error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('partition', 'error_code', 'error_message', 'unknown_tagged_fields',)
 
-    results: list[DeleteShareGroupStateResponse.DeleteStateResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition: int
+        error_code: int
+        error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition: int = 0, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition = partition
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.partition, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition={self.partition!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, results: list[DeleteShareGroupStateResponse.DeleteStateResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.results, self.unknown_tagged_fields,) == (o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -27,33 +26,67 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16s')
 _S1 = Struct('>i')
 _S2 = Struct('>h')
 _S3 = Struct('>16sh')
 
 
-@dataclass(slots=True)
 class DeleteTopicsRequest:
     """DeleteTopicsRequest (api key 20), versions 0-6, flexible 4+."""
+
+    __slots__ = ('topics', 'topic_names', 'timeout_ms', 'unknown_tagged_fields',)
+    __match_args__ = ('topics', 'topic_names', 'timeout_ms', 'unknown_tagged_fields',)
+
+    topics: list[DeleteTopicsRequest.DeleteTopicState]
+    topic_names: list[str]
+    timeout_ms: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 20
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class DeleteTopicState:
         """DeleteTopicsRequest.DeleteTopicState (versions 6)."""
 
-        name: str | None = None
-        topic_id: uuid.UUID = _ZERO_UUID
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'topic_id', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'topic_id', 'unknown_tagged_fields',)
 
-    topics: list[DeleteTopicsRequest.DeleteTopicState] = field(default_factory=list)
-    topic_names: list[str] = field(default_factory=list)
-    timeout_ms: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str | None
+        topic_id: uuid.UUID
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str | None = None, topic_id: uuid.UUID = _ZERO_UUID, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.topic_id, self.unknown_tagged_fields,) == (o.name, o.topic_id, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, topics: list[DeleteTopicsRequest.DeleteTopicState] = _FRESH, topic_names: list[str] = _FRESH, timeout_ms: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.topic_names = [] if topic_names is _FRESH else topic_names
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.topic_names, self.timeout_ms, self.unknown_tagged_fields,) == (o.topics, o.topic_names, o.timeout_ms, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, topic_names={self.topic_names!r}, timeout_ms={self.timeout_ms!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -158,28 +191,62 @@ _DECODERS_DeleteTopicsRequest: dict[int, Callable[[memoryview, int], tuple[Delet
 _ENCODERS_DeleteTopicsRequest: dict[int, _rt.EncodeFn] = {0: _e_DeleteTopicsRequest_DeleteTopicsRequest_0, 1: _e_DeleteTopicsRequest_DeleteTopicsRequest_0, 2: _e_DeleteTopicsRequest_DeleteTopicsRequest_0, 3: _e_DeleteTopicsRequest_DeleteTopicsRequest_0, 4: _e_DeleteTopicsRequest_DeleteTopicsRequest_1, 5: _e_DeleteTopicsRequest_DeleteTopicsRequest_1, 6: _e_DeleteTopicsRequest_DeleteTopicsRequest_2}
 
 
-@dataclass(slots=True)
 class DeleteTopicsResponse:
     """DeleteTopicsResponse (api key 20), versions 0-6, flexible 4+."""
+
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    responses: list[DeleteTopicsResponse.DeletableTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 20
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class DeletableTopicResult:
         """DeleteTopicsResponse.DeletableTopicResult (versions 0-6)."""
 
-        name: str | None = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        error_code: int = 0
-        error_message: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'topic_id', 'error_code', 'error_message', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    responses: list[DeleteTopicsResponse.DeletableTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str | None
+        topic_id: uuid.UUID
+        error_code: int
+        error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str | None = '', topic_id: uuid.UUID = _ZERO_UUID, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.topic_id, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.name, o.topic_id, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[DeleteTopicsResponse.DeletableTopicResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is _FRESH else responses
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.responses, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.responses, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,28 +27,50 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>b')
 _S1 = Struct('>bb')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class DescribeAclsRequest:
     """DescribeAclsRequest (api key 29), versions 0-3, flexible 2+."""
+
+    __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tagged_fields',)
+    __match_args__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tagged_fields',)
+
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 29
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    resource_type_filter: int = 0
-    resource_name_filter: str | None = ''
-    pattern_type_filter: int = 3
-    principal_filter: str | None = ''
-    host_filter: str | None = ''
-    operation: int = 0
-    permission_type: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.resource_type_filter, self.resource_name_filter, self.pattern_type_filter, self.principal_filter, self.host_filter, self.operation, self.permission_type, self.unknown_tagged_fields,) == (o.resource_type_filter, o.resource_name_filter, o.pattern_type_filter, o.principal_filter, o.host_filter, o.operation, o.permission_type, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_type_filter={self.resource_type_filter!r}, resource_name_filter={self.resource_name_filter!r}, pattern_type_filter={self.pattern_type_filter!r}, principal_filter={self.principal_filter!r}, host_filter={self.host_filter!r}, operation={self.operation!r}, permission_type={self.permission_type!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -160,40 +181,94 @@ _DECODERS_DescribeAclsRequest: dict[int, Callable[[memoryview, int], tuple[Descr
 _ENCODERS_DescribeAclsRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeAclsRequest_DescribeAclsRequest_0, 1: _e_DescribeAclsRequest_DescribeAclsRequest_1, 2: _e_DescribeAclsRequest_DescribeAclsRequest_2, 3: _e_DescribeAclsRequest_DescribeAclsRequest_2}
 
 
-@dataclass(slots=True)
 class DescribeAclsResponse:
     """DescribeAclsResponse (api key 29), versions 0-3, flexible 2+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    resources: list[DescribeAclsResponse.DescribeAclsResource]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 29
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class DescribeAclsResource:
         """DescribeAclsResponse.DescribeAclsResource (versions 0-3)."""
 
-        resource_type: int = 0
-        resource_name: str = ''
-        pattern_type: int = 3
-        acls: list[DescribeAclsResponse.AclDescription] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls', 'unknown_tagged_fields',)
+        __match_args__ = ('resource_type', 'resource_name', 'pattern_type', 'acls', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        resource_type: int
+        resource_name: str
+        pattern_type: int
+        acls: list[DescribeAclsResponse.AclDescription]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, resource_type: int = 0, resource_name: str = '', pattern_type: int = 3, acls: list[DescribeAclsResponse.AclDescription] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.pattern_type = pattern_type
+            self.acls = [] if acls is _FRESH else acls
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.resource_type, self.resource_name, self.pattern_type, self.acls, self.unknown_tagged_fields,) == (o.resource_type, o.resource_name, o.pattern_type, o.acls, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, pattern_type={self.pattern_type!r}, acls={self.acls!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AclDescription:
         """DescribeAclsResponse.AclDescription (versions 0-3)."""
 
-        principal: str = ''
-        host: str = ''
-        operation: int = 0
-        permission_type: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
+        __match_args__ = ('principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    resources: list[DescribeAclsResponse.DescribeAclsResource] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.principal = principal
+            self.host = host
+            self.operation = operation
+            self.permission_type = permission_type
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.principal, self.host, self.operation, self.permission_type, self.unknown_tagged_fields,) == (o.principal, o.host, o.operation, o.permission_type, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', resources: list[DescribeAclsResponse.DescribeAclsResource] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resources = [] if resources is _FRESH else resources
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.resources, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.resources, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, resources={self.resources!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -29,33 +28,67 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>b')
 _S1 = Struct('>?')
 _S2 = Struct('>d')
 _S3 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class DescribeClientQuotasRequest:
     """DescribeClientQuotasRequest (api key 48), versions 0-1, flexible 1+."""
+
+    __slots__ = ('components', 'strict', 'unknown_tagged_fields',)
+    __match_args__ = ('components', 'strict', 'unknown_tagged_fields',)
+
+    components: list[DescribeClientQuotasRequest.ComponentData]
+    strict: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 48
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class ComponentData:
         """DescribeClientQuotasRequest.ComponentData (versions 0-1)."""
 
-        entity_type: str = ''
-        match_type: int = 0
-        match: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('entity_type', 'match_type', 'match', 'unknown_tagged_fields',)
+        __match_args__ = ('entity_type', 'match_type', 'match', 'unknown_tagged_fields',)
 
-    components: list[DescribeClientQuotasRequest.ComponentData] = field(default_factory=list)
-    strict: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        entity_type: str
+        match_type: int
+        match: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, entity_type: str = '', match_type: int = 0, match: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.entity_type = entity_type
+            self.match_type = match_type
+            self.match = match
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.entity_type, self.match_type, self.match, self.unknown_tagged_fields,) == (o.entity_type, o.match_type, o.match, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, match_type={self.match_type!r}, match={self.match!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, components: list[DescribeClientQuotasRequest.ComponentData] = _FRESH, strict: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.components = [] if components is _FRESH else components
+        self.strict = strict
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.components, self.strict, self.unknown_tagged_fields,) == (o.components, o.strict, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(components={self.components!r}, strict={self.strict!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -160,44 +193,110 @@ _DECODERS_DescribeClientQuotasRequest: dict[int, Callable[[memoryview, int], tup
 _ENCODERS_DescribeClientQuotasRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_0, 1: _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_1}
 
 
-@dataclass(slots=True)
 class DescribeClientQuotasResponse:
     """DescribeClientQuotasResponse (api key 48), versions 0-1, flexible 1+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    entries: list[DescribeClientQuotasResponse.EntryData] | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 48
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class EntryData:
         """DescribeClientQuotasResponse.EntryData (versions 0-1)."""
 
-        entity: list[DescribeClientQuotasResponse.EntityData] = field(default_factory=list)
-        values: list[DescribeClientQuotasResponse.ValueData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('entity', 'values', 'unknown_tagged_fields',)
+        __match_args__ = ('entity', 'values', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        entity: list[DescribeClientQuotasResponse.EntityData]
+        values: list[DescribeClientQuotasResponse.ValueData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, entity: list[DescribeClientQuotasResponse.EntityData] = _FRESH, values: list[DescribeClientQuotasResponse.ValueData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.entity = [] if entity is _FRESH else entity
+            self.values = [] if values is _FRESH else values
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.entity, self.values, self.unknown_tagged_fields,) == (o.entity, o.values, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(entity={self.entity!r}, values={self.values!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class EntityData:
         """DescribeClientQuotasResponse.EntityData (versions 0-1)."""
 
-        entity_type: str = ''
-        entity_name: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
+        __match_args__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        entity_type: str
+        entity_name: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.entity_type = entity_type
+            self.entity_name = entity_name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.entity_type, self.entity_name, self.unknown_tagged_fields,) == (o.entity_type, o.entity_name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ValueData:
         """DescribeClientQuotasResponse.ValueData (versions 0-1)."""
 
-        key: str = ''
-        value: float = 0.0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('key', 'value', 'unknown_tagged_fields',)
+        __match_args__ = ('key', 'value', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    entries: list[DescribeClientQuotasResponse.EntryData] | None = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        key: str
+        value: float
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, key: str = '', value: float = 0.0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.key = key
+            self.value = value
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.key, self.value, self.unknown_tagged_fields,) == (o.key, o.value, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', entries: list[DescribeClientQuotasResponse.EntryData] | None = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.entries = [] if entries is _FRESH else entries
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.entries, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.entries, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, entries={self.entries!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

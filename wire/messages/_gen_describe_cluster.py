@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,6 +23,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>?')
 _S1 = Struct('>?b')
 _S2 = Struct('>i')
@@ -31,18 +31,34 @@ _S3 = Struct('>ih')
 _S4 = Struct('>b')
 
 
-@dataclass(slots=True)
 class DescribeClusterRequest:
     """DescribeClusterRequest (api key 60), versions 0-1, flexible 0+."""
+
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'unknown_tagged_fields',)
+    __match_args__ = ('include_cluster_authorized_operations', 'endpoint_type', 'unknown_tagged_fields',)
+
+    include_cluster_authorized_operations: bool
+    endpoint_type: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    include_cluster_authorized_operations: bool = False
-    endpoint_type: int = 1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.endpoint_type = endpoint_type
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.include_cluster_authorized_operations, self.endpoint_type, self.unknown_tagged_fields,) == (o.include_cluster_authorized_operations, o.endpoint_type, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, endpoint_type={self.endpoint_type!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -104,34 +120,74 @@ _DECODERS_DescribeClusterRequest: dict[int, Callable[[memoryview, int], tuple[De
 _ENCODERS_DescribeClusterRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeClusterRequest_DescribeClusterRequest_0, 1: _e_DescribeClusterRequest_DescribeClusterRequest_1}
 
 
-@dataclass(slots=True)
 class DescribeClusterResponse:
     """DescribeClusterResponse (api key 60), versions 0-1, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    endpoint_type: int
+    cluster_id: str
+    controller_id: int
+    brokers: list[DescribeClusterResponse.DescribeClusterBroker]
+    cluster_authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class DescribeClusterBroker:
         """DescribeClusterResponse.DescribeClusterBroker (versions 0-1)."""
 
-        broker_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('broker_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
+        __match_args__ = ('broker_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    endpoint_type: int = 1
-    cluster_id: str = ''
-    controller_id: int = -1
-    brokers: list[DescribeClusterResponse.DescribeClusterBroker] = field(default_factory=list)
-    cluster_authorized_operations: int = -2147483648
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        broker_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, broker_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.broker_id = broker_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.broker_id, self.host, self.port, self.rack, self.unknown_tagged_fields,) == (o.broker_id, o.host, o.port, o.rack, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, endpoint_type: int = 1, cluster_id: str = '', controller_id: int = -1, brokers: list[DescribeClusterResponse.DescribeClusterBroker] = _FRESH, cluster_authorized_operations: int = -2147483648, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.endpoint_type = endpoint_type
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = [] if brokers is _FRESH else brokers
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.endpoint_type, self.cluster_id, self.controller_id, self.brokers, self.cluster_authorized_operations, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.endpoint_type, o.cluster_id, o.controller_id, o.brokers, o.cluster_authorized_operations, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, endpoint_type={self.endpoint_type!r}, cluster_id={self.cluster_id!r}, controller_id={self.controller_id!r}, brokers={self.brokers!r}, cluster_authorized_operations={self.cluster_authorized_operations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -30,6 +29,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>b')
 _S1 = Struct('>?')
 _S2 = Struct('>??')
@@ -39,28 +39,62 @@ _S5 = Struct('>?b?')
 _S6 = Struct('>i')
 
 
-@dataclass(slots=True)
 class DescribeConfigsRequest:
     """DescribeConfigsRequest (api key 32), versions 0-4, flexible 4+."""
+
+    __slots__ = ('resources', 'include_synonyms', 'include_documentation', 'unknown_tagged_fields',)
+    __match_args__ = ('resources', 'include_synonyms', 'include_documentation', 'unknown_tagged_fields',)
+
+    resources: list[DescribeConfigsRequest.DescribeConfigsResource]
+    include_synonyms: bool
+    include_documentation: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 32
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class DescribeConfigsResource:
         """DescribeConfigsRequest.DescribeConfigsResource (versions 0-4)."""
 
-        resource_type: int = 0
-        resource_name: str = ''
-        configuration_keys: list[str] | None = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('resource_type', 'resource_name', 'configuration_keys', 'unknown_tagged_fields',)
+        __match_args__ = ('resource_type', 'resource_name', 'configuration_keys', 'unknown_tagged_fields',)
 
-    resources: list[DescribeConfigsRequest.DescribeConfigsResource] = field(default_factory=list)
-    include_synonyms: bool = False
-    include_documentation: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        resource_type: int
+        resource_name: str
+        configuration_keys: list[str] | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, resource_type: int = 0, resource_name: str = '', configuration_keys: list[str] | None = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configuration_keys = [] if configuration_keys is _FRESH else configuration_keys
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.resource_type, self.resource_name, self.configuration_keys, self.unknown_tagged_fields,) == (o.resource_type, o.resource_name, o.configuration_keys, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configuration_keys={self.configuration_keys!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, resources: list[DescribeConfigsRequest.DescribeConfigsResource] = _FRESH, include_synonyms: bool = False, include_documentation: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.resources = [] if resources is _FRESH else resources
+        self.include_synonyms = include_synonyms
+        self.include_documentation = include_documentation
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.resources, self.include_synonyms, self.include_documentation, self.unknown_tagged_fields,) == (o.resources, o.include_synonyms, o.include_documentation, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resources={self.resources!r}, include_synonyms={self.include_synonyms!r}, include_documentation={self.include_documentation!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -192,53 +226,128 @@ _DECODERS_DescribeConfigsRequest: dict[int, Callable[[memoryview, int], tuple[De
 _ENCODERS_DescribeConfigsRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeConfigsRequest_DescribeConfigsRequest_0, 1: _e_DescribeConfigsRequest_DescribeConfigsRequest_1, 2: _e_DescribeConfigsRequest_DescribeConfigsRequest_1, 3: _e_DescribeConfigsRequest_DescribeConfigsRequest_2, 4: _e_DescribeConfigsRequest_DescribeConfigsRequest_3}
 
 
-@dataclass(slots=True)
 class DescribeConfigsResponse:
     """DescribeConfigsResponse (api key 32), versions 0-4, flexible 4+."""
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    results: list[DescribeConfigsResponse.DescribeConfigsResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 32
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class DescribeConfigsResult:
         """DescribeConfigsResponse.DescribeConfigsResult (versions 0-4)."""
 
-        error_code: int = 0
-        error_message: str | None = ''
-        resource_type: int = 0
-        resource_name: str = ''
-        configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configs = [] if configs is _FRESH else configs
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.configs, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.resource_type, o.resource_name, o.configs, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class DescribeConfigsResourceResult:
         """DescribeConfigsResponse.DescribeConfigsResourceResult (versions 0-4)."""
 
-        name: str = ''
-        value: str | None = ''
-        read_only: bool = False
-        is_default: bool = False
-        config_source: int = -1
-        is_sensitive: bool = False
-        synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym] = field(default_factory=list)
-        config_type: int = 0
-        documentation: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'value', 'read_only', 'is_default', 'config_source', 'is_sensitive', 'synonyms', 'config_type', 'documentation', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'value', 'read_only', 'is_default', 'config_source', 'is_sensitive', 'synonyms', 'config_type', 'documentation', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        value: str | None
+        read_only: bool
+        is_default: bool
+        config_source: int
+        is_sensitive: bool
+        synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym]
+        config_type: int
+        documentation: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', value: str | None = '', read_only: bool = False, is_default: bool = False, config_source: int = -1, is_sensitive: bool = False, synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym] = _FRESH, config_type: int = 0, documentation: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.value = value
+            self.read_only = read_only
+            self.is_default = is_default
+            self.config_source = config_source
+            self.is_sensitive = is_sensitive
+            self.synonyms = [] if synonyms is _FRESH else synonyms
+            self.config_type = config_type
+            self.documentation = documentation
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.value, self.read_only, self.is_default, self.config_source, self.is_sensitive, self.synonyms, self.config_type, self.documentation, self.unknown_tagged_fields,) == (o.name, o.value, o.read_only, o.is_default, o.config_source, o.is_sensitive, o.synonyms, o.config_type, o.documentation, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, read_only={self.read_only!r}, is_default={self.is_default!r}, config_source={self.config_source!r}, is_sensitive={self.is_sensitive!r}, synonyms={self.synonyms!r}, config_type={self.config_type!r}, documentation={self.documentation!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class DescribeConfigsSynonym:
         """DescribeConfigsResponse.DescribeConfigsSynonym (versions 1-4)."""
 
-        name: str = ''
-        value: str | None = ''
-        source: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'value', 'source', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'value', 'source', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    results: list[DescribeConfigsResponse.DescribeConfigsResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        value: str | None
+        source: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', value: str | None = '', source: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.value = value
+            self.source = source
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.value, self.source, self.unknown_tagged_fields,) == (o.name, o.value, o.source, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, source={self.source!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[DescribeConfigsResponse.DescribeConfigsResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -29,30 +28,62 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>qqq')
 _S1 = Struct('>h')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True)
 class DescribeDelegationTokenRequest:
     """DescribeDelegationTokenRequest (api key 41), versions 0-3, flexible 2+."""
+
+    __slots__ = ('owners', 'unknown_tagged_fields',)
+    __match_args__ = ('owners', 'unknown_tagged_fields',)
+
+    owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 41
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class DescribeDelegationTokenOwner:
         """DescribeDelegationTokenRequest.DescribeDelegationTokenOwner (versions 0-3)."""
 
-        principal_type: str = ''
-        principal_name: str = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('principal_type', 'principal_name', 'unknown_tagged_fields',)
+        __match_args__ = ('principal_type', 'principal_name', 'unknown_tagged_fields',)
 
-    owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        principal_type: str
+        principal_name: str
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, principal_type: str = '', principal_name: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.principal_type = principal_type
+            self.principal_name = principal_name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.principal_type, self.principal_name, self.unknown_tagged_fields,) == (o.principal_type, o.principal_name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(principal_type={self.principal_type!r}, principal_name={self.principal_name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.owners = [] if owners is _FRESH else owners
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.owners, self.unknown_tagged_fields,) == (o.owners, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(owners={self.owners!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -145,43 +176,100 @@ _DECODERS_DescribeDelegationTokenRequest: dict[int, Callable[[memoryview, int], 
 _ENCODERS_DescribeDelegationTokenRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_0, 1: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_0, 2: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_1, 3: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_1}
 
 
-@dataclass(slots=True)
 class DescribeDelegationTokenResponse:
     """DescribeDelegationTokenResponse (api key 41), versions 0-3, flexible 2+."""
+
+    __slots__ = ('error_code', 'tokens', 'throttle_time_ms', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'tokens', 'throttle_time_ms', 'unknown_tagged_fields',)
+
+    error_code: int
+    tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
+    throttle_time_ms: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 41
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class DescribedDelegationToken:
         """DescribeDelegationTokenResponse.DescribedDelegationToken (versions 0-3)."""
 
-        principal_type: str = ''
-        principal_name: str = ''
-        token_requester_principal_type: str = ''
-        token_requester_principal_name: str = ''
-        issue_timestamp: int = 0
-        expiry_timestamp: int = 0
-        max_timestamp: int = 0
-        token_id: str = ''
-        hmac: _Bytes = b''
-        renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp', 'expiry_timestamp', 'max_timestamp', 'token_id', 'hmac', 'renewers', 'unknown_tagged_fields',)
+        __match_args__ = ('principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp', 'expiry_timestamp', 'max_timestamp', 'token_id', 'hmac', 'renewers', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        principal_type: str
+        principal_name: str
+        token_requester_principal_type: str
+        token_requester_principal_name: str
+        issue_timestamp: int
+        expiry_timestamp: int
+        max_timestamp: int
+        token_id: str
+        hmac: _Bytes
+        renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, principal_type: str = '', principal_name: str = '', token_requester_principal_type: str = '', token_requester_principal_name: str = '', issue_timestamp: int = 0, expiry_timestamp: int = 0, max_timestamp: int = 0, token_id: str = '', hmac: _Bytes = b'', renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.principal_type = principal_type
+            self.principal_name = principal_name
+            self.token_requester_principal_type = token_requester_principal_type
+            self.token_requester_principal_name = token_requester_principal_name
+            self.issue_timestamp = issue_timestamp
+            self.expiry_timestamp = expiry_timestamp
+            self.max_timestamp = max_timestamp
+            self.token_id = token_id
+            self.hmac = hmac
+            self.renewers = [] if renewers is _FRESH else renewers
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.principal_type, self.principal_name, self.token_requester_principal_type, self.token_requester_principal_name, self.issue_timestamp, self.expiry_timestamp, self.max_timestamp, self.token_id, self.hmac, self.renewers, self.unknown_tagged_fields,) == (o.principal_type, o.principal_name, o.token_requester_principal_type, o.token_requester_principal_name, o.issue_timestamp, o.expiry_timestamp, o.max_timestamp, o.token_id, o.hmac, o.renewers, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(principal_type={self.principal_type!r}, principal_name={self.principal_name!r}, token_requester_principal_type={self.token_requester_principal_type!r}, token_requester_principal_name={self.token_requester_principal_name!r}, issue_timestamp={self.issue_timestamp!r}, expiry_timestamp={self.expiry_timestamp!r}, max_timestamp={self.max_timestamp!r}, token_id={self.token_id!r}, hmac={self.hmac!r}, renewers={self.renewers!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class DescribedDelegationTokenRenewer:
         """DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer (versions 0-3)."""
 
-        principal_type: str = ''
-        principal_name: str = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('principal_type', 'principal_name', 'unknown_tagged_fields',)
+        __match_args__ = ('principal_type', 'principal_name', 'unknown_tagged_fields',)
 
-    error_code: int = 0
-    tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken] = field(default_factory=list)
-    throttle_time_ms: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        principal_type: str
+        principal_name: str
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, principal_type: str = '', principal_name: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.principal_type = principal_type
+            self.principal_name = principal_name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.principal_type, self.principal_name, self.unknown_tagged_fields,) == (o.principal_type, o.principal_name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(principal_type={self.principal_type!r}, principal_name={self.principal_name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, error_code: int = 0, tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken] = _FRESH, throttle_time_ms: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.tokens = [] if tokens is _FRESH else tokens
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.tokens, self.throttle_time_ms, self.unknown_tagged_fields,) == (o.error_code, o.tokens, o.throttle_time_ms, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, tokens={self.tokens!r}, throttle_time_ms={self.throttle_time_ms!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

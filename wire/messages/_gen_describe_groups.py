@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -33,23 +32,40 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>?')
 _S1 = Struct('>h')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True)
 class DescribeGroupsRequest:
     """DescribeGroupsRequest (api key 15), versions 0-5, flexible 5+."""
+
+    __slots__ = ('groups', 'include_authorized_operations', 'unknown_tagged_fields',)
+    __match_args__ = ('groups', 'include_authorized_operations', 'unknown_tagged_fields',)
+
+    groups: list[str]
+    include_authorized_operations: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 5
 
-    groups: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, groups: list[str] = _FRESH, include_authorized_operations: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.groups = [] if groups is _FRESH else groups
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.groups, self.include_authorized_operations, self.unknown_tagged_fields,) == (o.groups, o.include_authorized_operations, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(groups={self.groups!r}, include_authorized_operations={self.include_authorized_operations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -124,43 +140,100 @@ _DECODERS_DescribeGroupsRequest: dict[int, Callable[[memoryview, int], tuple[Des
 _ENCODERS_DescribeGroupsRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeGroupsRequest_DescribeGroupsRequest_0, 1: _e_DescribeGroupsRequest_DescribeGroupsRequest_0, 2: _e_DescribeGroupsRequest_DescribeGroupsRequest_0, 3: _e_DescribeGroupsRequest_DescribeGroupsRequest_1, 4: _e_DescribeGroupsRequest_DescribeGroupsRequest_1, 5: _e_DescribeGroupsRequest_DescribeGroupsRequest_2}
 
 
-@dataclass(slots=True)
 class DescribeGroupsResponse:
     """DescribeGroupsResponse (api key 15), versions 0-5, flexible 5+."""
+
+    __slots__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    groups: list[DescribeGroupsResponse.DescribedGroup]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 5
 
-    @dataclass(slots=True)
     class DescribedGroup:
         """DescribeGroupsResponse.DescribedGroup (versions 0-5)."""
 
-        error_code: int = 0
-        group_id: str = ''
-        group_state: str = ''
-        protocol_type: str = ''
-        protocol_data: str = ''
-        members: list[DescribeGroupsResponse.DescribedGroupMember] = field(default_factory=list)
-        authorized_operations: int = -2147483648
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        group_id: str
+        group_state: str
+        protocol_type: str
+        protocol_data: str
+        members: list[DescribeGroupsResponse.DescribedGroupMember]
+        authorized_operations: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[DescribeGroupsResponse.DescribedGroupMember] = _FRESH, authorized_operations: int = -2147483648, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.group_id = group_id
+            self.group_state = group_state
+            self.protocol_type = protocol_type
+            self.protocol_data = protocol_data
+            self.members = [] if members is _FRESH else members
+            self.authorized_operations = authorized_operations
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.group_id, self.group_state, self.protocol_type, self.protocol_data, self.members, self.authorized_operations, self.unknown_tagged_fields,) == (o.error_code, o.group_id, o.group_state, o.protocol_type, o.protocol_data, o.members, o.authorized_operations, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, protocol_type={self.protocol_type!r}, protocol_data={self.protocol_data!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class DescribedGroupMember:
         """DescribeGroupsResponse.DescribedGroupMember (versions 0-5)."""
 
-        member_id: str = ''
-        group_instance_id: str | None = None
-        client_id: str = ''
-        client_host: str = ''
-        member_metadata: _Bytes = b''
-        member_assignment: _Bytes = b''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment', 'unknown_tagged_fields',)
+        __match_args__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    groups: list[DescribeGroupsResponse.DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        member_id: str
+        group_instance_id: str | None
+        client_id: str
+        client_host: str
+        member_metadata: _Bytes
+        member_assignment: _Bytes
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, member_id: str = '', group_instance_id: str | None = None, client_id: str = '', client_host: str = '', member_metadata: _Bytes = b'', member_assignment: _Bytes = b'', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.client_id = client_id
+            self.client_host = client_host
+            self.member_metadata = member_metadata
+            self.member_assignment = member_assignment
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.member_id, self.group_instance_id, self.client_id, self.client_host, self.member_metadata, self.member_assignment, self.unknown_tagged_fields,) == (o.member_id, o.group_instance_id, o.client_id, o.client_host, o.member_metadata, o.member_assignment, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, member_metadata={self.member_metadata!r}, member_assignment={self.member_assignment!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[DescribeGroupsResponse.DescribedGroup] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is _FRESH else groups
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.groups, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.groups, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -27,6 +26,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h')
 _S1 = Struct('>qq')
 _S2 = Struct('>iqq?')
@@ -34,25 +34,56 @@ _S3 = Struct('>i')
 _S4 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class DescribeLogDirsRequest:
     """DescribeLogDirsRequest (api key 35), versions 0-4, flexible 2+."""
+
+    __slots__ = ('topics', 'unknown_tagged_fields',)
+    __match_args__ = ('topics', 'unknown_tagged_fields',)
+
+    topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 35
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class DescribableLogDirTopic:
         """DescribeLogDirsRequest.DescribableLogDirTopic (versions 0-4)."""
 
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic', 'partitions', 'unknown_tagged_fields',)
 
-    topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic: str
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic: str = '', partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.unknown_tagged_fields,) == (o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -145,48 +176,118 @@ _DECODERS_DescribeLogDirsRequest: dict[int, Callable[[memoryview, int], tuple[De
 _ENCODERS_DescribeLogDirsRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_0, 1: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_0, 2: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_1, 3: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_1, 4: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_1}
 
 
-@dataclass(slots=True)
 class DescribeLogDirsResponse:
     """DescribeLogDirsResponse (api key 35), versions 0-4, flexible 2+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 35
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class DescribeLogDirsResult:
         """DescribeLogDirsResponse.DescribeLogDirsResult (versions 0-4)."""
 
-        error_code: int = 0
-        log_dir: str = ''
-        topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = field(default_factory=list)
-        total_bytes: int = -1
-        usable_bytes: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        log_dir: str
+        topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic]
+        total_bytes: int
+        usable_bytes: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, log_dir: str = '', topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = _FRESH, total_bytes: int = -1, usable_bytes: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.log_dir = log_dir
+            self.topics = [] if topics is _FRESH else topics
+            self.total_bytes = total_bytes
+            self.usable_bytes = usable_bytes
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.log_dir, self.topics, self.total_bytes, self.usable_bytes, self.unknown_tagged_fields,) == (o.error_code, o.log_dir, o.topics, o.total_bytes, o.usable_bytes, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, log_dir={self.log_dir!r}, topics={self.topics!r}, total_bytes={self.total_bytes!r}, usable_bytes={self.usable_bytes!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class DescribeLogDirsTopic:
         """DescribeLogDirsResponse.DescribeLogDirsTopic (versions 0-4)."""
 
-        name: str = ''
-        partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class DescribeLogDirsPartition:
         """DescribeLogDirsResponse.DescribeLogDirsPartition (versions 0-4)."""
 
-        partition_index: int = 0
-        partition_size: int = 0
-        offset_lag: int = 0
-        is_future_key: bool = False
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        partition_size: int
+        offset_lag: int
+        is_future_key: bool
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, partition_size: int = 0, offset_lag: int = 0, is_future_key: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.partition_size = partition_size
+            self.offset_lag = offset_lag
+            self.is_future_key = is_future_key
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.partition_size, self.offset_lag, self.is_future_key, self.unknown_tagged_fields,) == (o.partition_index, o.partition_size, o.offset_lag, o.is_future_key, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_size={self.partition_size!r}, offset_lag={self.offset_lag!r}, is_future_key={self.is_future_key!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

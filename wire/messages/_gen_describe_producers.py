@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,30 +25,62 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>ih')
 _S1 = Struct('>qiiqiq')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True)
 class DescribeProducersRequest:
     """DescribeProducersRequest (api key 61), versions 0-0, flexible 0+."""
+
+    __slots__ = ('topics', 'unknown_tagged_fields',)
+    __match_args__ = ('topics', 'unknown_tagged_fields',)
+
+    topics: list[DescribeProducersRequest.TopicRequest]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 61
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicRequest:
         """DescribeProducersRequest.TopicRequest (versions 0)."""
 
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
 
-    topics: list[DescribeProducersRequest.TopicRequest] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        partition_indexes: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partition_indexes, self.unknown_tagged_fields,) == (o.name, o.partition_indexes, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, topics: list[DescribeProducersRequest.TopicRequest] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.unknown_tagged_fields,) == (o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -115,48 +146,118 @@ _DECODERS_DescribeProducersRequest: dict[int, Callable[[memoryview, int], tuple[
 _ENCODERS_DescribeProducersRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeProducersRequest_DescribeProducersRequest_0}
 
 
-@dataclass(slots=True)
 class DescribeProducersResponse:
     """DescribeProducersResponse (api key 61), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    topics: list[DescribeProducersResponse.TopicResponse]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 61
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicResponse:
         """DescribeProducersResponse.TopicResponse (versions 0)."""
 
-        name: str = ''
-        partitions: list[DescribeProducersResponse.PartitionResponse] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[DescribeProducersResponse.PartitionResponse]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[DescribeProducersResponse.PartitionResponse] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionResponse:
         """DescribeProducersResponse.PartitionResponse (versions 0)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        active_producers: list[DescribeProducersResponse.ProducerState] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'error_message', 'active_producers', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'error_message', 'active_producers', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        active_producers: list[DescribeProducersResponse.ProducerState]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, active_producers: list[DescribeProducersResponse.ProducerState] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.error_message = error_message
+            self.active_producers = [] if active_producers is _FRESH else active_producers
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.error_message, self.active_producers, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.error_message, o.active_producers, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, active_producers={self.active_producers!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ProducerState:
         """DescribeProducersResponse.ProducerState (versions 0)."""
 
-        producer_id: int = 0
-        producer_epoch: int = 0
-        last_sequence: int = -1
-        last_timestamp: int = -1
-        coordinator_epoch: int = 0
-        current_txn_start_offset: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset', 'unknown_tagged_fields',)
+        __match_args__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    topics: list[DescribeProducersResponse.TopicResponse] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        producer_id: int
+        producer_epoch: int
+        last_sequence: int
+        last_timestamp: int
+        coordinator_epoch: int
+        current_txn_start_offset: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, producer_id: int = 0, producer_epoch: int = 0, last_sequence: int = -1, last_timestamp: int = -1, coordinator_epoch: int = 0, current_txn_start_offset: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.last_sequence = last_sequence
+            self.last_timestamp = last_timestamp
+            self.coordinator_epoch = coordinator_epoch
+            self.current_txn_start_offset = current_txn_start_offset
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.producer_id, self.producer_epoch, self.last_sequence, self.last_timestamp, self.coordinator_epoch, self.current_txn_start_offset, self.unknown_tagged_fields,) == (o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, last_sequence={self.last_sequence!r}, last_timestamp={self.last_timestamp!r}, coordinator_epoch={self.coordinator_epoch!r}, current_txn_start_offset={self.current_txn_start_offset!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[DescribeProducersResponse.TopicResponse] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,6 +23,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>ihiiq')
 _S2 = Struct('>ih')
@@ -35,32 +35,78 @@ _S7 = Struct('>H')
 _S8 = Struct('>h')
 
 
-@dataclass(slots=True)
 class DescribeQuorumRequest:
     """DescribeQuorumRequest (api key 55), versions 0-2, flexible 0+."""
+
+    __slots__ = ('topics', 'unknown_tagged_fields',)
+    __match_args__ = ('topics', 'unknown_tagged_fields',)
+
+    topics: list[DescribeQuorumRequest.TopicData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 55
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicData:
         """DescribeQuorumRequest.TopicData (versions 0-2)."""
 
-        topic_name: str = ''
-        partitions: list[DescribeQuorumRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partitions: list[DescribeQuorumRequest.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partitions: list[DescribeQuorumRequest.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """DescribeQuorumRequest.PartitionData (versions 0-2)."""
 
-        partition_index: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'unknown_tagged_fields',)
 
-    topics: list[DescribeQuorumRequest.TopicData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.unknown_tagged_fields,) == (o.partition_index, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, topics: list[DescribeQuorumRequest.TopicData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.unknown_tagged_fields,) == (o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -144,70 +190,178 @@ _DECODERS_DescribeQuorumRequest: dict[int, Callable[[memoryview, int], tuple[Des
 _ENCODERS_DescribeQuorumRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeQuorumRequest_DescribeQuorumRequest_0, 1: _e_DescribeQuorumRequest_DescribeQuorumRequest_0, 2: _e_DescribeQuorumRequest_DescribeQuorumRequest_0}
 
 
-@dataclass(slots=True)
 class DescribeQuorumResponse:
     """DescribeQuorumResponse (api key 55), versions 0-2, flexible 0+."""
+
+    __slots__ = ('error_code', 'error_message', 'topics', 'nodes', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'error_message', 'topics', 'nodes', 'unknown_tagged_fields',)
+
+    error_code: int
+    error_message: str | None
+    topics: list[DescribeQuorumResponse.TopicData]
+    nodes: list[DescribeQuorumResponse.Node]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 55
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicData:
         """DescribeQuorumResponse.TopicData (versions 0-2)."""
 
-        topic_name: str = ''
-        partitions: list[DescribeQuorumResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partitions: list[DescribeQuorumResponse.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partitions: list[DescribeQuorumResponse.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """DescribeQuorumResponse.PartitionData (versions 0-2)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        error_message: str | None = ''
-        leader_id: int = 0
-        leader_epoch: int = 0
-        high_watermark: int = 0
-        current_voters: list[DescribeQuorumResponse.ReplicaState] = field(default_factory=list)
-        observers: list[DescribeQuorumResponse.ReplicaState] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        leader_id: int
+        leader_epoch: int
+        high_watermark: int
+        current_voters: list[DescribeQuorumResponse.ReplicaState]
+        observers: list[DescribeQuorumResponse.ReplicaState]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = '', leader_id: int = 0, leader_epoch: int = 0, high_watermark: int = 0, current_voters: list[DescribeQuorumResponse.ReplicaState] = _FRESH, observers: list[DescribeQuorumResponse.ReplicaState] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.error_message = error_message
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.high_watermark = high_watermark
+            self.current_voters = [] if current_voters is _FRESH else current_voters
+            self.observers = [] if observers is _FRESH else observers
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.error_message, self.leader_id, self.leader_epoch, self.high_watermark, self.current_voters, self.observers, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.error_message, o.leader_id, o.leader_epoch, o.high_watermark, o.current_voters, o.observers, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, high_watermark={self.high_watermark!r}, current_voters={self.current_voters!r}, observers={self.observers!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ReplicaState:
         """DescribeQuorumResponse.ReplicaState (versions 0-2)."""
 
-        replica_id: int = 0
-        replica_directory_id: uuid.UUID = _ZERO_UUID
-        log_end_offset: int = 0
-        last_fetch_timestamp: int = -1
-        last_caught_up_timestamp: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp', 'unknown_tagged_fields',)
+        __match_args__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        replica_id: int
+        replica_directory_id: uuid.UUID
+        log_end_offset: int
+        last_fetch_timestamp: int
+        last_caught_up_timestamp: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, replica_id: int = 0, replica_directory_id: uuid.UUID = _ZERO_UUID, log_end_offset: int = 0, last_fetch_timestamp: int = -1, last_caught_up_timestamp: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.replica_id = replica_id
+            self.replica_directory_id = replica_directory_id
+            self.log_end_offset = log_end_offset
+            self.last_fetch_timestamp = last_fetch_timestamp
+            self.last_caught_up_timestamp = last_caught_up_timestamp
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.replica_id, self.replica_directory_id, self.log_end_offset, self.last_fetch_timestamp, self.last_caught_up_timestamp, self.unknown_tagged_fields,) == (o.replica_id, o.replica_directory_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, replica_directory_id={self.replica_directory_id!r}, log_end_offset={self.log_end_offset!r}, last_fetch_timestamp={self.last_fetch_timestamp!r}, last_caught_up_timestamp={self.last_caught_up_timestamp!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class Node:
         """DescribeQuorumResponse.Node (versions 2)."""
 
-        node_id: int = 0
-        listeners: list[DescribeQuorumResponse.Listener] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('node_id', 'listeners', 'unknown_tagged_fields',)
+        __match_args__ = ('node_id', 'listeners', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        node_id: int
+        listeners: list[DescribeQuorumResponse.Listener]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, node_id: int = 0, listeners: list[DescribeQuorumResponse.Listener] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.node_id = node_id
+            self.listeners = [] if listeners is _FRESH else listeners
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.node_id, self.listeners, self.unknown_tagged_fields,) == (o.node_id, o.listeners, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, listeners={self.listeners!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class Listener:
         """DescribeQuorumResponse.Listener (versions 2)."""
 
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
 
-    error_code: int = 0
-    error_message: str | None = ''
-    topics: list[DescribeQuorumResponse.TopicData] = field(default_factory=list)
-    nodes: list[DescribeQuorumResponse.Node] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        host: str
+        port: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.host, self.port, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, host={self.host!r}, port={self.port!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', topics: list[DescribeQuorumResponse.TopicData] = _FRESH, nodes: list[DescribeQuorumResponse.Node] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is _FRESH else topics
+        self.nodes = [] if nodes is _FRESH else nodes
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.error_message, self.topics, self.nodes, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.topics, o.nodes, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, topics={self.topics!r}, nodes={self.nodes!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

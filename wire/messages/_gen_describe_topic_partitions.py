@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -27,6 +26,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>b')
 _S2 = Struct('>h')
@@ -34,34 +34,82 @@ _S3 = Struct('>16s?')
 _S4 = Struct('>hiii')
 
 
-@dataclass(slots=True)
 class DescribeTopicPartitionsRequest:
     """DescribeTopicPartitionsRequest (api key 75), versions 0-0, flexible 0+."""
+
+    __slots__ = ('topics', 'response_partition_limit', 'cursor', 'unknown_tagged_fields',)
+    __match_args__ = ('topics', 'response_partition_limit', 'cursor', 'unknown_tagged_fields',)
+
+    topics: list[DescribeTopicPartitionsRequest.TopicRequest]
+    response_partition_limit: int
+    cursor: DescribeTopicPartitionsRequest.Cursor | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 75
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicRequest:
         """DescribeTopicPartitionsRequest.TopicRequest (versions 0)."""
 
-        name: str = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.unknown_tagged_fields,) == (o.name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class Cursor:
         """DescribeTopicPartitionsRequest.Cursor (versions 0)."""
 
-        topic_name: str = ''
-        partition_index: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partition_index', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partition_index', 'unknown_tagged_fields',)
 
-    topics: list[DescribeTopicPartitionsRequest.TopicRequest] = field(default_factory=list)
-    response_partition_limit: int = 2000
-    cursor: DescribeTopicPartitionsRequest.Cursor | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_name: str
+        partition_index: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partition_index: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partition_index, self.unknown_tagged_fields,) == (o.topic_name, o.partition_index, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, topics: list[DescribeTopicPartitionsRequest.TopicRequest] = _FRESH, response_partition_limit: int = 2000, cursor: DescribeTopicPartitionsRequest.Cursor | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.response_partition_limit = response_partition_limit
+        self.cursor = cursor
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.response_partition_limit, self.cursor, self.unknown_tagged_fields,) == (o.topics, o.response_partition_limit, o.cursor, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, response_partition_limit={self.response_partition_limit!r}, cursor={self.cursor!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -160,54 +208,130 @@ _DECODERS_DescribeTopicPartitionsRequest: dict[int, Callable[[memoryview, int], 
 _ENCODERS_DescribeTopicPartitionsRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_0}
 
 
-@dataclass(slots=True)
 class DescribeTopicPartitionsResponse:
     """DescribeTopicPartitionsResponse (api key 75), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'topics', 'next_cursor', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'topics', 'next_cursor', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic]
+    next_cursor: DescribeTopicPartitionsResponse.Cursor | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 75
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class DescribeTopicPartitionsResponseTopic:
         """DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic (versions 0)."""
 
-        error_code: int = 0
-        name: str | None = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        is_internal: bool = False
-        partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition] = field(default_factory=list)
-        topic_authorized_operations: int = -2147483648
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        name: str | None
+        topic_id: uuid.UUID
+        is_internal: bool
+        partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition]
+        topic_authorized_operations: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, name: str | None = '', topic_id: uuid.UUID = _ZERO_UUID, is_internal: bool = False, partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition] = _FRESH, topic_authorized_operations: int = -2147483648, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.name = name
+            self.topic_id = topic_id
+            self.is_internal = is_internal
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.topic_authorized_operations = topic_authorized_operations
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.name, self.topic_id, self.is_internal, self.partitions, self.topic_authorized_operations, self.unknown_tagged_fields,) == (o.error_code, o.name, o.topic_id, o.is_internal, o.partitions, o.topic_authorized_operations, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, name={self.name!r}, topic_id={self.topic_id!r}, is_internal={self.is_internal!r}, partitions={self.partitions!r}, topic_authorized_operations={self.topic_authorized_operations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class DescribeTopicPartitionsResponsePartition:
         """DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition (versions 0)."""
 
-        error_code: int = 0
-        partition_index: int = 0
-        leader_id: int = 0
-        leader_epoch: int = -1
-        replica_nodes: list[int] = field(default_factory=list)
-        isr_nodes: list[int] = field(default_factory=list)
-        eligible_leader_replicas: list[int] | None = None
-        last_known_elr: list[int] | None = None
-        offline_replicas: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        replica_nodes: list[int]
+        isr_nodes: list[int]
+        eligible_leader_replicas: list[int] | None
+        last_known_elr: list[int] | None
+        offline_replicas: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] = _FRESH, isr_nodes: list[int] = _FRESH, eligible_leader_replicas: list[int] | None = None, last_known_elr: list[int] | None = None, offline_replicas: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.partition_index = partition_index
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.replica_nodes = [] if replica_nodes is _FRESH else replica_nodes
+            self.isr_nodes = [] if isr_nodes is _FRESH else isr_nodes
+            self.eligible_leader_replicas = eligible_leader_replicas
+            self.last_known_elr = last_known_elr
+            self.offline_replicas = [] if offline_replicas is _FRESH else offline_replicas
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.partition_index, self.leader_id, self.leader_epoch, self.replica_nodes, self.isr_nodes, self.eligible_leader_replicas, self.last_known_elr, self.offline_replicas, self.unknown_tagged_fields,) == (o.error_code, o.partition_index, o.leader_id, o.leader_epoch, o.replica_nodes, o.isr_nodes, o.eligible_leader_replicas, o.last_known_elr, o.offline_replicas, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_index={self.partition_index!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, replica_nodes={self.replica_nodes!r}, isr_nodes={self.isr_nodes!r}, eligible_leader_replicas={self.eligible_leader_replicas!r}, last_known_elr={self.last_known_elr!r}, offline_replicas={self.offline_replicas!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class Cursor:
         """DescribeTopicPartitionsResponse.Cursor (versions 0)."""
 
-        topic_name: str = ''
-        partition_index: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partition_index', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partition_index', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
-    next_cursor: DescribeTopicPartitionsResponse.Cursor | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_name: str
+        partition_index: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partition_index: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partition_index, self.unknown_tagged_fields,) == (o.topic_name, o.partition_index, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] = _FRESH, next_cursor: DescribeTopicPartitionsResponse.Cursor | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.next_cursor = next_cursor
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.topics, self.next_cursor, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.topics, o.next_cursor, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, next_cursor={self.next_cursor!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

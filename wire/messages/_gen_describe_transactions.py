@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -25,22 +24,38 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h')
 _S1 = Struct('>iqqh')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True)
 class DescribeTransactionsRequest:
     """DescribeTransactionsRequest (api key 65), versions 0-0, flexible 0+."""
+
+    __slots__ = ('transactional_ids', 'unknown_tagged_fields',)
+    __match_args__ = ('transactional_ids', 'unknown_tagged_fields',)
+
+    transactional_ids: list[str]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 65
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    transactional_ids: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, transactional_ids: list[str] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.transactional_ids = [] if transactional_ids is _FRESH else transactional_ids
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.transactional_ids, self.unknown_tagged_fields,) == (o.transactional_ids, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_ids={self.transactional_ids!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -85,40 +100,94 @@ _DECODERS_DescribeTransactionsRequest: dict[int, Callable[[memoryview, int], tup
 _ENCODERS_DescribeTransactionsRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeTransactionsRequest_DescribeTransactionsRequest_0}
 
 
-@dataclass(slots=True)
 class DescribeTransactionsResponse:
     """DescribeTransactionsResponse (api key 65), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'transaction_states', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'transaction_states', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    transaction_states: list[DescribeTransactionsResponse.TransactionState]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 65
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TransactionState:
         """DescribeTransactionsResponse.TransactionState (versions 0)."""
 
-        error_code: int = 0
-        transactional_id: str = ''
-        transaction_state: str = ''
-        transaction_timeout_ms: int = 0
-        transaction_start_time_ms: int = 0
-        producer_id: int = 0
-        producer_epoch: int = 0
-        topics: list[DescribeTransactionsResponse.TopicData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        transactional_id: str
+        transaction_state: str
+        transaction_timeout_ms: int
+        transaction_start_time_ms: int
+        producer_id: int
+        producer_epoch: int
+        topics: list[DescribeTransactionsResponse.TopicData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, transactional_id: str = '', transaction_state: str = '', transaction_timeout_ms: int = 0, transaction_start_time_ms: int = 0, producer_id: int = 0, producer_epoch: int = 0, topics: list[DescribeTransactionsResponse.TopicData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.transactional_id = transactional_id
+            self.transaction_state = transaction_state
+            self.transaction_timeout_ms = transaction_timeout_ms
+            self.transaction_start_time_ms = transaction_start_time_ms
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.transactional_id, self.transaction_state, self.transaction_timeout_ms, self.transaction_start_time_ms, self.producer_id, self.producer_epoch, self.topics, self.unknown_tagged_fields,) == (o.error_code, o.transactional_id, o.transaction_state, o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch, o.topics, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, transactional_id={self.transactional_id!r}, transaction_state={self.transaction_state!r}, transaction_timeout_ms={self.transaction_timeout_ms!r}, transaction_start_time_ms={self.transaction_start_time_ms!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class TopicData:
         """DescribeTransactionsResponse.TopicData (versions 0)."""
 
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic', 'partitions', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    transaction_states: list[DescribeTransactionsResponse.TransactionState] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic: str
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic: str = '', partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, transaction_states: list[DescribeTransactionsResponse.TransactionState] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.transaction_states = [] if transaction_states is _FRESH else transaction_states
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.transaction_states, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.transaction_states, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, transaction_states={self.transaction_states!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -25,29 +24,60 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h')
 _S1 = Struct('>bi')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class DescribeUserScramCredentialsRequest:
     """DescribeUserScramCredentialsRequest (api key 50), versions 0-0, flexible 0+."""
+
+    __slots__ = ('users', 'unknown_tagged_fields',)
+    __match_args__ = ('users', 'unknown_tagged_fields',)
+
+    users: list[DescribeUserScramCredentialsRequest.UserName] | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 50
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class UserName:
         """DescribeUserScramCredentialsRequest.UserName (versions 0)."""
 
-        name: str = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'unknown_tagged_fields',)
 
-    users: list[DescribeUserScramCredentialsRequest.UserName] | None = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.unknown_tagged_fields,) == (o.name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, users: list[DescribeUserScramCredentialsRequest.UserName] | None = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.users = [] if users is _FRESH else users
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.users, self.unknown_tagged_fields,) == (o.users, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(users={self.users!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -110,38 +140,90 @@ _DECODERS_DescribeUserScramCredentialsRequest: dict[int, Callable[[memoryview, i
 _ENCODERS_DescribeUserScramCredentialsRequest: dict[int, _rt.EncodeFn] = {0: _e_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_0}
 
 
-@dataclass(slots=True)
 class DescribeUserScramCredentialsResponse:
     """DescribeUserScramCredentialsResponse (api key 50), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 50
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class DescribeUserScramCredentialsResult:
         """DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult (versions 0)."""
 
-        user: str = ''
-        error_code: int = 0
-        error_message: str | None = ''
-        credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('user', 'error_code', 'error_message', 'credential_infos', 'unknown_tagged_fields',)
+        __match_args__ = ('user', 'error_code', 'error_message', 'credential_infos', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        user: str
+        error_code: int
+        error_message: str | None
+        credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, user: str = '', error_code: int = 0, error_message: str | None = '', credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.user = user
+            self.error_code = error_code
+            self.error_message = error_message
+            self.credential_infos = [] if credential_infos is _FRESH else credential_infos
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.user, self.error_code, self.error_message, self.credential_infos, self.unknown_tagged_fields,) == (o.user, o.error_code, o.error_message, o.credential_infos, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(user={self.user!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, credential_infos={self.credential_infos!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class CredentialInfo:
         """DescribeUserScramCredentialsResponse.CredentialInfo (versions 0)."""
 
-        mechanism: int = 0
-        iterations: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('mechanism', 'iterations', 'unknown_tagged_fields',)
+        __match_args__ = ('mechanism', 'iterations', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        mechanism: int
+        iterations: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, mechanism: int = 0, iterations: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.mechanism = mechanism
+            self.iterations = iterations
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.mechanism, self.iterations, self.unknown_tagged_fields,) == (o.mechanism, o.iterations, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r}, iterations={self.iterations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -31,32 +30,66 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>b')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class ElectLeadersRequest:
     """ElectLeadersRequest (api key 43), versions 0-2, flexible 2+."""
+
+    __slots__ = ('election_type', 'topic_partitions', 'timeout_ms', 'unknown_tagged_fields',)
+    __match_args__ = ('election_type', 'topic_partitions', 'timeout_ms', 'unknown_tagged_fields',)
+
+    election_type: int
+    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
+    timeout_ms: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 43
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class TopicPartitions:
         """ElectLeadersRequest.TopicPartitions (versions 0-2)."""
 
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic', 'partitions', 'unknown_tagged_fields',)
 
-    election_type: int = 0
-    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = field(default_factory=list)
-    timeout_ms: int = 60000
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic: str
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic: str = '', partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, election_type: int = 0, topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = _FRESH, timeout_ms: int = 60000, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.election_type = election_type
+        self.topic_partitions = [] if topic_partitions is _FRESH else topic_partitions
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.election_type, self.topic_partitions, self.timeout_ms, self.unknown_tagged_fields,) == (o.election_type, o.topic_partitions, o.timeout_ms, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(election_type={self.election_type!r}, topic_partitions={self.topic_partitions!r}, timeout_ms={self.timeout_ms!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -176,36 +209,86 @@ _DECODERS_ElectLeadersRequest: dict[int, Callable[[memoryview, int], tuple[Elect
 _ENCODERS_ElectLeadersRequest: dict[int, _rt.EncodeFn] = {0: _e_ElectLeadersRequest_ElectLeadersRequest_0, 1: _e_ElectLeadersRequest_ElectLeadersRequest_1, 2: _e_ElectLeadersRequest_ElectLeadersRequest_2}
 
 
-@dataclass(slots=True)
 class ElectLeadersResponse:
     """ElectLeadersResponse (api key 43), versions 0-2, flexible 2+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'replica_election_results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'replica_election_results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 43
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class ReplicaElectionResult:
         """ElectLeadersResponse.ReplicaElectionResult (versions 0-2)."""
 
-        topic: str = ''
-        partition_result: list[ElectLeadersResponse.PartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic', 'partition_result', 'unknown_tagged_fields',)
+        __match_args__ = ('topic', 'partition_result', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic: str
+        partition_result: list[ElectLeadersResponse.PartitionResult]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic: str = '', partition_result: list[ElectLeadersResponse.PartitionResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic = topic
+            self.partition_result = [] if partition_result is _FRESH else partition_result
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic, self.partition_result, self.unknown_tagged_fields,) == (o.topic, o.partition_result, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partition_result={self.partition_result!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionResult:
         """ElectLeadersResponse.PartitionResult (versions 0-2)."""
 
-        partition_id: int = 0
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_id', 'error_code', 'error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_id', 'error_code', 'error_message', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_id: int
+        error_code: int
+        error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_id: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_id = partition_id
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_id, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.partition_id, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_id={self.partition_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.replica_election_results = [] if replica_election_results is _FRESH else replica_election_results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.replica_election_results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.replica_election_results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, replica_election_results={self.replica_election_results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

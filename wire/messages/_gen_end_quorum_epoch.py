@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -32,6 +31,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iii')
 _S1 = Struct('>i16s')
 _S2 = Struct('>H')
@@ -40,55 +40,140 @@ _S4 = Struct('>i')
 _S5 = Struct('>h')
 
 
-@dataclass(slots=True)
 class EndQuorumEpochRequest:
     """EndQuorumEpochRequest (api key 54), versions 0-1, flexible 1+."""
+
+    __slots__ = ('cluster_id', 'topics', 'leader_endpoints', 'unknown_tagged_fields',)
+    __match_args__ = ('cluster_id', 'topics', 'leader_endpoints', 'unknown_tagged_fields',)
+
+    cluster_id: str | None
+    topics: list[EndQuorumEpochRequest.TopicData]
+    leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 54
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class TopicData:
         """EndQuorumEpochRequest.TopicData (versions 0-1)."""
 
-        topic_name: str = ''
-        partitions: list[EndQuorumEpochRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partitions: list[EndQuorumEpochRequest.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partitions: list[EndQuorumEpochRequest.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """EndQuorumEpochRequest.PartitionData (versions 0-1)."""
 
-        partition_index: int = 0
-        leader_id: int = 0
-        leader_epoch: int = 0
-        preferred_successors: list[int] = field(default_factory=list)
-        preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors', 'preferred_candidates', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors', 'preferred_candidates', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        preferred_successors: list[int]
+        preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = 0, preferred_successors: list[int] = _FRESH, preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.preferred_successors = [] if preferred_successors is _FRESH else preferred_successors
+            self.preferred_candidates = [] if preferred_candidates is _FRESH else preferred_candidates
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.leader_id, self.leader_epoch, self.preferred_successors, self.preferred_candidates, self.unknown_tagged_fields,) == (o.partition_index, o.leader_id, o.leader_epoch, o.preferred_successors, o.preferred_candidates, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, preferred_successors={self.preferred_successors!r}, preferred_candidates={self.preferred_candidates!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ReplicaInfo:
         """EndQuorumEpochRequest.ReplicaInfo (versions 1)."""
 
-        candidate_id: int = 0
-        candidate_directory_id: uuid.UUID = _ZERO_UUID
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('candidate_id', 'candidate_directory_id', 'unknown_tagged_fields',)
+        __match_args__ = ('candidate_id', 'candidate_directory_id', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        candidate_id: int
+        candidate_directory_id: uuid.UUID
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, candidate_id: int = 0, candidate_directory_id: uuid.UUID = _ZERO_UUID, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.candidate_id = candidate_id
+            self.candidate_directory_id = candidate_directory_id
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.candidate_id, self.candidate_directory_id, self.unknown_tagged_fields,) == (o.candidate_id, o.candidate_directory_id, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(candidate_id={self.candidate_id!r}, candidate_directory_id={self.candidate_directory_id!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class LeaderEndpoint:
         """EndQuorumEpochRequest.LeaderEndpoint (versions 1)."""
 
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
 
-    cluster_id: str | None = None
-    topics: list[EndQuorumEpochRequest.TopicData] = field(default_factory=list)
-    leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        host: str
+        port: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.host, self.port, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, host={self.host!r}, port={self.port!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, cluster_id: str | None = None, topics: list[EndQuorumEpochRequest.TopicData] = _FRESH, leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.cluster_id = cluster_id
+        self.topics = [] if topics is _FRESH else topics
+        self.leader_endpoints = [] if leader_endpoints is _FRESH else leader_endpoints
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.topics, self.leader_endpoints, self.unknown_tagged_fields,) == (o.cluster_id, o.topics, o.leader_endpoints, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_id={self.cluster_id!r}, topics={self.topics!r}, leader_endpoints={self.leader_endpoints!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -269,46 +354,114 @@ _DECODERS_EndQuorumEpochRequest: dict[int, Callable[[memoryview, int], tuple[End
 _ENCODERS_EndQuorumEpochRequest: dict[int, _rt.EncodeFn] = {0: _e_EndQuorumEpochRequest_EndQuorumEpochRequest_0, 1: _e_EndQuorumEpochRequest_EndQuorumEpochRequest_1}
 
 
-@dataclass(slots=True)
 class EndQuorumEpochResponse:
     """EndQuorumEpochResponse (api key 54), versions 0-1, flexible 1+."""
+
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields',)
+
+    error_code: int
+    topics: list[EndQuorumEpochResponse.TopicData]
+    node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 54
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class TopicData:
         """EndQuorumEpochResponse.TopicData (versions 0-1)."""
 
-        topic_name: str = ''
-        partitions: list[EndQuorumEpochResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partitions: list[EndQuorumEpochResponse.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partitions: list[EndQuorumEpochResponse.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """EndQuorumEpochResponse.PartitionData (versions 0-1)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        leader_id: int = 0
-        leader_epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class NodeEndpoint:
         """EndQuorumEpochResponse.NodeEndpoint (versions 1)."""
 
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields',)
+        __match_args__ = ('node_id', 'host', 'port', 'unknown_tagged_fields',)
 
-    error_code: int = 0
-    topics: list[EndQuorumEpochResponse.TopicData] = field(default_factory=list)
-    node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        node_id: int
+        host: str
+        port: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.node_id, self.host, self.port, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, error_code: int = 0, topics: list[EndQuorumEpochResponse.TopicData] = _FRESH, node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.topics, self.node_endpoints, self.unknown_tagged_fields,) == (o.error_code, o.topics, o.node_endpoints, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, topics={self.topics!r}, node_endpoints={self.node_endpoints!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

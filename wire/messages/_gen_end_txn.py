@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -22,24 +21,43 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>qh?')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class EndTxnRequest:
     """EndTxnRequest (api key 26), versions 0-4, flexible 3+."""
+
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed', 'unknown_tagged_fields',)
+    __match_args__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed', 'unknown_tagged_fields',)
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 26
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    transactional_id: str = ''
-    producer_id: int = 0
-    producer_epoch: int = 0
-    committed: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, committed: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.committed = committed
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.transactional_id, self.producer_id, self.producer_epoch, self.committed, self.unknown_tagged_fields,) == (o.transactional_id, o.producer_id, o.producer_epoch, o.committed, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, committed={self.committed!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -102,18 +120,34 @@ _DECODERS_EndTxnRequest: dict[int, Callable[[memoryview, int], tuple[EndTxnReque
 _ENCODERS_EndTxnRequest: dict[int, _rt.EncodeFn] = {0: _e_EndTxnRequest_EndTxnRequest_0, 1: _e_EndTxnRequest_EndTxnRequest_0, 2: _e_EndTxnRequest_EndTxnRequest_0, 3: _e_EndTxnRequest_EndTxnRequest_1, 4: _e_EndTxnRequest_EndTxnRequest_1}
 
 
-@dataclass(slots=True)
 class EndTxnResponse:
     """EndTxnResponse (api key 26), versions 0-4, flexible 3+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 26
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

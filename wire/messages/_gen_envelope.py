@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -22,22 +21,40 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h')
 
 
-@dataclass(slots=True)
 class EnvelopeRequest:
     """EnvelopeRequest (api key 58), versions 0-0, flexible 0+."""
+
+    __slots__ = ('request_data', 'request_principal', 'client_host_address', 'unknown_tagged_fields',)
+    __match_args__ = ('request_data', 'request_principal', 'client_host_address', 'unknown_tagged_fields',)
+
+    request_data: _Bytes
+    request_principal: _Bytes | None
+    client_host_address: _Bytes
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 58
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    request_data: _Bytes = b''
-    request_principal: _Bytes | None = b''
-    client_host_address: _Bytes = b''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, request_data: _Bytes = b'', request_principal: _Bytes | None = b'', client_host_address: _Bytes = b'', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.request_data = request_data
+        self.request_principal = request_principal
+        self.client_host_address = client_host_address
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.request_data, self.request_principal, self.client_host_address, self.unknown_tagged_fields,) == (o.request_data, o.request_principal, o.client_host_address, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(request_data={self.request_data!r}, request_principal={self.request_principal!r}, client_host_address={self.client_host_address!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -88,18 +105,34 @@ _DECODERS_EnvelopeRequest: dict[int, Callable[[memoryview, int], tuple[EnvelopeR
 _ENCODERS_EnvelopeRequest: dict[int, _rt.EncodeFn] = {0: _e_EnvelopeRequest_EnvelopeRequest_0}
 
 
-@dataclass(slots=True)
 class EnvelopeResponse:
     """EnvelopeResponse (api key 58), versions 0-0, flexible 0+."""
+
+    __slots__ = ('response_data', 'error_code', 'unknown_tagged_fields',)
+    __match_args__ = ('response_data', 'error_code', 'unknown_tagged_fields',)
+
+    response_data: _Bytes | None
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 58
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    response_data: _Bytes | None = None
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, response_data: _Bytes | None = None, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.response_data = response_data
+        self.error_code = error_code
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.response_data, self.error_code, self.unknown_tagged_fields,) == (o.response_data, o.error_code, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(response_data={self.response_data!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

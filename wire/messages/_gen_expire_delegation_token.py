@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -22,22 +21,39 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>q')
 _S1 = Struct('>hqi')
 
 
-@dataclass(slots=True)
 class ExpireDelegationTokenRequest:
     """ExpireDelegationTokenRequest (api key 40), versions 0-2, flexible 2+."""
+
+    __slots__ = ('hmac', 'expiry_time_period_ms', 'unknown_tagged_fields',)
+    __match_args__ = ('hmac', 'expiry_time_period_ms', 'unknown_tagged_fields',)
+
+    hmac: _Bytes
+    expiry_time_period_ms: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 40
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    hmac: _Bytes = b''
-    expiry_time_period_ms: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, hmac: _Bytes = b'', expiry_time_period_ms: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.hmac = hmac
+        self.expiry_time_period_ms = expiry_time_period_ms
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.hmac, self.expiry_time_period_ms, self.unknown_tagged_fields,) == (o.hmac, o.expiry_time_period_ms, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(hmac={self.hmac!r}, expiry_time_period_ms={self.expiry_time_period_ms!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -100,19 +116,36 @@ _DECODERS_ExpireDelegationTokenRequest: dict[int, Callable[[memoryview, int], tu
 _ENCODERS_ExpireDelegationTokenRequest: dict[int, _rt.EncodeFn] = {0: _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_0, 1: _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_0, 2: _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_1}
 
 
-@dataclass(slots=True)
 class ExpireDelegationTokenResponse:
     """ExpireDelegationTokenResponse (api key 40), versions 0-2, flexible 2+."""
+
+    __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms', 'unknown_tagged_fields',)
+
+    error_code: int
+    expiry_timestamp_ms: int
+    throttle_time_ms: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 40
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    error_code: int = 0
-    expiry_timestamp_ms: int = 0
-    throttle_time_ms: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, error_code: int = 0, expiry_timestamp_ms: int = 0, throttle_time_ms: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.expiry_timestamp_ms = expiry_timestamp_ms
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.expiry_timestamp_ms, self.throttle_time_ms, self.unknown_tagged_fields,) == (o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, expiry_timestamp_ms={self.expiry_timestamp_ms!r}, throttle_time_ms={self.throttle_time_ms!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -34,6 +33,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iq')
 _S1 = Struct('>16s')
 _S2 = Struct('>iqi')
@@ -55,67 +55,164 @@ _S17 = Struct('>qq')
 _S18 = Struct('>ihi')
 
 
-@dataclass(slots=True)
 class FetchRequest:
     """FetchRequest (api key 1), versions 0-17, flexible 12+."""
+
+    __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', 'unknown_tagged_fields',)
+    __match_args__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', 'unknown_tagged_fields',)
+
+    cluster_id: str | None
+    replica_id: int
+    replica_state: FetchRequest.ReplicaState
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    session_id: int
+    session_epoch: int
+    topics: list[FetchRequest.FetchTopic]
+    forgotten_topics_data: list[FetchRequest.ForgottenTopic]
+    rack_id: str
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 17
     FLEXIBLE_MIN: ClassVar[int | None] = 12
 
-    @dataclass(slots=True)
     class ReplicaState:
         """FetchRequest.ReplicaState (versions 15-17)."""
 
-        replica_id: int = -1
-        replica_epoch: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('replica_id', 'replica_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('replica_id', 'replica_epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        replica_id: int
+        replica_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, replica_id: int = -1, replica_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.replica_id = replica_id
+            self.replica_epoch = replica_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.replica_id, self.replica_epoch, self.unknown_tagged_fields,) == (o.replica_id, o.replica_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, replica_epoch={self.replica_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class FetchTopic:
         """FetchRequest.FetchTopic (versions 0-17)."""
 
-        topic: str = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[FetchRequest.FetchPartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic: str
+        topic_id: uuid.UUID
+        partitions: list[FetchRequest.FetchPartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic: str = '', topic_id: uuid.UUID = _ZERO_UUID, partitions: list[FetchRequest.FetchPartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic = topic
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic, self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class FetchPartition:
         """FetchRequest.FetchPartition (versions 0-17)."""
 
-        partition: int = 0
-        current_leader_epoch: int = -1
-        fetch_offset: int = 0
-        last_fetched_epoch: int = -1
-        log_start_offset: int = -1
-        partition_max_bytes: int = 0
-        replica_directory_id: uuid.UUID = _ZERO_UUID
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'unknown_tagged_fields',)
+        __match_args__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition: int
+        current_leader_epoch: int
+        fetch_offset: int
+        last_fetched_epoch: int
+        log_start_offset: int
+        partition_max_bytes: int
+        replica_directory_id: uuid.UUID
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID = _ZERO_UUID, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition = partition
+            self.current_leader_epoch = current_leader_epoch
+            self.fetch_offset = fetch_offset
+            self.last_fetched_epoch = last_fetched_epoch
+            self.log_start_offset = log_start_offset
+            self.partition_max_bytes = partition_max_bytes
+            self.replica_directory_id = replica_directory_id
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes, self.replica_directory_id, self.unknown_tagged_fields,) == (o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes, o.replica_directory_id, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition={self.partition!r}, current_leader_epoch={self.current_leader_epoch!r}, fetch_offset={self.fetch_offset!r}, last_fetched_epoch={self.last_fetched_epoch!r}, log_start_offset={self.log_start_offset!r}, partition_max_bytes={self.partition_max_bytes!r}, replica_directory_id={self.replica_directory_id!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ForgottenTopic:
         """FetchRequest.ForgottenTopic (versions 7-17)."""
 
-        topic: str = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    cluster_id: str | None = None
-    replica_id: int = -1
-    replica_state: FetchRequest.ReplicaState = field(default_factory=lambda: FetchRequest.ReplicaState())
-    max_wait_ms: int = 0
-    min_bytes: int = 0
-    max_bytes: int = 2147483647
-    isolation_level: int = 0
-    session_id: int = 0
-    session_epoch: int = -1
-    topics: list[FetchRequest.FetchTopic] = field(default_factory=list)
-    forgotten_topics_data: list[FetchRequest.ForgottenTopic] = field(default_factory=list)
-    rack_id: str = ''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic: str
+        topic_id: uuid.UUID
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic: str = '', topic_id: uuid.UUID = _ZERO_UUID, partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic = topic
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic, self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, cluster_id: str | None = None, replica_id: int = -1, replica_state: FetchRequest.ReplicaState = _FRESH, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1, topics: list[FetchRequest.FetchTopic] = _FRESH, forgotten_topics_data: list[FetchRequest.ForgottenTopic] = _FRESH, rack_id: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.replica_state = _C_FetchRequest_ReplicaState() if replica_state is _FRESH else replica_state
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = [] if topics is _FRESH else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is _FRESH else forgotten_topics_data
+        self.rack_id = rack_id
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.replica_id, self.replica_state, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch, self.topics, self.forgotten_topics_data, self.rack_id, self.unknown_tagged_fields,) == (o.cluster_id, o.replica_id, o.replica_state, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, o.topics, o.forgotten_topics_data, o.rack_id, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_id={self.cluster_id!r}, replica_id={self.replica_id!r}, replica_state={self.replica_state!r}, max_wait_ms={self.max_wait_ms!r}, min_bytes={self.min_bytes!r}, max_bytes={self.max_bytes!r}, isolation_level={self.isolation_level!r}, session_id={self.session_id!r}, session_epoch={self.session_epoch!r}, topics={self.topics!r}, forgotten_topics_data={self.forgotten_topics_data!r}, rack_id={self.rack_id!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -738,89 +835,232 @@ _DECODERS_FetchRequest: dict[int, Callable[[memoryview, int], tuple[FetchRequest
 _ENCODERS_FetchRequest: dict[int, _rt.EncodeFn] = {0: _e_FetchRequest_FetchRequest_0, 1: _e_FetchRequest_FetchRequest_0, 2: _e_FetchRequest_FetchRequest_0, 3: _e_FetchRequest_FetchRequest_1, 4: _e_FetchRequest_FetchRequest_2, 5: _e_FetchRequest_FetchRequest_3, 6: _e_FetchRequest_FetchRequest_3, 7: _e_FetchRequest_FetchRequest_4, 8: _e_FetchRequest_FetchRequest_4, 9: _e_FetchRequest_FetchRequest_5, 10: _e_FetchRequest_FetchRequest_5, 11: _e_FetchRequest_FetchRequest_6, 12: _e_FetchRequest_FetchRequest_7, 13: _e_FetchRequest_FetchRequest_8, 14: _e_FetchRequest_FetchRequest_8, 15: _e_FetchRequest_FetchRequest_9, 16: _e_FetchRequest_FetchRequest_9, 17: _e_FetchRequest_FetchRequest_10}
 
 
-@dataclass(slots=True)
 class FetchResponse:
     """FetchResponse (api key 1), versions 0-17, flexible 12+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    session_id: int
+    responses: list[FetchResponse.FetchableTopicResponse]
+    node_endpoints: list[FetchResponse.NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 17
     FLEXIBLE_MIN: ClassVar[int | None] = 12
 
-    @dataclass(slots=True)
     class FetchableTopicResponse:
         """FetchResponse.FetchableTopicResponse (versions 0-17)."""
 
-        topic: str = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[FetchResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic: str
+        topic_id: uuid.UUID
+        partitions: list[FetchResponse.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic: str = '', topic_id: uuid.UUID = _ZERO_UUID, partitions: list[FetchResponse.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic = topic
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic, self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """FetchResponse.PartitionData (versions 0-17)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        high_watermark: int = 0
-        last_stable_offset: int = -1
-        log_start_offset: int = -1
-        diverging_epoch: FetchResponse.EpochEndOffset = field(default_factory=lambda: FetchResponse.EpochEndOffset())
-        current_leader: FetchResponse.LeaderIdAndEpoch = field(default_factory=lambda: FetchResponse.LeaderIdAndEpoch())
-        snapshot_id: FetchResponse.SnapshotId = field(default_factory=lambda: FetchResponse.SnapshotId())
-        aborted_transactions: list[FetchResponse.AbortedTransaction] | None = field(default_factory=list)
-        preferred_read_replica: int = -1
-        records: _Records = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        error_code: int
+        high_watermark: int
+        last_stable_offset: int
+        log_start_offset: int
+        diverging_epoch: FetchResponse.EpochEndOffset
+        current_leader: FetchResponse.LeaderIdAndEpoch
+        snapshot_id: FetchResponse.SnapshotId
+        aborted_transactions: list[FetchResponse.AbortedTransaction] | None
+        preferred_read_replica: int
+        records: _Records
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, high_watermark: int = 0, last_stable_offset: int = -1, log_start_offset: int = -1, diverging_epoch: FetchResponse.EpochEndOffset = _FRESH, current_leader: FetchResponse.LeaderIdAndEpoch = _FRESH, snapshot_id: FetchResponse.SnapshotId = _FRESH, aborted_transactions: list[FetchResponse.AbortedTransaction] | None = _FRESH, preferred_read_replica: int = -1, records: _Records = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.high_watermark = high_watermark
+            self.last_stable_offset = last_stable_offset
+            self.log_start_offset = log_start_offset
+            self.diverging_epoch = _C_FetchResponse_EpochEndOffset() if diverging_epoch is _FRESH else diverging_epoch
+            self.current_leader = _C_FetchResponse_LeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+            self.snapshot_id = _C_FetchResponse_SnapshotId() if snapshot_id is _FRESH else snapshot_id
+            self.aborted_transactions = [] if aborted_transactions is _FRESH else aborted_transactions
+            self.preferred_read_replica = preferred_read_replica
+            self.records = records
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset, self.diverging_epoch, self.current_leader, self.snapshot_id, self.aborted_transactions, self.preferred_read_replica, self.records, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset, o.diverging_epoch, o.current_leader, o.snapshot_id, o.aborted_transactions, o.preferred_read_replica, o.records, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, high_watermark={self.high_watermark!r}, last_stable_offset={self.last_stable_offset!r}, log_start_offset={self.log_start_offset!r}, diverging_epoch={self.diverging_epoch!r}, current_leader={self.current_leader!r}, snapshot_id={self.snapshot_id!r}, aborted_transactions={self.aborted_transactions!r}, preferred_read_replica={self.preferred_read_replica!r}, records={self.records!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class EpochEndOffset:
         """FetchResponse.EpochEndOffset (versions 12-17)."""
 
-        epoch: int = -1
-        end_offset: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('epoch', 'end_offset', 'unknown_tagged_fields',)
+        __match_args__ = ('epoch', 'end_offset', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        epoch: int
+        end_offset: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, epoch: int = -1, end_offset: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.epoch = epoch
+            self.end_offset = end_offset
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.epoch, self.end_offset, self.unknown_tagged_fields,) == (o.epoch, o.end_offset, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(epoch={self.epoch!r}, end_offset={self.end_offset!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class LeaderIdAndEpoch:
         """FetchResponse.LeaderIdAndEpoch (versions 12-17)."""
 
-        leader_id: int = -1
-        leader_epoch: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        leader_id: int
+        leader_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, leader_id: int = -1, leader_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.leader_id, self.leader_epoch, self.unknown_tagged_fields,) == (o.leader_id, o.leader_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class SnapshotId:
         """FetchResponse.SnapshotId (versions 12-17)."""
 
-        end_offset: int = -1
-        epoch: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('end_offset', 'epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        end_offset: int
+        epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, end_offset: int = -1, epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.end_offset = end_offset
+            self.epoch = epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.end_offset, self.epoch, self.unknown_tagged_fields,) == (o.end_offset, o.epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(end_offset={self.end_offset!r}, epoch={self.epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AbortedTransaction:
         """FetchResponse.AbortedTransaction (versions 4-17)."""
 
-        producer_id: int = 0
-        first_offset: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('producer_id', 'first_offset', 'unknown_tagged_fields',)
+        __match_args__ = ('producer_id', 'first_offset', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        producer_id: int
+        first_offset: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, producer_id: int = 0, first_offset: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.producer_id = producer_id
+            self.first_offset = first_offset
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.producer_id, self.first_offset, self.unknown_tagged_fields,) == (o.producer_id, o.first_offset, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, first_offset={self.first_offset!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class NodeEndpoint:
         """FetchResponse.NodeEndpoint (versions 16-17)."""
 
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
+        __match_args__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    session_id: int = 0
-    responses: list[FetchResponse.FetchableTopicResponse] = field(default_factory=list)
-    node_endpoints: list[FetchResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.node_id, self.host, self.port, self.rack, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.rack, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0, responses: list[FetchResponse.FetchableTopicResponse] = _FRESH, node_endpoints: list[FetchResponse.NodeEndpoint] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.session_id = session_id
+        self.responses = [] if responses is _FRESH else responses
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.session_id, self.responses, self.node_endpoints, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.session_id, o.responses, o.node_endpoints, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, session_id={self.session_id!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -29,6 +28,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>ii')
 _S1 = Struct('>q')
 _S2 = Struct('>16s')
@@ -39,47 +39,116 @@ _S6 = Struct('>i')
 _S7 = Struct('>H')
 
 
-@dataclass(slots=True)
 class FetchSnapshotRequest:
     """FetchSnapshotRequest (api key 59), versions 0-1, flexible 0+."""
+
+    __slots__ = ('cluster_id', 'replica_id', 'max_bytes', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('cluster_id', 'replica_id', 'max_bytes', 'topics', 'unknown_tagged_fields',)
+
+    cluster_id: str | None
+    replica_id: int
+    max_bytes: int
+    topics: list[FetchSnapshotRequest.TopicSnapshot]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 59
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicSnapshot:
         """FetchSnapshotRequest.TopicSnapshot (versions 0-1)."""
 
-        name: str = ''
-        partitions: list[FetchSnapshotRequest.PartitionSnapshot] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[FetchSnapshotRequest.PartitionSnapshot]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[FetchSnapshotRequest.PartitionSnapshot] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionSnapshot:
         """FetchSnapshotRequest.PartitionSnapshot (versions 0-1)."""
 
-        partition: int = 0
-        current_leader_epoch: int = 0
-        snapshot_id: FetchSnapshotRequest.SnapshotId = field(default_factory=lambda: FetchSnapshotRequest.SnapshotId())
-        position: int = 0
-        replica_directory_id: uuid.UUID = _ZERO_UUID
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition', 'current_leader_epoch', 'snapshot_id', 'position', 'replica_directory_id', 'unknown_tagged_fields',)
+        __match_args__ = ('partition', 'current_leader_epoch', 'snapshot_id', 'position', 'replica_directory_id', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition: int
+        current_leader_epoch: int
+        snapshot_id: FetchSnapshotRequest.SnapshotId
+        position: int
+        replica_directory_id: uuid.UUID
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition: int = 0, current_leader_epoch: int = 0, snapshot_id: FetchSnapshotRequest.SnapshotId = _FRESH, position: int = 0, replica_directory_id: uuid.UUID = _ZERO_UUID, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition = partition
+            self.current_leader_epoch = current_leader_epoch
+            self.snapshot_id = _C_FetchSnapshotRequest_SnapshotId() if snapshot_id is _FRESH else snapshot_id
+            self.position = position
+            self.replica_directory_id = replica_directory_id
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition, self.current_leader_epoch, self.snapshot_id, self.position, self.replica_directory_id, self.unknown_tagged_fields,) == (o.partition, o.current_leader_epoch, o.snapshot_id, o.position, o.replica_directory_id, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition={self.partition!r}, current_leader_epoch={self.current_leader_epoch!r}, snapshot_id={self.snapshot_id!r}, position={self.position!r}, replica_directory_id={self.replica_directory_id!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class SnapshotId:
         """FetchSnapshotRequest.SnapshotId (versions 0-1)."""
 
-        end_offset: int = 0
-        epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('end_offset', 'epoch', 'unknown_tagged_fields',)
 
-    cluster_id: str | None = None
-    replica_id: int = -1
-    max_bytes: int = 2147483647
-    topics: list[FetchSnapshotRequest.TopicSnapshot] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        end_offset: int
+        epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, end_offset: int = 0, epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.end_offset = end_offset
+            self.epoch = epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.end_offset, self.epoch, self.unknown_tagged_fields,) == (o.end_offset, o.epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(end_offset={self.end_offset!r}, epoch={self.epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, cluster_id: str | None = None, replica_id: int = -1, max_bytes: int = 2147483647, topics: list[FetchSnapshotRequest.TopicSnapshot] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.max_bytes = max_bytes
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.replica_id, self.max_bytes, self.topics, self.unknown_tagged_fields,) == (o.cluster_id, o.replica_id, o.max_bytes, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_id={self.cluster_id!r}, replica_id={self.replica_id!r}, max_bytes={self.max_bytes!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -314,66 +383,170 @@ _DECODERS_FetchSnapshotRequest: dict[int, Callable[[memoryview, int], tuple[Fetc
 _ENCODERS_FetchSnapshotRequest: dict[int, _rt.EncodeFn] = {0: _e_FetchSnapshotRequest_FetchSnapshotRequest_0, 1: _e_FetchSnapshotRequest_FetchSnapshotRequest_1}
 
 
-@dataclass(slots=True)
 class FetchSnapshotResponse:
     """FetchSnapshotResponse (api key 59), versions 0-1, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    topics: list[FetchSnapshotResponse.TopicSnapshot]
+    node_endpoints: list[FetchSnapshotResponse.NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 59
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicSnapshot:
         """FetchSnapshotResponse.TopicSnapshot (versions 0-1)."""
 
-        name: str = ''
-        partitions: list[FetchSnapshotResponse.PartitionSnapshot] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[FetchSnapshotResponse.PartitionSnapshot]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[FetchSnapshotResponse.PartitionSnapshot] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionSnapshot:
         """FetchSnapshotResponse.PartitionSnapshot (versions 0-1)."""
 
-        index: int = 0
-        error_code: int = 0
-        snapshot_id: FetchSnapshotResponse.SnapshotId = field(default_factory=lambda: FetchSnapshotResponse.SnapshotId())
-        current_leader: FetchSnapshotResponse.LeaderIdAndEpoch = field(default_factory=lambda: FetchSnapshotResponse.LeaderIdAndEpoch())
-        size: int = 0
-        position: int = 0
-        unaligned_records: _Records = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('index', 'error_code', 'snapshot_id', 'current_leader', 'size', 'position', 'unaligned_records', 'unknown_tagged_fields',)
+        __match_args__ = ('index', 'error_code', 'snapshot_id', 'current_leader', 'size', 'position', 'unaligned_records', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        index: int
+        error_code: int
+        snapshot_id: FetchSnapshotResponse.SnapshotId
+        current_leader: FetchSnapshotResponse.LeaderIdAndEpoch
+        size: int
+        position: int
+        unaligned_records: _Records
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, index: int = 0, error_code: int = 0, snapshot_id: FetchSnapshotResponse.SnapshotId = _FRESH, current_leader: FetchSnapshotResponse.LeaderIdAndEpoch = _FRESH, size: int = 0, position: int = 0, unaligned_records: _Records = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.index = index
+            self.error_code = error_code
+            self.snapshot_id = _C_FetchSnapshotResponse_SnapshotId() if snapshot_id is _FRESH else snapshot_id
+            self.current_leader = _C_FetchSnapshotResponse_LeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+            self.size = size
+            self.position = position
+            self.unaligned_records = unaligned_records
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.index, self.error_code, self.snapshot_id, self.current_leader, self.size, self.position, self.unaligned_records, self.unknown_tagged_fields,) == (o.index, o.error_code, o.snapshot_id, o.current_leader, o.size, o.position, o.unaligned_records, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(index={self.index!r}, error_code={self.error_code!r}, snapshot_id={self.snapshot_id!r}, current_leader={self.current_leader!r}, size={self.size!r}, position={self.position!r}, unaligned_records={self.unaligned_records!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class SnapshotId:
         """FetchSnapshotResponse.SnapshotId (versions 0-1)."""
 
-        end_offset: int = 0
-        epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('end_offset', 'epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        end_offset: int
+        epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, end_offset: int = 0, epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.end_offset = end_offset
+            self.epoch = epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.end_offset, self.epoch, self.unknown_tagged_fields,) == (o.end_offset, o.epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(end_offset={self.end_offset!r}, epoch={self.epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class LeaderIdAndEpoch:
         """FetchSnapshotResponse.LeaderIdAndEpoch (versions 0-1)."""
 
-        leader_id: int = 0
-        leader_epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        leader_id: int
+        leader_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.leader_id, self.leader_epoch, self.unknown_tagged_fields,) == (o.leader_id, o.leader_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class NodeEndpoint:
         """FetchSnapshotResponse.NodeEndpoint (versions 1)."""
 
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields',)
+        __match_args__ = ('node_id', 'host', 'port', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    topics: list[FetchSnapshotResponse.TopicSnapshot] = field(default_factory=list)
-    node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        node_id: int
+        host: str
+        port: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.node_id, self.host, self.port, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, topics: list[FetchSnapshotResponse.TopicSnapshot] = _FRESH, node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.topics, self.node_endpoints, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.topics, o.node_endpoints, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, topics={self.topics!r}, node_endpoints={self.node_endpoints!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -29,25 +28,43 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>b')
 _S1 = Struct('>i')
 _S2 = Struct('>ih')
 _S3 = Struct('>hi')
 
 
-@dataclass(slots=True)
 class FindCoordinatorRequest:
     """FindCoordinatorRequest (api key 10), versions 0-6, flexible 3+."""
+
+    __slots__ = ('key', 'key_type', 'coordinator_keys', 'unknown_tagged_fields',)
+    __match_args__ = ('key', 'key_type', 'coordinator_keys', 'unknown_tagged_fields',)
+
+    key: str
+    key_type: int
+    coordinator_keys: list[str]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 10
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    key: str = ''
-    key_type: int = 0
-    coordinator_keys: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, key: str = '', key_type: int = 0, coordinator_keys: list[str] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.key = key
+        self.key_type = key_type
+        self.coordinator_keys = [] if coordinator_keys is _FRESH else coordinator_keys
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.key, self.key_type, self.coordinator_keys, self.unknown_tagged_fields,) == (o.key, o.key_type, o.coordinator_keys, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, key_type={self.key_type!r}, coordinator_keys={self.coordinator_keys!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -142,35 +159,76 @@ _DECODERS_FindCoordinatorRequest: dict[int, Callable[[memoryview, int], tuple[Fi
 _ENCODERS_FindCoordinatorRequest: dict[int, _rt.EncodeFn] = {0: _e_FindCoordinatorRequest_FindCoordinatorRequest_0, 1: _e_FindCoordinatorRequest_FindCoordinatorRequest_1, 2: _e_FindCoordinatorRequest_FindCoordinatorRequest_1, 3: _e_FindCoordinatorRequest_FindCoordinatorRequest_2, 4: _e_FindCoordinatorRequest_FindCoordinatorRequest_3, 5: _e_FindCoordinatorRequest_FindCoordinatorRequest_3, 6: _e_FindCoordinatorRequest_FindCoordinatorRequest_3}
 
 
-@dataclass(slots=True)
 class FindCoordinatorResponse:
     """FindCoordinatorResponse (api key 10), versions 0-6, flexible 3+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
+    coordinators: list[FindCoordinatorResponse.Coordinator]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 10
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    @dataclass(slots=True)
     class Coordinator:
         """FindCoordinatorResponse.Coordinator (versions 4-6)."""
 
-        key: str = ''
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    node_id: int = 0
-    host: str = ''
-    port: int = 0
-    coordinators: list[FindCoordinatorResponse.Coordinator] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        key: str
+        node_id: int
+        host: str
+        port: int
+        error_code: int
+        error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, key: str = '', node_id: int = 0, host: str = '', port: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.key = key
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.key, self.node_id, self.host, self.port, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.key, o.node_id, o.host, o.port, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(key={self.key!r}, node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', node_id: int = 0, host: str = '', port: int = 0, coordinators: list[FindCoordinatorResponse.Coordinator] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.coordinators = [] if coordinators is _FRESH else coordinators
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.node_id, self.host, self.port, self.coordinators, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.node_id, o.host, o.port, o.coordinators, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, coordinators={self.coordinators!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,22 +23,38 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16s')
 _S1 = Struct('>ih16si')
 _S2 = Struct('>ii?')
 
 
-@dataclass(slots=True)
 class GetTelemetrySubscriptionsRequest:
     """GetTelemetrySubscriptionsRequest (api key 71), versions 0-0, flexible 0+."""
+
+    __slots__ = ('client_instance_id', 'unknown_tagged_fields',)
+    __match_args__ = ('client_instance_id', 'unknown_tagged_fields',)
+
+    client_instance_id: uuid.UUID
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 71
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    client_instance_id: uuid.UUID = _ZERO_UUID
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, client_instance_id: uuid.UUID = _ZERO_UUID, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.client_instance_id = client_instance_id
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.client_instance_id, self.unknown_tagged_fields,) == (o.client_instance_id, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(client_instance_id={self.client_instance_id!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -85,25 +100,48 @@ _DECODERS_GetTelemetrySubscriptionsRequest: dict[int, Callable[[memoryview, int]
 _ENCODERS_GetTelemetrySubscriptionsRequest: dict[int, _rt.EncodeFn] = {0: _e_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_0}
 
 
-@dataclass(slots=True)
 class GetTelemetrySubscriptionsResponse:
     """GetTelemetrySubscriptionsResponse (api key 71), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'client_instance_id', 'subscription_id', 'accepted_compression_types', 'push_interval_ms', 'telemetry_max_bytes', 'delta_temporality', 'requested_metrics', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'client_instance_id', 'subscription_id', 'accepted_compression_types', 'push_interval_ms', 'telemetry_max_bytes', 'delta_temporality', 'requested_metrics', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    accepted_compression_types: list[int]
+    push_interval_ms: int
+    telemetry_max_bytes: int
+    delta_temporality: bool
+    requested_metrics: list[str]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 71
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    client_instance_id: uuid.UUID = _ZERO_UUID
-    subscription_id: int = 0
-    accepted_compression_types: list[int] = field(default_factory=list)
-    push_interval_ms: int = 0
-    telemetry_max_bytes: int = 0
-    delta_temporality: bool = False
-    requested_metrics: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, client_instance_id: uuid.UUID = _ZERO_UUID, subscription_id: int = 0, accepted_compression_types: list[int] = _FRESH, push_interval_ms: int = 0, telemetry_max_bytes: int = 0, delta_temporality: bool = False, requested_metrics: list[str] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.accepted_compression_types = [] if accepted_compression_types is _FRESH else accepted_compression_types
+        self.push_interval_ms = push_interval_ms
+        self.telemetry_max_bytes = telemetry_max_bytes
+        self.delta_temporality = delta_temporality
+        self.requested_metrics = [] if requested_metrics is _FRESH else requested_metrics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.client_instance_id, self.subscription_id, self.accepted_compression_types, self.push_interval_ms, self.telemetry_max_bytes, self.delta_temporality, self.requested_metrics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id, o.accepted_compression_types, o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality, o.requested_metrics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, client_instance_id={self.client_instance_id!r}, subscription_id={self.subscription_id!r}, accepted_compression_types={self.accepted_compression_types!r}, push_interval_ms={self.push_interval_ms!r}, telemetry_max_bytes={self.telemetry_max_bytes!r}, delta_temporality={self.delta_temporality!r}, requested_metrics={self.requested_metrics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

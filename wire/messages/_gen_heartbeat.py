@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,25 +25,44 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class HeartbeatRequest:
     """HeartbeatRequest (api key 12), versions 0-4, flexible 4+."""
+
+    __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'unknown_tagged_fields',)
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 12
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    group_id: str = ''
-    generation_id: int = 0
-    member_id: str = ''
-    group_instance_id: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, group_id: str = '', generation_id: int = 0, member_id: str = '', group_instance_id: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.generation_id, self.member_id, self.group_instance_id, self.unknown_tagged_fields,) == (o.group_id, o.generation_id, o.member_id, o.group_instance_id, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -137,18 +155,34 @@ _DECODERS_HeartbeatRequest: dict[int, Callable[[memoryview, int], tuple[Heartbea
 _ENCODERS_HeartbeatRequest: dict[int, _rt.EncodeFn] = {0: _e_HeartbeatRequest_HeartbeatRequest_0, 1: _e_HeartbeatRequest_HeartbeatRequest_0, 2: _e_HeartbeatRequest_HeartbeatRequest_0, 3: _e_HeartbeatRequest_HeartbeatRequest_1, 4: _e_HeartbeatRequest_HeartbeatRequest_2}
 
 
-@dataclass(slots=True)
 class HeartbeatResponse:
     """HeartbeatResponse (api key 12), versions 0-4, flexible 4+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 12
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

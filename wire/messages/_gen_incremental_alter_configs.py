@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,42 +27,93 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>b')
 _S1 = Struct('>?')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
 class IncrementalAlterConfigsRequest:
     """IncrementalAlterConfigsRequest (api key 44), versions 0-1, flexible 1+."""
+
+    __slots__ = ('resources', 'validate_only', 'unknown_tagged_fields',)
+    __match_args__ = ('resources', 'validate_only', 'unknown_tagged_fields',)
+
+    resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
+    validate_only: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 44
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class AlterConfigsResource:
         """IncrementalAlterConfigsRequest.AlterConfigsResource (versions 0-1)."""
 
-        resource_type: int = 0
-        resource_name: str = ''
-        configs: list[IncrementalAlterConfigsRequest.AlterableConfig] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('resource_type', 'resource_name', 'configs', 'unknown_tagged_fields',)
+        __match_args__ = ('resource_type', 'resource_name', 'configs', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        resource_type: int
+        resource_name: str
+        configs: list[IncrementalAlterConfigsRequest.AlterableConfig]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, resource_type: int = 0, resource_name: str = '', configs: list[IncrementalAlterConfigsRequest.AlterableConfig] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configs = [] if configs is _FRESH else configs
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.resource_type, self.resource_name, self.configs, self.unknown_tagged_fields,) == (o.resource_type, o.resource_name, o.configs, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AlterableConfig:
         """IncrementalAlterConfigsRequest.AlterableConfig (versions 0-1)."""
 
-        name: str = ''
-        config_operation: int = 0
-        value: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'config_operation', 'value', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'config_operation', 'value', 'unknown_tagged_fields',)
 
-    resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = field(default_factory=list)
-    validate_only: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        config_operation: int
+        value: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', config_operation: int = 0, value: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.config_operation = config_operation
+            self.value = value
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.config_operation, self.value, self.unknown_tagged_fields,) == (o.name, o.config_operation, o.value, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, config_operation={self.config_operation!r}, value={self.value!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = _FRESH, validate_only: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.resources = [] if resources is _FRESH else resources
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.resources, self.validate_only, self.unknown_tagged_fields,) == (o.resources, o.validate_only, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resources={self.resources!r}, validate_only={self.validate_only!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -210,28 +260,62 @@ _DECODERS_IncrementalAlterConfigsRequest: dict[int, Callable[[memoryview, int], 
 _ENCODERS_IncrementalAlterConfigsRequest: dict[int, _rt.EncodeFn] = {0: _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_0, 1: _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_1}
 
 
-@dataclass(slots=True)
 class IncrementalAlterConfigsResponse:
     """IncrementalAlterConfigsResponse (api key 44), versions 0-1, flexible 1+."""
+
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 44
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class AlterConfigsResourceResponse:
         """IncrementalAlterConfigsResponse.AlterConfigsResourceResponse (versions 0-1)."""
 
-        error_code: int = 0
-        error_message: str | None = ''
-        resource_type: int = 0
-        resource_name: str = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.resource_type, o.resource_name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is _FRESH else responses
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.responses, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.responses, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

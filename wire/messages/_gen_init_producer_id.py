@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -22,25 +21,44 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>iqh')
 _S2 = Struct('>ihqh')
 
 
-@dataclass(slots=True)
 class InitProducerIdRequest:
     """InitProducerIdRequest (api key 22), versions 0-5, flexible 2+."""
+
+    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'unknown_tagged_fields',)
+    __match_args__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'unknown_tagged_fields',)
+
+    transactional_id: str | None
+    transaction_timeout_ms: int
+    producer_id: int
+    producer_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 22
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    transactional_id: str | None = ''
-    transaction_timeout_ms: int = 0
-    producer_id: int = -1
-    producer_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, transactional_id: str | None = '', transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.transactional_id, self.transaction_timeout_ms, self.producer_id, self.producer_epoch, self.unknown_tagged_fields,) == (o.transactional_id, o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, transaction_timeout_ms={self.transaction_timeout_ms!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -123,20 +141,38 @@ _DECODERS_InitProducerIdRequest: dict[int, Callable[[memoryview, int], tuple[Ini
 _ENCODERS_InitProducerIdRequest: dict[int, _rt.EncodeFn] = {0: _e_InitProducerIdRequest_InitProducerIdRequest_0, 1: _e_InitProducerIdRequest_InitProducerIdRequest_0, 2: _e_InitProducerIdRequest_InitProducerIdRequest_1, 3: _e_InitProducerIdRequest_InitProducerIdRequest_2, 4: _e_InitProducerIdRequest_InitProducerIdRequest_2, 5: _e_InitProducerIdRequest_InitProducerIdRequest_2}
 
 
-@dataclass(slots=True)
 class InitProducerIdResponse:
     """InitProducerIdResponse (api key 22), versions 0-5, flexible 2+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 22
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    producer_id: int = -1
-    producer_epoch: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -32,6 +31,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>ii')
 _S2 = Struct('>hi')
@@ -39,32 +39,70 @@ _S3 = Struct('>ihi')
 _S4 = Struct('>?')
 
 
-@dataclass(slots=True)
 class JoinGroupRequest:
     """JoinGroupRequest (api key 11), versions 0-9, flexible 6+."""
+
+    __slots__ = ('group_id', 'session_timeout_ms', 'rebalance_timeout_ms', 'member_id', 'group_instance_id', 'protocol_type', 'protocols', 'reason', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'session_timeout_ms', 'rebalance_timeout_ms', 'member_id', 'group_instance_id', 'protocol_type', 'protocols', 'reason', 'unknown_tagged_fields',)
+
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
+    reason: str | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 11
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN: ClassVar[int | None] = 6
 
-    @dataclass(slots=True)
     class JoinGroupRequestProtocol:
         """JoinGroupRequest.JoinGroupRequestProtocol (versions 0-9)."""
 
-        name: str = ''
-        metadata: _Bytes = b''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'metadata', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'metadata', 'unknown_tagged_fields',)
 
-    group_id: str = ''
-    session_timeout_ms: int = 0
-    rebalance_timeout_ms: int = -1
-    member_id: str = ''
-    group_instance_id: str | None = None
-    protocol_type: str = ''
-    protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = field(default_factory=list)
-    reason: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        metadata: _Bytes
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', metadata: _Bytes = b'', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.metadata = metadata
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.metadata, self.unknown_tagged_fields,) == (o.name, o.metadata, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, metadata={self.metadata!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str = '', session_timeout_ms: int = 0, rebalance_timeout_ms: int = -1, member_id: str = '', group_instance_id: str | None = None, protocol_type: str = '', protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = _FRESH, reason: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocols = [] if protocols is _FRESH else protocols
+        self.reason = reason
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.session_timeout_ms, self.rebalance_timeout_ms, self.member_id, self.group_instance_id, self.protocol_type, self.protocols, self.reason, self.unknown_tagged_fields,) == (o.group_id, o.session_timeout_ms, o.rebalance_timeout_ms, o.member_id, o.group_instance_id, o.protocol_type, o.protocols, o.reason, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, session_timeout_ms={self.session_timeout_ms!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, protocol_type={self.protocol_type!r}, protocols={self.protocols!r}, reason={self.reason!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -270,34 +308,74 @@ _DECODERS_JoinGroupRequest: dict[int, Callable[[memoryview, int], tuple[JoinGrou
 _ENCODERS_JoinGroupRequest: dict[int, _rt.EncodeFn] = {0: _e_JoinGroupRequest_JoinGroupRequest_0, 1: _e_JoinGroupRequest_JoinGroupRequest_1, 2: _e_JoinGroupRequest_JoinGroupRequest_1, 3: _e_JoinGroupRequest_JoinGroupRequest_1, 4: _e_JoinGroupRequest_JoinGroupRequest_1, 5: _e_JoinGroupRequest_JoinGroupRequest_2, 6: _e_JoinGroupRequest_JoinGroupRequest_3, 7: _e_JoinGroupRequest_JoinGroupRequest_3, 8: _e_JoinGroupRequest_JoinGroupRequest_4, 9: _e_JoinGroupRequest_JoinGroupRequest_4}
 
 
-@dataclass(slots=True)
 class JoinGroupResponse:
     """JoinGroupResponse (api key 11), versions 0-9, flexible 6+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'generation_id', 'protocol_type', 'protocol_name', 'leader', 'skip_assignment', 'member_id', 'members', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'generation_id', 'protocol_type', 'protocol_name', 'leader', 'skip_assignment', 'member_id', 'members', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str
+    skip_assignment: bool
+    member_id: str
+    members: list[JoinGroupResponse.JoinGroupResponseMember]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 11
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN: ClassVar[int | None] = 6
 
-    @dataclass(slots=True)
     class JoinGroupResponseMember:
         """JoinGroupResponse.JoinGroupResponseMember (versions 0-9)."""
 
-        member_id: str = ''
-        group_instance_id: str | None = None
-        metadata: _Bytes = b''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('member_id', 'group_instance_id', 'metadata', 'unknown_tagged_fields',)
+        __match_args__ = ('member_id', 'group_instance_id', 'metadata', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = ''
-    leader: str = ''
-    skip_assignment: bool = False
-    member_id: str = ''
-    members: list[JoinGroupResponse.JoinGroupResponseMember] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        member_id: str
+        group_instance_id: str | None
+        metadata: _Bytes
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, member_id: str = '', group_instance_id: str | None = None, metadata: _Bytes = b'', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.metadata = metadata
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.member_id, self.group_instance_id, self.metadata, self.unknown_tagged_fields,) == (o.member_id, o.group_instance_id, o.metadata, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, metadata={self.metadata!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, generation_id: int = -1, protocol_type: str | None = None, protocol_name: str | None = '', leader: str = '', skip_assignment: bool = False, member_id: str = '', members: list[JoinGroupResponse.JoinGroupResponseMember] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.generation_id = generation_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.leader = leader
+        self.skip_assignment = skip_assignment
+        self.member_id = member_id
+        self.members = [] if members is _FRESH else members
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.generation_id, self.protocol_type, self.protocol_name, self.leader, self.skip_assignment, self.member_id, self.members, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.generation_id, o.protocol_type, o.protocol_name, o.leader, o.skip_assignment, o.member_id, o.members, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, generation_id={self.generation_id!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, leader={self.leader!r}, skip_assignment={self.skip_assignment!r}, member_id={self.member_id!r}, members={self.members!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

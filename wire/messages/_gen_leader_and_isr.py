@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,6 +25,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iiii')
 _S1 = Struct('>i')
 _S2 = Struct('>?')
@@ -39,60 +39,142 @@ _S9 = Struct('>ih')
 _S10 = Struct('>h')
 
 
-@dataclass(slots=True)
 class LeaderAndIsrRequest:
     """LeaderAndIsrRequest (api key 4), versions 0-7, flexible 4+."""
+
+    __slots__ = ('controller_id', 'is_kraft_controller', 'controller_epoch', 'broker_epoch', 'type', 'ungrouped_partition_states', 'topic_states', 'live_leaders', 'unknown_tagged_fields',)
+    __match_args__ = ('controller_id', 'is_kraft_controller', 'controller_epoch', 'broker_epoch', 'type', 'ungrouped_partition_states', 'topic_states', 'live_leaders', 'unknown_tagged_fields',)
+
+    controller_id: int
+    is_kraft_controller: bool
+    controller_epoch: int
+    broker_epoch: int
+    type: int
+    ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
+    topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState]
+    live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 4
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class LeaderAndIsrPartitionState:
         """LeaderAndIsrRequest.LeaderAndIsrPartitionState (versions 0-7)."""
 
-        topic_name: str = ''
-        partition_index: int = 0
-        controller_epoch: int = 0
-        leader: int = 0
-        leader_epoch: int = 0
-        isr: list[int] = field(default_factory=list)
-        partition_epoch: int = 0
-        replicas: list[int] = field(default_factory=list)
-        adding_replicas: list[int] = field(default_factory=list)
-        removing_replicas: list[int] = field(default_factory=list)
-        is_new: bool = False
-        leader_recovery_state: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'partition_epoch', 'replicas', 'adding_replicas', 'removing_replicas', 'is_new', 'leader_recovery_state', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'partition_epoch', 'replicas', 'adding_replicas', 'removing_replicas', 'is_new', 'leader_recovery_state', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partition_index: int
+        controller_epoch: int
+        leader: int
+        leader_epoch: int
+        isr: list[int]
+        partition_epoch: int
+        replicas: list[int]
+        adding_replicas: list[int]
+        removing_replicas: list[int]
+        is_new: bool
+        leader_recovery_state: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] = _FRESH, partition_epoch: int = 0, replicas: list[int] = _FRESH, adding_replicas: list[int] = _FRESH, removing_replicas: list[int] = _FRESH, is_new: bool = False, leader_recovery_state: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.controller_epoch = controller_epoch
+            self.leader = leader
+            self.leader_epoch = leader_epoch
+            self.isr = [] if isr is _FRESH else isr
+            self.partition_epoch = partition_epoch
+            self.replicas = [] if replicas is _FRESH else replicas
+            self.adding_replicas = [] if adding_replicas is _FRESH else adding_replicas
+            self.removing_replicas = [] if removing_replicas is _FRESH else removing_replicas
+            self.is_new = is_new
+            self.leader_recovery_state = leader_recovery_state
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.replicas, self.adding_replicas, self.removing_replicas, self.is_new, self.leader_recovery_state, self.unknown_tagged_fields,) == (o.topic_name, o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, o.isr, o.partition_epoch, o.replicas, o.adding_replicas, o.removing_replicas, o.is_new, o.leader_recovery_state, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, controller_epoch={self.controller_epoch!r}, leader={self.leader!r}, leader_epoch={self.leader_epoch!r}, isr={self.isr!r}, partition_epoch={self.partition_epoch!r}, replicas={self.replicas!r}, adding_replicas={self.adding_replicas!r}, removing_replicas={self.removing_replicas!r}, is_new={self.is_new!r}, leader_recovery_state={self.leader_recovery_state!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class LeaderAndIsrTopicState:
         """LeaderAndIsrRequest.LeaderAndIsrTopicState (versions 2-7)."""
 
-        topic_name: str = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'topic_id', 'partition_states', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'topic_id', 'partition_states', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        topic_id: uuid.UUID
+        partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', topic_id: uuid.UUID = _ZERO_UUID, partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partition_states = [] if partition_states is _FRESH else partition_states
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.topic_id, self.partition_states, self.unknown_tagged_fields,) == (o.topic_name, o.topic_id, o.partition_states, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partition_states={self.partition_states!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class LeaderAndIsrLiveLeader:
         """LeaderAndIsrRequest.LeaderAndIsrLiveLeader (versions 0-7)."""
 
-        broker_id: int = 0
-        host_name: str = ''
-        port: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('broker_id', 'host_name', 'port', 'unknown_tagged_fields',)
+        __match_args__ = ('broker_id', 'host_name', 'port', 'unknown_tagged_fields',)
 
-    controller_id: int = 0
-    is_kraft_controller: bool = False
-    controller_epoch: int = 0
-    broker_epoch: int = -1
-    type: int = 0
-    ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = field(default_factory=list)
-    topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState] = field(default_factory=list)
-    live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        broker_id: int
+        host_name: str
+        port: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, broker_id: int = 0, host_name: str = '', port: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.broker_id = broker_id
+            self.host_name = host_name
+            self.port = port
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.broker_id, self.host_name, self.port, self.unknown_tagged_fields,) == (o.broker_id, o.host_name, o.port, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, host_name={self.host_name!r}, port={self.port!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, controller_id: int = 0, is_kraft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, type: int = 0, ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = _FRESH, topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState] = _FRESH, live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.controller_id = controller_id
+        self.is_kraft_controller = is_kraft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.type = type
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is _FRESH else ungrouped_partition_states
+        self.topic_states = [] if topic_states is _FRESH else topic_states
+        self.live_leaders = [] if live_leaders is _FRESH else live_leaders
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.controller_id, self.is_kraft_controller, self.controller_epoch, self.broker_epoch, self.type, self.ungrouped_partition_states, self.topic_states, self.live_leaders, self.unknown_tagged_fields,) == (o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch, o.type, o.ungrouped_partition_states, o.topic_states, o.live_leaders, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, is_kraft_controller={self.is_kraft_controller!r}, controller_epoch={self.controller_epoch!r}, broker_epoch={self.broker_epoch!r}, type={self.type!r}, ungrouped_partition_states={self.ungrouped_partition_states!r}, topic_states={self.topic_states!r}, live_leaders={self.live_leaders!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -601,36 +683,86 @@ _DECODERS_LeaderAndIsrRequest: dict[int, Callable[[memoryview, int], tuple[Leade
 _ENCODERS_LeaderAndIsrRequest: dict[int, _rt.EncodeFn] = {0: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_0, 1: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_1, 2: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_2, 3: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_3, 4: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_4, 5: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_5, 6: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_6, 7: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_7}
 
 
-@dataclass(slots=True)
 class LeaderAndIsrResponse:
     """LeaderAndIsrResponse (api key 4), versions 0-7, flexible 4+."""
+
+    __slots__ = ('error_code', 'partition_errors', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'partition_errors', 'topics', 'unknown_tagged_fields',)
+
+    error_code: int
+    partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
+    topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 4
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class LeaderAndIsrPartitionError:
         """LeaderAndIsrResponse.LeaderAndIsrPartitionError (versions 0-7)."""
 
-        topic_name: str = ''
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partition_index', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partition_index', 'error_code', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partition_index: int
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partition_index, self.error_code, self.unknown_tagged_fields,) == (o.topic_name, o.partition_index, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class LeaderAndIsrTopicError:
         """LeaderAndIsrResponse.LeaderAndIsrTopicError (versions 5-7)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partition_errors', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partition_errors', 'unknown_tagged_fields',)
 
-    error_code: int = 0
-    partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = field(default_factory=list)
-    topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_id: uuid.UUID
+        partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partition_errors = [] if partition_errors is _FRESH else partition_errors
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partition_errors, self.unknown_tagged_fields,) == (o.topic_id, o.partition_errors, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partition_errors={self.partition_errors!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, error_code: int = 0, partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = _FRESH, topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.partition_errors = [] if partition_errors is _FRESH else partition_errors
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.partition_errors, self.topics, self.unknown_tagged_fields,) == (o.error_code, o.partition_errors, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_errors={self.partition_errors!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

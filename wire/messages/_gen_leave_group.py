@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,32 +27,67 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class LeaveGroupRequest:
     """LeaveGroupRequest (api key 13), versions 0-5, flexible 4+."""
+
+    __slots__ = ('group_id', 'member_id', 'members', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'member_id', 'members', 'unknown_tagged_fields',)
+
+    group_id: str
+    member_id: str
+    members: list[LeaveGroupRequest.MemberIdentity]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 13
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class MemberIdentity:
         """LeaveGroupRequest.MemberIdentity (versions 3-5)."""
 
-        member_id: str = ''
-        group_instance_id: str | None = None
-        reason: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('member_id', 'group_instance_id', 'reason', 'unknown_tagged_fields',)
+        __match_args__ = ('member_id', 'group_instance_id', 'reason', 'unknown_tagged_fields',)
 
-    group_id: str = ''
-    member_id: str = ''
-    members: list[LeaveGroupRequest.MemberIdentity] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        member_id: str
+        group_instance_id: str | None
+        reason: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, member_id: str = '', group_instance_id: str | None = None, reason: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.reason = reason
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.member_id, self.group_instance_id, self.reason, self.unknown_tagged_fields,) == (o.member_id, o.group_instance_id, o.reason, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, reason={self.reason!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str = '', member_id: str = '', members: list[LeaveGroupRequest.MemberIdentity] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.members = [] if members is _FRESH else members
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.member_id, self.members, self.unknown_tagged_fields,) == (o.group_id, o.member_id, o.members, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, members={self.members!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -210,28 +244,62 @@ _DECODERS_LeaveGroupRequest: dict[int, Callable[[memoryview, int], tuple[LeaveGr
 _ENCODERS_LeaveGroupRequest: dict[int, _rt.EncodeFn] = {0: _e_LeaveGroupRequest_LeaveGroupRequest_0, 1: _e_LeaveGroupRequest_LeaveGroupRequest_0, 2: _e_LeaveGroupRequest_LeaveGroupRequest_0, 3: _e_LeaveGroupRequest_LeaveGroupRequest_1, 4: _e_LeaveGroupRequest_LeaveGroupRequest_2, 5: _e_LeaveGroupRequest_LeaveGroupRequest_3}
 
 
-@dataclass(slots=True)
 class LeaveGroupResponse:
     """LeaveGroupResponse (api key 13), versions 0-5, flexible 4+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'members', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'members', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    members: list[LeaveGroupResponse.MemberResponse]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 13
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class MemberResponse:
         """LeaveGroupResponse.MemberResponse (versions 3-5)."""
 
-        member_id: str = ''
-        group_instance_id: str | None = ''
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('member_id', 'group_instance_id', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('member_id', 'group_instance_id', 'error_code', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    members: list[LeaveGroupResponse.MemberResponse] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        member_id: str
+        group_instance_id: str | None
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, member_id: str = '', group_instance_id: str | None = '', error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.member_id, self.group_instance_id, self.error_code, self.unknown_tagged_fields,) == (o.member_id, o.group_instance_id, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, members: list[LeaveGroupResponse.MemberResponse] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.members = [] if members is _FRESH else members
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.members, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.members, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, members={self.members!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

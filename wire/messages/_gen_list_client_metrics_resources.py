@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -22,19 +21,34 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class ListClientMetricsResourcesRequest:
     """ListClientMetricsResourcesRequest (api key 74), versions 0-0, flexible 0+."""
+
+    __slots__ = ('unknown_tagged_fields',)
+    __match_args__ = ('unknown_tagged_fields',)
+
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 74
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.unknown_tagged_fields,) == (o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -76,26 +90,58 @@ _DECODERS_ListClientMetricsResourcesRequest: dict[int, Callable[[memoryview, int
 _ENCODERS_ListClientMetricsResourcesRequest: dict[int, _rt.EncodeFn] = {0: _e_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest_0}
 
 
-@dataclass(slots=True)
 class ListClientMetricsResourcesResponse:
     """ListClientMetricsResourcesResponse (api key 74), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'client_metrics_resources', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'client_metrics_resources', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 74
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class ClientMetricsResource:
         """ListClientMetricsResourcesResponse.ClientMetricsResource (versions 0)."""
 
-        name: str = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.unknown_tagged_fields,) == (o.name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.client_metrics_resources = [] if client_metrics_resources is _FRESH else client_metrics_resources
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.client_metrics_resources, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.client_metrics_resources, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, client_metrics_resources={self.client_metrics_resources!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -25,22 +24,39 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class ListGroupsRequest:
     """ListGroupsRequest (api key 16), versions 0-5, flexible 3+."""
+
+    __slots__ = ('states_filter', 'types_filter', 'unknown_tagged_fields',)
+    __match_args__ = ('states_filter', 'types_filter', 'unknown_tagged_fields',)
+
+    states_filter: list[str]
+    types_filter: list[str]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 16
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    states_filter: list[str] = field(default_factory=list)
-    types_filter: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, states_filter: list[str] = _FRESH, types_filter: list[str] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.states_filter = [] if states_filter is _FRESH else states_filter
+        self.types_filter = [] if types_filter is _FRESH else types_filter
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.states_filter, self.types_filter, self.unknown_tagged_fields,) == (o.states_filter, o.types_filter, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(states_filter={self.states_filter!r}, types_filter={self.types_filter!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -129,29 +145,64 @@ _DECODERS_ListGroupsRequest: dict[int, Callable[[memoryview, int], tuple[ListGro
 _ENCODERS_ListGroupsRequest: dict[int, _rt.EncodeFn] = {0: _e_ListGroupsRequest_ListGroupsRequest_0, 1: _e_ListGroupsRequest_ListGroupsRequest_0, 2: _e_ListGroupsRequest_ListGroupsRequest_0, 3: _e_ListGroupsRequest_ListGroupsRequest_1, 4: _e_ListGroupsRequest_ListGroupsRequest_2, 5: _e_ListGroupsRequest_ListGroupsRequest_3}
 
 
-@dataclass(slots=True)
 class ListGroupsResponse:
     """ListGroupsResponse (api key 16), versions 0-5, flexible 3+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'groups', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'groups', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    groups: list[ListGroupsResponse.ListedGroup]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 16
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    @dataclass(slots=True)
     class ListedGroup:
         """ListGroupsResponse.ListedGroup (versions 0-5)."""
 
-        group_id: str = ''
-        protocol_type: str = ''
-        group_state: str = ''
-        group_type: str = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type', 'unknown_tagged_fields',)
+        __match_args__ = ('group_id', 'protocol_type', 'group_state', 'group_type', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    groups: list[ListGroupsResponse.ListedGroup] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        group_id: str
+        protocol_type: str
+        group_state: str
+        group_type: str
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, group_id: str = '', protocol_type: str = '', group_state: str = '', group_type: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.group_id = group_id
+            self.protocol_type = protocol_type
+            self.group_state = group_state
+            self.group_type = group_type
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.group_id, self.protocol_type, self.group_state, self.group_type, self.unknown_tagged_fields,) == (o.group_id, o.protocol_type, o.group_state, o.group_type, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, protocol_type={self.protocol_type!r}, group_state={self.group_state!r}, group_type={self.group_type!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, groups: list[ListGroupsResponse.ListedGroup] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.groups = [] if groups is _FRESH else groups
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.groups, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.groups, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, groups={self.groups!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

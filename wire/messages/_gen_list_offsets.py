@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,6 +25,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iqi')
 _S1 = Struct('>iq')
 _S2 = Struct('>iiq')
@@ -36,37 +36,88 @@ _S6 = Struct('>ihqq')
 _S7 = Struct('>ihqqi')
 
 
-@dataclass(slots=True)
 class ListOffsetsRequest:
     """ListOffsetsRequest (api key 2), versions 0-9, flexible 6+."""
+
+    __slots__ = ('replica_id', 'isolation_level', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('replica_id', 'isolation_level', 'topics', 'unknown_tagged_fields',)
+
+    replica_id: int
+    isolation_level: int
+    topics: list[ListOffsetsRequest.ListOffsetsTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN: ClassVar[int | None] = 6
 
-    @dataclass(slots=True)
     class ListOffsetsTopic:
         """ListOffsetsRequest.ListOffsetsTopic (versions 0-9)."""
 
-        name: str = ''
-        partitions: list[ListOffsetsRequest.ListOffsetsPartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[ListOffsetsRequest.ListOffsetsPartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[ListOffsetsRequest.ListOffsetsPartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ListOffsetsPartition:
         """ListOffsetsRequest.ListOffsetsPartition (versions 0-9)."""
 
-        partition_index: int = 0
-        current_leader_epoch: int = -1
-        timestamp: int = 0
-        max_num_offsets: int = 1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets', 'unknown_tagged_fields',)
 
-    replica_id: int = 0
-    isolation_level: int = 0
-    topics: list[ListOffsetsRequest.ListOffsetsTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        current_leader_epoch: int
+        timestamp: int
+        max_num_offsets: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, current_leader_epoch: int = -1, timestamp: int = 0, max_num_offsets: int = 1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.current_leader_epoch = current_leader_epoch
+            self.timestamp = timestamp
+            self.max_num_offsets = max_num_offsets
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.current_leader_epoch, self.timestamp, self.max_num_offsets, self.unknown_tagged_fields,) == (o.partition_index, o.current_leader_epoch, o.timestamp, o.max_num_offsets, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, current_leader_epoch={self.current_leader_epoch!r}, timestamp={self.timestamp!r}, max_num_offsets={self.max_num_offsets!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, replica_id: int = 0, isolation_level: int = 0, topics: list[ListOffsetsRequest.ListOffsetsTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.replica_id = replica_id
+        self.isolation_level = isolation_level
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.replica_id, self.isolation_level, self.topics, self.unknown_tagged_fields,) == (o.replica_id, o.isolation_level, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, isolation_level={self.isolation_level!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -294,38 +345,90 @@ _DECODERS_ListOffsetsRequest: dict[int, Callable[[memoryview, int], tuple[ListOf
 _ENCODERS_ListOffsetsRequest: dict[int, _rt.EncodeFn] = {0: _e_ListOffsetsRequest_ListOffsetsRequest_0, 1: _e_ListOffsetsRequest_ListOffsetsRequest_1, 2: _e_ListOffsetsRequest_ListOffsetsRequest_2, 3: _e_ListOffsetsRequest_ListOffsetsRequest_2, 4: _e_ListOffsetsRequest_ListOffsetsRequest_3, 5: _e_ListOffsetsRequest_ListOffsetsRequest_3, 6: _e_ListOffsetsRequest_ListOffsetsRequest_4, 7: _e_ListOffsetsRequest_ListOffsetsRequest_4, 8: _e_ListOffsetsRequest_ListOffsetsRequest_4, 9: _e_ListOffsetsRequest_ListOffsetsRequest_4}
 
 
-@dataclass(slots=True)
 class ListOffsetsResponse:
     """ListOffsetsResponse (api key 2), versions 0-9, flexible 6+."""
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN: ClassVar[int | None] = 6
 
-    @dataclass(slots=True)
     class ListOffsetsTopicResponse:
         """ListOffsetsResponse.ListOffsetsTopicResponse (versions 0-9)."""
 
-        name: str = ''
-        partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ListOffsetsPartitionResponse:
         """ListOffsetsResponse.ListOffsetsPartitionResponse (versions 0-9)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        old_style_offsets: list[int] = field(default_factory=list)
-        timestamp: int = -1
-        offset: int = -1
-        leader_epoch: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'old_style_offsets', 'timestamp', 'offset', 'leader_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'old_style_offsets', 'timestamp', 'offset', 'leader_epoch', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        error_code: int
+        old_style_offsets: list[int]
+        timestamp: int
+        offset: int
+        leader_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, old_style_offsets: list[int] = _FRESH, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.old_style_offsets = [] if old_style_offsets is _FRESH else old_style_offsets
+            self.timestamp = timestamp
+            self.offset = offset
+            self.leader_epoch = leader_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.old_style_offsets, self.timestamp, self.offset, self.leader_epoch, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.old_style_offsets, o.timestamp, o.offset, o.leader_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, old_style_offsets={self.old_style_offsets!r}, timestamp={self.timestamp!r}, offset={self.offset!r}, leader_epoch={self.leader_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -27,30 +26,63 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsRequest:
     """ListPartitionReassignmentsRequest (api key 46), versions 0-0, flexible 0+."""
+
+    __slots__ = ('timeout_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('timeout_ms', 'topics', 'unknown_tagged_fields',)
+
+    timeout_ms: int
+    topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 46
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class ListPartitionReassignmentsTopics:
         """ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics (versions 0)."""
 
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
 
-    timeout_ms: int = 60000
-    topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        partition_indexes: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partition_indexes, self.unknown_tagged_fields,) == (o.name, o.partition_indexes, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, timeout_ms: int = 60000, topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.timeout_ms = timeout_ms
+        self.topics = topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.timeout_ms, self.topics, self.unknown_tagged_fields,) == (o.timeout_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(timeout_ms={self.timeout_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -119,38 +151,90 @@ _DECODERS_ListPartitionReassignmentsRequest: dict[int, Callable[[memoryview, int
 _ENCODERS_ListPartitionReassignmentsRequest: dict[int, _rt.EncodeFn] = {0: _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_0}
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsResponse:
     """ListPartitionReassignmentsResponse (api key 46), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 46
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class OngoingTopicReassignment:
         """ListPartitionReassignmentsResponse.OngoingTopicReassignment (versions 0)."""
 
-        name: str = ''
-        partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OngoingPartitionReassignment:
         """ListPartitionReassignmentsResponse.OngoingPartitionReassignment (versions 0)."""
 
-        partition_index: int = 0
-        replicas: list[int] = field(default_factory=list)
-        adding_replicas: list[int] = field(default_factory=list)
-        removing_replicas: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        replicas: list[int]
+        adding_replicas: list[int]
+        removing_replicas: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, replicas: list[int] = _FRESH, adding_replicas: list[int] = _FRESH, removing_replicas: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.replicas = [] if replicas is _FRESH else replicas
+            self.adding_replicas = [] if adding_replicas is _FRESH else adding_replicas
+            self.removing_replicas = [] if removing_replicas is _FRESH else removing_replicas
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.replicas, self.adding_replicas, self.removing_replicas, self.unknown_tagged_fields,) == (o.partition_index, o.replicas, o.adding_replicas, o.removing_replicas, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, replicas={self.replicas!r}, adding_replicas={self.adding_replicas!r}, removing_replicas={self.removing_replicas!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -25,23 +24,41 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>q')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class ListTransactionsRequest:
     """ListTransactionsRequest (api key 66), versions 0-1, flexible 0+."""
+
+    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'unknown_tagged_fields',)
+    __match_args__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'unknown_tagged_fields',)
+
+    state_filters: list[str]
+    producer_id_filters: list[int]
+    duration_filter: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 66
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    state_filters: list[str] = field(default_factory=list)
-    producer_id_filters: list[int] = field(default_factory=list)
-    duration_filter: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, state_filters: list[str] = _FRESH, producer_id_filters: list[int] = _FRESH, duration_filter: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.state_filters = [] if state_filters is _FRESH else state_filters
+        self.producer_id_filters = [] if producer_id_filters is _FRESH else producer_id_filters
+        self.duration_filter = duration_filter
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.state_filters, self.producer_id_filters, self.duration_filter, self.unknown_tagged_fields,) == (o.state_filters, o.producer_id_filters, o.duration_filter, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(state_filters={self.state_filters!r}, producer_id_filters={self.producer_id_filters!r}, duration_filter={self.duration_filter!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -112,29 +129,64 @@ _DECODERS_ListTransactionsRequest: dict[int, Callable[[memoryview, int], tuple[L
 _ENCODERS_ListTransactionsRequest: dict[int, _rt.EncodeFn] = {0: _e_ListTransactionsRequest_ListTransactionsRequest_0, 1: _e_ListTransactionsRequest_ListTransactionsRequest_1}
 
 
-@dataclass(slots=True)
 class ListTransactionsResponse:
     """ListTransactionsResponse (api key 66), versions 0-1, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    unknown_state_filters: list[str]
+    transaction_states: list[ListTransactionsResponse.TransactionState]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 66
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TransactionState:
         """ListTransactionsResponse.TransactionState (versions 0-1)."""
 
-        transactional_id: str = ''
-        producer_id: int = 0
-        transaction_state: str = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('transactional_id', 'producer_id', 'transaction_state', 'unknown_tagged_fields',)
+        __match_args__ = ('transactional_id', 'producer_id', 'transaction_state', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    unknown_state_filters: list[str] = field(default_factory=list)
-    transaction_states: list[ListTransactionsResponse.TransactionState] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        transactional_id: str
+        producer_id: int
+        transaction_state: str
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, transactional_id: str = '', producer_id: int = 0, transaction_state: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.transactional_id = transactional_id
+            self.producer_id = producer_id
+            self.transaction_state = transaction_state
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.transactional_id, self.producer_id, self.transaction_state, self.unknown_tagged_fields,) == (o.transactional_id, o.producer_id, o.transaction_state, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, transaction_state={self.transaction_state!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: list[str] = _FRESH, transaction_states: list[ListTransactionsResponse.TransactionState] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_state_filters = [] if unknown_state_filters is _FRESH else unknown_state_filters
+        self.transaction_states = [] if transaction_states is _FRESH else transaction_states
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.unknown_state_filters, self.transaction_states, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.unknown_state_filters, o.transaction_states, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, unknown_state_filters={self.unknown_state_filters!r}, transaction_states={self.transaction_states!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -31,6 +30,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16s')
 _S1 = Struct('>?')
 _S2 = Struct('>???')
@@ -42,28 +42,62 @@ _S7 = Struct('>hii')
 _S8 = Struct('>hiii')
 
 
-@dataclass(slots=True)
 class MetadataRequest:
     """MetadataRequest (api key 3), versions 0-12, flexible 9+."""
+
+    __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', 'unknown_tagged_fields',)
+    __match_args__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', 'unknown_tagged_fields',)
+
+    topics: list[MetadataRequest.MetadataRequestTopic] | None
+    allow_auto_topic_creation: bool
+    include_cluster_authorized_operations: bool
+    include_topic_authorized_operations: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 12
     FLEXIBLE_MIN: ClassVar[int | None] = 9
 
-    @dataclass(slots=True)
     class MetadataRequestTopic:
         """MetadataRequest.MetadataRequestTopic (versions 0-12)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        name: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'name', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'name', 'unknown_tagged_fields',)
 
-    topics: list[MetadataRequest.MetadataRequestTopic] | None = field(default_factory=list)
-    allow_auto_topic_creation: bool = True
-    include_cluster_authorized_operations: bool = False
-    include_topic_authorized_operations: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_id: uuid.UUID
+        name: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, name: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.name = name
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.name, self.unknown_tagged_fields,) == (o.topic_id, o.name, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, name={self.name!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, topics: list[MetadataRequest.MetadataRequestTopic] | None = _FRESH, allow_auto_topic_creation: bool = True, include_cluster_authorized_operations: bool = False, include_topic_authorized_operations: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.include_topic_authorized_operations = include_topic_authorized_operations
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.topics, self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations, self.unknown_tagged_fields,) == (o.topics, o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, allow_auto_topic_creation={self.allow_auto_topic_creation!r}, include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, include_topic_authorized_operations={self.include_topic_authorized_operations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -256,57 +290,136 @@ _DECODERS_MetadataRequest: dict[int, Callable[[memoryview, int], tuple[MetadataR
 _ENCODERS_MetadataRequest: dict[int, _rt.EncodeFn] = {0: _e_MetadataRequest_MetadataRequest_0, 1: _e_MetadataRequest_MetadataRequest_1, 2: _e_MetadataRequest_MetadataRequest_1, 3: _e_MetadataRequest_MetadataRequest_1, 4: _e_MetadataRequest_MetadataRequest_2, 5: _e_MetadataRequest_MetadataRequest_2, 6: _e_MetadataRequest_MetadataRequest_2, 7: _e_MetadataRequest_MetadataRequest_2, 8: _e_MetadataRequest_MetadataRequest_3, 9: _e_MetadataRequest_MetadataRequest_4, 10: _e_MetadataRequest_MetadataRequest_5, 11: _e_MetadataRequest_MetadataRequest_6, 12: _e_MetadataRequest_MetadataRequest_6}
 
 
-@dataclass(slots=True)
 class MetadataResponse:
     """MetadataResponse (api key 3), versions 0-12, flexible 9+."""
+
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    brokers: list[MetadataResponse.MetadataResponseBroker]
+    cluster_id: str | None
+    controller_id: int
+    topics: list[MetadataResponse.MetadataResponseTopic]
+    cluster_authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 12
     FLEXIBLE_MIN: ClassVar[int | None] = 9
 
-    @dataclass(slots=True)
     class MetadataResponseBroker:
         """MetadataResponse.MetadataResponseBroker (versions 0-12)."""
 
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
+        __match_args__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.node_id, self.host, self.port, self.rack, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.rack, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class MetadataResponseTopic:
         """MetadataResponse.MetadataResponseTopic (versions 0-12)."""
 
-        error_code: int = 0
-        name: str | None = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        is_internal: bool = False
-        partitions: list[MetadataResponse.MetadataResponsePartition] = field(default_factory=list)
-        topic_authorized_operations: int = -2147483648
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        error_code: int
+        name: str | None
+        topic_id: uuid.UUID
+        is_internal: bool
+        partitions: list[MetadataResponse.MetadataResponsePartition]
+        topic_authorized_operations: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, name: str | None = '', topic_id: uuid.UUID = _ZERO_UUID, is_internal: bool = False, partitions: list[MetadataResponse.MetadataResponsePartition] = _FRESH, topic_authorized_operations: int = -2147483648, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.name = name
+            self.topic_id = topic_id
+            self.is_internal = is_internal
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.topic_authorized_operations = topic_authorized_operations
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.name, self.topic_id, self.is_internal, self.partitions, self.topic_authorized_operations, self.unknown_tagged_fields,) == (o.error_code, o.name, o.topic_id, o.is_internal, o.partitions, o.topic_authorized_operations, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, name={self.name!r}, topic_id={self.topic_id!r}, is_internal={self.is_internal!r}, partitions={self.partitions!r}, topic_authorized_operations={self.topic_authorized_operations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class MetadataResponsePartition:
         """MetadataResponse.MetadataResponsePartition (versions 0-12)."""
 
-        error_code: int = 0
-        partition_index: int = 0
-        leader_id: int = 0
-        leader_epoch: int = -1
-        replica_nodes: list[int] = field(default_factory=list)
-        isr_nodes: list[int] = field(default_factory=list)
-        offline_replicas: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    brokers: list[MetadataResponse.MetadataResponseBroker] = field(default_factory=list)
-    cluster_id: str | None = None
-    controller_id: int = -1
-    topics: list[MetadataResponse.MetadataResponseTopic] = field(default_factory=list)
-    cluster_authorized_operations: int = -2147483648
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        error_code: int
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        replica_nodes: list[int]
+        isr_nodes: list[int]
+        offline_replicas: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] = _FRESH, isr_nodes: list[int] = _FRESH, offline_replicas: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.partition_index = partition_index
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.replica_nodes = [] if replica_nodes is _FRESH else replica_nodes
+            self.isr_nodes = [] if isr_nodes is _FRESH else isr_nodes
+            self.offline_replicas = [] if offline_replicas is _FRESH else offline_replicas
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.partition_index, self.leader_id, self.leader_epoch, self.replica_nodes, self.isr_nodes, self.offline_replicas, self.unknown_tagged_fields,) == (o.error_code, o.partition_index, o.leader_id, o.leader_epoch, o.replica_nodes, o.isr_nodes, o.offline_replicas, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_index={self.partition_index!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, replica_nodes={self.replica_nodes!r}, isr_nodes={self.isr_nodes!r}, offline_replicas={self.offline_replicas!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, brokers: list[MetadataResponse.MetadataResponseBroker] = _FRESH, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponse.MetadataResponseTopic] = _FRESH, cluster_authorized_operations: int = -2147483648, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.brokers = [] if brokers is _FRESH else brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.topics = [] if topics is _FRESH else topics
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.brokers, self.cluster_id, self.controller_id, self.topics, self.cluster_authorized_operations, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.brokers, o.cluster_id, o.controller_id, o.topics, o.cluster_authorized_operations, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, brokers={self.brokers!r}, cluster_id={self.cluster_id!r}, controller_id={self.controller_id!r}, topics={self.topics!r}, cluster_authorized_operations={self.cluster_authorized_operations!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,6 +27,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iq')
 _S1 = Struct('>iqq')
 _S2 = Struct('>iqi')
@@ -36,41 +36,96 @@ _S4 = Struct('>q')
 _S5 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class OffsetCommitRequest:
     """OffsetCommitRequest (api key 8), versions 0-9, flexible 8+."""
+
+    __slots__ = ('group_id', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'retention_time_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'retention_time_ms', 'topics', 'unknown_tagged_fields',)
+
+    group_id: str
+    generation_id_or_member_epoch: int
+    member_id: str
+    group_instance_id: str | None
+    retention_time_ms: int
+    topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN: ClassVar[int | None] = 8
 
-    @dataclass(slots=True)
     class OffsetCommitRequestTopic:
         """OffsetCommitRequest.OffsetCommitRequestTopic (versions 0-9)."""
 
-        name: str = ''
-        partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetCommitRequestPartition:
         """OffsetCommitRequest.OffsetCommitRequestPartition (versions 0-9)."""
 
-        partition_index: int = 0
-        committed_offset: int = 0
-        committed_leader_epoch: int = -1
-        commit_timestamp: int = -1
-        committed_metadata: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'commit_timestamp', 'committed_metadata', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'commit_timestamp', 'committed_metadata', 'unknown_tagged_fields',)
 
-    group_id: str = ''
-    generation_id_or_member_epoch: int = -1
-    member_id: str = ''
-    group_instance_id: str | None = None
-    retention_time_ms: int = -1
-    topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        commit_timestamp: int
+        committed_metadata: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, commit_timestamp: int = -1, committed_metadata: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.committed_offset = committed_offset
+            self.committed_leader_epoch = committed_leader_epoch
+            self.commit_timestamp = commit_timestamp
+            self.committed_metadata = committed_metadata
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.commit_timestamp, self.committed_metadata, self.unknown_tagged_fields,) == (o.partition_index, o.committed_offset, o.committed_leader_epoch, o.commit_timestamp, o.committed_metadata, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, commit_timestamp={self.commit_timestamp!r}, committed_metadata={self.committed_metadata!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str = '', generation_id_or_member_epoch: int = -1, member_id: str = '', group_instance_id: str | None = None, retention_time_ms: int = -1, topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.retention_time_ms = retention_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.generation_id_or_member_epoch, self.member_id, self.group_instance_id, self.retention_time_ms, self.topics, self.unknown_tagged_fields,) == (o.group_id, o.generation_id_or_member_epoch, o.member_id, o.group_instance_id, o.retention_time_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id_or_member_epoch={self.generation_id_or_member_epoch!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, retention_time_ms={self.retention_time_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -385,34 +440,82 @@ _DECODERS_OffsetCommitRequest: dict[int, Callable[[memoryview, int], tuple[Offse
 _ENCODERS_OffsetCommitRequest: dict[int, _rt.EncodeFn] = {0: _e_OffsetCommitRequest_OffsetCommitRequest_0, 1: _e_OffsetCommitRequest_OffsetCommitRequest_1, 2: _e_OffsetCommitRequest_OffsetCommitRequest_2, 3: _e_OffsetCommitRequest_OffsetCommitRequest_2, 4: _e_OffsetCommitRequest_OffsetCommitRequest_2, 5: _e_OffsetCommitRequest_OffsetCommitRequest_3, 6: _e_OffsetCommitRequest_OffsetCommitRequest_4, 7: _e_OffsetCommitRequest_OffsetCommitRequest_5, 8: _e_OffsetCommitRequest_OffsetCommitRequest_6, 9: _e_OffsetCommitRequest_OffsetCommitRequest_6}
 
 
-@dataclass(slots=True)
 class OffsetCommitResponse:
     """OffsetCommitResponse (api key 8), versions 0-9, flexible 8+."""
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN: ClassVar[int | None] = 8
 
-    @dataclass(slots=True)
     class OffsetCommitResponseTopic:
         """OffsetCommitResponse.OffsetCommitResponseTopic (versions 0-9)."""
 
-        name: str = ''
-        partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetCommitResponsePartition:
         """OffsetCommitResponse.OffsetCommitResponsePartition (versions 0-9)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -20,38 +19,86 @@ from wire.primitives import write_string as _write_string
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>ih')
 _S2 = Struct('>hi')
 
 
-@dataclass(slots=True)
 class OffsetDeleteRequest:
     """OffsetDeleteRequest (api key 47), versions 0-0, flexible none."""
+
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'topics', 'unknown_tagged_fields',)
+
+    group_id: str
+    topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 47
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = None
 
-    @dataclass(slots=True)
     class OffsetDeleteRequestTopic:
         """OffsetDeleteRequest.OffsetDeleteRequestTopic (versions 0)."""
 
-        name: str = ''
-        partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetDeleteRequestPartition:
         """OffsetDeleteRequest.OffsetDeleteRequestPartition (versions 0)."""
 
-        partition_index: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'unknown_tagged_fields',)
 
-    group_id: str = ''
-    topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.unknown_tagged_fields,) == (o.partition_index, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str = '', topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.topics, self.unknown_tagged_fields,) == (o.group_id, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -123,35 +170,84 @@ _DECODERS_OffsetDeleteRequest: dict[int, Callable[[memoryview, int], tuple[Offse
 _ENCODERS_OffsetDeleteRequest: dict[int, _rt.EncodeFn] = {0: _e_OffsetDeleteRequest_OffsetDeleteRequest_0}
 
 
-@dataclass(slots=True)
 class OffsetDeleteResponse:
     """OffsetDeleteResponse (api key 47), versions 0-0, flexible none."""
+
+    __slots__ = ('error_code', 'throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+
+    error_code: int
+    throttle_time_ms: int
+    topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 47
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = None
 
-    @dataclass(slots=True)
     class OffsetDeleteResponseTopic:
         """OffsetDeleteResponse.OffsetDeleteResponseTopic (versions 0)."""
 
-        name: str = ''
-        partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetDeleteResponsePartition:
         """OffsetDeleteResponse.OffsetDeleteResponsePartition (versions 0)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
 
-    error_code: int = 0
-    throttle_time_ms: int = 0
-    topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, error_code: int = 0, throttle_time_ms: int = 0, topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.throttle_time_ms, self.topics, self.unknown_tagged_fields,) == (o.error_code, o.throttle_time_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -31,6 +30,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>?')
 _S2 = Struct('>iq')
@@ -38,46 +38,114 @@ _S3 = Struct('>h')
 _S4 = Struct('>iqi')
 
 
-@dataclass(slots=True)
 class OffsetFetchRequest:
     """OffsetFetchRequest (api key 9), versions 0-9, flexible 6+."""
+
+    __slots__ = ('group_id', 'topics', 'groups', 'require_stable', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'topics', 'groups', 'require_stable', 'unknown_tagged_fields',)
+
+    group_id: str
+    topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
+    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
+    require_stable: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN: ClassVar[int | None] = 6
 
-    @dataclass(slots=True)
     class OffsetFetchRequestTopic:
         """OffsetFetchRequest.OffsetFetchRequestTopic (versions 0-7)."""
 
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partition_indexes: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partition_indexes, self.unknown_tagged_fields,) == (o.name, o.partition_indexes, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetFetchRequestGroup:
         """OffsetFetchRequest.OffsetFetchRequestGroup (versions 8-9)."""
 
-        group_id: str = ''
-        member_id: str | None = None
-        member_epoch: int = -1
-        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('group_id', 'member_id', 'member_epoch', 'topics', 'unknown_tagged_fields',)
+        __match_args__ = ('group_id', 'member_id', 'member_epoch', 'topics', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        group_id: str
+        member_id: str | None
+        member_epoch: int
+        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, group_id: str = '', member_id: str | None = None, member_epoch: int = -1, topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.group_id = group_id
+            self.member_id = member_id
+            self.member_epoch = member_epoch
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.group_id, self.member_id, self.member_epoch, self.topics, self.unknown_tagged_fields,) == (o.group_id, o.member_id, o.member_epoch, o.topics, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetFetchRequestTopics:
         """OffsetFetchRequest.OffsetFetchRequestTopics (versions 8-9)."""
 
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
 
-    group_id: str = ''
-    topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = field(default_factory=list)
-    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = field(default_factory=list)
-    require_stable: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        partition_indexes: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partition_indexes, self.unknown_tagged_fields,) == (o.name, o.partition_indexes, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str = '', topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = _FRESH, groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = _FRESH, require_stable: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FRESH else topics
+        self.groups = [] if groups is _FRESH else groups
+        self.require_stable = require_stable
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.topics, self.groups, self.require_stable, self.unknown_tagged_fields,) == (o.group_id, o.topics, o.groups, o.require_stable, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, groups={self.groups!r}, require_stable={self.require_stable!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -322,67 +390,172 @@ _DECODERS_OffsetFetchRequest: dict[int, Callable[[memoryview, int], tuple[Offset
 _ENCODERS_OffsetFetchRequest: dict[int, _rt.EncodeFn] = {0: _e_OffsetFetchRequest_OffsetFetchRequest_0, 1: _e_OffsetFetchRequest_OffsetFetchRequest_0, 2: _e_OffsetFetchRequest_OffsetFetchRequest_1, 3: _e_OffsetFetchRequest_OffsetFetchRequest_1, 4: _e_OffsetFetchRequest_OffsetFetchRequest_1, 5: _e_OffsetFetchRequest_OffsetFetchRequest_1, 6: _e_OffsetFetchRequest_OffsetFetchRequest_2, 7: _e_OffsetFetchRequest_OffsetFetchRequest_3, 8: _e_OffsetFetchRequest_OffsetFetchRequest_4, 9: _e_OffsetFetchRequest_OffsetFetchRequest_5}
 
 
-@dataclass(slots=True)
 class OffsetFetchResponse:
     """OffsetFetchResponse (api key 9), versions 0-9, flexible 6+."""
+
+    __slots__ = ('throttle_time_ms', 'topics', 'error_code', 'groups', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'topics', 'error_code', 'groups', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
+    error_code: int
+    groups: list[OffsetFetchResponse.OffsetFetchResponseGroup]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN: ClassVar[int | None] = 6
 
-    @dataclass(slots=True)
     class OffsetFetchResponseTopic:
         """OffsetFetchResponse.OffsetFetchResponseTopic (versions 0-7)."""
 
-        name: str = ''
-        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetFetchResponsePartition:
         """OffsetFetchResponse.OffsetFetchResponsePartition (versions 0-7)."""
 
-        partition_index: int = 0
-        committed_offset: int = 0
-        committed_leader_epoch: int = -1
-        metadata: str | None = ''
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        metadata: str | None
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = '', error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.committed_offset = committed_offset
+            self.committed_leader_epoch = committed_leader_epoch
+            self.metadata = metadata
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.metadata, self.error_code, self.unknown_tagged_fields,) == (o.partition_index, o.committed_offset, o.committed_leader_epoch, o.metadata, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, metadata={self.metadata!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetFetchResponseGroup:
         """OffsetFetchResponse.OffsetFetchResponseGroup (versions 8-9)."""
 
-        group_id: str = ''
-        topics: list[OffsetFetchResponse.OffsetFetchResponseTopics] = field(default_factory=list)
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('group_id', 'topics', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('group_id', 'topics', 'error_code', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        group_id: str
+        topics: list[OffsetFetchResponse.OffsetFetchResponseTopics]
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, group_id: str = '', topics: list[OffsetFetchResponse.OffsetFetchResponseTopics] = _FRESH, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.group_id = group_id
+            self.topics = [] if topics is _FRESH else topics
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.group_id, self.topics, self.error_code, self.unknown_tagged_fields,) == (o.group_id, o.topics, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetFetchResponseTopics:
         """OffsetFetchResponse.OffsetFetchResponseTopics (versions 8-9)."""
 
-        name: str = ''
-        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetFetchResponsePartitions:
         """OffsetFetchResponse.OffsetFetchResponsePartitions (versions 8-9)."""
 
-        partition_index: int = 0
-        committed_offset: int = 0
-        committed_leader_epoch: int = -1
-        metadata: str | None = ''
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    topics: list[OffsetFetchResponse.OffsetFetchResponseTopic] = field(default_factory=list)
-    error_code: int = 0
-    groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        metadata: str | None
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = '', error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.committed_offset = committed_offset
+            self.committed_leader_epoch = committed_leader_epoch
+            self.metadata = metadata
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.metadata, self.error_code, self.unknown_tagged_fields,) == (o.partition_index, o.committed_offset, o.committed_leader_epoch, o.metadata, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, metadata={self.metadata!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetFetchResponse.OffsetFetchResponseTopic] = _FRESH, error_code: int = 0, groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.error_code = error_code
+        self.groups = [] if groups is _FRESH else groups
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.topics, self.error_code, self.groups, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.topics, o.error_code, o.groups, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, error_code={self.error_code!r}, groups={self.groups!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,6 +23,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>ii')
 _S1 = Struct('>iii')
 _S2 = Struct('>i')
@@ -31,35 +31,84 @@ _S3 = Struct('>hiq')
 _S4 = Struct('>hiiq')
 
 
-@dataclass(slots=True)
 class OffsetForLeaderEpochRequest:
     """OffsetForLeaderEpochRequest (api key 23), versions 0-4, flexible 4+."""
+
+    __slots__ = ('replica_id', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('replica_id', 'topics', 'unknown_tagged_fields',)
+
+    replica_id: int
+    topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 23
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class OffsetForLeaderTopic:
         """OffsetForLeaderEpochRequest.OffsetForLeaderTopic (versions 0-4)."""
 
-        topic: str = ''
-        partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic: str
+        partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic: str = '', partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class OffsetForLeaderPartition:
         """OffsetForLeaderEpochRequest.OffsetForLeaderPartition (versions 0-4)."""
 
-        partition: int = 0
-        current_leader_epoch: int = -1
-        leader_epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('partition', 'current_leader_epoch', 'leader_epoch', 'unknown_tagged_fields',)
 
-    replica_id: int = -2
-    topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition: int
+        current_leader_epoch: int
+        leader_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition: int = 0, current_leader_epoch: int = -1, leader_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition = partition
+            self.current_leader_epoch = current_leader_epoch
+            self.leader_epoch = leader_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition, self.current_leader_epoch, self.leader_epoch, self.unknown_tagged_fields,) == (o.partition, o.current_leader_epoch, o.leader_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition={self.partition!r}, current_leader_epoch={self.current_leader_epoch!r}, leader_epoch={self.leader_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, replica_id: int = -2, topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.replica_id = replica_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.replica_id, self.topics, self.unknown_tagged_fields,) == (o.replica_id, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -239,36 +288,86 @@ _DECODERS_OffsetForLeaderEpochRequest: dict[int, Callable[[memoryview, int], tup
 _ENCODERS_OffsetForLeaderEpochRequest: dict[int, _rt.EncodeFn] = {0: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_0, 1: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_0, 2: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_1, 3: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_2, 4: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_3}
 
 
-@dataclass(slots=True)
 class OffsetForLeaderEpochResponse:
     """OffsetForLeaderEpochResponse (api key 23), versions 0-4, flexible 4+."""
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 23
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class OffsetForLeaderTopicResult:
         """OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult (versions 0-4)."""
 
-        topic: str = ''
-        partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic: str
+        partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic: str = '', partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic, self.partitions, self.unknown_tagged_fields,) == (o.topic, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class EpochEndOffset:
         """OffsetForLeaderEpochResponse.EpochEndOffset (versions 0-4)."""
 
-        error_code: int = 0
-        partition: int = 0
-        leader_epoch: int = -1
-        end_offset: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset', 'unknown_tagged_fields',)
+        __match_args__ = ('error_code', 'partition', 'leader_epoch', 'end_offset', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        error_code: int
+        partition: int
+        leader_epoch: int
+        end_offset: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, error_code: int = 0, partition: int = 0, leader_epoch: int = -1, end_offset: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.error_code = error_code
+            self.partition = partition
+            self.leader_epoch = leader_epoch
+            self.end_offset = end_offset
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.error_code, self.partition, self.leader_epoch, self.end_offset, self.unknown_tagged_fields,) == (o.error_code, o.partition, o.leader_epoch, o.end_offset, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition={self.partition!r}, leader_epoch={self.leader_epoch!r}, end_offset={self.end_offset!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

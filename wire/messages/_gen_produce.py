@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -33,6 +32,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>hi')
 _S2 = Struct('>ihq')
@@ -41,36 +41,86 @@ _S4 = Struct('>ihqqq')
 _S5 = Struct('>ii')
 
 
-@dataclass(slots=True)
 class ProduceRequest:
     """ProduceRequest (api key 0), versions 0-11, flexible 9+."""
+
+    __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data', 'unknown_tagged_fields',)
+    __match_args__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data', 'unknown_tagged_fields',)
+
+    transactional_id: str | None
+    acks: int
+    timeout_ms: int
+    topic_data: list[ProduceRequest.TopicProduceData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_MIN: ClassVar[int | None] = 9
 
-    @dataclass(slots=True)
     class TopicProduceData:
         """ProduceRequest.TopicProduceData (versions 0-11)."""
 
-        name: str = ''
-        partition_data: list[ProduceRequest.PartitionProduceData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partition_data', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partition_data', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partition_data: list[ProduceRequest.PartitionProduceData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partition_data: list[ProduceRequest.PartitionProduceData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partition_data = [] if partition_data is _FRESH else partition_data
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partition_data, self.unknown_tagged_fields,) == (o.name, o.partition_data, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_data={self.partition_data!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionProduceData:
         """ProduceRequest.PartitionProduceData (versions 0-11)."""
 
-        index: int = 0
-        records: _Records = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('index', 'records', 'unknown_tagged_fields',)
+        __match_args__ = ('index', 'records', 'unknown_tagged_fields',)
 
-    transactional_id: str | None = None
-    acks: int = 0
-    timeout_ms: int = 0
-    topic_data: list[ProduceRequest.TopicProduceData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        index: int
+        records: _Records
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, index: int = 0, records: _Records = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.index = index
+            self.records = records
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.index, self.records, self.unknown_tagged_fields,) == (o.index, o.records, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(index={self.index!r}, records={self.records!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, transactional_id: str | None = None, acks: int = 0, timeout_ms: int = 0, topic_data: list[ProduceRequest.TopicProduceData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = [] if topic_data is _FRESH else topic_data
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.transactional_id, self.acks, self.timeout_ms, self.topic_data, self.unknown_tagged_fields,) == (o.transactional_id, o.acks, o.timeout_ms, o.topic_data, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, acks={self.acks!r}, timeout_ms={self.timeout_ms!r}, topic_data={self.topic_data!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -226,67 +276,172 @@ _DECODERS_ProduceRequest: dict[int, Callable[[memoryview, int], tuple[ProduceReq
 _ENCODERS_ProduceRequest: dict[int, _rt.EncodeFn] = {0: _e_ProduceRequest_ProduceRequest_0, 1: _e_ProduceRequest_ProduceRequest_0, 2: _e_ProduceRequest_ProduceRequest_0, 3: _e_ProduceRequest_ProduceRequest_1, 4: _e_ProduceRequest_ProduceRequest_1, 5: _e_ProduceRequest_ProduceRequest_1, 6: _e_ProduceRequest_ProduceRequest_1, 7: _e_ProduceRequest_ProduceRequest_1, 8: _e_ProduceRequest_ProduceRequest_1, 9: _e_ProduceRequest_ProduceRequest_2, 10: _e_ProduceRequest_ProduceRequest_2, 11: _e_ProduceRequest_ProduceRequest_2}
 
 
-@dataclass(slots=True)
 class ProduceResponse:
     """ProduceResponse (api key 0), versions 0-11, flexible 9+."""
+
+    __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints', 'unknown_tagged_fields',)
+    __match_args__ = ('responses', 'throttle_time_ms', 'node_endpoints', 'unknown_tagged_fields',)
+
+    responses: list[ProduceResponse.TopicProduceResponse]
+    throttle_time_ms: int
+    node_endpoints: list[ProduceResponse.NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_MIN: ClassVar[int | None] = 9
 
-    @dataclass(slots=True)
     class TopicProduceResponse:
         """ProduceResponse.TopicProduceResponse (versions 0-11)."""
 
-        name: str = ''
-        partition_responses: list[ProduceResponse.PartitionProduceResponse] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partition_responses', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partition_responses', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partition_responses: list[ProduceResponse.PartitionProduceResponse]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partition_responses: list[ProduceResponse.PartitionProduceResponse] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partition_responses = [] if partition_responses is _FRESH else partition_responses
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partition_responses, self.unknown_tagged_fields,) == (o.name, o.partition_responses, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_responses={self.partition_responses!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionProduceResponse:
         """ProduceResponse.PartitionProduceResponse (versions 0-11)."""
 
-        index: int = 0
-        error_code: int = 0
-        base_offset: int = 0
-        log_append_time_ms: int = -1
-        log_start_offset: int = -1
-        record_errors: list[ProduceResponse.BatchIndexAndErrorMessage] = field(default_factory=list)
-        error_message: str | None = None
-        current_leader: ProduceResponse.LeaderIdAndEpoch = field(default_factory=lambda: ProduceResponse.LeaderIdAndEpoch())
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', 'unknown_tagged_fields',)
+        __match_args__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        index: int
+        error_code: int
+        base_offset: int
+        log_append_time_ms: int
+        log_start_offset: int
+        record_errors: list[ProduceResponse.BatchIndexAndErrorMessage]
+        error_message: str | None
+        current_leader: ProduceResponse.LeaderIdAndEpoch
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, index: int = 0, error_code: int = 0, base_offset: int = 0, log_append_time_ms: int = -1, log_start_offset: int = -1, record_errors: list[ProduceResponse.BatchIndexAndErrorMessage] = _FRESH, error_message: str | None = None, current_leader: ProduceResponse.LeaderIdAndEpoch = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.index = index
+            self.error_code = error_code
+            self.base_offset = base_offset
+            self.log_append_time_ms = log_append_time_ms
+            self.log_start_offset = log_start_offset
+            self.record_errors = [] if record_errors is _FRESH else record_errors
+            self.error_message = error_message
+            self.current_leader = _C_ProduceResponse_LeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset, self.record_errors, self.error_message, self.current_leader, self.unknown_tagged_fields,) == (o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, o.record_errors, o.error_message, o.current_leader, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(index={self.index!r}, error_code={self.error_code!r}, base_offset={self.base_offset!r}, log_append_time_ms={self.log_append_time_ms!r}, log_start_offset={self.log_start_offset!r}, record_errors={self.record_errors!r}, error_message={self.error_message!r}, current_leader={self.current_leader!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class BatchIndexAndErrorMessage:
         """ProduceResponse.BatchIndexAndErrorMessage (versions 8-11)."""
 
-        batch_index: int = 0
-        batch_index_error_message: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('batch_index', 'batch_index_error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('batch_index', 'batch_index_error_message', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        batch_index: int
+        batch_index_error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, batch_index: int = 0, batch_index_error_message: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.batch_index = batch_index
+            self.batch_index_error_message = batch_index_error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.batch_index, self.batch_index_error_message, self.unknown_tagged_fields,) == (o.batch_index, o.batch_index_error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(batch_index={self.batch_index!r}, batch_index_error_message={self.batch_index_error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class LeaderIdAndEpoch:
         """ProduceResponse.LeaderIdAndEpoch (versions 10-11)."""
 
-        leader_id: int = -1
-        leader_epoch: int = -1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        leader_id: int
+        leader_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, leader_id: int = -1, leader_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.leader_id, self.leader_epoch, self.unknown_tagged_fields,) == (o.leader_id, o.leader_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class NodeEndpoint:
         """ProduceResponse.NodeEndpoint (versions 10-11)."""
 
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
+        __match_args__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
 
-    responses: list[ProduceResponse.TopicProduceResponse] = field(default_factory=list)
-    throttle_time_ms: int = 0
-    node_endpoints: list[ProduceResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.node_id, self.host, self.port, self.rack, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.rack, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, responses: list[ProduceResponse.TopicProduceResponse] = _FRESH, throttle_time_ms: int = 0, node_endpoints: list[ProduceResponse.NodeEndpoint] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.responses = [] if responses is _FRESH else responses
+        self.throttle_time_ms = throttle_time_ms
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.responses, self.throttle_time_ms, self.node_endpoints, self.unknown_tagged_fields,) == (o.responses, o.throttle_time_ms, o.node_endpoints, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(responses={self.responses!r}, throttle_time_ms={self.throttle_time_ms!r}, node_endpoints={self.node_endpoints!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

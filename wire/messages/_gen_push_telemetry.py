@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -20,25 +19,45 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16si?b')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class PushTelemetryRequest:
     """PushTelemetryRequest (api key 72), versions 0-0, flexible 0+."""
+
+    __slots__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics', 'unknown_tagged_fields',)
+    __match_args__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics', 'unknown_tagged_fields',)
+
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    terminating: bool
+    compression_type: int
+    metrics: _Bytes
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 72
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    client_instance_id: uuid.UUID = _ZERO_UUID
-    subscription_id: int = 0
-    terminating: bool = False
-    compression_type: int = 0
-    metrics: _Bytes = b''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, client_instance_id: uuid.UUID = _ZERO_UUID, subscription_id: int = 0, terminating: bool = False, compression_type: int = 0, metrics: _Bytes = b'', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.terminating = terminating
+        self.compression_type = compression_type
+        self.metrics = metrics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.client_instance_id, self.subscription_id, self.terminating, self.compression_type, self.metrics, self.unknown_tagged_fields,) == (o.client_instance_id, o.subscription_id, o.terminating, o.compression_type, o.metrics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(client_instance_id={self.client_instance_id!r}, subscription_id={self.subscription_id!r}, terminating={self.terminating!r}, compression_type={self.compression_type!r}, metrics={self.metrics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -87,18 +106,34 @@ _DECODERS_PushTelemetryRequest: dict[int, Callable[[memoryview, int], tuple[Push
 _ENCODERS_PushTelemetryRequest: dict[int, _rt.EncodeFn] = {0: _e_PushTelemetryRequest_PushTelemetryRequest_0}
 
 
-@dataclass(slots=True)
 class PushTelemetryResponse:
     """PushTelemetryResponse (api key 72), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 72
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

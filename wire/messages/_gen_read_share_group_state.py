@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,6 +23,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16s')
 _S1 = Struct('>ii')
 _S2 = Struct('>ih')
@@ -31,34 +31,82 @@ _S3 = Struct('>iq')
 _S4 = Struct('>qqbh')
 
 
-@dataclass(slots=True)
 class ReadShareGroupStateRequest:
     """ReadShareGroupStateRequest (api key 84), versions 0-0, flexible 0+."""
+
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'topics', 'unknown_tagged_fields',)
+
+    group_id: str
+    topics: list[ReadShareGroupStateRequest.ReadStateData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 84
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class ReadStateData:
         """ReadShareGroupStateRequest.ReadStateData (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[ReadShareGroupStateRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_id: uuid.UUID
+        partitions: list[ReadShareGroupStateRequest.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[ReadShareGroupStateRequest.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """ReadShareGroupStateRequest.PartitionData (versions 0)."""
 
-        partition: int = 0
-        leader_epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition', 'leader_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('partition', 'leader_epoch', 'unknown_tagged_fields',)
 
-    group_id: str = ''
-    topics: list[ReadShareGroupStateRequest.ReadStateData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition: int
+        leader_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition: int = 0, leader_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition = partition
+            self.leader_epoch = leader_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition, self.leader_epoch, self.unknown_tagged_fields,) == (o.partition, o.leader_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition={self.partition!r}, leader_epoch={self.leader_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str = '', topics: list[ReadShareGroupStateRequest.ReadStateData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.topics, self.unknown_tagged_fields,) == (o.group_id, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -146,47 +194,116 @@ _DECODERS_ReadShareGroupStateRequest: dict[int, Callable[[memoryview, int], tupl
 _ENCODERS_ReadShareGroupStateRequest: dict[int, _rt.EncodeFn] = {0: _e_ReadShareGroupStateRequest_ReadShareGroupStateRequest_0}
 
 
-@dataclass(slots=True)
 class ReadShareGroupStateResponse:
     """ReadShareGroupStateResponse (api key 84), versions 0-0, flexible 0+."""
+
+    __slots__ = ('results', 'unknown_tagged_fields',)
+    __match_args__ = ('results', 'unknown_tagged_fields',)
+
+    results: list[ReadShareGroupStateResponse.ReadStateResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 84
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class ReadStateResult:
         """ReadShareGroupStateResponse.ReadStateResult (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[ReadShareGroupStateResponse.PartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_id: uuid.UUID
+        partitions: list[ReadShareGroupStateResponse.PartitionResult]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[ReadShareGroupStateResponse.PartitionResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionResult:
         """ReadShareGroupStateResponse.PartitionResult (versions 0)."""
 
-        partition: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        state_epoch: int = 0
-        start_offset: int = 0
-        state_batches: list[ReadShareGroupStateResponse.StateBatch] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', 'state_batches', 'unknown_tagged_fields',)
+        __match_args__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', 'state_batches', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition: int
+        error_code: int
+        error_message: str | None
+        state_epoch: int
+        start_offset: int
+        state_batches: list[ReadShareGroupStateResponse.StateBatch]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, start_offset: int = 0, state_batches: list[ReadShareGroupStateResponse.StateBatch] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition = partition
+            self.error_code = error_code
+            self.error_message = error_message
+            self.state_epoch = state_epoch
+            self.start_offset = start_offset
+            self.state_batches = [] if state_batches is _FRESH else state_batches
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition, self.error_code, self.error_message, self.state_epoch, self.start_offset, self.state_batches, self.unknown_tagged_fields,) == (o.partition, o.error_code, o.error_message, o.state_epoch, o.start_offset, o.state_batches, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition={self.partition!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, state_epoch={self.state_epoch!r}, start_offset={self.start_offset!r}, state_batches={self.state_batches!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class StateBatch:
         """ReadShareGroupStateResponse.StateBatch (versions 0)."""
 
-        first_offset: int = 0
-        last_offset: int = 0
-        delivery_state: int = 0
-        delivery_count: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count', 'unknown_tagged_fields',)
+        __match_args__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count', 'unknown_tagged_fields',)
 
-    results: list[ReadShareGroupStateResponse.ReadStateResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        first_offset: int
+        last_offset: int
+        delivery_state: int
+        delivery_count: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.first_offset = first_offset
+            self.last_offset = last_offset
+            self.delivery_state = delivery_state
+            self.delivery_count = delivery_count
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.first_offset, self.last_offset, self.delivery_state, self.delivery_count, self.unknown_tagged_fields,) == (o.first_offset, o.last_offset, o.delivery_state, o.delivery_count, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, delivery_state={self.delivery_state!r}, delivery_count={self.delivery_count!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, results: list[ReadShareGroupStateResponse.ReadStateResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.results, self.unknown_tagged_fields,) == (o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,21 +25,37 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h')
 _S1 = Struct('>q')
 
 
-@dataclass(slots=True)
 class SaslAuthenticateRequest:
     """SaslAuthenticateRequest (api key 36), versions 0-2, flexible 2+."""
+
+    __slots__ = ('auth_bytes', 'unknown_tagged_fields',)
+    __match_args__ = ('auth_bytes', 'unknown_tagged_fields',)
+
+    auth_bytes: _Bytes
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 36
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    auth_bytes: _Bytes = b''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, auth_bytes: _Bytes = b'', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.auth_bytes = auth_bytes
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.auth_bytes, self.unknown_tagged_fields,) == (o.auth_bytes, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(auth_bytes={self.auth_bytes!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -97,20 +112,38 @@ _DECODERS_SaslAuthenticateRequest: dict[int, Callable[[memoryview, int], tuple[S
 _ENCODERS_SaslAuthenticateRequest: dict[int, _rt.EncodeFn] = {0: _e_SaslAuthenticateRequest_SaslAuthenticateRequest_0, 1: _e_SaslAuthenticateRequest_SaslAuthenticateRequest_0, 2: _e_SaslAuthenticateRequest_SaslAuthenticateRequest_1}
 
 
-@dataclass(slots=True)
 class SaslAuthenticateResponse:
     """SaslAuthenticateResponse (api key 36), versions 0-2, flexible 2+."""
+
+    __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms', 'unknown_tagged_fields',)
+
+    error_code: int
+    error_message: str | None
+    auth_bytes: _Bytes
+    session_lifetime_ms: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 36
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    error_code: int = 0
-    error_message: str | None = ''
-    auth_bytes: _Bytes = b''
-    session_lifetime_ms: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, error_code: int = 0, error_message: str | None = '', auth_bytes: _Bytes = b'', session_lifetime_ms: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.auth_bytes = auth_bytes
+        self.session_lifetime_ms = session_lifetime_ms
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.error_message, self.auth_bytes, self.session_lifetime_ms, self.unknown_tagged_fields,) == (o.error_code, o.error_message, o.auth_bytes, o.session_lifetime_ms, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, auth_bytes={self.auth_bytes!r}, session_lifetime_ms={self.session_lifetime_ms!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -20,20 +19,36 @@ from wire.primitives import write_string as _write_string
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h')
 
 
-@dataclass(slots=True)
 class SaslHandshakeRequest:
     """SaslHandshakeRequest (api key 17), versions 0-1, flexible none."""
+
+    __slots__ = ('mechanism', 'unknown_tagged_fields',)
+    __match_args__ = ('mechanism', 'unknown_tagged_fields',)
+
+    mechanism: str
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 17
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = None
 
-    mechanism: str = ''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, mechanism: str = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.mechanism = mechanism
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.mechanism, self.unknown_tagged_fields,) == (o.mechanism, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -73,18 +88,34 @@ _DECODERS_SaslHandshakeRequest: dict[int, Callable[[memoryview, int], tuple[Sasl
 _ENCODERS_SaslHandshakeRequest: dict[int, _rt.EncodeFn] = {0: _e_SaslHandshakeRequest_SaslHandshakeRequest_0, 1: _e_SaslHandshakeRequest_SaslHandshakeRequest_0}
 
 
-@dataclass(slots=True)
 class SaslHandshakeResponse:
     """SaslHandshakeResponse (api key 17), versions 0-1, flexible none."""
+
+    __slots__ = ('error_code', 'mechanisms', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'mechanisms', 'unknown_tagged_fields',)
+
+    error_code: int
+    mechanisms: list[str]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 17
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = None
 
-    error_code: int = 0
-    mechanisms: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, error_code: int = 0, mechanisms: list[str] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.mechanisms = [] if mechanisms is _FRESH else mechanisms
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.mechanisms, self.unknown_tagged_fields,) == (o.error_code, o.mechanisms, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, mechanisms={self.mechanisms!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,6 +27,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>16s')
 _S1 = Struct('>ii')
 _S2 = Struct('>qq')
@@ -38,58 +38,146 @@ _S6 = Struct('>qqh')
 _S7 = Struct('>i')
 
 
-@dataclass(slots=True)
 class ShareFetchRequest:
     """ShareFetchRequest (api key 78), versions 0-0, flexible 0+."""
+
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'topics', 'forgotten_topics_data', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'topics', 'forgotten_topics_data', 'unknown_tagged_fields',)
+
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    topics: list[ShareFetchRequest.FetchTopic]
+    forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class FetchTopic:
         """ShareFetchRequest.FetchTopic (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[ShareFetchRequest.FetchPartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_id: uuid.UUID
+        partitions: list[ShareFetchRequest.FetchPartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[ShareFetchRequest.FetchPartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class FetchPartition:
         """ShareFetchRequest.FetchPartition (versions 0)."""
 
-        partition_index: int = 0
-        partition_max_bytes: int = 0
-        acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'partition_max_bytes', 'acknowledgement_batches', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'partition_max_bytes', 'acknowledgement_batches', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        partition_max_bytes: int
+        acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, partition_max_bytes: int = 0, acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.partition_max_bytes = partition_max_bytes
+            self.acknowledgement_batches = [] if acknowledgement_batches is _FRESH else acknowledgement_batches
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.partition_max_bytes, self.acknowledgement_batches, self.unknown_tagged_fields,) == (o.partition_index, o.partition_max_bytes, o.acknowledgement_batches, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_max_bytes={self.partition_max_bytes!r}, acknowledgement_batches={self.acknowledgement_batches!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AcknowledgementBatch:
         """ShareFetchRequest.AcknowledgementBatch (versions 0)."""
 
-        first_offset: int = 0
-        last_offset: int = 0
-        acknowledge_types: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', 'unknown_tagged_fields',)
+        __match_args__ = ('first_offset', 'last_offset', 'acknowledge_types', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        first_offset: int
+        last_offset: int
+        acknowledge_types: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.first_offset = first_offset
+            self.last_offset = last_offset
+            self.acknowledge_types = [] if acknowledge_types is _FRESH else acknowledge_types
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.first_offset, self.last_offset, self.acknowledge_types, self.unknown_tagged_fields,) == (o.first_offset, o.last_offset, o.acknowledge_types, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, acknowledge_types={self.acknowledge_types!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class ForgottenTopic:
         """ShareFetchRequest.ForgottenTopic (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    group_id: str | None = None
-    member_id: str | None = ''
-    share_session_epoch: int = 0
-    max_wait_ms: int = 0
-    min_bytes: int = 0
-    max_bytes: int = 2147483647
-    topics: list[ShareFetchRequest.FetchTopic] = field(default_factory=list)
-    forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_id: uuid.UUID
+        partitions: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, topics: list[ShareFetchRequest.FetchTopic] = _FRESH, forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.topics = [] if topics is _FRESH else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is _FRESH else forgotten_topics_data
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.member_id, self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes, self.topics, self.forgotten_topics_data, self.unknown_tagged_fields,) == (o.group_id, o.member_id, o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.topics, o.forgotten_topics_data, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, share_session_epoch={self.share_session_epoch!r}, max_wait_ms={self.max_wait_ms!r}, min_bytes={self.min_bytes!r}, max_bytes={self.max_bytes!r}, topics={self.topics!r}, forgotten_topics_data={self.forgotten_topics_data!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -232,70 +320,178 @@ _DECODERS_ShareFetchRequest: dict[int, Callable[[memoryview, int], tuple[ShareFe
 _ENCODERS_ShareFetchRequest: dict[int, _rt.EncodeFn] = {0: _e_ShareFetchRequest_ShareFetchRequest_0}
 
 
-@dataclass(slots=True)
 class ShareFetchResponse:
     """ShareFetchResponse (api key 78), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[ShareFetchResponse.ShareFetchableTopicResponse]
+    node_endpoints: list[ShareFetchResponse.NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class ShareFetchableTopicResponse:
         """ShareFetchResponse.ShareFetchableTopicResponse (versions 0)."""
 
-        topic_id: uuid.UUID = _ZERO_UUID
-        partitions: list[ShareFetchResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_id', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_id: uuid.UUID
+        partitions: list[ShareFetchResponse.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_id: uuid.UUID = _ZERO_UUID, partitions: list[ShareFetchResponse.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_id, self.partitions, self.unknown_tagged_fields,) == (o.topic_id, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """ShareFetchResponse.PartitionData (versions 0)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        acknowledge_error_code: int = 0
-        acknowledge_error_message: str | None = None
-        current_leader: ShareFetchResponse.LeaderIdAndEpoch = field(default_factory=lambda: ShareFetchResponse.LeaderIdAndEpoch())
-        records: _Records = None
-        acquired_records: list[ShareFetchResponse.AcquiredRecords] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        acknowledge_error_code: int
+        acknowledge_error_message: str | None
+        current_leader: ShareFetchResponse.LeaderIdAndEpoch
+        records: _Records
+        acquired_records: list[ShareFetchResponse.AcquiredRecords]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, acknowledge_error_code: int = 0, acknowledge_error_message: str | None = None, current_leader: ShareFetchResponse.LeaderIdAndEpoch = _FRESH, records: _Records = None, acquired_records: list[ShareFetchResponse.AcquiredRecords] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.error_message = error_message
+            self.acknowledge_error_code = acknowledge_error_code
+            self.acknowledge_error_message = acknowledge_error_message
+            self.current_leader = _C_ShareFetchResponse_LeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+            self.records = records
+            self.acquired_records = [] if acquired_records is _FRESH else acquired_records
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.error_message, self.acknowledge_error_code, self.acknowledge_error_message, self.current_leader, self.records, self.acquired_records, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.error_message, o.acknowledge_error_code, o.acknowledge_error_message, o.current_leader, o.records, o.acquired_records, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, acknowledge_error_code={self.acknowledge_error_code!r}, acknowledge_error_message={self.acknowledge_error_message!r}, current_leader={self.current_leader!r}, records={self.records!r}, acquired_records={self.acquired_records!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class LeaderIdAndEpoch:
         """ShareFetchResponse.LeaderIdAndEpoch (versions 0)."""
 
-        leader_id: int = 0
-        leader_epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        leader_id: int
+        leader_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.leader_id, self.leader_epoch, self.unknown_tagged_fields,) == (o.leader_id, o.leader_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class AcquiredRecords:
         """ShareFetchResponse.AcquiredRecords (versions 0)."""
 
-        first_offset: int = 0
-        last_offset: int = 0
-        delivery_count: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('first_offset', 'last_offset', 'delivery_count', 'unknown_tagged_fields',)
+        __match_args__ = ('first_offset', 'last_offset', 'delivery_count', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        first_offset: int
+        last_offset: int
+        delivery_count: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_count: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.first_offset = first_offset
+            self.last_offset = last_offset
+            self.delivery_count = delivery_count
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.first_offset, self.last_offset, self.delivery_count, self.unknown_tagged_fields,) == (o.first_offset, o.last_offset, o.delivery_count, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, delivery_count={self.delivery_count!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class NodeEndpoint:
         """ShareFetchResponse.NodeEndpoint (versions 0)."""
 
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
+        __match_args__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = field(default_factory=list)
-    node_endpoints: list[ShareFetchResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.node_id, self.host, self.port, self.rack, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.rack, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = _FRESH, node_endpoints: list[ShareFetchResponse.NodeEndpoint] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is _FRESH else responses
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses, self.node_endpoints, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.responses, o.node_endpoints, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

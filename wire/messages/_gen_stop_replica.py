@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,6 +25,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>ii?')
 _S2 = Struct('>iiq?')
@@ -35,57 +35,144 @@ _S5 = Struct('>ih')
 _S6 = Struct('>h')
 
 
-@dataclass(slots=True)
 class StopReplicaRequest:
     """StopReplicaRequest (api key 5), versions 0-4, flexible 2+."""
+
+    __slots__ = ('controller_id', 'is_kraft_controller', 'controller_epoch', 'broker_epoch', 'delete_partitions', 'ungrouped_partitions', 'topics', 'topic_states', 'unknown_tagged_fields',)
+    __match_args__ = ('controller_id', 'is_kraft_controller', 'controller_epoch', 'broker_epoch', 'delete_partitions', 'ungrouped_partitions', 'topics', 'topic_states', 'unknown_tagged_fields',)
+
+    controller_id: int
+    is_kraft_controller: bool
+    controller_epoch: int
+    broker_epoch: int
+    delete_partitions: bool
+    ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0]
+    topics: list[StopReplicaRequest.StopReplicaTopicV1]
+    topic_states: list[StopReplicaRequest.StopReplicaTopicState]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 5
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class StopReplicaPartitionV0:
         """StopReplicaRequest.StopReplicaPartitionV0 (versions 0)."""
 
-        topic_name: str = ''
-        partition_index: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partition_index', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partition_index', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partition_index: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partition_index: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partition_index, self.unknown_tagged_fields,) == (o.topic_name, o.partition_index, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class StopReplicaTopicV1:
         """StopReplicaRequest.StopReplicaTopicV1 (versions 1-2)."""
 
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partition_indexes: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partition_indexes, self.unknown_tagged_fields,) == (o.name, o.partition_indexes, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class StopReplicaTopicState:
         """StopReplicaRequest.StopReplicaTopicState (versions 3-4)."""
 
-        topic_name: str = ''
-        partition_states: list[StopReplicaRequest.StopReplicaPartitionState] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partition_states', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partition_states', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partition_states: list[StopReplicaRequest.StopReplicaPartitionState]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partition_states: list[StopReplicaRequest.StopReplicaPartitionState] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partition_states = [] if partition_states is _FRESH else partition_states
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partition_states, self.unknown_tagged_fields,) == (o.topic_name, o.partition_states, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_states={self.partition_states!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class StopReplicaPartitionState:
         """StopReplicaRequest.StopReplicaPartitionState (versions 3-4)."""
 
-        partition_index: int = 0
-        leader_epoch: int = -1
-        delete_partition: bool = False
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'leader_epoch', 'delete_partition', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'leader_epoch', 'delete_partition', 'unknown_tagged_fields',)
 
-    controller_id: int = 0
-    is_kraft_controller: bool = False
-    controller_epoch: int = 0
-    broker_epoch: int = -1
-    delete_partitions: bool = False
-    ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0] = field(default_factory=list)
-    topics: list[StopReplicaRequest.StopReplicaTopicV1] = field(default_factory=list)
-    topic_states: list[StopReplicaRequest.StopReplicaTopicState] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        leader_epoch: int
+        delete_partition: bool
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, leader_epoch: int = -1, delete_partition: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.leader_epoch = leader_epoch
+            self.delete_partition = delete_partition
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.leader_epoch, self.delete_partition, self.unknown_tagged_fields,) == (o.partition_index, o.leader_epoch, o.delete_partition, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, leader_epoch={self.leader_epoch!r}, delete_partition={self.delete_partition!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, controller_id: int = 0, is_kraft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, delete_partitions: bool = False, ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0] = _FRESH, topics: list[StopReplicaRequest.StopReplicaTopicV1] = _FRESH, topic_states: list[StopReplicaRequest.StopReplicaTopicState] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.controller_id = controller_id
+        self.is_kraft_controller = is_kraft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.delete_partitions = delete_partitions
+        self.ungrouped_partitions = [] if ungrouped_partitions is _FRESH else ungrouped_partitions
+        self.topics = [] if topics is _FRESH else topics
+        self.topic_states = [] if topic_states is _FRESH else topic_states
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.controller_id, self.is_kraft_controller, self.controller_epoch, self.broker_epoch, self.delete_partitions, self.ungrouped_partitions, self.topics, self.topic_states, self.unknown_tagged_fields,) == (o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch, o.delete_partitions, o.ungrouped_partitions, o.topics, o.topic_states, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, is_kraft_controller={self.is_kraft_controller!r}, controller_epoch={self.controller_epoch!r}, broker_epoch={self.broker_epoch!r}, delete_partitions={self.delete_partitions!r}, ungrouped_partitions={self.ungrouped_partitions!r}, topics={self.topics!r}, topic_states={self.topic_states!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -294,27 +381,60 @@ _DECODERS_StopReplicaRequest: dict[int, Callable[[memoryview, int], tuple[StopRe
 _ENCODERS_StopReplicaRequest: dict[int, _rt.EncodeFn] = {0: _e_StopReplicaRequest_StopReplicaRequest_0, 1: _e_StopReplicaRequest_StopReplicaRequest_1, 2: _e_StopReplicaRequest_StopReplicaRequest_2, 3: _e_StopReplicaRequest_StopReplicaRequest_3, 4: _e_StopReplicaRequest_StopReplicaRequest_4}
 
 
-@dataclass(slots=True)
 class StopReplicaResponse:
     """StopReplicaResponse (api key 5), versions 0-4, flexible 2+."""
+
+    __slots__ = ('error_code', 'partition_errors', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'partition_errors', 'unknown_tagged_fields',)
+
+    error_code: int
+    partition_errors: list[StopReplicaResponse.StopReplicaPartitionError]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 5
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 2
 
-    @dataclass(slots=True)
     class StopReplicaPartitionError:
         """StopReplicaResponse.StopReplicaPartitionError (versions 0-4)."""
 
-        topic_name: str = ''
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partition_index', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partition_index', 'error_code', 'unknown_tagged_fields',)
 
-    error_code: int = 0
-    partition_errors: list[StopReplicaResponse.StopReplicaPartitionError] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        topic_name: str
+        partition_index: int
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partition_index, self.error_code, self.unknown_tagged_fields,) == (o.topic_name, o.partition_index, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, error_code: int = 0, partition_errors: list[StopReplicaResponse.StopReplicaPartitionError] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.partition_errors = [] if partition_errors is _FRESH else partition_errors
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.partition_errors, self.unknown_tagged_fields,) == (o.error_code, o.partition_errors, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_errors={self.partition_errors!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

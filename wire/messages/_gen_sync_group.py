@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -32,36 +31,74 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class SyncGroupRequest:
     """SyncGroupRequest (api key 14), versions 0-5, flexible 4+."""
+
+    __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments', 'unknown_tagged_fields',)
+    __match_args__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments', 'unknown_tagged_fields',)
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 14
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    @dataclass(slots=True)
     class SyncGroupRequestAssignment:
         """SyncGroupRequest.SyncGroupRequestAssignment (versions 0-5)."""
 
-        member_id: str = ''
-        assignment: _Bytes = b''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('member_id', 'assignment', 'unknown_tagged_fields',)
+        __match_args__ = ('member_id', 'assignment', 'unknown_tagged_fields',)
 
-    group_id: str = ''
-    generation_id: int = 0
-    member_id: str = ''
-    group_instance_id: str | None = None
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        member_id: str
+        assignment: _Bytes
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, member_id: str = '', assignment: _Bytes = b'', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.member_id = member_id
+            self.assignment = assignment
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.member_id, self.assignment, self.unknown_tagged_fields,) == (o.member_id, o.assignment, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, assignment={self.assignment!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, group_id: str = '', generation_id: int = 0, member_id: str = '', group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None, assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignments = [] if assignments is _FRESH else assignments
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.group_id, self.generation_id, self.member_id, self.group_instance_id, self.protocol_type, self.protocol_name, self.assignments, self.unknown_tagged_fields,) == (o.group_id, o.generation_id, o.member_id, o.group_instance_id, o.protocol_type, o.protocol_name, o.assignments, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, assignments={self.assignments!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -234,21 +271,40 @@ _DECODERS_SyncGroupRequest: dict[int, Callable[[memoryview, int], tuple[SyncGrou
 _ENCODERS_SyncGroupRequest: dict[int, _rt.EncodeFn] = {0: _e_SyncGroupRequest_SyncGroupRequest_0, 1: _e_SyncGroupRequest_SyncGroupRequest_0, 2: _e_SyncGroupRequest_SyncGroupRequest_0, 3: _e_SyncGroupRequest_SyncGroupRequest_1, 4: _e_SyncGroupRequest_SyncGroupRequest_2, 5: _e_SyncGroupRequest_SyncGroupRequest_3}
 
 
-@dataclass(slots=True)
 class SyncGroupResponse:
     """SyncGroupResponse (api key 14), versions 0-5, flexible 4+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    protocol_type: str | None
+    protocol_name: str | None
+    assignment: _Bytes
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 14
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN: ClassVar[int | None] = 4
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: _Bytes = b''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, protocol_type: str | None = None, protocol_name: str | None = None, assignment: _Bytes = b'', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignment = assignment
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.protocol_type, self.protocol_name, self.assignment, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.protocol_type, o.protocol_name, o.assignment, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, assignment={self.assignment!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -28,6 +27,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iq')
 _S1 = Struct('>iqi')
 _S2 = Struct('>qh')
@@ -36,42 +36,98 @@ _S4 = Struct('>ih')
 _S5 = Struct('>i')
 
 
-@dataclass(slots=True)
 class TxnOffsetCommitRequest:
     """TxnOffsetCommitRequest (api key 28), versions 0-4, flexible 3+."""
+
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics', 'unknown_tagged_fields',)
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    @dataclass(slots=True)
     class TxnOffsetCommitRequestTopic:
         """TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic (versions 0-4)."""
 
-        name: str = ''
-        partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class TxnOffsetCommitRequestPartition:
         """TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition (versions 0-4)."""
 
-        partition_index: int = 0
-        committed_offset: int = 0
-        committed_leader_epoch: int = -1
-        committed_metadata: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata', 'unknown_tagged_fields',)
 
-    transactional_id: str = ''
-    group_id: str = ''
-    producer_id: int = 0
-    producer_epoch: int = 0
-    generation_id: int = -1
-    member_id: str = ''
-    group_instance_id: str | None = None
-    topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        committed_metadata: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, committed_metadata: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.committed_offset = committed_offset
+            self.committed_leader_epoch = committed_leader_epoch
+            self.committed_metadata = committed_metadata
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.committed_metadata, self.unknown_tagged_fields,) == (o.partition_index, o.committed_offset, o.committed_leader_epoch, o.committed_metadata, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, committed_metadata={self.committed_metadata!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, transactional_id: str = '', group_id: str = '', producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.transactional_id, self.group_id, self.producer_id, self.producer_epoch, self.generation_id, self.member_id, self.group_instance_id, self.topics, self.unknown_tagged_fields,) == (o.transactional_id, o.group_id, o.producer_id, o.producer_epoch, o.generation_id, o.member_id, o.group_instance_id, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, group_id={self.group_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -275,34 +331,82 @@ _DECODERS_TxnOffsetCommitRequest: dict[int, Callable[[memoryview, int], tuple[Tx
 _ENCODERS_TxnOffsetCommitRequest: dict[int, _rt.EncodeFn] = {0: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_0, 1: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_0, 2: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_1, 3: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_2, 4: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_2}
 
 
-@dataclass(slots=True)
 class TxnOffsetCommitResponse:
     """TxnOffsetCommitResponse (api key 28), versions 0-4, flexible 3+."""
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN: ClassVar[int | None] = 3
 
-    @dataclass(slots=True)
     class TxnOffsetCommitResponseTopic:
         """TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic (versions 0-4)."""
 
-        name: str = ''
-        partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class TxnOffsetCommitResponsePartition:
         """TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition (versions 0-4)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.topics, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

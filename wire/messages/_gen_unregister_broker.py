@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -20,21 +19,37 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>i')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class UnregisterBrokerRequest:
     """UnregisterBrokerRequest (api key 64), versions 0-0, flexible 0+."""
+
+    __slots__ = ('broker_id', 'unknown_tagged_fields',)
+    __match_args__ = ('broker_id', 'unknown_tagged_fields',)
+
+    broker_id: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 64
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    broker_id: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, broker_id: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.broker_id = broker_id
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.broker_id, self.unknown_tagged_fields,) == (o.broker_id, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -79,19 +94,36 @@ _DECODERS_UnregisterBrokerRequest: dict[int, Callable[[memoryview, int], tuple[U
 _ENCODERS_UnregisterBrokerRequest: dict[int, _rt.EncodeFn] = {0: _e_UnregisterBrokerRequest_UnregisterBrokerRequest_0}
 
 
-@dataclass(slots=True)
 class UnregisterBrokerResponse:
     """UnregisterBrokerResponse (api key 64), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 64
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

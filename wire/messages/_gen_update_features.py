@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -24,6 +23,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>h?')
 _S1 = Struct('>hb')
 _S2 = Struct('>i')
@@ -32,29 +32,64 @@ _S4 = Struct('>h')
 _S5 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class UpdateFeaturesRequest:
     """UpdateFeaturesRequest (api key 57), versions 0-1, flexible 0+."""
+
+    __slots__ = ('timeout_ms', 'feature_updates', 'validate_only', 'unknown_tagged_fields',)
+    __match_args__ = ('timeout_ms', 'feature_updates', 'validate_only', 'unknown_tagged_fields',)
+
+    timeout_ms: int
+    feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
+    validate_only: bool
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 57
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class FeatureUpdateKey:
         """UpdateFeaturesRequest.FeatureUpdateKey (versions 0-1)."""
 
-        feature: str = ''
-        max_version_level: int = 0
-        allow_downgrade: bool = False
-        upgrade_type: int = 1
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('feature', 'max_version_level', 'allow_downgrade', 'upgrade_type', 'unknown_tagged_fields',)
+        __match_args__ = ('feature', 'max_version_level', 'allow_downgrade', 'upgrade_type', 'unknown_tagged_fields',)
 
-    timeout_ms: int = 60000
-    feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] = field(default_factory=list)
-    validate_only: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        feature: str
+        max_version_level: int
+        allow_downgrade: bool
+        upgrade_type: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, feature: str = '', max_version_level: int = 0, allow_downgrade: bool = False, upgrade_type: int = 1, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.feature = feature
+            self.max_version_level = max_version_level
+            self.allow_downgrade = allow_downgrade
+            self.upgrade_type = upgrade_type
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.feature, self.max_version_level, self.allow_downgrade, self.upgrade_type, self.unknown_tagged_fields,) == (o.feature, o.max_version_level, o.allow_downgrade, o.upgrade_type, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(feature={self.feature!r}, max_version_level={self.max_version_level!r}, allow_downgrade={self.allow_downgrade!r}, upgrade_type={self.upgrade_type!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, timeout_ms: int = 60000, feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] = _FRESH, validate_only: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.timeout_ms = timeout_ms
+        self.feature_updates = [] if feature_updates is _FRESH else feature_updates
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.timeout_ms, self.feature_updates, self.validate_only, self.unknown_tagged_fields,) == (o.timeout_ms, o.feature_updates, o.validate_only, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(timeout_ms={self.timeout_ms!r}, feature_updates={self.feature_updates!r}, validate_only={self.validate_only!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -166,29 +201,64 @@ _DECODERS_UpdateFeaturesRequest: dict[int, Callable[[memoryview, int], tuple[Upd
 _ENCODERS_UpdateFeaturesRequest: dict[int, _rt.EncodeFn] = {0: _e_UpdateFeaturesRequest_UpdateFeaturesRequest_0, 1: _e_UpdateFeaturesRequest_UpdateFeaturesRequest_1}
 
 
-@dataclass(slots=True)
 class UpdateFeaturesResponse:
     """UpdateFeaturesResponse (api key 57), versions 0-1, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[UpdateFeaturesResponse.UpdatableFeatureResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 57
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class UpdatableFeatureResult:
         """UpdateFeaturesResponse.UpdatableFeatureResult (versions 0-1)."""
 
-        feature: str = ''
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('feature', 'error_code', 'error_message', 'unknown_tagged_fields',)
+        __match_args__ = ('feature', 'error_code', 'error_message', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    results: list[UpdateFeaturesResponse.UpdatableFeatureResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        feature: str
+        error_code: int
+        error_message: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, feature: str = '', error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.feature = feature
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.feature, self.error_code, self.error_message, self.unknown_tagged_fields,) == (o.feature, o.error_code, o.error_message, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(feature={self.feature!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', results: list[UpdateFeaturesResponse.UpdatableFeatureResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is _FRESH else results
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.results, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.error_message, o.results, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, results={self.results!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

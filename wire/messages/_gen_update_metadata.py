@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -32,6 +31,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iiii')
 _S1 = Struct('>i')
 _S2 = Struct('>16s')
@@ -42,69 +42,168 @@ _S6 = Struct('>i?iq')
 _S7 = Struct('>b')
 
 
-@dataclass(slots=True)
 class UpdateMetadataRequest:
     """UpdateMetadataRequest (api key 6), versions 0-8, flexible 6+."""
+
+    __slots__ = ('controller_id', 'is_kraft_controller', 'type', 'controller_epoch', 'broker_epoch', 'ungrouped_partition_states', 'topic_states', 'live_brokers', 'unknown_tagged_fields',)
+    __match_args__ = ('controller_id', 'is_kraft_controller', 'type', 'controller_epoch', 'broker_epoch', 'ungrouped_partition_states', 'topic_states', 'live_brokers', 'unknown_tagged_fields',)
+
+    controller_id: int
+    is_kraft_controller: bool
+    type: int
+    controller_epoch: int
+    broker_epoch: int
+    ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
+    topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState]
+    live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 6
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 8
     FLEXIBLE_MIN: ClassVar[int | None] = 6
 
-    @dataclass(slots=True)
     class UpdateMetadataPartitionState:
         """UpdateMetadataRequest.UpdateMetadataPartitionState (versions 0-8)."""
 
-        topic_name: str = ''
-        partition_index: int = 0
-        controller_epoch: int = 0
-        leader: int = 0
-        leader_epoch: int = 0
-        isr: list[int] = field(default_factory=list)
-        zk_version: int = 0
-        replicas: list[int] = field(default_factory=list)
-        offline_replicas: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'zk_version', 'replicas', 'offline_replicas', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'zk_version', 'replicas', 'offline_replicas', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partition_index: int
+        controller_epoch: int
+        leader: int
+        leader_epoch: int
+        isr: list[int]
+        zk_version: int
+        replicas: list[int]
+        offline_replicas: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] = _FRESH, zk_version: int = 0, replicas: list[int] = _FRESH, offline_replicas: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.controller_epoch = controller_epoch
+            self.leader = leader
+            self.leader_epoch = leader_epoch
+            self.isr = [] if isr is _FRESH else isr
+            self.zk_version = zk_version
+            self.replicas = [] if replicas is _FRESH else replicas
+            self.offline_replicas = [] if offline_replicas is _FRESH else offline_replicas
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.zk_version, self.replicas, self.offline_replicas, self.unknown_tagged_fields,) == (o.topic_name, o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, o.isr, o.zk_version, o.replicas, o.offline_replicas, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, controller_epoch={self.controller_epoch!r}, leader={self.leader!r}, leader_epoch={self.leader_epoch!r}, isr={self.isr!r}, zk_version={self.zk_version!r}, replicas={self.replicas!r}, offline_replicas={self.offline_replicas!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class UpdateMetadataTopicState:
         """UpdateMetadataRequest.UpdateMetadataTopicState (versions 5-8)."""
 
-        topic_name: str = ''
-        topic_id: uuid.UUID = _ZERO_UUID
-        partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'topic_id', 'partition_states', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'topic_id', 'partition_states', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        topic_id: uuid.UUID
+        partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', topic_id: uuid.UUID = _ZERO_UUID, partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partition_states = [] if partition_states is _FRESH else partition_states
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.topic_id, self.partition_states, self.unknown_tagged_fields,) == (o.topic_name, o.topic_id, o.partition_states, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partition_states={self.partition_states!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class UpdateMetadataBroker:
         """UpdateMetadataRequest.UpdateMetadataBroker (versions 0-8)."""
 
-        id: int = 0
-        v0_host: str = ''
-        v0_port: int = 0
-        endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint] = field(default_factory=list)
-        rack: str | None = ''
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('id', 'v0_host', 'v0_port', 'endpoints', 'rack', 'unknown_tagged_fields',)
+        __match_args__ = ('id', 'v0_host', 'v0_port', 'endpoints', 'rack', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        id: int
+        v0_host: str
+        v0_port: int
+        endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint]
+        rack: str | None
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, id: int = 0, v0_host: str = '', v0_port: int = 0, endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint] = _FRESH, rack: str | None = '', unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.id = id
+            self.v0_host = v0_host
+            self.v0_port = v0_port
+            self.endpoints = [] if endpoints is _FRESH else endpoints
+            self.rack = rack
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.id, self.v0_host, self.v0_port, self.endpoints, self.rack, self.unknown_tagged_fields,) == (o.id, o.v0_host, o.v0_port, o.endpoints, o.rack, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(id={self.id!r}, v0_host={self.v0_host!r}, v0_port={self.v0_port!r}, endpoints={self.endpoints!r}, rack={self.rack!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class UpdateMetadataEndpoint:
         """UpdateMetadataRequest.UpdateMetadataEndpoint (versions 1-8)."""
 
-        port: int = 0
-        host: str = ''
-        listener: str = ''
-        security_protocol: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('port', 'host', 'listener', 'security_protocol', 'unknown_tagged_fields',)
+        __match_args__ = ('port', 'host', 'listener', 'security_protocol', 'unknown_tagged_fields',)
 
-    controller_id: int = 0
-    is_kraft_controller: bool = False
-    type: int = 0
-    controller_epoch: int = 0
-    broker_epoch: int = -1
-    ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = field(default_factory=list)
-    topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState] = field(default_factory=list)
-    live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        port: int
+        host: str
+        listener: str
+        security_protocol: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, port: int = 0, host: str = '', listener: str = '', security_protocol: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.port = port
+            self.host = host
+            self.listener = listener
+            self.security_protocol = security_protocol
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.port, self.host, self.listener, self.security_protocol, self.unknown_tagged_fields,) == (o.port, o.host, o.listener, o.security_protocol, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(port={self.port!r}, host={self.host!r}, listener={self.listener!r}, security_protocol={self.security_protocol!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, controller_id: int = 0, is_kraft_controller: bool = False, type: int = 0, controller_epoch: int = 0, broker_epoch: int = -1, ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = _FRESH, topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState] = _FRESH, live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.controller_id = controller_id
+        self.is_kraft_controller = is_kraft_controller
+        self.type = type
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is _FRESH else ungrouped_partition_states
+        self.topic_states = [] if topic_states is _FRESH else topic_states
+        self.live_brokers = [] if live_brokers is _FRESH else live_brokers
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.controller_id, self.is_kraft_controller, self.type, self.controller_epoch, self.broker_epoch, self.ungrouped_partition_states, self.topic_states, self.live_brokers, self.unknown_tagged_fields,) == (o.controller_id, o.is_kraft_controller, o.type, o.controller_epoch, o.broker_epoch, o.ungrouped_partition_states, o.topic_states, o.live_brokers, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, is_kraft_controller={self.is_kraft_controller!r}, type={self.type!r}, controller_epoch={self.controller_epoch!r}, broker_epoch={self.broker_epoch!r}, ungrouped_partition_states={self.ungrouped_partition_states!r}, topic_states={self.topic_states!r}, live_brokers={self.live_brokers!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -653,17 +752,32 @@ _DECODERS_UpdateMetadataRequest: dict[int, Callable[[memoryview, int], tuple[Upd
 _ENCODERS_UpdateMetadataRequest: dict[int, _rt.EncodeFn] = {0: _e_UpdateMetadataRequest_UpdateMetadataRequest_0, 1: _e_UpdateMetadataRequest_UpdateMetadataRequest_1, 2: _e_UpdateMetadataRequest_UpdateMetadataRequest_2, 3: _e_UpdateMetadataRequest_UpdateMetadataRequest_3, 4: _e_UpdateMetadataRequest_UpdateMetadataRequest_4, 5: _e_UpdateMetadataRequest_UpdateMetadataRequest_5, 6: _e_UpdateMetadataRequest_UpdateMetadataRequest_6, 7: _e_UpdateMetadataRequest_UpdateMetadataRequest_7, 8: _e_UpdateMetadataRequest_UpdateMetadataRequest_8}
 
 
-@dataclass(slots=True)
 class UpdateMetadataResponse:
     """UpdateMetadataResponse (api key 6), versions 0-8, flexible 6+."""
+
+    __slots__ = ('error_code', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'unknown_tagged_fields',)
+
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 6
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 8
     FLEXIBLE_MIN: ClassVar[int | None] = 6
 
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.unknown_tagged_fields,) == (o.error_code, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

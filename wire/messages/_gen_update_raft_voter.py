@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,6 +25,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>H')
 _S1 = Struct('>hh')
 _S2 = Struct('>ii16s')
@@ -34,39 +34,92 @@ _S4 = Struct('>i')
 _S5 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class UpdateRaftVoterRequest:
     """UpdateRaftVoterRequest (api key 82), versions 0-0, flexible 0+."""
+
+    __slots__ = ('cluster_id', 'current_leader_epoch', 'voter_id', 'voter_directory_id', 'listeners', 'kraft_version_feature', 'unknown_tagged_fields',)
+    __match_args__ = ('cluster_id', 'current_leader_epoch', 'voter_id', 'voter_directory_id', 'listeners', 'kraft_version_feature', 'unknown_tagged_fields',)
+
+    cluster_id: str | None
+    current_leader_epoch: int
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    listeners: list[UpdateRaftVoterRequest.Listener]
+    kraft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 82
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class Listener:
         """UpdateRaftVoterRequest.Listener (versions 0)."""
 
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        host: str
+        port: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.host, self.port, self.unknown_tagged_fields,) == (o.name, o.host, o.port, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, host={self.host!r}, port={self.port!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class KRaftVersionFeature:
         """UpdateRaftVoterRequest.KRaftVersionFeature (versions 0)."""
 
-        min_supported_version: int = 0
-        max_supported_version: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
+        __match_args__ = ('min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
 
-    cluster_id: str | None = ''
-    current_leader_epoch: int = 0
-    voter_id: int = 0
-    voter_directory_id: uuid.UUID = _ZERO_UUID
-    listeners: list[UpdateRaftVoterRequest.Listener] = field(default_factory=list)
-    kraft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = field(default_factory=lambda: UpdateRaftVoterRequest.KRaftVersionFeature())
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        min_supported_version: int
+        max_supported_version: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.min_supported_version = min_supported_version
+            self.max_supported_version = max_supported_version
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.min_supported_version, self.max_supported_version, self.unknown_tagged_fields,) == (o.min_supported_version, o.max_supported_version, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(min_supported_version={self.min_supported_version!r}, max_supported_version={self.max_supported_version!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, cluster_id: str | None = '', current_leader_epoch: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = _ZERO_UUID, listeners: list[UpdateRaftVoterRequest.Listener] = _FRESH, kraft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.cluster_id = cluster_id
+        self.current_leader_epoch = current_leader_epoch
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.kraft_version_feature = _C_UpdateRaftVoterRequest_KRaftVersionFeature() if kraft_version_feature is _FRESH else kraft_version_feature
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.current_leader_epoch, self.voter_id, self.voter_directory_id, self.listeners, self.kraft_version_feature, self.unknown_tagged_fields,) == (o.cluster_id, o.current_leader_epoch, o.voter_id, o.voter_directory_id, o.listeners, o.kraft_version_feature, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_id={self.cluster_id!r}, current_leader_epoch={self.current_leader_epoch!r}, voter_id={self.voter_id!r}, voter_directory_id={self.voter_directory_id!r}, listeners={self.listeners!r}, kraft_version_feature={self.kraft_version_feature!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -163,29 +216,64 @@ _DECODERS_UpdateRaftVoterRequest: dict[int, Callable[[memoryview, int], tuple[Up
 _ENCODERS_UpdateRaftVoterRequest: dict[int, _rt.EncodeFn] = {0: _e_UpdateRaftVoterRequest_UpdateRaftVoterRequest_0}
 
 
-@dataclass(slots=True)
 class UpdateRaftVoterResponse:
     """UpdateRaftVoterResponse (api key 82), versions 0-0, flexible 0+."""
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'current_leader', 'unknown_tagged_fields',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'current_leader', 'unknown_tagged_fields',)
+
+    throttle_time_ms: int
+    error_code: int
+    current_leader: UpdateRaftVoterResponse.CurrentLeader
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 82
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class CurrentLeader:
         """UpdateRaftVoterResponse.CurrentLeader (versions 0)."""
 
-        leader_id: int = -1
-        leader_epoch: int = -1
-        host: str = ''
-        port: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('leader_id', 'leader_epoch', 'host', 'port', 'unknown_tagged_fields',)
+        __match_args__ = ('leader_id', 'leader_epoch', 'host', 'port', 'unknown_tagged_fields',)
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    current_leader: UpdateRaftVoterResponse.CurrentLeader = field(default_factory=lambda: UpdateRaftVoterResponse.CurrentLeader())
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        leader_id: int
+        leader_epoch: int
+        host: str
+        port: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, leader_id: int = -1, leader_epoch: int = -1, host: str = '', port: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.host = host
+            self.port = port
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.leader_id, self.leader_epoch, self.host, self.port, self.unknown_tagged_fields,) == (o.leader_id, o.leader_epoch, o.host, o.port, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, host={self.host!r}, port={self.port!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, current_leader: UpdateRaftVoterResponse.CurrentLeader = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.current_leader = _C_UpdateRaftVoterResponse_CurrentLeader() if current_leader is _FRESH else current_leader
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.throttle_time_ms, self.error_code, self.current_leader, self.unknown_tagged_fields,) == (o.throttle_time_ms, o.error_code, o.current_leader, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, current_leader={self.current_leader!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,6 +25,7 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>iiiiq')
 _S1 = Struct('>iii16s16siq')
 _S2 = Struct('>i')
@@ -34,40 +34,94 @@ _S4 = Struct('>H')
 _S5 = Struct('>h')
 
 
-@dataclass(slots=True)
 class VoteRequest:
     """VoteRequest (api key 52), versions 0-1, flexible 0+."""
+
+    __slots__ = ('cluster_id', 'voter_id', 'topics', 'unknown_tagged_fields',)
+    __match_args__ = ('cluster_id', 'voter_id', 'topics', 'unknown_tagged_fields',)
+
+    cluster_id: str | None
+    voter_id: int
+    topics: list[VoteRequest.TopicData]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 52
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicData:
         """VoteRequest.TopicData (versions 0-1)."""
 
-        topic_name: str = ''
-        partitions: list[VoteRequest.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partitions: list[VoteRequest.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partitions: list[VoteRequest.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """VoteRequest.PartitionData (versions 0-1)."""
 
-        partition_index: int = 0
-        candidate_epoch: int = 0
-        candidate_id: int = 0
-        candidate_directory_id: uuid.UUID = _ZERO_UUID
-        voter_directory_id: uuid.UUID = _ZERO_UUID
-        last_offset_epoch: int = 0
-        last_offset: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'unknown_tagged_fields',)
 
-    cluster_id: str | None = None
-    voter_id: int = -1
-    topics: list[VoteRequest.TopicData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        candidate_epoch: int
+        candidate_id: int
+        candidate_directory_id: uuid.UUID
+        voter_directory_id: uuid.UUID
+        last_offset_epoch: int
+        last_offset: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, candidate_epoch: int = 0, candidate_id: int = 0, candidate_directory_id: uuid.UUID = _ZERO_UUID, voter_directory_id: uuid.UUID = _ZERO_UUID, last_offset_epoch: int = 0, last_offset: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.candidate_epoch = candidate_epoch
+            self.candidate_id = candidate_id
+            self.candidate_directory_id = candidate_directory_id
+            self.voter_directory_id = voter_directory_id
+            self.last_offset_epoch = last_offset_epoch
+            self.last_offset = last_offset
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.candidate_epoch, self.candidate_id, self.candidate_directory_id, self.voter_directory_id, self.last_offset_epoch, self.last_offset, self.unknown_tagged_fields,) == (o.partition_index, o.candidate_epoch, o.candidate_id, o.candidate_directory_id, o.voter_directory_id, o.last_offset_epoch, o.last_offset, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, candidate_epoch={self.candidate_epoch!r}, candidate_id={self.candidate_id!r}, candidate_directory_id={self.candidate_directory_id!r}, voter_directory_id={self.voter_directory_id!r}, last_offset_epoch={self.last_offset_epoch!r}, last_offset={self.last_offset!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, cluster_id: str | None = None, voter_id: int = -1, topics: list[VoteRequest.TopicData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.cluster_id, self.voter_id, self.topics, self.unknown_tagged_fields,) == (o.cluster_id, o.voter_id, o.topics, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_id={self.cluster_id!r}, voter_id={self.voter_id!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -216,47 +270,116 @@ _DECODERS_VoteRequest: dict[int, Callable[[memoryview, int], tuple[VoteRequest, 
 _ENCODERS_VoteRequest: dict[int, _rt.EncodeFn] = {0: _e_VoteRequest_VoteRequest_0, 1: _e_VoteRequest_VoteRequest_1}
 
 
-@dataclass(slots=True)
 class VoteResponse:
     """VoteResponse (api key 52), versions 0-1, flexible 0+."""
+
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields',)
+    __match_args__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields',)
+
+    error_code: int
+    topics: list[VoteResponse.TopicData]
+    node_endpoints: list[VoteResponse.NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 52
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 0
 
-    @dataclass(slots=True)
     class TopicData:
         """VoteResponse.TopicData (versions 0-1)."""
 
-        topic_name: str = ''
-        partitions: list[VoteResponse.PartitionData] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        topic_name: str
+        partitions: list[VoteResponse.PartitionData]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, topic_name: str = '', partitions: list[VoteResponse.PartitionData] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.topic_name, self.partitions, self.unknown_tagged_fields,) == (o.topic_name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class PartitionData:
         """VoteResponse.PartitionData (versions 0-1)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        leader_id: int = 0
-        leader_epoch: int = 0
-        vote_granted: bool = False
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'vote_granted', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'vote_granted', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        vote_granted: bool
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, vote_granted: bool = False, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.vote_granted = vote_granted
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.vote_granted, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, vote_granted={self.vote_granted!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class NodeEndpoint:
         """VoteResponse.NodeEndpoint (versions 1)."""
 
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields',)
+        __match_args__ = ('node_id', 'host', 'port', 'unknown_tagged_fields',)
 
-    error_code: int = 0
-    topics: list[VoteResponse.TopicData] = field(default_factory=list)
-    node_endpoints: list[VoteResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        node_id: int
+        host: str
+        port: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.node_id, self.host, self.port, self.unknown_tagged_fields,) == (o.node_id, o.host, o.port, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, error_code: int = 0, topics: list[VoteResponse.TopicData] = _FRESH, node_endpoints: list[VoteResponse.NodeEndpoint] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.error_code, self.topics, self.node_endpoints, self.unknown_tagged_fields,) == (o.error_code, o.topics, o.node_endpoints, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, topics={self.topics!r}, node_endpoints={self.node_endpoints!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""

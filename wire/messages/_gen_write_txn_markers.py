@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from wire import _runtime as _rt
 from wire.primitives import ZERO_UUID as _ZERO_UUID
@@ -26,42 +25,93 @@ from wire.primitives import write_tagged as _write_tagged
 
 _UUID = uuid.UUID
 _Bytes = bytes | bytearray | memoryview
+_FRESH: Any = _rt.FRESH
 _S0 = Struct('>qh?')
 _S1 = Struct('>i')
 _S2 = Struct('>q')
 _S3 = Struct('>ih')
 
 
-@dataclass(slots=True)
 class WriteTxnMarkersRequest:
     """WriteTxnMarkersRequest (api key 27), versions 0-1, flexible 1+."""
+
+    __slots__ = ('markers', 'unknown_tagged_fields',)
+    __match_args__ = ('markers', 'unknown_tagged_fields',)
+
+    markers: list[WriteTxnMarkersRequest.WritableTxnMarker]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 27
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class WritableTxnMarker:
         """WriteTxnMarkersRequest.WritableTxnMarker (versions 0-1)."""
 
-        producer_id: int = 0
-        producer_epoch: int = 0
-        transaction_result: bool = False
-        topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = field(default_factory=list)
-        coordinator_epoch: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'unknown_tagged_fields',)
+        __match_args__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        producer_id: int
+        producer_epoch: int
+        transaction_result: bool
+        topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
+        coordinator_epoch: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = _FRESH, coordinator_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.transaction_result = transaction_result
+            self.topics = [] if topics is _FRESH else topics
+            self.coordinator_epoch = coordinator_epoch
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.producer_id, self.producer_epoch, self.transaction_result, self.topics, self.coordinator_epoch, self.unknown_tagged_fields,) == (o.producer_id, o.producer_epoch, o.transaction_result, o.topics, o.coordinator_epoch, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, transaction_result={self.transaction_result!r}, topics={self.topics!r}, coordinator_epoch={self.coordinator_epoch!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class WritableTxnMarkerTopic:
         """WriteTxnMarkersRequest.WritableTxnMarkerTopic (versions 0-1)."""
 
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
 
-    markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        name: str
+        partition_indexes: list[int]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partition_indexes, self.unknown_tagged_fields,) == (o.name, o.partition_indexes, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.markers = [] if markers is _FRESH else markers
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.markers, self.unknown_tagged_fields,) == (o.markers, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(markers={self.markers!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
@@ -196,41 +246,104 @@ _DECODERS_WriteTxnMarkersRequest: dict[int, Callable[[memoryview, int], tuple[Wr
 _ENCODERS_WriteTxnMarkersRequest: dict[int, _rt.EncodeFn] = {0: _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_0, 1: _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_1}
 
 
-@dataclass(slots=True)
 class WriteTxnMarkersResponse:
     """WriteTxnMarkersResponse (api key 27), versions 0-1, flexible 1+."""
+
+    __slots__ = ('markers', 'unknown_tagged_fields',)
+    __match_args__ = ('markers', 'unknown_tagged_fields',)
+
+    markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult]
+    unknown_tagged_fields: dict[int, bytes]
 
     API_KEY: ClassVar[int] = 27
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN: ClassVar[int | None] = 1
 
-    @dataclass(slots=True)
     class WritableTxnMarkerResult:
         """WriteTxnMarkersResponse.WritableTxnMarkerResult (versions 0-1)."""
 
-        producer_id: int = 0
-        topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('producer_id', 'topics', 'unknown_tagged_fields',)
+        __match_args__ = ('producer_id', 'topics', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        producer_id: int
+        topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, producer_id: int = 0, topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.producer_id = producer_id
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.producer_id, self.topics, self.unknown_tagged_fields,) == (o.producer_id, o.topics, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, topics={self.topics!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class WritableTxnMarkerTopicResult:
         """WriteTxnMarkersResponse.WritableTxnMarkerTopicResult (versions 0-1)."""
 
-        name: str = ''
-        partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] = field(default_factory=list)
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+        __match_args__ = ('name', 'partitions', 'unknown_tagged_fields',)
 
-    @dataclass(slots=True)
+        name: str
+        partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult]
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, name: str = '', partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.name, self.partitions, self.unknown_tagged_fields,) == (o.name, o.partitions, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
     class WritableTxnMarkerPartitionResult:
         """WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult (versions 0-1)."""
 
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
+        __match_args__ = ('partition_index', 'error_code', 'unknown_tagged_fields',)
 
-    markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+        partition_index: int
+        error_code: int
+        unknown_tagged_fields: dict[int, bytes]
+
+        def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            o: Any = other
+            return (self.partition_index, self.error_code, self.unknown_tagged_fields,) == (o.partition_index, o.error_code, o.unknown_tagged_fields,)
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
+
+    def __init__(self, markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = _FRESH, unknown_tagged_fields: dict[int, bytes] = _FRESH) -> None:
+        self.markers = [] if markers is _FRESH else markers
+        self.unknown_tagged_fields = {} if unknown_tagged_fields is _FRESH else unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Any = other
+        return (self.markers, self.unknown_tagged_fields,) == (o.markers, o.unknown_tagged_fields,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(markers={self.markers!r}, unknown_tagged_fields={self.unknown_tagged_fields!r})"
 
     def encode(self, version: int) -> bytes:
         """Encode the body (no header) at `version` into bytes."""
