@@ -62,9 +62,10 @@ HANDLERS: dict[int, HandlerSpec] = {}
 def _api_info_for(request_class: type) -> Any:
     from wire.messages import REGISTRY
 
-    for info in REGISTRY.values():
-        if info.request_class is request_class:
-            return info
+    # Look up by API_KEY: scanning REGISTRY for the class would import every generated message module.
+    info = REGISTRY.get(getattr(request_class, "API_KEY", -1))
+    if info is not None and info.request_class is request_class:
+        return info
     raise LookupError(f"{request_class.__name__} is not a request class in wire.messages.REGISTRY")
 
 
