@@ -154,6 +154,14 @@ def test_dynamic_broker_configs(c: RawClient) -> None:
     assert legacy(c, "1", {"log.cleanup.policy": "shred"}, rtype=BROKER)[0] == ErrorCode.INVALID_CONFIG
     assert incremental(c, "9", ("log.retention.ms", SET, "1"), rtype=BROKER)[0] == ErrorCode.INVALID_REQUEST
     assert configs(c, "1", rtype=BROKER)["log.retention.ms"].value == "80000"
+    # list settings take APPEND / SUBTRACT at the broker level too
+    assert incremental(c, "", ("log.cleanup.policy", APPEND, "compact"), rtype=BROKER) == (0, None)
+    assert configs(c, "dyn")["cleanup.policy"].value == "delete,compact"
+    assert configs(c, "dyn")["cleanup.policy"].config_source == 3
+    assert incremental(c, "", ("log.cleanup.policy", SUBTRACT, "compact"), rtype=BROKER) == (0, None)
+    assert configs(c, "dyn")["cleanup.policy"].value == "delete"
+    assert incremental(c, "", ("log.cleanup.policy", DELETE, None), rtype=BROKER) == (0, None)
+    assert configs(c, "dyn")["cleanup.policy"].config_source == 5
     # legacy AlterConfigs replaces the resource's dynamic settings; DELETE / empty restore the static ones
     assert legacy(c, "1", {}, rtype=BROKER) == (0, None)
     assert configs(c, "dyn")["retention.ms"].value == "90000"
