@@ -61,7 +61,8 @@ async def _serve_until_signal(config: BrokerConfig) -> None:
             addrs = await nursery.start(lambda task_status: serve(config, shutdown=shutdown,
                                                                    task_status=task_status))
             host, port = addrs[0]
-            sys.stdout.write(f"kafkalite ready on {host}:{port}\n")
+            shown = f"[{host}]" if ":" in host else host
+            sys.stdout.write(f"kafkalite ready on {shown}:{port}\n")
             sys.stdout.flush()
             async for signum in signals:
                 logging.getLogger("kafkalite").info("received %s; shutting down",
