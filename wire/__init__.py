@@ -3,7 +3,11 @@
 Modules:
 
 * `wire.messages` -- every request/response class (`ProduceRequest`, `FetchResponse`, ...) and
-  `REGISTRY: dict[int, ApiInfo]`. Nested struct types are class attributes of the message
+  `REGISTRY: dict[int, ApiInfo]`. Lazy: the package imports no message module; a class is imported (with the
+  other class of its API, from `_gen_<api>`) on first `from wire.messages import X`, and
+  `ApiInfo.request_class`/`.response_class` resolve on first access. Classes are plain `__slots__` classes with
+  dataclass-style `__init__` (keywords, spec defaults, fresh lists), `__eq__` and `__repr__` (no `dataclasses`
+  API: `fields()`/`replace()`/`asdict()` do not apply). Nested struct types are class attributes of the message
   (`FetchResponse.PartitionData`); fields are snake_case with the spec's defaults. `Cls.decode(buf, version)`,
   `Cls.decode_from(buf, version, pos) -> (obj, end)`, `obj.encode(version) -> bytes`,
   `obj.encode_chunks(version) -> list[Chunk]` (records payloads / file regions kept as separate chunks).
