@@ -149,6 +149,7 @@ elif client == "aiokafka":
 
     asyncio.run(main())
 else:
+    import time
     from kafka import KafkaConsumer, ConsumerRebalanceListener
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
                       enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500)
@@ -161,6 +162,13 @@ else:
         def on_partitions_assigned(self, assigned):
             owned.update(p.partition for p in assigned); out({"a": sorted(owned)})
     c.subscribe([topic], listener=L())
+    # kafka-python 3.0.12 can hang forever if its first join happens before it has the topic's
+    # metadata: the leader then rejoins only because its metadata snapshot changed, and if poll()
+    # times out while that join is in flight, the finished assignment sets the snapshot equal again,
+    # need_rejoin() turns False and the in-flight join is never completed (heartbeats stay off, no
+    # partitions). Having the metadata before the first poll (= the first JoinGroup) avoids it.
+    while not c.partitions_for_topic(topic):
+        time.sleep(0.1)
     while not stop:
         batch = c.poll(timeout_ms=100)
         n = 0

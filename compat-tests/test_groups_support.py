@@ -88,6 +88,10 @@ def _kafka_python(bootstrap: str, topic: str, group: str, count: int, timeout_s:
     t0 = time.monotonic()
     c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
                       enable_auto_commit=False, **kw)
+    # topic metadata before the first poll (= the first JoinGroup): works around a kafka-python 3.0.12
+    # hang (see the kafka-python member in test_groups_rebalance.py)
+    while not c.partitions_for_topic(topic) and time.monotonic() - t0 < timeout_s:
+        time.sleep(0.1)
     out = GroupRead()
     try:
         while len(out.records) < count and time.monotonic() - t0 < timeout_s:
