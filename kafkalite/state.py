@@ -261,6 +261,9 @@ class BrokerState:
         self.logs.delete_topic(name)
         for p in range(info.partitions):
             self.notify_append(name, p)
+        groups = getattr(self, "groups", None)
+        if groups is not None and hasattr(groups, "on_topics_deleted"):
+            groups.on_topics_deleted([name])   # committed offsets of a deleted topic go too, as in Kafka
         if info.config:
             self._write_topic_configs()
         log.info("deleted topic %s", name)

@@ -275,7 +275,8 @@ class GroupService:
 
     def on_topics_deleted(self, topics: list[str]) -> None:
         """For the broker's topic deletion: committed offsets of deleted topics are removed, as Kafka does."""
-        self.coordinator.remove_topic_offsets(self.now_ms(), set(topics))
+        if self.coordinator.remove_topic_offsets(self.now_ms(), set(topics)):
+            self._kick()
 
     # -- transactions (for the transaction coordinator) ----------------------------------------
     def txn_commit_offsets(self, group_id: str, producer_id: int, member_id: str, group_instance_id: str | None,
