@@ -82,7 +82,9 @@ class ConfluentClient(Client):
             out: list[Rec] = []
             deadline = time.monotonic() + timeout_s
             while len(out) < count and time.monotonic() < deadline:
-                for m in cons.consume(num_messages=10_000, timeout=0.5):
+                # consume() returns early only once it has num_messages: ask for what is still missing,
+                # or every call would sit out its whole timeout after the last record arrived
+                for m in cons.consume(num_messages=max(1, min(10_000, count - len(out))), timeout=0.5):
                     if m.error():
                         if m.error().fatal():
                             raise ClientError(str(m.error()))
