@@ -10,6 +10,7 @@ can connect; logs go to stderr. SIGINT/SIGTERM drain gracefully and close storag
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -64,6 +65,10 @@ async def _serve_until_signal(config: BrokerConfig) -> None:
             shown = f"[{host}]" if ":" in host else host
             sys.stdout.write(f"kafkalite ready on {shown}:{port}\n")
             sys.stdout.flush()
+            # Everything allocated so far (modules, classes, config, topic table) lives as long as the
+            # process: move it out of the collector's reach, so a full collection later scans only what
+            # requests allocate (a gen-2 pass over the startup heap took ~15 ms, a latency outlier).
+            gc.freeze()
             async for signum in signals:
                 logging.getLogger("kafkalite").info("received %s; shutting down",
                                                    signal.Signals(signum).name)
