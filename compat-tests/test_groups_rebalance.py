@@ -21,7 +21,7 @@ import uuid
 
 import pytest
 from harness.topics import create_topic
-from test_groups_support import CACHE, JAVA_DEPS, NODE_MODULES, missing, produce
+from test_groups_support import CACHE, JAVA_DEPS, NODE_MODULES, committed, missing, produce
 
 PARTITIONS = 6
 
@@ -296,6 +296,14 @@ def wait_for(cond, timeout: float, what: str, members: list[Member]) -> None:  #
     raise AssertionError(f"timed out waiting for {what}; members (rc, assignment, records): {state}\n{errs}")
 
 
+def wait_committed(bootstrap: str, group: str, topic: str, total: int, members: list[Member]) -> None:
+    """Wait until the group's committed offsets cover the first ``total`` records (``total / PARTITIONS``
+    per partition: records are produced round-robin over the partitions)."""
+    want = {p: total // PARTITIONS for p in range(PARTITIONS)}
+    wait_for(lambda: committed(bootstrap, group, topic, PARTITIONS) == want, 60,
+             f"committed offsets {want}", members)
+
+
 def covers(members: list[Member]) -> bool:
     parts = [p for m in members for p in m.assignment]
     return sorted(parts) == list(range(PARTITIONS)) and all(m.assignment for m in members)
@@ -318,7 +326,7 @@ def test_members_split_rebalance_on_leave_and_crash(kind: str, broker, topic: st
         wait_for(lambda: covers(members), 90, "three members to split the partitions", members)
         produce(bs, topic, [(i % PARTITIONS, f"a{i}".encode()) for i in range(60)])
         wait_for(lambda: len(all_records(members)) >= 60, 60, "60 records", members)
-        time.sleep(0.5)
+        wait_committed(bs, group, topic, 60, members)
         # a member leaves cleanly: the other two take over its partitions
         members[0].stop(signal.SIGTERM)
         assert members[0].closed
@@ -326,7 +334,7 @@ def test_members_split_rebalance_on_leave_and_crash(kind: str, broker, topic: st
         wait_for(lambda: covers(rest), 60, "two members to cover every partition after a leave", members)
         produce(bs, topic, [(i % PARTITIONS, f"b{i}".encode()) for i in range(60, 90)])
         wait_for(lambda: len(all_records(members)) >= 90, 60, "90 records", members)
-        time.sleep(0.5)
+        wait_committed(bs, group, topic, 90, members)  # a crash must not lose a commit: no redelivery
         # a member crashes: after its session timeout the survivor owns everything
         rest[0].stop(signal.SIGKILL)
         survivor = rest[1]
@@ -358,7 +366,7 @@ def test_live_member_survives_broker_restarts(kind: str, broker_factory, topic: 
         wait_for(lambda: len(m.records) >= 12, 60, "12 records", [m])
         total = 12
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            time.sleep(0.5)  # let the last commit land
+            wait_committed(b.bootstrap, group, topic, total, [m])  # the last commit has landed
             b.restart(sig)
             produce(b.bootstrap, topic, [(i % PARTITIONS, f"l{i}".encode()) for i in range(total, total + 12)])
             total += 12
