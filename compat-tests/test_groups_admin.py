@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 from harness.topics import create_topic
-from test_groups_support import CACHE, JAVA_DEPS, missing, produce
+from test_groups_support import CACHE, JAVA_DEPS, missing, produce, write_script
 
 JAVA_ADMIN = r"""
 import java.util.*;
@@ -290,7 +290,7 @@ def _kafkajs(bs: str, step: str, group: str, topic: str) -> dict:
         missing("node or compat-tests/node_modules/kafkajs is not installed")
     CACHE.mkdir(parents=True, exist_ok=True)
     script = CACHE / "group_admin.js"
-    script.write_text(NODE_ADMIN)
+    write_script(script, NODE_ADMIN)
     proc = subprocess.run([node, str(script), bs, step, group, topic], capture_output=True, timeout=120,
                           env=dict(os.environ, NODE_PATH=str(NODE_MODULES)))
     if proc.returncode != 0:

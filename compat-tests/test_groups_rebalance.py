@@ -21,7 +21,7 @@ import uuid
 
 import pytest
 from harness.topics import create_topic
-from test_groups_support import CACHE, JAVA_DEPS, NODE_MODULES, committed, missing, produce
+from test_groups_support import CACHE, JAVA_DEPS, NODE_MODULES, committed, missing, produce, write_script
 
 PARTITIONS = 6
 
@@ -278,10 +278,10 @@ def start_member(kind: str, bootstrap: str, topic: str, group: str) -> Member:
         if node is None or not (NODE_MODULES / "kafkajs").is_dir():
             missing("node or compat-tests/node_modules/kafkajs is not installed")
         js = CACHE / "group_member.js"
-        js.write_text(NODE_MEMBER)
+        write_script(js, NODE_MEMBER)
         return Member([node, str(js), bootstrap, topic, group], env=dict(os.environ, NODE_PATH=str(NODE_MODULES)))
     script = CACHE / "py_member.py"
-    script.write_text(PY_MEMBER)
+    write_script(script, PY_MEMBER)
     return Member([sys.executable, str(script), kind, bootstrap, topic, group], env=dict(os.environ))
 
 

@@ -33,6 +33,18 @@ def ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def write_script(path: Path, text: str) -> None:
+    """Write a driver script only if it changed, atomically (temp file + rename): member processes
+    started a moment earlier may still be opening the file, and rewriting it in place could hand them
+    an empty or half-written script."""
+    if path.exists() and path.read_text() == text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def missing(reason: str) -> None:
     if ci():
         pytest.fail(f"CI=true and a required piece is missing: {reason}", pytrace=False)
@@ -279,7 +291,7 @@ def _kafkajs(bootstrap: str, topic: str, group: str, count: int, timeout_s: floa
         missing("node or compat-tests/node_modules/kafkajs is not installed")
     CACHE.mkdir(parents=True, exist_ok=True)
     script = CACHE / "group_consume.js"
-    script.write_text(NODE_SRC)
+    write_script(script, NODE_SRC)
     proc = subprocess.run([node, str(script), bootstrap, topic, group, str(count), str(int(timeout_s * 1000))],
                           capture_output=True, timeout=timeout_s + 60, env=dict(os.environ, NODE_PATH=str(NODE_MODULES)))
     if proc.returncode != 0:
