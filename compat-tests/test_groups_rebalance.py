@@ -188,7 +188,10 @@ const [bootstrap, topic, group] = process.argv.slice(2);
 const out = o => process.stdout.write(JSON.stringify(o) + "\n");
 (async () => {
   const kafka = new Kafka({ brokers: [bootstrap], clientId: 'groups-member', logLevel: logLevel.NOTHING });
-  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 6000, heartbeatInterval: 500 });
+  // kafkajs heartbeats (and so learns of a rebalance) only between fetches: with the default 5 s
+  // fetch long poll every join, leave and rebalance waited up to 5 s
+  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 6000, heartbeatInterval: 500,
+                                    maxWaitTimeInMs: 500 });
   consumer.on(consumer.events.GROUP_JOIN, e => {
     const parts = (e.payload.memberAssignment[topic] || []).slice().sort((x, y) => x - y);
     out({ a: parts });
