@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import struct
+import threading
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -118,6 +119,9 @@ class ProducerStateManager:
         self.dir = directory
         self.producers: dict[int, ProducerEntry] = {}
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        # Expiry runs in the housekeeping worker thread while appends update entries on the event loop:
+        # both take this lock so an expiring scan never drops an entry an append is just refreshing.
+        self._lock = threading.Lock()
 
     # ---- checks (client path) --------------------------------------------------------------------
     def check(self, hdr: BatchHeader, *, client: bool) -> BatchMetadata | None:
@@ -170,6 +174,10 @@ class ProducerStateManager:
     # ---- updates ---------------------------------------------------------------------------------
     def update(self, hdr: BatchHeader, base_offset: int, max_timestamp: int) -> None:
         """Record a written data batch (header fields other than offsets are the stored ones)."""
+        with self._lock:
+            self._update(hdr, base_offset, max_timestamp)
+
+    def _update(self, hdr: BatchHeader, base_offset: int, max_timestamp: int) -> None:
         pid = hdr.producer_id
         entry = self.producers.get(pid)
         if entry is None:
@@ -195,6 +203,14 @@ class ProducerStateManager:
         aborted: bool,
     ) -> CompletedTxn | None:
         """Record a written COMMIT/ABORT marker; returns the completed transaction if it had data."""
+        with self._lock:
+            return self._complete_marker(producer_id, producer_epoch, coordinator_epoch, offset, timestamp,
+                                         aborted)
+
+    def _complete_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, offset: int, timestamp: int,
+        aborted: bool,
+    ) -> CompletedTxn | None:
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = self.producers[producer_id] = ProducerEntry(producer_id)
@@ -219,10 +235,11 @@ class ProducerStateManager:
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for producer.id.expiration.ms (by their last batch timestamp) with no open
         transaction, as Kafka's removeExpiredProducers does; returns how many were removed."""
-        gone = [pid for pid, e in self.producers.items()
-                if e.current_txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
-        for pid in gone:
-            del self.producers[pid]
+        with self._lock:
+            gone = [pid for pid, e in list(self.producers.items())
+                    if e.current_txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
+            for pid in gone:
+                del self.producers[pid]
         return len(gone)
 
     def clear(self) -> None:
