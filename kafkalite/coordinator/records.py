@@ -16,14 +16,16 @@ Batches are magic-2, uncompressed, CreateTime, no producer id, exactly like the 
 """
 from __future__ import annotations
 
-import gzip
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import crc32c
 
 from kafkalite.coordinator.group import OffsetAndMetadata
+from storage.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, batch_payload, parse_header
+from storage.batch import iter_records as iter_records_of
 
 # ---------------------------------------------------------------------------------------------------
 # primitive helpers
@@ -280,31 +282,23 @@ def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int | None = 
     return bytes(data)
 
 
-def _decompress(codec: int, data: bytes) -> bytes:
-    if codec == 0:
-        return data
-    if codec == 1:
-        return gzip.decompress(data)
-    if codec == 2:
-        import snappy
+def _whole_batches(data: bytes | memoryview) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """(header, decompressed records payload) of each whole magic-2 batch in ``data``.
 
-        if data[:8] == b"\x82SNAPPY\x00":  # xerial framing
-            out, pos = bytearray(), 16
-            while pos < len(data):
-                n = struct.unpack(">i", data[pos:pos + 4])[0]
-                out += bytes(snappy.decompress(data[pos + 4:pos + 4 + n]))
-                pos += 4 + n
-            return bytes(out)
-        return bytes(snappy.decompress(data))
-    if codec == 3:
-        import lz4.frame
-
-        return bytes(lz4.frame.decompress(data))
-    if codec == 4:
-        import zstandard
-
-        return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(data))
-    raise RecordDecodeError(f"unknown compression codec {codec}")
+    Legacy (magic 0/1) message sets are skipped and a partial tail ends the run. The batch walk and record
+    decoding are storage's (``storage.batch``); only the tolerance of old magics is ours.
+    """
+    buf = memoryview(bytes(data))
+    pos = 0
+    while len(buf) - pos >= HEADER_SIZE:
+        length = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+        end = pos + LOG_OVERHEAD + length
+        if length < HEADER_SIZE - LOG_OVERHEAD or end > len(buf):
+            return
+        if buf[pos + MAGIC_OFFSET] == 2:
+            hdr = parse_header(buf, pos)
+            yield hdr, batch_payload(buf[pos:end], hdr)
+        pos = end
 
 
 def iter_entries(data: bytes):  # type: ignore[no-untyped-def]
@@ -316,36 +310,14 @@ def iter_entries(data: bytes):  # type: ignore[no-untyped-def]
 
     Anything shorter than a whole batch ends the run; legacy (magic 0/1) message sets are skipped.
     """
-    buf = bytes(data)
-    pos = 0
-    while pos + _BATCH_HEADER.size <= len(buf):
-        (_base, length, _ple, magic, _crc, attrs, _lod, _bts, _mts, pid, _pep, _bseq,
-         count) = _BATCH_HEADER.unpack_from(buf, pos)
-        end = pos + 12 + length
-        if end > len(buf) or length < _BATCH_HEADER.size - 12:
-            return
-        if magic != 2:
-            pos = end
-            continue
-        transactional = bool(attrs & 0x10)
-        payload = _decompress(attrs & 0x07, buf[pos + _BATCH_HEADER.size:end])
-        r = _Reader(payload)
-        for _ in range(count):
-            n = r.varint()
-            rec = _Reader(r.take(n))
-            rec.int8()
-            rec.varint()
-            rec.varint()
-            kl = rec.varint()
-            key = rec.take(kl) if kl >= 0 else None
-            vl = rec.varint()
-            value = rec.take(vl) if vl >= 0 else None
-            if attrs & 0x20:  # control record: key = int16 version, int16 type (0 abort, 1 commit)
-                if key is not None and len(key) >= 4:
-                    yield "marker", pid, None, struct.unpack(">h", key[2:4])[0] == 1
-            elif key is not None:
-                yield "record", pid if transactional else -1, key, value
-        pos = end
+    for hdr, payload in _whole_batches(data):
+        pid = hdr.producer_id if hdr.is_transactional else -1
+        for rec in iter_records_of(hdr, payload):
+            if hdr.is_control:  # control record: key = int16 version, int16 type (0 abort, 1 commit)
+                if rec.key is not None and len(rec.key) >= 4:
+                    yield "marker", hdr.producer_id, None, struct.unpack(">h", rec.key[2:4])[0] == 1
+            elif rec.key is not None:
+                yield "record", pid, rec.key, rec.value
 
 
 def iter_records(data: bytes):  # type: ignore[no-untyped-def]
@@ -353,32 +325,10 @@ def iter_records(data: bytes):  # type: ignore[no-untyped-def]
 
     Control batches (transaction markers) and anything shorter than a whole batch are skipped.
     """
-    buf = bytes(data)
-    pos = 0
-    while pos + _BATCH_HEADER.size <= len(buf):
-        (base_offset, length, _ple, magic, _crc, attrs, _lod, _bts, _mts, _pid, _pep, _bseq,
-         count) = _BATCH_HEADER.unpack_from(buf, pos)
-        end = pos + 12 + length
-        if end > len(buf) or length < _BATCH_HEADER.size - 12:
-            return
-        if magic != 2:
-            pos = end
+    for hdr, payload in _whole_batches(data):
+        if hdr.is_control:
             continue
-        if attrs & 0x20:  # control batch
-            pos = end
-            continue
-        payload = _decompress(attrs & 0x07, buf[pos + _BATCH_HEADER.size:end])
-        r = _Reader(payload)
-        for _ in range(count):
-            n = r.varint()
-            rec = _Reader(r.take(n))
-            rec.int8()
-            rec.varint()
-            offset_delta = rec.varint()
-            kl = rec.varint()
-            key = rec.take(kl) if kl >= 0 else None
-            vl = rec.varint()
-            value = rec.take(vl) if vl >= 0 else None
-            if key is not None:
-                yield base_offset + offset_delta, key, value
-        pos = end
+        for rec in iter_records_of(hdr, payload):
+            if rec.key is not None:
+                yield rec.offset, rec.key, rec.value
+
