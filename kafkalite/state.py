@@ -198,7 +198,7 @@ class BrokerState:
         return LogConfig.from_props(dict(overrides), base=self.default_log_config)
 
     def _load_topics(self) -> None:
-        saved = self._read_topic_configs()
+        saved = self._read_json(TOPIC_CONFIGS_FILE)
         counts: dict[str, int] = {}
         ids: dict[str, uuid.UUID] = {}
         for (topic, partition), plog in self.logs.logs():
@@ -279,17 +279,6 @@ class BrokerState:
             if setter is not None:
                 setter(log_config)
         self._write_topic_configs()
-
-    def _read_topic_configs(self) -> dict[str, dict[str, str]]:
-        path = self.log_dir / TOPIC_CONFIGS_FILE
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            log.warning("ignoring unreadable %s", path)
-            return {}
-        return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items() if isinstance(v, dict)}
 
     def _write_topic_configs(self) -> None:
         data = {t.name: t.config for t in self.topics.values() if t.config}

@@ -551,6 +551,13 @@ class PartitionLog:
             all_segs = self._view[0]
             segs = [s for i, s in enumerate(all_segs)
                     if i + 1 == len(all_segs) or all_segs[i + 1].base_offset > self.recovery_point]
+        self._fsync_segments(segs)
+        self.recovery_point = max(self.recovery_point, leo)
+        self._unflushed = 0
+        self._last_flush_ms = _now()
+
+    def _fsync_segments(self, segs: list[LogSegment]) -> None:
+        """fsync each segment (one closed meanwhile by retention or compaction is skipped), then the metadata."""
         for seg in segs:
             try:
                 seg.flush()
@@ -558,9 +565,6 @@ class PartitionLog:
                 if not seg.closed:
                     raise
         self._sync_meta()
-        self.recovery_point = max(self.recovery_point, leo)
-        self._unflushed = 0
-        self._last_flush_ms = _now()
 
     def flush_rolled(self) -> None:
         """fsync segments that were rolled since the last flush and move the recovery point to the active
@@ -569,13 +573,7 @@ class PartitionLog:
             segs = self._view[0]
             active_base = segs[-1].base_offset
             todo = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset > self.recovery_point]
-        for seg in todo:
-            try:
-                seg.flush()
-            except OSError:
-                if not seg.closed:
-                    raise
-        self._sync_meta()
+        self._fsync_segments(todo)
         self.recovery_point = max(self.recovery_point, active_base)
 
     def close(self, clean: bool = True) -> None:
