@@ -82,6 +82,9 @@ class LogSegment:
         self._rolling_ts: int | None = None  # max timestamp of the first batch (segment.ms basis)
         self._max_ts: tuple[int, int] | None = None  # (max timestamp so far, offset of its batch)
         self._next_offset: int | None = base_offset if create else None
+        # (position, first offset it can hold, segment size after it) of the latest append: a tail Fetch
+        # starts its batch scan there instead of at the last offset-index entry (up to ~4 KiB of headers back).
+        self._tail: tuple[int, int, int] | None = None
         self._inactive = False  # rolled: final time-index entry written, indexes trimmed
         self.closed = False
 
@@ -125,6 +128,7 @@ class LogSegment:
         Returns the position the append starts at.
         """
         pos = self.size
+        prev_next = self.next_offset   # before the write: nothing before this append holds it or later
         if pos == 0:
             self._rolling_ts = max_timestamp
         try:
@@ -136,6 +140,7 @@ class LogSegment:
             os.ftruncate(self.fd, pos)
             raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
         self.size = pos + size
+        self._tail = (pos, prev_next, self.size)
         self._next_offset = last_offset + 1
         cur_ts, _cur_off = self.max_timestamp_and_offset
         if max_timestamp > cur_ts:
@@ -178,7 +183,11 @@ class LogSegment:
     # ---- lookups ---------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_pos: int = 0) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset >= `offset`, or None."""
-        _o, pos = self.offset_index.lookup(offset)
+        tail = self._tail
+        if tail is not None and offset >= tail[1] and tail[2] == self.size:
+            pos = tail[0]   # the offset is in the latest append (or past it): one header to read
+        else:
+            _o, pos = self.offset_index.lookup(offset)
         for p, hdr in iter_file_batches(self.fd, max(pos, start_pos), self.size):
             if hdr.last_offset >= offset:
                 return p, hdr
