@@ -77,12 +77,6 @@ async def _serve_until_signal(config: BrokerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    raw = list(sys.argv[1:] if argv is None else argv)
-    if raw[:1] == ["dump-log"]:
-        # argparse's REMAINDER would swallow options such as --files; hand them over untouched.
-        from storage import dumplog
-
-        return int(dumplog.main(raw[1:]) or 0)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "dump-log":
         # forwarded untouched (argparse would claim option-like arguments such as --files)
@@ -99,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     import trio
 
+    # The event loop shares the GIL with the housekeeping worker threads (checkpoints, cleaner, retention):
+    # a thread that holds it keeps every connection waiting for up to the switch interval (5 ms by
+    # default), which a tailing consumer sees as latency. The broker owns this process, so ask for 1 ms.
+    sys.setswitchinterval(0.001)
     try:
         trio.run(_serve_until_signal, config)
     except (OSError, ExceptionGroup) as exc:

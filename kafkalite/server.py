@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from kafkalite.config import BrokerConfig, Listener
-from kafkalite.connection import Connection
+from kafkalite.connection import Connection, reap_idle
 from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -194,6 +194,8 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
         async with trio.open_nursery() as background:
             await _start_services(state, background)
             _start_housekeeping(state, background)
+            idle_ms = config.get_int("connections.max.idle.ms", 600_000)
+            background.start_soon(reap_idle, connections, idle_ms / 1000 if idle_ms > 0 else float("inf"))
             async with trio.open_nursery() as conn_nursery:
                 async with trio.open_nursery() as accept_nursery:
                     for sock, lst in zip(sockets, bound, strict=True):
