@@ -16,13 +16,16 @@ stamp_ok() {  # stamp_ok NAME CONTENT-HASH
   [[ -f "$DEPS/$1.stamp" && "$(cat "$DEPS/$1.stamp")" == "$2" ]]
 }
 stamp_set() { echo "$2" > "$DEPS/$1.stamp"; }
+# The project is installed editable as a plain path entry (a static .pth), not setuptools' default import-hook
+# finder, which costs every interpreter start ~15 ms (pathlib and friends): a tenth of the broker's start time.
+EDITABLE=(--config-settings editable_mode=compat -e)
 
 venv() {
-  local h; h=$(cat pyproject.toml | sha1sum | cut -c1-16)
+  local h; h=$( (cat pyproject.toml; echo "${EDITABLE[*]}") | sha1sum | cut -c1-16)
   if [[ -x "$VENV/bin/python" ]] && stamp_ok venv "$h"; then compile; return; fi
   [[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q -e ".[dev,codecs]"
+  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs]"
   stamp_set venv "$h"
   compile
 }
@@ -38,7 +41,7 @@ clients() {
   local h; h=$(cat pyproject.toml tools/bootstrap.sh compat-tests/package.json 2>/dev/null | sha1sum | cut -c1-16)
   if stamp_ok clients "$h" && [[ -f "$DEPS/java/kafka-clients.jar" ]] && command -v kcat >/dev/null \
      && [[ -d compat-tests/node_modules/kafkajs ]]; then return; fi
-  "$VENV/bin/python" -m pip install -q -e ".[dev,codecs,compat]"
+  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,compat]"
   if ! command -v kcat >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq kcat >/dev/null
@@ -76,9 +79,9 @@ PYEOF
 
 spark() {
   venv
-  local h; h=$(cat pyproject.toml | sha1sum | cut -c1-16)
+  local h; h=$( (cat pyproject.toml; echo "${EDITABLE[*]}") | sha1sum | cut -c1-16)
   if stamp_ok spark "$h"; then return; fi
-  "$VENV/bin/python" -m pip install -q -e ".[dev,codecs,compat,spark]"
+  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,compat,spark]"
   stamp_set spark "$h"
 }
 

@@ -21,10 +21,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import crc32c
-
 from kafkalite.coordinator.group import OffsetAndMetadata
-from storage.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, batch_payload, parse_header
+from storage.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    BatchHeader,
+    batch_payload,
+    crc32c,
+    parse_header,
+)
 from storage.batch import iter_records as iter_records_of
 
 # ---------------------------------------------------------------------------------------------------
@@ -277,7 +283,7 @@ def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int | None = 
     header = bytearray(_BATCH_HEADER.pack(0, batch_length, 0, 2, 0, 0, len(records) - 1, ts, ts, -1, -1, -1,
                                           len(records)))
     data = header + body
-    crc = crc32c.crc32c(bytes(data[_CRC_START:]))
+    crc = crc32c(bytes(data[_CRC_START:]))
     struct.pack_into(">I", data, 17, crc)
     return bytes(data)
 

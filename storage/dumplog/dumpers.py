@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
-import crc32c as _crc32c
-
+from storage.batch import crc32c as _crc32c_fn
 from storage.dumplog.decoders import decoder_announcement, offsets_key_value, string_key_value, txn_key_value
 from storage.dumplog.java import (
     _ILLEGAL_ARG,
@@ -380,7 +379,7 @@ def _dump_producer_snapshot(path: str, w: _Writer, e: _Writer) -> None:
     if version != 1:
         e(f"Snapshot contained an unknown file version {version}\n")
         return
-    computed = _crc32c.crc32c(data[6:])
+    computed = _crc32c_fn(data[6:])
     if crc != computed:
         e(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}\n")
         return

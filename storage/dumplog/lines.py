@@ -6,8 +6,7 @@ import json
 import struct
 from typing import Any
 
-import crc32c as _crc32c
-
+from storage.batch import crc32c as _crc32c_fn
 from storage.dumplog.java import (
     _BATCH_OVERHEAD,
     _CODECS,
@@ -49,7 +48,7 @@ def batch_tail(batch: Batch) -> str:
         header = batch.header()
         attrs, max_ts, crc = header[5], header[8], header[4]
         ts_type = "LogAppendTime" if attrs & 0x08 else "CreateTime"
-        valid = batch.size >= _BATCH_OVERHEAD and _crc32c.crc32c(batch.data[21:]) == crc
+        valid = batch.size >= _BATCH_OVERHEAD and _crc32c_fn(batch.data[21:]) == crc
     codec = attrs & 0x07
     if codec not in _CODECS:
         raise JavaError(_ILLEGAL_ARG, f"Unknown compression type id: {codec}")
