@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import statistics
 import struct
 import threading
@@ -130,6 +131,7 @@ def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float
     acked = sent - left - failed[0]
     return {
         "records": acked,
+        "t_start": t0,
         "seconds": round(elapsed, 3),
         "records_per_s": round(acked / elapsed, 1),
         "mb_per_s": round(acked * RECORD_SIZE / elapsed / 1e6, 2),
@@ -141,8 +143,9 @@ def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float
     }
 
 
-def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit: float) -> dict[str, Any]:
-    """Read ``count`` records of ``topic`` from offset 0 of every partition."""
+def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit: float,
+            only: list[int] | None = None) -> dict[str, Any]:
+    """Read ``count`` records of ``topic`` from offset 0 of every partition (or of the partitions ``only``)."""
     stats = _Stats()
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
@@ -161,7 +164,8 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
         errors: list[str] = []
         t0 = time.perf_counter()
         deadline = t0 + time_limit
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING)
+                         for p in (range(partitions) if only is None else only)])
         last_progress = t0
         first: float | None = None
         while got < count and time.perf_counter() < deadline:
@@ -186,6 +190,7 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
         consumer.close()
     return {
         "records": got,
+        "t_start": t0,
         "seconds": round(elapsed, 3),
         "records_per_s": round(got / elapsed, 1),
         "mb_per_s": round(nbytes / elapsed / 1e6, 2),
@@ -194,6 +199,79 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
         "after_first_records_per_s": round((got - 1) / (elapsed - first), 1) if first and got > 1 else None,
         "errors": errors,
         **stats.summary("Fetch"),
+    }
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    """High watermark of each partition."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-wm-{topic}"})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)]
+    finally:
+        consumer.close()
+
+
+def _parallel_child(kind: str, args: tuple[Any, ...], barrier: Any, results: Any) -> None:
+    """One client process of :func:`parallel`: waits at the barrier, runs the workload, reports its clock."""
+    try:
+        barrier.wait(60)
+        c0 = time.process_time()
+        run = produce(*args) if kind == "produce" else consume(*args)
+        # perf_counter is CLOCK_MONOTONIC: comparable across processes on one machine
+        run["t0"], run["t1"] = run["t_start"], run["t_start"] + run["seconds"]
+        run["client_cpu_s"] = time.process_time() - c0
+    except Exception as exc:  # reported to the parent, which fails the phase
+        run = {"error": f"{type(exc).__name__}: {exc}"}
+    results.put(run)
+
+
+def parallel(kind: str, bootstrap: str, topic: str, partitions: int, count: int, clients: int,
+             time_limit: float, acks: str = "1") -> dict[str, Any]:
+    """``clients`` client processes at once, each with its share of the work: for produce ``count // clients``
+    records each; for consume, partition p goes to client ``p % clients`` and each reads its partitions'
+    records. Throughput = all records / (last client done - first client started).
+
+    This is the saturated case: on a 2-core machine the clients alone can use both cores, so the broker's
+    own CPU per record decides how much is left for them (one client process measures mostly the client)."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(clients + 1)
+    results = ctx.Queue()
+    jobs: list[tuple[Any, ...]] = []
+    if kind == "produce":
+        share = count // clients
+        jobs = [(bootstrap, topic, share, acks, time_limit) for _ in range(clients)]
+        expected = share * clients
+    else:
+        ends = end_offsets(bootstrap, topic, partitions)
+        for c in range(clients):
+            mine = [p for p in range(partitions) if p % clients == c]
+            jobs.append((bootstrap, topic, partitions, sum(ends[p] for p in mine), time_limit, mine))
+        expected = sum(ends)
+    procs = [ctx.Process(target=_parallel_child, args=(kind, job, barrier, results), daemon=True) for job in jobs]
+    for proc in procs:
+        proc.start()
+    try:
+        barrier.wait(120)
+        runs = [results.get(timeout=time_limit + 60) for _ in procs]
+    finally:
+        for proc in procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+    errors = [r["error"] for r in runs if "error" in r]
+    if errors:
+        raise RuntimeError("; ".join(errors))
+    got = sum(r["records"] for r in runs)
+    elapsed = max(r["t1"] for r in runs) - min(r["t0"] for r in runs)
+    return {
+        "records": got,
+        "clients": clients,
+        "seconds": round(elapsed, 3),
+        "records_per_s": round(got / elapsed, 1),
+        "mb_per_s": round(got * RECORD_SIZE / elapsed / 1e6, 2),
+        "complete": got == expected,
+        "children_client_cpu_s": round(sum(r["client_cpu_s"] for r in runs), 2),
+        "per_client_records_per_s": [r["records_per_s"] for r in runs],
     }
 
 

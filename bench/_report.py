@@ -139,6 +139,13 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
     for parts in (1, 6):
         metrics.append((f"consume {n}×100 B, {parts} part.{n_runs}", _throughput("consume", f"p{parts}"),
                         _tp_cell("consume", f"p{parts}"), True))
+    clients = getattr(args, "clients", 1)
+    if clients > 1:
+        for kind in ("produce", "consume"):
+            key = f"{kind}_p6_x{clients}"
+            acks = ", acks=1" if kind == "produce" else ""
+            metrics.append((f"{kind} {n}×100 B, 6 part.{acks}, {clients} client processes at once{n_runs}",
+                            _throughput("parallel", key), _tp_cell("parallel", key), True))
     for section, keys, what in (("produce", [f"p{p}_acks{a}" for p in (1, 6) for a in ("1", "all")], "produce"),
                                 ("consume", ["p1", "p6"], "consume")):
         metrics.append((f"broker CPU per record, {what} (µs, mean of the {what} runs above)",
@@ -188,7 +195,9 @@ def broker_table(brokers: dict[str, dict[str, Any]], args: argparse.Namespace) -
             "is better. Broker CPU per record is the user+system time of the broker's process tree over "
             "those runs: the figure least disturbed by other load on a shared machine. One client process "
             "drives each run, so where its CPU per record is several times the broker's, the throughput rows "
-            "measure the client and the broker CPU rows are the comparison that counts. "
+            "measure the client and the broker CPU rows are the comparison that counts; the rows with "
+            "several client processes at once saturate the machine's cores, so there the broker's CPU per "
+            "record shows up as throughput. "
             f"Storage: {storage}. Everything on 127.0.0.1 in one run, one broker loaded at a time, "
             "confluent-kafka (librdkafka) as the client, which shares the machine's cores with the broker.")
     errors = [f"- {b}: {_one_line(e)}" for b in names for e in brokers[b].get("errors", [])]

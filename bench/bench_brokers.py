@@ -57,6 +57,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="repeats of each produce/consume run, median reported (default: 3). Each "
                          "repeat is a new topic that stays in the broker, so memory-only peers grow with it")
     ap.add_argument("--start-repeats", type=int, default=3, help="repeats of the start-to-ready timing")
+    ap.add_argument("--clients", type=int, default=2,
+                    help="client processes of the saturated 6-partition produce/consume rows (1: no such rows)")
     ap.add_argument("--rate", type=int, default=2000, help="latency run: messages per second")
     ap.add_argument("--latency-seconds", type=float, help="latency run length (default 10, quick 5)")
     ap.add_argument("--latency-repeats", type=int, default=5, help="latency runs per broker (median)")
@@ -213,9 +215,15 @@ def _phases(args: argparse.Namespace) -> list[tuple[str, str, tuple[Any, ...]]]:
             for rep in range(args.repeats):
                 phases.append(("produce", f"p{parts}_acks{acks}", (f"bench-p{parts}-acks{acks}-r{rep}", parts,
                                                                    acks)))
+    if args.clients > 1:
+        for rep in range(args.repeats):
+            phases.append(("parallel", f"produce_p6_x{args.clients}", ("produce", f"bench-p6-x{args.clients}-r{rep}")))
     for parts in (1, 6):
         for rep in range(args.repeats):
             phases.append(("consume", f"p{parts}", (f"bench-p{parts}-acksall-r{rep}", parts)))
+    if args.clients > 1:
+        for rep in range(args.repeats):
+            phases.append(("parallel", f"consume_p6_x{args.clients}", ("consume", f"bench-p6-x{args.clients}-r{rep}")))
     for rep in range(args.latency_repeats):
         phases.append(("latency", "latency", (f"bench-latency-r{rep}",)))
     return phases
@@ -235,6 +243,17 @@ def _run_phase(section: str, key: str, a: tuple[Any, ...], running: _brokers.Run
             _log(f"{name} produce {key}: {run['records_per_s']:,.0f} rec/s {run['mb_per_s']} MB/s "
                  f"complete={run['complete']}")
             result.setdefault("_runs", {}).setdefault(("produce", key), []).append(run)
+    elif section == "parallel":
+        kind, topic = a
+        if kind == "produce" and _phase(result, f"create {topic}", running, _load.create_topic, running.bootstrap,
+                                        topic, 6) is FAILED:
+            return
+        run = _phase(result, key, running, _load.parallel, kind, running.bootstrap, topic, 6, args.records,
+                     args.clients, args.phase_timeout)
+        if run is not FAILED:
+            run["client_cpu_us_per_record"] = round(run["children_client_cpu_s"] / max(run["records"], 1) * 1e6, 2)
+            _log(f"{name} {key}: {run['records_per_s']:,.0f} rec/s complete={run['complete']}")
+            result.setdefault("_runs", {}).setdefault(("parallel", key), []).append(run)
     elif section == "consume":
         topic, parts = a
         run = _phase(result, f"consume {key}", running, _load.consume, running.bootstrap, topic, parts,
@@ -307,6 +326,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "config": {"records": args.records, "record_bytes": _load.RECORD_SIZE, "repeats": args.repeats,
                    "start_repeats": args.start_repeats, "latency_rate": args.rate,
                    "latency_seconds": args.latency_seconds, "latency_repeats": args.latency_repeats,
+                   "clients": args.clients,
                    "quick": args.quick},
         "brokers": {},
     }
