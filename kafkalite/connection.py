@@ -14,6 +14,12 @@ channel while a request is in flight, and clients rely on responses arriving in 
   ~10 µs of a ~100 µs round trip).
 - An exception in a handler is logged with its traceback and closes this connection; the server goes on.
 
+The socket is a plain non-blocking stdlib socket: ``recv``/``sendmsg`` are tried at once and the task parks
+on trio's ``wait_readable``/``wait_writable`` only when they would block. trio's socket wrapper adds a
+scheduler round trip to every call that succeeds (its checkpoint), three per request on a tailing consumer's
+path; here a request costs one (the wait for the next request), and a connection that has answered
+``_YIELD_EVERY`` pipelined requests without waiting yields explicitly so it cannot starve the others.
+
 Responses are sent zero-copy where it matters: in-memory chunks go out with ``sendmsg`` (scatter/gather, no
 joining), file-region chunks ``(fd, offset, length)`` with ``os.sendfile`` from the segment file, so record
 bytes of large fetches never pass through Python. The sendfile path corks the socket (TCP_CORK) so the
@@ -34,6 +40,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
+from trio.lowlevel import wait_readable, wait_writable
 
 from kafkalite.handlers import registry
 
@@ -46,6 +53,8 @@ RECV_SIZE = 256 * 1024
 _IOV_MAX = 1024
 _API_VERSIONS_KEY = 18
 _CORK = getattr(_stdsocket, "TCP_CORK", None)
+# requests answered back to back without waiting on the socket before the connection yields to other tasks
+_YIELD_EVERY = 8
 # file regions up to this many bytes in total are pread and sent in one sendmsg with the other chunks
 SMALL_REGION_BYTES = 64 * 1024
 
@@ -55,7 +64,7 @@ class ConnectionClosed(Exception):
 
 
 class Connection:
-    def __init__(self, state: BrokerState, sock: trio.socket.SocketType, listener: str, conn_id: int) -> None:
+    def __init__(self, state: BrokerState, sock: _stdsocket.socket, listener: str, conn_id: int) -> None:
         self.state = state
         self.sock = sock
         self.listener = listener
@@ -92,6 +101,8 @@ class Connection:
         from wire.framing import FrameBuffer
 
         frames = FrameBuffer(self.state.config.max_frame_size)
+        sock = self.sock
+        unyielded = 0
         with self.cancel_scope:
             try:
                 while not self.closing:
@@ -104,15 +115,24 @@ class Connection:
                         self.idle = True
                         if self.closing:
                             return
-                        self.waiting_since = trio.current_time()
-                        data = await self.sock.recv(RECV_SIZE)
-                        self.waiting_since = None
+                        try:
+                            data = sock.recv(RECV_SIZE)
+                        except BlockingIOError:
+                            self.waiting_since = trio.current_time()
+                            await wait_readable(sock)
+                            self.waiting_since = None
+                            unyielded = 0
+                            continue
                         self.idle = False
                         if not data:
                             return
                         frames.receive_data(data)
                         continue
                     await self.handle_frame(frame)
+                    unyielded += 1
+                    if unyielded >= _YIELD_EVERY:   # a client pipelining requests must not starve the others
+                        unyielded = 0
+                        await trio.lowlevel.checkpoint()
             except ConnectionClosed as exc:
                 log.warning("%r: closing: %s", self, exc)
             except DecodeError as exc:
@@ -124,6 +144,7 @@ class Connection:
             except Exception:
                 log.exception("%r: closing after an error in request handling", self)
             finally:
+                trio.lowlevel.notify_closing(self.sock)   # trio forgets the fd before it can be reused
                 self.sock.close()
 
     # -- requests -------------------------------------------------------------------------------------
@@ -210,8 +231,13 @@ class Connection:
 
     async def _send_buffers(self, bufs: list[Any]) -> None:
         views = [memoryview(b).cast("B") for b in bufs]
+        sock = self.sock
         while views:
-            sent = await self.sock.sendmsg(views[:_IOV_MAX])
+            try:
+                sent = sock.sendmsg(views[:_IOV_MAX])
+            except BlockingIOError:
+                await wait_writable(sock)
+                continue
             while sent:
                 head = views[0]
                 if sent >= len(head):
@@ -230,11 +256,11 @@ class Connection:
             try:
                 n = os.sendfile(out, fd, offset, length)
             except BlockingIOError:
-                await self.sock.wait_writable()
+                await wait_writable(self.sock)
                 continue
             except OSError as exc:
                 if exc.errno == errno.EAGAIN:
-                    await self.sock.wait_writable()
+                    await wait_writable(self.sock)
                     continue
                 raise
             if n == 0:

@@ -98,7 +98,10 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
             raise
         with contextlib.suppress(OSError):
             client.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
-        conn = Connection(state, client, listener.name, next(_conn_ids))
+        # the connection drives a plain non-blocking socket with trio's wait_readable/wait_writable
+        raw = _stdsocket.socket(fileno=client.detach())
+        raw.setblocking(False)
+        conn = Connection(state, raw, listener.name, next(_conn_ids))
         connections.add(conn)
         conn_nursery.start_soon(_run_connection, conn, connections)
 

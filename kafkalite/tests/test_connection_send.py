@@ -30,6 +30,9 @@ async def _tcp_pair() -> tuple[Any, Any]:
 async def _send_and_receive(chunks: list[Any], corked_after: list[int] | None = None) -> bytes:
     a, b = await _tcp_pair()
     conn = Connection.__new__(Connection)
+    raw = _stdsocket.socket(fileno=a.detach())   # the connection drives a plain non-blocking socket
+    raw.setblocking(False)
+    a = raw
     conn.sock = a
     received = bytearray()
 
@@ -47,6 +50,7 @@ async def _send_and_receive(chunks: list[Any], corked_after: list[int] | None = 
             if corked_after is not None and connection._CORK is not None:
                 corked_after.append(a.getsockopt(_stdsocket.IPPROTO_TCP, connection._CORK))
         finally:
+            trio.lowlevel.notify_closing(a)
             a.close()
     b.close()
     return bytes(received)
