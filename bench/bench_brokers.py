@@ -56,7 +56,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="100k records, 5 s latency run")
     ap.add_argument("--records", type=int, help="records per produce run (default 1M, quick 100k)")
     ap.add_argument("--repeats", type=int,
-                    help="repeats of each produce/consume run, median reported (default: 3). Each "
+                    help="repeats of each produce/consume run, median reported (default: 5). Each "
                          "repeat is a new topic that stays in the broker, so memory-only peers grow with it")
     ap.add_argument("--start-repeats", type=int, default=3, help="repeats of the start-to-ready timing")
     ap.add_argument("--clients", type=int, default=2,
@@ -67,7 +67,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--phase-timeout", type=float, help="wall-time bound of one produce/consume run")
     args, _unknown = ap.parse_known_args(argv)
     args.records = args.records or (100_000 if args.quick else 1_000_000)
-    args.repeats = args.repeats or 3
+    args.repeats = args.repeats or (3 if args.quick else 5)
     args.latency_seconds = args.latency_seconds or (5.0 if args.quick else 10.0)
     args.phase_timeout = args.phase_timeout or (120.0 if args.quick else 600.0)
     args.broker_list = [b.strip() for b in args.brokers.split(",") if b.strip()]
@@ -77,8 +77,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 class RssSampler:
     """Samples each broker's process-tree RSS every 200 ms in one daemon thread.
 
-    Walking /proc for descendants costs ~10 ms of Python (GIL) time, so the tree is re-walked only every
-    5 s; in between, only the known pids' ``VmRSS`` lines are read (well under a millisecond)."""
+    Walking /proc for descendants costs ~10 ms of Python (GIL) time in the client's process, so the tree is
+    walked once, at start (every broker here is one process); each tick only reads the known pids' ``VmRSS``
+    lines (well under a millisecond). Peak RSS also takes every process's ``VmHWM`` at the end."""
 
     def __init__(self, pids: dict[str, int]) -> None:
         self.pids = pids
@@ -93,13 +94,10 @@ class RssSampler:
         self._thread.start()
 
     def _run(self) -> None:
-        tick = 0
+        self._trees = {n: [pid, *_proc.descendants(pid)] for n, pid in self.pids.items()}
         while not self._stop.wait(0.2):
             if not self.active.is_set():
                 continue
-            if tick % 25 == 0:
-                self._trees = {n: [pid, *_proc.descendants(pid)] for n, pid in self.pids.items()}
-            tick += 1
             for name, tree in self._trees.items():
                 self.peak_kb[name] = max(self.peak_kb[name], sum(_proc.rss_kb(p) for p in tree))
 
