@@ -51,6 +51,8 @@ DEFAULTS: dict[str, str] = {
     "compression.type": "producer",
     "message.max.bytes": "1048588",
     "socket.request.max.bytes": str(100 * 1024 * 1024),
+    # Kafka's default is -1 (no bound); we bound request bytes buffered across all connections by default
+    "queued.max.request.bytes": str(256 * 1024 * 1024),
     "connections.max.idle.ms": "600000",
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "6000",

@@ -8,6 +8,7 @@ channel while a request is in flight, and clients rely on responses arriving in 
   a ``DecodeError``, an unknown API key or an unsupported version of an API other than ApiVersions close *this*
   connection, with one log line. An ApiVersions request at a version we do not serve gets a v0 body with
   UNSUPPORTED_VERSION and the full api_keys list (KIP-511), so the client can retry.
+- Request bytes buffered across connections are bounded by ``queued.max.request.bytes`` (RequestMemoryPool).
 - A connection idle for ``connections.max.idle.ms`` (between requests) is closed, as Kafka does. The
   connection only stamps when it starts waiting; one reaper task per server (:func:`reap_idle`) closes the
   ones idle too long, so the request loop pays no timeout bookkeeping (a cancel scope per ``recv`` cost
@@ -63,6 +64,35 @@ class ConnectionClosed(Exception):
     """The connection must be closed (protocol violation); carries the reason for the log."""
 
 
+class RequestMemoryPool:
+    """Bounds the request bytes buffered across all connections (``queued.max.request.bytes``).
+
+    A connection reserves a large frame's announced size before buffering its body and gives it back once the
+    request is answered; while the pool is used up, connections that need more wait (they stop reading, so
+    TCP pushes back on their clients) instead of the broker's memory growing with every client that sends a
+    big request at once. Like Kafka's memory pool it is not strict: a frame larger than what is free is
+    admitted when nothing else is reserved, so a single request up to ``socket.request.max.bytes`` always
+    goes through. Frames up to ``RECV_SIZE`` are not accounted: a connection holds at most one of those plus
+    one read's worth beyond it. ``capacity <= 0`` means no bound (Kafka's -1)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self.peak = 0
+        self._lot = trio.lowlevel.ParkingLot()
+
+    async def acquire(self, size: int) -> None:
+        while self.capacity > 0 and self.used > 0 and self.used + size > self.capacity:
+            await self._lot.park()
+        self.used += size
+        self.peak = max(self.peak, self.used)
+
+    def release(self, size: int) -> None:
+        self.used -= size
+        if self._lot:
+            self._lot.unpark_all()
+
+
 class Connection:
     def __init__(self, state: BrokerState, sock: _stdsocket.socket, listener: str, conn_id: int) -> None:
         self.state = state
@@ -76,6 +106,8 @@ class Connection:
         self.idle_timeout = idle_ms / 1000 if idle_ms > 0 else float("inf")
         # trio.current_time() when the connection last started waiting for a request (None: busy)
         self.waiting_since: float | None = trio.current_time()
+        self.pool: RequestMemoryPool | None = getattr(state, "request_pool", None)
+        self.reserved = 0   # bytes of the pool held for the frame being received/handled
         try:
             peer = sock.getpeername()
             self.peer_host, self.peer_port = str(peer[0]), int(peer[1])
@@ -115,6 +147,11 @@ class Connection:
                         self.idle = True
                         if self.closing:
                             return
+                        if self.pool is not None and not self.reserved:
+                            need = frames.pending_frame_size()
+                            if need is not None and need > RECV_SIZE:
+                                await self.pool.acquire(need)
+                                self.reserved = need
                         try:
                             data = sock.recv(RECV_SIZE)
                         except BlockingIOError:
@@ -129,6 +166,9 @@ class Connection:
                         frames.receive_data(data)
                         continue
                     await self.handle_frame(frame)
+                    del frame
+                    if self.reserved:
+                        self._release()
                     unyielded += 1
                     if unyielded >= _YIELD_EVERY:   # a client pipelining requests must not starve the others
                         unyielded = 0
@@ -144,8 +184,15 @@ class Connection:
             except Exception:
                 log.exception("%r: closing after an error in request handling", self)
             finally:
+                if self.reserved:
+                    self._release()
                 trio.lowlevel.notify_closing(self.sock)   # trio forgets the fd before it can be reused
                 self.sock.close()
+
+    def _release(self) -> None:
+        assert self.pool is not None
+        self.pool.release(self.reserved)
+        self.reserved = 0
 
     # -- requests -------------------------------------------------------------------------------------
     async def handle_frame(self, frame: memoryview) -> None:

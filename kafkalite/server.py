@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from kafkalite.config import BrokerConfig, Listener
-from kafkalite.connection import Connection, reap_idle
+from kafkalite.connection import Connection, RequestMemoryPool, reap_idle
 from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -192,6 +192,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
             sockets.append(sock)
             bound.append(actual)
         state.listeners = bound
+        state.request_pool = RequestMemoryPool(config.get_int("queued.max.request.bytes", 256 * 1024 * 1024))
         state.advertised_listeners = _advertised(config, bound)
 
         async with trio.open_nursery() as background:

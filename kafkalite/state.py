@@ -104,6 +104,7 @@ class BrokerState:
         self.txns: Any = None
         self.listeners: list[Listener] = []        # bound (actual ports)
         self.advertised_listeners: list[Listener] = []
+        self.request_pool: Any = None   # kafkalite.connection.RequestMemoryPool, set by the server
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self._read_json(BROKER_CONFIGS_FILE)
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()

@@ -60,6 +60,11 @@ class FrameBuffer:
             raise FrameTooLarge(size, self.max_frame_size)
         return size
 
+    def pending_frame_size(self) -> int | None:
+        """The announced size of the frame at the head of the buffer, once its 4-byte prefix is here (None
+        before). Lets the caller account for (or refuse) a large frame before its body is buffered."""
+        return self._peek_size()
+
     def next_frame(self) -> memoryview | None:
         """The next complete frame (without its 4-byte size), or None if more data is needed."""
         size = self._peek_size()
