@@ -16,6 +16,7 @@ short forward scan of batch headers finds the first batch whose last offset >= t
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import os
@@ -36,6 +37,8 @@ from storage.batch import (
 from storage.errors import CorruptRecordError, StorageError
 from storage.index import OffsetIndex, TimeIndex
 from storage.txn_index import TxnIndex
+
+RECENT_APPENDS = 256  # appends remembered per segment for tail reads (halved when full)
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +85,14 @@ class LogSegment:
         self._rolling_ts: int | None = None  # max timestamp of the first batch (segment.ms basis)
         self._max_ts: tuple[int, int] | None = None  # (max timestamp so far, offset of its batch)
         self._next_offset: int | None = base_offset if create else None
-        # (position, first offset it can hold, segment size after it) of the latest append: a tail Fetch
-        # starts its batch scan there instead of at the last offset-index entry (up to ~4 KiB of headers back).
-        self._tail: tuple[int, int, int] | None = None
+        # The latest appends (at most RECENT_APPENDS): first offset each can hold, and its position. A Fetch
+        # near the tail (a consumer a few appends behind) finds its batch here with one bisect and reads one
+        # header, instead of scanning from the last offset-index entry (up to ~4 KiB of small batches, one
+        # pread each). Valid only while the segment still ends where the latest append ended (_recent_end):
+        # a truncation makes the positions stale, and they are dropped at the next append.
+        self._recent_off: list[int] = []
+        self._recent_pos: list[int] = []
+        self._recent_end = -1
         self._inactive = False  # rolled: final time-index entry written, indexes trimmed
         self.closed = False
 
@@ -140,7 +148,15 @@ class LogSegment:
             os.ftruncate(self.fd, pos)
             raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
         self.size = pos + size
-        self._tail = (pos, prev_next, self.size)
+        if self._recent_end != pos:
+            self._recent_off.clear()
+            self._recent_pos.clear()
+        elif len(self._recent_off) >= RECENT_APPENDS:
+            del self._recent_off[: RECENT_APPENDS // 2]
+            del self._recent_pos[: RECENT_APPENDS // 2]
+        self._recent_off.append(prev_next)
+        self._recent_pos.append(pos)
+        self._recent_end = self.size
         self._next_offset = last_offset + 1
         cur_ts, _cur_off = self.max_timestamp_and_offset
         if max_timestamp > cur_ts:
@@ -183,9 +199,10 @@ class LogSegment:
     # ---- lookups ---------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_pos: int = 0) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset >= `offset`, or None."""
-        tail = self._tail
-        if tail is not None and offset >= tail[1] and tail[2] == self.size:
-            pos = tail[0]   # the offset is in the latest append (or past it): one header to read
+        recent = self._recent_off
+        if recent and offset >= recent[0] and self._recent_end == self.size:
+            # in one of the latest appends (or past them): the batch holding it starts at that append
+            pos = self._recent_pos[bisect.bisect_right(recent, offset) - 1]
         else:
             _o, pos = self.offset_index.lookup(offset)
         for p, hdr in iter_file_batches(self.fd, max(pos, start_pos), self.size):
@@ -203,6 +220,9 @@ class LogSegment:
             if not min_one:
                 return start, 0, first.base_offset
             return start, first.size, first.next_offset
+        if self.size - start <= max_bytes:
+            # everything from here to the end of the segment fits (a consumer at the tail): no header scan
+            return start, self.size - start, self.next_offset
         limit = start + max_bytes
         end = start + first.size
         nxt = first.next_offset

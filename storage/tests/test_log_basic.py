@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,4 +221,50 @@ def test_timestamp_bounds(tmp_path: Path) -> None:
     with pytest.raises(InvalidTimestampError):
         log.append(encode_batch([b"future"], base_timestamp=T0 + 5000), now_ms=T0)
     assert log.log_end_offset == 1
+    lm.close()
+
+
+def test_tail_reads_find_their_batch_with_one_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read within the latest appends starts at the right batch after one header (no scan from the
+    last index entry), a read whose rest of the segment fits returns it without scanning, and truncation
+    leaves no stale positions behind."""
+    lm = _open(tmp_path)
+    log = lm.create_log("t", 0, uuid.uuid4(), None)
+    for i in range(600):
+        log.append(encode_batch([b"a", b"b", b"c"], base_timestamp=T0 + i), now_ms=T0)
+    import storage.segment
+
+    headers = [0]
+    real_iter = storage.segment.iter_file_batches
+
+    def counting(*a: Any, **kw: Any) -> Any:
+        for item in real_iter(*a, **kw):
+            headers[0] += 1
+            yield item
+
+    monkeypatch.setattr(storage.segment, "iter_file_batches", counting)
+
+    def check(offset: int, max_bytes: int = 10**6) -> bytes:
+        data = log.read_bytes(offset, max_bytes)
+        first = parse_header(data)
+        assert first.base_offset <= offset <= first.last_offset
+        return data
+
+    end = log.log_end_offset
+    for offset in range(end - 3 * 200, end):
+        headers[0] = 0
+        data = check(offset)
+        assert headers[0] == 1, f"offset {offset}: {headers[0]} batch headers parsed"
+        assert [h.last_offset for _p, h in iter_batches(data)][-1] == end - 1   # up to the end of the log
+    # a bounded read still stops at whole batches within max_bytes
+    one = len(encode_batch([b"a", b"b", b"c"], base_timestamp=T0))
+    assert len(check(end - 30, one * 2 + 5)) == one * 2
+    # truncation: positions recorded before it must not be used for what is appended after it
+    log.truncate_to(end - 60)
+    for i in range(5):
+        log.append(encode_batch([b"x" * (10 + i)], base_timestamp=T0), now_ms=T0)
+    for offset in range(end - 90, log.log_end_offset):
+        check(offset)
+    assert [h.base_offset for _p, h in iter_batches(log.read_bytes(end - 60, 10**6))] == list(range(end - 60,
+                                                                                                 end - 55))
     lm.close()
