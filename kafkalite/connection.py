@@ -44,6 +44,7 @@ import trio
 from trio.lowlevel import wait_readable, wait_writable
 
 from kafkalite.handlers import registry
+from wire import api
 
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
@@ -196,8 +197,6 @@ class Connection:
 
     # -- requests -------------------------------------------------------------------------------------
     async def handle_frame(self, frame: memoryview) -> None:
-        from wire import api
-
         try:
             header, body = api.parse_request(frame)
         except api.UnknownApiKey as exc:
@@ -233,7 +232,6 @@ class Connection:
     async def send_unsupported_api_versions(self, header: Any) -> None:
         """KIP-511: a v0 body with UNSUPPORTED_VERSION plus every api key we serve, under response header v0."""
         from kafkalite.handlers.api_versions import unsupported_version_response
-        from wire import api
 
         body = unsupported_version_response(self.state)
         await self.send_chunks(api.encode_response(header, body, version=0))

@@ -23,11 +23,21 @@ API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
 
 
+_FLEXIBLE: dict[tuple[int, int], bool] = {}   # memo for known api keys at versions 0..63 (bounded)
+
+
 def _flexible(api_key: int, api_version: int) -> bool:
+    key = (api_key, api_version)
+    known = _FLEXIBLE.get(key)
+    if known is not None:
+        return known
     from wire.messages import REGISTRY
 
     info = REGISTRY.get(api_key)
-    return info is not None and info.is_flexible(api_version)
+    flexible = info is not None and info.is_flexible(api_version)
+    if info is not None and 0 <= api_version < 64:
+        _FLEXIBLE[key] = flexible
+    return flexible
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
