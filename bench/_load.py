@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
+import os
 import statistics
 import struct
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -214,10 +216,15 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
         consumer.close()
 
 
-def _parallel_child(kind: str, args: tuple[Any, ...], barrier: Any, results: Any) -> None:
-    """One client process of :func:`parallel`: waits at the barrier, runs the workload, reports its clock."""
+def parallel_child_main() -> None:
+    """One client process of :func:`parallel` (``python -c``): the job comes as JSON in argv[1]; prints
+    ``ready`` once the client library is loaded, waits for a line on stdin, runs, prints its result as JSON."""
+    import sys
+
+    kind, args = json.loads(sys.argv[1])
+    print("ready", flush=True)
+    sys.stdin.readline()
     try:
-        barrier.wait(60)
         c0 = time.process_time()
         run = produce(*args) if kind == "produce" else consume(*args)
         # perf_counter is CLOCK_MONOTONIC: comparable across processes on one machine
@@ -225,7 +232,7 @@ def _parallel_child(kind: str, args: tuple[Any, ...], barrier: Any, results: Any
         run["client_cpu_s"] = time.process_time() - c0
     except Exception as exc:  # reported to the parent, which fails the phase
         run = {"error": f"{type(exc).__name__}: {exc}"}
-    results.put(run)
+    print(json.dumps(run), flush=True)
 
 
 def parallel(kind: str, bootstrap: str, topic: str, partitions: int, count: int, clients: int,
@@ -235,32 +242,42 @@ def parallel(kind: str, bootstrap: str, topic: str, partitions: int, count: int,
     records. Throughput = all records / (last client done - first client started).
 
     This is the saturated case: on a 2-core machine the clients alone can use both cores, so the broker's
-    own CPU per record decides how much is left for them (one client process measures mostly the client)."""
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(clients + 1)
-    results = ctx.Queue()
-    jobs: list[tuple[Any, ...]] = []
+    own CPU per record decides how much is left for them (one client process measures mostly the client).
+    The children are plain subprocesses started together once all are loaded (no multiprocessing: its
+    resource-tracker process would outlive the run)."""
+    jobs: list[list[Any]] = []
     if kind == "produce":
         share = count // clients
-        jobs = [(bootstrap, topic, share, acks, time_limit) for _ in range(clients)]
+        jobs = [[bootstrap, topic, share, acks, time_limit] for _ in range(clients)]
         expected = share * clients
     else:
         ends = end_offsets(bootstrap, topic, partitions)
         for c in range(clients):
             mine = [p for p in range(partitions) if p % clients == c]
-            jobs.append((bootstrap, topic, partitions, sum(ends[p] for p in mine), time_limit, mine))
+            jobs.append([bootstrap, topic, partitions, sum(ends[p] for p in mine), time_limit, mine])
         expected = sum(ends)
-    procs = [ctx.Process(target=_parallel_child, args=(kind, job, barrier, results), daemon=True) for job in jobs]
-    for proc in procs:
-        proc.start()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = "from bench._load import parallel_child_main; parallel_child_main()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, json.dumps([kind, job])], cwd=root, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE) for job in jobs]
+    runs: list[dict[str, Any]] = []
     try:
-        barrier.wait(120)
-        runs = [results.get(timeout=time_limit + 60) for _ in procs]
+        for proc in procs:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"client process {proc.pid} did not start")
+        for proc in procs:   # release them together
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        for proc in procs:
+            out, _ = proc.communicate(timeout=time_limit + 60)
+            runs.append(json.loads(out.strip().splitlines()[-1]) if out.strip() else {"error": "no result"})
     finally:
         for proc in procs:
-            proc.join(10)
-            if proc.is_alive():
+            if proc.poll() is None:
                 proc.kill()
+                proc.wait(10)
     errors = [r["error"] for r in runs if "error" in r]
     if errors:
         raise RuntimeError("; ".join(errors))

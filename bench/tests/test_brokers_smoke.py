@@ -27,6 +27,8 @@ def test_tiny_run_over_available_brokers() -> None:
         assert all(run["complete"] and run["records_per_s"] > 0 for run in entry["produce"].values())
         assert set(entry["consume"]) == {"p1", "p6"}
         assert all(run["complete"] for run in entry["consume"].values())
+        assert set(entry["parallel"]) == {"produce_p6_x2", "consume_p6_x2"}   # two client processes at once
+        assert all(run["complete"] and run["records_per_s"] > 0 for run in entry["parallel"].values())
         assert entry["latency"]["complete"] and entry["latency"]["p50_ms"] is not None
         assert entry["start"]["median_s"] > 0 and entry["peak_rss_mb"] >= entry["idle_rss_mb"] > 0
     assert out["markdown"].startswith("| metric | " + " | ".join(names))
