@@ -91,6 +91,9 @@ public final class Driver {
             case "describe_config": return describeConfig(c);
             case "alter_config": return alterConfig(c);
             case "list_offsets": return listOffsets(c);
+            case "txn_open": return Txn.open(c);
+            case "txn_step": return Txn.step(c);
+            case "txn_close": return Txn.close(c);
             default: throw new IllegalArgumentException("unknown op " + op);
         }
     }
