@@ -9,6 +9,7 @@
     ProducerFencedException; confluent-kafka: a fatal error), and its own transactions work.
 (e) SIGKILL with a transaction open: after the restart the transaction is aborted when its timeout passes,
     read_committed readers get past it (the LSO advances) and the committed transaction survived.
+(f) aiokafka's transactional producer (v0 of every transaction API) and read_committed consumer.
 
 Every partition's last record is a committed one, so a consumer asked for exactly the committed count would
 have returned an aborted record among them if it leaked.
@@ -299,3 +300,55 @@ def test_sigkill_with_open_transaction_aborts_it_after_restart(broker_factory, g
     p.produce(topic, b"after", partition=0)
     p.commit_transaction(30)
     assert read_confluent(bs, topic, "read_committed") == [b"kept", b"after"]
+
+
+# -- aiokafka (InitProducerId v0 and v0 of every transaction API) ----------------------------------------
+def test_aiokafka_transactional_producer_and_read_committed(broker, topic: str) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+
+    class Abort(Exception):
+        pass
+
+    async def run() -> tuple[list[bytes], list[bytes]]:
+        p = AIOKafkaProducer(bootstrap_servers=bs, transactional_id=f"tx-{topic}")
+        await p.start()
+        try:
+            for values, commit in ((COMMITTED[:2], True), (ABORTED, False), (COMMITTED[2:], True)):
+                try:
+                    async with p.transaction():
+                        for v in values:
+                            await p.send_and_wait(topic, v, partition=0)
+                        if not commit:
+                            raise Abort()
+                except Abort:
+                    pass
+        finally:
+            await p.stop()
+        out = []
+        for isolation, n in (("read_committed", 3), ("read_uncommitted", 5)):
+            c = AIOKafkaConsumer(bootstrap_servers=bs, isolation_level=isolation, auto_offset_reset="earliest",
+                                 enable_auto_commit=False)
+            await c.start()
+            try:
+                tp = TopicPartition(topic, 0)
+                c.assign([tp])
+                await c.seek_to_beginning(tp)
+                got: list[bytes] = []
+                deadline = time.monotonic() + 20
+                while len(got) < n and time.monotonic() < deadline:
+                    for recs in (await c.getmany(timeout_ms=500)).values():
+                        got.extend(r.value for r in recs)
+                out.append(got)
+            finally:
+                await c.stop()
+        return out[0], out[1]
+
+    committed_seen, all_seen = asyncio.run(run())
+    assert committed_seen == COMMITTED
+    assert all_seen == [*COMMITTED[:2], *ABORTED, COMMITTED[2]]
+    assert read_confluent(bs, topic, "read_committed") == COMMITTED

@@ -51,6 +51,9 @@ log = logging.getLogger("kafkalite.transactions")
 _READ_CHUNK = 4 * 1024 * 1024
 _TRANSACTIONAL_FLAG = 0x10
 _PID = struct.Struct(">qh")   # producer id + epoch at offset 43 of a v2 batch
+_NOT_ENOUGH_REPLICAS = 19
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE,
+                                           E.NOT_COORDINATOR, 51})   # 51: CONCURRENT_TRANSACTIONS
 
 
 def fenced_error(code: int, version: int, first_fenced_version: int) -> int:
@@ -249,14 +252,18 @@ class TransactionService:
                                       producer_id=pid, producer_epoch=epoch)
 
     def check_produce(self, txn_id: str, topic: str, partition: int, records: Any) -> int:
-        """Partition verification for a transactional Produce (records = one v2 batch)."""
+        """Partition verification for a transactional Produce (records = one v2 batch): the partition must
+        be in the producer's Ongoing transaction (else INVALID_TXN_STATE), at the current epoch."""
         if records is None or len(records) < 61:
             return 0   # produce reports the malformed batch itself
         attributes = int.from_bytes(records[21:23], "big")
         if not attributes & _TRANSACTIONAL_FLAG:
             return 0
         pid, epoch = _PID.unpack_from(bytes(records[43:53]))
-        return self.coordinator.check_produce(txn_id, (topic, partition), pid, epoch)
+        err = self.coordinator.check_produce(txn_id, (topic, partition), pid, epoch)
+        # Kafka's ReplicaManager turns the coordinator's transient errors into NOT_ENOUGH_REPLICAS, which
+        # every producer retries
+        return _NOT_ENOUGH_REPLICAS if err in _RETRY_AS_NOT_ENOUGH_REPLICAS else err
 
     def add_partitions(self, txn_id: str, producer_id: int, producer_epoch: int, partitions: list[TP]) -> int:
         err = self.coordinator.add_partitions(self.now_ms(), txn_id, producer_id, producer_epoch, partitions)

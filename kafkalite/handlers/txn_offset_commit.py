@@ -51,7 +51,8 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
         if offsets:
             errors.update(groups.txn_commit_offsets(
                 req.group_id, req.producer_id, req.member_id if v >= 3 else "",
-                req.group_instance_id if v >= 3 else None, req.generation_id if v >= 3 else -1, offsets))
+                req.group_instance_id if v >= 3 else None, req.generation_id if v >= 3 else -1, offsets,
+                producer_epoch=req.producer_epoch))
     return Resp(throttle_time_ms=0, topics=[
         Resp.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
             Resp.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,

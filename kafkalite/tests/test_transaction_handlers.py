@@ -66,6 +66,29 @@ def txn_produce(c: RawClient, tid: str, topic: str, pid: int, epoch: int, seq: i
     return p.error_code, p.base_offset
 
 
+def txn_offsets(c: RawClient, tid: str, group: str, pid: int, epoch: int, topic: str, offset: int) -> int:
+    r = c.request(AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                         group_id=group), 3)
+    assert r.error_code == 0
+    r = c.request(TxnOffsetCommitRequest(
+        transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, topics=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
+                                                                       committed_metadata="")])]), 3)
+    return int(r.topics[0].partitions[0].error_code)
+
+
+def group_offset(c: RawClient, group: str, topic: str) -> int:
+    for _ in range(500):
+        r = c.request(OffsetFetchRequest(group_id=group, topics=None), 7)
+        if r.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            break
+        time.sleep(0.02)
+    assert r.error_code == 0, r
+    return {(t.name, p.partition_index): p.committed_offset for t in r.topics for p in t.partitions}.get(
+        (topic, 0), -1)
+
+
 def fetch_committed(c: RawClient, topic: str, offset: int = 0):  # type: ignore[no-untyped-def]
     req = fetch_req(topic, offset)
     req.isolation_level = 1
@@ -174,6 +197,7 @@ def test_prepare_commit_on_disk_is_completed_on_start(tmp_path: Path, monkeypatc
         pid, ep = init(c, "h4")
         add(c, "h4", pid, ep, {"tx-crash": [0]})
         assert txn_produce(c, "h4", "tx-crash", pid, ep, 0, [b"v"]) == (0, 0)
+        assert txn_offsets(c, "h4", "g4", pid, ep, "tx-crash", 17) == 0
         with monkeypatch.context() as m:
             m.setattr(TransactionCoordinator, "_complete", lambda self, now, meta: None)
             assert end(c, "h4", pid, ep, commit=True) == 0
@@ -188,6 +212,10 @@ def test_prepare_commit_on_disk_is_completed_on_start(tmp_path: Path, monkeypatc
         d = c.request(DescribeTransactionsRequest(transactional_ids=["h4"]), 0).transaction_states[0]
         assert d.transaction_state == "CompleteCommit"
         assert end(c, "h4", pid, ep, commit=True) == 0
+        # the TxnOffsetCommit offsets were on disk as a transactional batch: the completed commit applies them
+        assert group_offset(c, "g4", "tx-crash") == 17
+    with Broker(data_dir=data) as b, RawClient(b.host, b.port) as c:   # and the COMMIT marker keeps them
+        assert group_offset(c, "g4", "tx-crash") == 17
 
 
 def test_open_transaction_aborted_after_restart_by_its_timeout(tmp_path: Path) -> None:
@@ -197,6 +225,7 @@ def test_open_transaction_aborted_after_restart_by_its_timeout(tmp_path: Path) -
         pid, ep = init(c, "h5", timeout_ms=1500)
         add(c, "h5", pid, ep, {"tx-open": [0]})
         assert txn_produce(c, "h5", "tx-open", pid, ep, 0, [b"v"]) == (0, 0)
+        assert txn_offsets(c, "h5", "g5", pid, ep, "tx-open", 9) == 0
     with Broker(data_dir=data) as b, RawClient(b.host, b.port) as c:
         assert fetch_committed(c, "tx-open").last_stable_offset == 0
         deadline = time.monotonic() + 10
@@ -206,5 +235,6 @@ def test_open_transaction_aborted_after_restart_by_its_timeout(tmp_path: Path) -
                 break
             time.sleep(0.05)
         assert (p.last_stable_offset, [a.first_offset for a in p.aborted_transactions]) == (2, [0])
+        assert group_offset(c, "g5", "tx-open") == -1     # the aborted transaction's offsets never apply
         assert end(c, "h5", pid, ep, commit=True) == ErrorCode.PRODUCER_FENCED
 
