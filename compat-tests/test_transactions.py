@@ -6,7 +6,8 @@
 (c) consume-transform-produce with the Java producer's sendOffsetsToTransaction: the group's offsets are
     visible only after the commit, and an aborted attempt leaves neither output nor offsets behind.
 (d) fencing: a second producer with the same transactional.id fences the first (Java: fatal
-    ProducerFencedException; confluent-kafka: a fatal error), and its own transactions work.
+    ProducerFencedException; confluent-kafka: a fatal error), and its own transactions work; the Java Admin's
+    describeTransactions/listTransactions show the states on the way.
 (e) SIGKILL with a transaction open: after the restart the transaction is aborted when its timeout passes,
     read_committed readers get past it (the LSO advances) and the committed transaction survived.
 (f) aiokafka's transactional producer (v0 of every transaction API) and read_committed consumer.
@@ -224,7 +225,13 @@ def test_java_second_producer_fences_the_first(broker, topic: str, get_client) -
         assert j.txn_step(a, "begin")["exception"] is None
         assert j.txn_step(a, "send", records=[{"topic": topic, "partition": 0, "value": _b64(b"zombie")}])[
             "exception"] is None
+        d = j.txn_describe(bs, [tid])
+        assert d["described"][tid]["state"] == "Ongoing" and d["described"][tid]["partitions"] == [f"{topic}:0"]
+        assert d["listed"][tid] == "Ongoing"
+        first_epoch = d["described"][tid]["producer_epoch"]
         assert j.txn_open(bs, b, tid)["exception"] is None        # aborts a's transaction, fences a
+        d = j.txn_describe(bs, [tid])["described"][tid]
+        assert (d["state"], d["producer_epoch"], d["partitions"]) == ("Empty", first_epoch + 2, [])
         r = j.txn_step(a, "commit")
         assert r["exception"] == "ProducerFencedException", r
         assert j.txn_step(b, "begin")["exception"] is None

@@ -94,6 +94,7 @@ public final class Driver {
             case "txn_open": return Txn.open(c);
             case "txn_step": return Txn.step(c);
             case "txn_close": return Txn.close(c);
+            case "txn_describe": return Txn.describe(c);
             default: throw new IllegalArgumentException("unknown op " + op);
         }
     }

@@ -6,6 +6,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionListing;
 
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -71,6 +76,39 @@ final class Txn {
             });
             default: throw new IllegalArgumentException("unknown action " + action);
         }
+    }
+
+    /** {"bootstrap", "ids"}: Admin.describeTransactions + listTransactions. */
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> describe(Map<String, Object> c) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", c.get("bootstrap"));
+        Map<String, Object> res = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(p)) {
+            Map<String, Object> described = new LinkedHashMap<>();
+            Map<String, TransactionDescription> d =
+                    admin.describeTransactions((List<String>) c.get("ids")).all().get(30, TimeUnit.SECONDS);
+            for (Map.Entry<String, TransactionDescription> e : d.entrySet()) {
+                TransactionDescription t = e.getValue();
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("state", t.state().toString());
+                m.put("producer_id", t.producerId());
+                m.put("producer_epoch", (long) t.producerEpoch());
+                m.put("timeout_ms", (long) t.transactionTimeoutMs());
+                m.put("start_ms", t.transactionStartTimeMs().isPresent() ? t.transactionStartTimeMs().getAsLong() : -1L);
+                List<Object> tps = new ArrayList<>();
+                for (TopicPartition tp : t.topicPartitions()) tps.add(tp.topic() + ":" + tp.partition());
+                java.util.Collections.sort(tps, (a, b) -> ((String) a).compareTo((String) b));
+                m.put("partitions", tps);
+                described.put(e.getKey(), m);
+            }
+            res.put("described", described);
+            Map<String, Object> listed = new LinkedHashMap<>();
+            for (TransactionListing l : admin.listTransactions().all().get(30, TimeUnit.SECONDS))
+                listed.put(l.transactionalId(), l.state().toString());
+            res.put("listed", listed);
+        }
+        return res;
     }
 
     static Map<String, Object> close(Map<String, Object> c) {

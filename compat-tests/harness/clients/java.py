@@ -142,3 +142,8 @@ class JavaClient(Client):
 
     def txn_close(self, name: str) -> None:
         self._call({"op": "txn_close", "name": name})
+
+    def txn_describe(self, bootstrap: str, ids: list[str]) -> dict:
+        """Admin.describeTransactions(ids) -> {"described": {id: {state, producer_id, producer_epoch, timeout_ms,
+        start_ms, partitions ["topic:p"]}}, "listed": {id: state}} (listed = Admin.listTransactions())."""
+        return self._call({"op": "txn_describe", "bootstrap": bootstrap, "ids": ids})
