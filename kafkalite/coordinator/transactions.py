@@ -239,7 +239,9 @@ class TransactionService:
     async def init_producer_id(self, ctx: Any, req: Any) -> Any:
         from wire.messages import InitProducerIdResponse
 
-        if not self.coordinator.loading and not await self.ensure_topic():
+        if ctx.version >= 3 and (req.producer_id == -1) != (req.producer_epoch == -1):
+            err, pid, epoch = E.INVALID_REQUEST, -1, -1   # both or neither, as KafkaApis requires
+        elif not self.coordinator.loading and not await self.ensure_topic():
             err, pid, epoch = E.COORDINATOR_NOT_AVAILABLE, -1, -1
         elif ctx.version >= 3:
             err, pid, epoch = self.coordinator.init_producer_id(

@@ -5,7 +5,7 @@
 - The producer must be in an Ongoing transaction that added the group (AddOffsetsToTxn), else
   INVALID_TXN_STATE; unknown producer id -> INVALID_PRODUCER_ID_MAPPING; other epoch -> PRODUCER_FENCED
   (INVALID_PRODUCER_EPOCH before v3).
-- Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
+- Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
   coordinator and become visible (OffsetFetch) only when the transaction commits; an abort drops them.
 """
 from __future__ import annotations
@@ -39,10 +39,10 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
                                                            req.producer_epoch, req.group_id), v, 3)
     if not common:
         for t in req.topics:
-            known = t.name in state.topics
+            info = state.topics.get(t.name)
             for p in t.partitions:
                 tp = (t.name, p.partition_index)
-                if not known:
+                if info is None or not 0 <= p.partition_index < info.partitions:
                     errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 else:
                     offsets[tp] = OffsetAndMetadata(

@@ -146,6 +146,10 @@ def test_errors_by_version(raw: Connect) -> None:
     assert add(c, "h2", pid2, ep2, {"tx-err": [0]}) == {("tx-err", 0): 0}
     assert txn_produce(c, "h2", "tx-err", pid, ep, 0, [b"z"])[0] == ErrorCode.INVALID_PRODUCER_EPOCH
     assert end(c, "h2", pid2, ep2, True) == 0
+    # both or neither of producer id and epoch (v3+)
+    r = c.request(InitProducerIdRequest(transactional_id="h2", transaction_timeout_ms=1000, producer_id=pid,
+                                        producer_epoch=-1), 4)
+    assert r.error_code == ErrorCode.INVALID_REQUEST
     # v0 InitProducerId (aiokafka) works
     assert init(c, "h2-v0", version=0)[1] == 0
 
@@ -156,12 +160,12 @@ def test_txn_offset_commit_visible_only_after_commit(raw: Connect) -> None:
     assert c.request(FindCoordinatorRequest(key="h3", key_type=1), 1).error_code == 0
     pid, ep = init(c, "h3")
 
-    def txn_commit(version: int = 3) -> int:
+    def txn_commit(version: int = 3, topic: str = "tx-in", partition: int = 0) -> int:
         r = c.request(TxnOffsetCommitRequest(
             transactional_id="h3", group_id="g3", producer_id=pid, producer_epoch=ep, topics=[
-                TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="tx-in", partitions=[
-                    TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=42,
-                                                                           committed_metadata="m")])]), version)
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+                    TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                        partition_index=partition, committed_offset=42, committed_metadata="m")])]), version)
         return int(r.topics[0].partitions[0].error_code)
 
     def fetched() -> int:
@@ -174,6 +178,8 @@ def test_txn_offset_commit_visible_only_after_commit(raw: Connect) -> None:
                                          group_id="g3"), 3)
     assert r.error_code == 0
     assert txn_commit() == 0
+    assert txn_commit(topic="no-such-topic") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert txn_commit(partition=3) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert fetched() == -1
     assert end(c, "h3", pid, ep, commit=False) == 0
     assert fetched() == -1                                     # aborted: dropped
