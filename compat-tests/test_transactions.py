@@ -213,6 +213,22 @@ def test_consume_transform_produce_exactly_once(broker, topic: str, get_client) 
     assert len(read_confluent(bs, dst, "read_uncommitted")) == 9      # the aborted attempt's 3 are in the log
 
 
+def test_java_consume_transform_produce_in_a_group(broker, topic: str, get_client) -> None:
+    """KIP-447: TxnOffsetCommit carries the consumer's generation and member id (consumer.groupMetadata())."""
+    bs = broker.bootstrap
+    src, dst, group = f"{topic}-in", f"{topic}-out", f"g-{topic}"
+    create_topic(bs, src, 1)
+    create_topic(bs, dst, 1)
+    produce(bs, src, [(0, f"m{i}".encode()) for i in range(6)])
+    r = _java(get_client).txn_consume_transform_produce(bs, f"tx-{topic}", group, src, dst, batch=3, total=6,
+                                                        abort_first=True)
+    assert (r["processed"], r["aborts"]) == (6, 1) and r["commits"] >= 2, r
+    assert committed(bs, group, src, 1) == {0: 6}
+    expected = [f"M{i}".encode() for i in range(6)]
+    assert read_confluent(bs, dst, "read_committed") == expected
+    assert read_kafka_python(bs, dst, "read_committed") == expected
+
+
 # -- (d) fencing -----------------------------------------------------------------------------------------
 def test_java_second_producer_fences_the_first(broker, topic: str, get_client) -> None:
     bs = broker.bootstrap

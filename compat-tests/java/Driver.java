@@ -95,6 +95,7 @@ public final class Driver {
             case "txn_step": return Txn.step(c);
             case "txn_close": return Txn.close(c);
             case "txn_describe": return Txn.describe(c);
+            case "txn_ctp": return Txn.consumeTransformProduce(c);
             default: throw new IllegalArgumentException("unknown op " + op);
         }
     }

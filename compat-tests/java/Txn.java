@@ -78,6 +78,77 @@ final class Txn {
         }
     }
 
+    /**
+     * Consume-transform-produce in a consumer group (KIP-447): {"bootstrap", "transactional_id", "group", "src",
+     * "dst", "batch", "total", "abort_first"}. A subscribed read_committed KafkaConsumer feeds a transactional
+     * producer; each batch's upper-cased values and the consumer's next offsets (sendOffsetsToTransaction with
+     * consumer.groupMetadata(): generation and member id) go in one transaction. With abort_first the first
+     * transaction is aborted and the consumer rewinds to the group's committed offsets, as an application does
+     * after a failure.
+     */
+    static Map<String, Object> consumeTransformProduce(Map<String, Object> c) throws Exception {
+        Properties cp = new Properties();
+        cp.put("bootstrap.servers", c.get("bootstrap"));
+        cp.put("group.id", c.get("group"));
+        cp.put("isolation.level", "read_committed");
+        cp.put("enable.auto.commit", "false");
+        cp.put("auto.offset.reset", "earliest");
+        cp.put("max.poll.records", String.valueOf(c.get("batch")));
+        cp.put("key.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class.getName());
+        cp.put("value.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class.getName());
+        Properties pp = new Properties();
+        pp.put("bootstrap.servers", c.get("bootstrap"));
+        pp.put("transactional.id", c.get("transactional_id"));
+        pp.put("key.serializer", ByteArraySerializer.class.getName());
+        pp.put("value.serializer", ByteArraySerializer.class.getName());
+        String src = (String) c.get("src");
+        String dst = (String) c.get("dst");
+        long total = ((Number) c.get("total")).longValue();
+        boolean abortNext = Boolean.TRUE.equals(c.get("abort_first"));
+        long done = 0, commits = 0, aborts = 0;
+        long deadline = System.currentTimeMillis() + 60000;
+        try (org.apache.kafka.clients.consumer.KafkaConsumer<byte[], byte[]> cons =
+                     new org.apache.kafka.clients.consumer.KafkaConsumer<>(cp);
+             KafkaProducer<byte[], byte[]> prod = new KafkaProducer<>(pp)) {
+            prod.initTransactions();
+            cons.subscribe(java.util.Collections.singletonList(src));
+            while (done < total && System.currentTimeMillis() < deadline) {
+                org.apache.kafka.clients.consumer.ConsumerRecords<byte[], byte[]> recs =
+                        cons.poll(java.time.Duration.ofMillis(500));
+                if (recs.isEmpty()) continue;
+                prod.beginTransaction();
+                Map<TopicPartition, OffsetAndMetadata> next = new HashMap<>();
+                for (org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]> r : recs) {
+                    String v = new String(r.value(), java.nio.charset.StandardCharsets.UTF_8).toUpperCase();
+                    prod.send(new ProducerRecord<>(dst, 0, null, v.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+                    next.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                }
+                prod.sendOffsetsToTransaction(next, cons.groupMetadata());
+                prod.flush();
+                if (abortNext) {
+                    abortNext = false;
+                    prod.abortTransaction();
+                    aborts++;
+                    Map<TopicPartition, OffsetAndMetadata> committed = cons.committed(cons.assignment());
+                    for (TopicPartition tp : cons.assignment()) {
+                        OffsetAndMetadata om = committed.get(tp);
+                        if (om == null) cons.seekToBeginning(java.util.Collections.singletonList(tp));
+                        else cons.seek(tp, om.offset());
+                    }
+                } else {
+                    prod.commitTransaction();
+                    commits++;
+                    done += recs.count();
+                }
+            }
+        }
+        Map<String, Object> res = new LinkedHashMap<>();
+        res.put("processed", done);
+        res.put("commits", commits);
+        res.put("aborts", aborts);
+        return res;
+    }
+
     /** {"bootstrap", "ids"}: Admin.describeTransactions + listTransactions. */
     @SuppressWarnings("unchecked")
     static Map<String, Object> describe(Map<String, Object> c) throws Exception {

@@ -147,3 +147,11 @@ class JavaClient(Client):
         """Admin.describeTransactions(ids) -> {"described": {id: {state, producer_id, producer_epoch, timeout_ms,
         start_ms, partitions ["topic:p"]}}, "listed": {id: state}} (listed = Admin.listTransactions())."""
         return self._call({"op": "txn_describe", "bootstrap": bootstrap, "ids": ids})
+
+    def txn_consume_transform_produce(self, bootstrap: str, transactional_id: str, group: str, src: str, dst: str,
+                                      batch: int, total: int, abort_first: bool) -> dict:
+        """A subscribed read_committed consumer + transactional producer (sendOffsetsToTransaction with the
+        consumer's group metadata); -> {"processed", "commits", "aborts"}."""
+        return self._call({"op": "txn_ctp", "bootstrap": bootstrap, "transactional_id": transactional_id,
+                           "group": group, "src": src, "dst": dst, "batch": batch, "total": total,
+                           "abort_first": abort_first}, 120)
