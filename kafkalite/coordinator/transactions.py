@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.config import OFFSETS_TOPIC, partition_for
+from kafkalite.coordinator.config import partition_for
 from kafkalite.coordinator.records import RecordDecodeError, build_batch, iter_records
 from kafkalite.coordinator.service import _next_offset
 from kafkalite.coordinator.txn_coordinator import (
@@ -292,4 +292,4 @@ class TransactionService:
                                                         partition_for(group_id, n))
 
 
-__all__ = ["OFFSETS_TOPIC", "TransactionService", "fenced_error"]
+__all__ = ["TransactionService", "fenced_error"]
