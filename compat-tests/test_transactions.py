@@ -7,7 +7,8 @@
     visible only after the commit, and an aborted attempt leaves neither output nor offsets behind.
 (d) fencing: a second producer with the same transactional.id fences the first (Java: fatal
     ProducerFencedException; confluent-kafka: a fatal error), and its own transactions work; the Java Admin's
-    describeTransactions/listTransactions show the states on the way.
+    describeTransactions/listTransactions show the states on the way. A transaction left open past its
+    transaction.timeout.ms is aborted by the coordinator and its producer's late commit fails.
 (e) SIGKILL with a transaction open: after the restart the transaction is aborted when its timeout passes,
     read_committed readers get past it (the LSO advances) and the committed transaction survived.
 (f) aiokafka's transactional producer (v0 of every transaction API) and read_committed consumer.
@@ -259,6 +260,27 @@ def test_java_second_producer_fences_the_first(broker, topic: str, get_client) -
         j.txn_close(b)
     assert read_confluent(bs, topic, "read_committed") == [b"live"]
     assert read_confluent(bs, topic, "read_uncommitted") == [b"zombie", b"live"]
+
+
+def test_java_transaction_timeout_aborts_and_fences(broker, topic: str, get_client) -> None:
+    """A transaction left open past transaction.timeout.ms is aborted by the coordinator with an epoch bump:
+    the producer's late commit fails (fenced) and nothing of the transaction becomes visible."""
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    j = _java(get_client)
+    name = f"p-{topic}"
+    assert j.txn_open(bs, name, f"tx-{topic}", {"transaction.timeout.ms": 1000})["exception"] is None
+    try:
+        assert j.txn_step(name, "begin")["exception"] is None
+        assert j.txn_step(name, "send", records=[{"topic": topic, "partition": 0, "value": _b64(b"late")}])[
+            "exception"] is None
+        time.sleep(2.0)
+        r = j.txn_step(name, "commit")
+        assert r["exception"] in ("ProducerFencedException", "InvalidProducerEpochException"), r
+    finally:
+        j.txn_close(name)
+    assert read_confluent(bs, topic, "read_committed") == []
+    assert read_confluent(bs, topic, "read_uncommitted") == [b"late"]
 
 
 def test_confluent_second_producer_fences_the_first(broker, topic: str) -> None:
