@@ -91,6 +91,11 @@ public final class Driver {
             case "describe_config": return describeConfig(c);
             case "alter_config": return alterConfig(c);
             case "list_offsets": return listOffsets(c);
+            case "txn_open": return Txn.open(c);
+            case "txn_step": return Txn.step(c);
+            case "txn_close": return Txn.close(c);
+            case "txn_describe": return Txn.describe(c);
+            case "txn_ctp": return Txn.consumeTransformProduce(c);
             default: throw new IllegalArgumentException("unknown op " + op);
         }
     }

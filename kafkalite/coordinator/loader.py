@@ -2,8 +2,8 @@
 
 Records are replayed in log order; the last value per key wins and a tombstone deletes. Offsets
 committed inside a transaction (transactional batches) apply when their COMMIT marker is read and are
-dropped on ABORT; a transaction still open at the end of the log is dropped (Kafka would keep it
-pending for the transaction coordinator to finish). A group with
+dropped on ABORT; offsets of a transaction still open at the end of the log come back pending in
+their group (``pending_txn_offsets``), for the transaction coordinator to complete. A group with
 a GroupMetadata record comes back Stable (members, generation, leader, protocol, assignments) or Empty
 if it had no members; a group with only offsets comes back as an Empty "simple" group. Loaded members
 get a fresh session-timeout deadline, as Kafka's onGroupLoaded schedules their heartbeats.
@@ -78,6 +78,20 @@ class StateLoader:
             if g is None:
                 g = out[gid] = Group(gid, now_ms)
             g.offsets.update(offs)
+        for pid, records in self.pending_txn.items():
+            for key, value in records:
+                try:
+                    k = decode_key(key)
+                    if not isinstance(k, OffsetKey) or value is None:
+                        continue
+                    om = decode_offset_value(value)
+                except (RecordDecodeError, UnicodeDecodeError) as exc:
+                    log.warning("skipping undecodable transactional offset record: %s", exc)
+                    continue
+                g = out.get(k.group)
+                if g is None:
+                    g = out[k.group] = Group(k.group, now_ms)
+                g.pending_txn_offsets.setdefault(pid, {})[(k.topic, k.partition)] = om
         return out
 
 

@@ -260,10 +260,14 @@ def decode_group_value(data: bytes) -> GroupValue:
 
 _BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # 61 bytes
 _CRC_START = 21  # crc covers attributes .. end
+_TRANSACTIONAL = 0x10
 
 
-def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int | None = None) -> bytes:
-    """One magic-2 batch (base offset 0; storage assigns offsets) of (key, value) records."""
+def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int | None = None, *,
+                producer_id: int = -1, producer_epoch: int = -1) -> bytes:
+    """One magic-2 batch (base offset 0; storage assigns offsets) of (key, value) records.
+
+    With a producer id the batch is transactional (TxnOffsetCommit offsets waiting for their marker)."""
     if not records:
         raise ValueError("empty batch")
     ts = int(time.time() * 1000) if now_ms is None else now_ms
@@ -280,8 +284,9 @@ def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int | None = 
         rec += _varint(0)                   # headers
         body += _varint(len(rec)) + rec
     batch_length = _BATCH_HEADER.size - 12 + len(body)
-    header = bytearray(_BATCH_HEADER.pack(0, batch_length, 0, 2, 0, 0, len(records) - 1, ts, ts, -1, -1, -1,
-                                          len(records)))
+    attributes = _TRANSACTIONAL if producer_id >= 0 else 0
+    header = bytearray(_BATCH_HEADER.pack(0, batch_length, 0, 2, 0, attributes, len(records) - 1, ts, ts,
+                                          producer_id, producer_epoch, -1, len(records)))
     data = header + body
     crc = crc32c(bytes(data[_CRC_START:]))
     struct.pack_into(">I", data, 17, crc)

@@ -32,7 +32,7 @@ from kafkalite.coordinator.config import OFFSETS_TOPIC, GroupConfig
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, Pending, SyncResult
 from kafkalite.coordinator.loader import StateLoader
-from kafkalite.coordinator.records import build_batch, iter_entries
+from kafkalite.coordinator.records import build_batch, encode_offset_key, encode_offset_value, iter_entries
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -186,7 +186,8 @@ class GroupService:
             ev.set()
         return True
 
-    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
+    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
+                producer_epoch: int = -1) -> None:
         if self.state is None:
             return
         self.ensure_offsets_topic()
@@ -194,7 +195,9 @@ class GroupService:
         if plog is None:
             raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} does not exist")
         now = time.time_ns() // 1_000_000
-        plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
+        batch = build_batch(records, now, producer_id=producer_id, producer_epoch=producer_epoch)
+        # a transactional batch is the coordinator's own write: no sequence checks (validate_producer=False)
+        plog.append(batch, leader_epoch=0, now_ms=now, validate_producer=producer_id < 0)
         notify = getattr(self.state, "notify_append", None)
         if notify is not None:
             notify(OFFSETS_TOPIC, partition)
@@ -280,10 +283,27 @@ class GroupService:
 
     # -- transactions (for the transaction coordinator) ----------------------------------------
     def txn_commit_offsets(self, group_id: str, producer_id: int, member_id: str, group_instance_id: str | None,
-                           generation_id: int,
-                           offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
-        return self.coordinator.txn_commit_offsets(self.now_ms(), group_id, producer_id, member_id,
-                                                   group_instance_id, generation_id, offsets)
+                           generation_id: int, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                           producer_epoch: int = -1) -> dict[tuple[str, int], int]:
+        """Accepted offsets stay pending in memory and are written at once to ``__consumer_offsets`` as a
+        transactional batch of the producer (as Kafka does), so a restart before the transaction's marker
+        brings them back pending, and the COMMIT marker applies them on the next load."""
+        out = self.coordinator.txn_commit_offsets(self.now_ms(), group_id, producer_id, member_id,
+                                                  group_instance_id, generation_id, offsets)
+        accepted = {tp: om for tp, om in offsets.items() if out.get(tp) == E.NONE}
+        if accepted and self.state is not None:
+            records = [(encode_offset_key(group_id, t, p), encode_offset_value(om)) for (t, p), om in accepted.items()]
+            try:
+                self._append(self.coordinator.partition_for(group_id), records,
+                             producer_id=producer_id, producer_epoch=producer_epoch)
+            except Exception:
+                log.exception("failed to store transactional offsets of group %s", group_id)
+                group = self.coordinator.groups.get(group_id)
+                pending = group.pending_txn_offsets.get(producer_id, {}) if group is not None else {}
+                for tp in accepted:
+                    pending.pop(tp, None)
+                    out[tp] = E.COORDINATOR_NOT_AVAILABLE
+        return out
 
     def complete_txn(self, producer_id: int, commit: bool) -> None:
         self.coordinator.complete_txn(self.now_ms(), producer_id, commit)

@@ -92,10 +92,10 @@ class JavaClient(Client):
         return [tuple(x) for x in r["offsets"]]
 
     def consume(self, bootstrap, topic, partitions, count, *, start="earliest", timeout_s=60.0,
-                max_fetch_bytes=None):
+                max_fetch_bytes=None, config=None):
         r = self._call({"op": "consume", "bootstrap": bootstrap, "topic": topic, "partitions": list(partitions),
                         "count": count, "start": start, "timeout_ms": int(timeout_s * 1000),
-                        "max_fetch_bytes": max_fetch_bytes}, timeout_s + 60)
+                        "max_fetch_bytes": max_fetch_bytes, "config": config}, timeout_s + 60)
         return [Rec.from_json(d) for d in r["records"]]
 
     def subscribe_consume(self, bootstrap, topic, count, group, timeout_s=60.0) -> list[Rec]:
@@ -127,3 +127,31 @@ class JavaClient(Client):
     def list_offsets(self, bootstrap, topic, partition, spec):
         return self._call({"op": "list_offsets", "bootstrap": bootstrap, "topic": topic, "partition": partition,
                            "spec": spec})["offset"]
+
+    # -- transactional producers (compat-tests/java/Txn.java), kept open by name between calls --------------
+    def txn_open(self, bootstrap: str, name: str, transactional_id: str, config: dict | None = None) -> dict:
+        """KafkaProducer with ``transactional.id`` + initTransactions(); the reply's "exception" is the
+        client exception's simple class name (None on success)."""
+        return self._call({"op": "txn_open", "bootstrap": bootstrap, "name": name,
+                           "transactional_id": transactional_id, "config": config or {}})
+
+    def txn_step(self, name: str, action: str, **args: object) -> dict:
+        """action: begin | send (records=[{topic, partition, value(base64)}]) | commit | abort |
+        send_offsets (group=, offsets=[[topic, partition, offset]])."""
+        return self._call({"op": "txn_step", "name": name, "action": action, **args})
+
+    def txn_close(self, name: str) -> None:
+        self._call({"op": "txn_close", "name": name})
+
+    def txn_describe(self, bootstrap: str, ids: list[str]) -> dict:
+        """Admin.describeTransactions(ids) -> {"described": {id: {state, producer_id, producer_epoch, timeout_ms,
+        start_ms, partitions ["topic:p"]}}, "listed": {id: state}} (listed = Admin.listTransactions())."""
+        return self._call({"op": "txn_describe", "bootstrap": bootstrap, "ids": ids})
+
+    def txn_consume_transform_produce(self, bootstrap: str, transactional_id: str, group: str, src: str, dst: str,
+                                      batch: int, total: int, abort_first: bool) -> dict:
+        """A subscribed read_committed consumer + transactional producer (sendOffsetsToTransaction with the
+        consumer's group metadata); -> {"processed", "commits", "aborts"}."""
+        return self._call({"op": "txn_ctp", "bootstrap": bootstrap, "transactional_id": transactional_id,
+                           "group": group, "src": src, "dst": dst, "batch": batch, "total": total,
+                           "abort_first": abort_first}, 120)

@@ -1,0 +1,399 @@
+"""Transactions (exactly-once) with real clients against a real broker process.
+
+(a) Java KafkaProducer and (b) confluent-kafka transactional producers commit, abort and commit again;
+    read_committed consumers (Java, confluent-kafka, kafka-python) see exactly the committed records and
+    read_uncommitted ones see all of them.
+(c) consume-transform-produce with the Java producer's sendOffsetsToTransaction: the group's offsets are
+    visible only after the commit, and an aborted attempt leaves neither output nor offsets behind.
+(d) fencing: a second producer with the same transactional.id fences the first (Java: fatal
+    ProducerFencedException; confluent-kafka: a fatal error), and its own transactions work; the Java Admin's
+    describeTransactions/listTransactions show the states on the way. A transaction left open past its
+    transaction.timeout.ms is aborted by the coordinator and its producer's late commit fails.
+(e) SIGKILL with a transaction open: after the restart the transaction is aborted when its timeout passes,
+    read_committed readers get past it (the LSO advances) and the committed transaction survived.
+(f) aiokafka's transactional producer (v0 of every transaction API) and read_committed consumer.
+
+Every partition's last record is a committed one, so a consumer asked for exactly the committed count would
+have returned an aborted record among them if it leaked.
+"""
+from __future__ import annotations
+
+import base64
+import signal
+import time
+import uuid
+from typing import Any
+
+import pytest
+from harness.topics import create_topic
+from test_groups_support import committed, produce
+
+COMMITTED = [b"c1", b"c2", b"c3"]
+ABORTED = [b"a1", b"a2"]
+
+
+def _b64(v: bytes) -> str:
+    return base64.b64encode(v).decode()
+
+
+def _java(get_client: Any) -> Any:
+    return get_client("java")
+
+
+# -- readers --------------------------------------------------------------------------------------------
+def read_confluent(bs: str, topic: str, isolation: str, timeout_s: float = 20.0) -> list[bytes]:
+    """Everything up to the end of partition 0 (the LSO for read_committed: EOF is reported there)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bs, "group.id": f"r-{uuid.uuid4().hex[:6]}", "isolation.level": isolation,
+                  "enable.partition.eof": True, "enable.auto.commit": False})
+    out: list[bytes] = []
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == -191:   # _PARTITION_EOF
+                    return out
+                raise AssertionError(f"confluent-kafka consumer error: {m.error()}")
+            out.append(m.value())
+        raise AssertionError(f"no end of partition within {timeout_s}s ({isolation}); read {out}")
+    finally:
+        c.close()
+
+
+def read_kafka_python(bs: str, topic: str, isolation: str, timeout_s: float = 20.0) -> list[bytes]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    tp = TopicPartition(topic, 0)
+    c = KafkaConsumer(bootstrap_servers=bs, isolation_level=isolation, enable_auto_commit=False,
+                      auto_offset_reset="earliest")
+    out: list[bytes] = []
+    try:
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        end = c.end_offsets([tp])[tp]   # the LSO for read_committed
+        deadline = time.monotonic() + timeout_s
+        while c.position(tp) < end and time.monotonic() < deadline:
+            for recs in c.poll(timeout_ms=500).values():
+                out.extend(r.value for r in recs)
+        assert c.position(tp) >= end, f"kafka-python stuck at {c.position(tp)} < {end}"
+        return out
+    finally:
+        c.close()
+
+
+def stable_offsets(bs: str, topic: str) -> tuple[int, int]:
+    """(last stable offset, high watermark) of partition 0, by kafka-python's ListOffsets per isolation."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    tp = TopicPartition(topic, 0)
+    out = []
+    for isolation in ("read_committed", "read_uncommitted"):
+        c = KafkaConsumer(bootstrap_servers=bs, isolation_level=isolation)
+        try:
+            out.append(c.end_offsets([tp])[tp])
+        finally:
+            c.close()
+    return out[0], out[1]
+
+
+def read_java(get_client: Any, bs: str, topic: str, isolation: str, count: int) -> list[bytes]:
+    recs = _java(get_client).consume(bs, topic, [0], count, timeout_s=20.0,
+                                     config={"isolation.level": isolation})
+    return [r.value for r in recs]
+
+
+def check_readers(get_client: Any, bs: str, topic: str, committed_values: list[bytes],
+                  all_values: list[bytes]) -> None:
+    assert read_confluent(bs, topic, "read_committed") == committed_values
+    assert read_confluent(bs, topic, "read_uncommitted") == all_values
+    assert read_kafka_python(bs, topic, "read_committed") == committed_values
+    assert read_kafka_python(bs, topic, "read_uncommitted") == all_values
+    assert read_java(get_client, bs, topic, "read_committed", len(committed_values)) == committed_values
+    assert read_java(get_client, bs, topic, "read_uncommitted", len(all_values)) == all_values
+
+
+# -- (a) Java producer ----------------------------------------------------------------------------------
+def test_java_transactional_producer_commit_abort(broker, topic: str, get_client) -> None:
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    j = _java(get_client)
+    name = f"p-{topic}"
+    assert j.txn_open(bs, name, f"tx-{topic}")["exception"] is None
+
+    def txn(values: list[bytes], action: str) -> None:
+        assert j.txn_step(name, "begin")["exception"] is None
+        recs = [{"topic": topic, "partition": 0, "value": _b64(v)} for v in values]
+        assert j.txn_step(name, "send", records=recs)["exception"] is None   # written to the log
+        assert j.txn_step(name, action)["exception"] is None
+
+    try:
+        txn(COMMITTED[:2], "commit")
+        txn(ABORTED, "abort")
+        txn(COMMITTED[2:], "commit")
+    finally:
+        j.txn_close(name)
+    check_readers(get_client, bs, topic, COMMITTED, [*COMMITTED[:2], *ABORTED, COMMITTED[2]])
+
+
+# -- (b) confluent-kafka producer ------------------------------------------------------------------------
+def test_confluent_transactional_producer_commit_abort(broker, topic: str, get_client) -> None:
+    from confluent_kafka import Producer
+
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    p = Producer({"bootstrap.servers": bs, "transactional.id": f"tx-{topic}", "linger.ms": 5})
+    p.init_transactions(30)
+    for values, commit in ((COMMITTED[:2], True), (ABORTED, False), (COMMITTED[2:], True)):
+        p.begin_transaction()
+        for v in values:
+            p.produce(topic, v, partition=0)
+        assert p.flush(30) == 0          # the records are in the log before the transaction ends
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    check_readers(get_client, bs, topic, COMMITTED, [*COMMITTED[:2], *ABORTED, COMMITTED[2]])
+
+
+# -- (c) consume-transform-produce ------------------------------------------------------------------------
+def test_consume_transform_produce_exactly_once(broker, topic: str, get_client) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    bs = broker.bootstrap
+    src, dst, group = f"{topic}-in", f"{topic}-out", f"g-{topic}"
+    create_topic(bs, src, 1)
+    create_topic(bs, dst, 1)
+    produce(bs, src, [(0, f"m{i}".encode()) for i in range(6)])
+    j = _java(get_client)
+    name = f"p-{topic}"
+    assert j.txn_open(bs, name, f"tx-{topic}")["exception"] is None
+
+    def read_input(start: int, n: int) -> list[tuple[int, bytes]]:
+        c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+        try:
+            c.assign([TopicPartition(src, 0, start)])
+            got: list[tuple[int, bytes]] = []
+            deadline = time.monotonic() + 20
+            while len(got) < n and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    got.append((m.offset(), m.value()))
+            return got
+        finally:
+            c.close()
+
+    def process(start: int, n: int, commit: bool) -> None:
+        batch = read_input(start, n)
+        assert [o for o, _ in batch] == list(range(start, start + n))
+        before = committed(bs, group, src, 1)
+        assert j.txn_step(name, "begin")["exception"] is None
+        out = [{"topic": dst, "partition": 0, "value": _b64(v.upper())} for _, v in batch]
+        assert j.txn_step(name, "send", records=out)["exception"] is None
+        r = j.txn_step(name, "send_offsets", group=group, offsets=[[src, 0, start + n]])
+        assert r["exception"] is None, r
+        assert committed(bs, group, src, 1) == before  # not visible inside the transaction
+        assert j.txn_step(name, "commit" if commit else "abort")["exception"] is None
+
+    try:
+        process(0, 3, commit=False)                    # a failed attempt: nothing of it may remain
+        assert committed(bs, group, src, 1)[0] < 0
+        process(0, 3, commit=True)                     # the retry from the same position
+        assert committed(bs, group, src, 1) == {0: 3}
+        process(3, 3, commit=True)
+        assert committed(bs, group, src, 1) == {0: 6}
+    finally:
+        j.txn_close(name)
+    expected = [f"M{i}".encode() for i in range(6)]
+    assert read_confluent(bs, dst, "read_committed") == expected
+    assert read_java(get_client, bs, dst, "read_committed", 6) == expected
+    assert len(read_confluent(bs, dst, "read_uncommitted")) == 9      # the aborted attempt's 3 are in the log
+
+
+def test_java_consume_transform_produce_in_a_group(broker, topic: str, get_client) -> None:
+    """KIP-447: TxnOffsetCommit carries the consumer's generation and member id (consumer.groupMetadata())."""
+    bs = broker.bootstrap
+    src, dst, group = f"{topic}-in", f"{topic}-out", f"g-{topic}"
+    create_topic(bs, src, 1)
+    create_topic(bs, dst, 1)
+    produce(bs, src, [(0, f"m{i}".encode()) for i in range(6)])
+    r = _java(get_client).txn_consume_transform_produce(bs, f"tx-{topic}", group, src, dst, batch=3, total=6,
+                                                        abort_first=True)
+    assert (r["processed"], r["aborts"]) == (6, 1) and r["commits"] >= 2, r
+    assert committed(bs, group, src, 1) == {0: 6}
+    expected = [f"M{i}".encode() for i in range(6)]
+    assert read_confluent(bs, dst, "read_committed") == expected
+    assert read_kafka_python(bs, dst, "read_committed") == expected
+
+
+# -- (d) fencing -----------------------------------------------------------------------------------------
+def test_java_second_producer_fences_the_first(broker, topic: str, get_client) -> None:
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    j = _java(get_client)
+    tid = f"tx-{topic}"
+    a, b = f"a-{topic}", f"b-{topic}"
+    assert j.txn_open(bs, a, tid)["exception"] is None
+    try:
+        assert j.txn_step(a, "begin")["exception"] is None
+        assert j.txn_step(a, "send", records=[{"topic": topic, "partition": 0, "value": _b64(b"zombie")}])[
+            "exception"] is None
+        d = j.txn_describe(bs, [tid])
+        assert d["described"][tid]["state"] == "Ongoing" and d["described"][tid]["partitions"] == [f"{topic}:0"]
+        assert d["listed"][tid] == "Ongoing"
+        first_epoch = d["described"][tid]["producer_epoch"]
+        assert j.txn_open(bs, b, tid)["exception"] is None        # aborts a's transaction, fences a
+        d = j.txn_describe(bs, [tid])["described"][tid]
+        assert (d["state"], d["producer_epoch"], d["partitions"]) == ("Empty", first_epoch + 2, [])
+        r = j.txn_step(a, "commit")
+        assert r["exception"] == "ProducerFencedException", r
+        assert j.txn_step(b, "begin")["exception"] is None
+        assert j.txn_step(b, "send", records=[{"topic": topic, "partition": 0, "value": _b64(b"live")}])[
+            "exception"] is None
+        assert j.txn_step(b, "commit")["exception"] is None
+    finally:
+        j.txn_close(a)
+        j.txn_close(b)
+    assert read_confluent(bs, topic, "read_committed") == [b"live"]
+    assert read_confluent(bs, topic, "read_uncommitted") == [b"zombie", b"live"]
+
+
+def test_java_transaction_timeout_aborts_and_fences(broker, topic: str, get_client) -> None:
+    """A transaction left open past transaction.timeout.ms is aborted by the coordinator with an epoch bump:
+    the producer's late commit fails (fenced) and nothing of the transaction becomes visible."""
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    j = _java(get_client)
+    name = f"p-{topic}"
+    assert j.txn_open(bs, name, f"tx-{topic}", {"transaction.timeout.ms": 1000})["exception"] is None
+    try:
+        assert j.txn_step(name, "begin")["exception"] is None
+        assert j.txn_step(name, "send", records=[{"topic": topic, "partition": 0, "value": _b64(b"late")}])[
+            "exception"] is None
+        time.sleep(2.0)
+        r = j.txn_step(name, "commit")
+        assert r["exception"] in ("ProducerFencedException", "InvalidProducerEpochException"), r
+    finally:
+        j.txn_close(name)
+    assert read_confluent(bs, topic, "read_committed") == []
+    assert read_confluent(bs, topic, "read_uncommitted") == [b"late"]
+
+
+def test_confluent_second_producer_fences_the_first(broker, topic: str) -> None:
+    from confluent_kafka import KafkaException, Producer
+
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    conf = {"bootstrap.servers": bs, "transactional.id": f"tx-{topic}", "linger.ms": 5}
+    first = Producer(conf)
+    first.init_transactions(30)
+    first.begin_transaction()
+    first.produce(topic, b"zombie", partition=0)
+    assert first.flush(30) == 0
+    second = Producer(conf)
+    second.init_transactions(30)
+    with pytest.raises(KafkaException) as ei:
+        first.commit_transaction(30)
+    err = ei.value.args[0]
+    assert err.fatal(), err
+    assert "fenced" in err.str().lower(), err
+    second.begin_transaction()
+    second.produce(topic, b"live", partition=0)
+    second.commit_transaction(30)
+    assert read_confluent(bs, topic, "read_committed") == [b"live"]
+
+
+# -- (e) crash with a transaction open --------------------------------------------------------------------
+def test_sigkill_with_open_transaction_aborts_it_after_restart(broker_factory, get_client) -> None:
+    b = broker_factory()
+    bs = b.bootstrap
+    topic = f"crash-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 1)
+    j = _java(get_client)
+    name = f"p-{topic}"
+    assert j.txn_open(bs, name, f"tx-{topic}", {"transaction.timeout.ms": 3000})["exception"] is None
+    try:
+        for values, action in (([b"kept"], "commit"), ([b"open"], None)):
+            assert j.txn_step(name, "begin")["exception"] is None
+            recs = [{"topic": topic, "partition": 0, "value": _b64(v)} for v in values]
+            assert j.txn_step(name, "send", records=recs)["exception"] is None
+            if action:
+                assert j.txn_step(name, action)["exception"] is None
+        b.restart(signal.SIGKILL)
+        t0 = time.monotonic()
+        # read_committed readers are held at the open transaction (LSO 2) until the coordinator aborts it
+        # (its 3 s timeout, counted from its first AddPartitionsToTxn): then the LSO passes the ABORT marker
+        assert stable_offsets(bs, topic) == (2, 3)
+        while stable_offsets(bs, topic) != (4, 4):
+            assert time.monotonic() - t0 < 20, stable_offsets(bs, topic)
+            time.sleep(0.2)
+        assert read_confluent(bs, topic, "read_committed") == [b"kept"]
+        assert read_confluent(bs, topic, "read_uncommitted") == [b"kept", b"open"]
+        assert read_kafka_python(bs, topic, "read_committed") == [b"kept"]
+    finally:
+        j.txn_close(name)
+    # the coordinator wrote the abort: a new producer with the id starts cleanly
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bs, "transactional.id": f"tx-{topic}"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, b"after", partition=0)
+    p.commit_transaction(30)
+    assert read_confluent(bs, topic, "read_committed") == [b"kept", b"after"]
+
+
+# -- aiokafka (InitProducerId v0 and v0 of every transaction API) ----------------------------------------
+def test_aiokafka_transactional_producer_and_read_committed(broker, topic: str) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+
+    class Abort(Exception):
+        pass
+
+    async def run() -> tuple[list[bytes], list[bytes]]:
+        p = AIOKafkaProducer(bootstrap_servers=bs, transactional_id=f"tx-{topic}")
+        await p.start()
+        try:
+            for values, commit in ((COMMITTED[:2], True), (ABORTED, False), (COMMITTED[2:], True)):
+                try:
+                    async with p.transaction():
+                        for v in values:
+                            await p.send_and_wait(topic, v, partition=0)
+                        if not commit:
+                            raise Abort()
+                except Abort:
+                    pass
+        finally:
+            await p.stop()
+        out = []
+        for isolation, n in (("read_committed", 3), ("read_uncommitted", 5)):
+            c = AIOKafkaConsumer(bootstrap_servers=bs, isolation_level=isolation, auto_offset_reset="earliest",
+                                 enable_auto_commit=False)
+            await c.start()
+            try:
+                tp = TopicPartition(topic, 0)
+                c.assign([tp])
+                await c.seek_to_beginning(tp)
+                got: list[bytes] = []
+                deadline = time.monotonic() + 20
+                while len(got) < n and time.monotonic() < deadline:
+                    for recs in (await c.getmany(timeout_ms=500)).values():
+                        got.extend(r.value for r in recs)
+                out.append(got)
+            finally:
+                await c.stop()
+        return out[0], out[1]
+
+    committed_seen, all_seen = asyncio.run(run())
+    assert committed_seen == COMMITTED
+    assert all_seen == [*COMMITTED[:2], *ABORTED, COMMITTED[2]]
+    assert read_confluent(bs, topic, "read_committed") == COMMITTED

@@ -1,0 +1,47 @@
+"""AddPartitionsToTxn (key 24): v0–v3 (the client versions; v4+ batch several transactions and are
+broker-to-broker in Kafka 3.9, so they are not offered).
+
+- Partitions of unknown topics (or out-of-range partition indexes) get UNKNOWN_TOPIC_OR_PARTITION and the
+  others OPERATION_NOT_ATTEMPTED; nothing is added (as Kafka's KafkaApis does).
+- Otherwise the coordinator's one error applies to every partition: INVALID_PRODUCER_ID_MAPPING,
+  PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2, KIP-588), CONCURRENT_TRANSACTIONS while the previous
+  transaction completes, COORDINATOR_LOAD_IN_PROGRESS while ``__transaction_state`` loads.
+- Adding partitions moves Empty/CompleteCommit/CompleteAbort to Ongoing and starts the transaction timer.
+"""
+from __future__ import annotations
+
+from kafkalite.coordinator.transactions import fenced_error
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+
+Resp = AddPartitionsToTxnResponse
+
+
+@handler(AddPartitionsToTxnRequest, min_version=0, max_version=3)
+async def add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+    state = ctx.broker
+    txns = state.txns
+    wanted: list[tuple[str, int]] = []
+    unknown: set[tuple[str, int]] = set()
+    for t in req.v3_and_below_topics:
+        info = state.topics.get(t.name)
+        for p in t.partitions:
+            wanted.append((t.name, p))
+            if info is None or not 0 <= p < info.partitions:
+                unknown.add((t.name, p))
+    errors: dict[tuple[str, int], int] = {}
+    if txns is None:
+        common = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif unknown:
+        common = int(ErrorCode.OPERATION_NOT_ATTEMPTED)
+        errors = dict.fromkeys(unknown, int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    else:
+        common = fenced_error(txns.add_partitions(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                                                  req.v3_and_below_producer_epoch, wanted), ctx.version, 2)
+    by_topic: dict[str, list[Resp.AddPartitionsToTxnPartitionResult]] = {}
+    for topic, p in wanted:
+        by_topic.setdefault(topic, []).append(Resp.AddPartitionsToTxnPartitionResult(
+            partition_index=p, partition_error_code=errors.get((topic, p), common)))
+    return Resp(throttle_time_ms=0, results_by_topic_v3_and_below=[
+        Resp.AddPartitionsToTxnTopicResult(name=name, results_by_partition=parts) for name, parts in by_topic.items()])

@@ -1,0 +1,37 @@
+"""ListTransactions (key 66): v0–v1 (KIP-664; v1 adds DurationFilter, KIP-994).
+
+Filters: states (Kafka's state names; unknown ones are echoed in UnknownStateFilters), producer ids, and
+(v1) a minimum running time in ms, which only Ongoing transactions can match. While
+``__transaction_state`` loads: COORDINATOR_LOAD_IN_PROGRESS.
+"""
+from __future__ import annotations
+
+from kafkalite.coordinator.txn_coordinator import STATE_BY_NAME
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import ListTransactionsRequest, ListTransactionsResponse
+
+Resp = ListTransactionsResponse
+
+
+@handler(ListTransactionsRequest, min_version=0, max_version=1)
+async def list_transactions(ctx: RequestContext, req: ListTransactionsRequest) -> ListTransactionsResponse:
+    txns = ctx.broker.txns
+    states = list(req.state_filters or [])
+    unknown = [s for s in states if s not in STATE_BY_NAME]
+    if txns is None:
+        return Resp(throttle_time_ms=0, error_code=ErrorCode.NONE, unknown_state_filters=unknown,
+                    transaction_states=[])
+    if txns.coordinator.loading:
+        return Resp(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                    unknown_state_filters=unknown, transaction_states=[])
+    if unknown and len(unknown) == len(states):   # only unknown states asked for: nothing can match
+        found = []
+    else:
+        found = txns.coordinator.list(txns.now_ms(), states, req.producer_id_filters or [],
+                                      req.duration_filter if ctx.version >= 1 else -1)
+    return Resp(throttle_time_ms=0, error_code=ErrorCode.NONE, unknown_state_filters=unknown,
+                transaction_states=[Resp.TransactionState(transactional_id=m.transactional_id,
+                                                          producer_id=m.producer_id,
+                                                          transaction_state=m.state.kafka_name)
+                                    for m in sorted(found, key=lambda m: m.transactional_id)])

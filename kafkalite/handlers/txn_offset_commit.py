@@ -1,0 +1,61 @@
+"""TxnOffsetCommit (key 28): v0–v4.
+
+- v2 adds CommittedLeaderEpoch; v3 adds GenerationId, MemberId, GroupInstanceId (KIP-447: the group
+  coordinator checks them as for OffsetCommit when given); v3 is flexible.
+- The producer must be in an Ongoing transaction that added the group (AddOffsetsToTxn), else
+  INVALID_TXN_STATE; unknown producer id -> INVALID_PRODUCER_ID_MAPPING; other epoch -> PRODUCER_FENCED
+  (INVALID_PRODUCER_EPOCH before v3).
+- Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
+  coordinator and become visible (OffsetFetch) only when the transaction commits; an abort drops them.
+"""
+from __future__ import annotations
+
+from kafkalite.coordinator.group import OffsetAndMetadata
+from kafkalite.coordinator.transactions import fenced_error
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
+Resp = TxnOffsetCommitResponse
+
+
+@handler(TxnOffsetCommitRequest, min_version=0, max_version=4)
+async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+    v = ctx.version
+    state = ctx.broker
+    txns, groups = state.txns, state.groups
+    now = ctx.now_ms()
+    errors: dict[tuple[str, int], int] = {}
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    common = 0
+    if txns is None:
+        common = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif groups is None:
+        common = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    elif not req.group_id:
+        common = int(ErrorCode.INVALID_GROUP_ID)
+    else:
+        common = fenced_error(txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
+                                                           req.producer_epoch, req.group_id), v, 3)
+    if not common:
+        for t in req.topics:
+            info = state.topics.get(t.name)
+            for p in t.partitions:
+                tp = (t.name, p.partition_index)
+                if info is None or not 0 <= p.partition_index < info.partitions:
+                    errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                else:
+                    offsets[tp] = OffsetAndMetadata(
+                        offset=p.committed_offset, leader_epoch=p.committed_leader_epoch if v >= 2 else -1,
+                        metadata=p.committed_metadata or "", commit_timestamp=now, expire_timestamp=None)
+        if offsets:
+            errors.update(groups.txn_commit_offsets(
+                req.group_id, req.producer_id, req.member_id if v >= 3 else "",
+                req.group_instance_id if v >= 3 else None, req.generation_id if v >= 3 else -1, offsets,
+                producer_epoch=req.producer_epoch))
+    return Resp(throttle_time_ms=0, topics=[
+        Resp.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            Resp.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
+                                                  error_code=errors.get((t.name, p.partition_index), common))
+            for p in t.partitions])
+        for t in req.topics])
