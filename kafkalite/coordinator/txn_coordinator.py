@@ -48,6 +48,7 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
 DEFAULT_MAX_TIMEOUT_MS = 900_000
+MARKER_RETRY_MS = 1_000   # a marker that failed to write is tried again this much later
 
 # error codes used here besides the group coordinator's (same numbers as wire.errors.ErrorCode)
 INVALID_PRODUCER_EPOCH = 47
@@ -99,6 +100,8 @@ class TxnMetadata:
     partitions: set[TP] = field(default_factory=set)
     start_ms: int = -1
     last_update_ms: int = -1
+    # PrepareCommit/PrepareAbort whose markers could not all be written: when to try the rest again
+    marker_retry_ms: int | None = None
 
     def to_value(self) -> TxnLogValue:
         parts: dict[str, list[int]] = {}
@@ -256,17 +259,27 @@ class TransactionCoordinator:
     def _complete(self, now_ms: int, meta: TxnMetadata) -> None:
         """Write the markers of a PrepareCommit/PrepareAbort transaction, then CompleteCommit/CompleteAbort.
 
-        A marker that cannot be written (partition deleted, storage failure) is logged and skipped, as
-        Kafka drops markers for partitions that disappeared."""
+        A partition that disappeared is skipped by the backend (Kafka drops those markers too). A marker that
+        fails to write (storage error) is retried every MARKER_RETRY_MS by :meth:`poll`, as Kafka's marker
+        channel retries until it succeeds: the transaction stays PrepareX meanwhile (EndTxn retries get
+        CONCURRENT_TRANSACTIONS), and read_committed readers of that partition wait at its LSO rather than
+        the transaction being completed without its marker."""
         commit = meta.state == TxnState.PREPARE_COMMIT
+        failed: set[TP] = set()
         for tp in sorted(meta.partitions):
             try:
                 self.backend.write_marker(tp, meta.producer_id, meta.producer_epoch, commit)
             except Exception:
-                log.exception("could not write %s marker to %s-%d for %r", "COMMIT" if commit else "ABORT",
-                              tp[0], tp[1], meta.transactional_id)
-        if any(t == OFFSETS_TOPIC for t, _ in meta.partitions):
+                log.exception("could not write %s marker to %s-%d for %r; will retry", "COMMIT" if commit
+                              else "ABORT", tp[0], tp[1], meta.transactional_id)
+                failed.add(tp)
+        if any(t == OFFSETS_TOPIC for t, _ in meta.partitions - failed):
             self.backend.complete_group_txn(meta.producer_id, commit)
+        if failed:
+            meta.partitions = failed
+            meta.marker_retry_ms = now_ms + MARKER_RETRY_MS
+            return
+        meta.marker_retry_ms = None
         try:
             self._transit(meta, now_ms, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                           partitions=set())
@@ -310,12 +323,17 @@ class TransactionCoordinator:
     # -- timers ------------------------------------------------------------------------------------
     def next_deadline(self) -> int | None:
         ds = [m.start_ms + m.timeout_ms for m in self.txns.values() if m.state == TxnState.ONGOING]
+        ds += [m.marker_retry_ms for m in self.txns.values() if m.marker_retry_ms is not None]
         return min(ds) if ds else None
 
     def poll(self, now_ms: int) -> int:
-        """Abort every Ongoing transaction past its timeout; returns how many."""
+        """Retry markers that failed to write; abort every Ongoing transaction past its timeout (returns how
+        many were aborted)."""
         if self.loading:
             return 0
+        for meta in [m for m in self.txns.values()
+                     if m.marker_retry_ms is not None and m.marker_retry_ms <= now_ms]:
+            self._complete(now_ms, meta)
         expired = [m for m in self.txns.values()
                    if m.state == TxnState.ONGOING and m.start_ms + m.timeout_ms <= now_ms]
         for meta in expired:

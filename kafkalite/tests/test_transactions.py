@@ -279,3 +279,38 @@ def test_describe_and_list(tc: TransactionCoordinator) -> None:
     assert [m.transactional_id for m in tc.list(T0, producer_ids=[pid])] == ["a"]
     assert tc.list(T0 + 10, min_duration_ms=100) == []
     assert [m.transactional_id for m in tc.list(T0 + 100, min_duration_ms=100)] == ["a"]
+
+
+def test_a_marker_that_fails_to_write_is_retried_before_the_transaction_completes(
+        tc: TransactionCoordinator, be: Backend) -> None:
+    """A storage error on one partition's marker must not complete the transaction without it (its
+    read_committed readers would wait at the LSO forever): it stays PrepareCommit and the timer retries."""
+    failing = {("b", 1): 2}   # the first two attempts on b-1 fail
+    real = be.write_marker
+
+    def flaky(tp: tuple[str, int], producer_id: int, producer_epoch: int, commit: bool) -> None:
+        if failing.get(tp, 0) > 0:
+            failing[tp] -= 1
+            raise OSError("disk full")
+        real(tp, producer_id, producer_epoch, commit)
+
+    be.write_marker = flaky  # type: ignore[method-assign]
+    pid, ep = init(tc)
+    assert tc.add_partitions(T0 + 1, "tx", pid, ep, [("a", 0), ("b", 1)]) == E.NONE
+    assert tc.end_txn(T0 + 2, "tx", pid, ep, True) == E.NONE
+    assert be.markers == [(("a", 0), pid, ep, True)]
+    meta = tc.txns["tx"]
+    assert meta.state == TxnState.PREPARE_COMMIT and meta.partitions == {("b", 1)}
+    assert tc.end_txn(T0 + 3, "tx", pid, ep, True) == CONCURRENT_TRANSACTIONS   # the client retries
+    deadline = tc.next_deadline()
+    assert deadline is not None and deadline > T0 + 2
+    tc.poll(deadline - 1)
+    assert len(be.markers) == 1                     # not before its retry time
+    tc.poll(deadline)                               # second failure: still pending
+    assert tc.txns["tx"].state == TxnState.PREPARE_COMMIT
+    later = tc.next_deadline()
+    assert later is not None
+    tc.poll(later)                                  # third attempt succeeds
+    assert be.markers == [(("a", 0), pid, ep, True), (("b", 1), pid, ep, True)]
+    assert tc.txns["tx"].state == TxnState.COMPLETE_COMMIT and tc.next_deadline() is None
+    assert tc.end_txn(later + 1, "tx", pid, ep, True) == E.NONE
