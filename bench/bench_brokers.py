@@ -15,6 +15,8 @@ All on 127.0.0.1; the machine is small and shared, so every step is run on each 
 
 Only one broker is under load at any moment; the others are frozen with SIGSTOP meanwhile (an idle peer is
 not idle on the CPU: Tansu keeps ~90 % of a core busy after the produce phases), and thawed at the end.
+Before each run the page cache is synced, so the background write-back of one phase's data (kafkalite writes
+its log to disk; the kernel flushes dirty pages ~30 s later) does not land in a later run of any broker.
 
 Run: ``python -m bench.bench_brokers [--brokers kafkalite,tansu] [--quick]`` or through
 ``make bench ARGS="--only brokers --quick"``. Ratios are kafkalite's figure divided by the best peer's.
@@ -311,6 +313,9 @@ def bench_workload(names: list[str], args: argparse.Namespace, out: dict[str, di
                 sampler.active.clear()
             for name in order if i % 2 == 0 else order[::-1]:
                 _freeze_others(trees, name)
+                # kafkalite's log is on disk: without this, the kernel writes an earlier phase's dirty pages
+                # back (~30 s later, dirty_expire) during whichever broker's run comes then
+                os.sync()
                 _run_phase(section, key, a, running[name], out[name], args)
         peaks = sampler.stop()
         for name in running:
