@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import struct
 import time
-import uuid
 from typing import Any
 
 import trio
@@ -31,6 +30,7 @@ from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.config import OFFSETS_TOPIC, GroupConfig
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, Pending, SyncResult
+from kafkalite.coordinator.internal_topics import create_internal_topic
 from kafkalite.coordinator.loader import StateLoader
 from kafkalite.coordinator.records import build_batch, encode_offset_key, encode_offset_value, iter_entries
 
@@ -166,18 +166,8 @@ class GroupService:
             return OFFSETS_TOPIC in st.topics
         self._creating = ev = trio.Event()
         try:
-            n = self.config.offsets_topic_num_partitions
-            overrides = self._offsets_topic_overrides()
-            topic_id = uuid.uuid4()
-            log_config = st.log_config_for(overrides)
-
-            def create_logs() -> None:
-                for p in range(n):
-                    st.logs.create_log(OFFSETS_TOPIC, p, topic_id, log_config)
-
-            await trio.to_thread.run_sync(create_logs)
-            if OFFSETS_TOPIC not in st.topics:
-                st.create_topic(OFFSETS_TOPIC, n, overrides, topic_id=topic_id)
+            await create_internal_topic(st, OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+                                        self._offsets_topic_overrides())
         except Exception:
             log.exception("could not create %s", OFFSETS_TOPIC)
             return False

@@ -20,13 +20,13 @@ from __future__ import annotations
 import logging
 import struct
 import time
-import uuid
 from typing import Any
 
 import trio
 
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.config import partition_for
+from kafkalite.coordinator.internal_topics import create_internal_topic
 from kafkalite.coordinator.records import RecordDecodeError, build_batch, iter_records
 from kafkalite.coordinator.service import _next_offset
 from kafkalite.coordinator.txn_coordinator import (
@@ -182,19 +182,9 @@ class TransactionService:
             return TXN_STATE_TOPIC in st.topics
         self._creating = ev = trio.Event()
         try:
-            n = self.num_partitions
             overrides = {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes),
                          "compression.type": "uncompressed"}
-            topic_id = uuid.uuid4()
-            log_config = st.log_config_for(overrides)
-
-            def create_logs() -> None:
-                for p in range(n):
-                    st.logs.create_log(TXN_STATE_TOPIC, p, topic_id, log_config)
-
-            await trio.to_thread.run_sync(create_logs)
-            if TXN_STATE_TOPIC not in st.topics:
-                st.create_topic(TXN_STATE_TOPIC, n, overrides, topic_id=topic_id)
+            await create_internal_topic(st, TXN_STATE_TOPIC, self.num_partitions, overrides)
         except Exception:
             log.exception("could not create %s", TXN_STATE_TOPIC)
             return False
