@@ -79,14 +79,12 @@ class RequestMemoryPool:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.used = 0
-        self.peak = 0
         self._lot = trio.lowlevel.ParkingLot()
 
     async def acquire(self, size: int) -> None:
         while self.capacity > 0 and self.used > 0 and self.used + size > self.capacity:
             await self._lot.park()
         self.used += size
-        self.peak = max(self.peak, self.used)
 
     def release(self, size: int) -> None:
         self.used -= size

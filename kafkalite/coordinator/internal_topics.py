@@ -1,11 +1,16 @@
-"""Creating an internal topic (``__consumer_offsets``, ``__transaction_state``) from a coordinator."""
+"""What both coordinators (groups, transactions) need around their internal topics (``__consumer_offsets``,
+``__transaction_state``): creating one, reading one back in chunks on load, and a wall clock in ms."""
 from __future__ import annotations
 
+import struct
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import trio
+
+READ_CHUNK = 4 * 1024 * 1024
 
 
 async def create_internal_topic(state: Any, name: str, partitions: int, overrides: Mapping[str, str]) -> None:
@@ -21,3 +26,49 @@ async def create_internal_topic(state: Any, name: str, partitions: int, override
     await trio.to_thread.run_sync(create_logs)
     if name not in state.topics:
         state.create_topic(name, partitions, overrides, topic_id=topic_id)
+
+
+def read_chunks(plog: Any) -> Iterator[bytes]:
+    """The partition's whole batches from its log start to its end, up to READ_CHUNK bytes at a time (blocking:
+    call from a worker thread). Stops early at data it cannot step over."""
+    offset, end = plog.log_start_offset, plog.log_end_offset
+    while offset < end:
+        data = plog.read_bytes(offset, READ_CHUNK)
+        if not data:
+            return
+        yield data
+        nxt = next_offset(data)
+        if nxt is None or nxt <= offset:
+            return
+        offset = nxt
+
+
+def next_offset(data: bytes) -> int | None:
+    """Offset after the last whole batch in ``data`` (base offset + last offset delta + 1)."""
+    pos, nxt = 0, None
+    buf = bytes(data)
+    while pos + 61 <= len(buf):
+        base, length = struct.unpack_from(">qi", buf, pos)
+        if pos + 12 + length > len(buf):
+            break
+        last_delta = struct.unpack_from(">i", buf, pos + 23)[0]
+        nxt = base + last_delta + 1
+        pos += 12 + length
+    return nxt
+
+
+class WallClock:
+    """Wall-clock milliseconds that advance with trio's clock inside a run (so tests with a MockClock move
+    the coordinators' timers), and plain wall time outside one (tests of the pure parts)."""
+
+    def __init__(self) -> None:
+        self._offset: float | None = None
+
+    def now_ms(self) -> int:
+        try:
+            t = trio.current_time()
+        except RuntimeError:
+            return time.time_ns() // 1_000_000
+        if self._offset is None:
+            self._offset = time.time() - t
+        return int((t + self._offset) * 1000)

@@ -20,7 +20,6 @@ is created (compacted, internal) on first use, like Kafka creates it on the firs
 from __future__ import annotations
 
 import logging
-import struct
 import time
 from typing import Any
 
@@ -30,14 +29,11 @@ from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.config import OFFSETS_TOPIC, GroupConfig
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, Pending, SyncResult
-from kafkalite.coordinator.internal_topics import create_internal_topic
+from kafkalite.coordinator.internal_topics import WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.loader import StateLoader
 from kafkalite.coordinator.records import build_batch, encode_offset_key, encode_offset_value, iter_entries
 
 log = logging.getLogger("kafkalite.coordinator")
-
-_READ_CHUNK = 4 * 1024 * 1024
-
 
 class _Done:
     """A no-op awaitable so ``await service.close()`` works as well as ``service.close()``."""
@@ -58,18 +54,12 @@ class GroupService:
         self.loaded = trio.Event()
         self._wakeup = trio.Event()
         self._cancel: trio.CancelScope | None = None
-        self._clock_offset: float | None = None
+        self._clock = WallClock()
         self._creating: trio.Event | None = None
 
     # -- time ----------------------------------------------------------------------------------
     def now_ms(self) -> int:
-        try:
-            t = trio.current_time()
-        except RuntimeError:  # outside trio (tests of the pure parts)
-            return time.time_ns() // 1_000_000
-        if self._clock_offset is None:
-            self._clock_offset = time.time() - t
-        return int((t + self._clock_offset) * 1000)
+        return self._clock.now_ms()
 
     def _kick(self) -> None:
         self._wakeup.set()
@@ -102,16 +92,8 @@ class GroupService:
             for plog in logs:
                 if plog is None:
                     continue
-                offset, end = plog.log_start_offset, plog.log_end_offset
-                while offset < end:
-                    data = plog.read_bytes(offset, _READ_CHUNK)
-                    if not data:
-                        break
+                for data in read_chunks(plog):
                     loader.feed_entries(iter_entries(data))
-                    nxt = _next_offset(data)
-                    if nxt is None or nxt <= offset:
-                        break
-                    offset = nxt
             return loader
 
         loader = await trio.to_thread.run_sync(read_all)
@@ -307,17 +289,3 @@ def _fail_member(m: Member) -> None:
     if m.sync_pending is not None:
         p2, m.sync_pending = m.sync_pending, None
         p2.set(SyncResult(E.NOT_COORDINATOR))
-
-
-def _next_offset(data: bytes) -> int | None:
-    """Offset after the last whole batch in ``data`` (base offset + last offset delta + 1)."""
-    pos, nxt = 0, None
-    buf = bytes(data)
-    while pos + 61 <= len(buf):
-        base, length = struct.unpack_from(">qi", buf, pos)
-        if pos + 12 + length > len(buf):
-            break
-        last_delta = struct.unpack_from(">i", buf, pos + 23)[0]
-        nxt = base + last_delta + 1
-        pos += 12 + length
-    return nxt

@@ -26,9 +26,8 @@ import trio
 
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.config import partition_for
-from kafkalite.coordinator.internal_topics import create_internal_topic
+from kafkalite.coordinator.internal_topics import WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.records import RecordDecodeError, build_batch, iter_records
-from kafkalite.coordinator.service import _next_offset
 from kafkalite.coordinator.txn_coordinator import (
     DEFAULT_MAX_TIMEOUT_MS,
     PRODUCER_FENCED,
@@ -48,7 +47,6 @@ from kafkalite.state import leader_epoch
 
 log = logging.getLogger("kafkalite.transactions")
 
-_READ_CHUNK = 4 * 1024 * 1024
 _TRANSACTIONAL_FLAG = 0x10
 _PID = struct.Struct(">qh")   # producer id + epoch at offset 43 of a v2 batch
 _NOT_ENOUGH_REPLICAS = 19
@@ -61,11 +59,6 @@ def fenced_error(code: int, version: int, first_fenced_version: int) -> int:
     if code == PRODUCER_FENCED and version < first_fenced_version:
         return 47   # INVALID_PRODUCER_EPOCH
     return code
-
-
-class _Done:
-    def __await__(self):  # type: ignore[no-untyped-def]
-        return iter(())
 
 
 class TransactionService:
@@ -82,18 +75,12 @@ class TransactionService:
         self.loaded = trio.Event()
         self._wakeup = trio.Event()
         self._cancel: trio.CancelScope | None = None
-        self._clock_offset: float | None = None
+        self._clock = WallClock()
         self._creating: trio.Event | None = None
 
     # -- time ----------------------------------------------------------------------------------
     def now_ms(self) -> int:
-        try:
-            t = trio.current_time()
-        except RuntimeError:
-            return time.time_ns() // 1_000_000
-        if self._clock_offset is None:
-            self._clock_offset = time.time() - t
-        return int((t + self._clock_offset) * 1000)
+        return self._clock.now_ms()
 
     def kick(self) -> None:
         self._wakeup.set()
@@ -143,30 +130,21 @@ class TransactionService:
             for plog in logs:
                 if plog is None:
                     continue
-                offset, end = plog.log_start_offset, plog.log_end_offset
-                while offset < end:
-                    data = plog.read_bytes(offset, _READ_CHUNK)
-                    if not data:
-                        break
+                for data in read_chunks(plog):
                     for _off, key, value in iter_records(data):
                         try:
                             tid = decode_txn_key(key)
                             values[tid] = None if value is None else decode_txn_value(value)
                         except (RecordDecodeError, UnicodeDecodeError, ValueError) as exc:
                             log.warning("skipping undecodable %s record: %s", TXN_STATE_TOPIC, exc)
-                    nxt = _next_offset(data)
-                    if nxt is None or nxt <= offset:
-                        break
-                    offset = nxt
             return values
 
         return await trio.to_thread.run_sync(read_all)
 
-    def close(self) -> _Done:
+    def close(self) -> None:
         self.coordinator.loading = True   # answer COORDINATOR_LOAD_IN_PROGRESS from now on
         if self._cancel is not None:
             self._cancel.cancel()
-        return _Done()
 
     # -- the backend the pure coordinator writes through ------------------------------------------
     def partition_for(self, txn_id: str) -> int:
@@ -263,10 +241,8 @@ class TransactionService:
         return err
 
     def add_offsets(self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
-        groups = getattr(self.state, "groups", None)
-        n = groups.config.offsets_topic_num_partitions if groups is not None else 50
         err = self.coordinator.add_offsets(self.now_ms(), txn_id, producer_id, producer_epoch, group_id,
-                                           partition_for(group_id, n))
+                                           self._offsets_partition(group_id))
         self.kick()
         return err
 
@@ -276,10 +252,13 @@ class TransactionService:
         return err
 
     def check_txn_offset_commit(self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
-        groups = getattr(self.state, "groups", None)
-        n = groups.config.offsets_topic_num_partitions if groups is not None else 50
         return self.coordinator.check_txn_offset_commit(txn_id, producer_id, producer_epoch,
-                                                        partition_for(group_id, n))
+                                                        self._offsets_partition(group_id))
+
+    def _offsets_partition(self, group_id: str) -> int:
+        """The group's ``__consumer_offsets`` partition, by the group coordinator's partition count."""
+        groups = getattr(self.state, "groups", None)
+        return partition_for(group_id, groups.config.offsets_topic_num_partitions if groups is not None else 50)
 
 
 __all__ = ["TransactionService", "fenced_error"]
