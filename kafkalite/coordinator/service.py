@@ -32,6 +32,7 @@ from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, P
 from kafkalite.coordinator.internal_topics import WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.loader import StateLoader
 from kafkalite.coordinator.records import build_batch, encode_offset_key, encode_offset_value, iter_entries
+from kafkalite.supervisor import supervise
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -77,7 +78,9 @@ class GroupService:
                 self.coordinator.groups = {}
             self.coordinator.loading = False
             self.loaded.set()
-            await self._timer_loop()
+            # a failing group is reset by the coordinator itself; anything else the loop raises is the
+            # supervisor's: logged, recorded, and the loop started again
+            await supervise(self.state, "group-coordinator.timers", self._timer_loop)
 
     async def _load(self) -> None:
         if self.state is None or OFFSETS_TOPIC not in getattr(self.state, "topics", {}):
@@ -179,6 +182,12 @@ class GroupService:
         return self.coordinator.partition_for(group_id)
 
     # -- group membership ----------------------------------------------------------------------
+    def _contain(self, group_id: str, during: str) -> None:
+        """A request failed inside the coordinator: only its group is reset (see coordinator.py), the
+        request is answered with the code that makes the member rejoin, and the connection stays open."""
+        self.coordinator.contain_failure(group_id, self.now_ms(), during)
+        self._kick()
+
     async def _await(self, pending: Pending[Any]) -> Any:
         if not pending.done:
             ev = trio.Event()
@@ -193,37 +202,58 @@ class GroupService:
                          reason: str | None = None) -> JoinResult:
         await self.ensure_offsets_topic_async()
         now = self.now_ms()
-        p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
-                                        rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                                        require_known_member_id=require_known_member_id,
-                                        support_skip_assignment=support_skip_assignment, reason=reason)
-        self.coordinator.poll(now)
+        try:
+            p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
+                                            rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                            require_known_member_id=require_known_member_id,
+                                            support_skip_assignment=support_skip_assignment, reason=reason)
+            self.coordinator.poll(now)
+        except Exception:
+            self._contain(group_id, "JoinGroup")
+            return JoinResult(E.UNKNOWN_MEMBER_ID, "")
         self._kick()
         return await self._await(p)  # type: ignore[no-any-return]
 
     async def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                          protocol_type: str | None, protocol_name: str | None,
                          assignments: dict[str, bytes]) -> SyncResult:
-        p = self.coordinator.sync_group(self.now_ms(), group_id, generation_id, member_id, group_instance_id,
-                                        protocol_type, protocol_name, assignments)
+        try:
+            p = self.coordinator.sync_group(self.now_ms(), group_id, generation_id, member_id, group_instance_id,
+                                            protocol_type, protocol_name, assignments)
+        except Exception:
+            self._contain(group_id, "SyncGroup")
+            return SyncResult(E.UNKNOWN_MEMBER_ID)
         self._kick()
         return await self._await(p)  # type: ignore[no-any-return]
 
     def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
-        err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id, generation_id)
+        try:
+            err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id, generation_id)
+        except Exception:
+            self._contain(group_id, "Heartbeat")
+            return E.UNKNOWN_MEMBER_ID
         self._kick()
         return err
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
-        out = self.coordinator.leave_group(self.now_ms(), group_id, members)
+        try:
+            out = self.coordinator.leave_group(self.now_ms(), group_id, members)
+        except Exception:
+            self._contain(group_id, "LeaveGroup")   # the reset removed every member: the leave happened
+            return E.NONE, [E.NONE for _ in members]
         self._kick()
         return out
 
     # -- offsets and administration ------------------------------------------------------------
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
                        offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
-        out = self.coordinator.commit_offsets(self.now_ms(), group_id, member_id, group_instance_id,
-                                              generation_id, offsets)
+        try:
+            out = self.coordinator.commit_offsets(self.now_ms(), group_id, member_id, group_instance_id,
+                                                  generation_id, offsets)
+        except Exception:
+            self._contain(group_id, "OffsetCommit")
+            err = E.UNKNOWN_MEMBER_ID if generation_id >= 0 else E.UNKNOWN_SERVER_ERROR
+            return {tp: err for tp in offsets}
         self._kick()
         return out
 

@@ -44,6 +44,7 @@ from kafkalite.coordinator.txn_records import (
     encode_txn_value,
 )
 from kafkalite.state import leader_epoch
+from kafkalite.supervisor import supervise
 
 log = logging.getLogger("kafkalite.transactions")
 
@@ -108,15 +109,20 @@ class TransactionService:
             if values:
                 log.info("loaded %d transactional ids from %s", len(self.coordinator.txns), TXN_STATE_TOPIC)
             self.loaded.set()
-            while True:
-                self.coordinator.poll(self.now_ms())
-                deadline = self.coordinator.next_deadline()
-                self._wakeup = trio.Event()
-                if deadline is None:
+            await supervise(self.state, "transaction-coordinator.timers", self._timer_loop)
+
+    async def _timer_loop(self) -> None:
+        """Sleep until the coordinator's next deadline or a kick, then ``poll``. One transactional id's
+        failure is contained by the coordinator; anything else is the supervisor's (logged, restarted)."""
+        while True:
+            self.coordinator.poll(self.now_ms())
+            deadline = self.coordinator.next_deadline()
+            self._wakeup = trio.Event()
+            if deadline is None:
+                await self._wakeup.wait()
+            else:
+                with trio.move_on_after(max(deadline - self.now_ms(), 0) / 1000):
                     await self._wakeup.wait()
-                else:
-                    with trio.move_on_after(max(deadline - self.now_ms(), 0) / 1000):
-                        await self._wakeup.wait()
 
     async def _read_log(self) -> dict[str, TxnLogValue | None]:
         st = self.state
