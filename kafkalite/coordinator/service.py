@@ -139,6 +139,7 @@ class GroupService:
         if st is None or OFFSETS_TOPIC in st.topics:
             return
         st.ensure_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, self._offsets_topic_overrides())
+        self._follow_topic_partitions()
 
     async def ensure_offsets_topic_async(self) -> bool:
         """Create ``__consumer_offsets`` if needed, its 50 partition logs in a worker thread (they cost
@@ -159,7 +160,17 @@ class GroupService:
         finally:
             self._creating = None
             ev.set()
+        self._follow_topic_partitions()
         return True
+
+    def _follow_topic_partitions(self) -> None:
+        """Hash group ids onto the partition count the existing ``__consumer_offsets`` has (as Kafka does:
+        ``offsets.topic.num.partitions`` only sizes a topic being created)."""
+        info = getattr(self.state, "topics", {}).get(OFFSETS_TOPIC)
+        if info is not None and info.partitions > 0 and info.partitions != self.config.offsets_topic_num_partitions:
+            log.info("%s has %d partitions (offsets.topic.num.partitions=%d): using %d", OFFSETS_TOPIC,
+                     info.partitions, self.config.offsets_topic_num_partitions, info.partitions)
+            self.config.offsets_topic_num_partitions = info.partitions
 
     def _append(self, partition: int, records: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
                 producer_epoch: int = -1) -> None:

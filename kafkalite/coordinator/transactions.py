@@ -175,6 +175,7 @@ class TransactionService:
         finally:
             self._creating = None
             ev.set()
+        self.num_partitions = st.topics[TXN_STATE_TOPIC].partitions   # the existing topic's count decides
         return True
 
     def persist(self, meta: TxnMetadata) -> None:
