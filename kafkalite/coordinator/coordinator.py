@@ -418,9 +418,9 @@ class GroupCoordinator(OffsetsMixin):
         try:
             self._append(self.partition_for(group.group_id),
                          [(encode_group_key(group.group_id), encode_group_value(value))])
-        except Exception:
+        except Exception as exc:
             log.exception("failed to store metadata of group %s", group.group_id)
-            return E.COORDINATOR_NOT_AVAILABLE
+            return E.group_write_error(exc)
         return E.NONE
 
     # -- SyncGroup -----------------------------------------------------------------------------

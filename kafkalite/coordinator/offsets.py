@@ -103,10 +103,11 @@ class OffsetsMixin:
         if records:
             try:
                 self._append(self.partition_for(group.group_id), records)
-            except Exception:
+            except Exception as exc:
                 log.exception("failed to store offsets of group %s", group.group_id)
+                code = E.offset_write_error(exc)
                 for tp in accepted:
-                    result[tp] = E.COORDINATOR_NOT_AVAILABLE
+                    result[tp] = code
                 return result
         for tp, om in accepted.items():
             group.offsets[tp] = om
@@ -194,9 +195,9 @@ class OffsetsMixin:
         if records:
             try:
                 self._append(self.partition_for(group.group_id), records)
-            except Exception:
+            except Exception as exc:
                 log.exception("failed to write tombstones for group %s", group.group_id)
-                return E.COORDINATOR_NOT_AVAILABLE
+                return E.group_write_error(exc)
         return E.NONE
 
     def expire_offsets(self, now_ms: int) -> int:

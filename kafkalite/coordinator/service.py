@@ -32,7 +32,9 @@ from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, P
 from kafkalite.coordinator.internal_topics import WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.loader import StateLoader
 from kafkalite.coordinator.records import build_batch, encode_offset_key, encode_offset_value, iter_entries
+from kafkalite.errors import error_code_for
 from kafkalite.supervisor import supervise
+from storage.errors import StorageError
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -174,16 +176,24 @@ class GroupService:
 
     def _append(self, partition: int, records: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
                 producer_epoch: int = -1) -> None:
+        """Append one batch to a ``__consumer_offsets`` partition; a failure raises :class:`E.AppendError`
+        carrying the log-append error (the coordinator maps it to the client's code as Kafka does)."""
         if self.state is None:
             return
-        self.ensure_offsets_topic()
+        try:
+            self.ensure_offsets_topic()
+        except (StorageError, OSError) as exc:
+            raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC} could not be created: {exc}") from exc
         plog = self.state.get_log(OFFSETS_TOPIC, partition)
         if plog is None:
-            raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} does not exist")
+            raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC}-{partition} does not exist")
         now = time.time_ns() // 1_000_000
         batch = build_batch(records, now, producer_id=producer_id, producer_epoch=producer_epoch)
-        # a transactional batch is the coordinator's own write: no sequence checks (validate_producer=False)
-        plog.append(batch, leader_epoch=0, now_ms=now, validate_producer=producer_id < 0)
+        try:
+            # a transactional batch is the coordinator's own write: no sequence checks (validate_producer=False)
+            plog.append(batch, leader_epoch=0, now_ms=now, validate_producer=producer_id < 0)
+        except StorageError as exc:
+            raise E.AppendError(int(error_code_for(exc)), f"{OFFSETS_TOPIC}-{partition}: {exc}") from exc
         notify = getattr(self.state, "notify_append", None)
         if notify is not None:
             notify(OFFSETS_TOPIC, partition)
@@ -309,13 +319,14 @@ class GroupService:
             try:
                 self._append(self.coordinator.partition_for(group_id), records,
                              producer_id=producer_id, producer_epoch=producer_epoch)
-            except Exception:
+            except Exception as exc:
                 log.exception("failed to store transactional offsets of group %s", group_id)
                 group = self.coordinator.groups.get(group_id)
                 pending = group.pending_txn_offsets.get(producer_id, {}) if group is not None else {}
+                code = E.offset_write_error(exc)
                 for tp in accepted:
                     pending.pop(tp, None)
-                    out[tp] = E.COORDINATOR_NOT_AVAILABLE
+                    out[tp] = code
         return out
 
     def complete_txn(self, producer_id: int, commit: bool) -> None:

@@ -43,8 +43,10 @@ from kafkalite.coordinator.txn_records import (
     encode_txn_key,
     encode_txn_value,
 )
+from kafkalite.errors import error_code_for
 from kafkalite.state import leader_epoch
 from kafkalite.supervisor import supervise
+from storage.errors import StorageError
 
 log = logging.getLogger("kafkalite.transactions")
 
@@ -185,10 +187,13 @@ class TransactionService:
         p = self.partition_for(meta.transactional_id)
         plog = st.get_log(TXN_STATE_TOPIC, p)
         if plog is None:
-            raise RuntimeError(f"{TXN_STATE_TOPIC}-{p} does not exist")
+            raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{TXN_STATE_TOPIC}-{p} does not exist")
         now = time.time_ns() // 1_000_000
         batch = build_batch([(encode_txn_key(meta.transactional_id), encode_txn_value(meta.to_value()))], now)
-        plog.append(batch, leader_epoch=0, now_ms=now)
+        try:
+            plog.append(batch, leader_epoch=0, now_ms=now)
+        except StorageError as exc:   # the coordinator maps the append error as Kafka does (txn_write_error)
+            raise E.AppendError(int(error_code_for(exc)), f"{TXN_STATE_TOPIC}-{p}: {exc}") from exc
 
     def write_marker(self, tp: TP, producer_id: int, producer_epoch: int, commit: bool) -> None:
         st = self.state
