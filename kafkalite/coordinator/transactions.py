@@ -223,12 +223,17 @@ class TransactionService:
             err, pid, epoch = E.INVALID_REQUEST, -1, -1   # both or neither, as KafkaApis requires
         elif not self.coordinator.loading and not await self.ensure_topic():
             err, pid, epoch = E.COORDINATOR_NOT_AVAILABLE, -1, -1
-        elif ctx.version >= 3:
-            err, pid, epoch = self.coordinator.init_producer_id(
-                self.now_ms(), req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch)
         else:
-            err, pid, epoch = self.coordinator.init_producer_id(self.now_ms(), req.transactional_id,
-                                                                req.transaction_timeout_ms)
+            try:
+                if ctx.version >= 3:
+                    err, pid, epoch = self.coordinator.init_producer_id(
+                        self.now_ms(), req.transactional_id, req.transaction_timeout_ms, req.producer_id,
+                        req.producer_epoch)
+                else:
+                    err, pid, epoch = self.coordinator.init_producer_id(self.now_ms(), req.transactional_id,
+                                                                        req.transaction_timeout_ms)
+            except Exception:
+                err, pid, epoch = self._failed(req.transactional_id, "InitProducerId"), -1, -1
         self.kick()
         return InitProducerIdResponse(throttle_time_ms=0, error_code=fenced_error(err, ctx.version, 4),
                                       producer_id=pid, producer_epoch=epoch)
@@ -248,20 +253,36 @@ class TransactionService:
         return _NOT_ENOUGH_REPLICAS if err in _RETRY_AS_NOT_ENOUGH_REPLICAS else err
 
     def add_partitions(self, txn_id: str, producer_id: int, producer_epoch: int, partitions: list[TP]) -> int:
-        err = self.coordinator.add_partitions(self.now_ms(), txn_id, producer_id, producer_epoch, partitions)
+        try:
+            err = self.coordinator.add_partitions(self.now_ms(), txn_id, producer_id, producer_epoch, partitions)
+        except Exception:
+            return self._failed(txn_id, "AddPartitionsToTxn")
         self.kick()
         return err
 
     def add_offsets(self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
-        err = self.coordinator.add_offsets(self.now_ms(), txn_id, producer_id, producer_epoch, group_id,
-                                           self._offsets_partition(group_id))
+        try:
+            err = self.coordinator.add_offsets(self.now_ms(), txn_id, producer_id, producer_epoch, group_id,
+                                               self._offsets_partition(group_id))
+        except Exception:
+            return self._failed(txn_id, "AddOffsetsToTxn")
         self.kick()
         return err
 
     def end_txn(self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
-        err = self.coordinator.end_txn(self.now_ms(), txn_id, producer_id, producer_epoch, commit)
+        try:
+            err = self.coordinator.end_txn(self.now_ms(), txn_id, producer_id, producer_epoch, commit)
+        except Exception:
+            return self._failed(txn_id, "EndTxn")
         self.kick()
         return err
+
+    def _failed(self, txn_id: str | None, api: str) -> int:
+        """An unexpected exception for one transactional id's request: logged with its traceback and answered
+        UNKNOWN_SERVER_ERROR, as Kafka answers an unexpected error; the connection and the other ids go on."""
+        log.exception("%s for transactional id %r failed", api, txn_id)
+        self.kick()
+        return E.UNKNOWN_SERVER_ERROR
 
     def check_txn_offset_commit(self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
         return self.coordinator.check_txn_offset_commit(txn_id, producer_id, producer_epoch,

@@ -134,3 +134,21 @@ def test_storage_error_on_consumer_offsets_is_an_error_code_not_a_crash(tmp_path
         assert c.request(ApiVersionsRequest(), 0).error_code == 0                    # same connection, still up
         failing["on"] = False
         assert commit(c, "g", 2, "t", {0: 3}) == {0: 0}
+
+
+def test_an_unexpected_error_in_one_transactional_request_is_an_error_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalite.coordinator.transactions import TransactionService
+
+    svc = TransactionService(None)
+    svc.coordinator.backend = Backend()   # in-memory __transaction_state and producer ids
+    svc.coordinator.loading = False
+    pid, ep = init(svc.coordinator, "tx")
+
+    def boom(*a, **kw):  # type: ignore[no-untyped-def]
+        raise KeyError("injected")
+
+    monkeypatch.setattr(svc.coordinator, "add_partitions", boom)
+    monkeypatch.setattr(svc.coordinator, "end_txn", boom)
+    assert svc.add_partitions("tx", pid, ep, [("a", 0)]) == E.UNKNOWN_SERVER_ERROR
+    assert svc.end_txn("tx", pid, ep, True) == E.UNKNOWN_SERVER_ERROR
+    assert svc.coordinator.txns["tx"].state is TxnState.EMPTY
