@@ -112,8 +112,16 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
 
 
 async def _run_connection(conn: Connection, connections: set[Connection]) -> None:
+    """One connection's task. A failure is that connection's alone: ``Connection.run`` closes it on any error
+    in request handling; whatever might still escape (its own cleanup) is logged here and never reaches the
+    connection nursery, which would otherwise take every other connection and the server with it."""
     try:
         await conn.run()
+    except Exception:
+        log.exception("%r: connection task failed; closing it", conn)
+        if conn.sock.fileno() != -1:
+            trio.lowlevel.notify_closing(conn.sock)
+            conn.sock.close()
     finally:
         connections.discard(conn)
 

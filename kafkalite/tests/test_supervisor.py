@@ -143,3 +143,25 @@ def test_group_timer_loop_failure_is_restarted_and_groups_keep_working(monkeypat
         assert j.error_code == 79                      # MEMBER_ID_REQUIRED, then the real join
         j = join(c, "after-restart", 4, member_id=j.member_id)
         assert j.error_code == 0 and j.generation_id == 1
+
+
+def test_a_connection_task_that_raises_ends_only_that_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalite.connection import Connection
+    from wire.messages import ApiVersionsRequest
+
+    original = Connection.run
+    calls: list[int] = []
+
+    async def run_failing_first(self: Connection) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("injected connection failure")
+        await original(self)
+
+    monkeypatch.setattr(Connection, "run", run_failing_first)
+    with Broker() as b:
+        first = RawClient(b.host, b.port, timeout=10)
+        assert first.is_closed_by_peer()
+        with RawClient(b.host, b.port) as second:
+            assert second.request(ApiVersionsRequest(), 0).error_code == 0
+        first.close()
