@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-fast bench lint codegen pipeline-demo matrix clean
+.PHONY: run test test-fast bench lint codegen pipeline-demo matrix clean soak
 
 run:
 	@tools/bootstrap.sh venv
@@ -34,6 +34,12 @@ codegen:
 bench:
 	@tools/bootstrap.sh venv clients peers
 	$(PY) -m bench.run_all $(ARGS)
+
+# SIGKILL soak: a broker process killed repeatedly under an idempotent producer and a committing group;
+# SOAK_SECONDS (default 180) bounds it, ARGS="--cycles N --seed S --keep" refine it (tools/soak.py).
+soak:
+	@tools/bootstrap.sh venv clients
+	$(PY) tools/soak.py $(ARGS)
 
 pipeline-demo:
 	@tools/bootstrap.sh venv clients spark

@@ -13,6 +13,11 @@ wake long polls, let in-flight requests finish (closing idle connections at once
 ``kafkalite.shutdown.drain.ms``, stop background loops, then close storage under a shielded cancel scope,
 which writes checkpoints and the ``.kafka_cleanshutdown`` marker. Being cancelled from outside skips the
 drain but still closes storage cleanly.
+
+Every background loop and accept loop runs under the broker's :class:`~kafkalite.supervisor.Supervisor`
+(``state.supervisor``): an exception is logged once with its traceback, recorded per task, and the loop is
+restarted with a backoff; it never reaches a nursery. Only a deliberate shutdown (or cancellation) ends the
+server.
 """
 from __future__ import annotations
 
@@ -107,8 +112,16 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
 
 
 async def _run_connection(conn: Connection, connections: set[Connection]) -> None:
+    """One connection's task. A failure is that connection's alone: ``Connection.run`` closes it on any error
+    in request handling; whatever might still escape (its own cleanup) is logged here and never reaches the
+    connection nursery, which would otherwise take every other connection and the server with it."""
     try:
         await conn.run()
+    except Exception:
+        log.exception("%r: connection task failed; closing it", conn)
+        if conn.sock.fileno() != -1:
+            trio.lowlevel.notify_closing(conn.sock)
+            conn.sock.close()
     finally:
         connections.discard(conn)
 
@@ -122,23 +135,22 @@ HOUSEKEEPING = (
 
 
 async def _periodic(state: BrokerState, method: str, interval_s: float) -> None:
-    """Run one storage housekeeping job every ``interval_s``, in a worker thread."""
+    """Run one storage housekeeping job every ``interval_s``, in a worker thread. A failure propagates to
+    the supervisor, which logs and records it and starts this loop again (the job runs again one interval
+    after the restart)."""
     fn = getattr(state.logs, method, None)
     if fn is None:
         log.debug("storage has no %s(); not scheduled", method)
         return
     while True:
         await trio.sleep(interval_s)
-        try:
-            await trio.to_thread.run_sync(fn)
-        except Exception:
-            log.exception("storage %s failed", method)
+        await trio.to_thread.run_sync(fn)
 
 
 def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
     for method, key, default in HOUSEKEEPING:
         interval = max(state.config.get_int(key, default), 100) / 1000
-        nursery.start_soon(_periodic, state, method, interval)
+        state.supervisor.start_soon(nursery, f"storage.{method}", _periodic, state, method, interval)
 
 
 # Coordinators started in the background nursery when their modules exist: (module, class, state attribute).
@@ -199,11 +211,13 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
             await _start_services(state, background)
             _start_housekeeping(state, background)
             idle_ms = config.get_int("connections.max.idle.ms", 600_000)
-            background.start_soon(reap_idle, connections, idle_ms / 1000 if idle_ms > 0 else float("inf"))
+            state.supervisor.start_soon(background, "idle-connection-reaper", reap_idle, connections,
+                                        idle_ms / 1000 if idle_ms > 0 else float("inf"))
             async with trio.open_nursery() as conn_nursery:
                 async with trio.open_nursery() as accept_nursery:
                     for sock, lst in zip(sockets, bound, strict=True):
-                        accept_nursery.start_soon(_accept_loop, state, sock, lst, conn_nursery, connections)
+                        state.supervisor.start_soon(accept_nursery, f"accept:{lst}", _accept_loop, state, sock,
+                                                    lst, conn_nursery, connections)
                     log.info("kafkalite %s listening on %s (data in %s)", state.cluster_id,
                              ", ".join(str(b) for b in bound), config.log_dir)
                     task_status.started([(b.host, b.port) for b in bound])

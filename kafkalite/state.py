@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from kafkalite.config import BrokerConfig, Listener
+from kafkalite.supervisor import Supervisor
 
 if TYPE_CHECKING:
     from storage import LogConfig, LogManager, PartitionLog
@@ -105,6 +106,7 @@ class BrokerState:
         self.listeners: list[Listener] = []        # bound (actual ports)
         self.advertised_listeners: list[Listener] = []
         self.request_pool: Any = None   # kafkalite.connection.RequestMemoryPool, set by the server
+        self.supervisor = Supervisor()  # background loops run under it; .tasks holds a record per loop
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self._read_json(BROKER_CONFIGS_FILE)
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()

@@ -24,6 +24,18 @@ Rules worth remembering (all as Kafka 3.9):
 * OffsetCommit with generation -1 is a "simple" commit, accepted only while the group is Empty;
   commits from current members are accepted in Stable *and* PreparingRebalance (clients commit on
   revoke) but get REBALANCE_IN_PROGRESS in CompletingRebalance.
+* JoinGroup refuses a member whose protocol type differs from a non-empty group's, or none of whose
+  protocols every current member supports, with INCONSISTENT_GROUP_PROTOCOL (``supportsProtocols``), so
+  a rebalance always has a protocol to select.
+
+Failure containment: a group is the unit of failure. An unexpected exception while one group's timers
+fire (``poll``) or while one request works on it (the service calls :meth:`contain_failure`) is logged
+once with its traceback and that group alone is reset to Empty at the next generation, keeping its
+committed offsets: parked JoinGroup/SyncGroup requests are answered UNKNOWN_MEMBER_ID and later
+Heartbeat/SyncGroup/OffsetCommit from its old members get UNKNOWN_MEMBER_ID, the code every client
+answers by dropping its member id and joining again. Kafka has no such recovery (an exception in a
+delayed join there leaves the members' requests unanswered until they time out and rejoin), so this is
+the effective outcome made prompt: the members rejoin, the other groups and the process are untouched.
 """
 from __future__ import annotations
 
@@ -333,6 +345,11 @@ class GroupCoordinator(OffsetsMixin):
             # nobody rejoined: wait another rebalance timeout for session expiry to clear them out
             group.join_deadline = now_ms + group.rebalance_timeout_ms()
             return
+        if group.members and group.select_protocol() is None:
+            # cannot happen while JoinGroup checks supportsProtocols; never raise out of a timer for it
+            log.error("group %s: no protocol is supported by every member; resetting it", group.group_id)
+            self._reset_group(group, now_ms, E.INCONSISTENT_GROUP_PROTOCOL)
+            return
         group.init_next_generation(now_ms)
         if group.is_(S.EMPTY):
             self._store_group(group, {}, now_ms)
@@ -366,6 +383,27 @@ class GroupCoordinator(OffsetsMixin):
         elif group.is_(S.PREPARING_REBALANCE):
             self._try_complete_join(group, now_ms)
 
+    def _reset_group(self, group: Group, now_ms: int, error: int = E.UNKNOWN_MEMBER_ID) -> None:
+        """Put ``group`` in the safe state (Empty, no members, offsets kept) and answer its parked requests."""
+        for m in group.reset_to_empty(now_ms):
+            self._invoke_join(m, JoinResult(error, ""))
+            self._invoke_sync(m, SyncResult(error))
+        if not group.is_(S.DEAD):
+            self._store_group(group, {}, now_ms)
+
+    def contain_failure(self, group_id: str, now_ms: int, during: str) -> None:
+        """Call from an ``except`` block: log the failure once with its traceback and reset that group only.
+        A failure of the reset itself is logged and leaves the group as it is; it never propagates."""
+        log.exception("group %s failed during %s; resetting it to Empty (its members must rejoin)",
+                      group_id, during)
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        try:
+            self._reset_group(group, now_ms)
+        except Exception:
+            log.exception("resetting group %s failed", group_id)
+
     def _store_group(self, group: Group, assignment: dict[str, bytes], now_ms: int) -> int:
         value = GroupValue(
             protocol_type=group.protocol_type or "", generation=group.generation_id,
@@ -380,9 +418,9 @@ class GroupCoordinator(OffsetsMixin):
         try:
             self._append(self.partition_for(group.group_id),
                          [(encode_group_key(group.group_id), encode_group_value(value))])
-        except Exception:
+        except Exception as exc:
             log.exception("failed to store metadata of group %s", group.group_id)
-            return E.COORDINATOR_NOT_AVAILABLE
+            return E.group_write_error(exc)
         return E.NONE
 
     # -- SyncGroup -----------------------------------------------------------------------------
@@ -518,7 +556,10 @@ class GroupCoordinator(OffsetsMixin):
         if self.loading:
             return
         for group in list(self.groups.values()):
-            self._poll_group(group, now_ms)
+            try:
+                self._poll_group(group, now_ms)
+            except Exception:
+                self.contain_failure(group.group_id, now_ms, "its timers")
         if self.next_offset_expiry is None:
             self.next_offset_expiry = now_ms + self.config.offsets_retention_check_interval_ms
         elif now_ms >= self.next_offset_expiry:

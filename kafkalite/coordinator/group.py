@@ -138,7 +138,13 @@ class Member:
         return self.group_instance_id is not None
 
     def protocol_names(self) -> list[str]:
-        return [name for name, _ in self.protocols]
+        """The member's protocol names, each once, in its order of preference.
+
+        A JoinGroup may name a protocol twice (``[range, range]``); Kafka's request collection keeps both
+        entries. Counting each entry would let one member count twice towards "supported by every member"
+        and leave a group with no candidate protocol once the others leave, so the group's tally counts a
+        name once per member; the member's metadata for a name is its first entry's, as in Kafka."""
+        return list(dict.fromkeys(name for name, _ in self.protocols))
 
     def metadata(self, protocol: str) -> bytes:
         for name, meta in self.protocols:
@@ -149,11 +155,12 @@ class Member:
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
         return [(n, bytes(m)) for n, m in protocols] == [(n, bytes(m)) for n, m in self.protocols]
 
-    def vote(self, candidates: set[str]) -> str:
+    def vote(self, candidates: set[str]) -> str | None:
+        """The member's most preferred candidate protocol (None if it supports none of them)."""
         for name in self.protocol_names():
             if name in candidates:
                 return name
-        raise ValueError("member supports none of the candidate protocols")
+        return None
 
 
 class Group:
@@ -302,7 +309,11 @@ class Group:
 
     # -- protocols -----------------------------------------------------------------------------
     def supports_protocols(self, protocol_type: str, protocols: set[str]) -> bool:
-        if self.state is GroupState.EMPTY and not self.members:
+        """Kafka's ``supportsProtocols`` (classic groups), checked at JoinGroup time so that an incompatible
+        member is refused with INCONSISTENT_GROUP_PROTOCOL instead of breaking the next protocol selection:
+        an Empty group accepts any non-empty protocol type and set; otherwise the type must be the group's
+        and one of the names must be a current candidate (supported by every member)."""
+        if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(protocols)
         return self.protocol_type == protocol_type and any(
             self.supported_protocols.get(p, 0) == len(self.members) for p in protocols
@@ -312,22 +323,50 @@ class Group:
         n = len(self.members)
         return {p for p, c in self.supported_protocols.items() if c == n}
 
-    def select_protocol(self) -> str:
-        """Kafka's vote: each member votes for its most preferred protocol all members support."""
+    def select_protocol(self) -> str | None:
+        """Kafka's vote: each member votes for its most preferred protocol all members support; the most
+        votes win. None when no protocol is supported by every member (the join-time check keeps that from
+        happening; the coordinator then resets the group rather than raise out of a timer)."""
         candidates = self.candidate_protocols()
-        if not candidates:
-            raise ValueError("no protocol supported by all members")
         votes: dict[str, int] = {}
         for m in self.members.values():
             choice = m.vote(candidates)
-            votes[choice] = votes.get(choice, 0) + 1
+            if choice is not None:
+                votes[choice] = votes.get(choice, 0) + 1
+        if not votes:
+            return None
         return max(votes.items(), key=lambda kv: kv[1])[0]
+
+    def reset_to_empty(self, now_ms: int) -> list[Member]:
+        """Drop every member and go to Empty at the next generation, keeping committed offsets (the safe
+        state a group is put in after an unexpected failure). Returns the removed members so the caller can
+        answer their parked requests."""
+        removed = list(self.members.values())
+        self.members.clear()
+        self.static_members.clear()
+        self.pending_members.clear()
+        self.pending_sync.clear()
+        self.supported_protocols.clear()
+        self.leader_id = None
+        self.protocol_name = None
+        self.new_member_added = False
+        self.join_deadline = None
+        self.join_is_initial = False
+        self.join_initial_remaining_ms = 0
+        self.sync_deadline = None
+        self.subscribed_topics = set() if self.protocol_type == "consumer" else None
+        if self.state is not GroupState.DEAD:
+            self.generation_id += 1
+            self.state = GroupState.EMPTY   # from any state: this is a recovery, not a protocol transition
+            self.state_timestamp = now_ms
+        return removed
 
     def current_member_metadata(self) -> list[tuple[str, str | None, bytes]]:
         assert self.protocol_name is not None
         return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()]
 
     def init_next_generation(self, now_ms: int) -> None:
+        """Callers make sure a non-empty group has a common protocol (``select_protocol()`` is not None)."""
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()

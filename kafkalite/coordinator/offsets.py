@@ -103,10 +103,11 @@ class OffsetsMixin:
         if records:
             try:
                 self._append(self.partition_for(group.group_id), records)
-            except Exception:
+            except Exception as exc:
                 log.exception("failed to store offsets of group %s", group.group_id)
+                code = E.offset_write_error(exc)
                 for tp in accepted:
-                    result[tp] = E.COORDINATOR_NOT_AVAILABLE
+                    result[tp] = code
                 return result
         for tp, om in accepted.items():
             group.offsets[tp] = om
@@ -194,48 +195,59 @@ class OffsetsMixin:
         if records:
             try:
                 self._append(self.partition_for(group.group_id), records)
-            except Exception:
+            except Exception as exc:
                 log.exception("failed to write tombstones for group %s", group.group_id)
-                return E.COORDINATOR_NOT_AVAILABLE
+                return E.group_write_error(exc)
         return E.NONE
 
     def expire_offsets(self, now_ms: int) -> int:
-        retention = self.config.offsets_retention_ms
+        """Offsets retention (Kafka's cleanupGroupMetadata), group by group: a failure in one group is logged
+        with its traceback and that group is skipped until the next check; the others are expired."""
         total = 0
         for group in list(self.groups.values()):
-            pending: set[TP] = set()
-            for offs in group.pending_txn_offsets.values():
-                pending.update(offs)
-
-            def expired(base_ts: Any, skip_topics: set[str], group: Group = group,
-                        pending: set[TP] = pending) -> list[TP]:
-                out = []
-                for tp, om in group.offsets.items():
-                    if tp[0] in skip_topics or tp in pending:
-                        continue
-                    if om.expire_timestamp is not None:
-                        if now_ms >= om.expire_timestamp:
-                            out.append(tp)
-                    elif now_ms - base_ts(om) >= retention:
-                        out.append(tp)
-                return out
-
-            if group.protocol_type and group.is_(S.EMPTY):
-                victims = expired(lambda om, g=group: g.state_timestamp, set())
-            elif group.protocol_type == "consumer" and group.subscribed_topics is not None \
-                    and group.is_(S.STABLE):
-                victims = expired(lambda om: om.commit_timestamp, group.subscribed_topics)
-            elif not group.protocol_type:
-                victims = expired(lambda om: om.commit_timestamp, set())
-            else:
-                victims = []
-            for tp in victims:
-                del group.offsets[tp]
-            if victims or (group.is_(S.EMPTY) and not group.offsets):
-                total += len(victims)
-                self._cleanup(group, victims, now_ms)
+            try:
+                total += self._expire_group_offsets(group, now_ms)
+            except Exception:
+                log.exception("expiring the offsets of group %s failed; skipped until the next check",
+                              group.group_id)
         if total:
             log.info("expired %d committed offsets", total)
+        return total
+
+    def _expire_group_offsets(self, group: Group, now_ms: int) -> int:
+        retention = self.config.offsets_retention_ms
+        total = 0
+        pending: set[TP] = set()
+        for offs in group.pending_txn_offsets.values():
+            pending.update(offs)
+
+        def expired(base_ts: Any, skip_topics: set[str], group: Group = group,
+                    pending: set[TP] = pending) -> list[TP]:
+            out = []
+            for tp, om in group.offsets.items():
+                if tp[0] in skip_topics or tp in pending:
+                    continue
+                if om.expire_timestamp is not None:
+                    if now_ms >= om.expire_timestamp:
+                        out.append(tp)
+                elif now_ms - base_ts(om) >= retention:
+                    out.append(tp)
+            return out
+
+        if group.protocol_type and group.is_(S.EMPTY):
+            victims = expired(lambda om, g=group: g.state_timestamp, set())
+        elif group.protocol_type == "consumer" and group.subscribed_topics is not None \
+                and group.is_(S.STABLE):
+            victims = expired(lambda om: om.commit_timestamp, group.subscribed_topics)
+        elif not group.protocol_type:
+            victims = expired(lambda om: om.commit_timestamp, set())
+        else:
+            victims = []
+        for tp in victims:
+            del group.offsets[tp]
+        if victims or (group.is_(S.EMPTY) and not group.offsets):
+            total += len(victims)
+            self._cleanup(group, victims, now_ms)
         return total
 
     def remove_topic_offsets(self, now_ms: int, topics: set[str]) -> int:

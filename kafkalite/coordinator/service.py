@@ -32,6 +32,9 @@ from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, P
 from kafkalite.coordinator.internal_topics import WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.loader import StateLoader
 from kafkalite.coordinator.records import build_batch, encode_offset_key, encode_offset_value, iter_entries
+from kafkalite.errors import error_code_for
+from kafkalite.supervisor import supervise
+from storage.errors import StorageError
 
 log = logging.getLogger("kafkalite.coordinator")
 
@@ -77,7 +80,9 @@ class GroupService:
                 self.coordinator.groups = {}
             self.coordinator.loading = False
             self.loaded.set()
-            await self._timer_loop()
+            # a failing group is reset by the coordinator itself; anything else the loop raises is the
+            # supervisor's: logged, recorded, and the loop started again
+            await supervise(self.state, "group-coordinator.timers", self._timer_loop)
 
     async def _load(self) -> None:
         if self.state is None or OFFSETS_TOPIC not in getattr(self.state, "topics", {}):
@@ -136,6 +141,7 @@ class GroupService:
         if st is None or OFFSETS_TOPIC in st.topics:
             return
         st.ensure_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, self._offsets_topic_overrides())
+        self._follow_topic_partitions()
 
     async def ensure_offsets_topic_async(self) -> bool:
         """Create ``__consumer_offsets`` if needed, its 50 partition logs in a worker thread (they cost
@@ -156,20 +162,38 @@ class GroupService:
         finally:
             self._creating = None
             ev.set()
+        self._follow_topic_partitions()
         return True
+
+    def _follow_topic_partitions(self) -> None:
+        """Hash group ids onto the partition count the existing ``__consumer_offsets`` has (as Kafka does:
+        ``offsets.topic.num.partitions`` only sizes a topic being created)."""
+        info = getattr(self.state, "topics", {}).get(OFFSETS_TOPIC)
+        if info is not None and info.partitions > 0 and info.partitions != self.config.offsets_topic_num_partitions:
+            log.info("%s has %d partitions (offsets.topic.num.partitions=%d): using %d", OFFSETS_TOPIC,
+                     info.partitions, self.config.offsets_topic_num_partitions, info.partitions)
+            self.config.offsets_topic_num_partitions = info.partitions
 
     def _append(self, partition: int, records: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
                 producer_epoch: int = -1) -> None:
+        """Append one batch to a ``__consumer_offsets`` partition; a failure raises :class:`E.AppendError`
+        carrying the log-append error (the coordinator maps it to the client's code as Kafka does)."""
         if self.state is None:
             return
-        self.ensure_offsets_topic()
+        try:
+            self.ensure_offsets_topic()
+        except (StorageError, OSError) as exc:
+            raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC} could not be created: {exc}") from exc
         plog = self.state.get_log(OFFSETS_TOPIC, partition)
         if plog is None:
-            raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} does not exist")
+            raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC}-{partition} does not exist")
         now = time.time_ns() // 1_000_000
         batch = build_batch(records, now, producer_id=producer_id, producer_epoch=producer_epoch)
-        # a transactional batch is the coordinator's own write: no sequence checks (validate_producer=False)
-        plog.append(batch, leader_epoch=0, now_ms=now, validate_producer=producer_id < 0)
+        try:
+            # a transactional batch is the coordinator's own write: no sequence checks (validate_producer=False)
+            plog.append(batch, leader_epoch=0, now_ms=now, validate_producer=producer_id < 0)
+        except StorageError as exc:
+            raise E.AppendError(int(error_code_for(exc)), f"{OFFSETS_TOPIC}-{partition}: {exc}") from exc
         notify = getattr(self.state, "notify_append", None)
         if notify is not None:
             notify(OFFSETS_TOPIC, partition)
@@ -179,6 +203,12 @@ class GroupService:
         return self.coordinator.partition_for(group_id)
 
     # -- group membership ----------------------------------------------------------------------
+    def _contain(self, group_id: str, during: str) -> None:
+        """A request failed inside the coordinator: only its group is reset (see coordinator.py), the
+        request is answered with the code that makes the member rejoin, and the connection stays open."""
+        self.coordinator.contain_failure(group_id, self.now_ms(), during)
+        self._kick()
+
     async def _await(self, pending: Pending[Any]) -> Any:
         if not pending.done:
             ev = trio.Event()
@@ -193,37 +223,58 @@ class GroupService:
                          reason: str | None = None) -> JoinResult:
         await self.ensure_offsets_topic_async()
         now = self.now_ms()
-        p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
-                                        rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                                        require_known_member_id=require_known_member_id,
-                                        support_skip_assignment=support_skip_assignment, reason=reason)
-        self.coordinator.poll(now)
+        try:
+            p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
+                                            rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                            require_known_member_id=require_known_member_id,
+                                            support_skip_assignment=support_skip_assignment, reason=reason)
+            self.coordinator.poll(now)
+        except Exception:
+            self._contain(group_id, "JoinGroup")
+            return JoinResult(E.UNKNOWN_MEMBER_ID, "")
         self._kick()
         return await self._await(p)  # type: ignore[no-any-return]
 
     async def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                          protocol_type: str | None, protocol_name: str | None,
                          assignments: dict[str, bytes]) -> SyncResult:
-        p = self.coordinator.sync_group(self.now_ms(), group_id, generation_id, member_id, group_instance_id,
-                                        protocol_type, protocol_name, assignments)
+        try:
+            p = self.coordinator.sync_group(self.now_ms(), group_id, generation_id, member_id, group_instance_id,
+                                            protocol_type, protocol_name, assignments)
+        except Exception:
+            self._contain(group_id, "SyncGroup")
+            return SyncResult(E.UNKNOWN_MEMBER_ID)
         self._kick()
         return await self._await(p)  # type: ignore[no-any-return]
 
     def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
-        err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id, generation_id)
+        try:
+            err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id, generation_id)
+        except Exception:
+            self._contain(group_id, "Heartbeat")
+            return E.UNKNOWN_MEMBER_ID
         self._kick()
         return err
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
-        out = self.coordinator.leave_group(self.now_ms(), group_id, members)
+        try:
+            out = self.coordinator.leave_group(self.now_ms(), group_id, members)
+        except Exception:
+            self._contain(group_id, "LeaveGroup")   # the reset removed every member: the leave happened
+            return E.NONE, [E.NONE for _ in members]
         self._kick()
         return out
 
     # -- offsets and administration ------------------------------------------------------------
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
                        offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
-        out = self.coordinator.commit_offsets(self.now_ms(), group_id, member_id, group_instance_id,
-                                              generation_id, offsets)
+        try:
+            out = self.coordinator.commit_offsets(self.now_ms(), group_id, member_id, group_instance_id,
+                                                  generation_id, offsets)
+        except Exception:
+            self._contain(group_id, "OffsetCommit")
+            err = E.UNKNOWN_MEMBER_ID if generation_id >= 0 else E.UNKNOWN_SERVER_ERROR
+            return {tp: err for tp in offsets}
         self._kick()
         return out
 
@@ -268,13 +319,14 @@ class GroupService:
             try:
                 self._append(self.coordinator.partition_for(group_id), records,
                              producer_id=producer_id, producer_epoch=producer_epoch)
-            except Exception:
+            except Exception as exc:
                 log.exception("failed to store transactional offsets of group %s", group_id)
                 group = self.coordinator.groups.get(group_id)
                 pending = group.pending_txn_offsets.get(producer_id, {}) if group is not None else {}
+                code = E.offset_write_error(exc)
                 for tp in accepted:
                     pending.pop(tp, None)
-                    out[tp] = E.COORDINATOR_NOT_AVAILABLE
+                    out[tp] = code
         return out
 
     def complete_txn(self, producer_id: int, commit: bool) -> None:

@@ -43,7 +43,10 @@ from kafkalite.coordinator.txn_records import (
     encode_txn_key,
     encode_txn_value,
 )
+from kafkalite.errors import error_code_for
 from kafkalite.state import leader_epoch
+from kafkalite.supervisor import supervise
+from storage.errors import StorageError
 
 log = logging.getLogger("kafkalite.transactions")
 
@@ -108,15 +111,20 @@ class TransactionService:
             if values:
                 log.info("loaded %d transactional ids from %s", len(self.coordinator.txns), TXN_STATE_TOPIC)
             self.loaded.set()
-            while True:
-                self.coordinator.poll(self.now_ms())
-                deadline = self.coordinator.next_deadline()
-                self._wakeup = trio.Event()
-                if deadline is None:
+            await supervise(self.state, "transaction-coordinator.timers", self._timer_loop)
+
+    async def _timer_loop(self) -> None:
+        """Sleep until the coordinator's next deadline or a kick, then ``poll``. One transactional id's
+        failure is contained by the coordinator; anything else is the supervisor's (logged, restarted)."""
+        while True:
+            self.coordinator.poll(self.now_ms())
+            deadline = self.coordinator.next_deadline()
+            self._wakeup = trio.Event()
+            if deadline is None:
+                await self._wakeup.wait()
+            else:
+                with trio.move_on_after(max(deadline - self.now_ms(), 0) / 1000):
                     await self._wakeup.wait()
-                else:
-                    with trio.move_on_after(max(deadline - self.now_ms(), 0) / 1000):
-                        await self._wakeup.wait()
 
     async def _read_log(self) -> dict[str, TxnLogValue | None]:
         st = self.state
@@ -169,6 +177,7 @@ class TransactionService:
         finally:
             self._creating = None
             ev.set()
+        self.num_partitions = st.topics[TXN_STATE_TOPIC].partitions   # the existing topic's count decides
         return True
 
     def persist(self, meta: TxnMetadata) -> None:
@@ -178,10 +187,13 @@ class TransactionService:
         p = self.partition_for(meta.transactional_id)
         plog = st.get_log(TXN_STATE_TOPIC, p)
         if plog is None:
-            raise RuntimeError(f"{TXN_STATE_TOPIC}-{p} does not exist")
+            raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{TXN_STATE_TOPIC}-{p} does not exist")
         now = time.time_ns() // 1_000_000
         batch = build_batch([(encode_txn_key(meta.transactional_id), encode_txn_value(meta.to_value()))], now)
-        plog.append(batch, leader_epoch=0, now_ms=now)
+        try:
+            plog.append(batch, leader_epoch=0, now_ms=now)
+        except StorageError as exc:   # the coordinator maps the append error as Kafka does (txn_write_error)
+            raise E.AppendError(int(error_code_for(exc)), f"{TXN_STATE_TOPIC}-{p}: {exc}") from exc
 
     def write_marker(self, tp: TP, producer_id: int, producer_epoch: int, commit: bool) -> None:
         st = self.state
@@ -211,12 +223,17 @@ class TransactionService:
             err, pid, epoch = E.INVALID_REQUEST, -1, -1   # both or neither, as KafkaApis requires
         elif not self.coordinator.loading and not await self.ensure_topic():
             err, pid, epoch = E.COORDINATOR_NOT_AVAILABLE, -1, -1
-        elif ctx.version >= 3:
-            err, pid, epoch = self.coordinator.init_producer_id(
-                self.now_ms(), req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch)
         else:
-            err, pid, epoch = self.coordinator.init_producer_id(self.now_ms(), req.transactional_id,
-                                                                req.transaction_timeout_ms)
+            try:
+                if ctx.version >= 3:
+                    err, pid, epoch = self.coordinator.init_producer_id(
+                        self.now_ms(), req.transactional_id, req.transaction_timeout_ms, req.producer_id,
+                        req.producer_epoch)
+                else:
+                    err, pid, epoch = self.coordinator.init_producer_id(self.now_ms(), req.transactional_id,
+                                                                        req.transaction_timeout_ms)
+            except Exception:
+                err, pid, epoch = self._failed(req.transactional_id, "InitProducerId"), -1, -1
         self.kick()
         return InitProducerIdResponse(throttle_time_ms=0, error_code=fenced_error(err, ctx.version, 4),
                                       producer_id=pid, producer_epoch=epoch)
@@ -236,20 +253,36 @@ class TransactionService:
         return _NOT_ENOUGH_REPLICAS if err in _RETRY_AS_NOT_ENOUGH_REPLICAS else err
 
     def add_partitions(self, txn_id: str, producer_id: int, producer_epoch: int, partitions: list[TP]) -> int:
-        err = self.coordinator.add_partitions(self.now_ms(), txn_id, producer_id, producer_epoch, partitions)
+        try:
+            err = self.coordinator.add_partitions(self.now_ms(), txn_id, producer_id, producer_epoch, partitions)
+        except Exception:
+            return self._failed(txn_id, "AddPartitionsToTxn")
         self.kick()
         return err
 
     def add_offsets(self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
-        err = self.coordinator.add_offsets(self.now_ms(), txn_id, producer_id, producer_epoch, group_id,
-                                           self._offsets_partition(group_id))
+        try:
+            err = self.coordinator.add_offsets(self.now_ms(), txn_id, producer_id, producer_epoch, group_id,
+                                               self._offsets_partition(group_id))
+        except Exception:
+            return self._failed(txn_id, "AddOffsetsToTxn")
         self.kick()
         return err
 
     def end_txn(self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
-        err = self.coordinator.end_txn(self.now_ms(), txn_id, producer_id, producer_epoch, commit)
+        try:
+            err = self.coordinator.end_txn(self.now_ms(), txn_id, producer_id, producer_epoch, commit)
+        except Exception:
+            return self._failed(txn_id, "EndTxn")
         self.kick()
         return err
+
+    def _failed(self, txn_id: str | None, api: str) -> int:
+        """An unexpected exception for one transactional id's request: logged with its traceback and answered
+        UNKNOWN_SERVER_ERROR, as Kafka answers an unexpected error; the connection and the other ids go on."""
+        log.exception("%s for transactional id %r failed", api, txn_id)
+        self.kick()
+        return E.UNKNOWN_SERVER_ERROR
 
     def check_txn_offset_commit(self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
         return self.coordinator.check_txn_offset_commit(txn_id, producer_id, producer_epoch,

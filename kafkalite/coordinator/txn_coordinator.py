@@ -49,6 +49,7 @@ NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
 DEFAULT_MAX_TIMEOUT_MS = 900_000
 MARKER_RETRY_MS = 1_000   # a marker that failed to write is tried again this much later
+MAX_RETRY_MS = 60_000     # the longest a failing transactional id waits before its next attempt
 
 # error codes used here besides the group coordinator's (same numbers as wire.errors.ErrorCode)
 INVALID_PRODUCER_EPOCH = 47
@@ -102,6 +103,10 @@ class TxnMetadata:
     last_update_ms: int = -1
     # PrepareCommit/PrepareAbort whose markers could not all be written: when to try the rest again
     marker_retry_ms: int | None = None
+    # an expired Ongoing transaction whose abort failed: when to try again (not before)
+    abort_retry_ms: int | None = None
+    # consecutive failures of this id's timer work (containment backoff; 0 once it succeeds)
+    failures: int = 0
 
     def to_value(self) -> TxnLogValue:
         parts: dict[str, list[int]] = {}
@@ -144,6 +149,7 @@ class TransactionCoordinator:
         if "partitions" not in changes:
             new.partitions = set(meta.partitions)
         new.last_update_ms = now_ms
+        new.abort_retry_ms = None   # belongs to the Ongoing state it was set in
         self.backend.persist(new)
         self.txns[new.transactional_id] = new
         return new
@@ -198,9 +204,9 @@ class TransactionCoordinator:
         try:
             new = self._transit(meta, now_ms, timeout_ms=timeout_ms, state=TxnState.EMPTY, partitions=set(),
                                 start_ms=-1, **changes)
-        except Exception:
+        except Exception as exc:
             log.exception("could not persist transactional id %r", txn_id)
-            return E.COORDINATOR_NOT_AVAILABLE, -1, -1
+            return E.txn_write_error(exc), -1, -1
         return E.NONE, new.producer_id, new.producer_epoch
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ----------------------------------------------------
@@ -218,9 +224,9 @@ class TransactionCoordinator:
         start = meta.start_ms if meta.state == TxnState.ONGOING else now_ms
         try:
             self._transit(meta, now_ms, state=TxnState.ONGOING, partitions=meta.partitions | wanted, start_ms=start)
-        except Exception:
+        except Exception as exc:
             log.exception("could not persist transaction %r", txn_id)
-            return E.COORDINATOR_NOT_AVAILABLE
+            return E.txn_write_error(exc)
         return E.NONE
 
     def add_offsets(self, now_ms: int, txn_id: str, producer_id: int, producer_epoch: int, group_id: str,
@@ -250,9 +256,9 @@ class TransactionCoordinator:
     def _end(self, now_ms: int, meta: TxnMetadata, commit: bool) -> int:
         try:
             prepared = self._transit(meta, now_ms, state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT)
-        except Exception:
+        except Exception as exc:
             log.exception("could not persist transaction %r", meta.transactional_id)
-            return E.COORDINATOR_NOT_AVAILABLE
+            return E.txn_write_error(exc)
         self._complete(now_ms, prepared)
         return E.NONE
 
@@ -288,13 +294,13 @@ class TransactionCoordinator:
             meta.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
             meta.partitions = set()
 
-    def _fence_and_abort(self, now_ms: int, meta: TxnMetadata) -> None:
+    def _fence_and_abort(self, now_ms: int, meta: TxnMetadata) -> int:
         """Abort an Ongoing transaction on the coordinator's own behalf: bump the epoch (unless exhausted) so
         the producer that owned it is fenced, then abort with the bumped epoch (Kafka's PrepareEpochFence)."""
         epoch = meta.producer_epoch if epoch_exhausted(meta.producer_epoch) else meta.producer_epoch + 1
         fenced = dataclasses.replace(meta, producer_epoch=epoch, last_producer_epoch=NO_PRODUCER_EPOCH,
                                      partitions=set(meta.partitions))
-        self._end(now_ms, fenced, commit=False)
+        return self._end(now_ms, fenced, commit=False)
 
     # -- transactional produce / offsets ---------------------------------------------------------
     def check_produce(self, txn_id: str, tp: TP, producer_id: int, producer_epoch: int) -> int:
@@ -321,26 +327,82 @@ class TransactionCoordinator:
         return E.NONE
 
     # -- timers ------------------------------------------------------------------------------------
+    @staticmethod
+    def _expiry(m: TxnMetadata) -> int:
+        due = m.start_ms + m.timeout_ms
+        return due if m.abort_retry_ms is None else max(due, m.abort_retry_ms)
+
     def next_deadline(self) -> int | None:
-        ds = [m.start_ms + m.timeout_ms for m in self.txns.values() if m.state == TxnState.ONGOING]
+        ds = [self._expiry(m) for m in self.txns.values() if m.state == TxnState.ONGOING]
         ds += [m.marker_retry_ms for m in self.txns.values() if m.marker_retry_ms is not None]
         return min(ds) if ds else None
 
     def poll(self, now_ms: int) -> int:
         """Retry markers that failed to write; abort every Ongoing transaction past its timeout (returns how
-        many were aborted)."""
+        many were aborted).
+
+        Each transactional id is its own unit of failure: an abort that could not be stored, or an unexpected
+        exception while completing or aborting one id, is logged (the traceback once, then one line per
+        repeat) and that id alone is tried again later, backing off from MARKER_RETRY_MS doubling to
+        MAX_RETRY_MS; it stays in its state meanwhile (Ongoing / PrepareX: its producer gets
+        CONCURRENT_TRANSACTIONS or an epoch error, as while Kafka's coordinator retries). Other ids and the
+        process are not affected."""
         if self.loading:
             return 0
         for meta in [m for m in self.txns.values()
                      if m.marker_retry_ms is not None and m.marker_retry_ms <= now_ms]:
-            self._complete(now_ms, meta)
-        expired = [m for m in self.txns.values()
-                   if m.state == TxnState.ONGOING and m.start_ms + m.timeout_ms <= now_ms]
+            try:
+                self._complete(now_ms, meta)
+            except Exception as exc:
+                self._contain(meta.transactional_id, now_ms, exc, "completing")
+            else:
+                self._succeeded(meta.transactional_id)
+        expired = [m for m in self.txns.values() if m.state == TxnState.ONGOING and self._expiry(m) <= now_ms]
+        aborted = 0
         for meta in expired:
             log.info("aborting transaction %r (producer %d epoch %d): older than its timeout of %d ms",
                      meta.transactional_id, meta.producer_id, meta.producer_epoch, meta.timeout_ms)
-            self._fence_and_abort(now_ms, meta)
-        return len(expired)
+            try:
+                err = self._fence_and_abort(now_ms, meta)
+            except Exception as exc:
+                self._contain(meta.transactional_id, now_ms, exc, "aborting")
+                continue
+            if err == E.NONE:
+                aborted += 1
+                self._succeeded(meta.transactional_id)
+            else:   # could not be stored (already logged): not in a tight loop, after a backoff
+                self._retry_later(meta.transactional_id, now_ms)
+        return aborted
+
+    def _succeeded(self, txn_id: str) -> None:
+        cur = self.txns.get(txn_id)
+        if cur is not None and cur.marker_retry_ms is None:
+            cur.failures = 0
+
+    def _retry_later(self, txn_id: str, now_ms: int) -> int:
+        """Schedule the id's next attempt where its *current* state is retried (an exception may come after a
+        transition was stored: PrepareX is completed again, Ongoing aborted again) -> the delay."""
+        cur = self.txns.get(txn_id)
+        if cur is None:
+            return 0
+        cur.failures += 1
+        delay = int(min(MARKER_RETRY_MS * 2 ** min(cur.failures - 1, 16), MAX_RETRY_MS))
+        if cur.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            cur.marker_retry_ms = now_ms + delay
+        elif cur.state == TxnState.ONGOING:
+            cur.abort_retry_ms = now_ms + delay
+        return delay
+
+    def _contain(self, txn_id: str, now_ms: int, exc: Exception, during: str) -> None:
+        """Log one transactional id's unexpected failure (the traceback the first time) and retry it later."""
+        delay = self._retry_later(txn_id, now_ms)
+        failures = self.txns[txn_id].failures if txn_id in self.txns else 1
+        if failures <= 1:
+            log.error("transactional id %r failed while %s; retrying it in %d ms", txn_id, during, delay,
+                      exc_info=exc)
+        else:
+            log.error("transactional id %r failed again while %s (%d times): %s: %s; retrying in %d ms",
+                      txn_id, during, failures, type(exc).__name__, exc, delay)
 
     # -- load --------------------------------------------------------------------------------------
     def load(self, now_ms: int, values: dict[str, TxnLogValue | None]) -> None:

@@ -2,13 +2,21 @@
 
 Raises a topic's partition count to ``Count``. Errors per topic: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS
 (count not above the current one), INVALID_REPLICA_ASSIGNMENT (assignments naming another broker or of the
-wrong length), INVALID_REQUEST (a topic named twice). ValidateOnly checks without changing anything.
+wrong length), INVALID_REQUEST (a topic named twice, or an internal topic). ValidateOnly checks without changing
+anything.
+
+The internal topics (``__consumer_offsets``, ``__transaction_state``) keep the partition count the broker gave
+them: a group's or transactional id's partition is ``hash(id) % count``, so a new count would move every
+group's state to a partition that holds none of it. Kafka 3.9 (KRaft) does not stop a client with cluster
+rights from doing it; kafkalite refuses with INVALID_REQUEST, the code Kafka uses for an operation on an
+internal topic it prohibits (CreateTopics of ``__cluster_metadata``).
 """
 from __future__ import annotations
 
 from collections import Counter
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.state import INTERNAL_TOPICS
 from wire.errors import ErrorCode
 from wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
@@ -26,6 +34,9 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
             code, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
         elif info is None:
             code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic does not exist."
+        elif info.internal or t.name in INTERNAL_TOPICS:
+            code, msg = ErrorCode.INVALID_REQUEST, (
+                f"The partition count of internal topic {t.name} cannot be changed (the broker manages it).")
         elif t.count <= info.partitions:
             code, msg = ErrorCode.INVALID_PARTITIONS, (
                 f"Topic currently has {info.partitions} partitions, which is higher than the requested "

@@ -6,6 +6,14 @@
   '.' vs '_', which collide in metric names), TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (< 1),
   INVALID_REPLICATION_FACTOR (anything but 1: there is one broker), INVALID_CONFIG (unknown name / bad value),
   INVALID_REQUEST (the same topic twice in one request).
+- The internal topics (``__consumer_offsets``, ``__transaction_state``) are created by the broker only, with
+  its own partition count and configs (their partition count decides which partition holds a group's or a
+  transactional id's state). Kafka 3.9 in KRaft mode lets a client create them (ControllerApis.createTopics
+  prohibits only ``__cluster_metadata``, with INVALID_REQUEST "Creation of internal topic ... is prohibited."),
+  and a client-made ``__consumer_offsets`` of 1 partition then sends most group requests to partitions that
+  do not exist. kafkalite answers a client's creation of either internal topic the way Kafka answers it for
+  its own internal topic: INVALID_REQUEST with that message (TOPIC_ALREADY_EXISTS once it exists, like any
+  topic).
 - ValidateOnly (v1+) runs every check and creates nothing.
 - v5+ echo the resulting partition count, replication factor and full config list; v7+ the topic id.
 """
@@ -15,7 +23,7 @@ from collections import Counter
 from typing import Any
 
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.state import BrokerState, invalid_topic_name
+from kafkalite.state import INTERNAL_TOPICS, BrokerState, invalid_topic_name
 from kafkalite.topic_configs import describe_topic, validate_topic_configs
 from wire.errors import ErrorCode
 from wire.messages import CreateTopicsRequest, CreateTopicsResponse
@@ -28,6 +36,9 @@ def _check(state: BrokerState, t: Any, node: int) -> tuple[ErrorCode, str | None
         return ErrorCode.INVALID_TOPIC_EXCEPTION, why, 0
     if t.name in state.topics:
         return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.", 0
+    if t.name in INTERNAL_TOPICS:
+        return (ErrorCode.INVALID_REQUEST,
+                f"Creation of internal topic {t.name} is prohibited (the broker creates it when it is needed).", 0)
     collides = next((n for n in state.topics if n.replace(".", "_") == t.name.replace(".", "_")), None)
     if collides is not None:
         return (ErrorCode.INVALID_TOPIC_EXCEPTION,

@@ -3,8 +3,10 @@
 With ``delete.topic.enable=false`` every deletion answers TOPIC_DELETION_DISABLED.
 v0–v5 name topics in TopicNames; v6 in Topics, each by name or by topic id (name null). Unknown names answer
 UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; the internal topics (__consumer_offsets,
-__transaction_state) cannot be deleted (TOPIC_AUTHORIZATION_FAILED, as Kafka answers when deletion of an
-internal topic is attempted without it being allowed). Partition directories are removed by storage
+__transaction_state), by name or by id, cannot be deleted: TOPIC_AUTHORIZATION_FAILED, what Kafka answers a
+client not allowed to delete a topic. (Kafka 3.9 in KRaft mode has no internal-topic check in
+ControllerApis.deleteTopics: a client with cluster rights can delete them and lose every group's offsets and
+every transaction's state. Only the broker manages them here; see create_topics.py.) Partition directories are removed by storage
 (Kafka's ``-delete`` rename then removal); Fetch long polls on deleted partitions are woken.
 """
 from __future__ import annotations
