@@ -15,7 +15,7 @@ raise `OSError(errno)` at the Nth matching call:
         f.clear()                                                      # space came back
         f.calls                                                        # [(op, step, path), ...] seen so far
 
-Steps (`step_of`): log, offset_index, time_index, txn_index, producer_snapshot, leader_epoch,
+An `open` counts only when it creates or truncates a file. Steps (`step_of`): log, offset_index, time_index, txn_index, producer_snapshot, leader_epoch,
 partition_metadata, checkpoint (the four offset checkpoints), clean_shutdown, cleaner (`.cleaned`/`.swap`),
 meta (meta.properties), dir (directory fsync/creation), other. A `<file>.tmp` or `<file>.deleted` counts
 as its file's step. Ops: open, write (write/pwrite/pwritev), truncate, fsync, rename (rename/replace),
@@ -45,7 +45,6 @@ rename = os.rename
 unlink = os.unlink
 makedirs = os.makedirs
 
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _OPS = ("open", "write", "pwrite", "pwritev", "ftruncate", "fsync", "replace", "rename", "unlink", "makedirs")
 _ORIGINAL: dict[str, Any] = {name: globals()[name] for name in _OPS}
 _CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
@@ -163,8 +162,8 @@ def _wrappers(inj: Injector) -> dict[str, Any]:
     orig = _ORIGINAL
 
     def open_(path: str, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        if flags & _WRITE_FLAGS:
-            inj._raise("open", path)
+        if flags & os.O_TRUNC or (flags & os.O_CREAT and not os.path.exists(path)):
+            inj._raise("open", path)  # a write step only when it creates or empties a file
         return int(orig["open"](path, flags, mode, dir_fd=dir_fd))
 
     def write_(fd: int, data: Any) -> int:

@@ -254,7 +254,8 @@ class _Index:
         n = len(keys)
         pos = n * self.entry_size
         try:
-            fs.pwrite(self._fd, blob, pos)
+            if fs.pwrite(self._fd, blob, pos) != len(blob):
+                raise OSError(28, f"short write to {self.path}")
         except OSError as exc:
             self._undo_entry(n, exc)
             raise
