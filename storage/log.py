@@ -268,8 +268,8 @@ class PartitionLog:
         return gone
 
     def _read_metadata(self) -> bool:
-        """Topic id and leader epochs from their files; False when the leader-epoch checkpoint is damaged
-        (the loader rebuilds it from the batches). A damaged `partition.metadata` leaves the topic id unknown
+        """Topic id and leader epochs from their files; False when the leader-epoch checkpoint is damaged or
+        missing (the loader rebuilds it from the batches). A damaged `partition.metadata` leaves the topic id unknown
         (whoever knows it rewrites the file with `set_topic_id`)."""
         meta = os.path.join(self.dir, "partition.metadata")
         tid = read_partition_metadata(meta)
@@ -277,9 +277,11 @@ class PartitionLog:
             self.topic_id = tid
         elif os.path.exists(meta):
             log.warning("%s: ignoring unreadable partition.metadata", self.dir)
-        epochs = read_leader_epochs(os.path.join(self.dir, "leader-epoch-checkpoint"))
-        if epochs is None:
-            log.warning("%s: leader-epoch-checkpoint is damaged; rebuilding it from the batches", self.dir)
+        epoch_file = os.path.join(self.dir, "leader-epoch-checkpoint")
+        epochs = read_leader_epochs(epoch_file)
+        if epochs is None or not os.path.exists(epoch_file):
+            log.warning("%s: leader-epoch-checkpoint is %s; rebuilding it from the batches", self.dir,
+                        "damaged" if epochs is None else "missing")
             self.leader_epochs = []
             return False
         # as Kafka's LeaderEpochFileCache.assign: entries must grow in both epoch and start offset
