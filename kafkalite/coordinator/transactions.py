@@ -211,12 +211,14 @@ class TransactionService:
             err, pid, epoch = E.INVALID_REQUEST, -1, -1   # both or neither, as KafkaApis requires
         elif not self.coordinator.loading and not await self.ensure_topic():
             err, pid, epoch = E.COORDINATOR_NOT_AVAILABLE, -1, -1
-        elif ctx.version >= 3:
-            err, pid, epoch = self.coordinator.init_producer_id(
-                self.now_ms(), req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch)
         else:
-            err, pid, epoch = self.coordinator.init_producer_id(self.now_ms(), req.transactional_id,
-                                                                req.transaction_timeout_ms)
+            bump = (req.producer_id, req.producer_epoch) if ctx.version >= 3 else ()
+            try:
+                err, pid, epoch = self.coordinator.init_producer_id(
+                    self.now_ms(), req.transactional_id, req.transaction_timeout_ms, *bump)
+            except OSError as exc:   # no producer-id block could be persisted (a full disk): retriable
+                log.error("cannot allocate a producer id for %r: %s", req.transactional_id, exc)
+                err, pid, epoch = E.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
         self.kick()
         return InitProducerIdResponse(throttle_time_ms=0, error_code=fenced_error(err, ctx.version, 4),
                                       producer_id=pid, producer_epoch=epoch)
