@@ -280,21 +280,18 @@ class LogManager:
         for key, plog in list(self._logs.items()):
             if plog.closed:
                 continue
-            if plog.config.compact:
-                try:
-                    clean_log(plog, now)
-                except (OSError, StorageError):
-                    log.exception("compaction of %s-%d failed", key[0], key[1])
-            plog.purge_deleted()
+            if plog.config.compact and plog.offline is None:
+                self._attempt(f"compaction of {key[0]}-{key[1]}", functools.partial(clean_log, plog, now))
+            self._attempt(f"removing deleted segments of {key[0]}-{key[1]}", plog.purge_deleted)
             plog.producer_state.remove_expired(now, self.producer_id_expiration_ms)
         self._close_zombies()
         self.flush_dirty(now)
 
     def enforce_retention(self) -> None:
         """retention.ms / retention.bytes for logs whose cleanup.policy includes delete."""
-        for _k, plog in list(self._logs.items()):
-            if not plog.closed and "delete" in plog.config.cleanup_policy:
-                plog.delete_old_segments()
+        for k, plog in list(self._logs.items()):
+            if not plog.closed and plog.offline is None and "delete" in plog.config.cleanup_policy:
+                self._attempt(f"retention of {k[0]}-{k[1]}", plog.delete_old_segments)
 
     # ---- close -----------------------------------------------------------------------------------
     def close(self, clean: bool = True) -> None:
