@@ -28,6 +28,7 @@ from storage.testing import Rec, encode_batch
 NOW = 1_700_000_000_000
 # an index entry at every append, a roll every few appends
 CFG = LogConfig.from_props({"segment.bytes": "1200", "index.interval.bytes": "1", "segment.index.bytes": "4096"})
+CFG_FLUSH = LogConfig.from_props({"segment.bytes": "1200", "index.interval.bytes": "1", "flush.messages": "1"})
 
 
 def _batch(i: int, pid: int = -1, seq: int = -1, txn: bool = False) -> bytes:
@@ -84,10 +85,10 @@ def _assert_consistent(directory: Path) -> None:
             assert sum(h.size for _p, h in iter_batches(data)) == len(data), f"orphan bytes in {name}"
 
 
-def _reference(tmp_path: Path, ops: list[tuple[str, int]]) -> tuple[list[tuple[int, int, int, bytes]],
-                                                                     list[tuple[str, str, str]], object]:
+def _reference(tmp_path: Path, ops: list[tuple[str, int]], cfg: LogConfig = CFG
+               ) -> tuple[list[tuple[int, int, int, bytes]], list[tuple[str, str, str]], object]:
     with fs.faults() as inj:
-        log = PartitionLog.create(str(tmp_path / "ref" / "t-0"), "t", 0, uuid.uuid4(), CFG)
+        log = PartitionLog.create(str(tmp_path / "ref" / "t-0"), "t", 0, uuid.uuid4(), cfg)
         seqs: dict[int, int] = {}
         start = len(inj.calls)
         for op in ops:
@@ -113,20 +114,25 @@ def test_the_workload_reaches_every_append_step(tmp_path: Path) -> None:
     assert txns  # the aborted transaction is indexed
 
 
-@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EIO])
-@pytest.mark.parametrize("short", [False, True], ids=["fail", "short-write"])
-def test_a_failed_write_at_any_step_of_an_append_is_rolled_back(tmp_path: Path, err: int, short: bool) -> None:
+@pytest.mark.parametrize(("err", "short", "cfg"), [
+    (errno.ENOSPC, False, CFG), (errno.EIO, False, CFG), (errno.ENOSPC, True, CFG), (errno.EIO, False, CFG_FLUSH)],
+    ids=["enospc", "eio", "short-write", "eio-with-fsync-per-append"])
+def test_a_failed_write_at_any_step_of_an_append_is_rolled_back(tmp_path: Path, err: int, short: bool,
+                                                                cfg: LogConfig) -> None:
     """Fail the Nth write call, for every N: that append raises KafkaStorageError, nothing of it remains, and
     retrying it (space is back) gives exactly the log an undisturbed run writes."""
-    ref, calls, ref_txns = _reference(tmp_path, OPS)
+    ops = OPS if cfg is CFG else _ops(6)   # every append fsyncs: a shorter run reaches every step already
+    ref, calls, ref_txns = _reference(tmp_path, ops, cfg)
+    if cfg is CFG_FLUSH:
+        assert {("fsync", "log"), ("fsync", "leader_epoch"), ("fsync", "dir")} <= {c[:2] for c in calls}
     for n in range(1, len(calls) + 1):
         d = tmp_path / f"run-{n}" / "t-0"
-        log = PartitionLog.create(str(d), "t", 0, uuid.uuid4(), CFG)
+        log = PartitionLog.create(str(d), "t", 0, uuid.uuid4(), cfg)
         seqs: dict[int, int] = {}
         failures = 0
         with fs.faults() as inj:
             inj.fail(errno=err, nth=n, times=1, short=short)  # the Nth write call from now on, once
-            for op in OPS:
+            for op in ops:
                 before = (log.log_end_offset, dict(seqs))
                 try:
                     _apply(log, op, seqs)
@@ -142,7 +148,7 @@ def test_a_failed_write_at_any_step_of_an_append_is_rolled_back(tmp_path: Path, 
         assert log.aborted_transactions(0, log.log_end_offset) == ref_txns
         log.close()
         _assert_consistent(d)
-        again = PartitionLog.open(str(d), "t", 0, CFG, clean=False)
+        again = PartitionLog.open(str(d), "t", 0, cfg, clean=False)
         assert _content(again) == ref
         again.close()
 
@@ -302,3 +308,37 @@ def test_fault_layer_costs_nothing_when_idle() -> None:
             fs.install(fs.Injector())
     assert fs.pwritev is os.pwritev
 
+
+
+def test_kafka_reads_a_log_that_lived_through_faults(tmp_path: Path) -> None:
+    """Kafka's own reader (kafka-clients FileRecords: batches, ensureValid, record iteration) accepts every
+    segment of a log whose appends failed at every step in turn and were retried."""
+    from storage.tests.java import checker
+
+    checker.require_java()
+    checker.build()
+    ref, calls, _txns = _reference(tmp_path, OPS)
+    d = tmp_path / "faulted" / "t-0"
+    log = PartitionLog.create(str(d), "t", 0, uuid.uuid4(), CFG)
+    seqs: dict[int, int] = {}
+    failed = 0
+    with fs.faults() as inj:
+        for i, op in enumerate(OPS):
+            inj.fail(calls[i * 3 % len(calls)][1], "write", errno.ENOSPC, times=1, short=bool(i % 2))
+            before = dict(seqs)
+            try:
+                _apply(log, op, seqs)
+            except KafkaStorageError:
+                failed += 1
+                seqs.clear()
+                seqs.update(before)
+                _apply(log, op, seqs)
+            inj.clear()
+    assert failed > len(OPS) // 2
+    assert _content(log) == ref
+    log.close()
+    _assert_consistent(d)
+    logs = sorted(d.glob("*.log"))
+    rows = checker.check_logs(logs)
+    assert [r for r in rows if r["error"]] == []
+    assert sum(r["type"] == "batch" for r in rows) == len(ref)
