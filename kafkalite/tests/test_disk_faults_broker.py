@@ -112,6 +112,22 @@ def test_producer_id_block_failures_and_a_lost_producer_ids_file(tmp_path: Path)
             pid = new.producer_id
 
 
+def test_transaction_state_on_a_full_disk_answers_an_error_and_the_transaction_continues(tmp_path: Path) -> None:
+    from kafkalite.tests.test_transaction_handlers import add, end, init, txn_produce
+
+    overrides = {"log.index.interval.bytes": "1", "transaction.state.log.num.partitions": "1"}
+    with Broker(data_dir=tmp_path / "d", overrides=overrides) as b, RawClient(b.host, b.port) as c:
+        create_topic(c, "t", 1)
+        pid, epoch = init(c, "tx")
+        with fs.faults() as inj:   # the state record reaches the .log, its index entry does not
+            inj.fail("offset_index", "write", errno.ENOSPC, path_contains="__transaction_state")
+            codes = add(c, "tx", pid, epoch, {"t": [0]})
+            assert codes[("t", 0)] in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR)
+        assert add(c, "tx", pid, epoch, {"t": [0]}) == {("t", 0): 0}
+        assert txn_produce(c, "tx", "t", pid, epoch, 0, [b"a"])[0] == 0
+        assert end(c, "tx", pid, epoch, True) == 0
+
+
 LAUNCHER = """
 import os, sys, errno
 from storage import fs
