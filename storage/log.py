@@ -232,7 +232,10 @@ class PartitionLog:
             self._view = (keep, tuple(s.base_offset for s in keep))
         for seg in dropped:
             if defer:
-                seg.mark_deleted()
+                try:
+                    seg.mark_deleted()
+                except OSError as exc:  # still doomed: its files go by their current names, fds closed later
+                    log.warning("%s: could not rename segment %d to .deleted: %s", self.dir, seg.base_offset, exc)
         if defer:
             self.doom(dropped)
         else:

@@ -342,3 +342,20 @@ def test_kafka_reads_a_log_that_lived_through_faults(tmp_path: Path) -> None:
     rows = checker.check_logs(logs)
     assert [r for r in rows if r["error"]] == []
     assert sum(r["type"] == "batch" for r in rows) == len(ref)
+
+
+def test_retention_on_a_failing_disk_never_raises(tmp_path: Path) -> None:
+    cfg = LogConfig.from_props({"segment.bytes": "300", "retention.bytes": "0", "file.delete.delay.ms": "0"})
+    lm = LogManager.open(str(tmp_path), cfg)
+    log = lm.create_log("t", 0, uuid.uuid4())
+    for i in range(12):
+        log.append(_batch(i), now_ms=NOW + i)
+    assert len(log.segments) > 3
+    with fs.faults() as inj:
+        inj.fail(op="rename", errno=errno.EIO)   # the .deleted renames fail
+        lm.enforce_retention()                   # must not raise
+    assert len(log.segments) == 1 and log.log_start_offset == log.active.base_offset
+    assert log.read_bytes(log.log_start_offset, 1 << 20)
+    log.purge_deleted(force=True)
+    assert sorted(p.name for p in (tmp_path / "t-0").glob("*.log")) == [Path(log.active.log_path).name]
+    lm.close()
