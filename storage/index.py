@@ -206,17 +206,17 @@ class _Index:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
-        if self._fd >= 0:
-            try:
-                if sync and self._dirty:
-                    fs.fsync(self._fd)
-                    self._dirty = False
-            finally:  # a failed fsync leaves the write pending (dirty) for a flush by name, never an open fd
+        try:
+            if self._fd >= 0 and sync and self._dirty:
+                fs.fsync(self._fd)
+                self._dirty = False
+        finally:  # a failed fsync leaves the write pending (dirty) for a flush by name, never an open fd
+            if self._fd >= 0:
                 os.close(self._fd)
-                self._fd = -1
-        self._loaded = False
-        self._keys = array(self._key_type)
-        self._vals = array(self._val_type)
+            self._fd = -1
+            self._loaded = False
+            self._keys = array(self._key_type)
+            self._vals = array(self._val_type)
 
     def delete(self) -> None:
         self.close(sync=False)
