@@ -22,6 +22,7 @@ STORAGE_ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     se.InvalidTxnStateError: ErrorCode.INVALID_TXN_STATE,
     se.TransactionCoordinatorFencedError: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
     se.LogClosedError: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    se.KafkaStorageError: ErrorCode.KAFKA_STORAGE_ERROR,   # ENOSPC/EIO, rolled back or partition offline
     se.StorageError: ErrorCode.KAFKA_STORAGE_ERROR,
 }
 

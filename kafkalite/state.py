@@ -25,6 +25,7 @@ import trio
 
 from kafkalite.config import BrokerConfig, Listener
 from kafkalite.supervisor import Supervisor
+from storage.checkpoints import write_atomic
 
 if TYPE_CHECKING:
     from storage import LogConfig, LogManager, PartitionLog
@@ -214,6 +215,12 @@ class BrokerState:
                              internal=topic in INTERNAL_TOPICS)
             self.topics[topic] = info
             self.topics_by_id[info.topic_id] = info
+        for (topic, _p), plog in self.logs.logs():
+            if getattr(plog, "topic_id", 0) is None:   # partition.metadata was missing or damaged: rewrite it
+                try:
+                    plog.set_topic_id(self.topics[topic].topic_id)
+                except OSError as exc:
+                    log.warning("could not rewrite partition.metadata of %s: %s", plog, exc)
         # storage opened every log with bare defaults: give each its topic's effective config again
         effective: dict[str, LogConfig] = {}
         for (topic, _p), plog in self.logs.logs():
@@ -289,19 +296,38 @@ class BrokerState:
 
     # -- producer ids ----------------------------------------------------------------------------------
     def allocate_producer_id(self) -> int:
-        """A producer id never handed out before by this data dir (ids are reserved in persisted blocks)."""
+        """A producer id never handed out before by this data dir (ids are reserved in persisted blocks).
+
+        A missing or damaged ``kafkalite-producer-ids`` is rebuilt from the producer ids the logs and the
+        transaction coordinator know (reusing one would make its new batches look like duplicates of the old
+        producer's). Raises OSError when the next block cannot be persisted (a full disk): the caller answers
+        a retriable error and hands out nothing."""
         if self._pid_next >= self._pid_limit:
             path = self.log_dir / PRODUCER_IDS_FILE
-            try:
-                start = int(path.read_text().strip() or 0)
-            except (FileNotFoundError, ValueError):
-                start = 0
+            start = _read_pid_block(path)
+            if start is None:
+                start = self._producer_ids_in_use()
+                if path.exists() or start:
+                    log.warning("%s is missing or damaged; producer ids continue after the highest in use (%d)",
+                                path, start)
             start = max(start, self._pid_limit)
-            _atomic_write(path, f"{start + PRODUCER_ID_BLOCK}\n".encode())
+            write_atomic(str(path), f"{start + PRODUCER_ID_BLOCK}\n".encode())
             self._pid_next, self._pid_limit = start, start + PRODUCER_ID_BLOCK
         pid = self._pid_next
         self._pid_next += 1
         return pid
+
+    def _producer_ids_in_use(self) -> int:
+        """One past the highest producer id in any partition's producer state or transactional id."""
+        top = -1
+        for _k, plog in self.logs.logs():
+            producers = getattr(getattr(plog, "producer_state", None), "producers", None)
+            if producers:
+                top = max(top, max(producers))
+        coordinator = getattr(self.txns, "coordinator", None)
+        for meta in getattr(coordinator, "txns", {}).values():
+            top = max(top, meta.producer_id, meta.last_producer_id)
+        return top + 1
 
     # -- append notification (Fetch long polls) ------------------------------------------------------
     def notify_append(self, topic: str, partition: int) -> None:
@@ -339,6 +365,16 @@ class BrokerState:
         for evs in waiters.values():
             for ev in evs:
                 ev.set()
+
+
+def _read_pid_block(path: Path) -> int | None:
+    """The next unallocated producer id from ``kafkalite-producer-ids``; None when missing or damaged."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+        value = int(text)
+    except (OSError, ValueError):
+        return None
+    return value if 0 <= value < 2**63 - PRODUCER_ID_BLOCK and text.isdigit() else None
 
 
 def _random_cluster_id() -> str:

@@ -15,7 +15,8 @@ directory written here opens in Kafka and vice versa.
 Also: `append(..., validate_producer=False)` / `append_control(...)` for coordinators, `last_stable_offset`,
 `aborted_transactions(start, end)`, `delete_records_before(offset)`, `end_offset_for_epoch(epoch)`.
 Modules: batch (header parsing, record iteration), compression, config, index, segment, log, loader
-(recovery), producer_state, txn_index, retention, cleaner (compaction), checkpoints, testing (batch encoder).
+(recovery), producer_state, txn_index, retention, cleaner (compaction), checkpoints, testing (batch encoder),
+fs (the file operations every write goes through; `fs.faults()` injects ENOSPC/EIO in tests).
 """
 
 from __future__ import annotations

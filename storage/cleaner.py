@@ -23,6 +23,7 @@ Offsets never change, so consumers and the group coordinator see the same offset
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import struct
@@ -30,6 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from storage import fs
 from storage.batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
@@ -181,30 +183,38 @@ def _clean_group(
     swap = final + ".swap"
     removed = 0
     written = 0
-    fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        for seg in group:
-            for pos, hdr in seg.batches():
-                out, gone = filter_batch(seg.read_batch(pos, hdr), hdr, latest, horizon)
-                removed += gone
-                if out is not None:
-                    os.write(fd, out)
-                    written += len(out)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = fs.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for seg in group:
+                for pos, hdr in seg.batches():
+                    out, gone = filter_batch(seg.read_batch(pos, hdr), hdr, latest, horizon)
+                    removed += gone
+                    if out is not None:
+                        view = memoryview(out)
+                        while view:
+                            view = view[fs.write(fd, view):]
+                        written += len(out)
+            fs.fsync(fd)
+        finally:
+            os.close(fd)
+        fs.rename(cleaned, swap)
+    except OSError:  # a full disk: the log is untouched; drop the partial copy and try again next time
+        for leftover in (cleaned, swap):
+            with contextlib.suppress(OSError):
+                fs.unlink(leftover)
+        raise
     txns = [t for seg in group for t in seg.txn_index.entries]
-    os.rename(cleaned, swap)
     cfg = plog.config
     with plog._lock:
         if not _contiguous(list(plog._view[0]), group):
-            os.unlink(swap)
+            fs.unlink(swap)
             return None
     # old files -> .deleted (open descriptors keep serving reads), swap -> final name, build its indexes;
     # a crash from here on leaves a state the loader completes (.deleted removed, the new .log kept)
     for old in group:
         old.mark_deleted()
-    os.rename(swap, final)
+    fs.rename(swap, final)
     seg = LogSegment(plog.dir, base, index_interval_bytes=cfg.index_interval_bytes,
                      max_index_size=cfg.segment_index_bytes, now_ms=time.time_ns() // 1_000_000)
     seg.recover(cfg.segment_index_bytes)

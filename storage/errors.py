@@ -62,3 +62,19 @@ class TransactionCoordinatorFencedError(StorageError):
 
 class LogClosedError(StorageError):
     """The partition log was closed or deleted."""
+
+
+class KafkaStorageError(StorageError):
+    """A write failed with an I/O error (ENOSPC, EIO, ...) and was rolled back: the files and the in-memory
+    state are as they were before the failed call, so a retry once the disk recovers continues cleanly
+    (KAFKA_STORAGE_ERROR)."""
+
+
+class RollbackFailedError(KafkaStorageError):
+    """A failed write could not be rolled back either (e.g. EIO on the truncation): the partition's memory and
+    files may disagree, so the partition goes offline until the next restart recovers it."""
+
+
+class LogOfflineError(KafkaStorageError):
+    """The partition is offline after a failed rollback; every produce and fetch on it fails
+    (KAFKA_STORAGE_ERROR, as Kafka answers for a partition in an offline log dir)."""

@@ -22,7 +22,8 @@ import sys
 from array import array
 from collections.abc import Iterator
 
-from storage.errors import CorruptRecordError
+from storage import fs
+from storage.errors import CorruptRecordError, RollbackFailedError
 
 _OFF = struct.Struct(">ii")
 _TIME = struct.Struct(">qi")
@@ -84,7 +85,7 @@ class _Index:
     def _ensure(self) -> None:
         if self._loaded:
             return
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = fs.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         size = os.fstat(self._fd).st_size
         self._file_size = size
         n = self._valid_entries(size // self.entry_size)
@@ -160,7 +161,7 @@ class _Index:
         new_size -= new_size % self.entry_size
         new_size = max(new_size, len(self._keys) * self.entry_size)
         if new_size != self._file_size:
-            os.ftruncate(self._fd, new_size)
+            fs.ftruncate(self._fd, new_size)
             self._file_size = new_size
         self.max_index_size = new_size
         self._preallocated = True
@@ -171,7 +172,7 @@ class _Index:
             return
         valid = len(self._keys) * self.entry_size
         if self._file_size != valid:
-            os.ftruncate(self._fd, valid)
+            fs.ftruncate(self._fd, valid)
             self._file_size = valid
             self._dirty = True
         self.max_index_size = valid
@@ -184,7 +185,7 @@ class _Index:
         fd = self._fd
         if self._loaded and fd >= 0:
             try:
-                os.fsync(fd)
+                fs.fsync(fd)
                 self._dirty = False
                 return
             except OSError:  # unloaded by the owner thread meanwhile (roll): sync by name below
@@ -194,7 +195,7 @@ class _Index:
         except FileNotFoundError:
             return
         try:
-            os.fsync(fd)
+            fs.fsync(fd)
         finally:
             os.close(fd)
         self._dirty = False
@@ -205,23 +206,25 @@ class _Index:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
-        if self._fd >= 0:
-            if sync and self._dirty:
-                os.fsync(self._fd)
+        try:
+            if self._fd >= 0 and sync and self._dirty:
+                fs.fsync(self._fd)
                 self._dirty = False
-            os.close(self._fd)
-        self._fd = -1
-        self._loaded = False
-        self._keys = array(self._key_type)
-        self._vals = array(self._val_type)
+        finally:  # a failed fsync leaves the write pending (dirty) for a flush by name, never an open fd
+            if self._fd >= 0:
+                os.close(self._fd)
+            self._fd = -1
+            self._loaded = False
+            self._keys = array(self._key_type)
+            self._vals = array(self._val_type)
 
     def delete(self) -> None:
         self.close(sync=False)
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+            fs.unlink(self.path)
 
     def rename(self, new_path: str) -> None:
-        os.rename(self.path, new_path)
+        fs.rename(self.path, new_path)
         self.path = new_path
 
     def reset(self) -> None:
@@ -237,18 +240,47 @@ class _Index:
         # cannot survive a crash and a trimmed file stays exactly its valid entries
         start = n * self.entry_size
         if start < self._file_size:
-            os.ftruncate(self._fd, start)
+            fs.ftruncate(self._fd, start)
             size = max(start, self.max_index_size) if self._preallocated else start
             if size > start:
-                os.ftruncate(self._fd, size)
+                fs.ftruncate(self._fd, size)
             self._file_size = size
 
-    def _write(self, blob: bytes) -> None:
+    def _append_entry(self, key: int, val: int, blob: bytes) -> None:
+        """Write one entry after the valid ones, then add it in memory. A failed write is rolled back first
+        (the file cut to the valid entries and padded again with zeros, so no torn entry survives) and the
+        OSError re-raised; if even that fails, RollbackFailedError."""
+        keys, vals = self._arrays()
+        n = len(keys)
+        pos = n * self.entry_size
+        try:
+            if fs.pwrite(self._fd, blob, pos) != len(blob):
+                raise OSError(28, f"short write to {self.path}")
+        except OSError as exc:
+            self._undo_entry(n, exc)
+            raise
+        keys.append(key)
+        vals.append(val)
         self._dirty = True
-        pos = (len(self._keys) - 1) * self.entry_size
-        os.pwrite(self._fd, blob, pos)
         if pos + self.entry_size > self._file_size:
             self._file_size = pos + self.entry_size
+
+    def _undo_entry(self, n: int, cause: OSError) -> None:
+        valid = n * self.entry_size
+        try:
+            fs.ftruncate(self._fd, valid)
+            if self._file_size > valid:
+                fs.ftruncate(self._fd, self._file_size)
+        except OSError as exc:
+            raise RollbackFailedError(f"{self.path}: cannot undo a failed entry write ({cause}): {exc}") from exc
+
+    def remove_last_entries(self, n: int) -> None:
+        """Drop every entry after the first `n` (undo of an append whose later step failed)."""
+        if self._loaded and len(self._keys) > n:
+            try:
+                self._truncate_entries(n)
+            except OSError as exc:
+                raise RollbackFailedError(f"{self.path}: cannot drop entries after {n}: {exc}") from exc
 
     def file_bytes(self) -> bytes:
         """The valid entries as they are (or will be, once trimmed) on disk."""
@@ -299,9 +331,7 @@ class OffsetIndex(_Index):
             raise CorruptRecordError(f"offset index entry {offset} is not larger than {self.last_offset}")
         if len(keys) >= self.max_entries:
             raise CorruptRecordError(f"offset index {self.path} is full")
-        keys.append(rel)
-        vals.append(position)
-        self._write(_OFF.pack(rel, position))
+        self._append_entry(rel, position, _OFF.pack(rel, position))
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries whose offset >= `offset`."""
@@ -372,15 +402,13 @@ class TimeIndex(_Index):
         if self._keys and timestamp < last_ts:
             raise CorruptRecordError(f"time index timestamp {timestamp} below last entry {last_ts}")
         if timestamp > last_ts:
-            keys, vals = self._arrays()
+            keys, _vals = self._arrays()
             if len(keys) * self.entry_size >= self._file_size:
                 # final entry on a trimmed or exactly-full file: grow by one entry
+                fs.ftruncate(self._fd, (len(keys) + 1) * self.entry_size)
                 self._file_size = (len(keys) + 1) * self.entry_size
-                os.ftruncate(self._fd, self._file_size)
             rel = offset - self.base_offset
-            keys.append(timestamp)
-            vals.append(rel)
-            self._write(_TIME.pack(timestamp, rel))
+            self._append_entry(timestamp, rel, _TIME.pack(timestamp, rel))
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries whose offset >= `offset`."""

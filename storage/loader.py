@@ -21,6 +21,7 @@ import struct
 import uuid
 from typing import TYPE_CHECKING
 
+from storage import fs
 from storage.batch import CONTROL_ABORT, iter_file_batches, parse_control_marker
 from storage.config import LogConfig
 from storage.segment import LogSegment, segment_name
@@ -37,7 +38,7 @@ _IDX_RE = re.compile(r"^(\d{20})\.(index|timeindex|txnindex)$")
 
 def _unlink(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+        fs.unlink(path)
 
 
 def cleanup_leftovers(directory: str) -> None:
@@ -70,7 +71,7 @@ def cleanup_leftovers(directory: str) -> None:
                     _unlink(os.path.join(directory, segment_name(ob, suffix)))
         for suffix in (".index", ".timeindex"):
             _unlink(os.path.join(directory, segment_name(base, suffix)))
-        os.rename(swap, os.path.join(directory, segment_name(base, ".log")))
+        fs.rename(swap, os.path.join(directory, segment_name(base, ".log")))
     bases = {int(m.group(1)) for m in map(_LOG_RE.match, os.listdir(directory)) if m}
     for name in os.listdir(directory):
         m = _IDX_RE.match(name)
@@ -119,9 +120,12 @@ def load_log(
     from storage.log import _now
 
     self = cls(directory, topic, partition, topic_id, config)
-    self._read_metadata()
+    epochs_ok = self._read_metadata()
     if self.topic_id is None and topic_id is not None:
-        self.set_topic_id(topic_id)
+        try:
+            self.set_topic_id(topic_id)
+        except OSError as exc:
+            log.warning("%s: could not write partition.metadata: %s", directory, exc)
     cleanup_leftovers(directory)
     bases = sorted(int(m.group(1)) for m in map(_LOG_RE.match, os.listdir(directory)) if m)
     now = _now()
@@ -160,6 +164,8 @@ def load_log(
     if self.log_start_offset > self._leo:
         self.log_start_offset = segs[0].base_offset
     self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
+    if not epochs_ok:
+        self.rebuild_leader_epochs()
     self._truncate_epochs(self._leo, keep_at_end=True)
     if not clean:
         self.producer_state.delete_snapshots_after(self._leo)

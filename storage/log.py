@@ -15,6 +15,14 @@ Opening: leftover `.cleaned`/`.deleted` files are removed and `.swap` files comp
 after an unclean stop every segment from the recovery point on is validated batch by batch, truncated at the
 first invalid or torn batch (later segments deleted) and its indexes rebuilt. After a clean stop indexes are
 trusted after a cheap sanity check. Producer state comes from the newest snapshot plus a replay of the log.
+
+Disk faults. An append is transactional: the fallible writes (a roll's files, the leader-epoch checkpoint,
+the segment's log bytes and index entries, a transaction-index entry, an fsync due by flush.messages) run
+before the in-memory state (log end offset, producer state) changes, and a failed one is undone on disk
+before KafkaStorageError (KAFKA_STORAGE_ERROR) is raised: no orphan bytes stay behind, so the next append,
+once space returns, continues at the same offset. If the undo itself fails the partition goes offline
+(`offline` holds why; every append and read raises LogOfflineError, logged once) until a restart recovers it
+from its recovery point, as Kafka takes a log dir offline.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from storage import retention
+from storage import fs, retention
 from storage.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_ABORT,
@@ -56,9 +64,13 @@ from storage.config import LogConfig
 from storage.errors import (
     InvalidRecordError,
     InvalidTimestampError,
+    KafkaStorageError,
     LogClosedError,
+    LogOfflineError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
+    RollbackFailedError,
+    StorageError,
 )
 from storage.producer_state import CompletedTxn, ProducerStateManager
 from storage.segment import LogSegment, segment_name
@@ -120,6 +132,7 @@ class PartitionLog:
         self._meta_dirty: set[str] = set()
         self._dir_dirty = False
         self.closed = False
+        self.offline: str | None = None  # why the partition is offline (a failed rollback), or None
 
     # ---- properties ------------------------------------------------------------------------------
     @property
@@ -163,7 +176,7 @@ class PartitionLog:
         *,
         leader_epoch: int | None = 0,
     ) -> PartitionLog:
-        os.makedirs(directory, exist_ok=True)
+        fs.makedirs(directory, exist_ok=True)
         self = cls(directory, topic, partition, topic_id, config)
         if topic_id is not None:
             self.set_topic_id(topic_id)
@@ -195,8 +208,12 @@ class PartitionLog:
         cfg = self.config
         seg = LogSegment(self.dir, base, index_interval_bytes=cfg.index_interval_bytes,
                          max_index_size=cfg.segment_index_bytes, now_ms=now, create=True)
-        seg.offset_index.resize(cfg.segment_index_bytes)
-        seg.time_index.resize(cfg.segment_index_bytes)
+        try:
+            seg.offset_index.resize(cfg.segment_index_bytes)
+            seg.time_index.resize(cfg.segment_index_bytes)
+        except OSError:
+            seg.delete()  # no half-made segment stays behind
+            raise
         self._dir_dirty = True  # the new files' directory entries are made durable by the next flush
         return seg
 
@@ -215,7 +232,10 @@ class PartitionLog:
             self._view = (keep, tuple(s.base_offset for s in keep))
         for seg in dropped:
             if defer:
-                seg.mark_deleted()
+                try:
+                    seg.mark_deleted()
+                except OSError as exc:  # still doomed: its files go by their current names, fds closed later
+                    log.warning("%s: could not rename segment %d to .deleted: %s", self.dir, seg.base_offset, exc)
         if defer:
             self.doom(dropped)
         else:
@@ -250,18 +270,52 @@ class PartitionLog:
             self._doomed = keep + self._doomed
         return gone
 
-    def _read_metadata(self) -> None:
-        tid = read_partition_metadata(os.path.join(self.dir, "partition.metadata"))
+    def _read_metadata(self) -> bool:
+        """Topic id and leader epochs from their files; False when the leader-epoch checkpoint is damaged or
+        missing (the loader rebuilds it from the batches). A damaged `partition.metadata` leaves the topic id unknown
+        (whoever knows it rewrites the file with `set_topic_id`)."""
+        meta = os.path.join(self.dir, "partition.metadata")
+        tid = read_partition_metadata(meta)
         if tid is not None:
             self.topic_id = tid
-        self.leader_epochs = read_leader_epochs(os.path.join(self.dir, "leader-epoch-checkpoint"))
+        elif os.path.exists(meta):
+            log.warning("%s: ignoring unreadable partition.metadata", self.dir)
+        epoch_file = os.path.join(self.dir, "leader-epoch-checkpoint")
+        epochs = read_leader_epochs(epoch_file)
+        if epochs is None or not os.path.exists(epoch_file):
+            log.warning("%s: leader-epoch-checkpoint is %s; rebuilding it from the batches", self.dir,
+                        "damaged" if epochs is None else "missing")
+            self.leader_epochs = []
+            return False
+        # as Kafka's LeaderEpochFileCache.assign: entries must grow in both epoch and start offset
+        self.leader_epochs = []
+        for e, o in epochs:
+            while self.leader_epochs and (self.leader_epochs[-1][0] >= e or self.leader_epochs[-1][1] > o):
+                self.leader_epochs.pop()
+            self.leader_epochs.append((e, o))
+        return True
+
+    def rebuild_leader_epochs(self) -> None:
+        """Leader epochs from the batches' PartitionLeaderEpoch fields (a damaged checkpoint)."""
+        epochs: list[tuple[int, int]] = []
+        for seg in self._view[0]:
+            for _pos, hdr in seg.batches():
+                if hdr.partition_leader_epoch >= 0 and (not epochs or hdr.partition_leader_epoch > epochs[-1][0]):
+                    epochs.append((hdr.partition_leader_epoch, hdr.base_offset))
+        self.leader_epochs = epochs
+        try:
+            self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, epochs, False))
+        except OSError as exc:
+            log.warning("%s: could not rewrite leader-epoch-checkpoint: %s", self.dir, exc)
 
     # ---- leader epochs ---------------------------------------------------------------------------
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        """A new epoch starting at `start_offset`; the checkpoint is written first (OSError: nothing changed)."""
         if self.leader_epochs and epoch <= self.leader_epochs[-1][0]:
             return
-        self.leader_epochs.append((epoch, start_offset))
-        self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, self.leader_epochs, False))
+        new = [*self.leader_epochs, (epoch, start_offset)]
+        self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, new, False))
+        self.leader_epochs = new
 
     def _truncate_epochs(self, end_offset: int, *, keep_at_end: bool = False) -> None:
         """Drop epochs starting at or after `end_offset` (after `end_offset` with `keep_at_end`: at load,
@@ -269,7 +323,11 @@ class PartitionLog:
         keep = [(e, o) for e, o in self.leader_epochs if o < end_offset or (keep_at_end and o == end_offset)]
         if keep != self.leader_epochs:
             self.leader_epochs = keep
-            self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, keep, False))
+            try:
+                self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, keep, False))
+            except OSError as exc:
+                # the file keeps epochs past the log end; they are dropped again at the next load
+                log.warning("%s: could not rewrite leader-epoch-checkpoint: %s", self.dir, exc)
 
     def set_topic_id(self, topic_id: uuid.UUID) -> None:
         """Record the topic id in `partition.metadata` (fsynced with the next flush)."""
@@ -285,11 +343,15 @@ class PartitionLog:
 
     def _sync_meta(self) -> None:
         dirty, self._meta_dirty = self._meta_dirty, set()
-        for path in sorted(dirty):
-            sync_file(path)
-        if self._dir_dirty:
-            self._dir_dirty = False
-            fsync_dir(self.dir)
+        try:
+            for path in sorted(dirty):
+                sync_file(path)
+            if self._dir_dirty:
+                fsync_dir(self.dir)
+                self._dir_dirty = False
+        except OSError:
+            self._meta_dirty |= dirty  # still to be made durable by the next flush
+            raise
 
     def latest_epoch(self) -> int:
         return self.leader_epochs[-1][0] if self.leader_epochs else -1
@@ -323,8 +385,8 @@ class PartitionLog:
         tests that reproduce a log). `leader_epoch=None` keeps the batch's PartitionLeaderEpoch; otherwise
         the batch gets max(leader_epoch, latest epoch in leader-epoch-checkpoint), so epochs never decrease.
         """
-        if self.closed:
-            raise LogClosedError(f"{self.topic}-{self.partition} is closed")
+        if self.closed or self.offline is not None:
+            self._refuse()
         now = _now() if now_ms is None else now_ms
         mv = memoryview(batch)
         hdr = validate_batch(mv, exact_count=assign_offsets)
@@ -375,25 +437,65 @@ class PartitionLog:
             crc = crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
             _UI.pack_into(head, 17, crc)
         seg = self.active
-        if seg.should_roll(hdr.size, max_ts, last, now, self.config.segment_bytes,
-                           self.config.segment_ms - self.config.segment_jitter_ms):
-            seg = self._roll(base, now)
-        seg.append([head, mv[HEADER_SIZE:]], hdr.size, last, max_ts, last)
+        try:
+            # fallible steps first; each leaves the log as it was when it fails (see the module docstring)
+            if seg.should_roll(hdr.size, max_ts, last, now, self.config.segment_bytes,
+                               self.config.segment_ms - self.config.segment_jitter_ms):
+                seg = self._roll(base, now)
+            if epoch >= 0:
+                self._assign_epoch(epoch, base)  # before the data, as Kafka's UnifiedLog.append
+            seg.append([head, mv[HEADER_SIZE:]], hdr.size, last, max_ts, last)
+        except RollbackFailedError as exc:
+            self._go_offline(str(exc))
+            raise
+        except OSError as exc:
+            raise KafkaStorageError(f"append to {self.topic}-{self.partition} failed: {exc}") from exc
+        self._unflushed += hdr.records_count
+        if marker is not None or self._unflushed >= self.config.flush_messages or (
+                now - self._last_flush_ms >= self.config.flush_ms):
+            self._finish_append(seg, hdr, marker, last, now)
         self._leo = last + 1
-        if epoch >= 0:
-            self._assign_epoch(epoch, base)
         if hdr.has_producer_id:
             if marker is not None:
-                done = self.producer_state.complete_marker(hdr.producer_id, hdr.producer_epoch, marker[1],
-                                                           last, max_ts, marker[0] == CONTROL_ABORT)
-                if done is not None and done.is_aborted:
-                    self._record_abort(seg, done)
+                self.producer_state.complete_marker(hdr.producer_id, hdr.producer_epoch, marker[1],
+                                                    last, max_ts, marker[0] == CONTROL_ABORT)
             else:
                 self.producer_state.update(hdr, base, max_ts)
-        self._unflushed += hdr.records_count
-        if self._unflushed >= self.config.flush_messages or now - self._last_flush_ms >= self.config.flush_ms:
-            self.flush()
         return AppendInfo(base, last, append_time, self.log_start_offset)
+
+    def _finish_append(self, seg: LogSegment, hdr: BatchHeader, marker: tuple[int, int] | None, last: int,
+                       now: int) -> None:
+        """The fallible steps after the data is written (an aborted transaction's `.txnindex` entry, an fsync
+        due by flush.messages/flush.ms); a failure undoes the segment append and raises KafkaStorageError."""
+        old_leo, txn_entries = self._leo, len(seg.txn_index.entries)
+        try:
+            if marker is not None and hdr.has_producer_id and marker[0] == CONTROL_ABORT:
+                done = self.producer_state.peek_completed(hdr.producer_id, last)
+                if done is not None:
+                    self._record_abort(seg, done)
+            if self._unflushed >= self.config.flush_messages or now - self._last_flush_ms >= self.config.flush_ms:
+                self._leo = last + 1
+                self.flush()
+        except (OSError, StorageError) as exc:
+            self._leo = old_leo
+            self._unflushed -= hdr.records_count
+            try:
+                seg.txn_index.truncate_to_entries(txn_entries)
+                seg.undo_append()
+            except (OSError, RollbackFailedError) as exc2:
+                self._go_offline(f"cannot undo a failed append: {exc2}")
+                raise LogOfflineError(self.offline or "") from exc
+            raise KafkaStorageError(f"append to {self.topic}-{self.partition} failed: {exc}") from exc
+
+    def _go_offline(self, reason: str) -> None:
+        if self.offline is None:
+            self.offline = reason
+            log.error("%s-%d is offline until the next restart: %s", self.topic, self.partition, reason)
+
+    def _refuse(self) -> None:
+        if self.closed:
+            raise LogClosedError(f"{self.topic}-{self.partition} is closed")
+        raise LogOfflineError(f"{self.topic}-{self.partition} is offline: {self.offline}")
 
     def append_control(
         self,
@@ -441,7 +543,7 @@ class PartitionLog:
             # a batch larger than segment.bytes makes shouldRoll true even for an empty segment; Kafka then
             # replaces the empty segment by a new one at the same offset (KAFKA-6388): keep the one we have
             return old
-        old.on_become_inactive()
+        old.on_become_inactive()  # OSError: the old segment stays active; the next append rolls again
         self._meta_dirty.add(self.producer_state.take_snapshot(base, sync=False))
         seg = self._new_segment(base, now)
         leo = self._leo
@@ -461,8 +563,8 @@ class PartitionLog:
 
     def read(self, offset: int, max_bytes: int, min_one: bool = True) -> list[tuple[int, int, int]]:
         """Whole batches from the one holding `offset`, as (fd, position, length) regions; [] at LEO."""
-        if self.closed:
-            raise LogClosedError(f"{self.topic}-{self.partition} is closed")
+        if self.closed or self.offline is not None:
+            self._refuse()
         self._check_range(offset)
         leo = self._leo
         out: list[tuple[int, int, int]] = []
@@ -577,19 +679,35 @@ class PartitionLog:
         self.recovery_point = max(self.recovery_point, active_base)
 
     def close(self, clean: bool = True) -> None:
-        """Clean close: flush, producer snapshot at the log end offset, final time-index entries, trim."""
+        """Clean close: flush, producer snapshot at the log end offset, final time-index entries, trim.
+
+        Every file is closed even when a step fails (a full or failing disk); the first failure is raised
+        afterwards as KafkaStorageError, so the caller leaves out the clean-shutdown marker and the next
+        start recovers. An offline partition is closed without touching its files, and raises too."""
         if self.closed:
             return
+        failed: BaseException | None = None
+        if self.offline is not None:
+            clean = False
+            failed = LogOfflineError(f"{self.topic}-{self.partition} is offline: {self.offline}")
         if clean:
-            self.flush()
-            self.producer_state.take_snapshot(self._leo)
-            for seg in self._view[0]:
-                seg.close()
+            steps: list[Callable[[], object]] = [self.flush, lambda: self.producer_state.take_snapshot(self._leo)]
+            steps += [seg.close for seg in self._view[0]]
+            for step in steps:
+                try:
+                    step()
+                except (OSError, StorageError) as exc:
+                    failed = failed or exc
         else:
             for seg in self._view[0]:
                 seg.close_without_final_entry()
-        self.purge_deleted(force=True)
+        try:
+            self.purge_deleted(force=True)
+        except OSError as exc:
+            failed = failed or exc
         self.closed = True
+        if failed is not None:
+            raise KafkaStorageError(f"closing {self.topic}-{self.partition}: {failed}") from failed
 
     def delete(self, close_files: bool = True) -> list[LogSegment]:
         """Remove the partition directory (renamed to `<dir>.<uuid hex>-delete` first, as Kafka does).

@@ -8,11 +8,18 @@ when the directory is opened. Its presence at open means indexes and producer sn
 without it every log is recovered from its recovery point. Partition directories ending in `-delete` are
 half-deleted topics and are removed; `-future` and `-stray` ones are left alone. The KRaft metadata log
 `__cluster_metadata-0` is not a topic and is not loaded.
+
+A failing disk never ends housekeeping or close: a failed flush or checkpoint file is logged once (again
+when it recovers) and the rest still runs; close closes every file whatever fails, and writes
+`.kafka_cleanshutdown` only if every log was flushed and closed and every checkpoint written, so that the
+next start recovers whatever may not be durable. A damaged checkpoint file is ignored with a warning
+(Kafka's LogManager resets the recovery points then: a full recovery after an unclean stop).
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -21,8 +28,9 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from storage import fs
 from storage.checkpoints import (
     read_offset_checkpoint,
     read_properties,
@@ -74,6 +82,7 @@ class LogManager:
         self.broker_epoch = 0
         self.was_clean = False
         self.closed = False
+        self._failing: set[str] = set()  # housekeeping steps failing now (logged once, and on recovery)
 
     # ---- open ------------------------------------------------------------------------------------
     @classmethod
@@ -85,7 +94,7 @@ class LogManager:
         cluster_id: str | None = None,
     ) -> LogManager:
         """Lock the directory, check/write meta.properties, load (and if needed recover) every log."""
-        os.makedirs(log_dir, exist_ok=True)
+        fs.makedirs(log_dir, exist_ok=True)
         cfg = default_config if default_config is not None else LogConfig()
         lock_fd = os.open(os.path.join(log_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -216,33 +225,51 @@ class LogManager:
             self._zombies = keep + self._zombies
 
     # ---- housekeeping ----------------------------------------------------------------------------
-    def checkpoint(self) -> None:
+    def _attempt(self, what: str, step: Callable[[], object]) -> bool:
+        """Run one housekeeping write; a disk failure is logged once while it lasts, never raised."""
+        try:
+            step()
+        except (OSError, StorageError) as exc:
+            if what not in self._failing:
+                self._failing.add(what)
+                log.error("%s failed (retried; logged again once it works): %s", what, exc)
+            return False
+        if what in self._failing:
+            self._failing.discard(what)
+            log.info("%s works again", what)
+        return True
+
+    def checkpoint(self) -> bool:
         """Flush rolled segments, then write the four offset checkpoint files (recovery points, log start
-        offsets, high watermarks, cleaner). Blocking: call from a worker thread."""
+        offsets, high watermarks, cleaner). Blocking: call from a worker thread. Returns whether everything
+        was written (a failed step is logged, the old file stays intact, the others still run)."""
         logs = list(self._logs.items())
-        for _k, plog in logs:
-            if not plog.closed:
-                plog.flush_rolled()
-        write_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT),
-                                {k: v.recovery_point for k, v in logs})
-        write_offset_checkpoint(os.path.join(self.log_dir, LOG_START),
-                                {k: v.log_start_offset for k, v in logs
-                                 if v.log_start_offset > v.segments[0].base_offset})
-        write_offset_checkpoint(os.path.join(self.log_dir, REPLICATION),
-                                {k: v.high_watermark for k, v in logs})
-        write_offset_checkpoint(os.path.join(self.log_dir, CLEANER),
-                                {k: v.cleaner_checkpoint for k, v in logs if v.cleaner_checkpoint > 0})
+        ok = True
+        for k, plog in logs:
+            if not plog.closed and plog.offline is None:
+                ok &= self._attempt(f"flush of {k[0]}-{k[1]}", plog.flush_rolled)
+        files = (
+            (RECOVERY_POINT, {k: v.recovery_point for k, v in logs}),
+            (LOG_START, {k: v.log_start_offset for k, v in logs if v.log_start_offset > v.segments[0].base_offset}),
+            (REPLICATION, {k: v.high_watermark for k, v in logs}),
+            (CLEANER, {k: v.cleaner_checkpoint for k, v in logs if v.cleaner_checkpoint > 0}),
+        )
+        for name, entries in files:
+            path = os.path.join(self.log_dir, name)
+            ok &= self._attempt(f"writing {name}", functools.partial(write_offset_checkpoint, path, entries))
+        return ok
 
     def flush_all(self) -> None:
-        for _k, plog in list(self._logs.items()):
-            if not plog.closed:
-                plog.flush()
+        for k, plog in list(self._logs.items()):
+            if not plog.closed and plog.offline is None:
+                self._attempt(f"flush of {k[0]}-{k[1]}", plog.flush)
 
     def flush_dirty(self, now_ms: int) -> None:
         """Flush logs whose flush.ms elapsed (call periodically, from a worker thread)."""
-        for _k, plog in list(self._logs.items()):
-            if not plog.closed and plog._unflushed and now_ms - plog._last_flush_ms >= plog.config.flush_ms:
-                plog.flush()
+        for k, plog in list(self._logs.items()):
+            if (not plog.closed and plog.offline is None and plog._unflushed
+                    and now_ms - plog._last_flush_ms >= plog.config.flush_ms):
+                self._attempt(f"flush of {k[0]}-{k[1]}", plog.flush)
 
     def cleanup(self, now_ms: int | None = None) -> None:
         """Housekeeping (worker thread): compact `cleanup.policy=compact` logs, remove `.deleted` segments
@@ -253,36 +280,38 @@ class LogManager:
         for key, plog in list(self._logs.items()):
             if plog.closed:
                 continue
-            if plog.config.compact:
-                try:
-                    clean_log(plog, now)
-                except (OSError, StorageError):
-                    log.exception("compaction of %s-%d failed", key[0], key[1])
-            plog.purge_deleted()
+            if plog.config.compact and plog.offline is None:
+                self._attempt(f"compaction of {key[0]}-{key[1]}", functools.partial(clean_log, plog, now))
+            self._attempt(f"removing deleted segments of {key[0]}-{key[1]}", plog.purge_deleted)
             plog.producer_state.remove_expired(now, self.producer_id_expiration_ms)
         self._close_zombies()
         self.flush_dirty(now)
 
     def enforce_retention(self) -> None:
         """retention.ms / retention.bytes for logs whose cleanup.policy includes delete."""
-        for _k, plog in list(self._logs.items()):
-            if not plog.closed and "delete" in plog.config.cleanup_policy:
-                plog.delete_old_segments()
+        for k, plog in list(self._logs.items()):
+            if not plog.closed and plog.offline is None and "delete" in plog.config.cleanup_policy:
+                self._attempt(f"retention of {k[0]}-{k[1]}", plog.delete_old_segments)
 
     # ---- close -----------------------------------------------------------------------------------
     def close(self, clean: bool = True) -> None:
         """Clean close: flush + close every log, write checkpoints, then `.kafka_cleanshutdown`."""
         if self.closed:
             return
-        for _k, plog in list(self._logs.items()):
-            plog.close(clean=clean)
+        durable = True
+        for k, plog in list(self._logs.items()):
+            durable &= self._attempt(f"closing {k[0]}-{k[1]}", functools.partial(plog.close, clean=clean))
         self._close_zombies(force=True)
         if clean:
-            self.checkpoint()
-            write_atomic(
-                os.path.join(self.log_dir, CLEAN_SHUTDOWN),
-                json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":")).encode(),
-            )
+            durable &= self.checkpoint()
+            marker = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":"))
+            if not durable:
+                log.warning("not writing %s: some data or checkpoint may not be durable; the next start "
+                            "recovers the logs", CLEAN_SHUTDOWN)
+            elif not self._attempt(f"writing {CLEAN_SHUTDOWN}",
+                                   lambda: write_atomic(os.path.join(self.log_dir, CLEAN_SHUTDOWN),
+                                                        marker.encode())):
+                log.warning("the next start recovers the logs")
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1

@@ -33,6 +33,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
+from storage import fs
 from storage.batch import INT32_MAX, NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader, crc32c, increment_sequence
 from storage.errors import (
     InvalidProducerEpochError,
@@ -224,6 +225,14 @@ class ProducerStateManager:
         self.ongoing.pop(producer_id, None)
         return done
 
+    def peek_completed(self, producer_id: int, offset: int) -> CompletedTxn | None:
+        """The aborted transaction an ABORT marker at `offset` will complete, without changing anything (the
+        log writes its `.txnindex` entry before it commits the marker with `complete_marker`)."""
+        entry = self.producers.get(producer_id)
+        if entry is None or entry.current_txn_first_offset < 0:
+            return None
+        return CompletedTxn(producer_id, entry.current_txn_first_offset, offset, True)
+
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing.values()) if self.ongoing else None
 
@@ -280,21 +289,29 @@ class ProducerStateManager:
         ignored at load, so deferring the fsync costs only a longer replay."""
         path = self.snapshot_path(offset)
         tmp = path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, self.encode_snapshot())
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+            fd = fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                data = self.encode_snapshot()
+                if fs.write(fd, data) != len(data):
+                    raise OSError(28, "short write of a producer snapshot")
+                if sync:
+                    fs.fsync(fd)
+            finally:
+                os.close(fd)
+            fs.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):  # older snapshots stay; the partial tmp goes
+                fs.unlink(tmp)
+            raise
         for old in self.snapshot_offsets()[:-keep]:
-            self.delete_snapshot(old)
+            with contextlib.suppress(OSError):  # an old snapshot left behind costs nothing but space
+                self.delete_snapshot(old)
         return path
 
     def delete_snapshot(self, offset: int) -> None:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.snapshot_path(offset))
+            fs.unlink(self.snapshot_path(offset))
 
     def delete_snapshots_after(self, offset: int) -> None:
         for off in self.snapshot_offsets():

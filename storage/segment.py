@@ -20,8 +20,9 @@ import bisect
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from storage import fs
 from storage.batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
@@ -34,7 +35,7 @@ from storage.batch import (
     iter_file_batches,
     parse_header,
 )
-from storage.errors import CorruptRecordError, StorageError
+from storage.errors import CorruptRecordError, KafkaStorageError, RollbackFailedError, StorageError
 from storage.index import OffsetIndex, TimeIndex
 from storage.txn_index import TxnIndex
 
@@ -67,19 +68,19 @@ class LogSegment:
         flags = os.O_RDWR | os.O_CREAT
         if create:
             flags |= os.O_TRUNC
-        self.fd = os.open(self.log_path, flags, 0o644)
+        self.fd = fs.open(self.log_path, flags, 0o644)
         self.size = os.fstat(self.fd).st_size
         idx_path = os.path.join(directory, segment_name(base_offset, ".index"))
         tidx_path = os.path.join(directory, segment_name(base_offset, ".timeindex"))
         if create:
             for p in (idx_path, tidx_path):
                 if os.path.exists(p):
-                    os.unlink(p)
+                    fs.unlink(p)
         self.offset_index = OffsetIndex(idx_path, base_offset, max_index_size)
         self.time_index = TimeIndex(tidx_path, base_offset, max_index_size)
         self.txn_index = TxnIndex(os.path.join(directory, segment_name(base_offset, ".txnindex")))
         if create and os.path.exists(self.txn_index.path):
-            os.unlink(self.txn_index.path)
+            fs.unlink(self.txn_index.path)
         self.bytes_since_last_index_entry = 0
         self.created_ms = now_ms
         self._rolling_ts: int | None = None  # max timestamp of the first batch (segment.ms basis)
@@ -95,6 +96,8 @@ class LogSegment:
         self._recent_end = -1
         self._inactive = False  # rolled: final time-index entry written, indexes trimmed
         self.closed = False
+        # memory state before the latest append, for undo_append (see append)
+        self._undo: tuple[int, int, tuple[int, int] | None, int | None, int, int, int] | None = None
 
     # ---- bookkeeping -----------------------------------------------------------------------------
     @property
@@ -137,16 +140,37 @@ class LogSegment:
         """
         pos = self.size
         prev_next = self.next_offset   # before the write: nothing before this append holds it or later
-        if pos == 0:
-            self._rolling_ts = max_timestamp
+        # Transactional: every fallible write (log bytes, then the index entries) happens before any memory
+        # state changes; a failed one is undone on disk (the .log cut back to `pos`, index entries dropped)
+        # and raised as KafkaStorageError, so memory and files never disagree and no orphan bytes remain.
         try:
-            written = os.pwritev(self.fd, chunks, pos)
+            written = fs.pwritev(self.fd, chunks, pos)
             while written < size:  # short write: finish from a joined copy
                 rest = b"".join(bytes(c) for c in chunks)[written:]
-                written += os.pwrite(self.fd, rest, pos + written)
+                n = fs.pwrite(self.fd, rest, pos + written)
+                if n <= 0:
+                    raise OSError(28, "no progress writing the log")
+                written += n
         except OSError as exc:
-            os.ftruncate(self.fd, pos)
-            raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
+            self._cut_log(pos, exc)
+            raise KafkaStorageError(f"write to {self.log_path} failed: {exc}") from exc
+        old_max = self.max_timestamp_and_offset
+        new_max = (max_timestamp, offset_of_max_timestamp) if max_timestamp > old_max[0] else old_max
+        n_off = n_time = -1
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            n_off = self.offset_index.entries
+            n_time = self.time_index.entries
+            try:
+                self.offset_index.append(last_offset, pos)
+                self.time_index.maybe_append(*new_max)
+            except OSError as exc:
+                self.offset_index.remove_last_entries(n_off)
+                self._cut_log(pos, exc)
+                raise KafkaStorageError(f"index write of {self.log_path} failed: {exc}") from exc
+        self._undo = (pos, prev_next, self._max_ts, self._rolling_ts, self.bytes_since_last_index_entry,
+                      n_off, n_time)
+        if pos == 0:
+            self._rolling_ts = max_timestamp
         self.size = pos + size
         if self._recent_end != pos:
             self._recent_off.clear()
@@ -158,16 +182,39 @@ class LogSegment:
         self._recent_pos.append(pos)
         self._recent_end = self.size
         self._next_offset = last_offset + 1
-        cur_ts, _cur_off = self.max_timestamp_and_offset
-        if max_timestamp > cur_ts:
-            self._max_ts = (max_timestamp, offset_of_max_timestamp)
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            self.offset_index.append(last_offset, pos)
-            ts, off = self.max_timestamp_and_offset
-            self.time_index.maybe_append(ts, off)
+        self._max_ts = new_max
+        if n_off >= 0:
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += size
         return pos
+
+    def _cut_log(self, pos: int, cause: OSError) -> None:
+        """Undo a failed write: the .log back to `pos` bytes (RollbackFailedError if even that fails)."""
+        try:
+            fs.ftruncate(self.fd, pos)
+        except OSError as exc:
+            raise RollbackFailedError(f"{self.log_path}: cannot cut back to {pos} after {cause}: {exc}") from exc
+
+    def undo_append(self) -> None:
+        """Undo the latest append completely (a later step of the log's append failed): files and memory go
+        back to the state before it. RollbackFailedError if the files cannot be restored."""
+        if self._undo is None:
+            return
+        pos, prev_next, max_ts, rolling_ts, since, n_off, n_time = self._undo
+        self._undo = None
+        if n_off >= 0:
+            self.time_index.remove_last_entries(n_time)
+            self.offset_index.remove_last_entries(n_off)
+        self._cut_log(pos, OSError("undo"))
+        self.size = pos
+        self._next_offset = prev_next
+        self._max_ts = max_ts
+        self._rolling_ts = rolling_ts
+        self.bytes_since_last_index_entry = since
+        if self._recent_pos and self._recent_pos[-1] == pos:
+            self._recent_off.pop()
+            self._recent_pos.pop()
+        self._recent_end = pos
 
     def should_roll(
         self,
@@ -311,7 +358,7 @@ class LogSegment:
             return 0
         pos, hdr = found
         removed = self.size - pos
-        os.ftruncate(self.fd, pos)
+        fs.ftruncate(self.fd, pos)
         self.size = pos
         self._next_offset = hdr.base_offset if pos > 0 else self.base_offset
         if pos == 0:
@@ -386,7 +433,7 @@ class LogSegment:
             log.warning(
                 "%s: truncating %d bytes at position %d (%s)", self.log_path, truncated, valid, reason
             )
-            os.ftruncate(self.fd, valid)
+            fs.ftruncate(self.fd, valid)
             self.size = valid
         self._next_offset = prev_next
         if reset_txn_index:
@@ -415,7 +462,7 @@ class LogSegment:
 
     def flush(self) -> None:
         if not self.closed:
-            os.fsync(self.fd)
+            fs.fsync(self.fd)
             self.offset_index.flush()
             self.time_index.flush()
             self.txn_index.flush()
@@ -424,16 +471,27 @@ class LogSegment:
         """Final time-index entry (if the max timestamp is known), trim indexes, close files."""
         if self.closed:
             return
+        failed: list[BaseException] = []
+
+        def attempt(step: Callable[[], None]) -> None:
+            try:
+                step()
+            except (OSError, StorageError) as exc:  # a full or failing disk: close the rest all the same
+                failed.append(exc)
+
         if self._max_ts is not None and not self._inactive:
-            self.time_index.maybe_append(*self._max_ts, skip_full_check=True)
-        self.offset_index.trim()
-        self.time_index.trim()
-        self.offset_index.close()
-        self.time_index.close()
-        self.offset_index.flush()  # writes made before an unload (roll) are synced by name
-        self.time_index.flush()
+            max_ts = self._max_ts
+            attempt(lambda: self.time_index.maybe_append(*max_ts, skip_full_check=True))
+        attempt(self.offset_index.trim)
+        attempt(self.time_index.trim)
+        attempt(self.offset_index.close)
+        attempt(self.time_index.close)
+        attempt(self.offset_index.flush)  # writes made before an unload (roll) are synced by name
+        attempt(self.time_index.flush)
         os.close(self.fd)
         self.closed = True
+        if failed:
+            raise KafkaStorageError(f"closing {self.log_path}: {failed[0]}") from failed[0]
 
     def close_without_final_entry(self) -> None:
         """Close descriptors without touching the files (crash simulation, deletion)."""
@@ -452,20 +510,20 @@ class LogSegment:
             else:
                 idx.path += ".deleted"
         if os.path.exists(self.txn_index.path):
-            os.rename(self.txn_index.path, self.txn_index.path + ".deleted")
+            fs.rename(self.txn_index.path, self.txn_index.path + ".deleted")
         self.txn_index.path += ".deleted"
         if os.path.exists(self.log_path):
-            os.rename(self.log_path, self.log_path + ".deleted")
+            fs.rename(self.log_path, self.log_path + ".deleted")
         self.log_path += ".deleted"
 
     def unlink_files(self) -> None:
         """Remove the files but keep the descriptors open (they keep serving reads)."""
         for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(p)
+                fs.unlink(p)
 
     def delete(self) -> None:
         self.close_without_final_entry()
         for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(p)
+                fs.unlink(p)

@@ -13,6 +13,9 @@ import os
 import struct
 from dataclasses import dataclass
 
+from storage import fs
+from storage.errors import RollbackFailedError
+
 _ENTRY = struct.Struct(">hqqqq")
 
 
@@ -46,11 +49,21 @@ class TxnIndex:
         return self._entries
 
     def append(self, txn: AbortedTxn) -> None:
+        """Append one entry; a failed write is cut back off the file (RollbackFailedError if that fails
+        too) and the OSError re-raised, with the in-memory entries unchanged."""
         entries = self.entries
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = fs.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            os.write(fd, _ENTRY.pack(0, txn.producer_id, txn.first_offset, txn.last_offset,
-                                     txn.last_stable_offset))
+            blob = _ENTRY.pack(0, txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset)
+            try:
+                if fs.write(fd, blob) != len(blob):
+                    raise OSError(28, "short write to the transaction index")
+            except OSError as exc:
+                try:
+                    fs.ftruncate(fd, len(entries) * _ENTRY.size)
+                except OSError as exc2:
+                    raise RollbackFailedError(f"{self.path}: cannot undo a failed write: {exc2}") from exc
+                raise
         finally:
             os.close(fd)
         entries.append(txn)
@@ -63,6 +76,12 @@ class TxnIndex:
             self._entries = keep
             self._rewrite()
 
+    def truncate_to_entries(self, n: int) -> None:
+        """Keep only the first `n` entries (undo of an append)."""
+        if self._entries is not None and len(self._entries) > n:
+            self._entries = self._entries[:n]
+            self._rewrite()
+
     def reset(self) -> None:
         self._entries = []
         self._rewrite()
@@ -71,13 +90,18 @@ class TxnIndex:
         entries = self._entries or []
         if not entries:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+                fs.unlink(self.path)
             return
         data = b"".join(
             _ENTRY.pack(0, e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset) for e in entries
         )
-        with open(self.path, "wb") as f:
-            f.write(data)
+        fd = fs.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[fs.write(fd, view):]
+        finally:
+            os.close(fd)
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound); True when the search is complete."""
@@ -93,6 +117,6 @@ class TxnIndex:
         if os.path.exists(self.path):
             fd = os.open(self.path, os.O_RDONLY)
             try:
-                os.fsync(fd)
+                fs.fsync(fd)
             finally:
                 os.close(fd)

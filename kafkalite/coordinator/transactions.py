@@ -224,14 +224,13 @@ class TransactionService:
         elif not self.coordinator.loading and not await self.ensure_topic():
             err, pid, epoch = E.COORDINATOR_NOT_AVAILABLE, -1, -1
         else:
+            bump = (req.producer_id, req.producer_epoch) if ctx.version >= 3 else ()
             try:
-                if ctx.version >= 3:
-                    err, pid, epoch = self.coordinator.init_producer_id(
-                        self.now_ms(), req.transactional_id, req.transaction_timeout_ms, req.producer_id,
-                        req.producer_epoch)
-                else:
-                    err, pid, epoch = self.coordinator.init_producer_id(self.now_ms(), req.transactional_id,
-                                                                        req.transaction_timeout_ms)
+                err, pid, epoch = self.coordinator.init_producer_id(
+                    self.now_ms(), req.transactional_id, req.transaction_timeout_ms, *bump)
+            except OSError as exc:   # no producer-id block could be persisted (a full disk): retriable
+                log.error("cannot allocate a producer id for %r: %s", req.transactional_id, exc)
+                err, pid, epoch = E.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
             except Exception:
                 err, pid, epoch = self._failed(req.transactional_id, "InitProducerId"), -1, -1
         self.kick()

@@ -12,9 +12,13 @@
 """
 from __future__ import annotations
 
+import logging
+
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import InitProducerIdRequest, InitProducerIdResponse
+
+log = logging.getLogger(__name__)
 
 
 @handler(InitProducerIdRequest, min_version=0, max_version=5)
@@ -31,6 +35,11 @@ async def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> I
         return InitProducerIdResponse(throttle_time_ms=0,
                                       error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                       producer_id=-1, producer_epoch=-1)
-    pid = state.allocate_producer_id()
+    try:
+        pid = state.allocate_producer_id()
+    except OSError as exc:   # the next id block could not be persisted (a full disk): retriable, as Kafka
+        log.error("cannot allocate a producer id: %s", exc)   # answers when no id block is available
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                      producer_id=-1, producer_epoch=-1)
     return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=pid,
                                   producer_epoch=0)

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from storage import LogConfig, PartitionLog
+from storage import LogConfig, PartitionLog, fs
 from storage.batch import batch_records, iter_batches, validate_batch
 from storage.cleaner import clean_log
 from storage.testing import Rec, encode_batch
@@ -100,8 +100,8 @@ def _instrument(monkeypatch: pytest.MonkeyPatch, fail_at: int | None, steps: lis
         return fn
 
     cleaned_fds: set[int] = set()
-    for name in ("open", "write", "rename", "replace", "fsync", "unlink"):
-        monkeypatch.setattr(os, name, wrap(name, getattr(os, name)))
+    for name in ("open", "write", "rename", "replace", "fsync", "unlink"):  # storage writes through fs
+        monkeypatch.setattr(fs, name, wrap(name, getattr(fs, name)))
 
 
 def _run_pass(directory: Path, monkeypatch: pytest.MonkeyPatch, fail_at: int | None) -> tuple[list[str], bool]:
