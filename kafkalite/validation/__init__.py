@@ -1,0 +1,216 @@
+"""Produce validation: every record of a client's v2 batch is checked the way Kafka 3.9's LogValidator and
+DefaultRecordBatch/DefaultRecord read it, before storage sees the batch. The bytes are never re-encoded.
+
+``validate(batch, ...)`` returns None when the batch may be appended, or a `Rejection` (error code, message,
+per-record errors for ProduceResponse v8+ ``record_errors``). Checks, in order:
+
+1. framing: at least a 61-byte header, magic 2, Length matching the bytes (CORRUPT_MESSAGE /
+   UNSUPPORTED_FOR_MESSAGE_FORMAT / INVALID_RECORD for trailing bytes = a second batch);
+2. codec: ids 5-7 do not exist (CORRUPT_MESSAGE, as storage's recovery treats them); zstd needs Produce v7+
+   (UNSUPPORTED_COMPRESSION_TYPE, ProduceRequest.validateRecords);
+3. LogValidator.validateBatch for client batches (INVALID_RECORD): LastOffsetDelta >= 0, RecordsCount > 0,
+   RecordsCount == LastOffsetDelta + 1, no control bit, a producer id needs BaseSequence >= 0; and the
+   transactional bit needs a producer id (INVALID_RECORD) and a transactional id in the request
+   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis answers);
+4. every record (``walk``; compressed payloads through storage.compression.inflate, a bounded streaming
+   decompression fed to the walk chunk by chunk): structure errors are INVALID_RECORD with Kafka's
+   InvalidRecordException text; RecordsCount must match the records present exactly; offset deltas must be
+   0..n-1 (INVALID_RECORD with a record error, since we cannot renumber without re-encoding); a payload
+   inflating beyond ``max_inflated`` bytes is MESSAGE_TOO_LARGE (non-retriable: the batch can never pass);
+   bytes a codec cannot decode are CORRUPT_MESSAGE;
+5. per record: CreateTime topics check each timestamp against [now - before, now + after] (topic configs
+   message.timestamp.before/after.max.ms falling back to the deprecated message.timestamp.difference.max.ms
+   while they are at their default, as Kafka 3.6+), INVALID_TIMESTAMP with Kafka's record error text; a
+   client batch with the LogAppendTime bit on a CreateTime topic is INVALID_TIMESTAMP; compacted topics need
+   a key on every record (INVALID_RECORD); and, because the header is stored as sent, a CreateTime batch's
+   MaxTimestamp must equal its largest record timestamp (INVALID_RECORD; Kafka would rewrite it).
+
+When the CRC-32C of a batch that fails any check is wrong, the answer is CORRUPT_MESSAGE instead (Kafka
+checks the CRC first; computing it only on failure keeps it off the hot path, storage checks it on append).
+
+The walk is compiled (``_walk.c``, built by setup.py) when possible, with ``pywalk.py`` as the identical
+pure-Python fallback; ``WALK_IMPL`` names the one in use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from storage.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, compute_crc, parse_header
+from storage.compression import InflateLimitError, inflate
+from storage.config import LONG_MAX, LogConfig
+from storage.errors import CorruptRecordError
+from wire.errors import ErrorCode
+
+try:
+    from kafkalite.validation._walk import walk  # type: ignore[import-not-found]
+
+    WALK_IMPL = "c"
+except ImportError:  # no compiler at install time: same results, slower
+    from kafkalite.validation.pywalk import walk
+
+    WALK_IMPL = "python"
+
+_LONG_MIN = -(2**63)
+DEFAULT_MAX_INFLATED_BYTES = 64 * 1024 * 1024
+# compressed batches at least this large are validated in a worker thread by the produce handler
+THREAD_THRESHOLD_BYTES = 128 * 1024
+
+
+@dataclass(slots=True)
+class Rejection:
+    """Why a batch was refused: a Kafka error code, a message, and per-record errors (index, message)."""
+
+    code: ErrorCode
+    message: str
+    record_errors: list[tuple[int, str]] = field(default_factory=list)
+
+
+def timestamp_bounds(config: LogConfig) -> tuple[int, int]:
+    """(before.max.ms, after.max.ms) in effect: each falls back to message.timestamp.difference.max.ms while
+    it is at its default (Kafka's LogConfig.getMessageTimestampBefore/AfterMaxMs)."""
+    diff = config.message_timestamp_difference_max_ms
+    before = config.message_timestamp_before_max_ms
+    after = config.message_timestamp_after_max_ms
+    return (before if before != LONG_MAX else diff), (after if after != LONG_MAX else diff)
+
+
+def _clamp(v: int) -> int:
+    return max(_LONG_MIN, min(LONG_MAX, v))
+
+
+def frame_problem(records: memoryview | bytes | None) -> Rejection | None:
+    """The request holds exactly one v2 batch (by its length field)."""
+    if records is None or len(records) == 0:
+        return Rejection(ErrorCode.INVALID_RECORD, "no record batch")
+    if len(records) < HEADER_SIZE:
+        return Rejection(ErrorCode.CORRUPT_MESSAGE, "record batch shorter than its header")
+    if records[16] != 2:
+        return Rejection(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {records[16]} (need 2)")
+    batch_len = LOG_OVERHEAD + int.from_bytes(records[8:12], "big", signed=True)
+    if batch_len < HEADER_SIZE or batch_len > len(records):
+        return Rejection(ErrorCode.CORRUPT_MESSAGE, f"record batch length field {batch_len - LOG_OVERHEAD} does "
+                                                    f"not match the {len(records)} bytes sent")
+    if batch_len != len(records):
+        return Rejection(ErrorCode.INVALID_RECORD, "more than one record batch for a partition")
+    return None
+
+
+def _header_problem(hdr: BatchHeader, version: int, transactional_id: str | None, tp: str) -> Rejection | None:
+    codec = hdr.compression
+    if codec > 4:
+        return Rejection(ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec id {codec}")
+    if codec == 4 and version < 7:
+        return Rejection(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                         f"Produce requests with version {version} are not allowed to use ZStandard compression")
+    first, last = hdr.base_offset, hdr.base_offset + hdr.last_offset_delta
+    if hdr.last_offset_delta < 0:
+        return Rejection(ErrorCode.INVALID_RECORD,
+                         f"Batch has an invalid offset range: [{first}, {last}] in topic partition {tp}")
+    if hdr.records_count <= 0:
+        return Rejection(ErrorCode.INVALID_RECORD,
+                         f"Invalid reported count for record batch: {hdr.records_count} in topic partition {tp}")
+    if hdr.records_count != hdr.last_offset_delta + 1:
+        return Rejection(ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range [{first}, {last}] and count "
+                                                   f"of records {hdr.records_count} in topic partition {tp}")
+    if hdr.is_control:
+        return Rejection(ErrorCode.INVALID_RECORD,
+                         f"Clients are not allowed to write control records in topic partition {tp}")
+    if hdr.producer_id >= 0 and hdr.base_sequence < 0:
+        return Rejection(ErrorCode.INVALID_RECORD, f"Invalid sequence number {hdr.base_sequence} in record batch "
+                                                   f"with producerId {hdr.producer_id} in topic partition {tp}")
+    if hdr.is_transactional:
+        if hdr.producer_id < 0:
+            return Rejection(ErrorCode.INVALID_RECORD,
+                             f"Transactional record batch without a producer id in topic partition {tp}")
+        if transactional_id is None:
+            return Rejection(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                             "transactional records in a Produce request without a transactional id")
+    return None
+
+
+def validate(batch: memoryview | bytes, *, config: LogConfig, now: int, version: int = 11,
+             transactional_id: str | None = None, max_inflated: int = DEFAULT_MAX_INFLATED_BYTES,
+             topic_partition: str = "") -> Rejection | None:
+    """Check one client batch for appending to a partition with `config` at time `now` (ms)."""
+    problem = frame_problem(batch)
+    if problem is not None:
+        return problem
+    rejection = _check(memoryview(batch), config, now, version, transactional_id, max_inflated, topic_partition)
+    if rejection is not None and rejection.code != ErrorCode.CORRUPT_MESSAGE:
+        hdr = parse_header(batch)
+        if compute_crc(batch) != hdr.crc:
+            return Rejection(ErrorCode.CORRUPT_MESSAGE,
+                             f"Record batch is corrupt (stored crc = {hdr.crc}, computed crc = {compute_crc(batch)})")
+    return rejection
+
+
+def _check(mv: memoryview, config: LogConfig, now: int, version: int, transactional_id: str | None,
+           max_inflated: int, tp: str) -> Rejection | None:
+    hdr = parse_header(mv)
+    problem = _header_problem(hdr, version, transactional_id, tp)
+    if problem is not None:
+        return problem
+    create_time = not config.log_append_time
+    if create_time and hdr.is_log_append_time:
+        msg = ("Invalid timestamp type in message at index 0. Producer should not set timestamp type to "
+               "LogAppendTime.")
+        return Rejection(ErrorCode.INVALID_TIMESTAMP, "One or more records have been rejected due to invalid "
+                                                      "timestamp", [(0, msg)])
+    if create_time:
+        before, after = timestamp_bounds(config)
+        lo, hi = _clamp(now - before), _clamp(now + after)
+    else:
+        lo, hi = _LONG_MIN, LONG_MAX
+    count = hdr.records_count
+    state: tuple[str | None, int, int, int, int, int, int]
+    if hdr.compression == 0:
+        state = walk(mv, HEADER_SIZE, True, 0, count, hdr.base_timestamp, lo, hi, -1, -1, -1, -1)
+    else:
+        try:
+            state = _walk_compressed(hdr, mv, lo, hi, max_inflated)
+        except InflateLimitError as exc:
+            return Rejection(ErrorCode.MESSAGE_TOO_LARGE, f"{exc} (kafkalite.max.uncompressed.batch.bytes)")
+        except CorruptRecordError as exc:
+            return Rejection(ErrorCode.CORRUPT_MESSAGE, str(exc))
+    error, _pos, index, max_ts, bad_index, bad_ts, nokey = state
+    if error is not None:
+        if error.startswith("Inner record offset delta"):
+            return Rejection(ErrorCode.INVALID_RECORD, _record_errors_text([(index, error)]), [(index, error)])
+        return Rejection(ErrorCode.INVALID_RECORD, f"{error} (record at index {index} in topic partition {tp})")
+    if bad_index >= 0:
+        msg = (f"Timestamp {bad_ts} of message with offset {bad_index} is out of range. The timestamp should be "
+               f"within [{lo}, {hi}]")
+        return Rejection(ErrorCode.INVALID_TIMESTAMP,
+                         "One or more records have been rejected due to invalid timestamp", [(bad_index, msg)])
+    if nokey >= 0 and config.compact:
+        errs = [(nokey, f"Compacted topic cannot accept message without key in topic partition {tp}")]
+        return Rejection(ErrorCode.INVALID_RECORD, _record_errors_text(errs), errs)
+    if create_time and max_ts != hdr.max_timestamp:
+        return Rejection(ErrorCode.INVALID_RECORD, f"MaxTimestamp {hdr.max_timestamp} of the record batch is not "
+                                                   f"its records' largest timestamp {max_ts} in topic partition {tp}")
+    return None
+
+
+def _walk_compressed(hdr: BatchHeader, mv: memoryview, lo: int, hi: int, limit: int
+                     ) -> tuple[str | None, int, int, int, int, int, int]:
+    """Feed the inflated payload to the walk piece by piece; only an unfinished record is carried over."""
+    count = hdr.records_count
+    state: tuple[str | None, int, int, int, int, int, int] = (None, 0, 0, -1, -1, -1, -1)
+    pending = bytearray()
+    for piece in inflate(hdr.compression, mv[HEADER_SIZE:], limit):
+        pending += piece   # amortised: a record longer than a piece grows here until it is complete
+        _e, _p, index, max_ts, bad_index, bad_ts, nokey = state
+        state = walk(pending, 0, False, index, count, hdr.base_timestamp, lo, hi, max_ts, bad_index, bad_ts,
+                     nokey)
+        if state[0] is not None:
+            return state
+        del pending[:state[1]]
+    _e, _p, index, max_ts, bad_index, bad_ts, nokey = state
+    return walk(pending, 0, True, index, count, hdr.base_timestamp, lo, hi, max_ts, bad_index, bad_ts, nokey)
+
+
+def _record_errors_text(errors: list[tuple[int, str]]) -> str:
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    return (f"One or more records have been rejected due to {len(errors)} record errors in total, and only "
+            f"showing the first three errors at most: [{shown}]")
