@@ -39,6 +39,17 @@ log = logging.getLogger(__name__)
 
 _PartResp = ProduceResponse.PartitionProduceResponse
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
+# at most two batches inflate in worker threads at once: memory <= 2 x kafkalite.max.uncompressed.batch.bytes
+_THREADS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("produce_validation_threads")
+
+
+def _limiter() -> trio.CapacityLimiter:
+    try:
+        return _THREADS.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(2)
+        _THREADS.set(limiter)
+        return limiter
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> ProduceResponse.PartitionProduceResponse:
@@ -67,8 +78,13 @@ async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryvie
     check = functools.partial(validation.validate, records, config=config, now=now, version=ctx.version,
                               transactional_id=req.transactional_id, max_inflated=_max_inflated(ctx, config),
                               topic_partition=tp)
-    if len(records) >= validation.THREAD_THRESHOLD_BYTES and records[22] & 0x07:
-        return await trio.to_thread.run_sync(check)
+    if records[22] & 0x07:   # compressed: bounded inline, else in a worker thread
+        if len(records) < validation.THREAD_THRESHOLD_BYTES:
+            try:
+                return check(inline_budget=validation.INLINE_INFLATE_BYTES)
+            except validation.Deferred:
+                pass
+        return await trio.to_thread.run_sync(check, limiter=_limiter())
     return check()
 
 

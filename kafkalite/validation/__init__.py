@@ -53,8 +53,15 @@ except ImportError:  # no compiler at install time: same results, slower
 
 _LONG_MIN = -(2**63)
 DEFAULT_MAX_INFLATED_BYTES = 64 * 1024 * 1024
-# compressed batches at least this large are validated in a worker thread by the produce handler
+# compressed batches at least this large are validated in a worker thread by the produce handler; smaller
+# ones inline until they have inflated INLINE_INFLATE_BYTES (a few ms of work), then again in a thread
 THREAD_THRESHOLD_BYTES = 128 * 1024
+INLINE_INFLATE_BYTES = 2 * 1024 * 1024
+
+
+class Deferred(Exception):
+    """Raised by validate(..., inline_budget=N) when a compressed payload inflates past N bytes: the caller
+    should run the validation again off the event loop (without a budget)."""
 
 
 @dataclass(slots=True)
@@ -131,12 +138,14 @@ def _header_problem(hdr: BatchHeader, version: int, transactional_id: str | None
 
 def validate(batch: memoryview | bytes, *, config: LogConfig, now: int, version: int = 11,
              transactional_id: str | None = None, max_inflated: int = DEFAULT_MAX_INFLATED_BYTES,
-             topic_partition: str = "") -> Rejection | None:
-    """Check one client batch for appending to a partition with `config` at time `now` (ms)."""
+             topic_partition: str = "", inline_budget: int | None = None) -> Rejection | None:
+    """Check one client batch for appending to a partition with `config` at time `now` (ms). With
+    `inline_budget`, raise Deferred rather than inflate more than that many bytes."""
     problem = frame_problem(batch)
     if problem is not None:
         return problem
-    rejection = _check(memoryview(batch), config, now, version, transactional_id, max_inflated, topic_partition)
+    rejection = _check(memoryview(batch), config, now, version, transactional_id, max_inflated, topic_partition,
+                       inline_budget)
     if rejection is not None and rejection.code != ErrorCode.CORRUPT_MESSAGE:
         hdr = parse_header(batch)
         if compute_crc(batch) != hdr.crc:
@@ -146,7 +155,7 @@ def validate(batch: memoryview | bytes, *, config: LogConfig, now: int, version:
 
 
 def _check(mv: memoryview, config: LogConfig, now: int, version: int, transactional_id: str | None,
-           max_inflated: int, tp: str) -> Rejection | None:
+           max_inflated: int, tp: str, inline_budget: int | None) -> Rejection | None:
     hdr = parse_header(mv)
     problem = _header_problem(hdr, version, transactional_id, tp)
     if problem is not None:
@@ -168,7 +177,7 @@ def _check(mv: memoryview, config: LogConfig, now: int, version: int, transactio
         state = walk(mv, HEADER_SIZE, True, 0, count, hdr.base_timestamp, lo, hi, -1, -1, -1, -1)
     else:
         try:
-            state = _walk_compressed(hdr, mv, lo, hi, max_inflated)
+            state = _walk_compressed(hdr, mv, lo, hi, max_inflated, inline_budget)
         except InflateLimitError as exc:
             return Rejection(ErrorCode.MESSAGE_TOO_LARGE, f"{exc} (kafkalite.max.uncompressed.batch.bytes)")
         except CorruptRecordError as exc:
@@ -192,13 +201,17 @@ def _check(mv: memoryview, config: LogConfig, now: int, version: int, transactio
     return None
 
 
-def _walk_compressed(hdr: BatchHeader, mv: memoryview, lo: int, hi: int, limit: int
+def _walk_compressed(hdr: BatchHeader, mv: memoryview, lo: int, hi: int, limit: int, budget: int | None
                      ) -> tuple[str | None, int, int, int, int, int, int]:
     """Feed the inflated payload to the walk piece by piece; only an unfinished record is carried over."""
     count = hdr.records_count
     state: tuple[str | None, int, int, int, int, int, int] = (None, 0, 0, -1, -1, -1, -1)
     pending = bytearray()
+    total = 0
     for piece in inflate(hdr.compression, mv[HEADER_SIZE:], limit):
+        total += len(piece)
+        if budget is not None and total > budget:
+            raise Deferred
         pending += piece   # amortised: a record longer than a piece grows here until it is complete
         _e, _p, index, max_ts, bad_index, bad_ts, nokey = state
         state = walk(pending, 0, False, index, count, hdr.base_timestamp, lo, hi, max_ts, bad_index, bad_ts,
