@@ -174,7 +174,7 @@ def _gunzip(data: bytes) -> bytes:
 
 
 def _snappy_decompress(data: bytes) -> bytes:
-    import snappy  # type: ignore[import-untyped]
+    import snappy
 
     if data[:8] != XERIAL_MAGIC:
         return bytes(snappy.uncompress(data))
@@ -202,7 +202,7 @@ def _snappy_compress(data: bytes) -> bytes:
 
 
 def _lz4_decompress(data: bytes) -> bytes:
-    import lz4.frame  # type: ignore[import-untyped]
+    import lz4.frame
 
     return bytes(lz4.frame.decompress(data))
 
