@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+import threading
 import zlib
 from collections.abc import Iterator
 
@@ -103,10 +104,16 @@ def _gzip_stream(data: bytes, chunk: int) -> Iterator[bytes]:
         pending = tail
 
 
-def _zstd_stream(data: bytes | bytearray | memoryview, chunk: int) -> Iterator[bytes]:
-    import zstandard
+_local = threading.local()
 
-    reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
+
+def _zstd_stream(data: bytes | bytearray | memoryview, chunk: int) -> Iterator[bytes]:
+    dctx = getattr(_local, "zstd", None)
+    if dctx is None:   # creating a decompression context costs ~20 us: one per thread, reused
+        import zstandard
+
+        dctx = _local.zstd = zstandard.ZstdDecompressor()
+    reader = dctx.stream_reader(data, read_across_frames=True)
     while True:
         out = reader.read(chunk)
         if not out:

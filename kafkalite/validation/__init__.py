@@ -34,9 +34,18 @@ pure-Python fallback; ``WALK_IMPL`` names the one in use.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
-from storage.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, compute_crc, parse_header
+from storage.batch import (
+    CONTROL_FLAG,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_FLAG,
+    TRANSACTIONAL_FLAG,
+    compute_crc,
+    parse_header,
+)
 from storage.compression import InflateLimitError, inflate
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import CorruptRecordError
@@ -52,6 +61,7 @@ except ImportError:  # no compiler at install time: same results, slower
     WALK_IMPL = "python"
 
 _LONG_MIN = -(2**63)
+_HEADER = struct.Struct(">qiibIhiqqqhii")
 DEFAULT_MAX_INFLATED_BYTES = 64 * 1024 * 1024
 # compressed batches at least this large are validated in a worker thread by the produce handler; smaller
 # ones inline until they have inflated INLINE_INFLATE_BYTES (a few ms of work), then again in a thread
@@ -103,31 +113,31 @@ def frame_problem(records: memoryview | bytes | None) -> Rejection | None:
     return None
 
 
-def _header_problem(hdr: BatchHeader, version: int, transactional_id: str | None, tp: str) -> Rejection | None:
-    codec = hdr.compression
+def _header_problem(attrs: int, lod: int, pid: int, seq: int, count: int, version: int,
+                    transactional_id: str | None, tp: str) -> Rejection | None:
+    codec = attrs & 0x07
     if codec > 4:
         return Rejection(ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec id {codec}")
     if codec == 4 and version < 7:
         return Rejection(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                          f"Produce requests with version {version} are not allowed to use ZStandard compression")
-    first, last = hdr.base_offset, hdr.base_offset + hdr.last_offset_delta
-    if hdr.last_offset_delta < 0:
+    if lod < 0:
+        return Rejection(ErrorCode.INVALID_RECORD, f"Batch has an invalid offset range: [0, {lod}] in topic "
+                                                   f"partition {tp}")
+    if count <= 0:
         return Rejection(ErrorCode.INVALID_RECORD,
-                         f"Batch has an invalid offset range: [{first}, {last}] in topic partition {tp}")
-    if hdr.records_count <= 0:
-        return Rejection(ErrorCode.INVALID_RECORD,
-                         f"Invalid reported count for record batch: {hdr.records_count} in topic partition {tp}")
-    if hdr.records_count != hdr.last_offset_delta + 1:
-        return Rejection(ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range [{first}, {last}] and count "
-                                                   f"of records {hdr.records_count} in topic partition {tp}")
-    if hdr.is_control:
+                         f"Invalid reported count for record batch: {count} in topic partition {tp}")
+    if count != lod + 1:
+        return Rejection(ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range [0, {lod}] and count "
+                                                   f"of records {count} in topic partition {tp}")
+    if attrs & CONTROL_FLAG:
         return Rejection(ErrorCode.INVALID_RECORD,
                          f"Clients are not allowed to write control records in topic partition {tp}")
-    if hdr.producer_id >= 0 and hdr.base_sequence < 0:
-        return Rejection(ErrorCode.INVALID_RECORD, f"Invalid sequence number {hdr.base_sequence} in record batch "
-                                                   f"with producerId {hdr.producer_id} in topic partition {tp}")
-    if hdr.is_transactional:
-        if hdr.producer_id < 0:
+    if pid >= 0 and seq < 0:
+        return Rejection(ErrorCode.INVALID_RECORD, f"Invalid sequence number {seq} in record batch "
+                                                   f"with producerId {pid} in topic partition {tp}")
+    if attrs & TRANSACTIONAL_FLAG:
+        if pid < 0:
             return Rejection(ErrorCode.INVALID_RECORD,
                              f"Transactional record batch without a producer id in topic partition {tp}")
         if transactional_id is None:
@@ -156,12 +166,14 @@ def validate(batch: memoryview | bytes, *, config: LogConfig, now: int, version:
 
 def _check(mv: memoryview, config: LogConfig, now: int, version: int, transactional_id: str | None,
            max_inflated: int, tp: str, inline_budget: int | None) -> Rejection | None:
-    hdr = parse_header(mv)
-    problem = _header_problem(hdr, version, transactional_id, tp)
-    if problem is not None:
-        return problem
+    (_base, _length, _epoch, _magic, _crc, attrs, lod, base_ts, max_ts_hdr, pid, _pepoch, seq,
+     count) = _HEADER.unpack_from(mv)
+    if attrs & 0x37 or pid >= 0 or lod != count - 1 or count <= 0 or lod < 0:   # not the plain common case
+        problem = _header_problem(attrs, lod, pid, seq, count, version, transactional_id, tp)
+        if problem is not None:
+            return problem
     create_time = not config.log_append_time
-    if create_time and hdr.is_log_append_time:
+    if create_time and attrs & TIMESTAMP_TYPE_FLAG:
         msg = ("Invalid timestamp type in message at index 0. Producer should not set timestamp type to "
                "LogAppendTime.")
         return Rejection(ErrorCode.INVALID_TIMESTAMP, "One or more records have been rejected due to invalid "
@@ -171,13 +183,13 @@ def _check(mv: memoryview, config: LogConfig, now: int, version: int, transactio
         lo, hi = _clamp(now - before), _clamp(now + after)
     else:
         lo, hi = _LONG_MIN, LONG_MAX
-    count = hdr.records_count
     state: tuple[str | None, int, int, int, int, int, int]
-    if hdr.compression == 0:
-        state = walk(mv, HEADER_SIZE, True, 0, count, hdr.base_timestamp, lo, hi, -1, -1, -1, -1)
+    codec = attrs & 0x07
+    if codec == 0:
+        state = walk(mv, HEADER_SIZE, True, 0, count, base_ts, lo, hi, -1, -1, -1, -1)
     else:
         try:
-            state = _walk_compressed(hdr, mv, lo, hi, max_inflated, inline_budget)
+            state = _walk_compressed(codec, mv, count, base_ts, lo, hi, max_inflated, inline_budget)
         except InflateLimitError as exc:
             return Rejection(ErrorCode.MESSAGE_TOO_LARGE, f"{exc} (kafkalite.max.uncompressed.batch.bytes)")
         except CorruptRecordError as exc:
@@ -195,32 +207,30 @@ def _check(mv: memoryview, config: LogConfig, now: int, version: int, transactio
     if nokey >= 0 and config.compact:
         errs = [(nokey, f"Compacted topic cannot accept message without key in topic partition {tp}")]
         return Rejection(ErrorCode.INVALID_RECORD, _record_errors_text(errs), errs)
-    if create_time and max_ts != hdr.max_timestamp:
-        return Rejection(ErrorCode.INVALID_RECORD, f"MaxTimestamp {hdr.max_timestamp} of the record batch is not "
+    if create_time and max_ts != max_ts_hdr:
+        return Rejection(ErrorCode.INVALID_RECORD, f"MaxTimestamp {max_ts_hdr} of the record batch is not "
                                                    f"its records' largest timestamp {max_ts} in topic partition {tp}")
     return None
 
 
-def _walk_compressed(hdr: BatchHeader, mv: memoryview, lo: int, hi: int, limit: int, budget: int | None
-                     ) -> tuple[str | None, int, int, int, int, int, int]:
+def _walk_compressed(codec: int, mv: memoryview, count: int, base_ts: int, lo: int, hi: int, limit: int,
+                     budget: int | None) -> tuple[str | None, int, int, int, int, int, int]:
     """Feed the inflated payload to the walk piece by piece; only an unfinished record is carried over."""
-    count = hdr.records_count
     state: tuple[str | None, int, int, int, int, int, int] = (None, 0, 0, -1, -1, -1, -1)
     pending = bytearray()
     total = 0
-    for piece in inflate(hdr.compression, mv[HEADER_SIZE:], limit):
+    for piece in inflate(codec, mv[HEADER_SIZE:], limit):
         total += len(piece)
         if budget is not None and total > budget:
             raise Deferred
         pending += piece   # amortised: a record longer than a piece grows here until it is complete
         _e, _p, index, max_ts, bad_index, bad_ts, nokey = state
-        state = walk(pending, 0, False, index, count, hdr.base_timestamp, lo, hi, max_ts, bad_index, bad_ts,
-                     nokey)
+        state = walk(pending, 0, False, index, count, base_ts, lo, hi, max_ts, bad_index, bad_ts, nokey)
         if state[0] is not None:
             return state
         del pending[:state[1]]
     _e, _p, index, max_ts, bad_index, bad_ts, nokey = state
-    return walk(pending, 0, True, index, count, hdr.base_timestamp, lo, hi, max_ts, bad_index, bad_ts, nokey)
+    return walk(pending, 0, True, index, count, base_ts, lo, hi, max_ts, bad_index, bad_ts, nokey)
 
 
 def _record_errors_text(errors: list[tuple[int, str]]) -> str:
