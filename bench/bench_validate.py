@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 append = _time_per_record(lambda b=batch, lg=log: lg.append(b, now_ms=now), n, loops, repeats)
                 log.close()
 
-                def check(b: bytes = batch) -> None:
+                def check(b: bytes = batch, cfg: LogConfig = cfg) -> None:
                     assert validation.validate(b, config=cfg, now=now) is None
 
                 validate = _time_per_record(check, n, loops, repeats)
