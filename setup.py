@@ -9,6 +9,6 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("kafkalite.validation._walk", ["kafkalite/validation/_walk.c"], optional=True,
-                  extra_compile_args=["-O2"]),
+                  extra_compile_args=["-O3"]),
     ]
 )

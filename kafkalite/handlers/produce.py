@@ -75,17 +75,18 @@ async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryvie
     if problem is not None or records is None:
         return problem
     config = plog.config
+    if not records[22] & 0x07:   # uncompressed: the compiled walk takes ~10 ns a record, inline
+        return validation.validate(records, config=config, now=now, version=ctx.version,
+                                   transactional_id=req.transactional_id, topic_partition=tp)
     check = functools.partial(validation.validate, records, config=config, now=now, version=ctx.version,
                               transactional_id=req.transactional_id, max_inflated=_max_inflated(ctx, config),
                               topic_partition=tp)
-    if records[22] & 0x07:   # compressed: bounded inline, else in a worker thread
-        if len(records) < validation.THREAD_THRESHOLD_BYTES:
-            try:
-                return check(inline_budget=validation.INLINE_INFLATE_BYTES)
-            except validation.Deferred:
-                pass
-        return await trio.to_thread.run_sync(check, limiter=_limiter())
-    return check()
+    if len(records) < validation.THREAD_THRESHOLD_BYTES:   # small: inline while it inflates little
+        try:
+            return check(inline_budget=validation.INLINE_INFLATE_BYTES)
+        except validation.Deferred:
+            pass
+    return await trio.to_thread.run_sync(check, limiter=_limiter())
 
 
 @handler(ProduceRequest, min_version=3, max_version=11)

@@ -62,6 +62,7 @@ except ImportError:  # no compiler at install time: same results, slower
 
 _LONG_MIN = -(2**63)
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+_LENGTH = struct.Struct(">i")
 DEFAULT_MAX_INFLATED_BYTES = 64 * 1024 * 1024
 # compressed batches at least this large are validated in a worker thread by the produce handler; smaller
 # ones inline until they have inflated INLINE_INFLATE_BYTES (a few ms of work), then again in a thread
@@ -151,9 +152,10 @@ def validate(batch: memoryview | bytes, *, config: LogConfig, now: int, version:
              topic_partition: str = "", inline_budget: int | None = None) -> Rejection | None:
     """Check one client batch for appending to a partition with `config` at time `now` (ms). With
     `inline_budget`, raise Deferred rather than inflate more than that many bytes."""
-    problem = frame_problem(batch)
-    if problem is not None:
-        return problem
+    if len(batch) < HEADER_SIZE or batch[16] != 2 or len(batch) != LOG_OVERHEAD + _LENGTH.unpack_from(batch, 8)[0]:
+        problem = frame_problem(batch)
+        if problem is not None:
+            return problem
     rejection = _check(memoryview(batch), config, now, version, transactional_id, max_inflated, topic_partition,
                        inline_budget)
     if rejection is not None and rejection.code != ErrorCode.CORRUPT_MESSAGE:

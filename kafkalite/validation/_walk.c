@@ -7,7 +7,7 @@
 enum { OK = 0, NEED = 1, BAD = 2, SHORT = 3 };
 
 /* zig-zag varint of at most max_bytes bytes, masked to `bits` bits before the zig-zag step */
-static int rd_varint(const unsigned char *b, Py_ssize_t *p, Py_ssize_t end, int max_bytes, int bits,
+static inline int rd_varint(const unsigned char *b, Py_ssize_t *p, Py_ssize_t end, int max_bytes, int bits,
                      int64_t *out) {
     uint64_t raw = 0;
     int shift = 0;
@@ -28,6 +28,22 @@ static int rd_varint(const unsigned char *b, Py_ssize_t *p, Py_ssize_t end, int 
     }
     return BAD;
 }
+
+/* one-byte varints (most record fields) without the loop; anything else through rd_varint */
+#define VARINT(dst, max_bytes, bits)                                                   \
+    do {                                                                               \
+        if (p < end && !(b[p] & 0x80)) {                                               \
+            uint32_t r_ = b[p++];                                                      \
+            dst = (int64_t)(int32_t)((r_ >> 1) ^ (uint32_t)(-(int32_t)(r_ & 1)));      \
+        } else if (p + 1 < end && !(b[p + 1] & 0x80)) {                                \
+            uint32_t r_ = (uint32_t)(b[p] & 0x7F) | ((uint32_t)b[p + 1] << 7);         \
+            p += 2;                                                                    \
+            dst = (int64_t)(int32_t)((r_ >> 1) ^ (uint32_t)(-(int32_t)(r_ & 1)));      \
+        } else {                                                                       \
+            rc = rd_varint(b, &p, end, max_bytes, bits, &dst);                         \
+            if (rc != OK) goto structural;                                             \
+        }                                                                              \
+    } while (0)
 
 #define RESULT(msg) Py_BuildValue("(OnnLnLn)", (msg), pos, index, (long long)max_ts, bad_index, \
                                   (long long)bad_ts, nokey)
@@ -64,7 +80,14 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         }
         Py_ssize_t p = pos;
         int64_t length;
-        int rc = rd_varint(b, &p, n, 5, 32, &length);
+        int rc = OK;
+        if (p + 1 < n && (b[p] & 0x80) && !(b[p + 1] & 0x80)) {   /* records of 64..8191 bytes */
+            uint32_t r_ = (uint32_t)(b[p] & 0x7F) | ((uint32_t)b[p + 1] << 7);
+            p += 2;
+            length = (int64_t)(int32_t)((r_ >> 1) ^ (uint32_t)(-(int32_t)(r_ & 1)));
+        } else {
+            rc = rd_varint(b, &p, n, 5, 32, &length);
+        }
         if (rc == SHORT) {
             if (final) {
                 res = fail(PyUnicode_FromString("Incorrect declared batch size, premature EOF reached"),
@@ -100,31 +123,26 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         PyObject *badmsg = NULL;
         if (p >= end) { bad = "Found invalid record structure"; goto record_bad; }
         p++; /* attributes */
-        rc = rd_varint(b, &p, end, 10, 64, &delta);
-        if (rc != OK) goto structural;
-        rc = rd_varint(b, &p, end, 5, 32, &off);
-        if (rc != OK) goto structural;
+        VARINT(delta, 10, 64);
+        VARINT(off, 5, 32);
         if (off != (int64_t)index) {
             badmsg = PyUnicode_FromFormat("Inner record offset delta %lld of the record at index %zd does not "
                                           "match its position (expected %zd)", (long long)off, index, index);
             goto record_bad;
         }
-        rc = rd_varint(b, &p, end, 5, 32, &klen);
-        if (rc != OK) goto structural;
+        VARINT(klen, 5, 32);
         if (klen >= 0) {
             if (klen > end - p) { bad = "Found invalid record structure"; goto record_bad; }
             p += klen;
         } else if (nokey < 0) {
             nokey = index;
         }
-        rc = rd_varint(b, &p, end, 5, 32, &vlen);
-        if (rc != OK) goto structural;
+        VARINT(vlen, 5, 32);
         if (vlen >= 0) {
             if (vlen > end - p) { bad = "Found invalid record structure"; goto record_bad; }
             p += vlen;
         }
-        rc = rd_varint(b, &p, end, 5, 32, &nh);
-        if (rc != OK) goto structural;
+        VARINT(nh, 5, 32);
         if (nh < 0) {
             badmsg = PyUnicode_FromFormat("Found invalid number of record headers %lld", (long long)nh);
             goto record_bad;
@@ -135,16 +153,14 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             goto record_bad;
         }
         for (int64_t h = 0; h < nh; h++) {
-            rc = rd_varint(b, &p, end, 5, 32, &hk);
-            if (rc != OK) goto structural;
+            VARINT(hk, 5, 32);
             if (hk < 0) {
                 badmsg = PyUnicode_FromFormat("Invalid negative header key size %lld", (long long)hk);
                 goto record_bad;
             }
             if (hk > end - p) { bad = "Found invalid record structure"; goto record_bad; }
             p += hk;
-            rc = rd_varint(b, &p, end, 5, 32, &hv);
-            if (rc != OK) goto structural;
+            VARINT(hv, 5, 32);
             if (hv >= 0) {
                 if (hv > end - p) { bad = "Found invalid record structure"; goto record_bad; }
                 p += hv;
