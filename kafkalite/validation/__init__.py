@@ -29,11 +29,16 @@ When the CRC-32C of a batch that fails any check is wrong, the answer is CORRUPT
 checks the CRC first; computing it only on failure keeps it off the hot path, storage checks it on append).
 
 The walk is compiled (``_walk.c``, built by setup.py) when possible, with ``pywalk.py`` as the identical
-pure-Python fallback; ``WALK_IMPL`` names the one in use.
+pure-Python fallback; ``WALK_IMPL`` names the one in use. Why C: the whole broker spends ~0.3 us per produced
+record, the Python walk alone ~3 us (bench/bench_validate.py), the C one ~10 ns. Plain C through setuptools
+needs only gcc and the Python headers at install (no Cython or Rust toolchain fetched at build time), and the
+walk is ~200 lines with no Python objects per record. Tests run both walks over the same corpus and over
+hypothesis-generated malformed records and require identical results.
 """
 
 from __future__ import annotations
 
+import logging
 import struct
 from dataclasses import dataclass, field
 
@@ -55,10 +60,13 @@ try:
     from kafkalite.validation._walk import walk  # type: ignore[import-not-found]
 
     WALK_IMPL = "c"
-except ImportError:  # no compiler at install time: same results, slower
+except ImportError:  # no compiler at install time: same results, ~100x slower per record
     from kafkalite.validation.pywalk import walk
 
     WALK_IMPL = "python"
+    logging.getLogger(__name__).warning(
+        "kafkalite.validation._walk is not built (no C compiler at install?): produce validation uses the "
+        "pure-Python record walk, ~3 us per record")
 
 _LONG_MIN = -(2**63)
 _HEADER = struct.Struct(">qiibIhiqqqhii")
