@@ -174,3 +174,31 @@ def test_compiled_and_python_walk_agree_on_mutations(flips: list[tuple[int, int]
 @given(st.binary(max_size=300), st.integers(1, 2**31 - 1), st.booleans())
 def test_compiled_and_python_walk_agree_on_random_bytes(data: bytes, count: int, final: bool) -> None:
     _both(data, 0, final, count, NOW, NOW - 10, NOW + 10)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_validate_gives_the_same_verdict_with_either_walk(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    batch = CASES[name][0]
+    compiled = check(batch, transactional_id="t")
+    monkeypatch.setattr(validation, "walk", pywalk.walk)
+    assert check(batch, transactional_id="t") == compiled
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=4), st.sampled_from([0, 1, 3, 4]))
+def test_validate_agrees_on_mutated_compressed_batches(flips: list[tuple[int, int]], codec: int) -> None:
+    # records mutated before compression: the compressed stream is valid, its records are not
+    payload = bytearray(b"".join(record(i, ts_delta=i, key=b"key", headers=[("h", b"v")]) for i in range(12)))
+    for pos, val in flips:
+        if pos < len(payload):
+            payload[pos] = val
+    batch = raw_batch(compress(codec, bytes(payload)), count=12, attrs=codec, max_ts=NOW + 11)
+    compiled = check(batch)
+    saved = validation.walk
+    validation.walk = pywalk.walk
+    try:
+        assert check(batch) == compiled
+    finally:
+        validation.walk = saved
+    if not flips:
+        assert compiled is None
