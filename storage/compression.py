@@ -76,32 +76,45 @@ def _name(codec: int) -> str:
     return ("none", "gzip", "snappy", "lz4", "zstd")[codec] if 0 <= codec <= 4 else f"codec {codec}"
 
 
-def _gzip_stream(data: bytes, chunk: int) -> Iterator[bytes]:
+def _gzip_stream(data: bytes, chunk: int, step: int = 16384) -> Iterator[bytes]:
     """gzip members one after another (as Java's GZIPInputStream reads them); zlib framing accepted too.
+    Input goes in `step`-byte slices, so zlib's unconsumed tail (copied on every call) stays small.
     Trailing bytes that do not start a new member are ignored, as GZIPInputStream ignores them."""
     d = zlib.decompressobj(47)
-    pending = data
-    produced = False
+    member_start = True
+    members = 0
+    pos = 0
+    pending = b""
     while True:
+        if not pending:
+            if pos >= len(data):
+                return   # input ended (inside a member or not): the record walk judges what is missing
+            pending = data[pos : pos + step]
+            pos += len(pending)
         try:
             out = d.decompress(pending, chunk)
         except zlib.error:
-            if produced and pending is not data:
+            if members and member_start:
                 return  # garbage after a complete member
             raise
+        member_start = member_start and not out
         if out:
-            produced = True
             yield out
-        tail = d.unconsumed_tail
         if d.eof:
-            if not d.unused_data:
+            members += 1
+            rest = d.unused_data + data[pos:]
+            if not rest:
                 return
-            pending = d.unused_data
+            data, pos, pending = rest, 0, b""
             d = zlib.decompressobj(47)
+            member_start = True
             continue
-        if not out and len(tail) == len(pending):
-            return  # input ended inside the stream
-        pending = tail
+        pending = d.unconsumed_tail
+        while pending == b"" and not d.eof:
+            more = d.decompress(b"", chunk)   # output zlib still holds for this input
+            if not more:
+                break
+            yield more
 
 
 _local = threading.local()
@@ -173,30 +186,6 @@ def _snappy_stream(data: bytes, limit: int | None) -> Iterator[bytes]:
         pos += n
 
 
-def _gunzip(data: bytes) -> bytes:
-    try:
-        return gzip.decompress(data)
-    except (OSError, EOFError):
-        return zlib.decompress(data)
-
-
-def _snappy_decompress(data: bytes) -> bytes:
-    import snappy
-
-    if data[:8] != XERIAL_MAGIC:
-        return bytes(snappy.uncompress(data))
-    pos = 16
-    out = bytearray()
-    while pos < len(data):
-        if pos + 4 > len(data):
-            raise CorruptRecordError("truncated xerial snappy block length")
-        (n,) = _I.unpack_from(data, pos)
-        pos += 4
-        out += snappy.uncompress(data[pos : pos + n])
-        pos += n
-    return bytes(out)
-
-
 def _snappy_compress(data: bytes) -> bytes:
     import snappy
 
@@ -208,38 +197,10 @@ def _snappy_compress(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _lz4_decompress(data: bytes) -> bytes:
-    import lz4.frame
-
-    return bytes(lz4.frame.decompress(data))
-
-
-def _zstd_decompress(data: bytes) -> bytes:
-    import zstandard
-
-    dobj = zstandard.ZstdDecompressor().decompressobj()
-    return bytes(dobj.decompress(data))
-
-
-def decompress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
-    """Decompress a batch's records payload; raises CorruptRecordError on bad input."""
-    raw = bytes(data)
-    try:
-        if codec == NONE:
-            return raw
-        if codec == GZIP:
-            return _gunzip(raw)
-        if codec == SNAPPY:
-            return _snappy_decompress(raw)
-        if codec == LZ4:
-            return _lz4_decompress(raw)
-        if codec == ZSTD:
-            return _zstd_decompress(raw)
-    except CorruptRecordError:
-        raise
-    except Exception as exc:  # codec libraries raise assorted types
-        raise CorruptRecordError(f"cannot decompress codec {codec}: {exc}") from exc
-    raise CorruptRecordError(f"unknown compression codec {codec}")
+def decompress(codec: int, data: bytes | bytearray | memoryview, limit: int | None = None) -> bytes:
+    """Decompress a whole records payload (tools, internal topics), bounded like `inflate` (default
+    MAX_INFLATED_BYTES); raises CorruptRecordError on bad input, InflateLimitError past the bound."""
+    return b"".join(inflate(codec, data, MAX_INFLATED_BYTES if limit is None else limit))
 
 
 def compress(codec: int, data: bytes) -> bytes:

@@ -19,7 +19,7 @@ from storage import LogConfig, PartitionLog
 from storage import compression as codecs
 from storage.batch import batch_records, crc32c, require_keys
 from storage.cleaner import clean_log
-from storage.errors import RecordTooLargeError
+from storage.errors import CorruptRecordError, RecordTooLargeError
 from storage.testing import Rec, _zz, encode_batch, encode_record
 
 NOW = time.time_ns() // 1_000_000
@@ -109,3 +109,26 @@ def test_cleaner_keeps_a_bomb_batch_verbatim_in_bounded_memory(tmp_path: Path, s
     offsets = [b.base_offset for _s, _p, b in [(s, p, h) for s, p, h in log.batches()]]
     assert 3 in offsets                              # the bomb batch is still there, untouched
     log.close()
+
+
+def test_inflate_reads_gzip_members_and_ignores_trailing_garbage() -> None:
+    import gzip
+    import zlib
+
+    data = bytes(range(256)) * 500
+    two = gzip.compress(data[:50_000]) + gzip.compress(data[50_000:])
+    assert b"".join(codecs.inflate(1, two)) == data
+    assert b"".join(codecs.inflate(1, two + b"\\x00garbage")) == data   # as GZIPInputStream
+    assert b"".join(codecs.inflate(1, zlib.compress(data))) == data
+    assert data.startswith(b"".join(codecs.inflate(1, two[:3000])))     # truncated: what is there
+    with pytest.raises(CorruptRecordError):
+        list(codecs.inflate(1, b"\\x1f\\x8b\\x08\\x00garbage-garbage-garbage"))
+    with pytest.raises(RecordTooLargeError):
+        list(codecs.inflate(1, gzip.compress(bytes(10 << 20)), limit=1 << 20))
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_inflate_round_trips_every_codec_in_pieces(codec: int) -> None:
+    data = b"".join(b"record %d " % i for i in range(100_000))
+    pieces = list(codecs.inflate(codec, codecs.compress(codec, data), chunk=4096))
+    assert b"".join(pieces) == data and len(pieces) > 10
