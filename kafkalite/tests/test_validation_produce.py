@@ -95,3 +95,16 @@ def test_large_compressed_batch_is_validated_off_the_event_loop(raw: Callable[[]
     assert len(batch) > 128 * 1024                      # above the worker-thread threshold
     assert produce(c, "big-lz4", batch).error_code == 0
     assert log_end(c, "big-lz4") == 20000
+
+
+def test_decompression_bomb_is_refused_over_the_wire(raw: Callable[[], RawClient]) -> None:
+    from storage.tests.test_bounded_records import zstd_bomb
+
+    c = raw()
+    metadata(c, "bombs")
+    bomb = zstd_bomb(128 << 20)          # ~a few KB claiming 128 MiB; the default bound is 64 MiB
+    assert len(bomb) < 50_000
+    p = produce(c, "bombs", bomb)
+    assert p.error_code == ErrorCode.MESSAGE_TOO_LARGE and "inflates to more than" in p.error_message
+    assert log_end(c, "bombs") == 0
+    assert produce(c, "bombs", valid(2, compression=4)).error_code == 0
