@@ -13,11 +13,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     KAFKALITE_LOG_DIRS=/data
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY wire ./wire
 COPY storage ./storage
 COPY kafkalite ./kafkalite
-RUN pip install ".[codecs]" \
+# gcc only to build the produce validator's record walk (kafkalite/validation/_walk.c), then removed
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && pip install ".[codecs]" \
+    && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 1000 --home-dir /data kafkalite \
     && mkdir -p /data && chown kafkalite /data
 

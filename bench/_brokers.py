@@ -62,8 +62,17 @@ def noida_binary() -> Path | None:
     return None
 
 
+def source_tree(name: str) -> Path | None:
+    """``kafkalite@PATH`` names kafkalite run from another source tree (A/B runs against another commit,
+    e.g. a ``git worktree``): PATH goes first on the child's PYTHONPATH."""
+    return Path(name.split("@", 1)[1]).resolve() if name.startswith("kafkalite@") else None
+
+
 def available(name: str) -> str | None:
     """None if the broker can be started here, else the reason it cannot."""
+    tree = source_tree(name)
+    if tree is not None:
+        return None if (tree / "kafkalite" / "__main__.py").is_file() else f"no kafkalite source tree at {tree}"
     if name == "kafkalite":
         try:
             import kafkalite  # noqa: F401
@@ -115,7 +124,7 @@ def _rmtree(path: Path) -> None:
 
 
 def _command(name: str, port: int, data_dir: Path) -> list[str]:
-    if name == "kafkalite":
+    if name == "kafkalite" or source_tree(name) is not None:
         return [sys.executable, "-m", "kafkalite", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
                 "--log-level", "WARNING"]
     if name == "tansu":
@@ -137,7 +146,7 @@ def start(name: str, timeout: float = 60.0) -> Running:
     reason = available(name)
     if reason:
         raise RuntimeError(reason)
-    workdir = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench-{name.split('@')[0]}-"))
     data_dir = workdir / "data"
     data_dir.mkdir()
     log_path = workdir / "broker.log"
@@ -145,6 +154,9 @@ def start(name: str, timeout: float = 60.0) -> Running:
     log = open(log_path, "wb")  # noqa: SIM115 - handed to the child; closed right after spawn
     env = dict(os.environ)
     env.setdefault("RUST_LOG", "warn")
+    tree = source_tree(name)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
     t0 = time.perf_counter()
     proc = subprocess.Popen(_command(name, port, data_dir), stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, cwd=workdir, env=env, start_new_session=True)
@@ -152,7 +164,7 @@ def start(name: str, timeout: float = 60.0) -> Running:
     running = Running(name, proc, "127.0.0.1", port, workdir, log_path, spawn_to_ready_s=float("nan"))
     try:
         deadline = t0 + timeout
-        if name == "kafkalite":
+        if name == "kafkalite" or tree is not None:
             while True:
                 m = _READY_RE.search(log_path.read_bytes())
                 if m:

@@ -68,6 +68,9 @@ DEFAULTS: dict[str, str] = {
     # kafkalite-only settings
     "kafkalite.emulate.kafka": "3.9",
     "kafkalite.shutdown.drain.ms": "5000",
+    # bound on the inflated size of one compressed produce batch (validation decompresses every batch);
+    # empty = 64 x the topic's max.message.bytes (64 MiB at Kafka's default of 1048588)
+    "kafkalite.max.uncompressed.batch.bytes": "",
 }
 
 ENV_PREFIX = "KAFKALITE_"

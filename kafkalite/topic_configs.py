@@ -24,7 +24,7 @@ DEFAULT_CONFIG = 5
 
 # Kafka topic configs storage does not interpret but that Kafka accepts (kept and echoed back).
 EXTRA_TOPIC_CONFIGS = frozenset({
-    "message.downconversion.enable", "message.format.version", "message.timestamp.difference.max.ms",
+    "message.downconversion.enable", "message.format.version",
     "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
     "local.retention.ms", "local.retention.bytes", "remote.storage.enable", "remote.log.copy.disable",
     "remote.log.delete.on.disable", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
@@ -47,6 +47,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "preallocate": ("log.preallocate",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+    "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
     "min.insync.replicas": ("min.insync.replicas",),
     "unclean.leader.election.enable": ("unclean.leader.election.enable",),
 }

@@ -276,7 +276,7 @@ class Record:
     attributes: int = 0
 
 
-def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     shift = 0
     raw = 0
     while True:
@@ -293,7 +293,7 @@ def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def _nullable(buf: bytes | memoryview, pos: int) -> tuple[bytes | None, int]:
+def _nullable(buf: bytes | bytearray | memoryview, pos: int) -> tuple[bytes | None, int]:
     n, pos = _varint(buf, pos)
     if n < 0:
         return None, pos
@@ -312,31 +312,88 @@ def iter_records(hdr: BatchHeader, records: bytes | memoryview) -> Iterator[Reco
 
 
 def iter_record_spans(hdr: BatchHeader, records: bytes | memoryview) -> Iterator[tuple[int, int, Record]]:
-    """Like iter_records, also giving each record's [start, end) in the payload (the compactor copies them)."""
+    """Like iter_records, also giving each record's [start, end) in the payload (the compactor copies them).
+    Stops with CorruptRecordError where the bytes end, however many records the header claims."""
     pos = 0
-    log_append = hdr.is_log_append_time
     for _ in range(hdr.records_count):
-        start = pos
-        length, pos = _varint(records, pos)
-        end = pos + length
-        if length < 0 or end > len(records):
-            raise CorruptRecordError("truncated record")
-        attrs = records[pos]
-        pos += 1
-        ts_delta, pos = _varint(records, pos)
-        off_delta, pos = _varint(records, pos)
-        key, pos = _nullable(records, pos)
-        value, pos = _nullable(records, pos)
-        nh, pos = _varint(records, pos)
-        headers: list[tuple[str, bytes | None]] = []
-        for _h in range(max(nh, 0)):
-            hk, pos = _nullable(records, pos)
-            hv, pos = _nullable(records, pos)
-            headers.append(((hk or b"").decode("utf-8", "replace"), hv))
-        if pos != end:
-            raise CorruptRecordError("record length does not match its fields")
-        ts = hdr.max_timestamp if log_append else hdr.base_timestamp + ts_delta
-        yield start, end, Record(hdr.base_offset + off_delta, ts, key, value, tuple(headers), attrs)
+        end, rec = _parse_record(hdr, records, pos)
+        yield pos, end, rec
+        pos = end
+
+
+def _parse_record(hdr: BatchHeader, records: bytes | bytearray | memoryview, pos: int) -> tuple[int, Record]:
+    length, pos = _varint(records, pos)
+    end = pos + length
+    if length < 0 or end > len(records):
+        raise CorruptRecordError("truncated record")
+    if pos >= end:
+        raise CorruptRecordError("empty record")
+    attrs = records[pos]
+    pos += 1
+    ts_delta, pos = _varint(records, pos)
+    off_delta, pos = _varint(records, pos)
+    key, pos = _nullable(records, pos)
+    value, pos = _nullable(records, pos)
+    nh, pos = _varint(records, pos)
+    if nh < 0 or nh > end - pos:
+        raise CorruptRecordError(f"invalid record header count {nh}")
+    headers: list[tuple[str, bytes | None]] = []
+    for _h in range(nh):
+        hk, pos = _nullable(records, pos)
+        hv, pos = _nullable(records, pos)
+        headers.append(((hk or b"").decode("utf-8", "replace"), hv))
+    if pos != end:
+        raise CorruptRecordError("record length does not match its fields")
+    ts = hdr.max_timestamp if hdr.is_log_append_time else hdr.base_timestamp + ts_delta
+    return end, Record(hdr.base_offset + off_delta, ts, key, value, tuple(headers), attrs)
+
+
+def _record_end(buf: bytearray, pos: int) -> int | None:
+    """End of the record starting at `pos` if all of it is in `buf`, else None (more bytes needed)."""
+    try:
+        length, p = _varint(buf, pos)
+    except CorruptRecordError as exc:
+        if str(exc) == "truncated varint":
+            return None
+        raise
+    if length < 0:
+        raise CorruptRecordError(f"negative record length {length}")
+    return p + length if p + length <= len(buf) else None
+
+
+def stream_records(batch: bytes | bytearray | memoryview, hdr: BatchHeader | None = None, *,
+                   limit: int | None = None) -> Iterator[tuple[bytes, Record]]:
+    """(raw record bytes, Record) of each record of one whole batch, decompressing chunk by chunk (bounded
+    streaming: memory holds one piece plus one record; InflateLimitError past `limit` inflated bytes, default
+    storage.compression.MAX_INFLATED_BYTES). Work is bounded by the bytes present, never by RecordsCount."""
+    from storage.compression import MAX_INFLATED_BYTES, inflate
+
+    if hdr is None:
+        hdr = parse_header(batch)
+    body = memoryview(batch)[HEADER_SIZE : hdr.size]
+    if not hdr.compression:
+        for start, end, rec in iter_record_spans(hdr, body):
+            yield bytes(body[start:end]), rec
+        return
+    pieces = inflate(hdr.compression, body, MAX_INFLATED_BYTES if limit is None else limit)
+    pending = bytearray()
+    pos = 0
+    done = 0
+    while done < hdr.records_count:
+        if _record_end(pending, pos) is None:
+            piece = next(pieces, None)
+            if piece is None:
+                if pos == len(pending):
+                    return   # the records end before RecordsCount says (compacted batches never do)
+                raise CorruptRecordError("truncated record")
+            del pending[:pos]
+            pos = 0
+            pending += piece
+            continue
+        end, rec = _parse_record(hdr, pending, pos)
+        yield bytes(pending[pos:end]), rec
+        pos = end
+        done += 1
 
 
 def batch_payload(batch: bytes | bytearray | memoryview, hdr: BatchHeader | None = None) -> memoryview:
@@ -351,10 +408,9 @@ def batch_payload(batch: bytes | bytearray | memoryview, hdr: BatchHeader | None
     return payload
 
 
-def batch_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
-    """Decode every record of one whole batch, decompressing if needed (slow path: tools, tests, lookups)."""
-    hdr = parse_header(batch)
-    return iter_records(hdr, batch_payload(batch, hdr))
+def batch_records(batch: bytes | bytearray | memoryview, limit: int | None = None) -> Iterator[Record]:
+    """Decode every record of one whole batch by bounded streaming decompression (see stream_records)."""
+    return (rec for _raw, rec in stream_records(batch, limit=limit))
 
 
 CONTROL_ABORT = 0
@@ -380,7 +436,8 @@ def parse_control_marker(batch: bytes | bytearray | memoryview) -> tuple[int, in
 
 
 def require_keys(batch: bytes | bytearray | memoryview) -> None:
-    """Compacted topics take only keyed records (Kafka's LogValidator; decompresses, as Kafka does)."""
+    """Compacted topics take only keyed records (Kafka's LogValidator; streams the decompression, bounded by
+    storage.compression.MAX_INFLATED_BYTES: InflateLimitError, a RecordTooLargeError, beyond it)."""
     for rec in batch_records(batch):
         if rec.key is None:
             raise InvalidRecordError("compacted topic cannot accept a record without a key")

@@ -13,6 +13,9 @@ checkpoint, kept in `cleaner-offset-checkpoint`) make up at least min.cleanable.
    MaxTimestamp and CRC (Kafka keeps LastOffsetDelta too, so the batch keeps its offset range); a batch that
    loses all is dropped. A record survives if it has a key, is the latest for that key and is not a tombstone
    (null value) older than delete.retention.ms. Transactional and control batches are kept as they are.
+   Records are read by bounded streaming decompression (storage.batch.stream_records): a batch that inflates
+   beyond storage.compression.MAX_INFLATED_BYTES or cannot be decoded is kept verbatim and its keys are not
+   mapped (logged), so a decompression bomb on disk costs the cleaner one bounded attempt, never the memory.
 3. The file is fsynced and renamed `.swap`; then, under the log's lock, the old segments are renamed
    `.deleted` (their descriptors stay open for in-flight reads and are closed after file.delete.delay.ms),
    the swap file takes the final `<base>.log` name and its indexes are built. A crash before the swap leaves
@@ -37,11 +40,11 @@ from storage.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
-    batch_payload,
     crc32c,
-    iter_record_spans,
+    stream_records,
 )
 from storage.compression import compress
+from storage.errors import CorruptRecordError, RecordTooLargeError
 from storage.segment import LogSegment, segment_name
 
 if TYPE_CHECKING:
@@ -102,10 +105,13 @@ def clean_log(plog: PartitionLog, now_ms: int | None = None, *, force: bool = Fa
         for pos, hdr in seg.batches():
             if _keep_verbatim(hdr):
                 continue
-            data = seg.read_batch(pos, hdr)
-            for _s, _e, rec in iter_record_spans(hdr, batch_payload(data, hdr)):
-                if rec.key is not None:
-                    latest[rec.key] = rec.offset
+            try:
+                for _raw, rec in stream_records(seg.read_batch(pos, hdr), hdr):
+                    if rec.key is not None:
+                        latest[rec.key] = rec.offset
+            except (CorruptRecordError, RecordTooLargeError) as exc:   # filter_batch keeps it verbatim
+                log.warning("%s-%d: batch at offset %d is kept as it is by the cleaner: %s", plog.topic,
+                            plog.partition, hdr.base_offset, exc)
     horizon = now - plog.config.delete_retention_ms
     groups: list[list[LogSegment]] = []
     for seg in cleanable:
@@ -146,16 +152,18 @@ def filter_batch(data: bytes, hdr: BatchHeader, latest: dict[bytes, int], horizo
     """(the batch with only surviving records or None, number of records removed)."""
     if _keep_verbatim(hdr):
         return data, 0
-    payload = batch_payload(data, hdr)
-    kept: list[memoryview] = []
+    kept: list[bytes] = []
     max_ts = -1
-    for start, end, rec in iter_record_spans(hdr, payload):
-        if rec.key is None or latest.get(rec.key) != rec.offset:
-            continue
-        if rec.value is None and rec.timestamp < horizon:
-            continue
-        kept.append(payload[start:end])
-        max_ts = max(max_ts, rec.timestamp)
+    try:
+        for raw, rec in stream_records(data, hdr):   # bounded streaming decompression
+            if rec.key is None or latest.get(rec.key) != rec.offset:
+                continue
+            if rec.value is None and rec.timestamp < horizon:
+                continue
+            kept.append(raw)
+            max_ts = max(max_ts, rec.timestamp)
+    except (CorruptRecordError, RecordTooLargeError):
+        return data, 0   # unreadable within the bound: kept as it is (logged by the offset-map pass)
     n = len(kept)
     if n == hdr.records_count:
         return data, 0

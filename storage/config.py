@@ -27,6 +27,7 @@ _NAMES: dict[str, tuple[str, type]] = {
     "message.timestamp.type": ("message_timestamp_type", str),
     "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", int),
     "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", int),
+    "message.timestamp.difference.max.ms": ("message_timestamp_difference_max_ms", int),
     "flush.messages": ("flush_messages", int),
     "flush.ms": ("flush_ms", int),
     "retention.ms": ("retention_ms", int),
@@ -48,7 +49,7 @@ LONG_MAX = 2**63 - 1
 _AT_LEAST = {"segment.jitter.ms": 0, "flush.messages": 1, "flush.ms": 0, "retention.ms": -1,
              "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1,
              "file.delete.delay.ms": 0, "min.insync.replicas": 1, "message.timestamp.before.max.ms": 0,
-             "message.timestamp.after.max.ms": 0}
+             "message.timestamp.after.max.ms": 0, "message.timestamp.difference.max.ms": 0}
 _COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
@@ -65,6 +66,7 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = LONG_MAX
     message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_difference_max_ms: int = LONG_MAX   # deprecated; fallback for before/after (Kafka 3.6+)
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
     retention_ms: int = DEFAULT_SEGMENT_MS

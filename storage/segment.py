@@ -35,7 +35,13 @@ from storage.batch import (
     iter_file_batches,
     parse_header,
 )
-from storage.errors import CorruptRecordError, KafkaStorageError, RollbackFailedError, StorageError
+from storage.errors import (
+    CorruptRecordError,
+    KafkaStorageError,
+    RecordTooLargeError,
+    RollbackFailedError,
+    StorageError,
+)
 from storage.index import OffsetIndex, TimeIndex
 from storage.txn_index import TxnIndex
 
@@ -316,9 +322,16 @@ class LogSegment:
         for p, hdr in iter_file_batches(self.fd, pos, self.size):
             if hdr.max_timestamp < timestamp or hdr.last_offset < start_offset:
                 continue
-            for rec in self._records(p, hdr):
-                if rec.timestamp >= timestamp and rec.offset >= start_offset:
-                    return rec.offset, rec.timestamp
+            try:
+                for rec in self._records(p, hdr):
+                    if rec.timestamp >= timestamp and rec.offset >= start_offset:
+                        return rec.offset, rec.timestamp
+            except (CorruptRecordError, RecordTooLargeError) as exc:
+                # unreadable within the inflate bound: answer at batch granularity (the consumer starts at
+                # the batch that holds the timestamp, as if every record carried its MaxTimestamp)
+                log.warning("timestamp lookup in %s: batch at offset %d read as a whole: %s", self.log_path,
+                            hdr.base_offset, exc)
+                return max(hdr.base_offset, start_offset), hdr.max_timestamp
         return None
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
@@ -331,18 +344,20 @@ class LogSegment:
             if hdr.max_timestamp == ts:
                 if hdr.is_log_append_time:
                     return hdr.base_offset, ts
-                for rec in self._records(p, hdr):
-                    if rec.timestamp == ts:
-                        return rec.offset, ts
+                try:
+                    for rec in self._records(p, hdr):
+                        if rec.timestamp == ts:
+                            return rec.offset, ts
+                except (CorruptRecordError, RecordTooLargeError) as exc:
+                    log.warning("max-timestamp lookup in %s: batch at offset %d read as a whole: %s",
+                                self.log_path, hdr.base_offset, exc)
+                    return hdr.base_offset, ts
                 return hdr.last_offset, ts
         return None
 
     def _records(self, pos: int, hdr: BatchHeader) -> Iterator[Record]:
-        if hdr.is_log_append_time:
-            # every record of a LogAppendTime batch carries the batch timestamp: no need to decode
-            return iter(
-                [Record(hdr.base_offset + i, hdr.max_timestamp, None, None, ()) for i in range(hdr.records_count)]
-            )
+        """The records actually in the batch (bounded streaming decompression; LogAppendTime records carry
+        the batch timestamp). Work follows the bytes present, never the RecordsCount a client claimed."""
         return batch_records(self.read_batch(pos, hdr))
 
     # ---- truncation / recovery ------------------------------------------------------------------

@@ -166,3 +166,16 @@ def test_kprobe_speaks_apiversions_then_metadata() -> None:
         t.join(5)
     assert seen == [(18, 0), (3, 8)]
     assert not _kprobe.metadata_ok("127.0.0.1", port, timeout=0.5)
+
+
+def test_kafkalite_from_another_source_tree(tmp_path: Path) -> None:
+    from bench import _brokers
+
+    name = f"kafkalite@{tmp_path}"
+    assert _brokers.source_tree(name) == tmp_path.resolve()
+    assert _brokers.available(name) is not None          # no kafkalite package there yet
+    (tmp_path / "kafkalite").mkdir()
+    (tmp_path / "kafkalite" / "__main__.py").write_text("")
+    assert _brokers.available(name) is None
+    assert _brokers._command(name, 0, tmp_path)[1:3] == ["-m", "kafkalite"]
+    assert _brokers.source_tree("kafkalite") is None

@@ -7,10 +7,16 @@ timestamp: the first offset whose record timestamp is >= it (from the time index
 
 v0 answers in the old format: ``OldStyleOffsets`` (here at most one offset). v1+ carry Timestamp and
 Offset; v4+ a LeaderEpoch (the partition's current one, -1 when nothing was found).
+
+Timestamp and MAX_TIMESTAMP lookups read records (bounded streaming decompression in storage; work follows
+the bytes present, never a client-claimed RecordsCount), which can take long for a large batch: they run in a
+worker thread so the event loop keeps answering others. LATEST/EARLIEST answer inline.
 """
 from __future__ import annotations
 
 from typing import Any
+
+import trio
 
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
@@ -55,7 +61,10 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                                    timestamp=-1, offset=-1, leader_epoch=-1))
                 continue
             try:
-                found = lookup(plog, p.timestamp, read_committed)
+                if p.timestamp >= 0 or p.timestamp == MAX_TIMESTAMP:
+                    found = await trio.to_thread.run_sync(lookup, plog, p.timestamp, read_committed)
+                else:
+                    found = lookup(plog, p.timestamp, read_committed)
             except StorageError as exc:
                 parts.append(_Part(partition_index=p.partition_index, error_code=error_code_for(exc),
                                    old_style_offsets=[], timestamp=-1, offset=-1, leader_epoch=-1))
