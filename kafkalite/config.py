@@ -68,6 +68,7 @@ DEFAULTS: dict[str, str] = {
     # kafkalite-only settings
     "kafkalite.emulate.kafka": "3.9",
     "kafkalite.shutdown.drain.ms": "5000",
+    "kafkalite.loop.stall.warn.ms": "100",
 }
 
 ENV_PREFIX = "KAFKALITE_"

@@ -107,6 +107,7 @@ class Connection:
         self.waiting_since: float | None = trio.current_time()
         self.pool: RequestMemoryPool | None = getattr(state, "request_pool", None)
         self.reserved = 0   # bytes of the pool held for the frame being received/handled
+        self.loopwatch = getattr(state, "loopwatch", None)   # kafkalite.loopwatch: told which request runs
         try:
             peer = sock.getpeername()
             self.peer_host, self.peer_port = str(peer[0]), int(peer[1])
@@ -218,6 +219,8 @@ class Connection:
             raise ConnectionClosed(f"{spec.name} v{header.api_version} not supported "
                                    f"(we serve v{spec.min_version}-v{spec.max_version})")
 
+        if self.loopwatch is not None:
+            self.loopwatch.note_request(header.api_key, header.api_version, self.conn_id)
         ctx = registry.RequestContext(
             header=header, broker=self.state, client_host=self.peer_host, client_port=self.peer_port,
             listener=self.listener, connection_id=self.conn_id,
