@@ -9,6 +9,9 @@
   returned complete at once instead of Kafka's transient LEADER_NOT_AVAILABLE. Illegal names answer
   INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION.
 - v10+ carries non-zero topic ids, which lets Java/librdkafka use Fetch v13+ (topic ids instead of names).
+- v10 and v11 let a topic name be null on the wire but may not use it (nor a non-zero topic id): Kafka
+  refuses the request with INVALID_REQUEST, answering every requested topic with that error, a null name as
+  "" (``MetadataRequest.getErrorResponse``); the response cannot carry a null name before v12.
 """
 from __future__ import annotations
 
@@ -53,6 +56,10 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
     state = ctx.broker
     version = ctx.version
     include_ops = version >= 8 and bool(req.include_topic_authorized_operations)
+    if version < 12 and req.topics and any(t.name is None or t.topic_id != _ZERO_UUID for t in req.topics):
+        return MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id=state.cluster_id,
+                                controller_id=state.node_id, topics=[
+            _error_topic(t.name or "", ErrorCode.INVALID_REQUEST, t.topic_id) for t in req.topics])
     topics: list[MetadataResponse.MetadataResponseTopic] = []
     if req.topics is None or (version == 0 and not req.topics):
         topics = [topic_metadata(state, info, include_ops) for info in list(state.topics.values())]
