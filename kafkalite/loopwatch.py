@@ -8,8 +8,10 @@ when a stall exceeds ``kafkalite.loop.stall.warn.ms`` (default 100; 0 turns the 
 per ``WARN_EVERY_S`` (the suppressed ones are counted in the next warning).
 
 What held the loop is known cheaply: the connection calls :meth:`LoopWatch.note_request` as it starts each
-request (one attribute store), and the probe clears that slot every time it wakes; a stall's report names the
-last request that started while the probe was waiting, which is the culprit or ran right before it.
+request (a clock read and a store into a ring of the last eight). A stall's report names the last request
+that started after the probe went to sleep and before the stall began: the one whose handler held the loop
+(requests answered in the same scheduler batch as the probe's wake-up start after the stall, so they are not
+blamed).
 
 The clock is ``time.perf_counter`` (wall time), not trio's clock, so a test's ``MockClock`` does not fool it.
 """
@@ -43,13 +45,20 @@ class LoopWatch:
         self.max_stall_what: str | None = None
         self.histogram = [0] * (len(BUCKETS_MS) + 1)
         self.samples = 0
-        self.current: tuple[int, int, int] | None = None   # (api_key, api_version, connection id)
+        self._ring: list[tuple[float, int, int, int]] = [(0.0, 0, 0, 0)] * 8   # (start, key, version, conn)
+        self._n = 0
         self._last_warn = -WARN_EVERY_S
         self._suppressed = 0
 
     def note_request(self, api_key: int, api_version: int, conn_id: int) -> None:
-        """Called by a connection as it starts handling a request (cheap: one store)."""
-        self.current = (api_key, api_version, conn_id)
+        """Called by a connection as it starts handling a request (cheap: a clock read and one store)."""
+        self._ring[self._n & 7] = (time.perf_counter(), api_key, api_version, conn_id)
+        self._n += 1
+
+    def culprit(self, since: float, until: float) -> tuple[int, int, int] | None:
+        """The last request noted in [since, until]."""
+        best = max((e for e in self._ring if since <= e[0] <= until), default=None, key=lambda e: e[0])
+        return None if best is None else (best[1], best[2], best[3])
 
     def reset(self) -> None:
         """Forget the statistics (a benchmark phase starts)."""
@@ -86,11 +95,12 @@ class LoopWatch:
         interval = self.interval
         clock = time.perf_counter
         while True:
-            self.current = None
             t0 = clock()
             await trio.sleep(interval)
             now = clock()
-            self.record(max(now - t0 - interval, 0.0) * 1000, self.current, now)
+            stall = max(now - t0 - interval, 0.0)
+            what = self.culprit(t0, now - stall / 2) if stall * 1000 > self.warn_ms / 4 else None
+            self.record(stall * 1000, what, now)
 
 
 def describe(what: tuple[int, int, int] | None) -> str | None:

@@ -24,6 +24,7 @@ def test_probe_sees_a_blocked_loop_and_names_the_request(caplog: pytest.LogCaptu
             await trio.sleep(0.05)
             watch.note_request(3, 12, 7)   # a Metadata v12 request on connection #7 starts ...
             time.sleep(0.3)  # noqa: ASYNC251 -- holds the loop without an await, deliberately
+            watch.note_request(18, 3, 8)   # answered right after the stall: not the one to blame
             await trio.sleep(0.05)
             time.sleep(0.15)  # noqa: ASYNC251 -- a second stall inside the warning period: counted, not logged
             await trio.sleep(0.05)
@@ -51,4 +52,3 @@ def test_every_broker_runs_a_probe() -> None:
         while watch.samples < 5 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert watch.samples >= 5
-        assert watch.current is None or watch.current[0] == 18
