@@ -318,7 +318,7 @@ def main() -> dict[str, Any]:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--serve", default=None, help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    a, _unknown = ap.parse_known_args()
     if a.serve:
         serve_child(a.serve)
         return {}

@@ -79,3 +79,16 @@ def test_offset_commit_group_id_too_long_to_store(raw: Raw) -> None:
     assert _commit(c, 8, "g" * 32768) == ErrorCode.INVALID_GROUP_ID
     _still_open(c)
     assert _commit(c, 8, "g" * 32767) == ErrorCode.NONE    # the longest id a record key can hold
+
+
+def test_request_of_many_entries_is_answered_whole(raw: Raw) -> None:
+    """A ~1.6 MB Metadata request naming 100,000 topics (decoded and encoded in a worker thread, being over
+    connection.OFFLOAD_BYTES) gets one answer per topic, and the connection goes on."""
+    c = raw()
+    names = [f"absent-{i:06d}" for i in range(100_000)]
+    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                          allow_auto_topic_creation=False)
+    resp = c.request(req, 12)
+    assert [t.name for t in resp.topics] == names
+    assert {t.error_code for t in resp.topics} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    _still_open(c)

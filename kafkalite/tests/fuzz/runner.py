@@ -137,7 +137,7 @@ class Stats:
 
 class Fuzzer:
     def __init__(self, host: str, port: int, *, seed: int = 1, timeout: float = 5.0, batch: int = 250,
-                 stall_ms: float = 100.0, rss_bound_mb: float = 512.0, watch: Any = None,
+                 stall_ms: float | None = 100.0, rss_bound_mb: float = 512.0, watch: Any = None,
                  alive: Callable[[], bool] = lambda: True, max_frame: int = 100 * 1024 * 1024) -> None:
         self.host, self.port = host, port
         self.seed = seed
@@ -321,7 +321,8 @@ class Fuzzer:
             self.stats.skipped[known] += 1
             if outcome in BAD_KINDS:
                 return self._record(frame, index, "skipped", known, sent=True)
-        if outcome not in BAD_KINDS and self.watch is not None and self.watch.max_stall_ms > self.stall_ms:
+        if (outcome not in BAD_KINDS and self.watch is not None and self.stall_ms
+                and self.watch.max_stall_ms > self.stall_ms):
             stalls = [self.watch.max_stall_ms]
             for _ in range(2):   # a stall counts only if the frame reproduces it (the machine is shared)
                 self.watch.reset()
@@ -361,13 +362,15 @@ class Fuzzer:
             if silent:   # acks=0 gets no response: a pipelined ApiVersions must be answered first instead
                 with contextlib.suppress(OSError):
                     s.sendall(api.encode_request(RequestHeader(18, 0, 424242, "fuzz"), ApiVersionsRequest()))
-            s.settimeout(0.5 if hdr is not None and hdr.api_key in LONG_POLLS else self.timeout)
+            # a request of a million entries takes seconds to decode, handle and encode: allow for its size
+            timeout = self.timeout + len(frame.data) / 1e6
+            s.settimeout(0.5 + len(frame.data) / 1e6 if hdr is not None and hdr.api_key in LONG_POLLS else timeout)
             try:
                 resp = self._recv_frame(s, buf)
             except TimeoutError:
                 if hdr is not None and hdr.api_key in LONG_POLLS:
                     return "parked", ""
-                return "hang", f"no answer or close in {self.timeout:.0f} s"
+                return "hang", f"no answer or close in {timeout:.0f} s ({len(frame.data)} bytes)"
             except OSError:
                 resp = None
             if resp is None:
