@@ -6,7 +6,7 @@ the broker's real state so the handlers get past their first check: topic names 
 sometimes carries a real record batch. Then one mutation (its name is the outcome table's "kind"):
 
 - structure-aware (the frame stays decodable): ``valid``, ``hostile`` (extreme ints, empty or 32 KiB strings,
-  an element repeated a thousand times), ``tagged`` (random unknown tagged fields, huge tags and lengths),
+  an element repeated a thousand times, nested up to a body of ``Target.max_body``), ``tagged`` (random unknown tagged fields, huge tags and lengths),
   ``wrong_version`` (the header names another version than the body's), ``wrong_key``, ``header``
   (client id null/long, negative correlation id);
 - byte-level on the body: ``bitflip``, ``truncate``, ``overwrite`` (a length/count/varint at a random place
@@ -49,6 +49,7 @@ class Target:
     topics: dict[str, uuid.UUID]            # fuzz topics (never the canary) -> topic id
     groups: tuple[str, ...] = ("fuzz-group", "fuzz-group-2")
     max_frame: int = 100 * 1024 * 1024
+    max_body: int = 16 * 1024 * 1024        # a hostile mutation that grows the body beyond this is undone
 
 
 @dataclass
@@ -124,7 +125,7 @@ def _scalars(obj: Any, out: list[tuple[Any, str, Any]]) -> list[tuple[Any, str, 
     return out
 
 
-def _hostile(obj: Any, version: int, rng: random.Random) -> None:
+def _hostile(obj: Any, version: int, rng: random.Random, max_body: int) -> None:
     """Set one to three fields to hostile values that still encode (the encoder refuses what the field
     cannot carry; then the old value is kept)."""
     fields = _scalars(obj, [])
@@ -146,8 +147,10 @@ def _hostile(obj: Any, version: int, rng: random.Random) -> None:
             continue
         setattr(owner, name, new)
         try:
-            obj.encode(version)
+            fits = len(obj.encode(version)) <= max_body
         except Exception:   # noqa: BLE001 -- the value does not fit the field: keep the old one
+            fits = False
+        if not fits:
             setattr(owner, name, old)
 
 
@@ -181,7 +184,7 @@ def build(api_key: int, version: int, advertised: dict[int, tuple[int, int]], rn
     key = api_key
     client_id: str | None = "fuzz"
     if kind == "hostile":
-        _hostile(obj, version, rng)
+        _hostile(obj, version, rng, target.max_body)
     elif kind == "tagged" and REGISTRY[api_key].flexible_min is not None and version >= REGISTRY[api_key].flexible_min:
         _tagged(obj, rng)
     elif kind == "wrong_version":

@@ -138,7 +138,8 @@ class Stats:
 class Fuzzer:
     def __init__(self, host: str, port: int, *, seed: int = 1, timeout: float = 5.0, batch: int = 250,
                  stall_ms: float | None = 100.0, rss_bound_mb: float = 512.0, watch: Any = None,
-                 alive: Callable[[], bool] = lambda: True, max_frame: int = 100 * 1024 * 1024) -> None:
+                 alive: Callable[[], bool] = lambda: True, max_frame: int = 100 * 1024 * 1024,
+                 max_body: int = 16 * 1024 * 1024) -> None:
         self.host, self.port = host, port
         self.seed = seed
         self.timeout = timeout
@@ -148,6 +149,7 @@ class Fuzzer:
         self.watch = watch
         self.alive = alive
         self.max_frame = max_frame
+        self.max_body = max_body
         self.stats = Stats()
         self.logs = LogCollector()
         self.canary: list[bytes] = []
@@ -195,7 +197,7 @@ class Fuzzer:
         self.request(CreateTopicsRequest(topics=topics, timeout_ms=5000), 7)
         md = self.request(MetadataRequest(topics=None), 12)
         self.target = mutate.Target(topics={t.name: t.topic_id for t in md.topics if t.name in FUZZ_TOPICS},
-                                    max_frame=self.max_frame)
+                                    max_frame=self.max_frame, max_body=self.max_body)
         rng = random.Random(self.seed ^ 0xC0FFEE)
         for i in range(20):
             payloads = [f"canary-{i}-{j}-".encode() + rng.randbytes(8) for j in range(5)]
@@ -363,8 +365,8 @@ class Fuzzer:
                 with contextlib.suppress(OSError):
                     s.sendall(api.encode_request(RequestHeader(18, 0, 424242, "fuzz"), ApiVersionsRequest()))
             # a request of a million entries takes seconds to decode, handle and encode: allow for its size
-            timeout = self.timeout + len(frame.data) / 1e6
-            s.settimeout(0.5 + len(frame.data) / 1e6 if hdr is not None and hdr.api_key in LONG_POLLS else timeout)
+            timeout = self.timeout + 5 * len(frame.data) / 1e6
+            s.settimeout(0.5 + 5 * len(frame.data) / 1e6 if hdr is not None and hdr.api_key in LONG_POLLS else timeout)
             try:
                 resp = self._recv_frame(s, buf)
             except TimeoutError:
