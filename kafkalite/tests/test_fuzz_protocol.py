@@ -7,7 +7,7 @@ answered on a fresh connection, all acknowledged canary records still readable, 
 Event-loop stalls are reported in the table (``stall ms``) but not asserted here (no timed assertions in
 tests); ``make fuzz`` counts reproducible stalls as BAD.
 
-``KAFKALITE_FUZZ_FRAMES`` (default 30000) scales the slice, ``KAFKALITE_FUZZ_SEED`` (default 1) picks the
+``KAFKALITE_FUZZ_FRAMES`` (default 60000, about two minutes here) scales the slice, ``KAFKALITE_FUZZ_SEED`` (default 1) picks the
 sequence; a finding prints its seed and frame index: ``python -m kafkalite.tests.fuzz --seed S --replay N``
 sends that one frame again.
 """
@@ -27,7 +27,7 @@ def test_protocol_fuzz_slice(capsys: pytest.CaptureFixture[str]) -> None:
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
-    frames = int(os.environ.get("KAFKALITE_FUZZ_FRAMES", "30000"))
+    frames = int(os.environ.get("KAFKALITE_FUZZ_FRAMES", "60000"))
     seed = int(os.environ.get("KAFKALITE_FUZZ_SEED", "1"))
     # hostile mutations stay under 1 MiB bodies here (tens of thousands of entries); make fuzz goes to 16 MiB
     stats = fuzz_embedded(frames=frames, seed=seed, stall_ms=None, max_body=1024 * 1024)

@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"seed": a.seed, "frames": stats.frames, "findings": stats.findings,
-                       "run": stats.run_bad}, f, indent=1)
+                       "run": stats.run_bad, "close_reasons": [
+                           [k, r, n] for (k, r), n in stats.close_reasons.most_common()]}, f, indent=1)
     return 1 if stats.bad() else 0
 
 

@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import random
+import re
 import socket
 import struct
 import time
@@ -105,6 +106,7 @@ class Stats:
     by_api: dict[int, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     by_kind: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     skipped: Counter[str] = field(default_factory=Counter)
+    close_reasons: Counter[tuple[str, str]] = field(default_factory=Counter)   # (kind, log line) of closes
     findings: list[dict[str, Any]] = field(default_factory=list)
     run_bad: list[str] = field(default_factory=list)
     max_stall_ms: dict[int, float] = field(default_factory=lambda: defaultdict(float))
@@ -343,6 +345,8 @@ class Fuzzer:
         if outcome != "skipped" if sent is None else sent:
             self.stats.by_api[frame.api_key]["sent"] += 1
         self.stats.by_kind[frame.kind][outcome] += 1
+        if outcome == "closed":
+            self.stats.close_reasons[frame.kind, re.sub(r"-?\d+", "N", detail)[:100]] += 1
         if outcome in BAD_KINDS:
             self.stats.findings.append({"outcome": outcome, "api": REGISTRY[frame.api_key].name,
                                         "version": frame.version, "kind": frame.kind, "seed": self.seed,
@@ -394,8 +398,9 @@ class Fuzzer:
                 r = errors[0]
                 exc = r.exc_info[1] if r.exc_info else None
                 return "traceback", f"{r.getMessage()} -> {exc!r}"
-            if any("clos" in r.getMessage() for r in self.logs.records[mark:]):
-                return "closed", ""
+            closes = [r.getMessage() for r in self.logs.records[mark:] if "clos" in r.getMessage()]
+            if closes:
+                return "closed", closes[0].split(": ", 1)[-1]
             if time.monotonic() > deadline:
                 return "unlogged_close", "connection closed without a log line"
             time.sleep(0.005)
