@@ -18,6 +18,7 @@ from __future__ import annotations
 import uuid
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name, leader_epoch
 from wire.errors import ErrorCode
 from wire.messages import MetadataRequest, MetadataResponse
@@ -61,11 +62,18 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                                 controller_id=state.node_id, topics=[
             _error_topic(t.name or "", ErrorCode.INVALID_REQUEST, t.topic_id) for t in req.topics])
     topics: list[MetadataResponse.MetadataResponseTopic] = []
+    work = Slices()   # all topics, or a request naming 100,000: built in slices (each topic on its own)
     if req.topics is None or (version == 0 and not req.topics):
-        topics = [topic_metadata(state, info, include_ops) for info in list(state.topics.values())]
+        for info in list(state.topics.values()):
+            if work.due():
+                await work.pause()
+            if state.topics.get(info.name) is info:   # not deleted meanwhile
+                topics.append(topic_metadata(state, info, include_ops))
     else:
         allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
         for t in req.topics:
+            if work.due():
+                await work.pause()
             name = t.name
             if name is None or (name == "" and version >= 10 and t.topic_id != _ZERO_UUID):
                 info = state.topics_by_id.get(t.topic_id)
