@@ -21,6 +21,10 @@ The issue's target is that no request holds the loop for more than ~100 ms; the 
 measured on the branch that ran them (no pass/fail).
 
     python -m bench.bench_hostile [--quick] [--kinds a,b]
+
+``KAFKALITE_BENCH_BROKER_SRC=DIR`` runs the broker from another source tree (the probe and hostile clients stay
+this tree's), for before/after figures in one sitting; that tree needs ``kafkalite/loopwatch.py`` started in its
+server for the stall column.
 """
 
 from __future__ import annotations
@@ -86,9 +90,15 @@ class BrokerProcess:
         self.dir = tempfile.mkdtemp(prefix=".bench-hostile-", dir=os.environ.get("KAFKALITE_BENCH_TMP",
                                                                                    str(BENCH_DIR)))
         self.log = open(log_path, "w")  # noqa: SIM115 -- closed in stop()
+        env = dict(os.environ)
+        cwd = str(BENCH_DIR.parent)
+        other = os.environ.get("KAFKALITE_BENCH_BROKER_SRC")
+        if other:   # A/B: the broker from another source tree (e.g. `git archive <commit>` of kafkalite, wire, storage)
+            env["PYTHONPATH"] = os.pathsep.join([other, cwd])
+            cwd = other   # `python -m` puts the working directory first on sys.path
         self.proc = subprocess.Popen([sys.executable, "-m", "bench.bench_hostile", "--serve", self.dir],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     text=True, cwd=BENCH_DIR.parent)
+                                     text=True, cwd=cwd, env=env)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.startswith("ready "):
