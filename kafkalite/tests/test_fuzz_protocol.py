@@ -7,9 +7,9 @@ answered on a fresh connection, all acknowledged canary records still readable, 
 Event-loop stalls are reported in the table (``stall ms``) but not asserted here (no timed assertions in
 tests); ``make fuzz`` counts reproducible stalls as BAD.
 
-``KAFKALITE_FUZZ_FRAMES`` (default 60000, about two minutes here) scales the slice, ``KAFKALITE_FUZZ_SEED`` (default 1) picks the
-sequence; a finding prints its seed and frame index: ``python -m kafkalite.tests.fuzz --seed S --replay N``
-sends that one frame again.
+``KAFKALITE_FUZZ_FRAMES`` (default 60000, one to two minutes here) scales the slice, ``KAFKALITE_FUZZ_SEED``
+(default 1) picks the sequence; a finding prints its seed and frame index, and
+``python -m kafkalite.tests.fuzz --seed S --replay N`` sends that one frame again.
 """
 from __future__ import annotations
 

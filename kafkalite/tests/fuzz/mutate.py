@@ -6,7 +6,8 @@ the broker's real state so the handlers get past their first check: topic names 
 sometimes carries a real record batch. Then one mutation (its name is the outcome table's "kind"):
 
 - structure-aware (the frame stays decodable): ``valid``, ``hostile`` (extreme ints, empty or 32 KiB strings,
-  an element repeated a thousand times, nested up to a body of ``Target.max_body``), ``tagged`` (random unknown tagged fields, huge tags and lengths),
+  an element repeated a thousand times, nested up to a body of ``Target.max_body``), ``tagged`` (random
+  unknown tagged fields, huge tags and lengths),
   ``wrong_version`` (the header names another version than the body's), ``wrong_key``, ``header``
   (client id null/long, negative correlation id);
 - byte-level on the body: ``bitflip``, ``truncate``, ``overwrite`` (a length/count/varint at a random place
@@ -36,7 +37,8 @@ KINDS = ("valid", "hostile", "tagged", "wrong_version", "wrong_key", "header", "
          "overwrite", "null_string", "garbage_tail", "size_prefix", "half_sent")
 HOSTILE_INTS = (-1, -2, 0, 2**31 - 1, -(2**31), 2**15 - 1, -(2**15), 2**63 - 1, -(2**63), 127, -128, 1 << 20)
 HOSTILE_BYTES = (b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\xff\xff\xff\xfe", b"\xff\xff",
-                 b"\x7f\xff", b"\x00\x00", b"\xff\xff\xff\xff\x0f", b"\xff\xff\xff\xff\xff\xff\x01", b"\x80\x80\x80\x80")
+                 b"\x7f\xff", b"\x00\x00", b"\xff\xff\xff\xff\x0f", b"\xff\xff\xff\xff\xff\xff\x01",
+                 b"\x80\x80\x80\x80")
 _TOPIC_FIELDS = frozenset({"name", "topic", "topic_name"})
 _PARTITION_FIELDS = frozenset({"partition_index", "partition", "index", "partition_id"})
 _GROUP_FIELDS = frozenset({"group_id", "key", "transactional_id"})
