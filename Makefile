@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-fast bench lint codegen pipeline-demo matrix clean soak
+.PHONY: run test test-fast bench fuzz lint codegen pipeline-demo matrix clean soak
 
 run:
 	@tools/bootstrap.sh venv
@@ -20,6 +20,11 @@ test:
 test-fast:
 	@tools/bootstrap.sh venv
 	$(PY) -m pytest -q -x wire/tests storage/tests kafkalite/tests $(PYTEST_ARGS)
+
+# a long protocol-fuzz run against an in-process broker; e.g. make fuzz ARGS="--duration 3600 --seed 7"
+fuzz:
+	@tools/bootstrap.sh venv
+	$(PY) -m kafkalite.tests.fuzz $(or $(ARGS),--duration 600)
 
 lint:
 	@tools/bootstrap.sh venv

@@ -71,6 +71,7 @@ DEFAULTS: dict[str, str] = {
     # bound on the inflated size of one compressed produce batch (validation decompresses every batch);
     # empty = 64 x the topic's max.message.bytes (64 MiB at Kafka's default of 1048588)
     "kafkalite.max.uncompressed.batch.bytes": "",
+    "kafkalite.loop.stall.warn.ms": "100",
 }
 
 ENV_PREFIX = "KAFKALITE_"

@@ -14,6 +14,8 @@ channel while a request is in flight, and clients rely on responses arriving in 
   ones idle too long, so the request loop pays no timeout bookkeeping (a cancel scope per ``recv`` cost
   ~10 µs of a ~100 µs round trip).
 - An exception in a handler is logged with its traceback and closes this connection; the server goes on.
+- A request frame over ``OFFLOAD_BYTES`` is decoded, and its response encoded, in a worker thread: a 4 MB
+  request of a million partition entries took seconds to parse and encode on the event loop.
 
 The socket is a plain non-blocking stdlib socket: ``recv``/``sendmsg`` are tried at once and the task parks
 on trio's ``wait_readable``/``wait_writable`` only when they would block. trio's socket wrapper adds a
@@ -57,6 +59,11 @@ _API_VERSIONS_KEY = 18
 _CORK = getattr(_stdsocket, "TCP_CORK", None)
 # requests answered back to back without waiting on the socket before the connection yields to other tasks
 _YIELD_EVERY = 8
+# requests larger than this are decoded, and their responses encoded, in a worker thread (wire is pure), so a
+# request of a million small entries does not hold the event loop while it is parsed; Produce frames are mostly
+# record bytes (sliced, not parsed), so theirs is higher
+OFFLOAD_BYTES = 64 * 1024
+OFFLOAD_PRODUCE_BYTES = 8 * 1024 * 1024
 # file regions up to this many bytes in total are pread and sent in one sendmsg with the other chunks
 SMALL_REGION_BYTES = 64 * 1024
 
@@ -107,6 +114,7 @@ class Connection:
         self.waiting_since: float | None = trio.current_time()
         self.pool: RequestMemoryPool | None = getattr(state, "request_pool", None)
         self.reserved = 0   # bytes of the pool held for the frame being received/handled
+        self.loopwatch = getattr(state, "loopwatch", None)   # kafkalite.loopwatch: told which request runs
         try:
             peer = sock.getpeername()
             self.peer_host, self.peer_port = str(peer[0]), int(peer[1])
@@ -195,8 +203,12 @@ class Connection:
 
     # -- requests -------------------------------------------------------------------------------------
     async def handle_frame(self, frame: memoryview) -> None:
+        offload = len(frame) > (OFFLOAD_PRODUCE_BYTES if frame[:2] == b"\0\0" else OFFLOAD_BYTES)
         try:
-            header, body = api.parse_request(frame)
+            if offload:   # a big request (maybe a million entries) is decoded off the event loop
+                header, body = await trio.to_thread.run_sync(api.parse_request, frame)
+            else:
+                header, body = api.parse_request(frame)
         except api.UnknownApiKey as exc:
             raise ConnectionClosed(f"unknown api key {getattr(exc.header, 'api_key', '?')}") from None
         except api.UnsupportedVersion as exc:
@@ -218,6 +230,8 @@ class Connection:
             raise ConnectionClosed(f"{spec.name} v{header.api_version} not supported "
                                    f"(we serve v{spec.min_version}-v{spec.max_version})")
 
+        if self.loopwatch is not None:
+            self.loopwatch.note_request(header.api_key, header.api_version, self.conn_id)
         ctx = registry.RequestContext(
             header=header, broker=self.state, client_host=self.peer_host, client_port=self.peer_port,
             listener=self.listener, connection_id=self.conn_id,
@@ -225,7 +239,11 @@ class Connection:
         response = await spec.fn(ctx, body)
         if response is None:
             return
-        await self.send_chunks(api.encode_response(header, response))
+        if offload:   # its response is likely as big: encoded off the event loop too
+            chunks = await trio.to_thread.run_sync(api.encode_response, header, response)
+        else:
+            chunks = api.encode_response(header, response)
+        await self.send_chunks(chunks)
 
     async def send_unsupported_api_versions(self, header: Any) -> None:
         """KIP-511: a v0 body with UNSUPPORTED_VERSION plus every api key we serve, under response header v0."""

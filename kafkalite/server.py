@@ -30,6 +30,7 @@ from typing import Any
 
 import trio
 
+from kafkalite import loopwatch
 from kafkalite.config import BrokerConfig, Listener
 from kafkalite.connection import Connection, RequestMemoryPool, reap_idle
 from kafkalite.state import BrokerState
@@ -210,6 +211,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
         async with trio.open_nursery() as background:
             await _start_services(state, background)
             _start_housekeeping(state, background)
+            loopwatch.start(state, background)
             idle_ms = config.get_int("connections.max.idle.ms", 600_000)
             state.supervisor.start_soon(background, "idle-connection-reaper", reap_idle, connections,
                                         idle_ms / 1000 if idle_ms > 0 else float("inf"))

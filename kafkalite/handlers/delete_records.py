@@ -11,6 +11,7 @@ from typing import Any
 
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from storage.errors import StorageError
 from wire.errors import ErrorCode
 from wire.messages import DeleteRecordsRequest, DeleteRecordsResponse
@@ -22,9 +23,12 @@ _Part = DeleteRecordsResponse.DeleteRecordsPartitionResult
 async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
     state = ctx.broker
     topics = []
+    work = Slices()   # a request may list a million partitions: each deletion is independent, done in slices
     for t in req.topics:
         parts: list[Any] = []
         for p in t.partitions:
+            if work.due():
+                await work.pause()
             plog = state.logs.get_log(t.name, p.partition_index) if t.name in state.topics else None
             if plog is None:
                 parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,

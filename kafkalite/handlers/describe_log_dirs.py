@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 
@@ -25,9 +26,12 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
     else:
         wanted = [(t.topic, list(t.partitions)) for t in req.topics if t.topic in state.topics]
     topics: list[Any] = []
+    work = Slices()   # a request may list a million partitions: read-only, so it is walked in slices
     for name, partitions in wanted:
         parts = []
         for p in partitions:
+            if work.due():
+                await work.pause()
             plog = state.logs.get_log(name, p)
             if plog is not None:
                 parts.append(R.DescribeLogDirsPartition(partition_index=p, partition_size=plog.size_bytes,

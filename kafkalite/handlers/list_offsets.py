@@ -20,6 +20,7 @@ import trio
 
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from kafkalite.state import leader_epoch
 from storage.errors import StorageError
 from wire.errors import ErrorCode
@@ -51,9 +52,12 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
     version = ctx.version
     read_committed = version >= 2 and req.isolation_level == 1
     topics_out = []
+    work = Slices()   # a request may list a million partitions: each lookup is independent, done in slices
     for t in req.topics:
         parts: list[Any] = []
         for p in t.partitions:
+            if work.due():
+                await work.pause()
             plog = state.logs.get_log(t.name, p.partition_index) if t.name in state.topics else None
             if plog is None:
                 parts.append(_Part(partition_index=p.partition_index,

@@ -9,12 +9,16 @@
   returned complete at once instead of Kafka's transient LEADER_NOT_AVAILABLE. Illegal names answer
   INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION.
 - v10+ carries non-zero topic ids, which lets Java/librdkafka use Fetch v13+ (topic ids instead of names).
+- v10 and v11 let a topic name be null on the wire but may not use it (nor a non-zero topic id): Kafka
+  refuses the request with INVALID_REQUEST, answering every requested topic with that error, a null name as
+  "" (``MetadataRequest.getErrorResponse``); the response cannot carry a null name before v12.
 """
 from __future__ import annotations
 
 import uuid
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name, leader_epoch
 from wire.errors import ErrorCode
 from wire.messages import MetadataRequest, MetadataResponse
@@ -53,12 +57,23 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
     state = ctx.broker
     version = ctx.version
     include_ops = version >= 8 and bool(req.include_topic_authorized_operations)
+    if version < 12 and req.topics and any(t.name is None or t.topic_id != _ZERO_UUID for t in req.topics):
+        return MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id=state.cluster_id,
+                                controller_id=state.node_id, topics=[
+            _error_topic(t.name or "", ErrorCode.INVALID_REQUEST, t.topic_id) for t in req.topics])
     topics: list[MetadataResponse.MetadataResponseTopic] = []
+    work = Slices()   # all topics, or a request naming 100,000: built in slices (each topic on its own)
     if req.topics is None or (version == 0 and not req.topics):
-        topics = [topic_metadata(state, info, include_ops) for info in list(state.topics.values())]
+        for info in list(state.topics.values()):
+            if work.due():
+                await work.pause()
+            if state.topics.get(info.name) is info:   # not deleted meanwhile
+                topics.append(topic_metadata(state, info, include_ops))
     else:
         allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
         for t in req.topics:
+            if work.due():
+                await work.pause()
             name = t.name
             if name is None or (name == "" and version >= 10 and t.topic_id != _ZERO_UUID):
                 info = state.topics_by_id.get(t.topic_id)

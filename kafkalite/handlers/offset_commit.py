@@ -8,6 +8,12 @@
   metadata-cache check); the rest go to the coordinator, which accepts generation -1 commits only for
   an Empty (or new) group and accepts member commits in Stable and PreparingRebalance.
 - A null metadata is stored as "".
+- Any int64 the client sends is accepted, as Kafka does: a commit timestamp or retention that would put the
+  expiry past the int64 range (Java's long addition wraps there) saturates at the int64 maximum instead, so the
+  offset commit record can still be written (before, the encoder failed and the connection was closed).
+- A group id longer than a record key's int16 string (32,767 UTF-8 bytes) cannot be stored in
+  ``__consumer_offsets``: Kafka fails while serialising the record and answers UNKNOWN_SERVER_ERROR; we refuse
+  it up front with INVALID_GROUP_ID on every partition, which says why.
 """
 from __future__ import annotations
 
@@ -17,6 +23,12 @@ from wire.errors import ErrorCode
 from wire.messages import OffsetCommitRequest, OffsetCommitResponse
 
 Resp = OffsetCommitResponse
+_INT64_MAX = 2**63 - 1
+_MAX_KEY_STRING = 32767   # an int16-length string in a coordinator record key
+
+
+def _expiry(base_ms: int, retention_ms: int) -> int:
+    return min(base_ms + retention_ms, _INT64_MAX)
 
 
 @handler(OffsetCommitRequest, min_version=0, max_version=9)
@@ -33,14 +45,16 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
             tp = (t.name, p.partition_index)
             if svc is None:
                 errors[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            elif len(req.group_id.encode()) > _MAX_KEY_STRING:
+                errors[tp] = ErrorCode.INVALID_GROUP_ID
             elif not known:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 commit_ts, expire = now, None
                 if v == 1 and p.commit_timestamp >= 0:
-                    commit_ts, expire = p.commit_timestamp, p.commit_timestamp + retention_ms
+                    commit_ts, expire = p.commit_timestamp, _expiry(p.commit_timestamp, retention_ms)
                 elif 2 <= v <= 4 and req.retention_time_ms >= 0:
-                    expire = now + req.retention_time_ms
+                    expire = _expiry(now, req.retention_time_ms)
                 offsets[tp] = OffsetAndMetadata(
                     offset=p.committed_offset, leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
                     metadata=p.committed_metadata or "", commit_timestamp=commit_ts, expire_timestamp=expire)

@@ -10,54 +10,67 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import OffsetFetchRequest, OffsetFetchResponse
 
 R = OffsetFetchResponse
 
 
-def _fetch(ctx: RequestContext, group_id: str, topics: list | None, require_stable: bool) -> tuple[int, list]:
+_CHUNK = 1024   # partitions looked up per slice
+
+
+async def _fetch(ctx: RequestContext, group_id: str, topics: list | None, require_stable: bool,
+                 work: Slices) -> tuple[int, list]:
+    """The group's offsets for ``topics`` (None: all); a request may list a million partitions, so they are
+    looked up ``_CHUNK`` at a time, in slices (the lookup only reads)."""
     svc = ctx.broker.groups
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     if svc is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, [(t, p, None, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                                                      for t, p in wanted or []]
-    return svc.fetch_offsets(group_id, wanted, require_stable)
+    if wanted is None or len(wanted) <= _CHUNK:
+        return svc.fetch_offsets(group_id, wanted, require_stable)
+    rows: list = []
+    for i in range(0, len(wanted), _CHUNK):
+        err, part = svc.fetch_offsets(group_id, wanted[i:i + _CHUNK], require_stable)
+        rows += part
+        if err != ErrorCode.NONE:
+            return err, rows
+        await work.pause()
+    return ErrorCode.NONE, rows
 
 
-def _grouped(rows: list) -> dict[str, list]:
-    out: dict[str, list] = {}
+async def _topics(rows: list, work: Slices, topic_cls: Any, partition_cls: Any) -> list:
+    """Response topics for ``rows`` (topic, partition, offset-and-metadata | None, error), built in slices."""
+    grouped: dict[str, list] = {}
     for topic, partition, om, err in rows:
-        out.setdefault(topic, []).append((partition, om, err))
-    return out
+        if work.due():
+            await work.pause()
+        grouped.setdefault(topic, []).append(partition_cls(
+            partition_index=partition, committed_offset=om.offset if om else -1,
+            committed_leader_epoch=om.leader_epoch if om else -1, metadata=om.metadata if om else "",
+            error_code=err))
+    return [topic_cls(name=topic, partitions=parts) for topic, parts in grouped.items()]
 
 
 @handler(OffsetFetchRequest, min_version=0, max_version=9)
 async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     v = ctx.version
+    work = Slices()
     if v >= 8:
         groups = []
         for g in req.groups:
-            err, rows = _fetch(ctx, g.group_id, g.topics, req.require_stable)
-            groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err, topics=[
-                R.OffsetFetchResponseTopics(name=topic, partitions=[
-                    R.OffsetFetchResponsePartitions(
-                        partition_index=p, committed_offset=om.offset if om else -1,
-                        committed_leader_epoch=om.leader_epoch if om else -1,
-                        metadata=om.metadata if om else "", error_code=e)
-                    for p, om, e in parts])
-                for topic, parts in _grouped(rows).items()]))
+            err, rows = await _fetch(ctx, g.group_id, g.topics, req.require_stable, work)
+            groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err, topics=await _topics(
+                rows, work, R.OffsetFetchResponseTopics, R.OffsetFetchResponsePartitions)))
         return R(throttle_time_ms=0, groups=groups)
     topics = req.topics if (v >= 2 or req.topics is not None) else []
-    err, rows = _fetch(ctx, req.group_id, topics, req.require_stable if v >= 7 else False)
+    err, rows = await _fetch(ctx, req.group_id, topics, req.require_stable if v >= 7 else False, work)
     if err != ErrorCode.NONE and v < 2:
         rows = [(t.name, p, None, err) for t in topics or [] for p in t.partition_indexes]
-    return R(throttle_time_ms=0, error_code=err if v >= 2 else 0, topics=[
-        R.OffsetFetchResponseTopic(name=topic, partitions=[
-            R.OffsetFetchResponsePartition(
-                partition_index=p, committed_offset=om.offset if om else -1,
-                committed_leader_epoch=om.leader_epoch if om else -1,
-                metadata=om.metadata if om else "", error_code=e)
-            for p, om, e in parts])
-        for topic, parts in _grouped(rows).items()])
+    return R(throttle_time_ms=0, error_code=err if v >= 2 else 0, topics=await _topics(
+        rows, work, R.OffsetFetchResponseTopic, R.OffsetFetchResponsePartition))

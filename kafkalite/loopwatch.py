@@ -1,0 +1,134 @@
+"""Event-loop stall probe: how long the trio thread went without running its tasks.
+
+Every task on the broker shares one thread, so any request that computes for 200 ms without an ``await``
+delays every other client's answer by 200 ms. The probe is a background task that asks to sleep ``interval``
+seconds and measures by how much it woke late (the overshoot: the time the loop was busy elsewhere). It
+keeps the longest stall and a small histogram on the broker state (``state.loopwatch``), and logs a WARNING
+when a stall exceeds ``kafkalite.loop.stall.warn.ms`` (default 100; 0 turns the warning off), at most one
+per ``WARN_EVERY_S`` (the suppressed ones are counted in the next warning).
+
+What held the loop is known cheaply: the connection calls :meth:`LoopWatch.note_request` as it starts each
+request (a clock read and a store into a ring of the last eight). A stall's report names the last request
+that started after the probe went to sleep and before the stall began: the one whose handler held the loop
+(requests answered in the same scheduler batch as the probe's wake-up start after the stall, so they are not
+blamed).
+
+The clock is ``time.perf_counter`` (wall time), not trio's clock, so a test's ``MockClock`` does not fool it.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import time
+import weakref
+from typing import Any
+
+import trio
+
+log = logging.getLogger(__name__)
+
+WARN_KEY = "kafkalite.loop.stall.warn.ms"
+DEFAULT_WARN_MS = 100
+INTERVAL_S = 0.010
+WARN_EVERY_S = 10.0
+#: histogram bucket upper bounds (ms) of the overshoot; the last bucket holds everything above 1000 ms
+BUCKETS_MS = (1, 5, 10, 50, 100, 500, 1000)
+
+
+class LoopWatch:
+    """Stall statistics of one event loop; ``run()`` is the probe task."""
+
+    def __init__(self, warn_ms: float = DEFAULT_WARN_MS, interval: float = INTERVAL_S) -> None:
+        self.warn_ms = warn_ms
+        self.interval = interval
+        self.max_stall_ms = 0.0
+        self.max_stall_what: str | None = None
+        self.histogram = [0] * (len(BUCKETS_MS) + 1)
+        self.samples = 0
+        self._ring: list[tuple[float, int, int, int]] = [(0.0, 0, 0, 0)] * 8   # (start, key, version, conn)
+        self._n = 0
+        self._last_warn = -WARN_EVERY_S
+        self._suppressed = 0
+
+    def note_request(self, api_key: int, api_version: int, conn_id: int) -> None:
+        """Called by a connection as it starts handling a request (cheap: a clock read and one store)."""
+        self._ring[self._n & 7] = (time.perf_counter(), api_key, api_version, conn_id)
+        self._n += 1
+
+    def culprit(self, since: float, until: float) -> tuple[int, int, int] | None:
+        """The last request noted in [since, until]."""
+        best = max((e for e in self._ring if since <= e[0] <= until), default=None, key=lambda e: e[0])
+        return None if best is None else (best[1], best[2], best[3])
+
+    def reset(self) -> None:
+        """Forget the statistics (a benchmark phase starts)."""
+        self.max_stall_ms = 0.0
+        self.max_stall_what = None
+        self.histogram = [0] * (len(BUCKETS_MS) + 1)
+        self.samples = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        labels = [f"<={b}ms" for b in BUCKETS_MS] + [f">{BUCKETS_MS[-1]}ms"]
+        return {"max_stall_ms": round(self.max_stall_ms, 1), "max_stall_what": self.max_stall_what,
+                "samples": self.samples, "histogram": dict(zip(labels, self.histogram, strict=True))}
+
+    def record(self, stall_ms: float, what: tuple[int, int, int] | None, now: float) -> None:
+        """Account one overshoot of ``stall_ms``; ``what`` is the request noted during it, if any."""
+        self.samples += 1
+        self.histogram[bisect.bisect_left(BUCKETS_MS, stall_ms)] += 1
+        desc = describe(what)
+        if stall_ms > self.max_stall_ms:
+            self.max_stall_ms = stall_ms
+            self.max_stall_what = desc
+        if self.warn_ms > 0 and stall_ms > self.warn_ms:
+            if now - self._last_warn >= WARN_EVERY_S:
+                more = f" ({self._suppressed} more since the last warning)" if self._suppressed else ""
+                log.warning("event loop stalled %.0f ms (%s = %.0f ms); running: %s%s", stall_ms, WARN_KEY,
+                            self.warn_ms, desc or "no request (a background task)", more)
+                self._last_warn = now
+                self._suppressed = 0
+            else:
+                self._suppressed += 1
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        interval = self.interval
+        clock = time.perf_counter
+        while True:
+            t0 = clock()
+            await trio.sleep(interval)
+            now = clock()
+            stall = max(now - t0 - interval, 0.0)
+            what = self.culprit(t0, now - stall / 2) if stall * 1000 > self.warn_ms / 4 else None
+            self.record(stall * 1000, what, now)
+
+
+def describe(what: tuple[int, int, int] | None) -> str | None:
+    if what is None:
+        return None
+    from wire.messages import REGISTRY
+
+    key, version, conn_id = what
+    info = REGISTRY.get(key)
+    name = info.name if info is not None else f"api key {key}"
+    return f"{name} v{version} on connection #{conn_id}"
+
+
+#: the probes of the brokers running in this process, by bound port (tests and the fuzzer read them)
+_BY_PORT: weakref.WeakValueDictionary[int, LoopWatch] = weakref.WeakValueDictionary()
+
+
+def for_port(port: int) -> LoopWatch | None:
+    """The probe of the in-process broker listening on ``port`` (e.g. an embedded ``kafkalite.Broker``)."""
+    return _BY_PORT.get(port)
+
+
+def start(state: Any, nursery: trio.Nursery) -> LoopWatch:
+    """Create the probe for ``state`` (as ``state.loopwatch``) and start it in ``nursery``."""
+    warn_ms = state.config.get_int(WARN_KEY, DEFAULT_WARN_MS)
+    watch = LoopWatch(warn_ms=warn_ms)
+    state.loopwatch = watch
+    for lst in getattr(state, "listeners", None) or ():
+        _BY_PORT[lst.port] = watch
+    nursery.start_soon(watch.run)
+    return watch

@@ -1,0 +1,54 @@
+"""The event-loop stall probe (kafkalite.loopwatch): it sees a loop held without an await, names the request
+that held it, warns once per period, and runs in every broker."""
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+import trio
+
+from kafkalite import loopwatch
+from kafkalite.embedded import Broker
+from kafkalite.loopwatch import LoopWatch
+from kafkalite.tests.rawclient import RawClient
+from wire.messages import ApiVersionsRequest
+
+
+def test_probe_sees_a_blocked_loop_and_names_the_request(caplog: pytest.LogCaptureFixture) -> None:
+    watch = LoopWatch(warn_ms=100)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(watch.run)
+            await trio.sleep(0.05)
+            watch.note_request(3, 12, 7)   # a Metadata v12 request on connection #7 starts ...
+            time.sleep(0.3)  # noqa: ASYNC251 -- holds the loop without an await, deliberately
+            watch.note_request(18, 3, 8)   # answered right after the stall: not the one to blame
+            await trio.sleep(0.05)
+            time.sleep(0.15)  # noqa: ASYNC251 -- a second stall inside the warning period: counted, not logged
+            await trio.sleep(0.05)
+            nursery.cancel_scope.cancel()
+
+    with caplog.at_level(logging.WARNING, logger="kafkalite.loopwatch"):
+        trio.run(main)
+    assert watch.max_stall_ms >= 250
+    assert watch.max_stall_what == "Metadata v12 on connection #7"
+    assert sum(watch.histogram[-3:]) == 2          # the 150 ms and the 300 ms stall
+    warnings = [r.getMessage() for r in caplog.records if r.name == "kafkalite.loopwatch"]
+    assert len(warnings) == 1, warnings
+    assert "Metadata v12 on connection #7" in warnings[0]
+    assert loopwatch.WARN_KEY in warnings[0]
+
+
+def test_every_broker_runs_a_probe() -> None:
+    with Broker() as b:
+        watch = loopwatch.for_port(b.port)
+        assert watch is not None
+        with RawClient(b.host, b.port) as c:
+            for _ in range(3):
+                c.request(ApiVersionsRequest(), 3)
+        deadline = time.monotonic() + 10
+        while watch.samples < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert watch.samples >= 5
