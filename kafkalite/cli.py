@@ -97,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     # a thread that holds it keeps every connection waiting for up to the switch interval (5 ms by
     # default), which a tailing consumer sees as latency. The broker owns this process, so ask for 1 ms.
     sys.setswitchinterval(0.001)
+    # large request buffers are returned to the OS when freed (see kafkalite.malloc_tuning)
+    from kafkalite.malloc_tuning import pin_mmap_threshold
+
+    pin_mmap_threshold()
     try:
         trio.run(_serve_until_signal, config)
     except (OSError, ExceptionGroup) as exc:

@@ -68,6 +68,7 @@ DEFAULTS: dict[str, str] = {
     # kafkalite-only settings
     "kafkalite.emulate.kafka": "3.9",
     "kafkalite.shutdown.drain.ms": "5000",
+    "kafkalite.request.body.timeout.ms": "10000",
 }
 
 ENV_PREFIX = "KAFKALITE_"

@@ -199,7 +199,9 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
             await _start_services(state, background)
             _start_housekeeping(state, background)
             idle_ms = config.get_int("connections.max.idle.ms", 600_000)
-            background.start_soon(reap_idle, connections, idle_ms / 1000 if idle_ms > 0 else float("inf"))
+            body_ms = config.get_int("kafkalite.request.body.timeout.ms", 10_000)
+            background.start_soon(reap_idle, connections, idle_ms / 1000 if idle_ms > 0 else float("inf"),
+                                  body_ms / 1000 if body_ms > 0 else float("inf"))
             async with trio.open_nursery() as conn_nursery:
                 async with trio.open_nursery() as accept_nursery:
                     for sock, lst in zip(sockets, bound, strict=True):
