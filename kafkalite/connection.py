@@ -169,14 +169,13 @@ class Connection:
                             n = sock.recv_into(scratch, limit)
                         except BlockingIOError:
                             if admitted:
-                                pool.settle(self.reserved, self.reserved - RECV_SIZE)  # type: ignore[union-attr]
                                 self.reserved -= RECV_SIZE
-                            now = trio.current_time()
+                                pool.settle(RECV_SIZE, 0)  # type: ignore[union-attr]
                             if frames.buffered:     # the rest of a request: the body deadline runs
                                 if self.partial_since is None:
-                                    self.partial_since = now
+                                    self.partial_since = trio.current_time()
                             else:
-                                self.waiting_since = now
+                                self.waiting_since = trio.current_time()
                             await wait_readable(sock)
                             self.waiting_since = None
                             unyielded = 0
