@@ -21,7 +21,7 @@ from wire.messages import (
 
 
 def test_every_default_is_valid_under_its_own_definition() -> None:
-    for name, d in {**BROKER, **TOPIC}.items():
+    for d in {**BROKER, **TOPIC}.values():
         if d.default not in (None, ""):
             d.parse(d.default)
     BrokerConfig({})
@@ -138,9 +138,9 @@ def test_alter_configs_with_bad_values_answer_invalid_config(tmp_path: Path) -> 
                 A.AlterableConfig(name="segment.index.bytes", value="99999999999999999999")])],
                 validate_only=validate_only), 1).responses[0]
             assert r.error_code == ErrorCode.INVALID_CONFIG and "segment.index.bytes" in r.error_message
-        I = IncrementalAlterConfigsRequest
-        r = c.request(I(resources=[I.AlterConfigsResource(resource_type=2, resource_name="t", configs=[
-            I.AlterableConfig(name="retention.ms", config_operation=0, value="compact")])],
+        Inc = IncrementalAlterConfigsRequest
+        r = c.request(Inc(resources=[Inc.AlterConfigsResource(resource_type=2, resource_name="t", configs=[
+            Inc.AlterableConfig(name="retention.ms", config_operation=0, value="compact")])],
             validate_only=False), 1).responses[0]
         assert r.error_code == ErrorCode.INVALID_CONFIG and "retention.ms" in r.error_message
         assert c.request(ApiVersionsRequest(), 0).error_code == 0
