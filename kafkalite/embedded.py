@@ -74,7 +74,8 @@ class Broker:
         self._thread = threading.Thread(target=self._run, name=f"kafkalite-broker-{id(self):x}", daemon=True)
         self._thread.start()
         if not self._ready.wait(self.startup_timeout):
-            self.stop()
+            # still starting (e.g. recovering a large log): the thread may be using the directory, so it
+            # stays until stop(), which waits for the thread to end
             raise TimeoutError("kafkalite broker did not start in time")
         if self._error is not None:
             self._thread.join()
