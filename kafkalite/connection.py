@@ -161,16 +161,17 @@ class Connection:
                             elif (need := frames.pending_frame_size()) is not None:
                                 limit = min(await self._reserve_frame(need + 4, frames.buffered), RECV_SIZE)
                             else:               # the start of a frame: admit one read's worth first
-                                if not pool.try_admit(RECV_SIZE):
-                                    await pool.admit(RECV_SIZE)
-                                self.reserved += RECV_SIZE
+                                limit = pool.read_size
+                                if not pool.try_admit(limit):
+                                    await pool.admit(limit)
+                                self.reserved += limit
                                 admitted = True
                         try:
                             n = sock.recv_into(scratch, limit)
                         except BlockingIOError:
                             if admitted:
-                                self.reserved -= RECV_SIZE
-                                pool.settle(RECV_SIZE, 0)  # type: ignore[union-attr]
+                                self.reserved -= limit
+                                pool.settle(limit, 0)  # type: ignore[union-attr]
                             if frames.buffered:     # the rest of a request: the body deadline runs
                                 if self.partial_since is None:
                                     self.partial_since = trio.current_time()

@@ -2,9 +2,10 @@
 
 Every byte a connection has read and not yet answered is counted, whatever the frame's size:
 
-- **Admission.** Before a connection reads the start of a frame it takes a provisional ``RECV_SIZE``
-  (the most one read can return); right after the read it keeps exactly what it holds and gives the rest
-  back (:meth:`RequestMemoryPool.settle`). A connection waiting for its next request holds nothing.
+- **Admission.** Before a connection reads the start of a frame it takes a provisional ``read_size`` (the
+  most that read may return: ``RECV_SIZE``, an eighth of a smaller budget); right after the read it keeps
+  exactly what it holds and gives the rest back (:meth:`RequestMemoryPool.settle`). A connection waiting
+  for its next request holds nothing.
 - **Whole frames.** Once a frame's 4-byte size is visible and the frame is not complete yet, the connection
   reserves the whole frame (:meth:`grow`) before reading on, and then reads no further than the frame's end.
 - **Release.** After the request is answered the connection keeps only the bytes still buffered (the start
@@ -42,10 +43,13 @@ class _Waiter:
 
 
 class RequestMemoryPool:
-    __slots__ = ("_admits", "_grows", "capacity", "full", "used")
+    __slots__ = ("_admits", "_grows", "capacity", "full", "read_size", "used")
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
+        # the most one read may return: RECV_SIZE, or an eighth of a small budget (so that several
+        # connections can read at once even when the budget is smaller than RECV_SIZE)
+        self.read_size = RECV_SIZE if capacity <= 0 else max(4096, min(RECV_SIZE, capacity // 8))
         self.used = 0        # bytes reserved by all connections
         self.full = 0        # connections holding a whole-frame reservation
         self._grows: deque[_Waiter] = deque()

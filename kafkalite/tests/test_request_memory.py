@@ -235,3 +235,15 @@ def test_pool_admits_one_oversized_frame_when_no_whole_frame_is_held() -> None:
         assert pool.used == 0 and pool.full == 0 and pool.try_admit(100)
 
     trio.run(main)
+
+
+def test_a_budget_smaller_than_one_read_still_serves_many_connections_at_once(tmp_path: Path) -> None:
+    """With a 256 KiB budget a read is admitted at 32 KiB, so one connection waiting for the rest of its
+    request does not stop the others from reading theirs."""
+    overrides = {"queued.max.request.bytes": str(256 * 1024), "kafkalite.request.body.timeout.ms": "60000"}
+    with Broker(data_dir=tmp_path, overrides=overrides) as b, RawClient(b.host, b.port) as slow, \
+            RawClient(b.host, b.port) as other:
+        _cid, frame = _big_produce(slow, 100 * 1024)
+        slow.send_raw(frame[:1000])            # holds its 100 KiB frame's reservation, body still coming
+        time.sleep(0.3)
+        assert other.request(MetadataRequest(topics=[]), 12).brokers
