@@ -18,6 +18,8 @@ import sys
 from kafkalite.config import BrokerConfig, ConfigError, parse_overrides
 from kafkalite.versions import RELEASES
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker")
@@ -30,7 +32,8 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", metavar="DIR", help="log directory (log.dirs)")
     serve.add_argument("--emulate-kafka", metavar="X.Y", choices=sorted(RELEASES),
                        help="advertise only the API versions of this Kafka release")
-    serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    serve.add_argument("--log-level", default="INFO",
+                       help=f"logging level: {', '.join(LOG_LEVELS)} (default INFO)")
     dump = sub.add_parser("dump-log", help="print segment/index contents (like kafka-dump-log.sh)",
                           add_help=False)
     dump.add_argument("args", nargs=argparse.REMAINDER)
@@ -43,6 +46,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         host, sep, port = args.listen.rpartition(":")
         if not sep or not port.isdigit():
             raise ConfigError(f"--listen {args.listen!r}: expected HOST:PORT")
+        if int(port) > 65535:
+            raise ConfigError(f"--listen {args.listen!r}: port {port} is outside 0-65535")
         overrides["listeners"] = f"PLAINTEXT://{host}:{port}"
     if args.data_dir:
         overrides["log.dirs"] = args.data_dir
@@ -76,7 +81,18 @@ async def _serve_until_signal(config: BrokerConfig) -> None:
                 break
 
 
+def _fail(code: int, message: str) -> int:
+    for line in message.splitlines() or [message]:
+        sys.stderr.write(f"kafkalite: error: {line}\n")
+    sys.stderr.flush()
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Exit codes: 0 after a clean shutdown, 2 for a usage or configuration error, 1 when the broker could
+    not run (address in use, data dir held by another broker, ...); each failure is one line on stderr."""
+    from kafkalite.startup_errors import USAGE, describe
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "dump-log":
         # forwarded untouched (argparse would claim option-like arguments such as --files)
@@ -85,38 +101,37 @@ def main(argv: list[str] | None = None) -> int:
         return int(dumplog.main(argv[1:]) or 0)
     parser = _build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), stream=sys.stderr,
+    level = str(args.log_level).upper()
+    if level == "WARN":
+        level = "WARNING"
+    if level not in LOG_LEVELS:
+        return _fail(USAGE, f"--log-level {args.log_level!r}: expected one of {', '.join(LOG_LEVELS)}")
+    logging.basicConfig(level=getattr(logging, level), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = config_from_args(args)
-    except (ConfigError, OSError) as exc:
-        parser.error(str(exc))
+    except ConfigError as exc:
+        return _fail(USAGE, str(exc))
     import trio
 
     # The event loop shares the GIL with the housekeeping worker threads (checkpoints, cleaner, retention):
     # a thread that holds it keeps every connection waiting for up to the switch interval (5 ms by
     # default), which a tailing consumer sees as latency. The broker owns this process, so ask for 1 ms.
     sys.setswitchinterval(0.001)
+    # large request buffers are returned to the OS when freed (see kafkalite.malloc_tuning)
+    from kafkalite.malloc_tuning import pin_mmap_threshold
+
+    pin_mmap_threshold()
     try:
         trio.run(_serve_until_signal, config)
-    except (OSError, ExceptionGroup) as exc:
-        err = _first_os_error(exc)
-        if err is None:
-            raise
-        sys.stderr.write(f"kafkalite: cannot start: {err}\n")
-        return 1
+    except (Exception, ExceptionGroup) as exc:
+        known = describe(exc)
+        if known is None:
+            raise       # a genuine bug: the traceback is the report
+        logging.getLogger("kafkalite").debug("startup failure", exc_info=exc)
+        code, message = known
+        return _fail(code, f"cannot start: {message}" if code != USAGE else message)
     return 0
-
-
-def _first_os_error(exc: BaseException) -> OSError | None:
-    if isinstance(exc, OSError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for sub in exc.exceptions:
-            found = _first_os_error(sub)
-            if found is not None:
-                return found
-    return None
 
 
 if __name__ == "__main__":

@@ -21,58 +21,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULTS: dict[str, str] = {
-    "listeners": "PLAINTEXT://127.0.0.1:9092",
-    "advertised.listeners": "",
-    "log.dirs": "",
-    "log.dir": "./kafkalite-data",
-    "node.id": "1",
-    "broker.id": "",
-    "num.partitions": "1",
-    "default.replication.factor": "1",
-    "auto.create.topics.enable": "true",
-    "delete.topic.enable": "true",
-    "log.segment.bytes": str(1024 * 1024 * 1024),
-    "log.roll.ms": "",
-    "log.roll.hours": "168",
-    "log.retention.ms": "",
-    "log.retention.minutes": "",
-    "log.retention.hours": "168",
-    "log.retention.bytes": "-1",
-    "log.retention.check.interval.ms": "300000",
-    "log.cleaner.backoff.ms": "15000",
-    "log.flush.offset.checkpoint.interval.ms": "60000",
-    "log.index.interval.bytes": "4096",
-    "log.index.size.max.bytes": str(10 * 1024 * 1024),
-    "log.cleanup.policy": "delete",
-    "log.flush.interval.messages": str(2**63 - 1),
-    "log.flush.interval.ms": "",
-    "log.message.timestamp.type": "CreateTime",
-    "compression.type": "producer",
-    "message.max.bytes": "1048588",
-    "socket.request.max.bytes": str(100 * 1024 * 1024),
-    # Kafka's default is -1 (no bound); we bound request bytes buffered across all connections by default
-    "queued.max.request.bytes": str(256 * 1024 * 1024),
-    "connections.max.idle.ms": "600000",
-    "group.initial.rebalance.delay.ms": "0",
-    "group.min.session.timeout.ms": "6000",
-    "group.max.session.timeout.ms": "1800000",
-    "offsets.topic.num.partitions": "50",
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.segment.bytes": str(100 * 1024 * 1024),
-    "offsets.retention.minutes": "10080",
-    "transaction.state.log.num.partitions": "50",
-    "transaction.state.log.replication.factor": "1",
-    "transactional.id.expiration.ms": "604800000",
-    "transaction.max.timeout.ms": "900000",
-    # kafkalite-only settings
-    "kafkalite.emulate.kafka": "3.9",
-    "kafkalite.shutdown.drain.ms": "5000",
-    # bound on the inflated size of one compressed produce batch (validation decompresses every batch);
-    # empty = 64 x the topic's max.message.bytes (64 MiB at Kafka's default of 1048588)
-    "kafkalite.max.uncompressed.batch.bytes": "",
-    "kafkalite.loop.stall.warn.ms": "100",
-}
+from kafkalite.config_defs import BROKER, InvalidConfig
+from kafkalite.kafka_broker_configs import KAFKA_39_BROKER_CONFIGS
+
+# kafkalite's defaults, as properties strings ("" = unset), from the one definition table
+DEFAULTS: dict[str, str] = {name: d.default or "" for name, d in BROKER.items()}
 
 ENV_PREFIX = "KAFKALITE_"
 # Environment variables with our prefix that are not broker settings.
@@ -82,7 +35,12 @@ _LISTENER_RE = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:]*
 
 
 class ConfigError(ValueError):
-    """A setting is malformed (bad listener, non-integer number, ...)."""
+    """A setting is malformed (bad listener, non-integer number, ...): one line per problem, each naming the
+    key, the value and why. The CLI exits with code 2 on it (a usage error)."""
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SERVED_PROTOCOLS = ("PLAINTEXT",)   # TLS and SASL are not implemented yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +64,39 @@ def parse_listeners(value: str) -> list[Listener]:
         m = _LISTENER_RE.match(item)
         if not m:
             raise ConfigError(f"invalid listener {item!r}: expected NAME://host:port")
+        port = int(m["port"])
+        if port > 65535:
+            raise ConfigError(f"invalid listener {item!r}: port {port} is outside 0-65535")
         host = m["host"].strip("[]")
-        out.append(Listener(m["name"].upper(), host, int(m["port"])))
+        out.append(Listener(m["name"].upper(), host, port))
+    names = [lst.name for lst in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"invalid listeners {value!r}: each listener name must be used once")
+    return out
+
+
+def check_listener_list(value: str) -> str | None:
+    """The ``listeners`` / ``advertised.listeners`` validator of the definition table."""
+    try:
+        parse_listeners(value)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def parse_protocol_map(value: str) -> dict[str, str]:
+    """``listener.security.protocol.map``: ``NAME:PROTOCOL,...``."""
+    out: dict[str, str] = {}
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, proto = item.partition(":")
+        proto = proto.strip().upper()
+        if not sep or not name.strip() or proto not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"Invalid value {value} for configuration listener.security.protocol.map: "
+                              f"{item!r} is not NAME:PROTOCOL with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}")
+        out[name.strip().upper()] = proto
     return out
 
 
@@ -133,6 +122,25 @@ def parse_properties(text: str) -> dict[str, str]:
     if pending:
         props.setdefault(pending.strip(), "")
     return props
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The properties of a server.properties file; ConfigError (one line) if it cannot be read."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path}: is a directory") from None
+    except PermissionError:
+        raise ConfigError(f"config file {path}: permission denied") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not a properties file (not UTF-8 text at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc.strerror or exc}") from None
+    if "\0" in text:
+        raise ConfigError(f"config file {path}: not a properties file (binary data)")
+    return parse_properties(text)
 
 
 def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
@@ -161,12 +169,55 @@ class BrokerConfig:
     """String-valued settings plus typed accessors. ``values`` holds only what was set explicitly."""
 
     def __init__(self, values: Mapping[str, str] | None = None) -> None:
-        self.values: dict[str, str] = dict(values or {})
+        self.values: dict[str, str] = {str(k): str(v) for k, v in (values or {}).items()}
         # validate eagerly so a bad config fails at startup, not on the first request
-        self.listeners()
-        self.advertised_listeners()
-        for key in ("node.id", "num.partitions", "message.max.bytes", "socket.request.max.bytes"):
-            self.get_int(key)
+        errors = self.problems()
+        if errors:
+            raise ConfigError("\n".join(errors))
+
+    # -- validation ---------------------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        """One line per invalid setting: every key kafkalite reads is checked against its definition
+        (``kafkalite.config_defs``), then the rules that involve more than one key."""
+        errors: list[str] = []
+        for key, raw in self.values.items():
+            d = BROKER.get(key)
+            if d is None or (raw.strip() == "" and d.type not in ("string", "list")):
+                continue            # unknown keys are warnings; an empty number means "unset"
+            try:
+                d.parse(raw)
+            except InvalidConfig as exc:
+                errors.append(str(exc))
+        if errors:
+            return errors
+        try:
+            listeners = self.listeners()
+            self.advertised_listeners()
+            protocols = parse_protocol_map(self.get_str("listener.security.protocol.map"))
+        except ConfigError as exc:
+            return [str(exc)]
+        for lst in listeners:
+            # Kafka refuses a listener name missing from the map; kafkalite serves it as PLAINTEXT
+            proto = protocols.get(lst.name, "PLAINTEXT")
+            if proto not in SERVED_PROTOCOLS:
+                errors.append(f"listeners: {lst} uses {proto}, but kafkalite serves PLAINTEXT only "
+                              "(TLS and SASL are not implemented yet)")
+        retention = self.get_str("log.retention.ms").strip()
+        if retention and int(retention) == 0:
+            errors.append("Invalid value 0 for configuration log.retention.ms: must be unlimited (-1) or at least 1")
+        return errors
+
+    def startup_warnings(self) -> list[str]:
+        """One line each for keys nobody knows and for Kafka settings kafkalite accepts but does not act on."""
+        out = []
+        own = [k for k in self.values if k not in BROKER]
+        kafka = sorted(k for k in own if k in KAFKA_39_BROKER_CONFIGS or k.startswith("listener.name."))
+        unknown = sorted(k for k in own if k not in kafka)
+        if unknown:
+            out.append(f"unknown config keys, ignored: {', '.join(unknown)}")
+        if kafka:
+            out.append(f"Kafka settings kafkalite does not implement, ignored: {', '.join(kafka)}")
+        return out
 
     # -- construction -------------------------------------------------------------------------------
     @classmethod
@@ -178,7 +229,7 @@ class BrokerConfig:
     ) -> BrokerConfig:
         values: dict[str, str] = {}
         if config_file is not None:
-            values.update(parse_properties(Path(config_file).read_text(encoding="utf-8")))
+            values.update(read_config_file(config_file))
         values.update(env_overrides(os.environ if environ is None else environ))
         values.update(overrides or {})
         return cls(values)

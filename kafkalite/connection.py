@@ -8,11 +8,18 @@ channel while a request is in flight, and clients rely on responses arriving in 
   a ``DecodeError``, an unknown API key or an unsupported version of an API other than ApiVersions close *this*
   connection, with one log line. An ApiVersions request at a version we do not serve gets a v0 body with
   UNSUPPORTED_VERSION and the full api_keys list (KIP-511), so the client can retry.
-- Request bytes buffered across connections are bounded by ``queued.max.request.bytes`` (RequestMemoryPool).
-- A connection idle for ``connections.max.idle.ms`` (between requests) is closed, as Kafka does. The
-  connection only stamps when it starts waiting; one reaper task per server (:func:`reap_idle`) closes the
-  ones idle too long, so the request loop pays no timeout bookkeeping (a cancel scope per ``recv`` cost
-  ~10 µs of a ~100 µs round trip).
+- Every byte read and not yet answered counts against ``queued.max.request.bytes`` (the rules are in
+  :mod:`kafkalite.request_memory`): a read is admitted before it happens, a frame whose size prefix is in is
+  reserved whole before its body is read, and reads stop at the frame's end. Reads go into one scratch
+  buffer per thread (``recv_into``) and only the bytes received are copied out, so no read allocates
+  ``RECV_SIZE`` bytes (such short-lived large blocks fragmented the heap; see the CLI's malloc settings).
+- A connection idle for ``connections.max.idle.ms`` (between requests) is closed, as Kafka does. A request
+  whose body has not arrived ``kafkalite.request.body.timeout.ms`` after the connection first waited for the
+  rest of it is closed too, giving its reservation back: a client trickling a byte at a time cannot pin the
+  budget, and bytes of an unfinished request do not count as activity for the idle clock. The connection
+  only stamps when it starts waiting; one reaper task per server (:func:`reap_idle`) closes the ones past
+  either limit, so the request loop pays no timeout bookkeeping (a cancel scope per ``recv`` cost ~10 µs of
+  a ~100 µs round trip).
 - An exception in a handler is logged with its traceback and closes this connection; the server goes on.
 - A request frame over ``OFFLOAD_BYTES`` is decoded, and its response encoded, in a worker thread: a 4 MB
   request of a million partition entries took seconds to parse and encode on the event loop.
@@ -39,6 +46,7 @@ import errno
 import logging
 import os
 import socket as _stdsocket
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +54,7 @@ import trio
 from trio.lowlevel import wait_readable, wait_writable
 
 from kafkalite.handlers import registry
+from kafkalite.request_memory import RECV_SIZE, RequestMemoryPool
 from wire import api
 
 if TYPE_CHECKING:
@@ -53,7 +62,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RECV_SIZE = 256 * 1024
+__all__ = ["RECV_SIZE", "Connection", "ConnectionClosed", "RequestMemoryPool", "reap_idle"]
+
 _IOV_MAX = 1024
 _API_VERSIONS_KEY = 18
 _CORK = getattr(_stdsocket, "TCP_CORK", None)
@@ -66,37 +76,21 @@ OFFLOAD_BYTES = 64 * 1024
 OFFLOAD_PRODUCE_BYTES = 8 * 1024 * 1024
 # file regions up to this many bytes in total are pread and sent in one sendmsg with the other chunks
 SMALL_REGION_BYTES = 64 * 1024
+DEFAULT_BODY_TIMEOUT_MS = 10_000
+
+_local = threading.local()
+
+
+def _scratch() -> memoryview:
+    """This thread's read buffer, shared by its connections: a read is copied out before the task yields."""
+    buf = getattr(_local, "scratch", None)
+    if buf is None:
+        buf = _local.scratch = memoryview(bytearray(RECV_SIZE))
+    return buf
 
 
 class ConnectionClosed(Exception):
     """The connection must be closed (protocol violation); carries the reason for the log."""
-
-
-class RequestMemoryPool:
-    """Bounds the request bytes buffered across all connections (``queued.max.request.bytes``).
-
-    A connection reserves a large frame's announced size before buffering its body and gives it back once the
-    request is answered; while the pool is used up, connections that need more wait (they stop reading, so
-    TCP pushes back on their clients) instead of the broker's memory growing with every client that sends a
-    big request at once. Like Kafka's memory pool it is not strict: a frame larger than what is free is
-    admitted when nothing else is reserved, so a single request up to ``socket.request.max.bytes`` always
-    goes through. Frames up to ``RECV_SIZE`` are not accounted: a connection holds at most one of those plus
-    one read's worth beyond it. ``capacity <= 0`` means no bound (Kafka's -1)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.used = 0
-        self._lot = trio.lowlevel.ParkingLot()
-
-    async def acquire(self, size: int) -> None:
-        while self.capacity > 0 and self.used > 0 and self.used + size > self.capacity:
-            await self._lot.park()
-        self.used += size
-
-    def release(self, size: int) -> None:
-        self.used -= size
-        if self._lot:
-            self._lot.unpark_all()
 
 
 class Connection:
@@ -110,10 +104,16 @@ class Connection:
         self.cancel_scope = trio.CancelScope()
         idle_ms = state.config.get_int("connections.max.idle.ms", 600_000)
         self.idle_timeout = idle_ms / 1000 if idle_ms > 0 else float("inf")
+        body_ms = state.config.get_int("kafkalite.request.body.timeout.ms", DEFAULT_BODY_TIMEOUT_MS)
+        self.body_timeout = body_ms / 1000 if body_ms > 0 else float("inf")
         # trio.current_time() when the connection last started waiting for a request (None: busy)
         self.waiting_since: float | None = trio.current_time()
+        # trio.current_time() when it first waited for the rest of a request (None: no request half-read)
+        self.partial_since: float | None = None
         self.pool: RequestMemoryPool | None = getattr(state, "request_pool", None)
-        self.reserved = 0   # bytes of the pool held for the frame being received/handled
+        self.reserved = 0       # bytes of the pool this connection holds (what it has buffered, or a whole frame)
+        self.full = False       # ``reserved`` covers the whole frame at the head of the buffer
+        self.frame_end = 0      # that frame's size with its 4-byte prefix, while ``full``
         self.loopwatch = getattr(state, "loopwatch", None)   # kafkalite.loopwatch: told which request runs
         try:
             peer = sock.getpeername()
@@ -129,6 +129,11 @@ class Connection:
         since = self.waiting_since
         return since is not None and self.idle and now - since >= self.idle_timeout
 
+    def body_expired(self, now: float) -> bool:
+        """Waiting for the rest of a request for longer than ``kafkalite.request.body.timeout.ms``."""
+        since = self.partial_since
+        return since is not None and now - since >= self.body_timeout
+
     def request_close(self) -> None:
         """Graceful drain: close now if idle, else right after the response in progress is sent."""
         self.closing = True
@@ -141,6 +146,8 @@ class Connection:
 
         frames = FrameBuffer(self.state.config.max_frame_size)
         sock = self.sock
+        pool = self.pool
+        scratch = _scratch()
         unyielded = 0
         with self.cancel_scope:
             try:
@@ -154,28 +161,48 @@ class Connection:
                         self.idle = True
                         if self.closing:
                             return
-                        if self.pool is not None and not self.reserved:
-                            need = frames.pending_frame_size()
-                            if need is not None and need > RECV_SIZE:
-                                await self.pool.acquire(need)
-                                self.reserved = need
+                        limit = RECV_SIZE
+                        admitted = False
+                        if pool is not None:
+                            if self.full:       # read no further than the reserved frame's end
+                                limit = min(self.frame_end - frames.buffered, RECV_SIZE)
+                            elif (need := frames.pending_frame_size()) is not None:
+                                limit = min(await self._reserve_frame(need + 4, frames.buffered), RECV_SIZE)
+                            else:               # the start of a frame: admit one read's worth first
+                                limit = pool.read_size
+                                if not pool.try_admit(limit):
+                                    await pool.admit(limit)
+                                self.reserved += limit
+                                admitted = True
                         try:
-                            data = sock.recv(RECV_SIZE)
+                            n = sock.recv_into(scratch, limit)
                         except BlockingIOError:
-                            self.waiting_since = trio.current_time()
+                            if admitted:
+                                self.reserved -= limit
+                                pool.settle(limit, 0)  # type: ignore[union-attr]
+                            if frames.buffered:     # the rest of a request: the body deadline runs
+                                if self.partial_since is None:
+                                    self.partial_since = trio.current_time()
+                            else:
+                                self.waiting_since = trio.current_time()
                             await wait_readable(sock)
                             self.waiting_since = None
                             unyielded = 0
                             continue
                         self.idle = False
-                        if not data:
+                        if not n:
                             return
-                        frames.receive_data(data)
+                        frames.receive_data(scratch[:n])
+                        if admitted:            # keep exactly what is now buffered
+                            held = frames.buffered
+                            pool.settle(self.reserved, held)  # type: ignore[union-attr]
+                            self.reserved = held
                         continue
+                    self.partial_since = None
                     await self.handle_frame(frame)
                     del frame
                     if self.reserved:
-                        self._release()
+                        self._release(frames.buffered)
                     unyielded += 1
                     if unyielded >= _YIELD_EVERY:   # a client pipelining requests must not starve the others
                         unyielded = 0
@@ -191,15 +218,31 @@ class Connection:
             except Exception:
                 log.exception("%r: closing after an error in request handling", self)
             finally:
-                if self.reserved:
-                    self._release()
+                if self.reserved or self.full:
+                    self._release(0)
                 trio.lowlevel.notify_closing(self.sock)   # trio forgets the fd before it can be reused
                 self.sock.close()
 
-    def _release(self) -> None:
+    async def _reserve_frame(self, frame_end: int, buffered: int) -> int:
+        """Reserve the whole frame at the head of the buffer before reading its body; returns how many
+        bytes to read to complete it. Waiting for the pool does not count against the body deadline."""
         assert self.pool is not None
-        self.pool.release(self.reserved)
-        self.reserved = 0
+        self.partial_since = None
+        await self.pool.grow(frame_end - self.reserved)
+        self.reserved = frame_end
+        self.full = True
+        self.frame_end = frame_end
+        return frame_end - buffered
+
+    def _release(self, keep: int) -> None:
+        """Give back all but ``keep`` bytes (what is still buffered: the start of a pipelined request)."""
+        assert self.pool is not None
+        if self.full:
+            self.pool.release(self.reserved - keep, True)
+            self.full = False
+        else:
+            self.pool.settle(self.reserved, keep)
+        self.reserved = keep
 
     # -- requests -------------------------------------------------------------------------------------
     async def handle_frame(self, frame: memoryview) -> None:
@@ -330,19 +373,26 @@ class Connection:
             length -= n
 
 
-async def reap_idle(connections: set[Connection], idle_timeout: float) -> None:
-    """Close connections idle for longer than their ``connections.max.idle.ms``; runs for the server's life.
+async def reap_idle(connections: set[Connection], idle_timeout: float,
+                    body_timeout: float = DEFAULT_BODY_TIMEOUT_MS / 1000) -> None:
+    """Close connections idle for longer than ``connections.max.idle.ms``, and those that have not sent the
+    rest of a request within ``kafkalite.request.body.timeout.ms``; runs for the server's life.
 
-    Checks every tenth of the timeout (at most every 30 s, at least every 50 ms), so a connection is closed
-    between 1 and 1.1 times the timeout after its last request, like Kafka's selector sweep."""
-    if idle_timeout == float("inf"):
+    Checks every tenth of the shorter limit (at most every 30 s, at least every 50 ms), so a connection is
+    closed between 1 and 1.1 times the limit, like Kafka's selector sweep."""
+    shortest = min(idle_timeout, body_timeout)
+    if shortest == float("inf"):
         return
-    period = min(max(idle_timeout / 10, 0.05), 30.0)
+    period = min(max(shortest / 10, 0.05), 30.0)
     while True:
         await trio.sleep(period)
         now = trio.current_time()
         for conn in list(connections):
-            if conn.idle_expired(now):
+            if conn.body_expired(now):
+                log.warning("%r: closing: the rest of a request did not arrive within %.1f s "
+                            "(kafkalite.request.body.timeout.ms)", conn, conn.body_timeout)
+                conn.cancel_scope.cancel()
+            elif conn.idle_expired(now):
                 log.info("%r: closing after %.0f s idle (connections.max.idle.ms)", conn, conn.idle_timeout)
                 conn.cancel_scope.cancel()
 

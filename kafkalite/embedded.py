@@ -6,6 +6,9 @@
 The server runs on its own trio loop in a daemon thread, bound to 127.0.0.1 on a free port, with a temporary
 data directory (deleted on stop) unless ``data_dir`` is given. ``start()`` returns once clients can connect;
 ``stop()`` drains and closes storage cleanly (the clean-shutdown marker is written), and is idempotent.
+A bad setting raises :class:`kafkalite.config.ConfigError` from the constructor; a broker that cannot start
+(address in use, data dir held by another broker, ...) raises :class:`BrokerStartError` from ``start()``
+with the one-line cause, after removing the temporary data directory it created.
 """
 from __future__ import annotations
 
@@ -21,18 +24,34 @@ from typing import Any
 from kafkalite.config import BrokerConfig
 
 
+class BrokerStartError(RuntimeError):
+    """The embedded broker could not start; the message is the one-line cause (the original exception is
+    chained as ``__cause__``). A temporary data directory it created is already removed."""
+
+
+def _one_line(exc: BaseException) -> str:
+    from kafkalite.startup_errors import describe
+
+    known = describe(exc)
+    if known is not None:
+        return f"kafkalite broker failed to start: {known[1]}"
+    return f"kafkalite broker failed to start: {type(exc).__name__}: {exc}"
+
+
 class Broker:
     def __init__(self, *, data_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 0,
                  overrides: Mapping[str, str] | None = None, emulate_kafka: str | None = None,
                  config: BrokerConfig | None = None, startup_timeout: float = 60.0) -> None:
-        self._own_dir = data_dir is None
-        self.data_dir = Path(tempfile.mkdtemp(prefix="kafkalite-")) if data_dir is None else Path(data_dir)
         values: dict[str, str] = dict(config.values) if config is not None else {}
         values.setdefault("listeners", f"PLAINTEXT://{host}:{port}")
-        values["log.dirs"] = str(self.data_dir)
         if emulate_kafka:
             values["kafkalite.emulate.kafka"] = emulate_kafka
         values.update(overrides or {})
+        self._own_dir = data_dir is None
+        values["log.dirs"] = str(data_dir) if data_dir is not None else "."
+        BrokerConfig(values)    # a bad setting raises ConfigError here, before a temporary dir exists
+        self.data_dir = Path(tempfile.mkdtemp(prefix="kafkalite-")) if data_dir is None else Path(data_dir)
+        values["log.dirs"] = str(self.data_dir)
         self.config = BrokerConfig(values)
         self.startup_timeout = startup_timeout
         self.host = host
@@ -55,10 +74,15 @@ class Broker:
         self._thread = threading.Thread(target=self._run, name=f"kafkalite-broker-{id(self):x}", daemon=True)
         self._thread.start()
         if not self._ready.wait(self.startup_timeout):
+            # still starting (e.g. recovering a large log): the thread may be using the directory, so it
+            # stays until stop(), which waits for the thread to end
             raise TimeoutError("kafkalite broker did not start in time")
         if self._error is not None:
             self._thread.join()
-            raise RuntimeError("kafkalite broker failed to start") from self._error
+            error = self._error
+            self._remove_own_dir()
+            self._stopped = True
+            raise BrokerStartError(_one_line(error)) from error
         return self
 
     def _run(self) -> None:
@@ -94,6 +118,9 @@ class Broker:
                 with contextlib.suppress(trio.RunFinishedError):
                     trio.from_thread.run_sync(self._shutdown.set, trio_token=self._token)
             self._thread.join()
+        self._remove_own_dir()
+
+    def _remove_own_dir(self) -> None:
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 

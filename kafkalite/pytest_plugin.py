@@ -7,7 +7,10 @@ Fixtures, available to any project that has kafkalite installed:
 - ``kafkalite_broker_factory`` (function scope): a callable ``factory(**kwargs) -> Broker`` that starts brokers
   (``data_dir=``, ``overrides=``, ``emulate_kafka=``) and stops all of them at the end of the test.
 
-Nothing heavy is imported until a fixture is used, so merely having the plugin installed costs nothing.
+A broker that cannot start fails the test that asked for it with the one-line cause
+(:class:`kafkalite.embedded.BrokerStartError`, or ``ConfigError`` for a bad override), and leaves no
+temporary directory behind. Nothing heavy is imported until a fixture is used, so merely having the plugin
+installed costs nothing.
 """
 from __future__ import annotations
 

@@ -25,14 +25,17 @@ import contextlib
 import errno
 import itertools
 import logging
+import os
 import socket as _stdsocket
+from pathlib import Path
 from typing import Any
 
 import trio
 
 from kafkalite import loopwatch
-from kafkalite.config import BrokerConfig, Listener
+from kafkalite.config import BrokerConfig, ConfigError, Listener
 from kafkalite.connection import Connection, RequestMemoryPool, reap_idle
+from kafkalite.startup_errors import StartupError
 from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -47,7 +50,7 @@ def open_state(config: BrokerConfig) -> BrokerState:
 
     load_all()
     log_dir = config.log_dir
-    log_dir.mkdir(parents=True, exist_ok=True)
+    _prepare_log_dir(log_dir)
     from storage import LogConfig
 
     lm = LogManager.open(str(log_dir), LogConfig(), node_id=config.node_id)
@@ -58,16 +61,41 @@ def open_state(config: BrokerConfig) -> BrokerState:
         raise
 
 
+def _prepare_log_dir(log_dir: Path) -> None:
+    """Create the log dir; a path that cannot be one is a configuration error naming it (exit code 2)."""
+    if log_dir.exists() and not log_dir.is_dir():
+        raise ConfigError(f"log.dirs: {log_dir} is not a directory (choose another --data-dir)")
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        raise ConfigError(f"log.dirs: cannot create {log_dir}: permission denied") from None
+    except (FileExistsError, NotADirectoryError):
+        raise ConfigError(f"log.dirs: cannot create {log_dir}: a parent is not a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"log.dirs: cannot create {log_dir}: {exc.strerror or exc}") from None
+    if not os.access(log_dir, os.W_OK | os.X_OK):
+        raise ConfigError(f"log.dirs: {log_dir} is not writable (permission denied)")
+
+
 async def _bind(listener: Listener) -> tuple[trio.socket.SocketType, Listener]:
     host = listener.host or "0.0.0.0"
-    infos = await trio.socket.getaddrinfo(host, listener.port, type=_stdsocket.SOCK_STREAM,
-                                          flags=_stdsocket.AI_PASSIVE)
+    where = f"{listener} ({host}:{listener.port})" if not listener.host else str(listener)
+    try:
+        infos = await trio.socket.getaddrinfo(host, listener.port, type=_stdsocket.SOCK_STREAM,
+                                              flags=_stdsocket.AI_PASSIVE)
+    except OSError as exc:
+        raise ConfigError(f"listeners: cannot resolve the host of {where}: {exc.strerror or exc}") from None
     family, type_, proto, _, sockaddr = infos[0]
     sock = trio.socket.socket(family, type_, proto)
     try:
         sock.setsockopt(_stdsocket.SOL_SOCKET, _stdsocket.SO_REUSEADDR, 1)
         await sock.bind(sockaddr)
         sock.listen(511)
+    except OSError as exc:
+        sock.close()
+        hint = " (another process is listening there; choose another port)" \
+            if exc.errno == errno.EADDRINUSE else ""
+        raise StartupError(f"cannot listen on {where}: {exc.strerror or exc}{hint}") from None
     except BaseException:
         sock.close()
         raise
@@ -194,6 +222,8 @@ async def _close_services(state: BrokerState, closed: set[str]) -> None:
 async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
                 task_status: trio.TaskStatus[list[tuple[str, int]]] = trio.TASK_STATUS_IGNORED) -> None:
     shutdown = trio.Event() if shutdown is None else shutdown
+    for line in config.startup_warnings():
+        log.warning("%s", line)
     state = await trio.to_thread.run_sync(open_state, config)
     connections: set[Connection] = set()
     closed: set[str] = set()
@@ -213,8 +243,10 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
             _start_housekeeping(state, background)
             loopwatch.start(state, background)
             idle_ms = config.get_int("connections.max.idle.ms", 600_000)
+            body_ms = config.get_int("kafkalite.request.body.timeout.ms", 10_000)
             state.supervisor.start_soon(background, "idle-connection-reaper", reap_idle, connections,
-                                        idle_ms / 1000 if idle_ms > 0 else float("inf"))
+                                        idle_ms / 1000 if idle_ms > 0 else float("inf"),
+                                        body_ms / 1000 if body_ms > 0 else float("inf"))
             async with trio.open_nursery() as conn_nursery:
                 async with trio.open_nursery() as accept_nursery:
                     for sock, lst in zip(sockets, bound, strict=True):

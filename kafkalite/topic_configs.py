@@ -69,19 +69,27 @@ class ConfigEntry:
 
 
 def known_topic_config(name: str) -> bool:
-    from storage import LogConfig
+    from kafkalite.config_defs import TOPIC
 
-    return name in LogConfig.names() or name in EXTRA_TOPIC_CONFIGS
+    return name in TOPIC
 
 
 def validate_topic_configs(state: BrokerState, overrides: Mapping[str, str | None]) -> str | None:
-    """An error message if ``overrides`` has an unknown name or a bad value, else None."""
-    for name in overrides:
-        if not known_topic_config(name):
-            return f"Unknown topic config name: {name}"
+    """An error message if ``overrides`` has an unknown name or a bad value, else None.
+
+    The one gate for topic configs: CreateTopics (also with validate_only), AlterConfigs and
+    IncrementalAlterConfigs call it before anything is applied. Each value is checked against its
+    definition (Kafka's type and range, ``kafkalite.config_defs.TOPIC``), then the whole set against
+    storage's own rules on top of the broker's defaults, so nothing that passes here can fail later when
+    the logs are created or reconfigured."""
+    from kafkalite.config_defs import check_topic_configs
+
+    why = check_topic_configs(overrides)
+    if why is not None:
+        return why
     try:
         state.log_config_for({k: v for k, v in overrides.items() if v is not None})
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         return str(exc)
     return None
 

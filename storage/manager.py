@@ -101,7 +101,7 @@ class LogManager:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(lock_fd)
-            raise StorageError(f"log dir {log_dir} is locked by another process") from exc
+            raise StorageError(f"log dir {log_dir} is locked: another broker (or process) is using it") from exc
         try:
             meta = read_properties(os.path.join(log_dir, META))
             if meta:
@@ -121,13 +121,13 @@ class LogManager:
                 )
             self = cls(log_dir, cfg, node_id, cluster)
             self._lock_fd = lock_fd
-            self._load()
+            self._load(fresh=not meta)
         except BaseException:
             os.close(lock_fd)
             raise
         return self
 
-    def _load(self) -> None:
+    def _load(self, fresh: bool = False) -> None:
         marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN)
         clean = os.path.exists(marker)
         self.was_clean = clean
@@ -159,8 +159,8 @@ class LogManager:
             self._logs[tp] = plog
         if clean:
             os.unlink(marker)
-        log.info("loaded %d logs from %s (%s shutdown)", len(self._logs), self.log_dir,
-                 "clean" if clean else "unclean")
+        log.info("loaded %d logs from %s (%s)", len(self._logs), self.log_dir,
+                 "new log dir" if fresh else "clean shutdown" if clean else "unclean shutdown")
 
     def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         try:
