@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from kafkalite.coordinator.group import OffsetAndMetadata
+from kafkalite.coordinator.keys import group_id_error
 from kafkalite.coordinator.transactions import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
@@ -32,7 +33,7 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
         common = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif groups is None:
         common = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    elif not req.group_id:
+    elif group_id_error(req.group_id) is not None:   # empty, or too long to store
         common = int(ErrorCode.INVALID_GROUP_ID)
     else:
         common = fenced_error(txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
