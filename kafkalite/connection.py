@@ -15,7 +15,9 @@ channel while a request is in flight, and clients rely on responses arriving in 
   ~10 µs of a ~100 µs round trip).
 - An exception in a handler is logged with its traceback and closes this connection; the server goes on.
 - A request frame over ``OFFLOAD_BYTES`` is decoded, and its response encoded, in a worker thread: a 4 MB
-  request of a million partition entries took seconds to parse and encode on the event loop.
+  request of a million partition entries took seconds to parse and encode on the event loop. While such a
+  request is in flight, full garbage collections are paused (``kafkalite.bulk``): they walked its millions of
+  objects holding the GIL, stalling the loop for up to a second.
 
 The socket is a plain non-blocking stdlib socket: ``recv``/``sendmsg`` are tried at once and the task parks
 on trio's ``wait_readable``/``wait_writable`` only when they would block. trio's socket wrapper adds a
@@ -45,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from trio.lowlevel import wait_readable, wait_writable
 
+from kafkalite import bulk
 from kafkalite.handlers import registry
 from wire import api
 
@@ -204,6 +207,13 @@ class Connection:
     # -- requests -------------------------------------------------------------------------------------
     async def handle_frame(self, frame: memoryview) -> None:
         offload = len(frame) > (OFFLOAD_PRODUCE_BYTES if frame[:2] == b"\0\0" else OFFLOAD_BYTES)
+        if not offload:
+            await self._handle_frame(frame, False)
+            return
+        with bulk.paused():   # its objects are freed (by refcount) as _handle_frame returns, before gc resumes
+            await self._handle_frame(frame, True)
+
+    async def _handle_frame(self, frame: memoryview, offload: bool) -> None:
         try:
             if offload:   # a big request (maybe a million entries) is decoded off the event loop
                 header, body = await trio.to_thread.run_sync(api.parse_request, frame)
