@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import struct
 import threading
 from collections.abc import Iterator
 
@@ -62,3 +63,87 @@ def paused() -> Iterator[None]:
 def active() -> int:
     """How many bulk requests are in flight."""
     return _active
+
+
+# -- how many entries a Produce frame names, without decoding it ---------------------------------------------
+#: a Produce frame naming at least this many topic and partition entries is decoded off the loop
+PRODUCE_ENTRIES = 1024
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+def _uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long")
+
+
+def _skip_tags(buf: memoryview, pos: int) -> int:
+    n, pos = _uvarint(buf, pos)
+    for _ in range(n):
+        _tag, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        pos += size
+    return pos
+
+
+def produce_entries(frame: memoryview, limit: int = PRODUCE_ENTRIES) -> int:
+    """Topic plus partition entries of a Produce request frame (v3-v11, without its length prefix), counted up
+    to ``limit`` by skipping over the record sets: a few microseconds for an ordinary request. Connections
+    decode Produce frames up to connection.OFFLOAD_PRODUCE_BYTES on the loop (a worker thread costs a
+    request of a few hundred KB ~300 µs more), unless they name this many entries (a 1 MB frame can name
+    170,000 partitions: 180 ms of decoding). A frame that does not parse counts as ``limit``: the decoder, in
+    the worker thread, says what is wrong with it."""
+    try:
+        version = _I16.unpack_from(frame, 2)[0]
+        flexible = version >= 9
+        n = _I16.unpack_from(frame, 8)[0]
+        pos = 10 + max(n, 0)                                   # client id (int16 string in every header)
+        if flexible:
+            pos = _skip_tags(frame, pos)
+            n, pos = _uvarint(frame, pos)                      # transactional id, compact nullable
+            pos += max(n - 1, 0) + 6                           # + acks, timeout
+            topics, pos = _uvarint(frame, pos)
+            topics -= 1
+        else:
+            n = _I16.unpack_from(frame, pos)[0]
+            pos += 2 + max(n, 0) + 6
+            topics = _I32.unpack_from(frame, pos)[0]
+            pos += 4
+        count = 0
+        for _ in range(max(topics, 0)):
+            count += 1
+            if flexible:
+                n, pos = _uvarint(frame, pos)
+                pos += max(n - 1, 0)
+                parts, pos = _uvarint(frame, pos)
+                parts -= 1
+            else:
+                pos += 2 + max(_I16.unpack_from(frame, pos)[0], 0)
+                parts = _I32.unpack_from(frame, pos)[0]
+                pos += 4
+            if count + max(parts, 0) >= limit:
+                return limit
+            for _ in range(max(parts, 0)):
+                count += 1
+                pos += 4                                       # partition index
+                if flexible:
+                    n, pos = _uvarint(frame, pos)
+                    pos = _skip_tags(frame, pos + max(n - 1, 0))
+                else:
+                    pos += 4 + max(_I32.unpack_from(frame, pos)[0], 0)
+            if flexible:
+                pos = _skip_tags(frame, pos)
+            if count >= limit:
+                return limit
+        return count
+    except (IndexError, ValueError, struct.error):
+        return limit

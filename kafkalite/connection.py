@@ -64,7 +64,7 @@ _CORK = getattr(_stdsocket, "TCP_CORK", None)
 _YIELD_EVERY = 8
 # requests larger than this are decoded, and their responses encoded, in a worker thread (wire is pure), so a
 # request of a million small entries does not hold the event loop while it is parsed; Produce frames are mostly
-# record bytes (sliced, not parsed), so theirs is higher
+# record bytes (sliced, not parsed), so theirs is higher, unless they name many partitions (bulk.produce_entries)
 OFFLOAD_BYTES = 64 * 1024
 OFFLOAD_PRODUCE_BYTES = 8 * 1024 * 1024
 # file regions up to this many bytes in total are pread and sent in one sendmsg with the other chunks
@@ -206,7 +206,12 @@ class Connection:
 
     # -- requests -------------------------------------------------------------------------------------
     async def handle_frame(self, frame: memoryview) -> None:
-        offload = len(frame) > (OFFLOAD_PRODUCE_BYTES if frame[:2] == b"\0\0" else OFFLOAD_BYTES)
+        size = len(frame)
+        if frame[:2] != b"\0\0":
+            offload = size > OFFLOAD_BYTES
+        else:   # a Produce frame is mostly record bytes: decoded here unless huge or naming many partitions
+            offload = size > OFFLOAD_PRODUCE_BYTES or (
+                size > OFFLOAD_BYTES and bulk.produce_entries(frame) >= bulk.PRODUCE_ENTRIES)
         if not offload:
             await self._handle_frame(frame, False)
             return

@@ -50,3 +50,31 @@ def test_overlapping_pauses_restore_once_and_on_error() -> None:
     assert bulk.active() == 1 and gc.get_threshold()[2] == bulk.PAUSED_THRESHOLD
     bulk.resume()
     assert bulk.active() == 0 and gc.get_threshold() == before
+
+
+def _produce_frame(version: int, topics: int, partitions: int, txn: str | None) -> memoryview:
+    from storage.testing import encode_batch
+    from wire import api
+    from wire.headers import RequestHeader
+    from wire.messages import ProduceRequest as P
+
+    batch = encode_batch([b"x" * 100])
+    body = P(transactional_id=txn, acks=1, timeout_ms=1, topic_data=[P.TopicProduceData(name=f"t{t}", partition_data=[
+        P.PartitionProduceData(index=i, records=batch if i % 2 else None) for i in range(partitions)])
+        for t in range(topics)])
+    return memoryview(api.encode_request(RequestHeader(0, version, 1, "cid"), body))[4:]
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])
+@pytest.mark.parametrize(("topics", "partitions"), [(1, 1), (3, 5), (2, 600), (1, 5000), (2000, 0)])
+def test_produce_entries_counts_topics_and_partitions_up_to_the_limit(version: int, topics: int,
+                                                                      partitions: int) -> None:
+    for txn in (None, "tx"):
+        frame = _produce_frame(version, topics, partitions, txn)
+        assert bulk.produce_entries(frame) == min(topics * (1 + partitions), bulk.PRODUCE_ENTRIES)
+
+
+def test_produce_entries_of_a_frame_that_does_not_parse_is_the_limit() -> None:
+    assert bulk.produce_entries(memoryview(b"\0\0\0\x09")) == bulk.PRODUCE_ENTRIES
+    assert bulk.produce_entries(memoryview(b"\0\0\0\x09" + b"\0\0\0\0" + b"\xff\xff" + b"\xff" * 8)) \
+        == bulk.PRODUCE_ENTRIES
