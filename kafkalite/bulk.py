@@ -15,6 +15,13 @@ they hold only recent objects), so short-lived reference cycles are still reclai
 is answered the thresholds come back, and the next full collection walks the heap as it is then (the request's
 objects already freed). The cost: cyclic garbage that reached the oldest generation meanwhile waits for that
 collection.
+
+Freeing is the other half: a decoded request of a million entries and its answer are trees of millions of
+objects, and dropping the last reference to one frees the whole tree in one C call on whichever thread drops it,
+holding the GIL throughout (fuzz seed 7 frame 24936, a 10 MB Produce of 1,000 x 1,000 partitions: ~1 s after
+the pause above). :func:`dismantle` takes them apart in a worker thread a few hundred entries at a time, so the
+GIL changes hands between steps (the same frame: ~0.2 s). Freed in that order, the allocator keeps some more
+arenas than after one release (RSS ~140 MB instead of ~80 MB after a million-entry request).
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ import gc
 import struct
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 #: the oldest generation's threshold while a bulk request is in flight (never reached)
 PAUSED_THRESHOLD = 1 << 30
@@ -58,6 +66,41 @@ def paused() -> Iterator[None]:
         yield
     finally:
         resume()
+
+
+#: entries freed per step of :func:`dismantle`
+CHUNK = 256
+
+
+def dismantle(objs: list[Any]) -> None:
+    """Free the message trees in ``objs`` (emptied) a few entries at a time. Call it in a worker thread holding
+    the only references: every list longer than CHUNK in the trees is cut from its end, its entries' own long
+    lists set aside first, so no single release frees more than about CHUNK entries with their small fields."""
+    stack: list[list[Any]] = [objs]
+    while stack:
+        lst = stack.pop()
+        while lst:
+            chunk = lst[-CHUNK:]
+            del lst[-CHUNK:]
+            for item in chunk:
+                _set_aside(item, stack)
+            del chunk
+
+
+def _set_aside(item: Any, stack: list[list[Any]]) -> None:
+    """Put the long lists under ``item`` on ``stack`` (through short lists too: one topic of a million
+    partitions sits in a list of one)."""
+    if isinstance(item, list):
+        if len(item) > CHUNK:
+            stack.append(item)
+        else:
+            for x in item:
+                _set_aside(x, stack)
+        return
+    for name in getattr(type(item), "__slots__", ()):
+        value = getattr(item, name, None)
+        if isinstance(value, list):
+            _set_aside(value, stack)
 
 
 def active() -> int:

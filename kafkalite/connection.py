@@ -17,7 +17,8 @@ channel while a request is in flight, and clients rely on responses arriving in 
 - A request frame over ``OFFLOAD_BYTES`` is decoded, and its response encoded, in a worker thread: a 4 MB
   request of a million partition entries took seconds to parse and encode on the event loop. While such a
   request is in flight, full garbage collections are paused (``kafkalite.bulk``): they walked its millions of
-  objects holding the GIL, stalling the loop for up to a second.
+  objects holding the GIL, stalling the loop for up to a second; its request and response objects are then
+  freed in small steps in a worker thread (``bulk.dismantle``) rather than in one go on the loop.
 
 The socket is a plain non-blocking stdlib socket: ``recv``/``sendmsg`` are tried at once and the task parks
 on trio's ``wait_readable``/``wait_writable`` only when they would block. trio's socket wrapper adds a
@@ -215,13 +216,17 @@ class Connection:
         if not offload:
             await self._handle_frame(frame, False)
             return
-        with bulk.paused():   # its objects are freed (by refcount) as _handle_frame returns, before gc resumes
-            await self._handle_frame(frame, True)
+        with bulk.paused():   # its objects are freed before gc resumes
+            keep: list[Any] = []
+            await self._handle_frame(frame, True, keep)
+            await trio.to_thread.run_sync(bulk.dismantle, keep)   # freed in small steps, off the loop
 
-    async def _handle_frame(self, frame: memoryview, offload: bool) -> None:
+    async def _handle_frame(self, frame: memoryview, offload: bool, keep: list[Any] | None = None) -> None:
         try:
             if offload:   # a big request (maybe a million entries) is decoded off the event loop
                 header, body = await trio.to_thread.run_sync(api.parse_request, frame)
+                if keep is not None:
+                    keep.append(body)
             else:
                 header, body = api.parse_request(frame)
         except api.UnknownApiKey as exc:
@@ -255,6 +260,8 @@ class Connection:
         if response is None:
             return
         if offload:   # its response is likely as big: encoded off the event loop too
+            if keep is not None:
+                keep.append(response)
             chunks = await trio.to_thread.run_sync(api.encode_response, header, response)
         else:
             chunks = api.encode_response(header, response)

@@ -78,3 +78,16 @@ def test_produce_entries_of_a_frame_that_does_not_parse_is_the_limit() -> None:
     assert bulk.produce_entries(memoryview(b"\0\0\0\x09")) == bulk.PRODUCE_ENTRIES
     assert bulk.produce_entries(memoryview(b"\0\0\0\x09" + b"\0\0\0\0" + b"\xff\xff" + b"\xff" * 8)) \
         == bulk.PRODUCE_ENTRIES
+
+
+def test_dismantle_empties_every_long_list_of_the_trees() -> None:
+    from wire.messages import ProduceRequest as P
+
+    parts = [P.PartitionProduceData(index=i, records=None) for i in range(10_000)]
+    short = [P.PartitionProduceData(index=0, records=None)]
+    topics = [P.TopicProduceData(name="a", partition_data=parts), P.TopicProduceData(name="b", partition_data=short)]
+    many_topics = [P.TopicProduceData(name=f"t{i}", partition_data=[]) for i in range(5_000)]
+    objs: list[Any] = [P(acks=1, timeout_ms=1, topic_data=topics), P(acks=1, timeout_ms=1, topic_data=many_topics)]
+    bulk.dismantle(objs)
+    assert objs == [] and parts == [] and many_topics == []
+    assert len(topics) == 2 and len(short) == 1   # short lists are freed whole, with their owner
