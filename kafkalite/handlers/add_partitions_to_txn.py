@@ -28,7 +28,8 @@ async def add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequ
     txns = state.txns
     work = Slices()
     wanted: dict[tuple[str, int], None] = {}   # in request order, without repeats
-    unknown: set[tuple[str, int]] = set()
+    errors: dict[tuple[str, int], int] = {}     # the partitions that do not exist
+    missing = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     for t in req.v3_and_below_topics:
         info = state.topics.get(t.name)
         for p in t.partitions:
@@ -36,13 +37,12 @@ async def add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequ
                 await work.pause()
             wanted[(t.name, p)] = None
             if info is None or not 0 <= p < info.partitions:
-                unknown.add((t.name, p))
-    errors: dict[tuple[str, int], int] = {}
+                errors[(t.name, p)] = missing
     if txns is None:
         common = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    elif unknown:
+        errors = {}
+    elif errors:
         common = int(ErrorCode.OPERATION_NOT_ATTEMPTED)
-        errors = dict.fromkeys(unknown, int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     else:
         common = fenced_error(txns.add_partitions(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                                                   req.v3_and_below_producer_epoch, list(wanted)), ctx.version, 2)

@@ -71,7 +71,8 @@ def test_others_are_answered_while_a_long_list_is_walked(raw: Raw, monkeypatch: 
                                                         ) -> None:
     """Decoding and encoding stay on the loop here (connection's offload thresholds raised), so the round trips
     another client gets meanwhile are those the handler's slices let through; walked in one go, there would be
-    none until the end (at most one, already in flight)."""
+    none until the end (at most one, already in flight); alone it gets tens, after other test modules in the same
+    process (sharing its GIL with the broker's thread) fewer, so the bound is low."""
     monkeypatch.setattr(connection, "OFFLOAD_BYTES", 1 << 40)
     monkeypatch.setattr(connection, "OFFLOAD_PRODUCE_BYTES", 1 << 40)
     setup = raw()
@@ -93,4 +94,4 @@ def test_others_are_answered_while_a_long_list_is_walked(raw: Raw, monkeypatch: 
             round_trips += 1
         got_cid, resp = big.recv(type(body).API_KEY, version)
     assert got_cid == cid and entries(resp) == N
-    assert round_trips >= 10, f"only {round_trips} round trips answered while the request was handled"
+    assert round_trips >= 3, f"only {round_trips} round trips answered while the request was handled"
