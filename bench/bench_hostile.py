@@ -15,7 +15,10 @@ event-loop stall (from its own probe, with the request that held the loop) and t
 - ``create_topics_2000``: CreateTopics of 2,000 one-partition topics in one request (then DeleteTopics);
 - ``half_sent_frames``: 400 connections each announce a 256 KiB frame, send half of it and stall;
 - ``list_offsets_claimed``: ListOffsets by timestamp on a partition holding one LogAppendTime batch that
-  claims 1,000,000 records (RecordsCount) but carries one.
+  claims 1,000,000 records (RecordsCount) but carries one;
+- ``many_<api>`` (``many_produce``, ``many_add_partitions_to_txn``, ``many_txn_offset_commit``,
+  ``many_offset_delete``, ``many_alter_configs``, ``many_describe_configs``): one request of that API naming
+  600,000 to 1,000,000 partitions or resources (a 4-11 MB frame), encoded once and sent back to back.
 
 The issue's target is that no request holds the loop for more than ~100 ms; the figures are reported as
 measured on the branch that ran them (no pass/fail).
@@ -311,6 +314,70 @@ def kind_list_offsets_claimed(port: int, seconds: float) -> None:
     c.close()
 
 
+def _send_frame(c: Client, frame: bytes) -> None:
+    """Send an already encoded request and wait for its response frame (not decoded: it may be huge)."""
+    c.sock.sendall(frame)
+    while True:
+        if len(c.buf) >= 4:
+            (n,) = struct.unpack(">i", c.buf[:4])
+            if len(c.buf) >= 4 + n:
+                del c.buf[:4 + n]
+                return
+        data = c.sock.recv(1 << 20)
+        if not data:
+            raise ConnectionError("closed by the broker")
+        c.buf += data
+
+
+def _many_body(api_name: str, n: int) -> tuple[Any, int]:
+    """One request of ``api_name`` naming ``n`` partitions (or resources), and the version to send it at."""
+    from wire import messages as m
+
+    if api_name == "produce":
+        P = m.ProduceRequest
+        return P(acks=1, timeout_ms=30000, topic_data=[P.TopicProduceData(name="probe", partition_data=[
+            P.PartitionProduceData(index=i, records=None) for i in range(n)])]), 9
+    if api_name == "add_partitions_to_txn":
+        A = m.AddPartitionsToTxnRequest
+        return A(v3_and_below_transactional_id="hostile-tx", v3_and_below_producer_id=1,
+                 v3_and_below_producer_epoch=0,
+                 v3_and_below_topics=[A.AddPartitionsToTxnTopic(name="probe", partitions=list(range(n)))]), 3
+    if api_name == "txn_offset_commit":
+        T = m.TxnOffsetCommitRequest
+        return T(transactional_id="hostile-tx", group_id="hostile-g", producer_id=1, producer_epoch=0, topics=[
+            T.TxnOffsetCommitRequestTopic(name="probe", partitions=[
+                T.TxnOffsetCommitRequestPartition(partition_index=i, committed_offset=1) for i in range(n)])]), 3
+    if api_name == "offset_delete":
+        OD = m.OffsetDeleteRequest
+        return OD(group_id="hostile-g", topics=[OD.OffsetDeleteRequestTopic(name="probe", partitions=[
+            OD.OffsetDeleteRequestPartition(partition_index=i) for i in range(n)])]), 0
+    if api_name == "alter_configs":
+        A2 = m.AlterConfigsRequest
+        return A2(resources=[A2.AlterConfigsResource(resource_type=2, resource_name=f"t{i}", configs=[])
+                             for i in range(n)]), 2
+    D = m.DescribeConfigsRequest
+    return D(resources=[D.DescribeConfigsResource(resource_type=2, resource_name=f"t{i}", configuration_keys=None)
+                        for i in range(n)]), 4
+
+
+def kind_many(api_name: str, n: int = 1_000_000) -> Callable[[int, float], None]:
+    def run(port: int, seconds: float) -> None:
+        from wire import api
+        from wire.headers import RequestHeader
+
+        body, version = _many_body(api_name, n)
+        frame = api.encode_request(RequestHeader(type(body).API_KEY, version, 1, "hostile"), body)
+        del body
+        c = Client(port, timeout=600)
+        end = time.monotonic() + seconds
+        while True:
+            _send_frame(c, frame)
+            if time.monotonic() >= end:
+                break
+        c.close()
+    return run
+
+
 KINDS: dict[str, Callable[[int, float], None]] = {
     "baseline": lambda port, seconds: time.sleep(seconds),
     "fuzz": kind_fuzz,
@@ -320,6 +387,9 @@ KINDS: dict[str, Callable[[int, float], None]] = {
     "create_topics_2000": kind_create_topics,
     "half_sent_frames": kind_half_sent,
     "list_offsets_claimed": kind_list_offsets_claimed,
+    **{f"many_{name}": kind_many(name, n) for name, n in (
+        ("produce", 1_000_000), ("add_partitions_to_txn", 1_000_000), ("txn_offset_commit", 600_000),
+        ("offset_delete", 1_000_000), ("alter_configs", 1_000_000), ("describe_configs", 1_000_000))},
 }
 
 

@@ -22,7 +22,10 @@ channel while a request is in flight, and clients rely on responses arriving in 
   a ~100 µs round trip).
 - An exception in a handler is logged with its traceback and closes this connection; the server goes on.
 - A request frame over ``OFFLOAD_BYTES`` is decoded, and its response encoded, in a worker thread: a 4 MB
-  request of a million partition entries took seconds to parse and encode on the event loop.
+  request of a million partition entries took seconds to parse and encode on the event loop. While such a
+  request is in flight, full garbage collections are paused (``kafkalite.bulk``): they walked its millions of
+  objects holding the GIL, stalling the loop for up to a second; its request and response objects are then
+  freed in small steps in a worker thread (``bulk.dismantle``) rather than in one go on the loop.
 
 The socket is a plain non-blocking stdlib socket: ``recv``/``sendmsg`` are tried at once and the task parks
 on trio's ``wait_readable``/``wait_writable`` only when they would block. trio's socket wrapper adds a
@@ -53,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from trio.lowlevel import wait_readable, wait_writable
 
+from kafkalite import bulk
 from kafkalite.handlers import registry
 from kafkalite.request_memory import RECV_SIZE, RequestMemoryPool
 from wire import api
@@ -71,7 +75,7 @@ _CORK = getattr(_stdsocket, "TCP_CORK", None)
 _YIELD_EVERY = 8
 # requests larger than this are decoded, and their responses encoded, in a worker thread (wire is pure), so a
 # request of a million small entries does not hold the event loop while it is parsed; Produce frames are mostly
-# record bytes (sliced, not parsed), so theirs is higher
+# record bytes (sliced, not parsed), so theirs is higher, unless they name many partitions (bulk.produce_entries)
 OFFLOAD_BYTES = 64 * 1024
 OFFLOAD_PRODUCE_BYTES = 8 * 1024 * 1024
 # file regions up to this many bytes in total are pread and sent in one sendmsg with the other chunks
@@ -246,10 +250,26 @@ class Connection:
 
     # -- requests -------------------------------------------------------------------------------------
     async def handle_frame(self, frame: memoryview) -> None:
-        offload = len(frame) > (OFFLOAD_PRODUCE_BYTES if frame[:2] == b"\0\0" else OFFLOAD_BYTES)
+        size = len(frame)
+        if frame[:2] != b"\0\0":
+            offload = size > OFFLOAD_BYTES
+        else:   # a Produce frame is mostly record bytes: decoded here unless huge or naming many partitions
+            offload = size > OFFLOAD_PRODUCE_BYTES or (
+                size > OFFLOAD_BYTES and bulk.produce_entries(frame) >= bulk.PRODUCE_ENTRIES)
+        if not offload:
+            await self._handle_frame(frame, False)
+            return
+        with bulk.paused():   # its objects are freed before gc resumes
+            keep: list[Any] = []
+            await self._handle_frame(frame, True, keep)
+            await trio.to_thread.run_sync(bulk.dismantle, keep)   # freed in small steps, off the loop
+
+    async def _handle_frame(self, frame: memoryview, offload: bool, keep: list[Any] | None = None) -> None:
         try:
             if offload:   # a big request (maybe a million entries) is decoded off the event loop
                 header, body = await trio.to_thread.run_sync(api.parse_request, frame)
+                if keep is not None:
+                    keep.append(body)
             else:
                 header, body = api.parse_request(frame)
         except api.UnknownApiKey as exc:
@@ -283,6 +303,8 @@ class Connection:
         if response is None:
             return
         if offload:   # its response is likely as big: encoded off the event loop too
+            if keep is not None:
+                keep.append(response)
             chunks = await trio.to_thread.run_sync(api.encode_response, header, response)
         else:
             chunks = api.encode_response(header, response)

@@ -53,6 +53,7 @@ from kafkalite.coordinator.group import (
     Pending,
     SyncResult,
 )
+from kafkalite.coordinator.keys import group_id_error
 from kafkalite.coordinator.offsets import OffsetsMixin
 from kafkalite.coordinator.records import GroupValue, MemberRecord, encode_group_key, encode_group_value
 
@@ -77,8 +78,9 @@ class GroupCoordinator(OffsetsMixin):
         return partition_for(group_id, self.config.offsets_topic_num_partitions)
 
     def _validate_group_status(self, group_id: str | None, allow_empty_id: bool = False) -> int | None:
-        if group_id is None or (not group_id and not allow_empty_id):
-            return E.INVALID_GROUP_ID
+        err = group_id_error(group_id, allow_empty_id)
+        if err is not None:
+            return err
         if not self.active:
             return E.COORDINATOR_NOT_AVAILABLE
         if self.loading:

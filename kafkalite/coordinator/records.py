@@ -118,9 +118,13 @@ def _varint(v: int) -> bytes:
 
 
 def _str(s: str | None) -> bytes:
+    """An int16-length string; one over 32,767 bytes cannot be written (callers refuse such ids first, see
+    ``kafkalite.coordinator.keys``), and says so instead of a bare struct.error."""
     if s is None:
         return struct.pack(">h", -1)
     b = s.encode("utf-8")
+    if len(b) > 32767:
+        raise ValueError(f"a string of {len(b)} bytes does not fit a coordinator record (at most 32767)")
     return struct.pack(">h", len(b)) + b
 
 

@@ -39,6 +39,7 @@ from typing import Protocol
 
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.config import OFFSETS_TOPIC
+from kafkalite.coordinator.keys import group_id_error, txn_id_error
 from kafkalite.coordinator.txn_records import TxnLogValue
 
 log = logging.getLogger("kafkalite.transactions")
@@ -157,8 +158,9 @@ class TransactionCoordinator:
     def _check_producer(self, txn_id: str, producer_id: int, producer_epoch: int) -> tuple[int, TxnMetadata | None]:
         if self.loading:
             return E.COORDINATOR_LOAD_IN_PROGRESS, None
-        if not txn_id:
-            return E.INVALID_REQUEST, None
+        err = txn_id_error(txn_id)
+        if err is not None:
+            return err, None
         meta = self.txns.get(txn_id)
         if meta is None or meta.state == TxnState.DEAD or meta.producer_id != producer_id:
             return INVALID_PRODUCER_ID_MAPPING, None
@@ -172,8 +174,9 @@ class TransactionCoordinator:
         """-> (error, producer id, epoch)."""
         if self.loading:
             return E.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
-        if not txn_id:
-            return E.INVALID_REQUEST, -1, -1
+        err = txn_id_error(txn_id)
+        if err is not None:
+            return err, -1, -1
         if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
             return INVALID_TRANSACTION_TIMEOUT, -1, -1
         expected = producer_id != NO_PRODUCER_ID
@@ -231,8 +234,9 @@ class TransactionCoordinator:
 
     def add_offsets(self, now_ms: int, txn_id: str, producer_id: int, producer_epoch: int, group_id: str,
                     offsets_partition: int) -> int:
-        if not group_id:
-            return E.INVALID_GROUP_ID
+        err = group_id_error(group_id)
+        if err is not None:
+            return err
         return self.add_partitions(now_ms, txn_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, offsets_partition)])
 
     # -- EndTxn ------------------------------------------------------------------------------------

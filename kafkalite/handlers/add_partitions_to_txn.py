@@ -7,11 +7,15 @@ broker-to-broker in Kafka 3.9, so they are not offered).
   PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2, KIP-588), CONCURRENT_TRANSACTIONS while the previous
   transaction completes, COORDINATOR_LOAD_IN_PROGRESS while ``__transaction_state`` loads.
 - Adding partitions moves Empty/CompleteCommit/CompleteAbort to Ongoing and starts the transaction timer.
+- The request's list is walked in slices (``kafkalite.slices``; a 4 MB request can name a million partitions)
+  and handed to the coordinator without repeats, so what the coordinator does is bounded by the partitions
+  that exist.
 """
 from __future__ import annotations
 
 from kafkalite.coordinator.transactions import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
@@ -22,25 +26,30 @@ Resp = AddPartitionsToTxnResponse
 async def add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
     state = ctx.broker
     txns = state.txns
-    wanted: list[tuple[str, int]] = []
-    unknown: set[tuple[str, int]] = set()
+    work = Slices()
+    wanted: dict[tuple[str, int], None] = {}   # in request order, without repeats
+    errors: dict[tuple[str, int], int] = {}     # the partitions that do not exist
+    missing = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     for t in req.v3_and_below_topics:
         info = state.topics.get(t.name)
         for p in t.partitions:
-            wanted.append((t.name, p))
+            if work.due():
+                await work.pause()
+            wanted[(t.name, p)] = None
             if info is None or not 0 <= p < info.partitions:
-                unknown.add((t.name, p))
-    errors: dict[tuple[str, int], int] = {}
+                errors[(t.name, p)] = missing
     if txns is None:
         common = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    elif unknown:
+        errors = {}
+    elif errors:
         common = int(ErrorCode.OPERATION_NOT_ATTEMPTED)
-        errors = dict.fromkeys(unknown, int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     else:
         common = fenced_error(txns.add_partitions(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
-                                                  req.v3_and_below_producer_epoch, wanted), ctx.version, 2)
+                                                  req.v3_and_below_producer_epoch, list(wanted)), ctx.version, 2)
     by_topic: dict[str, list[Resp.AddPartitionsToTxnPartitionResult]] = {}
     for topic, p in wanted:
+        if work.due():
+            await work.pause()
         by_topic.setdefault(topic, []).append(Resp.AddPartitionsToTxnPartitionResult(
             partition_index=p, partition_error_code=errors.get((topic, p), common)))
     return Resp(throttle_time_ms=0, results_by_topic_v3_and_below=[

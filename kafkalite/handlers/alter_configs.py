@@ -4,10 +4,13 @@ TOPIC resources: the given configs *replace* all of the topic's overrides (legac
 semantics); unknown names or bad values answer INVALID_CONFIG. BROKER resources ("" = cluster default, or
 our node id): the same replace semantics for the dynamic settings (the log.* defaults of topics); static-only
 settings answer INVALID_REQUEST. ValidateOnly checks without applying. Everything persists across restarts.
+Each resource is handled on its own (as Kafka does), in slices (``kafkalite.slices``): a 10 MB request can name
+a million resources.
 """
 from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from kafkalite.topic_configs import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
@@ -24,7 +27,10 @@ _Result = AlterConfigsResponse.AlterConfigsResourceResponse
 async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
     state = ctx.broker
     results = []
+    work = Slices()
     for r in req.resources:
+        if work.due():
+            await work.pause()
         code, msg = ErrorCode.NONE, None
         if r.resource_type == TOPIC_RESOURCE:
             if r.resource_name not in state.topics:

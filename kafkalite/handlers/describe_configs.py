@@ -8,12 +8,14 @@ ConfigurationKeys (nullable) filters by name. v0 reports IsDefault instead of Co
 are returned when asked for (a topic config: its override, then the broker settings that give its default,
 e.g. retention.ms -> log.retention.ms/.minutes/.hours where set or defaulted; a broker config: itself);
 ConfigType and Documentation (v3+) carry the type and null.
+Resources are described one by one in slices (``kafkalite.slices``): a request can name a million of them.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from kafkalite.topic_configs import (
     BROKER_LOGGER_RESOURCE,
     BROKER_RESOURCE,
@@ -44,7 +46,10 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
     state = ctx.broker
     synonyms = ctx.version >= 1 and bool(req.include_synonyms)
     results = []
+    work = Slices()
     for r in req.resources:
+        if work.due():
+            await work.pause()
         entries: list[ConfigEntry] | None = None
         code, msg = ErrorCode.NONE, None
         if r.resource_type == TOPIC_RESOURCE:

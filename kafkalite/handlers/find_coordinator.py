@@ -7,10 +7,13 @@
 - As in Kafka, looking up a group coordinator creates the internal ``__consumer_offsets`` topic
   (``offsets.topic.num.partitions``, compacted) if it does not exist yet; the answer waits for the
   creation (Kafka answers COORDINATOR_NOT_AVAILABLE meanwhile and lets the client retry).
+- A key no coordinator could store (over 32,767 UTF-8 bytes, ``kafkalite.coordinator.keys``) is answered
+  INVALID_GROUP_ID (group) or INVALID_REQUEST (transactional id) with a message, before any topic is created.
 """
 from __future__ import annotations
 
 from kafkalite.coordinator.config import OFFSETS_TOPIC
+from kafkalite.coordinator.keys import MAX_KEY_BYTES, storable
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
@@ -18,9 +21,13 @@ from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
 GROUP, TRANSACTION = 0, 1
 
 
-async def _lookup(ctx: RequestContext, key_type: int) -> tuple[int, str | None]:
+async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str | None]:
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
+    if not storable(key):
+        what = "group id" if key_type == GROUP else "transactional id"
+        return (ErrorCode.INVALID_GROUP_ID if key_type == GROUP else ErrorCode.INVALID_REQUEST,
+                f"{what} longer than {MAX_KEY_BYTES} bytes")
     if key_type == GROUP:
         svc = ctx.broker.groups
         if svc is None:
@@ -42,13 +49,13 @@ async def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> 
     if ctx.version >= 4:
         coords = []
         for key in req.coordinator_keys:
-            err, msg = await _lookup(ctx, key_type)
+            err, msg = await _lookup(ctx, key_type, key)
             ok = err == ErrorCode.NONE
             coords.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node if ok else -1, host=lst.host if ok else "", port=lst.port if ok else -1,
                 error_code=err, error_message=msg))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coords)
-    err, msg = await _lookup(ctx, key_type)
+    err, msg = await _lookup(ctx, key_type, req.key)
     ok = err == ErrorCode.NONE
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=err, error_message=msg if ctx.version >= 1 else "",
                                    node_id=node if ok else -1, host=lst.host if ok else "",

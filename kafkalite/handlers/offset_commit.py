@@ -12,8 +12,7 @@
   expiry past the int64 range (Java's long addition wraps there) saturates at the int64 maximum instead, so the
   offset commit record can still be written (before, the encoder failed and the connection was closed).
 - A group id longer than a record key's int16 string (32,767 UTF-8 bytes) cannot be stored in
-  ``__consumer_offsets``: Kafka fails while serialising the record and answers UNKNOWN_SERVER_ERROR; we refuse
-  it up front with INVALID_GROUP_ID on every partition, which says why.
+  ``__consumer_offsets``: the coordinator answers INVALID_GROUP_ID (``kafkalite.coordinator.keys``).
 """
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ from wire.messages import OffsetCommitRequest, OffsetCommitResponse
 
 Resp = OffsetCommitResponse
 _INT64_MAX = 2**63 - 1
-_MAX_KEY_STRING = 32767   # an int16-length string in a coordinator record key
 
 
 def _expiry(base_ms: int, retention_ms: int) -> int:
@@ -45,8 +43,6 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
             tp = (t.name, p.partition_index)
             if svc is None:
                 errors[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            elif len(req.group_id.encode()) > _MAX_KEY_STRING:
-                errors[tp] = ErrorCode.INVALID_GROUP_ID
             elif not known:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:

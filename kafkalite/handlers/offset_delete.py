@@ -2,12 +2,17 @@
 
 Deletes committed offsets of a group (KIP-496). An Empty group may lose any offset; a live consumer
 group only offsets of topics none of its members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC otherwise);
-other live groups answer NON_EMPTY_GROUP; unknown groups GROUP_ID_NOT_FOUND. Partitions of unknown
-topics get UNKNOWN_TOPIC_OR_PARTITION. A group-level error leaves the topic list empty.
+other live groups answer NON_EMPTY_GROUP; unknown groups GROUP_ID_NOT_FOUND. Partitions that do not exist
+(unknown topic or partition index out of range, Kafka's metadata-cache check) get UNKNOWN_TOPIC_OR_PARTITION.
+A group-level error leaves the topic list empty.
+
+The list is walked in slices (``kafkalite.slices``; a 4 MB request can name a million partitions) and the
+coordinator gets each existing partition once, so its work is bounded by the partitions that exist.
 """
 from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import OffsetDeleteRequest, OffsetDeleteResponse
 
@@ -19,22 +24,31 @@ async def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Offset
     svc = ctx.broker.groups
     if svc is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    work = Slices()
     errors: dict[tuple[str, int], int] = {}
-    wanted = []
+    wanted: dict[tuple[str, int], None] = {}
     for t in req.topics:
+        info = ctx.broker.topics.get(t.name)
         for p in t.partitions:
+            if work.due():
+                await work.pause()
             tp = (t.name, p.partition_index)
-            if t.name not in ctx.broker.topics:
+            if info is None or not 0 <= p.partition_index < info.partitions:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                wanted.append(tp)
-    err, per = svc.delete_offsets(req.group_id, wanted)
+                wanted[tp] = None
+    err, per = svc.delete_offsets(req.group_id, list(wanted))
     if err != ErrorCode.NONE:
         return R(error_code=err, throttle_time_ms=0)
     errors.update(per)
-    return R(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=[
-        R.OffsetDeleteResponseTopic(name=t.name, partitions=[
-            R.OffsetDeleteResponsePartition(partition_index=p.partition_index,
-                                            error_code=errors.get((t.name, p.partition_index), ErrorCode.NONE))
-            for p in t.partitions])
-        for t in req.topics])
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if work.due():
+                await work.pause()
+            parts.append(R.OffsetDeleteResponsePartition(
+                partition_index=p.partition_index,
+                error_code=errors.get((t.name, p.partition_index), ErrorCode.NONE)))
+        topics.append(R.OffsetDeleteResponseTopic(name=t.name, partitions=parts))
+    return R(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=topics)

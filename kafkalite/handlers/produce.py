@@ -16,6 +16,9 @@ broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write m
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED. If the coordinator has ``check_produce(txn_id, topic, partition,
   records) -> error code | 0`` it vets each partition (e.g. "was it added to the transaction?").
 - A successful append wakes Fetch long polls waiting on that partition.
+- A request of ``SLICE_AFTER`` or more topic and partition entries (a 10 MB frame can name a million) is walked in
+  slices (``kafkalite.slices``): each partition is appended on its own, as in Kafka, and other clients are
+  answered between slices. The usual request of a few partitions never touches the slicer.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from kafkalite import validation
 from kafkalite.connection import ConnectionClosed
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from kafkalite.state import leader_epoch
 from kafkalite.validation import Rejection, frame_problem
 from storage import LogConfig, PartitionLog
@@ -41,6 +45,8 @@ _PartResp = ProduceResponse.PartitionProduceResponse
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 # at most two batches inflate in worker threads at once: memory <= 2 x kafkalite.max.uncompressed.batch.bytes
 _THREADS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("produce_validation_threads")
+#: requests of more partition entries than this are walked in slices (Slices only looks at the clock every 128)
+SLICE_AFTER = 128
 
 
 def _limiter() -> trio.CapacityLimiter:
@@ -97,12 +103,21 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     failed = False
     responses: list[ProduceResponse.TopicProduceResponse] = []
     txns = state.txns
+    entries = len(req.topic_data)   # topics and partition entries the walk below visits
+    if entries < SLICE_AFTER:
+        for t in req.topic_data:
+            entries += len(t.partition_data)
+    work = Slices() if entries >= SLICE_AFTER else None
     for topic in req.topic_data:
+        if work is not None and work.due():
+            await work.pause()
         name = topic.name
         topic_info = state.topics.get(name)
         parts: list[ProduceResponse.PartitionProduceResponse] = []
         responses.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=parts))
         for pd in topic.partition_data:
+            if work is not None and work.due():
+                await work.pause()
             idx = pd.index
             if acks not in (0, 1, -1):
                 parts.append(_error(idx, ErrorCode.INVALID_REQUIRED_ACKS))

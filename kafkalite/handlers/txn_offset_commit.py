@@ -7,12 +7,15 @@
   (INVALID_PRODUCER_EPOCH before v3).
 - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
   coordinator and become visible (OffsetFetch) only when the transaction commits; an abort drops them.
+- The partition list is walked in slices (``kafkalite.slices``): a request may name a million partitions.
 """
 from __future__ import annotations
 
 from kafkalite.coordinator.group import OffsetAndMetadata
+from kafkalite.coordinator.keys import group_id_error
 from kafkalite.coordinator.transactions import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
@@ -32,15 +35,18 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
         common = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif groups is None:
         common = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    elif not req.group_id:
+    elif group_id_error(req.group_id) is not None:   # empty, or too long to store
         common = int(ErrorCode.INVALID_GROUP_ID)
     else:
         common = fenced_error(txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
                                                            req.producer_epoch, req.group_id), v, 3)
+    work = Slices()
     if not common:
         for t in req.topics:
             info = state.topics.get(t.name)
             for p in t.partitions:
+                if work.due():
+                    await work.pause()
                 tp = (t.name, p.partition_index)
                 if info is None or not 0 <= p.partition_index < info.partitions:
                     errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -53,9 +59,13 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
                 req.group_id, req.producer_id, req.member_id if v >= 3 else "",
                 req.group_instance_id if v >= 3 else None, req.generation_id if v >= 3 else -1, offsets,
                 producer_epoch=req.producer_epoch))
-    return Resp(throttle_time_ms=0, topics=[
-        Resp.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
-            Resp.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
-                                                  error_code=errors.get((t.name, p.partition_index), common))
-            for p in t.partitions])
-        for t in req.topics])
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if work.due():
+                await work.pause()
+            parts.append(Resp.TxnOffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=errors.get((t.name, p.partition_index), common)))
+        topics.append(Resp.TxnOffsetCommitResponseTopic(name=t.name, partitions=parts))
+    return Resp(throttle_time_ms=0, topics=topics)

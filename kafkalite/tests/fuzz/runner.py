@@ -68,25 +68,12 @@ def _known_fds_partitions(hdr: Any, body: Any) -> bool:
     return False
 
 
-def _known_long_coordinator_key(hdr: Any, body: Any) -> bool:
-    """A transactional id (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit) or a
-    group id (JoinGroup, SyncGroup, TxnOffsetCommit, ...) longer than the int16 string of a coordinator record
-    key: persisting it fails; the request gets an error code, but with a traceback in the log (coordinators:
-    the "supervise" change)."""
-    for name in ("transactional_id", "group_id"):
-        value = getattr(body, name, None)
-        if isinstance(value, str) and len(value.encode()) > 32767 and hdr.api_key != 8:
-            return True
-    return False
-
-
 #: known problems outside the fuzzer's area: name -> (predicate on the decoded (header, body), send). Frames
 #: that match count as ``skipped`` under that name: not sent when ``send`` is False (the problem stalls or
 #: breaks the broker), else sent and a BAD outcome is forgiven (the health checks still judge them).
 #: Remove an entry once its fix is merged.
 KNOWN: dict[str, tuple[Callable[[Any, Any], bool], bool]] = {
     "KNOWN_FDS_UNBOUNDED_PARTITIONS": (_known_fds_partitions, False),
-    "KNOWN_SUPERVISE_LONG_COORDINATOR_KEY": (_known_long_coordinator_key, True),
 }
 
 
