@@ -8,7 +8,11 @@ timestamp. Entries are kept in memory as two parallel `array`s (looked up with b
 written with pwrite at `entries * entry_size`. The active segment's files are preallocated (sparse,
 ftruncate) to `segment.index.bytes` rounded down to the entry size, and trimmed to the valid size on roll
 and close, so that Kafka, which takes an existing file's length as its entry count, reads them correctly.
-Files are opened and loaded lazily on first use, as Kafka's LazyIndex does.
+Files are opened and loaded lazily on first use, as Kafka's LazyIndex does. The file is a
+`storage.handles.FileHandle`: a descriptor only while it sits in the process-wide LRU of open files (every
+write pins it for its syscall); the entries themselves live in arrays or a read-only mmap, which stays
+valid after its descriptor is closed, so an index being looked up holds no descriptor. An index that
+becomes inactive (roll) drops its entries and unmaps; it is mapped again on its next lookup.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from array import array
 from collections.abc import Iterator
 
 from storage.errors import CorruptRecordError
+from storage.handles import FileHandle
 
 _OFF = struct.Struct(">ii")
 _TIME = struct.Struct(">qi")
@@ -67,10 +72,9 @@ class _Index:
     _val_fmt = ">i"
 
     def __init__(self, path: str, base_offset: int, max_index_size: int) -> None:
-        self.path = path
+        self._fh = FileHandle(path)
         self.base_offset = base_offset
         self.max_index_size = max_index_size - max_index_size % self.entry_size
-        self._fd = -1
         self._loaded = False
         # relative offsets (offset index) or timestamps (time index); positions or relative offsets
         self._keys: array[int] | _Col = array(self._key_type)
@@ -80,21 +84,32 @@ class _Index:
         self._dirty = False
         self._preallocated = False
 
+    @property
+    def path(self) -> str:
+        return self._fh.path
+
+    @path.setter
+    def path(self, value: str) -> None:
+        self._fh.path = value
+
     # -- lifecycle -----------------------------------------------------------------------------------
     def _ensure(self) -> None:
         if self._loaded:
             return
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = os.fstat(self._fd).st_size
-        self._file_size = size
-        n = self._valid_entries(size // self.entry_size)
-        if n >= MMAP_MIN_ENTRIES and n * self.entry_size == size:
-            self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+        with self._fh.pinned() as fd:   # opens (and creates) the file; a mapping outlives the descriptor
+            size = os.fstat(fd).st_size
+            self._file_size = size
+            n = self._valid_entries(size // self.entry_size)
+            mm = None
+            if n >= MMAP_MIN_ENTRIES and n * self.entry_size == size:
+                mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        if mm is not None:
+            self._mm = mm
             key_size = struct.calcsize(self._key_fmt)
-            self._keys = _Col(self._mm, self._key_fmt, 0, self.entry_size, n)
-            self._vals = _Col(self._mm, self._val_fmt, key_size, self.entry_size, n)
+            self._keys = _Col(mm, self._key_fmt, 0, self.entry_size, n)
+            self._vals = _Col(mm, self._val_fmt, key_size, self.entry_size, n)
         else:
-            data = os.pread(self._fd, n * self.entry_size, 0) if n else b""
+            data = self._fh.pread(n * self.entry_size, 0) if n else b""
             self._decode(data, n)
         self._loaded = True
 
@@ -119,7 +134,7 @@ class _Index:
         zero = bytes(self.entry_size)
 
         def is_zero(i: int) -> bool:
-            return os.pread(self._fd, self.entry_size, i * self.entry_size) == zero
+            return self._fh.pread(self.entry_size, i * self.entry_size) == zero
 
         if n == 0 or not is_zero(n - 1):
             return n
@@ -137,8 +152,9 @@ class _Index:
 
     @property
     def fd(self) -> int:
+        """A descriptor of the file, unpinned (tests and tools; valid for one immediate syscall)."""
         self._ensure()
-        return self._fd
+        return self._fh.fileno()
 
     @property
     def entries(self) -> int:
@@ -160,7 +176,7 @@ class _Index:
         new_size -= new_size % self.entry_size
         new_size = max(new_size, len(self._keys) * self.entry_size)
         if new_size != self._file_size:
-            os.ftruncate(self._fd, new_size)
+            self._fh.ftruncate(new_size)
             self._file_size = new_size
         self.max_index_size = new_size
         self._preallocated = True
@@ -171,33 +187,19 @@ class _Index:
             return
         valid = len(self._keys) * self.entry_size
         if self._file_size != valid:
-            os.ftruncate(self._fd, valid)
+            self._fh.ftruncate(valid)
             self._file_size = valid
             self._dirty = True
         self.max_index_size = valid
         self._preallocated = False
 
     def flush(self) -> None:
-        """fsync pending writes (safe from a worker thread while the owner thread may unload the index)."""
+        """fsync pending writes (safe from a worker thread while the owner thread may unload the index: the
+        handle reopens the file by name if its descriptor was given back meanwhile)."""
         if not self._dirty:
             return
-        fd = self._fd
-        if self._loaded and fd >= 0:
-            try:
-                os.fsync(fd)
-                self._dirty = False
-                return
-            except OSError:  # unloaded by the owner thread meanwhile (roll): sync by name below
-                pass
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         self._dirty = False
+        self._fh.fsync()
 
     def close(self, sync: bool = True) -> None:
         """Close the file and drop the in-memory entries; unless `sync`, unsynced writes stay pending
@@ -205,12 +207,10 @@ class _Index:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
-        if self._fd >= 0:
-            if sync and self._dirty:
-                os.fsync(self._fd)
-                self._dirty = False
-            os.close(self._fd)
-        self._fd = -1
+        if sync and self._dirty:
+            self._fh.fsync()
+            self._dirty = False
+        self._fh.evict()
         self._loaded = False
         self._keys = array(self._key_type)
         self._vals = array(self._val_type)
@@ -221,8 +221,7 @@ class _Index:
             os.unlink(self.path)
 
     def rename(self, new_path: str) -> None:
-        os.rename(self.path, new_path)
-        self.path = new_path
+        self._fh.rename(new_path)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild) keeping the preallocated size."""
@@ -237,23 +236,23 @@ class _Index:
         # cannot survive a crash and a trimmed file stays exactly its valid entries
         start = n * self.entry_size
         if start < self._file_size:
-            os.ftruncate(self._fd, start)
+            self._fh.ftruncate(start)
             size = max(start, self.max_index_size) if self._preallocated else start
             if size > start:
-                os.ftruncate(self._fd, size)
+                self._fh.ftruncate(size)
             self._file_size = size
 
     def _write(self, blob: bytes) -> None:
         self._dirty = True
         pos = (len(self._keys) - 1) * self.entry_size
-        os.pwrite(self._fd, blob, pos)
+        self._fh.pwrite(blob, pos)
         if pos + self.entry_size > self._file_size:
             self._file_size = pos + self.entry_size
 
     def file_bytes(self) -> bytes:
         """The valid entries as they are (or will be, once trimmed) on disk."""
         self._ensure()
-        return os.pread(self._fd, len(self._keys) * self.entry_size, 0)
+        return self._fh.pread(len(self._keys) * self.entry_size, 0)
 
 
 class OffsetIndex(_Index):
@@ -376,7 +375,7 @@ class TimeIndex(_Index):
             if len(keys) * self.entry_size >= self._file_size:
                 # final entry on a trimmed or exactly-full file: grow by one entry
                 self._file_size = (len(keys) + 1) * self.entry_size
-                os.ftruncate(self._fd, self._file_size)
+                self._fh.ftruncate(self._file_size)
             rel = offset - self.base_offset
             keys.append(timestamp)
             vals.append(rel)

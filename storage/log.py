@@ -8,8 +8,9 @@ The 61-byte patched header and the untouched body go to the page cache in one pw
 `flush()` (safe from a worker thread) or when flush.messages / flush.ms say so. The log end offset is the last
 batch's last offset + 1; on a single node the high watermark equals it.
 
-Reads return whole batches as file regions `(fd, position, length)` for os.sendfile, starting with the batch
-that holds the requested offset. Timestamp lookups use the time index, then the records' own timestamps.
+Reads return whole batches as file regions `(handle, position, length)` for os.sendfile, starting with the
+batch that holds the requested offset; the handle (storage.handles.FileHandle) opens its file on demand and
+is pinned by the sender while it runs, so no descriptor is held per partition. Timestamp lookups use the time index, then the records' own timestamps.
 
 Opening: leftover `.cleaned`/`.deleted` files are removed and `.swap` files completed (Kafka's LogLoader);
 after an unclean stop every segment from the recovery point on is validated batch by batch, truncated at the
@@ -60,6 +61,7 @@ from storage.errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
+from storage.handles import FileHandle
 from storage.producer_state import CompletedTxn, ProducerStateManager
 from storage.segment import LogSegment, segment_name
 from storage.txn_index import AbortedTxn
@@ -459,13 +461,16 @@ class PartitionLog:
                 log_end_offset=self._leo,
             )
 
-    def read(self, offset: int, max_bytes: int, min_one: bool = True) -> list[tuple[int, int, int]]:
-        """Whole batches from the one holding `offset`, as (fd, position, length) regions; [] at LEO."""
+    def read(self, offset: int, max_bytes: int, min_one: bool = True) -> list[tuple[FileHandle, int, int]]:
+        """Whole batches from the one holding `offset`, as (file handle, position, length) regions; [] at LEO.
+
+        Send a region with `with handle.pinned() as fd: os.sendfile(sock, fd, position, length)`, or read it
+        with `handle.pread(length, position)`."""
         if self.closed:
             raise LogClosedError(f"{self.topic}-{self.partition} is closed")
         self._check_range(offset)
         leo = self._leo
-        out: list[tuple[int, int, int]] = []
+        out: list[tuple[FileHandle, int, int]] = []
         segs, bases = self._view
         i = max(bisect.bisect_right(bases, offset) - 1, 0)
         remaining = max_bytes
@@ -479,7 +484,7 @@ class PartitionLog:
             pos, length, nxt = r
             if length == 0:
                 break
-            out.append((seg.fd, pos, length))
+            out.append((seg.file, pos, length))
             remaining -= length
             cur = nxt
             if remaining <= 0 or nxt < seg.next_offset:
@@ -487,7 +492,7 @@ class PartitionLog:
         return out
 
     def read_bytes(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
-        return b"".join(os.pread(fd, n, pos) for fd, pos, n in self.read(offset, max_bytes, min_one))
+        return b"".join(f.pread(n, pos) for f, pos, n in self.read(offset, max_bytes, min_one))
 
     def batches(self, start_offset: int = 0) -> list[tuple[LogSegment, int, BatchHeader]]:
         """(segment, position, header) of every batch with last offset >= start_offset (tools, tests)."""
@@ -605,6 +610,9 @@ class PartitionLog:
         with self._lock:
             segs = list(self._view[0]) + [s for _d, s in self._doomed]
             self._doomed = []
+        if not close_files:
+            for seg in segs:
+                seg.hold_descriptors()
         target = f"{self.dir}.{uuid.uuid4().hex}-delete"
         try:
             os.rename(self.dir, target)

@@ -1,7 +1,9 @@
 """One log segment: `<base>.log` plus its `.index` and `.timeindex` (Kafka's LogSegment).
 
-Theory of operation. The `.log` file is opened O_RDWR once and kept open (its fd is handed out for
-os.sendfile); appends go to the page cache with pwrite at the current size, fsync happens only in flush().
+Theory of operation. The `.log` file is a `storage.handles.FileHandle`: it holds a descriptor only while it
+sits in the process-wide LRU of open files (an inactive segment that nobody reads holds none); reads hand
+out the handle itself in file regions, pinned while os.sendfile runs. Appends go to the page cache with
+pwrite at the current size, fsync happens only in flush() (and only if something was written).
 Index entries follow Kafka's rule exactly: before counting the current append, if more than
 `index.interval.bytes` were appended since the last entry, the offset index gets (last offset of this append
 -> its start position) and the time index gets (max timestamp so far in the segment -> offset of the batch
@@ -35,6 +37,7 @@ from storage.batch import (
     parse_header,
 )
 from storage.errors import CorruptRecordError, StorageError
+from storage.handles import FileHandle
 from storage.index import OffsetIndex, TimeIndex
 from storage.txn_index import TxnIndex
 
@@ -63,12 +66,14 @@ class LogSegment:
         self.dir = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
-        self.log_path = os.path.join(directory, segment_name(base_offset, ".log"))
-        flags = os.O_RDWR | os.O_CREAT
+        self.file = FileHandle(os.path.join(directory, segment_name(base_offset, ".log")))
         if create:
-            flags |= os.O_TRUNC
-        self.fd = os.open(self.log_path, flags, 0o644)
-        self.size = os.fstat(self.fd).st_size
+            with self.file.pinned() as fd:
+                if os.fstat(fd).st_size:
+                    os.ftruncate(fd, 0)
+            self.size = 0
+        else:
+            self.size = os.stat(self.file.path).st_size   # no descriptor until the segment is used
         idx_path = os.path.join(directory, segment_name(base_offset, ".index"))
         tidx_path = os.path.join(directory, segment_name(base_offset, ".timeindex"))
         if create:
@@ -96,6 +101,15 @@ class LogSegment:
         self._inactive = False  # rolled: final time-index entry written, indexes trimmed
         self.closed = False
 
+    @property
+    def log_path(self) -> str:
+        return self.file.path
+
+    @property
+    def fd(self) -> FileHandle:
+        """The `.log` file (a handle: descriptor on demand); kept under its old name for callers."""
+        return self.file
+
     # ---- bookkeeping -----------------------------------------------------------------------------
     @property
     def max_timestamp_and_offset(self) -> tuple[int, int]:
@@ -114,13 +128,13 @@ class LogSegment:
         if self._next_offset is None:
             _off, pos = self.offset_index.lookup(2**63 - 1)
             nxt = self.base_offset
-            for _p, hdr in iter_file_batches(self.fd, pos, self.size):
+            for _p, hdr in iter_file_batches(self.file, pos, self.size):
                 nxt = hdr.next_offset
             self._next_offset = nxt
         return self._next_offset
 
     def batches(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
-        return iter_file_batches(self.fd, start, self.size)
+        return iter_file_batches(self.file, start, self.size)
 
     # ---- append ----------------------------------------------------------------------------------
     def append(
@@ -140,12 +154,14 @@ class LogSegment:
         if pos == 0:
             self._rolling_ts = max_timestamp
         try:
-            written = os.pwritev(self.fd, chunks, pos)
+            written = self.file.pwritev(chunks, pos)
             while written < size:  # short write: finish from a joined copy
                 rest = b"".join(bytes(c) for c in chunks)[written:]
-                written += os.pwrite(self.fd, rest, pos + written)
+                written += self.file.pwrite(rest, pos + written)
+        except StorageError:
+            raise
         except OSError as exc:
-            os.ftruncate(self.fd, pos)
+            self.file.ftruncate(pos)
             raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
         self.size = pos + size
         if self._recent_end != pos:
@@ -205,7 +221,7 @@ class LogSegment:
             pos = self._recent_pos[bisect.bisect_right(recent, offset) - 1]
         else:
             _o, pos = self.offset_index.lookup(offset)
-        for p, hdr in iter_file_batches(self.fd, max(pos, start_pos), self.size):
+        for p, hdr in iter_file_batches(self.file, max(pos, start_pos), self.size):
             if hdr.last_offset >= offset:
                 return p, hdr
         return None
@@ -232,7 +248,7 @@ class LogSegment:
             if scan_from > end:
                 end = scan_from
                 nxt = -1
-            for p, hdr in iter_file_batches(self.fd, end, self.size):
+            for p, hdr in iter_file_batches(self.file, end, self.size):
                 if p + hdr.size > limit:
                     break
                 end = p + hdr.size
@@ -256,17 +272,17 @@ class LogSegment:
     def _next_offset_ending_at(self, end: int) -> int:
         if end >= self.size:
             return self.next_offset
-        hdr = parse_header(os.pread(self.fd, HEADER_SIZE, end))
+        hdr = parse_header(self.file.pread(HEADER_SIZE, end))
         return hdr.base_offset
 
     def read_batch(self, pos: int, hdr: BatchHeader) -> bytes:
-        return os.pread(self.fd, hdr.size, pos)
+        return self.file.pread(hdr.size, pos)
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """First record with timestamp >= target and offset >= start: (offset, timestamp), or None."""
         _ts, idx_off = self.time_index.lookup(timestamp)
         _o, pos = self.offset_index.lookup(max(idx_off, start_offset))
-        for p, hdr in iter_file_batches(self.fd, pos, self.size):
+        for p, hdr in iter_file_batches(self.file, pos, self.size):
             if hdr.max_timestamp < timestamp or hdr.last_offset < start_offset:
                 continue
             for rec in self._records(p, hdr):
@@ -280,7 +296,7 @@ class LogSegment:
         if ts < 0 and self.size == 0:
             return None
         _o, pos = self.offset_index.lookup(off)
-        for p, hdr in iter_file_batches(self.fd, pos, self.size):
+        for p, hdr in iter_file_batches(self.file, pos, self.size):
             if hdr.max_timestamp == ts:
                 if hdr.is_log_append_time:
                     return hdr.base_offset, ts
@@ -311,7 +327,7 @@ class LogSegment:
             return 0
         pos, hdr = found
         removed = self.size - pos
-        os.ftruncate(self.fd, pos)
+        self.file.ftruncate(pos)
         self.size = pos
         self._next_offset = hdr.base_offset if pos > 0 else self.base_offset
         if pos == 0:
@@ -321,7 +337,7 @@ class LogSegment:
         last_ts, last_off = self.time_index.last_entry
         best = (last_ts, last_off)
         _o, p0 = self.offset_index.lookup(last_off)
-        for _p, h in iter_file_batches(self.fd, p0, self.size):
+        for _p, h in iter_file_batches(self.file, p0, self.size):
             if h.max_timestamp > best[0]:
                 best = (h.max_timestamp, h.last_offset)
         self._max_ts = best
@@ -350,7 +366,7 @@ class LogSegment:
         while valid < self.size:
             rel = valid - buf_pos
             if rel + HEADER_SIZE > len(buf):
-                buf = os.pread(self.fd, max(chunk, HEADER_SIZE), valid)
+                buf = self.file.pread(max(chunk, HEADER_SIZE), valid)
                 buf_pos, rel = valid, 0
             if len(buf) - rel < HEADER_SIZE:
                 reason = "torn batch header"
@@ -364,7 +380,7 @@ class LogSegment:
                 reason = f"torn batch at position {valid} (size {hdr.size})"
                 break
             if rel + hdr.size > len(buf):
-                buf = os.pread(self.fd, max(chunk, hdr.size), valid)
+                buf = self.file.pread(max(chunk, hdr.size), valid)
                 buf_pos, rel = valid, 0
             if crc32c(memoryview(buf)[rel + ATTRIBUTES_OFFSET : rel + hdr.size]) != hdr.crc:
                 reason = f"CRC mismatch at position {valid}"
@@ -386,7 +402,7 @@ class LogSegment:
             log.warning(
                 "%s: truncating %d bytes at position %d (%s)", self.log_path, truncated, valid, reason
             )
-            os.ftruncate(self.fd, valid)
+            self.file.ftruncate(valid)
             self.size = valid
         self._next_offset = prev_next
         if reset_txn_index:
@@ -415,7 +431,7 @@ class LogSegment:
 
     def flush(self) -> None:
         if not self.closed:
-            os.fsync(self.fd)
+            self.file.fsync()
             self.offset_index.flush()
             self.time_index.flush()
             self.txn_index.flush()
@@ -432,7 +448,7 @@ class LogSegment:
         self.time_index.close()
         self.offset_index.flush()  # writes made before an unload (roll) are synced by name
         self.time_index.flush()
-        os.close(self.fd)
+        self.file.close()
         self.closed = True
 
     def close_without_final_entry(self) -> None:
@@ -441,7 +457,7 @@ class LogSegment:
             return
         self.offset_index.close(sync=False)
         self.time_index.close(sync=False)
-        os.close(self.fd)
+        self.file.close()
         self.closed = True
 
     def mark_deleted(self) -> None:
@@ -455,11 +471,17 @@ class LogSegment:
             os.rename(self.txn_index.path, self.txn_index.path + ".deleted")
         self.txn_index.path += ".deleted"
         if os.path.exists(self.log_path):
-            os.rename(self.log_path, self.log_path + ".deleted")
-        self.log_path += ".deleted"
+            self.file.rename(self.log_path + ".deleted")
+        else:
+            self.file.path += ".deleted"
+
+    def hold_descriptors(self) -> None:
+        """The `.log` descriptor, if open now, stays open until close (its file is about to be unlinked)."""
+        self.file.hold()
 
     def unlink_files(self) -> None:
         """Remove the files but keep the descriptors open (they keep serving reads)."""
+        self.hold_descriptors()
         for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(p)
