@@ -68,6 +68,9 @@ DEFAULTS: dict[str, str] = {
     # kafkalite-only settings
     "kafkalite.emulate.kafka": "3.9",
     "kafkalite.shutdown.drain.ms": "5000",
+    # storage files kept open at once (LRU of descriptors); 0: half of the soft RLIMIT_NOFILE, which the
+    # broker first raises to the hard limit (the other half is for client sockets)
+    "kafkalite.storage.max.open.files": "0",
 }
 
 ENV_PREFIX = "KAFKALITE_"

@@ -40,6 +40,7 @@ def open_state(config: BrokerConfig) -> BrokerState:
     from storage import LogManager
 
     load_all()
+    _descriptor_budget(config)
     log_dir = config.log_dir
     log_dir.mkdir(parents=True, exist_ok=True)
     from storage import LogConfig
@@ -50,6 +51,16 @@ def open_state(config: BrokerConfig) -> BrokerState:
     except BaseException:
         lm.close()
         raise
+
+
+def _descriptor_budget(config: BrokerConfig) -> None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit and size storage's cache of open files from it."""
+    from storage import handles
+
+    old, soft, hard = handles.raise_nofile_limit()
+    capacity = handles.configure(config.get_int("kafkalite.storage.max.open.files", 0))
+    log.info("RLIMIT_NOFILE soft limit %d -> %d (hard %d); storage keeps at most %d files open",
+             old, soft, hard, capacity)
 
 
 async def _bind(listener: Listener) -> tuple[trio.socket.SocketType, Listener]:

@@ -7,7 +7,11 @@ our own sit in the log dir next to Kafka's (Kafka ignores plain files there): ``
 next unallocated producer-id block, so ids stay unique across restarts).
 
 All methods run on the trio thread unless noted; none of them awaits, so a handler's check-then-mutate
-sequence is atomic.
+sequence is atomic. Creating and deleting partition directories is blocking work proportional to what a client
+asked for, so the admin handlers do it in worker threads (``create_topic_logs``, ``remove_topic_logs``) between
+two trio-thread steps: first the name is reserved in ``pending_topics`` (a CreateTopics for it answers
+TOPIC_ALREADY_EXISTS, Metadata LEADER_NOT_AVAILABLE, as Kafka does for a topic being created or marked for
+deletion), then the topic is published (``register_topic``) or forgotten, and the reservation released.
 """
 from __future__ import annotations
 
@@ -110,6 +114,8 @@ class BrokerState:
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
         self.draining = False
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
+        # names whose partition directories are being created or removed in a worker thread right now
+        self.pending_topics: set[str] = set()
         self._pid_next = 0
         self._pid_limit = 0
         self.default_log_config = self._default_log_config()
@@ -228,15 +234,38 @@ class BrokerState:
 
     def create_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None, *,
                      topic_id: uuid.UUID | None = None) -> TopicInfo:
-        """Create a topic and its partition logs (callers validate first). Raises ValueError on bad config."""
+        """Create a topic and its partition logs (callers validate first). Raises ValueError on bad config,
+        StorageError when a partition cannot be created (then none of this topic's logs is left)."""
         overrides = {k: str(v) for k, v in (config or {}).items() if v is not None}
+        tid = topic_id or uuid.uuid4()
+        self.create_topic_logs(name, partitions, overrides, tid)
+        return self.register_topic(name, partitions, overrides, tid)
+
+    def create_topic_logs(self, name: str, partitions: int, overrides: Mapping[str, str], topic_id: uuid.UUID,
+                          start: int = 0) -> None:
+        """Create partition logs ``start..partitions-1`` (blocking; safe in a worker thread while the name
+        is reserved). All or nothing: if one fails, the ones made here are removed and the error raised."""
         log_config = self.log_config_for(overrides)
-        info = TopicInfo(name, topic_id or uuid.uuid4(), partitions, overrides, internal=name in INTERNAL_TOPICS)
-        for p in range(partitions):
-            self.logs.create_log(name, p, info.topic_id, log_config)
+        made: list[int] = []
+        try:
+            for p in range(start, partitions):
+                self.logs.create_log(name, p, topic_id, log_config)
+                made.append(p)
+        except BaseException:
+            for p in made:
+                try:
+                    self.logs.delete_log(name, p)
+                except Exception:
+                    log.exception("could not remove partition %s-%d after a failed creation", name, p)
+            raise
+
+    def register_topic(self, name: str, partitions: int, overrides: Mapping[str, str], topic_id: uuid.UUID, *,
+                       write_configs: bool = True) -> TopicInfo:
+        """Publish a topic whose logs exist (trio thread)."""
+        info = TopicInfo(name, topic_id, partitions, dict(overrides), internal=name in INTERNAL_TOPICS)
         self.topics[name] = info
         self.topics_by_id[info.topic_id] = info
-        if overrides:
+        if overrides and write_configs:
             self._write_topic_configs()
         log.info("created topic %s (%d partitions, id %s)", name, partitions, info.topic_id)
         return info
@@ -257,17 +286,32 @@ class BrokerState:
         info.partitions = total
 
     def delete_topic(self, name: str) -> None:
+        for plog in self.unregister_topic(name):
+            self.logs.remove_detached(plog)
+
+    def unregister_topic(self, name: str, *, write_configs: bool = True) -> list[Any]:
+        """Forget a topic (trio thread): wake its long polls, drop its committed offsets, and return its
+        logs, detached from storage, for ``remove_topic_logs`` (blocking) to delete."""
         info = self.topics.pop(name)
         self.topics_by_id.pop(info.topic_id, None)
-        self.logs.delete_topic(name)
+        detach = getattr(self.logs, "detach_topic", None)
+        plogs: list[Any] = detach(name) if detach is not None else []
+        if detach is None:
+            self.logs.delete_topic(name)
         for p in range(info.partitions):
             self.notify_append(name, p)
         groups = getattr(self, "groups", None)
         if groups is not None and hasattr(groups, "on_topics_deleted"):
             groups.on_topics_deleted([name])   # committed offsets of a deleted topic go too, as in Kafka
-        if info.config:
+        if info.config and write_configs:
             self._write_topic_configs()
         log.info("deleted topic %s", name)
+        return plogs
+
+    def remove_topic_logs(self, plogs: list[Any]) -> None:
+        """Delete detached partition directories (blocking: a worker thread)."""
+        for plog in plogs:
+            self.logs.remove_detached(plog)
 
     def set_topic_config(self, name: str, overrides: Mapping[str, str]) -> None:
         """Replace a topic's overrides (AlterConfigs semantics); applies to its logs if storage allows."""

@@ -12,6 +12,7 @@ half-deleted topics and are removed; `-future` and `-stray` ones are left alone.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -33,6 +34,7 @@ from storage.checkpoints import (
 )
 from storage.config import LogConfig
 from storage.errors import StorageError
+from storage.handles import TooManyOpenFilesError
 from storage.log import FD_GRACE_S, PartitionLog
 from storage.segment import LogSegment
 
@@ -46,6 +48,21 @@ CLEANER = "cleaner-offset-checkpoint"
 META = "meta.properties"
 METADATA_LOG = "__cluster_metadata"
 _DIR_RE = re.compile(r"^(.+)-(\d+)$")
+
+
+def _discard_partial_dir(path: str) -> None:
+    """Remove a partition directory whose creation failed half-way (renamed first, as a deletion is, so a
+    crash in the middle leaves a `-delete` directory the next start removes)."""
+    target = f"{path}.{uuid.uuid4().hex}-delete"
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        return
+    except OSError:
+        target = path
+    shutil.rmtree(target, ignore_errors=True)
+    if os.path.exists(target):
+        log.error("could not remove the half-made partition directory %s", target)
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -70,6 +87,7 @@ class LogManager:
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._zombies: list[tuple[float, LogSegment]] = []  # segments of deleted logs, fds still open
         self._zombie_lock = threading.Lock()
+        self._create_lock = threading.Lock()   # create_log may run in several worker threads at once
         self._lock_fd = -1
         self.broker_epoch = 0
         self.was_clean = False
@@ -164,19 +182,33 @@ class LogManager:
     def create_log(
         self, topic: str, partition: int, topic_id: uuid.UUID | None = None, config: LogConfig | None = None
     ) -> PartitionLog:
-        """Create `<topic>-<partition>` (idempotent: an existing log is returned, its config updated)."""
+        """Create `<topic>-<partition>` (idempotent: an existing log is returned, its config updated).
+
+        All or nothing: if any step fails (out of descriptors, out of space), the half-made directory is
+        removed and a StorageError (TooManyOpenFilesError for EMFILE/ENFILE) is raised. Thread-safe."""
         key = (topic, partition)
-        existing = self._logs.get(key)
-        if existing is not None:
-            if config is not None:
-                existing.update_config(config)
-            if topic_id is not None and existing.topic_id is None:
-                existing.set_topic_id(topic_id)
-            return existing
-        path = os.path.join(self.log_dir, f"{topic}-{partition}")
-        plog = PartitionLog.create(path, topic, partition, topic_id, config or self.default_config)
-        self._logs[key] = plog
-        return plog
+        with self._create_lock:
+            existing = self._logs.get(key)
+            if existing is not None:
+                if config is not None:
+                    existing.update_config(config)
+                if topic_id is not None and existing.topic_id is None:
+                    existing.set_topic_id(topic_id)
+                return existing
+            path = os.path.join(self.log_dir, f"{topic}-{partition}")
+            fresh = not os.path.exists(path)
+            try:
+                plog = PartitionLog.create(path, topic, partition, topic_id, config or self.default_config)
+            except (OSError, StorageError) as exc:
+                if fresh:
+                    _discard_partial_dir(path)
+                if isinstance(exc, StorageError):
+                    raise
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    raise TooManyOpenFilesError(f"cannot create {topic}-{partition}: {exc}") from exc
+                raise StorageError(f"cannot create {topic}-{partition}: {exc}") from exc
+            self._logs[key] = plog
+            return plog
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
@@ -197,10 +229,21 @@ class LogManager:
     def delete_log(self, topic: str, partition: int) -> None:
         plog = self._logs.pop((topic, partition), None)
         if plog is not None:
-            deadline = time.monotonic() + plog.config.file_delete_delay_ms / 1000
-            segs = plog.delete(close_files=False)
-            with self._zombie_lock:
-                self._zombies += [(deadline, seg) for seg in segs]
+            self.remove_detached(plog)
+
+    def detach_topic(self, topic: str) -> list[PartitionLog]:
+        """Take every partition of `topic` out of the manager at once (cheap: call on the owner thread);
+        then `remove_detached` each (blocking: a worker thread). The caller keeps the name reserved
+        until that is done, so that a new topic of the same name cannot meet the old directories."""
+        return [self._logs.pop(k) for k in [k for k in self._logs if k[0] == topic]]
+
+    def remove_detached(self, plog: PartitionLog) -> None:
+        """Remove a detached log's directory; its open descriptors keep serving in-flight reads until
+        file.delete.delay.ms (closed by `cleanup()`)."""
+        deadline = time.monotonic() + plog.config.file_delete_delay_ms / 1000
+        segs = plog.delete(close_files=False)
+        with self._zombie_lock:
+            self._zombies += [(deadline, seg) for seg in segs]
 
     def _close_zombies(self, force: bool = False) -> None:
         now = time.monotonic()

@@ -75,6 +75,9 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                 if not allow_create or name in INTERNAL_TOPICS:
                     topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
+                if name in state.pending_topics:   # being created or deleted in a worker thread
+                    topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
+                    continue
                 info = state.ensure_topic(name)
             topics.append(topic_metadata(state, info, include_ops))
 
