@@ -146,7 +146,22 @@ async def _periodic(state: BrokerState, method: str, interval_s: float) -> None:
             log.exception("storage %s failed", method)
 
 
+async def _load_pending(state: BrokerState) -> None:
+    """After a clean start storage registers partitions without loading them (quick start); load the rest in
+    a worker thread, a slice at a time, so retention and compaction reach every log."""
+    fn = getattr(state.logs, "load_pending", None)
+    while fn is not None:
+        try:
+            if not await trio.to_thread.run_sync(fn, 500):
+                return
+        except Exception:
+            log.exception("background loading of logs failed")
+            return
+        await trio.sleep(0.01)
+
+
 def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
+    nursery.start_soon(_load_pending, state)
     for method, key, default in HOUSEKEEPING:
         interval = max(state.config.get_int(key, default), 100) / 1000
         nursery.start_soon(_periodic, state, method, interval)

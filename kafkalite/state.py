@@ -181,7 +181,7 @@ class BrokerState:
             self.dynamic_broker_configs.pop(resource, None)
         self.broker_config_overrides = self._merged_dynamic()
         self.default_log_config = self._default_log_config()
-        for (topic, _p), plog in self.logs.logs():
+        for (topic, _p), plog in self._loaded_logs():   # logs loaded later take config_for's
             info = self.topics.get(topic)
             if info is not None:
                 plog.update_config(self.log_config_for(info.config))
@@ -208,7 +208,17 @@ class BrokerState:
         saved = self._read_json(TOPIC_CONFIGS_FILE)
         counts: dict[str, int] = {}
         ids: dict[str, uuid.UUID] = {}
-        for (topic, partition), plog in self.logs.logs():
+        partitions = getattr(self.logs, "partitions", None)
+        if partitions is not None:   # storage loads logs lazily: names from directories, ids from one each
+            for topic, partition in partitions():
+                counts[topic] = max(counts.get(topic, 0), partition + 1)
+            for topic, n in counts.items():
+                for p in range(n):
+                    tid = self.logs.topic_id_of(topic, p)
+                    if tid is not None and tid != uuid.UUID(int=0):
+                        ids[topic] = tid
+                        break
+        for (topic, partition), plog in self._loaded_logs():
             counts[topic] = max(counts.get(topic, 0), partition + 1)
             tid = getattr(plog, "topic_id", None)
             if tid is not None and tid != uuid.UUID(int=0):
@@ -220,14 +230,33 @@ class BrokerState:
             self.topics_by_id[info.topic_id] = info
         # storage opened every log with bare defaults: give each its topic's effective config again
         effective: dict[str, LogConfig] = {}
-        for (topic, _p), plog in self.logs.logs():
+
+        def config_for(topic: str) -> LogConfig:
             if topic not in effective:
+                info = self.topics.get(topic)
                 try:
-                    effective[topic] = self.log_config_for(self.topics[topic].config)
+                    effective[topic] = self.log_config_for(info.config if info is not None else {})
                 except ValueError as exc:
                     log.warning("ignoring invalid saved configs of topic %s: %s", topic, exc)
                     effective[topic] = self.default_log_config
-            plog.update_config(effective[topic])
+            return effective[topic]
+
+        for (topic, _p), plog in self._loaded_logs():
+            plog.update_config(config_for(topic))
+
+        def current_config_for(topic: str) -> LogConfig:   # for logs storage loads later (lazily)
+            info = self.topics.get(topic)
+            try:
+                return self.log_config_for(info.config if info is not None else {})
+            except ValueError:
+                return self.default_log_config
+
+        if hasattr(self.logs, "config_for"):
+            self.logs.config_for = current_config_for
+
+    def _loaded_logs(self) -> Any:
+        loaded = getattr(self.logs, "loaded_logs", None)
+        return loaded() if loaded is not None else self.logs.logs()
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get_log(topic, partition)

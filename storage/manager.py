@@ -8,10 +8,17 @@ when the directory is opened. Its presence at open means indexes and producer sn
 without it every log is recovered from its recovery point. Partition directories ending in `-delete` are
 half-deleted topics and are removed; `-future` and `-stray` ones are left alone. The KRaft metadata log
 `__cluster_metadata-0` is not a topic and is not loaded.
+
+Lazy loading. After a clean shutdown nothing needs recovery, so opening registers each partition directory by
+name only (with its checkpointed offsets) and loads it on first use (`get_log`), or in the background
+(`load_pending`, in slices from a worker thread), as Kafka's parallel log loading makes a start with many
+partitions quick. Checkpoints carry the values of logs not loaded yet over unchanged. After an unclean
+shutdown every log is loaded (and recovered) at open.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import json
@@ -22,10 +29,12 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from storage.checkpoints import (
     read_offset_checkpoint,
+    read_partition_metadata,
     read_properties,
     uuid_to_base64,
     write_atomic,
@@ -50,19 +59,52 @@ METADATA_LOG = "__cluster_metadata"
 _DIR_RE = re.compile(r"^(.+)-(\d+)$")
 
 
-def _discard_partial_dir(path: str) -> None:
-    """Remove a partition directory whose creation failed half-way (renamed first, as a deletion is, so a
-    crash in the middle leaves a `-delete` directory the next start removes)."""
-    target = f"{path}.{uuid.uuid4().hex}-delete"
+@dataclass(slots=True)
+class _Unloaded:
+    """A partition directory registered at a clean open, not loaded yet, and its checkpointed offsets."""
+
+    path: str
+    recovery_point: int | None
+    log_start_offset: int | None
+    high_watermark: int | None
+    cleaner: int | None
+
+
+def _sync_filesystem(path: str) -> None:
+    """Make everything written to the file system holding `path` durable (syncfs(2); sync(2) elsewhere)."""
     try:
-        os.rename(path, target)
-    except FileNotFoundError:
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        os.sync()
         return
-    except OSError:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise StorageError(f"syncfs of {path} failed: {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
+def _discard_partial_dir(path: str) -> str | None:
+    """Remove a partition directory whose creation failed half-way (renamed first, as a deletion is, so a
+    crash in the middle leaves a `-delete` directory the next start removes). Returns the path still to
+    remove when that failed (out of descriptors: removing a tree needs some), else None."""
+    if path.endswith("-delete"):
         target = path
+    else:
+        target = f"{path}.{uuid.uuid4().hex}-delete"
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            target = path
     shutil.rmtree(target, ignore_errors=True)
     if os.path.exists(target):
-        log.error("could not remove the half-made partition directory %s", target)
+        log.warning("could not remove %s yet; retrying at the next cleanup", target)
+        return target
+    return None
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -85,6 +127,12 @@ class LogManager:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._unloaded: dict[tuple[str, int], _Unloaded] = {}   # clean open: loaded on first use
+        self._load_lock = threading.RLock()
+        #: the config a log gets when it is loaded lazily (the broker sets it: topic overrides over defaults)
+        self.config_for: Callable[[str], LogConfig] | None = None
+        self._closing = False
+        self._removals: list[str] = []   # directories whose removal failed (out of descriptors): retried
         self._zombies: list[tuple[float, LogSegment]] = []  # segments of deleted logs, fds still open
         self._zombie_lock = threading.Lock()
         self._create_lock = threading.Lock()   # create_log may run in several worker threads at once
@@ -149,6 +197,7 @@ class LogManager:
         recovery = self._read_checkpoint(RECOVERY_POINT)
         starts = self._read_checkpoint(LOG_START)
         cleaned = self._read_checkpoint(CLEANER)
+        hws = self._read_checkpoint(REPLICATION) if clean else {}
         for name in sorted(os.listdir(self.log_dir)):
             path = os.path.join(self.log_dir, name)
             if not os.path.isdir(path):
@@ -160,6 +209,10 @@ class LogManager:
             tp = parse_partition_dir(name)
             if tp is None or tp[0] == METADATA_LOG:
                 continue
+            if clean:
+                self._unloaded[tp] = _Unloaded(path, recovery.get(tp), starts.get(tp), hws.get(tp),
+                                               cleaned.get(tp))
+                continue
             plog = PartitionLog.open(
                 path, tp[0], tp[1], self.default_config, clean=clean,
                 recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
@@ -168,8 +221,56 @@ class LogManager:
             self._logs[tp] = plog
         if clean:
             os.unlink(marker)
-        log.info("loaded %d logs from %s (%s shutdown)", len(self._logs), self.log_dir,
-                 "clean" if clean else "unclean")
+        log.info("loaded %d logs from %s (%s shutdown)%s", len(self._logs), self.log_dir,
+                 "clean" if clean else "unclean",
+                 f"; {len(self._unloaded)} registered, loaded on first use" if self._unloaded else "")
+
+    def _materialize(self, key: tuple[str, int]) -> PartitionLog | None:
+        """Load a partition registered at a clean open (any thread; once)."""
+        with self._load_lock:
+            plog = self._logs.get(key)
+            if plog is not None:
+                return plog
+            spec = self._unloaded.get(key)
+            if spec is None or self._closing:
+                return None
+            cfg = self.config_for(key[0]) if self.config_for is not None else self.default_config
+            plog = PartitionLog.open(spec.path, key[0], key[1], cfg, clean=True,
+                                     recovery_point=spec.recovery_point or 0,
+                                     log_start_offset=spec.log_start_offset or 0)
+            plog.cleaner_checkpoint = min(spec.cleaner or 0, plog.log_end_offset)
+            self._logs[key] = plog
+            del self._unloaded[key]
+            return plog
+
+    def load_pending(self, limit: int = 1000) -> int:
+        """Load up to `limit` logs not loaded yet (blocking: a worker thread); returns how many remain."""
+        for key in list(self._unloaded)[:limit]:
+            if self._closing:
+                break
+            try:
+                self._materialize(key)
+            except (OSError, StorageError):
+                log.exception("loading %s-%d failed", *key)
+                self._unloaded.pop(key, None)
+        return len(self._unloaded)
+
+    def partitions(self) -> list[tuple[str, int]]:
+        """Every (topic, partition) of the log dir, loaded or not."""
+        return [*self._logs, *self._unloaded]
+
+    def topic_id_of(self, topic: str, partition: int) -> uuid.UUID | None:
+        """The topic id recorded for a partition, without loading it."""
+        plog = self._logs.get((topic, partition))
+        if plog is not None:
+            return plog.topic_id
+        spec = self._unloaded.get((topic, partition))
+        if spec is None:
+            return None
+        try:
+            return read_partition_metadata(os.path.join(spec.path, "partition.metadata"))
+        except (OSError, ValueError):
+            return None
 
     def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         try:
@@ -188,7 +289,7 @@ class LogManager:
         removed and a StorageError (TooManyOpenFilesError for EMFILE/ENFILE) is raised. Thread-safe."""
         key = (topic, partition)
         with self._create_lock:
-            existing = self._logs.get(key)
+            existing = self._logs.get(key) or self._materialize(key)
             if existing is not None:
                 if config is not None:
                     existing.update_config(config)
@@ -201,7 +302,7 @@ class LogManager:
                 plog = PartitionLog.create(path, topic, partition, topic_id, config or self.default_config)
             except (OSError, StorageError) as exc:
                 if fresh:
-                    _discard_partial_dir(path)
+                    self._remove_dir(path)
                 if isinstance(exc, StorageError):
                     raise
                 if exc.errno in (errno.EMFILE, errno.ENFILE):
@@ -211,10 +312,20 @@ class LogManager:
             return plog
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
-        return self._logs.get((topic, partition))
+        plog = self._logs.get((topic, partition))
+        if plog is None and self._unloaded:
+            return self._materialize((topic, partition))
+        return plog
 
     def logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
-        """Iterate ((topic, partition), PartitionLog) pairs (a snapshot: safe while logs change)."""
+        """Iterate ((topic, partition), PartitionLog) pairs (a snapshot: safe while logs change), loading
+        every log not loaded yet (blocking); `loaded_logs()` skips those."""
+        if self._unloaded:
+            self.load_pending(len(self._unloaded))
+        return self.loaded_logs()
+
+    def loaded_logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
+        """The logs loaded so far; `partitions()` names every partition, `get_log` loads one."""
         return iter(list(self._logs.items()))
 
     def delete_topic(self, topic: str) -> None:
@@ -223,27 +334,48 @@ class LogManager:
         The files go at once; their descriptors are closed by `cleanup()` after file.delete.delay.ms so
         that in-flight sendfile regions stay valid. Checkpoints drop the partitions at the next checkpoint.
         """
-        for key in [k for k in self._logs if k[0] == topic]:
+        for key in [k for k in (*self._logs, *self._unloaded) if k[0] == topic]:
             self.delete_log(*key)
 
     def delete_log(self, topic: str, partition: int) -> None:
-        plog = self._logs.pop((topic, partition), None)
+        plog: PartitionLog | str | None = self._logs.pop((topic, partition), None)
+        if plog is None:
+            spec = self._unloaded.pop((topic, partition), None)
+            plog = spec.path if spec is not None else None
         if plog is not None:
             self.remove_detached(plog)
 
-    def detach_topic(self, topic: str) -> list[PartitionLog]:
+    def detach_topic(self, topic: str) -> list[PartitionLog | str]:
         """Take every partition of `topic` out of the manager at once (cheap: call on the owner thread);
         then `remove_detached` each (blocking: a worker thread). The caller keeps the name reserved
         until that is done, so that a new topic of the same name cannot meet the old directories."""
-        return [self._logs.pop(k) for k in [k for k in self._logs if k[0] == topic]]
+        with self._load_lock:
+            out: list[PartitionLog | str] = [self._logs.pop(k) for k in [k for k in self._logs if k[0] == topic]]
+            out += [self._unloaded.pop(k).path for k in [k for k in self._unloaded if k[0] == topic]]
+        return out
 
-    def remove_detached(self, plog: PartitionLog) -> None:
+    def remove_detached(self, plog: PartitionLog | str) -> None:
         """Remove a detached log's directory; its open descriptors keep serving in-flight reads until
-        file.delete.delay.ms (closed by `cleanup()`)."""
+        file.delete.delay.ms (closed by `cleanup()`). A path is a log that was never loaded."""
+        if isinstance(plog, str):
+            self._remove_dir(plog)
+            return
         deadline = time.monotonic() + plog.config.file_delete_delay_ms / 1000
         segs = plog.delete(close_files=False)
         with self._zombie_lock:
             self._zombies += [(deadline, seg) for seg in segs]
+
+    def _remove_dir(self, path: str) -> None:
+        left = _discard_partial_dir(path)
+        if left is not None:
+            with self._zombie_lock:
+                self._removals.append(left)
+
+    def _retry_removals(self) -> None:
+        with self._zombie_lock:
+            todo, self._removals = self._removals, []
+        for path in todo:
+            self._remove_dir(path)
 
     def _close_zombies(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -263,18 +395,22 @@ class LogManager:
         """Flush rolled segments, then write the four offset checkpoint files (recovery points, log start
         offsets, high watermarks, cleaner). Blocking: call from a worker thread."""
         logs = list(self._logs.items())
+        lazy = list(self._unloaded.items())   # not loaded since a clean open: their values carry over
         for _k, plog in logs:
             if not plog.closed:
                 plog.flush_rolled()
-        write_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT),
-                                {k: v.recovery_point for k, v in logs})
-        write_offset_checkpoint(os.path.join(self.log_dir, LOG_START),
-                                {k: v.log_start_offset for k, v in logs
-                                 if v.log_start_offset > v.segments[0].base_offset})
-        write_offset_checkpoint(os.path.join(self.log_dir, REPLICATION),
-                                {k: v.high_watermark for k, v in logs})
-        write_offset_checkpoint(os.path.join(self.log_dir, CLEANER),
-                                {k: v.cleaner_checkpoint for k, v in logs if v.cleaner_checkpoint > 0})
+        rp = {k: u.recovery_point for k, u in lazy if u.recovery_point is not None}
+        ls = {k: u.log_start_offset for k, u in lazy if u.log_start_offset is not None}
+        hw = {k: u.high_watermark for k, u in lazy if u.high_watermark is not None}
+        cl = {k: u.cleaner for k, u in lazy if u.cleaner is not None}
+        rp.update({k: v.recovery_point for k, v in logs})
+        ls.update({k: v.log_start_offset for k, v in logs if v.log_start_offset > v.segments[0].base_offset})
+        hw.update({k: v.high_watermark for k, v in logs})
+        cl.update({k: v.cleaner_checkpoint for k, v in logs if v.cleaner_checkpoint > 0})
+        write_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT), rp)
+        write_offset_checkpoint(os.path.join(self.log_dir, LOG_START), ls)
+        write_offset_checkpoint(os.path.join(self.log_dir, REPLICATION), hw)
+        write_offset_checkpoint(os.path.join(self.log_dir, CLEANER), cl)
 
     def flush_all(self) -> None:
         for _k, plog in list(self._logs.items()):
@@ -304,6 +440,7 @@ class LogManager:
             plog.purge_deleted()
             plog.producer_state.remove_expired(now, self.producer_id_expiration_ms)
         self._close_zombies()
+        self._retry_removals()
         self.flush_dirty(now)
 
     def enforce_retention(self) -> None:
@@ -317,8 +454,13 @@ class LogManager:
         """Clean close: flush + close every log, write checkpoints, then `.kafka_cleanshutdown`."""
         if self.closed:
             return
-        for _k, plog in list(self._logs.items()):
-            plog.close(clean=clean)
+        self._closing = True
+        with self._load_lock:
+            logs = list(self._logs.items())
+        for _k, plog in logs:
+            plog.close(clean=clean, sync=False)
+        if clean:
+            _sync_filesystem(self.log_dir)   # one syncfs for every log instead of fsyncs per partition
         self._close_zombies(force=True)
         if clean:
             self.checkpoint()

@@ -436,18 +436,20 @@ class LogSegment:
             self.time_index.flush()
             self.txn_index.flush()
 
-    def close(self) -> None:
-        """Final time-index entry (if the max timestamp is known), trim indexes, close files."""
+    def close(self, sync: bool = True) -> None:
+        """Final time-index entry (if the max timestamp is known), trim indexes, close files (fsync unless
+        `sync` is False: then the caller syncs the file system)."""
         if self.closed:
             return
         if self._max_ts is not None and not self._inactive:
             self.time_index.maybe_append(*self._max_ts, skip_full_check=True)
         self.offset_index.trim()
         self.time_index.trim()
-        self.offset_index.close()
-        self.time_index.close()
-        self.offset_index.flush()  # writes made before an unload (roll) are synced by name
-        self.time_index.flush()
+        self.offset_index.close(sync=sync)
+        self.time_index.close(sync=sync)
+        if sync:
+            self.offset_index.flush()  # writes made before an unload (roll) are synced by name
+            self.time_index.flush()
         self.file.close()
         self.closed = True
 
