@@ -254,6 +254,24 @@ class BrokerState:
         if hasattr(self.logs, "config_for"):
             self.logs.config_for = current_config_for
 
+    def leader_epoch_of(self, topic: str, partition: int) -> int:
+        """The epoch we serve a partition at (see ``leader_epoch``), without loading a lazily opened log."""
+        fn = getattr(self.logs, "leader_epoch_of", None)
+        if fn is None:
+            return leader_epoch(self.logs.get_log(topic, partition))
+        return max(int(fn(topic, partition)), 0)
+
+    async def ensure_loaded(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Load, in a worker thread, those partitions storage registered at start but has not loaded yet
+        (after a clean start logs load on first use; a request naming thousands must not load them on the
+        event loop)."""
+        unloaded = getattr(self.logs, "unloaded", None)
+        if unloaded is None:
+            return
+        pending = unloaded(list(keys))
+        if pending:
+            await trio.to_thread.run_sync(self.logs.load, pending)
+
     def _loaded_logs(self) -> Any:
         loaded = getattr(self.logs, "loaded_logs", None)
         return loaded() if loaded is not None else self.logs.logs()

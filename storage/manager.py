@@ -12,8 +12,11 @@ half-deleted topics and are removed; `-future` and `-stray` ones are left alone.
 Lazy loading. After a clean shutdown nothing needs recovery, so opening registers each partition directory by
 name only (with its checkpointed offsets) and loads it on first use (`get_log`), or in the background
 (`load_pending`, in slices from a worker thread), as Kafka's parallel log loading makes a start with many
-partitions quick. Checkpoints carry the values of logs not loaded yet over unchanged. After an unclean
-shutdown every log is loaded (and recovered) at open.
+partitions quick. Checkpoints carry the values of logs not loaded yet over unchanged. The latest leader
+epoch of every partition (Metadata answers it for each) is kept at clean close in a file of ours,
+`kafkalite-leader-epochs` (offset-checkpoint format), so an unloaded partition's epoch is known without
+reading its directory. After an unclean shutdown, or without that file (a data dir written by Kafka),
+every log is loaded (and recovered) at open.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ LOG_START = "log-start-offset-checkpoint"
 REPLICATION = "replication-offset-checkpoint"
 CLEANER = "cleaner-offset-checkpoint"
 META = "meta.properties"
+LEADER_EPOCHS = "kafkalite-leader-epochs"
 METADATA_LOG = "__cluster_metadata"
 _DIR_RE = re.compile(r"^(.+)-(\d+)$")
 
@@ -68,6 +72,7 @@ class _Unloaded:
     log_start_offset: int | None
     high_watermark: int | None
     cleaner: int | None
+    leader_epoch: int
 
 
 def _sync_filesystem(path: str) -> None:
@@ -198,6 +203,9 @@ class LogManager:
         starts = self._read_checkpoint(LOG_START)
         cleaned = self._read_checkpoint(CLEANER)
         hws = self._read_checkpoint(REPLICATION) if clean else {}
+        epochs_path = os.path.join(self.log_dir, LEADER_EPOCHS)
+        lazy = clean and os.path.exists(epochs_path)
+        epochs = self._read_checkpoint(LEADER_EPOCHS) if lazy else {}
         for name in sorted(os.listdir(self.log_dir)):
             path = os.path.join(self.log_dir, name)
             if not os.path.isdir(path):
@@ -209,9 +217,9 @@ class LogManager:
             tp = parse_partition_dir(name)
             if tp is None or tp[0] == METADATA_LOG:
                 continue
-            if clean:
+            if lazy and tp in epochs:
                 self._unloaded[tp] = _Unloaded(path, recovery.get(tp), starts.get(tp), hws.get(tp),
-                                               cleaned.get(tp))
+                                               cleaned.get(tp), epochs[tp])
                 continue
             plog = PartitionLog.open(
                 path, tp[0], tp[1], self.default_config, clean=clean,
@@ -221,6 +229,8 @@ class LogManager:
             self._logs[tp] = plog
         if clean:
             os.unlink(marker)
+        if os.path.exists(epochs_path):
+            os.unlink(epochs_path)   # only valid for the clean stop that wrote it
         log.info("loaded %d logs from %s (%s shutdown)%s", len(self._logs), self.log_dir,
                  "clean" if clean else "unclean",
                  f"; {len(self._unloaded)} registered, loaded on first use" if self._unloaded else "")
@@ -253,6 +263,33 @@ class LogManager:
             except (OSError, StorageError):
                 log.exception("loading %s-%d failed", *key)
                 self._unloaded.pop(key, None)
+        return len(self._unloaded)
+
+    def load(self, keys: list[tuple[str, int]]) -> None:
+        """Load these partitions if they are not loaded yet (blocking: a worker thread)."""
+        for key in keys:
+            if key in self._unloaded:
+                self._materialize(key)
+
+    def unloaded(self, keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Those of `keys` registered but not loaded yet (cheap)."""
+        pending = self._unloaded
+        return [k for k in keys if k in pending] if pending else []
+
+    def leader_epoch_of(self, topic: str, partition: int) -> int:
+        """The partition's latest leader epoch (-1: none), without loading it."""
+        plog = self._logs.get((topic, partition))
+        if plog is not None:
+            return plog.latest_epoch()
+        spec = self._unloaded.get((topic, partition))
+        if spec is not None:
+            return spec.leader_epoch
+        plog = self.get_log(topic, partition)
+        return plog.latest_epoch() if plog is not None else -1
+
+    @property
+    def pending_loads(self) -> int:
+        """How many registered partitions are not loaded yet."""
         return len(self._unloaded)
 
     def partitions(self) -> list[tuple[str, int]]:
@@ -464,6 +501,9 @@ class LogManager:
         self._close_zombies(force=True)
         if clean:
             self.checkpoint()
+            epochs = {k: u.leader_epoch for k, u in self._unloaded.items()}
+            epochs.update({k: v.latest_epoch() for k, v in logs})
+            write_offset_checkpoint(os.path.join(self.log_dir, LEADER_EPOCHS), epochs)
             write_atomic(
                 os.path.join(self.log_dir, CLEAN_SHUTDOWN),
                 json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":")).encode(),

@@ -150,6 +150,8 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     version = ctx.version
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     min_bytes = max(req.min_bytes, 0)
+    if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
+        await state.ensure_loaded(_keys(state, req, version))
     while True:
         resp, total, errored = _collect(state, req, version)
         if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.draining:

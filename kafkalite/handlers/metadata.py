@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name, leader_epoch
+from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name
 from wire.errors import ErrorCode
 from wire.messages import MetadataRequest, MetadataResponse
 
@@ -29,11 +29,11 @@ _AUTHORIZED_OPS_UNSET = -2147483648
 
 def topic_metadata(state: BrokerState, info: TopicInfo, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
     node = state.node_id
-    get_log = state.logs.get_log
+    epoch_of = state.leader_epoch_of   # answers for lazily loaded logs without loading them
     partitions = [
         MetadataResponse.MetadataResponsePartition(
             error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
-            leader_epoch=leader_epoch(get_log(info.name, p)), replica_nodes=[node], isr_nodes=[node],
+            leader_epoch=epoch_of(info.name, p), replica_nodes=[node], isr_nodes=[node],
             offline_replicas=[])
         for p in range(info.partitions)
     ]
