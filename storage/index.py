@@ -201,6 +201,11 @@ class _Index:
         self._dirty = False
         self._fh.fsync()
 
+    def mark_synced(self) -> None:
+        """Count pending writes as durable (the caller syncs the whole file system next)."""
+        self._dirty = False
+        self._fh.dirty = False
+
     def close(self, sync: bool = True) -> None:
         """Close the file and drop the in-memory entries; unless `sync`, unsynced writes stay pending
         for the next flush()."""

@@ -571,15 +571,31 @@ class PartitionLog:
                     raise
         self._sync_meta()
 
-    def flush_rolled(self) -> None:
+    def flush_rolled(self, *, sync: bool = True) -> None:
         """fsync segments that were rolled since the last flush and move the recovery point to the active
-        segment's base (Kafka flushes a rolled segment in the background). Call from a worker thread."""
+        segment's base (Kafka flushes a rolled segment in the background). Call from a worker thread.
+
+        With `sync=False` only the bookkeeping is done (what is pending counts as synced): the caller makes
+        the whole file system durable right after, before it persists the recovery point."""
         with self._lock:
             segs = self._view[0]
             active_base = segs[-1].base_offset
             todo = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset > self.recovery_point]
-        self._fsync_segments(todo)
+        if sync:
+            self._fsync_segments(todo)
+        else:
+            for seg in todo:
+                seg.mark_synced()
+            self._meta_dirty = set()
+            self._dir_dirty = False
         self.recovery_point = max(self.recovery_point, active_base)
+
+    @property
+    def rolled_unsynced(self) -> bool:
+        """Whether `flush_rolled` has anything to fsync (small metadata files, a new directory entry, or
+        segments rolled since the recovery point)."""
+        segs = self._view[0]
+        return bool(self._meta_dirty or self._dir_dirty or segs[-1].base_offset > self.recovery_point)
 
     def close(self, clean: bool = True, *, sync: bool = True) -> None:
         """Clean close: flush, producer snapshot at the log end offset, final time-index entries, trim.

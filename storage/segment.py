@@ -436,6 +436,12 @@ class LogSegment:
             self.time_index.flush()
             self.txn_index.flush()
 
+    def mark_synced(self) -> None:
+        """Count pending writes as durable (the caller syncs the whole file system next)."""
+        self.file.dirty = False
+        self.offset_index.mark_synced()
+        self.time_index.mark_synced()
+
     def close(self, sync: bool = True) -> None:
         """Final time-index entry (if the max timestamp is known), trim indexes, close files (fsync unless
         `sync` is False: then the caller syncs the file system)."""
