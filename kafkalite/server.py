@@ -152,10 +152,14 @@ async def _load_pending(state: BrokerState) -> None:
     fn = getattr(state.logs, "load_pending", None)
     while fn is not None:
         try:
-            if not await trio.to_thread.run_sync(fn, 500):
-                return
+            left = await trio.to_thread.run_sync(fn, 500)
         except Exception:
             log.exception("background loading of logs failed")
+            return
+        from kafkalite.state import freeze_long_lived
+
+        freeze_long_lived()
+        if not left:
             return
         await trio.sleep(0.01)
 

@@ -271,6 +271,8 @@ class BrokerState:
         pending = unloaded(list(keys))
         if pending:
             await trio.to_thread.run_sync(self.logs.load, pending)
+            if len(pending) > 100:
+                freeze_long_lived()
 
     def _loaded_logs(self) -> Any:
         loaded = getattr(self.logs, "loaded_logs", None)
@@ -428,6 +430,15 @@ class BrokerState:
         for evs in waiters.values():
             for ev in evs:
                 ev.set()
+
+
+def freeze_long_lived() -> None:
+    """Move everything allocated so far out of the cyclic collector's reach (gc.freeze), after creating or
+    loading many partition logs: they live until deleted, and a full collection that walks millions of such
+    objects holds the GIL (so the event loop) for seconds. The CLI does the same once after startup."""
+    import gc
+
+    gc.freeze()
 
 
 def _random_cluster_id() -> str:

@@ -25,7 +25,7 @@ import trio
 
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.state import BrokerState, invalid_topic_name
+from kafkalite.state import BrokerState, freeze_long_lived, invalid_topic_name
 from kafkalite.topic_configs import describe_topic, validate_topic_configs
 from storage.errors import StorageError
 from wire.errors import ErrorCode
@@ -132,3 +132,5 @@ async def _create(state: BrokerState, todo: list[tuple[int, str, int, dict[str, 
             state.pending_topics.discard(name)
         if with_configs:
             state._write_topic_configs()
+        if sum(t[2] for t in todo) > 100:
+            freeze_long_lived()

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import uuid
 
+import trio
+
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name
 from wire.errors import ErrorCode
@@ -25,6 +27,7 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _ZERO_UUID = uuid.UUID(int=0)
 _AUTHORIZED_OPS_UNSET = -2147483648
+BIG_METADATA_PARTITIONS = 5000   # an all-topics answer larger than this is built in a worker thread
 
 
 def topic_metadata(state: BrokerState, info: TopicInfo, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
@@ -55,7 +58,12 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
     include_ops = version >= 8 and bool(req.include_topic_authorized_operations)
     topics: list[MetadataResponse.MetadataResponseTopic] = []
     if req.topics is None or (version == 0 and not req.topics):
-        topics = [topic_metadata(state, info, include_ops) for info in list(state.topics.values())]
+        infos = list(state.topics.values())
+        if sum(i.partitions for i in infos) > BIG_METADATA_PARTITIONS:   # build it off the event loop
+            topics = await trio.to_thread.run_sync(
+                lambda: [topic_metadata(state, info, include_ops) for info in infos])
+        else:
+            topics = [topic_metadata(state, info, include_ops) for info in infos]
     else:
         allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
         for t in req.topics:
