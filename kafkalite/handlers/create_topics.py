@@ -125,6 +125,8 @@ async def _create(state: BrokerState, todo: list[tuple[int, str, int, dict[str, 
             else:
                 state.register_topic(name, partitions, overrides, topic_id, write_configs=False)
                 with_configs = with_configs or bool(overrides)
+                if partitions > 100:
+                    freeze_long_lived()   # before the next topic's objects make a full collection long
             finally:
                 state.pending_topics.discard(name)
     finally:
@@ -132,5 +134,3 @@ async def _create(state: BrokerState, todo: list[tuple[int, str, int, dict[str, 
             state.pending_topics.discard(name)
         if with_configs:
             state._write_topic_configs()
-        if sum(t[2] for t in todo) > 100:
-            freeze_long_lived()
