@@ -97,6 +97,8 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     failed = False
     responses: list[ProduceResponse.TopicProduceResponse] = []
     txns = state.txns
+    if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
+        await state.ensure_loaded([(t.name, pd.index) for t in req.topic_data for pd in t.partition_data])
     for topic in req.topic_data:
         name = topic.name
         topic_info = state.topics.get(name)
