@@ -389,3 +389,28 @@ def test_many_logs_close_with_one_syncfs_and_a_failed_one_leaves_out_the_marker(
     lm = LogManager.open(str(tmp_path), LogConfig())
     assert lm.was_clean and lm.get_log("t", 0).log_end_offset == 1  # type: ignore[union-attr]
     lm.close()
+
+
+def test_a_failed_bulk_syncfs_at_checkpoint_puts_the_bookkeeping_back(tmp_path: Path) -> None:
+    """A checkpoint over many rolled logs syncs the file system once; when that fails the rolled segments stay
+    pending and the recovery points stay where they were (on disk and in memory) until a sync works."""
+    from storage.manager import BULK_SYNC_LOGS
+
+    n = BULK_SYNC_LOGS + 6
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=100))
+    logs = [lm.create_log("t", p, uuid.uuid4()) for p in range(n)]
+    assert lm.checkpoint()
+    for log in logs:
+        for i in range(3):
+            log.append(_batch(i), now_ms=NOW + i)   # each append past 100 bytes rolls
+    assert all(len(log.segments) > 1 and log.rolled_unsynced for log in logs)
+    old_rp = (tmp_path / "recovery-point-offset-checkpoint").read_bytes()
+    with fs.faults() as inj:
+        inj.fail("dir", "fsync", errno.EIO)
+        assert not lm.checkpoint()
+    assert all(log.recovery_point == 0 and log.rolled_unsynced for log in logs)
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_bytes() == old_rp
+    assert lm.checkpoint()
+    assert all(log.recovery_point == log.segments[-1].base_offset > 0 for log in logs)
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_bytes() != old_rp
+    lm.close()
