@@ -263,6 +263,9 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          at_least(1)),
     _def("kafkalite.loop.stall.warn.ms", "long", "100",
          "log a warning when the event loop is held longer than this (0: never)", at_least(0)),
+    _def("kafkalite.storage.max.open.files", "int", "0",
+         "storage files kept open at once (an LRU of descriptors); 0: half of the soft RLIMIT_NOFILE, which "
+         "the broker first raises to the hard limit (the other half is for client sockets)", at_least(0)),
 )}
 
 

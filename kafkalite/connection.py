@@ -36,7 +36,9 @@ path; here a request costs one (the wait for the next request), and a connection
 Responses are sent zero-copy where it matters: in-memory chunks go out with ``sendmsg`` (scatter/gather, no
 joining), file-region chunks ``(fd, offset, length)`` with ``os.sendfile`` from the segment file, so record
 bytes of large fetches never pass through Python. The sendfile path corks the socket (TCP_CORK) so the
-response header and the regions leave in full segments, and always uncorks, even on error. Responses whose
+response header and the regions leave in full segments, and always uncorks, even on error. A region's
+source is a descriptor or a storage file handle (descriptors on demand, storage.handles): the handle is
+pinned while its region is sent, so its descriptor cannot be closed (and its number reused) mid-send. Responses whose
 regions total at most ``SMALL_REGION_BYTES`` (a consumer at the log end fetching a batch or two) are
 instead read with ``pread`` and sent with the rest in one ``sendmsg``: one syscall instead of four
 (cork, sendmsg, sendfile, uncork), which is what a tailing consumer's latency and the broker's CPU per
@@ -344,8 +346,15 @@ class Connection:
                     if pending:
                         await self._send_buffers(pending)
                         pending = []
-                    fd, offset, length = chunk
-                    await self._sendfile(fd, offset, length)
+                    src, offset, length = chunk
+                    if isinstance(src, int):
+                        await self._sendfile(src, offset, length)
+                    else:
+                        fd = src.acquire()   # pinned: the descriptor stays open while the region is sent
+                        try:
+                            await self._sendfile(fd, offset, length)
+                        finally:
+                            src.release()
                 elif len(chunk):
                     pending.append(chunk)
             if pending:
@@ -419,9 +428,10 @@ async def reap_idle(connections: set[Connection], idle_timeout: float,
                 conn.cancel_scope.cancel()
 
 
-def _read_region(fd: int, offset: int, length: int) -> bytes:
-    """The bytes of a small file region (page cache, in practice: a tail consumer reads what was just written)."""
-    data = os.pread(fd, length, offset)
+def _read_region(src: Any, offset: int, length: int) -> bytes:
+    """The bytes of a small file region (page cache, in practice: a tail consumer reads what was just written).
+    ``src`` is a descriptor or a storage file handle (which pins itself for the read)."""
+    data = os.pread(src, length, offset) if type(src) is int else src.pread(length, offset)
     if len(data) != length:
-        raise ConnectionClosed(f"segment file region ended early (fd {fd} offset {offset})")
+        raise ConnectionClosed(f"segment file region ended early ({src} offset {offset})")
     return data

@@ -49,6 +49,7 @@ def open_state(config: BrokerConfig) -> BrokerState:
     from storage import LogManager
 
     load_all()
+    _descriptor_budget(config)
     log_dir = config.log_dir
     _prepare_log_dir(log_dir)
     from storage import LogConfig
@@ -75,6 +76,16 @@ def _prepare_log_dir(log_dir: Path) -> None:
         raise ConfigError(f"log.dirs: cannot create {log_dir}: {exc.strerror or exc}") from None
     if not os.access(log_dir, os.W_OK | os.X_OK):
         raise ConfigError(f"log.dirs: {log_dir} is not writable (permission denied)")
+
+
+def _descriptor_budget(config: BrokerConfig) -> None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit and size storage's cache of open files from it."""
+    from storage import handles
+
+    old, soft, hard = handles.raise_nofile_limit()
+    capacity = handles.configure(config.get_int("kafkalite.storage.max.open.files", 0))
+    log.info("RLIMIT_NOFILE soft limit %d -> %d (hard %d); storage keeps at most %d files open",
+             old, soft, hard, capacity)
 
 
 async def _bind(listener: Listener) -> tuple[trio.socket.SocketType, Listener]:
@@ -176,7 +187,22 @@ async def _periodic(state: BrokerState, method: str, interval_s: float) -> None:
         await trio.to_thread.run_sync(fn)
 
 
+async def _load_pending(state: BrokerState) -> None:
+    """After a clean start storage registers partitions without loading them (quick start); load the rest in
+    a worker thread, a slice at a time, so retention and compaction reach every log."""
+    fn = getattr(state.logs, "load_pending", None)
+    while fn is not None:
+        left = await trio.to_thread.run_sync(fn, 500)   # a failure: the supervisor logs it and retries
+        from kafkalite.state import freeze_long_lived
+
+        freeze_long_lived()
+        if not left:
+            return
+        await trio.sleep(0.01)
+
+
 def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
+    state.supervisor.start_soon(nursery, "storage.load_pending", _load_pending, state)
     for method, key, default in HOUSEKEEPING:
         interval = max(state.config.get_int(key, default), 100) / 1000
         state.supervisor.start_soon(nursery, f"storage.{method}", _periodic, state, method, interval)

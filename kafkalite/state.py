@@ -7,7 +7,11 @@ our own sit in the log dir next to Kafka's (Kafka ignores plain files there): ``
 next unallocated producer-id block, so ids stay unique across restarts).
 
 All methods run on the trio thread unless noted; none of them awaits, so a handler's check-then-mutate
-sequence is atomic.
+sequence is atomic. Creating and deleting partition directories is blocking work proportional to what a client
+asked for, so the admin handlers do it in worker threads (``create_topic_logs``, ``remove_topic_logs``) between
+two trio-thread steps: first the name is reserved in ``pending_topics`` (a CreateTopics for it answers
+TOPIC_ALREADY_EXISTS, Metadata LEADER_NOT_AVAILABLE, as Kafka does for a topic being created or marked for
+deletion), then the topic is published (``register_topic``) or forgotten, and the reservation released.
 """
 from __future__ import annotations
 
@@ -116,6 +120,8 @@ class BrokerState:
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
         self.draining = False
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
+        # names whose partition directories are being created or removed in a worker thread right now
+        self.pending_topics: set[str] = set()
         self._pid_next = 0
         self._pid_limit = 0
         self.default_log_config = self._default_log_config()
@@ -181,7 +187,7 @@ class BrokerState:
             self.dynamic_broker_configs.pop(resource, None)
         self.broker_config_overrides = self._merged_dynamic()
         self.default_log_config = self._default_log_config()
-        for (topic, _p), plog in self.logs.logs():
+        for (topic, _p), plog in self._loaded_logs():   # logs loaded later take config_for's
             info = self.topics.get(topic)
             if info is not None:
                 plog.update_config(self.log_config_for(info.config))
@@ -208,7 +214,17 @@ class BrokerState:
         saved = self._read_json(TOPIC_CONFIGS_FILE)
         counts: dict[str, int] = {}
         ids: dict[str, uuid.UUID] = {}
-        for (topic, partition), plog in self.logs.logs():
+        partitions = getattr(self.logs, "partitions", None)
+        if partitions is not None:   # storage loads logs lazily: names from directories, ids from one each
+            for topic, partition in partitions():
+                counts[topic] = max(counts.get(topic, 0), partition + 1)
+            for topic, n in counts.items():
+                for p in range(n):
+                    tid = self.logs.topic_id_of(topic, p)
+                    if tid is not None and tid != uuid.UUID(int=0):
+                        ids[topic] = tid
+                        break
+        for (topic, partition), plog in self._loaded_logs():
             counts[topic] = max(counts.get(topic, 0), partition + 1)
             tid = getattr(plog, "topic_id", None)
             if tid is not None and tid != uuid.UUID(int=0):
@@ -218,7 +234,7 @@ class BrokerState:
                              internal=topic in INTERNAL_TOPICS)
             self.topics[topic] = info
             self.topics_by_id[info.topic_id] = info
-        for (topic, _p), plog in self.logs.logs():
+        for (topic, _p), plog in self._loaded_logs():   # (lazily loaded logs: loaded after a clean stop only)
             if getattr(plog, "topic_id", 0) is None:   # partition.metadata was missing or damaged: rewrite it
                 try:
                     plog.set_topic_id(self.topics[topic].topic_id)
@@ -226,29 +242,91 @@ class BrokerState:
                     log.warning("could not rewrite partition.metadata of %s: %s", plog, exc)
         # storage opened every log with bare defaults: give each its topic's effective config again
         effective: dict[str, LogConfig] = {}
-        for (topic, _p), plog in self.logs.logs():
+
+        def config_for(topic: str) -> LogConfig:
             if topic not in effective:
+                info = self.topics.get(topic)
                 try:
-                    effective[topic] = self.log_config_for(self.topics[topic].config)
+                    effective[topic] = self.log_config_for(info.config if info is not None else {})
                 except ValueError as exc:
                     log.warning("ignoring invalid saved configs of topic %s: %s", topic, exc)
                     effective[topic] = self.default_log_config
-            plog.update_config(effective[topic])
+            return effective[topic]
+
+        for (topic, _p), plog in self._loaded_logs():
+            plog.update_config(config_for(topic))
+
+        def current_config_for(topic: str) -> LogConfig:   # for logs storage loads later (lazily)
+            info = self.topics.get(topic)
+            try:
+                return self.log_config_for(info.config if info is not None else {})
+            except ValueError:
+                return self.default_log_config
+
+        if hasattr(self.logs, "config_for"):
+            self.logs.config_for = current_config_for
+
+    def leader_epoch_of(self, topic: str, partition: int) -> int:
+        """The epoch we serve a partition at (see ``leader_epoch``), without loading a lazily opened log."""
+        fn = getattr(self.logs, "leader_epoch_of", None)
+        if fn is None:
+            return leader_epoch(self.logs.get_log(topic, partition))
+        return max(int(fn(topic, partition)), 0)
+
+    async def ensure_loaded(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Load, in a worker thread, those partitions storage registered at start but has not loaded yet
+        (after a clean start logs load on first use; a request naming thousands must not load them on the
+        event loop)."""
+        unloaded = getattr(self.logs, "unloaded", None)
+        if unloaded is None:
+            return
+        pending = unloaded(list(keys))
+        if pending:
+            await trio.to_thread.run_sync(self.logs.load, pending)
+            if len(pending) > 100:
+                freeze_long_lived()
+
+    def _loaded_logs(self) -> Any:
+        loaded = getattr(self.logs, "loaded_logs", None)
+        return loaded() if loaded is not None else self.logs.logs()
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get_log(topic, partition)
 
     def create_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None, *,
                      topic_id: uuid.UUID | None = None) -> TopicInfo:
-        """Create a topic and its partition logs (callers validate first). Raises ValueError on bad config."""
+        """Create a topic and its partition logs (callers validate first). Raises ValueError on bad config,
+        StorageError when a partition cannot be created (then none of this topic's logs is left)."""
         overrides = {k: str(v) for k, v in (config or {}).items() if v is not None}
+        tid = topic_id or uuid.uuid4()
+        self.create_topic_logs(name, partitions, overrides, tid)
+        return self.register_topic(name, partitions, overrides, tid)
+
+    def create_topic_logs(self, name: str, partitions: int, overrides: Mapping[str, str], topic_id: uuid.UUID,
+                          start: int = 0) -> None:
+        """Create partition logs ``start..partitions-1`` (blocking; safe in a worker thread while the name
+        is reserved). All or nothing: if one fails, the ones made here are removed and the error raised."""
         log_config = self.log_config_for(overrides)
-        info = TopicInfo(name, topic_id or uuid.uuid4(), partitions, overrides, internal=name in INTERNAL_TOPICS)
-        for p in range(partitions):
-            self.logs.create_log(name, p, info.topic_id, log_config)
+        made: list[int] = []
+        try:
+            for p in range(start, partitions):
+                self.logs.create_log(name, p, topic_id, log_config)
+                made.append(p)
+        except BaseException:
+            for p in made:
+                try:
+                    self.logs.delete_log(name, p)
+                except Exception:
+                    log.exception("could not remove partition %s-%d after a failed creation", name, p)
+            raise
+
+    def register_topic(self, name: str, partitions: int, overrides: Mapping[str, str], topic_id: uuid.UUID, *,
+                       write_configs: bool = True) -> TopicInfo:
+        """Publish a topic whose logs exist (trio thread)."""
+        info = TopicInfo(name, topic_id, partitions, dict(overrides), internal=name in INTERNAL_TOPICS)
         self.topics[name] = info
         self.topics_by_id[info.topic_id] = info
-        if overrides:
+        if overrides and write_configs:
             self._write_topic_configs()
         log.info("created topic %s (%d partitions, id %s)", name, partitions, info.topic_id)
         return info
@@ -269,17 +347,32 @@ class BrokerState:
         info.partitions = total
 
     def delete_topic(self, name: str) -> None:
+        for plog in self.unregister_topic(name):
+            self.logs.remove_detached(plog)
+
+    def unregister_topic(self, name: str, *, write_configs: bool = True) -> list[Any]:
+        """Forget a topic (trio thread): wake its long polls, drop its committed offsets, and return its
+        logs, detached from storage, for ``remove_topic_logs`` (blocking) to delete."""
         info = self.topics.pop(name)
         self.topics_by_id.pop(info.topic_id, None)
-        self.logs.delete_topic(name)
+        detach = getattr(self.logs, "detach_topic", None)
+        plogs: list[Any] = detach(name) if detach is not None else []
+        if detach is None:
+            self.logs.delete_topic(name)
         for p in range(info.partitions):
             self.notify_append(name, p)
         groups = getattr(self, "groups", None)
         if groups is not None and hasattr(groups, "on_topics_deleted"):
             groups.on_topics_deleted([name])   # committed offsets of a deleted topic go too, as in Kafka
-        if info.config:
+        if info.config and write_configs:
             self._write_topic_configs()
         log.info("deleted topic %s", name)
+        return plogs
+
+    def remove_topic_logs(self, plogs: list[Any]) -> None:
+        """Delete detached partition directories (blocking: a worker thread)."""
+        for plog in plogs:
+            self.logs.remove_detached(plog)
 
     def set_topic_config(self, name: str, overrides: Mapping[str, str]) -> None:
         """Replace a topic's overrides (AlterConfigs semantics); applies to its logs if storage allows."""
@@ -378,6 +471,15 @@ def _read_pid_block(path: Path) -> int | None:
     except (OSError, ValueError):
         return None
     return value if 0 <= value < 2**63 - PRODUCER_ID_BLOCK and text.isdigit() else None
+
+
+def freeze_long_lived() -> None:
+    """Move everything allocated so far out of the cyclic collector's reach (gc.freeze), after creating or
+    loading many partition logs: they live until deleted, and a full collection that walks millions of such
+    objects holds the GIL (so the event loop) for seconds. The CLI does the same once after startup."""
+    import gc
+
+    gc.freeze()
 
 
 def _random_cluster_id() -> str:

@@ -19,6 +19,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Protocol
 
 from storage.errors import CorruptRecordError, InvalidRecordError
 
@@ -212,23 +213,42 @@ def iter_batches(buf: bytes | bytearray | memoryview, start: int = 0) -> Iterato
         pos += hdr.size
 
 
+class Preadable(Protocol):
+    """A file opened on demand (storage.handles.FileHandle): positional reads and its size."""
+
+    def pread(self, n: int, offset: int) -> bytes: ...
+
+    def size(self) -> int: ...
+
+
 def iter_file_batches(
-    fd: int, start: int = 0, end: int | None = None, chunk: int = 16384
+    fd: int | Preadable, start: int = 0, end: int | None = None, chunk: int = 16384
 ) -> Iterator[tuple[int, BatchHeader]]:
     """Yield (position, header) of each batch in a file region, reading headers with pread in chunks.
 
+    `fd` is a descriptor or a handle that opens its file on demand (each read pins it only while it runs).
     Stops silently at a tail too short to hold a header or a whole batch, or at a header that is not
     magic 2 (the caller decides whether that is corruption by comparing the last position with `end`).
     """
-    if end is None:
-        end = os.fstat(fd).st_size
+    if isinstance(fd, int):
+        raw = fd
+
+        def pread(n: int, offset: int) -> bytes:
+            return os.pread(raw, n, offset)
+
+        if end is None:
+            end = os.fstat(raw).st_size
+    else:
+        pread = fd.pread
+        if end is None:
+            end = fd.size()
     pos = start
     buf = b""
     buf_pos = 0
     while end - pos >= HEADER_SIZE:
         rel = pos - buf_pos
         if rel < 0 or rel + HEADER_SIZE > len(buf):
-            buf = os.pread(fd, min(chunk, end - pos), pos)
+            buf = pread(min(chunk, end - pos), pos)
             buf_pos = pos
             rel = 0
             if len(buf) < HEADER_SIZE:

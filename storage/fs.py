@@ -2,7 +2,8 @@
 
 Theory of operation. Storage modules call `fs.<op>(...)` (module attribute, looked up at call time) for each
 step that changes a file: `open` (with a create or write flag), `write`, `pwrite`, `pwritev`, `ftruncate`,
-`fsync`, `replace`, `rename`, `unlink`, `makedirs`. By default each name *is* the `os` function, so the hot
+`fsync`, `syncfs` (a whole file system, by a descriptor of a directory on it), `replace`, `rename`, `unlink`,
+`makedirs`. By default each name *is* the `os` function, so the hot
 path (one `pwritev` per append, one `pwrite` per index entry) pays exactly what a direct `os.` call pays.
 
 Tests replace the layer with `faults()`, which swaps the names for wrappers that classify each call by the
@@ -25,7 +26,9 @@ unlink, mkdir. `short=True` makes the first failing write store half its bytes a
 
 from __future__ import annotations
 
+import ctypes
 import errno as _errno
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -40,12 +43,33 @@ pwrite = os.pwrite
 pwritev = os.pwritev
 ftruncate = os.ftruncate
 fsync = os.fsync
+
+
+def syncfs(fd: int) -> None:
+    """syncfs(2): make everything written to the file system holding `fd` durable (sync(2) without it)."""
+    fn = _libc_syncfs()
+    if fn is None:
+        os.sync()
+        return
+    if fn(fd) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"syncfs failed: {os.strerror(err)}")
+
+
+@functools.cache
+def _libc_syncfs() -> Any:
+    try:
+        return ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+
+
 replace = os.replace
 rename = os.rename
 unlink = os.unlink
 makedirs = os.makedirs
 
-_OPS = ("open", "write", "pwrite", "pwritev", "ftruncate", "fsync", "replace", "rename", "unlink", "makedirs")
+_OPS = ("open", "write", "pwrite", "pwritev", "ftruncate", "fsync", "syncfs", "replace", "rename", "unlink", "makedirs")
 _ORIGINAL: dict[str, Any] = {name: globals()[name] for name in _OPS}
 _CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                 "replication-offset-checkpoint", "cleaner-offset-checkpoint")
@@ -186,6 +210,10 @@ def _wrappers(inj: Injector) -> dict[str, Any]:
         inj._raise("fsync", _fd_path(fd))
         orig["fsync"](fd)
 
+    def syncfs_(fd: int) -> None:
+        inj._raise("fsync", _fd_path(fd))   # step "dir": the log dir's file system as a whole
+        orig["syncfs"](fd)
+
     def replace_(src: str, dst: str) -> None:
         inj._raise("rename", dst)
         orig["replace"](src, dst)
@@ -204,7 +232,7 @@ def _wrappers(inj: Injector) -> dict[str, Any]:
         orig["makedirs"](path, mode, exist_ok)
 
     return {"open": open_, "write": write_, "pwrite": pwrite_, "pwritev": pwritev_, "ftruncate": ftruncate_,
-            "fsync": fsync_, "replace": replace_, "rename": rename_, "unlink": unlink_, "makedirs": makedirs_}
+            "fsync": fsync_, "syncfs": syncfs_, "replace": replace_, "rename": rename_, "unlink": unlink_, "makedirs": makedirs_}
 
 
 def install(inj: Injector) -> None:

@@ -8,7 +8,11 @@ timestamp. Entries are kept in memory as two parallel `array`s (looked up with b
 written with pwrite at `entries * entry_size`. The active segment's files are preallocated (sparse,
 ftruncate) to `segment.index.bytes` rounded down to the entry size, and trimmed to the valid size on roll
 and close, so that Kafka, which takes an existing file's length as its entry count, reads them correctly.
-Files are opened and loaded lazily on first use, as Kafka's LazyIndex does.
+Files are opened and loaded lazily on first use, as Kafka's LazyIndex does. The file is a
+`storage.handles.FileHandle`: a descriptor only while it sits in the process-wide LRU of open files (every
+write pins it for its syscall); the entries themselves live in arrays or a read-only mmap, which stays
+valid after its descriptor is closed, so an index being looked up holds no descriptor. An index that
+becomes inactive (roll) drops its entries and unmaps; it is mapped again on its next lookup.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Iterator
 
 from storage import fs
 from storage.errors import CorruptRecordError, RollbackFailedError
+from storage.handles import FileHandle, TooManyOpenFilesError
 
 _OFF = struct.Struct(">ii")
 _TIME = struct.Struct(">qi")
@@ -68,10 +73,9 @@ class _Index:
     _val_fmt = ">i"
 
     def __init__(self, path: str, base_offset: int, max_index_size: int) -> None:
-        self.path = path
+        self._fh = FileHandle(path)
         self.base_offset = base_offset
         self.max_index_size = max_index_size - max_index_size % self.entry_size
-        self._fd = -1
         self._loaded = False
         # relative offsets (offset index) or timestamps (time index); positions or relative offsets
         self._keys: array[int] | _Col = array(self._key_type)
@@ -81,21 +85,43 @@ class _Index:
         self._dirty = False
         self._preallocated = False
 
+    @property
+    def path(self) -> str:
+        return self._fh.path
+
+    @path.setter
+    def path(self, value: str) -> None:
+        self._fh.path = value
+
     # -- lifecycle -----------------------------------------------------------------------------------
     def _ensure(self) -> None:
         if self._loaded:
             return
-        self._fd = fs.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = os.fstat(self._fd).st_size
-        self._file_size = size
-        n = self._valid_entries(size // self.entry_size)
-        if n >= MMAP_MIN_ENTRIES and n * self.entry_size == size:
-            self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+        try:
+            fd = self._fh.acquire()   # opens (and creates) the file; a mapping outlives the descriptor
+        except FileNotFoundError:
+            # a deleted segment's index, unlinked before a late reader loaded it: an index only speeds up
+            # lookups, so answer from no entries (the reader scans the segment's still-open .log)
+            self._keys, self._vals = array(self._key_type), array(self._val_type)
+            self._file_size = 0
+            self._loaded = True
+            return
+        try:
+            size = os.fstat(fd).st_size
+            self._file_size = size
+            n = self._valid_entries(size // self.entry_size)
+            mm = None
+            if n >= MMAP_MIN_ENTRIES and n * self.entry_size == size:
+                mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        finally:
+            self._fh.release()
+        if mm is not None:
+            self._mm = mm
             key_size = struct.calcsize(self._key_fmt)
-            self._keys = _Col(self._mm, self._key_fmt, 0, self.entry_size, n)
-            self._vals = _Col(self._mm, self._val_fmt, key_size, self.entry_size, n)
+            self._keys = _Col(mm, self._key_fmt, 0, self.entry_size, n)
+            self._vals = _Col(mm, self._val_fmt, key_size, self.entry_size, n)
         else:
-            data = os.pread(self._fd, n * self.entry_size, 0) if n else b""
+            data = self._fh.pread(n * self.entry_size, 0) if n else b""
             self._decode(data, n)
         self._loaded = True
 
@@ -120,7 +146,7 @@ class _Index:
         zero = bytes(self.entry_size)
 
         def is_zero(i: int) -> bool:
-            return os.pread(self._fd, self.entry_size, i * self.entry_size) == zero
+            return self._fh.pread(self.entry_size, i * self.entry_size) == zero
 
         if n == 0 or not is_zero(n - 1):
             return n
@@ -138,8 +164,9 @@ class _Index:
 
     @property
     def fd(self) -> int:
+        """A descriptor of the file, unpinned (tests and tools; valid for one immediate syscall)."""
         self._ensure()
-        return self._fd
+        return self._fh.fileno()
 
     @property
     def entries(self) -> int:
@@ -161,7 +188,7 @@ class _Index:
         new_size -= new_size % self.entry_size
         new_size = max(new_size, len(self._keys) * self.entry_size)
         if new_size != self._file_size:
-            fs.ftruncate(self._fd, new_size)
+            self._fh.ftruncate(new_size)
             self._file_size = new_size
         self.max_index_size = new_size
         self._preallocated = True
@@ -172,33 +199,33 @@ class _Index:
             return
         valid = len(self._keys) * self.entry_size
         if self._file_size != valid:
-            fs.ftruncate(self._fd, valid)
+            self._fh.ftruncate(valid)
             self._file_size = valid
             self._dirty = True
         self.max_index_size = valid
         self._preallocated = False
 
     def flush(self) -> None:
-        """fsync pending writes (safe from a worker thread while the owner thread may unload the index)."""
+        """fsync pending writes (safe from a worker thread while the owner thread may unload the index: the
+        handle reopens the file by name if its descriptor was given back meanwhile)."""
         if not self._dirty:
             return
-        fd = self._fd
-        if self._loaded and fd >= 0:
-            try:
-                fs.fsync(fd)
-                self._dirty = False
-                return
-            except OSError:  # unloaded by the owner thread meanwhile (roll): sync by name below
-                pass
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            fs.fsync(fd)
-        finally:
-            os.close(fd)
         self._dirty = False
+        try:
+            self._fh.fsync()   # through fs.fsync; reopens by name if the descriptor was given back
+        except BaseException:
+            self._dirty = True
+            raise
+
+    def mark_synced(self) -> None:
+        """Count pending writes as durable (the caller syncs the whole file system next)."""
+        self._dirty = False
+        self._fh.dirty = False
+
+    def mark_unsynced(self) -> None:
+        """Undo `mark_synced` (the file-system sync failed)."""
+        self._dirty = True
+        self._fh.dirty = True
 
     def close(self, sync: bool = True) -> None:
         """Close the file and drop the in-memory entries; unless `sync`, unsynced writes stay pending
@@ -207,13 +234,11 @@ class _Index:
             self._mm.close()
             self._mm = None
         try:
-            if self._fd >= 0 and sync and self._dirty:
-                fs.fsync(self._fd)
+            if sync and self._dirty:
+                self._fh.fsync()
                 self._dirty = False
         finally:  # a failed fsync leaves the write pending (dirty) for a flush by name, never an open fd
-            if self._fd >= 0:
-                os.close(self._fd)
-            self._fd = -1
+            self._fh.evict()
             self._loaded = False
             self._keys = array(self._key_type)
             self._vals = array(self._val_type)
@@ -224,8 +249,7 @@ class _Index:
             fs.unlink(self.path)
 
     def rename(self, new_path: str) -> None:
-        fs.rename(self.path, new_path)
-        self.path = new_path
+        self._fh.rename(new_path)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild) keeping the preallocated size."""
@@ -240,10 +264,10 @@ class _Index:
         # cannot survive a crash and a trimmed file stays exactly its valid entries
         start = n * self.entry_size
         if start < self._file_size:
-            fs.ftruncate(self._fd, start)
+            self._fh.ftruncate(start)
             size = max(start, self.max_index_size) if self._preallocated else start
             if size > start:
-                fs.ftruncate(self._fd, size)
+                self._fh.ftruncate(size)
             self._file_size = size
 
     def _append_entry(self, key: int, val: int, blob: bytes) -> None:
@@ -254,8 +278,10 @@ class _Index:
         n = len(keys)
         pos = n * self.entry_size
         try:
-            if fs.pwrite(self._fd, blob, pos) != len(blob):
+            if self._fh.pwrite(blob, pos) != len(blob):
                 raise OSError(28, f"short write to {self.path}")
+        except TooManyOpenFilesError:
+            raise   # the file did not even open: nothing was written, nothing to undo
         except OSError as exc:
             self._undo_entry(n, exc)
             raise
@@ -268,9 +294,9 @@ class _Index:
     def _undo_entry(self, n: int, cause: OSError) -> None:
         valid = n * self.entry_size
         try:
-            fs.ftruncate(self._fd, valid)
+            self._fh.ftruncate(valid)
             if self._file_size > valid:
-                fs.ftruncate(self._fd, self._file_size)
+                self._fh.ftruncate(self._file_size)
         except OSError as exc:
             raise RollbackFailedError(f"{self.path}: cannot undo a failed entry write ({cause}): {exc}") from exc
 
@@ -285,7 +311,7 @@ class _Index:
     def file_bytes(self) -> bytes:
         """The valid entries as they are (or will be, once trimmed) on disk."""
         self._ensure()
-        return os.pread(self._fd, len(self._keys) * self.entry_size, 0)
+        return self._fh.pread(len(self._keys) * self.entry_size, 0)
 
 
 class OffsetIndex(_Index):
@@ -405,7 +431,7 @@ class TimeIndex(_Index):
             keys, _vals = self._arrays()
             if len(keys) * self.entry_size >= self._file_size:
                 # final entry on a trimmed or exactly-full file: grow by one entry
-                fs.ftruncate(self._fd, (len(keys) + 1) * self.entry_size)
+                self._fh.ftruncate((len(keys) + 1) * self.entry_size)
                 self._file_size = (len(keys) + 1) * self.entry_size
             rel = offset - self.base_offset
             self._append_entry(timestamp, rel, _TIME.pack(timestamp, rel))

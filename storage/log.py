@@ -8,8 +8,9 @@ The 61-byte patched header and the untouched body go to the page cache in one pw
 `flush()` (safe from a worker thread) or when flush.messages / flush.ms say so. The log end offset is the last
 batch's last offset + 1; on a single node the high watermark equals it.
 
-Reads return whole batches as file regions `(fd, position, length)` for os.sendfile, starting with the batch
-that holds the requested offset. Timestamp lookups use the time index, then the records' own timestamps.
+Reads return whole batches as file regions `(handle, position, length)` for os.sendfile, starting with the
+batch that holds the requested offset; the handle (storage.handles.FileHandle) opens its file on demand and
+is pinned by the sender while it runs, so no descriptor is held per partition. Timestamp lookups use the time index, then the records' own timestamps.
 
 Opening: leftover `.cleaned`/`.deleted` files are removed and `.swap` files completed (Kafka's LogLoader);
 after an unclean stop every segment from the recovery point on is validated batch by batch, truncated at the
@@ -28,6 +29,7 @@ from its recovery point, as Kafka takes a log dir offline.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import os
 import shutil
@@ -72,6 +74,7 @@ from storage.errors import (
     RollbackFailedError,
     StorageError,
 )
+from storage.handles import FileHandle
 from storage.producer_state import CompletedTxn, ProducerStateManager
 from storage.segment import LogSegment, segment_name
 from storage.txn_index import AbortedTxn
@@ -561,13 +564,16 @@ class PartitionLog:
                 log_end_offset=self._leo,
             )
 
-    def read(self, offset: int, max_bytes: int, min_one: bool = True) -> list[tuple[int, int, int]]:
-        """Whole batches from the one holding `offset`, as (fd, position, length) regions; [] at LEO."""
+    def read(self, offset: int, max_bytes: int, min_one: bool = True) -> list[tuple[FileHandle, int, int]]:
+        """Whole batches from the one holding `offset`, as (file handle, position, length) regions; [] at LEO.
+
+        Send a region with `with handle.pinned() as fd: os.sendfile(sock, fd, position, length)`, or read it
+        with `handle.pread(length, position)`."""
         if self.closed or self.offline is not None:
             self._refuse()
         self._check_range(offset)
         leo = self._leo
-        out: list[tuple[int, int, int]] = []
+        out: list[tuple[FileHandle, int, int]] = []
         segs, bases = self._view
         i = max(bisect.bisect_right(bases, offset) - 1, 0)
         remaining = max_bytes
@@ -581,7 +587,7 @@ class PartitionLog:
             pos, length, nxt = r
             if length == 0:
                 break
-            out.append((seg.fd, pos, length))
+            out.append((seg.file, pos, length))
             remaining -= length
             cur = nxt
             if remaining <= 0 or nxt < seg.next_offset:
@@ -589,7 +595,7 @@ class PartitionLog:
         return out
 
     def read_bytes(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
-        return b"".join(os.pread(fd, n, pos) for fd, pos, n in self.read(offset, max_bytes, min_one))
+        return b"".join(f.pread(n, pos) for f, pos, n in self.read(offset, max_bytes, min_one))
 
     def batches(self, start_offset: int = 0) -> list[tuple[LogSegment, int, BatchHeader]]:
         """(segment, position, header) of every batch with last offset >= start_offset (tools, tests)."""
@@ -668,22 +674,55 @@ class PartitionLog:
                     raise
         self._sync_meta()
 
-    def flush_rolled(self) -> None:
+    def flush_rolled(self, *, sync: bool = True) -> Callable[[], None]:
         """fsync segments that were rolled since the last flush and move the recovery point to the active
-        segment's base (Kafka flushes a rolled segment in the background). Call from a worker thread."""
+        segment's base (Kafka flushes a rolled segment in the background). Call from a worker thread.
+
+        With `sync=False` only the bookkeeping is done (what is pending counts as synced): the caller makes
+        the whole file system durable right after, before it persists the recovery point; if that fails it
+        calls the returned function, which puts the bookkeeping back (pending again, old recovery point)."""
         with self._lock:
             segs = self._view[0]
             active_base = segs[-1].base_offset
             todo = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset > self.recovery_point]
-        self._fsync_segments(todo)
-        self.recovery_point = max(self.recovery_point, active_base)
+        old_rp = self.recovery_point
+        if sync:
+            self._fsync_segments(todo)
+            undo = _nothing
+        else:
+            meta, dir_dirty = self._meta_dirty, self._dir_dirty
+            for seg in todo:
+                seg.mark_synced()
+            self._meta_dirty = set()
+            self._dir_dirty = False
 
-    def close(self, clean: bool = True) -> None:
+            def undo() -> None:
+                for seg in todo:
+                    seg.mark_unsynced()
+                self._meta_dirty |= meta
+                self._dir_dirty = self._dir_dirty or dir_dirty
+                self.recovery_point = min(self.recovery_point, old_rp)
+
+        self.recovery_point = max(self.recovery_point, active_base)
+        return undo
+
+    @property
+    def rolled_unsynced(self) -> bool:
+        """Whether `flush_rolled` has anything to fsync (small metadata files, a new directory entry, or
+        segments rolled since the recovery point)."""
+        segs = self._view[0]
+        return bool(self._meta_dirty or self._dir_dirty or segs[-1].base_offset > self.recovery_point)
+
+    def close(self, clean: bool = True, *, sync: bool = True) -> None:
         """Clean close: flush, producer snapshot at the log end offset, final time-index entries, trim.
 
         Every file is closed even when a step fails (a full or failing disk); the first failure is raised
         afterwards as KafkaStorageError, so the caller leaves out the clean-shutdown marker and the next
-        start recovers. An offline partition is closed without touching its files, and raises too."""
+        start recovers. An offline partition is closed without touching its files, and raises too.
+
+        With `sync=False` nothing is fsynced: the caller makes the whole file system durable at once
+        afterwards (LogManager.close: one syncfs instead of several fsyncs per partition), and writes the
+        marker only if that succeeds."""
         if self.closed:
             return
         failed: BaseException | None = None
@@ -691,8 +730,18 @@ class PartitionLog:
             clean = False
             failed = LogOfflineError(f"{self.topic}-{self.partition} is offline: {self.offline}")
         if clean:
-            steps: list[Callable[[], object]] = [self.flush, lambda: self.producer_state.take_snapshot(self._leo)]
-            steps += [seg.close for seg in self._view[0]]
+            def flush() -> None:
+                if sync:
+                    self.flush()
+                else:
+                    self.recovery_point = max(self.recovery_point, self._leo)
+
+            def snapshot() -> None:
+                if not os.path.exists(self.producer_state.snapshot_path(self._leo)):
+                    self.producer_state.take_snapshot(self._leo, sync=sync)   # Kafka: only if there is news
+
+            steps: list[Callable[[], object]] = [flush, snapshot]
+            steps += [functools.partial(seg.close, sync=sync) for seg in self._view[0]]
             for step in steps:
                 try:
                     step()
@@ -723,6 +772,9 @@ class PartitionLog:
         with self._lock:
             segs = list(self._view[0]) + [s for _d, s in self._doomed]
             self._doomed = []
+        if not close_files:
+            for seg in segs:
+                seg.hold_descriptors()
         target = f"{self.dir}.{uuid.uuid4().hex}-delete"
         try:
             os.rename(self.dir, target)
@@ -733,6 +785,10 @@ class PartitionLog:
 
     def __repr__(self) -> str:
         return f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, leo={self._leo})"
+
+
+def _nothing() -> None:
+    return None
 
 
 def _now() -> int:

@@ -13,11 +13,24 @@ A failing disk never ends housekeeping or close: a failed flush or checkpoint fi
 when it recovers) and the rest still runs; close closes every file whatever fails, and writes
 `.kafka_cleanshutdown` only if every log was flushed and closed and every checkpoint written, so that the
 next start recovers whatever may not be durable. A damaged checkpoint file is ignored with a warning
-(Kafka's LogManager resets the recovery points then: a full recovery after an unclean stop).
+(Kafka's LogManager resets the recovery points then: a full recovery after an unclean stop). With many logs
+(more than BULK_SYNC_LOGS to sync), checkpoint and close make them durable with one syncfs of the log dir's
+file system instead of fsyncs per file (`fs.syncfs`, a fault-injected step like the fsyncs it replaces); a
+failed syncfs puts the bookkeeping back and counts as a failed flush.
+
+Lazy loading. After a clean shutdown nothing needs recovery, so opening registers each partition directory by
+name only (with its checkpointed offsets) and loads it on first use (`get_log`), or in the background
+(`load_pending`, in slices from a worker thread), as Kafka's parallel log loading makes a start with many
+partitions quick. Checkpoints carry the values of logs not loaded yet over unchanged. The latest leader
+epoch of every partition (Metadata answers it for each) is kept at clean close in a file of ours,
+`kafkalite-leader-epochs` (offset-checkpoint format), so an unloaded partition's epoch is known without
+reading its directory. After an unclean shutdown, or without that file (a data dir written by Kafka),
+every log is loaded (and recovered) at open.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import json
@@ -29,10 +42,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from storage import fs
 from storage.checkpoints import (
     read_offset_checkpoint,
+    read_partition_metadata,
     read_properties,
     uuid_to_base64,
     write_atomic,
@@ -41,6 +56,7 @@ from storage.checkpoints import (
 )
 from storage.config import LogConfig
 from storage.errors import StorageError
+from storage.handles import TooManyOpenFilesError
 from storage.log import FD_GRACE_S, PartitionLog
 from storage.segment import LogSegment
 
@@ -52,8 +68,53 @@ LOG_START = "log-start-offset-checkpoint"
 REPLICATION = "replication-offset-checkpoint"
 CLEANER = "cleaner-offset-checkpoint"
 META = "meta.properties"
+LEADER_EPOCHS = "kafkalite-leader-epochs"
+BULK_SYNC_LOGS = 64   # a checkpoint with more logs to fsync than this syncs the file system once instead
 METADATA_LOG = "__cluster_metadata"
 _DIR_RE = re.compile(r"^(.+)-(\d+)$")
+
+
+@dataclass(slots=True)
+class _Unloaded:
+    """A partition directory registered at a clean open, not loaded yet, and its checkpointed offsets."""
+
+    path: str
+    recovery_point: int | None
+    log_start_offset: int | None
+    high_watermark: int | None
+    cleaner: int | None
+    leader_epoch: int
+
+
+def _sync_filesystem(path: str) -> None:
+    """Make everything written to the file system holding `path` durable (`fs.syncfs`: syncfs(2), or sync(2)
+    where libc has none); OSError if it reports a failure."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fs.syncfs(fd)
+    finally:
+        os.close(fd)
+
+
+def _discard_partial_dir(path: str) -> str | None:
+    """Remove a partition directory whose creation failed half-way (renamed first, as a deletion is, so a
+    crash in the middle leaves a `-delete` directory the next start removes). Returns the path still to
+    remove when that failed (out of descriptors: removing a tree needs some), else None."""
+    if path.endswith("-delete"):
+        target = path
+    else:
+        target = f"{path}.{uuid.uuid4().hex}-delete"
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            target = path
+    shutil.rmtree(target, ignore_errors=True)
+    if os.path.exists(target):
+        log.warning("could not remove %s yet; retrying at the next cleanup", target)
+        return target
+    return None
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -76,8 +137,15 @@ class LogManager:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._unloaded: dict[tuple[str, int], _Unloaded] = {}   # clean open: loaded on first use
+        self._load_lock = threading.RLock()
+        #: the config a log gets when it is loaded lazily (the broker sets it: topic overrides over defaults)
+        self.config_for: Callable[[str], LogConfig] | None = None
+        self._closing = False
+        self._removals: list[str] = []   # directories whose removal failed (out of descriptors): retried
         self._zombies: list[tuple[float, LogSegment]] = []  # segments of deleted logs, fds still open
         self._zombie_lock = threading.Lock()
+        self._create_lock = threading.Lock()   # create_log may run in several worker threads at once
         self._lock_fd = -1
         self.broker_epoch = 0
         self.was_clean = False
@@ -140,16 +208,24 @@ class LogManager:
         recovery = self._read_checkpoint(RECOVERY_POINT)
         starts = self._read_checkpoint(LOG_START)
         cleaned = self._read_checkpoint(CLEANER)
-        for name in sorted(os.listdir(self.log_dir)):
+        hws = self._read_checkpoint(REPLICATION) if clean else {}
+        epochs_path = os.path.join(self.log_dir, LEADER_EPOCHS)
+        lazy = clean and os.path.exists(epochs_path)
+        epochs = self._read_checkpoint(LEADER_EPOCHS) if lazy else {}
+        with os.scandir(self.log_dir) as it:   # the entry types come with the listing: no stat per partition
+            dirs = sorted(e.name for e in it if e.is_dir())
+        for name in dirs:
             path = os.path.join(self.log_dir, name)
-            if not os.path.isdir(path):
-                continue
             if name.endswith("-delete"):
                 log.info("removing half-deleted log dir %s", name)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
             tp = parse_partition_dir(name)
             if tp is None or tp[0] == METADATA_LOG:
+                continue
+            if lazy and tp in epochs:
+                self._unloaded[tp] = _Unloaded(path, recovery.get(tp), starts.get(tp), hws.get(tp),
+                                               cleaned.get(tp), epochs[tp])
                 continue
             plog = PartitionLog.open(
                 path, tp[0], tp[1], self.default_config, clean=clean,
@@ -159,8 +235,85 @@ class LogManager:
             self._logs[tp] = plog
         if clean:
             os.unlink(marker)
-        log.info("loaded %d logs from %s (%s)", len(self._logs), self.log_dir,
-                 "new log dir" if fresh else "clean shutdown" if clean else "unclean shutdown")
+        if os.path.exists(epochs_path):
+            os.unlink(epochs_path)   # only valid for the clean stop that wrote it
+        log.info("loaded %d logs from %s (%s)%s", len(self._logs), self.log_dir,
+                 "new log dir" if fresh else "clean shutdown" if clean else "unclean shutdown",
+                 f"; {len(self._unloaded)} registered, loaded on first use" if self._unloaded else "")
+
+    def _materialize(self, key: tuple[str, int]) -> PartitionLog | None:
+        """Load a partition registered at a clean open (any thread; once)."""
+        with self._load_lock:
+            plog = self._logs.get(key)
+            if plog is not None:
+                return plog
+            spec = self._unloaded.get(key)
+            if spec is None or self._closing:
+                return None
+            cfg = self.config_for(key[0]) if self.config_for is not None else self.default_config
+            plog = PartitionLog.open(spec.path, key[0], key[1], cfg, clean=True,
+                                     recovery_point=spec.recovery_point or 0,
+                                     log_start_offset=spec.log_start_offset or 0)
+            plog.cleaner_checkpoint = min(spec.cleaner or 0, plog.log_end_offset)
+            self._logs[key] = plog
+            del self._unloaded[key]
+            return plog
+
+    def load_pending(self, limit: int = 1000) -> int:
+        """Load up to `limit` logs not loaded yet (blocking: a worker thread); returns how many remain."""
+        for key in list(self._unloaded)[:limit]:
+            if self._closing:
+                break
+            try:
+                self._materialize(key)
+            except (OSError, StorageError):
+                log.exception("loading %s-%d failed", *key)
+                self._unloaded.pop(key, None)
+        return len(self._unloaded)
+
+    def load(self, keys: list[tuple[str, int]]) -> None:
+        """Load these partitions if they are not loaded yet (blocking: a worker thread)."""
+        for key in keys:
+            if key in self._unloaded:
+                self._materialize(key)
+
+    def unloaded(self, keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Those of `keys` registered but not loaded yet (cheap)."""
+        pending = self._unloaded
+        return [k for k in keys if k in pending] if pending else []
+
+    def leader_epoch_of(self, topic: str, partition: int) -> int:
+        """The partition's latest leader epoch (-1: none), without loading it."""
+        plog = self._logs.get((topic, partition))
+        if plog is not None:
+            return plog.latest_epoch()
+        spec = self._unloaded.get((topic, partition))
+        if spec is not None:
+            return spec.leader_epoch
+        plog = self.get_log(topic, partition)
+        return plog.latest_epoch() if plog is not None else -1
+
+    @property
+    def pending_loads(self) -> int:
+        """How many registered partitions are not loaded yet."""
+        return len(self._unloaded)
+
+    def partitions(self) -> list[tuple[str, int]]:
+        """Every (topic, partition) of the log dir, loaded or not."""
+        return [*self._logs, *self._unloaded]
+
+    def topic_id_of(self, topic: str, partition: int) -> uuid.UUID | None:
+        """The topic id recorded for a partition, without loading it."""
+        plog = self._logs.get((topic, partition))
+        if plog is not None:
+            return plog.topic_id
+        spec = self._unloaded.get((topic, partition))
+        if spec is None:
+            return None
+        try:
+            return read_partition_metadata(os.path.join(spec.path, "partition.metadata"))
+        except (OSError, ValueError):
+            return None
 
     def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         try:
@@ -173,25 +326,49 @@ class LogManager:
     def create_log(
         self, topic: str, partition: int, topic_id: uuid.UUID | None = None, config: LogConfig | None = None
     ) -> PartitionLog:
-        """Create `<topic>-<partition>` (idempotent: an existing log is returned, its config updated)."""
+        """Create `<topic>-<partition>` (idempotent: an existing log is returned, its config updated).
+
+        All or nothing: if any step fails (out of descriptors, out of space), the half-made directory is
+        removed and a StorageError (TooManyOpenFilesError for EMFILE/ENFILE) is raised. Thread-safe."""
         key = (topic, partition)
-        existing = self._logs.get(key)
-        if existing is not None:
-            if config is not None:
-                existing.update_config(config)
-            if topic_id is not None and existing.topic_id is None:
-                existing.set_topic_id(topic_id)
-            return existing
-        path = os.path.join(self.log_dir, f"{topic}-{partition}")
-        plog = PartitionLog.create(path, topic, partition, topic_id, config or self.default_config)
-        self._logs[key] = plog
-        return plog
+        with self._create_lock:
+            existing = self._logs.get(key) or self._materialize(key)
+            if existing is not None:
+                if config is not None:
+                    existing.update_config(config)
+                if topic_id is not None and existing.topic_id is None:
+                    existing.set_topic_id(topic_id)
+                return existing
+            path = os.path.join(self.log_dir, f"{topic}-{partition}")
+            fresh = not os.path.exists(path)
+            try:
+                plog = PartitionLog.create(path, topic, partition, topic_id, config or self.default_config)
+            except (OSError, StorageError) as exc:
+                if fresh:
+                    self._remove_dir(path)
+                if isinstance(exc, StorageError):
+                    raise
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    raise TooManyOpenFilesError(exc.errno, f"cannot create {topic}-{partition}: {exc}") from exc
+                raise StorageError(f"cannot create {topic}-{partition}: {exc}") from exc
+            self._logs[key] = plog
+            return plog
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
-        return self._logs.get((topic, partition))
+        plog = self._logs.get((topic, partition))
+        if plog is None and self._unloaded:
+            return self._materialize((topic, partition))
+        return plog
 
     def logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
-        """Iterate ((topic, partition), PartitionLog) pairs (a snapshot: safe while logs change)."""
+        """Iterate ((topic, partition), PartitionLog) pairs (a snapshot: safe while logs change), loading
+        every log not loaded yet (blocking); `loaded_logs()` skips those."""
+        if self._unloaded:
+            self.load_pending(len(self._unloaded))
+        return self.loaded_logs()
+
+    def loaded_logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
+        """The logs loaded so far; `partitions()` names every partition, `get_log` loads one."""
         return iter(list(self._logs.items()))
 
     def delete_topic(self, topic: str) -> None:
@@ -200,16 +377,48 @@ class LogManager:
         The files go at once; their descriptors are closed by `cleanup()` after file.delete.delay.ms so
         that in-flight sendfile regions stay valid. Checkpoints drop the partitions at the next checkpoint.
         """
-        for key in [k for k in self._logs if k[0] == topic]:
+        for key in [k for k in (*self._logs, *self._unloaded) if k[0] == topic]:
             self.delete_log(*key)
 
     def delete_log(self, topic: str, partition: int) -> None:
-        plog = self._logs.pop((topic, partition), None)
+        plog: PartitionLog | str | None = self._logs.pop((topic, partition), None)
+        if plog is None:
+            spec = self._unloaded.pop((topic, partition), None)
+            plog = spec.path if spec is not None else None
         if plog is not None:
-            deadline = time.monotonic() + plog.config.file_delete_delay_ms / 1000
-            segs = plog.delete(close_files=False)
+            self.remove_detached(plog)
+
+    def detach_topic(self, topic: str) -> list[PartitionLog | str]:
+        """Take every partition of `topic` out of the manager at once (cheap: call on the owner thread);
+        then `remove_detached` each (blocking: a worker thread). The caller keeps the name reserved
+        until that is done, so that a new topic of the same name cannot meet the old directories."""
+        with self._load_lock:
+            out: list[PartitionLog | str] = [self._logs.pop(k) for k in [k for k in self._logs if k[0] == topic]]
+            out += [self._unloaded.pop(k).path for k in [k for k in self._unloaded if k[0] == topic]]
+        return out
+
+    def remove_detached(self, plog: PartitionLog | str) -> None:
+        """Remove a detached log's directory; its open descriptors keep serving in-flight reads until
+        file.delete.delay.ms (closed by `cleanup()`). A path is a log that was never loaded."""
+        if isinstance(plog, str):
+            self._remove_dir(plog)
+            return
+        deadline = time.monotonic() + plog.config.file_delete_delay_ms / 1000
+        segs = plog.delete(close_files=False)
+        with self._zombie_lock:
+            self._zombies += [(deadline, seg) for seg in segs]
+
+    def _remove_dir(self, path: str) -> None:
+        left = _discard_partial_dir(path)
+        if left is not None:
             with self._zombie_lock:
-                self._zombies += [(deadline, seg) for seg in segs]
+                self._removals.append(left)
+
+    def _retry_removals(self) -> None:
+        with self._zombie_lock:
+            todo, self._removals = self._removals, []
+        for path in todo:
+            self._remove_dir(path)
 
     def _close_zombies(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -244,17 +453,35 @@ class LogManager:
         offsets, high watermarks, cleaner). Blocking: call from a worker thread. Returns whether everything
         was written (a failed step is logged, the old file stays intact, the others still run)."""
         logs = list(self._logs.items())
+        lazy = list(self._unloaded.items())   # not loaded since a clean open: their values carry over
         ok = True
-        for k, plog in logs:
-            if not plog.closed and plog.offline is None:
+        todo = [(k, plog) for k, plog in logs if not plog.closed and plog.offline is None and plog.rolled_unsynced]
+        if len(todo) > BULK_SYNC_LOGS:
+            # thousands of new partitions (each a directory and small metadata files to fsync): one syncfs
+            # after the bookkeeping instead of three fsyncs each; written before the checkpoint files
+            undo: list[Callable[[], None]] = []
+
+            def bulk() -> None:
+                for _k, plog in todo:
+                    undo.append(plog.flush_rolled(sync=False))
+                _sync_filesystem(self.log_dir)
+
+            if not self._attempt("syncing the log dir's file system", bulk):
+                ok = False
+                for put_back in undo:   # nothing counts as durable: old recovery points, still pending
+                    put_back()
+        else:
+            for k, plog in todo:
                 ok &= self._attempt(f"flush of {k[0]}-{k[1]}", plog.flush_rolled)
-        files = (
-            (RECOVERY_POINT, {k: v.recovery_point for k, v in logs}),
-            (LOG_START, {k: v.log_start_offset for k, v in logs if v.log_start_offset > v.segments[0].base_offset}),
-            (REPLICATION, {k: v.high_watermark for k, v in logs}),
-            (CLEANER, {k: v.cleaner_checkpoint for k, v in logs if v.cleaner_checkpoint > 0}),
-        )
-        for name, entries in files:
+        rp = {k: u.recovery_point for k, u in lazy if u.recovery_point is not None}
+        ls = {k: u.log_start_offset for k, u in lazy if u.log_start_offset is not None}
+        hw = {k: u.high_watermark for k, u in lazy if u.high_watermark is not None}
+        cl = {k: u.cleaner for k, u in lazy if u.cleaner is not None}
+        rp.update({k: v.recovery_point for k, v in logs})
+        ls.update({k: v.log_start_offset for k, v in logs if v.log_start_offset > v.segments[0].base_offset})
+        hw.update({k: v.high_watermark for k, v in logs})
+        cl.update({k: v.cleaner_checkpoint for k, v in logs if v.cleaner_checkpoint > 0})
+        for name, entries in ((RECOVERY_POINT, rp), (LOG_START, ls), (REPLICATION, hw), (CLEANER, cl)):
             path = os.path.join(self.log_dir, name)
             ok &= self._attempt(f"writing {name}", functools.partial(write_offset_checkpoint, path, entries))
         return ok
@@ -285,6 +512,7 @@ class LogManager:
             self._attempt(f"removing deleted segments of {key[0]}-{key[1]}", plog.purge_deleted)
             plog.producer_state.remove_expired(now, self.producer_id_expiration_ms)
         self._close_zombies()
+        self._retry_removals()
         self.flush_dirty(now)
 
     def enforce_retention(self) -> None:
@@ -298,12 +526,32 @@ class LogManager:
         """Clean close: flush + close every log, write checkpoints, then `.kafka_cleanshutdown`."""
         if self.closed:
             return
+        self._closing = True
+        with self._load_lock:
+            logs = list(self._logs.items())
+        # many logs: no fsync per file, one syncfs of the whole file system after every close (the marker
+        # then depends on it); few logs: each close fsyncs its own files
+        bulk = clean and sum(1 for _k, p in logs if not p.closed and p.offline is None) > BULK_SYNC_LOGS
         durable = True
-        for k, plog in list(self._logs.items()):
-            durable &= self._attempt(f"closing {k[0]}-{k[1]}", functools.partial(plog.close, clean=clean))
+        for k, plog in logs:
+            durable &= self._attempt(f"closing {k[0]}-{k[1]}",
+                                     functools.partial(plog.close, clean=clean, sync=not bulk))
+        synced = True
+        if bulk:
+            synced = self._attempt("syncing the log dir's file system", functools.partial(_sync_filesystem,
+                                                                                         self.log_dir))
         self._close_zombies(force=True)
         if clean:
-            durable &= self.checkpoint()
+            if synced:
+                durable &= self.checkpoint()
+            else:   # the closes moved recovery points to the log ends: not durable, so not written
+                durable = False
+            if durable:
+                epochs = {k: u.leader_epoch for k, u in self._unloaded.items()}
+                epochs.update({k: v.latest_epoch() for k, v in logs})
+                # without it the next start just loads every log at open (no lazy loading): not fatal
+                self._attempt(f"writing {LEADER_EPOCHS}", functools.partial(
+                    write_offset_checkpoint, os.path.join(self.log_dir, LEADER_EPOCHS), epochs))
             marker = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":"))
             if not durable:
                 log.warning("not writing %s: some data or checkpoint may not be durable; the next start "

@@ -1,7 +1,9 @@
 """One log segment: `<base>.log` plus its `.index` and `.timeindex` (Kafka's LogSegment).
 
-Theory of operation. The `.log` file is opened O_RDWR once and kept open (its fd is handed out for
-os.sendfile); appends go to the page cache with pwrite at the current size, fsync happens only in flush().
+Theory of operation. The `.log` file is a `storage.handles.FileHandle`: it holds a descriptor only while it
+sits in the process-wide LRU of open files (an inactive segment that nobody reads holds none); reads hand
+out the handle itself in file regions, pinned while os.sendfile runs. Appends go to the page cache with
+pwrite at the current size, fsync happens only in flush() (and only if something was written).
 Index entries follow Kafka's rule exactly: before counting the current append, if more than
 `index.interval.bytes` were appended since the last entry, the offset index gets (last offset of this append
 -> its start position) and the time index gets (max timestamp so far in the segment -> offset of the batch
@@ -42,6 +44,7 @@ from storage.errors import (
     RollbackFailedError,
     StorageError,
 )
+from storage.handles import FileHandle, TooManyOpenFilesError
 from storage.index import OffsetIndex, TimeIndex
 from storage.txn_index import TxnIndex
 
@@ -70,23 +73,29 @@ class LogSegment:
         self.dir = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
-        self.log_path = os.path.join(directory, segment_name(base_offset, ".log"))
-        flags = os.O_RDWR | os.O_CREAT
+        log_path = os.path.join(directory, segment_name(base_offset, ".log"))
         if create:
-            flags |= os.O_TRUNC
-        self.fd = fs.open(self.log_path, flags, 0o644)
-        self.size = os.fstat(self.fd).st_size
+            # O_TRUNC applies to the handle's first open only, made now through fs.open (a write step)
+            self.file = FileHandle(log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+            with self.file.pinned():
+                pass
+            self.size = 0
+        else:
+            self.file = FileHandle(log_path)
+            self.size = os.stat(log_path).st_size   # no descriptor until the segment is used
         idx_path = os.path.join(directory, segment_name(base_offset, ".index"))
         tidx_path = os.path.join(directory, segment_name(base_offset, ".timeindex"))
-        if create:
-            for p in (idx_path, tidx_path):
-                if os.path.exists(p):
-                    fs.unlink(p)
         self.offset_index = OffsetIndex(idx_path, base_offset, max_index_size)
         self.time_index = TimeIndex(tidx_path, base_offset, max_index_size)
         self.txn_index = TxnIndex(os.path.join(directory, segment_name(base_offset, ".txnindex")))
-        if create and os.path.exists(self.txn_index.path):
-            fs.unlink(self.txn_index.path)
+        if create:
+            try:
+                for p in (idx_path, tidx_path, self.txn_index.path):
+                    if os.path.exists(p):
+                        fs.unlink(p)
+            except OSError:
+                self.file.close()   # the caller sees the error; no descriptor stays behind in the cache
+                raise
         self.bytes_since_last_index_entry = 0
         self.created_ms = now_ms
         self._rolling_ts: int | None = None  # max timestamp of the first batch (segment.ms basis)
@@ -104,6 +113,15 @@ class LogSegment:
         self.closed = False
         # memory state before the latest append, for undo_append (see append)
         self._undo: tuple[int, int, tuple[int, int] | None, int | None, int, int, int] | None = None
+
+    @property
+    def log_path(self) -> str:
+        return self.file.path
+
+    @property
+    def fd(self) -> FileHandle:
+        """The `.log` file (a handle: descriptor on demand); kept under its old name for callers."""
+        return self.file
 
     # ---- bookkeeping -----------------------------------------------------------------------------
     @property
@@ -123,13 +141,13 @@ class LogSegment:
         if self._next_offset is None:
             _off, pos = self.offset_index.lookup(2**63 - 1)
             nxt = self.base_offset
-            for _p, hdr in iter_file_batches(self.fd, pos, self.size):
+            for _p, hdr in iter_file_batches(self.file, pos, self.size):
                 nxt = hdr.next_offset
             self._next_offset = nxt
         return self._next_offset
 
     def batches(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
-        return iter_file_batches(self.fd, start, self.size)
+        return iter_file_batches(self.file, start, self.size)
 
     # ---- append ----------------------------------------------------------------------------------
     def append(
@@ -146,21 +164,23 @@ class LogSegment:
         """
         pos = self.size
         prev_next = self.next_offset   # before the write: nothing before this append holds it or later
+        old_max = self.max_timestamp_and_offset   # may load the time index (a descriptor): before any write
         # Transactional: every fallible write (log bytes, then the index entries) happens before any memory
         # state changes; a failed one is undone on disk (the .log cut back to `pos`, index entries dropped)
         # and raised as KafkaStorageError, so memory and files never disagree and no orphan bytes remain.
+        written = 0
         try:
-            written = fs.pwritev(self.fd, chunks, pos)
+            written = self.file.pwritev(chunks, pos)
             while written < size:  # short write: finish from a joined copy
                 rest = b"".join(bytes(c) for c in chunks)[written:]
-                n = fs.pwrite(self.fd, rest, pos + written)
+                n = self.file.pwrite(rest, pos + written)
                 if n <= 0:
                     raise OSError(28, "no progress writing the log")
                 written += n
-        except OSError as exc:
-            self._cut_log(pos, exc)
+        except OSError as exc:  # includes TooManyOpenFilesError (out of descriptors): rolled back alike
+            if written or not isinstance(exc, TooManyOpenFilesError):   # (a file that did not open is intact)
+                self._cut_log(pos, exc)
             raise KafkaStorageError(f"write to {self.log_path} failed: {exc}") from exc
-        old_max = self.max_timestamp_and_offset
         new_max = (max_timestamp, offset_of_max_timestamp) if max_timestamp > old_max[0] else old_max
         n_off = n_time = -1
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
@@ -197,7 +217,7 @@ class LogSegment:
     def _cut_log(self, pos: int, cause: OSError) -> None:
         """Undo a failed write: the .log back to `pos` bytes (RollbackFailedError if even that fails)."""
         try:
-            fs.ftruncate(self.fd, pos)
+            self.file.ftruncate(pos)
         except OSError as exc:
             raise RollbackFailedError(f"{self.log_path}: cannot cut back to {pos} after {cause}: {exc}") from exc
 
@@ -258,7 +278,7 @@ class LogSegment:
             pos = self._recent_pos[bisect.bisect_right(recent, offset) - 1]
         else:
             _o, pos = self.offset_index.lookup(offset)
-        for p, hdr in iter_file_batches(self.fd, max(pos, start_pos), self.size):
+        for p, hdr in iter_file_batches(self.file, max(pos, start_pos), self.size):
             if hdr.last_offset >= offset:
                 return p, hdr
         return None
@@ -285,7 +305,7 @@ class LogSegment:
             if scan_from > end:
                 end = scan_from
                 nxt = -1
-            for p, hdr in iter_file_batches(self.fd, end, self.size):
+            for p, hdr in iter_file_batches(self.file, end, self.size):
                 if p + hdr.size > limit:
                     break
                 end = p + hdr.size
@@ -309,17 +329,17 @@ class LogSegment:
     def _next_offset_ending_at(self, end: int) -> int:
         if end >= self.size:
             return self.next_offset
-        hdr = parse_header(os.pread(self.fd, HEADER_SIZE, end))
+        hdr = parse_header(self.file.pread(HEADER_SIZE, end))
         return hdr.base_offset
 
     def read_batch(self, pos: int, hdr: BatchHeader) -> bytes:
-        return os.pread(self.fd, hdr.size, pos)
+        return self.file.pread(hdr.size, pos)
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """First record with timestamp >= target and offset >= start: (offset, timestamp), or None."""
         _ts, idx_off = self.time_index.lookup(timestamp)
         _o, pos = self.offset_index.lookup(max(idx_off, start_offset))
-        for p, hdr in iter_file_batches(self.fd, pos, self.size):
+        for p, hdr in iter_file_batches(self.file, pos, self.size):
             if hdr.max_timestamp < timestamp or hdr.last_offset < start_offset:
                 continue
             try:
@@ -340,7 +360,7 @@ class LogSegment:
         if ts < 0 and self.size == 0:
             return None
         _o, pos = self.offset_index.lookup(off)
-        for p, hdr in iter_file_batches(self.fd, pos, self.size):
+        for p, hdr in iter_file_batches(self.file, pos, self.size):
             if hdr.max_timestamp == ts:
                 if hdr.is_log_append_time:
                     return hdr.base_offset, ts
@@ -373,7 +393,7 @@ class LogSegment:
             return 0
         pos, hdr = found
         removed = self.size - pos
-        fs.ftruncate(self.fd, pos)
+        self.file.ftruncate(pos)
         self.size = pos
         self._next_offset = hdr.base_offset if pos > 0 else self.base_offset
         if pos == 0:
@@ -383,7 +403,7 @@ class LogSegment:
         last_ts, last_off = self.time_index.last_entry
         best = (last_ts, last_off)
         _o, p0 = self.offset_index.lookup(last_off)
-        for _p, h in iter_file_batches(self.fd, p0, self.size):
+        for _p, h in iter_file_batches(self.file, p0, self.size):
             if h.max_timestamp > best[0]:
                 best = (h.max_timestamp, h.last_offset)
         self._max_ts = best
@@ -412,7 +432,7 @@ class LogSegment:
         while valid < self.size:
             rel = valid - buf_pos
             if rel + HEADER_SIZE > len(buf):
-                buf = os.pread(self.fd, max(chunk, HEADER_SIZE), valid)
+                buf = self.file.pread(max(chunk, HEADER_SIZE), valid)
                 buf_pos, rel = valid, 0
             if len(buf) - rel < HEADER_SIZE:
                 reason = "torn batch header"
@@ -426,7 +446,7 @@ class LogSegment:
                 reason = f"torn batch at position {valid} (size {hdr.size})"
                 break
             if rel + hdr.size > len(buf):
-                buf = os.pread(self.fd, max(chunk, hdr.size), valid)
+                buf = self.file.pread(max(chunk, hdr.size), valid)
                 buf_pos, rel = valid, 0
             if crc32c(memoryview(buf)[rel + ATTRIBUTES_OFFSET : rel + hdr.size]) != hdr.crc:
                 reason = f"CRC mismatch at position {valid}"
@@ -448,7 +468,7 @@ class LogSegment:
             log.warning(
                 "%s: truncating %d bytes at position %d (%s)", self.log_path, truncated, valid, reason
             )
-            fs.ftruncate(self.fd, valid)
+            self.file.ftruncate(valid)
             self.size = valid
         self._next_offset = prev_next
         if reset_txn_index:
@@ -477,13 +497,26 @@ class LogSegment:
 
     def flush(self) -> None:
         if not self.closed:
-            fs.fsync(self.fd)
+            self.file.fsync()
             self.offset_index.flush()
             self.time_index.flush()
             self.txn_index.flush()
 
-    def close(self) -> None:
-        """Final time-index entry (if the max timestamp is known), trim indexes, close files."""
+    def mark_synced(self) -> None:
+        """Count pending writes as durable (the caller syncs the whole file system next)."""
+        self.file.dirty = False
+        self.offset_index.mark_synced()
+        self.time_index.mark_synced()
+
+    def mark_unsynced(self) -> None:
+        """Undo `mark_synced` (the file-system sync failed): the next flush fsyncs every file again."""
+        self.file.dirty = True
+        self.offset_index.mark_unsynced()
+        self.time_index.mark_unsynced()
+
+    def close(self, sync: bool = True) -> None:
+        """Final time-index entry (if the max timestamp is known), trim indexes, close files (fsync unless
+        `sync` is False: then the caller syncs the file system)."""
         if self.closed:
             return
         failed: list[BaseException] = []
@@ -499,11 +532,12 @@ class LogSegment:
             attempt(lambda: self.time_index.maybe_append(*max_ts, skip_full_check=True))
         attempt(self.offset_index.trim)
         attempt(self.time_index.trim)
-        attempt(self.offset_index.close)
-        attempt(self.time_index.close)
-        attempt(self.offset_index.flush)  # writes made before an unload (roll) are synced by name
-        attempt(self.time_index.flush)
-        os.close(self.fd)
+        attempt(lambda: self.offset_index.close(sync=sync))
+        attempt(lambda: self.time_index.close(sync=sync))
+        if sync:
+            attempt(self.offset_index.flush)  # writes made before an unload (roll) are synced by name
+            attempt(self.time_index.flush)
+        attempt(self.file.close)
         self.closed = True
         if failed:
             raise KafkaStorageError(f"closing {self.log_path}: {failed[0]}") from failed[0]
@@ -514,7 +548,7 @@ class LogSegment:
             return
         self.offset_index.close(sync=False)
         self.time_index.close(sync=False)
-        os.close(self.fd)
+        self.file.close()
         self.closed = True
 
     def mark_deleted(self) -> None:
@@ -528,11 +562,19 @@ class LogSegment:
             fs.rename(self.txn_index.path, self.txn_index.path + ".deleted")
         self.txn_index.path += ".deleted"
         if os.path.exists(self.log_path):
-            fs.rename(self.log_path, self.log_path + ".deleted")
-        self.log_path += ".deleted"
+            self.file.rename(self.log_path + ".deleted")   # through fs.rename
+        else:
+            self.file.path += ".deleted"
+
+    def hold_descriptors(self) -> None:
+        """The `.log` descriptor, if open now, stays open until close (its file is about to be unlinked)."""
+        self.file.hold()
 
     def unlink_files(self) -> None:
-        """Remove the files but keep the descriptors open (they keep serving reads)."""
+        """Remove the files but keep the descriptors open (they keep serving reads). The `.log` is opened
+        if it is not open now (one segment's retention or compaction, not a whole topic: a read that took the
+        segment just before must still find its bytes; its index answers from no entries if unloaded)."""
+        self.file.hold(open_now=True)
         for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             with contextlib.suppress(FileNotFoundError):
                 fs.unlink(p)

@@ -25,7 +25,8 @@ from typing import Any
 from wire.errors import DecodeError, EncodeError
 
 #: One piece of an encoded frame: bytes, a memoryview, or a file region ``(fd, offset, length)`` that the
-#: connection sends with ``os.sendfile``.
+#: connection sends with ``os.sendfile``; ``fd`` may also be a file handle that opens on demand (an object
+#: with ``pread(n, offset)`` and a ``pinned()`` context giving the descriptor while it is used).
 FileRegion = tuple[int, int, int]
 Chunk = bytes | bytearray | memoryview | FileRegion
 #: What a records field accepts on encode (and a bytes-like / None on decode).
@@ -399,7 +400,8 @@ def read_region(region: FileRegion) -> bytes:
     import os
 
     fd, offset, length = region
-    data = os.pread(fd, length, offset)
+    # a storage file handle that opens on demand reads itself (pinned while it reads); wire stays storage-free
+    data = os.pread(fd, length, offset) if isinstance(fd, int) else fd.pread(length, offset)
     if len(data) != length:
         raise EncodeError(f"file region {region} is short: got {len(data)} bytes")
     return data

@@ -10,16 +10,26 @@ them: a group's or transactional id's partition is ``hash(id) % count``, so a ne
 group's state to a partition that holds none of it. Kafka 3.9 (KRaft) does not stop a client with cluster
 rights from doing it; kafkalite refuses with INVALID_REQUEST, the code Kafka uses for an operation on an
 internal topic it prohibits (CreateTopics of ``__cluster_metadata``).
+
+New partition directories are made in a worker thread while the topic is reserved (a second CreatePartitions
+or a DeleteTopics of it meanwhile answers as if it were being created); a topic whose new partitions cannot
+all be made answers KAFKA_STORAGE_ERROR and keeps its old count, with nothing half-made left behind.
 """
 from __future__ import annotations
 
+import logging
 from collections import Counter
 
+import trio
+
+from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import INTERNAL_TOPICS
+from storage.errors import StorageError
 from wire.errors import ErrorCode
 from wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
+log = logging.getLogger(__name__)
 _Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
@@ -37,6 +47,8 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
         elif info.internal or t.name in INTERNAL_TOPICS:
             code, msg = ErrorCode.INVALID_REQUEST, (
                 f"The partition count of internal topic {t.name} cannot be changed (the broker manages it).")
+        elif t.name in state.pending_topics:
+            code, msg = ErrorCode.REASSIGNMENT_IN_PROGRESS, "The topic is being changed by another request."
         elif t.count <= info.partitions:
             code, msg = ErrorCode.INVALID_PARTITIONS, (
                 f"Topic currently has {info.partitions} partitions, which is higher than the requested "
@@ -47,7 +59,16 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
             code, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"the only broker is {state.node_id}"
         else:
             code, msg = ErrorCode.NONE, None
-            if not req.validate_only:
-                state.add_partitions(t.name, t.count)
+            if not req.validate_only and info is not None:
+                state.pending_topics.add(t.name)
+                try:
+                    await trio.to_thread.run_sync(state.create_topic_logs, t.name, t.count, info.config,
+                                                  info.topic_id, info.partitions)
+                    info.partitions = t.count
+                except StorageError as exc:
+                    log.error("cannot add partitions to %s: %s", t.name, exc)
+                    code, msg = error_code_for(exc), str(exc)
+                finally:
+                    state.pending_topics.discard(t.name)
         results.append(_Result(name=t.name, error_code=code, error_message=msg))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

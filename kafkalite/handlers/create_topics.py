@@ -16,22 +16,35 @@
   topic).
 - ValidateOnly (v1+) runs every check and creates nothing.
 - v5+ echo the resulting partition count, replication factor and full config list; v7+ the topic id.
+- Partition directories are made in a worker thread, one topic at a time, each published as soon as its logs
+  exist, so a request for thousands of topics never holds the event loop. The names are reserved first: a
+  concurrent CreateTopics of one of them answers TOPIC_ALREADY_EXISTS, as does a topic still being deleted
+  (Kafka: "marked for deletion"). A topic whose partitions cannot all be made (out of descriptors or disk)
+  answers KAFKA_STORAGE_ERROR and leaves nothing behind (Kafka marks such a log dir offline with that code).
 """
 from __future__ import annotations
 
+import logging
+import uuid
 from collections import Counter
 from typing import Any
 
+import trio
+
+from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.state import INTERNAL_TOPICS, BrokerState, invalid_topic_name
+from kafkalite.state import INTERNAL_TOPICS, BrokerState, freeze_long_lived, invalid_topic_name
 from kafkalite.topic_configs import describe_topic, validate_topic_configs
+from storage.errors import StorageError
 from wire.errors import ErrorCode
 from wire.messages import CreateTopicsRequest, CreateTopicsResponse
 
+log = logging.getLogger(__name__)
 _Result = CreateTopicsResponse.CreatableTopicResult
 
 
-def _check(state: BrokerState, t: Any, node: int) -> tuple[ErrorCode, str | None, int]:
+def _check(state: BrokerState, t: Any, node: int, taken: dict[str, str]) -> tuple[ErrorCode, str | None, int]:
+    """Kafka's per-topic checks; ``taken`` maps the '.'→'_' form of every existing or reserved name to it."""
     if (why := invalid_topic_name(t.name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, why, 0
     if t.name in state.topics:
@@ -39,7 +52,10 @@ def _check(state: BrokerState, t: Any, node: int) -> tuple[ErrorCode, str | None
     if t.name in INTERNAL_TOPICS:
         return (ErrorCode.INVALID_REQUEST,
                 f"Creation of internal topic {t.name} is prohibited (the broker creates it when it is needed).", 0)
-    collides = next((n for n in state.topics if n.replace(".", "_") == t.name.replace(".", "_")), None)
+    if t.name in state.pending_topics:
+        return (ErrorCode.TOPIC_ALREADY_EXISTS,
+                f"Topic '{t.name}' is being created or is marked for deletion.", 0)
+    collides = taken.get(t.name.replace(".", "_"))
     if collides is not None:
         return (ErrorCode.INVALID_TOPIC_EXCEPTION,
                 f"Topic '{t.name}' collides with existing topic: {collides}", 0)
@@ -74,21 +90,21 @@ def _check(state: BrokerState, t: Any, node: int) -> tuple[ErrorCode, str | None
 async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     state = ctx.broker
     counts = Counter(t.name for t in req.topics)
+    taken = {n.replace(".", "_"): n for n in (*state.topics, *state.pending_topics)}
     results = []
+    todo: list[tuple[int, str, int, dict[str, str], uuid.UUID]] = []
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
                                    error_message="Create topics request from client contains a duplicate topic",
                                    configs=None))
             continue
-        code, message, partitions = _check(state, t, state.node_id)
+        code, message, partitions = _check(state, t, state.node_id, taken)
         if code != ErrorCode.NONE:
             results.append(_Result(name=t.name, error_code=code, error_message=message, configs=None))
             continue
         overrides = {c.name: c.value for c in t.configs if c.value is not None}
-        topic_id = None
-        if not req.validate_only:
-            topic_id = state.create_topic(t.name, partitions, overrides).topic_id
+        topic_id = None if req.validate_only else uuid.uuid4()
         configs = [CreateTopicsResponse.CreatableTopicConfigs(
             name=e.name, value=e.value, read_only=e.read_only, config_source=e.source, is_sensitive=e.sensitive)
             for e in describe_topic(state, overrides)]
@@ -96,5 +112,36 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
                       replication_factor=1, configs=configs)
         if topic_id is not None:
             res.topic_id = topic_id
+            state.pending_topics.add(t.name)   # reserved before any await: no second creator can pass _check
+            taken[t.name.replace(".", "_")] = t.name
+            todo.append((len(results), t.name, partitions, overrides, topic_id))
         results.append(res)
+    if todo:
+        await _create(state, todo, results)
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+async def _create(state: BrokerState, todo: list[tuple[int, str, int, dict[str, str], uuid.UUID]],
+                  results: list[Any]) -> None:
+    """Make each reserved topic's logs in a worker thread and publish it; release every reservation."""
+    with_configs = False
+    try:
+        for i, name, partitions, overrides, topic_id in todo:
+            try:
+                await trio.to_thread.run_sync(state.create_topic_logs, name, partitions, overrides, topic_id)
+            except StorageError as exc:
+                log.error("cannot create topic %s: %s", name, exc)
+                results[i] = _Result(name=name, error_code=error_code_for(exc), error_message=str(exc),
+                                     configs=None)
+            else:
+                state.register_topic(name, partitions, overrides, topic_id, write_configs=False)
+                with_configs = with_configs or bool(overrides)
+                if partitions > 100:
+                    freeze_long_lived()   # before the next topic's objects make a full collection long
+            finally:
+                state.pending_topics.discard(name)
+    finally:
+        for _i, name, *_rest in todo:
+            state.pending_topics.discard(name)
+        if with_configs:
+            state._write_topic_configs()

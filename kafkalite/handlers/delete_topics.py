@@ -8,15 +8,22 @@ client not allowed to delete a topic. (Kafka 3.9 in KRaft mode has no internal-t
 ControllerApis.deleteTopics: a client with cluster rights can delete them and lose every group's offsets and
 every transaction's state. Only the broker manages them here; see create_topics.py.) Partition directories are removed by storage
 (Kafka's ``-delete`` rename then removal); Fetch long polls on deleted partitions are woken.
+Each topic is forgotten at once on the event loop; its directories are removed in a worker thread while its
+name stays reserved (a CreateTopics of that name meanwhile answers TOPIC_ALREADY_EXISTS, "marked for
+deletion", as in Kafka), so deleting thousands of partitions never holds other clients up.
 """
 from __future__ import annotations
 
+import logging
 import uuid
+
+import trio
 
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
 
+log = logging.getLogger(__name__)
 _Result = DeleteTopicsResponse.DeletableTopicResult
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -29,6 +36,7 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     else:
         wanted = [(name, _ZERO_UUID) for name in req.topic_names]
     results = []
+    detached: list[tuple[str, list[object]]] = []
     enabled = state.config.get_bool("delete.topic.enable")
     for name, topic_id in wanted:
         if not enabled:
@@ -48,11 +56,30 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
                                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                        error_message="This server does not host this topic-partition."))
                 continue
+        if info.name in state.pending_topics:
+            results.append(_Result(name=info.name, topic_id=info.topic_id,
+                                   error_code=ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                                   error_message="Partitions are being added to this topic; retry."))
+            continue
         if info.internal:
             results.append(_Result(name=info.name, topic_id=info.topic_id,
                                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                    error_message="Internal topics cannot be deleted"))
             continue
-        state.delete_topic(info.name)
+        state.pending_topics.add(info.name)   # until its directories are gone
+        detached.append((info.name, state.unregister_topic(info.name, write_configs=False)))
         results.append(_Result(name=info.name, topic_id=info.topic_id, error_code=ErrorCode.NONE))
+    if detached:
+        state._write_topic_configs()
+        try:
+            for name, plogs in detached:
+                try:
+                    await trio.to_thread.run_sync(state.remove_topic_logs, plogs)
+                except OSError as exc:   # the topic is gone; a leftover -delete directory goes at next start
+                    log.error("removing the directories of deleted topic %s failed: %s", name, exc)
+                finally:
+                    state.pending_topics.discard(name)
+        finally:
+            for name, _plogs in detached:
+                state.pending_topics.discard(name)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

@@ -5,7 +5,8 @@
   MaxWaitMs passes — never a sleep loop. Broker shutdown wakes every poll.
 - Sizes: MaxBytes (v3+) bounds the response, PartitionMaxBytes each partition; whole batches only, and the
   first partition that has data returns at least one batch even when it is larger than both (KIP-74).
-- Records are file regions ``(fd, position, length)`` from storage, sent with sendfile by the connection. An
+- Records are file regions ``(file handle, position, length)`` from storage, sent with sendfile by the
+  connection (which pins the handle's descriptor while it sends). An
   offset inside a batch returns the whole batch; clients skip the earlier records.
 - v13+: topics are named by topic id; an unknown id answers UNKNOWN_TOPIC_ID.
 - OFFSET_OUT_OF_RANGE below the log start offset or beyond the log end offset.
@@ -41,17 +42,17 @@ def _error_part(index: int, code: ErrorCode, hw: int = -1, log_start: int = -1, 
                  records=b"")
 
 
-def trim_regions(regions: list[tuple[int, int, int]], end_offset: int) -> list[tuple[int, int, int]]:
+def trim_regions(regions: list[tuple[Any, int, int]], end_offset: int) -> list[tuple[Any, int, int]]:
     """Cut file regions of whole batches so no batch starting at or after ``end_offset`` is included.
 
     Only read_committed fetches with an open transaction (LSO < high watermark) need this: it reads the
     12-byte BaseOffset/BatchLength prefix of each batch in the regions with pread, never the records.
     """
-    out: list[tuple[int, int, int]] = []
+    out: list[tuple[Any, int, int]] = []
     for fd, pos, length in regions:
         cur, end = pos, pos + length
         while cur + 12 <= end:
-            head = os.pread(fd, 12, cur)
+            head = os.pread(fd, 12, cur) if isinstance(fd, int) else fd.pread(12, cur)
             if len(head) < 12 or int.from_bytes(head[:8], "big", signed=True) >= end_offset:
                 break
             cur += 12 + int.from_bytes(head[8:12], "big", signed=True)
@@ -149,6 +150,8 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     version = ctx.version
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     min_bytes = max(req.min_bytes, 0)
+    if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
+        await state.ensure_loaded(_keys(state, req, version))
     while True:
         resp, total, errored = _collect(state, req, version)
         if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.draining:

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import uuid
 
+import trio
+
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
-from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name, leader_epoch
+from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name
 from wire.errors import ErrorCode
 from wire.messages import MetadataRequest, MetadataResponse
 
@@ -29,15 +31,16 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _ZERO_UUID = uuid.UUID(int=0)
 _AUTHORIZED_OPS_UNSET = -2147483648
+BIG_METADATA_PARTITIONS = 5000   # an all-topics answer larger than this is built in a worker thread
 
 
 def topic_metadata(state: BrokerState, info: TopicInfo, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
     node = state.node_id
-    get_log = state.logs.get_log
+    epoch_of = state.leader_epoch_of   # answers for lazily loaded logs without loading them
     partitions = [
         MetadataResponse.MetadataResponsePartition(
             error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
-            leader_epoch=leader_epoch(get_log(info.name, p)), replica_nodes=[node], isr_nodes=[node],
+            leader_epoch=epoch_of(info.name, p), replica_nodes=[node], isr_nodes=[node],
             offline_replicas=[])
         for p in range(info.partitions)
     ]
@@ -64,11 +67,17 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
     topics: list[MetadataResponse.MetadataResponseTopic] = []
     work = Slices()   # all topics, or a request naming 100,000: built in slices (each topic on its own)
     if req.topics is None or (version == 0 and not req.topics):
-        for info in list(state.topics.values()):
-            if work.due():
-                await work.pause()
-            if state.topics.get(info.name) is info:   # not deleted meanwhile
-                topics.append(topic_metadata(state, info, include_ops))
+        infos = list(state.topics.values())
+        if sum(i.partitions for i in infos) > BIG_METADATA_PARTITIONS:   # build it off the event loop
+            built = await trio.to_thread.run_sync(
+                lambda: [(info, topic_metadata(state, info, include_ops)) for info in infos])
+            topics = [md for info, md in built if state.topics.get(info.name) is info]   # not deleted meanwhile
+        else:
+            for info in infos:
+                if work.due():
+                    await work.pause()
+                if state.topics.get(info.name) is info:   # not deleted meanwhile
+                    topics.append(topic_metadata(state, info, include_ops))
     else:
         allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
         for t in req.topics:
@@ -89,6 +98,9 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                     continue
                 if not allow_create or name in INTERNAL_TOPICS:
                     topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    continue
+                if name in state.pending_topics:   # being created or deleted in a worker thread
+                    topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
                     continue
                 info = state.ensure_topic(name)
             topics.append(topic_metadata(state, info, include_ops))

@@ -103,6 +103,8 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     failed = False
     responses: list[ProduceResponse.TopicProduceResponse] = []
     txns = state.txns
+    if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
+        await state.ensure_loaded([(t.name, pd.index) for t in req.topic_data for pd in t.partition_data])
     entries = len(req.topic_data)   # topics and partition entries the walk below visits
     if entries < SLICE_AFTER:
         for t in req.topic_data:

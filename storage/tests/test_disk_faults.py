@@ -359,3 +359,58 @@ def test_retention_on_a_failing_disk_never_raises(tmp_path: Path) -> None:
     log.purge_deleted(force=True)
     assert sorted(p.name for p in (tmp_path / "t-0").glob("*.log")) == [Path(log.active.log_path).name]
     lm.close()
+
+
+def test_many_logs_close_with_one_syncfs_and_a_failed_one_leaves_out_the_marker(tmp_path: Path) -> None:
+    """With more than BULK_SYNC_LOGS logs close syncs the file system once (no fsync per file); that syncfs
+    is a write step like the fsyncs it replaces: when it fails nothing counts as durable (no marker, the
+    recovery points on disk stay the old ones) and the next start recovers every log."""
+    from storage.manager import BULK_SYNC_LOGS
+
+    n = BULK_SYNC_LOGS + 6
+    lm = LogManager.open(str(tmp_path), LogConfig())
+    logs = [lm.create_log("t", p, uuid.uuid4()) for p in range(n)]
+    assert lm.checkpoint()
+    old_rp = (tmp_path / "recovery-point-offset-checkpoint").read_bytes()
+    for log in logs:
+        log.append(_batch(0), now_ms=NOW)
+    with fs.faults() as inj:
+        inj.fail("dir", "fsync", errno.EIO)
+        lm.close()   # must not raise
+        ops = {(op, step) for op, step, _p in inj.calls}
+    assert ("fsync", "log") not in ops   # the bulk path: no fsync per segment file
+    assert not (tmp_path / ".kafka_cleanshutdown").exists()
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_bytes() == old_rp
+    lm = LogManager.open(str(tmp_path), LogConfig())
+    assert not lm.was_clean
+    assert all(lm.get_log("t", p).log_end_offset == 1 for p in range(n))  # type: ignore[union-attr]
+    lm.close()
+    assert (tmp_path / ".kafka_cleanshutdown").exists()
+    lm = LogManager.open(str(tmp_path), LogConfig())
+    assert lm.was_clean and lm.get_log("t", 0).log_end_offset == 1  # type: ignore[union-attr]
+    lm.close()
+
+
+def test_a_failed_bulk_syncfs_at_checkpoint_puts_the_bookkeeping_back(tmp_path: Path) -> None:
+    """A checkpoint over many rolled logs syncs the file system once; when that fails the rolled segments stay
+    pending and the recovery points stay where they were (on disk and in memory) until a sync works."""
+    from storage.manager import BULK_SYNC_LOGS
+
+    n = BULK_SYNC_LOGS + 6
+    lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=100))
+    logs = [lm.create_log("t", p, uuid.uuid4()) for p in range(n)]
+    assert lm.checkpoint()
+    for log in logs:
+        for i in range(3):
+            log.append(_batch(i), now_ms=NOW + i)   # each append past 100 bytes rolls
+    assert all(len(log.segments) > 1 and log.rolled_unsynced for log in logs)
+    old_rp = (tmp_path / "recovery-point-offset-checkpoint").read_bytes()
+    with fs.faults() as inj:
+        inj.fail("dir", "fsync", errno.EIO)
+        assert not lm.checkpoint()
+    assert all(log.recovery_point == 0 and log.rolled_unsynced for log in logs)
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_bytes() == old_rp
+    assert lm.checkpoint()
+    assert all(log.recovery_point == log.segments[-1].base_offset > 0 for log in logs)
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_bytes() != old_rp
+    lm.close()

@@ -119,7 +119,7 @@ def test_delete_topic_removes_directory(tmp_path: Path) -> None:
     lm.delete_topic("gone")
     assert lm.get_log("gone", 0) is None
     assert not [n for n in os.listdir(tmp_path) if n.startswith("gone")]
-    assert len(os.pread(fd, n, pos)) == n  # its descriptor stays valid until file.delete.delay.ms
+    assert len(fd.pread(n, pos)) == n  # its descriptor stays valid until file.delete.delay.ms
     from storage.errors import LogClosedError
 
     with pytest.raises(LogClosedError):
@@ -141,7 +141,7 @@ def test_retention_deletes_old_segments_but_keeps_fds_valid(tmp_path: Path) -> N
         log.read(0, 100)
     # the deleted segment's file is renamed, its descriptor still serves the in-flight region
     fd, pos, n = regions[0]
-    assert os.pread(fd, n, pos)[:8] == b"\x00" * 8
+    assert fd.pread(n, pos)[:8] == b"\x00" * 8
     assert os.path.exists(first.log_path) and first.log_path.endswith(".deleted")
     lm.checkpoint()  # a start offset equal to the first segment's base is implied (Kafka omits it)
     assert (tmp_path / "log-start-offset-checkpoint").read_text() == "0\n0\n"

@@ -68,7 +68,7 @@ def test_time_retention_deletes_old_segments_only(tmp_path: Path) -> None:
     young_first = next(s for s in segs if s.max_timestamp >= NOW + 50_000)
     kept_before = {k: v for k, v in _digests(log).items() if int(k[:20]) >= young_first.base_offset}
     region = log.read(0, 100)[0]
-    first_bytes = os.pread(region[0], region[2], region[1])
+    first_bytes = region[0].pread(region[2], region[1])
 
     assert log.delete_old_segments(NOW + 100_000 + 5_000) == len(old)
     assert log.log_start_offset == young_first.base_offset
@@ -77,7 +77,7 @@ def test_time_retention_deletes_old_segments_only(tmp_path: Path) -> None:
     assert all(f"{s.base_offset:020d}.log.deleted" in names for s in old)
     assert not any(f"{s.base_offset:020d}.log" in names for s in old)
     # the descriptor handed out before the deletion still reads the same bytes (sendfile in flight)
-    assert os.pread(region[0], region[2], region[1]) == first_bytes
+    assert region[0].pread(region[2], region[1]) == first_bytes
     with pytest.raises(OffsetOutOfRangeError) as exc:
         log.read(0, 100)
     assert exc.value.log_start_offset == young_first.base_offset

@@ -1,0 +1,137 @@
+"""The descriptor cache: bounded, pinned handles are never closed under their user, evicted ones reopen by
+their current name, and running out of descriptors is a StorageError."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import uuid
+from pathlib import Path
+
+import pytest
+
+from storage import LogConfig, LogManager
+from storage import handles as H
+from storage.testing import encode_batch
+
+
+@pytest.fixture
+def small_cache():  # type: ignore[no-untyped-def]
+    before = H.CACHE.capacity
+    H.CACHE.resize(H.MIN_CAPACITY)
+    yield H.CACHE
+    H.CACHE.resize(before)
+
+
+def test_many_partitions_hold_at_most_the_budget(tmp_path: Path, small_cache: H.HandleCache) -> None:
+    lm = LogManager.open(str(tmp_path), LogConfig())
+    logs = [lm.create_log("t", p, uuid.uuid4()) for p in range(200)]
+    for plog in logs:
+        plog.append(encode_batch([b"x"]))
+    assert small_cache.open_count <= small_cache.capacity
+    assert len(os.listdir("/proc/self/fd")) < 200   # 200 partitions x 3 files were held open before
+    for plog in logs:   # every log still reads back (reopened on demand)
+        (src, pos, n), = plog.read(0, 1000)
+        assert len(src.pread(n, pos)) == n
+    lm.close()
+    lm = LogManager.open(str(tmp_path), LogConfig())
+    assert lm.get_log("t", 199) is not None and lm.get_log("t", 199).log_end_offset == 1
+    lm.close()
+
+
+def test_pinned_handle_survives_eviction_and_close(tmp_path: Path, small_cache: H.HandleCache) -> None:
+    path = tmp_path / "a"
+    path.write_bytes(b"hello")
+    h = H.FileHandle(str(path))
+    fd = h.acquire()
+    others = [H.FileHandle(str(tmp_path / f"o{i}")) for i in range(small_cache.capacity * 2)]
+    for o in others:
+        o.pwrite(b"x", 0)
+    h.close()   # closed for good, but pinned: the descriptor stays valid until released
+    assert os.pread(fd, 5, 0) == b"hello"
+    h.release()   # the last pin closes it
+    assert not h.is_open
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
+def test_evicted_handle_reopens_under_its_new_name(tmp_path: Path, small_cache: H.HandleCache) -> None:
+    h = H.FileHandle(str(tmp_path / "seg.log"))
+    h.pwrite(b"data", 0)
+    h.evict()
+    h.rename(str(tmp_path / "seg.log.deleted"))
+    (tmp_path / "seg.log").write_bytes(b"other")   # a new file under the old name is not read
+    assert h.pread(4, 0) == b"data"
+    h.close()
+
+
+def test_deleted_file_is_not_recreated_by_a_reopen(tmp_path: Path, small_cache: H.HandleCache) -> None:
+    h = H.FileHandle(str(tmp_path / "gone"))
+    h.pwrite(b"x", 0)
+    h.evict()
+    os.unlink(tmp_path / "gone")
+    h.fsync()   # dirty, file gone: nothing to sync, nothing created
+    assert not (tmp_path / "gone").exists()
+
+
+def test_out_of_descriptors_is_a_storage_error(tmp_path: Path, small_cache: H.HandleCache) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    hog: list[int] = []
+    h = H.FileHandle(str(tmp_path / "f"))
+    small_cache.close_all()   # nothing left to evict: the retry cannot find a descriptor either
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+    try:
+        with pytest.raises(OSError):
+            while True:
+                hog.append(os.open(os.devnull, os.O_RDONLY))
+        with pytest.raises(H.TooManyOpenFilesError):
+            h.pwrite(b"x", 0)
+        os.close(hog.pop())
+        h.pwrite(b"x", 0)   # one descriptor free again: works
+    finally:
+        for fd in hog:
+            os.close(fd)
+        h.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.parametrize("index_open", [False, True])
+def test_out_of_descriptors_during_an_append_is_rolled_back(tmp_path: Path, small_cache: H.HandleCache,
+                                                            index_open: bool) -> None:
+    """EMFILE at a write step (the .log, or with the .log open, the index) is a KafkaStorageError like a full
+    disk: nothing of the append stays, the partition stays online and the next append continues."""
+    from storage import fs
+    from storage.errors import KafkaStorageError
+
+    lm = LogManager.open(str(tmp_path), LogConfig(index_interval_bytes=1))
+    plog = lm.create_log("t", 0, uuid.uuid4())
+    for i in range(3):
+        plog.append(encode_batch([b"v%d" % i]))
+    before = plog.read_bytes(0, 1 << 20)
+    small_cache.close_all()
+    real_open = fs.open
+
+    def emfile(path: str, flags: int, mode: int = 0o777) -> int:
+        if index_open and path.endswith(".log"):
+            return real_open(path, flags, mode)
+        raise OSError(errno.EMFILE, "Too many open files", path)
+
+    fs.open = emfile   # type: ignore[assignment]
+    try:
+        with pytest.raises(KafkaStorageError) as caught:
+            plog.append(encode_batch([b"lost"]))
+    finally:
+        fs.open = real_open
+    assert "Too many open files" in str(caught.value)
+    assert plog.offline is None and plog.log_end_offset == 3
+    assert plog.read_bytes(0, 1 << 20) == before
+    assert os.path.getsize(plog.segments[-1].log_path) == len(before)
+    plog.append(encode_batch([b"v3"]))
+    assert plog.log_end_offset == 4
+    lm.close()
+    lm = LogManager.open(str(tmp_path), LogConfig())
+    again = lm.get_log("t", 0)
+    assert again is not None and again.log_end_offset == 4
+    assert again.read_bytes(0, 1 << 20)[: len(before)] == before
+    lm.close()
