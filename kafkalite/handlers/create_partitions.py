@@ -3,7 +3,8 @@
 Raises a topic's partition count to ``Count``. Errors per topic: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS
 (count not above the current one), INVALID_REPLICA_ASSIGNMENT (assignments naming another broker or of the
 wrong length), INVALID_REQUEST (a topic named twice, or an internal topic). ValidateOnly checks without changing
-anything.
+anything. A request adding more than 10,000 partitions in all fails whole with POLICY_VIOLATION, as Kafka's
+controller answers it (``kafkalite.admin_limits``).
 
 The internal topics (``__consumer_offsets``, ``__transaction_state``) keep the partition count the broker gave
 them: a group's or transactional id's partition is ``hash(id) % count``, so a new count would move every
@@ -22,6 +23,7 @@ from collections import Counter
 
 import trio
 
+from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import INTERNAL_TOPICS
@@ -37,6 +39,15 @@ _Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
     state = ctx.broker
     counts = Counter(t.name for t in req.topics)
+    new = 0   # PartitionRecords Kafka would write: bounded per request, the whole request fails beyond it
+    for t in req.topics:
+        info = state.topics.get(t.name)
+        if info is not None and not info.internal and t.count > info.partitions:
+            new += t.count - info.partitions
+    if new > MAX_RECORDS_PER_USER_OP:
+        return CreatePartitionsResponse(throttle_time_ms=0, results=[
+            _Result(name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE)
+            for t in req.topics])
     results = []
     for t in req.topics:
         info = state.topics.get(t.name)

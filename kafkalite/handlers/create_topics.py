@@ -14,6 +14,9 @@
   do not exist. kafkalite answers a client's creation of either internal topic the way Kafka answers it for
   its own internal topic: INVALID_REQUEST with that message (TOPIC_ALREADY_EXISTS once it exists, like any
   topic).
+- A request whose valid topics add up to more than 10,000 metadata records (a topic, its partitions and its
+  configs; ``kafkalite.admin_limits``) fails whole: every topic answers POLICY_VIOLATION "Unable to perform
+  excessively large batch operation.", as Kafka's controller answers it.
 - ValidateOnly (v1+) runs every check and creates nothing.
 - v5+ echo the resulting partition count, replication factor and full config list; v7+ the topic id.
 - Partition directories are made in a worker thread, one topic at a time, each published as soon as its logs
@@ -31,6 +34,7 @@ from typing import Any
 
 import trio
 
+from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP, topic_records
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, freeze_long_lived, invalid_topic_name
@@ -93,6 +97,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
     taken = {n.replace(".", "_"): n for n in (*state.topics, *state.pending_topics)}
     results = []
     todo: list[tuple[int, str, int, dict[str, str], uuid.UUID]] = []
+    records = 0   # metadata records Kafka would write for the valid topics (bounded per request)
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
@@ -103,6 +108,9 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         if code != ErrorCode.NONE:
             results.append(_Result(name=t.name, error_code=code, error_message=message, configs=None))
             continue
+        records += topic_records(partitions, len(t.configs))
+        if records > MAX_RECORDS_PER_USER_OP:
+            break
         overrides = {c.name: c.value for c in t.configs if c.value is not None}
         topic_id = None if req.validate_only else uuid.uuid4()
         configs = [CreateTopicsResponse.CreatableTopicConfigs(
@@ -116,6 +124,12 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
             taken[t.name.replace(".", "_")] = t.name
             todo.append((len(results), t.name, partitions, overrides, topic_id))
         results.append(res)
+    if records > MAX_RECORDS_PER_USER_OP:   # nothing was awaited since the reservations: give them back
+        for _i, name, *_rest in todo:
+            state.pending_topics.discard(name)
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[
+            _Result(name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE,
+                    configs=None) for t in req.topics])
     if todo:
         await _create(state, todo, results)
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)

@@ -97,10 +97,25 @@ def _chunks(items: list[Any], n: int) -> Iterator[list[Any]]:
         yield items[i:i + n]
 
 
+def _create_batches(topics: dict[str, int], per_request: int) -> Iterator[list[str]]:
+    """At most `per_request` topics a request, and within Kafka's 10,000 metadata records per admin request
+    (a topic record plus one per partition: kafkalite.admin_limits)."""
+    batch: list[str] = []
+    records = 0
+    for name, partitions in topics.items():
+        if batch and (len(batch) == per_request or records + 1 + partitions > 10_000):
+            yield batch
+            batch, records = [], 0
+        batch.append(name)
+        records += 1 + partitions
+    if batch:
+        yield batch
+
+
 def create_topics(c: RawClient, topics: dict[str, int], per_request: int = 10) -> dict[str, Any]:
-    """CreateTopics (v7), `per_request` topics a request; name -> result."""
+    """CreateTopics (v7), up to `per_request` topics a request; name -> result."""
     out: dict[str, Any] = {}
-    for names in _chunks(list(topics), per_request):
+    for names in _create_batches(topics, per_request):
         req = CT(timeout_ms=600_000, topics=[
             CT.CreatableTopic(name=n, num_partitions=topics[n], replication_factor=1, assignments=[], configs=[])
             for n in names])
