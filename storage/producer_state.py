@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from storage import fs
 from storage.batch import INT32_MAX, NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader, crc32c, increment_sequence
+from storage.checkpoints import write_atomic
 from storage.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
@@ -288,22 +289,7 @@ class ProducerStateManager:
         syncs it later); keep only the newest `keep` snapshot files. A torn snapshot fails its CRC and is
         ignored at load, so deferring the fsync costs only a longer replay."""
         path = self.snapshot_path(offset)
-        tmp = path + ".tmp"
-        try:
-            fd = fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                data = self.encode_snapshot()
-                if fs.write(fd, data) != len(data):
-                    raise OSError(28, "short write of a producer snapshot")
-                if sync:
-                    fs.fsync(fd)
-            finally:
-                os.close(fd)
-            fs.replace(tmp, path)
-        except OSError:
-            with contextlib.suppress(OSError):  # older snapshots stay; the partial tmp goes
-                fs.unlink(tmp)
-            raise
+        write_atomic(path, self.encode_snapshot(), sync=sync)   # on failure older snapshots stay, no tmp left
         for old in self.snapshot_offsets()[:-keep]:
             with contextlib.suppress(OSError):  # an old snapshot left behind costs nothing but space
                 self.delete_snapshot(old)
