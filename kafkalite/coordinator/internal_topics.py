@@ -1,5 +1,6 @@
 """What both coordinators (groups, transactions) need around their internal topics (``__consumer_offsets``,
-``__transaction_state``): creating one, reading one back in chunks on load, and a wall clock in ms."""
+``__transaction_state``): creating one, reading one back in chunks on load, a wall clock in ms, and the loop
+that drives a pure coordinator's timers."""
 from __future__ import annotations
 
 import struct
@@ -72,3 +73,29 @@ class WallClock:
         if self._offset is None:
             self._offset = time.time() - t
         return int((t + self._offset) * 1000)
+
+
+class TimerLoop:
+    """Drives a pure coordinator's timers: ``run()`` calls ``owner.coordinator.poll(now)`` and sleeps until
+    its ``next_deadline()`` or until ``kick()`` (a request changed its state), for ever. A failure in one unit
+    (a group, a transactional id) is contained by the coordinator; anything else propagates to the
+    supervisor that runs the loop (logged, restarted)."""
+
+    def __init__(self, owner: Any) -> None:
+        self._owner = owner          # has .coordinator (poll, next_deadline) and .now_ms()
+        self._wakeup = trio.Event()
+
+    def kick(self) -> None:
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        owner = self._owner
+        while True:
+            owner.coordinator.poll(owner.now_ms())
+            deadline = owner.coordinator.next_deadline()
+            self._wakeup = trio.Event()
+            if deadline is None:
+                await self._wakeup.wait()
+            else:
+                with trio.move_on_after(max(deadline - owner.now_ms(), 0) / 1000):
+                    await self._wakeup.wait()

@@ -29,7 +29,7 @@ from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.config import OFFSETS_TOPIC, GroupConfig
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, Pending, SyncResult
-from kafkalite.coordinator.internal_topics import WallClock, create_internal_topic, read_chunks
+from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.loader import StateLoader
 from kafkalite.coordinator.records import build_batch, encode_offset_key, encode_offset_value, iter_entries
 from kafkalite.errors import error_code_for
@@ -55,7 +55,7 @@ class GroupService:
         self.coordinator = GroupCoordinator(config, self._append)
         self.coordinator.loading = True
         self.loaded = trio.Event()
-        self._wakeup = trio.Event()
+        self._timers = TimerLoop(self)
         self._cancel: trio.CancelScope | None = None
         self._clock = WallClock()
         self._creating: trio.Event | None = None
@@ -65,7 +65,7 @@ class GroupService:
         return self._clock.now_ms()
 
     def _kick(self) -> None:
-        self._wakeup.set()
+        self._timers.kick()
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -82,7 +82,7 @@ class GroupService:
             self.loaded.set()
             # a failing group is reset by the coordinator itself; anything else the loop raises is the
             # supervisor's: logged, recorded, and the loop started again
-            await supervise(self.state, "group-coordinator.timers", self._timer_loop)
+            await supervise(self.state, "group-coordinator.timers", self._timers.run)
 
     async def _load(self) -> None:
         if self.state is None or OFFSETS_TOPIC not in getattr(self.state, "topics", {}):
@@ -105,18 +105,6 @@ class GroupService:
         self.coordinator.groups = loader.build(self.now_ms())
         log.info("loaded %d groups from %d %s records", len(self.coordinator.groups), loader.records,
                  OFFSETS_TOPIC)
-
-    async def _timer_loop(self) -> None:
-        while True:
-            self.coordinator.poll(self.now_ms())
-            deadline = self.coordinator.next_deadline()
-            self._wakeup = trio.Event()
-            if deadline is None:
-                await self._wakeup.wait()
-            else:
-                delay = max(deadline - self.now_ms(), 0) / 1000
-                with trio.move_on_after(delay):
-                    await self._wakeup.wait()
 
     def close(self) -> _Done:
         """Stop answering and stop the timer loop; parked JoinGroup/SyncGroup get NOT_COORDINATOR."""

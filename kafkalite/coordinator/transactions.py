@@ -26,7 +26,7 @@ import trio
 
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.config import partition_for
-from kafkalite.coordinator.internal_topics import WallClock, create_internal_topic, read_chunks
+from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.records import RecordDecodeError, build_batch, iter_records
 from kafkalite.coordinator.txn_coordinator import (
     DEFAULT_MAX_TIMEOUT_MS,
@@ -76,7 +76,7 @@ class TransactionService:
         self.coordinator = TransactionCoordinator(self, max_timeout)
         self.coordinator.loading = True
         self.loaded = trio.Event()
-        self._wakeup = trio.Event()
+        self._timers = TimerLoop(self)
         self._cancel: trio.CancelScope | None = None
         self._clock = WallClock()
         self._creating: trio.Event | None = None
@@ -86,7 +86,7 @@ class TransactionService:
         return self._clock.now_ms()
 
     def kick(self) -> None:
-        self._wakeup.set()
+        self._timers.kick()
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -111,20 +111,7 @@ class TransactionService:
             if values:
                 log.info("loaded %d transactional ids from %s", len(self.coordinator.txns), TXN_STATE_TOPIC)
             self.loaded.set()
-            await supervise(self.state, "transaction-coordinator.timers", self._timer_loop)
-
-    async def _timer_loop(self) -> None:
-        """Sleep until the coordinator's next deadline or a kick, then ``poll``. One transactional id's
-        failure is contained by the coordinator; anything else is the supervisor's (logged, restarted)."""
-        while True:
-            self.coordinator.poll(self.now_ms())
-            deadline = self.coordinator.next_deadline()
-            self._wakeup = trio.Event()
-            if deadline is None:
-                await self._wakeup.wait()
-            else:
-                with trio.move_on_after(max(deadline - self.now_ms(), 0) / 1000):
-                    await self._wakeup.wait()
+            await supervise(self.state, "transaction-coordinator.timers", self._timers.run)
 
     async def _read_log(self) -> dict[str, TxnLogValue | None]:
         st = self.state
