@@ -60,7 +60,9 @@ async def _serve_until_signal(config: BrokerConfig) -> None:
     import trio
 
     from kafkalite.server import serve
+    from kafkalite.state import allow_gc_freeze
 
+    allow_gc_freeze()   # this process is the broker's own (an embedded Broker never freezes its host's heap)
     shutdown = trio.Event()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:

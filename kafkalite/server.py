@@ -192,10 +192,12 @@ async def _load_pending(state: BrokerState) -> None:
     a worker thread, a slice at a time, so retention and compaction reach every log."""
     fn = getattr(state.logs, "load_pending", None)
     while fn is not None:
+        before = getattr(state.logs, "pending_loads", 0)
         left = await trio.to_thread.run_sync(fn, 500)   # a failure: the supervisor logs it and retries
-        from kafkalite.state import freeze_long_lived
+        if before > left:   # logs were loaded: they live until deleted
+            from kafkalite.state import freeze_long_lived
 
-        freeze_long_lived()
+            freeze_long_lived()
         if not left:
             return
         await trio.sleep(0.01)

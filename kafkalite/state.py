@@ -473,13 +473,26 @@ def _read_pid_block(path: Path) -> int | None:
     return value if 0 <= value < 2**63 - PRODUCER_ID_BLOCK and text.isdigit() else None
 
 
+_FREEZE = False   # only a broker that owns its process freezes the collector's view (see allow_gc_freeze)
+
+
+def allow_gc_freeze() -> None:
+    """Called by ``kafkalite serve``: the process is the broker's, so :func:`freeze_long_lived` may act. An
+    embedded broker (``kafkalite.Broker``) shares its host's process and never freezes the host's objects
+    (frozen objects are never collected, cycles included)."""
+    global _FREEZE
+    _FREEZE = True
+
+
 def freeze_long_lived() -> None:
     """Move everything allocated so far out of the cyclic collector's reach (gc.freeze), after creating or
     loading many partition logs: they live until deleted, and a full collection that walks millions of such
-    objects holds the GIL (so the event loop) for seconds. The CLI does the same once after startup."""
-    import gc
+    objects holds the GIL (so the event loop) for seconds. The CLI does the same once after startup. A no-op
+    unless :func:`allow_gc_freeze` was called."""
+    if _FREEZE:
+        import gc
 
-    gc.freeze()
+        gc.freeze()
 
 
 def _random_cluster_id() -> str:

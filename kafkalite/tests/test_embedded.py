@@ -65,3 +65,20 @@ def test_idle_connections_are_closed(tmp_path: Path) -> None:
             RawClient(b.host, b.port) as c:
         assert c.request(MetadataRequest(topics=[]), 12).brokers
         assert c.is_closed_by_peer()
+
+
+def test_embedded_broker_never_freezes_the_host_processs_heap(tmp_path: Path) -> None:
+    """gc.freeze (which `kafkalite serve` uses after loading or creating many logs) would make the host's own
+    objects permanent, cycles included: an embedded broker shares its host's process and must not do it."""
+    import gc
+
+    from wire.messages import CreateTopicsRequest
+
+    frozen = gc.get_freeze_count()
+    with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        r = c.request(CreateTopicsRequest(timeout_ms=5000, topics=[CreateTopicsRequest.CreatableTopic(
+            name="many", num_partitions=150, replication_factor=1)]), 5)
+        assert r.topics[0].error_code == 0
+    with Broker(data_dir=tmp_path) as b:   # a clean restart registers the logs and loads them in the background
+        pass
+    assert gc.get_freeze_count() == frozen
