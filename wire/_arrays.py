@@ -67,6 +67,10 @@ def read_nullable_array(
     return out, pos
 
 
+#: elements unpacked per struct call by :func:`read_fixed_list`
+FIXED_CHUNK = 8192
+
+
 def read_fixed_list(buf: memoryview, pos: int, compact: bool, code: str, width: int) -> tuple[list[Any], int]:
     """Array of a fixed-width primitive (int32, int64, ...), unpacked in one struct call."""
     n, pos = _count(buf, pos, compact)
@@ -77,7 +81,16 @@ def read_fixed_list(buf: memoryview, pos: int, compact: bool, code: str, width: 
     end = pos + n * width
     if end > len(buf):
         raise DecodeError(f"array of {n} x {width} bytes exceeds remaining {len(buf) - pos}")
-    return list(struct.unpack_from(f">{n}{code}", buf, pos)), end
+    if n <= FIXED_CHUNK:
+        return list(struct.unpack_from(f">{n}{code}", buf, pos)), end
+    # One struct call for a million elements makes a million int objects holding the GIL throughout (~0.1 s):
+    # a decoder in a worker thread then stalls the event loop. In chunks, the GIL changes hands between them.
+    out: list[Any] = []
+    step = FIXED_CHUNK * width
+    for at in range(pos, end, step):
+        k = min(FIXED_CHUNK, (end - at) // width)
+        out += struct.unpack_from(f">{k}{code}", buf, at)
+    return out, end
 
 
 def read_nullable_fixed_list(

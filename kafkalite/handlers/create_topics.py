@@ -37,6 +37,7 @@ import trio
 from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP, topic_records
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, freeze_long_lived, invalid_topic_name
 from kafkalite.topic_configs import describe_topic, validate_topic_configs
 from storage.errors import StorageError
@@ -98,6 +99,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
     results = []
     todo: list[tuple[int, str, int, dict[str, str], uuid.UUID]] = []
     records = 0   # metadata records Kafka would write for the valid topics (bounded per request)
+    described: list[tuple[Any, dict[str, str]]] = []   # valid topics' results, their configs listed below
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
@@ -113,11 +115,9 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
             break
         overrides = {c.name: c.value for c in t.configs if c.value is not None}
         topic_id = None if req.validate_only else uuid.uuid4()
-        configs = [CreateTopicsResponse.CreatableTopicConfigs(
-            name=e.name, value=e.value, read_only=e.read_only, config_source=e.source, is_sensitive=e.sensitive)
-            for e in describe_topic(state, overrides)]
         res = _Result(name=t.name, error_code=ErrorCode.NONE, error_message=None, num_partitions=partitions,
-                      replication_factor=1, configs=configs)
+                      replication_factor=1, configs=[])
+        described.append((res, overrides))
         if topic_id is not None:
             res.topic_id = topic_id
             state.pending_topics.add(t.name)   # reserved before any await: no second creator can pass _check
@@ -130,9 +130,28 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
             _Result(name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE,
                     configs=None) for t in req.topics])
+    try:
+        await _describe(state, described)
+    except BaseException:   # cancelled (connection closed, shutdown): the names are free again
+        for _i, name, *_rest in todo:
+            state.pending_topics.discard(name)
+        raise
     if todo:
         await _create(state, todo, results)
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+async def _describe(state: BrokerState, described: list[tuple[Any, dict[str, str]]]) -> None:
+    """List each valid topic's resulting configs in its result, in slices: ~40 entries with synonyms per topic,
+    ~0.1 ms each, so 2,000 topics held the loop ~0.2 s (bench_hostile create_topics_2000). The checks and
+    reservations above stay in one go (cheap), so no other request's creation or deletion runs between them."""
+    work = Slices()
+    for res, overrides in described:
+        if work.due():
+            await work.pause()
+        res.configs = [CreateTopicsResponse.CreatableTopicConfigs(
+            name=e.name, value=e.value, read_only=e.read_only, config_source=e.source, is_sensitive=e.sensitive)
+            for e in describe_topic(state, overrides)]
 
 
 async def _create(state: BrokerState, todo: list[tuple[int, str, int, dict[str, str], uuid.UUID]],

@@ -24,36 +24,51 @@ _CHUNK = 1024   # partitions looked up per slice
 
 
 async def _fetch(ctx: RequestContext, group_id: str, topics: list | None, require_stable: bool,
-                 work: Slices) -> tuple[int, list]:
-    """The group's offsets for ``topics`` (None: all); a request may list a million partitions, so they are
-    looked up ``_CHUNK`` at a time, in slices (the lookup only reads)."""
+                 work: Slices) -> tuple[int, list[list]]:
+    """The group's offsets for ``topics`` (None: all), as rows in chunks. A request may list a million
+    partitions, so they are looked up ``_CHUNK`` at a time, in slices (the lookup only reads), and no list of
+    them all is made: building one, and freeing it and the rows in one go, held the loop ~130 ms each
+    (fuzz seed 7 frames 58286, 107748: a 4 MB OffsetFetch of a million partitions)."""
     svc = ctx.broker.groups
-    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     if svc is None:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, [(t, p, None, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-                                                     for t, p in wanted or []]
-    if wanted is None or len(wanted) <= _CHUNK:
-        return svc.fetch_offsets(group_id, wanted, require_stable)
-    rows: list = []
-    for i in range(0, len(wanted), _CHUNK):
-        err, part = svc.fetch_offsets(group_id, wanted[i:i + _CHUNK], require_stable)
-        rows += part
-        if err != ErrorCode.NONE:
-            return err, rows
-        await work.pause()
-    return ErrorCode.NONE, rows
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, [[(t.name, p, None, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                                                      for t in topics or [] for p in t.partition_indexes]]
+    if topics is None:
+        err, rows = svc.fetch_offsets(group_id, None, require_stable)
+        return err, [rows]
+    chunks: list[list] = []
+    batch: list = []
+    err = ErrorCode.NONE
+    for t in topics:
+        for p in t.partition_indexes:
+            batch.append((t.name, p))
+            if len(batch) == _CHUNK:
+                err, part = svc.fetch_offsets(group_id, batch, require_stable)
+                chunks.append(part)
+                batch = []
+                if err != ErrorCode.NONE:
+                    return err, chunks
+                await work.pause()
+    if batch or not chunks:
+        err, part = svc.fetch_offsets(group_id, batch, require_stable)
+        chunks.append(part)
+    return err, chunks
 
 
-async def _topics(rows: list, work: Slices, topic_cls: Any, partition_cls: Any) -> list:
-    """Response topics for ``rows`` (topic, partition, offset-and-metadata | None, error), built in slices."""
+async def _topics(chunks: list[list], work: Slices, topic_cls: Any, partition_cls: Any) -> list:
+    """Response topics for rows (topic, partition, offset-and-metadata | None, error), built in slices; each
+    chunk of rows is dropped (freed) once used."""
     grouped: dict[str, list] = {}
-    for topic, partition, om, err in rows:
-        if work.due():
-            await work.pause()
-        grouped.setdefault(topic, []).append(partition_cls(
-            partition_index=partition, committed_offset=om.offset if om else -1,
-            committed_leader_epoch=om.leader_epoch if om else -1, metadata=om.metadata if om else "",
-            error_code=err))
+    for i in range(len(chunks)):
+        rows, chunks[i] = chunks[i], []
+        for topic, partition, om, err in rows:
+            if work.due():
+                await work.pause()
+            grouped.setdefault(topic, []).append(partition_cls(
+                partition_index=partition, committed_offset=om.offset if om else -1,
+                committed_leader_epoch=om.leader_epoch if om else -1, metadata=om.metadata if om else "",
+                error_code=err))
+        del rows
     return [topic_cls(name=topic, partitions=parts) for topic, parts in grouped.items()]
 
 
@@ -71,6 +86,6 @@ async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFe
     topics = req.topics if (v >= 2 or req.topics is not None) else []
     err, rows = await _fetch(ctx, req.group_id, topics, req.require_stable if v >= 7 else False, work)
     if err != ErrorCode.NONE and v < 2:
-        rows = [(t.name, p, None, err) for t in topics or [] for p in t.partition_indexes]
+        rows = [[(t.name, p, None, err) for t in topics or [] for p in t.partition_indexes]]
     return R(throttle_time_ms=0, error_code=err if v >= 2 else 0, topics=await _topics(
         rows, work, R.OffsetFetchResponseTopic, R.OffsetFetchResponsePartition))

@@ -95,3 +95,29 @@ def test_others_are_answered_while_a_long_list_is_walked(raw: Raw, monkeypatch: 
         got_cid, resp = big.recv(type(body).API_KEY, version)
     assert got_cid == cid and entries(resp) == N
     assert round_trips >= 3, f"only {round_trips} round trips answered while the request was handled"
+
+
+def test_others_are_answered_while_many_topics_configs_are_listed(raw: Raw, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CreateTopics lists each valid topic's ~40 configs with synonyms in slices (validate-only and decoded on
+    the loop here, so no worker thread lets other requests through): 2,000 topics held the loop ~0.2 s."""
+    monkeypatch.setattr(connection, "OFFLOAD_BYTES", 1 << 40)
+    n = 4000   # 2 metadata records each: within admin_limits' 10,000
+    C = m.CreateTopicsRequest
+    body = C(topics=[C.CreatableTopic(name=f"validate-{i}", num_partitions=1, replication_factor=1,
+                                      assignments=[], configs=[]) for i in range(n)],
+             timeout_ms=60000, validate_only=True)
+    big = raw()
+    big.sock.settimeout(120)
+    small = raw()
+    hello = m.ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    small.request(hello, 3)
+    round_trips = 0
+    with bulk.paused():
+        cid = big.send(body, 7)
+        while not select.select([big.sock], [], [], 0)[0]:
+            small.request(hello, 3)
+            round_trips += 1
+        got_cid, resp = big.recv(C.API_KEY, 7)
+    assert got_cid == cid and len(resp.topics) == n
+    assert all(t.error_code == 0 and len(t.configs) > 10 for t in resp.topics)
+    assert round_trips >= 3, f"only {round_trips} round trips answered while the request was handled"

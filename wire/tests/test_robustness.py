@@ -141,3 +141,24 @@ def test_null_in_non_nullable_fields_is_decode_error() -> None:
 @given(st.binary(max_size=200), st.sampled_from([0, 4, 11, 12, 16]))
 def test_random_bytes_as_fetch_response(data: bytes, version: int) -> None:
     _decode_only_decode_error(FetchResponse, data, version)
+
+
+@pytest.mark.parametrize("n", [0, 1, 8191, 8192, 8193, 3 * 8192 + 5])
+@pytest.mark.parametrize("code,width", [("i", 4), ("q", 8), ("h", 2)])
+def test_fixed_width_arrays_decode_across_chunks(n: int, code: str, width: int) -> None:
+    """Long int arrays are unpacked in chunks (the GIL changes hands between them); every element, in order,
+    and the position after the array come out as from one struct call, compact or not."""
+    import struct
+
+    from wire._arrays import FIXED_CHUNK, read_fixed_list
+    from wire.primitives import uvarint
+
+    assert FIXED_CHUNK == 8192
+    values = [(i * 7919) % (1 << (8 * width - 1)) - (i % 3) * 5 for i in range(n)]
+    payload = struct.pack(f">{n}{code}", *values) + b"tail"
+    plain = struct.pack(">i", n) + payload
+    out, end = read_fixed_list(memoryview(plain), 0, False, code, width)
+    assert out == values and plain[end:] == b"tail"
+    compact = uvarint(n + 1) + payload
+    out, end = read_fixed_list(memoryview(compact), 0, True, code, width)
+    assert out == values and compact[end:] == b"tail"
