@@ -18,30 +18,11 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
 
+from kafkalite.tests.procstat import settled_rss_mb
+
 BENCH_TIMEOUT = 300
-
-
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _settled(pid: int, timeout: float = 20.0) -> float:
-    last = _rss_mb(pid)
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        time.sleep(0.5)
-        now = _rss_mb(pid)
-        if abs(now - last) < 2:
-            return now
-        last = now
-    return last
 
 
 def run(connections: int, frame_bytes: int, extra: list[str]) -> dict[str, Any]:
@@ -54,7 +35,7 @@ def run(connections: int, frame_bytes: int, extra: list[str]) -> dict[str, Any]:
         try:
             assert proc.stdout is not None
             port = int(proc.stdout.readline().rsplit(":", 1)[1])
-            idle = _settled(proc.pid)
+            idle = settled_rss_mb(proc.pid)
             frame = struct.pack(">ihhi", frame_bytes, 0, 9, 1) + bytes(frame_bytes - 8)
             offered = 0
             for _ in range(connections):
@@ -63,11 +44,11 @@ def run(connections: int, frame_bytes: int, extra: list[str]) -> dict[str, Any]:
                 with contextlib.suppress(BlockingIOError):
                     offered += s.send(frame[: frame_bytes // 2])
                 socks.append(s)
-            held = _settled(proc.pid)
+            held = settled_rss_mb(proc.pid)
             for s in socks:
                 s.close()
             socks.clear()
-            after = _settled(proc.pid)
+            after = settled_rss_mb(proc.pid)
         finally:
             for s in socks:
                 s.close()

@@ -22,6 +22,7 @@ import trio.testing
 
 from kafkalite.embedded import Broker
 from kafkalite.request_memory import RequestMemoryPool
+from kafkalite.tests.procstat import rss_mb, settled_rss_mb
 from kafkalite.tests.rawclient import RawClient
 from wire.errors import ErrorCode
 from wire.messages import MetadataRequest, ProduceRequest
@@ -98,27 +99,6 @@ def test_a_closed_connection_gives_its_reservation_back(tmp_path: Path) -> None:
 
 # -- every frame counts; slow senders cannot pin the pool -------------------------------------------------
 
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
-def _settled_rss(pid: int, timeout: float = 20.0) -> float:
-    """The broker's RSS once it stops growing (it has read what it is going to read)."""
-    last = _rss_mb(pid)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        now = _rss_mb(pid)
-        if abs(now - last) < 2:
-            return now
-        last = now
-    return last
-
-
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the broker's RSS from /proc")
 def test_many_half_sent_small_frames_are_bounded_by_the_pool(tmp_path: Path) -> None:
     """1,000 connections each send half of a 256 KiB frame (128 MB offered; frames this size were not
@@ -132,14 +112,14 @@ def test_many_half_sent_small_frames_are_bounded_by_the_pool(tmp_path: Path) -> 
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline().rsplit(":", 1)[1])
-        idle = _settled_rss(proc.pid)
+        idle = settled_rss_mb(proc.pid)
         size = 256 * 1024
         frame = struct.pack(">ihhi", size, 0, 9, 1) + bytes(size - 8)
         for _ in range(1000):
             s = socket.create_connection(("127.0.0.1", port), timeout=20)
             s.sendall(frame[: size // 2])
             socks.append(s)
-        loaded = _settled_rss(proc.pid)
+        loaded = settled_rss_mb(proc.pid)
         assert loaded - idle < 64, f"RSS grew by {loaded - idle:.0f} MB with an 8 MB request pool"
         for s in socks:
             s.close()
@@ -147,7 +127,7 @@ def test_many_half_sent_small_frames_are_bounded_by_the_pool(tmp_path: Path) -> 
         with RawClient("127.0.0.1", port) as probe:
             assert probe.request(MetadataRequest(topics=[]), 12).brokers
         deadline = time.monotonic() + 30     # the broker closes 1,000 connections; wait for it, generously
-        while (after := _rss_mb(proc.pid)) - idle >= 24 and time.monotonic() < deadline:
+        while (after := rss_mb(proc.pid)) - idle >= 24 and time.monotonic() < deadline:
             time.sleep(0.5)
         assert after - idle < 24, f"RSS still {after - idle:.0f} MB above idle after the connections closed"
     finally:
