@@ -61,6 +61,7 @@ from trio.lowlevel import wait_readable, wait_writable
 from kafkalite import bulk
 from kafkalite.handlers import registry
 from kafkalite.request_memory import RECV_SIZE, RequestMemoryPool
+from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
 from wire import api
 
 if TYPE_CHECKING:
@@ -121,6 +122,9 @@ class Connection:
         self.full = False       # ``reserved`` covers the whole frame at the head of the buffer
         self.frame_end = 0      # that frame's size with its 4-byte prefix, while ``full``
         self.loopwatch = getattr(state, "loopwatch", None)   # kafkalite.loopwatch: told which request runs
+        # set by kafkalite.security once the connection has authenticated (SASL or a client certificate)
+        self.principal: KafkaPrincipal = ANONYMOUS
+        self.security_protocol = "PLAINTEXT"
         try:
             peer = sock.getpeername()
             self.peer_host, self.peer_port = str(peer[0]), int(peer[1])
@@ -300,6 +304,7 @@ class Connection:
         ctx = registry.RequestContext(
             header=header, broker=self.state, client_host=self.peer_host, client_port=self.peer_port,
             listener=self.listener, connection_id=self.conn_id,
+            principal=self.principal, security_protocol=self.security_protocol,
         )
         response = await spec.fn(ctx, body)
         if response is None:

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
+
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
     from wire.headers import RequestHeader
@@ -31,6 +33,9 @@ class RequestContext:
     client_port: int = 0
     listener: str = "PLAINTEXT"
     connection_id: int = 0
+    # who the connection authenticated as, and its listener's security protocol (kafkalite.security)
+    principal: KafkaPrincipal = ANONYMOUS
+    security_protocol: str = "PLAINTEXT"
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
