@@ -83,3 +83,23 @@ def test_create_partitions_assignments_java(broker, get_client) -> None:
     assert j.admin(bs, "create_partitions", topic=topic, total=3)["error"] == (
         "InvalidPartitionsException: Topic already has 3 partition(s).")
     assert get_partitions(bs, topic) == 3
+
+
+# -- finalized features (ApiVersions v3+) ------------------------------------------------------------------
+def test_describe_features_kafka_python(broker) -> None:
+    from kafka import KafkaAdminClient
+
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        f = a.describe_features()
+    finally:
+        a.close()
+    assert f == {"metadata.version": {"supported": (1, 21), "finalized": (21, 21), "finalized_epoch": 0},
+                 "kraft.version": {"supported": (0, 1), "finalized": (1, 1), "finalized_epoch": 0}}
+
+
+def test_describe_features_java(broker, get_client) -> None:
+    r = _java(get_client).admin(broker.bootstrap, "describe_features")
+    assert r["finalized"] == {"metadata.version": [21, 21], "kraft.version": [1, 1]}
+    assert r["supported"] == {"metadata.version": [1, 21], "kraft.version": [0, 1]}
+    assert r["epoch"] == 0
