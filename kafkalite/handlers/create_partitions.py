@@ -27,6 +27,7 @@ import trio
 from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.replicas import check_manual_assignment
 from kafkalite.state import INTERNAL_TOPICS
 from storage.errors import StorageError
 from wire.errors import ErrorCode
@@ -88,23 +89,12 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
 
 def _check_assignments(assignments: list[list[int]], additional: int, first_new: int, node_id: int) -> str | None:
     """Kafka 3.9's ReplicationControlManager checks of manual assignments, with its messages: one per new
-    partition, each a non-empty list of registered brokers (here only this node), none twice, as many as
-    the topic's replication factor (1 here)."""
+    partition, each valid for the topic's replication factor (1 here) (``kafkalite.replicas``)."""
     if len(assignments) != additional:
         return (f"Attempted to add {additional} additional partition(s), but only {len(assignments)} "
                 "assignment(s) were specified.")
     for replicas in assignments:
-        if not replicas:
-            return "The manual partition assignment includes an empty replica list."
-        prev = None
-        for broker in sorted(replicas):
-            if broker != node_id:
-                return (f"The manual partition assignment includes broker {broker}, but no such broker is "
-                        "registered.")
-            if broker == prev:
-                return f"The manual partition assignment includes the broker {prev} more than once."
-            prev = broker
-        if len(replicas) != 1:
-            return (f"The manual partition assignment includes a partition with {len(replicas)} replica(s), "
-                    "but this is not consistent with previous partitions, which have 1 replica(s).")
+        why = check_manual_assignment(replicas, node_id, 1)
+        if why is not None:
+            return why
     return None
