@@ -103,3 +103,215 @@ def test_describe_features_java(broker, get_client) -> None:
     assert r["finalized"] == {"metadata.version": [21, 21], "kraft.version": [1, 1]}
     assert r["supported"] == {"metadata.version": [1, 21], "kraft.version": [0, 1]}
     assert r["epoch"] == 0
+
+
+# -- ElectLeaders ------------------------------------------------------------------------------------------
+def test_elect_leaders_kafka_python(broker) -> None:
+    from kafka import KafkaAdminClient
+
+    bs = broker.bootstrap
+    topic = _name("el-kp")
+    create_topic(bs, topic, 2)
+    a = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        r = a.elect_leaders(0, {topic: [0, 1]})             # ELECTION_NOT_NEEDED is not an error to it
+        assert [(p.partition_id, p.error_code) for t in r.replica_election_results for p in t.partition_result] \
+            == [(0, 84), (1, 84)]
+        r = a.elect_leaders(0, [topic])          # kafka-python names every partition of the topic itself
+        assert [(p.partition_id, p.error_code) for t in r.replica_election_results for p in t.partition_result] \
+            == [(0, 84), (1, 84)]
+        r = a.elect_leaders(0, {"no-such-topic": [0]}, raise_errors=False)
+        assert [(p.error_code, p.error_message) for t in r.replica_election_results for p in t.partition_result] \
+            == [(3, "No such topic as no-such-topic")]
+    finally:
+        a.close()
+
+
+def test_elect_leaders_confluent(broker) -> None:
+    from confluent_kafka import ElectionType, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    bs = broker.bootstrap
+    topic = _name("el-ck")
+    create_topic(bs, topic, 1)
+    a = AdminClient({"bootstrap.servers": bs})
+    res = a.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 0), TopicPartition(topic, 7)]).result(30)
+    errs = {tp.partition: (e.name() if e is not None else None) for tp, e in res.items()}
+    assert errs == {0: "ELECTION_NOT_NEEDED", 7: "UNKNOWN_TOPIC_OR_PART"}
+    assert a.elect_leaders(ElectionType.PREFERRED, None).result(30) == {}
+    try:
+        a.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, 0)]).result(30)
+    except KafkaException as exc:  # some versions raise for a partition-level error
+        raise AssertionError(exc) from exc
+
+
+def test_elect_leaders_java(broker, get_client) -> None:
+    bs = broker.bootstrap
+    topic = _name("el-j")
+    create_topic(bs, topic, 1)
+    j = _java(get_client)
+    r = j.admin(bs, "elect_leaders", partitions=[[topic, 0], [topic, 3]])
+    assert r["partitions"] == {
+        f"{topic}-0": "ElectionNotNeededException: Leader election not needed for topic partition.",
+        f"{topic}-3": f"UnknownTopicOrPartitionException: No such partition as {topic}-3"}
+    assert j.admin(bs, "elect_leaders", partitions=None) == {"partitions": {}, "ok": True}
+
+
+# -- partition reassignments -------------------------------------------------------------------------------
+def test_reassignments_kafka_python(broker) -> None:
+    from kafka import KafkaAdminClient, TopicPartition
+    from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
+
+    bs = broker.bootstrap
+    topic = _name("ra-kp")
+    create_topic(bs, topic, 2)
+    a = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        r = a.alter_partition_reassignments({TopicPartition(topic, 0): [1], TopicPartition(topic, 1): [5]})
+        assert r[TopicPartition(topic, 0)] is None
+        assert r[TopicPartition(topic, 1)] is InvalidReplicationAssignmentError or \
+            isinstance(r[TopicPartition(topic, 1)], InvalidReplicationAssignmentError)
+        r = a.alter_partition_reassignments({TopicPartition(topic, 0): None})
+        err = r[TopicPartition(topic, 0)]
+        assert err is NoReassignmentInProgressError or isinstance(err, NoReassignmentInProgressError)
+        assert a.list_partition_reassignments() == {}
+        assert a.list_partition_reassignments({topic: [0, 1]}) == {}
+    finally:
+        a.close()
+
+
+def test_reassignments_java(broker, get_client) -> None:
+    bs = broker.bootstrap
+    topic = _name("ra-j")
+    create_topic(bs, topic, 1)
+    j = _java(get_client)
+    r = j.admin(bs, "alter_reassignments", reassignments=[[topic, 0, [1]]])
+    assert r["partitions"] == {f"{topic}-0": None}
+    r = j.admin(bs, "alter_reassignments", reassignments=[[topic, 0, [2]]])
+    assert r["partitions"] == {f"{topic}-0": "InvalidReplicaAssignmentException: The manual partition assignment "
+                                             "includes broker 2, but no such broker is registered."}
+    r = j.admin(bs, "alter_reassignments", reassignments=[[topic, 0, None]])
+    assert r["partitions"] == {f"{topic}-0": "NoReassignmentInProgressException: No partition reassignment is in "
+                                             "progress."}
+    assert j.admin(bs, "list_reassignments", partitions=None)["reassignments"] == {}
+    assert j.admin(bs, "list_reassignments", partitions=[[topic, 0]])["reassignments"] == {}
+
+
+# -- AlterReplicaLogDirs -----------------------------------------------------------------------------------
+def _log_dir(bs: str) -> str:
+    from kafka import KafkaAdminClient
+
+    a = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        r = a.describe_log_dirs()
+    finally:
+        a.close()
+    return r[0]["log_dirs"][0]["log_dir"]
+
+
+def test_alter_replica_log_dirs_kafka_python(broker) -> None:
+    from kafka import KafkaAdminClient, TopicPartitionReplica
+    from kafka.errors import LogDirNotFoundError, NoError
+
+    bs = broker.bootstrap
+    topic = _name("ld-kp")
+    create_topic(bs, topic, 1)
+    ours = _log_dir(bs)
+    a = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        r = a.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 1): ours})
+        assert list(r.values()) == [NoError]
+        r = a.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 1): "/elsewhere/kafka-logs"})
+        assert list(r.values()) == [LogDirNotFoundError]
+    finally:
+        a.close()
+
+
+def test_alter_replica_log_dirs_java(broker, get_client) -> None:
+    bs = broker.bootstrap
+    topic = _name("ld-j")
+    create_topic(bs, topic, 1)
+    j = _java(get_client)
+    dirs = j.admin(bs, "describe_log_dirs", broker=1)["dirs"]
+    (ours,) = dirs
+    assert f"{topic}-0" in dirs[ours]
+    assert j.admin(bs, "alter_log_dirs", moves=[[topic, 0, 1, ours]])["replicas"] == {f"{topic}-0": None}
+    r = j.admin(bs, "alter_log_dirs", moves=[[topic, 0, 1, "/elsewhere/kafka-logs"]])
+    assert r["replicas"] == {f"{topic}-0": "LogDirNotFoundException: The user-specified log directory is not found "
+                                           "in the broker config."}
+
+
+# -- DescribeProducers -------------------------------------------------------------------------------------
+def _idempotent_and_open_txn(bs: str, topic: str):  # type: ignore[no-untyped-def]
+    """One idempotent producer (3 records) and one transactional producer with its transaction left open."""
+    from confluent_kafka import Producer
+
+    idem = Producer({"bootstrap.servers": bs, "enable.idempotence": True, "linger.ms": 0})
+    for v in (b"a", b"b", b"c"):
+        idem.produce(topic, v, partition=0)
+        idem.flush(30)
+    tx = Producer({"bootstrap.servers": bs, "transactional.id": f"tx-{topic}", "linger.ms": 0})
+    tx.init_transactions(30)
+    tx.begin_transaction()
+    tx.produce(topic, b"t", partition=0)
+    assert tx.flush(30) == 0
+    return idem, tx
+
+
+def test_describe_producers_kafka_python(broker) -> None:
+    from kafka import KafkaAdminClient, TopicPartition
+
+    bs = broker.bootstrap
+    topic = _name("dp-kp")
+    create_topic(bs, topic, 1)
+    _idem, tx = _idempotent_and_open_txn(bs, topic)
+    a = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        states = a.describe_producers([TopicPartition(topic, 0)])[TopicPartition(topic, 0)].active_producers
+        got = sorted((s.last_sequence, s.current_transaction_start_offset, s.coordinator_epoch) for s in states)
+        assert got == [(0, 3, -1), (2, -1, -1)]      # the open transaction started at offset 3
+        tx.commit_transaction(30)
+        states = a.describe_producers([TopicPartition(topic, 0)])[TopicPartition(topic, 0)].active_producers
+        assert sorted((s.last_sequence, s.current_transaction_start_offset, s.coordinator_epoch) for s in states) == [
+            (0, -1, 0), (2, -1, -1)]
+    finally:
+        a.close()
+
+
+def test_describe_producers_java(broker, get_client) -> None:
+    bs = broker.bootstrap
+    topic = _name("dp-j")
+    create_topic(bs, topic, 1)
+    _idem, tx = _idempotent_and_open_txn(bs, topic)
+    r = _java(get_client).admin(bs, "describe_producers", topic=topic, partition=0)
+    got = sorted((p["last_sequence"], p["txn_start_offset"], p["coordinator_epoch"], p["epoch"])
+                 for p in r["producers"])
+    assert got == [(0, 3, None, 0), (2, None, None, 0)]
+    assert all(p["last_timestamp"] > 0 and p["producer_id"] >= 0 for p in r["producers"])
+    tx.abort_transaction(30)
+
+
+# -- DescribeQuorum ----------------------------------------------------------------------------------------
+def test_describe_quorum_java(broker, get_client) -> None:
+    r = _java(get_client).admin(broker.bootstrap, "describe_quorum")
+    assert "error" not in r, r
+    assert (r["leader_id"], r["leader_epoch"], r["high_watermark"]) == (1, 1, 0)
+    assert [v["id"] for v in r["voters"]] == [1] and r["observers"] == []
+    assert r["voters"][0]["last_caught_up"] > 0
+    assert list(r["nodes"]) == ["1"] and str(broker.port) in r["nodes"]["1"]
+
+
+def test_describe_quorum_kafka_python(broker) -> None:
+    from kafka import KafkaAdminClient
+
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        q = a.describe_metadata_quorum()
+    finally:
+        a.close()
+    (t,) = q["topics"]
+    (p,) = t["partitions"]
+    assert (t["topic_name"], p["error"], p["leader_id"], p["leader_epoch"], p["high_watermark"]) == (
+        "__cluster_metadata", None, 1, 1, 0)
+    assert [v["replica_id"] for v in p["current_voters"]] == [1] and p["observers"] == []
+    assert [n["node_id"] for n in q["nodes"]] == [1]
