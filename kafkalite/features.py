@@ -19,9 +19,18 @@ for the cluster (``FinalizedFeatures``; 0 = not finalized). Kafka 3.9 builds the
   from any epoch >= 0).
 * Kafka 2.8 (ZooKeeper mode, feature versioning off) reports no features and epoch -1: the tagged fields
   stay at their defaults and the codec leaves them out.
+* Kafka 4.3 (``--emulate-kafka 4.3``): ``metadata.version`` 7 (3.3-IV3, its minimum) to 30 (4.3-IV0),
+  ``kraft.version`` 1 (dynamic quorum, KIP-853), ``group.version`` 1 (the KIP-848 consumer group protocol;
+  4.0 brokers refuse ConsumerGroupHeartbeat below it), ``share.version`` 1 (share groups, KIP-932, GA in
+  4.2); levels from 4.3's ``server-common``. ``transaction.version`` stays out in every profile:
+  kafkalite serves the classic (pre-KIP-890 v2) transaction flow and a client seeing level 2 would
+  switch to the new one.
 
-Helper rows for other releases (4.x: ``group.version``, ``share.version``, ``transaction.version``) go
-into :data:`FEATURES` under their profile name; a profile without a row set inherits nothing.
+librdkafka 2.0.2 (kcat 1.7.1) reads these tagged fields correctly (compat-tests/test_admin_surface.py
+runs kcat against them); the ARCHITECTURE gotcha about it is an explicit FinalizedFeaturesEpoch of -1.
+
+Rows for another release go into :data:`FEATURES` under its profile name; a profile without a row set
+reports no features.
 """
 from __future__ import annotations
 
@@ -46,6 +55,10 @@ FEATURES: dict[str | None, tuple[Feature, ...]] = {
     "3.6": (Feature("metadata.version", 1, 14, 14),),                   # 3.6-IV2
     "3.9": (Feature("metadata.version", 1, 21, 21),                     # 3.9-IV0
             Feature("kraft.version", 0, 1, 1)),
+    "4.3": (Feature("metadata.version", 7, 30, 30),                     # 3.3-IV3 .. 4.3-IV0
+            Feature("kraft.version", 0, 1, 1),
+            Feature("group.version", 0, 1, 1),
+            Feature("share.version", 0, 1, 1)),
 }
 FEATURES[None] = FEATURES["3.9"]
 
