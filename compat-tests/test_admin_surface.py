@@ -105,6 +105,22 @@ def test_describe_features_java(broker, get_client) -> None:
     assert r["epoch"] == 0
 
 
+def test_kcat_reads_api_versions_with_features(broker, get_client) -> None:
+    """kcat 1.7.1 (librdkafka 2.0.2) parses ApiVersions v3 carrying the 3.9 feature tags: no protocol error,
+    and the features it derives from the API list (consumer groups, idempotence) are switched on."""
+    import subprocess
+
+    from harness.clients.base import which
+    from harness.clients.kcat import KCAT
+
+    get_client("kcat")
+    p = subprocess.run([which("kcat") or KCAT, "-b", broker.bootstrap, "-L", "-d", "protocol,broker,feature", "-m", "20"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "Received ApiVersionResponse (v3" in p.stderr and "PROTOERR" not in p.stderr
+    assert "BrokerBalancedConsumer" in p.stderr and "IdempotentProducer" in p.stderr
+
+
 # -- ElectLeaders ------------------------------------------------------------------------------------------
 def test_elect_leaders_kafka_python(broker) -> None:
     from kafka import KafkaAdminClient
@@ -315,3 +331,27 @@ def test_describe_quorum_kafka_python(broker) -> None:
         "__cluster_metadata", None, 1, 1, 0)
     assert [v["replica_id"] for v in p["current_voters"]] == [1] and p["observers"] == []
     assert [n["node_id"] for n in q["nodes"]] == [1]
+
+
+# -- ListConfigResources (key 74, Kafka 4.1+) ----------------------------------------------------------------
+def test_list_config_resources_kafka_python(broker, broker_factory) -> None:
+    """3.9 has key 74 only as v0 (ListClientMetricsResources: client-metrics subscriptions, none here);
+    under --emulate-kafka 4.3 it is ListConfigResources v1 and lists the broker and the topics."""
+    from kafka import KafkaAdminClient
+
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        assert a.list_config_resources() == {}
+    finally:
+        a.close()
+    b = broker_factory(emulate="4.3")
+    topic = _name("lcr-kp")
+    create_topic(b.bootstrap, topic, 1)
+    a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    try:
+        every = a.list_config_resources()
+        assert every["broker"] == ["1"] and every["broker_logger"] == ["1"] and topic in every["topic"]
+        assert a.list_config_resources(["TOPIC"]) == {"topic": every["topic"]}
+        assert a.list_config_resources(["CLIENT_METRICS", "GROUP"]) == {}
+    finally:
+        a.close()

@@ -35,6 +35,7 @@ KAFKA_3_9: dict[int, int] = {
     35: 4, 36: 2, 37: 3, 42: 2, 44: 1, 47: 0, 48: 1, 49: 1, 50: 0, 51: 0, 57: 1, 60: 1, 61: 0, 65: 0,
     66: 1, 68: 0, 69: 0, 75: 0,
     34: 2, 43: 2, 45: 0, 46: 0, 55: 2,   # replication admin APIs (#15)
+    74: 0,                               # ListClientMetricsResources (4.1+: ListConfigResources)
 }
 
 KAFKA_4_3: dict[int, int] = {

@@ -147,3 +147,22 @@ def test_describe_quorum(raw: Connect, broker: Broker) -> None:
             assert [(n.node_id, [lst.port for lst in n.listeners]) for n in r.nodes] == [(1, [broker.port])]
     bad = c.request(Q(topics=[Q.TopicData(topic_name="t", partitions=[Q.PartitionData(partition_index=0)])]), 2)
     assert bad.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_list_config_resources(raw: Connect) -> None:
+    from wire.messages import ListConfigResourcesRequest
+
+    c = raw()
+    create_topic(c, "lcr", 1)
+
+    def listed(version: int, types: list[int]) -> tuple[int, list[tuple[str, int]]]:
+        r = c.request(ListConfigResourcesRequest(resource_types=types), version)
+        return r.error_code, [(x.resource_name, x.resource_type) for x in r.config_resources]
+
+    code, res = listed(1, [])                 # every type v1 knows: the broker (logger, configs), the topics
+    assert code == 0 and res[:2] == [("1", 8), ("1", 4)] and ("lcr", 2) in res
+    code, topics = listed(1, [2])
+    assert code == 0 and ("lcr", 2) in topics and {t for _n, t in topics} == {2} and len(topics) == len(res) - 2
+    assert listed(1, [4, 16, 32]) == (0, [("1", 4)])       # no client-metrics subscriptions, no group configs
+    assert listed(1, [3]) == (ErrorCode.UNSUPPORTED_VERSION, [])
+    assert listed(0, []) == (0, [])           # v0 (ListClientMetricsResources): client metrics only
