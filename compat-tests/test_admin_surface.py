@@ -355,3 +355,48 @@ def test_list_config_resources_kafka_python(broker, broker_factory) -> None:
         assert a.list_config_resources(["CLIENT_METRICS", "GROUP"]) == {}
     finally:
         a.close()
+
+
+# -- DescribeConfigs of the broker: every Kafka 3.9 broker config ----------------------------------------
+def test_broker_configs_java(broker, get_client) -> None:
+    cfg = _java(get_client).admin(broker.bootstrap, "describe_broker_configs", broker=1)["configs"]
+    assert len(cfg) >= 314
+    e = cfg["ssl.truststore.password"]
+    assert (e["value"], e["sensitive"], e["type"], e["source"]) == (None, True, "PASSWORD", "DEFAULT_CONFIG")
+    e = cfg["advertised.listeners"]
+    assert (e["type"], e["read_only"], e["source"]) == ("STRING", False, "DEFAULT_CONFIG")
+    e = cfg["log.retention.hours"]
+    assert (e["value"], e["read_only"], e["type"], e["synonyms"]) == (
+        "168", True, "INT", [["log.retention.hours", "168", "DEFAULT_CONFIG"]])
+    assert (cfg["num.io.threads"]["read_only"], cfg["zookeeper.connect"]["read_only"]) == (False, True)
+    assert cfg["log.segment.bytes"]["documentation"] and cfg["num.io.threads"]["documentation"]
+    assert cfg["principal.builder.class"]["type"] == "CLASS"
+
+
+def test_broker_configs_confluent(broker) -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+
+    a = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = ConfigResource(ConfigResource.Type.BROKER, "1")
+    cfg = a.describe_configs([res])[res].result(30)
+    assert len(cfg) >= 314
+    e = cfg["sasl.jaas.config"]
+    assert (e.value, e.is_sensitive, e.source) == (None, True, ConfigSource.DEFAULT_CONFIG.value)
+    e = cfg["background.threads"]
+    assert (e.value, e.is_read_only, e.is_default) == ("10", False, True)
+    assert cfg["auto.create.topics.enable"].is_read_only
+
+
+def test_broker_configs_kafka_python(broker) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        r = a.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")], include_synonyms=True,
+                               config_filter="all")
+    finally:
+        a.close()
+    cfg = r["broker"]["1"] if "broker" in r else next(iter(r.values()))
+    assert len(cfg) >= 314 and "advertised.listeners" in cfg
+    assert cfg["ssl.key.password"]["value"] is None
