@@ -51,7 +51,7 @@ def get_partitions(bs: str, topic: str) -> int:
     return len(md.topics[topic].partitions)
 
 
-def test_create_partitions_assignments_confluent(broker) -> None:
+def test_create_partitions_assignments_confluent_kafka(broker) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewPartitions
 
@@ -105,7 +105,7 @@ def test_describe_features_java(broker, get_client) -> None:
     assert r["epoch"] == 0
 
 
-def test_kcat_reads_api_versions_with_features(broker, get_client) -> None:
+def test_api_versions_with_features_kcat(broker, get_client) -> None:
     """kcat 1.7.1 (librdkafka 2.0.2) parses ApiVersions v3 carrying the 3.9 feature tags: no protocol error,
     and the features it derives from the API list (consumer groups, idempotence) are switched on."""
     import subprocess
@@ -143,8 +143,8 @@ def test_elect_leaders_kafka_python(broker) -> None:
         a.close()
 
 
-def test_elect_leaders_confluent(broker) -> None:
-    from confluent_kafka import ElectionType, KafkaException, TopicPartition
+def test_elect_leaders_confluent_kafka(broker) -> None:
+    from confluent_kafka import ElectionType, TopicPartition
     from confluent_kafka.admin import AdminClient
 
     bs = broker.bootstrap
@@ -155,10 +155,8 @@ def test_elect_leaders_confluent(broker) -> None:
     errs = {tp.partition: (e.name() if e is not None else None) for tp, e in res.items()}
     assert errs == {0: "ELECTION_NOT_NEEDED", 7: "UNKNOWN_TOPIC_OR_PART"}
     assert a.elect_leaders(ElectionType.PREFERRED, None).result(30) == {}
-    try:
-        a.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, 0)]).result(30)
-    except KafkaException as exc:  # some versions raise for a partition-level error
-        raise AssertionError(exc) from exc
+    res = a.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, 0)]).result(30)
+    assert [e.name() for e in res.values()] == ["ELECTION_NOT_NEEDED"]      # it has a leader
 
 
 def test_elect_leaders_java(broker, get_client) -> None:
@@ -373,7 +371,7 @@ def test_broker_configs_java(broker, get_client) -> None:
     assert cfg["principal.builder.class"]["type"] == "CLASS"
 
 
-def test_broker_configs_confluent(broker) -> None:
+def test_broker_configs_confluent_kafka(broker) -> None:
     from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
     a = AdminClient({"bootstrap.servers": broker.bootstrap})

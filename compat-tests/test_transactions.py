@@ -413,7 +413,7 @@ def _plain_commit_from_another_consumer(bs: str, group: str, topic: str, offset:
         c.close()
 
 
-def test_java_txn_offsets_do_not_overwrite_a_later_plain_commit(broker_factory, get_client) -> None:
+def test_txn_offsets_do_not_overwrite_a_later_plain_commit_java(broker_factory, get_client) -> None:
     """sendOffsetsToTransaction(10), then a plain commit of 20 by another consumer of the group, then the
     transaction commits: Kafka keeps 20 (completePendingTxnOffsetCommit compares the records' log
     offsets), also after a restart; a transaction whose offsets come after the plain commit does apply."""
@@ -441,7 +441,7 @@ def test_java_txn_offsets_do_not_overwrite_a_later_plain_commit(broker_factory, 
         j.txn_close(name)
 
 
-def test_confluent_txn_offsets_do_not_overwrite_a_later_plain_commit(broker_factory) -> None:
+def test_txn_offsets_do_not_overwrite_a_later_plain_commit_confluent_kafka(broker_factory) -> None:
     """The same with confluent-kafka's send_offsets_to_transaction, and a restart while the transaction
     is open (its offsets come back pending from the transactional batch in ``__consumer_offsets``)."""
     from confluent_kafka import Consumer, Producer, TopicPartition

@@ -1,7 +1,7 @@
 """Every broker config of Apache Kafka 3.9 (KafkaConfig's ConfigDef, non-internal): name, type, update mode and
 Kafka's default, as facts, one per line. kafkalite's own definitions of the settings it reads are in
-``kafkalite.config_defs`` (:data:`~kafkalite.config_defs.BROKER`); :func:`broker_config` looks a name up in
-both as one table, kafkalite's definition first (its default is the value kafkalite uses).
+``kafkalite.config_defs`` (:data:`~kafkalite.config_defs.BROKER`); ``kafkalite.broker_describe`` reads the
+two as one table, kafkalite's definition first (its default is the value kafkalite uses).
 
 Columns: name, type (int long short double boolean string list class password), update mode (``ro``
 read-only, ``broker`` per-broker dynamic, ``cluster`` cluster-wide dynamic: Kafka's
