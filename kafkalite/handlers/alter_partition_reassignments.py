@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.replicas import NO_REASSIGNMENT_MESSAGE, check_manual_assignment
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 
@@ -25,10 +26,13 @@ async def alter_partition_reassignments(ctx: RequestContext,
                                         req: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     state = ctx.broker
     responses = []
+    work = Slices()   # a request may name a million partitions: walked in slices
     for t in req.topics:
         info = state.topics.get(t.name)
         parts = []
         for p in t.partitions:
+            if work.due():
+                await work.pause()
             code, msg = ErrorCode.NONE, None
             if info is None:
                 code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {t.name}."

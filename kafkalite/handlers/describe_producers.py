@@ -10,6 +10,7 @@ UNKNOWN_TOPIC_OR_PARTITION without a message (``ReplicaManager.activeProducerSta
 from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import DescribeProducersRequest, DescribeProducersResponse
 
@@ -21,10 +22,13 @@ UNKNOWN_MESSAGE = "This server does not host this topic-partition."
 async def describe_producers(ctx: RequestContext, req: DescribeProducersRequest) -> DescribeProducersResponse:
     state = ctx.broker
     topics = []
+    work = Slices()   # a request may name a million partitions: walked in slices
     for t in req.topics:
         info = state.topics.get(t.name)
         parts = []
         for p in t.partition_indexes:
+            if work.due():
+                await work.pause()
             plog = state.get_log(t.name, p) if info is not None and 0 <= p < info.partitions else None
             if info is None:
                 parts.append(R.PartitionResponse(partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

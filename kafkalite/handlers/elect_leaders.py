@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.replicas import ELECTION_NOT_NEEDED_MESSAGE
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import ElectLeadersRequest, ElectLeadersResponse
 
@@ -28,10 +29,13 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
         return R(throttle_time_ms=0, error_code=ErrorCode.NONE, replica_election_results=results)
     bad_type = election_type not in (0, 1)
     results = []
+    work = Slices()   # a request may name a million partitions: walked in slices
     for t in req.topic_partitions:
         info = state.topics.get(t.topic)
         parts = []
         for p in t.partitions:
+            if work.due():
+                await work.pause()
             if bad_type:
                 code, msg = ErrorCode.INVALID_REQUEST, f"Unknown election type {election_type}"
             elif info is None:
