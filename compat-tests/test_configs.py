@@ -377,6 +377,23 @@ def test_alter_and_see_the_effect(admin: Admin, broker: BrokerProcess, get_clien
 
 
 @pytest.mark.parametrize("admin", CLIENTS, indirect=True)
+def test_empty_cleanup_policy(admin: Admin, broker: BrokerProcess, get_client: Callable[[str], Client],
+                              topic: str) -> None:
+    """Kafka's cleanup.policy is a ValidList: the empty list is valid (no deletion, no compaction), whether
+    SUBTRACTed down to nothing, SET to "" or given at creation."""
+    _create(get_client, broker.bootstrap, topic, {"cleanup.policy": "delete"})
+    assert admin.incremental(topic, [("SUBTRACT", "cleanup.policy", "delete")]) is None
+    cp = admin.describe("topic", topic)["cleanup.policy"]
+    assert (cp["value"] or "", cp["source"]) == ("", "TOPIC_CONFIG")
+    assert admin.incremental(topic, [("SET", "cleanup.policy", "compact")]) is None
+    assert admin.describe("topic", topic)["cleanup.policy"]["value"] == "compact"
+    assert admin.incremental(topic, [("SET", "cleanup.policy", "")]) is None
+    assert (admin.describe("topic", topic)["cleanup.policy"]["value"] or "") == ""
+    _create(get_client, broker.bootstrap, f"{topic}-e", {"cleanup.policy": ""})
+    assert (admin.describe("topic", f"{topic}-e")["cleanup.policy"]["value"] or "") == ""
+
+
+@pytest.mark.parametrize("admin", CLIENTS, indirect=True)
 @pytest.mark.parametrize(("key", "value"), [("no.such.config", "1"), ("retention.ms", "soon"),
                                             ("cleanup.policy", "shred"), ("min.cleanable.dirty.ratio", "7")])
 def test_invalid_config(admin: Admin, broker: BrokerProcess, get_client: Callable[[str], Client], topic: str,

@@ -397,3 +397,71 @@ def test_aiokafka_transactional_producer_and_read_committed(broker, topic: str) 
     assert committed_seen == COMMITTED
     assert all_seen == [*COMMITTED[:2], *ABORTED, COMMITTED[2]]
     assert read_confluent(bs, topic, "read_committed") == COMMITTED
+
+
+# -- (f) a transaction's offsets against a later plain commit of the group ---------------------------------
+def _plain_commit_from_another_consumer(bs: str, group: str, topic: str, offset: int) -> None:
+    """Another consumer of the group (confluent-kafka, assigned) commits ``offset`` synchronously."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition(topic, 0)])
+        res = c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        assert [(tp.offset, tp.error) for tp in res] == [(offset, None)]
+    finally:
+        c.close()
+
+
+def test_txn_offsets_do_not_overwrite_a_later_plain_commit_java(broker_factory, get_client) -> None:
+    """sendOffsetsToTransaction(10), then a plain commit of 20 by another consumer of the group, then the
+    transaction commits: Kafka keeps 20 (completePendingTxnOffsetCommit compares the records' log
+    offsets), also after a restart; a transaction whose offsets come after the plain commit does apply."""
+    b = broker_factory()
+    bs = b.bootstrap
+    topic = f"ord-{uuid.uuid4().hex[:6]}"
+    group = f"g-{topic}"
+    create_topic(bs, topic, 1)
+    j = _java(get_client)
+    name = f"p-{topic}"
+    assert j.txn_open(bs, name, f"tx-{topic}")["exception"] is None
+    try:
+        assert j.txn_step(name, "begin")["exception"] is None
+        assert j.txn_step(name, "send_offsets", group=group, offsets=[[topic, 0, 10]])["exception"] is None
+        _plain_commit_from_another_consumer(bs, group, topic, 20)
+        assert j.txn_step(name, "commit")["exception"] is None
+        assert committed(bs, group, topic, 1) == {0: 20}
+        b.restart()
+        assert committed(bs, group, topic, 1) == {0: 20}
+        assert j.txn_step(name, "begin")["exception"] is None
+        assert j.txn_step(name, "send_offsets", group=group, offsets=[[topic, 0, 30]])["exception"] is None
+        assert j.txn_step(name, "commit")["exception"] is None
+        assert committed(bs, group, topic, 1) == {0: 30}
+    finally:
+        j.txn_close(name)
+
+
+def test_txn_offsets_do_not_overwrite_a_later_plain_commit_confluent_kafka(broker_factory) -> None:
+    """The same with confluent-kafka's send_offsets_to_transaction, and a restart while the transaction
+    is open (its offsets come back pending from the transactional batch in ``__consumer_offsets``)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    b = broker_factory()
+    bs = b.bootstrap
+    topic = f"ordc-{uuid.uuid4().hex[:6]}"
+    group = f"g-{topic}"
+    create_topic(bs, topic, 1)
+    p = Producer({"bootstrap.servers": bs, "transactional.id": f"tx-{topic}", "linger.ms": 5})
+    p.init_transactions(30)
+    meta_src = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    try:
+        p.begin_transaction()
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 10)], meta_src.consumer_group_metadata(), 30)
+        b.restart()
+        _plain_commit_from_another_consumer(bs, group, topic, 20)
+        p.commit_transaction(60)
+        assert committed(bs, group, topic, 1) == {0: 20}
+        b.restart()
+        assert committed(bs, group, topic, 1) == {0: 20}
+    finally:
+        meta_src.close()

@@ -1,323 +1,357 @@
-"""Every broker config name of Apache Kafka 3.9 (its generated broker config reference, KafkaConfig's
-ConfigDef), used to tell "a Kafka setting kafkalite does not implement" from "a name nobody knows".
+"""Every broker config of Apache Kafka 3.9 (KafkaConfig's ConfigDef, non-internal): name, type, update mode and
+Kafka's default, as facts, one per line. kafkalite's own definitions of the settings it reads are in
+``kafkalite.config_defs`` (:data:`~kafkalite.config_defs.BROKER`); ``kafkalite.broker_describe`` reads the
+two as one table, kafkalite's definition first (its default is the value kafkalite uses).
 
-Names only -- facts, one per line; the settings kafkalite reads are defined in ``kafkalite.config_defs``.
+Columns: name, type (int long short double boolean string list class password), update mode (``ro``
+read-only, ``broker`` per-broker dynamic, ``cluster`` cluster-wide dynamic: Kafka's
+DynamicBrokerConfig.AllDynamicConfigs), default as DescribeConfigs shows it (``-`` = null, ``""`` = empty).
+Used for DescribeConfigs of the broker (every config Kafka lists, with its type, sensitivity -- passwords
+-- and read-only flag), for telling "a Kafka setting kafkalite does not act on" from "a name nobody knows",
+and for the settings AlterConfigs may change dynamically.
 """
 from __future__ import annotations
 
-KAFKA_39_BROKER_CONFIGS = frozenset("""
-advertised.listeners
-alter.config.policy.class.name
-alter.log.dirs.replication.quota.window.num
-alter.log.dirs.replication.quota.window.size.seconds
-authorizer.class.name
-auto.create.topics.enable
-auto.include.jmx.reporter
-auto.leader.rebalance.enable
-background.threads
-broker.heartbeat.interval.ms
-broker.id
-broker.id.generation.enable
-broker.rack
-broker.session.timeout.ms
-client.quota.callback.class
-compression.gzip.level
-compression.lz4.level
-compression.type
-compression.zstd.level
-connection.failed.authentication.delay.ms
-connections.max.idle.ms
-connections.max.reauth.ms
-control.plane.listener.name
-controlled.shutdown.enable
-controlled.shutdown.max.retries
-controlled.shutdown.retry.backoff.ms
-controller.listener.names
-controller.quorum.append.linger.ms
-controller.quorum.bootstrap.servers
-controller.quorum.election.backoff.max.ms
-controller.quorum.election.timeout.ms
-controller.quorum.fetch.timeout.ms
-controller.quorum.request.timeout.ms
-controller.quorum.retry.backoff.ms
-controller.quorum.voters
-controller.quota.window.num
-controller.quota.window.size.seconds
-controller.socket.timeout.ms
-create.topic.policy.class.name
-default.replication.factor
-delegation.token.expiry.check.interval.ms
-delegation.token.expiry.time.ms
-delegation.token.master.key
-delegation.token.max.lifetime.ms
-delegation.token.secret.key
-delete.records.purgatory.purge.interval.requests
-delete.topic.enable
-early.start.listeners
-eligible.leader.replicas.enable
-fetch.max.bytes
-fetch.purgatory.purge.interval.requests
-group.consumer.assignors
-group.consumer.heartbeat.interval.ms
-group.consumer.max.heartbeat.interval.ms
-group.consumer.max.session.timeout.ms
-group.consumer.max.size
-group.consumer.min.heartbeat.interval.ms
-group.consumer.min.session.timeout.ms
-group.consumer.session.timeout.ms
-group.coordinator.append.linger.ms
-group.coordinator.rebalance.protocols
-group.coordinator.threads
-group.initial.rebalance.delay.ms
-group.max.session.timeout.ms
-group.max.size
-group.min.session.timeout.ms
-group.share.delivery.count.limit
-group.share.heartbeat.interval.ms
-group.share.max.groups
-group.share.max.heartbeat.interval.ms
-group.share.max.record.lock.duration.ms
-group.share.max.session.timeout.ms
-group.share.max.size
-group.share.min.heartbeat.interval.ms
-group.share.min.record.lock.duration.ms
-group.share.min.session.timeout.ms
-group.share.partition.max.record.locks
-group.share.record.lock.duration.ms
-group.share.session.timeout.ms
-initial.broker.registration.timeout.ms
-inter.broker.listener.name
-inter.broker.protocol.version
-kafka.metrics.polling.interval.secs
-kafka.metrics.reporters
-leader.imbalance.check.interval.seconds
-leader.imbalance.per.broker.percentage
-listener.security.protocol.map
-listeners
-log.cleaner.backoff.ms
-log.cleaner.dedupe.buffer.size
-log.cleaner.delete.retention.ms
-log.cleaner.enable
-log.cleaner.io.buffer.load.factor
-log.cleaner.io.buffer.size
-log.cleaner.io.max.bytes.per.second
-log.cleaner.max.compaction.lag.ms
-log.cleaner.min.cleanable.ratio
-log.cleaner.min.compaction.lag.ms
-log.cleaner.threads
-log.cleanup.policy
-log.dir
-log.dir.failure.timeout.ms
-log.dirs
-log.flush.interval.messages
-log.flush.interval.ms
-log.flush.offset.checkpoint.interval.ms
-log.flush.scheduler.interval.ms
-log.flush.start.offset.checkpoint.interval.ms
-log.index.interval.bytes
-log.index.size.max.bytes
-log.local.retention.bytes
-log.local.retention.ms
-log.message.downconversion.enable
-log.message.format.version
-log.message.timestamp.after.max.ms
-log.message.timestamp.before.max.ms
-log.message.timestamp.difference.max.ms
-log.message.timestamp.type
-log.preallocate
-log.retention.bytes
-log.retention.check.interval.ms
-log.retention.hours
-log.retention.minutes
-log.retention.ms
-log.roll.hours
-log.roll.jitter.hours
-log.roll.jitter.ms
-log.roll.ms
-log.segment.bytes
-log.segment.delete.delay.ms
-max.connection.creation.rate
-max.connections
-max.connections.per.ip
-max.connections.per.ip.overrides
-max.incremental.fetch.session.cache.slots
-max.request.partition.size.limit
-message.max.bytes
-metadata.log.dir
-metadata.log.max.record.bytes.between.snapshots
-metadata.log.max.snapshot.interval.ms
-metadata.log.segment.bytes
-metadata.log.segment.ms
-metadata.max.idle.interval.ms
-metadata.max.retention.bytes
-metadata.max.retention.ms
-metric.reporters
-metrics.num.samples
-metrics.recording.level
-metrics.sample.window.ms
-min.insync.replicas
-node.id
-num.io.threads
-num.network.threads
-num.partitions
-num.recovery.threads.per.data.dir
-num.replica.alter.log.dirs.threads
-num.replica.fetchers
-offset.metadata.max.bytes
-offsets.commit.required.acks
-offsets.commit.timeout.ms
-offsets.load.buffer.size
-offsets.retention.check.interval.ms
-offsets.retention.minutes
-offsets.topic.compression.codec
-offsets.topic.num.partitions
-offsets.topic.replication.factor
-offsets.topic.segment.bytes
-password.encoder.cipher.algorithm
-password.encoder.iterations
-password.encoder.key.length
-password.encoder.keyfactory.algorithm
-password.encoder.old.secret
-password.encoder.secret
-principal.builder.class
-process.roles
-producer.id.expiration.ms
-producer.purgatory.purge.interval.requests
-queued.max.request.bytes
-queued.max.requests
-quota.window.num
-quota.window.size.seconds
-remote.fetch.max.wait.ms
-remote.log.index.file.cache.total.size.bytes
-remote.log.manager.copier.thread.pool.size
-remote.log.manager.copy.max.bytes.per.second
-remote.log.manager.copy.quota.window.num
-remote.log.manager.copy.quota.window.size.seconds
-remote.log.manager.expiration.thread.pool.size
-remote.log.manager.fetch.max.bytes.per.second
-remote.log.manager.fetch.quota.window.num
-remote.log.manager.fetch.quota.window.size.seconds
-remote.log.manager.task.interval.ms
-remote.log.manager.thread.pool.size
-remote.log.metadata.custom.metadata.max.bytes
-remote.log.metadata.manager.class.name
-remote.log.metadata.manager.class.path
-remote.log.metadata.manager.impl.prefix
-remote.log.metadata.manager.listener.name
-remote.log.reader.max.pending.tasks
-remote.log.reader.threads
-remote.log.storage.manager.class.name
-remote.log.storage.manager.class.path
-remote.log.storage.manager.impl.prefix
-remote.log.storage.system.enable
-replica.fetch.backoff.ms
-replica.fetch.max.bytes
-replica.fetch.min.bytes
-replica.fetch.response.max.bytes
-replica.fetch.wait.max.ms
-replica.high.watermark.checkpoint.interval.ms
-replica.lag.time.max.ms
-replica.selector.class
-replica.socket.receive.buffer.bytes
-replica.socket.timeout.ms
-replication.quota.window.num
-replication.quota.window.size.seconds
-request.timeout.ms
-reserved.broker.max.id
-sasl.client.callback.handler.class
-sasl.enabled.mechanisms
-sasl.jaas.config
-sasl.kerberos.kinit.cmd
-sasl.kerberos.min.time.before.relogin
-sasl.kerberos.principal.to.local.rules
-sasl.kerberos.service.name
-sasl.kerberos.ticket.renew.jitter
-sasl.kerberos.ticket.renew.window.factor
-sasl.login.callback.handler.class
-sasl.login.class
-sasl.login.connect.timeout.ms
-sasl.login.read.timeout.ms
-sasl.login.refresh.buffer.seconds
-sasl.login.refresh.min.period.seconds
-sasl.login.refresh.window.factor
-sasl.login.refresh.window.jitter
-sasl.login.retry.backoff.max.ms
-sasl.login.retry.backoff.ms
-sasl.mechanism.controller.protocol
-sasl.mechanism.inter.broker.protocol
-sasl.oauthbearer.clock.skew.seconds
-sasl.oauthbearer.expected.audience
-sasl.oauthbearer.expected.issuer
-sasl.oauthbearer.jwks.endpoint.refresh.ms
-sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms
-sasl.oauthbearer.jwks.endpoint.retry.backoff.ms
-sasl.oauthbearer.jwks.endpoint.url
-sasl.oauthbearer.scope.claim.name
-sasl.oauthbearer.sub.claim.name
-sasl.oauthbearer.token.endpoint.url
-sasl.server.callback.handler.class
-sasl.server.max.receive.size
-security.inter.broker.protocol
-security.providers
-socket.connection.setup.timeout.max.ms
-socket.connection.setup.timeout.ms
-socket.listen.backlog.size
-socket.receive.buffer.bytes
-socket.request.max.bytes
-socket.send.buffer.bytes
-ssl.allow.dn.changes
-ssl.allow.san.changes
-ssl.cipher.suites
-ssl.client.auth
-ssl.enabled.protocols
-ssl.endpoint.identification.algorithm
-ssl.engine.factory.class
-ssl.key.password
-ssl.keymanager.algorithm
-ssl.keystore.certificate.chain
-ssl.keystore.key
-ssl.keystore.location
-ssl.keystore.password
-ssl.keystore.type
-ssl.principal.mapping.rules
-ssl.protocol
-ssl.provider
-ssl.secure.random.implementation
-ssl.trustmanager.algorithm
-ssl.truststore.certificates
-ssl.truststore.location
-ssl.truststore.password
-ssl.truststore.type
-telemetry.max.bytes
-transaction.abort.timed.out.transaction.cleanup.interval.ms
-transaction.max.timeout.ms
-transaction.partition.verification.enable
-transaction.remove.expired.transaction.cleanup.interval.ms
-transaction.state.log.load.buffer.size
-transaction.state.log.min.isr
-transaction.state.log.num.partitions
-transaction.state.log.replication.factor
-transaction.state.log.segment.bytes
-transactional.id.expiration.ms
-unclean.leader.election.enable
-zookeeper.clientCnxnSocket
-zookeeper.connect
-zookeeper.connection.timeout.ms
-zookeeper.max.in.flight.requests
-zookeeper.metadata.migration.enable
-zookeeper.session.timeout.ms
-zookeeper.set.acl
-zookeeper.ssl.cipher.suites
-zookeeper.ssl.client.enable
-zookeeper.ssl.crl.enable
-zookeeper.ssl.enabled.protocols
-zookeeper.ssl.endpoint.identification.algorithm
-zookeeper.ssl.keystore.location
-zookeeper.ssl.keystore.password
-zookeeper.ssl.keystore.type
-zookeeper.ssl.ocsp.enable
-zookeeper.ssl.protocol
-zookeeper.ssl.truststore.location
-zookeeper.ssl.truststore.password
-zookeeper.ssl.truststore.type
-""".split())
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaBrokerConfig:
+    name: str
+    type: str
+    mode: str               # "ro", "broker" or "cluster"
+    default: str | None     # Kafka 3.9's default, as DescribeConfigs renders it
+
+    @property
+    def dynamic(self) -> bool:
+        return self.mode != "ro"
+
+
+_TABLE = """
+advertised.listeners	string	broker	-
+alter.config.policy.class.name	class	ro	-
+alter.log.dirs.replication.quota.window.num	int	ro	11
+alter.log.dirs.replication.quota.window.size.seconds	int	ro	1
+authorizer.class.name	string	ro	""
+auto.create.topics.enable	boolean	ro	true
+auto.include.jmx.reporter	boolean	ro	true
+auto.leader.rebalance.enable	boolean	ro	true
+background.threads	int	cluster	10
+broker.heartbeat.interval.ms	int	ro	2000
+broker.id	int	ro	-1
+broker.id.generation.enable	boolean	ro	true
+broker.rack	string	ro	-
+broker.session.timeout.ms	int	ro	9000
+client.quota.callback.class	class	ro	-
+compression.gzip.level	int	cluster	-1
+compression.lz4.level	int	cluster	9
+compression.type	string	cluster	producer
+compression.zstd.level	int	cluster	3
+connection.failed.authentication.delay.ms	int	ro	100
+connections.max.idle.ms	long	ro	600000
+connections.max.reauth.ms	long	ro	0
+control.plane.listener.name	string	ro	-
+controlled.shutdown.enable	boolean	ro	true
+controlled.shutdown.max.retries	int	ro	3
+controlled.shutdown.retry.backoff.ms	long	ro	5000
+controller.listener.names	string	ro	-
+controller.quorum.append.linger.ms	int	ro	25
+controller.quorum.bootstrap.servers	list	ro	""
+controller.quorum.election.backoff.max.ms	int	ro	1000
+controller.quorum.election.timeout.ms	int	ro	1000
+controller.quorum.fetch.timeout.ms	int	ro	2000
+controller.quorum.request.timeout.ms	int	ro	2000
+controller.quorum.retry.backoff.ms	int	ro	20
+controller.quorum.voters	list	ro	""
+controller.quota.window.num	int	ro	11
+controller.quota.window.size.seconds	int	ro	1
+controller.socket.timeout.ms	int	ro	30000
+create.topic.policy.class.name	class	ro	-
+default.replication.factor	int	ro	1
+delegation.token.expiry.check.interval.ms	long	ro	3600000
+delegation.token.expiry.time.ms	long	ro	86400000
+delegation.token.master.key	password	ro	-
+delegation.token.max.lifetime.ms	long	ro	604800000
+delegation.token.secret.key	password	ro	-
+delete.records.purgatory.purge.interval.requests	int	ro	1
+delete.topic.enable	boolean	ro	true
+early.start.listeners	string	ro	-
+eligible.leader.replicas.enable	boolean	ro	false
+fetch.max.bytes	int	ro	57671680
+fetch.purgatory.purge.interval.requests	int	ro	1000
+group.consumer.assignors	list	ro	org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor
+group.consumer.heartbeat.interval.ms	int	ro	5000
+group.consumer.max.heartbeat.interval.ms	int	ro	15000
+group.consumer.max.session.timeout.ms	int	ro	60000
+group.consumer.max.size	int	ro	2147483647
+group.consumer.min.heartbeat.interval.ms	int	ro	5000
+group.consumer.min.session.timeout.ms	int	ro	45000
+group.consumer.session.timeout.ms	int	ro	45000
+group.coordinator.append.linger.ms	int	ro	10
+group.coordinator.rebalance.protocols	list	ro	classic
+group.coordinator.threads	int	ro	1
+group.initial.rebalance.delay.ms	int	ro	3000
+group.max.session.timeout.ms	int	ro	1800000
+group.max.size	int	ro	2147483647
+group.min.session.timeout.ms	int	ro	6000
+group.share.delivery.count.limit	int	ro	5
+group.share.heartbeat.interval.ms	int	ro	5000
+group.share.max.groups	short	ro	10
+group.share.max.heartbeat.interval.ms	int	ro	15000
+group.share.max.record.lock.duration.ms	int	ro	60000
+group.share.max.session.timeout.ms	int	ro	60000
+group.share.max.size	short	ro	200
+group.share.min.heartbeat.interval.ms	int	ro	5000
+group.share.min.record.lock.duration.ms	int	ro	15000
+group.share.min.session.timeout.ms	int	ro	45000
+group.share.partition.max.record.locks	int	ro	200
+group.share.record.lock.duration.ms	int	ro	30000
+group.share.session.timeout.ms	int	ro	45000
+initial.broker.registration.timeout.ms	int	ro	60000
+inter.broker.listener.name	string	ro	-
+inter.broker.protocol.version	string	ro	3.9-IV0
+kafka.metrics.polling.interval.secs	int	ro	10
+kafka.metrics.reporters	list	ro	""
+leader.imbalance.check.interval.seconds	long	ro	300
+leader.imbalance.per.broker.percentage	int	ro	10
+listener.security.protocol.map	string	broker	SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT
+listeners	string	broker	PLAINTEXT://:9092
+log.cleaner.backoff.ms	long	cluster	15000
+log.cleaner.dedupe.buffer.size	long	cluster	134217728
+log.cleaner.delete.retention.ms	long	cluster	86400000
+log.cleaner.enable	boolean	ro	true
+log.cleaner.io.buffer.load.factor	double	cluster	0.9
+log.cleaner.io.buffer.size	int	cluster	524288
+log.cleaner.io.max.bytes.per.second	double	cluster	1.7976931348623157E308
+log.cleaner.max.compaction.lag.ms	long	cluster	9223372036854775807
+log.cleaner.min.cleanable.ratio	double	cluster	0.5
+log.cleaner.min.compaction.lag.ms	long	cluster	0
+log.cleaner.threads	int	cluster	1
+log.cleanup.policy	list	cluster	delete
+log.dir	string	ro	/tmp/kafka-logs
+log.dir.failure.timeout.ms	long	ro	30000
+log.dirs	string	ro	-
+log.flush.interval.messages	long	cluster	9223372036854775807
+log.flush.interval.ms	long	cluster	-
+log.flush.offset.checkpoint.interval.ms	int	ro	60000
+log.flush.scheduler.interval.ms	long	ro	9223372036854775807
+log.flush.start.offset.checkpoint.interval.ms	int	ro	60000
+log.index.interval.bytes	int	cluster	4096
+log.index.size.max.bytes	int	cluster	10485760
+log.local.retention.bytes	long	cluster	-2
+log.local.retention.ms	long	cluster	-2
+log.message.downconversion.enable	boolean	cluster	true
+log.message.format.version	string	ro	3.0-IV1
+log.message.timestamp.after.max.ms	long	cluster	9223372036854775807
+log.message.timestamp.before.max.ms	long	cluster	9223372036854775807
+log.message.timestamp.difference.max.ms	long	cluster	9223372036854775807
+log.message.timestamp.type	string	cluster	CreateTime
+log.preallocate	boolean	cluster	false
+log.retention.bytes	long	cluster	-1
+log.retention.check.interval.ms	long	ro	300000
+log.retention.hours	int	ro	168
+log.retention.minutes	int	ro	-
+log.retention.ms	long	cluster	-
+log.roll.hours	int	ro	168
+log.roll.jitter.hours	int	ro	0
+log.roll.jitter.ms	long	cluster	-
+log.roll.ms	long	cluster	-
+log.segment.bytes	int	cluster	1073741824
+log.segment.delete.delay.ms	long	cluster	60000
+max.connection.creation.rate	int	cluster	2147483647
+max.connections	int	cluster	2147483647
+max.connections.per.ip	int	cluster	2147483647
+max.connections.per.ip.overrides	string	cluster	""
+max.incremental.fetch.session.cache.slots	int	ro	1000
+max.request.partition.size.limit	int	ro	2000
+message.max.bytes	int	cluster	1048588
+metadata.log.dir	string	ro	-
+metadata.log.max.record.bytes.between.snapshots	long	ro	20971520
+metadata.log.max.snapshot.interval.ms	long	ro	3600000
+metadata.log.segment.bytes	int	ro	1073741824
+metadata.log.segment.ms	long	ro	604800000
+metadata.max.idle.interval.ms	int	ro	500
+metadata.max.retention.bytes	long	ro	104857600
+metadata.max.retention.ms	long	ro	604800000
+metric.reporters	list	cluster	""
+metrics.num.samples	int	ro	2
+metrics.recording.level	string	ro	INFO
+metrics.sample.window.ms	long	ro	30000
+min.insync.replicas	int	cluster	1
+node.id	int	ro	-1
+num.io.threads	int	cluster	8
+num.network.threads	int	cluster	3
+num.partitions	int	ro	1
+num.recovery.threads.per.data.dir	int	cluster	1
+num.replica.alter.log.dirs.threads	int	ro	-
+num.replica.fetchers	int	cluster	1
+offset.metadata.max.bytes	int	ro	4096
+offsets.commit.required.acks	short	ro	-1
+offsets.commit.timeout.ms	int	ro	5000
+offsets.load.buffer.size	int	ro	5242880
+offsets.retention.check.interval.ms	long	ro	600000
+offsets.retention.minutes	int	ro	10080
+offsets.topic.compression.codec	int	ro	0
+offsets.topic.num.partitions	int	ro	50
+offsets.topic.replication.factor	short	ro	3
+offsets.topic.segment.bytes	int	ro	104857600
+password.encoder.cipher.algorithm	string	ro	AES/CBC/PKCS5Padding
+password.encoder.iterations	int	ro	4096
+password.encoder.key.length	int	ro	128
+password.encoder.keyfactory.algorithm	string	ro	-
+password.encoder.old.secret	password	ro	-
+password.encoder.secret	password	ro	-
+principal.builder.class	class	broker	org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder
+process.roles	list	ro	""
+producer.id.expiration.ms	int	cluster	86400000
+producer.purgatory.purge.interval.requests	int	ro	1000
+queued.max.request.bytes	long	ro	-1
+queued.max.requests	int	ro	500
+quota.window.num	int	ro	11
+quota.window.size.seconds	int	ro	1
+remote.fetch.max.wait.ms	int	cluster	500
+remote.log.index.file.cache.total.size.bytes	long	cluster	1073741824
+remote.log.manager.copier.thread.pool.size	int	ro	-1
+remote.log.manager.copy.max.bytes.per.second	long	cluster	9223372036854775807
+remote.log.manager.copy.quota.window.num	int	ro	11
+remote.log.manager.copy.quota.window.size.seconds	int	ro	1
+remote.log.manager.expiration.thread.pool.size	int	ro	-1
+remote.log.manager.fetch.max.bytes.per.second	long	cluster	9223372036854775807
+remote.log.manager.fetch.quota.window.num	int	ro	11
+remote.log.manager.fetch.quota.window.size.seconds	int	ro	1
+remote.log.manager.task.interval.ms	long	ro	30000
+remote.log.manager.thread.pool.size	int	ro	10
+remote.log.metadata.custom.metadata.max.bytes	int	ro	128
+remote.log.metadata.manager.class.name	string	ro	org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager
+remote.log.metadata.manager.class.path	string	ro	-
+remote.log.metadata.manager.impl.prefix	string	ro	rlmm.config.
+remote.log.metadata.manager.listener.name	string	ro	-
+remote.log.reader.max.pending.tasks	int	ro	100
+remote.log.reader.threads	int	ro	10
+remote.log.storage.manager.class.name	string	ro	-
+remote.log.storage.manager.class.path	string	ro	-
+remote.log.storage.manager.impl.prefix	string	ro	rsm.config.
+remote.log.storage.system.enable	boolean	ro	false
+replica.fetch.backoff.ms	int	ro	1000
+replica.fetch.max.bytes	int	ro	1048576
+replica.fetch.min.bytes	int	ro	1
+replica.fetch.response.max.bytes	int	ro	10485760
+replica.fetch.wait.max.ms	int	ro	500
+replica.high.watermark.checkpoint.interval.ms	long	ro	5000
+replica.lag.time.max.ms	long	ro	30000
+replica.selector.class	string	ro	-
+replica.socket.receive.buffer.bytes	int	ro	65536
+replica.socket.timeout.ms	int	ro	30000
+replication.quota.window.num	int	ro	11
+replication.quota.window.size.seconds	int	ro	1
+request.timeout.ms	int	ro	30000
+reserved.broker.max.id	int	ro	1000
+sasl.client.callback.handler.class	class	ro	-
+sasl.enabled.mechanisms	list	broker	GSSAPI
+sasl.jaas.config	password	broker	-
+sasl.kerberos.kinit.cmd	string	broker	/usr/bin/kinit
+sasl.kerberos.min.time.before.relogin	long	broker	60000
+sasl.kerberos.principal.to.local.rules	list	broker	DEFAULT
+sasl.kerberos.service.name	string	broker	-
+sasl.kerberos.ticket.renew.jitter	double	broker	0.05
+sasl.kerberos.ticket.renew.window.factor	double	broker	0.8
+sasl.login.callback.handler.class	class	ro	-
+sasl.login.class	class	ro	-
+sasl.login.connect.timeout.ms	int	ro	-
+sasl.login.read.timeout.ms	int	ro	-
+sasl.login.refresh.buffer.seconds	short	broker	300
+sasl.login.refresh.min.period.seconds	short	broker	60
+sasl.login.refresh.window.factor	double	broker	0.8
+sasl.login.refresh.window.jitter	double	broker	0.05
+sasl.login.retry.backoff.max.ms	long	ro	10000
+sasl.login.retry.backoff.ms	long	ro	100
+sasl.mechanism.controller.protocol	string	ro	GSSAPI
+sasl.mechanism.inter.broker.protocol	string	broker	GSSAPI
+sasl.oauthbearer.clock.skew.seconds	int	ro	30
+sasl.oauthbearer.expected.audience	list	ro	-
+sasl.oauthbearer.expected.issuer	string	ro	-
+sasl.oauthbearer.jwks.endpoint.refresh.ms	long	ro	3600000
+sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms	long	ro	10000
+sasl.oauthbearer.jwks.endpoint.retry.backoff.ms	long	ro	100
+sasl.oauthbearer.jwks.endpoint.url	string	ro	-
+sasl.oauthbearer.scope.claim.name	string	ro	scope
+sasl.oauthbearer.sub.claim.name	string	ro	sub
+sasl.oauthbearer.token.endpoint.url	string	ro	-
+sasl.server.callback.handler.class	class	ro	-
+sasl.server.max.receive.size	int	ro	524288
+security.inter.broker.protocol	string	ro	PLAINTEXT
+security.providers	string	ro	-
+socket.connection.setup.timeout.max.ms	long	ro	30000
+socket.connection.setup.timeout.ms	long	ro	10000
+socket.listen.backlog.size	int	ro	50
+socket.receive.buffer.bytes	int	ro	102400
+socket.request.max.bytes	int	ro	104857600
+socket.send.buffer.bytes	int	ro	102400
+ssl.allow.dn.changes	boolean	ro	false
+ssl.allow.san.changes	boolean	ro	false
+ssl.cipher.suites	list	broker	""
+ssl.client.auth	string	broker	none
+ssl.enabled.protocols	list	broker	TLSv1.2
+ssl.endpoint.identification.algorithm	string	broker	https
+ssl.engine.factory.class	class	broker	-
+ssl.key.password	password	broker	-
+ssl.keymanager.algorithm	string	broker	SunX509
+ssl.keystore.certificate.chain	password	broker	-
+ssl.keystore.key	password	broker	-
+ssl.keystore.location	string	broker	-
+ssl.keystore.password	password	broker	-
+ssl.keystore.type	string	broker	JKS
+ssl.principal.mapping.rules	string	ro	DEFAULT
+ssl.protocol	string	broker	TLSv1.2
+ssl.provider	string	broker	-
+ssl.secure.random.implementation	string	broker	-
+ssl.trustmanager.algorithm	string	broker	PKIX
+ssl.truststore.certificates	password	broker	-
+ssl.truststore.location	string	broker	-
+ssl.truststore.password	password	broker	-
+ssl.truststore.type	string	broker	JKS
+telemetry.max.bytes	int	ro	1048576
+transaction.abort.timed.out.transaction.cleanup.interval.ms	int	ro	10000
+transaction.max.timeout.ms	int	ro	900000
+transaction.partition.verification.enable	boolean	cluster	true
+transaction.remove.expired.transaction.cleanup.interval.ms	int	ro	3600000
+transaction.state.log.load.buffer.size	int	ro	5242880
+transaction.state.log.min.isr	int	ro	2
+transaction.state.log.num.partitions	int	ro	50
+transaction.state.log.replication.factor	short	ro	3
+transaction.state.log.segment.bytes	int	ro	104857600
+transactional.id.expiration.ms	int	ro	604800000
+unclean.leader.election.enable	boolean	cluster	false
+zookeeper.clientCnxnSocket	string	ro	-
+zookeeper.connect	string	ro	-
+zookeeper.connection.timeout.ms	int	ro	-
+zookeeper.max.in.flight.requests	int	ro	10
+zookeeper.metadata.migration.enable	boolean	ro	false
+zookeeper.session.timeout.ms	int	ro	18000
+zookeeper.set.acl	boolean	ro	false
+zookeeper.ssl.cipher.suites	list	ro	-
+zookeeper.ssl.client.enable	boolean	ro	false
+zookeeper.ssl.crl.enable	boolean	ro	false
+zookeeper.ssl.enabled.protocols	list	ro	-
+zookeeper.ssl.endpoint.identification.algorithm	string	ro	HTTPS
+zookeeper.ssl.keystore.location	string	ro	-
+zookeeper.ssl.keystore.password	password	ro	-
+zookeeper.ssl.keystore.type	string	ro	-
+zookeeper.ssl.ocsp.enable	boolean	ro	false
+zookeeper.ssl.protocol	string	ro	TLSv1.2
+zookeeper.ssl.truststore.location	string	ro	-
+zookeeper.ssl.truststore.password	password	ro	-
+zookeeper.ssl.truststore.type	string	ro	-
+"""
+
+
+def _row(line: str) -> KafkaBrokerConfig:
+    name, typ, mode, default = line.split("\t")
+    value = None if default == "-" else "" if default == '""' else default
+    return KafkaBrokerConfig(name, typ, mode, value)
+
+
+KAFKA_39_BROKER: dict[str, KafkaBrokerConfig] = {r.name: r for r in map(_row, _TABLE.strip().splitlines())}
+KAFKA_39_BROKER_CONFIGS = frozenset(KAFKA_39_BROKER)
+#: the configs Kafka 3.9 can change without a restart (AlterConfigs / IncrementalAlterConfigs of BROKER)
+KAFKA_39_DYNAMIC_BROKER_CONFIGS = frozenset(n for n, r in KAFKA_39_BROKER.items() if r.dynamic)

@@ -62,6 +62,7 @@ class ConfigEntry:
     read_only: bool = False
     sensitive: bool = False
     synonyms: tuple[tuple[str, str | None, int], ...] = ()  # (name, value, source), winning one first
+    documentation: str | None = None
 
     @property
     def is_default(self) -> bool:
@@ -133,19 +134,13 @@ def _broker_synonyms(state: BrokerState, name: str, defaults: Mapping[str, str])
     return out
 
 
-def describe_broker(state: BrokerState) -> list[ConfigEntry]:
-    """Every broker setting; the dynamic ones (topic defaults) are writable, the rest read-only."""
-    from kafkalite.config import DEFAULTS
+def describe_broker(state: BrokerState, resource: str | None = None) -> list[ConfigEntry]:
+    """Every broker config as Kafka 3.9 lists it (``kafkalite.broker_describe``); ``resource`` "" lists only
+    the cluster-wide dynamic defaults."""
+    from kafkalite.broker_describe import describe_broker_configs
 
-    out = []
-    names = set(DEFAULTS) | set(state.config.values) | set(state.broker_config_overrides) | DYNAMIC_BROKER_CONFIGS
-    for name in sorted(names):
-        syn = _broker_synonyms(state, name, DEFAULTS)
-        value = syn[0][1] if syn else None
-        source = syn[0][2] if syn else DEFAULT_CONFIG
-        out.append(ConfigEntry(name, value, source, 2, read_only=name not in DYNAMIC_BROKER_CONFIGS,
-                               synonyms=tuple(syn)))
-    return out
+    return describe_broker_configs(state.node_id, state.config.values, state.dynamic_broker_configs,
+                                   DYNAMIC_BROKER_CONFIGS, per_broker=resource != "")
 
 
 def check_broker_configs(state: BrokerState, resource: str, values: Mapping[str, str]) -> tuple[int, str | None]:

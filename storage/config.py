@@ -91,6 +91,11 @@ class LogConfig:
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy
 
+    @property
+    def delete(self) -> bool:
+        """Retention applies (Kafka's LogConfig.delete); an empty cleanup.policy means neither."""
+        return "delete" in self.cleanup_policy
+
     @classmethod
     def names(cls) -> list[str]:
         """Kafka config names this class understands."""
@@ -130,7 +135,8 @@ class LogConfig:
         if not 0 <= self.min_cleanable_dirty_ratio <= 1:
             raise ValueError(f"Invalid value {self.min_cleanable_dirty_ratio} for configuration "
                              "min.cleanable.dirty.ratio: Value must be no more than 1")
-        bad = [p for p in self.cleanup_policy.split(",") if p.strip() not in ("compact", "delete")]
+        # an empty list is valid (Kafka's ValidList checks each element): no deletion, no compaction
+        bad = [p for p in self.cleanup_policy.split(",") if p.strip() and p.strip() not in ("compact", "delete")]
         if bad:
             raise ValueError(f"Invalid value {self.cleanup_policy} for configuration cleanup.policy: "
                              "String must be one of: compact, delete")

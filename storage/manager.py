@@ -518,7 +518,7 @@ class LogManager:
     def enforce_retention(self) -> None:
         """retention.ms / retention.bytes for logs whose cleanup.policy includes delete."""
         for k, plog in list(self._logs.items()):
-            if not plog.closed and plog.offline is None and "delete" in plog.config.cleanup_policy:
+            if not plog.closed and plog.offline is None and plog.config.delete:
                 self._attempt(f"retention of {k[0]}-{k[1]}", plog.delete_old_segments)
 
     # ---- close -----------------------------------------------------------------------------------

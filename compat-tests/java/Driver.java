@@ -96,6 +96,7 @@ public final class Driver {
             case "txn_close": return Txn.close(c);
             case "txn_describe": return Txn.describe(c);
             case "txn_ctp": return Txn.consumeTransformProduce(c);
+            case "admin": return AdminOps.run(c);
             default: throw new IllegalArgumentException("unknown op " + op);
         }
     }

@@ -59,7 +59,7 @@ from kafkalite.coordinator.records import GroupValue, MemberRecord, encode_group
 
 log = logging.getLogger("kafkalite.coordinator")
 
-AppendFn = Callable[[int, list[tuple[bytes, bytes | None]]], None]
+AppendFn = Callable[[int, list[tuple[bytes, bytes | None]]], int | None]  # -> the batch's base offset
 
 S = GroupState
 

@@ -107,6 +107,9 @@ class OffsetAndMetadata:
     metadata: str = ""
     commit_timestamp: int = 0
     expire_timestamp: int | None = None
+    # base offset in ``__consumer_offsets`` of the batch holding this commit (-1: not written / unknown);
+    # Kafka's CommitRecordMetadataAndOffset.appendedBatchOffset, which orders transactional and plain commits
+    record_offset: int = field(default=-1, compare=False, repr=False)
 
 
 @dataclass(slots=True, eq=False)

@@ -37,7 +37,7 @@ class OffsetsMixin:
     groups: dict[str, Group]
     active: bool
     loading: bool
-    _append: Callable[[int, list[tuple[bytes, bytes | None]]], None]
+    _append: Callable[[int, list[tuple[bytes, bytes | None]]], int | None]
 
     if TYPE_CHECKING:
         def poll(self, now_ms: int) -> None: ...
@@ -100,9 +100,10 @@ class OffsetsMixin:
                 continue
             accepted[tp] = om
             records.append((encode_offset_key(group.group_id, tp[0], tp[1]), encode_offset_value(om)))
+        record_offset = -1
         if records:
             try:
-                self._append(self.partition_for(group.group_id), records)
+                record_offset = self._record_offset(self._append(self.partition_for(group.group_id), records))
             except Exception as exc:
                 log.exception("failed to store offsets of group %s", group.group_id)
                 code = E.offset_write_error(exc)
@@ -110,9 +111,18 @@ class OffsetsMixin:
                     result[tp] = code
                 return result
         for tp, om in accepted.items():
+            om.record_offset = record_offset
             group.offsets[tp] = om
             result[tp] = E.NONE
         return result
+
+    def _record_offset(self, appended: int | None) -> int:
+        """The base offset the append returned; without a log (pure tests) a local counter keeps the
+        order of writes, which is all the transactional-offset rule needs."""
+        if appended is not None:
+            return appended
+        self._local_offset = getattr(self, "_local_offset", -1) + 1
+        return self._local_offset
 
     # -- OffsetFetch ---------------------------------------------------------------------------
     def fetch_offsets(self, now_ms: int, group_id: str, partitions: list[TP] | None,
@@ -284,11 +294,21 @@ class OffsetsMixin:
         return dict.fromkeys(offsets, E.NONE)
 
     def complete_txn(self, now_ms: int, producer_id: int, commit: bool) -> None:
-        """Apply (commit) or drop (abort) a producer's pending transactional offsets in every group."""
+        """Apply (commit) or drop (abort) a producer's pending transactional offsets in every group.
+
+        Kafka 3.9's ``GroupMetadata.completePendingTxnOffsetCommit``: nothing is written here (the
+        transaction's offset records are already in the log as a transactional batch, and the COMMIT
+        marker the transaction coordinator wrote next to them is what makes them count, also on reload);
+        a pending offset replaces the current one only if the current one's record is older in the log
+        (``olderThan``: base offsets compared), so a plain OffsetCommit written after the TxnOffsetCommit
+        survives the transaction's commit."""
         for group in list(self.groups.values()):
             offs = group.pending_txn_offsets.pop(producer_id, None)
             if offs and commit:
-                self._store_offsets(group, offs, now_ms)
+                for tp, om in offs.items():
+                    cur = group.offsets.get(tp)
+                    if cur is None or cur.record_offset < om.record_offset:
+                        group.offsets[tp] = om
             elif group.is_(S.EMPTY) and not group.offsets and not group.pending_txn_offsets:
                 self._cleanup(group, [], now_ms)
 

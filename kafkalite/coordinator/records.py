@@ -268,10 +268,12 @@ _TRANSACTIONAL = 0x10
 
 
 def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int | None = None, *,
-                producer_id: int = -1, producer_epoch: int = -1) -> bytes:
+                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
     """One magic-2 batch (base offset 0; storage assigns offsets) of (key, value) records.
 
-    With a producer id the batch is transactional (TxnOffsetCommit offsets waiting for their marker)."""
+    With a producer id the batch is transactional (TxnOffsetCommit offsets waiting for their marker).
+    Kafka's GroupMetadataManager writes offset commits (plain or transactional) with base sequence 0
+    and group metadata with -1 (seen in Kafka-written ``__consumer_offsets`` segments)."""
     if not records:
         raise ValueError("empty batch")
     ts = int(time.time() * 1000) if now_ms is None else now_ms
@@ -290,7 +292,7 @@ def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int | None = 
     batch_length = _BATCH_HEADER.size - 12 + len(body)
     attributes = _TRANSACTIONAL if producer_id >= 0 else 0
     header = bytearray(_BATCH_HEADER.pack(0, batch_length, 0, 2, 0, attributes, len(records) - 1, ts, ts,
-                                          producer_id, producer_epoch, -1, len(records)))
+                                          producer_id, producer_epoch, base_sequence, len(records)))
     data = header + body
     crc = crc32c(bytes(data[_CRC_START:]))
     struct.pack_into(">I", data, 17, crc)
@@ -319,9 +321,10 @@ def _whole_batches(data: bytes | memoryview) -> Iterator[tuple[BatchHeader, memo
 def iter_entries(data: bytes):  # type: ignore[no-untyped-def]
     """Yield the contents of a run of whole magic-2 batches, transaction-aware:
 
-    * ``("record", producer_id, key, value)`` for each record (producer_id -1 unless the batch is
-      transactional: a TxnOffsetCommit not yet committed);
-    * ``("marker", producer_id, None, committed)`` for a control batch (COMMIT / ABORT marker).
+    * ``("record", producer_id, key, value, base_offset)`` for each record (producer_id -1 unless the
+      batch is transactional: a TxnOffsetCommit); ``base_offset`` is the batch's, which Kafka compares to
+      order a transaction's offsets against plain commits;
+    * ``("marker", producer_id, None, committed, base_offset)`` for a control batch (COMMIT / ABORT).
 
     Anything shorter than a whole batch ends the run; legacy (magic 0/1) message sets are skipped.
     """
@@ -330,9 +333,10 @@ def iter_entries(data: bytes):  # type: ignore[no-untyped-def]
         for rec in iter_records_of(hdr, payload):
             if hdr.is_control:  # control record: key = int16 version, int16 type (0 abort, 1 commit)
                 if rec.key is not None and len(rec.key) >= 4:
-                    yield "marker", hdr.producer_id, None, struct.unpack(">h", rec.key[2:4])[0] == 1
+                    yield ("marker", hdr.producer_id, None, struct.unpack(">h", rec.key[2:4])[0] == 1,
+                           hdr.base_offset)
             elif rec.key is not None:
-                yield "record", pid, rec.key, rec.value
+                yield "record", pid, rec.key, rec.value, hdr.base_offset
 
 
 def iter_records(data: bytes):  # type: ignore[no-untyped-def]

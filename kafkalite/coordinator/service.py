@@ -163,11 +163,13 @@ class GroupService:
             self.config.offsets_topic_num_partitions = info.partitions
 
     def _append(self, partition: int, records: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
-                producer_epoch: int = -1) -> None:
-        """Append one batch to a ``__consumer_offsets`` partition; a failure raises :class:`E.AppendError`
-        carrying the log-append error (the coordinator maps it to the client's code as Kafka does)."""
+                producer_epoch: int = -1) -> int | None:
+        """Append one batch to a ``__consumer_offsets`` partition and return its base offset; a failure
+        raises :class:`E.AppendError` carrying the log-append error (the coordinator maps it to the
+        client's code as Kafka does). Offset-commit batches (key versions 0/1) get base sequence 0 as
+        Kafka's GroupMetadataManager writes them; group-metadata batches -1."""
         if self.state is None:
-            return
+            return None
         try:
             self.ensure_offsets_topic()
         except (StorageError, OSError) as exc:
@@ -176,15 +178,18 @@ class GroupService:
         if plog is None:
             raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC}-{partition} does not exist")
         now = time.time_ns() // 1_000_000
-        batch = build_batch(records, now, producer_id=producer_id, producer_epoch=producer_epoch)
+        offset_commit = bool(records) and records[0][0][:2] in (b"\x00\x00", b"\x00\x01")
+        batch = build_batch(records, now, producer_id=producer_id, producer_epoch=producer_epoch,
+                            base_sequence=0 if offset_commit else -1)
         try:
             # a transactional batch is the coordinator's own write: no sequence checks (validate_producer=False)
-            plog.append(batch, leader_epoch=0, now_ms=now, validate_producer=producer_id < 0)
+            info = plog.append(batch, leader_epoch=0, now_ms=now, validate_producer=producer_id < 0)
         except StorageError as exc:
             raise E.AppendError(int(error_code_for(exc)), f"{OFFSETS_TOPIC}-{partition}: {exc}") from exc
         notify = getattr(self.state, "notify_append", None)
         if notify is not None:
             notify(OFFSETS_TOPIC, partition)
+        return int(info.base_offset)
 
     # -- coordinator lookup --------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -305,8 +310,10 @@ class GroupService:
         if accepted and self.state is not None:
             records = [(encode_offset_key(group_id, t, p), encode_offset_value(om)) for (t, p), om in accepted.items()]
             try:
-                self._append(self.coordinator.partition_for(group_id), records,
-                             producer_id=producer_id, producer_epoch=producer_epoch)
+                base = self._append(self.coordinator.partition_for(group_id), records,
+                                    producer_id=producer_id, producer_epoch=producer_epoch)
+                for om in accepted.values():
+                    om.record_offset = self.coordinator._record_offset(base)
             except Exception as exc:
                 log.exception("failed to store transactional offsets of group %s", group_id)
                 group = self.coordinator.groups.get(group_id)

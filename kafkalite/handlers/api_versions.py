@@ -7,17 +7,20 @@
   the full api_keys list, so the client retries at our max (handled in kafkalite.connection).
 - v3+: ClientSoftwareName/Version must match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``, else
   INVALID_REQUEST (42) (librdkafka then retries at v0).
-- v3+ tagged fields (SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures, ZkMigrationReady) are left
-  at their defaults, so the codec omits them: librdkafka < 2.2 (kcat 1.7) mis-skips tagged fields. Leaving
-  ``transaction.version`` out keeps clients on the classic (pre-KIP-890) transaction flow.
+- v3+ tagged fields SupportedFeatures / FinalizedFeaturesEpoch / FinalizedFeatures come from the feature
+  table of the emulated release (``kafkalite.features``: metadata.version and kraft.version as Kafka 3.9
+  reports them, group.version / share.version under 4.3, none for 2.8); ZkMigrationReady stays false
+  (omitted). Leaving ``transaction.version`` out keeps clients on the classic (pre-KIP-890) transaction flow.
+- ``--emulate-kafka 4.3`` also raises each API's minimum to what Kafka 4.3 still serves (KIP-896).
 """
 from __future__ import annotations
 
 import re
 
+from kafkalite.features import apply_features
 from kafkalite.handlers.registry import RequestContext, advertised, handler
 from kafkalite.state import BrokerState
-from kafkalite.versions import caps_for
+from kafkalite.versions import caps_for, floors_for
 from wire.errors import ErrorCode
 from wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
@@ -25,9 +28,9 @@ _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
 def api_keys(state: BrokerState) -> list[ApiVersionsResponse.ApiVersion]:
-    caps = caps_for(state.config.emulate_kafka)
+    release = state.config.emulate_kafka
     return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, lo, hi in advertised(caps)]
+            for k, lo, hi in advertised(caps_for(release), floors_for(release))]
 
 
 def unsupported_version_response(state: BrokerState) -> ApiVersionsResponse:
@@ -39,4 +42,6 @@ async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersi
     if ctx.version >= 3 and not (_SOFTWARE_RE.match(req.client_software_name or "")
                                  and _SOFTWARE_RE.match(req.client_software_version or "")):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=api_keys(ctx.broker))
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.broker))
+    resp = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.broker))
+    apply_features(resp, ctx.broker.config.emulate_kafka, ctx.version)
+    return resp

@@ -1,8 +1,9 @@
 """CreatePartitions (key 37): v0–v3.
 
 Raises a topic's partition count to ``Count``. Errors per topic: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS
-(count not above the current one), INVALID_REPLICA_ASSIGNMENT (assignments naming another broker or of the
-wrong length), INVALID_REQUEST (a topic named twice, or an internal topic). ValidateOnly checks without changing
+(count not above the current one), INVALID_REPLICA_ASSIGNMENT (Kafka 3.9 controller's checks and messages:
+as many assignments as new partitions, each naming registered brokers, i.e. this node, once; ``[[1]]`` on
+node 1 is accepted), INVALID_REQUEST (a topic named twice, or an internal topic). ValidateOnly checks without changing
 anything. A request adding more than 10,000 partitions in all fails whole with POLICY_VIOLATION, as Kafka's
 controller answers it (``kafkalite.admin_limits``).
 
@@ -26,6 +27,7 @@ import trio
 from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.replicas import check_manual_assignment
 from kafkalite.state import INTERNAL_TOPICS
 from storage.errors import StorageError
 from wire.errors import ErrorCode
@@ -52,7 +54,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
     for t in req.topics:
         info = state.topics.get(t.name)
         if counts[t.name] > 1:
-            code, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+            code, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
         elif info is None:
             code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic does not exist."
         elif info.internal or t.name in INTERNAL_TOPICS:
@@ -62,12 +64,12 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
             code, msg = ErrorCode.REASSIGNMENT_IN_PROGRESS, "The topic is being changed by another request."
         elif t.count <= info.partitions:
             code, msg = ErrorCode.INVALID_PARTITIONS, (
-                f"Topic currently has {info.partitions} partitions, which is higher than the requested "
-                f"{t.count}." if t.count < info.partitions else f"Topic already has {info.partitions} partitions.")
-        elif t.assignments is not None and (
-                len(t.assignments) != t.count - info.partitions
-                or any(list(a.broker_ids) != [state.node_id] for a in t.assignments)):
-            code, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"the only broker is {state.node_id}"
+                f"The topic {t.name} currently has {info.partitions} partition(s); {t.count} would not be an "
+                "increase." if t.count < info.partitions else f"Topic already has {info.partitions} partition(s).")
+        elif t.assignments is not None and (why := _check_assignments(
+                [list(a.broker_ids) for a in t.assignments], t.count - info.partitions, info.partitions,
+                state.node_id)):
+            code, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, why
         else:
             code, msg = ErrorCode.NONE, None
             if not req.validate_only and info is not None:
@@ -83,3 +85,16 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
                     state.pending_topics.discard(t.name)
         results.append(_Result(name=t.name, error_code=code, error_message=msg))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+
+
+def _check_assignments(assignments: list[list[int]], additional: int, first_new: int, node_id: int) -> str | None:
+    """Kafka 3.9's ReplicationControlManager checks of manual assignments, with its messages: one per new
+    partition, each valid for the topic's replication factor (1 here) (``kafkalite.replicas``)."""
+    if len(assignments) != additional:
+        return (f"Attempted to add {additional} additional partition(s), but only {len(assignments)} "
+                "assignment(s) were specified.")
+    for replicas in assignments:
+        why = check_manual_assignment(replicas, node_id, 1)
+        if why is not None:
+            return why
+    return None

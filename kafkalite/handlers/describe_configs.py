@@ -1,13 +1,13 @@
 """DescribeConfigs (key 32): v0–v4.
 
 Resources: TOPIC (2) — every topic config with its effective value and source (1 topic override, 2/3 dynamic
-broker setting, 4 static broker setting, 5 default); BROKER (4) — the broker's settings (resource name = our
-node id, or "" for cluster defaults): the log.* defaults of topics are dynamic (AlterConfigs, sources 2/3), the
-rest read-only; BROKER_LOGGER (8) — an empty list.
+broker setting, 4 static broker setting, 5 default); BROKER (4) — every broker config Kafka 3.9 lists, with
+Kafka's sources, synonyms, types, sensitivity and read-only flags (``kafkalite.broker_describe``; resource
+name = our node id, or "" for the cluster-wide dynamic defaults only); BROKER_LOGGER (8) — an empty list.
 ConfigurationKeys (nullable) filters by name. v0 reports IsDefault instead of ConfigSource; Synonyms (v1+)
 are returned when asked for (a topic config: its override, then the broker settings that give its default,
 e.g. retention.ms -> log.retention.ms/.minutes/.hours where set or defaulted; a broker config: itself);
-ConfigType and Documentation (v3+) carry the type and null.
+ConfigType (v3+) carries the type; Documentation (v3+, IncludeDocumentation) a doc line per broker config.
 Resources are described one by one in slices (``kafkalite.slices``): a request can name a million of them.
 """
 from __future__ import annotations
@@ -31,20 +31,22 @@ _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 
 
-def _entry(e: ConfigEntry, synonyms: bool) -> Any:
-    # a topic config's synonyms are its override and the broker settings behind its default (Kafka's order)
-    pairs = e.synonyms or ((e.name, e.value, e.source),)
+def _entry(e: ConfigEntry, synonyms: bool, documentation: bool, broker: bool) -> Any:
+    # a topic config's synonyms are its override and the broker settings behind its default (Kafka's order);
+    # a broker config's are exactly Kafka's (possibly none: an unset log.retention.ms)
+    pairs = e.synonyms if broker else (e.synonyms or ((e.name, e.value, e.source),))
     syn = [DescribeConfigsResponse.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in pairs] \
         if synonyms else []
     return _Entry(name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default,
                   config_source=e.source, is_sensitive=e.sensitive, synonyms=syn, config_type=e.config_type,
-                  documentation=None)
+                  documentation=e.documentation if documentation else None)
 
 
 @handler(DescribeConfigsRequest, min_version=0, max_version=4)
 async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
     state = ctx.broker
     synonyms = ctx.version >= 1 and bool(req.include_synonyms)
+    documentation = ctx.version >= 3 and bool(req.include_documentation)
     results = []
     work = Slices()
     for r in req.resources:
@@ -62,7 +64,7 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
             if r.resource_name not in ("", str(state.node_id)):
                 code, msg = ErrorCode.INVALID_REQUEST, f"Unexpected broker id {r.resource_name}"
             else:
-                entries = describe_broker(state)
+                entries = describe_broker(state, r.resource_name)
         elif r.resource_type == BROKER_LOGGER_RESOURCE:
             entries = []
         else:
@@ -70,7 +72,8 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
         configs = []
         if entries is not None:
             keys = set(r.configuration_keys) if r.configuration_keys else None
-            configs = [_entry(e, synonyms) for e in entries if keys is None or e.name in keys]
+            broker = r.resource_type == BROKER_RESOURCE
+            configs = [_entry(e, synonyms, documentation, broker) for e in entries if keys is None or e.name in keys]
         results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,
                                resource_name=r.resource_name, configs=configs))
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)

@@ -108,12 +108,12 @@ def test_sources_synonyms_types_and_flags(c: RawClient) -> None:
 
 
 def test_broker_resource(c: RawClient, broker: Broker) -> None:
-    for name in ("1", ""):  # our node id, or the cluster-wide defaults
-        b = configs(c, name, rtype=BROKER)
-        seg = b["log.segment.bytes"]
-        assert (seg.value, seg.config_source, seg.read_only, seg.is_sensitive) == ("5000000", 4, False, False)
-        assert b["num.partitions"].config_source == 5 and b["num.partitions"].read_only
-        assert b["log.retention.ms"].value is None and b["log.retention.hours"].value == "100"
+    b = configs(c, "1", rtype=BROKER)   # our node id: every broker config
+    seg = b["log.segment.bytes"]
+    assert (seg.value, seg.config_source, seg.read_only, seg.is_sensitive) == ("5000000", 4, False, False)
+    assert b["num.partitions"].config_source == 5 and b["num.partitions"].read_only
+    assert b["log.retention.ms"].value is None and b["log.retention.hours"].value == "100"
+    assert configs(c, "", rtype=BROKER) == {}   # "": only the cluster-wide dynamic defaults (none yet)
     v0 = configs(c, "1", rtype=BROKER, version=0)
     assert v0["num.partitions"].is_default and not v0["log.segment.bytes"].is_default
     assert describe(c, "7", rtype=BROKER).error_code != 0
@@ -136,8 +136,13 @@ def test_dynamic_broker_configs(c: RawClient) -> None:
     b = configs(c, "1", rtype=BROKER, synonyms=True)
     r = b["log.retention.ms"]
     assert (r.value, r.config_source, r.read_only) == ("80000", 2, False)
-    assert [(s.name, s.value, s.source) for s in r.synonyms] == [("log.retention.ms", "80000", 2),
-                                                                  ("log.retention.ms", "90000", 3)]
+    # Kafka's broker synonyms: every level of log.retention.ms/.minutes/.hours, strongest first
+    assert [(s.name, s.value, s.source) for s in r.synonyms] == [
+        ("log.retention.ms", "80000", 2), ("log.retention.ms", "90000", 3), ("log.retention.hours", "100", 4),
+        ("log.retention.hours", "168", 5)]
+    h = b["log.retention.hours"]                # Kafka: read-only, its synonyms start at its own name
+    assert (h.value, h.config_source, h.read_only) == ("100", 4, True)
+    assert [(s.name, s.source) for s in h.synonyms] == [("log.retention.hours", 4), ("log.retention.hours", 5)]
     assert b["log.message.timestamp.type"].config_source == 3
     t = configs(c, "dyn", synonyms=True)["retention.ms"]
     assert (t.value, t.config_source) == ("80000", 2)

@@ -69,8 +69,12 @@ def test_api_versions_v3_uses_response_header_v0_and_omits_default_tags(raw: Con
     assert frame[4:6] == b"\x00\x00"
     _, body = api.parse_response(18, 3, frame)
     assert frame[6] == len(body.api_keys) + 1   # compact array length
-    # body ends with throttle_time_ms (4 bytes) + an empty tagged-field section (1 byte: count 0)
-    assert frame[-1] == 0 and frame[-5:-1] == b"\x00\x00\x00\x00"
+    # api keys (7 bytes each: key, min, max, empty tags), throttle_time_ms, then the tagged fields: the
+    # features of Kafka 3.9 (tags 0-2, kafkalite.features); ZkMigrationReady (tag 3) at its default is left out
+    pos = 7 + len(body.api_keys) * 7
+    assert frame[pos:pos + 4] == b"\x00\x00\x00\x00"
+    assert frame[pos + 4] == 3 and frame[pos + 5] == 0          # three tags, the first is tag 0
+    assert body.finalized_features_epoch == 0 and body.zk_migration_ready is False
 
 
 def test_api_versions_unknown_version_gets_v0_body_with_error_35(raw: Connect) -> None:

@@ -188,12 +188,17 @@ def test_manager_retention_respects_cleanup_policy(tmp_path: Path) -> None:
     plain = lm.create_log("plain", 0, uuid.uuid4())
     compact = lm.create_log("cmp", 0, uuid.uuid4(), _cfg(retention_ms=1000, cleanup_policy="compact"))
     both = lm.create_log("both", 0, uuid.uuid4(), _cfg(retention_ms=1000, cleanup_policy="compact,delete"))
-    for log in (plain, compact, both):
+    # an empty cleanup.policy (Kafka accepts the empty list): neither deleted by time nor compacted
+    none = lm.create_log("none", 0, uuid.uuid4(), _cfg(retention_ms=1000, cleanup_policy=""))
+    for log in (plain, compact, both, none):
         _fill(log, 60, NOW)
-    n = {log.topic: len(log.segments) for log in (plain, compact, both)}
+    _fill(none, 60, NOW + 60)   # the same keys again: compaction would drop the first 60
+    n = {log.topic: len(log.segments) for log in (plain, compact, both, none)}
     lm.enforce_retention()  # now >> NOW + retention.ms
     assert len(plain.segments) == 1 and len(both.segments) == 1
     assert len(compact.segments) == n["cmp"]  # compact-only topics are never deleted by time
+    lm.cleanup()
+    assert len(none.segments) == n["none"] and _offsets(none) == list(range(120))
     lm.close()
 
 

@@ -140,6 +140,10 @@ class JavaClient(Client):
         send_offsets (group=, offsets=[[topic, partition, offset]])."""
         return self._call({"op": "txn_step", "name": name, "action": action, **args})
 
+    def admin(self, bootstrap: str, action: str, **args: object) -> dict:
+        """One Java Admin call of the admin surface (compat-tests/java/AdminOps.java)."""
+        return self._call({"op": "admin", "bootstrap": bootstrap, "action": action, **args})
+
     def txn_close(self, name: str) -> None:
         self._call({"op": "txn_close", "name": name})
 

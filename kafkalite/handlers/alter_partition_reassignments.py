@@ -1,0 +1,51 @@
+"""AlterPartitionReassignments (key 45): v0 (flexible).
+
+Kafka 3.9's controller (``ReplicationControlManager.alterPartitionReassignment``) on one node:
+
+* a missing topic or partition: UNKNOWN_TOPIC_OR_PARTITION ("Unable to find a topic named t." /
+  "Unable to find partition t:p.");
+* target replicas checked as a manual assignment (``kafkalite.replicas``): ``[node_id]`` is the current
+  assignment, so the reassignment completes at once (no change record) and answers NONE; other broker
+  ids, an empty list or a broker twice answer INVALID_REPLICA_ASSIGNMENT with Kafka's messages;
+* null replicas cancel a reassignment: none is ever in progress, so NO_REASSIGNMENT_IN_PROGRESS ("No
+  partition reassignment is in progress.").
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.replicas import NO_REASSIGNMENT_MESSAGE, check_manual_assignment
+from kafkalite.slices import Slices
+from wire.errors import ErrorCode
+from wire.messages import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
+
+R = AlterPartitionReassignmentsResponse
+
+
+@handler(AlterPartitionReassignmentsRequest, min_version=0, max_version=0)
+async def alter_partition_reassignments(ctx: RequestContext,
+                                        req: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
+    state = ctx.broker
+    responses = []
+    work = Slices()   # a request may name a million partitions: walked in slices
+    for t in req.topics:
+        info = state.topics.get(t.name)
+        parts = []
+        for p in t.partitions:
+            if work.due():
+                await work.pause()
+            code, msg = ErrorCode.NONE, None
+            if info is None:
+                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {t.name}."
+            elif not 0 <= p.partition_index < info.partitions:
+                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, (
+                    f"Unable to find partition {t.name}:{p.partition_index}.")
+            elif p.replicas is None:
+                code, msg = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, NO_REASSIGNMENT_MESSAGE
+            else:
+                why = check_manual_assignment(list(p.replicas), state.node_id, None)
+                if why is not None:
+                    code, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, why
+            parts.append(R.ReassignablePartitionResponse(partition_index=p.partition_index, error_code=code,
+                                                         error_message=msg))
+        responses.append(R.ReassignableTopicResponse(name=t.name, partitions=parts))
+    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, responses=responses)
