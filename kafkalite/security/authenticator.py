@@ -135,7 +135,7 @@ class SaslAuthenticator:
             self.state = "complete"
             self.raw_tokens = False
             if self._previous is None:
-                log.info("%r: authenticated as %s with SASL/%s", self.conn, principal, self.mechanism)
+                log.debug("%r: authenticated as %s with SASL/%s", self.conn, principal, self.mechanism)
             self._previous = None
             self.server = None
         return reply, lifetime

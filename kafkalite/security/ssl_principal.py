@@ -72,7 +72,7 @@ def _escape(text: str) -> str:
 
 def subject_rfc2253(cert_der: bytes) -> str:
     """The subject of a DER certificate as Java's ``X500Principal.getName()`` (RFC 2253) prints it."""
-    _t, _s, cert_v, cert_end = _tlv(cert_der, 0)
+    cert_v = _tlv(cert_der, 0)[1]
     tbs = _tlv(cert_der, cert_v)
     fields = _children(cert_der, tbs[1], tbs[2])
     if fields and fields[0][0] == 0xA0:      # [0] EXPLICIT version

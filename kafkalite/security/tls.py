@@ -60,7 +60,13 @@ class TlsConnection(Connection):
             return
         self.cancel_scope = trio.CancelScope()     # the one above has been exited
         if self.sasl is None:
-            self.principal = self._certificate_principal(sock)
+            try:
+                self.principal = self._certificate_principal(sock)
+            except (ConnectionClosed, ValueError, IndexError) as exc:
+                log.warning("%r: closing: no principal for the client certificate: %s", self, exc)
+                trio.lowlevel.notify_closing(sock)
+                sock.close()
+                return
         await super().run()
 
     @staticmethod
@@ -88,7 +94,7 @@ class TlsConnection(Connection):
             name = security.principal_mapper.name_of(dn)
         except NoMatchingRule as exc:
             raise ConnectionClosed(str(exc)) from None
-        log.info("%r: TLS client certificate %s -> User:%s", self, dn, name)
+        log.debug("%r: TLS client certificate %s -> User:%s", self, dn, name)
         return KafkaPrincipal(USER_TYPE, name)
 
     async def send_chunks(self, chunks: Sequence[Any]) -> None:
