@@ -136,6 +136,8 @@ class SaslAuthenticator:
             self.raw_tokens = False
             if self._previous is None:
                 log.debug("%r: authenticated as %s with SASL/%s", self.conn, principal, self.mechanism)
+            else:   # once per connections.max.reauth.ms per connection
+                log.info("%r: re-authenticated as %s with SASL/%s", self.conn, principal, self.mechanism)
             self._previous = None
             self.server = None
         return reply, lifetime

@@ -56,6 +56,7 @@ class ListenerSecurity:
     oauth_options: dict[str, str] = field(default_factory=dict, repr=False)
     reauth_ms: int = 0
     max_receive: int = 524288       # sasl.server.max.receive.size: largest frame before authentication
+    failure_delay_ms: int = 100     # failed.authentication.delay.ms: close this long after a failure
     scram_lookup: Callable[[str, str], Any] | None = field(default=None, repr=False)
 
     @property
@@ -193,6 +194,7 @@ def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None) ->
         except ValueError:
             raise ConfigError(f"connections.max.reauth.ms={reauth!r} is not an integer") from None
         sec.max_receive = config.get_int("sasl.server.max.receive.size", 524288)
+        sec.failure_delay_ms = max(0, config.get_int("failed.authentication.delay.ms", 100))
         if scram is not None:
             sec.scram_lookup = scram.get
     return sec
