@@ -39,21 +39,27 @@ class TlsConnection(Connection):
         timeout = self.state.config.get_int("kafkalite.ssl.handshake.timeout.ms", 10_000) / 1000
         pool = self.pool
         ok = False
+        admitted = False
         try:
-            if pool is not None:
-                await pool.admit(HANDSHAKE_RESERVE)
-            try:
+            try:   # the wait for the pool counts against the handshake's time too
                 with trio.move_on_after(timeout) as scope, self.cancel_scope:
+                    if pool is not None:
+                        await pool.admit(HANDSHAKE_RESERVE)
+                        admitted = True
                     await self._handshake(sock)
                     ok = True
                 if scope.cancelled_caught:
                     log.warning("%r: closing: TLS handshake not finished within %.1f s "
                                 "(kafkalite.ssl.handshake.timeout.ms)", self, timeout)
             finally:
-                if pool is not None:
-                    pool.settle(HANDSHAKE_RESERVE, 0)
+                if admitted:
+                    pool.settle(HANDSHAKE_RESERVE, 0)  # type: ignore[union-attr]
         except (ssl.SSLError, OSError) as exc:
             log.info("%r: TLS handshake failed: %s", self, getattr(exc, "reason", None) or exc)
+        except BaseException:      # cancelled from outside (server shutdown): the socket goes too
+            trio.lowlevel.notify_closing(sock)
+            sock.close()
+            raise
         if not ok:
             trio.lowlevel.notify_closing(sock)
             sock.close()

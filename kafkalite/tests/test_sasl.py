@@ -18,6 +18,7 @@ from wire.messages import (
     AlterUserScramCredentialsRequest,
     DescribeUserScramCredentialsRequest,
     MetadataRequest,
+    SaslAuthenticateRequest,
 )
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" '
@@ -241,3 +242,20 @@ def test_scram_rfc7677_example() -> None:
     assert final == b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
     assert server.complete and KafkaPrincipal("User", server.authorization_id or "") == KafkaPrincipal.parse(
         "User:user")
+
+
+def test_large_or_unknown_requests_before_authentication_close_the_connection(tmp_path: Path) -> None:
+    b = _start(tmp_path, **{"sasl.server.max.receive.size": "1000"})
+    try:
+        with _conn(b) as c:        # over sasl.server.max.receive.size before authentication
+            c.send(SaslAuthenticateRequest(auth_bytes=b"x" * 2000), 2)
+            assert c.recv_frame() is None
+        with _conn(b) as c:        # the same size once authenticated is fine
+            assert sc.login_plain(c, "alice", "alice-secret").error_code == 0
+            assert c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="x" * 1500)],
+                                             allow_auto_topic_creation=False), 9).topics
+        with _conn(b) as c:        # an API key nobody knows, before authentication
+            c.send_raw(b"\0\0\0\x0a\x03\xe7\0\0\0\0\0\x01\xff\xff")
+            assert c.recv_frame() is None
+    finally:
+        b.stop()
