@@ -64,10 +64,9 @@ LIMITATIONS = {
                "send a null header value, has no assign(): every consume goes through a consumer group; its "
                "fetchTopicOffsetsByTimestamp replaces -1 (no such offset) by the high watermark.",
     "kafka-python": "refuses a null header value ((str, bytes) tuples only); no OAUTHBEARER unsecured-token "
-                    "login and no KIP-368 re-authentication (the broker closes its connection when a session "
-                    "expires; it reconnects).",
+                    "login.",
     "aiokafka": "refuses a record whose key and value are both null; no OAUTHBEARER unsecured-token login and no "
-                "KIP-368 re-authentication.",
+                "KIP-368 re-authentication (the broker closes its connection when a session expires; it reconnects).",
 }
 
 # Known gaps: id, where, root cause. Tests for these are xfail(strict=True) with the same id in the reason.
