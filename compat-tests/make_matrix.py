@@ -63,9 +63,8 @@ LIMITATIONS = {
     "kafkajs": "ships only the gzip codec (snappy/lz4/zstd need codec plugins that are not installed), cannot "
                "send a null header value, has no assign(): every consume goes through a consumer group; its "
                "fetchTopicOffsetsByTimestamp replaces -1 (no such offset) by the high watermark.",
-    "kafka-python": "refuses a null header value ((str, bytes) tuples only); no OAUTHBEARER unsecured-token "
-                    "login.",
-    "aiokafka": "refuses a record whose key and value are both null; no OAUTHBEARER unsecured-token login and no "
+    "kafka-python": "refuses a null header value ((str, bytes) tuples only).",
+    "aiokafka": "refuses a record whose key and value are both null; no "
                 "KIP-368 re-authentication (the broker closes its connection when a session expires; it reconnects).",
 }
 

@@ -1,5 +1,5 @@
 """All six real clients over SSL, mTLS, SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
-OAUTHBEARER with unsecured tokens where the client has them), wrong passwords, and KIP-368 re-authentication.
+OAUTHBEARER with unsecured tokens), wrong passwords, and KIP-368 re-authentication.
 
 One broker process with a listener per protocol (and one with ``connections.max.reauth.ms``) serves the whole
 module; certificates come from ``kafkalite certs`` (kafkalite.security.certs) and SCRAM users are created
@@ -19,7 +19,7 @@ from harness.clients import Client
 from harness.security import Sec, roundtrip
 
 ALL = ("confluent-kafka", "kafka-python", "aiokafka", "java", "kcat", "kafkajs")
-OAUTH = ("confluent-kafka", "java", "kcat", "kafkajs")      # the clients with an unsecured-token login
+OAUTH = ALL    # every client can log in with an unsecured token (kafka-python/aiokafka: a token provider)
 REAUTH = ("confluent-kafka", "kafka-python", "java", "kafkajs")   # the clients that re-authenticate (KIP-368)
 # aiokafka has no re-authentication and kcat's librdkafka 2.0.2 predates it (2.2): at expiry the broker closes
 LISTENERS = ("PLAINTEXT", "SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL", "REAUTH")

@@ -89,11 +89,34 @@ def python_conf(s: Sec, certs: dict[str, Path], aio: bool = False) -> dict[str, 
             conf["ssl_context"] = create_ssl_context(**files)
         else:
             conf.update({f"ssl_{k}": v for k, v in files.items()})
-    if s.mechanism:
+    if s.mechanism == "OAUTHBEARER":
+        conf["sasl_mechanism"] = "OAUTHBEARER"
+        conf["sasl_oauth_token_provider"] = _token_provider(s.user, aio)
+    elif s.mechanism:
         conf["sasl_mechanism"] = s.mechanism
         conf["sasl_plain_username"] = s.user
         conf["sasl_plain_password"] = s.password
     return conf
+
+
+def _token_provider(sub: str, aio: bool) -> object:
+    """kafka-python's / aiokafka's OAUTHBEARER hook: an object whose token() returns the (unsecured) JWT."""
+    jwt = unsecured_jwt(sub)
+    if aio:
+        from aiokafka.abc import AbstractTokenProvider as AioProvider
+
+        class AioTokens(AioProvider):
+            async def token(self) -> str:
+                return jwt
+
+        return AioTokens()
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class Tokens(AbstractTokenProvider):
+        def token(self) -> str:
+            return jwt
+
+    return Tokens()
 
 
 def kafkajs_opts(s: Sec, certs: dict[str, Path]) -> dict[str, object]:
