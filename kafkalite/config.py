@@ -334,5 +334,7 @@ class BrokerConfig:
             return self.get_int("log.roll.ms")
         return self.get_int("log.roll.hours") * 3_600_000
 
-    def __repr__(self) -> str:
-        return f"BrokerConfig({self.values!r})"
+    def __repr__(self) -> str:   # passwords, keys and JAAS configs are never shown
+        from kafkalite.security.listeners import is_sensitive
+
+        return f"BrokerConfig({ {k: '[hidden]' if is_sensitive(k) else v for k, v in self.values.items()}!r})"

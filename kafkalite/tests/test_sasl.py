@@ -259,3 +259,18 @@ def test_large_or_unknown_requests_before_authentication_close_the_connection(tm
             assert c.recv_frame() is None
     finally:
         b.stop()
+
+
+def test_secrets_are_never_described_or_shown(broker: Broker) -> None:
+    from wire.messages import DescribeConfigsRequest
+
+    key = "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+    with _conn(broker, 0) as c:
+        r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=4, resource_name="1", configuration_keys=[key, "sasl.enabled.mechanisms"])],
+            include_synonyms=True), 4)
+        got = {e.name: e for e in r.results[0].configs}
+        assert got[key].value is None and got[key].is_sensitive
+        assert all(s.value is None for s in got[key].synonyms)
+        assert got["sasl.enabled.mechanisms"].value == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
+    assert "alice-secret" not in repr(broker.config)
