@@ -10,7 +10,7 @@ three records through its own API and consumes them back.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -128,6 +128,20 @@ def test_secured_round_trip(sec_broker: dict[str, str], certs: dict[str, Path], 
     consume = client_name != "kafkajs" or case in ("mtls", "sasl_ssl-scram-sha-512")   # its group consumer is slow
     got = roundtrip(client_name, client, s, certs, topic, _values(topic), consume=consume)
     assert sorted(got) == (sorted(_values(topic)) if consume else [])
+
+
+def test_java_admin_creates_a_scram_user_others_log_in_with(sec_broker: dict[str, str], certs: dict[str, Path],
+                                                             get_client: Callable[[str], Client], topic: str) -> None:
+    """Java's Admin.alterUserScramCredentials (what kafka-configs --add-config 'SCRAM-SHA-512=[...]' sends),
+    its describeUserScramCredentials, then a librdkafka client logging in with that user over SASL_SSL."""
+    java = get_client("java")
+    r = java._call({"op": "scram_upsert", "bootstrap": sec_broker["PLAINTEXT"], "user": "javauser",  # type: ignore[attr-defined]
+                    "mechanism": "SCRAM-SHA-512", "iterations": 4096, "password": "java-pw"}, 90)
+    assert r["credentials"] == {"SCRAM-SHA-512": 4096}
+    _create(sec_broker["PLAINTEXT"], topic)
+    s = Sec(sec_broker["SASL_SSL"], tls=True, mechanism="SCRAM-SHA-512", user="javauser", password="java-pw")
+    values = _values(topic)
+    assert sorted(roundtrip("confluent-kafka", get_client("confluent-kafka"), s, certs, topic, values)) == values
 
 
 @pytest.mark.parametrize("client_name", OAUTH)
