@@ -59,6 +59,10 @@ SCENARIOS = {  # test function -> row label (in this order)
     "test_broker_configs": "DescribeConfigs broker: every Kafka 3.9 config",
     "test_empty_cleanup_policy": "Empty cleanup.policy (SUBTRACT / SET \"\" / create)",
     "test_txn_offsets_do_not_overwrite_a_later_plain_commit": "Txn offsets vs a later plain commit (+ restart)",
+    "test_secured_round_trip": "Security: SSL, mTLS, SASL_PLAINTEXT/SASL_SSL with PLAIN, SCRAM-SHA-256/512",
+    "test_oauthbearer_unsecured_token": "Security: OAUTHBEARER with an unsecured token",
+    "test_wrong_password_is_rejected_with_kafkas_message": "Security: wrong password -> Kafka's message",
+    "test_reauthentication_cycle": "Security: KIP-368 re-authentication in band",
 }
 
 # Client limitations: features the client does not have (no test is generated for them).
@@ -66,12 +70,14 @@ LIMITATIONS = {
     "kcat": "reads records as text lines: no binary keys/values, no per-record headers (one -H set per run), "
             "no per-record timestamps, no admin besides -L/-Q; consumes with a simple (non-group) consumer; "
             "`kcat -G` exits on the first 'Subscribed topic not available' error, so it cannot subscribe "
-            "before a topic exists (same against Apache Kafka).",
+            "before a topic exists (same against Apache Kafka). Its librdkafka 2.0.2 does not re-authenticate "
+            "(KIP-368 arrived in librdkafka 2.2).",
     "kafkajs": "ships only the gzip codec (snappy/lz4/zstd need codec plugins that are not installed), cannot "
                "send a null header value, has no assign(): every consume goes through a consumer group; its "
                "fetchTopicOffsetsByTimestamp replaces -1 (no such offset) by the high watermark.",
     "kafka-python": "refuses a null header value ((str, bytes) tuples only).",
-    "aiokafka": "refuses a record whose key and value are both null.",
+    "aiokafka": "refuses a record whose key and value are both null; no "
+                "KIP-368 re-authentication (the broker closes its connection when a session expires; it reconnects).",
 }
 
 # Known gaps: id, where, root cause. Tests for these are xfail(strict=True) with the same id in the reason.

@@ -110,6 +110,7 @@ def describe_broker_configs(node_id: int, static: Mapping[str, str], dynamic: Ma
                             kafkalite_dynamic: frozenset[str], *, per_broker: bool = True) -> list[Any]:
     """Entries (``kafkalite.topic_configs.ConfigEntry``) for BROKER ``str(node_id)`` (or ``""``)."""
     from kafkalite.kafka_broker_configs import KAFKA_39_DYNAMIC_BROKER_CONFIGS
+    from kafkalite.security.listeners import is_sensitive
     from kafkalite.topic_configs import ConfigEntry
 
     per_node, cluster = dynamic.get(str(node_id), {}), dynamic.get("", {})
@@ -128,7 +129,7 @@ def describe_broker_configs(node_id: int, static: Mapping[str, str], dynamic: Ma
     out = []
     for name in names:
         ctype = config_type(name)
-        sensitive = ctype is None or ctype == "password"
+        sensitive = ctype is None or ctype == "password" or is_sensitive(name)
         syn: list[tuple[str, str | None, int]] = []
         for values, source in levels:
             for n in synonyms_of(name):

@@ -115,6 +115,15 @@ class BrokerState:
         self.advertised_listeners: list[Listener] = []
         self.request_pool: Any = None   # kafkalite.connection.RequestMemoryPool, set by the server
         self.supervisor = Supervisor()  # background loops run under it; .tasks holds a record per loop
+        # SCRAM users (AlterUserScramCredentials), kept in the data dir; each listener's security (server.py)
+        from kafkalite.security.scram_store import ScramStore, ScramStoreError
+        from kafkalite.startup_errors import StartupError
+
+        try:
+            self.scram = ScramStore(self.log_dir)
+        except ScramStoreError as exc:
+            raise StartupError(str(exc)) from None
+        self.listener_security: dict[str, Any] = {}
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self._read_json(BROKER_CONFIGS_FILE)
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()

@@ -97,7 +97,29 @@ public final class Driver {
             case "txn_describe": return Txn.describe(c);
             case "txn_ctp": return Txn.consumeTransformProduce(c);
             case "admin": return AdminOps.run(c);
+            case "scram_upsert": return scramUpsert(c);
             default: throw new IllegalArgumentException("unknown op " + op);
+        }
+    }
+
+    /** What kafka-configs --alter --add-config 'SCRAM-SHA-512=[iterations=N,password=P]' does: Admin's
+     *  alterUserScramCredentials, then describeUserScramCredentials of that user (mechanism -> iterations). */
+    private static Map<String, Object> scramUpsert(Map<String, Object> c) throws Exception {
+        String user = (String) c.get("user");
+        org.apache.kafka.clients.admin.ScramMechanism mech =
+            org.apache.kafka.clients.admin.ScramMechanism.fromMechanismName((String) c.get("mechanism"));
+        int iterations = ((Number) c.get("iterations")).intValue();
+        try (Admin admin = Admin.create(base(c))) {
+            admin.alterUserScramCredentials(List.of(new org.apache.kafka.clients.admin.UserScramCredentialUpsertion(
+                user, new org.apache.kafka.clients.admin.ScramCredentialInfo(mech, iterations),
+                (String) c.get("password")))).all().get(30, TimeUnit.SECONDS);
+            Map<String, Object> infos = new LinkedHashMap<>();
+            for (org.apache.kafka.clients.admin.ScramCredentialInfo i : admin.describeUserScramCredentials(List.of(user))
+                    .description(user).get(30, TimeUnit.SECONDS).credentialInfos())
+                infos.put(i.mechanism().mechanismName(), (long) i.iterations());
+            Map<String, Object> res = new LinkedHashMap<>();
+            res.put("credentials", infos);
+            return res;
         }
     }
 
