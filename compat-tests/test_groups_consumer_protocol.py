@@ -39,6 +39,7 @@ BROKER_ARGS = ["--override", "group.consumer.heartbeat.interval.ms=500",
 PY_MEMBER = r"""
 import json, signal, sys, time
 bootstrap, topic, group = sys.argv[1:4]
+instance = sys.argv[4] if len(sys.argv) > 4 else None
 stop = False
 def on_term(*_):
     global stop
@@ -48,8 +49,11 @@ def out(obj):
     obj["t"] = time.time()
     print(json.dumps(obj), flush=True)
 from confluent_kafka import Consumer
-c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-              "auto.offset.reset": "earliest", "enable.auto.commit": False})
+conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False}
+if instance:
+    conf["group.instance.id"] = instance
+c = Consumer(conf)
 owned = set()
 def assigned(cons, parts):
     owned.update((p.topic, p.partition) for p in parts); out({"a": sorted(owned)})
@@ -207,7 +211,8 @@ def _java_cp() -> str:
     return ":".join([str(out), *map(str, jars)])
 
 
-def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = "") -> Member:
+def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = "",
+                 instance: str | None = None) -> Member:
     if kind == "java":
         return Member(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", _java_cp(), "Kip848Member",
                        bootstrap, topic, group], name)
@@ -218,7 +223,7 @@ def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = 
     CACHE.mkdir(parents=True, exist_ok=True)
     script = CACHE / "kip848_member.py"
     write_script(script, PY_MEMBER)
-    return Member([sys.executable, str(script), bootstrap, topic, group], name)
+    return Member([sys.executable, str(script), bootstrap, topic, group, *([instance] if instance else [])], name)
 
 
 @pytest.fixture
@@ -388,5 +393,66 @@ def test_regex_subscription_picks_up_a_topic_created_later(kip848_broker: Broker
         time.sleep(0.5)
         assert sorted(v for _t, _p, _o, v in m.records) == sorted(f"x{i}" for i in range(9))
         assert all(t.startswith(f"{prefix}-") for t, _p in m.assignment)
+    finally:
+        m.stop(signal.SIGKILL, timeout=10)
+
+
+def test_static_member_restart_keeps_its_partitions(kip848_broker: BrokerProcess, topic: str) -> None:
+    """confluent-kafka with group.instance.id: a restarted static member (left with epoch -2) comes back under a
+    new member id with its old partitions, without a rebalance of the others (the group epoch is unchanged)."""
+    bs = kip848_broker.bootstrap
+    create_topic(bs, topic, PARTITIONS)
+    group = f"k848s-{uuid.uuid4().hex[:8]}"
+    a = start_member("confluent-kafka", bs, topic, group, "a", instance="ia")
+    b = start_member("confluent-kafka", bs, topic, group, "b", instance="ib")
+    members = [a, b]
+    try:
+        wait_for(lambda: covers([a, b], topic), 90, "two static members to split the partitions", members)
+        wait_for(lambda: describe(kip848_broker, group)[1] and all(
+            e == describe(kip848_broker, group)[0] for _m, e in describe(kip848_broker, group)[1]), 30,
+            "a stable group", members)
+        mine = sorted(a.assignment)
+        epoch, before = describe(kip848_broker, group)
+        a.stop(signal.SIGTERM)
+        a2 = start_member("confluent-kafka", bs, topic, group, "a2", instance="ia")
+        members.append(a2)
+        wait_for(lambda: sorted(a2.assignment) == mine, 60, "the static member's partitions back", members)
+        epoch2, after = describe(kip848_broker, group)
+        assert epoch2 == epoch and len(after) == 2 and after != before   # same epoch, a new member id
+        assert_never_shared(members)
+    finally:
+        for m in members:
+            m.stop(signal.SIGKILL, timeout=10)
+
+
+def test_empty_classic_group_converts_to_consumer_protocol(kip848_broker: BrokerProcess, topic: str) -> None:
+    """A classic group's committed offsets carry over when its (now empty) group is joined by a consumer-protocol
+    member, as Kafka 4.0 converts an empty classic group; ListGroups then reports it as a CONSUMER group."""
+    from confluent_kafka import Consumer
+
+    bs = kip848_broker.bootstrap
+    create_topic(bs, topic, 2)
+    group = f"k848c-{uuid.uuid4().hex[:8]}"
+    produce(bs, topic, [(i % 2, f"o{i}".encode()) for i in range(10)])
+    classic = Consumer({"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest",
+                        "enable.auto.commit": False, "group.protocol": "classic"})
+    classic.subscribe([topic])
+    seen = 0
+    deadline = time.monotonic() + 60
+    while seen < 10 and time.monotonic() < deadline:
+        m = classic.poll(0.2)
+        if m is not None and not m.error():
+            seen += 1
+    classic.commit(asynchronous=False)
+    classic.close()
+    assert seen == 10
+    assert _listed(bs, group).type.name == "CLASSIC"
+    produce(bs, topic, [(i % 2, f"n{i}".encode()) for i in range(6)])
+    m = start_member("confluent-kafka", bs, topic, group, "new")
+    try:
+        wait_for(lambda: len(m.records) >= 6, 60, "the records after the classic commits", [m])
+        time.sleep(0.5)
+        assert sorted(v for _t, _p, _o, v in m.records) == sorted(f"n{i}" for i in range(6))
+        assert _listed(bs, group).type.name == "CONSUMER"
     finally:
         m.stop(signal.SIGKILL, timeout=10)
