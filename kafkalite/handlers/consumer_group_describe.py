@@ -3,10 +3,12 @@
 Per group: state (Empty, Assigning, Reconciling, Stable), group epoch, target assignment epoch, the assignor,
 and per member its epoch, client, subscription, current assignment and target assignment (topic ids and names).
 v1 adds MemberType (1: a consumer-protocol member). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND.
+The group ids are walked in slices (kafkalite.slices): each answer reads the coordinator's state only.
 """
 from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 
@@ -28,7 +30,10 @@ async def consumer_group_describe(ctx: RequestContext,
     ops = ALL_GROUP_OPERATIONS if req.include_authorized_operations else NOT_REQUESTED
     names = {info.topic_id: name for name, info in ctx.broker.topics.items()}
     out = []
+    work = Slices()   # a request may name a million groups: answered in slices of the event loop
     for gid in req.group_ids:
+        if work.due():
+            await work.pause()
         if svc is None:
             out.append(R.DescribedGroup(group_id=gid, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
             continue

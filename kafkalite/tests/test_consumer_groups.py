@@ -248,3 +248,13 @@ def test_value_encodings_match_kafka_schemas() -> None:
     v = R.target_member_value({tid: {2, 1}})
     assert v == b"\x00\x00" + b"\x02" + tid.bytes + b"\x03" + b"\x00\x00\x00\x01\x00\x00\x00\x02" + b"\x00" + b"\x00"
     assert R.decode_value(R.TARGET_MEMBER, v) == {tid: {1, 2}}
+
+
+def test_backtracking_shapes_are_refused() -> None:
+    """Python's re backtracks where RE2 does not: nested repetition and many unbounded repetitions are refused
+    (each would hold the event loop for seconds on one long topic name)."""
+    for bad in ("(a+)+$", "(a|aa)*", "(?:a*)*", ".*.*.*.*x", "a{2,}b{3,}c*d+"):
+        with pytest.raises(RegexError):
+            compile_re2(bad)
+    for ok in ("^(foo|bar)-.*", "(abc)+", ".*foo.*bar.*", "[*+]+x", "(ab){2}"):
+        assert compile_re2(ok) is not None

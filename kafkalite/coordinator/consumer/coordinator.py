@@ -96,6 +96,7 @@ class ConsumerGroupCoordinator:
         self._classic_busy = classic_group_busy
         self.loading = False
         self.active = True
+        self._matches: dict[str, dict[str, bool]] = {}   # regex -> topic name -> matches (each matched once)
 
     # -- heartbeat -----------------------------------------------------------------------------------------
     def heartbeat(self, now: int, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
@@ -341,8 +342,18 @@ class ConsumerGroupCoordinator:
             except RegexError:
                 resolved[rx] = set()
                 continue
-            resolved[rx] = {n for n, info in topics.items()
-                            if not getattr(info, "internal", False) and not n.startswith("__") and pat.fullmatch(n)}
+            seen = self._matches.setdefault(rx, {})
+            if len(seen) > 2 * len(topics) + 1000:   # deleted topics' entries
+                seen.clear()
+            hits = set()
+            for n, info in topics.items():
+                hit = seen.get(n)
+                if hit is None:
+                    hit = seen[n] = (not getattr(info, "internal", False) and not n.startswith("__")
+                                     and pat.fullmatch(n) is not None)
+                if hit:
+                    hits.add(n)
+            resolved[rx] = hits
         group.resolved = resolved
         meta: dict[str, tuple[uuid.UUID, int]] = {}
         for name in group.subscribed_names():
