@@ -18,6 +18,7 @@ quick; Kafka's defaults are 5 s and 45 s.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -37,7 +38,7 @@ BROKER_ARGS = ["--override", "group.consumer.heartbeat.interval.ms=500",
                "--override", "group.consumer.session.timeout.ms=6000"]
 
 PY_MEMBER = r"""
-import json, signal, sys, time
+import json, os, signal, sys, time
 bootstrap, topic, group = sys.argv[1:4]
 instance = sys.argv[4] if len(sys.argv) > 4 else None
 stop = False
@@ -53,6 +54,8 @@ conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "co
         "auto.offset.reset": "earliest", "enable.auto.commit": False}
 if instance:
     conf["group.instance.id"] = instance
+if os.environ.get("KIP848_ASSIGNOR"):
+    conf["group.remote.assignor"] = os.environ["KIP848_ASSIGNOR"]
 c = Consumer(conf)
 owned = set()
 def assigned(cons, parts):
@@ -149,9 +152,10 @@ public class Kip848Member {
 class Member:
     """One member process; a reader thread collects its time-stamped assignment reports and records."""
 
-    def __init__(self, cmd: list[str], name: str) -> None:
+    def __init__(self, cmd: list[str], name: str, env: dict[str, str] | None = None) -> None:
         self.name = name
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                     env=env)
         self.assignment: list[tuple[str, int]] = []
         self.history: list[tuple[float, frozenset[tuple[str, int]]]] = []
         self.records: list[tuple[str, int, int, str]] = []
@@ -212,7 +216,7 @@ def _java_cp() -> str:
 
 
 def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = "",
-                 instance: str | None = None) -> Member:
+                 instance: str | None = None, assignor: str | None = None) -> Member:
     if kind == "java":
         return Member(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", _java_cp(), "Kip848Member",
                        bootstrap, topic, group], name)
@@ -223,7 +227,9 @@ def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = 
     CACHE.mkdir(parents=True, exist_ok=True)
     script = CACHE / "kip848_member.py"
     write_script(script, PY_MEMBER)
-    return Member([sys.executable, str(script), bootstrap, topic, group, *([instance] if instance else [])], name)
+    env = dict(os.environ, KIP848_ASSIGNOR=assignor or "")
+    return Member([sys.executable, str(script), bootstrap, topic, group, *([instance] if instance else [])], name,
+                  env)
 
 
 @pytest.fixture
@@ -456,3 +462,24 @@ def test_empty_classic_group_converts_to_consumer_protocol(kip848_broker: Broker
         assert _listed(bs, group).type.name == "CONSUMER"
     finally:
         m.stop(signal.SIGKILL, timeout=10)
+
+
+def test_range_assignor_chosen_by_the_members(kip848_broker: BrokerProcess, topic: str) -> None:
+    """Members asking for ``group.remote.assignor=range`` get contiguous ranges of partitions."""
+    bs = kip848_broker.bootstrap
+    create_topic(bs, topic, PARTITIONS)
+    group = f"k848g-{uuid.uuid4().hex[:8]}"
+    members = [start_member("confluent-kafka", bs, topic, group, f"r{i}", assignor="range") for i in range(2)]
+    try:
+        wait_for(lambda: covers(members, topic), 90, "two members to split the partitions", members)
+        wait_for(lambda: sorted(sorted(p for _t, p in m.assignment) for m in members) == [[0, 1, 2], [3, 4, 5]],
+                 30, "contiguous ranges", members)
+        from kafkalite.tests.rawclient import RawClient
+        from wire.messages import ConsumerGroupDescribeRequest
+
+        with RawClient(kip848_broker.host, kip848_broker.port) as c:
+            assert c.request(ConsumerGroupDescribeRequest(group_ids=[group]), 1).groups[0].assignor_name == "range"
+        assert_never_shared(members)
+    finally:
+        for m in members:
+            m.stop(signal.SIGKILL, timeout=10)
