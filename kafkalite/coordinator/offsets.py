@@ -38,6 +38,9 @@ class OffsetsMixin:
     active: bool
     loading: bool
     _append: Callable[[int, list[tuple[bytes, bytes | None]]], None]
+    #: topics a live KIP-848 consumer group of that id subscribes to (its offsets are kept here, in a group
+    #: without protocol type): they do not expire while it reads them (ConsumerGroup.offsetExpirationCondition)
+    consumer_group_topics: Callable[[str], set[str]] = staticmethod(lambda group_id: set())  # type: ignore[assignment]
 
     if TYPE_CHECKING:
         def poll(self, now_ms: int) -> None: ...
@@ -240,7 +243,7 @@ class OffsetsMixin:
                 and group.is_(S.STABLE):
             victims = expired(lambda om: om.commit_timestamp, group.subscribed_topics)
         elif not group.protocol_type:
-            victims = expired(lambda om: om.commit_timestamp, set())
+            victims = expired(lambda om: om.commit_timestamp, self.consumer_group_topics(group.group_id))
         else:
             victims = []
         for tp in victims:

@@ -61,6 +61,7 @@ class GroupService:
         self._creating: trio.Event | None = None
         from kafkalite.coordinator.consumer.service import ConsumerGroupService
         self.consumer = ConsumerGroupService(self)   # KIP-848 groups (kafkalite/coordinator/consumer/)
+        self.coordinator.consumer_group_topics = self.consumer.subscribed_topics
 
     # -- time ----------------------------------------------------------------------------------
     def now_ms(self) -> int:

@@ -258,3 +258,22 @@ def test_backtracking_shapes_are_refused() -> None:
             compile_re2(bad)
     for ok in ("^(foo|bar)-.*", "(abc)+", ".*foo.*bar.*", "[*+]+x", "(ab){2}"):
         assert compile_re2(ok) is not None
+
+
+def test_offsets_of_topics_a_live_consumer_group_reads_do_not_expire() -> None:
+    from kafkalite.coordinator.config import GroupConfig
+    from kafkalite.coordinator.coordinator import GroupCoordinator
+    from kafkalite.coordinator.group import OffsetAndMetadata
+
+    c = GroupCoordinator(GroupConfig(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000),
+                         lambda p, recs: None)
+    live = {"g": {"read"}}
+    c.consumer_group_topics = lambda gid: live.get(gid, set())
+    c.commit_offsets(0, "g", "", None, -1, {("read", 0): OffsetAndMetadata(1, commit_timestamp=0),
+                                             ("old", 0): OffsetAndMetadata(2, commit_timestamp=0)})
+    c.poll(0)
+    c.poll(61_000)
+    assert set(c.groups["g"].offsets) == {("read", 0)}
+    live.clear()   # the group emptied: its offsets expire a retention after commit
+    c.poll(123_000)
+    assert "g" not in c.groups

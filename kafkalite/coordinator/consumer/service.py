@@ -8,6 +8,7 @@ classic coordinator's offsets (the same OffsetCommit records), validated here fi
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kafkalite.coordinator.consumer.coordinator import (
@@ -17,6 +18,9 @@ from kafkalite.coordinator.consumer.coordinator import (
 )
 from kafkalite.coordinator.consumer.model import Assignment
 from kafkalite.coordinator.internal_topics import TimerLoop
+from wire.errors import ErrorCode
+
+log = logging.getLogger("kafkalite.coordinator.consumer")
 
 
 def consumer_config(conf: Any) -> ConsumerConfig:
@@ -50,6 +54,11 @@ class ConsumerGroupService:
     def _topics(self) -> Any:
         return getattr(self.groups.state, "topics", {})
 
+    def subscribed_topics(self, group_id: str) -> set[str]:
+        """The topics a non-empty consumer group reads (their committed offsets must not expire)."""
+        g = self.coordinator.groups.get(group_id)
+        return set(g.topics) if g is not None and g.members else set()
+
     def _classic_busy(self, group_id: str) -> bool:
         g = self.groups.coordinator.groups.get(group_id)
         return g is not None and bool(g.members)
@@ -59,8 +68,12 @@ class ConsumerGroupService:
                         topic_regex: str | None, server_assignor: str | None, owned: Assignment | None,
                         client_id: str, client_host: str, version: int) -> HeartbeatResult:
         await self.groups.ensure_offsets_topic_async()
-        result = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, member_epoch, instance_id, rack_id,
-                                            rebalance_timeout_ms, topic_names, topic_regex, server_assignor, owned,
-                                            client_id, client_host, version)
+        try:
+            result = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, member_epoch, instance_id,
+                                                rack_id, rebalance_timeout_ms, topic_names, topic_regex,
+                                                server_assignor, owned, client_id, client_host, version)
+        except Exception:   # a bug in one group's handling: that request fails, the connection and group stay
+            log.exception("consumer group %s: heartbeat of member %s failed", group_id, member_id)
+            result = HeartbeatResult(int(ErrorCode.UNKNOWN_SERVER_ERROR), "internal error")
         self.timers.kick()
         return result
