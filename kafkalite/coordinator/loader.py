@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from kafkalite.coordinator.consumer import records as consumer_records
 from kafkalite.coordinator.group import Group, GroupState, Member, OffsetAndMetadata
 from kafkalite.coordinator.records import (
     GroupKey,
@@ -35,8 +34,6 @@ class StateLoader:
         self.records = 0
         # transactional offset commits waiting for their COMMIT/ABORT marker, per producer id
         self.pending_txn: dict[int, list[tuple[bytes, bytes | None]]] = {}
-        # KIP-848 consumer group records (types 3-8), in log order, for the consumer coordinator
-        self.consumer: list[tuple[bytes, bytes | None]] = []
 
     def feed_entries(self, entries: Iterable[tuple[str, int, bytes | None, object]]) -> None:
         """Entries from ``records.iter_entries``: transactional records apply only once committed."""
@@ -57,9 +54,7 @@ class StateLoader:
             self.records += 1
             try:
                 k = decode_key(key)
-                if k is None and consumer_records.record_type(key) in consumer_records.TYPES:
-                    self.consumer.append((key, value))
-                elif isinstance(k, OffsetKey):
+                if isinstance(k, OffsetKey):
                     per_group = self.offsets.setdefault(k.group, {})
                     if value is None:
                         per_group.pop((k.topic, k.partition), None)

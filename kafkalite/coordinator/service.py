@@ -27,6 +27,7 @@ import trio
 
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.config import OFFSETS_TOPIC, GroupConfig
+from kafkalite.coordinator.consumer.records import consumer_split
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, Pending, SyncResult
 from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
@@ -99,18 +100,20 @@ class GroupService:
         self.config.offsets_topic_num_partitions = partitions
         logs = [self.state.get_log(OFFSETS_TOPIC, p) for p in range(partitions)]
 
+        consumer_records: list[tuple[bytes, bytes | None]] = []
+
         def read_all() -> StateLoader:
             loader = StateLoader()
             for plog in logs:
                 if plog is None:
                     continue
                 for data in read_chunks(plog):
-                    loader.feed_entries(iter_entries(data))
+                    loader.feed_entries(consumer_split(iter_entries(data), consumer_records))
             return loader
 
         loader = await trio.to_thread.run_sync(read_all)
         self.coordinator.groups = loader.build(self.now_ms())
-        self.consumer.coordinator.load(loader.consumer, self.now_ms())
+        self.consumer.coordinator.load(consumer_records, self.now_ms())
         log.info("loaded %d groups from %d %s records", len(self.coordinator.groups), loader.records,
                  OFFSETS_TOPIC)
 

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from kafkalite.coordinator.consumer.model import Assignment
 from wire.primitives import Reader, Writer
@@ -59,6 +61,16 @@ def record_type(key: bytes) -> int:
     if len(key) < 2:
         return -1
     return int(struct.unpack_from(">h", key)[0])
+
+
+def consumer_split(entries: Iterable[Any], out: list[tuple[bytes, bytes | None]]) -> Iterator[Any]:
+    """Pass ``records.iter_entries`` entries through, taking out the consumer group records (types 3-8, never
+    transactional) into ``out``, in log order, for ``ConsumerGroupCoordinator.load``."""
+    for e in entries:
+        if e[0] == "record" and e[1] < 0 and e[2] is not None and record_type(e[2]) in TYPES:
+            out.append((bytes(e[2]), None if e[3] is None else bytes(e[3])))
+        else:
+            yield e
 
 
 def decode_key(key: bytes) -> Key:
