@@ -32,15 +32,16 @@ TP = tuple[str, int]
 
 
 class OffsetsMixin:
+    #: topics a live KIP-848 consumer group of that id subscribes to (its offsets are kept here, in a group
+    #: without protocol type): they do not expire while it reads them (ConsumerGroup.offsetExpirationCondition)
+    consumer_group_topics: Callable[[str], set[str]] = staticmethod(lambda group_id: set())  # type: ignore[assignment]
+
     # provided by GroupCoordinator (declared here for type checkers)
     config: GroupConfig
     groups: dict[str, Group]
     active: bool
     loading: bool
     _append: Callable[[int, list[tuple[bytes, bytes | None]]], None]
-    #: topics a live KIP-848 consumer group of that id subscribes to (its offsets are kept here, in a group
-    #: without protocol type): they do not expire while it reads them (ConsumerGroup.offsetExpirationCondition)
-    consumer_group_topics: Callable[[str], set[str]] = staticmethod(lambda group_id: set())  # type: ignore[assignment]
 
     if TYPE_CHECKING:
         def poll(self, now_ms: int) -> None: ...
