@@ -72,14 +72,15 @@ def uniform_assign(subscriptions: Mapping[str, set[uuid.UUID]], partitions: Mapp
         ranked = sorted(members, key=lambda m: (-kept[m], m))
         quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(ranked)}
     unassigned: list[tuple[uuid.UUID, int]] = []
+    owners = {(t, p): m for m in members for t, ps in current.get(m, {}).items() for p in ps}
     for tid, p in all_tps:
-        owner = next((m for m in members if p in current.get(m, {}).get(tid, ())), None)
+        owner = owners.get((tid, p))
         if owner is not None and tid in subscriptions[owner] and count[owner] < quota[owner]:
             out[owner].setdefault(tid, set()).add(p)
             count[owner] += 1
         elif eligible[tid]:
             unassigned.append((tid, p))
-    for tid, p in unassigned:
+    for tid, p in unassigned:   # to the least loaded eligible member (a heap per topic would scale better)
         m = min(eligible[tid], key=lambda x: (count[x] >= quota[x], count[x], x))
         out[m].setdefault(tid, set()).add(p)
         count[m] += 1
