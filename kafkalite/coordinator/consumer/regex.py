@@ -66,7 +66,7 @@ def _nested_repetition(pattern: str) -> str | None:
         elif c == ")" and stack:
             start, outer = stack.pop()
             nxt = pattern[i + 1] if i + 1 < n else ""
-            repeated = nxt in "*+" or (nxt == "{" and re.match(r"\{\d*,\d*\}|\{\d+\}", pattern[i + 1:]) is not None
+            repeated = (nxt != "" and nxt in "*+") or (nxt == "{" and re.match(r"\{\d*,\d*\}|\{\d+\}", pattern[i + 1:]) is not None
                                        and not re.match(r"\{[01]\}|\{0?,1\}", pattern[i + 1:]))
             if repeated and risky:
                 return pattern[start:i + 2]
