@@ -278,3 +278,18 @@ def test_offsets_of_topics_a_live_consumer_group_reads_do_not_expire() -> None:
     live.clear()   # the group emptied: its offsets expire a retention after commit
     c.poll(123_000)
     assert "g" not in c.groups
+
+
+def test_group_configs_override_the_broker_timeouts() -> None:
+    """consumer.session.timeout.ms / consumer.heartbeat.interval.ms of a group (IncrementalAlterConfigs GROUP
+    resources, through the broker's group config store) win over group.consumer.*."""
+    w = World()
+    store = {"g": {"consumer.session.timeout.ms": "3000", "consumer.heartbeat.interval.ms": "250"}}
+    w.coord.config.group_configs = lambda gid: store.get(gid, {})
+    w.topic("t", 1)
+    r = w.hb("m1", 0, topics=["t"])
+    assert r.heartbeat_interval_ms == 250
+    assert w.hb("m2", 0, topics=["t"], group="other").heartbeat_interval_ms == 5_000
+    w.now += 3_500
+    w.coord.poll(w.now)
+    assert "m1" not in w.coord.groups["g"].members and "m2" in w.coord.groups["other"].members

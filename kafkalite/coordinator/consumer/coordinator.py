@@ -58,6 +58,22 @@ class ConsumerConfig:
     session_timeout_ms: int = 45_000        # group.consumer.session.timeout.ms
     assignors: tuple[str, ...] = ASSIGNORS  # group.consumer.assignors (the first is the default)
     max_size: int = 2**31 - 1               # group.consumer.max.size
+    #: the broker's group config store (IncrementalAlterConfigs on GROUP resources), when it has one: a group's
+    #: consumer.session.timeout.ms / consumer.heartbeat.interval.ms override the broker's (Kafka's GroupConfig)
+    group_configs: Callable[[str], Mapping[str, str]] | None = None
+
+    def _group_int(self, group_id: str, key: str, default: int) -> int:
+        overrides = self.group_configs(group_id) if self.group_configs is not None else None
+        if overrides and overrides.get(key) is not None:
+            with contextlib.suppress(TypeError, ValueError):
+                return int(overrides[key])   # type: ignore[arg-type]
+        return default
+
+    def session_timeout(self, group_id: str) -> int:
+        return self._group_int(group_id, "consumer.session.timeout.ms", self.session_timeout_ms)
+
+    def heartbeat_interval(self, group_id: str) -> int:
+        return self._group_int(group_id, "consumer.heartbeat.interval.ms", self.heartbeat_interval_ms)
 
 
 @dataclass
@@ -201,7 +217,7 @@ class ConsumerGroupCoordinator:
         reconcile(member, group.assignment_epoch, group.target.get(member.member_id, {}),
                   group.member_topic_ids(member), self._held_elsewhere(group, member.member_id), owned,
                   sub_changed)
-        self._timers_after(member, now)
+        self._timers_after(member, now, self.config.session_timeout(group_id))
         if member.metadata_key() != old_meta:
             out.append((R.encode_key(R.MEMBER_METADATA, group_id, member.member_id),
                         R.member_metadata_value(member)))
@@ -213,7 +229,7 @@ class ConsumerGroupCoordinator:
         changed = _tp_set(member.assigned) != old_assigned
         return HeartbeatResult(
             member_id=member.member_id, member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            heartbeat_interval_ms=self.config.heartbeat_interval(group_id),
             assignment={t: set(ps) for t, ps in member.assigned.items()} if epoch == 0 or full or changed
             else None)
 
@@ -399,8 +415,8 @@ class ConsumerGroupCoordinator:
             return o is not None and o[0] != member_id
         return held
 
-    def _timers_after(self, member: ConsumerMember, now: int) -> None:
-        member.session_deadline = now + self.config.session_timeout_ms
+    def _timers_after(self, member: ConsumerMember, now: int, session_ms: int) -> None:
+        member.session_deadline = now + session_ms
         if member.state == MemberState.UNREVOKED_PARTITIONS:
             if member.rebalance_deadline is None:
                 member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
@@ -529,7 +545,7 @@ class ConsumerGroupCoordinator:
                 log.warning("skipping undecodable consumer group record: %s", exc)
         for g in groups.values():
             for m in g.members.values():
-                m.session_deadline = now + self.config.session_timeout_ms
+                m.session_deadline = now + self.config.session_timeout(g.group_id)
                 if m.state == MemberState.UNREVOKED_PARTITIONS:
                     m.rebalance_deadline = now + max(m.rebalance_timeout_ms, 0)
         self.groups.update(groups)

@@ -43,6 +43,9 @@ class ConsumerGroupService:
         self.coordinator = ConsumerGroupCoordinator(
             consumer_config(getattr(state, "config", None)), self._append, self._topics, self._classic_busy)
         self.coordinator.loading = True
+        lookup = getattr(state, "group_configs", None)
+        if callable(lookup):   # the broker's group config store, when it has one
+            self.coordinator.config.group_configs = lookup
         self.timers = TimerLoop(self)
 
     def now_ms(self) -> int:
