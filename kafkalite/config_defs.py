@@ -270,6 +270,13 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("group.min.session.timeout.ms", "int", "6000", "smallest session timeout a member may ask for"),
     _def("group.max.session.timeout.ms", "int", "1800000", "largest session timeout a member may ask for"),
     _def("group.max.size", "int", str(INT_MAX), "most members of one group", at_least(1)),
+    _def("group.consumer.heartbeat.interval.ms", "int", "5000",
+         "heartbeat interval given to consumer-protocol (KIP-848) members", at_least(1)),
+    _def("group.consumer.session.timeout.ms", "int", "45000",
+         "a consumer-protocol member without a heartbeat this long is removed", at_least(1)),
+    _def("group.consumer.assignors", "list", "uniform,range",
+         "server-side assignors of consumer groups (the first is the default)", each_of("uniform", "range")),
+    _def("group.consumer.max.size", "int", str(INT_MAX), "most members of one consumer group", at_least(1)),
     _def("offsets.retention.minutes", "int", "10080", "keep committed offsets of empty groups this long",
          at_least(1)),
     _def("offsets.retention.check.interval.ms", "long", "600000", "how often expired offsets go", at_least(1)),
@@ -290,7 +297,8 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("transaction.max.timeout.ms", "int", "900000", "largest transaction timeout a producer may ask for",
          at_least(1)),
     # -- kafkalite's own
-    _def("kafkalite.emulate.kafka", "string", "3.9", "advertise only this Kafka release's API versions",
+    _def("kafkalite.emulate.kafka", "string", "3.9+4.3", "advertise only this Kafka release's API versions "
+         "(default: what Kafka 3.9 or 4.3 serves)",
          _release_rule()),
     _def("kafkalite.shutdown.drain.ms", "long", "5000", "how long in-flight requests may finish at shutdown",
          at_least(0)),

@@ -32,6 +32,10 @@ TP = tuple[str, int]
 
 
 class OffsetsMixin:
+    #: topics a live KIP-848 consumer group of that id subscribes to (its offsets are kept here, in a group
+    #: without protocol type): they do not expire while it reads them (ConsumerGroup.offsetExpirationCondition)
+    consumer_group_topics: Callable[[str], set[str]] = staticmethod(lambda group_id: set())  # type: ignore[assignment]
+
     # provided by GroupCoordinator (declared here for type checkers)
     config: GroupConfig
     groups: dict[str, Group]
@@ -250,7 +254,7 @@ class OffsetsMixin:
                 and group.is_(S.STABLE):
             victims = expired(lambda om: om.commit_timestamp, group.subscribed_topics)
         elif not group.protocol_type:
-            victims = expired(lambda om: om.commit_timestamp, set())
+            victims = expired(lambda om: om.commit_timestamp, self.consumer_group_topics(group.group_id))
         else:
             victims = []
         for tp in victims:

@@ -27,6 +27,7 @@ import trio
 
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.config import OFFSETS_TOPIC, GroupConfig
+from kafkalite.coordinator.consumer.records import consumer_split
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.group import JoinResult, Member, OffsetAndMetadata, Pending, SyncResult
 from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
@@ -59,6 +60,9 @@ class GroupService:
         self._cancel: trio.CancelScope | None = None
         self._clock = WallClock()
         self._creating: trio.Event | None = None
+        from kafkalite.coordinator.consumer.service import ConsumerGroupService
+        self.consumer = ConsumerGroupService(self)   # KIP-848 groups (kafkalite/coordinator/consumer/)
+        self.coordinator.consumer_group_topics = self.consumer.subscribed_topics
 
     # -- time ----------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -79,10 +83,14 @@ class GroupService:
                 log.exception("loading %s failed; starting with an empty coordinator", OFFSETS_TOPIC)
                 self.coordinator.groups = {}
             self.coordinator.loading = False
+            self.consumer.coordinator.loading = False
             self.loaded.set()
             # a failing group is reset by the coordinator itself; anything else the loop raises is the
             # supervisor's: logged, recorded, and the loop started again
-            await supervise(self.state, "group-coordinator.timers", self._timers.run)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(supervise, self.state, "consumer-group-coordinator.timers",
+                                   self.consumer.timers.run)
+                await supervise(self.state, "group-coordinator.timers", self._timers.run)
 
     async def _load(self) -> None:
         if self.state is None or OFFSETS_TOPIC not in getattr(self.state, "topics", {}):
@@ -92,23 +100,27 @@ class GroupService:
         self.config.offsets_topic_num_partitions = partitions
         logs = [self.state.get_log(OFFSETS_TOPIC, p) for p in range(partitions)]
 
+        consumer_records: list[tuple[bytes, bytes | None]] = []
+
         def read_all() -> StateLoader:
             loader = StateLoader()
             for plog in logs:
                 if plog is None:
                     continue
                 for data in read_chunks(plog):
-                    loader.feed_entries(iter_entries(data))
+                    loader.feed_entries(consumer_split(iter_entries(data), consumer_records))
             return loader
 
         loader = await trio.to_thread.run_sync(read_all)
         self.coordinator.groups = loader.build(self.now_ms())
+        self.consumer.coordinator.load(consumer_records, self.now_ms())
         log.info("loaded %d groups from %d %s records", len(self.coordinator.groups), loader.records,
                  OFFSETS_TOPIC)
 
     def close(self) -> _Done:
         """Stop answering and stop the timer loop; parked JoinGroup/SyncGroup get NOT_COORDINATOR."""
         c = self.coordinator
+        self.consumer.coordinator.active = False
         if c.active:
             c.active = False
             for g in c.groups.values():
@@ -216,6 +228,11 @@ class GroupService:
                          reason: str | None = None) -> JoinResult:
         await self.ensure_offsets_topic_async()
         now = self.now_ms()
+        cg = self.consumer.coordinator.groups.get(group_id)
+        if cg is not None:   # a classic member joining a consumer group: only an empty one converts back
+            if cg.members:
+                return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, "")
+            self.consumer.coordinator.remove_empty(group_id)
         try:
             p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
                                             rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
@@ -260,7 +277,13 @@ class GroupService:
 
     # -- offsets and administration ------------------------------------------------------------
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
-                       offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
+                       offsets: dict[tuple[str, int], OffsetAndMetadata],
+                       version: int = 9) -> dict[tuple[str, int], int]:
+        err = self.consumer.coordinator.validate_offset_commit(group_id, member_id, generation_id, version)
+        if err:
+            return dict.fromkeys(offsets, err)
+        if err is not None:   # a consumer group member's commit: stored as a simple commit of the group
+            member_id, group_instance_id, generation_id = "", None, -1
         try:
             out = self.coordinator.commit_offsets(self.now_ms(), group_id, member_id, group_instance_id,
                                                   generation_id, offsets)
@@ -276,7 +299,15 @@ class GroupService:
         return self.coordinator.fetch_offsets(self.now_ms(), group_id, partitions, require_stable)
 
     def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
-        out = self.coordinator.delete_groups(self.now_ms(), group_ids)
+        consumer: dict[str, int] = {}
+        for gid in group_ids:
+            err = self.consumer.coordinator.delete_group(gid)
+            if err is not None:
+                consumer[gid] = err
+        classic = [g for g in group_ids if consumer.get(g, 0) == 0]
+        out = self.coordinator.delete_groups(self.now_ms(), classic) if classic else {}
+        for gid, err in consumer.items():   # a deleted consumer group's offsets went with the classic shell
+            out[gid] = err if err else (0 if out.get(gid) in (0, E.GROUP_ID_NOT_FOUND) else out[gid])
         self._kick()
         return out
 
@@ -286,11 +317,17 @@ class GroupService:
         return out
 
     def describe_group(self, group_id: str) -> tuple[int, dict[str, Any] | None]:
+        if group_id in self.consumer.coordinator.groups:   # "not a classic group": Dead (v6: GROUP_ID_NOT_FOUND)
+            return E.NONE, None
         return self.coordinator.describe_group(group_id)
 
     def list_groups(self, states: list[str] | None = None,
                     types: list[str] | None = None) -> tuple[int, list[dict[str, str]]]:
-        return self.coordinator.list_groups(states, types)
+        err, groups = self.coordinator.list_groups(states, types)
+        consumer = self.consumer.coordinator
+        groups = [g for g in groups if g["group_id"] not in consumer.groups]
+        groups += consumer.list_groups({s.lower() for s in states or []}, {t.lower() for t in types or []})
+        return err, groups
 
     def on_topics_deleted(self, topics: list[str]) -> None:
         """For the broker's topic deletion: committed offsets of deleted topics are removed, as Kafka does."""

@@ -3,7 +3,9 @@
 - v0 has no generation/member (a "simple" commit); v1 adds GenerationId, MemberId and a per-partition
   CommitTimestamp; v2–v4 carry RetentionTimeMs (an explicit expiry; -1 = broker default); v5 drops
   it; v6 adds CommittedLeaderEpoch; v7 GroupInstanceId; v8 is flexible; v9 (KIP-848) renames the
-  generation to a member epoch, which for classic groups still means the generation.
+  generation to a member epoch, which for classic groups still means the generation. For a KIP-848
+  consumer group the member must exist (UNKNOWN_MEMBER_ID), commit with v9+ (UNSUPPORTED_VERSION) and
+  send its current member epoch (STALE_MEMBER_EPOCH); epoch -1 commits only to an empty group.
 - Partitions of topics the broker does not know get UNKNOWN_TOPIC_OR_PARTITION (as Kafka's
   metadata-cache check); the rest go to the coordinator, which accepts generation -1 commits only for
   an Empty (or new) group and accepts member commits in Stable and PreparingRebalance.
@@ -58,7 +60,7 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
         generation = req.generation_id_or_member_epoch if v >= 1 else -1
         member_id = req.member_id if v >= 1 else ""
         instance = req.group_instance_id if v >= 7 else None
-        errors.update(svc.commit_offsets(req.group_id, member_id, instance, generation, offsets))
+        errors.update(svc.commit_offsets(req.group_id, member_id, instance, generation, offsets, version=v))
     topics = []
     for t in req.topics:
         topics.append(Resp.OffsetCommitResponseTopic(name=t.name, partitions=[

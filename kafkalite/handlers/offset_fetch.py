@@ -4,7 +4,8 @@
   error is in the top-level ErrorCode from v2; v0–v1 put it on every requested partition.
 - v5 adds CommittedLeaderEpoch; v7 RequireStable (partitions with pending transactional commits get
   UNSTABLE_OFFSET_COMMIT); v8 batches several groups (each with its own error); v9 adds member
-  id/epoch, which only KIP-848 groups check.
+  id/epoch, which only KIP-848 groups check (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH unless the epoch is the
+  member's current one; member epoch -1 without a member id is an admin fetch).
 - Partitions without a committed offset answer offset -1, metadata "" and no error, whatever the
   group state (Kafka answers offsets "blindly": a group may use Kafka only to store offsets).
 """
@@ -79,6 +80,12 @@ async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFe
     if v >= 8:
         groups = []
         for g in req.groups:
+            svc = ctx.broker.groups
+            if v >= 9 and svc is not None:   # KIP-848: a consumer group member's epoch must be current
+                bad = svc.consumer.coordinator.validate_offset_fetch(g.group_id, g.member_id, g.member_epoch)
+                if bad:
+                    groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=bad))
+                    continue
             err, rows = await _fetch(ctx, g.group_id, g.topics, req.require_stable, work)
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err, topics=await _topics(
                 rows, work, R.OffsetFetchResponseTopics, R.OffsetFetchResponsePartitions)))

@@ -1,0 +1,485 @@
+"""KIP-848 consumer groups (``group.protocol=consumer``) with real clients: confluent-kafka 2.16.1 and the Java
+client 3.9.1.
+
+Members are separate processes printing JSON lines: every assignment change with a wall-clock time stamp
+(``{"t": ..., "a": [...]}``, written after the client's revoke/assign callback), and every record read. They commit
+synchronously after each batch and on revocation. Checked:
+
+* three members joining one by one and leaving: at every moment every partition is owned by at most one member
+  (the time-stamped assignment reports never overlap: the broker hands a partition over only after its owner
+  revoked it), each member ends up with a share, and every record is read exactly once;
+* a member restarted, and the broker restarted (SIGTERM and SIGKILL): consumption resumes exactly where it was
+  committed, no record lost or read twice (the group's records and offsets come back from __consumer_offsets);
+* a regex subscription picks up a topic created after the member joined.
+
+The broker runs with a 500 ms heartbeat interval and a 6 s session timeout (group.consumer.*) so the test is
+quick; Kafka's defaults are 5 s and 45 s.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from harness.broker import BrokerProcess
+from harness.topics import create_topic
+from test_groups_support import CACHE, JAVA_DEPS, committed, missing, produce, write_script
+
+PARTITIONS = 6
+BROKER_ARGS = ["--override", "group.consumer.heartbeat.interval.ms=500",
+               "--override", "group.consumer.session.timeout.ms=6000"]
+
+PY_MEMBER = r"""
+import json, os, signal, sys, time
+bootstrap, topic, group = sys.argv[1:4]
+instance = sys.argv[4] if len(sys.argv) > 4 else None
+stop = False
+def on_term(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGTERM, on_term)
+def out(obj):
+    obj["t"] = time.time()
+    print(json.dumps(obj), flush=True)
+from confluent_kafka import Consumer
+conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False}
+if instance:
+    conf["group.instance.id"] = instance
+if os.environ.get("KIP848_ASSIGNOR"):
+    conf["group.remote.assignor"] = os.environ["KIP848_ASSIGNOR"]
+c = Consumer(conf)
+owned = set()
+def assigned(cons, parts):
+    owned.update((p.topic, p.partition) for p in parts); out({"a": sorted(owned)})
+def revoked(cons, parts):
+    if parts:
+        try:
+            cons.commit(asynchronous=False)
+        except Exception:
+            pass
+    owned.difference_update((p.topic, p.partition) for p in parts); out({"a": sorted(owned)})
+c.subscribe([topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
+while not stop:
+    msgs = c.consume(100, 0.1)
+    good = [m for m in msgs if not m.error()]
+    for m in good:
+        out({"r": [m.topic(), m.partition(), m.offset(), m.value().decode()]})
+    if good:
+        c.commit(asynchronous=False)
+c.close()
+out({"closed": True})
+"""
+
+JAVA_MEMBER = r"""
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.common.TopicPartition;
+
+public class Kip848Member {
+    static volatile boolean stop = false;
+    public static void main(String[] a) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", a[0]);
+        p.put("group.id", a[2]);
+        p.put("group.protocol", "consumer");
+        p.put("auto.offset.reset", "earliest");
+        p.put("enable.auto.commit", "false");
+        p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        final KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p);
+        final Thread main = Thread.currentThread();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stop = true; c.wakeup();
+            try { main.join(30000); } catch (InterruptedException e) { }
+        }));
+        final Set<String> owned = new TreeSet<>();
+        c.subscribe(Collections.singletonList(a[1]), new ConsumerRebalanceListener() {
+            public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+                if (!parts.isEmpty()) c.commitSync();
+                for (TopicPartition tp : parts) owned.remove(tp.topic() + ":" + tp.partition());
+                report(owned);
+            }
+            public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                for (TopicPartition tp : parts) owned.add(tp.topic() + ":" + tp.partition());
+                report(owned);
+            }
+            public void onPartitionsLost(Collection<TopicPartition> parts) { onPartitionsRevoked(Collections.emptyList());
+                for (TopicPartition tp : parts) owned.remove(tp.topic() + ":" + tp.partition());
+                report(owned); }
+        });
+        try {
+            while (!stop) {
+                ConsumerRecords<byte[], byte[]> rs = c.poll(Duration.ofMillis(100));
+                for (ConsumerRecord<byte[], byte[]> r : rs)
+                    System.out.println("{\"r\":[\"" + r.topic() + "\"," + r.partition() + "," + r.offset() + ",\""
+                        + new String(r.value(), "UTF-8") + "\"],\"t\":" + System.currentTimeMillis() / 1000.0 + "}");
+                if (!rs.isEmpty()) c.commitSync();
+                System.out.flush();
+            }
+        } catch (org.apache.kafka.common.errors.WakeupException e) {
+        } finally {
+            c.close();
+            System.out.println("{\"closed\":true,\"t\":" + System.currentTimeMillis() / 1000.0 + "}");
+            System.out.flush();
+        }
+    }
+    static void report(Set<String> owned) {
+        StringBuilder sb = new StringBuilder("{\"a\":[");
+        boolean first = true;
+        for (String tp : owned) {
+            String[] x = tp.split(":");
+            if (!first) sb.append(',');
+            sb.append("[\"").append(x[0]).append("\",").append(x[1]).append("]");
+            first = false;
+        }
+        System.out.println(sb.append("],\"t\":").append(System.currentTimeMillis() / 1000.0).append("}"));
+        System.out.flush();
+    }
+}
+"""
+
+
+class Member:
+    """One member process; a reader thread collects its time-stamped assignment reports and records."""
+
+    def __init__(self, cmd: list[str], name: str, env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                     env=env)
+        self.assignment: list[tuple[str, int]] = []
+        self.history: list[tuple[float, frozenset[tuple[str, int]]]] = []
+        self.records: list[tuple[str, int, int, str]] = []
+        self.closed = False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode().strip()
+            if not line.startswith("{"):
+                continue
+            msg = json.loads(line)
+            if "a" in msg:
+                self.assignment = [(t, p) for t, p in msg["a"]]
+                self.history.append((msg["t"], frozenset(self.assignment)))
+            elif "r" in msg:
+                self.records.append(tuple(msg["r"]))  # type: ignore[arg-type]
+            elif msg.get("closed"):
+                self.history.append((msg["t"], frozenset()))
+                self.closed = True
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.thread.join(10)
+        if sig == signal.SIGKILL:
+            self.history.append((time.time(), frozenset()))
+
+    def stderr(self) -> str:
+        try:
+            return (self.proc.stderr.read() if self.proc.stderr else b"").decode()[-3000:]
+        except Exception:
+            return ""
+
+
+def _java_cp() -> str:
+    import shutil
+
+    javac = shutil.which("javac")
+    jars = sorted(JAVA_DEPS.glob("*.jar"))
+    if javac is None or not jars:
+        missing("javac or the Java kafka-clients jars (.deps/java) are not installed")
+    out = CACHE / "kip848-java-member"
+    src = out / "Kip848Member.java"
+    if not ((out / "Kip848Member.class").exists() and src.exists() and src.read_text() == JAVA_MEMBER):
+        out.mkdir(parents=True, exist_ok=True)
+        src.write_text(JAVA_MEMBER)
+        subprocess.run([javac, "-cp", ":".join(map(str, jars)), "-d", str(out), str(src)], check=True,
+                       capture_output=True, timeout=180)
+    return ":".join([str(out), *map(str, jars)])
+
+
+def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = "",
+                 instance: str | None = None, assignor: str | None = None) -> Member:
+    if kind == "java":
+        return Member(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", _java_cp(), "Kip848Member",
+                       bootstrap, topic, group], name)
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        missing("confluent-kafka is not installed")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    script = CACHE / "kip848_member.py"
+    write_script(script, PY_MEMBER)
+    env = dict(os.environ, KIP848_ASSIGNOR=assignor or "")
+    return Member([sys.executable, str(script), bootstrap, topic, group, *([instance] if instance else [])], name,
+                  env)
+
+
+@pytest.fixture
+def kip848_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", extra_args=BROKER_ARGS)
+    b.start()
+    try:
+        yield b
+    finally:
+        b.kill()
+
+
+def wait_for(cond, timeout: float, what: str, members: list[Member]) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.1)
+    state = [(m.name, m.proc.poll(), m.assignment, len(m.records)) for m in members]
+    errs = "\n".join(m.stderr() for m in members if m.proc.poll() not in (None, 0, -9))
+    raise AssertionError(f"timed out waiting for {what}; members (rc, assignment, records): {state}\n{errs}")
+
+
+def covers(members: list[Member], topic: str, partitions: int = PARTITIONS) -> bool:
+    parts = sorted(p for m in members for t, p in m.assignment if t == topic)
+    return parts == list(range(partitions)) and all(m.assignment for m in members)
+
+
+def assert_never_shared(members: list[Member]) -> None:
+    """Replays every member's time-stamped reports in time order: no partition is ever owned by two members."""
+    events = sorted((t, i, a) for i, m in enumerate(members) for t, a in m.history)
+    owned: dict[int, frozenset[tuple[str, int]]] = {}
+    for t, i, a in events:
+        owned[i] = a
+        seen: dict[tuple[str, int], int] = {}
+        for j, parts in owned.items():
+            for tp in parts:
+                assert tp not in seen, f"{tp} owned by {members[seen[tp]].name} and {members[j].name} at {t}"
+                seen[tp] = j
+
+
+def describe(b: BrokerProcess, group: str) -> tuple[int, list[tuple[str, int]]]:
+    """ConsumerGroupDescribe v1 over a raw connection: (group epoch, [(member id, member epoch)])."""
+    from kafkalite.tests.rawclient import RawClient
+    from wire.messages import ConsumerGroupDescribeRequest
+
+    with RawClient(b.host, b.port) as c:
+        g = c.request(ConsumerGroupDescribeRequest(group_ids=[group]), 1).groups[0]
+    assert g.error_code == 0, g.error_message
+    return g.group_epoch, sorted((m.member_id, m.member_epoch) for m in g.members)
+
+
+def _listed(bootstrap: str, group: str):  # type: ignore[no-untyped-def]
+    from test_groups_support import admin
+
+    adm = admin(bootstrap)
+    res = adm.list_consumer_groups(request_timeout=30).result(30)
+    return next(g for g in res.valid if g.group_id == group)
+
+
+def values(members: list[Member]) -> list[str]:
+    return sorted(v for m in members for _t, _p, _o, v in m.records)
+
+
+@pytest.mark.parametrize("kind", ["confluent-kafka", "java"])
+def test_three_members_join_and_leave(kind: str, kip848_broker: BrokerProcess, topic: str) -> None:
+    bs = kip848_broker.bootstrap
+    create_topic(bs, topic, PARTITIONS)
+    group = f"k848-{uuid.uuid4().hex[:8]}"
+    produce(bs, topic, [(i % PARTITIONS, f"a{i}".encode()) for i in range(60)])
+    members: list[Member] = []
+    try:
+        for n in range(3):   # one by one: each join moves partitions off the others first
+            members.append(start_member(kind, bs, topic, group, f"m{n}"))
+            wait_for(lambda k=n + 1: covers(members[:k], topic), 90, f"{n + 1} members to split the partitions",
+                     members)
+            produce(bs, topic, [(i % PARTITIONS, f"b{n}-{i}".encode()) for i in range(12)])
+        wait_for(lambda: len(values(members)) >= 96, 60, "96 records", members)
+        assert all(len(m.assignment) == 2 for m in members)   # uniform: 6 partitions over 3
+        members[0].stop(signal.SIGTERM)                        # a clean leave
+        assert members[0].closed
+        wait_for(lambda: covers(members[1:], topic), 60, "two members after a leave", members)
+        produce(bs, topic, [(i % PARTITIONS, f"c{i}".encode()) for i in range(30)])
+        wait_for(lambda: len(values(members)) >= 126, 60, "126 records", members)
+        want_committed = dict.fromkeys(range(PARTITIONS), 126 // PARTITIONS)
+        wait_for(lambda: committed(bs, group, topic, PARTITIONS) == want_committed, 60, "the commits", members)
+        members[1].stop(signal.SIGKILL)                        # a crash: fenced after the session timeout
+        wait_for(lambda: covers(members[2:], topic), 60, "the survivor to own everything", members)
+        produce(bs, topic, [(i % PARTITIONS, f"d{i}".encode()) for i in range(12)])
+        want = sorted([f"a{i}" for i in range(60)] + [f"b{n}-{i}" for n in range(3) for i in range(12)]
+                      + [f"c{i}" for i in range(30)] + [f"d{i}" for i in range(12)])
+        wait_for(lambda: len(values(members)) >= len(want), 60, "every record", members)
+        time.sleep(1.0)
+        assert values(members) == want, "every record read exactly once across the rebalances"
+        assert_never_shared(members)
+    finally:
+        for m in members:
+            m.stop(signal.SIGKILL, timeout=10)
+
+
+@pytest.mark.parametrize("kind", ["confluent-kafka", "java"])
+def test_resume_after_member_and_broker_restarts(kind: str, kip848_broker: BrokerProcess, topic: str) -> None:
+    """Commit, then restart the member, then the broker (SIGTERM, then SIGKILL): reading resumes exactly at the
+    committed offsets -- the group (epochs, members, assignments) and its offsets come back from
+    __consumer_offsets -- and nothing is read twice or lost."""
+    b = kip848_broker
+    create_topic(b.bootstrap, topic, PARTITIONS)
+    group = f"k848r-{uuid.uuid4().hex[:8]}"
+    m = start_member(kind, b.bootstrap, topic, group, "first")
+    members = [m]
+    total = 0
+
+    def more(n: int) -> None:
+        nonlocal total
+        produce(b.bootstrap, topic, [(i % PARTITIONS, f"r{i}".encode()) for i in range(total, total + n)])
+        total += n
+
+    def settled() -> None:
+        wait_for(lambda: len(values(members)) >= total, 90, f"{total} records", members)
+        want = dict.fromkeys(range(PARTITIONS), total // PARTITIONS)
+        wait_for(lambda: committed(b.bootstrap, group, topic, PARTITIONS) == want, 60, "the commits", members)
+
+    try:
+        wait_for(lambda: covers([m], topic), 90, "the member to own every partition", members)
+        more(12)
+        settled()
+        m.stop(signal.SIGTERM)                      # the member restarts: resumes at the commits
+        m = start_member(kind, b.bootstrap, topic, group, "second")
+        members.append(m)
+        more(12)
+        settled()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            before = describe(b, group)
+            b.restart(sig)
+            # the group came back from __consumer_offsets: same epoch, same member, no rejoin needed
+            assert describe(b, group) == before
+            more(12)
+            settled()
+            assert describe(b, group) == before
+        time.sleep(1.0)
+        assert values(members) == sorted(f"r{i}" for i in range(total))
+    finally:
+        for x in members:
+            x.stop(signal.SIGKILL, timeout=10)
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(kip848_broker: BrokerProcess, topic: str) -> None:
+    """confluent-kafka subscribes to ``^<prefix>-.*`` (librdkafka sends the regex to the broker, v1): a topic
+    created after the member joined is assigned to it and read."""
+    bs = kip848_broker.bootstrap
+    prefix = f"rx{uuid.uuid4().hex[:6]}"
+    create_topic(bs, f"{prefix}-one", 2)
+    create_topic(bs, f"other{prefix}", 2)
+    group = f"k848x-{uuid.uuid4().hex[:8]}"
+    m = start_member("confluent-kafka", bs, f"^{prefix}-.*", group, "rx")
+    try:
+        wait_for(lambda: covers([m], f"{prefix}-one", 2), 90, "the member to own the first topic", [m])
+        listed = _listed(bs, group)   # ListGroups v5: Kafka's group type and state of a consumer group
+        assert (listed.type.name, listed.state.name, listed.is_simple_consumer_group) == \
+            ("CONSUMER", "STABLE", False)
+        create_topic(bs, f"{prefix}-two", 3)
+        wait_for(lambda: sorted(p for t, p in m.assignment if t == f"{prefix}-two") == [0, 1, 2], 90,
+                 "the topic created later to be assigned", [m])
+        produce(bs, f"{prefix}-two", [(i % 3, f"x{i}".encode()) for i in range(9)])
+        produce(bs, f"other{prefix}", [(0, b"not-mine")])
+        wait_for(lambda: len(m.records) >= 9, 60, "the new topic's records", [m])
+        time.sleep(0.5)
+        assert sorted(v for _t, _p, _o, v in m.records) == sorted(f"x{i}" for i in range(9))
+        assert all(t.startswith(f"{prefix}-") for t, _p in m.assignment)
+    finally:
+        m.stop(signal.SIGKILL, timeout=10)
+
+
+def test_static_member_restart_keeps_its_partitions(kip848_broker: BrokerProcess, topic: str) -> None:
+    """confluent-kafka with group.instance.id: a restarted static member (left with epoch -2) comes back under a
+    new member id with its old partitions, without a rebalance of the others (the group epoch is unchanged)."""
+    bs = kip848_broker.bootstrap
+    create_topic(bs, topic, PARTITIONS)
+    group = f"k848s-{uuid.uuid4().hex[:8]}"
+    a = start_member("confluent-kafka", bs, topic, group, "a", instance="ia")
+    b = start_member("confluent-kafka", bs, topic, group, "b", instance="ib")
+    members = [a, b]
+    try:
+        wait_for(lambda: covers([a, b], topic), 90, "two static members to split the partitions", members)
+        wait_for(lambda: describe(kip848_broker, group)[1] and all(
+            e == describe(kip848_broker, group)[0] for _m, e in describe(kip848_broker, group)[1]), 30,
+            "a stable group", members)
+        mine = sorted(a.assignment)
+        epoch, before = describe(kip848_broker, group)
+        a.stop(signal.SIGTERM)
+        a2 = start_member("confluent-kafka", bs, topic, group, "a2", instance="ia")
+        members.append(a2)
+        wait_for(lambda: sorted(a2.assignment) == mine, 60, "the static member's partitions back", members)
+        epoch2, after = describe(kip848_broker, group)
+        assert epoch2 == epoch and len(after) == 2 and after != before   # same epoch, a new member id
+        assert_never_shared(members)
+    finally:
+        for m in members:
+            m.stop(signal.SIGKILL, timeout=10)
+
+
+def test_empty_classic_group_converts_to_consumer_protocol(kip848_broker: BrokerProcess, topic: str) -> None:
+    """A classic group's committed offsets carry over when its (now empty) group is joined by a consumer-protocol
+    member, as Kafka 4.0 converts an empty classic group; ListGroups then reports it as a CONSUMER group."""
+    from confluent_kafka import Consumer
+
+    bs = kip848_broker.bootstrap
+    create_topic(bs, topic, 2)
+    group = f"k848c-{uuid.uuid4().hex[:8]}"
+    produce(bs, topic, [(i % 2, f"o{i}".encode()) for i in range(10)])
+    classic = Consumer({"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest",
+                        "enable.auto.commit": False, "group.protocol": "classic"})
+    classic.subscribe([topic])
+    seen = 0
+    deadline = time.monotonic() + 60
+    while seen < 10 and time.monotonic() < deadline:
+        m = classic.poll(0.2)
+        if m is not None and not m.error():
+            seen += 1
+    classic.commit(asynchronous=False)
+    classic.close()
+    assert seen == 10
+    assert _listed(bs, group).type.name == "CLASSIC"
+    produce(bs, topic, [(i % 2, f"n{i}".encode()) for i in range(6)])
+    m = start_member("confluent-kafka", bs, topic, group, "new")
+    try:
+        wait_for(lambda: len(m.records) >= 6, 60, "the records after the classic commits", [m])
+        time.sleep(0.5)
+        assert sorted(v for _t, _p, _o, v in m.records) == sorted(f"n{i}" for i in range(6))
+        assert _listed(bs, group).type.name == "CONSUMER"
+    finally:
+        m.stop(signal.SIGKILL, timeout=10)
+
+
+def test_range_assignor_chosen_by_the_members(kip848_broker: BrokerProcess, topic: str) -> None:
+    """Members asking for ``group.remote.assignor=range`` get contiguous ranges of partitions."""
+    bs = kip848_broker.bootstrap
+    create_topic(bs, topic, PARTITIONS)
+    group = f"k848g-{uuid.uuid4().hex[:8]}"
+    members = [start_member("confluent-kafka", bs, topic, group, f"r{i}", assignor="range") for i in range(2)]
+    try:
+        wait_for(lambda: covers(members, topic), 90, "two members to split the partitions", members)
+        wait_for(lambda: sorted(sorted(p for _t, p in m.assignment) for m in members) == [[0, 1, 2], [3, 4, 5]],
+                 30, "contiguous ranges", members)
+        from kafkalite.tests.rawclient import RawClient
+        from wire.messages import ConsumerGroupDescribeRequest
+
+        with RawClient(kip848_broker.host, kip848_broker.port) as c:
+            assert c.request(ConsumerGroupDescribeRequest(group_ids=[group]), 1).groups[0].assignor_name == "range"
+        assert_never_shared(members)
+    finally:
+        for m in members:
+            m.stop(signal.SIGKILL, timeout=10)

@@ -1,0 +1,584 @@
+"""The consumer group coordinator (KIP-848): a pure state machine, time passed in (``now``), records out.
+
+``heartbeat()`` follows Kafka 4.3's GroupMetadataManager.consumerGroupHeartbeat: get or create the group (epoch
+0 creates), get or create the member (static members by ``group.instance.id``), update its subscription, bump
+the group epoch when membership or the subscribed topics' metadata changed, recompute the target assignment when
+the group epoch is ahead of it, reconcile this member one step, and answer with its epoch and (when it changed,
+or on a full request) its assignment. Every change is written to ``__consumer_offsets`` as Kafka 4's records
+(``records.py``) before it is answered; ``load()`` rebuilds the groups from them.
+
+Errors, as Kafka's: UNKNOWN_MEMBER_ID (unknown member / static instance), FENCED_MEMBER_EPOCH (an epoch ahead of
+the member's, or behind it other than the previous epoch with a subset of its partitions), UNRELEASED_INSTANCE_ID
+(a static instance id still held by a member that did not leave with epoch -2), FENCED_INSTANCE_ID (a static
+instance id now held by another member id), GROUP_ID_NOT_FOUND (an epoch other than 0 for an unknown group, or
+a group id a non-empty classic group holds), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST.
+
+Timers (``poll``): a member that sends no heartbeat for ``group.consumer.session.timeout.ms`` is removed
+(fenced); a member that does not revoke partitions within its rebalance timeout is removed too. Either bumps the
+group epoch, so the others are reassigned its partitions.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from base64 import urlsafe_b64encode
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.consumer import records as R
+from kafkalite.coordinator.consumer.assignors import ASSIGNORS, assign
+from kafkalite.coordinator.consumer.model import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+)
+from kafkalite.coordinator.consumer.reconcile import reconcile
+from kafkalite.coordinator.consumer.regex import RegexError, compile_re2
+from wire.errors import ErrorCode
+
+log = logging.getLogger("kafkalite.coordinator.consumer")
+
+FENCED_MEMBER_EPOCH = int(ErrorCode.FENCED_MEMBER_EPOCH)
+UNRELEASED_INSTANCE_ID = int(ErrorCode.UNRELEASED_INSTANCE_ID)
+UNSUPPORTED_ASSIGNOR = int(ErrorCode.UNSUPPORTED_ASSIGNOR)
+STALE_MEMBER_EPOCH = int(ErrorCode.STALE_MEMBER_EPOCH)
+INVALID_REGULAR_EXPRESSION = int(ErrorCode.INVALID_REGULAR_EXPRESSION)
+METADATA_REFRESH_MS = 500   # subscribed topics re-read at most this often per group (on heartbeats)
+
+
+@dataclass
+class ConsumerConfig:
+    heartbeat_interval_ms: int = 5_000      # group.consumer.heartbeat.interval.ms
+    session_timeout_ms: int = 45_000        # group.consumer.session.timeout.ms
+    assignors: tuple[str, ...] = ASSIGNORS  # group.consumer.assignors (the first is the default)
+    max_size: int = 2**31 - 1               # group.consumer.max.size
+    #: the broker's group config store (IncrementalAlterConfigs on GROUP resources), when it has one: a group's
+    #: consumer.session.timeout.ms / consumer.heartbeat.interval.ms override the broker's (Kafka's GroupConfig)
+    group_configs: Callable[[str], Mapping[str, str]] | None = None
+
+    def _group_int(self, group_id: str, key: str, default: int) -> int:
+        overrides = self.group_configs(group_id) if self.group_configs is not None else None
+        if overrides and overrides.get(key) is not None:
+            with contextlib.suppress(TypeError, ValueError):
+                return int(overrides[key])   # type: ignore[arg-type]
+        return default
+
+    def session_timeout(self, group_id: str) -> int:
+        return self._group_int(group_id, "consumer.session.timeout.ms", self.session_timeout_ms)
+
+    def heartbeat_interval(self, group_id: str) -> int:
+        return self._group_int(group_id, "consumer.heartbeat.interval.ms", self.heartbeat_interval_ms)
+
+
+@dataclass
+class HeartbeatResult:
+    error_code: int = 0
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+class HeartbeatError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def new_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): url-safe base64 of 16 random bytes, no padding."""
+    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _tp_set(a: Assignment | None) -> set[tuple[uuid.UUID, int]]:
+    return {(t, p) for t, ps in (a or {}).items() for p in ps}
+
+
+class ConsumerGroupCoordinator:
+    def __init__(self, config: ConsumerConfig, append: Callable[[str, list[tuple[bytes, bytes | None]]], None],
+                 topics: Callable[[], Mapping[str, Any]],
+                 classic_group_busy: Callable[[str], bool] = lambda g: False) -> None:
+        self.config = config
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._append = append                  # (group id, records) -> None; raises AppendError
+        self._topics = topics                  # name -> TopicInfo (topic_id, partitions, internal)
+        self._classic_busy = classic_group_busy
+        self.loading = False
+        self.active = True
+        self._matches: dict[str, dict[str, bool]] = {}   # regex -> topic name -> matches (each matched once)
+
+    # -- heartbeat -----------------------------------------------------------------------------------------
+    def heartbeat(self, now: int, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
+                  rack_id: str | None, rebalance_timeout_ms: int, topic_names: list[str] | None,
+                  topic_regex: str | None, server_assignor: str | None, owned: Assignment | None,
+                  client_id: str = "", client_host: str = "", version: int = 0) -> HeartbeatResult:
+        if not self.active:
+            return HeartbeatResult(E.NOT_COORDINATOR)
+        if self.loading:
+            return HeartbeatResult(E.COORDINATOR_LOAD_IN_PROGRESS)
+        try:
+            self._validate(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                           topic_names, topic_regex, server_assignor, owned, version)
+            return self._heartbeat(now, group_id, member_id, member_epoch, instance_id, rack_id,
+                                   rebalance_timeout_ms, topic_names, topic_regex, server_assignor, owned,
+                                   client_id, client_host)
+        except HeartbeatError as e:
+            return HeartbeatResult(e.code, str(e))
+
+    def _validate(self, group_id: str, member_id: str, epoch: int, instance_id: str | None, rack_id: str | None,
+                  rebalance_timeout_ms: int, names: list[str] | None, regex: str | None,
+                  assignor: str | None, owned: Assignment | None, version: int) -> None:
+        """GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        bad = E.INVALID_REQUEST
+        if (version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) and not member_id:
+            raise HeartbeatError(bad, "MemberId can't be empty.")
+        if not group_id:
+            raise HeartbeatError(bad, "GroupId can't be empty.")
+        if instance_id == "":
+            raise HeartbeatError(bad, "InstanceId can't be empty.")
+        if rack_id == "":
+            raise HeartbeatError(bad, "RackId can't be empty.")
+        if epoch == 0:
+            if rebalance_timeout_ms == -1:
+                raise HeartbeatError(bad, "RebalanceTimeoutMs must be provided in first request.")
+            if owned is None or owned:
+                raise HeartbeatError(bad, "TopicPartitions must be empty when (re-)joining.")
+            if names is None and regex is None:
+                raise HeartbeatError(bad, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+                                          "when (re-)joining.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if instance_id is None:
+                raise HeartbeatError(bad, "InstanceId can't be null.")
+        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise HeartbeatError(bad, "MemberEpoch is invalid.")
+        if assignor is not None and assignor not in self.config.assignors:
+            raise HeartbeatError(UNSUPPORTED_ASSIGNOR, f"ServerAssignor {assignor} is not supported. Supported "
+                                                       f"assignors: {', '.join(self.config.assignors)}.")
+        if regex is not None:
+            try:
+                compile_re2(regex)
+            except RegexError as exc:
+                raise HeartbeatError(INVALID_REGULAR_EXPRESSION, str(exc)) from None
+
+    def _heartbeat(self, now: int, group_id: str, member_id: str, epoch: int, instance_id: str | None,
+                   rack_id: str | None, rebalance_timeout_ms: int, names: list[str] | None, regex: str | None,
+                   assignor: str | None, owned: Assignment | None, client_id: str,
+                   client_host: str) -> HeartbeatResult:
+        out: list[tuple[bytes, bytes | None]] = []
+        group = self.groups.get(group_id)
+        if group is None:
+            if epoch != 0:
+                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            if self._classic_busy(group_id):
+                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            group = ConsumerGroup(group_id)
+        if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(now, group, member_id, epoch, instance_id)
+        member = self._member(group, member_id or new_member_id(), epoch, instance_id, owned, out)
+        self.groups.setdefault(group_id, group)
+        if len(group.members) >= self.config.max_size and member.member_id not in group.members:
+            raise HeartbeatError(E.GROUP_MAX_SIZE_REACHED,
+                                 f"The consumer group has reached its maximum capacity of "
+                                 f"{self.config.max_size} members.")
+        old_meta = member.metadata_key() if member.member_id in group.members else None
+        old_assign = member.assignment_key() if member.member_id in group.members else None
+        old_assigned = _tp_set(member.assigned)
+        sub_changed = False
+        if instance_id is not None:
+            member.instance_id = instance_id
+        if rack_id is not None:
+            member.rack_id = rack_id
+        if rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+        if assignor is not None:
+            member.server_assignor = assignor
+        if names is not None and sorted(names) != sorted(member.subscribed_topic_names):
+            member.subscribed_topic_names = list(names)
+            sub_changed = True
+        if regex is not None and (regex or None) != member.subscribed_topic_regex:
+            member.subscribed_topic_regex = regex or None
+            sub_changed = True
+        member.client_id, member.client_host = client_id, client_host
+        joined = member.member_id not in group.members
+        group.members[member.member_id] = member
+        bump = joined or sub_changed
+        if self._refresh_metadata(group, now, force=bump):
+            bump = True
+        if bump:
+            self._bump(group, out)
+        self._maybe_new_target(group, now, out)
+        reconcile(member, group.assignment_epoch, group.target.get(member.member_id, {}),
+                  group.member_topic_ids(member), self._held_elsewhere(group, member.member_id), owned,
+                  sub_changed)
+        self._timers_after(member, now, self.config.session_timeout(group_id))
+        if member.metadata_key() != old_meta:
+            out.append((R.encode_key(R.MEMBER_METADATA, group_id, member.member_id),
+                        R.member_metadata_value(member)))
+        if member.assignment_key() != old_assign:
+            out.append((R.encode_key(R.CURRENT_ASSIGNMENT, group_id, member.member_id),
+                        R.current_assignment_value(member)))
+        self._write(group_id, out)
+        full = rebalance_timeout_ms != -1 and (names is not None or regex is not None) and owned is not None
+        changed = _tp_set(member.assigned) != old_assigned
+        return HeartbeatResult(
+            member_id=member.member_id, member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval(group_id),
+            assignment={t: set(ps) for t, ps in member.assigned.items()} if epoch == 0 or full or changed
+            else None)
+
+    def _member(self, group: ConsumerGroup, member_id: str, epoch: int, instance_id: str | None,
+                owned: Assignment | None, out: list[tuple[bytes, bytes | None]]) -> ConsumerMember:
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if epoch != 0:
+                    raise HeartbeatError(E.UNKNOWN_MEMBER_ID,
+                                         f"Member {member_id} is not a member of group {group.group_id}.")
+                return ConsumerMember(member_id)
+            self._check_epoch(member, epoch, owned)
+            return member
+        existing = group.static_member(instance_id)
+        if epoch == 0:
+            if existing is None:
+                return group.members.get(member_id) or ConsumerMember(member_id, instance_id=instance_id)
+            if existing.member_id == member_id:
+                return existing
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise HeartbeatError(UNRELEASED_INSTANCE_ID,
+                                     f"Static member {member_id} with instance id {instance_id} cannot join the "
+                                     f"group because the instance id is owned by {existing.member_id} member.")
+            # the static member comes back under a new member id: it takes over the old one's assignment
+            new = ConsumerMember(member_id, instance_id=instance_id, rack_id=existing.rack_id,
+                                 subscribed_topic_names=list(existing.subscribed_topic_names),
+                                 subscribed_topic_regex=existing.subscribed_topic_regex,
+                                 rebalance_timeout_ms=existing.rebalance_timeout_ms,
+                                 server_assignor=existing.server_assignor, member_epoch=0, previous_member_epoch=0,
+                                 state=existing.state, assigned={t: set(p) for t, p in existing.assigned.items()},
+                                 pending_revocation={t: set(p) for t, p in existing.pending_revocation.items()})
+            target = group.target.pop(existing.member_id, None)
+            self._remove_records(group.group_id, existing.member_id, out)
+            del group.members[existing.member_id]
+            group.members[member_id] = new
+            if target is not None:
+                group.target[member_id] = target
+                out.append((R.encode_key(R.TARGET_MEMBER, group.group_id, member_id),
+                            R.target_member_value(target)))
+            out.append((R.encode_key(R.MEMBER_METADATA, group.group_id, member_id), R.member_metadata_value(new)))
+            out.append((R.encode_key(R.CURRENT_ASSIGNMENT, group.group_id, member_id),
+                        R.current_assignment_value(new)))
+            return new
+        if existing is None:
+            raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise HeartbeatError(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} "
+                                                        f"was fenced by member {existing.member_id}.")
+        self._check_epoch(existing, epoch, owned)
+        return existing
+
+    @staticmethod
+    def _check_epoch(member: ConsumerMember, epoch: int, owned: Assignment | None) -> None:
+        if epoch == 0:
+            return
+        if epoch > member.member_epoch:
+            raise HeartbeatError(FENCED_MEMBER_EPOCH,
+                                 f"The consumer group member has a greater member epoch ({epoch}) than the one "
+                                 f"known by the group coordinator ({member.member_epoch}). The member must "
+                                 f"abandon all its partitions and rejoin.")
+        if epoch < member.member_epoch and (
+                epoch != member.previous_member_epoch or not _tp_set(owned) <= _tp_set(member.assigned)):
+            raise HeartbeatError(FENCED_MEMBER_EPOCH,
+                                 f"The consumer group member has a smaller member epoch ({epoch}) than the one "
+                                 f"known by the group coordinator ({member.member_epoch}). The member must "
+                                 f"abandon all its partitions and rejoin.")
+
+    def _leave(self, now: int, group: ConsumerGroup, member_id: str, epoch: int,
+               instance_id: str | None) -> HeartbeatResult:
+        out: list[tuple[bytes, bytes | None]] = []
+        if instance_id is not None:
+            member = group.static_member(instance_id)
+            if member is None:
+                raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            if member.member_id != member_id:
+                raise HeartbeatError(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                                            f"{instance_id} was fenced by member {member.member_id}.")
+        else:
+            member = group.members.get(member_id)  # type: ignore[assignment]
+            if member is None:
+                raise HeartbeatError(E.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")
+        if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # a static member leaving temporarily keeps its assignment until its session expires or it returns
+            member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            out.append((R.encode_key(R.CURRENT_ASSIGNMENT, group.group_id, member.member_id),
+                        R.current_assignment_value(member)))
+            self._write(group.group_id, out)
+            return HeartbeatResult(member_id=member.member_id, member_epoch=epoch)
+        log.info("member %s leaves consumer group %s", member.member_id, group.group_id)
+        self._remove(group, member, out)
+        self._write(group.group_id, out)
+        return HeartbeatResult(member_id=member.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
+
+    # -- group bookkeeping -----------------------------------------------------------------------------------
+    def _remove_records(self, group_id: str, member_id: str, out: list[tuple[bytes, bytes | None]]) -> None:
+        out.append((R.encode_key(R.CURRENT_ASSIGNMENT, group_id, member_id), None))
+        out.append((R.encode_key(R.TARGET_MEMBER, group_id, member_id), None))
+        out.append((R.encode_key(R.MEMBER_METADATA, group_id, member_id), None))
+
+    def _remove(self, group: ConsumerGroup, member: ConsumerMember, out: list[tuple[bytes, bytes | None]]) -> None:
+        self._remove_records(group.group_id, member.member_id, out)
+        group.members.pop(member.member_id, None)
+        group.target.pop(member.member_id, None)
+        self._refresh_metadata(group, 0, force=True)
+        self._bump(group, out)
+
+    def _bump(self, group: ConsumerGroup, out: list[tuple[bytes, bytes | None]]) -> None:
+        group.group_epoch += 1
+        out.append((R.encode_key(R.PARTITION_METADATA, group.group_id), R.partition_metadata_value(group.topics)))
+        out.append((R.encode_key(R.GROUP_METADATA, group.group_id), R.group_metadata_value(group.group_epoch)))
+
+    def _refresh_metadata(self, group: ConsumerGroup, now: int, force: bool = False) -> bool:
+        """Re-read the subscribed topics (names and regex matches); True when their ids / partition counts
+        changed (a topic created, grown or deleted), which bumps the group epoch."""
+        if not force and now - group.metadata_checked_ms < METADATA_REFRESH_MS:
+            return False
+        group.metadata_checked_ms = now
+        topics = self._topics()
+        regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+        resolved: dict[str, set[str]] = {}
+        for rx in regexes:
+            try:
+                pat = compile_re2(rx)
+            except RegexError:
+                resolved[rx] = set()
+                continue
+            seen = self._matches.setdefault(rx, {})
+            if len(seen) > 2 * len(topics) + 1000:   # deleted topics' entries
+                seen.clear()
+            hits = set()
+            for n, info in topics.items():
+                hit = seen.get(n)
+                if hit is None:
+                    hit = seen[n] = (not getattr(info, "internal", False) and not n.startswith("__")
+                                     and pat.fullmatch(n) is not None)
+                if hit:
+                    hits.add(n)
+            resolved[rx] = hits
+        group.resolved = resolved
+        meta: dict[str, tuple[uuid.UUID, int]] = {}
+        for name in group.subscribed_names():
+            info = topics.get(name)
+            if info is not None and info.partitions > 0:
+                meta[name] = (info.topic_id, info.partitions)
+        if meta != group.topics:
+            group.topics = meta
+            return True
+        return False
+
+    def _assignor(self, group: ConsumerGroup) -> str:
+        """The assignor most members asked for (ties: the configured order), else the configured default."""
+        counts: dict[str, int] = {}
+        for m in group.members.values():
+            if m.server_assignor:
+                counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+        if not counts:
+            return self.config.assignors[0]
+        return max(counts, key=lambda a: (counts[a], -self.config.assignors.index(a)
+                                          if a in self.config.assignors else -99))
+
+    def _maybe_new_target(self, group: ConsumerGroup, now: int, out: list[tuple[bytes, bytes | None]]) -> None:
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        subs = {mid: group.member_topic_ids(m) for mid, m in group.members.items()}
+        parts = {tid: n for tid, n in group.topics.values()}
+        new = assign(self._assignor(group), subs, parts, group.target)
+        for mid, a in new.items():
+            if {t: ps for t, ps in group.target.get(mid, {}).items() if ps} != {t: ps for t, ps in a.items() if ps}:
+                out.append((R.encode_key(R.TARGET_MEMBER, group.group_id, mid), R.target_member_value(a)))
+        group.target = new
+        group.assignment_epoch = group.group_epoch
+        out.append((R.encode_key(R.TARGET_METADATA, group.group_id),
+                    R.target_metadata_value(group.assignment_epoch, now)))
+
+    @staticmethod
+    def _held_elsewhere(group: ConsumerGroup, member_id: str) -> Callable[[uuid.UUID, int], bool]:
+        owners = group.partition_owner_epochs()
+
+        def held(t: uuid.UUID, p: int) -> bool:
+            o = owners.get((t, p))
+            return o is not None and o[0] != member_id
+        return held
+
+    def _timers_after(self, member: ConsumerMember, now: int, session_ms: int) -> None:
+        member.session_deadline = now + session_ms
+        if member.state == MemberState.UNREVOKED_PARTITIONS:
+            if member.rebalance_deadline is None:
+                member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
+        else:
+            member.rebalance_deadline = None
+
+    def _write(self, group_id: str, out: list[tuple[bytes, bytes | None]]) -> None:
+        if not out:
+            return
+        try:
+            self._append(group_id, out)
+        except Exception as exc:
+            log.warning("could not write consumer group %s records: %s", group_id, exc)
+            raise HeartbeatError(E.group_write_error(exc), f"could not store the group: {exc}") from None
+
+    # -- timers ----------------------------------------------------------------------------------------------
+    def next_deadline(self) -> int | None:
+        best: int | None = None
+        for g in self.groups.values():
+            for m in g.members.values():
+                for d in (m.session_deadline, m.rebalance_deadline):
+                    if d is not None and (best is None or d < best):
+                        best = d
+        return best
+
+    def poll(self, now: int) -> None:
+        if self.loading or not self.active:
+            return
+        for g in list(self.groups.values()):
+            try:
+                self._expire(g, now)
+            except Exception:
+                log.exception("consumer group %s: timer failed", g.group_id)
+
+    def _expire(self, group: ConsumerGroup, now: int) -> None:
+        out: list[tuple[bytes, bytes | None]] = []
+        for m in list(group.members.values()):
+            why = None
+            if m.session_deadline is not None and m.session_deadline <= now:
+                why = "session timeout"
+            elif m.rebalance_deadline is not None and m.rebalance_deadline <= now:
+                why = "rebalance timeout (partitions not revoked)"
+            if why:
+                log.info("member %s of consumer group %s fenced: %s", m.member_id, group.group_id, why)
+                self._remove(group, m, out)
+        if out:
+            with contextlib.suppress(HeartbeatError):   # logged; memory is ahead of the log until the next write
+                self._write(group.group_id, out)
+
+    # -- offsets ---------------------------------------------------------------------------------------------
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int, version: int) -> int | None:
+        """ConsumerGroup.validateOffsetCommit: None when ``group_id`` is not a consumer group, else an error code
+        (0 = allowed)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if member_epoch < 0 and not group.members:
+            return 0
+        member = group.members.get(member_id)
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        if version < 9:
+            return int(ErrorCode.UNSUPPORTED_VERSION)
+        return 0 if member_epoch == member.member_epoch else STALE_MEMBER_EPOCH
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        group = self.groups.get(group_id)
+        if group is None or (member_epoch < 0 and member_id is None):
+            return 0
+        member = group.members.get(member_id or "")
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        return 0 if member_epoch == member.member_epoch else STALE_MEMBER_EPOCH
+
+    # -- admin -----------------------------------------------------------------------------------------------
+    def list_groups(self, states: set[str], types: set[str]) -> list[dict[str, str]]:
+        if types and "consumer" not in types:
+            return []
+        out = []
+        for g in self.groups.values():
+            st = g.state()
+            if states and st.lower() not in states:
+                continue
+            out.append({"group_id": g.group_id, "protocol_type": "consumer", "group_state": st,
+                        "group_type": "consumer"})
+        return out
+
+    def delete_group(self, group_id: str) -> int | None:
+        """None when not a consumer group; NON_EMPTY_GROUP, or 0 after writing its tombstones."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if group.members:
+            return E.NON_EMPTY_GROUP
+        out: list[tuple[bytes, bytes | None]] = [
+            (R.encode_key(t, group_id), None) for t in (R.TARGET_METADATA, R.PARTITION_METADATA, R.GROUP_METADATA)]
+        try:
+            self._write(group_id, out)
+        except HeartbeatError as e:
+            return e.code
+        del self.groups[group_id]
+        return 0
+
+    def remove_empty(self, group_id: str) -> None:
+        """An empty consumer group converted to a classic one (a classic member joined, Kafka 4.0's downgrade of
+        an empty group): its records are deleted, its offsets stay."""
+        if group_id in self.groups and not self.groups[group_id].members:
+            self.delete_group(group_id)
+
+    # -- loading ---------------------------------------------------------------------------------------------
+    def load(self, entries: list[tuple[bytes, bytes | None]], now: int) -> None:
+        """Replay consumer group records (log order; tombstones delete)."""
+        groups: dict[str, ConsumerGroup] = {}
+        for key, value in entries:
+            try:
+                k = R.decode_key(key)
+                g = groups.get(k.group_id)
+                if g is None:
+                    if value is None:
+                        continue
+                    g = groups[k.group_id] = ConsumerGroup(k.group_id)
+                self._replay(g, k, None if value is None else R.decode_value(k.type, value))
+                if k.type == R.GROUP_METADATA and value is None:
+                    del groups[k.group_id]
+            except R.ConsumerRecordError as exc:
+                log.warning("skipping undecodable consumer group record: %s", exc)
+        for g in groups.values():
+            for m in g.members.values():
+                m.session_deadline = now + self.config.session_timeout(g.group_id)
+                if m.state == MemberState.UNREVOKED_PARTITIONS:
+                    m.rebalance_deadline = now + max(m.rebalance_timeout_ms, 0)
+        self.groups.update(groups)
+
+    @staticmethod
+    def _replay(g: ConsumerGroup, k: R.Key, v: object) -> None:
+        if k.type == R.GROUP_METADATA:
+            g.group_epoch = v if isinstance(v, int) else g.group_epoch
+        elif k.type == R.PARTITION_METADATA:
+            g.topics = v if isinstance(v, dict) else {}
+        elif k.type == R.TARGET_METADATA:
+            g.assignment_epoch = v if isinstance(v, int) else g.assignment_epoch
+        elif k.type == R.TARGET_MEMBER:
+            if v is None:
+                g.target.pop(k.member_id or "", None)
+            else:
+                g.target[k.member_id or ""] = v  # type: ignore[assignment]
+        elif k.type == R.MEMBER_METADATA:
+            if v is None:
+                g.members.pop(k.member_id or "", None)
+                return
+            assert isinstance(v, R.MemberMetadata)
+            m = g.members.setdefault(k.member_id or "", ConsumerMember(k.member_id or ""))
+            m.instance_id, m.rack_id, m.client_id, m.client_host = v.instance_id, v.rack_id, v.client_id, \
+                v.client_host
+            m.subscribed_topic_names = list(v.subscribed_topic_names)
+            m.subscribed_topic_regex = v.subscribed_topic_regex
+            m.rebalance_timeout_ms, m.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+        elif k.type == R.CURRENT_ASSIGNMENT:
+            if v is None:
+                return
+            m = g.members.setdefault(k.member_id or "", ConsumerMember(k.member_id or ""))
+            epoch, prev, state, assigned, pending = v  # type: ignore[misc]
+            m.member_epoch, m.previous_member_epoch = epoch, prev
+            m.state = MemberState(state) if state in (0, 1, 2) else MemberState.UNKNOWN
+            m.assigned, m.pending_revocation = assigned, pending

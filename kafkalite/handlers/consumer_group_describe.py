@@ -1,0 +1,58 @@
+"""ConsumerGroupDescribe (key 69): v0-v1 -- KIP-848 consumer groups.
+
+Per group: state (Empty, Assigning, Reconciling, Stable), group epoch, target assignment epoch, the assignor,
+and per member its epoch, client, subscription, current assignment and target assignment (topic ids and names).
+v1 adds MemberType (1: a consumer-protocol member). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND.
+The group ids are walked in slices (kafkalite.slices): each answer reads the coordinator's state only.
+"""
+from __future__ import annotations
+
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
+from wire.errors import ErrorCode
+from wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+
+R = ConsumerGroupDescribeResponse
+ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
+NOT_REQUESTED = -(2**31)
+
+
+def _assignment(a: dict, names: dict) -> ConsumerGroupDescribeResponse.Assignment:
+    return R.Assignment(topic_partitions=[
+        R.TopicPartitions(topic_id=t, topic_name=names.get(t, ""), partitions=sorted(ps))
+        for t, ps in sorted(a.items(), key=lambda x: str(x[0])) if ps])
+
+
+@handler(ConsumerGroupDescribeRequest, min_version=0, max_version=1)
+async def consumer_group_describe(ctx: RequestContext,
+                                  req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
+    svc = ctx.broker.groups
+    ops = ALL_GROUP_OPERATIONS if req.include_authorized_operations else NOT_REQUESTED
+    names = {info.topic_id: name for name, info in ctx.broker.topics.items()}
+    out = []
+    work = Slices()   # a request may name a million groups: answered in slices of the event loop
+    for gid in req.group_ids:
+        if work.due():
+            await work.pause()
+        if svc is None:
+            out.append(R.DescribedGroup(group_id=gid, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            continue
+        coord = svc.consumer.coordinator
+        g = coord.groups.get(gid)
+        if g is None:
+            classic = gid in svc.coordinator.groups
+            out.append(R.DescribedGroup(group_id=gid, error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=(
+                f"Group {gid} is not a consumer group." if classic else f"Group {gid} not found.")))
+            continue
+        out.append(R.DescribedGroup(
+            group_id=gid, group_state=g.state(), group_epoch=g.group_epoch, assignment_epoch=g.assignment_epoch,
+            assignor_name=coord._assignor(g), authorized_operations=ops, members=[
+                R.Member(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                         member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+                         subscribed_topic_names=sorted(m.subscribed_topic_names),
+                         subscribed_topic_regex=m.subscribed_topic_regex,
+                         assignment=_assignment(m.assigned, names),
+                         target_assignment=_assignment(g.target.get(m.member_id, {}), names),
+                         member_type=1 if ctx.version >= 1 else -1)
+                for m in g.members.values()]))
+    return R(throttle_time_ms=0, groups=out)
