@@ -334,25 +334,26 @@ def test_describe_quorum_kafka_python(broker) -> None:
 # -- ListConfigResources (key 74, Kafka 4.1+) ----------------------------------------------------------------
 def test_list_config_resources_kafka_python(broker, broker_factory) -> None:
     """3.9 has key 74 only as v0 (ListClientMetricsResources: client-metrics subscriptions, none here);
-    under --emulate-kafka 4.3 it is ListConfigResources v1 and lists the broker and the topics."""
+    under --emulate-kafka 4.3, and the default 3.9+4.3 profile, it is ListConfigResources v1 and lists the
+    broker and the topics."""
     from kafka import KafkaAdminClient
 
-    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    a = KafkaAdminClient(bootstrap_servers=broker_factory(emulate="3.9").bootstrap)
     try:
         assert a.list_config_resources() == {}
     finally:
         a.close()
-    b = broker_factory(emulate="4.3")
-    topic = _name("lcr-kp")
-    create_topic(b.bootstrap, topic, 1)
-    a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
-    try:
-        every = a.list_config_resources()
-        assert every["broker"] == ["1"] and every["broker_logger"] == ["1"] and topic in every["topic"]
-        assert a.list_config_resources(["TOPIC"]) == {"topic": every["topic"]}
-        assert a.list_config_resources(["CLIENT_METRICS", "GROUP"]) == {}
-    finally:
-        a.close()
+    for b in (broker_factory(emulate="4.3"), broker):
+        topic = _name("lcr-kp")
+        create_topic(b.bootstrap, topic, 1)
+        a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        try:
+            every = a.list_config_resources()
+            assert every["broker"] == ["1"] and every["broker_logger"] == ["1"] and topic in every["topic"]
+            assert a.list_config_resources(["TOPIC"]) == {"topic": every["topic"]}
+            assert a.list_config_resources(["CLIENT_METRICS", "GROUP"]) == {}
+        finally:
+            a.close()
 
 
 # -- DescribeConfigs of the broker: every Kafka 3.9 broker config ----------------------------------------
