@@ -1,11 +1,10 @@
-"""Command line: ``kafkalite serve`` and ``kafkalite dump-log``.
+"""``kafkalite serve``: run the broker.
 
     kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
                     [--emulate-kafka 2.8|3.6|3.9] [--log-level LEVEL]
 
 Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
 can connect; logs go to stderr. SIGINT/SIGTERM drain gracefully and close storage cleanly.
-``kafkalite dump-log ...`` forwards its arguments to ``storage.dumplog``.
 """
 from __future__ import annotations
 
@@ -21,10 +20,7 @@ from kafkalite.versions import RELEASES
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the broker")
+def configure(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--config", metavar="FILE", help="a Kafka server.properties file")
     serve.add_argument("--override", metavar="K=V", action="append", default=[],
                        help="set a broker property (repeatable)")
@@ -34,10 +30,6 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="advertise only the API versions of this Kafka release")
     serve.add_argument("--log-level", default="INFO",
                        help=f"logging level: {', '.join(LOG_LEVELS)} (default INFO)")
-    dump = sub.add_parser("dump-log", help="print segment/index contents (like kafka-dump-log.sh)",
-                          add_help=False)
-    dump.add_argument("args", nargs=argparse.REMAINDER)
-    return parser
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
@@ -90,19 +82,11 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
     """Exit codes: 0 after a clean shutdown, 2 for a usage or configuration error, 1 when the broker could
     not run (address in use, data dir held by another broker, ...); each failure is one line on stderr."""
     from kafkalite.startup_errors import USAGE, describe
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "dump-log":
-        # forwarded untouched (argparse would claim option-like arguments such as --files)
-        from storage import dumplog
-
-        return int(dumplog.main(argv[1:]) or 0)
-    parser = _build_parser()
-    args = parser.parse_args(argv)
     level = str(args.log_level).upper()
     if level == "WARN":
         level = "WARNING"
@@ -136,5 +120,3 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
