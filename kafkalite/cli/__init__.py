@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("kafkalite.tools.topics", "list, describe, create, delete topics, add partitions (kafka-topics)"),
     "produce": ("kafkalite.tools.produce", "write lines from stdin or a file to a topic (kafka-console-producer)"),
     "consume": ("kafkalite.tools.consume", "print records of a topic (kafka-console-consumer)"),
+    "groups": ("kafkalite.tools.groups", "list, describe (lag), reset offsets of, delete consumer groups "
+                                         "(kafka-consumer-groups)"),
 }
 _RAW = {"dump-log"}
 
