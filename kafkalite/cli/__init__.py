@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "consume": ("kafkalite.tools.consume", "print records of a topic (kafka-console-consumer)"),
     "groups": ("kafkalite.tools.groups", "list, describe (lag), reset offsets of, delete consumer groups "
                                          "(kafka-consumer-groups)"),
+    "configs": ("kafkalite.tools.configs", "describe and alter topic, broker and group configs (kafka-configs)"),
 }
 _RAW = {"dump-log"}
 
