@@ -1,10 +1,11 @@
 """``kafkalite serve``: run the broker.
 
     kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
-                    [--emulate-kafka 2.8|3.6|3.9] [--log-level LEVEL]
+                    [--emulate-kafka 2.8|3.6|3.9] [--metrics [HOST:PORT]] [--log-level LEVEL]
 
 Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
-can connect; logs go to stderr. SIGINT/SIGTERM drain gracefully and close storage cleanly.
+can connect; logs go to stderr (with ``--metrics``, one INFO line says where the endpoint is).
+SIGINT/SIGTERM drain gracefully and close storage cleanly.
 """
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ def configure(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--data-dir", metavar="DIR", help="log directory (log.dirs)")
     serve.add_argument("--emulate-kafka", metavar="X.Y", choices=sorted(RELEASES),
                        help="advertise only the API versions of this Kafka release")
+    serve.add_argument("--metrics", metavar="HOST:PORT", nargs="?", const="127.0.0.1:9404",
+                       help="serve Prometheus /metrics and /health here (default address 127.0.0.1:9404; "
+                            "off unless given)")
     serve.add_argument("--log-level", default="INFO",
                        help=f"logging level: {', '.join(LOG_LEVELS)} (default INFO)")
 
@@ -45,6 +49,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         overrides["log.dirs"] = args.data_dir
     if args.emulate_kafka:
         overrides["kafkalite.emulate.kafka"] = args.emulate_kafka
+    if getattr(args, "metrics", None):
+        overrides["kafkalite.metrics.listen"] = args.metrics
     return BrokerConfig.load(args.config, overrides)
 
 
