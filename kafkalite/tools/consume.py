@@ -68,6 +68,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     where.add_argument("--timestamp", metavar="TS", help="start at the first record at or after this time "
                                                          "(ms since the epoch or ISO date/time)")
     p.add_argument("--format", choices=("value", "kv", "json"), default=None, help="output format")
+    p.add_argument("--json", action="store_const", const="json", dest="format", help="the same as --format json")
     p.add_argument("--property", nargs="+", action="extend", default=[], metavar="K=V",
                    help="formatter setting (print.key, print.timestamp, print.headers, ...)")
     p.add_argument("--max-messages", type=int, metavar="N", help="stop after N records")
@@ -213,7 +214,9 @@ def _consume(ck: Any, consumer: Any, args: argparse.Namespace, fmt: Formatter, w
         consumer.assign(tps)
     out = sys.stdout
     count = 0
-    progress = Progress(bool(args.progress), args.max_messages)
+    # consuming N records into a file or pipe from a terminal: progress on stderr
+    progress = Progress(bool(args.progress or (args.max_messages and sys.stderr.isatty() and not out.isatty())),
+                        args.max_messages)
     idle_limit = args.timeout_ms / 1000 if args.timeout_ms is not None else None
     last = time.monotonic()
     try:

@@ -172,27 +172,31 @@ def _run(args: argparse.Namespace) -> int:
     progress = Progress(bool(args.progress or (args.file and sys.stderr.isatty())), size)
     sent = 0
     extra = {} if args.partition is None else {"partition": args.partition}
+    interrupted = False
     try:
-        for lineno, raw in enumerate(src, 1):
-            line = raw[:-1] if raw.endswith(b"\n") else raw
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            try:
-                key, value, headers = parser.parse(line, lineno)
-            except ToolError:
-                producer.flush(max(t, 1.0) + 5)   # the lines before it are sent
-                raise
-            while True:
+        try:
+            for lineno, raw in enumerate(src, 1):
+                line = raw[:-1] if raw.endswith(b"\n") else raw
+                if line.endswith(b"\r"):
+                    line = line[:-1]
                 try:
-                    producer.produce(args.topic, value=value, key=key, headers=headers or None,
-                                     on_delivery=delivered, **extra)
-                    break
-                except BufferError:     # the local queue is full: let deliveries drain it
-                    producer.poll(0.05)
-            sent += 1
-            if sent % 1000 == 0:
-                producer.poll(0)
-                progress.update(sent, src.tell() if size is not None else None)
+                    key, value, headers = parser.parse(line, lineno)
+                except ToolError:
+                    producer.flush(max(t, 1.0) + 5)   # the lines before it are sent
+                    raise
+                while True:
+                    try:
+                        producer.produce(args.topic, value=value, key=key, headers=headers or None,
+                                         on_delivery=delivered, **extra)
+                        break
+                    except BufferError:     # the local queue is full: let deliveries drain it
+                        producer.poll(0.05)
+                sent += 1
+                if sent % 1000 == 0:
+                    producer.poll(0)
+                    progress.update(sent, src.tell() if size is not None else None)
+        except KeyboardInterrupt:   # Ctrl-C: what was read is still delivered (as the console producer's close)
+            interrupted = True
         left = producer.flush(max(t, 1.0) + 5)
         if left:
             failures.append(f"{left} records not acknowledged within {t:g} s")
@@ -213,4 +217,4 @@ def _run(args: argparse.Namespace) -> int:
                          + "\n")
     if failures:
         raise ToolError(f"{failed:,} of {sent:,} records failed; first error: {failures[0]}")
-    return 0
+    return 130 if interrupted else 0
