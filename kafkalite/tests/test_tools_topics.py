@@ -15,9 +15,24 @@ from kafkalite.tests.tools_helpers import cli, need_confluent
 
 
 @pytest.fixture(scope="module")
-def bs() -> Iterator[str]:
+def broker() -> Iterator[Broker]:
     with Broker() as b:
-        yield b.bootstrap_servers
+        yield b
+
+
+@pytest.fixture(scope="module")
+def bs(broker: Broker) -> str:
+    return broker.bootstrap_servers
+
+
+def _producer_ids(broker: Broker, topic: str, partition: int) -> set[int]:
+    """ProducerId of every stored batch of the partition (record batch v2 header, bytes 43-50)."""
+    data = (broker.data_dir / f"{topic}-{partition}" / ("0" * 20 + ".log")).read_bytes()
+    pids, pos = set(), 0
+    while pos + 61 <= len(data):
+        pids.add(int.from_bytes(data[pos + 43:pos + 51], "big", signed=True))
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    return pids
 
 
 def _read_all(bs: str, topic: str, n: int) -> list[object]:
@@ -87,7 +102,7 @@ def test_topics_bad_input(bs: str) -> None:
     assert r.code == 1 and "cannot reach a broker at 127.0.0.1:1" in r.err and len(r.err.splitlines()) == 1
 
 
-def test_produce_keys_headers_partition_then_consume_formats(bs: str) -> None:
+def test_produce_keys_headers_partition_then_consume_formats(broker: Broker, bs: str) -> None:
     need_confluent()
     assert cli(bs, "topics", "--create", "--topic", "tp", "--partitions", "2").code == 0
     lines = b"h1:x,h2:y\tk1:v1\r\n\tk2:v2\nh1:z\tnullkey:\xff\xfe\n"
@@ -98,6 +113,8 @@ def test_produce_keys_headers_partition_then_consume_formats(bs: str) -> None:
     assert r.json() == {"topic": "tp", "records": 3, "failed": 0,
                         "partitions": {"1": {"records": 3, "first_offset": 0, "last_offset": 2}}}
     got = _read_all(bs, "tp", 3)
+    pids = _producer_ids(broker, "tp", 1)
+    assert len(pids) == 1 and min(pids) >= 0     # idempotent by default: a producer id on every batch
     assert [(m.partition(), m.key(), m.value()) for m in got] == [  # type: ignore[attr-defined]
         (1, b"k1", b"v1"), (1, b"k2", b"v2"), (1, None, b"\xff\xfe")]
     assert got[0].headers() == [("src", b"cli"), ("h1", b"x"), ("h2", b"y")]  # type: ignore[attr-defined]
@@ -128,7 +145,7 @@ def test_produce_keys_headers_partition_then_consume_formats(bs: str) -> None:
     assert r.code == 0 and r.out == ""
 
 
-def test_produce_consume_group_and_big_file(bs: str, tmp_path: Path) -> None:
+def test_produce_consume_group_and_big_file(broker: Broker, bs: str, tmp_path: Path) -> None:
     need_confluent()
     assert cli(bs, "topics", "--create", "--topic", "tbig", "--partitions", "3").code == 0
     path = tmp_path / "in.txt"
@@ -138,6 +155,7 @@ def test_produce_consume_group_and_big_file(bs: str, tmp_path: Path) -> None:
             "--compression-codec", "lz4", "--json")
     assert r.code == 0, r.err
     assert r.json()["records"] == n and "100% of" in r.err
+    assert _producer_ids(broker, "tbig", 0) == {-1}   # --acks 1: not idempotent
     # a group member reads everything once and commits: a second run of the same group gets nothing
     r = cli(bs, "consume", "--topic", "tbig", "--group", "g-big", "--from-beginning", "--max-messages", str(n),
             "--progress")
