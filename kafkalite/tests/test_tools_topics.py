@@ -155,7 +155,8 @@ def test_produce_consume_group_and_big_file(broker: Broker, bs: str, tmp_path: P
             "--compression-codec", "lz4", "--json")
     assert r.code == 0, r.err
     assert r.json()["records"] == n and "100% of" in r.err
-    assert _producer_ids(broker, "tbig", 0) == {-1}   # --acks 1: not idempotent
+    # --acks 1: not idempotent (the sticky partitioner may leave a partition empty: look at all three)
+    assert set().union(*(_producer_ids(broker, "tbig", p) for p in range(3))) == {-1}
     # a group member reads everything once and commits: a second run of the same group gets nothing
     r = cli(bs, "consume", "--topic", "tbig", "--group", "g-big", "--from-beginning", "--max-messages", str(n),
             "--progress")
