@@ -6,6 +6,7 @@ request path pays a few dictionary updates and no decoding:
 
 - requests per API and version, latency per API (a fixed-bucket histogram in milliseconds, from the decoded
   request to the response built: for Fetch it includes the long-poll wait, as Kafka's TotalTimeMs does);
+  a Fetch is counted under "Fetch" and "FetchConsumer" as in Kafka (every fetch here is a consumer's);
 - error codes per API, counted as Kafka's ``errorCounts()`` does: every ``error_code`` in the response (the
   top level and each partition/resource entry), NONE included; a response of more than ``WALK_LIMIT``
   entries is counted only that far (a 100,000-partition Metadata answer is not walked on the event loop);
@@ -40,7 +41,14 @@ _ERROR_NAMES: dict[int, str] = {int(c): c.name for c in ErrorCode}
 MSGS_IN, BYTES_IN, BYTES_OUT, PRODUCE_REQS, PRODUCE_FAILED, FETCH_REQS, FETCH_FAILED = range(7)
 
 
+#: Kafka records every consumer Fetch under both "Fetch" and "FetchConsumer" (a follower's under
+#: "FetchFollower"; there are none here): requests and latency are kept under this pseudo key as well
+FETCH_CONSUMER = -1
+
+
 def api_name(key: int) -> str:
+    if key == FETCH_CONSUMER:
+        return "FetchConsumer"
     info = REGISTRY.get(key)
     return info.name if info is not None else str(key)
 
@@ -66,6 +74,16 @@ class RequestMetrics:
         return response
 
     def observe(self, key: int, version: int, request: Any, response: Any, elapsed_ms: float) -> None:
+        self._request(key, version, elapsed_ms)
+        if key == _PRODUCE:   # these two count their error codes as they walk their partitions
+            self._produce(request, response)
+        elif key == _FETCH:
+            self._request(FETCH_CONSUMER, version, elapsed_ms)
+            self._fetch(response)
+        elif response is not None:
+            self._count_errors(key, response)
+
+    def _request(self, key: int, version: int, elapsed_ms: float) -> None:
         rk = (key, version)
         self.requests[rk] = self.requests.get(rk, 0) + 1
         hist = self.latency.get(key)
@@ -73,12 +91,6 @@ class RequestMetrics:
             hist = self.latency[key] = [0.0] * (len(BUCKETS_MS) + 2)
         hist[bisect.bisect_left(BUCKETS_MS, elapsed_ms)] += 1
         hist[-1] += elapsed_ms
-        if key == _PRODUCE:   # these two count their error codes as they walk their partitions
-            self._produce(request, response)
-        elif key == _FETCH:
-            self._fetch(response)
-        elif response is not None:
-            self._count_errors(key, response)
 
     # -- per topic ------------------------------------------------------------------------------------
     def _topic(self, name: str) -> list[int]:

@@ -177,7 +177,10 @@ def test_errors_purgatory_and_connections(broker: Broker) -> None:
             rc.close()
     s = scrape(broker)
     assert val(s, "process_resident_memory_bytes") > 1 << 20 and val(s, "process_open_fds") > 3
-    assert val(s, "kafka_network_requestmetrics_totaltimems_bucket", request="Fetch", le="+Inf") >= 1
+    fetches = val(s, "kafka_network_requestmetrics_totaltimems_bucket", request="Fetch", le="+Inf")
+    assert fetches >= 1 and val(s, "kafka_network_requestmetrics_totaltimems_count", request="FetchConsumer") == fetches
+    assert val(s, "kafka_network_requestmetrics_requests_total", request="FetchConsumer", version=11) == \
+        val(s, "kafka_network_requestmetrics_requests_total", request="Fetch", version=11) >= 1
 
 
 def test_health_and_http_edges(broker: Broker) -> None:
