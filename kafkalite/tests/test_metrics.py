@@ -203,6 +203,16 @@ def test_metrics_are_off_by_default_and_refuse_a_bad_address(tmp_path: Path) -> 
         assert b.metrics_address is None
     with pytest.raises(ConfigError, match="kafkalite.metrics.listen"):
         Broker(overrides={"kafkalite.metrics.listen": "nowhere"})
+    # its port taken: the broker does not start, with the one-line cause (like a taken listener port)
+    from kafkalite.embedded import BrokerStartError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(BrokerStartError, match=f"cannot listen for metrics on 127.0.0.1:{port}: Address "
+                                                   "already in use"):
+            Broker(overrides={"kafkalite.metrics.listen": f"127.0.0.1:{port}"}).start()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALITE_")}
     p = subprocess.run([sys.executable, "-m", "kafkalite", "serve", "--listen", "127.0.0.1:0", "--data-dir",
                         str(tmp_path / "d"), "--metrics", "127.0.0.1:99999"], capture_output=True, text=True,
