@@ -66,6 +66,8 @@ def test_describe_shows_exact_lag_and_members(bs: str) -> None:
     assert [r[:6] for r in rows] == [["g-lag", "gl", "0", "4", "10", "6"], ["g-lag", "gl", "1", "7", "7", "0"],
                                      ["g-lag", "gl", "2", "-", "0", "-"]]
     assert cli(bs, "groups", "--describe", "--group", "g-lag", "--members").rows()[0][:2] == ["g-lag", member]
+    assert cli(bs, "groups", "--describe", "--group", "g-lag", "--members", "--verbose").rows()[0][4:] == \
+        ["3", "gl(0,1,2)"]
     assert cli(bs, "groups", "--describe", "--group", "g-lag", "--state").rows()[0][3:] == ["Stable", "1"]
     assert ["g-lag", "Stable"] in cli(bs, "groups", "--list", "--state").rows()
     # more records: the lag grows by exactly that many

@@ -1,7 +1,7 @@
 """``kafkalite groups``: kafka-consumer-groups.sh's options, on the AdminClient.
 
     kafkalite groups --list [--state]
-    kafkalite groups --describe --group G [--group G2 | --all-groups] [--members | --state]
+    kafkalite groups --describe --group G [--group G2 | --all-groups] [--members [--verbose] | --state]
     kafkalite groups --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
                      (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N |
                       --to-datetime ISO | --by-duration PnDTnHnMnS) [--dry-run | --execute]
@@ -63,6 +63,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     view = p.add_mutually_exclusive_group()
     view.add_argument("--members", action="store_true", help="--describe: members instead of offsets")
     view.add_argument("--state", action="store_true", help="--list/--describe: state of each group")
+    p.add_argument("--verbose", action="store_true", help="--describe --members: each member's assignment")
     p.add_argument("--topic", action="append", default=[], metavar="T[:P,P]",
                    help="--reset-offsets: a topic, optionally with partitions (repeatable)")
     p.add_argument("--all-topics", action="store_true", help="--reset-offsets: every topic the group has offsets for")
@@ -187,9 +188,10 @@ def _describe(client: Any, args: argparse.Namespace) -> int:
         emit(args, None, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
              [[d["group"], d["coordinator"], d["assignor"] or None, d["state"], len(d["members"])] for d in data])
     elif args.members:
-        emit(args, None, ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
+        headers = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"] + (["ASSIGNMENT"] if args.verbose else [])
+        emit(args, None, headers,
              [[d["group"], m["member_id"], m["host"], m["client_id"], len(m["assignment"])]
-              for d in data for m in d["members"]])
+              + ([_assignment(m["assignment"])] if args.verbose else []) for d in data for m in d["members"]])
     else:
         rows = []
         for d in data:
@@ -202,6 +204,14 @@ def _describe(client: Any, args: argparse.Namespace) -> int:
     if missing:
         raise ToolError("\n".join(f"Consumer group '{g}' does not exist." for g in missing))
     return 0
+
+
+def _assignment(tps: list[list[Any]]) -> str:
+    """Kafka's ASSIGNMENT column: ``t1(0,1), t2(3)``, or ``-``."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in tps:
+        by_topic.setdefault(topic, []).append(partition)
+    return ", ".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(by_topic.items())) or "-"
 
 
 def _targets(client: Any, args: argparse.Namespace, committed: dict[tuple[str, int], int]) -> list[tuple[str, int]]:
