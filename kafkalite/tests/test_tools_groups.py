@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,7 +88,7 @@ def test_describe_shows_exact_lag_and_members(bs: str) -> None:
     assert [(o["partition"], o["lag"]) for o in d["offsets"]] == [(0, 11), (1, 0)]
 
 
-def test_reset_offsets_scenarios(bs: str) -> None:
+def test_reset_offsets_scenarios(bs: str, tmp_path: Path) -> None:
     ck = need_confluent()
     assert cli(bs, "topics", "--create", "--topic", "gr", "--partitions", "2").code == 0
     _produce(bs, "gr", {0: 10})
@@ -126,6 +127,20 @@ def test_reset_offsets_scenarios(bs: str) -> None:
     assert cli(bs, "groups", "--reset-offsets", "--group", "g-new", "--topic", "gr", "--to-latest",
                "--execute").code == 0
     assert _committed(bs, "g-new", "gr", 2) == [15, 3]
+    # --export writes the plan as CSV, --from-file reads it back (clamped like --to-offset)
+    r = cli(bs, "groups", "--reset-offsets", "--group", "g-reset", "--topic", "gr", "--to-earliest", "--export")
+    assert r.out == "gr,0,0\ngr,1,0\n"
+    plan_file = tmp_path / "plan.csv"
+    plan_file.write_text("gr,0,7\n\ng-reset,gr,1,99\nother-group,gr,1,1\n")
+    r = cli(bs, "groups", "--reset-offsets", "--group", "g-reset", "--from-file", str(plan_file), "--execute")
+    assert r.code == 0 and r.rows() == [["g-reset", "gr", "0", "7"], ["g-reset", "gr", "1", "3"]]
+    assert _committed(bs, "g-reset", "gr", 2) == [7, 3]
+    plan_file.write_text("gr,0\n")
+    r = cli(bs, "groups", "--reset-offsets", "--group", "g-reset", "--from-file", str(plan_file))
+    assert r.code == 2 and "line 1: expected topic,partition,offset" in r.err
+    plan_file.write_text("gr,5,1\n")
+    r = cli(bs, "groups", "--reset-offsets", "--group", "g-reset", "--from-file", str(plan_file))
+    assert r.code == 1 and "gr-5 does not exist" in r.err
     # delete an inactive group: its offsets are gone
     r = cli(bs, "groups", "--delete", "--group", "g-new")
     assert (r.code, r.out) == (0, "Deletion of requested consumer groups ('g-new') was successful.\n")

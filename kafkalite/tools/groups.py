@@ -4,7 +4,8 @@
     kafkalite groups --describe --group G [--group G2 | --all-groups] [--members [--verbose] | --state]
     kafkalite groups --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
                      (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N |
-                      --to-datetime ISO | --by-duration PnDTnHnMnS) [--dry-run | --execute]
+                      --to-datetime ISO | --by-duration PnDTnHnMnS | --from-file CSV)
+                     [--dry-run | --execute] [--export]
     kafkalite groups --delete --group G [--group G2 | --all-groups]
 
 Kafka's semantics:
@@ -18,7 +19,9 @@ Kafka's semantics:
   changes nothing. Targets outside [earliest, latest] (from --to-offset or --shift-by) are clamped to that
   range, with a warning; --to-datetime/--by-duration pick the first offset at or after the time (the end when
   there is none). Without --execute nothing is changed (dry run, the default, as in Kafka) and the plan is
-  printed: GROUP TOPIC PARTITION NEW-OFFSET. --all-topics means the topics the group has committed offsets for.
+  printed: GROUP TOPIC PARTITION NEW-OFFSET (``--export``: CSV lines topic,partition,offset, which --from-file
+  reads back; its targets are clamped like --to-offset). --all-topics means the topics the group has
+  committed offsets for.
 - --delete removes groups with no members; a group with members fails with NON_EMPTY_GROUP.
 
 ``--json`` shapes: --list ``[{"group", "state"}]``; --describe ``[{"group", "state", "coordinator",
@@ -75,6 +78,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     to.add_argument("--shift-by", type=int, metavar="N")
     to.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss")
     to.add_argument("--by-duration", metavar="PnDTnHnMnS")
+    to.add_argument("--from-file", metavar="CSV", help="offsets from lines topic,partition,offset (as --export writes)")
+    p.add_argument("--export", action="store_true", help="--reset-offsets: print the plan as CSV lines "
+                                                         "topic,partition,offset (for --from-file)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
@@ -90,15 +96,18 @@ def _run(args: argparse.Namespace) -> int:
     if args.action == "reset-offsets":
         if len(args.group) != 1:
             usage("--reset-offsets needs exactly one --group")
-        if bool(args.topic) == bool(args.all_topics):
+        if args.from_file is not None:
+            if args.topic or args.all_topics:
+                usage("--from-file names its partitions; leave out --topic and --all-topics")
+        elif bool(args.topic) == bool(args.all_topics):
             usage("--reset-offsets needs --topic or --all-topics (one of them)")
         if not any(getattr(args, k) not in (None, False) for k in
                    ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime",
-                    "by_duration")):
+                    "by_duration", "from_file")):
             usage("--reset-offsets needs one of --to-earliest, --to-latest, --to-current, --to-offset, "
-                  "--shift-by, --to-datetime, --by-duration")
-    elif args.topic or args.all_topics or args.execute or args.dry_run:
-        usage("--topic, --all-topics, --dry-run and --execute are options of --reset-offsets")
+                  "--shift-by, --to-datetime, --by-duration, --from-file")
+    elif args.topic or args.all_topics or args.execute or args.dry_run or args.export:
+        usage("--topic, --all-topics, --dry-run, --execute and --export are options of --reset-offsets")
     client = admin(args)
     return int(globals()["_" + args.action.replace("-", "_")](client, args) or 0)
 
@@ -250,7 +259,8 @@ def _reset_offsets(client: Any, args: argparse.Namespace) -> int:
         raise ToolError(f"Assignments can only be reset if the group '{group}' is inactive, but the current "
                         f"state is {state}.")
     committed = _committed(client, group, t)
-    tps = _targets(client, args, committed)
+    wanted = _read_plan(client, args, group) if args.from_file is not None else None
+    tps = sorted(wanted) if wanted is not None else _targets(client, args, committed)
     earliest = _list_offsets(client, tps, OffsetSpec.earliest(), t)
     latest = _list_offsets(client, tps, OffsetSpec.latest(), t)
     stamp = None
@@ -276,6 +286,8 @@ def _reset_offsets(client: Any, args: argparse.Namespace) -> int:
                 if key not in committed:
                     raise ToolError(f"--shift-by: group '{group}' has no committed offset for {key[0]}-{key[1]}")
                 new = committed[key] + args.shift_by
+            elif wanted is not None:
+                new = wanted[key]
             else:
                 new = args.to_offset
             if new < lo:
@@ -297,10 +309,44 @@ def _reset_offsets(client: Any, args: argparse.Namespace) -> int:
     elif not args.dry_run and not args.execute:
         sys.stderr.write("WARN: No action will be performed as the --execute option is missing. "
                          "Add --execute to reset the offsets; --dry-run shows the plan without this warning.\n")
+    if args.export and not args.json:
+        sys.stdout.write("".join(f"{tp},{p},{o}\n" for tp, p, o in plan))
+        return 0
     emit(args, {"executed": bool(args.execute),
                 "offsets": [{"group": group, "topic": tp, "partition": p, "new_offset": o} for tp, p, o in plan]},
          ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [[group, tp, p, o] for tp, p, o in plan])
     return 0
+
+
+def _read_plan(client: Any, args: argparse.Namespace, group: str) -> dict[tuple[str, int], int]:
+    """--from-file: lines ``topic,partition,offset`` (or ``group,topic,partition,offset``, this group's
+    lines only), as Kafka's --export writes them; blank lines are skipped."""
+    try:
+        with open(args.from_file, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError as exc:
+        usage(f"--from-file {args.from_file}: {exc.strerror or exc}")
+    plan: dict[tuple[str, int], int] = {}
+    for n, line in enumerate(lines, 1):
+        fields = [f.strip() for f in line.split(",")]
+        if fields == [""]:
+            continue
+        if len(fields) == 4:
+            if fields[0] != group:
+                continue
+            fields = fields[1:]
+        try:
+            topic, partition, offset = fields[0], int(fields[1]), int(fields[2])
+            if not topic or partition < 0:
+                raise ValueError
+        except (ValueError, IndexError):
+            usage(f"--from-file {args.from_file} line {n}: expected topic,partition,offset, got {line!r}")
+        plan[(topic, partition)] = offset
+    md = client.list_topics(timeout=timeout_s(args)).topics
+    for topic, partition in plan:
+        if topic not in md or partition not in md[topic].partitions:
+            raise ToolError(f"--from-file: {topic}-{partition} does not exist")
+    return plan
 
 
 def _delete(client: Any, args: argparse.Namespace) -> int:
