@@ -148,6 +148,18 @@ def _def(name: str, type_: str, default: str | None, doc: str, rule: tuple[Valid
     return ConfigDef(name, type_, default, doc, validator, valid)
 
 
+def _metrics_rule() -> tuple[Validator, str]:
+    def check(value: str) -> str | None:
+        from kafkalite.metrics import parse_address
+
+        try:
+            parse_address(value)
+        except ValueError as exc:
+            return str(exc)
+        return None
+    return check, "HOST:PORT"
+
+
 def _listeners_rule() -> tuple[Validator, str]:
     def check(value: str) -> str | None:
         from kafkalite.config import check_listener_list  # kafkalite.config imports this module
@@ -313,6 +325,8 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("kafkalite.storage.max.open.files", "int", "0",
          "storage files kept open at once (an LRU of descriptors); 0: half of the soft RLIMIT_NOFILE, which "
          "the broker first raises to the hard limit (the other half is for client sockets)", at_least(0)),
+    _def("kafkalite.metrics.listen", "string", None,
+         "HOST:PORT of the Prometheus /metrics and /health endpoint (unset: off)", _metrics_rule()),
 )}
 
 

@@ -129,6 +129,7 @@ class Connection:
         self.full = False       # ``reserved`` covers the whole frame at the head of the buffer
         self.frame_end = 0      # that frame's size with its 4-byte prefix, while ``full``
         self.loopwatch = getattr(state, "loopwatch", None)   # kafkalite.loopwatch: told which request runs
+        self.metrics = getattr(state, "metrics", None)       # kafkalite.metrics: counts each request (or None)
         # set by kafkalite.security once the connection has authenticated (SASL or a client certificate)
         self.principal: KafkaPrincipal = ANONYMOUS
         self.security_protocol = "PLAINTEXT"
@@ -334,7 +335,7 @@ class Connection:
         )
         if sasl is not None:
             ctx.extra["sasl"] = sasl
-        response = await spec.fn(ctx, body)
+        response = await (spec.fn(ctx, body) if self.metrics is None else self.metrics.handle(spec.fn, ctx, body))
         if response is None:
             return
         if offload:   # its response is likely as big: encoded off the event loop too

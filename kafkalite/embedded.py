@@ -68,6 +68,13 @@ class Broker:
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """(host, port) of the /metrics endpoint when ``kafkalite.metrics.listen`` is set (port 0: a free one)."""
+        from kafkalite.metrics import bound_address
+
+        return bound_address(self.data_dir)
+
     def start(self) -> Broker:
         if self._thread is not None:
             return self

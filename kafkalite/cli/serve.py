@@ -1,11 +1,11 @@
-"""Command line: ``kafkalite serve`` and ``kafkalite dump-log``.
+"""``kafkalite serve``: run the broker.
 
     kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
-                    [--emulate-kafka 2.8|3.6|3.9] [--log-level LEVEL]
+                    [--emulate-kafka 2.8|3.6|3.9] [--metrics [HOST:PORT]] [--log-level LEVEL]
 
 Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
-can connect; logs go to stderr. SIGINT/SIGTERM drain gracefully and close storage cleanly.
-``kafkalite dump-log ...`` forwards its arguments to ``storage.dumplog``.
+can connect; logs go to stderr (with ``--metrics``, one INFO line says where the endpoint is).
+SIGINT/SIGTERM drain gracefully and close storage cleanly.
 """
 from __future__ import annotations
 
@@ -21,10 +21,7 @@ from kafkalite.versions import RELEASES
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the broker")
+def configure(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--config", metavar="FILE", help="a Kafka server.properties file")
     serve.add_argument("--override", metavar="K=V", action="append", default=[],
                        help="set a broker property (repeatable)")
@@ -32,13 +29,11 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", metavar="DIR", help="log directory (log.dirs)")
     serve.add_argument("--emulate-kafka", metavar="X.Y", choices=sorted(RELEASES),
                        help="advertise only the API versions of this Kafka release")
+    serve.add_argument("--metrics", metavar="HOST:PORT", nargs="?", const="127.0.0.1:9404",
+                       help="serve Prometheus /metrics and /health here (default address 127.0.0.1:9404; "
+                            "off unless given)")
     serve.add_argument("--log-level", default="INFO",
                        help=f"logging level: {', '.join(LOG_LEVELS)} (default INFO)")
-    dump = sub.add_parser("dump-log", help="print segment/index contents (like kafka-dump-log.sh)",
-                          add_help=False)
-    dump.add_argument("args", nargs=argparse.REMAINDER)
-    sub.add_parser("certs", help="write a dev CA and broker/client TLS certificates (kafkalite.security.certs)")
-    return parser
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
@@ -54,6 +49,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         overrides["log.dirs"] = args.data_dir
     if args.emulate_kafka:
         overrides["kafkalite.emulate.kafka"] = args.emulate_kafka
+    if getattr(args, "metrics", None):
+        overrides["kafkalite.metrics.listen"] = args.metrics
     return BrokerConfig.load(args.config, overrides)
 
 
@@ -91,23 +88,11 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
     """Exit codes: 0 after a clean shutdown, 2 for a usage or configuration error, 1 when the broker could
     not run (address in use, data dir held by another broker, ...); each failure is one line on stderr."""
     from kafkalite.startup_errors import USAGE, describe
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "dump-log":
-        # forwarded untouched (argparse would claim option-like arguments such as --files)
-        from storage import dumplog
-
-        return int(dumplog.main(argv[1:]) or 0)
-    if argv and argv[0] == "certs":
-        from kafkalite.security.certs import main as certs_main
-
-        return certs_main(argv[1:])
-    parser = _build_parser()
-    args = parser.parse_args(argv)
     level = str(args.log_level).upper()
     if level == "WARN":
         level = "WARNING"
@@ -141,5 +126,3 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Command line: ``kafkalite <command> ...``.
+
+Commands are one table, :data:`COMMANDS`: name -> (module, one-line help). A command module has
+``configure(parser)`` (adds its options to an ``argparse`` parser) and ``run(args) -> int`` (the exit code).
+Only the module of the command being run is imported, so ``kafkalite serve`` pays nothing for the tools (which
+need confluent-kafka) and a tool pays nothing for the broker. Adding a command is one line in the table.
+
+Exit codes, for every command: 0 success, 1 the operation failed (one ``kafkalite <cmd>: error: ...`` line on
+stderr), 2 a usage error (argparse's own message, or ours in the same form).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from kafkalite.cli.serve import config_from_args  # re-exported (tests build configs from argv)
+
+__all__ = ["COMMANDS", "config_from_args", "main"]
+
+# name -> (module with configure(parser) and run(args), help line). ``dump-log`` forwards its arguments as
+# they are to storage.dumplog (argparse would claim its option-like arguments such as --files).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("kafkalite.cli.serve", "run the broker"),
+    "dump-log": ("storage.dumplog", "print segment/index contents (like kafka-dump-log.sh)"),
+    "topics": ("kafkalite.tools.topics", "list, describe, create, delete topics, add partitions (kafka-topics)"),
+    "produce": ("kafkalite.tools.produce", "write lines from stdin or a file to a topic (kafka-console-producer)"),
+    "consume": ("kafkalite.tools.consume", "print records of a topic (kafka-console-consumer)"),
+    "groups": ("kafkalite.tools.groups", "list, describe (lag), reset offsets of, delete consumer groups "
+                                         "(kafka-consumer-groups)"),
+    "configs": ("kafkalite.tools.configs", "describe and alter topic, broker and group configs (kafka-configs)"),
+    "certs": ("kafkalite.security.certs", "write a dev CA and broker/client TLS certificates"),
+}
+_RAW = {"dump-log", "certs"}
+
+
+def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command (or of ``only``, which alone is imported)."""
+    parser = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker and its tools")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, help_) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        if name in _RAW:
+            p = sub.add_parser(name, help=help_, add_help=False)
+            p.add_argument("args", nargs=argparse.REMAINDER)
+            continue
+        p = sub.add_parser(name, help=help_, description=help_)
+        importlib.import_module(module).configure(p)
+    return parser
+
+
+def _overview() -> argparse.ArgumentParser:
+    """``kafkalite --help`` / a bad command: every command's help line, without importing any of them."""
+    parser = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker and its tools")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (_module, help_) in COMMANDS.items():
+        sub.add_parser(name, help=help_)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    name = argv[0] if argv else None
+    if name in _RAW:
+        mod = importlib.import_module(COMMANDS[name][0])
+        return int(mod.main(argv[1:]) or 0)
+    if name not in COMMANDS:
+        _overview().parse_args(argv)   # prints help (exit 0) or the usage error (exit 2)
+        return 2
+    args = _build_parser(name).parse_args(argv)
+    return int(importlib.import_module(COMMANDS[name][0]).run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

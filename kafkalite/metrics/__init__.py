@@ -1,0 +1,80 @@
+"""Prometheus metrics and a health check, on an opt-in HTTP port (``kafkalite.metrics.listen``,
+``kafkalite serve --metrics 127.0.0.1:9404``; off unless set).
+
+    GET /metrics   the exposition (kafkalite.metrics.exposition: Kafka's metric names)
+    GET /health    200 "ok" while the broker serves, 503 "draining" once shutdown has begun (for containers)
+
+Pieces:
+
+- :mod:`kafkalite.metrics.requests`: counters the connection feeds after each request. The connection holds
+  ``state.metrics`` (None when metrics are off, so the request path then pays one attribute test) and calls
+  ``state.metrics.handle(fn, ctx, body)`` instead of ``fn(ctx, body)``.
+- :mod:`kafkalite.metrics.exposition`: the text built at scrape time from the counters and the broker's state.
+- :mod:`kafkalite.metrics.http`: a minimal HTTP/1.1 server on the broker's trio loop (one request per
+  connection, bounded head and time), started by :func:`start` under the broker's supervisor.
+
+The broker needs no Prometheus library; tests parse the exposition with ``prometheus_client``'s parser.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from kafkalite.metrics.requests import RequestMetrics
+
+log = logging.getLogger(__name__)
+
+LISTEN_KEY = "kafkalite.metrics.listen"
+DEFAULT_ADDRESS = "127.0.0.1:9404"
+# log dir -> the bound (host, port) of its broker's metrics endpoint (kafkalite.Broker.metrics_address)
+_BOUND: dict[str, tuple[str, int]] = {}
+
+__all__ = ["DEFAULT_ADDRESS", "LISTEN_KEY", "RequestMetrics", "bound_address", "start"]
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT``) -> (host, port); ValueError with the reason otherwise."""
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _key(log_dir: str | Path) -> str:
+    return os.path.abspath(str(log_dir))   # string work only (no file system access)
+
+
+def bound_address(log_dir: str | Path) -> tuple[str, int] | None:
+    """Where the metrics of the broker using ``log_dir`` are served (None: metrics off or not started)."""
+    return _BOUND.get(_key(log_dir))
+
+
+async def start(state: Any, nursery: trio.Nursery) -> None:
+    """If ``kafkalite.metrics.listen`` is set: bind it (a failure is a StartupError, like a listener's),
+    set ``state.metrics`` and serve HTTP in ``nursery`` under the supervisor."""
+    from kafkalite.metrics.http import bind, serve_http
+
+    value = state.config.get_str(LISTEN_KEY) if hasattr(state.config, "get_str") else None
+    if not value:
+        state.metrics = None
+        return
+    host, port = parse_address(value)
+    sock, bound = await bind(host, port)
+    state.metrics = RequestMetrics(state)
+    key = _key(state.config.log_dir)
+    _BOUND[key] = bound
+    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    log.info("metrics on http://%s:%d/metrics (health: /health)", shown, bound[1])
+
+    async def run() -> None:
+        try:   # a failure is logged and the server restarted by the supervisor: never the broker's end
+            await state.supervisor.run("metrics.http", serve_http, state, sock)
+        finally:
+            sock.close()
+            _BOUND.pop(key, None)
+
+    nursery.start_soon(run)
