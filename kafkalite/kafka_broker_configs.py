@@ -320,4 +320,6 @@ zookeeper.ssl.protocol
 zookeeper.ssl.truststore.location
 zookeeper.ssl.truststore.password
 zookeeper.ssl.truststore.type
-""".split())
+""".split()) | frozenset((
+    # the authorizer's own settings (StandardAuthorizer / AclAuthorizer), read from the broker's properties
+    "super.users", "allow.everyone.if.no.acl.found"))

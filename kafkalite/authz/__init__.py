@@ -1,0 +1,76 @@
+"""Authorization (ACLs), Kafka's StandardAuthorizer semantics; the calls handlers make.
+
+Every helper takes the request context and costs one attribute test when no authorizer is configured
+(``ctx.broker.authorizer is None``): then everything is allowed, and authorized-operations fields carry every
+operation the resource type supports, as Kafka's AuthHelper answers without an authorizer. Handlers keep
+Kafka's choice of error per API (see each handler's docstring); the decision logic lives in
+:mod:`kafkalite.authz.authorizer`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from kafkalite.authz.acl import ALL_OPS_BITS, CLUSTER_NAME, Op, ResourceType
+from kafkalite.authz.authorizer import Authorizer, from_config
+
+if TYPE_CHECKING:
+    from kafkalite.handlers.registry import RequestContext
+
+__all__ = ["Authorizer", "Op", "ResourceType", "allowed", "cluster_allowed", "denied", "from_config",
+           "group_ops", "idempotent_write_allowed", "topic_ops", "cluster_ops", "TOPIC", "GROUP", "CLUSTER",
+           "TXN"]
+
+TOPIC = ResourceType.TOPIC
+GROUP = ResourceType.GROUP
+CLUSTER = ResourceType.CLUSTER
+TXN = ResourceType.TRANSACTIONAL_ID
+
+
+def allowed(ctx: RequestContext, op: Op, rtype: ResourceType, name: str) -> bool:
+    az = ctx.broker.authorizer
+    return az is None or az.authorize(str(ctx.principal), ctx.client_host, op, rtype, name)
+
+
+def cluster_allowed(ctx: RequestContext, op: Op) -> bool:
+    az = ctx.broker.authorizer
+    return az is None or az.authorize(str(ctx.principal), ctx.client_host, op, CLUSTER, CLUSTER_NAME)
+
+
+def denied(ctx: RequestContext, op: Op, rtype: ResourceType, names: Iterable[str | None]) -> set[str]:
+    """Those of ``names`` the principal may not ``op`` (Kafka's filterByAuthorized, inverted); empty without
+    an authorizer. None names (topics given by id) are skipped."""
+    az = ctx.broker.authorizer
+    if az is None:
+        return set()
+    principal, host = str(ctx.principal), ctx.client_host
+    return {n for n in set(names) if n is not None and not az.authorize(principal, host, op, rtype, n)}
+
+
+def ops(ctx: RequestContext, rtype: ResourceType, name: str) -> int:
+    az = ctx.broker.authorizer
+    if az is None:
+        return ALL_OPS_BITS[rtype]
+    return az.authorized_ops(str(ctx.principal), ctx.client_host, rtype, name)
+
+
+def topic_ops(ctx: RequestContext, name: str) -> int:
+    return ops(ctx, TOPIC, name)
+
+
+def group_ops(ctx: RequestContext, name: str) -> int:
+    return ops(ctx, GROUP, name)
+
+
+def cluster_ops(ctx: RequestContext) -> int:
+    return ops(ctx, CLUSTER, CLUSTER_NAME)
+
+
+def idempotent_write_allowed(ctx: RequestContext) -> bool:
+    """Kafka 3.x (KIP-679): IDEMPOTENT_WRITE on the cluster, or WRITE on any topic."""
+    az = ctx.broker.authorizer
+    if az is None:
+        return True
+    principal, host = str(ctx.principal), ctx.client_host
+    return (az.authorize(principal, host, Op.IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME)
+            or az.authorize_any(principal, host, Op.WRITE, TOPIC))
