@@ -74,3 +74,48 @@ def idempotent_write_allowed(ctx: RequestContext) -> bool:
     principal, host = str(ctx.principal), ctx.client_host
     return (az.authorize(principal, host, Op.IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME)
             or az.authorize_any(principal, host, Op.WRITE, TOPIC))
+
+
+def produce_denied(ctx: RequestContext, req: object) -> dict[str, int]:
+    """Topic -> error code for the topics a Produce may not write (KafkaApis.handleProduceRequest): all of
+    them TRANSACTIONAL_ID_AUTHORIZATION_FAILED when a transactional produce lacks WRITE on its id, else
+    TOPIC_AUTHORIZATION_FAILED for those without WRITE."""
+    from wire.errors import ErrorCode
+
+    names = [t.name for t in req.topic_data]  # type: ignore[attr-defined]
+    txn_id = req.transactional_id  # type: ignore[attr-defined]
+    if txn_id is not None and not allowed(ctx, Op.WRITE, TXN, txn_id):
+        return dict.fromkeys(names, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    return dict.fromkeys(denied(ctx, Op.WRITE, TOPIC, names), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
+def may_create_topic(ctx: RequestContext, name: str) -> bool:
+    """CREATE on the cluster, or else on the topic (Metadata auto-creation, CreateTopics)."""
+    return cluster_allowed(ctx, Op.CREATE) or allowed(ctx, Op.CREATE, TOPIC, name)
+
+
+def group_error(ctx: RequestContext, op: Op, group_id: str) -> int:
+    """0, or GROUP_AUTHORIZATION_FAILED when the principal may not ``op`` the group."""
+    if ctx.broker.authorizer is None or allowed(ctx, op, GROUP, group_id):
+        return 0
+    from wire.errors import ErrorCode
+
+    return ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def txn_error(ctx: RequestContext, op: Op, transactional_id: str | None) -> int:
+    """0, or TRANSACTIONAL_ID_AUTHORIZATION_FAILED when the principal may not ``op`` the transactional id."""
+    if ctx.broker.authorizer is None or transactional_id is None or allowed(ctx, op, TXN, transactional_id):
+        return 0
+    from wire.errors import ErrorCode
+
+    return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def cluster_error(ctx: RequestContext, op: Op) -> int:
+    """0, or CLUSTER_AUTHORIZATION_FAILED when the principal may not ``op`` the cluster."""
+    if ctx.broker.authorizer is None or cluster_allowed(ctx, op):
+        return 0
+    from wire.errors import ErrorCode
+
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED

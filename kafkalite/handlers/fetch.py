@@ -15,6 +15,7 @@
   it (regions are trimmed at batch boundaries);
   AbortedTransactions is null for read_uncommitted and the storage's list (or empty) for read_committed.
 - Flexible versions: an empty Records field is zero-length bytes, never null (librdkafka rejects null).
+- Authorization: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions (KafkaApis).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from typing import Any
 
 import trio
 
+from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import BrokerState
@@ -64,7 +66,8 @@ def trim_regions(regions: list[tuple[Any, int, int]], end_offset: int) -> list[t
     return out
 
 
-def _collect(state: BrokerState, req: FetchRequest, version: int) -> tuple[FetchResponse, int, bool]:
+def _collect(state: BrokerState, req: FetchRequest, version: int, denied: Any = ()
+             ) -> tuple[FetchResponse, int, bool]:
     """Read every requested partition now. Returns (response, bytes of records, whether any partition erred)."""
     by_id = version >= 13
     committed = req.isolation_level == READ_COMMITTED
@@ -84,6 +87,10 @@ def _collect(state: BrokerState, req: FetchRequest, version: int) -> tuple[Fetch
         topics_out.append(FetchResponse.FetchableTopicResponse(topic=t.topic if not by_id else "",
                                                                topic_id=t.topic_id, partitions=parts))
         for p in t.partitions:
+            if name in denied:
+                parts.append(_error_part(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                errored = True
+                continue
             plog = state.logs.get_log(name, p.partition) if name is not None and name in state.topics else None
             if plog is None:
                 code = missing if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -152,8 +159,10 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     min_bytes = max(req.min_bytes, 0)
     if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
         await state.ensure_loaded(_keys(state, req, version))
+    denied = () if state.authorizer is None else authz.denied(
+        ctx, authz.Op.READ, authz.TOPIC, (n for n, _p in _keys(state, req, version)))
     while True:
-        resp, total, errored = _collect(state, req, version)
+        resp, total, errored = _collect(state, req, version, denied)
         if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.draining:
             return resp
         if trio.current_time() >= deadline:
