@@ -119,3 +119,28 @@ def cluster_error(ctx: RequestContext, op: Op) -> int:
     from wire.errors import ErrorCode
 
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def create_denied(ctx: RequestContext, names: Iterable[str]) -> set[str]:
+    """The topics CreateTopics may not create: none with CREATE on the cluster, else those without CREATE on
+    the topic (KafkaApis.handleCreateTopicsRequest)."""
+    if ctx.broker.authorizer is None or cluster_allowed(ctx, Op.CREATE):
+        return set()
+    return denied(ctx, Op.CREATE, TOPIC, names)
+
+
+_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER = 2, 4, 8
+
+
+def config_error(ctx: RequestContext, op: Op, config_resource_type: int, name: str) -> tuple[int, str | None]:
+    """(0, None), or the authorization error of a Describe/AlterConfigs resource: TOPIC_AUTHORIZATION_FAILED
+    for a topic, CLUSTER_AUTHORIZATION_FAILED for a broker or broker logger (ConfigResource types 2, 4, 8)."""
+    if ctx.broker.authorizer is None:
+        return 0, None
+    from wire.errors import ErrorCode
+
+    if config_resource_type == _CONFIG_TOPIC and not allowed(ctx, op, TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Authorization failed for topic {name}."
+    if config_resource_type in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER) and not cluster_allowed(ctx, op):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return 0, None

@@ -15,6 +15,7 @@ internal topic it prohibits (CreateTopics of ``__cluster_metadata``).
 New partition directories are made in a worker thread while the topic is reserved (a second CreatePartitions
 or a DeleteTopics of it meanwhile answers as if it were being created); a topic whose new partitions cannot
 all be made answers KAFKA_STORAGE_ERROR and keeps its old count, with nothing half-made left behind.
+- Authorization: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from collections import Counter
 
 import trio
 
+from kafkalite import authz
 from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
@@ -49,10 +51,13 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
             _Result(name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE)
             for t in req.topics])
     results = []
+    denied = authz.denied(ctx, authz.Op.ALTER, authz.TOPIC, counts)
     for t in req.topics:
         info = state.topics.get(t.name)
         if counts[t.name] > 1:
             code, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+        elif t.name in denied:
+            code, msg = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
         elif info is None:
             code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic does not exist."
         elif info.internal or t.name in INTERNAL_TOPICS:

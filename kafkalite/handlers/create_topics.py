@@ -24,6 +24,7 @@
   concurrent CreateTopics of one of them answers TOPIC_ALREADY_EXISTS, as does a topic still being deleted
   (Kafka: "marked for deletion"). A topic whose partitions cannot all be made (out of descriptors or disk)
   answers KAFKA_STORAGE_ERROR and leaves nothing behind (Kafka marks such a log dir offline with that code).
+- Authorization: CREATE on the cluster, or else CREATE on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from typing import Any
 
 import trio
 
+from kafkalite import authz
 from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP, topic_records
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
@@ -100,11 +102,16 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
     todo: list[tuple[int, str, int, dict[str, str], uuid.UUID]] = []
     records = 0   # metadata records Kafka would write for the valid topics (bounded per request)
     described: list[tuple[Any, dict[str, str]]] = []   # valid topics' results, their configs listed below
+    denied = authz.create_denied(ctx, (t.name for t in req.topics))
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
                                    error_message="Create topics request from client contains a duplicate topic",
                                    configs=None))
+            continue
+        if t.name in denied:
+            results.append(_Result(name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   error_message="Authorization failed.", configs=None))
             continue
         code, message, partitions = _check(state, t, state.node_id, taken)
         if code != ErrorCode.NONE:

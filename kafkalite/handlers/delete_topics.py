@@ -11,6 +11,7 @@ every transaction's state. Only the broker manages them here; see create_topics.
 Each topic is forgotten at once on the event loop; its directories are removed in a worker thread while its
 name stays reserved (a CreateTopics of that name meanwhile answers TOPIC_ALREADY_EXISTS, "marked for
 deletion", as in Kafka), so deleting thousands of partitions never holds other clients up.
+- Authorization: DELETE on each topic (by name or id), else TOPIC_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import uuid
 
 import trio
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
@@ -38,10 +40,16 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     results = []
     detached: list[tuple[str, list[object]]] = []
     enabled = state.config.get_bool("delete.topic.enable")
+    denied = authz.denied(ctx, authz.Op.DELETE, authz.TOPIC, (
+        name or getattr(state.topics_by_id.get(topic_id), "name", None) for name, topic_id in wanted))
     for name, topic_id in wanted:
         if not enabled:
             results.append(_Result(name=name, topic_id=topic_id, error_code=ErrorCode.TOPIC_DELETION_DISABLED,
                                    error_message="Topic deletion is disabled (delete.topic.enable=false)"))
+            continue
+        if (name or getattr(state.topics_by_id.get(topic_id), "name", None)) in denied:
+            results.append(_Result(name=name, topic_id=topic_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   error_message="Authorization failed."))
             continue
         if name is None:
             info = state.topics_by_id.get(topic_id)
