@@ -303,3 +303,20 @@ def test_security_disabled_without_authorizer(tmp_path: Path) -> None:
         assert kafka is not None
     finally:
         b.kill()
+
+
+# -- Java (kafka-clients 3.9 Admin + KafkaProducer) -----------------------------------------------------------
+def test_java_create_acls_then_produce(acl_broker: BrokerProcess, get_client) -> None:
+    from harness.clients.base import ClientError
+    from harness.records import make_records
+
+    java = get_client("java")
+    bs = acl_broker.bootstrap
+    topic = unique("acl-java")
+    make_topic(AdminClient({"bootstrap.servers": bs}), topic)
+    records = make_records(3, partitions=1, prefix="acl-java")
+    with pytest.raises(ClientError, match="TopicAuthorizationException"):
+        java.produce(bs, topic, records, timeout_s=10)
+    java.create_acl(bs, "TOPIC", topic, ANON, "WRITE")
+    assert f"TOPIC:LITERAL:{topic}:{ANON}:WRITE:ALLOW" in java.describe_acls(bs)
+    assert len(java.produce(bs, topic, records, timeout_s=30)) == 3

@@ -86,6 +86,8 @@ public final class Driver {
             case "subscribe_consume": return subscribeConsume(c);
             case "metadata": return metadata(c);
             case "create_topic": return createTopic(c);
+            case "create_acl": return createAcl(c);
+            case "describe_acls": return describeAcls(c);
             case "delete_topic": return deleteTopic(c);
             case "create_partitions": return createPartitions(c);
             case "describe_config": return describeConfig(c);
@@ -269,6 +271,37 @@ public final class Driver {
             if (tc != null) for (Map.Entry<String, Object> e : tc.entrySet()) cfg.put(e.getKey(), String.valueOf(e.getValue()));
             a.createTopics(List.of(t.configs(cfg))).all().get();
             return new LinkedHashMap<>();
+        }
+    }
+
+    /** Admin.createAcls of one binding: resource_type / pattern_type / operation / permission by enum name. */
+    private static Map<String, Object> createAcl(Map<String, Object> c) throws Exception {
+        try (Admin a = admin(c)) {
+            org.apache.kafka.common.acl.AclBinding b = new org.apache.kafka.common.acl.AclBinding(
+                new org.apache.kafka.common.resource.ResourcePattern(
+                    org.apache.kafka.common.resource.ResourceType.valueOf((String) c.get("resource_type")),
+                    (String) c.get("name"),
+                    org.apache.kafka.common.resource.PatternType.valueOf((String) c.get("pattern_type"))),
+                new org.apache.kafka.common.acl.AccessControlEntry((String) c.get("principal"), "*",
+                    org.apache.kafka.common.acl.AclOperation.valueOf((String) c.get("operation")),
+                    org.apache.kafka.common.acl.AclPermissionType.valueOf((String) c.get("permission"))));
+            a.createAcls(List.of(b)).all().get();
+            return new LinkedHashMap<>();
+        }
+    }
+
+    /** Admin.describeAcls(AclBindingFilter.ANY): each binding as its toString(). */
+    private static Map<String, Object> describeAcls(Map<String, Object> c) throws Exception {
+        try (Admin a = admin(c)) {
+            List<Object> out = new ArrayList<>();
+            for (org.apache.kafka.common.acl.AclBinding b
+                    : a.describeAcls(org.apache.kafka.common.acl.AclBindingFilter.ANY).values().get()) {
+                out.add(b.pattern().resourceType() + ":" + b.pattern().patternType() + ":" + b.pattern().name() + ":"
+                        + b.entry().principal() + ":" + b.entry().operation() + ":" + b.entry().permissionType());
+            }
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("acls", out);
+            return r;
         }
     }
 

@@ -112,6 +112,16 @@ class JavaClient(Client):
         self._call({"op": "create_topic", "bootstrap": bootstrap, "topic": topic, "partitions": partitions,
                     "topic_config": config or {}})
 
+    def create_acl(self, bootstrap, resource_type, name, principal, operation, permission="ALLOW",
+                   pattern_type="LITERAL"):
+        """Admin.createAcls of one binding (enum names as Java spells them, e.g. "TOPIC", "WRITE")."""
+        self._call({"op": "create_acl", "bootstrap": bootstrap, "resource_type": resource_type, "name": name,
+                    "principal": principal, "operation": operation, "permission": permission,
+                    "pattern_type": pattern_type})
+
+    def describe_acls(self, bootstrap):
+        return self._call({"op": "describe_acls", "bootstrap": bootstrap})["acls"]
+
     def delete_topic(self, bootstrap, topic):
         self._call({"op": "delete_topic", "bootstrap": bootstrap, "topic": topic})
 
