@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kafkalite import authz
+from kafkalite import authz, quotas
 from kafkalite.config import BrokerConfig, Listener
 from kafkalite.supervisor import Supervisor
 from storage.checkpoints import write_atomic
@@ -118,6 +118,8 @@ class BrokerState:
         self.supervisor = Supervisor()  # background loops run under it; .tasks holds a record per loop
         # ACLs (kafkalite.authz): None unless authorizer.class.name is set; handlers ask it through kafkalite.authz
         self.authorizer: Any = authz.from_config(config, config.log_dir)
+        # client quotas (kafkalite.quotas): .active is False until a quota is configured
+        self.quotas: Any = quotas.from_config(config, config.log_dir)
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self._read_json(BROKER_CONFIGS_FILE)
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()

@@ -88,6 +88,8 @@ public final class Driver {
             case "create_topic": return createTopic(c);
             case "create_acl": return createAcl(c);
             case "describe_acls": return describeAcls(c);
+            case "alter_client_quota": return alterClientQuota(c);
+            case "describe_client_quotas": return describeClientQuotas(c);
             case "delete_topic": return deleteTopic(c);
             case "create_partitions": return createPartitions(c);
             case "describe_config": return describeConfig(c);
@@ -301,6 +303,42 @@ public final class Driver {
             }
             Map<String, Object> r = new LinkedHashMap<>();
             r.put("acls", out);
+            return r;
+        }
+    }
+
+    /** Admin.alterClientQuotas of one entity: entity {type: name-or-null}, ops {key: value-or-null (remove)}. */
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> alterClientQuota(Map<String, Object> c) throws Exception {
+        try (Admin a = admin(c)) {
+            Map<String, String> entity = new HashMap<>();
+            for (Map.Entry<String, Object> e : ((Map<String, Object>) c.get("entity")).entrySet())
+                entity.put(e.getKey(), (String) e.getValue());
+            List<org.apache.kafka.common.quota.ClientQuotaAlteration.Op> ops = new ArrayList<>();
+            for (Map.Entry<String, Object> e : ((Map<String, Object>) c.get("ops")).entrySet())
+                ops.add(new org.apache.kafka.common.quota.ClientQuotaAlteration.Op(e.getKey(),
+                    e.getValue() == null ? null : ((Number) e.getValue()).doubleValue()));
+            a.alterClientQuotas(List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration(
+                new org.apache.kafka.common.quota.ClientQuotaEntity(entity), ops)),
+                new org.apache.kafka.clients.admin.AlterClientQuotasOptions().validateOnly(
+                    Boolean.TRUE.equals(c.get("validate_only")))).all().get();
+            return new LinkedHashMap<>();
+        }
+    }
+
+    /** Admin.describeClientQuotas(ClientQuotaFilter.all()): "type=name,..." -> {key: value}. */
+    private static Map<String, Object> describeClientQuotas(Map<String, Object> c) throws Exception {
+        try (Admin a = admin(c)) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (Map.Entry<org.apache.kafka.common.quota.ClientQuotaEntity, Map<String, Double>> e
+                    : a.describeClientQuotas(org.apache.kafka.common.quota.ClientQuotaFilter.all()).entities().get().entrySet()) {
+                List<String> parts = new ArrayList<>();
+                for (Map.Entry<String, String> p : new java.util.TreeMap<>(e.getKey().entries()).entrySet())
+                    parts.add(p.getKey() + "=" + p.getValue());
+                out.put(String.join(",", parts), new LinkedHashMap<String, Object>(e.getValue()));
+            }
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("quotas", out);
             return r;
         }
     }

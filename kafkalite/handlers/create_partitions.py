@@ -16,6 +16,7 @@ New partition directories are made in a worker thread while the topic is reserve
 or a DeleteTopics of it meanwhile answers as if it were being created); a topic whose new partitions cannot
 all be made answers KAFKA_STORAGE_ERROR and keeps its old count, with nothing half-made left behind.
 - Authorization: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
+- controller_mutation_rate: v3+ answers THROTTLING_QUOTA_EXCEEDED while the quota is used up (kafkalite.quotas).
 """
 from __future__ import annotations
 
@@ -73,6 +74,9 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
                 len(t.assignments) != t.count - info.partitions
                 or any(list(a.broker_ids) != [state.node_id] for a in t.assignments)):
             code, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"the only broker is {state.node_id}"
+        elif state.quotas.active and not req.validate_only and state.quotas.mutation_refused(
+                ctx, t.count - info.partitions, ctx.version >= 3):
+            code, msg = ErrorCode.THROTTLING_QUOTA_EXCEEDED, "The throttling quota has been exceeded."
         else:
             code, msg = ErrorCode.NONE, None
             if not req.validate_only and info is not None:
@@ -87,4 +91,5 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
                 finally:
                     state.pending_topics.discard(t.name)
         results.append(_Result(name=t.name, error_code=code, error_message=msg))
-    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+    return CreatePartitionsResponse(
+        throttle_time_ms=state.quotas.mutation_throttle(ctx) if state.quotas.active else 0, results=results)

@@ -25,6 +25,8 @@
   (Kafka: "marked for deletion"). A topic whose partitions cannot all be made (out of descriptors or disk)
   answers KAFKA_STORAGE_ERROR and leaves nothing behind (Kafka marks such a log dir offline with that code).
 - Authorization: CREATE on the cluster, or else CREATE on each topic (TOPIC_AUTHORIZATION_FAILED).
+- controller_mutation_rate (kafkalite.quotas): v6+ answers THROTTLING_QUOTA_EXCEEDED for a topic while the
+  quota is used up; older versions are throttled afterwards (throttle_time_ms).
 """
 from __future__ import annotations
 
@@ -117,6 +119,11 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         if code != ErrorCode.NONE:
             results.append(_Result(name=t.name, error_code=code, error_message=message, configs=None))
             continue
+        if state.quotas.active and not req.validate_only and state.quotas.mutation_refused(
+                ctx, partitions, ctx.version >= 6):
+            results.append(_Result(name=t.name, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                                   error_message="The throttling quota has been exceeded.", configs=None))
+            continue
         records += topic_records(partitions, len(t.configs))
         if records > MAX_RECORDS_PER_USER_OP:
             break
@@ -145,7 +152,8 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         raise
     if todo:
         await _create(state, todo, results)
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    return CreateTopicsResponse(throttle_time_ms=state.quotas.mutation_throttle(ctx) if state.quotas.active else 0,
+                                topics=results)
 
 
 async def _describe(state: BrokerState, described: list[tuple[Any, dict[str, str]]]) -> None:

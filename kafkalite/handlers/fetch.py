@@ -15,6 +15,8 @@
   it (regions are trimmed at batch boundaries);
   AbortedTransactions is null for read_uncommitted and the storage's list (or empty) for read_committed.
 - Flexible versions: an empty Records field is zero-length bytes, never null (librdkafka rejects null).
+- Client quotas (consumer_byte_rate, kafkalite.quotas): a fetch is capped at the quota's window allowance;
+  one that would break the quota is answered empty with throttle_time_ms (its bytes not counted), as Kafka.
 - Authorization: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions (KafkaApis).
 """
 from __future__ import annotations
@@ -153,6 +155,20 @@ def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str
 
 @handler(FetchRequest, min_version=4, max_version=17)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
+    quotas = ctx.broker.quotas
+    if not quotas.active:
+        return (await _fetch(ctx, req))[0]
+    cap = quotas.max_fetch_bytes(ctx)   # consumer_byte_rate: never more than a window's allowance
+    if cap is not None:
+        req.max_bytes = min(req.max_bytes, cap) if req.max_bytes > 0 else cap
+    resp, total = await _fetch(ctx, req)
+    throttle = quotas.fetch_throttle(ctx, total) if total else 0
+    if throttle:   # over the quota: an empty answer with the throttle time (the bytes are not counted)
+        return FetchResponse(throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=0, responses=[])
+    return resp
+
+
+async def _fetch(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, int]:
     state = ctx.broker
     version = ctx.version
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
@@ -164,12 +180,12 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     while True:
         resp, total, errored = _collect(state, req, version, denied)
         if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.draining:
-            return resp
+            return resp, total
         if trio.current_time() >= deadline:
-            return resp
+            return resp, total
         keys = _keys(state, req, version)
         if not keys:
-            return resp
+            return resp, total
         ev = state.append_waiter(keys)
         try:
             with trio.move_on_at(deadline):
