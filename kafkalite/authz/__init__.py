@@ -144,3 +144,13 @@ def config_error(ctx: RequestContext, op: Op, config_resource_type: int, name: s
     if config_resource_type in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER) and not cluster_allowed(ctx, op):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
     return 0, None
+
+
+def fetch_denied(ctx: RequestContext, req: object, names: list[str]) -> set[str]:
+    """Topics a Fetch may not read: a follower's fetch (replica id >= 0) needs CLUSTER_ACTION, a consumer's
+    READ on each topic (KafkaApis.handleFetchRequest)."""
+    replica = getattr(getattr(req, "replica_state", None), "replica_id", -1) if ctx.version >= 15 \
+        else getattr(req, "replica_id", -1)
+    if replica is not None and replica >= 0:
+        return set() if cluster_allowed(ctx, Op.CLUSTER_ACTION) else set(names)
+    return denied(ctx, Op.READ, TOPIC, names)

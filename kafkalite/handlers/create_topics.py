@@ -24,7 +24,8 @@
   concurrent CreateTopics of one of them answers TOPIC_ALREADY_EXISTS, as does a topic still being deleted
   (Kafka: "marked for deletion"). A topic whose partitions cannot all be made (out of descriptors or disk)
   answers KAFKA_STORAGE_ERROR and leaves nothing behind (Kafka marks such a log dir offline with that code).
-- Authorization: CREATE on the cluster, or else CREATE on each topic (TOPIC_AUTHORIZATION_FAILED).
+- Authorization: CREATE on the cluster, or else CREATE on each topic (TOPIC_AUTHORIZATION_FAILED); without
+  DESCRIBE_CONFIGS on the topic its configs are left out (topic_config_error_code TOPIC_AUTHORIZATION_FAILED).
 - controller_mutation_rate (kafkalite.quotas): v6+ answers THROTTLING_QUOTA_EXCEEDED for a topic while the
   quota is used up; older versions are throttled afterwards (throttle_time_ms).
 """
@@ -131,7 +132,10 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         topic_id = None if req.validate_only else uuid.uuid4()
         res = _Result(name=t.name, error_code=ErrorCode.NONE, error_message=None, num_partitions=partitions,
                       replication_factor=1, configs=[])
-        described.append((res, overrides))
+        if authz.allowed(ctx, authz.Op.DESCRIBE_CONFIGS, authz.TOPIC, t.name):
+            described.append((res, overrides))
+        else:   # created, but its configs are not shown (v5+ topic_config_error_code, as Kafka)
+            res.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         if topic_id is not None:
             res.topic_id = topic_id
             state.pending_topics.add(t.name)   # reserved before any await: no second creator can pass _check

@@ -17,7 +17,8 @@
 - Flexible versions: an empty Records field is zero-length bytes, never null (librdkafka rejects null).
 - Client quotas (consumer_byte_rate, kafkalite.quotas): a fetch is capped at the quota's window allowance;
   one that would break the quota is answered empty with throttle_time_ms (its bytes not counted), as Kafka.
-- Authorization: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions (KafkaApis).
+- Authorization: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions; a fetch as a follower
+  (replica id >= 0) needs CLUSTER_ACTION on the cluster instead (KafkaApis).
 """
 from __future__ import annotations
 
@@ -175,8 +176,7 @@ async def _fetch(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse,
     min_bytes = max(req.min_bytes, 0)
     if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
         await state.ensure_loaded(_keys(state, req, version))
-    denied = () if state.authorizer is None else authz.denied(
-        ctx, authz.Op.READ, authz.TOPIC, (n for n, _p in _keys(state, req, version)))
+    denied = () if state.authorizer is None else authz.fetch_denied(ctx, req, [n for n, _p in _keys(state, req, version)])
     while True:
         resp, total, errored = _collect(state, req, version, denied)
         if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.draining:
