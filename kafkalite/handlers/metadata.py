@@ -136,5 +136,6 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
         cluster_id=state.cluster_id,
         controller_id=state.node_id,
         topics=topics,
-        cluster_authorized_operations=authz.cluster_ops(ctx) if include_cluster_ops else _AUTHORIZED_OPS_UNSET,
+        cluster_authorized_operations=(authz.cluster_ops(ctx) if authz.cluster_allowed(ctx, authz.Op.DESCRIBE) else 0)
+        if include_cluster_ops else _AUTHORIZED_OPS_UNSET,
     )
