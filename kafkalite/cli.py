@@ -37,6 +37,7 @@ def _build_parser() -> argparse.ArgumentParser:
     dump = sub.add_parser("dump-log", help="print segment/index contents (like kafka-dump-log.sh)",
                           add_help=False)
     dump.add_argument("args", nargs=argparse.REMAINDER)
+    sub.add_parser("certs", help="write a dev CA and broker/client TLS certificates (kafkalite.security.certs)")
     return parser
 
 
@@ -101,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         from storage import dumplog
 
         return int(dumplog.main(argv[1:]) or 0)
+    if argv and argv[0] == "certs":
+        from kafkalite.security.certs import main as certs_main
+
+        return certs_main(argv[1:])
     parser = _build_parser()
     args = parser.parse_args(argv)
     level = str(args.log_level).upper()

@@ -40,7 +40,6 @@ class ConfigError(ValueError):
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SERVED_PROTOCOLS = ("PLAINTEXT",)   # TLS and SASL are not implemented yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,12 +195,14 @@ class BrokerConfig:
             protocols = parse_protocol_map(self.get_str("listener.security.protocol.map"))
         except ConfigError as exc:
             return [str(exc)]
+        from kafkalite.security.listeners import check_listener
+
         for lst in listeners:
-            # Kafka refuses a listener name missing from the map; kafkalite serves it as PLAINTEXT
-            proto = protocols.get(lst.name, "PLAINTEXT")
-            if proto not in SERVED_PROTOCOLS:
-                errors.append(f"listeners: {lst} uses {proto}, but kafkalite serves PLAINTEXT only "
-                              "(TLS and SASL are not implemented yet)")
+            errors += check_listener(self, lst, protocols)
+        inter = self.get_str("inter.broker.listener.name").strip().upper()
+        if inter and inter not in {lst.name for lst in listeners}:
+            errors.append(f"inter.broker.listener.name must be a listener name defined in listeners "
+                          f"(got {inter})")
         retention = self.get_str("log.retention.ms").strip()
         if retention and int(retention) == 0:
             errors.append("Invalid value 0 for configuration log.retention.ms: must be unlimited (-1) or at least 1")
@@ -211,6 +212,9 @@ class BrokerConfig:
         """One line each for keys nobody knows and for Kafka settings kafkalite accepts but does not act on."""
         out = []
         own = [k for k in self.values if k not in BROKER]
+        from kafkalite.security.listeners import is_listener_setting
+
+        own = [k for k in own if not is_listener_setting(k)]
         kafka = sorted(k for k in own if k in KAFKA_39_BROKER_CONFIGS or k.startswith("listener.name."))
         unknown = sorted(k for k in own if k not in kafka)
         if unknown:

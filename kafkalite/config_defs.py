@@ -171,7 +171,46 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          _listeners_rule()),
     _def("listener.security.protocol.map", "string",
          "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
-         "listener name -> security protocol; kafkalite serves PLAINTEXT only"),
+         "listener name -> security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); a listener name missing "
+         "from it is an error, as in Kafka"),
+    _def("inter.broker.listener.name", "string", None, "accepted (one broker): must name a listener"),
+    _def("security.inter.broker.protocol", "string", "PLAINTEXT", "accepted (one broker)",
+         one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
+    # -- SASL (kafkalite.security; each may be per listener: listener.name.<l>.<setting>)
+    _def("sasl.enabled.mechanisms", "list", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+         "mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (unsecured tokens, "
+         "for development) (Kafka: GSSAPI)"),
+    _def("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "accepted (one broker)"),
+    _def("sasl.server.max.receive.size", "int", "524288", "largest request before SASL authentication completes"),
+    _def("failed.authentication.delay.ms", "int", "100", "close a connection this long after its authentication "
+         "failed (KIP-306)", at_least(0)),
+    _def("connections.max.reauth.ms", "long", "0",
+         "KIP-368: a SASL session lasts at most this long, then the client must re-authenticate (0: for ever)"),
+    # -- TLS (kafkalite.security.tls_config; each may be per listener: listener.name.<l>.ssl.*)
+    _def("ssl.keystore.type", "string", "PEM", "key store format; kafkalite reads PEM only (Kafka: JKS)"),
+    _def("ssl.keystore.location", "string", None, "PEM file with the private key and the certificate chain"),
+    _def("ssl.keystore.certificate.chain", "password", None, "the certificate chain, inline PEM"),
+    _def("ssl.keystore.key", "password", None, "the private key, inline PEM"),
+    _def("ssl.keystore.password", "password", None, "not allowed with PEM (use ssl.key.password)"),
+    _def("ssl.key.password", "password", None, "password of an encrypted private key"),
+    _def("ssl.truststore.type", "string", "PEM", "trust store format; kafkalite reads PEM only (Kafka: JKS)"),
+    _def("ssl.truststore.location", "string", None, "PEM file of the CA certificates client certificates "
+         "are checked against"),
+    _def("ssl.truststore.certificates", "password", None, "the trusted CA certificates, inline PEM"),
+    _def("ssl.truststore.password", "password", None, "accepted, not used with PEM"),
+    _def("ssl.client.auth", "string", "none", "client certificates: none, requested (checked if sent), "
+         "required (mTLS)", one_of("required", "requested", "none")),
+    _def("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", "TLS versions served",
+         each_of("TLSv1.2", "TLSv1.3")),
+    _def("ssl.protocol", "string", "TLSv1.3", "accepted (ssl.enabled.protocols decides)"),
+    _def("ssl.cipher.suites", "list", "", "TLS 1.2 cipher suites (IANA or OpenSSL names; empty: OpenSSL's "
+         "defaults); TLS 1.3 suites cannot be restricted"),
+    _def("ssl.principal.mapping.rules", "string", "DEFAULT",
+         "client certificate subject -> principal name: DEFAULT, RULE:pattern/replacement/[LU], ..."),
+    _def("ssl.endpoint.identification.algorithm", "string", "https", "accepted (a broker does not verify "
+         "client host names)"),
+    _def("kafkalite.ssl.handshake.timeout.ms", "long", "10000",
+         "close a TLS connection whose handshake has not finished this long after it was accepted", at_least(1)),
     _def("log.dirs", "string", None, "the log directory (kafkalite uses the first one)"),
     _def("log.dir", "string", "./kafkalite-data", "the log directory if log.dirs is unset (Kafka: /tmp/kafka-logs)"),
     _def("node.id", "int", "1", "this broker's id (Kafka's default -1 means 'must be set')"),

@@ -51,6 +51,7 @@ import errno
 import logging
 import os
 import socket as _stdsocket
+import ssl as _ssl
 import threading
 import time
 from collections.abc import Sequence
@@ -66,6 +67,8 @@ from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
 from wire import api
 
 if TYPE_CHECKING:
+    from kafkalite.security.authenticator import SaslAuthenticator
+    from kafkalite.security.listeners import ListenerSecurity
     from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,9 @@ __all__ = ["RECV_SIZE", "Connection", "ConnectionClosed", "RequestMemoryPool", "
 
 _IOV_MAX = 1024
 _API_VERSIONS_KEY = 18
+# a TLS socket (kafkalite.security.tls) would block: wait for readability / writability and try again
+_SSL_WANT_READ = _ssl.SSLWantReadError
+_SSL_WANT_WRITE = _ssl.SSLWantWriteError
 _CORK = getattr(_stdsocket, "TCP_CORK", None)
 # requests answered back to back without waiting on the socket before the connection yields to other tasks
 _YIELD_EVERY = 8
@@ -102,7 +108,8 @@ class ConnectionClosed(Exception):
 
 
 class Connection:
-    def __init__(self, state: BrokerState, sock: _stdsocket.socket, listener: str, conn_id: int) -> None:
+    def __init__(self, state: BrokerState, sock: _stdsocket.socket, listener: str, conn_id: int,
+                 security: ListenerSecurity | None = None) -> None:
         self.state = state
         self.sock = sock
         self.listener = listener
@@ -127,6 +134,15 @@ class Connection:
         # set by kafkalite.security once the connection has authenticated (SASL or a client certificate)
         self.principal: KafkaPrincipal = ANONYMOUS
         self.security_protocol = "PLAINTEXT"
+        # SASL listeners: the connection's authenticator gates every request (kafkalite.security.authenticator)
+        self.sasl: SaslAuthenticator | None = None
+        self.security = security
+        if security is not None:
+            self.security_protocol = security.protocol
+            if security.sasl:
+                from kafkalite.security.authenticator import SaslAuthenticator
+
+                self.sasl = SaslAuthenticator(security, self)
         try:
             peer = sock.getpeername()
             self.peer_host, self.peer_port = str(peer[0]), int(peer[1])
@@ -188,7 +204,7 @@ class Connection:
                                 admitted = True
                         try:
                             n = sock.recv_into(scratch, limit)
-                        except BlockingIOError:
+                        except (BlockingIOError, _SSL_WANT_READ, _SSL_WANT_WRITE) as would_block:
                             if admitted:
                                 self.reserved -= limit
                                 pool.settle(limit, 0)  # type: ignore[union-attr]
@@ -197,7 +213,10 @@ class Connection:
                                     self.partial_since = trio.current_time()
                             else:
                                 self.waiting_since = trio.current_time()
-                            await wait_readable(sock)
+                            if type(would_block) is _SSL_WANT_WRITE:   # TLS: a record to send first
+                                await wait_writable(sock)
+                            else:
+                                await wait_readable(sock)
                             self.waiting_since = None
                             unyielded = 0
                             continue
@@ -258,6 +277,12 @@ class Connection:
 
     # -- requests -------------------------------------------------------------------------------------
     async def handle_frame(self, frame: memoryview) -> None:
+        sasl = self.sasl
+        if sasl is not None:
+            if sasl.raw_tokens:     # after SaslHandshake v0: a bare SASL token
+                await self._raw_sasl_token(frame)
+                return
+            self._sasl_gate(sasl, frame)
         size = len(frame)
         if frame[:2] != b"\0\0":
             offload = size > OFFLOAD_BYTES
@@ -303,11 +328,14 @@ class Connection:
 
         if self.loopwatch is not None:
             self.loopwatch.note_request(header.api_key, header.api_version, self.conn_id)
+        sasl = self.sasl
         ctx = registry.RequestContext(
             header=header, broker=self.state, client_host=self.peer_host, client_port=self.peer_port,
             listener=self.listener, connection_id=self.conn_id,
             principal=self.principal, security_protocol=self.security_protocol,
         )
+        if sasl is not None:
+            ctx.extra["sasl"] = sasl
         quotas = self.quotas
         cpu0 = time.thread_time_ns() if quotas is not None and quotas.active else -1
         response = await spec.fn(ctx, body)
@@ -323,8 +351,41 @@ class Connection:
         else:
             chunks = api.encode_response(header, response)
         await self.send_chunks(chunks)
+        if sasl is not None:
+            if sasl.close_reason is not None:   # a failed handshake/authentication: closed after its answer,
+                # ``failed.authentication.delay.ms`` later (KIP-306: no tight reconnect loops; the client reads
+                # the answer before it sees the connection end)
+                await trio.sleep(sasl.security.failure_delay_ms / 1000)
+                raise ConnectionClosed(sasl.close_reason)
+            if header.api_key == _API_VERSIONS_KEY:
+                sasl.api_versions_answered()
         if throttle:
             await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
+
+    def _sasl_gate(self, sasl: SaslAuthenticator, frame: memoryview) -> None:
+        """Before a request is even decoded: is its API allowed in the connection's SASL state? Until the
+        client has authenticated, frames are limited to ``sasl.server.max.receive.size`` (Kafka: 512 KiB)."""
+        from kafkalite.security.authenticator import Closing
+
+        if sasl.state != "complete" and len(frame) > sasl.security.max_receive:
+            raise ConnectionClosed(f"a {len(frame)}-byte request before SASL authentication completed "
+                                   f"(sasl.server.max.receive.size {sasl.security.max_receive})")
+        try:
+            sasl.admit(int.from_bytes(frame[:2], "big"))
+        except Closing as exc:
+            raise ConnectionClosed(str(exc)) from None
+
+    async def _raw_sasl_token(self, frame: memoryview) -> None:
+        """A SASL token without a Kafka request header (after SaslHandshake v0); the answer is the bare
+        server token, size-prefixed. A failure closes the connection without an answer, as Kafka does."""
+        from kafkalite.security.errors import SaslFailure
+
+        assert self.sasl is not None
+        try:
+            reply, _lifetime = self.sasl.authenticate(bytes(frame), 0)
+        except SaslFailure as exc:
+            raise ConnectionClosed(f"SASL authentication failed: {exc}") from None
+        await self.send_chunks([len(reply).to_bytes(4, "big") + reply])
 
     async def send_unsupported_api_versions(self, header: Any) -> None:
         """KIP-511: a v0 body with UNSUPPORTED_VERSION plus every api key we serve, under response header v0."""

@@ -130,6 +130,12 @@ def _advertised(config: BrokerConfig, bound: list[Listener]) -> list[Listener]:
 
 async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listener: Listener,
                        conn_nursery: trio.Nursery, connections: set[Connection]) -> None:
+    security = state.listener_security.get(listener.name)
+    conn_class: type[Connection] = Connection
+    if security is not None and security.tls:
+        from kafkalite.security.tls import TlsConnection
+
+        conn_class = TlsConnection
     while True:
         try:
             client, _addr = await sock.accept()
@@ -146,7 +152,15 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
         # the connection drives a plain non-blocking socket with trio's wait_readable/wait_writable
         raw = _stdsocket.socket(fileno=client.detach())
         raw.setblocking(False)
-        conn = Connection(state, raw, listener.name, next(_conn_ids))
+        if conn_class is not Connection:    # SSL / SASL_SSL: OpenSSL drives the same non-blocking socket
+            assert security is not None and security.ssl_context is not None
+            try:
+                raw = security.ssl_context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+            except OSError as exc:     # the peer is already gone
+                log.debug("TLS wrap of a new connection failed: %s", exc)
+                raw.close()
+                continue
+        conn = conn_class(state, raw, listener.name, next(_conn_ids), security)
         connections.add(conn)
         conn_nursery.start_soon(_run_connection, conn, connections)
 
@@ -252,7 +266,14 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
     shutdown = trio.Event() if shutdown is None else shutdown
     for line in config.startup_warnings():
         log.warning("%s", line)
+    from kafkalite.security import listeners as security
+
     state = await trio.to_thread.run_sync(open_state, config)
+    try:   # TLS contexts and SASL settings per listener (reads key stores): a bad one is a config error
+        state.listener_security = security.build_all(config, state.scram)
+    except BaseException:
+        state.logs.close()
+        raise
     connections: set[Connection] = set()
     closed: set[str] = set()
     sockets: list[trio.socket.SocketType] = []

@@ -120,6 +120,15 @@ class BrokerState:
         self.authorizer: Any = authz.from_config(config, config.log_dir)
         # client quotas (kafkalite.quotas): .active is False until a quota is configured
         self.quotas: Any = quotas.from_config(config, config.log_dir)
+        # SCRAM users (AlterUserScramCredentials), kept in the data dir; each listener's security (server.py)
+        from kafkalite.security.scram_store import ScramStore, ScramStoreError
+        from kafkalite.startup_errors import StartupError
+
+        try:
+            self.scram = ScramStore(self.log_dir)
+        except ScramStoreError as exc:
+            raise StartupError(str(exc)) from None
+        self.listener_security: dict[str, Any] = {}
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self._read_json(BROKER_CONFIGS_FILE)
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()

@@ -139,12 +139,17 @@ def describe_broker(state: BrokerState) -> list[ConfigEntry]:
 
     out = []
     names = set(DEFAULTS) | set(state.config.values) | set(state.broker_config_overrides) | DYNAMIC_BROKER_CONFIGS
+    from kafkalite.security.listeners import is_sensitive
+
     for name in sorted(names):
         syn = _broker_synonyms(state, name, DEFAULTS)
+        secret = is_sensitive(name)     # passwords, keys, JAAS configs: Kafka answers null, is_sensitive
+        if secret:
+            syn = [(n, None, src) for n, _v, src in syn]
         value = syn[0][1] if syn else None
         source = syn[0][2] if syn else DEFAULT_CONFIG
         out.append(ConfigEntry(name, value, source, 2, read_only=name not in DYNAMIC_BROKER_CONFIGS,
-                               synonyms=tuple(syn)))
+                               synonyms=tuple(syn), sensitive=secret))
     return out
 
 

@@ -29,7 +29,7 @@ venv() {
   fi
   [[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs]"
+  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,tls]"
   stamp_set venv "$h"
   compile
 }
@@ -45,7 +45,7 @@ clients() {
   local h; h=$(cat pyproject.toml tools/bootstrap.sh compat-tests/package.json 2>/dev/null | sha1sum | cut -c1-16)
   if stamp_ok clients "$h" && [[ -f "$DEPS/java/kafka-clients.jar" ]] && command -v kcat >/dev/null \
      && [[ -d compat-tests/node_modules/kafkajs ]]; then return; fi
-  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,compat]"
+  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,tls,compat]"
   if ! command -v kcat >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq kcat >/dev/null
@@ -85,7 +85,7 @@ spark() {
   venv
   local h; h=$( (cat pyproject.toml; echo "${EDITABLE[*]}") | sha1sum | cut -c1-16)
   if stamp_ok spark "$h"; then return; fi
-  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,compat,spark]"
+  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,tls,compat,spark]"
   stamp_set spark "$h"
 }
 

@@ -14,9 +14,23 @@ const logCreator = () => ({ namespace, level, label, log }) => {
   process.stderr.write(`${new Date().toISOString()} ${label} [${namespace}] ${log.message} ${JSON.stringify(log)}\n`)
 }
 
+// c.ssl: kafkajs' tls options (PEM strings); c.sasl: { mechanism, username, password } or, for OAUTHBEARER,
+// { mechanism: 'oauthbearer', token } (an unsecured JWT handed out by oauthBearerProvider)
+function security (c) {
+  const out = {}
+  if (c.ssl) out.ssl = c.ssl
+  if (c.sasl) {
+    out.sasl = c.sasl.mechanism === 'oauthbearer'
+      ? { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: c.sasl.token }) }
+      : c.sasl
+  }
+  if (c.retries != null) out.retry = { retries: c.retries, initialRetryTime: 200 }
+  return out
+}
+
 function kafka (c) {
   return new Kafka({ clientId: 'kafkalite-compat', brokers: [c.bootstrap], logLevel: logLevel.WARN, logCreator,
-    connectionTimeout: 5000, requestTimeout: 30000, retry: { retries: 8, initialRetryTime: 200 } })
+    connectionTimeout: 5000, requestTimeout: 30000, retry: { retries: 8, initialRetryTime: 200 }, ...security(c) })
 }
 
 const b64 = s => (s == null ? null : Buffer.from(s, 'base64'))

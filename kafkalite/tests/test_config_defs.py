@@ -69,22 +69,37 @@ def test_values_kafka_accepts_are_accepted() -> None:
     assert cfg.num_partitions == 3 and cfg.get_bool("delete.topic.enable") is False
 
 
-def test_ssl_and_sasl_listeners_are_refused_until_implemented() -> None:
-    for values in ({"listeners": "SSL://127.0.0.1:9093"},
-                   {"listeners": "SASL_PLAINTEXT://127.0.0.1:9093"},
-                   {"listeners": "CLIENT://127.0.0.1:9093", "listener.security.protocol.map": "CLIENT:SASL_SSL"}):
-        with pytest.raises(ConfigError, match="TLS and SASL are not implemented yet"):
+def test_listener_security_settings_are_checked() -> None:
+    for values, why in (({"listeners": "SSL://127.0.0.1:9093"}, "has no key store"),
+                        ({"listeners": "CLIENT://127.0.0.1:9093", "listener.security.protocol.map": "CLIENT:SASL_SSL"},
+                         "has no key store"),
+                        ({"listeners": "CLIENT://127.0.0.1:9093"}, "no security protocol defined for listener CLIENT"),
+                        ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms": "PLAIN,GSSAPI"},
+                         "GSSAPI not supported"),
+                        ({"listeners": "SSL://127.0.0.1:9093", "ssl.keystore.location": "k.pem",
+                          "ssl.client.auth": "required"}, "needs a trust store"),
+                        ({"listeners": "SSL://127.0.0.1:9093", "ssl.keystore.location": "k.pem",
+                          "ssl.keystore.password": "x"}, "cannot be specified with PEM format"),
+                        ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093",
+                          "listener.name.sasl_plaintext.plain.sasl.jaas.config": "Module required user_a=;"},
+                         "expected key=value"),
+                        ({"inter.broker.listener.name": "INTERNAL"}, "inter.broker.listener.name")):
+        with pytest.raises(ConfigError, match=why):
             BrokerConfig(values)
     with pytest.raises(ConfigError, match="listener.security.protocol.map"):
         BrokerConfig({"listener.security.protocol.map": "CLIENT:TLS"})
+    ok = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+                       "inter.broker.listener.name": "PLAINTEXT",
+                       "listener.name.sasl_plaintext.plain.sasl.jaas.config": "M required user_a=\"b\";"})
+    assert ok.startup_warnings() == []
 
 
 def test_unknown_and_unimplemented_keys_are_one_warning_line_each() -> None:
-    warnings = BrokerConfig({"frobnicate": "1", "num.network.threads": "8", "ssl.keystore.location": "/k",
-                             "listener.name.internal.ssl.keystore.type": "JKS"}).startup_warnings()
+    warnings = BrokerConfig({"frobnicate": "1", "num.network.threads": "8", "ssl.keymanager.algorithm": "X",
+                             "listener.name.internal.ssl.keymanager.algorithm": "X"}).startup_warnings()
     assert warnings == ["unknown config keys, ignored: frobnicate",
                         "Kafka settings kafkalite does not implement, ignored: listener.name.internal.ssl."
-                        "keystore.type, num.network.threads, ssl.keystore.location"]
+                        "keymanager.algorithm, num.network.threads, ssl.keymanager.algorithm"]
 
 
 @pytest.mark.parametrize(("name", "value"), [

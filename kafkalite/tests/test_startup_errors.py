@@ -41,9 +41,11 @@ def one_error(lines: list[str]) -> str:
     (["--override", "num.partitions=-1"], "num.partitions: Value must be at least 1"),
     (["--override", "message.max.bytes=lots"], "message.max.bytes: Not a number of type INT"),
     (["--override", "auto.create.topics.enable=yes"], "auto.create.topics.enable: Expected value to be either"),
-    (["--override", "listeners=SSL://127.0.0.1:0"], "TLS and SASL are not implemented yet"),
+    (["--override", "listeners=SSL://127.0.0.1:0"], "listener SSL uses TLS but has no key store"),
+    (["--override", "listeners=EXTERNAL://127.0.0.1:0"], "no security protocol defined for listener EXTERNAL"),
     (["--override", "listeners=EXTERNAL://127.0.0.1:0",
-      "--override", "listener.security.protocol.map=EXTERNAL:SASL_PLAINTEXT"], "uses SASL_PLAINTEXT"),
+      "--override", "listener.security.protocol.map=EXTERNAL:SASL_PLAINTEXT",
+      "--override", "sasl.enabled.mechanisms=GSSAPI"], "GSSAPI not supported"),
     (["--config", "no-such.properties"], "config file no-such.properties: no such file"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:

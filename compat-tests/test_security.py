@@ -1,0 +1,199 @@
+"""All six real clients over SSL, mTLS, SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
+OAUTHBEARER with unsecured tokens where the client has them), wrong passwords, and KIP-368 re-authentication.
+
+One broker process with a listener per protocol (and one with ``connections.max.reauth.ms``) serves the whole
+module; certificates come from ``kafkalite certs`` (kafkalite.security.certs) and SCRAM users are created
+through AlterUserScramCredentials (confluent-kafka's admin) on the PLAINTEXT listener. Each client produces
+three records through its own API and consumes them back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from harness.broker import BrokerProcess, _free_port
+from harness.clients import Client
+from harness.security import Sec, roundtrip
+
+ALL = ("confluent-kafka", "kafka-python", "aiokafka", "java", "kcat", "kafkajs")
+OAUTH = ("confluent-kafka", "java", "kcat", "kafkajs")      # the clients with an unsecured-token login
+REAUTH = ("confluent-kafka", "java", "kafkajs")             # the clients that re-authenticate in band (KIP-368)
+LISTENERS = ("PLAINTEXT", "SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL", "REAUTH")
+REAUTH_MS = 1000
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" '
+        'user_admin="admin-secret";')
+
+
+class SecureBroker(BrokerProcess):
+    """The broker started from a server.properties naming every listener (no --listen)."""
+
+    def __init__(self, base: Path, properties: Path) -> None:
+        super().__init__(base / "data", base / "broker.log")
+        self.properties = properties
+
+    def _command(self) -> list[str]:
+        cmd = super()._command()
+        i = cmd.index("--listen")
+        return [*cmd[:i], *cmd[i + 2:], "--config", str(self.properties)]
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from kafkalite.security.certs import write_certs
+
+    return write_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def sec_broker(certs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    base = tmp_path_factory.mktemp("broker-security")
+    ports = {name: _free_port() for name in LISTENERS}
+    lines = [
+        "listeners=" + ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+        "SASL_SSL:SASL_SSL,REAUTH:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        f"ssl.keystore.location={certs['broker.pem']}",
+        f"ssl.truststore.location={certs['ca.pem']}",
+        "listener.name.mtls.ssl.client.auth=required",
+        f"listener.name.reauth.connections.max.reauth.ms={REAUTH_MS}",
+        *(f"listener.name.{n}.plain.sasl.jaas.config={JAAS}" for n in ("sasl_plaintext", "sasl_ssl", "reauth")),
+    ]
+    props = base / "server.properties"
+    props.write_text("\n".join(lines) + "\n")
+    b = SecureBroker(base, props)
+    b.start()
+    try:
+        addrs = {n: f"127.0.0.1:{p}" for n, p in ports.items()}
+        _add_scram_users(addrs["PLAINTEXT"])
+        yield {**addrs, "log": str(b.log_path)}
+    finally:
+        rc = b.stop()
+        b.kill()
+        assert rc in (0, None)
+
+
+def _add_scram_users(bootstrap: str) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for user, mech, pw in (("scram256", ScramMechanism.SCRAM_SHA_256, "pw-256"),
+                           ("scram512", ScramMechanism.SCRAM_SHA_512, "pw-512")):
+        for f in admin.alter_user_scram_credentials(
+                [UserScramCredentialUpsertion(user, ScramCredentialInfo(mech, 8192), pw.encode())]).values():
+            f.result(30)
+
+
+def _create(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})    # kept alive until the futures are done
+    for f in admin.create_topics([NewTopic(topic, 1)]).values():
+        f.result(30)
+
+
+CASES = {
+    # name: (listener, Sec fields)
+    "ssl": ("SSL", dict(tls=True)),
+    "mtls": ("MTLS", dict(tls=True, cert=True)),
+    "sasl_plaintext-plain": ("SASL_PLAINTEXT", dict(mechanism="PLAIN", user="alice", password="alice-secret")),
+    "sasl_plaintext-scram-sha-256": ("SASL_PLAINTEXT", dict(mechanism="SCRAM-SHA-256", user="scram256",
+                                                             password="pw-256")),
+    "sasl_ssl-scram-sha-512": ("SASL_SSL", dict(tls=True, mechanism="SCRAM-SHA-512", user="scram512",
+                                                 password="pw-512")),
+    "sasl_ssl-plain": ("SASL_SSL", dict(tls=True, mechanism="PLAIN", user="alice", password="alice-secret")),
+}
+
+
+def _values(topic: str) -> list[bytes]:
+    return [f"{topic}-{i}".encode() for i in range(3)]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("client_name", ALL)
+def test_secured_round_trip(sec_broker: dict[str, str], certs: dict[str, Path], client: Client,
+                            client_name: str, case: str, topic: str) -> None:
+    listener, fields = CASES[case]
+    _create(sec_broker["PLAINTEXT"], topic)
+    s = Sec(sec_broker[listener], **fields)  # type: ignore[arg-type]
+    consume = client_name != "kafkajs" or case in ("mtls", "sasl_ssl-scram-sha-512")   # its group consumer is slow
+    got = roundtrip(client_name, client, s, certs, topic, _values(topic), consume=consume)
+    assert sorted(got) == (sorted(_values(topic)) if consume else [])
+
+
+@pytest.mark.parametrize("client_name", OAUTH)
+def test_oauthbearer_unsecured_token(sec_broker: dict[str, str], certs: dict[str, Path], client: Client,
+                                     client_name: str, topic: str) -> None:
+    _create(sec_broker["PLAINTEXT"], topic)
+    s = Sec(sec_broker["SASL_SSL"], tls=True, mechanism="OAUTHBEARER", user="alice")
+    roundtrip(client_name, client, s, certs, topic, _values(topic), consume=False)
+
+
+@pytest.mark.parametrize("client_name", ALL)
+def test_wrong_password_is_rejected_with_kafkas_message(sec_broker: dict[str, str], certs: dict[str, Path],
+                                                        client: Client, client_name: str, topic: str,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    _create(sec_broker["PLAINTEXT"], topic)
+    s = Sec(sec_broker["SASL_PLAINTEXT"], mechanism="PLAIN", user="alice", password="wrong")
+    with pytest.raises(Exception) as info:   # noqa: PT011 - each client raises its own type
+        roundtrip(client_name, client, s, certs, topic, _values(topic), consume=False, timeout_s=4)
+    # the broker's message: in the error (confluent-kafka, Java, kcat, kafkajs) or logged by the client
+    # (kafka-python and aiokafka raise a generic connection error after logging it)
+    text = str(info.value) + "\n" + caplog.text
+    assert "Authentication failed: Invalid username or password" in text, text
+
+
+@pytest.mark.parametrize("client_name", REAUTH)
+def test_reauthentication_cycle(sec_broker: dict[str, str], certs: dict[str, Path], client: Client,
+                                client_name: str, topic: str) -> None:
+    """A consumer that keeps fetching past ``connections.max.reauth.ms`` re-authenticates in band: the broker
+    logs each re-authentication and never closes its connections for an expired session."""
+    _create(sec_broker["PLAINTEXT"], topic)
+    s = Sec(sec_broker["REAUTH"], mechanism="PLAIN", user="alice", password="alice-secret")
+    log = Path(sec_broker["log"])
+    start = log.stat().st_size
+    values = _values(topic)
+    roundtrip(client_name, client, s, certs, topic, values, consume=False)
+    got = _consume_for(client_name, client, s, certs, topic, seconds=2.5 * REAUTH_MS / 1000)
+    assert sorted(got) == sorted(values)
+    text = log.read_bytes()[start:].decode(errors="replace")
+    assert "re-authenticated as User:alice" in text
+    assert "SASL session expired" not in text
+
+
+def _consume_for(client_name: str, client: object, s: Sec, certs: dict[str, Path], topic: str,
+                 seconds: float) -> list[bytes]:
+    """Keep a consumer fetching for ``seconds`` (asks for one record more than there are)."""
+    if client_name == "confluent-kafka":
+        from confluent_kafka import Consumer, TopicPartition
+        from harness.security import librdkafka_conf
+
+        c = Consumer({**librdkafka_conf(s, certs), "group.id": "reauth", "fetch.wait.max.ms": 100})
+        c.assign([TopicPartition(topic, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got.append(m.value())
+        c.close()
+        return got
+    from harness.records import Rec
+    from harness.security import java_conf, kafkajs_opts
+
+    cmd = {"op": "consume", "bootstrap": s.bootstrap, "topic": topic, "partitions": [0], "count": 4,
+           "start": "earliest", "timeout_ms": int(seconds * 1000)}
+    cmd.update({"config": java_conf(s, certs)} if client_name == "java" else kafkajs_opts(s, certs))
+    r = client._call(cmd, 90)  # type: ignore[attr-defined]
+    return [Rec.from_json(d).value or b"" for d in r["records"]]
+
+
+

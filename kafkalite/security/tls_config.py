@@ -1,0 +1,145 @@
+"""The TLS settings of SSL and SASL_SSL listeners (Kafka's ``ssl.*`` names) -> an ``ssl.SSLContext``.
+
+Key store (``ssl.keystore.type=PEM``, kafkalite's default and the only type it reads; Kafka's default is JKS):
+``ssl.keystore.location`` is a PEM file holding the private key and the certificate chain, or
+``ssl.keystore.key`` + ``ssl.keystore.certificate.chain`` hold them inline; ``ssl.key.password`` decrypts an
+encrypted key. As in Kafka's DefaultSslEngineFactory, a PEM key store takes no ``ssl.keystore.password``.
+Trust store (for client certificates): ``ssl.truststore.location`` (PEM file of CA certificates) or
+``ssl.truststore.certificates`` (inline PEM). ``ssl.client.auth``: ``none`` (no certificate asked),
+``requested`` (asked, verified if sent), ``required`` (mTLS: no valid certificate, no connection).
+``ssl.enabled.protocols`` (TLSv1.2, TLSv1.3), ``ssl.cipher.suites`` (IANA names as Java writes them, or
+OpenSSL names; they restrict TLS 1.2 suites: Python cannot restrict TLS 1.3's, which are all AEAD).
+Every setting may be per listener (``listener.name.<l>.ssl.*``).
+
+
+The transport itself is :mod:`kafkalite.security.tls`.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import ssl
+import tempfile
+from typing import TYPE_CHECKING
+
+from kafkalite.config import ConfigError
+from kafkalite.security.listeners import listener_value
+
+if TYPE_CHECKING:
+    from kafkalite.config import BrokerConfig
+
+log = logging.getLogger(__name__)
+
+PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+
+# IANA (Java) names of common TLS 1.2 suites -> OpenSSL names
+_IANA_TO_OPENSSL = {
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256": "DHE-RSA-AES128-GCM-SHA256",
+    "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384": "DHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256": "ECDHE-ECDSA-AES128-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256": "ECDHE-RSA-AES128-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384": "ECDHE-ECDSA-AES256-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384": "ECDHE-RSA-AES256-SHA384",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
+    "TLS_RSA_WITH_AES_256_GCM_SHA384": "AES256-GCM-SHA384",
+}
+TLS13_SUITES = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
+
+
+def check(config: BrokerConfig, listener: str) -> list[str]:
+    """What is wrong with a TLS listener's settings, without reading any file (config validation)."""
+    v = lambda key: listener_value(config, listener, key).strip()  # noqa: E731
+    errors = []
+    for kind in ("keystore", "truststore"):
+        t = v(f"ssl.{kind}.type") or "PEM"
+        if t.upper() != "PEM":
+            errors.append(f"ssl.{kind}.type={t} (listener {listener}): kafkalite reads PEM stores only")
+    if not v("ssl.keystore.location") and not (v("ssl.keystore.key") and v("ssl.keystore.certificate.chain")):
+        errors.append(f"listener {listener} uses TLS but has no key store: set ssl.keystore.location (a PEM "
+                      "file with the key and certificate chain) or ssl.keystore.key + ssl.keystore.certificate."
+                      "chain (`kafkalite certs DIR` writes a ready-made set)")
+    if v("ssl.keystore.password"):
+        errors.append("ssl.keystore.password: SSL key store password cannot be specified with PEM format, only "
+                      "key password may be specified (ssl.key.password)")
+    auth = (v("ssl.client.auth") or "none").lower()
+    if auth not in CLIENT_AUTH:
+        errors.append(f"Invalid value {auth} for configuration ssl.client.auth: String must be one of: "
+                      "required, requested, none")
+    elif auth != "none" and not (v("ssl.truststore.location") or v("ssl.truststore.certificates")):
+        errors.append(f"ssl.client.auth={auth} (listener {listener}) needs a trust store to verify client "
+                      "certificates: set ssl.truststore.location or ssl.truststore.certificates")
+    bad = [p for p in _list(v("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3") if p not in PROTOCOLS]
+    if bad:
+        errors.append(f"ssl.enabled.protocols: {', '.join(bad)} not supported (kafkalite: TLSv1.2, TLSv1.3)")
+    return errors
+
+
+def _list(value: str) -> list[str]:
+    return [x.strip() for x in value.split(",") if x.strip()]
+
+
+def server_context(config: BrokerConfig, listener: str) -> tuple[ssl.SSLContext, str]:
+    """The SSLContext of a TLS listener and its ``ssl.client.auth``; ConfigError (one line) if the key store,
+    trust store or cipher list cannot be used."""
+    problems = check(config, listener)
+    if problems:
+        raise ConfigError(problems[0])
+    v = lambda key: listener_value(config, listener, key).strip()  # noqa: E731
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.options |= ssl.OP_NO_RENEGOTIATION | ssl.OP_NO_COMPRESSION
+    versions = sorted(PROTOCOLS[p] for p in _list(v("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3"))
+    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    password = v("ssl.key.password") or None
+    try:
+        if v("ssl.keystore.location"):
+            ctx.load_cert_chain(v("ssl.keystore.location"), password=password)
+        else:
+            _load_inline_chain(ctx, v("ssl.keystore.certificate.chain"), v("ssl.keystore.key"), password)
+    except FileNotFoundError:
+        raise ConfigError(f"ssl.keystore.location: {v('ssl.keystore.location')}: no such file") from None
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise ConfigError(f"listener {listener}: cannot load the PEM key store (key and certificate chain; "
+                          f"is ssl.key.password right?): {getattr(exc, 'reason', None) or exc}") from None
+    auth = (v("ssl.client.auth") or "none").lower()
+    try:
+        if v("ssl.truststore.location"):
+            ctx.load_verify_locations(cafile=v("ssl.truststore.location"))
+        elif v("ssl.truststore.certificates"):
+            ctx.load_verify_locations(cadata=v("ssl.truststore.certificates"))
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(f"listener {listener}: cannot load the PEM trust store: "
+                          f"{getattr(exc, 'reason', None) or exc}") from None
+    ctx.verify_mode = CLIENT_AUTH[auth]
+    suites = _list(v("ssl.cipher.suites"))
+    tls12 = [_IANA_TO_OPENSSL.get(s, s) for s in suites if s not in TLS13_SUITES]
+    if tls12:
+        try:
+            ctx.set_ciphers(":".join(tls12))
+        except ssl.SSLError:
+            raise ConfigError(f"ssl.cipher.suites: none of {', '.join(suites)} is available") from None
+    elif suites and ssl.TLSVersion.TLSv1_2 in versions:
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3     # only TLS 1.3 suites were listed
+    return ctx, auth
+
+
+def _load_inline_chain(ctx: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:
+    """``load_cert_chain`` reads files only: the inline PEM goes through a private temporary file, removed
+    at once."""
+    fd, path = tempfile.mkstemp(prefix="kafkalite-keystore-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(key.strip() + "\n" + chain.strip() + "\n")
+        ctx.load_cert_chain(path, password=password)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
