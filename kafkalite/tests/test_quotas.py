@@ -12,6 +12,7 @@ from storage.testing import Rec, encode_batch
 from wire.errors import ErrorCode
 from wire.messages import (
     AlterClientQuotasRequest,
+    CreateTopicsRequest,
     DescribeClientQuotasRequest,
     ListOffsetsRequest,
     MetadataRequest,
@@ -118,3 +119,17 @@ def test_produce_over_quota_is_throttled_and_muted(tmp_path: Path) -> None:
         assert lo.topics[0].partitions[0].offset == 1   # the second produce has not been read yet
         _cid, second = c.recv(0, 9)                    # muted, not closed: answered once the throttle ends
         assert second.responses[0].partition_responses[0].base_offset == 1
+
+
+def test_controller_mutation_rate_refuses_strict_creations(tmp_path: Path) -> None:
+    """CreateTopics v7 (strict): a topic is refused THROTTLING_QUOTA_EXCEEDED once the partition mutations
+    have emptied the bucket (2 windows x 1 s x 1 partition/s = 2 tokens; the first topic overdraws it)."""
+    C = CreateTopicsRequest
+    with Broker(data_dir=tmp_path, overrides={"quota.window.num": "2", "kafkalite.shutdown.drain.ms": "100"}) as b, \
+            RawClient("127.0.0.1", b.port) as c:
+        assert _alter(c, [("client-id", "raw")], [("controller_mutation_rate", 1, False)]) == 0
+        resp = c.request(C(topics=[C.CreatableTopic(name=n, num_partitions=3, replication_factor=1)
+                                   for n in ("m1", "m2")], timeout_ms=5000), 7)
+        assert [(t.name, t.error_code) for t in resp.topics] == [
+            ("m1", 0), ("m2", ErrorCode.THROTTLING_QUOTA_EXCEEDED)]
+        assert resp.throttle_time_ms > 0
