@@ -221,6 +221,12 @@ class BrokerConfig:
             out.append(f"unknown config keys, ignored: {', '.join(unknown)}")
         if kafka:
             out.append(f"Kafka settings kafkalite does not implement, ignored: {', '.join(kafka)}")
+        from kafkalite.security.listeners import unmapped_listeners
+
+        unmapped = unmapped_listeners(self)
+        if unmapped:
+            out.append(f"listeners {', '.join(unmapped)} are not in listener.security.protocol.map: served as "
+                       "PLAINTEXT (Kafka would refuse to start)")
         return out
 
     # -- construction -------------------------------------------------------------------------------

@@ -182,8 +182,8 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          "for development) (Kafka: GSSAPI)"),
     _def("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "accepted (one broker)"),
     _def("sasl.server.max.receive.size", "int", "524288", "largest request before SASL authentication completes"),
-    _def("failed.authentication.delay.ms", "int", "100", "close a connection this long after its authentication "
-         "failed (KIP-306)", at_least(0)),
+    _def("connection.failed.authentication.delay.ms", "int", "100",
+         "close a connection this long after its authentication failed (KIP-306)", at_least(0)),
     _def("connections.max.reauth.ms", "long", "0",
          "KIP-368: a SASL session lasts at most this long, then the client must re-authenticate (0: for ever)"),
     # -- TLS (kafkalite.security.tls_config; each may be per listener: listener.name.<l>.ssl.*)

@@ -353,8 +353,8 @@ class Connection:
         await self.send_chunks(chunks)
         if sasl is not None:
             if sasl.close_reason is not None:   # a failed handshake/authentication: closed after its answer,
-                # ``failed.authentication.delay.ms`` later (KIP-306: no tight reconnect loops; the client reads
-                # the answer before it sees the connection end)
+                # ``connection.failed.authentication.delay.ms`` later (KIP-306: no tight reconnect loops; the
+                # client reads the answer before it sees the connection end)
                 await trio.sleep(sasl.security.failure_delay_ms / 1000)
                 raise ConnectionClosed(sasl.close_reason)
             if header.api_key == _API_VERSIONS_KEY:

@@ -2,8 +2,9 @@
 
 ``listeners=PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9094`` names listeners; a listener's security
 protocol is ``listener.security.protocol.map[name]`` (whose default maps each of PLAINTEXT, SSL,
-SASL_PLAINTEXT, SASL_SSL to itself, so a listener named after a protocol needs no map entry). As in Kafka, a
-name missing from the map is an error. The protocol decides:
+SASL_PLAINTEXT, SASL_SSL to itself, so a listener named after a protocol needs no map entry). A name missing
+from the map is served as PLAINTEXT with a startup warning (Kafka refuses it; kafkalite always served such
+names as PLAINTEXT, and keeps doing so). The protocol decides:
 
 - transport: TLS for SSL and SASL_SSL (``kafkalite.security.tls``), the plain socket otherwise;
 - authentication: SASL before any other API for SASL_* (``kafkalite.security.authenticator``); a client
@@ -56,7 +57,7 @@ class ListenerSecurity:
     oauth_options: dict[str, str] = field(default_factory=dict, repr=False)
     reauth_ms: int = 0
     max_receive: int = 524288       # sasl.server.max.receive.size: largest frame before authentication
-    failure_delay_ms: int = 100     # failed.authentication.delay.ms: close this long after a failure
+    failure_delay_ms: int = 100     # connection.failed.authentication.delay.ms: close this long after failing
     scram_lookup: Callable[[str, str], Any] | None = field(default=None, repr=False)
 
     @property
@@ -108,12 +109,15 @@ def is_sensitive(key: str) -> bool:
     return (d is not None and d.type == "password") or key.endswith(".password")
 
 
+def unmapped_listeners(config: BrokerConfig) -> list[str]:
+    """Listener names missing from ``listener.security.protocol.map`` (served as PLAINTEXT)."""
+    protocols = parse_protocol_map(config.get_str("listener.security.protocol.map"))
+    return [lst.name for lst in config.listeners() if lst.name not in protocols]
+
+
 def check_listener(config: BrokerConfig, listener: Listener, protocols: dict[str, str]) -> list[str]:
     """Configuration errors of one listener, found without reading files (BrokerConfig validation)."""
-    proto = protocols.get(listener.name)
-    if proto is None:
-        return [f"listeners: no security protocol defined for listener {listener.name} (add "
-                f"{listener.name}:<PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL> to listener.security.protocol.map)"]
+    proto = protocols.get(listener.name, "PLAINTEXT")   # Kafka refuses a name missing from the map (a warning)
     errors: list[str] = []
     if proto in TLS_PROTOCOLS:
         from kafkalite.security.tls_config import check
@@ -137,11 +141,7 @@ def check_listener(config: BrokerConfig, listener: Listener, protocols: dict[str
 
 def protocol_of(config: BrokerConfig, listener: Listener) -> str:
     protocols = parse_protocol_map(config.get_str("listener.security.protocol.map"))
-    proto = protocols.get(listener.name)
-    if proto is None:
-        raise ConfigError(f"listeners: no security protocol defined for listener {listener.name} "
-                          "(add it to listener.security.protocol.map)")
-    return proto
+    return protocols.get(listener.name, "PLAINTEXT")
 
 
 def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> jaas.JaasEntry | None:
@@ -194,7 +194,7 @@ def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None) ->
         except ValueError:
             raise ConfigError(f"connections.max.reauth.ms={reauth!r} is not an integer") from None
         sec.max_receive = config.get_int("sasl.server.max.receive.size", 524288)
-        sec.failure_delay_ms = max(0, config.get_int("failed.authentication.delay.ms", 100))
+        sec.failure_delay_ms = max(0, config.get_int("connection.failed.authentication.delay.ms", 100))
         if scram is not None:
             sec.scram_lookup = scram.get
     return sec

@@ -98,6 +98,8 @@ class TlsConnection(Connection):
         return KafkaPrincipal(USER_TYPE, name)
 
     async def send_chunks(self, chunks: Sequence[Any]) -> None:
+        """Small chunks (headers, in-memory fields) are coalesced so they leave in few TLS records; file regions
+        are read in ``SEND_SLICE`` pieces and each piece is encrypted straight from the bytes ``pread`` gave."""
         out = bytearray()
         for c in chunks:
             if type(c) is tuple:
@@ -107,12 +109,15 @@ class TlsConnection(Connection):
                     data = os.pread(src, n, offset) if type(src) is int else src.pread(n, offset)
                     if len(data) != n:
                         raise ConnectionClosed(f"segment file region ended early ({src} offset {offset})")
-                    out += data
                     offset += n
                     length -= n
-                    if len(out) >= SEND_SLICE:
+                    if len(out) + n <= SEND_SLICE:
+                        out += data
+                        continue
+                    if out:
                         await self._send_tls(out)
                         out = bytearray()
+                    await self._send_tls(data)
             else:
                 out += c
                 if len(out) >= SEND_SLICE:
@@ -124,7 +129,7 @@ class TlsConnection(Connection):
     async def _send_buffers(self, bufs: list[Any]) -> None:
         await self.send_chunks(bufs)
 
-    async def _send_tls(self, data: bytearray) -> None:
+    async def _send_tls(self, data: bytes | bytearray) -> None:
         sock: ssl.SSLSocket = self.sock  # type: ignore[assignment]
         view = memoryview(data)
         while view:

@@ -73,7 +73,6 @@ def test_listener_security_settings_are_checked() -> None:
     for values, why in (({"listeners": "SSL://127.0.0.1:9093"}, "has no key store"),
                         ({"listeners": "CLIENT://127.0.0.1:9093", "listener.security.protocol.map": "CLIENT:SASL_SSL"},
                          "has no key store"),
-                        ({"listeners": "CLIENT://127.0.0.1:9093"}, "no security protocol defined for listener CLIENT"),
                         ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms": "PLAIN,GSSAPI"},
                          "GSSAPI not supported"),
                         ({"listeners": "SSL://127.0.0.1:9093", "ssl.keystore.location": "k.pem",
@@ -92,6 +91,9 @@ def test_listener_security_settings_are_checked() -> None:
                        "inter.broker.listener.name": "PLAINTEXT",
                        "listener.name.sasl_plaintext.plain.sasl.jaas.config": "M required user_a=\"b\";"})
     assert ok.startup_warnings() == []
+    assert BrokerConfig({"listeners": "CLIENT://127.0.0.1:9093"}).startup_warnings() == [
+        "listeners CLIENT are not in listener.security.protocol.map: served as PLAINTEXT (Kafka would refuse to "
+        "start)"]
 
 
 def test_unknown_and_unimplemented_keys_are_one_warning_line_each() -> None:

@@ -42,7 +42,6 @@ def one_error(lines: list[str]) -> str:
     (["--override", "message.max.bytes=lots"], "message.max.bytes: Not a number of type INT"),
     (["--override", "auto.create.topics.enable=yes"], "auto.create.topics.enable: Expected value to be either"),
     (["--override", "listeners=SSL://127.0.0.1:0"], "listener SSL uses TLS but has no key store"),
-    (["--override", "listeners=EXTERNAL://127.0.0.1:0"], "no security protocol defined for listener EXTERNAL"),
     (["--override", "listeners=EXTERNAL://127.0.0.1:0",
       "--override", "listener.security.protocol.map=EXTERNAL:SASL_PLAINTEXT",
       "--override", "sasl.enabled.mechanisms=GSSAPI"], "GSSAPI not supported"),
