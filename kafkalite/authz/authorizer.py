@@ -25,6 +25,7 @@ survives a crash and a failed write changes nothing.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 from collections.abc import Iterable
@@ -76,7 +77,8 @@ class Authorizer:
         self._acls: dict[AclBinding, None] = {}      # insertion-ordered set
         self._literal: dict[tuple[int, str], list[AclBinding]] = {}
         self._prefixed: dict[int, dict[str, list[AclBinding]]] = {}
-        self._prefix_lengths: dict[int, list[int]] = {}
+        self._prefix_lengths: dict[int, list[int]] = {}    # sorted distinct prefix lengths per type
+        self._length_counts: dict[int, dict[int, int]] = {}  # type -> prefix length -> prefixes of that length
         self._by_type: dict[int, int] = {}           # resource type -> number of ACLs of that type
         self._cache: dict[tuple[str, str, int, int, str], bool] = {}
         self._load()
@@ -111,8 +113,15 @@ class Authorizer:
             self._literal.setdefault((rt, b.name), []).append(b)
         else:
             by_prefix = self._prefixed.setdefault(rt, {})
-            by_prefix.setdefault(b.name, []).append(b)
-            self._prefix_lengths[rt] = sorted({len(p) for p in by_prefix})
+            bucket = by_prefix.get(b.name)
+            if bucket is None:
+                bucket = by_prefix[b.name] = []
+                counts = self._length_counts.setdefault(rt, {})
+                n = len(b.name)
+                counts[n] = counts.get(n, 0) + 1
+                if counts[n] == 1:
+                    bisect.insort(self._prefix_lengths.setdefault(rt, []), n)
+            bucket.append(b)
 
     def _unindex(self, b: AclBinding) -> None:
         del self._acls[b]
@@ -128,7 +137,12 @@ class Authorizer:
             by_prefix[b.name].remove(b)
             if not by_prefix[b.name]:
                 del by_prefix[b.name]
-                self._prefix_lengths[rt] = sorted({len(p) for p in by_prefix})
+                counts = self._length_counts[rt]
+                n = len(b.name)
+                counts[n] -= 1
+                if not counts[n]:
+                    del counts[n]
+                    self._prefix_lengths[rt].remove(n)
 
     def __len__(self) -> int:
         return len(self._acls)

@@ -148,6 +148,9 @@ def test_check_cost_does_not_grow_with_unrelated_acls() -> None:
     assert len(a._candidates(int(T), "topic-7")) == 1
     assert len(a._candidates(int(T), "pre-7-x")) == 1
     assert len(a._prefix_lengths[int(T)]) <= 8   # distinct prefix lengths, not prefixes, are walked
+    a.delete([AclFilter(T, None, PRE, None, None, Op.ANY, Permission.ANY)])
+    assert a._prefix_lengths[int(T)] == [] and len(a) == 20_000
+    assert not a.authorize(ALICE, "h", Op.READ, T, "pre-7-x") and a.authorize(ALICE, "h", Op.READ, T, "topic-7")
 
 
 def test_persisted_and_reloaded(tmp_path: Path) -> None:
