@@ -1,8 +1,8 @@
 """ACLs with real clients: a broker with Kafka's StandardAuthorizer configuration, every connection
 ``User:ANONYMOUS`` (PLAINTEXT). The principal gets Kafka's authorization error from produce, fetch, group join,
 commit, transactions and admin calls until the client's own admin API (confluent-kafka
-``AdminClient.create_acls``, kafka-python ``KafkaAdminClient.create_acls``) grants it, after which the same
-call succeeds.
+``AdminClient.create_acls``, kafka-python ``KafkaAdminClient.create_acls``, Java ``Admin.createAcls``, kafkajs
+``admin.createAcls``) grants it, after which the same call succeeds.
 
 The module's broker bootstraps itself the way an operator would: started once with
 ``allow.everyone.if.no.acl.found=true`` so the first client may grant ``User:ANONYMOUS`` ALL on the cluster,
@@ -320,3 +320,26 @@ def test_java_create_acls_then_produce(acl_broker: BrokerProcess, get_client) ->
     java.create_acl(bs, "TOPIC", topic, ANON, "WRITE")
     assert f"TOPIC:LITERAL:{topic}:{ANON}:WRITE:ALLOW" in java.describe_acls(bs)
     assert len(java.produce(bs, topic, records, timeout_s=30)) == 3
+
+
+# -- kafkajs ------------------------------------------------------------------------------------------------
+def test_kafkajs_create_acls_then_produce(acl_broker: BrokerProcess, get_client) -> None:
+    from harness.clients.base import ClientError
+    from harness.records import make_records
+
+    js = get_client("kafkajs")
+    bs = acl_broker.bootstrap
+    topic = unique("acl-kafkajs")
+    make_topic(AdminClient({"bootstrap.servers": bs}), topic)
+    records = make_records(2, partitions=1, prefix="acl-js", headers=False, nulls=False)
+    with pytest.raises(ClientError, match="(?i)authoriz"):
+        js.produce(bs, topic, records, idempotent=False, timeout_s=15)
+    js.create_acl(bs, 2, topic, ANON, 4)                                  # TOPIC, WRITE, ALLOW, LITERAL
+    assert (2, topic, 3, ANON, 4, 3) in js.describe_acls(bs)
+    js.produce(bs, topic, records, idempotent=False, timeout_s=30)
+    c = Consumer({"bootstrap.servers": bs, "group.id": unique("g")})
+    try:
+        lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=20)
+        assert hi - lo == 2
+    finally:
+        c.close()
