@@ -308,6 +308,13 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          at_least(1)),
     _def("transaction.max.timeout.ms", "int", "900000", "largest transaction timeout a producer may ask for",
          at_least(1)),
+    # -- authorization and quotas (kafkalite.authz, kafkalite.quotas)
+    _def("authorizer.class.name", "class", "", "enables ACLs: org.apache.kafka.metadata.authorizer."
+         "StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer, same behaviour); empty: none"),
+    _def("super.users", "string", None, "principals allowed everything, ';'-separated (User:admin;User:ops)"),
+    _def("allow.everyone.if.no.acl.found", "boolean", "false", "allow access to a resource no ACL names"),
+    _def("quota.window.num", "int", "11", "samples kept for client quota rates", at_least(1)),
+    _def("quota.window.size.seconds", "int", "1", "length of one client quota sample", at_least(1)),
     # -- kafkalite's own
     _def("kafkalite.emulate.kafka", "string", "3.9+4.3", "advertise only this Kafka release's API versions "
          "(default: what Kafka 3.9 or 4.3 serves)",

@@ -53,6 +53,7 @@ import os
 import socket as _stdsocket
 import ssl as _ssl
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +131,7 @@ class Connection:
         self.frame_end = 0      # that frame's size with its 4-byte prefix, while ``full``
         self.loopwatch = getattr(state, "loopwatch", None)   # kafkalite.loopwatch: told which request runs
         self.metrics = getattr(state, "metrics", None)       # kafkalite.metrics: counts each request (or None)
+        self.quotas = getattr(state, "quotas", None)         # kafkalite.quotas: throttles when .active
         # set by kafkalite.security once the connection has authenticated (SASL or a client certificate)
         self.principal: KafkaPrincipal = ANONYMOUS
         self.security_protocol = "PLAINTEXT"
@@ -335,8 +337,13 @@ class Connection:
         )
         if sasl is not None:
             ctx.extra["sasl"] = sasl
+        quotas = self.quotas
+        cpu0 = time.thread_time_ns() if quotas is not None and quotas.active else -1
         response = await (spec.fn(ctx, body) if self.metrics is None else self.metrics.handle(spec.fn, ctx, body))
+        throttle = 0 if cpu0 < 0 else _throttle(quotas, ctx, len(frame), time.thread_time_ns() - cpu0, response)
         if response is None:
+            if throttle:
+                await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
             return
         if offload:   # its response is likely as big: encoded off the event loop too
             if keep is not None:
@@ -353,6 +360,8 @@ class Connection:
                 raise ConnectionClosed(sasl.close_reason)
             if header.api_key == _API_VERSIONS_KEY:
                 sasl.api_versions_answered()
+        if throttle:
+            await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
 
     def _sasl_gate(self, sasl: SaslAuthenticator, frame: memoryview) -> None:
         """Before a request is even decoded: is its API allowed in the connection's SASL state? Until the
@@ -493,6 +502,15 @@ async def reap_idle(connections: set[Connection], idle_timeout: float,
             elif conn.idle_expired(now):
                 log.info("%r: closing after %.0f s idle (connections.max.idle.ms)", conn, conn.idle_timeout)
                 conn.cancel_scope.cancel()
+
+
+def _throttle(quotas: Any, ctx: Any, size: int, cpu_ns: int, response: Any) -> int:
+    """Client quotas (kafkalite.quotas): record the request, put the throttle time in the response (the
+    larger of the quotas' and what the handler set, e.g. Fetch's), and return how long to mute the channel."""
+    throttle = max(quotas.after_request(ctx, size, cpu_ns), getattr(response, "throttle_time_ms", 0) or 0)
+    if throttle and response is not None and hasattr(response, "throttle_time_ms"):
+        response.throttle_time_ms = throttle
+    return throttle
 
 
 def _read_region(src: Any, offset: int, length: int) -> bytes:

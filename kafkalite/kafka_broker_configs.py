@@ -352,6 +352,8 @@ def _row(line: str) -> KafkaBrokerConfig:
 
 
 KAFKA_39_BROKER: dict[str, KafkaBrokerConfig] = {r.name: r for r in map(_row, _TABLE.strip().splitlines())}
-KAFKA_39_BROKER_CONFIGS = frozenset(KAFKA_39_BROKER)
+KAFKA_39_BROKER_CONFIGS = frozenset(KAFKA_39_BROKER) | frozenset((
+    # the authorizer's own settings (StandardAuthorizer / AclAuthorizer), read from the broker's properties
+    "super.users", "allow.everyone.if.no.acl.found"))
 #: the configs Kafka 3.9 can change without a restart (AlterConfigs / IncrementalAlterConfigs of BROKER)
 KAFKA_39_DYNAMIC_BROKER_CONFIGS = frozenset(n for n, r in KAFKA_39_BROKER.items() if r.dynamic)

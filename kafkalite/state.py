@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkalite import authz, quotas
 from kafkalite.config import BrokerConfig, Listener
 from kafkalite.supervisor import Supervisor
 from storage.checkpoints import write_atomic
@@ -115,6 +116,10 @@ class BrokerState:
         self.advertised_listeners: list[Listener] = []
         self.request_pool: Any = None   # kafkalite.connection.RequestMemoryPool, set by the server
         self.supervisor = Supervisor()  # background loops run under it; .tasks holds a record per loop
+        # ACLs (kafkalite.authz): None unless authorizer.class.name is set; handlers ask it through kafkalite.authz
+        self.authorizer: Any = authz.from_config(config, config.log_dir)
+        # client quotas (kafkalite.quotas): .active is False until a quota is configured
+        self.quotas: Any = quotas.from_config(config, config.log_dir)
         # SCRAM users (AlterUserScramCredentials), kept in the data dir; each listener's security (server.py)
         from kafkalite.security.scram_store import ScramStore, ScramStoreError
         from kafkalite.startup_errors import StartupError

@@ -86,6 +86,10 @@ public final class Driver {
             case "subscribe_consume": return subscribeConsume(c);
             case "metadata": return metadata(c);
             case "create_topic": return createTopic(c);
+            case "create_acl": return createAcl(c);
+            case "describe_acls": return describeAcls(c);
+            case "alter_client_quota": return alterClientQuota(c);
+            case "describe_client_quotas": return describeClientQuotas(c);
             case "delete_topic": return deleteTopic(c);
             case "create_partitions": return createPartitions(c);
             case "describe_config": return describeConfig(c);
@@ -292,6 +296,73 @@ public final class Driver {
             if (tc != null) for (Map.Entry<String, Object> e : tc.entrySet()) cfg.put(e.getKey(), String.valueOf(e.getValue()));
             a.createTopics(List.of(t.configs(cfg))).all().get();
             return new LinkedHashMap<>();
+        }
+    }
+
+    /** Admin.createAcls of one binding: resource_type / pattern_type / operation / permission by enum name. */
+    private static Map<String, Object> createAcl(Map<String, Object> c) throws Exception {
+        try (Admin a = admin(c)) {
+            org.apache.kafka.common.acl.AclBinding b = new org.apache.kafka.common.acl.AclBinding(
+                new org.apache.kafka.common.resource.ResourcePattern(
+                    org.apache.kafka.common.resource.ResourceType.valueOf((String) c.get("resource_type")),
+                    (String) c.get("name"),
+                    org.apache.kafka.common.resource.PatternType.valueOf((String) c.get("pattern_type"))),
+                new org.apache.kafka.common.acl.AccessControlEntry((String) c.get("principal"), "*",
+                    org.apache.kafka.common.acl.AclOperation.valueOf((String) c.get("operation")),
+                    org.apache.kafka.common.acl.AclPermissionType.valueOf((String) c.get("permission"))));
+            a.createAcls(List.of(b)).all().get();
+            return new LinkedHashMap<>();
+        }
+    }
+
+    /** Admin.describeAcls(AclBindingFilter.ANY): each binding as its toString(). */
+    private static Map<String, Object> describeAcls(Map<String, Object> c) throws Exception {
+        try (Admin a = admin(c)) {
+            List<Object> out = new ArrayList<>();
+            for (org.apache.kafka.common.acl.AclBinding b
+                    : a.describeAcls(org.apache.kafka.common.acl.AclBindingFilter.ANY).values().get()) {
+                out.add(b.pattern().resourceType() + ":" + b.pattern().patternType() + ":" + b.pattern().name() + ":"
+                        + b.entry().principal() + ":" + b.entry().operation() + ":" + b.entry().permissionType());
+            }
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("acls", out);
+            return r;
+        }
+    }
+
+    /** Admin.alterClientQuotas of one entity: entity {type: name-or-null}, ops {key: value-or-null (remove)}. */
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> alterClientQuota(Map<String, Object> c) throws Exception {
+        try (Admin a = admin(c)) {
+            Map<String, String> entity = new HashMap<>();
+            for (Map.Entry<String, Object> e : ((Map<String, Object>) c.get("entity")).entrySet())
+                entity.put(e.getKey(), (String) e.getValue());
+            List<org.apache.kafka.common.quota.ClientQuotaAlteration.Op> ops = new ArrayList<>();
+            for (Map.Entry<String, Object> e : ((Map<String, Object>) c.get("ops")).entrySet())
+                ops.add(new org.apache.kafka.common.quota.ClientQuotaAlteration.Op(e.getKey(),
+                    e.getValue() == null ? null : ((Number) e.getValue()).doubleValue()));
+            a.alterClientQuotas(List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration(
+                new org.apache.kafka.common.quota.ClientQuotaEntity(entity), ops)),
+                new org.apache.kafka.clients.admin.AlterClientQuotasOptions().validateOnly(
+                    Boolean.TRUE.equals(c.get("validate_only")))).all().get();
+            return new LinkedHashMap<>();
+        }
+    }
+
+    /** Admin.describeClientQuotas(ClientQuotaFilter.all()): "type=name,..." -> {key: value}. */
+    private static Map<String, Object> describeClientQuotas(Map<String, Object> c) throws Exception {
+        try (Admin a = admin(c)) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (Map.Entry<org.apache.kafka.common.quota.ClientQuotaEntity, Map<String, Double>> e
+                    : a.describeClientQuotas(org.apache.kafka.common.quota.ClientQuotaFilter.all()).entities().get().entrySet()) {
+                List<String> parts = new ArrayList<>();
+                for (Map.Entry<String, String> p : new java.util.TreeMap<>(e.getKey().entries()).entrySet())
+                    parts.add(p.getKey() + "=" + p.getValue());
+                out.put(String.join(",", parts), new LinkedHashMap<String, Object>(e.getValue()));
+            }
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("quotas", out);
+            return r;
         }
     }
 

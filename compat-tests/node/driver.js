@@ -140,6 +140,18 @@ const ops = {
     return {}
   }),
   delete_topic: c => withAdmin(c, async a => { await a.deleteTopics({ topics: [c.topic] }); return {} }),
+  // admin.createAcls / describeAcls with Kafka's numeric codes (kafkajs' AclResourceTypes etc. are the same)
+  create_acl: c => withAdmin(c, async a => {
+    await a.createAcls({ acl: [{ resourceType: c.resource_type, resourceName: c.name,
+      resourcePatternType: c.pattern_type, principal: c.principal, host: '*', operation: c.operation,
+      permissionType: c.permission }] })
+    return {}
+  }),
+  describe_acls: c => withAdmin(c, async a => {
+    const r = await a.describeAcls({ resourceType: 1, resourcePatternType: 1, operation: 1, permissionType: 1 })
+    return { acls: r.resources.flatMap(res => res.acls.map(acl =>
+      [res.resourceType, res.resourceName, res.resourcePatternType, acl.principal, acl.operation, acl.permissionType])) }
+  }),
   describe_config: c => withAdmin(c, async a => {
     const r = await a.describeConfigs({ includeSynonyms: false,
       resources: [{ type: ConfigResourceTypes.TOPIC, name: c.topic }] })

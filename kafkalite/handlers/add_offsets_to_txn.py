@@ -3,9 +3,12 @@
 Adds the group's ``__consumer_offsets`` partition to the producer's transaction, so that its EndTxn also
 writes a marker there and completes the TxnOffsetCommit offsets. Errors as AddPartitionsToTxn
 (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2); an empty group id is INVALID_GROUP_ID.
+- Authorization: WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
+  (else GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.transactions import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
@@ -16,7 +19,10 @@ from wire.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 async def add_offsets_to_txn(ctx: RequestContext, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     state = ctx.broker
     txns, groups = state.txns, state.groups
-    if txns is None:
+    if err := (authz.txn_error(ctx, authz.Op.WRITE, req.transactional_id)
+               or authz.group_error(ctx, authz.Op.READ, req.group_id)):
+        pass
+    elif txns is None:
         err = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif groups is None or not await groups.ensure_offsets_topic_async():
         err = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)

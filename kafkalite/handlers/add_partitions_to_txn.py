@@ -10,9 +10,12 @@ broker-to-broker in Kafka 3.9, so they are not offered).
 - The request's list is walked in slices (``kafkalite.slices``; a 4 MB request can name a million partitions)
   and handed to the coordinator without repeats, so what the coordinator does is bounded by the partitions
   that exist.
+- Authorization: WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition),
+  WRITE on each topic (else TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.transactions import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
@@ -30,15 +33,21 @@ async def add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequ
     wanted: dict[tuple[str, int], None] = {}   # in request order, without repeats
     errors: dict[tuple[str, int], int] = {}     # the partitions that do not exist
     missing = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    txn_denied = authz.txn_error(ctx, authz.Op.WRITE, req.v3_and_below_transactional_id)
+    denied = authz.denied(ctx, authz.Op.WRITE, authz.TOPIC, (t.name for t in req.v3_and_below_topics))
     for t in req.v3_and_below_topics:
         info = state.topics.get(t.name)
         for p in t.partitions:
             if work.due():
                 await work.pause()
             wanted[(t.name, p)] = None
-            if info is None or not 0 <= p < info.partitions:
+            if t.name in denied:
+                errors[(t.name, p)] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif info is None or not 0 <= p < info.partitions:
                 errors[(t.name, p)] = missing
-    if txns is None:
+    if txn_denied:
+        common, errors = txn_denied, {}
+    elif txns is None:
         common = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         errors = {}
     elif errors:

@@ -6,9 +6,12 @@ our node id): the same replace semantics for the dynamic settings (the log.* def
 settings answer INVALID_REQUEST. ValidateOnly checks without applying. Everything persists across restarts.
 Each resource is handled on its own (as Kafka does), in slices (``kafkalite.slices``): a 10 MB request can name
 a million resources.
+- Authorization: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for broker resources
+  (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from kafkalite.topic_configs import (
@@ -31,8 +34,10 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
     for r in req.resources:
         if work.due():
             await work.pause()
-        code, msg = ErrorCode.NONE, None
-        if r.resource_type == TOPIC_RESOURCE:
+        code, msg = authz.config_error(ctx, authz.Op.ALTER_CONFIGS, r.resource_type, r.resource_name)
+        if code:
+            pass
+        elif r.resource_type == TOPIC_RESOURCE:
             if r.resource_name not in state.topics:
                 code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."
             else:

@@ -11,11 +11,13 @@ exist RESOURCE_NOT_FOUND "Attempt to delete a user credential that does not exis
 one request DUPLICATE_RESOURCE "A user credential cannot be altered twice in the same request". The valid
 changes are written to the data directory (``kafkalite.security.scram_store``) before the answer; a failed
 write answers every change UNKNOWN_SERVER_ERROR and changes nothing. Changes apply to new authentications.
+- Authorization: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every user (kafkalite.authz).
 """
 from __future__ import annotations
 
 import logging
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.security.scram import BY_TYPE, MAX_ITERATIONS, MIN_ITERATIONS, credential_from_salted
 from wire.errors import ErrorCode
@@ -37,6 +39,10 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[int, str] | No
 @handler(AlterUserScramCredentialsRequest, min_version=0, max_version=0)
 async def alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScramCredentialsRequest,
                                        ) -> AlterUserScramCredentialsResponse:
+    if err := authz.cluster_error(ctx, authz.Op.ALTER):
+        return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
+            Result(user=name, error_code=err, error_message="Cluster authorization failed.") for name in dict.fromkeys(
+                [d.name for d in req.deletions or []] + [u.name for u in req.upsertions or []])])
     store = ctx.broker.scram
     errors: dict[str, tuple[int, str]] = {}
     deletions: dict[str, tuple[str, str]] = {}

@@ -16,6 +16,8 @@ internal topic it prohibits (CreateTopics of ``__cluster_metadata``).
 New partition directories are made in a worker thread while the topic is reserved (a second CreatePartitions
 or a DeleteTopics of it meanwhile answers as if it were being created); a topic whose new partitions cannot
 all be made answers KAFKA_STORAGE_ERROR and keeps its old count, with nothing half-made left behind.
+- Authorization: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
+- controller_mutation_rate: v3+ answers THROTTLING_QUOTA_EXCEEDED while the quota is used up (kafkalite.quotas).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from collections import Counter
 
 import trio
 
+from kafkalite import authz
 from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
@@ -51,10 +54,13 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
             _Result(name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE)
             for t in req.topics])
     results = []
+    denied = authz.denied(ctx, authz.Op.ALTER, authz.TOPIC, counts)
     for t in req.topics:
         info = state.topics.get(t.name)
         if counts[t.name] > 1:
             code, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
+        elif t.name in denied:
+            code, msg = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
         elif info is None:
             code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic does not exist."
         elif info.internal or t.name in INTERNAL_TOPICS:
@@ -70,6 +76,9 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
                 [list(a.broker_ids) for a in t.assignments], t.count - info.partitions, info.partitions,
                 state.node_id)):
             code, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, why
+        elif state.quotas.active and not req.validate_only and state.quotas.mutation_refused(
+                ctx, t.count - info.partitions, ctx.version >= 3):
+            code, msg = ErrorCode.THROTTLING_QUOTA_EXCEEDED, "The throttling quota has been exceeded."
         else:
             code, msg = ErrorCode.NONE, None
             if not req.validate_only and info is not None:
@@ -84,7 +93,8 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
                 finally:
                     state.pending_topics.discard(t.name)
         results.append(_Result(name=t.name, error_code=code, error_message=msg))
-    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+    return CreatePartitionsResponse(
+        throttle_time_ms=state.quotas.mutation_throttle(ctx) if state.quotas.active else 0, results=results)
 
 
 def _check_assignments(assignments: list[list[int]], additional: int, first_new: int, node_id: int) -> str | None:

@@ -24,6 +24,10 @@
   concurrent CreateTopics of one of them answers TOPIC_ALREADY_EXISTS, as does a topic still being deleted
   (Kafka: "marked for deletion"). A topic whose partitions cannot all be made (out of descriptors or disk)
   answers KAFKA_STORAGE_ERROR and leaves nothing behind (Kafka marks such a log dir offline with that code).
+- Authorization: CREATE on the cluster, or else CREATE on each topic (TOPIC_AUTHORIZATION_FAILED); without
+  DESCRIBE_CONFIGS on the topic its configs are left out (topic_config_error_code TOPIC_AUTHORIZATION_FAILED).
+- controller_mutation_rate (kafkalite.quotas): v6+ answers THROTTLING_QUOTA_EXCEEDED for a topic while the
+  quota is used up; older versions are throttled afterwards (throttle_time_ms).
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from typing import Any
 
 import trio
 
+from kafkalite import authz
 from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP, topic_records
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
@@ -100,15 +105,25 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
     todo: list[tuple[int, str, int, dict[str, str], uuid.UUID]] = []
     records = 0   # metadata records Kafka would write for the valid topics (bounded per request)
     described: list[tuple[Any, dict[str, str]]] = []   # valid topics' results, their configs listed below
+    denied = authz.create_denied(ctx, (t.name for t in req.topics))
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
                                    error_message="Create topics request from client contains a duplicate topic",
                                    configs=None))
             continue
+        if t.name in denied:
+            results.append(_Result(name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   error_message="Authorization failed.", configs=None))
+            continue
         code, message, partitions = _check(state, t, state.node_id, taken)
         if code != ErrorCode.NONE:
             results.append(_Result(name=t.name, error_code=code, error_message=message, configs=None))
+            continue
+        if state.quotas.active and not req.validate_only and state.quotas.mutation_refused(
+                ctx, partitions, ctx.version >= 6):
+            results.append(_Result(name=t.name, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                                   error_message="The throttling quota has been exceeded.", configs=None))
             continue
         records += topic_records(partitions, len(t.configs))
         if records > MAX_RECORDS_PER_USER_OP:
@@ -117,7 +132,10 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         topic_id = None if req.validate_only else uuid.uuid4()
         res = _Result(name=t.name, error_code=ErrorCode.NONE, error_message=None, num_partitions=partitions,
                       replication_factor=1, configs=[])
-        described.append((res, overrides))
+        if authz.allowed(ctx, authz.Op.DESCRIBE_CONFIGS, authz.TOPIC, t.name):
+            described.append((res, overrides))
+        else:   # created, but its configs are not shown (v5+ topic_config_error_code, as Kafka)
+            res.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         if topic_id is not None:
             res.topic_id = topic_id
             state.pending_topics.add(t.name)   # reserved before any await: no second creator can pass _check
@@ -138,7 +156,8 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         raise
     if todo:
         await _create(state, todo, results)
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    return CreateTopicsResponse(throttle_time_ms=state.quotas.mutation_throttle(ctx) if state.quotas.active else 0,
+                                topics=results)
 
 
 async def _describe(state: BrokerState, described: list[tuple[Any, dict[str, str]]]) -> None:

@@ -3,9 +3,11 @@
 Only Empty groups can be deleted (NON_EMPTY_GROUP otherwise; GROUP_ID_NOT_FOUND for unknown ones).
 Deleting writes tombstones for the group's offsets and metadata to ``__consumer_offsets``. v2 is
 flexible.
+- Authorization: DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import DeleteGroupsRequest, DeleteGroupsResponse
@@ -18,6 +20,8 @@ async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Delete
     if svc is None:
         errors = dict.fromkeys(names, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     else:
-        errors = svc.delete_groups(names)
+        denied = authz.denied(ctx, authz.Op.DELETE, authz.GROUP, names)
+        errors = svc.delete_groups([g for g in names if g not in denied])
+        errors.update(dict.fromkeys(denied, int(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in dict.fromkeys(names)])

@@ -4,11 +4,13 @@ Moves each partition's log start offset forward to ``Offset`` (-1 = the high wat
 below it are deleted by storage. Answers the new low watermark. An offset beyond the high watermark answers
 OFFSET_OUT_OF_RANGE; unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a topic whose cleanup.policy lacks
 "delete" POLICY_VIOLATION (as Kafka's Partition.deleteRecordsOnLeader).
+- Authorization: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
@@ -24,11 +26,16 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
     state = ctx.broker
     topics = []
     work = Slices()   # a request may list a million partitions: each deletion is independent, done in slices
+    denied = authz.denied(ctx, authz.Op.DELETE, authz.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
         parts: list[Any] = []
         for p in t.partitions:
             if work.due():
                 await work.pause()
+            if t.name in denied:
+                parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
+                                   error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             plog = state.logs.get_log(t.name, p.partition_index) if t.name in state.topics else None
             if plog is None:
                 parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,

@@ -11,6 +11,8 @@ every transaction's state. Only the broker manages them here; see create_topics.
 Each topic is forgotten at once on the event loop; its directories are removed in a worker thread while its
 name stays reserved (a CreateTopics of that name meanwhile answers TOPIC_ALREADY_EXISTS, "marked for
 deletion", as in Kafka), so deleting thousands of partitions never holds other clients up.
+- Authorization: DELETE on each topic (by name or id), else TOPIC_AUTHORIZATION_FAILED.
+- controller_mutation_rate: v5+ answers THROTTLING_QUOTA_EXCEEDED while the quota is used up (kafkalite.quotas).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import uuid
 
 import trio
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
@@ -38,10 +41,16 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     results = []
     detached: list[tuple[str, list[object]]] = []
     enabled = state.config.get_bool("delete.topic.enable")
+    denied = authz.denied(ctx, authz.Op.DELETE, authz.TOPIC, (
+        name or getattr(state.topics_by_id.get(topic_id), "name", None) for name, topic_id in wanted))
     for name, topic_id in wanted:
         if not enabled:
             results.append(_Result(name=name, topic_id=topic_id, error_code=ErrorCode.TOPIC_DELETION_DISABLED,
                                    error_message="Topic deletion is disabled (delete.topic.enable=false)"))
+            continue
+        if (name or getattr(state.topics_by_id.get(topic_id), "name", None)) in denied:
+            results.append(_Result(name=name, topic_id=topic_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   error_message="Authorization failed."))
             continue
         if name is None:
             info = state.topics_by_id.get(topic_id)
@@ -66,6 +75,10 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
                                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                    error_message="Internal topics cannot be deleted"))
             continue
+        if state.quotas.active and state.quotas.mutation_refused(ctx, info.partitions, ctx.version >= 5):
+            results.append(_Result(name=info.name, topic_id=info.topic_id,
+                                   error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED, error_message="The throttling quota has been exceeded."))
+            continue
         state.pending_topics.add(info.name)   # until its directories are gone
         detached.append((info.name, state.unregister_topic(info.name, write_configs=False)))
         results.append(_Result(name=info.name, topic_id=info.topic_id, error_code=ErrorCode.NONE))
@@ -82,4 +95,5 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
         finally:
             for name, _plogs in detached:
                 state.pending_topics.discard(name)
-    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+    return DeleteTopicsResponse(throttle_time_ms=state.quotas.mutation_throttle(ctx) if state.quotas.active else 0,
+                                responses=results)

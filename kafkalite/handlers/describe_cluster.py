@@ -2,10 +2,11 @@
 
 One broker, which is also reported as the controller. EndpointType (v1+): 1 = brokers (answered),
 2 = controllers (UNSUPPORTED_ENDPOINT_TYPE: clients must ask a controller, and we have none separately).
+- Authorized operations (when asked): the principal's cluster operations, 0 without DESCRIBE on the cluster.
 """
 from __future__ import annotations
 
-from kafkalite.handlers.metadata import CLUSTER_OPERATIONS
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import DescribeClusterRequest, DescribeClusterResponse
@@ -26,5 +27,5 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
         cluster_id=state.cluster_id, controller_id=state.node_id,
         brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=adv.host,
                                                                port=adv.port, rack=None)],
-        cluster_authorized_operations=(CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
-                                       else -2147483648))
+        cluster_authorized_operations=((authz.cluster_ops(ctx) if authz.cluster_allowed(ctx, authz.Op.DESCRIBE)
+                                        else 0) if req.include_cluster_authorized_operations else -2147483648))

@@ -9,11 +9,14 @@ are returned when asked for (a topic config: its override, then the broker setti
 e.g. retention.ms -> log.retention.ms/.minutes/.hours where set or defaulted; a broker config: itself);
 ConfigType (v3+) carries the type; Documentation (v3+, IncludeDocumentation) a doc line per broker config.
 Resources are described one by one in slices (``kafkalite.slices``): a request can name a million of them.
+- Authorization: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for broker and broker-logger
+  resources, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from typing import Any
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from kafkalite.topic_configs import (
@@ -53,8 +56,10 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
         if work.due():
             await work.pause()
         entries: list[ConfigEntry] | None = None
-        code, msg = ErrorCode.NONE, None
-        if r.resource_type == TOPIC_RESOURCE:
+        code, msg = authz.config_error(ctx, authz.Op.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        if code:
+            pass
+        elif r.resource_type == TOPIC_RESOURCE:
             info = state.topics.get(r.resource_name)
             if info is None:
                 code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."

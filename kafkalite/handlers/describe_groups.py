@@ -5,9 +5,12 @@
   Stable, and the protocol name likewise, as Kafka's GroupMetadata.summary.
 - v3 adds AuthorizedOperations (asked with IncludeAuthorizedOperations): without ACLs every group
   operation is allowed (READ, DELETE, DESCRIBE); v4 adds GroupInstanceId; v5 is flexible.
+- Authorization: DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED); authorized_operations (v3+, when
+  asked) are the principal's.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
@@ -23,6 +26,12 @@ async def describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> De
     ops = ALL_GROUP_OPERATIONS if ctx.version >= 3 and req.include_authorized_operations else NOT_REQUESTED
     out = []
     for gid in req.groups:
+        if ops != NOT_REQUESTED and ctx.broker.authorizer is not None:
+            ops = authz.group_ops(ctx, gid)
+        if authz.group_error(ctx, authz.Op.DESCRIBE, gid):
+            out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=gid,
+                                        authorized_operations=ops))
+            continue
         if svc is None:
             out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid))
             continue

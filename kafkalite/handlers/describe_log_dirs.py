@@ -4,12 +4,14 @@ One log dir (the first of ``log.dirs``). Topics null means every partition; othe
 partitions that exist are reported. PartitionSize is the bytes of the partition's segments, OffsetLag 0 (no
 replication, no future replicas). v3+ carry a top-level ErrorCode; v4+ the file system's total and usable
 bytes for the log dir.
+- Authorization: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (v3+ top-level) and no results.
 """
 from __future__ import annotations
 
 import os
 from typing import Any
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from wire.errors import ErrorCode
@@ -21,6 +23,8 @@ R = DescribeLogDirsResponse
 @handler(DescribeLogDirsRequest, min_version=0, max_version=4)
 async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     state = ctx.broker
+    if err := authz.cluster_error(ctx, authz.Op.DESCRIBE):
+        return R(throttle_time_ms=0, error_code=err, results=[])
     if req.topics is None:
         wanted = [(name, list(range(info.partitions))) for name, info in sorted(state.topics.items())]
     else:

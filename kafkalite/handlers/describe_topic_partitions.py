@@ -8,12 +8,14 @@ else falls back to Metadata.
 - Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION (no partitions). Never auto-creates.
 - One broker: leader = replicas = ISR = this node, at the log's leader epoch; ELR lists empty (not null:
   Java 3.9's Admin dereferences them).
+- Authorization: DESCRIBE on each topic: named ones answer TOPIC_AUTHORIZATION_FAILED, a listing of all topics
+  leaves them out; topic_authorized_operations are the principal's.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.handlers.metadata import TOPIC_OPERATIONS
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import leader_epoch
 from wire.errors import ErrorCode
@@ -28,6 +30,9 @@ async def describe_topic_partitions(ctx: RequestContext,
                                     req: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     state = ctx.broker
     names = sorted({t.name for t in req.topics}) if req.topics else sorted(state.topics)
+    denied = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, names)
+    if denied and not req.topics:   # all topics: those it may not describe are left out
+        names = [n for n in names if n not in denied]
     limit = max(1, min(req.response_partition_limit, MAX_PARTITIONS))
     start_topic, start_partition = (req.cursor.topic_name, req.cursor.partition_index) if req.cursor else ("", 0)
     node = state.node_id
@@ -38,6 +43,10 @@ async def describe_topic_partitions(ctx: RequestContext,
         if name < start_topic:
             continue
         info = state.topics.get(name)
+        if name in denied:
+            topics.append(R.DescribeTopicPartitionsResponseTopic(
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, partitions=[]))
+            continue
         if info is None:
             topics.append(R.DescribeTopicPartitionsResponseTopic(
                 error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[]))
@@ -55,7 +64,7 @@ async def describe_topic_partitions(ctx: RequestContext,
         budget -= len(parts)
         topics.append(R.DescribeTopicPartitionsResponseTopic(
             error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id, is_internal=info.internal,
-            partitions=parts, topic_authorized_operations=TOPIC_OPERATIONS))
+            partitions=parts, topic_authorized_operations=authz.topic_ops(ctx, name)))
         if last < info.partitions:
             next_cursor = R.Cursor(topic_name=name, partition_index=last)
             break

@@ -3,9 +3,12 @@
 Per transactional id: its state (Kafka's names: Empty, Ongoing, PrepareCommit, ...), timeout, start time
 (-1 when no transaction is open), producer id/epoch and the partitions of the open transaction. Unknown
 ids get TRANSACTIONAL_ID_NOT_FOUND; while ``__transaction_state`` loads, COORDINATOR_LOAD_IN_PROGRESS.
+- Authorization: DESCRIBE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the topics of
+  the transaction it may not DESCRIBE are left out.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import DescribeTransactionsRequest, DescribeTransactionsResponse
@@ -19,7 +22,7 @@ async def describe_transactions(ctx: RequestContext,
     txns = ctx.broker.txns
     out = []
     for tid in req.transactional_ids:
-        if txns is None:
+        if txns is None or authz.txn_error(ctx, authz.Op.DESCRIBE, tid):
             out.append(Resp.TransactionState(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                              transactional_id=tid, producer_id=-1, producer_epoch=-1))
             continue
@@ -29,7 +32,10 @@ async def describe_transactions(ctx: RequestContext,
                                              producer_epoch=-1))
             continue
         by_topic: dict[str, list[int]] = {}
+        hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t for t, _p in meta.partitions))
         for topic, p in sorted(meta.partitions):
+            if topic in hidden:
+                continue
             by_topic.setdefault(topic, []).append(p)
         out.append(Resp.TransactionState(
             error_code=0, transactional_id=tid, transaction_state=meta.state.kafka_name,

@@ -4,11 +4,13 @@ As Kafka's ScramImage.describe: no users (null or empty) lists every user with a
 without one gets RESOURCE_NOT_FOUND "Attempt to describe a user credential that does not exist: <user>"; a
 user named twice DUPLICATE_RESOURCE "Cannot describe SCRAM credentials for the same user twice in a single
 request: <user>". Mechanism codes: 1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512. Salts and keys are never returned.
+- Authorization: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (kafkalite.authz).
 """
 from __future__ import annotations
 
 from collections import Counter
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.security.scram import MECHANISMS
 from wire.errors import ErrorCode
@@ -21,6 +23,9 @@ Info = DescribeUserScramCredentialsResponse.CredentialInfo
 @handler(DescribeUserScramCredentialsRequest, min_version=0, max_version=0)
 async def describe_user_scram_credentials(ctx: RequestContext, req: DescribeUserScramCredentialsRequest,
                                           ) -> DescribeUserScramCredentialsResponse:
+    if err := authz.cluster_error(ctx, authz.Op.DESCRIBE):
+        return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=err,
+                                                    error_message="Cluster authorization failed.", results=[])
     users = ctx.broker.scram.users
     named = [u.name for u in (req.users or [])]
     counts = Counter(named)

@@ -15,6 +15,10 @@
   it (regions are trimmed at batch boundaries);
   AbortedTransactions is null for read_uncommitted and the storage's list (or empty) for read_committed.
 - Flexible versions: an empty Records field is zero-length bytes, never null (librdkafka rejects null).
+- Client quotas (consumer_byte_rate, kafkalite.quotas): a fetch is capped at the quota's window allowance;
+  one that would break the quota is answered empty with throttle_time_ms (its bytes not counted), as Kafka.
+- Authorization: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions; a fetch as a follower
+  (replica id >= 0) needs CLUSTER_ACTION on the cluster instead (KafkaApis).
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from typing import Any
 
 import trio
 
+from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import BrokerState
@@ -64,7 +69,8 @@ def trim_regions(regions: list[tuple[Any, int, int]], end_offset: int) -> list[t
     return out
 
 
-def _collect(state: BrokerState, req: FetchRequest, version: int) -> tuple[FetchResponse, int, bool]:
+def _collect(state: BrokerState, req: FetchRequest, version: int, denied: Any = ()
+             ) -> tuple[FetchResponse, int, bool]:
     """Read every requested partition now. Returns (response, bytes of records, whether any partition erred)."""
     by_id = version >= 13
     committed = req.isolation_level == READ_COMMITTED
@@ -84,6 +90,10 @@ def _collect(state: BrokerState, req: FetchRequest, version: int) -> tuple[Fetch
         topics_out.append(FetchResponse.FetchableTopicResponse(topic=t.topic if not by_id else "",
                                                                topic_id=t.topic_id, partitions=parts))
         for p in t.partitions:
+            if name in denied:
+                parts.append(_error_part(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                errored = True
+                continue
             plog = state.logs.get_log(name, p.partition) if name is not None and name in state.topics else None
             if plog is None:
                 code = missing if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -146,21 +156,36 @@ def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str
 
 @handler(FetchRequest, min_version=4, max_version=17)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
+    quotas = ctx.broker.quotas
+    if not quotas.active:
+        return (await _fetch(ctx, req))[0]
+    cap = quotas.max_fetch_bytes(ctx)   # consumer_byte_rate: never more than a window's allowance
+    if cap is not None:
+        req.max_bytes = min(req.max_bytes, cap) if req.max_bytes > 0 else cap
+    resp, total = await _fetch(ctx, req)
+    throttle = quotas.fetch_throttle(ctx, total) if total else 0
+    if throttle:   # over the quota: an empty answer with the throttle time (the bytes are not counted)
+        return FetchResponse(throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=0, responses=[])
+    return resp
+
+
+async def _fetch(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, int]:
     state = ctx.broker
     version = ctx.version
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     min_bytes = max(req.min_bytes, 0)
     if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
         await state.ensure_loaded(_keys(state, req, version))
+    denied = () if state.authorizer is None else authz.fetch_denied(ctx, req, [n for n, _p in _keys(state, req, version)])
     while True:
-        resp, total, errored = _collect(state, req, version)
+        resp, total, errored = _collect(state, req, version, denied)
         if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.draining:
-            return resp
+            return resp, total
         if trio.current_time() >= deadline:
-            return resp
+            return resp, total
         keys = _keys(state, req, version)
         if not keys:
-            return resp
+            return resp, total
         ev = state.append_waiter(keys)
         try:
             with trio.move_on_at(deadline):

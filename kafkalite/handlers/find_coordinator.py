@@ -9,9 +9,12 @@
   creation (Kafka answers COORDINATOR_NOT_AVAILABLE meanwhile and lets the client retry).
 - A key no coordinator could store (over 32,767 UTF-8 bytes, ``kafkalite.coordinator.keys``) is answered
   INVALID_GROUP_ID (group) or INVALID_REQUEST (transactional id) with a message, before any topic is created.
+- Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as KafkaApis.handleFindCoordinatorRequest.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.config import OFFSETS_TOPIC
 from kafkalite.coordinator.keys import MAX_KEY_BYTES, storable
 from kafkalite.handlers.registry import RequestContext, handler
@@ -24,6 +27,10 @@ GROUP, TRANSACTION = 0, 1
 async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str | None]:
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
+    if key_type == GROUP and authz.group_error(ctx, authz.Op.DESCRIBE, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    if key_type == TRANSACTION and authz.txn_error(ctx, authz.Op.DESCRIBE, key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
     if not storable(key):
         what = "group id" if key_type == GROUP else "transactional id"
         return (ErrorCode.INVALID_GROUP_ID if key_type == GROUP else ErrorCode.INVALID_REQUEST,

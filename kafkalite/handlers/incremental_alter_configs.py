@@ -7,9 +7,12 @@ INVALID_CONFIG; the same name twice in one resource answers INVALID_REQUEST. BRO
 default, or our node id) take the same operations on the dynamic settings (the log.* topic defaults, applied
 to every log at once and persisted); static-only settings answer INVALID_REQUEST. ValidateOnly checks without
 applying.
+- Authorization: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for broker resources
+  (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.topic_configs import (
     BROKER_RESOURCE,
@@ -64,8 +67,10 @@ async def incremental_alter_configs(ctx: RequestContext,
     state = ctx.broker
     results = []
     for r in req.resources:
-        code, msg = ErrorCode.NONE, None
-        if r.resource_type == TOPIC_RESOURCE:
+        code, msg = authz.config_error(ctx, authz.Op.ALTER_CONFIGS, r.resource_type, r.resource_name)
+        if code:
+            pass
+        elif r.resource_type == TOPIC_RESOURCE:
             info = state.topics.get(r.resource_name)
             if info is None:
                 code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."

@@ -9,11 +9,15 @@
   a clear, fatal error instead of retrying forever.
 - An empty transactional id is INVALID_REQUEST (as in Kafka).
 - v0/v1 bodies carry only TransactionalId and TransactionTimeoutMs (aiokafka speaks only v0).
+- Authorization: WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); without one,
+  IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka 3.x, KIP-679; else
+  CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 import logging
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import InitProducerIdRequest, InitProducerIdResponse
@@ -27,6 +31,9 @@ async def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> I
     if req.transactional_id == "":
         return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
                                       producer_id=-1, producer_epoch=-1)
+    if err := (authz.txn_error(ctx, authz.Op.WRITE, req.transactional_id) if req.transactional_id is not None
+                else 0 if authz.idempotent_write_allowed(ctx) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED):
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=err, producer_id=-1, producer_epoch=-1)
     if req.transactional_id is not None:
         txns = state.txns
         delegate = getattr(txns, "init_producer_id", None)

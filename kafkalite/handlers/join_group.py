@@ -7,9 +7,11 @@
   (KIP-394); below v4 the member is added straight away.
 - The response is a long poll: it is sent when the rebalance completes (or fails), never by sleeping.
 - ClientHost is written as Kafka writes it, ``/<ip>``.
+- Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import JoinGroupRequest, JoinGroupResponse
@@ -19,8 +21,9 @@ from wire.messages import JoinGroupRequest, JoinGroupResponse
 async def join_group(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse:
     v = ctx.version
     svc = ctx.broker.groups
-    if svc is None:
-        return JoinGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, generation_id=-1,
+    err = ErrorCode.COORDINATOR_NOT_AVAILABLE if svc is None else authz.group_error(ctx, authz.Op.READ, req.group_id)
+    if err:
+        return JoinGroupResponse(error_code=err, generation_id=-1,
                                  protocol_name=None if v >= 7 else "", leader="", member_id=req.member_id)
     r = await svc.join_group(
         req.group_id, req.member_id, req.group_instance_id if v >= 5 else None, ctx.client_id or "",

@@ -4,9 +4,11 @@
 - v3+: a batch of ``members`` (member id and/or group instance id; an empty member id with an
   instance id removes that static member administratively), answered per member (KIP-345).
 - v5 adds a per-member Reason (logged only).
+- Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import LeaveGroupRequest, LeaveGroupResponse
@@ -15,8 +17,9 @@ from wire.messages import LeaveGroupRequest, LeaveGroupResponse
 @handler(LeaveGroupRequest, min_version=0, max_version=5)
 async def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
     svc = ctx.broker.groups
-    if svc is None:
-        return LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    err = ErrorCode.COORDINATOR_NOT_AVAILABLE if svc is None else authz.group_error(ctx, authz.Op.READ, req.group_id)
+    if err:
+        return LeaveGroupResponse(error_code=err)
     if ctx.version < 3:
         err, per = svc.leave_group(req.group_id, [(req.member_id, None)])
         if err == ErrorCode.NONE and per:

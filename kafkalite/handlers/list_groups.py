@@ -4,9 +4,11 @@
   TypesFilter and GroupType: every group here is a "classic" group, so a types filter without
   "classic" lists nothing. While the coordinator loads, the error is COORDINATOR_LOAD_IN_PROGRESS
   (with whatever is known).
+- Authorization: DESCRIBE on the cluster lists every group; otherwise only the groups it may DESCRIBE.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import ListGroupsRequest, ListGroupsResponse
@@ -20,6 +22,9 @@ async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroups
     v = ctx.version
     err, groups = svc.list_groups(list(req.states_filter) if v >= 4 else None,
                                   list(req.types_filter) if v >= 5 else None)
+    if ctx.broker.authorizer is not None and not authz.cluster_allowed(ctx, authz.Op.DESCRIBE):
+        hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.GROUP, (g["group_id"] for g in groups))
+        groups = [g for g in groups if g["group_id"] not in hidden]
     return ListGroupsResponse(throttle_time_ms=0, error_code=err, groups=[
         ListGroupsResponse.ListedGroup(group_id=g["group_id"], protocol_type=g["protocol_type"],
                                        group_state=g["group_state"], group_type=g["group_type"])

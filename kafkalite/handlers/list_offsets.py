@@ -11,6 +11,7 @@ Offset; v4+ a LeaderEpoch (the partition's current one, -1 when nothing was foun
 Timestamp and MAX_TIMESTAMP lookups read records (bounded streaming decompression in storage; work follows
 the bytes present, never a client-claimed RecordsCount), which can take long for a large batch: they run in a
 worker thread so the event loop keeps answering others. LATEST/EARLIEST answer inline.
+- Authorization: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 
 import trio
 
+from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
@@ -53,12 +55,18 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
     read_committed = version >= 2 and req.isolation_level == 1
     topics_out = []
     work = Slices()   # a request may list a million partitions: each lookup is independent, done in slices
+    denied = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
         parts: list[Any] = []
         for p in t.partitions:
             if work.due():
                 await work.pause()
             plog = state.logs.get_log(t.name, p.partition_index) if t.name in state.topics else None
+            if t.name in denied:
+                parts.append(_Part(partition_index=p.partition_index,
+                                   error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, old_style_offsets=[],
+                                   timestamp=-1, offset=-1, leader_epoch=-1))
+                continue
             if plog is None:
                 parts.append(_Part(partition_index=p.partition_index,
                                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, old_style_offsets=[],

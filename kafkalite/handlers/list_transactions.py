@@ -3,9 +3,11 @@
 Filters: states (Kafka's state names; unknown ones are echoed in UnknownStateFilters), producer ids, and
 (v1) a minimum running time in ms, which only Ongoing transactions can match. While
 ``__transaction_state`` loads: COORDINATOR_LOAD_IN_PROGRESS.
+- Authorization: only the transactional ids the principal may DESCRIBE are listed.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.txn_coordinator import STATE_BY_NAME
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
@@ -30,6 +32,9 @@ async def list_transactions(ctx: RequestContext, req: ListTransactionsRequest) -
     else:
         found = txns.coordinator.list(txns.now_ms(), states, req.producer_id_filters or [],
                                       req.duration_filter if ctx.version >= 1 else -1)
+    if ctx.broker.authorizer is not None:   # only the ids it may describe
+        hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.TXN, (m.transactional_id for m in found))
+        found = [m for m in found if m.transactional_id not in hidden]
     return Resp(throttle_time_ms=0, error_code=ErrorCode.NONE, unknown_state_filters=unknown,
                 transaction_states=[Resp.TransactionState(transactional_id=m.transactional_id,
                                                           producer_id=m.producer_id,

@@ -12,6 +12,10 @@
 - v10 and v11 let a topic name be null on the wire but may not use it (nor a non-zero topic id): Kafka
   refuses the request with INVALID_REQUEST, answering every requested topic with that error, a null name as
   "" (``MetadataRequest.getErrorResponse``); the response cannot carry a null name before v12.
+- Authorization (KafkaApis.handleTopicMetadataRequest): an all-topics request leaves out the topics the
+  principal may not DESCRIBE; a named one answers them TOPIC_AUTHORIZATION_FAILED (by id: the id, no name).
+  Auto-creation needs CREATE on the cluster or on the topic (else TOPIC_AUTHORIZATION_FAILED). Authorized
+  operations (v8+, when asked) are the principal's; without an authorizer every supported operation.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import uuid
 
 import trio
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name
@@ -78,8 +83,13 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                     await work.pause()
                 if state.topics.get(info.name) is info:   # not deleted meanwhile
                     topics.append(topic_metadata(state, info, include_ops))
+        if state.authorizer is not None:
+            hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.name for t in topics))
+            topics = [t for t in topics if t.name not in hidden]
     else:
         allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
+        denied = () if state.authorizer is None else authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (
+            t.name or getattr(state.topics_by_id.get(t.topic_id), "name", None) for t in req.topics))
         for t in req.topics:
             if work.due():
                 await work.pause()
@@ -88,8 +98,13 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                 info = state.topics_by_id.get(t.topic_id)
                 if info is None:
                     topics.append(_error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, t.topic_id))
+                elif info.name in denied:
+                    topics.append(_error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, t.topic_id))
                 else:
                     topics.append(topic_metadata(state, info, include_ops))
+                continue
+            if name in denied:
+                topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             info = state.topics.get(name)
             if info is None:
@@ -99,12 +114,19 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                 if not allow_create or name in INTERNAL_TOPICS:
                     topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
+                if state.authorizer is not None and not authz.may_create_topic(ctx, name):
+                    topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 if name in state.pending_topics:   # being created or deleted in a worker thread
                     topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
                     continue
                 info = state.ensure_topic(name)
             topics.append(topic_metadata(state, info, include_ops))
 
+    if include_ops and state.authorizer is not None:
+        for t in topics:
+            if t.topic_authorized_operations != _AUTHORIZED_OPS_UNSET and t.name:
+                t.topic_authorized_operations = authz.topic_ops(ctx, t.name)
     adv = state.advertised_for(ctx.listener)
     include_cluster_ops = 8 <= version <= 10 and bool(req.include_cluster_authorized_operations)
     return MetadataResponse(
@@ -114,5 +136,6 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
         cluster_id=state.cluster_id,
         controller_id=state.node_id,
         topics=topics,
-        cluster_authorized_operations=CLUSTER_OPERATIONS if include_cluster_ops else _AUTHORIZED_OPS_UNSET,
+        cluster_authorized_operations=(authz.cluster_ops(ctx) if authz.cluster_allowed(ctx, authz.Op.DESCRIBE) else 0)
+        if include_cluster_ops else _AUTHORIZED_OPS_UNSET,
     )

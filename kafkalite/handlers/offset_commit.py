@@ -15,9 +15,12 @@
   offset commit record can still be written (before, the encoder failed and the connection was closed).
 - A group id longer than a record key's int16 string (32,767 UTF-8 bytes) cannot be stored in
   ``__consumer_offsets``: the coordinator answers INVALID_GROUP_ID (``kafkalite.coordinator.keys``).
+- Authorization: READ on the group (else GROUP_AUTHORIZATION_FAILED on every partition), READ on each topic
+  (else TOPIC_AUTHORIZATION_FAILED on its partitions).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.group import OffsetAndMetadata
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
@@ -39,12 +42,18 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
     retention_ms = svc.config.offsets_retention_ms if svc is not None else 0
     errors: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    group_err = authz.group_error(ctx, authz.Op.READ, req.group_id)
+    denied = authz.denied(ctx, authz.Op.READ, authz.TOPIC, (t.name for t in req.topics)) if not group_err else ()
     for t in req.topics:
         known = t.name in ctx.broker.topics
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if svc is None:
                 errors[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            elif group_err:
+                errors[tp] = group_err
+            elif t.name in denied:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif not known:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:

@@ -8,9 +8,12 @@ A group-level error leaves the topic list empty.
 
 The list is walked in slices (``kafkalite.slices``; a 4 MB request can name a million partitions) and the
 coordinator gets each existing partition once, so its work is bounded by the partitions that exist.
+- Authorization: DELETE on the group (else GROUP_AUTHORIZATION_FAILED), READ on each topic (else
+  TOPIC_AUTHORIZATION_FAILED on its partitions).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from wire.errors import ErrorCode
@@ -24,6 +27,9 @@ async def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Offset
     svc = ctx.broker.groups
     if svc is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if authz.group_error(ctx, authz.Op.DELETE, req.group_id):
+        return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    denied = authz.denied(ctx, authz.Op.READ, authz.TOPIC, (t.name for t in req.topics))
     work = Slices()
     errors: dict[tuple[str, int], int] = {}
     wanted: dict[tuple[str, int], None] = {}
@@ -33,7 +39,9 @@ async def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Offset
             if work.due():
                 await work.pause()
             tp = (t.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < info.partitions:
+            if t.name in denied:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or not 0 <= p.partition_index < info.partitions:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted[tp] = None

@@ -8,11 +8,14 @@
   member's current one; member epoch -1 without a member id is an admin fetch).
 - Partitions without a committed offset answer offset -1, metadata "" and no error, whatever the
   group state (Kafka answers offsets "blindly": a group may use Kafka only to store offsets).
+- Authorization: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), DESCRIBE on each named topic (else
+  TOPIC_AUTHORIZATION_FAILED on its partitions); asking for all topics leaves out those it may not describe.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from wire.errors import ErrorCode
@@ -34,13 +37,23 @@ async def _fetch(ctx: RequestContext, group_id: str, topics: list | None, requir
     if svc is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, [[(t.name, p, None, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                                                       for t in topics or [] for p in t.partition_indexes]]
+    group_err = authz.group_error(ctx, authz.Op.DESCRIBE, group_id)
+    if group_err:
+        return group_err, [[(t.name, p, None, group_err) for t in topics or [] for p in t.partition_indexes]]
     if topics is None:
         err, rows = svc.fetch_offsets(group_id, None, require_stable)
+        if ctx.broker.authorizer is not None:   # all topics: those it may not describe are left out
+            hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (r[0] for r in rows))
+            rows = [r for r in rows if r[0] not in hidden]
         return err, [rows]
-    chunks: list[list] = []
+    denied = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.name for t in topics))
+    chunks: list[list] = [[(t.name, p, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                           for t in topics if t.name in denied for p in t.partition_indexes]] if denied else []
     batch: list = []
     err = ErrorCode.NONE
     for t in topics:
+        if t.name in denied:
+            continue
         for p in t.partition_indexes:
             batch.append((t.name, p))
             if len(batch) == _CHUNK:

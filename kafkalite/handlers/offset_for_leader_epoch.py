@@ -6,11 +6,13 @@ Kafka keeps its history in ``leader-epoch-checkpoint``). The current epoch ends 
 epochs are answered from the history (largest epoch <= requested and its end offset); an epoch above ours,
 or before the history, with UNDEFINED_EPOCH -1 / offset -1. A CurrentLeaderEpoch (v2+) above ours answers
 UNKNOWN_LEADER_EPOCH; below ours, FENCED_LEADER_EPOCH.
+- Authorization: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import leader_epoch
 from wire.errors import ErrorCode
@@ -36,10 +38,15 @@ async def offset_for_leader_epoch(ctx: RequestContext,
                                   req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     state = ctx.broker
     topics_out = []
+    denied = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.topic for t in req.topics))
     for t in req.topics:
         parts: list[Any] = []
         for p in t.partitions:
             plog = state.logs.get_log(t.topic, p.partition) if t.topic in state.topics else None
+            if t.topic in denied:
+                parts.append(_Part(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=p.partition,
+                                   leader_epoch=-1, end_offset=-1))
+                continue
             if plog is None:
                 parts.append(_Part(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition,
                                    leader_epoch=-1, end_offset=-1))

@@ -15,6 +15,9 @@ broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write m
 - Transactional produce needs a transaction coordinator (``state.txns``); without one it answers
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED. If the coordinator has ``check_produce(txn_id, topic, partition,
   records) -> error code | 0`` it vets each partition (e.g. "was it added to the transaction?").
+- Authorization (an authorizer configured): a transactional produce needs WRITE on its transactional id
+  (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE (else
+  TOPIC_AUTHORIZATION_FAILED, before existence is checked), as KafkaApis.handleProduceRequest.
 - A successful append wakes Fetch long polls waiting on that partition.
 - A request of ``SLICE_AFTER`` or more topic and partition entries (a 10 MB frame can name a million) is walked in
   slices (``kafkalite.slices``): each partition is appended on its own, as in Kafka, and other clients are
@@ -27,7 +30,7 @@ import logging
 
 import trio
 
-from kafkalite import validation
+from kafkalite import authz, validation
 from kafkalite.connection import ConnectionClosed
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
@@ -110,6 +113,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
         for t in req.topic_data:
             entries += len(t.partition_data)
     work = Slices() if entries >= SLICE_AFTER else None
+    denied = authz.produce_denied(ctx, req) if state.authorizer is not None else ()
     for topic in req.topic_data:
         if work is not None and work.due():
             await work.pause()
@@ -123,6 +127,10 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             idx = pd.index
             if acks not in (0, 1, -1):
                 parts.append(_error(idx, ErrorCode.INVALID_REQUIRED_ACKS))
+                failed = True
+                continue
+            if name in denied:
+                parts.append(_error(idx, denied[name]))   # type: ignore[index]
                 failed = True
                 continue
             plog = state.logs.get_log(name, idx) if topic_info is not None else None

@@ -4,9 +4,11 @@
   INCONSISTENT_GROUP_PROTOCOL) and response.
 - Followers' requests are parked until the leader's assignment has been stored; the leader's request
   completes them all. Members missing from the leader's assignment get an empty one.
+- Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import SyncGroupRequest, SyncGroupResponse
@@ -16,8 +18,9 @@ from wire.messages import SyncGroupRequest, SyncGroupResponse
 async def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupResponse:
     v = ctx.version
     svc = ctx.broker.groups
-    if svc is None:
-        return SyncGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    err = ErrorCode.COORDINATOR_NOT_AVAILABLE if svc is None else authz.group_error(ctx, authz.Op.READ, req.group_id)
+    if err:
+        return SyncGroupResponse(error_code=err)
     r = await svc.sync_group(
         req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,
         req.protocol_type if v >= 5 else None, req.protocol_name if v >= 5 else None,

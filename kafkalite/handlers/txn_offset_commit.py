@@ -8,9 +8,12 @@
 - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
   coordinator and become visible (OffsetFetch) only when the transaction commits; an abort drops them.
 - The partition list is walked in slices (``kafkalite.slices``): a request may name a million partitions.
+- Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
+  (GROUP_AUTHORIZATION_FAILED), both on every partition; READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.group import OffsetAndMetadata
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.coordinator.transactions import fenced_error
@@ -31,7 +34,11 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
     errors: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     common = 0
-    if txns is None:
+    denied = authz.denied(ctx, authz.Op.READ, authz.TOPIC, (t.name for t in req.topics))
+    if common := (authz.txn_error(ctx, authz.Op.WRITE, req.transactional_id)
+                  or authz.group_error(ctx, authz.Op.READ, req.group_id)):
+        pass
+    elif txns is None:
         common = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif groups is None:
         common = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -48,7 +55,9 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
                 if work.due():
                     await work.pause()
                 tp = (t.name, p.partition_index)
-                if info is None or not 0 <= p.partition_index < info.partitions:
+                if t.name in denied:
+                    errors[tp] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                elif info is None or not 0 <= p.partition_index < info.partitions:
                     errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 else:
                     offsets[tp] = OffsetAndMetadata(

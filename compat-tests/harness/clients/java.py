@@ -112,6 +112,26 @@ class JavaClient(Client):
         self._call({"op": "create_topic", "bootstrap": bootstrap, "topic": topic, "partitions": partitions,
                     "topic_config": config or {}})
 
+    def create_acl(self, bootstrap, resource_type, name, principal, operation, permission="ALLOW",
+                   pattern_type="LITERAL"):
+        """Admin.createAcls of one binding (enum names as Java spells them, e.g. "TOPIC", "WRITE")."""
+        self._call({"op": "create_acl", "bootstrap": bootstrap, "resource_type": resource_type, "name": name,
+                    "principal": principal, "operation": operation, "permission": permission,
+                    "pattern_type": pattern_type})
+
+    def describe_acls(self, bootstrap):
+        return self._call({"op": "describe_acls", "bootstrap": bootstrap})["acls"]
+
+    def alter_client_quota(self, bootstrap, entity, ops, validate_only=False):
+        """Admin.alterClientQuotas: entity {"user"/"client-id": name or None (default)}, ops {key: value or
+        None (remove)}."""
+        self._call({"op": "alter_client_quota", "bootstrap": bootstrap, "entity": entity, "ops": ops,
+                    "validate_only": validate_only})
+
+    def describe_client_quotas(self, bootstrap):
+        """Admin.describeClientQuotas(all): {"client-id=c,user=u": {key: value}}."""
+        return self._call({"op": "describe_client_quotas", "bootstrap": bootstrap})["quotas"]
+
     def delete_topic(self, bootstrap, topic):
         self._call({"op": "delete_topic", "bootstrap": bootstrap, "topic": topic})
 

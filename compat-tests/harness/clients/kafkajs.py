@@ -67,6 +67,15 @@ class KafkajsClient(Client):
         self._call({"op": "create_topic", "bootstrap": bootstrap, "topic": topic, "partitions": partitions,
                     "topic_config": config or {}})
 
+    def create_acl(self, bootstrap, resource_type, name, principal, operation, permission=3, pattern_type=3):
+        """admin.createAcls of one binding, Kafka's numeric codes (TOPIC 2, WRITE 4, ALLOW 3, LITERAL 3)."""
+        self._call({"op": "create_acl", "bootstrap": bootstrap, "resource_type": resource_type, "name": name,
+                    "principal": principal, "operation": operation, "permission": permission,
+                    "pattern_type": pattern_type})
+
+    def describe_acls(self, bootstrap):
+        return [tuple(a) for a in self._call({"op": "describe_acls", "bootstrap": bootstrap})["acls"]]
+
     def delete_topic(self, bootstrap, topic):
         self._call({"op": "delete_topic", "bootstrap": bootstrap, "topic": topic})
 
