@@ -42,7 +42,7 @@ PRODUCER_IDS_FILE = "kafkalite-producer-ids"
 PRODUCER_ID_BLOCK = 1000
 MAX_TOPIC_NAME_LENGTH = 249
 _TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 # broker setting -> topic setting it provides the default for
 _BROKER_TO_TOPIC = {
@@ -111,6 +111,7 @@ class BrokerState:
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self.groups: Any = None
         self.txns: Any = None
+        self.shares: Any = None          # share groups (kafkalite.coordinator.share.service)
         self.listeners: list[Listener] = []        # bound (actual ports)
         self.advertised_listeners: list[Listener] = []
         self.request_pool: Any = None   # kafkalite.connection.RequestMemoryPool, set by the server
