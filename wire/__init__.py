@@ -1,4 +1,5 @@
-"""wire -- a sans-I/O Kafka protocol codec generated from Apache Kafka 3.9.0's JSON message specs.
+"""wire -- a sans-I/O Kafka protocol codec generated from Apache Kafka 3.9.0's and 4.3's JSON message specs
+(merged per API by `wire.specmerge`: every version either release serves).
 
 Modules:
 

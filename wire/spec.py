@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-KAFKA_VERSION = "3.9.0"
+KAFKA_VERSION = "3.9.0"  # the release whose old versions the codec keeps (KIP-896 removed them in 4.0)
+#: the releases whose specs the codec is generated from (`wire.specmerge` merges them per API)
+RELEASES = ("3.9.0", "4.3")
 
 PRIMITIVES = frozenset(
     {
@@ -67,6 +69,7 @@ def reference_dir() -> Path:
 
 
 def specs_dir() -> Path:
+    """3.9.0's spec directory (the codec also needs `RELEASES`' others beside it)."""
     return reference_dir() / "kafka-message-specs" / KAFKA_VERSION
 
 
@@ -243,8 +246,13 @@ def parse_message(data: dict[str, object]) -> MessageSpec:
 
 @cache
 def load_all(directory: str | None = None) -> tuple[MessageSpec, ...]:
-    """Every request and response spec, sorted by (api_key, type)."""
-    d = Path(directory) if directory else specs_dir()
+    """Every request and response spec, sorted by (api_key, type): those of one directory as Kafka wrote them,
+    or without `directory` the codec's -- 3.9.0's and 4.3's merged per API (`wire.specmerge`)."""
+    if directory is None:
+        from wire.specmerge import merged
+
+        return merged()[0]
+    d = Path(directory)
     out = []
     for p in sorted(d.glob("*.json")):
         data = load_json(p)
