@@ -1,7 +1,7 @@
 """Command line: ``kafkalite serve`` and ``kafkalite dump-log``.
 
     kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
-                    [--emulate-kafka 2.8|3.6|3.9] [--log-level LEVEL]
+                    [--emulate-kafka 2.8|3.6|3.9|4.3] [--log-level LEVEL]
 
 Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
 can connect; logs go to stderr. SIGINT/SIGTERM drain gracefully and close storage cleanly.

@@ -1,10 +1,16 @@
-"""Per-release caps on advertised API versions (``--emulate-kafka X.Y``).
+"""Per-release caps and floors on advertised API versions (``--emulate-kafka X.Y``).
 
-ApiVersions advertises, for every registered handler, ``min(handler max, cap of the emulated release)``; an
-API the emulated release does not have (no entry) is not advertised at all. The tables hold the highest
-*stable* version each client-facing API had in that Apache Kafka release (taken from the request JSON specs
-of tags 2.8.2, 3.6.2 and 3.9.0; versions marked ``latestVersionUnstable`` excluded). Broker-internal APIs
+ApiVersions advertises, for every registered handler, ``max(handler min, floor)`` to ``min(handler max, cap of
+the emulated release)``; an API the emulated release does not have (no entry), or whose range comes out empty,
+is not advertised at all. The tables hold the highest *stable* version each client-facing API had in that
+Apache Kafka release (taken from the request JSON specs of tags 2.8.2, 3.6.2 and 3.9.0 and of the 4.3 branch;
+versions marked ``latestVersionUnstable`` excluded, e.g. 4.3's InitProducerId v6). Broker-internal APIs
 (LeaderAndIsr, Vote, ...) are not listed since we never serve them.
+
+Floors: Kafka 4.0 removed the protocol versions KIP-896 deprecated (Produce v0-2, Fetch v0-3, ListOffsets v0,
+OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, DeleteTopics v0, OffsetForLeaderEpoch v0-1, the ACL APIs'
+and DescribeConfigs' v0, ...); the 4.3 profile advertises none of them, as a Kafka 4.3 broker does (the share
+group APIs start at their GA version 1, KIP-932). Older releases have no floors.
 """
 from __future__ import annotations
 
@@ -28,7 +34,23 @@ KAFKA_3_9: dict[int, int] = {
     66: 1, 68: 0, 69: 0, 75: 0,
 }
 
-RELEASES: dict[str, dict[int, int]] = {"2.8": KAFKA_2_8, "3.6": KAFKA_3_6, "3.9": KAFKA_3_9}
+KAFKA_4_3: dict[int, int] = {
+    0: 13, 1: 18, 2: 11, 3: 13, 8: 10, 9: 10, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 6, 16: 5, 17: 1,
+    18: 4, 19: 7, 20: 6, 21: 2, 22: 5, 23: 4, 24: 5, 25: 4, 26: 5, 27: 2, 28: 5, 29: 3, 30: 3, 31: 3,
+    32: 4, 33: 2, 34: 2, 35: 5, 36: 2, 37: 3, 38: 3, 39: 2, 40: 2, 41: 3, 42: 2, 43: 2, 44: 1, 45: 1,
+    46: 0, 47: 0, 48: 1, 49: 1, 50: 0, 51: 0, 55: 2, 57: 2, 60: 2, 61: 0, 64: 0, 65: 0, 66: 2, 68: 1,
+    69: 1, 71: 0, 72: 0, 74: 1, 75: 0, 76: 1, 77: 1, 78: 2, 79: 2, 80: 1, 81: 0, 83: 0, 84: 0, 85: 1,
+    86: 0, 87: 1, 88: 0, 89: 0, 90: 1, 91: 0, 92: 0,
+}
+KAFKA_4_3_FLOORS: dict[int, int] = {
+    0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 23: 2, 27: 1, 29: 1, 30: 1, 31: 1, 32: 1, 34: 1, 35: 1,
+    38: 1, 39: 1, 40: 1, 41: 1, 76: 1, 77: 1, 78: 1, 79: 1,
+}
+
+RELEASES: dict[str, dict[int, int]] = {
+    "2.8": KAFKA_2_8, "3.6": KAFKA_3_6, "3.9": KAFKA_3_9, "4.3": KAFKA_4_3,
+}
+FLOORS: dict[str, dict[int, int]] = {"4.3": KAFKA_4_3_FLOORS}
 
 
 def caps_for(release: str | None) -> dict[int, int] | None:
@@ -39,3 +61,8 @@ def caps_for(release: str | None) -> dict[int, int] | None:
         return RELEASES[release]
     except KeyError:
         raise ValueError(f"unknown Kafka release to emulate: {release!r} (known: {', '.join(RELEASES)})") from None
+
+
+def floors_for(release: str | None) -> dict[int, int]:
+    """The lowest version of each API the emulated release still serves (KIP-896); {} when none was removed."""
+    return FLOORS.get(release or "", {})

@@ -8,16 +8,20 @@
 - v3+: ClientSoftwareName/Version must match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``, else
   INVALID_REQUEST (42) (librdkafka then retries at v0).
 - v3+ tagged fields (SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures, ZkMigrationReady) are left
-  at their defaults, so the codec omits them: librdkafka < 2.2 (kcat 1.7) mis-skips tagged fields. Leaving
-  ``transaction.version`` out keeps clients on the classic (pre-KIP-890) transaction flow.
+  at their defaults, so the codec omits them: librdkafka < 2.2 (kcat 1.7) mis-skips tagged fields -- except
+  under an emulation profile with a features table (``--emulate-kafka 4.3``: metadata.version, kraft.version,
+  group.version, share.version; kafkalite.features). Leaving ``transaction.version`` out keeps clients on the
+  classic (pre-KIP-890) transaction flow.
+- ``--emulate-kafka 4.3`` also raises each API's minimum to what Kafka 4.3 still serves (KIP-896).
 """
 from __future__ import annotations
 
 import re
 
+from kafkalite.features import FINALIZED_EPOCH, features_for
 from kafkalite.handlers.registry import RequestContext, advertised, handler
 from kafkalite.state import BrokerState
-from kafkalite.versions import caps_for
+from kafkalite.versions import caps_for, floors_for
 from wire.errors import ErrorCode
 from wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
@@ -25,9 +29,21 @@ _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
 def api_keys(state: BrokerState) -> list[ApiVersionsResponse.ApiVersion]:
-    caps = caps_for(state.config.emulate_kafka)
+    release = state.config.emulate_kafka
     return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, lo, hi in advertised(caps)]
+            for k, lo, hi in advertised(caps_for(release), floors_for(release))]
+
+
+def with_features(state: BrokerState, resp: ApiVersionsResponse) -> ApiVersionsResponse:
+    """The emulated release's features (v3+ tagged fields; none for the default profile)."""
+    feats = features_for(state.config.emulate_kafka)
+    if feats:
+        resp.supported_features = [ApiVersionsResponse.SupportedFeatureKey(
+            name=f.name, min_version=f.min_level, max_version=f.max_level) for f in feats]
+        resp.finalized_features_epoch = FINALIZED_EPOCH
+        resp.finalized_features = [ApiVersionsResponse.FinalizedFeatureKey(
+            name=f.name, max_version_level=f.finalized, min_version_level=f.finalized) for f in feats]
+    return resp
 
 
 def unsupported_version_response(state: BrokerState) -> ApiVersionsResponse:
@@ -39,4 +55,4 @@ async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersi
     if ctx.version >= 3 and not (_SOFTWARE_RE.match(req.client_software_name or "")
                                  and _SOFTWARE_RE.match(req.client_software_version or "")):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=api_keys(ctx.broker))
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.broker))
+    return with_features(ctx.broker, ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.broker)))

@@ -97,19 +97,25 @@ def lookup(api_key: int) -> HandlerSpec | None:
     return HANDLERS.get(api_key)
 
 
-def advertised(caps: dict[int, int] | None = None) -> list[tuple[int, int, int]]:
-    """``(api_key, min_version, max_version)`` for every registered API, capped by ``caps`` (a release table).
+def advertised(caps: dict[int, int] | None = None,
+               floors: dict[int, int] | None = None) -> list[tuple[int, int, int]]:
+    """``(api_key, min_version, max_version)`` for every registered API, capped by ``caps`` (a release table)
+    and raised to ``floors`` (the release's lowest served versions, KIP-896).
 
     An API whose cap is missing or below our minimum is left out, as that release would not have it.
     """
     out: list[tuple[int, int, int]] = []
     for key in sorted(HANDLERS):
         spec = HANDLERS[key]
-        hi = spec.max_version
+        lo, hi = spec.min_version, spec.max_version
         if caps is not None:
             cap = caps.get(key)
             if cap is None or cap < spec.min_version:
                 continue
             hi = min(hi, cap)
-        out.append((key, spec.min_version, hi))
+        if floors:
+            lo = max(lo, floors.get(key, lo))
+            if lo > hi:
+                continue
+        out.append((key, lo, hi))
     return out
