@@ -1,8 +1,8 @@
 """DeleteGroups (key 42): v0–v2.
 
 Only Empty groups can be deleted (NON_EMPTY_GROUP otherwise; GROUP_ID_NOT_FOUND for unknown ones).
-Deleting writes tombstones for the group's offsets and metadata to ``__consumer_offsets``. v2 is
-flexible.
+Deleting writes tombstones for the group's offsets and metadata to ``__consumer_offsets``; a share group's
+delivery state is tombstoned in ``__share_group_state``. v2 is flexible.
 """
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Delete
     if svc is None:
         errors = dict.fromkeys(names, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     else:
-        errors = svc.delete_groups(names)
+        shares = getattr(ctx.broker, "shares", None)
+        share_ids = [g for g in names if shares is not None and shares.is_share_group(g)]
+        errors = svc.delete_groups([g for g in names if g not in share_ids])
+        errors.update({g: shares.delete_group(g) for g in share_ids})
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in dict.fromkeys(names)])

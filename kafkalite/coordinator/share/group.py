@@ -213,6 +213,11 @@ def simple_assign(subs: Mapping[str, set[TP]], old: Mapping[str, set[TP]]) -> di
             mid = min(cands, key=lambda c: (len(out[c]), c))
             out[mid].add(tp)
             holders[tp] += 1
+    for tp in parts:                                        # no partition left without a member (uneven subscriptions)
+        if not holders[tp]:
+            mid = min((m for m in members if tp in subs[m]), key=lambda c: (len(out[c]), c))
+            out[mid].add(tp)
+            holders[tp] += 1
     for mid in members:                                     # nobody subscribed to something goes without
         if not out[mid] and subs[mid]:
             tp = min(subs[mid], key=lambda t: (holders[t], t))

@@ -225,6 +225,18 @@ class ShareService:
         if self.states.release(group, member, keys, now):
             self.wake()
 
+    def is_share_group(self, group_id: str) -> bool:
+        return group_id in self.groups.groups
+
+    def list_groups(self, states: list[str] | None, types: list[str] | None) -> list[dict[str, str]]:
+        """ListGroups rows of share groups (protocol type and group type "share"; state Empty or Stable)."""
+        wanted_states = {s.lower() for s in states or []}
+        wanted_types = {t.lower() for t in types or []}
+        if wanted_types and "share" not in wanted_types:
+            return []
+        return [{"group_id": g.group_id, "protocol_type": "share", "group_state": g.state, "group_type": "share"}
+                for g in self.groups.groups.values() if not wanted_states or g.state.lower() in wanted_states]
+
     def delete_group(self, group_id: str) -> int:
         """DeleteGroups of a share group: refused while it has members; its state records are tombstoned."""
         err = self.groups.delete(group_id)
