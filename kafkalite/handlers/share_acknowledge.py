@@ -9,6 +9,7 @@ not acquired by this member, INVALID_REQUEST for malformed batches, UNKNOWN_TOPI
 """
 from __future__ import annotations
 
+from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.handlers.share_fetch import ack_batches
 from wire.errors import ErrorCode
@@ -22,7 +23,7 @@ async def share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeRequest) -
     svc = ctx.broker.shares
     if svc is None:
         return _Resp(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, responses=[])
-    if not req.group_id or not req.member_id:
+    if not req.group_id or not req.member_id or group_id_error(req.group_id) is not None:
         return _Resp(error_code=ErrorCode.INVALID_REQUEST, error_message="Invalid group or member id.", responses=[])
     await svc.loaded.wait()
     session = svc.open_ack(req.group_id, req.member_id, req.share_session_epoch)

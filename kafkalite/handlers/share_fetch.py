@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import ShareFetchRequest, ShareFetchResponse
@@ -39,7 +40,7 @@ async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetch
     svc = ctx.broker.shares
     if svc is None:
         return top_error(ErrorCode.UNKNOWN_SERVER_ERROR, "share groups are not available")
-    if not req.group_id:
+    if not req.group_id or group_id_error(req.group_id) is not None:
         return top_error(ErrorCode.INVALID_REQUEST, "Invalid group id in the request.")
     if not req.member_id:
         return top_error(ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")

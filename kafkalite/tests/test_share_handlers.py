@@ -154,3 +154,31 @@ def test_share_fetch_sessions_acks_and_errors(raw: RawClient) -> None:
         DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id="sg2", topics=[
             DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic(topic_name="sf", partitions=[0])])]), 1)
     assert d.groups[0].topics[0].partitions[0].start_offset == -1
+
+
+def test_hostile_share_requests_get_error_codes(raw: RawClient) -> None:
+    create_topic(raw, "hostile", 1)
+    tid = topic_id(raw, "hostile")
+    raw.request(produce_req("hostile", encode_batch([Rec(b"a")])), 9)
+    hb(raw, "sg3", "m", 0, ["hostile"])
+    r = fetch(raw, "sg3", "m", 0, tid)
+    assert acquired(r) == [0]
+    # an acknowledgement spanning 2^62 offsets, a types array of the wrong length, a type out of range
+    cases = [((0, 2**62, [1]), ErrorCode.INVALID_RECORD_STATE), ((0, 0, [1, 1]), ErrorCode.INVALID_REQUEST),
+             ((0, 0, [9]), ErrorCode.INVALID_REQUEST), ((-5, -1, [1]), ErrorCode.INVALID_RECORD_STATE),
+             ((3, 1, [1]), ErrorCode.INVALID_REQUEST)]
+    for epoch, (ack, code) in enumerate(cases, start=1):
+        acks = [ack]
+        r = fetch(raw, "sg3", "m", epoch, tid, acks=acks)
+        assert r.error_code == 0 and r.responses[0].partitions[0].acknowledge_error_code == code, acks
+    # unknown topic ids and partitions: per-partition errors, the session and connection stay usable
+    bogus = uuid.uuid4()
+    r = raw.request(FR(group_id="sg3", member_id="m", share_session_epoch=6, max_wait_ms=0, min_bytes=1,
+                       max_bytes=1000, max_records=10, batch_size=10, topics=[
+                           FR.FetchTopic(topic_id=bogus, partitions=[FR.FetchPartition(partition_index=0)]),
+                           FR.FetchTopic(topic_id=tid, partitions=[FR.FetchPartition(partition_index=7)])]), 1)
+    errs = {(t.topic_id, p.partition_index): p.error_code for t in r.responses for p in t.partitions}
+    assert errs == {(bogus, 0): ErrorCode.UNKNOWN_TOPIC_ID, (tid, 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert hb(raw, "x" * 40000, "m", 0, ["hostile"]).error_code == ErrorCode.INVALID_GROUP_ID
+    assert fetch(raw, "x" * 40000, "m", 0, tid).error_code == ErrorCode.INVALID_REQUEST
+    assert acquired(fetch(raw, "sg3", "m", 7, tid, acks=[(0, 0, [1])])) == []
