@@ -1,8 +1,9 @@
 """ShareGroupHeartbeat (key 76): v1 (KIP-932's GA version; v0 was Kafka 4.0's early access, removed in 4.1).
 
 Membership of a share group (``kafkalite.coordinator.share.group``): MemberEpoch 0 joins (SubscribedTopicNames
-required), -1 leaves (the member's acquired records are released), otherwise the member's current epoch
-(FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID otherwise). The response carries the member's partitions (by topic
+required), -1 leaves (its share session stays until it is closed: a closing consumer's last acknowledgements
+may come after its leave), otherwise the member's current epoch (FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
+otherwise). The response carries the member's partitions (by topic
 id) whenever its assignment epoch moved, null otherwise. An empty or unstorable group id is INVALID_GROUP_ID,
 a group id used by a classic group GROUP_ID_NOT_FOUND ("not a share group"), and while
 ``__share_group_state`` loads COORDINATOR_LOAD_IN_PROGRESS.

@@ -145,7 +145,8 @@ def test_share_fetch_sessions_acks_and_errors(raw: RawClient) -> None:
     assert r.error_code == 0 and r.responses[0].partitions[0].error_code == 0
     hb(raw, "sg2", "m2", 0, ["sf"])
     assert acquired(fetch(raw, "sg2", "m2", 0, tid)) == [1, 2]
-    hb(raw, "sg2", "m2", -1)                                   # leaving releases the records
+    hb(raw, "sg2", "m2", -1)
+    assert fetch(raw, "sg2", "m2", -1, tid).error_code == 0         # closing the session releases the records
     D = DeleteShareGroupOffsetsRequest
     r = raw.request(D(group_id="sg2", topics=[D.DeleteShareGroupOffsetsRequestTopic(topic_name="sf"),
                                               D.DeleteShareGroupOffsetsRequestTopic(topic_name="nope")]), 0)

@@ -212,13 +212,13 @@ class ShareService:
         now = self.now_ms()
         res = self.groups.heartbeat(now, group_id, member_id, member_epoch, rack_id, subscribed, client_id,
                                     client_host)
-        if member_epoch == -1 and res.error == E.NONE:
-            self.member_gone(group_id, member_id, now)
+        # a member leaving keeps its share session: a closing consumer's last acknowledgements (ShareAcknowledge
+        # with epoch -1, on another connection) may still arrive after its leave heartbeat, as in Kafka
         self.kick()
         return res
 
     def member_gone(self, group: str, member: str, now: int) -> None:
-        """A member left or timed out: its share session closes and its acquired records are released
+        """A member's group session expired: its share session closes and its acquired records are released
         (Kafka's ShareGroupListener.onMemberLeave)."""
         session = self.sessions.remove(group, member)
         keys = [ShareKey(group, tid, p) for tid, p in session.partitions] if session is not None else None
