@@ -47,6 +47,12 @@ SCENARIOS = {  # test function -> row label (in this order)
     "test_100k_keyed_records": "Issue #4: 100k keyed records x codec, acks=all, idempotent",
     "test_100k_java_defaults": "Issue #4: 100k records, Java producer defaults + assign/seek",
     "test_clients_see_kafka_2_8": "Clients infer Kafka 2.8 from ApiVersions",
+    "test_four_consumers_share_one_partition_each_record_once":
+        "Share group (KIP-932): 4 ShareConsumers on 1 partition, each record once",
+    "test_released_record_goes_to_another_consumer": "Share group: a released record goes to another consumer",
+    "test_lock_expiry_after_consumer_sigkill": "Share group: a SIGKILLed consumer's records after lock expiry",
+    "test_reject_archives_and_delivery_limit": "Share group: REJECT archives; delivery count limit",
+    "test_state_survives_broker_sigkill": "Share group: delivery state across a broker SIGKILL",
 }
 
 # Client limitations: features the client does not have (no test is generated for them).

@@ -79,7 +79,7 @@ class ShareService:
         self.state = state
         self.config = config or ShareConfig.from_broker(getattr(state, "config", None))
         if self.config.group_configs is None and state is not None:
-            self.config.group_configs = getattr(state, "group_configs", None)
+            self.config.group_configs = self._group_configs
         self.groups = ShareGroupCoordinator(self.config, self._topics)
         self.states = ShareStateManager(self.config, self._append)
         self.sessions = ShareSessionCache(self.config.max_sessions)
@@ -91,6 +91,12 @@ class ShareService:
         self._cancel: trio.CancelScope | None = None
         self._creating: trio.Event | None = None
         self._waiters: set[trio.Event] = set()
+
+    def _group_configs(self, group_id: str) -> Mapping[str, str]:
+        """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,
+        when the broker has one (IncrementalAlterConfigs on GROUP resources); none otherwise."""
+        lookup = getattr(self.state, "group_configs", None)
+        return lookup(group_id) if callable(lookup) else {}
 
     # -- time, wakeups -------------------------------------------------------------------------
     def now_ms(self) -> int:
