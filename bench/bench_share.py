@@ -141,8 +141,9 @@ def main() -> dict[str, Any]:
             print("incomplete share runs:", incomplete)
         return out
     finally:
-        proc.kill()
-        proc.wait(10)
+        from bench import _proc
+
+        _proc.kill_tree(proc.pid)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ class ShareStateManager:
         self.persisted: dict[ShareKey, PersistedState] = {}   # loaded, not yet in use
         self.parts: dict[ShareKey, SharePartition] = {}
         self.meta: dict[ShareKey, _Meta] = {}
+        self._state_partition: dict[ShareKey, int] = {}
 
     # -- access --------------------------------------------------------------------------------
     def settings(self, group: str) -> GroupSettings:
@@ -193,6 +194,12 @@ class ShareStateManager:
         self.meta.pop(key, None)
 
     # -- persistence ---------------------------------------------------------------------------
+    def _partition_of(self, key: ShareKey) -> int:
+        part = self._state_partition.get(key)
+        if part is None:
+            part = self._state_partition[key] = partition_for(key, self.config.state_partitions)
+        return part
+
     def _write_quietly(self, key: ShareKey, sp: SharePartition, now: int, changed: list[StateBatch]) -> None:
         try:
             self._write(key, sp, now, changed)
@@ -206,8 +213,7 @@ class ShareStateManager:
             return
         value = ShareValue(False, max(meta.snapshot_epoch, 0), 0, sp.start, changed,
                            delivery_complete_count=sp.delivery_complete_count())
-        self.append(partition_for(key, self.config.state_partitions),
-                    [(encode_key(UPDATE, key), encode_value(value))])
+        self.append(self._partition_of(key), [(encode_key(UPDATE, key), encode_value(value))])
         meta.updates += 1
 
     def _snapshot(self, key: ShareKey, sp: SharePartition, now: int) -> None:
@@ -215,7 +221,6 @@ class ShareStateManager:
         epoch = meta.snapshot_epoch + 1
         value = ShareValue(True, epoch, 0, sp.start, sp.persisted_batches(), meta.state_epoch,
                            meta.create_ts or now, now, sp.delivery_complete_count())
-        self.append(partition_for(key, self.config.state_partitions),
-                    [(encode_key(SNAPSHOT, key), encode_value(value))])
+        self.append(self._partition_of(key), [(encode_key(SNAPSHOT, key), encode_value(value))])
         meta.snapshot_epoch = epoch
         meta.updates = 0

@@ -38,6 +38,7 @@ from typing import Any
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 _TERMINAL = (ACKNOWLEDGED, ARCHIVED)
+_INC = bytes(min(i + 1, 255) for i in range(256))      # delivery count + 1, as a bytes.translate table
 
 NONE = 0
 INVALID_REQUEST = 42
@@ -180,7 +181,7 @@ class SharePartition:
             return [], [], []
         lim = self.limits
         deadline = now + lim.lock_ms
-        acquired: list[tuple[int, int]] = []            # (offset, count)
+        acquired: list[Acquired] = []
         archived: list[tuple[int, int, int]] = []
         used: list[LogBatch] = []
         cursor = self.fetch_offset()
@@ -199,6 +200,12 @@ class SharePartition:
                     archived.append((off, ARCHIVED, self._cnt[i]))
             cursor = max(cursor, b.last + 1)
             skip = b.control or (b.transactional and _is_aborted(b, aborted))
+            if not skip:
+                n = self._acquire_whole(member, b, deadline, acquired)
+                if n:
+                    taken += n
+                    used.append(b)
+                    continue
             took = False
             for off in range(max(b.base, self.start), b.last + 1):
                 if not self._ensure(off):
@@ -216,58 +223,105 @@ class SharePartition:
                 self._st[i] = ACQUIRED
                 self._owner[i] = member
                 self._dl[i] = deadline
-                acquired.append((off, cnt))
+                _add_range(acquired, off, off, cnt)
                 took = True
                 taken += 1
             if took:
                 used.append(b)
-        ranges = self._ranges(acquired)
-        for r in ranges:
+        for r in acquired:
             heapq.heappush(self._heap, (deadline, r.first, r.last))
         self._advance()
-        return ranges, used, runs(archived)
+        return acquired, used, runs(archived)
+
+    def _acquire_whole(self, member: str, b: LogBatch, deadline: int, acquired: list[Acquired]) -> int:
+        """The common case in one step: every offset of the batch (from the start on) available, with one
+        delivery count, and inside the window. Returns the records acquired (0: use the per-offset path)."""
+        lo, hi = max(b.base, self.start), b.last
+        if hi < lo or hi - self.start + 1 > self.limits.max_locks:
+            return 0
+        self._grow(hi + 1)
+        i0, i1 = lo - self.start, hi - self.start + 1
+        n = i1 - i0
+        if self._st.count(AVAILABLE, i0, i1) != n:
+            return 0
+        cnts = self._cnt[i0:i1].translate(_INC)
+        if cnts.count(cnts[0]) != n:
+            return 0
+        self._cnt[i0:i1] = cnts
+        self._st[i0:i1] = bytes([ACQUIRED]) * n
+        self._owner[i0:i1] = [member] * n
+        self._dl[i0:i1] = [deadline] * n
+        _add_range(acquired, lo, hi, cnts[0])
+        return n
 
     def acknowledge(self, member: str, batches: Sequence[tuple[int, int, Sequence[int]]], now: int, *,
                     allow_renew: bool = False) -> tuple[int, list[StateBatch]]:
         """Apply one request's acknowledgement batches (first, last, types) for ``member``: all or nothing.
-        Returns (error code, changed runs to persist)."""
+        Batches must be in offset order without overlap. Returns (error code, changed runs to persist)."""
         lim = self.limits
-        plan: list[tuple[int, int]] = []
+        top = RENEW if allow_renew else REJECT
+        prev = None
         for first, last, types in batches:
-            if first > last or not types or (len(types) != 1 and len(types) != last - first + 1):
+            if first > last or not types or (len(types) != 1 and len(types) != last - first + 1) \
+                    or (prev is not None and first <= prev):
                 return INVALID_REQUEST, []
-            for t in types:
-                if not 0 <= t <= (RENEW if allow_renew else REJECT):
-                    return INVALID_REQUEST, []
-            for off in range(first, last + 1):
-                t = types[0] if len(types) == 1 else types[off - first]
-                i = off - self.start
-                if off < self.start or off >= self.end or self._st[i] != ACQUIRED or self._owner[i] != member:
-                    return INVALID_RECORD_STATE, []
-                plan.append((off, t))
-        changed: list[tuple[int, int, int]] = []
+            prev = last
+            if any(not 0 <= t <= top for t in types):
+                return INVALID_REQUEST, []
+        for first, last, _types in batches:
+            if first < self.start or last >= self.end:
+                return INVALID_RECORD_STATE, []
+            i0, i1 = first - self.start, last - self.start + 1
+            if self._st.count(ACQUIRED, i0, i1) != i1 - i0 or self._owner[i0:i1].count(member) != i1 - i0:
+                return INVALID_RECORD_STATE, []
+        changed: list[StateBatch] = []
         renew_deadline = now + lim.lock_ms
-        renewed: list[tuple[int, int]] = []
-        for off, t in plan:
-            i = off - self.start
-            if t == RENEW:
-                self._dl[i] = renew_deadline
-                renewed.append((off, 0))
+        for first, last, types in batches:
+            i0, i1 = first - self.start, last - self.start + 1
+            n = i1 - i0
+            if len(types) == 1 or types.count(types[0]) == len(types):
+                t = types[0]
+                if t == RENEW:
+                    self._dl[i0:i1] = [renew_deadline] * n
+                    heapq.heappush(self._heap, (renew_deadline, first, last))
+                    continue
+                cnts = self._cnt[i0:i1]
+                if t == ACCEPT:
+                    states = bytes([ACKNOWLEDGED]) * n
+                elif t == RELEASE:
+                    states = cnts.translate(self._release_table())
+                else:                       # REJECT, GAP
+                    states = bytes([ARCHIVED]) * n
+                self._st[i0:i1] = states
+                self._owner[i0:i1] = [None] * n
+                if states.count(states[0]) == n and cnts.count(cnts[0]) == n:
+                    changed.append(StateBatch(first, last, states[0], cnts[0]))
+                else:
+                    changed.extend(runs((first + k, states[k], cnts[k]) for k in range(n)))
                 continue
-            if t == ACCEPT:
-                st = ACKNOWLEDGED
-            elif t == RELEASE:
-                st = ARCHIVED if self._cnt[i] >= lim.delivery_limit else AVAILABLE
-            else:                       # REJECT, GAP
-                st = ARCHIVED
-            self._st[i] = st
-            self._owner[i] = None
-            changed.append((off, st, self._cnt[i]))
-        for r in self._ranges(renewed):
-            heapq.heappush(self._heap, (renew_deadline, r.first, r.last))
-        changed.sort()
+            items: list[tuple[int, int, int]] = []
+            for k, t in enumerate(types):
+                i = i0 + k
+                if t == RENEW:
+                    self._dl[i] = renew_deadline
+                    heapq.heappush(self._heap, (renew_deadline, first + k, first + k))
+                    continue
+                if t == ACCEPT:
+                    st = ACKNOWLEDGED
+                elif t == RELEASE:
+                    st = ARCHIVED if self._cnt[i] >= lim.delivery_limit else AVAILABLE
+                else:
+                    st = ARCHIVED
+                self._st[i] = st
+                self._owner[i] = None
+                items.append((first + k, st, self._cnt[i]))
+            changed.extend(runs(items))
         self._advance()
-        return NONE, runs(changed)
+        return NONE, _merge(changed)
+
+    def _release_table(self) -> bytes:
+        lim = self.limits.delivery_limit
+        return bytes(ARCHIVED if c >= lim else AVAILABLE for c in range(256))
 
     def release_member(self, member: str) -> list[StateBatch]:
         """A member's share session closed (or it left): its acquired records are available again (archived
@@ -344,20 +398,26 @@ class SharePartition:
 
     def _advance(self) -> None:
         st = self._st
-        n, size = 0, len(st)
-        while n < size and st[n] in _TERMINAL:
-            n += 1
-        self._drop(n)
+        ends = [i for i in (st.find(AVAILABLE), st.find(ACQUIRED)) if i >= 0]
+        self._drop(min(ends) if ends else len(st))
 
-    @staticmethod
-    def _ranges(items: list[tuple[int, int]]) -> list[Acquired]:
-        out: list[Acquired] = []
-        for off, cnt in items:
-            if out and out[-1].last + 1 == off and out[-1].delivery_count == cnt:
-                out[-1] = Acquired(out[-1].first, off, cnt)
-            else:
-                out.append(Acquired(off, off, cnt))
-        return out
+
+def _add_range(out: list[Acquired], first: int, last: int, count: int) -> None:
+    if out and out[-1].last + 1 == first and out[-1].delivery_count == count:
+        out[-1] = Acquired(out[-1].first, last, count)
+    else:
+        out.append(Acquired(first, last, count))
+
+
+def _merge(batches: list[StateBatch]) -> list[StateBatch]:
+    out: list[StateBatch] = []
+    for b in batches:
+        p = out[-1] if out else None
+        if p is not None and p.last + 1 == b.first and p.state == b.state and p.count == b.count:
+            out[-1] = StateBatch(p.first, b.last, p.state, p.count)
+        else:
+            out.append(b)
+    return out
 
 
 def _is_aborted(b: LogBatch, aborted: Sequence[tuple[int, int, int]]) -> bool:
