@@ -238,3 +238,20 @@ def test_random_workload_never_loses_or_duplicates_accepted_records():
     for o in range(0, sp.start):
         assert o in accepted or o in rejected or counts[o] == lim.delivery_limit
     assert sp.start > 100
+
+
+def test_whole_batch_paths_split_ranges_by_delivery_count():
+    sp = SharePartition(0)
+    sp.acquire("a", batches((0, 9)), 100, now=0)
+    sp.acknowledge("a", [(0, 2, [RELEASE]), (3, 9, [RELEASE, RELEASE, ACCEPT, RELEASE, RELEASE, RELEASE, RELEASE])], 0)
+    sp.acknowledge("b", [], 0)
+    got, _, _ = sp.acquire("b", batches((0, 9)), 100, now=0)
+    assert got == [Acquired(0, 4, 2), Acquired(6, 9, 2)]
+    sp.acknowledge("b", [(6, 9, [RELEASE])], 0)
+    got, _, _ = sp.acquire("c", batches((0, 9)), 100, now=0)
+    assert got == [Acquired(6, 9, 3)]
+    # overlapping or unordered batches are malformed
+    assert sp.acknowledge("c", [(6, 7, [ACCEPT]), (7, 9, [ACCEPT])], 0)[0] == INVALID_REQUEST
+    assert sp.acknowledge("c", [(8, 9, [ACCEPT]), (6, 7, [ACCEPT])], 0)[0] == INVALID_REQUEST
+    code, changed = sp.acknowledge("c", [(6, 7, [ACCEPT]), (8, 9, [ACCEPT])], 0)
+    assert code == 0 and changed == [StateBatch(6, 9, ACKNOWLEDGED, 3)]
