@@ -269,6 +269,8 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          "segment size of __share_group_state", at_least(1)),
     _def("share.coordinator.snapshot.update.records.per.snapshot", "int", "500",
          "ShareUpdate records per share-partition before a new ShareSnapshot", between(0, 500)),
+    _def("share.coordinator.state.topic.prune.interval.ms", "long", "300000",
+         "how often records of __share_group_state older than every live snapshot are deleted", at_least(1)),
     _def("kafkalite.share.auto.offset.reset", "string", "latest", "where a share group starts reading a "
          "partition when its group config share.auto.offset.reset is not set (Kafka: latest)",
          one_of("latest", "earliest")),

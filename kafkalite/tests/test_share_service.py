@@ -175,3 +175,43 @@ async def test_latest_starts_at_the_end_and_long_poll_wakes_on_append(
         assert trio.current_time() - t < 2
         n.cancel_scope.cancel()
     state.logs.close()
+
+
+async def test_pruned_state_topic_replays_the_same(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    live, image = tmp_path / "live", tmp_path / "image"
+    state = make_state(live, **{"kafkalite.share.auto.offset.reset": "earliest",
+                                "share.coordinator.snapshot.update.records.per.snapshot": "3"})
+    tid = state.create_topic("t", 1).topic_id
+    produce(state, "t", 60)
+    svc = await started(state)
+    async with trio.open_nursery() as n:
+        await n.start(svc.run)
+        await svc.loaded.wait()
+        for i in range(0, 40, 2):                     # 20 acknowledgements: snapshots every 3 updates
+            got = await fetch(svc, "a", tid, max_records=2)
+            offs = offsets(got)
+            assert offs == [i, i + 1]
+            svc.acknowledge("g", "a", {(tid, 0): [(i, i, [ACCEPT]), (i + 1, i + 1, [RELEASE])]})
+            assert offsets(await fetch(svc, "b", tid, max_records=1)) == [i + 1]
+            svc.acknowledge("g", "b", {(tid, 0): [(i + 1, i + 1, [ACCEPT])]})
+        key = next(iter(svc.states.parts))
+        part = svc.states._partition_of(key)
+        plog = state.get_log("__share_group_state", part)
+        before = plog.log_start_offset
+        assert svc.prune() >= 1
+        assert plog.log_start_offset > before and plog.log_start_offset == svc.states.snapshot_offsets[key]
+        assert offsets(await fetch(svc, "a", tid, max_records=1)) == [40]     # held across the crash
+        shutil.copytree(live, image)
+        n.cancel_scope.cancel()
+    state.logs.close()
+
+    state2 = make_state(image)
+    svc2 = await started(state2)
+    async with trio.open_nursery() as n:
+        await n.start(svc2.run)
+        await svc2.loaded.wait()
+        assert svc2.states.start_of(key) == 40
+        got = await fetch(svc2, "c", tid)
+        assert offsets(got) == list(range(40, 60))
+        n.cancel_scope.cancel()
+    state2.logs.close()

@@ -42,7 +42,8 @@ from kafkalite.coordinator.share.records import (
 )
 from kafkalite.coordinator.share.state import PersistedState
 
-Append = Callable[[int, list[tuple[bytes, bytes | None]]], None]
+#: writes one batch to a state-topic partition; returns the batch's base offset (None if unknown)
+Append = Callable[[int, list[tuple[bytes, bytes | None]]], "int | None"]
 
 
 @dataclass(slots=True)
@@ -61,6 +62,7 @@ class ShareStateManager:
         self.parts: dict[ShareKey, SharePartition] = {}
         self.meta: dict[ShareKey, _Meta] = {}
         self._state_partition: dict[ShareKey, int] = {}
+        self.snapshot_offsets: dict[ShareKey, int] = {}     # where each share-partition's last snapshot is
 
     # -- access --------------------------------------------------------------------------------
     def settings(self, group: str) -> GroupSettings:
@@ -187,11 +189,36 @@ class ShareStateManager:
     def delete(self, key: ShareKey) -> None:
         """DeleteShareGroupOffsets / a deleted group or topic: tombstones for both record types. Raises
         AppendError."""
-        part = partition_for(key, self.config.state_partitions)
-        self.append(part, [(encode_key(SNAPSHOT, key), None), (encode_key(UPDATE, key), None)])
+        self.append(self._partition_of(key), [(encode_key(SNAPSHOT, key), None), (encode_key(UPDATE, key), None)])
         self.parts.pop(key, None)
         self.persisted.pop(key, None)
         self.meta.pop(key, None)
+        self.snapshot_offsets.pop(key, None)
+
+    # -- pruning -------------------------------------------------------------------------------
+    def load(self, states: dict[ShareKey, PersistedState]) -> None:
+        """Take the replayed state (``StateReplay.states``)."""
+        self.persisted = states
+        self.snapshot_offsets = {k: st.snapshot_offset for k, st in states.items()}
+
+    def prunable(self) -> dict[int, int | None]:
+        """Per state-topic partition, the offset below which every record is redundant: the earliest latest
+        snapshot of a share-partition living there (Kafka's ``lastRedundantOffset``); None when no
+        share-partition lives there (everything so far is redundant). A share-partition whose snapshot
+        offset is unknown pins its partition (nothing pruned)."""
+        out: dict[int, int | None] = dict.fromkeys(range(self.config.state_partitions))
+        pinned: set[int] = set()
+        for key in set(self.parts) | set(self.persisted):
+            part = self._partition_of(key)
+            off = self.snapshot_offsets.get(key, -1)
+            if off < 0:
+                pinned.add(part)
+                continue
+            cur = out.get(part)
+            out[part] = off if cur is None else min(cur, off)
+        for part in pinned:
+            out.pop(part, None)
+        return out
 
     # -- persistence ---------------------------------------------------------------------------
     def _partition_of(self, key: ShareKey) -> int:
@@ -221,6 +248,7 @@ class ShareStateManager:
         epoch = meta.snapshot_epoch + 1
         value = ShareValue(True, epoch, 0, sp.start, sp.persisted_batches(), meta.state_epoch,
                            meta.create_ts or now, now, sp.delivery_complete_count())
-        self.append(self._partition_of(key), [(encode_key(SNAPSHOT, key), encode_value(value))])
+        offset = self.append(self._partition_of(key), [(encode_key(SNAPSHOT, key), encode_value(value))])
+        self.snapshot_offsets[key] = offset if offset is not None else -1
         meta.snapshot_epoch = epoch
         meta.updates = 0

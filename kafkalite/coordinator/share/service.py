@@ -123,7 +123,9 @@ class ShareService:
                 log.exception("loading %s failed; share groups start without state", STATE_TOPIC)
             self.loading = False
             self.loaded.set()
-            await supervise(self.state, "share-coordinator.timers", self._timers.run)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(supervise, self.state, "share-coordinator.prune", self._prune_loop)
+                await supervise(self.state, "share-coordinator.timers", self._timers.run)
 
     async def _load(self) -> None:
         st = self.state
@@ -139,12 +141,12 @@ class ShareService:
                 if plog is None:
                     continue
                 for data in read_chunks(plog):
-                    for _off, key, value in iter_records(data):
-                        replay.feed(bytes(key), None if value is None else bytes(value))
+                    for off, key, value in iter_records(data):
+                        replay.feed(bytes(key), None if value is None else bytes(value), off)
             return replay
 
         replay = await trio.to_thread.run_sync(read_all)
-        self.states.persisted = replay.states
+        self.states.load(replay.states)
         for key in replay.states:
             self.groups.ensure_group(key.group)
         log.info("loaded %d share-partitions of %d share groups from %d %s records", len(replay.states),
@@ -182,10 +184,10 @@ class ShareService:
             ev.set()
         return True
 
-    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
+    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int | None:
         st = self.state
         if st is None:
-            return
+            return None
         if STATE_TOPIC not in st.topics:
             try:
                 st.ensure_topic(STATE_TOPIC, self.config.state_partitions, self._overrides())
@@ -197,9 +199,33 @@ class ShareService:
             raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{STATE_TOPIC}-{partition} does not exist")
         now = time.time_ns() // 1_000_000
         try:
-            plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
+            info = plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
         except StorageError as exc:
             raise E.AppendError(int(error_code_for(exc)), f"{STATE_TOPIC}-{partition}: {exc}") from exc
+        return int(info.base_offset)
+
+    def prune(self) -> int:
+        """Drop the records of ``__share_group_state`` that no replay needs any more: below the oldest latest
+        snapshot of the share-partitions in each of its partitions (as Kafka's share coordinator does with
+        DeleteRecords; the topic is never cleaned by time). Returns the partitions whose start moved."""
+        st = self.state
+        if st is None or STATE_TOPIC not in st.topics:
+            return 0
+        moved = 0
+        for part, offset in self.states.prunable().items():
+            plog = st.get_log(STATE_TOPIC, part)
+            if plog is None:
+                continue
+            target = plog.log_end_offset if offset is None else min(offset, plog.log_end_offset)
+            if target > plog.log_start_offset:
+                plog.delete_records_before(target)
+                moved += 1
+        return moved
+
+    async def _prune_loop(self) -> None:
+        while True:
+            await trio.sleep(max(self.config.prune_interval_ms, 1000) / 1000)
+            self.prune()
 
     # -- topics --------------------------------------------------------------------------------
     def _topics(self) -> Mapping[str, tuple[uuid.UUID, int]]:

@@ -23,6 +23,7 @@ class PersistedState:
     leader_epoch: int = 0
     create_ts: int = 0
     updates: int = 0                 # updates written since the last snapshot
+    snapshot_offset: int = -1        # where in its state-topic partition the last snapshot is
     offsets: dict[int, tuple[int, int]] = field(default_factory=dict)   # offset -> (state, count)
 
     def apply(self, batches: list[StateBatch]) -> None:
@@ -46,7 +47,7 @@ class StateReplay:
         self.records = 0
         self.skipped = 0
 
-    def feed(self, key: bytes, value: bytes | None) -> None:
+    def feed(self, key: bytes, value: bytes | None, offset: int = -1) -> None:
         self.records += 1
         try:
             decoded = decode_key(key)
@@ -61,11 +62,12 @@ class StateReplay:
         except (RecordDecodeError, ValueError):
             self.skipped += 1
             return
-        self.replay(rtype == SNAPSHOT, k, v)
+        self.replay(rtype == SNAPSHOT, k, v, offset)
 
-    def replay(self, snapshot: bool, k: ShareKey, v: ShareValue) -> None:
+    def replay(self, snapshot: bool, k: ShareKey, v: ShareValue, offset: int = -1) -> None:
         if snapshot:
-            st = PersistedState(v.start_offset, v.state_epoch, v.snapshot_epoch, v.leader_epoch, v.create_ts)
+            st = PersistedState(v.start_offset, v.state_epoch, v.snapshot_epoch, v.leader_epoch, v.create_ts,
+                                snapshot_offset=offset)
             st.apply(v.batches)
             st.prune()
             self.states[k] = st
