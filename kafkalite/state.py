@@ -365,6 +365,8 @@ class BrokerState:
         groups = getattr(self, "groups", None)
         if groups is not None and hasattr(groups, "on_topics_deleted"):
             groups.on_topics_deleted([name])   # committed offsets of a deleted topic go too, as in Kafka
+        if getattr(self, "shares", None) is not None:
+            self.shares.on_topic_deleted(info.topic_id)   # and share groups' delivery state
         if info.config and write_configs:
             self._write_topic_configs()
         log.info("deleted topic %s", name)

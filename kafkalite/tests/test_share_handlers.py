@@ -183,3 +183,21 @@ def test_hostile_share_requests_get_error_codes(raw: RawClient) -> None:
     assert hb(raw, "x" * 40000, "m", 0, ["hostile"]).error_code == ErrorCode.INVALID_GROUP_ID
     assert fetch(raw, "x" * 40000, "m", 0, tid).error_code == ErrorCode.INVALID_REQUEST
     assert acquired(fetch(raw, "sg3", "m", 7, tid, acks=[(0, 0, [1])])) == []
+
+
+def test_deleting_a_topic_deletes_its_share_state(raw: RawClient) -> None:
+    from wire.messages import DeleteTopicsRequest
+
+    create_topic(raw, "gone", 1)
+    tid = topic_id(raw, "gone")
+    raw.request(produce_req("gone", encode_batch([Rec(b"a")])), 9)
+    hb(raw, "sg4", "m", 0, ["gone"])
+    assert acquired(fetch(raw, "sg4", "m", 0, tid)) == [0]
+    d = DescribeShareGroupOffsetsRequest(groups=[
+        DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id="sg4", topics=None)])
+    assert [t.topic_name for t in raw.request(d, 1).groups[0].topics] == ["gone"]
+    r = raw.request(DeleteTopicsRequest(topic_names=["gone"], timeout_ms=5000), 4)
+    assert r.responses[0].error_code == 0
+    assert raw.request(d, 1).groups[0].topics == []
+    r = fetch(raw, "sg4", "m", 1, tid)
+    assert r.error_code == 0 and [p.error_code for t in r.responses for p in t.partitions] == [ErrorCode.UNKNOWN_TOPIC_ID]

@@ -281,6 +281,18 @@ class ShareService:
                 return E.UNKNOWN_SERVER_ERROR
         return E.NONE
 
+    def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
+        """A deleted topic's share-partition state goes too (tombstones), as Kafka deletes it; members drop the
+        topic's partitions at their next heartbeat."""
+        for key in [k for k in self.states.keys(None) if k.topic_id == topic_id]:
+            try:
+                self.states.delete(key)
+            except E.AppendError as exc:
+                log.warning("could not delete the share state of %s: %s", key, exc)
+        for s in self.sessions.sessions.values():
+            for tp in [tp for tp in s.partitions if tp[0] == topic_id]:
+                del s.partitions[tp]
+
     # -- ShareFetch / ShareAcknowledge ---------------------------------------------------------
     def open_fetch(self, group: str, member: str, epoch: int, add: Sequence[TP], forget: Sequence[TP],
                    has_acks: bool) -> Context:
