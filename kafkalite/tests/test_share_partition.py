@@ -255,3 +255,20 @@ def test_whole_batch_paths_split_ranges_by_delivery_count():
     assert sp.acknowledge("c", [(8, 9, [ACCEPT]), (6, 7, [ACCEPT])], 0)[0] == INVALID_REQUEST
     code, changed = sp.acknowledge("c", [(6, 7, [ACCEPT]), (8, 9, [ACCEPT])], 0)
     assert code == 0 and changed == [StateBatch(6, 9, ACKNOWLEDGED, 3)]
+
+
+def test_redeliveries_are_throttled_and_the_last_attempt_goes_alone():
+    """Kafka 4.3: from ceil(limit/2) deliveries on, a returning batch is handed out in halves, and a record on its
+    last attempt alone (so a poison record does not exhaust the attempts of its whole batch)."""
+    sp = SharePartition(0, limits=Limits(delivery_limit=5))
+    sizes = []
+    for _ in range(30):
+        got, _, _ = sp.acquire("m", batches((0, 7)), 500, now=0)
+        if not got:
+            break
+        offs = [o for r in got for o in range(r.first, r.last + 1)]
+        sizes.append((len(offs), got[0].delivery_count))
+        sp.acknowledge("m", [(offs[0], offs[-1], [RELEASE])], now=0)
+    # deliveries 1-3 whole; the 4th in halves (8 >> 1); the 5th (last) one record at a time, earliest first
+    assert sizes == [(8, 1), (8, 2), (8, 3), (4, 4)] + [(1, 5)] * 4 + [(4, 4)] + [(1, 5)] * 4
+    assert sp.start == 8

@@ -187,6 +187,12 @@ class SharePartition:
         cursor = self.fetch_offset()
         taken = 0
         full = False
+        # Kafka 4.3's throttling of redeliveries: from half the delivery limit on, a batch of records that keep
+        # coming back is handed out in ever smaller pieces, and a record on its last attempt alone, so one bad
+        # record does not use up the attempts of the records around it
+        throttle = max(2, -(-lim.delivery_limit // 2))
+        last_try = lim.delivery_limit - 1 if lim.delivery_limit > 2 else None
+        cap: int | None = None
         for b in batches:
             if taken >= max_records or full:
                 break
@@ -201,7 +207,7 @@ class SharePartition:
             cursor = max(cursor, b.last + 1)
             skip = b.control or (b.transactional and _is_aborted(b, aborted))
             if not skip:
-                n = self._acquire_whole(member, b, deadline, acquired)
+                n = self._acquire_whole(member, b, deadline, acquired, throttle)
                 if n:
                     taken += n
                     used.append(b)
@@ -218,7 +224,13 @@ class SharePartition:
                     self._st[i] = ARCHIVED
                     archived.append((off, ARCHIVED, self._cnt[i]))
                     continue
-                cnt = min(self._cnt[i] + 1, 255)
+                prior = self._cnt[i]
+                if last_try is not None and prior == last_try and taken > 0:
+                    full = True                 # a record on its last delivery goes alone, in the next fetch
+                    break
+                if prior >= throttle and cap is None:
+                    cap = max(1, (b.last - b.base + 1) >> (prior - throttle + 1))
+                cnt = min(prior + 1, 255)
                 self._cnt[i] = cnt
                 self._st[i] = ACQUIRED
                 self._owner[i] = member
@@ -226,6 +238,9 @@ class SharePartition:
                 _add_range(acquired, off, off, cnt)
                 took = True
                 taken += 1
+                if (last_try is not None and prior == last_try) or (cap is not None and taken >= cap):
+                    full = True
+                    break
             if took:
                 used.append(b)
         for r in acquired:
@@ -233,9 +248,10 @@ class SharePartition:
         self._advance()
         return acquired, used, runs(archived)
 
-    def _acquire_whole(self, member: str, b: LogBatch, deadline: int, acquired: list[Acquired]) -> int:
+    def _acquire_whole(self, member: str, b: LogBatch, deadline: int, acquired: list[Acquired], throttle: int) -> int:
         """The common case in one step: every offset of the batch (from the start on) available, with one
-        delivery count, and inside the window. Returns the records acquired (0: use the per-offset path)."""
+        delivery count below the throttling threshold, and inside the window. Returns the records acquired
+        (0: use the per-offset path)."""
         lo, hi = max(b.base, self.start), b.last
         if hi < lo or hi - self.start + 1 > self.limits.max_locks:
             return 0
@@ -245,7 +261,7 @@ class SharePartition:
         if self._st.count(AVAILABLE, i0, i1) != n:
             return 0
         cnts = self._cnt[i0:i1].translate(_INC)
-        if cnts.count(cnts[0]) != n:
+        if cnts.count(cnts[0]) != n or cnts[0] > throttle:
             return 0
         self._cnt[i0:i1] = cnts
         self._st[i0:i1] = bytes([ACQUIRED]) * n
