@@ -11,6 +11,8 @@
   clients deliver only offsets inside those ranges. MaxRecords bounds the records acquired (checked between
   batches, as Kafka acquires whole batches), MaxBytes the bytes read. With nothing to hand out the request
   waits up to MaxWaitMs for an append or for records released; MinBytes is treated as 1.
+- v2: ShareAcquireMode 1 (record-limit, KIP-1206) makes MaxRecords exact (a log batch may be split between
+  fetches); 0 (batch-optimized) checks it between batches.
 - v2 with IsRenewAck: the request may carry RENEW (4) acknowledgements that extend locks; it must have
   MaxBytes, MinBytes, MaxRecords and MaxWaitMs all 0 (INVALID_REQUEST) and fetches nothing, as Kafka does.
 - Only partitions with records, an error or an acknowledgement result are in the response.
@@ -61,7 +63,8 @@ async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetch
     fetched: dict = {}
     if not session.final and not renew and session.session is not None:
         fetched = await svc.fetch(group, member, list(session.session.partitions), max_records=req.max_records,
-                                  max_bytes=req.max_bytes, max_wait_ms=req.max_wait_ms)
+                                  max_bytes=req.max_bytes, max_wait_ms=req.max_wait_ms,
+                                  record_limit=ctx.version >= 2 and req.share_acquire_mode == 1)
     node = ctx.broker.node_id
     by_topic: dict = {}
     for (tid, p) in dict.fromkeys([*fetched, *ack_codes]):

@@ -201,3 +201,27 @@ def test_deleting_a_topic_deletes_its_share_state(raw: RawClient) -> None:
     assert raw.request(d, 1).groups[0].topics == []
     r = fetch(raw, "sg4", "m", 1, tid)
     assert r.error_code == 0 and [p.error_code for t in r.responses for p in t.partitions] == [ErrorCode.UNKNOWN_TOPIC_ID]
+
+
+def test_share_fetch_v2_record_limit_and_renew(raw: RawClient) -> None:
+    create_topic(raw, "v2", 1)
+    tid = topic_id(raw, "v2")
+    raw.request(produce_req("v2", encode_batch([Rec(b"%d" % i) for i in range(5)])), 9)
+    hb(raw, "sg5", "m", 0, ["v2"])
+
+    def req(epoch: int, acks=None, renew: bool = False, mode: int = 1):  # type: ignore[no-untyped-def]
+        batches = [FR.AcknowledgementBatch(first_offset=a, last_offset=b, acknowledge_types=t) for a, b, t in acks or []]
+        zero = renew
+        return raw.request(FR(group_id="sg5", member_id="m", share_session_epoch=epoch, max_wait_ms=0,
+                              min_bytes=0 if zero else 1, max_bytes=0 if zero else 1 << 20,
+                              max_records=0 if zero else 2, batch_size=2, share_acquire_mode=mode,
+                              is_renew_ack=renew, topics=[FR.FetchTopic(topic_id=tid, partitions=[
+                                  FR.FetchPartition(partition_index=0, acknowledgement_batches=batches)])]), 2)
+
+    assert acquired(req(0)) == [0, 1]                       # record-limit: exactly MaxRecords, batch split
+    r = req(1, acks=[(0, 1, [4])], renew=True)              # RENEW: locks extended, nothing fetched
+    assert r.error_code == 0 and acquired(r) == [] and r.responses[0].partitions[0].acknowledge_error_code == 0
+    bad = FR(group_id="sg5", member_id="m", share_session_epoch=2, max_wait_ms=0, min_bytes=1, max_bytes=1,
+             max_records=1, batch_size=1, is_renew_ack=True, topics=[])
+    assert raw.request(bad, 2).error_code == ErrorCode.INVALID_REQUEST
+    assert acquired(req(2, acks=[(0, 1, [1])])) == [2, 3]

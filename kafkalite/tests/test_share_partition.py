@@ -272,3 +272,11 @@ def test_redeliveries_are_throttled_and_the_last_attempt_goes_alone():
     # deliveries 1-3 whole; the 4th in halves (8 >> 1); the 5th (last) one record at a time, earliest first
     assert sizes == [(8, 1), (8, 2), (8, 3), (4, 4)] + [(1, 5)] * 4 + [(4, 4)] + [(1, 5)] * 4
     assert sp.start == 8
+
+
+def test_record_limit_mode_splits_batches():
+    sp = SharePartition(0)
+    got, used, _ = sp.acquire("m", batches((0, 9), (10, 19)), 3, now=0, record_limit=True)
+    assert got == [Acquired(0, 2, 1)] and [u.base for u in used] == [0]
+    got, _, _ = sp.acquire("m", batches((0, 9), (10, 19)), 12, now=0, record_limit=True)
+    assert got == [Acquired(3, 14, 1)]

@@ -118,9 +118,11 @@ class ShareStateManager:
 
     # -- operations ----------------------------------------------------------------------------
     def acquire(self, key: ShareKey, member: str, batches: Sequence[LogBatch], max_records: int, now: int,
-                aborted: Sequence[tuple[int, int, int]] = ()) -> tuple[list[Acquired], list[LogBatch]]:
+                aborted: Sequence[tuple[int, int, int]] = (), record_limit: bool = False,
+                ) -> tuple[list[Acquired], list[LogBatch]]:
         sp = self.parts[key]
-        got, used, archived = sp.acquire(member, batches, max_records, now, aborted=aborted)
+        got, used, archived = sp.acquire(member, batches, max_records, now, aborted=aborted,
+                                         record_limit=record_limit)
         if archived:
             self._write_quietly(key, sp, now, archived)
         return got, used

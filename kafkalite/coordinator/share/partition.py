@@ -172,11 +172,13 @@ class SharePartition:
 
     # -- transitions ---------------------------------------------------------------------------
     def acquire(self, member: str, batches: Sequence[LogBatch], max_records: int, now: int, *,
-                aborted: Sequence[tuple[int, int, int]] = ()) -> tuple[list[Acquired], list[LogBatch], list[StateBatch]]:
+                aborted: Sequence[tuple[int, int, int]] = (),
+                record_limit: bool = False) -> tuple[list[Acquired], list[LogBatch], list[StateBatch]]:
         """Hand AVAILABLE records of ``batches`` (whole log batches read from ``fetch_offset()`` on, in order)
-        to ``member``. ``max_records`` is a soft limit checked between log batches (Kafka acquires whole
-        batches). ``aborted`` lists (producer id, first offset, last offset) of aborted transactions for a
-        read_committed group. Returns (acquired ranges, the log batches holding them, archived runs)."""
+        to ``member``. ``max_records`` is a soft limit checked between log batches (Kafka's batch-optimized
+        acquire mode) or, with ``record_limit`` (ShareAcquireMode 1, KIP-1206), an exact one. ``aborted``
+        lists (producer id, first offset, last offset) of aborted transactions for a read_committed group.
+        Returns (acquired ranges, the log batches holding them, archived runs)."""
         if max_records <= 0 or not batches:
             return [], [], []
         lim = self.limits
@@ -206,7 +208,7 @@ class SharePartition:
                     archived.append((off, ARCHIVED, self._cnt[i]))
             cursor = max(cursor, b.last + 1)
             skip = b.control or (b.transactional and _is_aborted(b, aborted))
-            if not skip:
+            if not skip and not (record_limit and b.last - max(b.base, self.start) + 1 > max_records - taken):
                 n = self._acquire_whole(member, b, deadline, acquired, throttle)
                 if n:
                     taken += n
@@ -238,7 +240,8 @@ class SharePartition:
                 _add_range(acquired, off, off, cnt)
                 took = True
                 taken += 1
-                if (last_try is not None and prior == last_try) or (cap is not None and taken >= cap):
+                if (last_try is not None and prior == last_try) or (cap is not None and taken >= cap) \
+                        or (record_limit and taken >= max_records):
                     full = True
                     break
             if took:

@@ -335,7 +335,7 @@ class ShareService:
         return out
 
     def _fetch_one(self, group: str, member: str, tid: uuid.UUID, p: int, max_records: int, max_bytes: int,
-                   now: int) -> FetchedPartition:
+                   now: int, record_limit: bool = False) -> FetchedPartition:
         st = self.state
         name = self.topic_name(tid)
         if name is None:
@@ -361,13 +361,13 @@ class ShareService:
         except StorageError as exc:
             return FetchedPartition(int(error_code_for(exc)), leader_epoch=epoch)
         aborted = aborted_ranges(plog, offset, end) if committed else []
-        got, used = self.states.acquire(key, member, batches, max_records, now, aborted)
+        got, used = self.states.acquire(key, member, batches, max_records, now, aborted, record_limit)
         regions = [b.ref for b in used]
         self.kick()
         return FetchedPartition(0, regions, got, epoch, sum(r[2] for r in regions))
 
     async def fetch(self, group: str, member: str, partitions: Sequence[TP], *, max_records: int,
-                    max_bytes: int, max_wait_ms: int) -> dict[TP, FetchedPartition]:
+                    max_bytes: int, max_wait_ms: int, record_limit: bool = False) -> dict[TP, FetchedPartition]:
         """Acquire records for ``member`` from ``partitions`` (the session's), waiting up to ``max_wait_ms``
         while there is nothing to hand out."""
         st = self.state
@@ -384,7 +384,7 @@ class ShareService:
             out: dict[TP, FetchedPartition] = {}
             records_left, bytes_left = max_records, max_bytes
             for tp in partitions:
-                res = self._fetch_one(group, member, tp[0], tp[1], records_left, bytes_left, now)
+                res = self._fetch_one(group, member, tp[0], tp[1], records_left, bytes_left, now, record_limit)
                 out[tp] = res
                 records_left -= sum(a.last - a.first + 1 for a in res.acquired)
                 bytes_left = max(bytes_left - res.size, 1)
