@@ -215,3 +215,26 @@ async def test_pruned_state_topic_replays_the_same(tmp_path: Path, autojump_cloc
         assert offsets(got) == list(range(40, 60))
         n.cancel_scope.cancel()
     state2.logs.close()
+
+
+async def test_a_left_member_session_is_closed_after_a_lock_duration(
+        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    state = make_state(tmp_path, **{"kafkalite.share.auto.offset.reset": "earliest",
+                                    "group.share.record.lock.duration.ms": "60000"})
+    tid = state.create_topic("t", 1).topic_id
+    produce(state, "t", 3)
+    svc = await started(state)
+    async with trio.open_nursery() as n:
+        await n.start(svc.run)
+        await svc.loaded.wait()
+        await svc.ensure_state_topic()      # (created in a worker thread: the autojump clock would run on meanwhile)
+        assert svc.heartbeat("g", "m", 0, None, ["t"], "c", "/h").error == 0
+        svc.open_fetch("g", "m", 0, [(tid, 0)], [], False)
+        assert offsets(await fetch(svc, "m", tid)) == [0, 1, 2]
+        assert svc.heartbeat("g", "m", -1, None, None, "c", "/h").member_epoch == -1
+        assert ("g", "m") in svc.sessions.sessions            # acknowledgements may still come
+        await trio.sleep(61)
+        assert ("g", "m") not in svc.sessions.sessions        # closed; its records released long before expiry
+        assert offsets(await fetch(svc, "other", tid)) == [0, 1, 2]
+        n.cancel_scope.cancel()
+    state.logs.close()

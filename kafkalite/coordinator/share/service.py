@@ -62,7 +62,8 @@ class _Timers:
         self.s = service
 
     def next_deadline(self) -> int | None:
-        ds = [d for d in (self.s.groups.next_deadline(), self.s.states.next_deadline()) if d is not None]
+        left = min(self.s._left.values()) if self.s._left else None
+        ds = [d for d in (self.s.groups.next_deadline(), self.s.states.next_deadline(), left) if d is not None]
         return min(ds) if ds else None
 
     def poll(self, now: int) -> None:
@@ -70,6 +71,12 @@ class _Timers:
         for group, member in s.groups.poll(now):
             log.info("share group %s: member %s session expired", group, member)
             s.member_gone(group, member, now)
+        for (group, member), due in list(s._left.items()):
+            if due <= now:
+                del s._left[(group, member)]
+                g = s.groups.groups.get(group)
+                if g is None or member not in g.members:      # it did not come back
+                    s.member_gone(group, member, now)
         if s.states.poll(now):
             s.wake()
 
@@ -91,6 +98,7 @@ class ShareService:
         self._cancel: trio.CancelScope | None = None
         self._creating: trio.Event | None = None
         self._waiters: set[trio.Event] = set()
+        self._left: dict[tuple[str, str], int] = {}     # members that left with a session open -> when to close it
 
     def _group_configs(self, group_id: str) -> Mapping[str, str]:
         """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,
@@ -245,7 +253,10 @@ class ShareService:
         res = self.groups.heartbeat(now, group_id, member_id, member_epoch, rack_id, subscribed, client_id,
                                     client_host)
         # a member leaving keeps its share session: a closing consumer's last acknowledgements (ShareAcknowledge
-        # with epoch -1, on another connection) may still arrive after its leave heartbeat, as in Kafka
+        # with epoch -1, on another connection) may still arrive after its leave heartbeat, as in Kafka. A
+        # session still open one lock duration later is closed (Kafka closes it when the connection drops)
+        if member_epoch == -1 and res.error == E.NONE and (group_id, member_id) in self.sessions.sessions:
+            self._left[(group_id, member_id)] = now + self.states.settings(group_id).lock_ms
         self.kick()
         return res
 
