@@ -368,7 +368,9 @@ class ShareService:
         if offset >= end or max_records <= 0:
             return FetchedPartition(leader_epoch=epoch)
         try:
-            batches = read_batches(plog, max(offset, plog.log_start_offset), end, max_bytes)
+            # batches starting past end-of-window + MaxRecords cannot be needed: their headers are not read
+            batches = read_batches(plog, max(offset, plog.log_start_offset), min(end, sp.end + max_records),
+                                   max_bytes)
         except StorageError as exc:
             return FetchedPartition(int(error_code_for(exc)), leader_epoch=epoch)
         aborted = aborted_ranges(plog, offset, end) if committed else []
