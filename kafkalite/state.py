@@ -43,7 +43,7 @@ PRODUCER_IDS_FILE = "kafkalite-producer-ids"
 PRODUCER_ID_BLOCK = 1000
 MAX_TOPIC_NAME_LENGTH = 249
 _TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 # broker setting -> topic setting it provides the default for
 _BROKER_TO_TOPIC = {
@@ -112,6 +112,7 @@ class BrokerState:
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self.groups: Any = None
         self.txns: Any = None
+        self.shares: Any = None          # share groups (kafkalite.coordinator.share.service)
         self.listeners: list[Listener] = []        # bound (actual ports)
         self.advertised_listeners: list[Listener] = []
         self.request_pool: Any = None   # kafkalite.connection.RequestMemoryPool, set by the server
@@ -378,6 +379,8 @@ class BrokerState:
         groups = getattr(self, "groups", None)
         if groups is not None and hasattr(groups, "on_topics_deleted"):
             groups.on_topics_deleted([name])   # committed offsets of a deleted topic go too, as in Kafka
+        if getattr(self, "shares", None) is not None:
+            self.shares.on_topic_deleted(info.topic_id)   # and share groups' delivery state
         if info.config and write_configs:
             self._write_topic_configs()
         log.info("deleted topic %s", name)
