@@ -380,10 +380,15 @@ class PartitionLog:
         *,
         validate_producer: bool = True,
         assign_offsets: bool = True,
+        records_checked: bool = False,
     ) -> AppendInfo:
         """Append exactly one record batch.
 
         `validate_producer=False` is the coordinator path: control batches allowed, no sequence checks.
+        `records_checked=True` says the caller has already walked every record the way Kafka's LogValidator
+        does (the broker's produce path, kafkalite.validation, which also refuses keyless records on compacted
+        topics, in a worker thread for large compressed batches): the log then skips its own walk of the
+        records for keys, which would inflate a compressed batch a second time, on the caller's thread.
         `assign_offsets=False` keeps the batch's own BaseOffset (must be >= the log end offset; tools and
         tests that reproduce a log). `leader_epoch=None` keeps the batch's PartitionLeaderEpoch; otherwise
         the batch gets max(leader_epoch, latest epoch in leader-epoch-checkpoint), so epochs never decrease.
@@ -406,7 +411,7 @@ class PartitionLog:
         ):
             # Kafka checks every record; the header bounds them without decoding (first record, max)
             raise InvalidTimestampError(f"timestamps of the batch are outside the accepted range at {now}")
-        if validate_producer and self.config.compact:
+        if validate_producer and self.config.compact and not records_checked:
             require_keys(mv)
         marker: tuple[int, int] | None = None
         if hdr.is_control:

@@ -149,7 +149,8 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 failed = True
                 continue
             try:
-                appended = plog.append(pd.records, leader_epoch=leader_epoch(plog), now_ms=now)
+                appended = plog.append(pd.records, leader_epoch=leader_epoch(plog), now_ms=now,
+                                       records_checked=True)   # validated above (keys of compacted topics too)
             except StorageError as exc:
                 parts.append(_error(idx, error_code_for(exc), str(exc) or None))
                 failed = True
