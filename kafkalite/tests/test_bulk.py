@@ -52,6 +52,23 @@ def test_overlapping_pauses_restore_once_and_on_error() -> None:
     assert bulk.active() == 0 and gc.get_threshold() == before
 
 
+def test_the_gil_changes_hands_often_while_paused() -> None:
+    """A worker thread decoding a million entries holds the GIL for CPython's 5 ms switch interval at a time,
+    and the event loop waits that long for it after every syscall (a convoy: the probe's round trip went from
+    0.4 to 5.6 ms, a DescribeConfigs of a million resources stalled the loop 111-128 ms): while a bulk request
+    is in flight the interval is bulk.SWITCH_INTERVAL, and the process's own interval comes back after."""
+    import sys
+
+    before = sys.getswitchinterval()
+    assert before > bulk.SWITCH_INTERVAL
+    with bulk.paused():
+        assert sys.getswitchinterval() == pytest.approx(bulk.SWITCH_INTERVAL)
+        with bulk.paused():
+            assert sys.getswitchinterval() == pytest.approx(bulk.SWITCH_INTERVAL)
+        assert sys.getswitchinterval() == pytest.approx(bulk.SWITCH_INTERVAL)
+    assert sys.getswitchinterval() == before
+
+
 def _produce_frame(version: int, topics: int, partitions: int, txn: str | None) -> memoryview:
     from storage.testing import encode_batch
     from wire import api
