@@ -353,21 +353,37 @@ class BrokerState:
     def unregister_topic(self, name: str, *, write_configs: bool = True) -> list[Any]:
         """Forget a topic (trio thread): wake its long polls, drop its committed offsets, and return its
         logs, detached from storage, for ``remove_topic_logs`` (blocking) to delete."""
+        info = self.forget_topic(name)
+        return self.detach_topics([name], write_configs=write_configs and bool(info.config))[name]
+
+    def forget_topic(self, name: str) -> TopicInfo:
+        """The first half of ``unregister_topic``: the topic is unknown from now on (its long polls woken);
+        its logs stay in storage until ``detach_topics``. A deletion of many topics forgets them one by one
+        in slices and detaches them all at once."""
         info = self.topics.pop(name)
         self.topics_by_id.pop(info.topic_id, None)
-        detach = getattr(self.logs, "detach_topic", None)
-        plogs: list[Any] = detach(name) if detach is not None else []
-        if detach is None:
-            self.logs.delete_topic(name)
         for p in range(info.partitions):
             self.notify_append(name, p)
+        log.info("deleted topic %s", name)
+        return info
+
+    def detach_topics(self, names: list[str], *, write_configs: bool = True) -> dict[str, list[Any]]:
+        """The second half: take the forgotten topics' logs out of storage (one pass over the partitions),
+        drop their committed offsets (as Kafka does), and persist the topic configs."""
+        detach = getattr(self.logs, "detach_topics", None)
+        if detach is not None:
+            out: dict[str, list[Any]] = detach(names)
+        else:
+            out = {}
+            for name in names:
+                self.logs.delete_topic(name)
+                out[name] = []
         groups = getattr(self, "groups", None)
         if groups is not None and hasattr(groups, "on_topics_deleted"):
-            groups.on_topics_deleted([name])   # committed offsets of a deleted topic go too, as in Kafka
-        if info.config and write_configs:
+            groups.on_topics_deleted(list(names))
+        if write_configs:
             self._write_topic_configs()
-        log.info("deleted topic %s", name)
-        return plogs
+        return out
 
     def remove_topic_logs(self, plogs: list[Any]) -> None:
         """Delete detached partition directories (blocking: a worker thread)."""

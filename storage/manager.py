@@ -41,7 +41,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from storage import fs
@@ -395,6 +395,18 @@ class LogManager:
         with self._load_lock:
             out: list[PartitionLog | str] = [self._logs.pop(k) for k in [k for k in self._logs if k[0] == topic]]
             out += [self._unloaded.pop(k).path for k in [k for k in self._unloaded if k[0] == topic]]
+        return out
+
+    def detach_topics(self, topics: Collection[str]) -> dict[str, list[PartitionLog | str]]:
+        """`detach_topic` of many topics in one pass over the partitions (one pass per topic made a deletion
+        of 2,000 topics cost 2,000 passes: ~0.1 s on the owner thread at 2,000 partitions, quadratic)."""
+        wanted = set(topics)
+        out: dict[str, list[PartitionLog | str]] = {t: [] for t in wanted}
+        with self._load_lock:
+            for k in [k for k in self._logs if k[0] in wanted]:
+                out[k[0]].append(self._logs.pop(k))
+            for k in [k for k in self._unloaded if k[0] in wanted]:
+                out[k[0]].append(self._unloaded.pop(k).path)
         return out
 
     def remove_detached(self, plog: PartitionLog | str) -> None:

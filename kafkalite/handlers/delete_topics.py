@@ -8,22 +8,31 @@ client not allowed to delete a topic. (Kafka 3.9 in KRaft mode has no internal-t
 ControllerApis.deleteTopics: a client with cluster rights can delete them and lose every group's offsets and
 every transaction's state. Only the broker manages them here; see create_topics.py.) Partition directories are removed by storage
 (Kafka's ``-delete`` rename then removal); Fetch long polls on deleted partitions are woken.
-Each topic is forgotten at once on the event loop; its directories are removed in a worker thread while its
-name stays reserved (a CreateTopics of that name meanwhile answers TOPIC_ALREADY_EXISTS, "marked for
-deletion", as in Kafka), so deleting thousands of partitions never holds other clients up.
+Each topic is checked and forgotten on the event loop, in slices for a request of many topics (each topic on
+its own, as Kafka's controller handles them: 2,000 topics held the loop ~0.2 s); their logs are then taken
+out of storage in one pass and their directories removed in worker threads while their names stay reserved
+(a CreateTopics of such a name meanwhile answers TOPIC_ALREADY_EXISTS, "marked for deletion", as in Kafka),
+so deleting thousands of partitions never holds other clients up.
 """
 from __future__ import annotations
 
 import logging
 import uuid
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
 
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
+
 log = logging.getLogger(__name__)
+#: requests naming more topics than this are walked in slices
+SLICE_AFTER = 128
 _Result = DeleteTopicsResponse.DeletableTopicResult
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -36,50 +45,63 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     else:
         wanted = [(name, _ZERO_UUID) for name in req.topic_names]
     results = []
-    detached: list[tuple[str, list[object]]] = []
+    forgotten: list[str] = []
     enabled = state.config.get_bool("delete.topic.enable")
-    for name, topic_id in wanted:
-        if not enabled:
-            results.append(_Result(name=name, topic_id=topic_id, error_code=ErrorCode.TOPIC_DELETION_DISABLED,
-                                   error_message="Topic deletion is disabled (delete.topic.enable=false)"))
-            continue
-        if name is None:
-            info = state.topics_by_id.get(topic_id)
-            if info is None:
-                results.append(_Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-                                       error_message="This server does not host this topic ID."))
-                continue
-        else:
-            info = state.topics.get(name)
-            if info is None:
-                results.append(_Result(name=name, topic_id=topic_id,
-                                       error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                       error_message="This server does not host this topic-partition."))
-                continue
-        if info.name in state.pending_topics:
-            results.append(_Result(name=info.name, topic_id=info.topic_id,
-                                   error_code=ErrorCode.REASSIGNMENT_IN_PROGRESS,
-                                   error_message="Partitions are being added to this topic; retry."))
-            continue
-        if info.internal:
-            results.append(_Result(name=info.name, topic_id=info.topic_id,
-                                   error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                   error_message="Internal topics cannot be deleted"))
-            continue
-        state.pending_topics.add(info.name)   # until its directories are gone
-        detached.append((info.name, state.unregister_topic(info.name, write_configs=False)))
-        results.append(_Result(name=info.name, topic_id=info.topic_id, error_code=ErrorCode.NONE))
-    if detached:
-        state._write_topic_configs()
-        try:
-            for name, plogs in detached:
-                try:
-                    await trio.to_thread.run_sync(state.remove_topic_logs, plogs)
-                except OSError as exc:   # the topic is gone; a leftover -delete directory goes at next start
-                    log.error("removing the directories of deleted topic %s failed: %s", name, exc)
-                finally:
-                    state.pending_topics.discard(name)
-        finally:
-            for name, _plogs in detached:
-                state.pending_topics.discard(name)
+    work = Slices() if len(wanted) >= SLICE_AFTER else None
+    try:
+        for name, topic_id in wanted:
+            if work is not None and work.due():
+                await work.pause()
+            result = _forget(state, name, topic_id, enabled)
+            if result.error_code == ErrorCode.NONE:
+                forgotten.append(result.name)
+            results.append(result)
+    finally:   # what was forgotten is removed, even if the connection goes away meanwhile
+        if forgotten:
+            with trio.CancelScope(shield=True):
+                await _remove(state, forgotten)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+
+def _forget(state: BrokerState, name: str | None, topic_id: uuid.UUID, enabled: bool) -> Any:
+    """Check one topic and, if it can go, forget it at once (no await: check-then-mutate), its name reserved
+    until its directories are removed."""
+    if not enabled:
+        return _Result(name=name, topic_id=topic_id, error_code=ErrorCode.TOPIC_DELETION_DISABLED,
+                       error_message="Topic deletion is disabled (delete.topic.enable=false)")
+    if name is None:
+        info = state.topics_by_id.get(topic_id)
+        if info is None:
+            return _Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                           error_message="This server does not host this topic ID.")
+    else:
+        info = state.topics.get(name)
+        if info is None:
+            return _Result(name=name, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                           error_message="This server does not host this topic-partition.")
+    if info.name in state.pending_topics:
+        return _Result(name=info.name, topic_id=info.topic_id, error_code=ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                       error_message="Partitions are being added to this topic; retry.")
+    if info.internal:
+        return _Result(name=info.name, topic_id=info.topic_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                       error_message="Internal topics cannot be deleted")
+    state.pending_topics.add(info.name)   # until its directories are gone
+    state.forget_topic(info.name)
+    return _Result(name=info.name, topic_id=info.topic_id, error_code=ErrorCode.NONE)
+
+
+async def _remove(state: BrokerState, forgotten: list[str]) -> None:
+    """Detach the forgotten topics' logs from storage in one pass, then remove their directories in worker
+    threads, releasing each name as its directories go."""
+    try:
+        detached = state.detach_topics(forgotten)
+        for name in forgotten:
+            try:
+                await trio.to_thread.run_sync(state.remove_topic_logs, detached.get(name, []))
+            except OSError as exc:   # the topic is gone; a leftover -delete directory goes at next start
+                log.error("removing the directories of deleted topic %s failed: %s", name, exc)
+            finally:
+                state.pending_topics.discard(name)
+    finally:
+        for name in forgotten:
+            state.pending_topics.discard(name)
