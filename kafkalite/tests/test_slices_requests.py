@@ -185,3 +185,51 @@ def test_others_are_answered_while_many_topics_are_forgotten(raw: Raw, monkeypat
     assert "other" in events[first:last], "no other request was handled while the topics were forgotten"
     assert passes == [n]   # one pass over the partitions for all the topics
     assert "forget-0" not in {t.name for t in setup.request(m.MetadataRequest(topics=None), 9).topics}
+
+
+def test_others_are_answered_while_many_topics_are_checked(raw: Raw, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CreateTopics checks (and reserves) its topics in slices too: 2,000 topics' checks held the loop ~0.1 s
+    in one go. Checked here by the broker's order of events, the checks made slow enough to need slices."""
+    import dataclasses
+    import time
+
+    from kafkalite.handlers import create_topics, registry
+
+    events: list[str] = []
+    check = create_topics._check
+
+    def noted_check(*args: Any) -> Any:
+        events.append("check")
+        end = time.perf_counter() + 0.0004
+        while time.perf_counter() < end:
+            pass
+        return check(*args)
+
+    monkeypatch.setattr(create_topics, "_check", noted_check)
+    spec = registry.HANDLERS[18]
+
+    async def noted_api_versions(ctx: Any, body: Any) -> Any:
+        events.append("other")
+        return await spec.fn(ctx, body)
+
+    monkeypatch.setitem(registry.HANDLERS, 18, dataclasses.replace(spec, fn=noted_api_versions))
+    monkeypatch.setattr(connection, "OFFLOAD_BYTES", 1 << 40)
+    n = 500
+    C = m.CreateTopicsRequest
+    body = C(topics=[C.CreatableTopic(name=f"checked-{i}", num_partitions=1, replication_factor=1)
+                     for i in range(n)], timeout_ms=60000, validate_only=True)
+    big = raw()
+    big.sock.settimeout(120)
+    small = raw()
+    hello = m.ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    with bulk.paused():
+        cid = big.send(body, 7)
+        answered = select.poll()
+        answered.register(big.sock, select.POLLIN)
+        while not answered.poll(0):
+            small.request(hello, 3)
+        got_cid, resp = big.recv(C.API_KEY, 7)
+    assert got_cid == cid and [t.error_code for t in resp.topics] == [0] * n
+    first, last = events.index("check"), len(events) - 1 - events[::-1].index("check")
+    assert events.count("check") == n
+    assert "other" in events[first:last], "no other request was handled while the topics were checked"
