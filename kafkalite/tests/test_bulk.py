@@ -108,3 +108,21 @@ def test_dismantle_empties_every_long_list_of_the_trees() -> None:
     bulk.dismantle(objs)
     assert objs == [] and parts == [] and many_topics == []
     assert len(topics) == 2 and len(short) == 1   # short lists are freed whole, with their owner
+
+
+def test_a_broker_that_owns_its_process_switches_the_gil_often() -> None:
+    """``kafkalite serve`` (state.allow_gc_freeze) sets a 1 ms GIL switch interval for its process: logs loading
+    in worker threads after a restart made the loop wait 5 ms for the GIL after each syscall (stalls of
+    100-290 ms at 20,000 partitions). An embedded broker leaves its host's interval alone."""
+    import subprocess
+    import sys
+
+    from kafkalite.embedded import Broker
+
+    out = subprocess.run([sys.executable, "-c", "import sys; from kafkalite.state import allow_gc_freeze; "
+                          "allow_gc_freeze(); print(sys.getswitchinterval())"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert float(out) == pytest.approx(0.001)
+    before = sys.getswitchinterval()
+    with Broker():
+        assert sys.getswitchinterval() == before
