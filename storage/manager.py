@@ -241,9 +241,11 @@ class LogManager:
             os.unlink(marker)
         if os.path.exists(epochs_path):
             os.unlink(epochs_path)   # only valid for the clean stop that wrote it
-        log.info("opened %s (%s): %d logs registered, %s on first use or in the background", self.log_dir,
+        log.info("opened %s (%s)%s", self.log_dir,
                  "new log dir" if fresh else "clean shutdown" if clean else "unclean shutdown",
-                 len(self._unloaded), "loaded" if clean else "recovered from their recovery points")
+                 f": {len(self._unloaded)} logs registered, "
+                 f"{'loaded' if clean else 'recovered from their recovery points'} on first use or in the "
+                 "background" if self._unloaded else "")
 
     def _materialize(self, key: tuple[str, int]) -> PartitionLog | None:
         """Load (after an unclean stop: recover) a partition registered at open (any thread; once)."""
