@@ -42,6 +42,7 @@ READ_COMMITTED = 1
 #: requests naming more partitions than this are read in slices, their partitions' small regions read at once
 SLICE_AFTER = 128
 INLINE_BYTES = 16 * 1024
+INLINE_TOTAL = 4 * 1024 * 1024
 
 
 def _error_part(index: int, code: ErrorCode, hw: int = -1, log_start: int = -1, version: int = 4) -> Any:
@@ -77,18 +78,20 @@ class _Budget:
 
     __slots__ = ("errored", "inline", "remaining", "total")
 
-    def __init__(self, max_bytes: int, inline: bool = False) -> None:
+    def __init__(self, max_bytes: int, inline: int = 0) -> None:
         self.remaining = max_bytes if max_bytes > 0 else 0x7FFFFFFF
         self.total = 0
         self.errored = False
-        self.inline = inline   # small regions read into memory at once (see _inline)
+        self.inline = inline   # bytes of small regions still to read into memory at once (see _inline)
 
 
 def _inline(regions: list[tuple[Any, int, int]], size: int) -> Any:
     """A partition's regions of at most INLINE_BYTES in all, as bytes read now, while their file is open.
     Sent as file regions, a response naming more partitions than the descriptor cache holds reopened (and
     closed again) every file on the event loop as it sent them: 0.1-0.2 s for 2,000 partitions of a broker of
-    20,000 under RLIMIT_NOFILE 1,024. Read here, each costs one pread; the response stays bounded by MaxBytes."""
+    20,000 under RLIMIT_NOFILE 1,024. Read here, each costs one pread. At most INLINE_TOTAL bytes a response
+    are read so (MaxBytes is the client's: a request naming one partition a million times would otherwise
+    hold a million copies of its records in memory); the rest stays file regions."""
     if size > INLINE_BYTES:
         return regions
     out = bytearray()
@@ -146,7 +149,12 @@ def _partition(state: BrokerState, name: str | None, missing: ErrorCode, p: Any,
             size = sum(r[2] for r in regions)
             budget.total = total + size
             budget.remaining -= size
-            records = _inline(regions, size) if budget.inline else regions
+            if budget.inline >= size:
+                records = _inline(regions, size)
+                if records is not regions:
+                    budget.inline -= size
+            else:
+                records = regions
     aborted: list[Any] | None = None
     if committed:
         lister = getattr(plog, "aborted_transactions", None)
@@ -177,7 +185,7 @@ async def _collect_sliced(state: BrokerState, req: FetchRequest, version: int) -
     Fetch of 2,000 partitions at 20,000 partitions under RLIMIT_NOFILE 1,024 held the loop 0.2-0.7 s."""
     by_id = version >= 13
     committed = req.isolation_level == READ_COMMITTED
-    budget = _Budget(req.max_bytes, inline=True)
+    budget = _Budget(req.max_bytes, inline=INLINE_TOTAL)
     topics_out: list[FetchResponse.FetchableTopicResponse] = []
     work = Slices(every=16)
     for t in req.topics:
