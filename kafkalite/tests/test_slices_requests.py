@@ -324,3 +324,37 @@ def test_reads_and_appends_that_may_open_files_are_sliced_finely(raw: Raw, monke
     assert "other" in events[first:last], "no other request was handled between the entries"
     slices = "".join("e" if e == "entry" else "p" for e in events if e != "other").split("p")
     assert max(len(r) for r in slices) <= 16, [len(r) for r in slices]
+
+
+def test_a_sliced_fetch_reads_at_most_inline_total_into_memory(raw: Raw, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The small records a many-partition Fetch reads into its response are capped per response (MaxBytes is
+    the client's: one partition named a million times would otherwise be held a million times); past the cap
+    the partitions stay file regions, and every partition still gets its records."""
+    from kafkalite.handlers import fetch
+    from kafkalite.tests.test_protocol import produce_req
+    from storage.testing import encode_batch
+
+    setup = raw()
+    metadata(setup, "capped")
+    assert setup.request(produce_req("capped", encode_batch([b"x" * 100])), 9).responses[0] \
+        .partition_responses[0].error_code == 0
+    monkeypatch.setattr(fetch, "INLINE_TOTAL", 10_000)
+    collected: list[Any] = []
+    sliced = fetch._collect_sliced
+
+    async def noted(*args: Any) -> Any:
+        out = await sliced(*args)
+        collected.append(out[0])
+        return out
+
+    monkeypatch.setattr(fetch, "_collect_sliced", noted)
+    F = m.FetchRequest
+    n = 300
+    resp = setup.request(F(max_wait_ms=0, min_bytes=0, max_bytes=1 << 24, topics=[F.FetchTopic(
+        topic="capped", partitions=[F.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 16)
+                                    for _ in range(n)])]), 11)
+    assert all(b"x" * 100 in bytes(p.records) for p in resp.responses[0].partitions)
+    records = [p.records for p in collected[0].responses[0].partitions]
+    inlined = sum(len(r) for r in records if isinstance(r, bytearray))
+    assert 0 < inlined <= 10_000
+    assert sum(1 for r in records if isinstance(r, list)) > n // 2
