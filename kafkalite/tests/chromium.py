@@ -184,7 +184,8 @@ class Page:
                 last = self.eval(expression)
             except CdpError as exc:   # e.g. evaluated while the document is being replaced
                 last = exc
-            if last and not isinstance(last, CdpError):
+            # JavaScript's truthiness: an element comes back as {} (by value), which is found
+            if last not in (None, False, 0, "") and not isinstance(last, CdpError):
                 return last
             time.sleep(0.05)
         raise AssertionError(f"timed out waiting for {expression!r} (last: {last!r})")
@@ -205,6 +206,7 @@ class Page:
                 out.append(f"exception: {p['exceptionDetails'].get('exception', {}).get('description')}")
             elif m == "Runtime.consoleAPICalled" and p.get("type") == "error":
                 out.append(f"console.error: {[a.get('value') for a in p.get('args', [])]}")
-            elif m == "Log.entryAdded" and p["entry"].get("level") == "error":
+            elif (m == "Log.entryAdded" and p["entry"].get("level") == "error"
+                  and p["entry"].get("source") != "network"):   # a 4xx the page shows is no problem
                 out.append(f"log: {p['entry'].get('text')}")
         return out

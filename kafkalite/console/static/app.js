@@ -184,7 +184,7 @@ async function pageTopic(name) {
     el("table", { id: "segments" }, el("thead", {}, el("tr", {}, ["partition", "file", "base offset", "next offset", "size", "max timestamp"].map((h) => el("th", { text: h })))), segsBody),
     el("h2", { text: "Configs" }),
     table(["name", "value", "source"], t.configs.map((c) => el("tr", { class: c.default ? "muted" : null },
-      td(c.name), td(c.value === null ? "null" : c.value), td(c.default ? "default" : "override")))), "topic-configs"));
+      td(c.name), td(c.value === null ? "null" : c.value), td(c.default ? "default" : "override"))), "topic-configs"));
   live(async () => render(await api("topics/" + enc(name))), 1000);
 }
 
@@ -223,7 +223,7 @@ async function pageMessages(name, partition) {
       el("label", {}, "From", from), el("label", {}, "Offset", offset), el("label", {}, "Time (UTC)", stamp),
       el("label", {}, "Max records", limit), el("label", {}, "Search", q), el("label", {}, "In", field),
       el("button", { type: "submit", id: "load", text: "Load" })),
-    status, table(["offset", "timestamp", "key", "value", "headers"], [body], "messages"));
+    status, el("table", { id: "messages" }, el("thead", {}, el("tr", {}, ["offset", "timestamp", "key", "value", "headers"].map((h) => el("th", { text: h })))), body));
   await load();
 }
 
@@ -260,6 +260,7 @@ async function pageGroup(gid) {
   const msg = el("div", { id: "reset-message" });
   const form = el("form", { id: "reset", onsubmit: async (ev) => {
     ev.preventDefault();
+    msg.replaceChildren();
     const req = { topic: topic.value, to: to.value };
     if (["offset", "shift", "timestamp"].includes(to.value)) req.value = value.value;
     let plan;
