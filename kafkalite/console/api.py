@@ -40,6 +40,7 @@ MAX_SHOWN_TOTAL = 2 * 1024 * 1024     # text shown by one answer, at most (then 
 MAX_QUERY = 256
 INFLATE_LIMIT = 64 * 1024 * 1024
 MAX_PARTITIONS_SHOWN = 10_000
+MAX_SEGMENTS_SHOWN = 200   # per partition (the count is always given)
 _SENSITIVE = ("password", "secret", "jaas", "credential", "token")
 # console reads share two worker threads: a browsing user cannot take the broker's own thread budget
 READERS = trio.CapacityLimiter(2)
@@ -178,7 +179,7 @@ async def topic(state: Any, name: str) -> dict[str, Any]:
             continue
         segs = [{"file": seg.file.path.rsplit("/", 1)[-1], "base_offset": seg.base_offset,
                  "next_offset": seg.next_offset, "size": seg.size, "max_timestamp": seg.max_timestamp}
-                for seg in plog.segments[:1000]]
+                for seg in plog.segments[:MAX_SEGMENTS_SHOWN]]
         parts.append({"partition": p, "leader": state.node_id, "log_start_offset": plog.log_start_offset,
                       "high_watermark": plog.high_watermark, "last_stable_offset": plog.last_stable_offset,
                       "log_end_offset": plog.log_end_offset, "size": plog.size_bytes,
@@ -323,9 +324,11 @@ def _coordinator(state: Any) -> Any:
     return getattr(getattr(state, "groups", None), "coordinator", None)
 
 
-def _high_watermarks(state: Any) -> dict[tuple[str, int], int]:
+async def _high_watermarks(state: Any, work: Slices) -> dict[tuple[str, int], int]:
     out = {}
     for key, plog in state._loaded_logs():
+        if work.due():
+            await work.pause()
         try:
             out[key] = plog.high_watermark
         except Exception:
@@ -336,9 +339,9 @@ def _high_watermarks(state: Any) -> dict[tuple[str, int], int]:
 async def groups(state: Any) -> dict[str, Any]:
     coordinator = _coordinator(state)
     found = dict(getattr(coordinator, "groups", {}) or {})
-    ends = _high_watermarks(state)
-    out = []
     work = Slices()
+    ends = await _high_watermarks(state, work)
+    out = []
     for gid, g in sorted(found.items()):
         if work.due():
             await work.pause()
