@@ -39,7 +39,9 @@ def env():
 
 
 def open_page(page, client, route: str) -> None:
-    """Navigate and wait until the page has rendered that route."""
+    """Navigate and wait until the page has rendered that route (a hash change re-renders in place: the
+    previous route's ready mark is cleared first)."""
+    page.eval("(m => m && m.removeAttribute('data-ready'))(document.getElementById('main'))")
     page.goto(client.base + "/" + route)
     page.wait_for("document.getElementById('main') && document.getElementById('main').dataset.ready")
 
@@ -123,7 +125,11 @@ def test_message_browser_formats_search_and_no_xss(env, shots):
               "document.getElementById('offset').value = '2';"
               "document.getElementById('load').click()")
     page.wait_for("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.offset).join() === '2,3'")
-    page.eval("document.getElementById('offset').value = 'abc'; document.getElementById('load').click()")
+    page.eval("document.getElementById('limit').value = '1'; document.getElementById('load').click()")
+    page.wait_for("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.offset).join() === '2'")
+    page.eval("document.getElementById('next').click()")   # the next page starts where this one stopped
+    page.wait_for("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.offset).join() === '3'")
+    assert page.eval("document.getElementById('next').disabled")   # at the high watermark
     page.screenshot(shots / "messages-search.png")
 
 

@@ -113,7 +113,7 @@ async function pageTopics() {
       last[t.name] = [t.end_offsets, d.time_ms];
       return el("tr", { "data-topic": t.name },
         el("td", {}, el("a", { href: "#/topic/" + enc(t.name), text: t.name }), t.internal ? el("span", { class: "muted", text: " internal" }) : null),
-        nd(t.partitions), el("td", { class: "num end", text: num(t.end_offsets) }), nd(t.messages), td(bytes(t.size), "num"),
+        nd(t.partitions), el("td", { class: "num end", text: num(t.end_offsets) }), nd(t.messages), td(bytes(t.size) + (t.loaded < t.partitions ? " (" + t.loaded + "/" + t.partitions + " partitions loaded)" : ""), "num"),
         el("td", { class: "num rate", text: rate === null ? "–" : rate.toFixed(1) + "/s" }));
     }));
   };
@@ -203,12 +203,17 @@ async function pageMessages(name, partition) {
   const field = el("select", { id: "search-in" }, ["any", "key", "value"].map((m) => el("option", { value: m, text: m })));
   const status = el("p", { id: "messages-status", class: "muted" });
   const body = el("tbody");
+  const next = el("button", { type: "button", id: "next", text: "Next ›", disabled: true, onclick: () => {
+    from.value = "offset"; offset.value = next.dataset.offset; load();
+  } });
   const load = async () => {
     const params = new URLSearchParams({ from: from.value, limit: limit.value || "50", q: q.value, in: field.value });
     if (from.value === "offset") params.set("offset", offset.value);
     if (from.value === "timestamp") params.set("timestamp", stamp.value ? new Date(stamp.value + "Z").toISOString() : "");
     try {
       const d = await api("topics/" + enc(name) + "/partitions/" + partition + "/messages?" + params);
+      next.disabled = d.next_offset >= d.high_watermark;
+      next.dataset.offset = d.next_offset;
       status.textContent = d.records.length + " record(s) from offset " + d.from_offset + "; log " + d.log_start_offset +
         "…" + d.high_watermark + "; scanned " + d.scanned + ", stopped at " + d.next_offset + " (" + d.stopped + ")";
       status.className = "muted";
@@ -222,7 +227,7 @@ async function pageMessages(name, partition) {
     el("form", { class: "controls", id: "browse", onsubmit: (ev) => { ev.preventDefault(); load(); } },
       el("label", {}, "From", from), el("label", {}, "Offset", offset), el("label", {}, "Time (UTC)", stamp),
       el("label", {}, "Max records", limit), el("label", {}, "Search", q), el("label", {}, "In", field),
-      el("button", { type: "submit", id: "load", text: "Load" })),
+      el("button", { type: "submit", id: "load", text: "Load" }), next),
     status, el("table", { id: "messages" }, el("thead", {}, el("tr", {}, ["offset", "timestamp", "key", "value", "headers"].map((h) => el("th", { text: h })))), body));
   await load();
 }
