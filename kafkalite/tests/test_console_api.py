@@ -127,6 +127,8 @@ def test_mutations_need_token_and_same_origin(env):
     assert c.post("topics", {"name": "sneaky"}, token=None).status == 403
     assert c.post("topics", {"name": "sneaky"}, token="0" * 32).status == 403
     assert c.post("topics", {"name": "sneaky"}, origin="http://evil.example").status == 403
+    assert c.post("topics", {"name": "sneaky"}, origin=f"http://{c.host}:{c.port + 1}").status == 403
+    assert c.post("topics", {"name": "same-origin"}, origin=c.base).status == 200   # the page's own
     raw = c.request("POST", "/api/topics", b"name=sneaky", {"Content-Type": "application/x-www-form-urlencoded",
                                                              "X-Kafkalite-Token": c.token})
     assert raw.status == 415
