@@ -27,6 +27,7 @@ import trio
 
 from kafkalite.console.api import timestamp_param
 from kafkalite.console.http import ApiError, Request
+from kafkalite.slices import Slices
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,10 @@ async def reset_offsets(state: Any, gid: str, body: dict[str, Any]) -> dict[str,
     keys = [(topic_name, p) for p in partitions]
     await state.ensure_loaded(keys)
     plan = []
+    work = Slices()
     for tp in keys:
+        if work.due():
+            await work.pause()
         plog = state.get_log(*tp)
         if plog is None:
             continue

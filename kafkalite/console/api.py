@@ -378,7 +378,10 @@ async def group(state: Any, gid: str) -> dict[str, Any]:
     keys = sorted(set(g.offsets) | set(assigned))[:MAX_PARTITIONS_SHOWN]
     await state.ensure_loaded([k for k in keys if k[0] in state.topics])
     offsets = []
+    work = Slices()
     for tp in keys:
+        if work.due():
+            await work.pause()
         om = g.offsets.get(tp)
         plog = state.get_log(*tp) if tp[0] in state.topics else None
         end = plog.high_watermark if plog is not None else None
