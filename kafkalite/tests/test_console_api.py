@@ -244,3 +244,30 @@ def test_off_unless_configured(tmp_path):
     args = parser.parse_args(["--console"])
     assert serve.config_from_args(args).get_str("kafkalite.console.listen") == "127.0.0.1:8080"
     assert parser.parse_args([]).console is None
+
+
+def test_a_long_search_leaves_the_loop_free(env):
+    """A search over the largest window decodes in a worker thread: other requests are answered meanwhile
+    (decoded on the event loop, none would be until the search's answer)."""
+    import threading
+
+    broker, c = env
+    assert c.post("topics", {"name": "big", "partitions": 1}).status == 200
+    produce(broker.bootstrap_servers, "big", [{"value": b"x" * 200 + b"%d" % i} for i in range(60_000)])
+    done = threading.Event()
+    answered_during = []
+    result = {}
+
+    def search() -> None:
+        result["a"] = c.get("topics/big/partitions/0/messages?from=beginning&q=absent&window=100000")
+        done.set()
+
+    t = threading.Thread(target=search)
+    t.start()
+    while not done.is_set():
+        if c.get("overview").status == 200 and not done.is_set():
+            answered_during.append(1)
+    t.join(60)
+    body = result["a"].json()
+    assert body["scanned"] == 60_000 and body["records"] == [] and body["stopped"] == "end"
+    assert len(answered_during) >= 3
