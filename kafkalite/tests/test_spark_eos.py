@@ -1,10 +1,12 @@
-"""The exactly-once streaming sink (``exactlyOnce=true``) under failures, and the at-least-once default.
+"""The exactly-once streaming sink (``exactlyOnce=true``) under failures, the at-least-once default, and
+transactional reads through the source (last test).
 
 A streaming query copies an input topic to an output topic through the ``kafkalite`` source and sink, in several
 micro-batches. Failures are injected mid-batch through the sink's ``testHookDir`` option: a task that fails once
 after writing its rows (Spark retries it: the master is ``local[2,3]``), the broker SIGKILLed and restarted
 while the batch's transactions are open, and the Spark driver process SIGKILLed after committing half of a
-batch's transactions (then the query is restarted from its checkpoint). A read_committed consumer must then see
+batch's transactions (then the query is restarted from its checkpoint; those two live in ``spark_eos_crash.py``, run by ``make
+spark-crash``, as they take minutes). A read_committed consumer must then see
 every input row exactly once in the output topic; with the option off, the failed task's rows appear twice
 (Spark's documented at-least-once sink). The broker runs as a process (``kafkalite serve``) so it can be killed.
 """
@@ -29,6 +31,7 @@ pytest.importorskip("confluent_kafka")
 
 from confluent_kafka import Consumer, KafkaError, Producer  # noqa: E402
 from confluent_kafka import TopicPartition as KTP  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
 
 from kafkalite.tests.test_spark_batch import create_topic, make_spark  # noqa: E402
 
@@ -124,9 +127,11 @@ def output(bs: str, topic: str, level: str = "read_committed", partitions: int =
     return sorted(out)
 
 
-def query(spark: Any, bs: str, src: str, dst: str, ckpt: Path, hooks: Path, exactly_once: bool) -> Any:
+def query(spark: Any, bs: str, src: str, dst: str, ckpt: Path, hooks: Path, exactly_once: bool,
+          per_batch: int = 300) -> Any:
     return (spark.readStream.format("kafkalite").option("kafka.bootstrap.servers", bs)
-            .option("subscribe", src).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "200")
+            .option("subscribe", src).option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", str(per_batch))
             .load().selectExpr("key", "value")
             .writeStream.format("kafkalite").option("kafka.bootstrap.servers", bs).option("topic", dst)
             .option("exactlyOnce", str(exactly_once).lower()).option("testHookDir", str(hooks))
@@ -158,9 +163,9 @@ def test_task_failure_retried(spark: Any, broker: ProcBroker, tmp_path: Path, ex
     src, dst = f"in-task-{exactly_once}", f"out-task-{exactly_once}"
     fill(bs, src)
     create_topic(bs, dst, 3)
-    arm(tmp_path, "fail-task-1-0", "fail-task-2-1")  # batches 1 and 2: one task each fails after writing
+    arm(tmp_path, "fail-task-0-0", "fail-task-1-1")  # batches 0 and 1: one task each fails after writing
     run_to_end(spark, bs, src, dst, tmp_path, exactly_once)
-    assert (tmp_path / "hooks" / "failed-task-1-0").exists() and (tmp_path / "hooks" / "failed-task-2-1").exists()
+    assert (tmp_path / "hooks" / "failed-task-0-0").exists() and (tmp_path / "hooks" / "failed-task-1-1").exists()
     committed = output(bs, dst)
     everything = output(bs, dst, "read_uncommitted")
     assert sorted(set(committed)) == list(range(N))
@@ -172,63 +177,104 @@ def test_task_failure_retried(spark: Any, broker: ProcBroker, tmp_path: Path, ex
         assert committed == everything
 
 
-def test_broker_sigkill_mid_batch(spark: Any, broker: ProcBroker, tmp_path: Path) -> None:
-    bs = broker.bootstrap_servers
-    src, dst = "in-broker", "out-broker"
-    fill(bs, src)
-    create_topic(bs, dst, 3)
-    arm(tmp_path, "pause-1-before-commit")  # batch 1's tasks have written; its transactions are open
-    hooks = tmp_path / "hooks"
-    q = query(spark, bs, src, dst, tmp_path / "ckpt", hooks, True)
-    deadline = time.monotonic() + WAIT_S
-    while not (hooks / "at-1-before-commit").exists():
-        assert time.monotonic() < deadline and q.isActive, "batch 1 never reached its commit"
-        time.sleep(0.2)
-    broker.kill()
-    broker.start()
-    (hooks / "go-1-before-commit").touch()
-    q.awaitTermination(WAIT_S)
-    assert not q.isActive
-    if q.exception() is not None:  # a read or write that met the dead broker: restart from the checkpoint
-        run_to_end(spark, bs, src, dst, tmp_path, True, runs=2)
-    assert output(bs, dst) == list(range(N))
+# -- transactional reads ------------------------------------------------------------------------------------
+# Transactional reads through the ``kafkalite`` source: ``kafka.isolation.level=read_committed``.
+#
+# A real transactional producer (confluent-kafka) writes committed and aborted transactions interleaved with
+# plain records, and a second one leaves a transaction open, holding the partition's last stable offset (LSO)
+# back. A read_committed read (batch, and streaming across a restart) must return exactly the committed and
+# non-transactional records below the LSO: no aborted record, no control record (the COMMIT/ABORT markers take
+# offsets too), nothing of the open transaction nor anything after it on its partition until it commits. A
+# read_uncommitted read of the same topic sees the aborted and open records (markers still never appear).
+
+def _txn_producer(bs: str, txn_id: str) -> Any:
+    p = Producer({"bootstrap.servers": bs, "transactional.id": txn_id, "linger.ms": 2})
+    p.init_transactions(30)
+    return p
 
 
-DRIVER = """
-import sys
-from kafkalite.tests.test_spark_batch import make_spark
-from kafkalite.tests.test_spark_eos import query
-from pathlib import Path
-bs, src, dst, tmp = sys.argv[1:5]
-spark = make_spark()
-q = query(spark, bs, src, dst, Path(tmp) / "ckpt", Path(tmp) / "hooks", True)
-q.awaitTermination(300)
-sys.exit(0 if q.exception() is None and not q.isActive else 1)
-"""
+def _send(p: Any, topic: str, names: list[str]) -> None:
+    for name in names:
+        p.produce(topic, name.encode(), name.encode(), partition=int(name.rsplit("-", 1)[1]) % 2)
+    assert p.flush(30) == 0
 
 
-def test_driver_sigkill_mid_commit(broker: ProcBroker, tmp_path: Path) -> None:
-    """The driver dies after committing half of batch 1's transactions; the restarted query completes it."""
-    bs = broker.bootstrap_servers
-    src, dst = "in-driver", "out-driver"
-    fill(bs, src)
-    create_topic(bs, dst, 3)
-    arm(tmp_path, "pause-1-half-committed")
-    hooks = tmp_path / "hooks"
-    args = [sys.executable, "-c", DRIVER, bs, src, dst, str(tmp_path)]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    first = subprocess.Popen(args, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while not (hooks / "at-1-half-committed").exists():
-            assert time.monotonic() < deadline and first.poll() is None, "batch 1 never reached its commit"
-            time.sleep(0.2)
-        partial = output(bs, dst)
-        assert 200 < len(partial) < 400  # batch 0 and part of batch 1 are visible
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers: all started here
-        first.wait(30)
-    second = subprocess.run(args, env=env, timeout=WAIT_S, capture_output=True, text=True)
-    assert second.returncode == 0, second.stderr[-3000:]
-    assert output(bs, dst) == list(range(N))
+def _names(prefix: str, lo: int, hi: int) -> list[str]:
+    return [f"{prefix}-{i}" for i in range(lo, hi)]
+
+
+def _read(spark: Any, bs: str, topic: str, level: str) -> list[tuple[str, int, int]]:
+    df = (spark.read.format("kafkalite").option("kafka.bootstrap.servers", bs).option("subscribe", topic)
+          .option("kafka.isolation.level", level).load())
+    return sorted((r.value.decode(), r.partition, r.offset) for r in df.collect())
+
+
+def _lso(bs: str, topic: str) -> dict[int, int]:
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka import TopicPartition as KTP
+    from confluent_kafka.admin import OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bs})  # kept referenced: its futures die with it
+    fs = admin.list_offsets({KTP(topic, p): OffsetSpec.latest() for p in (0, 1)},
+                            isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30)
+    return {k.partition: f.result(timeout=60).offset for k, f in fs.items()}
+
+
+def test_read_committed_batch_and_stream(spark: Any, broker: ProcBroker, tmp_path: Path) -> None:
+    bs, topic = broker.bootstrap_servers, "rc"
+    create_topic(bs, topic, 2)
+    a = _txn_producer(bs, "rc-a")
+    plain = Producer({"bootstrap.servers": bs})
+    committed = []
+    for k, commit in enumerate((True, False, True, False, True)):
+        a.begin_transaction()
+        names = _names("commit" if commit else "abort", 10 * k, 10 * k + 10)
+        _send(a, topic, names)
+        (a.commit_transaction if commit else a.abort_transaction)(30)
+        if commit:
+            committed += names
+        between = _names("plain", 10 * k, 10 * k + 4)  # non-transactional records between the transactions
+        _send(plain, topic, between)
+        committed += between
+    # An open transaction on partition 0 holds its LSO back; later committed records above it are invisible.
+    b = _txn_producer(bs, "rc-b")
+    b.begin_transaction()
+    open_names = ["open-0", "open-2", "open-4"]
+    _send(b, topic, open_names)
+    a.begin_transaction()
+    late = _names("late", 0, 6)
+    _send(a, topic, late)
+    a.commit_transaction(30)
+    late_visible = [n for n in late if int(n.rsplit("-", 1)[1]) % 2 == 1]  # partition 1 has no open txn
+    lso = _lso(bs, topic)
+
+    rows = _read(spark, bs, topic, "read_committed")
+    assert sorted(n for n, _, _ in rows) == sorted(committed + late_visible)
+    assert all(off < lso[p] for _, p, off in rows)
+    everything = _read(spark, bs, topic, "read_uncommitted")
+    names = [n for n, _, _ in everything]
+    assert len(names) == 50 + 20 + 3 + 6 and not any(n.startswith(("\x00",)) for n in names)
+    assert {n.split("-")[0] for n in names} == {"commit", "abort", "plain", "open", "late"}
+
+    # Streaming, read_committed: the first run stops at the LSO; after the open transaction commits, a
+    # restart from the checkpoint delivers the rest, each record once.
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+
+    def run() -> None:
+        q = (spark.readStream.format("kafkalite").option("kafka.bootstrap.servers", bs)
+             .option("subscribe", topic).option("startingOffsets", "earliest")
+             .option("kafka.isolation.level", "read_committed").load()
+             .selectExpr("CAST(value AS STRING) AS v").writeStream.format("parquet")
+             .option("path", str(out)).option("checkpointLocation", str(ckpt))
+             .trigger(availableNow=True).start())
+        q.awaitTermination(WAIT_S)
+        assert not q.isActive and q.exception() is None
+
+    def sink() -> list[str]:
+        return sorted(r.v for r in spark.read.schema("v string").parquet(str(out)).collect())
+
+    run()
+    assert sink() == sorted(committed + late_visible)
+    b.commit_transaction(30)
+    run()
+    assert sink() == sorted(committed + late + open_names)
