@@ -97,7 +97,8 @@ def test_driver_sigkill_mid_commit(broker: ProcBroker, tmp_path: Path) -> None:
             assert time.monotonic() < deadline and first.poll() is None, "batch 1 never reached its commit"
             time.sleep(0.2)
         partial = output(bs, dst)
-        assert 300 < len(partial) < 600  # batch 0 and part of batch 1 are visible
+        # batch 0, and of batch 1 at most the committed share below the open transactions (they hold the LSO)
+        assert 300 <= len(partial) < 600
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers: all started here
         first.wait(30)
