@@ -48,7 +48,7 @@ soak:
 
 pipeline-demo:
 	@tools/bootstrap.sh venv clients spark
-	$(PY) -m kafkalite.spark.demo
+	$(PY) -m kafkalite.spark.demo $(if $(CLUSTER),--cluster)
 
 matrix:
 	@tools/bootstrap.sh venv clients
