@@ -17,8 +17,10 @@ Two-phase commit on that contract:
    transaction (``send_offsets_to_transaction``), flushes, and returns ``(transactional id, producer id,
    epoch)`` without committing. The rows and the batch marker become visible together or not at all.
 4. The driver's ``commit(messages, b)`` sends EndTxn(commit) for every message (retrying through broker
-   restarts). A transaction fenced meanwhile fails the batch, which Spark then re-runs. ``abort`` does nothing:
-   the open transactions are aborted by the next attempt's ``init_transactions`` or by their timeout.
+   restarts). A transaction fenced meanwhile fails the batch, which Spark then re-runs. When the batch's job
+   fails, Spark's ``abort(messages, b)`` aborts the transactions of the tasks that had succeeded, so they stop
+   holding the last stable offset back (a transaction nobody reports is aborted by the next attempt's
+   ``init_transactions`` or by its timeout).
 
 Hence a read_committed reader sees each row of each batch once, whatever crashes (driver, executor, broker):
 a re-run either skips a task whose transaction committed or fences and replaces one that did not. Assumed: a
@@ -68,9 +70,13 @@ def task_context() -> tuple[str, int, int, int]:
 
 
 def maybe_fail_task(opts: SinkOptions, batch: int, partition: int) -> None:
-    """Test hook: fail this task once if ``<testHookDir>/fail-task-<batch>-<partition>`` exists."""
+    """Test hook: fail this task once if ``<testHookDir>/fail-task-<batch>-<partition>`` exists (called after
+    the rows were written), and every attempt, before writing, if ``fail-task-always-<batch>-<partition>`` does
+    (called first)."""
     if not opts.test_hook_dir:
         return
+    if (Path(opts.test_hook_dir) / f"fail-task-always-{batch}-{partition}").exists():
+        raise RuntimeError(f"injected failure of task {partition} of batch {batch} (testHookDir)")
     armed = Path(opts.test_hook_dir) / f"fail-task-{batch}-{partition}"
     with contextlib.suppress(FileNotFoundError):
         armed.rename(armed.with_name(f"failed-task-{batch}-{partition}"))
@@ -120,6 +126,8 @@ def write_task(batches: Iterator[pa.RecordBatch], opts: SinkOptions) -> TxnCommi
     from kafkalite.spark.txnclient import TxnClient
 
     query, batch, partition, _attempt = task_context()
+    if opts.test_hook_dir and (Path(opts.test_hook_dir) / f"fail-task-always-{batch}-{partition}").exists():
+        maybe_fail_task(opts, batch, partition)
     txn_id = group = f"{opts.txn_prefix}-{query}-{partition}"
     conf = opts.producer_config()
     conf.pop("enable.idempotence", None)
@@ -164,3 +172,20 @@ def commit_batch(opts: SinkOptions, messages: list[Any], batch: int) -> None:
         if i == len(todo) // 2 and i:
             driver_pause(opts, batch, "half-committed")
         client.commit(m.transactional_id, m.producer_id, m.epoch)
+
+
+def abort_batch(opts: SinkOptions, messages: list[Any], batch: int) -> None:
+    """Driver side, after a failed batch: abort the open transactions of its successful tasks (best effort:
+    one already committed, or fenced by a newer attempt, answers an error that changes nothing)."""
+    import logging
+
+    from kafkalite.spark.txnclient import TxnClient
+
+    client = TxnClient(opts.kafka["bootstrap.servers"], deadline_s=30.0)
+    for m in messages:
+        if isinstance(m, TxnCommitMessage) and m.transactional_id:
+            try:
+                client.commit(m.transactional_id, m.producer_id, m.epoch, committed=False)
+            except Exception as exc:
+                logging.getLogger("kafkalite.spark").warning("batch %d: abort of %s: %s", batch,
+                                                             m.transactional_id, exc)

@@ -202,5 +202,9 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """At-least-once: Kafka cannot take rows back; a re-run of the batch writes them again.
-        Exactly-once: nothing either; the next attempt's ``init_transactions`` (or the transaction timeout)
-        aborts the open transactions, so their rows never reach read_committed readers."""
+        Exactly-once: abort the successful tasks' open transactions, so their rows never reach read_committed
+        readers and stop holding the last stable offset back."""
+        if self.opts.exactly_once:
+            from kafkalite.spark.eos import abort_batch
+
+            abort_batch(self.opts, list(messages), batchId)

@@ -111,15 +111,17 @@ class TxnClient:
 
         return self._retrying(txn_id, attempt)
 
-    def commit(self, txn_id: str, producer_id: int, epoch: int) -> None:
-        """EndTxn(commit) for the transaction ``(producer_id, epoch)`` opened under ``txn_id``; idempotent."""
+    def commit(self, txn_id: str, producer_id: int, epoch: int, *, committed: bool = True) -> None:
+        """EndTxn for the transaction ``(producer_id, epoch)`` opened under ``txn_id``; idempotent.
+        ``committed=False`` aborts it."""
+        what = "commit" if committed else "abort"
 
         def attempt(host: str, port: int) -> None:
             req = EndTxnRequest(transactional_id=txn_id, producer_id=producer_id, producer_epoch=epoch,
-                                committed=True)
+                                committed=committed)
             r = _call(host, port, req, 2, self.timeout_s)
             if r.error_code:
-                raise TxnCommitError(f"EndTxn(commit) {txn_id!r} producer {producer_id} epoch {epoch}: error "
+                raise TxnCommitError(f"EndTxn({what}) {txn_id!r} producer {producer_id} epoch {epoch}: error "
                                      f"{r.error_code}", r.error_code)
 
         self._retrying(txn_id, attempt)

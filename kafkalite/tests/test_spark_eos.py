@@ -177,6 +177,36 @@ def test_task_failure_retried(spark: Any, broker: ProcBroker, tmp_path: Path, ex
         assert committed == everything
 
 
+def test_failed_batch_aborts_its_open_transactions(spark: Any, broker: ProcBroker, tmp_path: Path) -> None:
+    """A batch whose job fails (one task fails every attempt) has Spark call ``abort``: the successful tasks'
+    open transactions are aborted at once, instead of holding the output's last stable offset back until their
+    timeout, and nothing of the batch is visible to read_committed readers."""
+    bs = broker.bootstrap_servers
+    src, dst = "in-abort", "out-abort"
+    fill(bs, src)
+    create_topic(bs, dst, 3)
+    arm(tmp_path, "fail-task-always-0-0")
+    q = query(spark, bs, src, dst, tmp_path / "ckpt", tmp_path / "hooks", True)
+    with pytest.raises(Exception, match="injected failure of task 0 of batch 0"):
+        q.awaitTermination(WAIT_S)
+    assert not q.isActive
+    assert output(bs, dst) == []
+    assert len(output(bs, dst, "read_uncommitted")) > 0  # tasks 1 and 2 did write (then were aborted)
+    hw, lso = _end_offsets(bs, dst, "read_uncommitted"), _end_offsets(bs, dst, "read_committed")
+    assert lso == hw  # no open transaction left: the markers are written, readers are not held back
+
+
+def _end_offsets(bs: str, topic: str, level: str) -> dict[int, int]:
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka.admin import OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bs})  # kept referenced: its futures die with it
+    iso = IsolationLevel.READ_COMMITTED if level == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+    fs = admin.list_offsets({KTP(topic, p): OffsetSpec.latest() for p in range(3)}, isolation_level=iso,
+                            request_timeout=30)
+    return {k.partition: f.result(timeout=60).offset for k, f in fs.items()}
+
+
 # -- transactional reads ------------------------------------------------------------------------------------
 # Transactional reads through the ``kafkalite`` source: ``kafka.isolation.level=read_committed``.
 #
