@@ -12,6 +12,12 @@ records (100-byte values, 10-byte keys). Then, alternately and best of ``--repea
 Reported: rows/s of both and ``ratio = connector / consumer`` (target >= 0.5). The consumer uses one core;
 the connector may use two (local[2]), which is what a user gets on this machine.
 
+Then the sink, alternately ``--repeats`` times each: a streaming query (``Trigger.AvailableNow``, one
+micro-batch) copies the topic to a fresh 3-partition topic through the ``kafkalite`` sink, at-least-once
+(default) vs ``exactlyOnce=true`` (transactions committed by the driver); rows/s are timed from ``start()`` to
+the query's end (so they include the per-query planning both modes pay), the medians give
+``ratio_eos_vs_at_least_once``.
+
     python -m bench.bench_spark [--quick] [--records N] [--repeats R]
 """
 from __future__ import annotations
@@ -92,6 +98,27 @@ def _connector_read(spark: Any, bootstrap: str, n: int) -> float:
     return time.perf_counter() - t0
 
 
+def _sink_write(spark: Any, bootstrap: str, n: int, run: str, exactly_once: bool, tmp: str) -> float:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    out = f"bench-sink-{run}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(out, 3, 1)]).values():
+        f.result(timeout=30)
+    t0 = time.perf_counter()
+    q = (spark.readStream.format("kafkalite").option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", TOPIC).option("startingOffsets", "earliest").load().selectExpr("key", "value")
+         .writeStream.format("kafkalite").option("kafka.bootstrap.servers", bootstrap).option("topic", out)
+         .option("exactlyOnce", str(exactly_once).lower())
+         .option("checkpointLocation", os.path.join(tmp, run)).trigger(availableNow=True).start())
+    q.awaitTermination(BENCH_TIMEOUT)
+    dt = time.perf_counter() - t0
+    assert not q.isActive and q.exception() is None, q.exception()
+    rows = sum(p["numInputRows"] for p in q.recentProgress)
+    assert rows == n, (rows, n)
+    return dt
+
+
 def main() -> dict[str, Any]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -119,6 +146,16 @@ def main() -> dict[str, Any]:
             plain.append(_consumer_read(broker.bootstrap, n))
             conn.append(_connector_read(spark, broker.bootstrap, n))
         plain_rps, conn_rps = n / min(plain), n / min(conn)
+        import statistics
+        import tempfile
+
+        alo, eos = [], []
+        with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
+            _sink_write(spark, broker.bootstrap, n, "warm-up", False, tmp)  # first streaming query: JIT, workers
+            for i in range(repeats):
+                alo.append(_sink_write(spark, broker.bootstrap, n, f"alo-{i}", False, tmp))
+                eos.append(_sink_write(spark, broker.bootstrap, n, f"eos-{i}", True, tmp))
+        alo_rps, eos_rps = n / statistics.median(alo), n / statistics.median(eos)
         result = {
             "records": n,
             "partitions": 3,
@@ -130,10 +167,17 @@ def main() -> dict[str, Any]:
             "target_ratio": 0.5,
             "consumer_seconds": [round(x, 3) for x in plain],
             "connector_seconds": [round(x, 3) for x in conn],
+            "sink_at_least_once_rows_per_s": round(alo_rps),
+            "sink_exactly_once_rows_per_s": round(eos_rps),
+            "ratio_eos_vs_at_least_once": round(eos_rps / alo_rps, 3),
+            "sink_at_least_once_seconds": [round(x, 3) for x in alo],
+            "sink_exactly_once_seconds": [round(x, 3) for x in eos],
         }
         print(f"consumer  {plain_rps:12,.0f} rows/s  (best of {repeats}: {min(plain):.2f}s)")
         print(f"connector {conn_rps:12,.0f} rows/s  (best of {repeats}: {min(conn):.2f}s)")
         print(f"ratio     {conn_rps / plain_rps:.2f}  (target >= 0.5)")
+        print(f"sink at-least-once {alo_rps:12,.0f} rows/s, exactly-once {eos_rps:12,.0f} rows/s (medians of "
+              f"{repeats}); ratio {eos_rps / alo_rps:.2f}")
         return result
     finally:
         if spark is not None:

@@ -11,7 +11,10 @@
 5. The demo ends when the job has seen every event, and checks its total against the producer's: exact, with
    no event counted twice or missed.
 
-    python -m kafkalite.spark.demo [--events N] [--keep DIR]
+    python -m kafkalite.spark.demo [--events N] [--keep DIR] [--cluster]
+
+``--cluster`` (``make pipeline-demo CLUSTER=1``) runs the job on a Spark standalone cluster of a master and two
+workers started here from the pyspark install (:mod:`kafkalite.spark.cluster`), instead of ``local[2]``.
 """
 from __future__ import annotations
 
@@ -42,7 +45,8 @@ def run_job(bootstrap: str, checkpoint: str, out: str) -> None:
 
     import kafkalite.spark
 
-    spark = (SparkSession.builder.master("local[2]").appName("shopflow-revenue")
+    master = os.environ.get("KAFKALITE_SPARK_MASTER", "local[2]")  # spark://... with --cluster
+    spark = (SparkSession.builder.master(master).appName("shopflow-revenue")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
@@ -165,7 +169,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=20_000)
     ap.add_argument("--rate", type=int, default=2_000, help="events per second")
     ap.add_argument("--keep", help="work directory to keep (default: a temp dir, removed at the end)")
+    ap.add_argument("--cluster", action="store_true",
+                    help="run the job on a Spark standalone cluster (a master and two workers) started here")
     opts = ap.parse_args(argv)
+    if opts.cluster:
+        from kafkalite.spark.cluster import StandaloneCluster
+
+        work = Path(opts.keep or tempfile.mkdtemp(prefix="shopflow-"))
+        with StandaloneCluster(work / "cluster", workers=2) as url:
+            print(f"cluster     Spark standalone master {url}, 2 workers (1 core each)")
+            os.environ["KAFKALITE_SPARK_MASTER"] = url
+            rest = [a for a in argv if a != "--cluster"]
+            rc = main([*rest, "--keep", str(work)] if not opts.keep else rest)
+        if not opts.keep:
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+        return rc
 
     from confluent_kafka.admin import AdminClient, NewTopic
 

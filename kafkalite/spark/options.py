@@ -294,11 +294,29 @@ class SinkOptions:
 
     kafka: dict[str, str]
     topic: str | None
+    exactly_once: bool = False
+    txn_prefix: str = "kafkalite-spark"
+    marker_topic: str | None = None
+    transaction_timeout_ms: int = 600_000
+    test_hook_dir: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
+        """``exactlyOnce`` (default false), ``transactionalIdPrefix``, ``exactlyOnce.markerTopic`` (default: the
+        ``topic`` option; one partition of it carries the batch markers as group offsets, never records) and
+        ``kafka.transaction.timeout.ms`` (default 600000: how long a crashed query's open transactions hold
+        read_committed readers back). ``testHookDir`` injects failures for tests."""
         opts = _lower(options)
-        return cls(kafka=kafka_params(options, sink=True), topic=opts.get("topic"))
+        kafka = kafka_params(options, sink=True)
+        exactly_once = _bool(opts.get("exactlyonce"), False, "exactlyOnce")
+        marker = opts.get("exactlyonce.markertopic", opts.get("topic"))
+        if exactly_once and marker is None:
+            raise KafkaOptionError("exactlyOnce=true needs the 'topic' option or 'exactlyOnce.markerTopic' (an "
+                                   "existing topic whose partition 0 keys the batch markers)")
+        timeout = _positive_int(kafka.pop("transaction.timeout.ms", None), "kafka.transaction.timeout.ms")
+        return cls(kafka=kafka, topic=opts.get("topic"), exactly_once=exactly_once,
+                   txn_prefix=opts.get("transactionalidprefix", "kafkalite-spark"), marker_topic=marker,
+                   transaction_timeout_ms=timeout or 600_000, test_hook_dir=opts.get("testhookdir"))
 
     def producer_config(self) -> dict[str, Any]:
         """Producer settings: Java's defaults where librdkafka's differ.

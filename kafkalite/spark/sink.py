@@ -105,13 +105,11 @@ def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:
     return None
 
 
-def write_batches(batches: Iterator[pa.RecordBatch], opts: SinkOptions, flush_timeout_s: float = 300.0) -> int:
-    """Produce every row; return the row count once all were acknowledged, else raise."""
+def produce_rows(producer: Any, batches: Iterator[pa.RecordBatch], opts: SinkOptions, errors: list[Any]) -> int:
+    """``produce()`` every row of ``batches`` (without flushing); ``errors`` is filled by the producer's
+    ``on_delivery`` callback, and the first one seen fails the write."""
     from confluent_kafka import KafkaException
 
-    wrapped = _producer(opts.producer_config())
-    wrapped.errors.clear()
-    producer = wrapped.producer
     produce, poll = producer.produce, producer.poll
     rows = 0
     for batch in batches:
@@ -140,8 +138,19 @@ def write_batches(batches: Iterator[pa.RecordBatch], opts: SinkOptions, flush_ti
             if i % 1000 == 999:
                 poll(0)
         rows += n
-        if wrapped.errors:
-            raise KafkaException(wrapped.errors[0])
+        if errors:
+            raise KafkaException(errors[0])
+    return rows
+
+
+def write_batches(batches: Iterator[pa.RecordBatch], opts: SinkOptions, flush_timeout_s: float = 300.0) -> int:
+    """Produce every row; return the row count once all were acknowledged, else raise."""
+    from confluent_kafka import KafkaException
+
+    wrapped = _producer(opts.producer_config())
+    wrapped.errors.clear()
+    producer = wrapped.producer
+    rows = produce_rows(producer, batches, opts, wrapped.errors)
     left = producer.flush(flush_timeout_s)
     if wrapped.errors:
         raise KafkaException(wrapped.errors[0])
@@ -155,6 +164,8 @@ class KafkaBatchWriter(DataSourceArrowWriter):
 
     def __init__(self, opts: SinkOptions, schema: StructType) -> None:
         validate_sink_schema(schema, opts.topic)
+        if opts.exactly_once:
+            raise KafkaOptionError("exactlyOnce=true applies to streaming writes (writeStream) only")
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
@@ -169,10 +180,31 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return KafkaCommitMessage(rows=write_batches(iterator, self.opts))
+        if self.opts.exactly_once:
+            from kafkalite.spark.eos import write_task
+
+            return write_task(iterator, self.opts)
+        rows = write_batches(iterator, self.opts)
+        if self.opts.test_hook_dir:
+            from kafkalite.spark.eos import maybe_fail_task, task_context
+
+            _, batch, partition, _ = task_context()
+            maybe_fail_task(self.opts, batch, partition)
+        return KafkaCommitMessage(rows=rows)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Rows are already durable in Kafka when the tasks finish; nothing is left to commit."""
+        """At-least-once: rows are already durable in Kafka when the tasks finish, nothing is left to commit.
+        Exactly-once: commit every task's open transaction (see :mod:`kafkalite.spark.eos`)."""
+        if self.opts.exactly_once:
+            from kafkalite.spark.eos import commit_batch
+
+            commit_batch(self.opts, list(messages), batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Kafka has no way to take rows back; a re-run of the batch writes them again (at-least-once)."""
+        """At-least-once: Kafka cannot take rows back; a re-run of the batch writes them again.
+        Exactly-once: abort the successful tasks' open transactions, so their rows never reach read_committed
+        readers and stop holding the last stable offset back."""
+        if self.opts.exactly_once:
+            from kafkalite.spark.eos import abort_batch
+
+            abort_batch(self.opts, list(messages), batchId)

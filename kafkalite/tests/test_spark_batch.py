@@ -29,13 +29,13 @@ PARTS = 3
 T0 = 1_700_000_000_000  # ms; record i gets T0 + i
 
 
-def make_spark() -> Any:
+def make_spark(master: str = "local[2]") -> Any:
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     import kafkalite.spark
 
-    spark = (SparkSession.builder.master("local[2]").appName("kafkalite-tests")
+    spark = (SparkSession.builder.master(master).appName("kafkalite-tests")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC")
