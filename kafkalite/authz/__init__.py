@@ -129,6 +129,22 @@ def create_denied(ctx: RequestContext, names: Iterable[str]) -> set[str]:
     return denied(ctx, Op.CREATE, TOPIC, names)
 
 
+CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Errors.CLUSTER_AUTHORIZATION_FAILED.message()
+TOPIC_DENIED_MESSAGE = "Topic authorization failed."       # Errors.TOPIC_AUTHORIZATION_FAILED.message()
+
+
+def describable(ctx: RequestContext):  # noqa: ANN201 -- Callable[[set[str]], set[str]] | None
+    """None without an authorizer, else a function keeping the topic names the principal may DESCRIBE:
+    what a KIP-848 group's regex subscription may resolve to (Kafka 4.x
+    ``GroupMetadataManager.filterTopicDescribeAuthorizedTopics``, with the context of the member whose
+    heartbeat refreshed the regexes). It captures the principal and host, not the connection."""
+    az = ctx.broker.authorizer
+    if az is None:
+        return None
+    principal, host = str(ctx.principal), ctx.client_host
+    return lambda names: {n for n in names if az.authorize(principal, host, Op.DESCRIBE, TOPIC, n)}
+
+
 _CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER = 2, 4, 8
 
 
