@@ -1,7 +1,8 @@
 """Fixtures for the compatibility tests: real clients against a real kafkalite process.
 
 - ``broker`` (module scope): one ``python -m kafkalite serve`` process on port 0 with a fresh data dir. A test
-  module sets ``KAFKALITE_EMULATE = "2.8"`` to run its broker with ``--emulate-kafka 2.8``.
+  module sets ``KAFKALITE_EMULATE = "2.8"`` to run its broker with ``--emulate-kafka 2.8``, and
+  ``KAFKALITE_ARGS = [...]`` for more command-line arguments (``--override K=V``).
 - ``broker_factory`` (function scope): start extra brokers (own data dir) for restart/crash tests.
 - ``client`` / ``get_client``: drivers from ``harness.clients``; a client missing on this machine skips the
   test loudly, or FAILS it under ``CI=true``.
@@ -59,11 +60,11 @@ def compat_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("compat-logs")
 
 
-def _start_broker(base: Path, emulate: str | None) -> BrokerProcess:
+def _start_broker(base: Path, emulate: str | None, extra_args: list[str] | None = None) -> BrokerProcess:
     reason = _broker_missing()
     if reason:
         missing(reason)
-    b = BrokerProcess(base / "data", base / "broker.log", emulate=emulate)
+    b = BrokerProcess(base / "data", base / "broker.log", emulate=emulate, extra_args=extra_args)
     _LIVE.append(b)
     try:
         b.start()
@@ -78,7 +79,7 @@ def _start_broker(base: Path, emulate: str | None) -> BrokerProcess:
 def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     emulate = getattr(request.module, "KAFKALITE_EMULATE", None)
     base = tmp_path_factory.mktemp(f"broker-{request.module.__name__.rsplit('.', 1)[-1]}")
-    b = _start_broker(base, emulate)
+    b = _start_broker(base, emulate, getattr(request.module, "KAFKALITE_ARGS", None))
     try:
         yield b
         rc = b.stop()  # SIGTERM: a graceful drain must end with exit status 0
@@ -93,8 +94,8 @@ def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
     started: list[BrokerProcess] = []
 
-    def factory(emulate: str | None = None) -> BrokerProcess:
-        b = _start_broker(tmp_path / f"b{len(started)}", emulate)
+    def factory(emulate: str | None = None, extra_args: list[str] | None = None) -> BrokerProcess:
+        b = _start_broker(tmp_path / f"b{len(started)}", emulate, extra_args)
         started.append(b)
         return b
 

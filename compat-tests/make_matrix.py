@@ -63,6 +63,12 @@ SCENARIOS = {  # test function -> row label (in this order)
     "test_oauthbearer_unsecured_token": "Security: OAUTHBEARER with an unsecured token",
     "test_wrong_password_is_rejected_with_kafkas_message": "Security: wrong password -> Kafka's message",
     "test_reauthentication_cycle": "Security: KIP-368 re-authentication in band",
+    "test_four_consumers_share_one_partition_each_record_once":
+        "Share group (KIP-932): 4 ShareConsumers on 1 partition, each record once",
+    "test_released_record_goes_to_another_consumer": "Share group: a released record goes to another consumer",
+    "test_lock_expiry_after_consumer_sigkill": "Share group: a SIGKILLed consumer's records after lock expiry",
+    "test_reject_archives_and_delivery_limit": "Share group: REJECT archives; delivery count limit",
+    "test_state_survives_broker_sigkill": "Share group: delivery state across a broker SIGKILL",
 }
 
 # Client limitations: features the client does not have (no test is generated for them).

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import struct
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -35,27 +36,36 @@ from typing import Any
 #: the oldest generation's threshold while a bulk request is in flight (never reached)
 PAUSED_THRESHOLD = 1 << 30
 
+#: the GIL switch interval while a bulk request is in flight (CPython's default is 5 ms)
+SWITCH_INTERVAL = 0.0005
+
 _lock = threading.Lock()
 _active = 0
 _saved: tuple[int, int, int] | None = None
+_saved_switch: float | None = None
 
 
 def pause() -> None:
-    global _active, _saved
+    global _active, _saved, _saved_switch
     with _lock:
         _active += 1
         if _active == 1:
             _saved = gc.get_threshold()
             gc.set_threshold(_saved[0], _saved[1], PAUSED_THRESHOLD)
+            _saved_switch = sys.getswitchinterval()
+            sys.setswitchinterval(min(_saved_switch, SWITCH_INTERVAL))
 
 
 def resume() -> None:
-    global _active, _saved
+    global _active, _saved, _saved_switch
     with _lock:
         _active -= 1
         if _active == 0 and _saved is not None:
             gc.set_threshold(*_saved)
             _saved = None
+            if _saved_switch is not None:
+                sys.setswitchinterval(_saved_switch)
+                _saved_switch = None
 
 
 @contextlib.contextmanager

@@ -315,6 +315,32 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("allow.everyone.if.no.acl.found", "boolean", "false", "allow access to a resource no ACL names"),
     _def("quota.window.num", "int", "11", "samples kept for client quota rates", at_least(1)),
     _def("quota.window.size.seconds", "int", "1", "length of one client quota sample", at_least(1)),
+    # -- share groups (KIP-932)
+    _def("group.share.record.lock.duration.ms", "int", "30000", "how long a share consumer holds an acquired "
+         "record before it is delivered to another", between(1000, 3600000)),
+    _def("group.share.delivery.count.limit", "int", "5", "deliveries of one record before it is archived",
+         between(2, 10)),
+    _def("group.share.partition.max.record.locks", "int", "2000", "most offsets in flight per share-partition",
+         between(100, 10000)),
+    _def("group.share.session.timeout.ms", "int", "45000", "remove a share group member silent this long",
+         at_least(1)),
+    _def("group.share.heartbeat.interval.ms", "int", "5000", "heartbeat interval told to share group members",
+         at_least(1)),
+    _def("group.share.max.size", "int", "200", "most members of one share group", between(1, 1000)),
+    _def("group.share.max.share.sessions", "int", "2000", "most share sessions on the broker", at_least(1)),
+    _def("share.coordinator.state.topic.num.partitions", "int", "50", "partitions of __share_group_state",
+         at_least(1)),
+    _def("share.coordinator.state.topic.segment.bytes", "int", str(100 * 1024 * 1024),
+         "segment size of __share_group_state", at_least(1)),
+    _def("share.coordinator.snapshot.update.records.per.snapshot", "int", "500",
+         "ShareUpdate records per share-partition before a new ShareSnapshot", between(0, 500)),
+    _def("share.coordinator.state.topic.prune.interval.ms", "long", "300000",
+         "how often records of __share_group_state older than every live snapshot are deleted", at_least(1)),
+    _def("kafkalite.share.auto.offset.reset", "string", "latest", "where a share group starts reading a "
+         "partition when its group config share.auto.offset.reset is not set (Kafka: latest)",
+         one_of("latest", "earliest")),
+    _def("kafkalite.share.isolation.level", "string", "read_uncommitted", "share.isolation.level of groups "
+         "that do not set it (Kafka: read_uncommitted)", one_of("read_uncommitted", "read_committed")),
     # -- kafkalite's own
     _def("kafkalite.emulate.kafka", "string", "3.9+4.3", "advertise only this Kafka release's API versions "
          "(default: what Kafka 3.9 or 4.3 serves)",

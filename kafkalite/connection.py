@@ -20,7 +20,10 @@ channel while a request is in flight, and clients rely on responses arriving in 
   only stamps when it starts waiting; one reaper task per server (:func:`reap_idle`) closes the ones past
   either limit, so the request loop pays no timeout bookkeeping (a cancel scope per ``recv`` cost ~10 µs of
   a ~100 µs round trip).
-- An exception in a handler is logged with its traceback and closes this connection; the server goes on.
+- An exception in a handler is answered as Kafka answers it: the API's response with UNKNOWN_SERVER_ERROR on
+  every entry the request named (:mod:`kafkalite.error_response`), the traceback logged once per kind of
+  failure, the connection kept open (an acks=0 Produce, which has no response, closes it). Anything else that
+  fails in request handling is logged with its traceback and closes this connection; the server goes on.
 - A request frame over ``OFFLOAD_BYTES`` is decoded, and its response encoded, in a worker thread: a 4 MB
   request of a million partition entries took seconds to parse and encode on the event loop. While such a
   request is in flight, full garbage collections are paused (``kafkalite.bulk``): they walked its millions of
@@ -60,11 +63,12 @@ from typing import TYPE_CHECKING, Any
 import trio
 from trio.lowlevel import wait_readable, wait_writable
 
-from kafkalite import bulk
+from kafkalite import bulk, error_response
 from kafkalite.handlers import registry
 from kafkalite.request_memory import RECV_SIZE, RequestMemoryPool
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
 from wire import api
+from wire.errors import DecodeError
 
 if TYPE_CHECKING:
     from kafkalite.security.authenticator import SaslAuthenticator
@@ -339,7 +343,13 @@ class Connection:
             ctx.extra["sasl"] = sasl
         quotas = self.quotas
         cpu0 = time.thread_time_ns() if quotas is not None and quotas.active else -1
-        response = await (spec.fn(ctx, body) if self.metrics is None else self.metrics.handle(spec.fn, ctx, body))
+        try:
+            response = await (spec.fn(ctx, body) if self.metrics is None
+                              else self.metrics.handle(spec.fn, ctx, body))
+        except (ConnectionClosed, DecodeError):
+            raise
+        except Exception as exc:   # answered with the API's error response, as Kafka does (one traceback)
+            response = await error_response.answer_failure(self, header, body, exc, offload)
         throttle = 0 if cpu0 < 0 else _throttle(quotas, ctx, len(frame), time.thread_time_ns() - cpu0, response)
         if response is None:
             if throttle:

@@ -13,12 +13,25 @@ that started after the probe went to sleep and before the stall began: the one w
 (requests answered in the same scheduler batch as the probe's wake-up start after the stall, so they are not
 blamed).
 
+That ring only sees requests *starting* during a stall. A request that awaits first (a worker thread, a
+slice pause) and then holds the loop in its continuation -- a gzip bomb's Produce resuming after its
+validation thread -- started long before, so the ring blamed nobody ("a background task"). A sampler thread
+catches those: it looks at the loop's heartbeat every ``interval`` and, once the loop has been silent for a
+quarter of the warning threshold, takes one sample of the loop thread's stack (``sys._current_frames``, as
+a sampling profiler does): the request is the ``header`` of the connection's request frame on that stack
+(``Connection._handle_frame``), and the innermost frame of our own code says where it was. A sample taken
+during the stall names it; the ring is the fallback (a stall shorter than the sampler's period, or a stack
+with no request frame on it).
+
 The clock is ``time.perf_counter`` (wall time), not trio's clock, so a test's ``MockClock`` does not fool it.
 """
 from __future__ import annotations
 
 import bisect
 import logging
+import os
+import sys
+import threading
 import time
 import weakref
 from typing import Any
@@ -49,6 +62,8 @@ class LoopWatch:
         self._n = 0
         self._last_warn = -WARN_EVERY_S
         self._suppressed = 0
+        self._beat = 0.0              # when the probe last ran (the loop's heartbeat), for the sampler
+        self._sample: tuple[float, tuple[int, int, int] | None, str | None] | None = None   # (beat, what, where)
 
     def note_request(self, api_key: int, api_version: int, conn_id: int) -> None:
         """Called by a connection as it starts handling a request (cheap: a clock read and one store)."""
@@ -72,11 +87,15 @@ class LoopWatch:
         return {"max_stall_ms": round(self.max_stall_ms, 1), "max_stall_what": self.max_stall_what,
                 "samples": self.samples, "histogram": dict(zip(labels, self.histogram, strict=True))}
 
-    def record(self, stall_ms: float, what: tuple[int, int, int] | None, now: float) -> None:
-        """Account one overshoot of ``stall_ms``; ``what`` is the request noted during it, if any."""
+    def record(self, stall_ms: float, what: tuple[int, int, int] | None, now: float,
+               where: str | None = None) -> None:
+        """Account one overshoot of ``stall_ms``; ``what`` is the request that held the loop, if any, and
+        ``where`` the project's innermost frame the sampler saw during it."""
         self.samples += 1
         self.histogram[bisect.bisect_left(BUCKETS_MS, stall_ms)] += 1
         desc = describe(what)
+        if where is not None:
+            desc = f"{desc or 'no request (a background task)'} at {where}"
         if stall_ms > self.max_stall_ms:
             self.max_stall_ms = stall_ms
             self.max_stall_what = desc
@@ -91,16 +110,68 @@ class LoopWatch:
                 self._suppressed += 1
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
         interval = self.interval
         clock = time.perf_counter
-        while True:
-            t0 = clock()
-            await trio.sleep(interval)
-            now = clock()
-            stall = max(now - t0 - interval, 0.0)
-            what = self.culprit(t0, now - stall / 2) if stall * 1000 > self.warn_ms / 4 else None
-            self.record(stall * 1000, what, now)
+        stop = threading.Event()
+        self._beat = clock()
+        sampler = threading.Thread(target=self._sampler, args=(threading.get_ident(), stop),
+                                   name="kafkalite-loopwatch", daemon=True)
+        sampler.start()
+        task_status.started()
+        try:
+            while True:
+                t0 = self._beat = clock()
+                await trio.sleep(interval)
+                now = clock()
+                stall = max(now - t0 - interval, 0.0)
+                what = where = None
+                if stall * 1000 > self.warn_ms / 4:
+                    sample = self._sample
+                    if sample is not None and sample[0] == t0:   # sampled during this stall: what held it
+                        _beat, what, where = sample
+                    if what is None:
+                        what = self.culprit(t0, now - stall / 2)
+                self.record(stall * 1000, what, now, where)
+        finally:
+            stop.set()
+
+    def _sampler(self, loop_thread: int, stop: threading.Event) -> None:
+        """Thread: one stack sample of the loop thread per stall that lasts over a quarter of ``warn_ms``."""
+        silent = max(self.warn_ms / 4000, 2 * self.interval)
+        clock = time.perf_counter
+        while not stop.wait(self.interval):
+            beat = self._beat
+            if clock() - beat < silent or (self._sample is not None and self._sample[0] == beat):
+                continue
+            frame = sys._current_frames().get(loop_thread)
+            if frame is None:
+                return
+            self._sample = (beat, *_blame(frame))
+            del frame
+
+
+_OURS = tuple(os.path.dirname(os.path.dirname(os.path.abspath(m.__file__))) + os.sep + pkg + os.sep
+              for m in (sys.modules[__name__],) for pkg in ("kafkalite", "storage", "wire"))
+
+
+def _blame(frame: Any) -> tuple[tuple[int, int, int] | None, str | None]:
+    """The request being handled on this stack (the ``header`` of a connection's request frame), and the
+    innermost frame of the project's code (``file:line function``)."""
+    what = None
+    where = None
+    f = frame
+    while f is not None:
+        code = f.f_code
+        if where is None and code.co_filename.startswith(_OURS):
+            where = f"{os.path.basename(code.co_filename)}:{f.f_lineno} {code.co_name}"
+        if code.co_name == "_handle_frame":
+            loc = f.f_locals
+            header, conn = loc.get("header"), loc.get("self")
+            if header is not None and conn is not None:
+                what = (int(header.api_key), int(header.api_version), int(getattr(conn, "conn_id", 0)))
+                break
+        f = f.f_back
+    return what, where
 
 
 def describe(what: tuple[int, int, int] | None) -> str | None:

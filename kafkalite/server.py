@@ -230,6 +230,7 @@ def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
 SERVICES = (
     ("kafkalite.coordinator.service", "GroupService", "groups"),
     ("kafkalite.coordinator.transactions", "TransactionService", "txns"),
+    ("kafkalite.coordinator.share.service", "ShareService", "shares"),
 )
 
 

@@ -43,7 +43,7 @@ PRODUCER_IDS_FILE = "kafkalite-producer-ids"
 PRODUCER_ID_BLOCK = 1000
 MAX_TOPIC_NAME_LENGTH = 249
 _TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 # broker setting -> topic setting it provides the default for
 _BROKER_TO_TOPIC = {
@@ -112,6 +112,7 @@ class BrokerState:
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self.groups: Any = None
         self.txns: Any = None
+        self.shares: Any = None          # share groups (kafkalite.coordinator.share.service)
         self.listeners: list[Listener] = []        # bound (actual ports)
         self.advertised_listeners: list[Listener] = []
         self.request_pool: Any = None   # kafkalite.connection.RequestMemoryPool, set by the server
@@ -367,21 +368,39 @@ class BrokerState:
     def unregister_topic(self, name: str, *, write_configs: bool = True) -> list[Any]:
         """Forget a topic (trio thread): wake its long polls, drop its committed offsets, and return its
         logs, detached from storage, for ``remove_topic_logs`` (blocking) to delete."""
+        info = self.forget_topic(name)
+        return self.detach_topics([name], write_configs=write_configs and bool(info.config))[name]
+
+    def forget_topic(self, name: str) -> TopicInfo:
+        """The first half of ``unregister_topic``: the topic is unknown from now on (its long polls woken);
+        its logs stay in storage until ``detach_topics``. A deletion of many topics forgets them one by one
+        in slices and detaches them all at once."""
         info = self.topics.pop(name)
         self.topics_by_id.pop(info.topic_id, None)
-        detach = getattr(self.logs, "detach_topic", None)
-        plogs: list[Any] = detach(name) if detach is not None else []
-        if detach is None:
-            self.logs.delete_topic(name)
         for p in range(info.partitions):
             self.notify_append(name, p)
+        if getattr(self, "shares", None) is not None:
+            self.shares.on_topic_deleted(info.topic_id)   # share groups' delivery state goes with the topic
+        log.info("deleted topic %s", name)
+        return info
+
+    def detach_topics(self, names: list[str], *, write_configs: bool = True) -> dict[str, list[Any]]:
+        """The second half: take the forgotten topics' logs out of storage (one pass over the partitions),
+        drop their committed offsets (as Kafka does), and persist the topic configs."""
+        detach = getattr(self.logs, "detach_topics", None)
+        if detach is not None:
+            out: dict[str, list[Any]] = detach(names)
+        else:
+            out = {}
+            for name in names:
+                self.logs.delete_topic(name)
+                out[name] = []
         groups = getattr(self, "groups", None)
         if groups is not None and hasattr(groups, "on_topics_deleted"):
-            groups.on_topics_deleted([name])   # committed offsets of a deleted topic go too, as in Kafka
-        if info.config and write_configs:
+            groups.on_topics_deleted(list(names))
+        if write_configs:
             self._write_topic_configs()
-        log.info("deleted topic %s", name)
-        return plogs
+        return out
 
     def remove_topic_logs(self, plogs: list[Any]) -> None:
         """Delete detached partition directories (blocking: a worker thread)."""
@@ -490,12 +509,26 @@ def _read_pid_block(path: Path) -> int | None:
 _FREEZE = False   # only a broker that owns its process freezes the collector's view (see allow_gc_freeze)
 
 
+#: the GIL switch interval of a process that is the broker's own (CPython's default: 5 ms)
+OWN_PROCESS_SWITCH_INTERVAL = 0.001
+
+
 def allow_gc_freeze() -> None:
     """Called by ``kafkalite serve``: the process is the broker's, so :func:`freeze_long_lived` may act. An
     embedded broker (``kafkalite.Broker``) shares its host's process and never freezes the host's objects
-    (frozen objects are never collected, cycles included)."""
+    (frozen objects are never collected, cycles included).
+
+    The process's GIL switch interval also becomes ``OWN_PROCESS_SWITCH_INTERVAL``: a worker thread running
+    Python code (logs loading lazily after a restart, topic creation, validation of a large batch) keeps the
+    GIL for the whole interval while the event loop, which gives it up at every syscall, waits that long to
+    get it back each time (a convoy: with logs loading at 20,000 partitions the loop stalled 100-290 ms, idle
+    in epoll as the stack samples showed). Without contention the interval costs nothing. An embedded broker
+    leaves its host's interval alone (kafkalite.bulk lowers it only while a bulk request is in flight)."""
+    import sys
+
     global _FREEZE
     _FREEZE = True
+    sys.setswitchinterval(min(sys.getswitchinterval(), OWN_PROCESS_SWITCH_INTERVAL))
 
 
 def freeze_long_lived() -> None:

@@ -1,4 +1,5 @@
-"""A partition's log: segments, append/read, offset and timestamp lookups, recovery (Kafka's UnifiedLog).
+"""A partition's log: segments, appends, rolls, durability (Kafka's UnifiedLog; reads and lookups in storage.log_reads,
+leader epochs and partition.metadata in storage.log_epochs, recovery at open in storage.loader).
 
 Theory of operation. Segments are kept sorted by base offset; the last one is active and takes appends.
 `append` validates one record batch (structure, CRC-32C, size, producer sequence) *before* writing anything,
@@ -28,7 +29,6 @@ from its recovery point, as Kafka takes a log dir offline.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import logging
 import os
@@ -54,27 +54,18 @@ from storage.batch import (
     require_keys,
     validate_batch,
 )
-from storage.checkpoints import (
-    fsync_dir,
-    read_leader_epochs,
-    read_partition_metadata,
-    sync_file,
-    write_leader_epochs,
-    write_partition_metadata,
-)
 from storage.config import LogConfig
 from storage.errors import (
     InvalidRecordError,
     InvalidTimestampError,
     KafkaStorageError,
-    LogClosedError,
     LogOfflineError,
-    OffsetOutOfRangeError,
     RecordTooLargeError,
     RollbackFailedError,
     StorageError,
 )
-from storage.handles import FileHandle
+from storage.log_epochs import LeaderEpochs
+from storage.log_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LogReads
 from storage.producer_state import CompletedTxn, ProducerStateManager
 from storage.segment import LogSegment, segment_name
 from storage.txn_index import AbortedTxn
@@ -87,9 +78,6 @@ _H = struct.Struct(">h")
 _UI = struct.Struct(">I")
 
 FD_GRACE_S = 1.0  # minimum time a removed segment's descriptors stay open
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +91,9 @@ class AppendInfo:
     duplicate: bool = False
 
 
-class PartitionLog:
-    """One `<topic>-<partition>` directory."""
+class PartitionLog(LogReads, LeaderEpochs):
+    """One `<topic>-<partition>` directory. Reads and lookups are in storage.log_reads, the topic id and
+    leader epochs in storage.log_epochs; recovery at open in storage.loader, retention in storage.retention."""
 
     def __init__(
         self,
@@ -273,104 +262,6 @@ class PartitionLog:
             self._doomed = keep + self._doomed
         return gone
 
-    def _read_metadata(self) -> bool:
-        """Topic id and leader epochs from their files; False when the leader-epoch checkpoint is damaged or
-        missing (the loader rebuilds it from the batches). A damaged `partition.metadata` leaves the topic id unknown
-        (whoever knows it rewrites the file with `set_topic_id`)."""
-        meta = os.path.join(self.dir, "partition.metadata")
-        tid = read_partition_metadata(meta)
-        if tid is not None:
-            self.topic_id = tid
-        elif os.path.exists(meta):
-            log.warning("%s: ignoring unreadable partition.metadata", self.dir)
-        epoch_file = os.path.join(self.dir, "leader-epoch-checkpoint")
-        epochs = read_leader_epochs(epoch_file)
-        if epochs is None or not os.path.exists(epoch_file):
-            log.warning("%s: leader-epoch-checkpoint is %s; rebuilding it from the batches", self.dir,
-                        "damaged" if epochs is None else "missing")
-            self.leader_epochs = []
-            return False
-        # as Kafka's LeaderEpochFileCache.assign: entries must grow in both epoch and start offset
-        self.leader_epochs = []
-        for e, o in epochs:
-            while self.leader_epochs and (self.leader_epochs[-1][0] >= e or self.leader_epochs[-1][1] > o):
-                self.leader_epochs.pop()
-            self.leader_epochs.append((e, o))
-        return True
-
-    def rebuild_leader_epochs(self) -> None:
-        """Leader epochs from the batches' PartitionLeaderEpoch fields (a damaged checkpoint)."""
-        epochs: list[tuple[int, int]] = []
-        for seg in self._view[0]:
-            for _pos, hdr in seg.batches():
-                if hdr.partition_leader_epoch >= 0 and (not epochs or hdr.partition_leader_epoch > epochs[-1][0]):
-                    epochs.append((hdr.partition_leader_epoch, hdr.base_offset))
-        self.leader_epochs = epochs
-        try:
-            self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, epochs, False))
-        except OSError as exc:
-            log.warning("%s: could not rewrite leader-epoch-checkpoint: %s", self.dir, exc)
-
-    # ---- leader epochs ---------------------------------------------------------------------------
-    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
-        """A new epoch starting at `start_offset`; the checkpoint is written first (OSError: nothing changed)."""
-        if self.leader_epochs and epoch <= self.leader_epochs[-1][0]:
-            return
-        new = [*self.leader_epochs, (epoch, start_offset)]
-        self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, new, False))
-        self.leader_epochs = new
-
-    def _truncate_epochs(self, end_offset: int, *, keep_at_end: bool = False) -> None:
-        """Drop epochs starting at or after `end_offset` (after `end_offset` with `keep_at_end`: at load,
-        an epoch that began at the log end offset and has no records yet is still valid)."""
-        keep = [(e, o) for e, o in self.leader_epochs if o < end_offset or (keep_at_end and o == end_offset)]
-        if keep != self.leader_epochs:
-            self.leader_epochs = keep
-            try:
-                self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, keep, False))
-            except OSError as exc:
-                # the file keeps epochs past the log end; they are dropped again at the next load
-                log.warning("%s: could not rewrite leader-epoch-checkpoint: %s", self.dir, exc)
-
-    def set_topic_id(self, topic_id: uuid.UUID) -> None:
-        """Record the topic id in `partition.metadata` (fsynced with the next flush)."""
-        self.topic_id = topic_id
-        self._write_meta("partition.metadata", lambda p: write_partition_metadata(p, topic_id, False))
-
-    def _write_meta(self, name: str, write: Callable[[str], None]) -> None:
-        """Small metadata files are replaced atomically at once but fsynced by the next flush/checkpoint
-        (off the appending thread), as Kafka 3.7+ does for the leader-epoch checkpoint."""
-        path = os.path.join(self.dir, name)
-        write(path)
-        self._meta_dirty.add(path)
-
-    def _sync_meta(self) -> None:
-        dirty, self._meta_dirty = self._meta_dirty, set()
-        try:
-            for path in sorted(dirty):
-                sync_file(path)
-            if self._dir_dirty:
-                fsync_dir(self.dir)
-                self._dir_dirty = False
-        except OSError:
-            self._meta_dirty |= dirty  # still to be made durable by the next flush
-            raise
-
-    def latest_epoch(self) -> int:
-        return self.leader_epochs[-1][0] if self.leader_epochs else -1
-
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """OffsetForLeaderEpoch: (largest epoch <= requested, its end offset) or (-1, -1)."""
-        best = -1
-        for i, (e, _o) in enumerate(self.leader_epochs):
-            if e <= epoch:
-                best = i
-        if best < 0:
-            return -1, -1
-        e = self.leader_epochs[best][0]
-        end = self.leader_epochs[best + 1][1] if best + 1 < len(self.leader_epochs) else self._leo
-        return e, end
-
     # ---- append ------------------------------------------------------------------------------------
     def append(
         self,
@@ -380,10 +271,15 @@ class PartitionLog:
         *,
         validate_producer: bool = True,
         assign_offsets: bool = True,
+        records_checked: bool = False,
     ) -> AppendInfo:
         """Append exactly one record batch.
 
         `validate_producer=False` is the coordinator path: control batches allowed, no sequence checks.
+        `records_checked=True` says the caller has already walked every record the way Kafka's LogValidator
+        does (the broker's produce path, kafkalite.validation, which also refuses keyless records on compacted
+        topics, in a worker thread for large compressed batches): the log then skips its own walk of the
+        records for keys, which would inflate a compressed batch a second time, on the caller's thread.
         `assign_offsets=False` keeps the batch's own BaseOffset (must be >= the log end offset; tools and
         tests that reproduce a log). `leader_epoch=None` keeps the batch's PartitionLeaderEpoch; otherwise
         the batch gets max(leader_epoch, latest epoch in leader-epoch-checkpoint), so epochs never decrease.
@@ -406,7 +302,7 @@ class PartitionLog:
         ):
             # Kafka checks every record; the header bounds them without decoding (first record, max)
             raise InvalidTimestampError(f"timestamps of the batch are outside the accepted range at {now}")
-        if validate_producer and self.config.compact:
+        if validate_producer and self.config.compact and not records_checked:
             require_keys(mv)
         marker: tuple[int, int] | None = None
         if hdr.is_control:
@@ -495,11 +391,6 @@ class PartitionLog:
             self.offline = reason
             log.error("%s-%d is offline until the next restart: %s", self.topic, self.partition, reason)
 
-    def _refuse(self) -> None:
-        if self.closed:
-            raise LogClosedError(f"{self.topic}-{self.partition} is closed")
-        raise LogOfflineError(f"{self.topic}-{self.partition} is offline: {self.offline}")
-
     def append_control(
         self,
         control_type: int,
@@ -522,18 +413,6 @@ class PartitionLog:
         lso = self.producer_state.last_stable_offset_after(done)
         seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, lso))
 
-    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping [fetch_offset, upper_bound) (READ_COMMITTED Fetch)."""
-        out: list[AbortedTxn] = []
-        segs, bases = self._view
-        i = max(bisect.bisect_right(bases, fetch_offset) - 1, 0)
-        for seg in segs[i:]:
-            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
-            out.extend(found)
-            if complete:
-                break
-        return out
-
     def roll(self, now_ms: int | None = None) -> LogSegment:
         """Force a new active segment at the log end offset (no-op if the active one is empty)."""
         if self.active.size == 0:
@@ -553,86 +432,6 @@ class PartitionLog:
         self._add_segment(seg)
         self._leo = leo
         return seg
-
-    # ---- read --------------------------------------------------------------------------------------
-    def _check_range(self, offset: int) -> None:
-        if offset < self.log_start_offset or offset > self._leo:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} is outside [{self.log_start_offset}, {self._leo}] of "
-                f"{self.topic}-{self.partition}",
-                log_start_offset=self.log_start_offset,
-                log_end_offset=self._leo,
-            )
-
-    def read(self, offset: int, max_bytes: int, min_one: bool = True) -> list[tuple[FileHandle, int, int]]:
-        """Whole batches from the one holding `offset`, as (file handle, position, length) regions; [] at LEO.
-
-        Send a region with `with handle.pinned() as fd: os.sendfile(sock, fd, position, length)`, or read it
-        with `handle.pread(length, position)`."""
-        if self.closed or self.offline is not None:
-            self._refuse()
-        self._check_range(offset)
-        leo = self._leo
-        out: list[tuple[FileHandle, int, int]] = []
-        segs, bases = self._view
-        i = max(bisect.bisect_right(bases, offset) - 1, 0)
-        remaining = max_bytes
-        cur = offset
-        while i < len(segs) and cur < leo:
-            seg = segs[i]
-            r = seg.read(cur, remaining, min_one and not out)
-            i += 1
-            if r is None:
-                continue
-            pos, length, nxt = r
-            if length == 0:
-                break
-            out.append((seg.file, pos, length))
-            remaining -= length
-            cur = nxt
-            if remaining <= 0 or nxt < seg.next_offset:
-                break
-        return out
-
-    def read_bytes(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
-        return b"".join(f.pread(n, pos) for f, pos, n in self.read(offset, max_bytes, min_one))
-
-    def batches(self, start_offset: int = 0) -> list[tuple[LogSegment, int, BatchHeader]]:
-        """(segment, position, header) of every batch with last offset >= start_offset (tools, tests)."""
-        out = []
-        for seg in self._view[0]:
-            if seg.next_offset <= start_offset:
-                continue
-            for pos, hdr in seg.batches():
-                if hdr.last_offset >= start_offset:
-                    out.append((seg, pos, hdr))
-        return out
-
-    # ---- timestamp lookups ------------------------------------------------------------------------
-    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
-        """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else first record with timestamp >= ts."""
-        if ts_ms == EARLIEST_TIMESTAMP or ts_ms == -4:
-            return self.log_start_offset, -1
-        if ts_ms == LATEST_TIMESTAMP:
-            return self._leo, -1
-        if ts_ms == MAX_TIMESTAMP:
-            return self.max_timestamp_offset()
-        for seg in self._view[0]:
-            if seg.max_timestamp >= ts_ms:
-                r = seg.find_offset_by_timestamp(ts_ms, self.log_start_offset)
-                if r is not None:
-                    return r
-        return None
-
-    def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """Offset and timestamp of the first record carrying the largest timestamp (ListOffsets -3)."""
-        best: LogSegment | None = None
-        for seg in self._view[0]:
-            if seg.size and (best is None or seg.max_timestamp > best.max_timestamp):
-                best = seg
-        if best is None:
-            return None
-        return best.offset_of_max_timestamp()
 
     # ---- truncation, deletion of records ---------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
@@ -795,4 +594,4 @@ def _now() -> int:
     return time.time_ns() // 1_000_000
 
 
-__all__ = ["AppendInfo", "PartitionLog", "segment_name"]
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "AppendInfo", "PartitionLog", "segment_name"]

@@ -1,8 +1,8 @@
 """DeleteGroups (key 42): v0–v2.
 
 Only Empty groups can be deleted (NON_EMPTY_GROUP otherwise; GROUP_ID_NOT_FOUND for unknown ones).
-Deleting writes tombstones for the group's offsets and metadata to ``__consumer_offsets``. v2 is
-flexible.
+Deleting writes tombstones for the group's offsets and metadata to ``__consumer_offsets``; a share group's
+delivery state is tombstoned in ``__share_group_state``. v2 is flexible.
 - Authorization: DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
 from __future__ import annotations
@@ -21,7 +21,11 @@ async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Delete
         errors = dict.fromkeys(names, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     else:
         denied = authz.denied(ctx, authz.Op.DELETE, authz.GROUP, names)
-        errors = svc.delete_groups([g for g in names if g not in denied])
+        allowed = [g for g in names if g not in denied]
+        shares = getattr(ctx.broker, "shares", None)
+        share_ids = [g for g in allowed if shares is not None and shares.is_share_group(g)]
+        errors = svc.delete_groups([g for g in allowed if g not in share_ids])
+        errors.update({g: shares.delete_group(g) for g in share_ids})
         errors.update(dict.fromkeys(denied, int(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in dict.fromkeys(names)])

@@ -19,6 +19,10 @@
   one that would break the quota is answered empty with throttle_time_ms (its bytes not counted), as Kafka.
 - Authorization: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions; a fetch as a follower
   (replica id >= 0) needs CLUSTER_ACTION on the cluster instead (KafkaApis).
+- A request naming ``SLICE_AFTER`` partitions or more is read in slices (``kafkalite.slices``): on a broker of
+  many partitions each read may open files, and other clients are answered in between. Its partitions'
+  records of up to ``INLINE_BYTES`` are read into the response at once rather than sent as file regions
+  (which would reopen each file as the response is sent).
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ import trio
 from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
 from kafkalite.state import BrokerState
 from storage.errors import OffsetOutOfRangeError, StorageError
 from wire.errors import ErrorCode
@@ -39,6 +44,10 @@ from wire.messages import FetchRequest, FetchResponse
 _Part = FetchResponse.PartitionData
 _ZERO_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1
+#: requests naming more partitions than this are read in slices, their partitions' small regions read at once
+SLICE_AFTER = 128
+INLINE_BYTES = 16 * 1024
+INLINE_TOTAL = 4 * 1024 * 1024
 
 
 def _error_part(index: int, code: ErrorCode, hw: int = -1, log_start: int = -1, version: int = 4) -> Any:
@@ -69,75 +78,139 @@ def trim_regions(regions: list[tuple[Any, int, int]], end_offset: int) -> list[t
     return out
 
 
+class _Budget:
+    """What a fetch has read so far: MaxBytes left, bytes of records, whether a partition erred."""
+
+    __slots__ = ("errored", "inline", "remaining", "total")
+
+    def __init__(self, max_bytes: int, inline: int = 0) -> None:
+        self.remaining = max_bytes if max_bytes > 0 else 0x7FFFFFFF
+        self.total = 0
+        self.errored = False
+        self.inline = inline   # bytes of small regions still to read into memory at once (see _inline)
+
+
+def _inline(regions: list[tuple[Any, int, int]], size: int) -> Any:
+    """A partition's regions of at most INLINE_BYTES in all, as bytes read now, while their file is open.
+    Sent as file regions, a response naming more partitions than the descriptor cache holds reopened (and
+    closed again) every file on the event loop as it sent them: 0.1-0.2 s for 2,000 partitions of a broker of
+    20,000 under RLIMIT_NOFILE 1,024. Read here, each costs one pread. At most INLINE_TOTAL bytes a response
+    are read so (MaxBytes is the client's: a request naming one partition a million times would otherwise
+    hold a million copies of its records in memory); the rest stays file regions."""
+    if size > INLINE_BYTES:
+        return regions
+    out = bytearray()
+    for src, offset, length in regions:
+        data = os.pread(src, length, offset) if type(src) is int else src.pread(length, offset)
+        if len(data) != length:   # cut short meanwhile (retention, truncation): left to the sender to judge
+            return regions
+        out += data
+    return out
+
+
+def _topic(state: BrokerState, t: Any, by_id: bool, topics_out: list[Any]) -> tuple[str | None, ErrorCode, list[Any]]:
+    if by_id:
+        info = state.topics_by_id.get(t.topic_id)
+        name = info.name if info is not None else None
+        missing = ErrorCode.UNKNOWN_TOPIC_ID
+    else:
+        name = t.topic
+        missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    parts: list[Any] = []
+    topics_out.append(FetchResponse.FetchableTopicResponse(topic=t.topic if not by_id else "",
+                                                           topic_id=t.topic_id, partitions=parts))
+    return name, missing, parts
+
+
+def _partition(state: BrokerState, name: str | None, missing: ErrorCode, p: Any, committed: bool,
+               budget: _Budget) -> Any:
+    """Read one requested partition now (its answer)."""
+    plog = state.logs.get_log(name, p.partition) if name is not None and name in state.topics else None
+    if plog is None:
+        budget.errored = True
+        return _error_part(p.partition, missing if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    hw = plog.high_watermark
+    log_start = plog.log_start_offset
+    lso = getattr(plog, "last_stable_offset", hw)
+    offset = p.fetch_offset
+    if offset < log_start or offset > plog.log_end_offset:
+        budget.errored = True
+        return _error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, log_start)
+    total = budget.total
+    limit = min(p.partition_max_bytes, budget.remaining)
+    records: Any = b""
+    if offset < (lso if committed else hw) and (limit > 0 or total == 0):
+        try:
+            regions = plog.read(offset, max(limit, 0), min_one=(total == 0))
+        except OffsetOutOfRangeError:
+            budget.errored = True
+            return _error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, log_start)
+        except StorageError as exc:
+            budget.errored = True
+            return _error_part(p.partition, error_code_for(exc), hw, log_start)
+        if regions and committed and lso < hw:
+            regions = trim_regions(regions, lso)
+        if regions:
+            size = sum(r[2] for r in regions)
+            budget.total = total + size
+            budget.remaining -= size
+            if budget.inline >= size:
+                records = _inline(regions, size)
+                if records is not regions:
+                    budget.inline -= size
+            else:
+                records = regions
+    aborted: list[Any] | None = None
+    if committed:
+        lister = getattr(plog, "aborted_transactions", None)
+        aborted = [FetchResponse.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                   for a in (lister(offset, lso) if lister is not None else [])]
+    return _Part(partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=hw, last_stable_offset=lso,
+                 log_start_offset=log_start, aborted_transactions=aborted, preferred_read_replica=-1,
+                 records=records)
+
+
 def _collect(state: BrokerState, req: FetchRequest, version: int, denied: Any = ()
              ) -> tuple[FetchResponse, int, bool]:
     """Read every requested partition now. Returns (response, bytes of records, whether any partition erred)."""
     by_id = version >= 13
     committed = req.isolation_level == READ_COMMITTED
-    remaining = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
-    total = 0
-    errored = False
+    budget = _Budget(req.max_bytes)
     topics_out: list[FetchResponse.FetchableTopicResponse] = []
     for t in req.topics:
-        if by_id:
-            info = state.topics_by_id.get(t.topic_id)
-            name = info.name if info is not None else None
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
-        else:
-            name = t.topic
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        parts: list[Any] = []
-        topics_out.append(FetchResponse.FetchableTopicResponse(topic=t.topic if not by_id else "",
-                                                               topic_id=t.topic_id, partitions=parts))
+        name, missing, parts = _topic(state, t, by_id, topics_out)
         for p in t.partitions:
             if name in denied:
                 parts.append(_error_part(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                errored = True
+                budget.errored = True
                 continue
-            plog = state.logs.get_log(name, p.partition) if name is not None and name in state.topics else None
-            if plog is None:
-                code = missing if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                parts.append(_error_part(p.partition, code))
-                errored = True
-                continue
-            hw = plog.high_watermark
-            log_start = plog.log_start_offset
-            lso = getattr(plog, "last_stable_offset", hw)
-            offset = p.fetch_offset
-            if offset < log_start or offset > plog.log_end_offset:
-                parts.append(_error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, log_start))
-                errored = True
-                continue
-            limit = min(p.partition_max_bytes, remaining)
-            records: Any = b""
-            if offset < (lso if committed else hw) and (limit > 0 or total == 0):
-                try:
-                    regions = plog.read(offset, max(limit, 0), min_one=(total == 0))
-                except OffsetOutOfRangeError:
-                    parts.append(_error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, log_start))
-                    errored = True
-                    continue
-                except StorageError as exc:
-                    parts.append(_error_part(p.partition, error_code_for(exc), hw, log_start))
-                    errored = True
-                    continue
-                if regions and committed and lso < hw:
-                    regions = trim_regions(regions, lso)
-                if regions:
-                    size = sum(r[2] for r in regions)
-                    total += size
-                    remaining -= size
-                    records = regions
-            aborted: list[Any] | None = None
-            if committed:
-                lister = getattr(plog, "aborted_transactions", None)
-                aborted = [FetchResponse.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-                           for a in (lister(offset, lso) if lister is not None else [])]
-            parts.append(_Part(partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=hw,
-                               last_stable_offset=lso, log_start_offset=log_start,
-                               aborted_transactions=aborted, preferred_read_replica=-1, records=records))
+            parts.append(_partition(state, name, missing, p, committed, budget))
     resp = FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics_out)
-    return resp, total, errored
+    return resp, budget.total, budget.errored
+
+
+async def _collect_sliced(state: BrokerState, req: FetchRequest, version: int, denied: Any = ()
+                          ) -> tuple[FetchResponse, int, bool]:
+    """``_collect`` in slices, for a request naming many partitions: each partition is read on its own (as in
+    Kafka), and on a broker of many partitions a read may open and close files (descriptors on demand), so a
+    Fetch of 2,000 partitions at 20,000 partitions under RLIMIT_NOFILE 1,024 held the loop 0.2-0.7 s."""
+    by_id = version >= 13
+    committed = req.isolation_level == READ_COMMITTED
+    budget = _Budget(req.max_bytes, inline=INLINE_TOTAL)
+    topics_out: list[FetchResponse.FetchableTopicResponse] = []
+    work = Slices(every=16)
+    for t in req.topics:
+        name, missing, parts = _topic(state, t, by_id, topics_out)
+        for p in t.partitions:
+            if work.due():
+                await work.pause()
+            if name in denied:
+                parts.append(_error_part(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                budget.errored = True
+                continue
+            parts.append(_partition(state, name, missing, p, committed, budget))
+    resp = FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics_out)
+    return resp, budget.total, budget.errored
 
 
 def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str, int]]:
@@ -176,9 +249,13 @@ async def _fetch(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse,
     min_bytes = max(req.min_bytes, 0)
     if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
         await state.ensure_loaded(_keys(state, req, version))
+    many = len(req.topics) >= SLICE_AFTER or sum(len(t.partitions) for t in req.topics) >= SLICE_AFTER
     denied = () if state.authorizer is None else authz.fetch_denied(ctx, req, [n for n, _p in _keys(state, req, version)])
     while True:
-        resp, total, errored = _collect(state, req, version, denied)
+        if many:
+            resp, total, errored = await _collect_sliced(state, req, version, denied)
+        else:
+            resp, total, errored = _collect(state, req, version, denied)
         if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.draining:
             return resp, total
         if trio.current_time() >= deadline:

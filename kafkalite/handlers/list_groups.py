@@ -1,9 +1,9 @@
 """ListGroups (key 16): v0–v5.
 
 - v4 adds StatesFilter (case-insensitive state names) and GroupState in the response; v5 adds
-  TypesFilter and GroupType: every group here is a "classic" group, so a types filter without
-  "classic" lists nothing. While the coordinator loads, the error is COORDINATOR_LOAD_IN_PROGRESS
-  (with whatever is known).
+  TypesFilter and GroupType: a types filter without "classic" lists no classic group; share groups
+  (KIP-932) are listed with group type and protocol type "share". While the coordinator loads, the error
+  is COORDINATOR_LOAD_IN_PROGRESS (with whatever is known).
 - Authorization: DESCRIBE on the cluster lists every group; otherwise only the groups it may DESCRIBE.
 """
 from __future__ import annotations
@@ -22,6 +22,10 @@ async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroups
     v = ctx.version
     err, groups = svc.list_groups(list(req.states_filter) if v >= 4 else None,
                                   list(req.types_filter) if v >= 5 else None)
+    shares = getattr(ctx.broker, "shares", None)
+    if shares is not None:
+        groups = groups + shares.list_groups(list(req.states_filter) if v >= 4 else None,
+                                             list(req.types_filter) if v >= 5 else None)
     if ctx.broker.authorizer is not None and not authz.cluster_allowed(ctx, authz.Op.DESCRIBE):
         hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.GROUP, (g["group_id"] for g in groups))
         groups = [g for g in groups if g["group_id"] not in hidden]

@@ -52,6 +52,23 @@ def test_overlapping_pauses_restore_once_and_on_error() -> None:
     assert bulk.active() == 0 and gc.get_threshold() == before
 
 
+def test_the_gil_changes_hands_often_while_paused() -> None:
+    """A worker thread decoding a million entries holds the GIL for CPython's 5 ms switch interval at a time,
+    and the event loop waits that long for it after every syscall (a convoy: the probe's round trip went from
+    0.4 to 5.6 ms, a DescribeConfigs of a million resources stalled the loop 111-128 ms): while a bulk request
+    is in flight the interval is bulk.SWITCH_INTERVAL, and the process's own interval comes back after."""
+    import sys
+
+    before = sys.getswitchinterval()
+    assert before > bulk.SWITCH_INTERVAL
+    with bulk.paused():
+        assert sys.getswitchinterval() == pytest.approx(bulk.SWITCH_INTERVAL)
+        with bulk.paused():
+            assert sys.getswitchinterval() == pytest.approx(bulk.SWITCH_INTERVAL)
+        assert sys.getswitchinterval() == pytest.approx(bulk.SWITCH_INTERVAL)
+    assert sys.getswitchinterval() == before
+
+
 def _produce_frame(version: int, topics: int, partitions: int, txn: str | None) -> memoryview:
     from storage.testing import encode_batch
     from wire import api
@@ -91,3 +108,21 @@ def test_dismantle_empties_every_long_list_of_the_trees() -> None:
     bulk.dismantle(objs)
     assert objs == [] and parts == [] and many_topics == []
     assert len(topics) == 2 and len(short) == 1   # short lists are freed whole, with their owner
+
+
+def test_a_broker_that_owns_its_process_switches_the_gil_often() -> None:
+    """``kafkalite serve`` (state.allow_gc_freeze) sets a 1 ms GIL switch interval for its process: logs loading
+    in worker threads after a restart made the loop wait 5 ms for the GIL after each syscall (stalls of
+    100-290 ms at 20,000 partitions). An embedded broker leaves its host's interval alone."""
+    import subprocess
+    import sys
+
+    from kafkalite.embedded import Broker
+
+    out = subprocess.run([sys.executable, "-c", "import sys; from kafkalite.state import allow_gc_freeze; "
+                          "allow_gc_freeze(); print(sys.getswitchinterval())"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert float(out) == pytest.approx(0.001)
+    before = sys.getswitchinterval()
+    with Broker():
+        assert sys.getswitchinterval() == before

@@ -24,6 +24,10 @@ def test_slices_yield_only_when_the_slice_is_used_up() -> None:
     assert [work.due() for _ in range(128)] == [False] * 127 + [True]
     work = Slices(slice_s=3600.0)
     assert not any(work.due() for _ in range(10_000))
+    work = Slices(slice_s=0.0, every=16)   # items that may open files: the clock is read more often
+    assert [work.due() for _ in range(32)] == ([False] * 15 + [True]) * 2
+    with pytest.raises(ValueError):
+        Slices(every=10)
 
     async def main() -> None:
         with trio.testing.assert_checkpoints():

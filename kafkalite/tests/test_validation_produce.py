@@ -108,3 +108,23 @@ def test_decompression_bomb_is_refused_over_the_wire(raw: Callable[[], RawClient
     assert p.error_code == ErrorCode.MESSAGE_TOO_LARGE and "inflates to more than" in p.error_message
     assert log_end(c, "bombs") == 0
     assert produce(c, "bombs", valid(2, compression=4)).error_code == 0
+
+
+def test_compacted_topic_batch_is_walked_once_by_the_validator(raw: Callable[[], RawClient],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validator already refuses keyless records on compacted topics (off the loop for large compressed
+    batches); storage's own walk for keys inflated the batch a second time, on the event loop (a 64 KB gzip
+    bomb to a compacted topic held it ~200 ms in storage.batch.require_keys)."""
+    import storage.log
+
+    walks: list[int] = []
+    real = storage.log.require_keys
+    monkeypatch.setattr(storage.log, "require_keys", lambda mv: (walks.append(len(mv)), real(mv))[1])
+    c = raw()
+    create(c, "compacted-once", {"cleanup.policy": "compact"})
+    assert produce(c, "compacted-once", encode_batch([Rec(b"a", key=b"k"), Rec(b"b", key=b"j")],
+                                                     compression=1)).error_code == 0
+    p = produce(c, "compacted-once", encode_batch([Rec(b"a", key=None)], compression=1))
+    assert p.error_code == ErrorCode.INVALID_RECORD
+    assert log_end(c, "compacted-once") == 2
+    assert walks == []

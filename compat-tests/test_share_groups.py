@@ -1,0 +1,224 @@
+"""Share groups (KIP-932, "queues for Kafka") with confluent-kafka 2.16's ``ShareConsumer`` (librdkafka 2.16:
+ShareGroupHeartbeat v1, ShareFetch v1, ShareAcknowledge v1), against a broker emulating Kafka 4.3 (the
+profile that advertises the share group APIs).
+
+Shown: consumers of one partition share its records, each delivered once when all are accepted; a released
+record goes to another consumer; a consumer SIGKILLed while holding records loses them to another when their
+locks expire; a rejected record is never delivered again; the delivery count limit archives a record released
+again and again; and the delivery state survives a broker SIGKILL.
+
+The Java client 3.9.1 is not used: its KafkaShareConsumer is Kafka 3.9's early access, speaking the removed
+v0 of the share APIs, which Kafka 4.3 (and this broker) no longer serves.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from harness.topics import create_topic
+
+ck = pytest.importorskip("confluent_kafka")
+
+KAFKALITE_EMULATE = "4.3"
+LOCK_MS = 3000
+LIMIT = 3
+KAFKALITE_ARGS = ["--override", "kafkalite.share.auto.offset.reset=earliest",
+                  "--override", f"group.share.record.lock.duration.ms={LOCK_MS}",
+                  "--override", f"group.share.delivery.count.limit={LIMIT}",
+                  "--override", "share.coordinator.state.topic.num.partitions=3"]
+WORKER = Path(__file__).resolve().parent / "harness" / "share_worker.py"
+
+
+def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
+    p = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 5})
+    for i in range(start, start + n):
+        p.produce(topic, value=b"r%d" % i)
+        if i % 5 == 4:
+            p.poll(0)
+    assert p.flush(30) == 0
+
+
+def consumer(bootstrap: str, group: str, topic: str, explicit: bool = False, **conf):  # type: ignore[no-untyped-def]
+    c = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                          "share.acknowledgement.mode": "explicit" if explicit else "implicit", **conf})
+    c.subscribe([topic])
+    return c
+
+
+def messages(c, timeout: float = 1.0) -> list:  # type: ignore[no-untyped-def]
+    out = []
+    for m in c.poll(timeout):
+        assert m.error() is None, m.error()
+        out.append(m)
+    return out
+
+
+def test_four_consumers_share_one_partition_each_record_once(broker, topic):
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    n = 200
+    produce(bs, topic, n)
+    got: dict[int, list[int]] = {i: [] for i in range(4)}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            c = consumer(bs, "share-four", topic, **{"max.poll.records": 10})
+            try:
+                while not stop.is_set():
+                    got[i].extend(m.offset() for m in messages(c, 0.5))   # implicit: accepted at the next poll
+            finally:
+                c.close()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(4)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while sum(len(v) for v in got.values()) < n and time.monotonic() < deadline and not errors:
+        time.sleep(0.2)
+    time.sleep(1.0)            # anything delivered twice would show up now
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    every = [o for v in got.values() for o in v]
+    assert sorted(every) == list(range(n)), "each record exactly once"
+    assert sum(1 for v in got.values() if v) >= 2, {i: len(v) for i, v in got.items()}
+
+
+def test_released_record_goes_to_another_consumer(broker, topic):
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    produce(bs, topic, 5)
+    a = consumer(bs, "share-release", topic, explicit=True)
+    first: list = []
+    deadline = time.monotonic() + 30
+    while not first and time.monotonic() < deadline:
+        first = messages(a)
+    assert first and first[0].offset() == 0 and first[0].delivery_count() == 1
+    a.acknowledge(first[0], ck.AcknowledgeType.RELEASE)
+    for m in first[1:]:
+        a.acknowledge(m)
+    a.commit_sync(30)
+    a.close()
+    b = consumer(bs, "share-release", topic, explicit=True)
+    try:
+        seen: list = []
+        deadline = time.monotonic() + 30
+        while not seen and time.monotonic() < deadline:
+            seen = messages(b)
+        rest = {m.offset() for m in first[1:]}
+        redelivered = [(m.offset(), m.delivery_count(), m.value()) for m in seen if m.offset() not in rest]
+        assert redelivered[:1] == [(0, 2, b"r0")]
+        assert not [m for m in seen if m.offset() in rest], "accepted records are never delivered again"
+        for m in seen:
+            b.acknowledge(m)
+        b.commit_sync(30)
+    finally:
+        b.close()
+
+
+def test_lock_expiry_after_consumer_sigkill(broker, topic):
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    produce(bs, topic, 10)
+    worker = subprocess.Popen([sys.executable, str(WORKER), bs, topic, "share-kill", "10"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        line = worker.stdout.readline()
+        held = json.loads(line)["offsets"]
+        assert held, line
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+        c = consumer(bs, "share-kill", topic)
+        try:
+            seen: dict[int, int] = {}
+            deadline = time.monotonic() + 30 + LOCK_MS / 1000
+            while not set(held) <= set(seen) and time.monotonic() < deadline:
+                seen.update((m.offset(), m.delivery_count()) for m in messages(c))
+            assert set(held) <= set(seen), "the dead consumer's records come back when their locks expire"
+            assert all(seen[o] == 2 for o in held), seen
+        finally:
+            c.close()
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(10)
+
+
+def test_reject_archives_and_delivery_limit(broker, topic):
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    produce(bs, topic, 4)
+    c = consumer(bs, "share-limit", topic, explicit=True)
+    try:
+        deliveries: dict[int, list[int]] = {}
+        quiet_since = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            batch = messages(c, 0.5)
+            if not batch:
+                quiet_since = quiet_since or time.monotonic()
+                if time.monotonic() - quiet_since > 3:
+                    break
+                continue
+            quiet_since = None
+            for m in batch:
+                deliveries.setdefault(m.offset(), []).append(m.delivery_count())
+                # offset 0 is rejected, offset 1 released every time, the rest accepted
+                kind = {0: ck.AcknowledgeType.REJECT, 1: ck.AcknowledgeType.RELEASE}.get(m.offset(),
+                                                                                       ck.AcknowledgeType.ACCEPT)
+                c.acknowledge(m, kind)
+            c.commit_sync(30)
+        assert deliveries[0] == [1], "a rejected record is archived, never delivered again"
+        assert deliveries[1] == list(range(1, LIMIT + 1)), "released until the delivery count limit"
+        assert deliveries[2] == [1] and deliveries[3] == [1]
+    finally:
+        c.close()
+
+
+def test_state_survives_broker_sigkill(broker_factory, topic):
+    b = broker_factory(emulate="4.3", extra_args=KAFKALITE_ARGS)
+    bs = b.bootstrap
+    create_topic(bs, topic, 1)
+    n = 30
+    produce(bs, topic, n)
+    a = consumer(bs, "share-crash", topic, explicit=True, **{"max.poll.records": 20})
+    accepted: set[int] = set()
+    try:
+        held: list = []
+        deadline = time.monotonic() + 30
+        while len(held) < 20 and time.monotonic() < deadline:
+            held += messages(a)
+        assert held
+        for m in held:
+            if m.offset() % 2 == 0:
+                a.acknowledge(m)
+                accepted.add(m.offset())
+            else:
+                a.acknowledge(m, ck.AcknowledgeType.RELEASE)
+        results = a.commit_sync(30)
+        assert all(v is None for v in results.values()), results
+        b.restart(signal.SIGKILL)        # the accepted records' state must be on disk already
+    finally:
+        a.close()
+    c = consumer(bs, "share-crash", topic)
+    try:
+        seen: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(seen) < n - len(accepted) and time.monotonic() < deadline:
+            seen.update(m.offset() for m in messages(c))
+        assert not seen & accepted, "an accepted record was delivered again after the crash"
+        assert seen == set(range(n)) - accepted, "a record was lost"
+    finally:
+        c.close()

@@ -1,0 +1,256 @@
+"""Every share-partition of the broker, and their persistence in ``__share_group_state`` (pure: the caller
+gives ``now`` and an ``append`` that writes one batch of records to a state-topic partition, raising
+``kafkalite.coordinator.errors.AppendError`` when it cannot).
+
+This joins what Kafka splits between the ``SharePartitionManager`` (share-partitions in memory, created on
+first use and initialised from the persister) and the share coordinator (``ShareCoordinatorShard``: one
+ShareSnapshot, then ShareUpdates, a fresh snapshot every ``updates_per_snapshot`` updates):
+
+- A share-partition without persisted state starts where ``share.auto.offset.reset`` says (latest: the end
+  of the log the group may read — the high watermark, or the last stable offset for read_committed;
+  earliest: the log start), and that start is written as a snapshot at once, so records produced after it
+  are never skipped by a restart.
+- Each acknowledgement is written (a ShareUpdate with the new start and the changed runs) before the
+  client is answered: an acknowledged record is never delivered again after a restart. Acquisitions are not
+  written (as in Kafka): after a crash, a record acquired but not acknowledged is delivered again.
+- Lock expiries, releases on session close, and archiving of markers, aborted records and gaps are
+  written the same way (a failed write there is logged by the caller; memory stays ahead, which at worst
+  delivers those records again after a restart).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.share.config import GroupSettings, ShareConfig
+from kafkalite.coordinator.share.partition import (
+    INVALID_RECORD_STATE,
+    Acquired,
+    LogBatch,
+    SharePartition,
+    StateBatch,
+)
+from kafkalite.coordinator.share.records import (
+    SNAPSHOT,
+    UPDATE,
+    ShareKey,
+    ShareValue,
+    encode_key,
+    encode_value,
+    partition_for,
+)
+from kafkalite.coordinator.share.state import PersistedState
+
+#: writes one batch to a state-topic partition; returns the batch's base offset (None if unknown)
+Append = Callable[[int, list[tuple[bytes, bytes | None]]], "int | None"]
+
+
+@dataclass(slots=True)
+class _Meta:
+    state_epoch: int = 0
+    snapshot_epoch: int = -1
+    create_ts: int = 0
+    updates: int = 0
+
+
+class ShareStateManager:
+    def __init__(self, config: ShareConfig, append: Append) -> None:
+        self.config = config
+        self.append = append
+        self.persisted: dict[ShareKey, PersistedState] = {}   # loaded, not yet in use
+        self.parts: dict[ShareKey, SharePartition] = {}
+        self.meta: dict[ShareKey, _Meta] = {}
+        self._state_partition: dict[ShareKey, int] = {}
+        self.snapshot_offsets: dict[ShareKey, int] = {}     # where each share-partition's last snapshot is
+
+    # -- access --------------------------------------------------------------------------------
+    def settings(self, group: str) -> GroupSettings:
+        return self.config.for_group(group)
+
+    def known(self, key: ShareKey) -> bool:
+        return key in self.parts or key in self.persisted
+
+    def keys(self, group: str | None = None) -> list[ShareKey]:
+        keys = set(self.parts) | set(self.persisted)
+        return sorted((k for k in keys if group is None or k.group == group),
+                      key=lambda k: (k.group, str(k.topic_id), k.partition))
+
+    def groups(self) -> set[str]:
+        return {k.group for k in self.parts} | {k.group for k in self.persisted}
+
+    def start_of(self, key: ShareKey) -> int:
+        """The share-partition start offset, -1 if the group has no state for it yet."""
+        sp = self.parts.get(key)
+        if sp is not None:
+            return sp.start
+        ps = self.persisted.get(key)
+        return ps.start if ps is not None else -1
+
+    def partition(self, key: ShareKey, now: int, log_start: int, readable_end: int) -> SharePartition:
+        """The share-partition, initialised on first use; raises AppendError if its initial snapshot could not
+        be written (the fetch answers an error and the next one tries again)."""
+        settings = self.settings(key.group)
+        sp = self.parts.get(key)
+        if sp is None:
+            ps = self.persisted.get(key)
+            meta = _Meta()
+            if ps is not None:
+                meta = _Meta(ps.state_epoch, ps.snapshot_epoch, ps.create_ts, ps.updates)
+            if ps is not None and ps.start >= 0:
+                sp = SharePartition(ps.start, ps.batches(), settings.limits)
+                fresh = False
+            else:
+                start = log_start if settings.auto_offset_reset == "earliest" else readable_end
+                sp = SharePartition(start, (), settings.limits)
+                meta.create_ts = now
+                fresh = True
+            self.meta[key] = meta
+            if fresh:
+                self._snapshot(key, sp, now)          # raises before the partition is registered
+            self.parts[key] = sp
+            self.persisted.pop(key, None)
+        else:
+            sp.limits = settings.limits
+        if sp.move_start(log_start):
+            self._write_quietly(key, sp, now, [])
+        return sp
+
+    # -- operations ----------------------------------------------------------------------------
+    def acquire(self, key: ShareKey, member: str, batches: Sequence[LogBatch], max_records: int, now: int,
+                aborted: Sequence[tuple[int, int, int]] = (), record_limit: bool = False,
+                ) -> tuple[list[Acquired], list[LogBatch]]:
+        sp = self.parts[key]
+        got, used, archived = sp.acquire(member, batches, max_records, now, aborted=aborted,
+                                         record_limit=record_limit)
+        if archived:
+            self._write_quietly(key, sp, now, archived)
+        return got, used
+
+    def acknowledge(self, key: ShareKey, member: str, batches: Sequence[tuple[int, int, Sequence[int]]], now: int,
+                    *, allow_renew: bool = False) -> int:
+        """Apply and persist one partition's acknowledgements; the error code for the client."""
+        sp = self.parts.get(key)
+        if sp is None:
+            return INVALID_RECORD_STATE if self.known(key) else E.UNKNOWN_TOPIC_OR_PARTITION
+        code, changed = sp.acknowledge(member, batches, now, allow_renew=allow_renew)
+        if code or not changed:
+            return code
+        try:
+            self._write(key, sp, now, changed)
+        except E.AppendError:
+            self.meta[key].updates = self.config.updates_per_snapshot   # next write: a whole snapshot
+            return E.KAFKA_STORAGE_ERROR
+        return E.NONE
+
+    def release(self, group: str, member: str, keys: Iterable[ShareKey] | None = None, now: int = 0) -> list[ShareKey]:
+        """A member's share session closed or the member left: its acquired records become available."""
+        out = []
+        for key in list(keys) if keys is not None else [k for k in self.parts if k.group == group]:
+            sp = self.parts.get(key)
+            if sp is None or key.group != group:
+                continue
+            changed = sp.release_member(member)
+            if changed:
+                self._write_quietly(key, sp, now, changed)
+                out.append(key)
+        return out
+
+    def next_deadline(self) -> int | None:
+        deadlines = [d for d in (sp.next_deadline() for sp in self.parts.values()) if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def poll(self, now: int) -> list[ShareKey]:
+        """Expire locks due by ``now``; the share-partitions that have records available again."""
+        out = []
+        for key, sp in list(self.parts.items()):
+            d = sp.next_deadline()
+            if d is None or d > now:
+                continue
+            changed = sp.poll(now)
+            if changed:
+                self._write_quietly(key, sp, now, changed)
+                out.append(key)
+        return out
+
+    def alter_start(self, key: ShareKey, offset: int, now: int) -> None:
+        """AlterShareGroupOffsets: a new state epoch starting at ``offset`` (-1: re-initialise on first use
+        from share.auto.offset.reset), written as a snapshot. Raises AppendError."""
+        meta = self.meta.get(key)
+        ps = self.persisted.get(key)
+        if meta is None:
+            meta = _Meta(ps.state_epoch, ps.snapshot_epoch, ps.create_ts) if ps is not None else _Meta(create_ts=now)
+        meta.state_epoch += 1
+        sp = SharePartition(max(offset, 0), (), self.settings(key.group).limits)
+        sp.start = offset
+        self.meta[key] = meta
+        self._snapshot(key, sp, now)
+        self.parts.pop(key, None)
+        self.persisted[key] = PersistedState(offset, meta.state_epoch, meta.snapshot_epoch, 0, meta.create_ts)
+
+    def delete(self, key: ShareKey) -> None:
+        """DeleteShareGroupOffsets / a deleted group or topic: tombstones for both record types. Raises
+        AppendError."""
+        self.append(self._partition_of(key), [(encode_key(SNAPSHOT, key), None), (encode_key(UPDATE, key), None)])
+        self.parts.pop(key, None)
+        self.persisted.pop(key, None)
+        self.meta.pop(key, None)
+        self.snapshot_offsets.pop(key, None)
+
+    # -- pruning -------------------------------------------------------------------------------
+    def load(self, states: dict[ShareKey, PersistedState]) -> None:
+        """Take the replayed state (``StateReplay.states``)."""
+        self.persisted = states
+        self.snapshot_offsets = {k: st.snapshot_offset for k, st in states.items()}
+
+    def prunable(self) -> dict[int, int | None]:
+        """Per state-topic partition, the offset below which every record is redundant: the earliest latest
+        snapshot of a share-partition living there (Kafka's ``lastRedundantOffset``); None when no
+        share-partition lives there (everything so far is redundant). A share-partition whose snapshot
+        offset is unknown pins its partition (nothing pruned)."""
+        out: dict[int, int | None] = dict.fromkeys(range(self.config.state_partitions))
+        pinned: set[int] = set()
+        for key in set(self.parts) | set(self.persisted):
+            part = self._partition_of(key)
+            off = self.snapshot_offsets.get(key, -1)
+            if off < 0:
+                pinned.add(part)
+                continue
+            cur = out.get(part)
+            out[part] = off if cur is None else min(cur, off)
+        for part in pinned:
+            out.pop(part, None)
+        return out
+
+    # -- persistence ---------------------------------------------------------------------------
+    def _partition_of(self, key: ShareKey) -> int:
+        part = self._state_partition.get(key)
+        if part is None:
+            part = self._state_partition[key] = partition_for(key, self.config.state_partitions)
+        return part
+
+    def _write_quietly(self, key: ShareKey, sp: SharePartition, now: int, changed: list[StateBatch]) -> None:
+        try:
+            self._write(key, sp, now, changed)
+        except E.AppendError:
+            self.meta[key].updates = self.config.updates_per_snapshot   # next write: a whole snapshot
+
+    def _write(self, key: ShareKey, sp: SharePartition, now: int, changed: list[StateBatch]) -> None:
+        meta = self.meta[key]
+        if meta.updates >= max(self.config.updates_per_snapshot, 1):
+            self._snapshot(key, sp, now)
+            return
+        value = ShareValue(False, max(meta.snapshot_epoch, 0), 0, sp.start, changed,
+                           delivery_complete_count=sp.delivery_complete_count())
+        self.append(self._partition_of(key), [(encode_key(UPDATE, key), encode_value(value))])
+        meta.updates += 1
+
+    def _snapshot(self, key: ShareKey, sp: SharePartition, now: int) -> None:
+        meta = self.meta[key]
+        epoch = meta.snapshot_epoch + 1
+        value = ShareValue(True, epoch, 0, sp.start, sp.persisted_batches(), meta.state_epoch,
+                           meta.create_ts or now, now, sp.delivery_complete_count())
+        offset = self.append(self._partition_of(key), [(encode_key(SNAPSHOT, key), encode_value(value))])
+        self.snapshot_offsets[key] = offset if offset is not None else -1
+        meta.snapshot_epoch = epoch
+        meta.updates = 0

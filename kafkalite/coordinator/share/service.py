@@ -1,0 +1,469 @@
+"""Trio glue for share groups: membership (``group.py``), share sessions (``sessions.py``), share-partition
+state (``manager.py``) and its topic ``__share_group_state``.
+
+The broker creates ``ShareService(state)`` (``state.shares``), starts it with ``await nursery.start(run)``
+and closes it before storage. ``run`` reports started at once, reads ``__share_group_state`` back in a
+worker thread (until then share requests answer COORDINATOR_LOAD_IN_PROGRESS), then runs the timer loop
+— member session expiry and acquisition-lock expiry — under the broker's supervisor as
+``share-coordinator.timers``.
+
+Long polls: a ShareFetch that acquired nothing waits (up to MaxWaitMs) for an append to one of its
+partitions or for records of its share-partitions becoming available again (a release, an expired lock,
+a start offset moving), never on a sleep.
+
+Time: as the group coordinator, trio's clock shifted to wall-clock ms (MockClock moves the timers).
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
+from kafkalite.coordinator.records import build_batch, iter_records
+from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
+from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordinator
+from kafkalite.coordinator.share.logread import aborted_ranges, read_batches
+from kafkalite.coordinator.share.manager import ShareStateManager
+from kafkalite.coordinator.share.partition import Acquired
+from kafkalite.coordinator.share.records import ShareKey
+from kafkalite.coordinator.share.sessions import Context, ShareSessionCache
+from kafkalite.coordinator.share.state import StateReplay
+from kafkalite.errors import error_code_for
+from kafkalite.supervisor import supervise
+from storage.errors import StorageError
+
+log = logging.getLogger("kafkalite.coordinator.share")
+
+TP = tuple[uuid.UUID, int]
+COORDINATOR_LOAD_IN_PROGRESS = 14
+UNKNOWN_TOPIC_ID = 100
+
+
+@dataclass(slots=True)
+class FetchedPartition:
+    error: int = 0
+    records: list[Any] = field(default_factory=list)      # file regions (handle, position, length)
+    acquired: list[Acquired] = field(default_factory=list)
+    leader_epoch: int = 0
+    size: int = 0
+
+
+class _Timers:
+    """What TimerLoop drives: member sessions and acquisition locks."""
+
+    def __init__(self, service: ShareService) -> None:
+        self.s = service
+
+    def next_deadline(self) -> int | None:
+        left = min(self.s._left.values()) if self.s._left else None
+        ds = [d for d in (self.s.groups.next_deadline(), self.s.states.next_deadline(), left) if d is not None]
+        return min(ds) if ds else None
+
+    def poll(self, now: int) -> None:
+        s = self.s
+        for group, member in s.groups.poll(now):
+            log.info("share group %s: member %s session expired", group, member)
+            s.member_gone(group, member, now)
+        for (group, member), due in list(s._left.items()):
+            if due <= now:
+                del s._left[(group, member)]
+                g = s.groups.groups.get(group)
+                if g is None or member not in g.members:      # it did not come back
+                    s.member_gone(group, member, now)
+        if s.states.poll(now):
+            s.wake()
+
+
+class ShareService:
+    def __init__(self, state: Any, config: ShareConfig | None = None) -> None:
+        self.state = state
+        self.config = config or ShareConfig.from_broker(getattr(state, "config", None))
+        if self.config.group_configs is None and state is not None:
+            self.config.group_configs = self._group_configs
+        self.groups = ShareGroupCoordinator(self.config, self._topics)
+        self.states = ShareStateManager(self.config, self._append)
+        self.sessions = ShareSessionCache(self.config.max_sessions)
+        self.coordinator = _Timers(self)
+        self.loaded = trio.Event()
+        self.loading = True
+        self._clock = WallClock()
+        self._timers = TimerLoop(self)
+        self._cancel: trio.CancelScope | None = None
+        self._creating: trio.Event | None = None
+        self._waiters: set[trio.Event] = set()
+        self._left: dict[tuple[str, str], int] = {}     # members that left with a session open -> when to close it
+
+    def _group_configs(self, group_id: str) -> Mapping[str, str]:
+        """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,
+        when the broker has one (IncrementalAlterConfigs on GROUP resources); none otherwise."""
+        lookup = getattr(self.state, "group_configs", None)
+        return lookup(group_id) if callable(lookup) else {}
+
+    # -- time, wakeups -------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
+    def kick(self) -> None:
+        self._timers.kick()
+
+    def wake(self) -> None:
+        """Records became available again somewhere: parked ShareFetches look again."""
+        waiters, self._waiters = self._waiters, set()
+        for ev in waiters:
+            ev.set()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            self._cancel = scope
+            self.now_ms()
+            task_status.started()
+            try:
+                await self._load()
+            except Exception:
+                log.exception("loading %s failed; share groups start without state", STATE_TOPIC)
+            self.loading = False
+            self.loaded.set()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(supervise, self.state, "share-coordinator.prune", self._prune_loop)
+                await supervise(self.state, "share-coordinator.timers", self._timers.run)
+
+    async def _load(self) -> None:
+        st = self.state
+        if st is None or STATE_TOPIC not in getattr(st, "topics", {}):
+            return
+        info = st.topics[STATE_TOPIC]
+        self.config.state_partitions = info.partitions
+        logs = [st.get_log(STATE_TOPIC, p) for p in range(info.partitions)]
+
+        def read_all() -> StateReplay:
+            replay = StateReplay()
+            for plog in logs:
+                if plog is None:
+                    continue
+                for data in read_chunks(plog):
+                    for off, key, value in iter_records(data):
+                        replay.feed(bytes(key), None if value is None else bytes(value), off)
+            return replay
+
+        replay = await trio.to_thread.run_sync(read_all)
+        self.states.load(replay.states)
+        for key in replay.states:
+            self.groups.ensure_group(key.group)
+        log.info("loaded %d share-partitions of %d share groups from %d %s records", len(replay.states),
+                 len({k.group for k in replay.states}), replay.records, STATE_TOPIC)
+
+    def begin_drain(self) -> None:
+        self.wake()
+
+    def close(self) -> None:
+        self.wake()
+        if self._cancel is not None:
+            self._cancel.cancel()
+
+    # -- storage -------------------------------------------------------------------------------
+    def _overrides(self) -> dict[str, str]:
+        # KIP-932's settings for the state topic: deleted, never by time (a snapshot is rewritten regularly)
+        return {"cleanup.policy": "delete", "retention.ms": "-1", "compression.type": "producer",
+                "segment.bytes": str(self.config.state_segment_bytes)}
+
+    async def ensure_state_topic(self) -> bool:
+        st = self.state
+        if st is None or STATE_TOPIC in st.topics:
+            return True
+        if self._creating is not None:
+            await self._creating.wait()
+            return STATE_TOPIC in st.topics
+        self._creating = ev = trio.Event()
+        try:
+            await create_internal_topic(st, STATE_TOPIC, self.config.state_partitions, self._overrides())
+        except Exception:
+            log.exception("could not create %s", STATE_TOPIC)
+            return False
+        finally:
+            self._creating = None
+            ev.set()
+        return True
+
+    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int | None:
+        st = self.state
+        if st is None:
+            return None
+        if STATE_TOPIC not in st.topics:
+            try:
+                st.ensure_topic(STATE_TOPIC, self.config.state_partitions, self._overrides())
+            except (StorageError, OSError) as exc:
+                raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{STATE_TOPIC}: {exc}") from exc
+        parts = st.topics[STATE_TOPIC].partitions
+        plog = st.get_log(STATE_TOPIC, partition % parts)
+        if plog is None:
+            raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{STATE_TOPIC}-{partition} does not exist")
+        now = time.time_ns() // 1_000_000
+        try:
+            info = plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
+        except StorageError as exc:
+            raise E.AppendError(int(error_code_for(exc)), f"{STATE_TOPIC}-{partition}: {exc}") from exc
+        return int(info.base_offset)
+
+    def prune(self) -> int:
+        """Drop the records of ``__share_group_state`` that no replay needs any more: below the oldest latest
+        snapshot of the share-partitions in each of its partitions (as Kafka's share coordinator does with
+        DeleteRecords; the topic is never cleaned by time). Returns the partitions whose start moved."""
+        st = self.state
+        if st is None or STATE_TOPIC not in st.topics:
+            return 0
+        moved = 0
+        for part, offset in self.states.prunable().items():
+            plog = st.get_log(STATE_TOPIC, part)
+            if plog is None:
+                continue
+            target = plog.log_end_offset if offset is None else min(offset, plog.log_end_offset)
+            if target > plog.log_start_offset:
+                plog.delete_records_before(target)
+                moved += 1
+        return moved
+
+    async def _prune_loop(self) -> None:
+        while True:
+            await trio.sleep(max(self.config.prune_interval_ms, 1000) / 1000)
+            self.prune()
+
+    # -- topics --------------------------------------------------------------------------------
+    def _topics(self) -> Mapping[str, tuple[uuid.UUID, int]]:
+        topics = getattr(self.state, "topics", {}) if self.state is not None else {}
+        return {n: (i.topic_id, i.partitions) for n, i in topics.items() if not getattr(i, "internal", False)}
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        info = getattr(self.state, "topics_by_id", {}).get(topic_id) if self.state is not None else None
+        return None if info is None else str(info.name)
+
+    # -- membership ----------------------------------------------------------------------------
+    def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                  subscribed: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
+        if self.loading:
+            return HeartbeatResult(COORDINATOR_LOAD_IN_PROGRESS)
+        now = self.now_ms()
+        res = self.groups.heartbeat(now, group_id, member_id, member_epoch, rack_id, subscribed, client_id,
+                                    client_host)
+        # a member leaving keeps its share session: a closing consumer's last acknowledgements (ShareAcknowledge
+        # with epoch -1, on another connection) may still arrive after its leave heartbeat, as in Kafka. A
+        # session still open one lock duration later is closed (Kafka closes it when the connection drops)
+        if member_epoch == -1 and res.error == E.NONE and (group_id, member_id) in self.sessions.sessions:
+            self._left[(group_id, member_id)] = now + self.states.settings(group_id).lock_ms
+        self.kick()
+        return res
+
+    def member_gone(self, group: str, member: str, now: int) -> None:
+        """A member's group session expired: its share session closes and its acquired records are released
+        (Kafka's ShareGroupListener.onMemberLeave)."""
+        session = self.sessions.remove(group, member)
+        keys = [ShareKey(group, tid, p) for tid, p in session.partitions] if session is not None else None
+        if self.states.release(group, member, keys, now):
+            self.wake()
+
+    def is_share_group(self, group_id: str) -> bool:
+        return group_id in self.groups.groups
+
+    def list_groups(self, states: list[str] | None, types: list[str] | None) -> list[dict[str, str]]:
+        """ListGroups rows of share groups (protocol type and group type "share"; state Empty or Stable)."""
+        wanted_states = {s.lower() for s in states or []}
+        wanted_types = {t.lower() for t in types or []}
+        if wanted_types and "share" not in wanted_types:
+            return []
+        return [{"group_id": g.group_id, "protocol_type": "share", "group_state": g.state, "group_type": "share"}
+                for g in self.groups.groups.values() if not wanted_states or g.state.lower() in wanted_states]
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups of a share group: refused while it has members; its state records are tombstoned."""
+        err = self.groups.delete(group_id)
+        if err:
+            return err
+        for key in self.states.keys(group_id):
+            try:
+                self.states.delete(key)
+            except E.AppendError:
+                return E.UNKNOWN_SERVER_ERROR
+        return E.NONE
+
+    def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
+        """A deleted topic's share-partition state goes too (tombstones), as Kafka deletes it; members drop the
+        topic's partitions at their next heartbeat."""
+        for key in [k for k in self.states.keys(None) if k.topic_id == topic_id]:
+            try:
+                self.states.delete(key)
+            except E.AppendError as exc:
+                log.warning("could not delete the share state of %s: %s", key, exc)
+        for s in self.sessions.sessions.values():
+            for tp in [tp for tp in s.partitions if tp[0] == topic_id]:
+                del s.partitions[tp]
+
+    # -- ShareFetch / ShareAcknowledge ---------------------------------------------------------
+    def open_fetch(self, group: str, member: str, epoch: int, add: Sequence[TP], forget: Sequence[TP],
+                   has_acks: bool) -> Context:
+        ctx = self.sessions.fetch_context(group, member, epoch, add, forget, has_acks, self.now_ms())
+        if ctx.replaced is not None:
+            self._release_session(ctx.replaced)
+        return ctx
+
+    def open_ack(self, group: str, member: str, epoch: int) -> Context:
+        return self.sessions.ack_context(group, member, epoch, self.now_ms())
+
+    def close_session(self, ctx: Context) -> None:
+        """After a request with epoch -1 was answered: the session goes, its records are released."""
+        s = ctx.session
+        if s is not None and self.sessions.sessions.get((s.group, s.member)) is s:
+            self.sessions.remove(s.group, s.member)
+            self._release_session(s)
+
+    def _release_session(self, s: Any) -> None:
+        keys = [ShareKey(s.group, tid, p) for tid, p in s.partitions]
+        if self.states.release(s.group, s.member, keys, self.now_ms()):
+            self.wake()
+
+    def acknowledge(self, group: str, member: str, acks: Mapping[TP, list[tuple[int, int, list[int]]]],
+                    allow_renew: bool = False) -> dict[TP, int]:
+        now = self.now_ms()
+        out: dict[TP, int] = {}
+        for (tid, p), batches in acks.items():
+            name = self.topic_name(tid)
+            if name is None:
+                out[(tid, p)] = UNKNOWN_TOPIC_ID
+                continue
+            if p < 0 or p >= self.state.topics[name].partitions:
+                out[(tid, p)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            out[(tid, p)] = self.states.acknowledge(ShareKey(group, tid, p), member, batches, now,
+                                                    allow_renew=allow_renew)
+        self.wake()   # released records are available; an advanced start may make room
+        self.kick()
+        return out
+
+    def _fetch_one(self, group: str, member: str, tid: uuid.UUID, p: int, max_records: int, max_bytes: int,
+                   now: int, record_limit: bool = False) -> FetchedPartition:
+        st = self.state
+        name = self.topic_name(tid)
+        if name is None:
+            return FetchedPartition(UNKNOWN_TOPIC_ID)
+        plog = st.get_log(name, p) if 0 <= p < st.topics[name].partitions else None
+        if plog is None:
+            return FetchedPartition(E.UNKNOWN_TOPIC_OR_PARTITION)
+        epoch = st.leader_epoch_of(name, p)
+        settings = self.states.settings(group)
+        committed = settings.read_committed
+        end = plog.last_stable_offset if committed else plog.high_watermark
+        key = ShareKey(group, tid, p)
+        try:
+            sp = self.states.partition(key, now, plog.log_start_offset, end)
+        except E.AppendError as exc:
+            log.warning("share-partition %s could not be initialised: %s", key, exc)
+            return FetchedPartition(E.KAFKA_STORAGE_ERROR, leader_epoch=epoch)
+        offset = sp.fetch_offset()
+        if offset >= end or max_records <= 0:
+            return FetchedPartition(leader_epoch=epoch)
+        try:
+            # batches starting past end-of-window + MaxRecords cannot be needed: their headers are not read
+            batches = read_batches(plog, max(offset, plog.log_start_offset), min(end, sp.end + max_records),
+                                   max_bytes)
+        except StorageError as exc:
+            return FetchedPartition(int(error_code_for(exc)), leader_epoch=epoch)
+        aborted = aborted_ranges(plog, offset, end) if committed else []
+        got, used = self.states.acquire(key, member, batches, max_records, now, aborted, record_limit)
+        regions = [b.ref for b in used]
+        self.kick()
+        return FetchedPartition(0, regions, got, epoch, sum(r[2] for r in regions))
+
+    async def fetch(self, group: str, member: str, partitions: Sequence[TP], *, max_records: int,
+                    max_bytes: int, max_wait_ms: int, record_limit: bool = False) -> dict[TP, FetchedPartition]:
+        """Acquire records for ``member`` from ``partitions`` (the session's), waiting up to ``max_wait_ms``
+        while there is nothing to hand out."""
+        st = self.state
+        await self.ensure_state_topic()
+        deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
+        max_records = max_records if max_records > 0 else 500
+        max_bytes = max_bytes if max_bytes > 0 else 0x7FFFFFFF
+        names = [(self.topic_name(tid), p) for tid, p in partitions]
+        log_keys = [(n, p) for n, p in names if n is not None]
+        if getattr(st.logs, "pending_loads", 0):
+            await st.ensure_loaded(log_keys)
+        while True:
+            now = self.now_ms()
+            out: dict[TP, FetchedPartition] = {}
+            records_left, bytes_left = max_records, max_bytes
+            for tp in partitions:
+                res = self._fetch_one(group, member, tp[0], tp[1], records_left, bytes_left, now, record_limit)
+                out[tp] = res
+                records_left -= sum(a.last - a.first + 1 for a in res.acquired)
+                bytes_left = max(bytes_left - res.size, 1)
+            if any(r.acquired or r.error for r in out.values()) or not log_keys or st.draining:
+                return out
+            if trio.current_time() >= deadline:
+                return out
+            ev = st.append_waiter(log_keys)
+            self._waiters.add(ev)
+            try:
+                with trio.move_on_at(deadline):
+                    await ev.wait()
+            finally:
+                st.drop_waiter(log_keys, ev)
+                self._waiters.discard(ev)
+
+    # -- share group offsets (admin) -----------------------------------------------------------
+    def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
+        """(partition, start offset or -1, lag or -1) — Kafka's DescribeShareGroupOffsets: the share-partition
+        start offset, and (v1) the records not yet delivered completely."""
+        keys = [ShareKey(group, tid, p) for tid, p in partitions] if partitions is not None else self.states.keys(group)
+        out = []
+        for k in keys:
+            start = self.states.start_of(k)
+            lag = -1
+            sp = self.states.parts.get(k)
+            name = self.topic_name(k.topic_id)
+            plog = self.state.get_log(name, k.partition) if name is not None and self.state is not None else None
+            if start >= 0 and plog is not None:
+                done = sp.delivery_complete_count() if sp is not None else 0
+                lag = max(plog.high_watermark - start - done, 0)
+            out.append(((k.topic_id, k.partition), start, lag))
+        return out
+
+    def alter_offsets(self, group: str, offsets: Mapping[TP, int]) -> tuple[int, dict[TP, int]]:
+        """AlterShareGroupOffsets: only while the group has no members (NON_EMPTY_GROUP otherwise)."""
+        g = self.groups.groups.get(group)
+        if g is not None and g.members:
+            return E.NON_EMPTY_GROUP, {}
+        now = self.now_ms()
+        out = {}
+        for (tid, p), offset in offsets.items():
+            if self.topic_name(tid) is None:
+                out[(tid, p)] = UNKNOWN_TOPIC_ID
+                continue
+            try:
+                self.states.alter_start(ShareKey(group, tid, p), offset, now)
+                out[(tid, p)] = E.NONE
+            except E.AppendError:
+                out[(tid, p)] = E.KAFKA_STORAGE_ERROR
+        self.groups.ensure_group(group)
+        return E.NONE, out
+
+    def delete_offsets(self, group: str, topic_ids: Sequence[uuid.UUID]) -> tuple[int, dict[uuid.UUID, int]]:
+        """DeleteShareGroupOffsets: forget the group's state for whole topics (only while it is empty)."""
+        g = self.groups.groups.get(group)
+        if g is not None and g.members:
+            return E.NON_EMPTY_GROUP, {}
+        out = {}
+        for tid in topic_ids:
+            code = E.NONE
+            for k in self.states.keys(group):
+                if k.topic_id == tid:
+                    try:
+                        self.states.delete(k)
+                    except E.AppendError:
+                        code = E.KAFKA_STORAGE_ERROR
+            out[tid] = code
+        return E.NONE, out

@@ -1,0 +1,58 @@
+"""AlterShareGroupOffsets (key 91): v0.
+
+Sets share-partition start offsets of an existing share group with no members (NON_EMPTY_GROUP otherwise;
+GROUP_ID_NOT_FOUND for an unknown group): each becomes a new state epoch starting at the given offset, written
+to ``__share_group_state`` as a ShareSnapshot, and every record from there on is delivered afresh. Unknown
+topics or partitions answer UNKNOWN_TOPIC_OR_PARTITION per partition.
+"""
+from __future__ import annotations
+
+from kafkalite.coordinator.keys import group_id_error
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.handlers.share_group_heartbeat import classic_group_exists
+from wire.errors import ErrorCode
+from wire.messages import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
+
+_Resp = AlterShareGroupOffsetsResponse
+
+
+@handler(AlterShareGroupOffsetsRequest, min_version=0, max_version=0)
+async def alter_share_group_offsets(ctx: RequestContext,
+                                    req: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
+    svc = ctx.broker.shares
+    state = ctx.broker
+    if svc is None:
+        return _Resp(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, responses=[])
+    if group_id_error(req.group_id) is not None:
+        return _Resp(error_code=ErrorCode.INVALID_GROUP_ID, responses=[])
+    await svc.loaded.wait()
+    if req.group_id not in svc.groups.groups or classic_group_exists(ctx, req.group_id):
+        return _Resp(error_code=ErrorCode.GROUP_ID_NOT_FOUND, responses=[])
+    wanted: dict = {}
+    bad: dict[tuple[str, int], int] = {}
+    for t in req.topics:
+        info = state.topics.get(t.topic_name)
+        for p in t.partitions:
+            if info is None or info.internal or not 0 <= p.partition_index < info.partitions:
+                bad[(t.topic_name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif p.start_offset < -1:
+                bad[(t.topic_name, p.partition_index)] = ErrorCode.INVALID_REQUEST
+            else:
+                wanted[(info.topic_id, p.partition_index)] = p.start_offset
+    err, codes = svc.alter_offsets(req.group_id, wanted)
+    if err:
+        return _Resp(error_code=err, error_message="The group is not empty." if err == ErrorCode.NON_EMPTY_GROUP
+                     else None, responses=[])
+    out = []
+    for t in req.topics:
+        info = state.topics.get(t.topic_name)
+        parts = [_Resp.AlterShareGroupOffsetsResponsePartition(
+            partition_index=p.partition_index,
+            error_code=bad.get((t.topic_name, p.partition_index),
+                               codes.get((info.topic_id, p.partition_index), 0) if info is not None else 0))
+            for p in t.partitions]
+        topic = _Resp.AlterShareGroupOffsetsResponseTopic(topic_name=t.topic_name, partitions=parts)
+        if info is not None:
+            topic.topic_id = info.topic_id
+        out.append(topic)
+    return _Resp(throttle_time_ms=0, error_code=0, responses=out)

@@ -1,0 +1,44 @@
+"""DeleteShareGroupOffsets (key 92): v0.
+
+Forgets a share group's delivery state for whole topics (tombstones in ``__share_group_state``): the next
+member to fetch starts again from ``share.auto.offset.reset``. Only for an existing share group without
+members (NON_EMPTY_GROUP / GROUP_ID_NOT_FOUND); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+"""
+from __future__ import annotations
+
+from kafkalite.coordinator.keys import group_id_error
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.handlers.share_group_heartbeat import classic_group_exists
+from wire.errors import ErrorCode
+from wire.messages import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
+
+_Resp = DeleteShareGroupOffsetsResponse
+
+
+@handler(DeleteShareGroupOffsetsRequest, min_version=0, max_version=0)
+async def delete_share_group_offsets(ctx: RequestContext,
+                                     req: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
+    svc = ctx.broker.shares
+    state = ctx.broker
+    if svc is None:
+        return _Resp(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, responses=[])
+    if group_id_error(req.group_id) is not None:
+        return _Resp(error_code=ErrorCode.INVALID_GROUP_ID, responses=[])
+    await svc.loaded.wait()
+    if req.group_id not in svc.groups.groups or classic_group_exists(ctx, req.group_id):
+        return _Resp(error_code=ErrorCode.GROUP_ID_NOT_FOUND, responses=[])
+    ids = [state.topics[t.topic_name].topic_id for t in req.topics
+           if t.topic_name in state.topics and not state.topics[t.topic_name].internal]
+    err, codes = svc.delete_offsets(req.group_id, ids)
+    if err:
+        return _Resp(error_code=err, error_message="The group is not empty.", responses=[])
+    out = []
+    for t in req.topics:
+        info = state.topics.get(t.topic_name)
+        if info is None or info.internal:
+            out.append(_Resp.DeleteShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        else:
+            out.append(_Resp.DeleteShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, topic_id=info.topic_id, error_code=codes.get(info.topic_id, 0)))
+    return _Resp(throttle_time_ms=0, error_code=0, responses=out)

@@ -1,0 +1,68 @@
+"""DescribeShareGroupOffsets (key 90): v0–v1 (v1 adds Lag, KIP-1226).
+
+Per group and partition: the share-partition start offset (-1 where the group has no state for it yet), the
+leader epoch, and (v1) the lag — records from the start offset to the high watermark whose delivery is not
+complete (-1 when unknown). Null Topics means every topic the group has state for. An unknown group is
+GROUP_ID_NOT_FOUND; an unknown topic's partitions carry UNKNOWN_TOPIC_OR_PARTITION.
+"""
+from __future__ import annotations
+
+from kafkalite.coordinator.keys import group_id_error
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.handlers.share_group_heartbeat import classic_group_exists
+from wire.errors import ErrorCode
+from wire.messages import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
+
+_Resp = DescribeShareGroupOffsetsResponse
+
+
+@handler(DescribeShareGroupOffsetsRequest, min_version=0, max_version=1)
+async def describe_share_group_offsets(ctx: RequestContext,
+                                       req: DescribeShareGroupOffsetsRequest) -> DescribeShareGroupOffsetsResponse:
+    svc = ctx.broker.shares
+    state = ctx.broker
+    out = []
+    for g in req.groups:
+        def error(code: int, gid: str = g.group_id) -> _Resp.DescribeShareGroupOffsetsResponseGroup:
+            return _Resp.DescribeShareGroupOffsetsResponseGroup(group_id=gid, topics=[], error_code=code)
+        if svc is None:
+            out.append(error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            continue
+        if group_id_error(g.group_id) is not None:
+            out.append(error(ErrorCode.INVALID_GROUP_ID))
+            continue
+        if svc.loading:
+            out.append(error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            continue
+        if g.group_id not in svc.groups.groups or classic_group_exists(ctx, g.group_id):
+            out.append(error(ErrorCode.GROUP_ID_NOT_FOUND))
+            continue
+        topics: dict = {}
+        if g.topics is None:
+            rows = svc.describe_offsets(g.group_id, None)
+        else:
+            wanted = []
+            for t in g.topics:
+                info = state.topics.get(t.topic_name)
+                if info is None or info.internal:
+                    topics[t.topic_name] = _Resp.DescribeShareGroupOffsetsResponseTopic(
+                        topic_name=t.topic_name, partitions=[_Resp.DescribeShareGroupOffsetsResponsePartition(
+                            partition_index=p, start_offset=-1, leader_epoch=-1, lag=-1,
+                            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in t.partitions])
+                    continue
+                wanted += [(info.topic_id, p) for p in t.partitions]
+            rows = svc.describe_offsets(g.group_id, wanted)
+        for (tid, p), start, lag in rows:
+            name = svc.topic_name(tid)
+            if name is None:
+                continue
+            info = state.topics[name]
+            ok = 0 <= p < info.partitions
+            part = _Resp.DescribeShareGroupOffsetsResponsePartition(
+                partition_index=p, start_offset=start if ok else -1,
+                leader_epoch=state.leader_epoch_of(name, p) if ok else -1, lag=lag if ok else -1,
+                error_code=0 if ok else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            topics.setdefault(name, _Resp.DescribeShareGroupOffsetsResponseTopic(
+                topic_name=name, topic_id=tid, partitions=[])).partitions.append(part)
+        out.append(_Resp.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=list(topics.values())))
+    return _Resp(throttle_time_ms=0, groups=out)

@@ -1,0 +1,54 @@
+"""ShareGroupDescribe (key 77): v1 (v0 was Kafka 4.0's early access).
+
+Per group: state (Empty / Stable), group epoch, assignment epoch, assignor ``simple``, and each member's epoch,
+client id and host, rack, subscribed topic names and assigned partitions (topic id and name). An unknown
+group, or one that is a classic group, is GROUP_ID_NOT_FOUND, as Kafka answers.
+"""
+from __future__ import annotations
+
+from kafkalite.coordinator.keys import group_id_error
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.handlers.share_group_heartbeat import classic_group_exists
+from wire.errors import ErrorCode
+from wire.messages import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+
+_Resp = ShareGroupDescribeResponse
+_UNKNOWN_OPERATIONS = -(2**31)
+
+
+@handler(ShareGroupDescribeRequest, min_version=1, max_version=1)
+async def share_group_describe(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
+    svc = ctx.broker.shares
+    out = []
+    for gid in req.group_ids:
+        def failed(code: int, msg: str | None = None, gid: str = gid) -> _Resp.DescribedGroup:
+            return _Resp.DescribedGroup(error_code=code, error_message=msg, group_id=gid, group_state="Dead",
+                                        authorized_operations=_UNKNOWN_OPERATIONS)
+        if svc is None:
+            out.append(failed(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            continue
+        if group_id_error(gid) is not None:
+            out.append(failed(ErrorCode.INVALID_GROUP_ID))
+            continue
+        if svc.loading:
+            out.append(failed(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            continue
+        g = svc.groups.groups.get(gid)
+        if g is None or classic_group_exists(ctx, gid):
+            out.append(failed(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
+            continue
+        members = []
+        for m in g.members.values():
+            tps: dict = {}
+            for tid, p in sorted(m.assignment):
+                tps.setdefault(tid, []).append(p)
+            members.append(_Resp.Member(
+                member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                client_host=m.client_host, subscribed_topic_names=list(m.subscribed),
+                assignment=_Resp.Assignment(topic_partitions=[
+                    _Resp.TopicPartitions(topic_id=tid, topic_name=svc.topic_name(tid) or "", partitions=ps)
+                    for tid, ps in tps.items()])))
+        out.append(_Resp.DescribedGroup(error_code=0, group_id=gid, group_state=g.state, group_epoch=g.epoch,
+                                        assignment_epoch=g.assignment_epoch, assignor_name="simple",
+                                        members=members, authorized_operations=_UNKNOWN_OPERATIONS))
+    return _Resp(throttle_time_ms=0, groups=out)

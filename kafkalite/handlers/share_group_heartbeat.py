@@ -1,0 +1,45 @@
+"""ShareGroupHeartbeat (key 76): v1 (KIP-932's GA version; v0 was Kafka 4.0's early access, removed in 4.1).
+
+Membership of a share group (``kafkalite.coordinator.share.group``): MemberEpoch 0 joins (SubscribedTopicNames
+required), -1 leaves (its share session stays until it is closed: a closing consumer's last acknowledgements
+may come after its leave), otherwise the member's current epoch (FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
+otherwise). The response carries the member's partitions (by topic
+id) whenever its assignment epoch moved, null otherwise. An empty or unstorable group id is INVALID_GROUP_ID,
+a group id used by a classic group GROUP_ID_NOT_FOUND ("not a share group"), and while
+``__share_group_state`` loads COORDINATOR_LOAD_IN_PROGRESS.
+"""
+from __future__ import annotations
+
+from kafkalite.coordinator.keys import group_id_error
+from kafkalite.handlers.registry import RequestContext, handler
+from wire.errors import ErrorCode
+from wire.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+
+_Resp = ShareGroupHeartbeatResponse
+
+
+def classic_group_exists(ctx: RequestContext, group_id: str) -> bool:
+    groups = getattr(getattr(ctx.broker.groups, "coordinator", None), "groups", {})
+    return group_id in groups
+
+
+@handler(ShareGroupHeartbeatRequest, min_version=1, max_version=1)
+async def share_group_heartbeat(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+    svc = ctx.broker.shares
+    if svc is None:
+        return _Resp(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    bad = group_id_error(req.group_id)
+    if bad is not None:
+        return _Resp(error_code=bad, error_message="The group id is invalid.")
+    if classic_group_exists(ctx, req.group_id):
+        return _Resp(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {req.group_id} is not a share group.")
+    subscribed = list(req.subscribed_topic_names) if req.subscribed_topic_names is not None else None
+    r = svc.heartbeat(req.group_id, req.member_id, req.member_epoch, req.rack_id, subscribed,
+                      ctx.client_id or "", f"/{ctx.client_host}")
+    assignment = None
+    if r.assignment is not None:
+        assignment = _Resp.Assignment(topic_partitions=[
+            _Resp.TopicPartitions(topic_id=tid, partitions=parts) for tid, parts in r.assignment.items()])
+    return _Resp(throttle_time_ms=0, error_code=r.error, error_message=r.message,
+                 member_id=r.member_id if not r.error else None, member_epoch=r.member_epoch,
+                 heartbeat_interval_ms=r.interval_ms, assignment=assignment)
