@@ -133,6 +133,16 @@ CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Errors.CLUSTER_AUTH
 TOPIC_DENIED_MESSAGE = "Topic authorization failed."       # Errors.TOPIC_AUTHORIZATION_FAILED.message()
 
 
+def denied_ids(ctx: RequestContext, op: Op, ids: Iterable[object], name_of) -> set:  # noqa: ANN001
+    """Those topic ids whose topic (``name_of(id)``; unknown ids are left to the handler) the principal may
+    not ``op``: the share APIs name topics by id."""
+    if ctx.broker.authorizer is None:
+        return set()
+    names = {i: name_of(i) for i in set(ids)}
+    refused = denied(ctx, op, TOPIC, names.values())
+    return {i for i, n in names.items() if n in refused}
+
+
 def describable(ctx: RequestContext):  # noqa: ANN201 -- Callable[[set[str]], set[str]] | None
     """None without an authorizer, else a function keeping the topic names the principal may DESCRIBE:
     what a KIP-848 group's regex subscription may resolve to (Kafka 4.x
