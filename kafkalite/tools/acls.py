@@ -170,7 +170,9 @@ def _run(args: argparse.Namespace) -> int:
     client = admin(args)
     t = timeout_s(args)
     if args.action == "add":
-        bindings = [AclBinding(ResourceType[kind], name, ResourcePatternType[pattern], principal, host,
+        # the cluster resource only exists as LITERAL ``kafka-cluster`` (AclCommand's --idempotent binding too)
+        bindings = [AclBinding(ResourceType[kind], name, ResourcePatternType["LITERAL" if kind == "BROKER" else pattern],
+                               principal, host,
                                AclOperation[op], AclPermissionType[perm])
                     for (kind, name), ops in per_resource.items() for principal, host, perm in entries for op in ops]
         futures = client.create_acls(bindings, request_timeout=t)
