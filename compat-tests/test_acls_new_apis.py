@@ -2,7 +2,8 @@
 super user granting through the admin API): a KIP-848 consumer (``group.protocol=consumer``) without READ on
 its group (DESCRIBE only) gets GROUP_AUTHORIZATION_FAILED from ConsumerGroupHeartbeat and reads once READ is
 granted; ElectLeaders from the AdminClient is
-CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster and reaches the controller logic with it."""
+CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster and reaches the controller logic with it; the Java
+Admin (3.9.1) sees the replication admin APIs refused or served per ACL."""
 from __future__ import annotations
 
 import time
@@ -107,3 +108,41 @@ def test_elect_leaders_needs_cluster_alter(sasl_broker: str) -> None:  # noqa: F
     assert elect() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
     _allow(admin, ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER)
     assert elect() == KafkaError.ELECTION_NOT_NEEDED
+
+
+def test_replication_admin_apis_java(tmp_path, get_client) -> None:  # noqa: ANN001
+    """Java Admin 3.9.1 as User:ANONYMOUS, with DESCRIBE on the cluster and READ on topic ``r`` written to the
+    data directory before the broker starts: listing reassignments and the quorum work, electing leaders
+    and reading the producers of an unreadable topic are refused with Kafka's exceptions."""
+    from harness.broker import BrokerProcess
+    from harness.topics import create_topic
+
+    from kafkalite.authz.acl import AclBinding as Acl
+    from kafkalite.authz.acl import Op, PatternType, Permission
+    from kafkalite.authz.acl import ResourceType as RT
+    from kafkalite.authz.authorizer import Authorizer
+
+    j = get_client("java")
+    anon = "User:ANONYMOUS"
+    (tmp_path / "data").mkdir()
+    Authorizer(tmp_path / "data").create([
+        Acl(RT.CLUSTER, "kafka-cluster", PatternType.LITERAL, anon, "*", Op.DESCRIBE, Permission.ALLOW),
+        Acl(RT.CLUSTER, "kafka-cluster", PatternType.LITERAL, anon, "*", Op.CREATE, Permission.ALLOW),
+        Acl(RT.TOPIC, "r", PatternType.LITERAL, anon, "*", Op.READ, Permission.ALLOW),
+        Acl(RT.TOPIC, "hidden", PatternType.LITERAL, anon, "*", Op.DESCRIBE, Permission.ALLOW)])   # not READ
+    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", extra_args=[
+        "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"])
+    b.start()
+    try:
+        bs = b.bootstrap
+        for t in ("r", "hidden"):
+            create_topic(bs, t, 1)
+        assert j.admin(bs, "list_reassignments", partitions=None) == {"reassignments": {}, "ok": True}
+        assert j.admin(bs, "describe_quorum")["leader_id"] == 1
+        r = j.admin(bs, "elect_leaders", partitions=[["r", 0]])
+        assert "ClusterAuthorizationException" in str(r), r
+        assert j.admin(bs, "describe_producers", topic="r", partition=0)["producers"] == []
+        r = j.admin(bs, "describe_producers", topic="hidden", partition=0)
+        assert r["error"].startswith("TopicAuthorizationException"), r
+    finally:
+        b.kill()
