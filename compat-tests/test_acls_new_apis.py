@@ -3,7 +3,8 @@ super user granting through the admin API): a KIP-848 consumer (``group.protocol
 its group (DESCRIBE only) gets GROUP_AUTHORIZATION_FAILED from ConsumerGroupHeartbeat and reads once READ is
 granted; ElectLeaders from the AdminClient is
 CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster and reaches the controller logic with it; the Java
-Admin (3.9.1) sees the replication admin APIs refused or served per ACL."""
+Admin (3.9.1) sees the replication admin APIs refused or served per ACL; a ShareConsumer needs READ on its
+group."""
 from __future__ import annotations
 
 import time
@@ -144,5 +145,67 @@ def test_replication_admin_apis_java(tmp_path, get_client) -> None:  # noqa: ANN
         assert j.admin(bs, "describe_producers", topic="r", partition=0)["producers"] == []
         r = j.admin(bs, "describe_producers", topic="hidden", partition=0)
         assert r["error"].startswith("TopicAuthorizationException"), r
+    finally:
+        b.kill()
+
+
+def test_share_consumer_needs_group_read(tmp_path) -> None:  # noqa: ANN001
+    """confluent-kafka's ShareConsumer (KIP-932) as User:ANONYMOUS against a broker emulating Kafka 4.3: with
+    only DESCRIBE on its group (FindCoordinator passes) ShareGroupHeartbeat refuses it (a fatal
+    GROUP_AUTHORIZATION_FAILED in librdkafka); a group with READ reads the records."""
+    from harness.broker import BrokerProcess
+    from harness.topics import create_topic
+
+    from kafkalite.authz.acl import AclBinding as Acl
+    from kafkalite.authz.acl import Op, PatternType, Permission
+    from kafkalite.authz.acl import ResourceType as RT
+    from kafkalite.authz.authorizer import Authorizer
+
+    def allow(rtype: RT, name: str, op: Op) -> Acl:
+        return Acl(rtype, name, PatternType.LITERAL, "User:ANONYMOUS", "*", op, Permission.ALLOW)
+
+    (tmp_path / "data").mkdir()
+    Authorizer(tmp_path / "data").create([
+        allow(RT.CLUSTER, "kafka-cluster", Op.CREATE), allow(RT.CLUSTER, "kafka-cluster", Op.IDEMPOTENT_WRITE),
+        allow(RT.TOPIC, "sq", Op.READ), allow(RT.TOPIC, "sq", Op.WRITE),
+        allow(RT.GROUP, "share-denied", Op.DESCRIBE), allow(RT.GROUP, "share-ok", Op.READ)])
+    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", emulate="4.3", extra_args=[
+        "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "--override", "kafkalite.share.auto.offset.reset=earliest"])
+    b.start()
+    try:
+        bs = b.bootstrap
+        create_topic(bs, "sq", 1)
+        p = Producer({"bootstrap.servers": bs})
+        for i in range(3):
+            p.produce("sq", b"q%d" % i)
+        assert p.flush(20) == 0
+
+        def read(group: str, deadline_s: float) -> tuple[list[bytes], set[int]]:
+            c = ck.ShareConsumer({"bootstrap.servers": bs, "group.id": group})
+            got: list[bytes] = []
+            errors: set[int] = set()
+            try:
+                c.subscribe(["sq"])
+                end = time.monotonic() + deadline_s
+                while len(got) < 3 and time.monotonic() < end:
+                    try:
+                        batch = c.poll(0.5)
+                    except KafkaException as exc:   # librdkafka: a fatal error naming the refusal
+                        errors.add(exc.args[0].code())
+                        break
+                    for m in batch:
+                        if m.error():
+                            errors.add(m.error().code())
+                        else:
+                            got.append(m.value())
+            finally:
+                c.close()
+            return got, errors
+
+        got, errors = read("share-denied", 30)
+        assert got == [] and errors == {KafkaError.GROUP_AUTHORIZATION_FAILED}, (got, errors)
+        got, errors = read("share-ok", 60)
+        assert sorted(got) == [b"q0", b"q1", b"q2"], errors
     finally:
         b.kill()
