@@ -2,7 +2,8 @@
 
 Per group: state (Empty, Assigning, Reconciling, Stable), group epoch, target assignment epoch, the assignor,
 and per member its epoch, client, subscription, current assignment and target assignment (topic ids and names).
-v1 adds MemberType (1: a consumer-protocol member). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND.
+v1 adds MemberType (1: a consumer-protocol member). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND;
+while the coordinator loads __consumer_offsets at start, COORDINATOR_LOAD_IN_PROGRESS (retriable).
 The group ids are walked in slices (kafkalite.slices): each answer reads the coordinator's state only.
 
 Authorization (Kafka 4.x ``KafkaApis.handleConsumerGroupDescribe``): DESCRIBE on each group, else that group
@@ -47,6 +48,9 @@ async def consumer_group_describe(ctx: RequestContext,
             out.append(R.DescribedGroup(group_id=gid, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
             continue
         coord = svc.consumer.coordinator
+        if coord.loading:   # __consumer_offsets still being read at start: Kafka's retriable answer
+            out.append(R.DescribedGroup(group_id=gid, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            continue
         g = coord.groups.get(gid)
         if g is None:
             classic = gid in svc.coordinator.groups

@@ -3,6 +3,7 @@ each answers Kafka's authorization error without the ACL KafkaApis / ControllerA
 it is granted. The ACLs are written to the data directory between broker runs (as in test_authz_broker)."""
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
@@ -34,9 +35,26 @@ def _acl(rtype: ResourceType, name: str, op: Op) -> AclBinding:
     return AclBinding(rtype, name, PatternType.LITERAL, ANON, "*", op, Permission.ALLOW)
 
 
+def _loaded(send):  # type: ignore[no-untyped-def]
+    """``send()``'s answer once the group coordinator has read __consumer_offsets (it loads after start)."""
+    for _ in range(600):
+        r = send()
+        codes = [r.error_code] if hasattr(r, "error_code") else [g.error_code for g in r.groups]
+        if ErrorCode.COORDINATOR_LOAD_IN_PROGRESS not in codes:
+            return r
+        time.sleep(0.05)
+    raise AssertionError("the group coordinator did not load")
+
+
 def _join(c: RawClient, group: str, member: str, names: list[str] | None = None, regex: str | None = None):
-    return c.request(HB(group_id=group, member_id=member, member_epoch=0, rebalance_timeout_ms=5000,
-                        subscribed_topic_names=names, subscribed_topic_regex=regex, topic_partitions=[]), 1)
+    return _loaded(lambda: c.request(HB(group_id=group, member_id=member, member_epoch=0, rebalance_timeout_ms=5000,
+                                        subscribed_topic_names=names, subscribed_topic_regex=regex,
+                                        topic_partitions=[]), 1))
+
+
+def _describe(c: RawClient, groups: list[str]):  # type: ignore[no-untyped-def]
+    return _loaded(lambda: c.request(ConsumerGroupDescribeRequest(group_ids=groups, include_authorized_operations=True),
+                                     1))
 
 
 def _admin_answers(c: RawClient) -> dict[str, object]:
@@ -88,7 +106,7 @@ def test_new_apis_need_kafkas_acls(tmp_path: Path) -> None:
             "config_resources": (CLUSTER_DENIED, 0),
         }
         assert _join(c, "g", "m1", ["t"]).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
-        cd = c.request(ConsumerGroupDescribeRequest(group_ids=["g"], include_authorized_operations=True), 1)
+        cd = _describe(c, ["g"])
         assert cd.groups[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
     Authorizer(tmp_path).create([
         _acl(ResourceType.CLUSTER, "kafka-cluster", Op.ALTER), _acl(ResourceType.CLUSTER, "kafka-cluster", Op.DESCRIBE),
@@ -112,7 +130,7 @@ def test_new_apis_need_kafkas_acls(tmp_path: Path) -> None:
         # a regex matching both resolves to t only
         rx = _join(c, "r", "m3", regex="t|x")
         assert rx.error_code == 0 and [tp.topic_id for tp in rx.assignment.topic_partitions] == [ids["t"]]
-        cd = c.request(ConsumerGroupDescribeRequest(group_ids=["g", "h"], include_authorized_operations=True), 1)
+        cd = _describe(c, ["g", "h"])
         g, h = cd.groups
         assert (g.error_code, g.authorized_operations) == (0, (1 << Op.READ) | (1 << Op.DESCRIBE))  # READ implies it
         assert [m.member_id for m in g.members] == ["m1"]
@@ -121,7 +139,7 @@ def test_new_apis_need_kafkas_acls(tmp_path: Path) -> None:
             "The group has described topic(s) that the client is not authorized to describe.", [])
     Authorizer(tmp_path).create([_acl(ResourceType.TOPIC, "x", Op.DESCRIBE)])
     with Broker(data_dir=tmp_path, overrides=STANDARD) as b, RawClient("127.0.0.1", b.port) as c:
-        cd = c.request(ConsumerGroupDescribeRequest(group_ids=["h"], include_authorized_operations=True), 1)
+        cd = _describe(c, ["h"])
         h = cd.groups[0]
         assert (h.error_code, [m.member_id for m in h.members]) == (0, ["hm"])
         assert h.authorized_operations == 1 << Op.DESCRIBE
