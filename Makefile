@@ -12,7 +12,7 @@ run:
 	$(PY) -m kafkalite serve $(ARGS)
 
 test:
-	@tools/bootstrap.sh venv clients spark
+	@tools/bootstrap.sh venv clients spark console
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)

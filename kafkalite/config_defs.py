@@ -360,6 +360,8 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          "the broker first raises to the hard limit (the other half is for client sockets)", at_least(0)),
     _def("kafkalite.metrics.listen", "string", None,
          "HOST:PORT of the Prometheus /metrics and /health endpoint (unset: off)", _metrics_rule()),
+    _def("kafkalite.console.listen", "string", None,
+         "HOST:PORT of the web console (unset: off; loopback unless a host is named)", _metrics_rule()),
 )}
 
 

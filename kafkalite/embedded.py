@@ -75,6 +75,13 @@ class Broker:
 
         return bound_address(self.data_dir)
 
+    @property
+    def console_address(self) -> tuple[str, int] | None:
+        """(host, port) of the web console when ``kafkalite.console.listen`` is set (port 0: a free one)."""
+        from kafkalite.console import bound_address
+
+        return bound_address(self.data_dir)
+
     def start(self) -> Broker:
         if self._thread is not None:
             return self

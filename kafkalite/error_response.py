@@ -145,6 +145,8 @@ def _fill(cls: type, req_obj: Any, code: int, top: bool) -> Any:
     out = cls()
     for name in shape.errors:
         setattr(out, name, code)
+    if getattr(out, "records", b"") is None:   # empty, not null: ShareFetch v1+ records are not nullable
+        out.records = b""
     if req_obj is None:
         return out
     if not _is_struct(type(req_obj)):      # a plain name or index from a list of strings/ints

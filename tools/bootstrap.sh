@@ -3,6 +3,7 @@
 #   tools/bootstrap.sh venv      python venv with the project (editable) and dev tools
 #   tools/bootstrap.sh clients   real Kafka clients: PyPI, kcat (Debian), kafkajs (npm), Java kafka-clients jar
 #   tools/bootstrap.sh spark     pyspark + pyarrow + pandas
+#   tools/bootstrap.sh console   headless Chromium (Debian) for the web console's browser tests
 #   tools/bootstrap.sh peers     peer brokers for `make bench` (tansu, noida-db)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,6 +80,13 @@ PYEOF
     (cd compat-tests && npm install --silent --no-audit --no-fund >/dev/null)
   fi
   stamp_set clients "$h"
+}
+
+console() {
+  # the console tests drive Debian's chromium over the DevTools protocol (a pipe: no extra Python package)
+  if command -v chromium >/dev/null; then return; fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null
 }
 
 spark() {

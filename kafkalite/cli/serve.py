@@ -1,10 +1,11 @@
 """``kafkalite serve``: run the broker.
 
     kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
-                    [--emulate-kafka 2.8|3.6|3.9] [--metrics [HOST:PORT]] [--log-level LEVEL]
+                    [--emulate-kafka 2.8|3.6|3.9] [--metrics [HOST:PORT]] [--console [HOST:PORT]]
+                    [--log-level LEVEL]
 
 Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
-can connect; logs go to stderr (with ``--metrics``, one INFO line says where the endpoint is).
+can connect; logs go to stderr (with ``--metrics`` / ``--console``, one INFO line says where each is).
 SIGINT/SIGTERM drain gracefully and close storage cleanly.
 """
 from __future__ import annotations
@@ -32,6 +33,8 @@ def configure(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--metrics", metavar="HOST:PORT", nargs="?", const="127.0.0.1:9404",
                        help="serve Prometheus /metrics and /health here (default address 127.0.0.1:9404; "
                             "off unless given)")
+    serve.add_argument("--console", metavar="HOST:PORT", nargs="?", const="127.0.0.1:8080",
+                       help="serve the web console here (default address 127.0.0.1:8080; off unless given)")
     serve.add_argument("--log-level", default="INFO",
                        help=f"logging level: {', '.join(LOG_LEVELS)} (default INFO)")
 
@@ -51,6 +54,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         overrides["kafkalite.emulate.kafka"] = args.emulate_kafka
     if getattr(args, "metrics", None):
         overrides["kafkalite.metrics.listen"] = args.metrics
+    if getattr(args, "console", None):
+        overrides["kafkalite.console.listen"] = args.console
     return BrokerConfig.load(args.config, overrides)
 
 
