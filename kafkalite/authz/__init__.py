@@ -129,6 +129,32 @@ def create_denied(ctx: RequestContext, names: Iterable[str]) -> set[str]:
     return denied(ctx, Op.CREATE, TOPIC, names)
 
 
+CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Errors.CLUSTER_AUTHORIZATION_FAILED.message()
+TOPIC_DENIED_MESSAGE = "Topic authorization failed."       # Errors.TOPIC_AUTHORIZATION_FAILED.message()
+
+
+def denied_ids(ctx: RequestContext, op: Op, ids: Iterable[object], name_of) -> set:  # noqa: ANN001
+    """Those topic ids whose topic (``name_of(id)``; unknown ids are left to the handler) the principal may
+    not ``op``: the share APIs name topics by id."""
+    if ctx.broker.authorizer is None:
+        return set()
+    names = {i: name_of(i) for i in set(ids)}
+    refused = denied(ctx, op, TOPIC, names.values())
+    return {i for i, n in names.items() if n in refused}
+
+
+def describable(ctx: RequestContext):  # noqa: ANN201 -- Callable[[set[str]], set[str]] | None
+    """None without an authorizer, else a function keeping the topic names the principal may DESCRIBE:
+    what a KIP-848 group's regex subscription may resolve to (Kafka 4.x
+    ``GroupMetadataManager.filterTopicDescribeAuthorizedTopics``, with the context of the member whose
+    heartbeat refreshed the regexes). It captures the principal and host, not the connection."""
+    az = ctx.broker.authorizer
+    if az is None:
+        return None
+    principal, host = str(ctx.principal), ctx.client_host
+    return lambda names: {n for n in names if az.authorize(principal, host, Op.DESCRIBE, TOPIC, n)}
+
+
 _CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER = 2, 4, 8
 
 

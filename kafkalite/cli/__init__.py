@@ -28,8 +28,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "consume": ("kafkalite.tools.consume", "print records of a topic (kafka-console-consumer)"),
     "groups": ("kafkalite.tools.groups", "list, describe (lag), reset offsets of, delete consumer groups "
                                          "(kafka-consumer-groups)"),
-    "configs": ("kafkalite.tools.configs", "describe and alter topic, broker and group configs (kafka-configs)"),
+    "configs": ("kafkalite.tools.configs", "describe and alter topic, broker and group configs, users' SCRAM "
+                                           "credentials (kafka-configs)"),
     "certs": ("kafkalite.security.certs", "write a dev CA and broker/client TLS certificates"),
+    "acls": ("kafkalite.tools.acls", "add, remove, list ACLs (kafka-acls)"),
+    "scram": ("kafkalite.tools.scram", "describe, set, delete users' SCRAM credentials (kafka-configs --entity-type users)"),
 }
 _RAW = {"dump-log", "certs"}
 

@@ -9,9 +9,13 @@ Kafka 3.9's controller (``ReplicationControlManager.alterPartitionReassignment``
   ids, an empty list or a broker twice answer INVALID_REPLICA_ASSIGNMENT with Kafka's messages;
 * null replicas cancel a reassignment: none is ever in progress, so NO_REASSIGNMENT_IN_PROGRESS ("No
   partition reassignment is in progress.").
+
+Authorization (``ControllerApis.handleAlterPartitionReassignments``): ALTER on the cluster, else
+CLUSTER_AUTHORIZATION_FAILED at top level and for every listed partition (``getErrorResponse``).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.replicas import NO_REASSIGNMENT_MESSAGE, check_manual_assignment
 from kafkalite.slices import Slices
@@ -25,6 +29,12 @@ R = AlterPartitionReassignmentsResponse
 async def alter_partition_reassignments(ctx: RequestContext,
                                         req: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     state = ctx.broker
+    if err := authz.cluster_error(ctx, authz.Op.ALTER):
+        msg = authz.CLUSTER_DENIED_MESSAGE
+        return R(throttle_time_ms=0, error_code=err, error_message=msg, responses=[
+            R.ReassignableTopicResponse(name=t.name, partitions=[R.ReassignablePartitionResponse(
+                partition_index=p.partition_index, error_code=err, error_message=msg) for p in t.partitions])
+            for t in req.topics])
     responses = []
     work = Slices()   # a request may name a million partitions: walked in slices
     for t in req.topics:

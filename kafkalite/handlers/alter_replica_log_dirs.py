@@ -9,9 +9,13 @@ dir. Kafka 3.9's ``ReplicaManager.alterReplicaLogDirs`` checks, per partition, i
   with each log dir's absolute path; ours is the path DescribeLogDirs reports);
 * a partition this broker does not host: REPLICA_NOT_AVAILABLE (kept for compatibility by Kafka);
 * otherwise NONE: the replica already lives in that dir, nothing moves.
+
+Authorization (``KafkaApis.handleAlterReplicaLogDirsRequest``): ALTER on the cluster, else every listed
+partition answers CLUSTER_AUTHORIZATION_FAILED (``AlterReplicaLogDirsRequest.getErrorResponse``).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.replicas import partition_exists
 from kafkalite.slices import Slices
@@ -30,6 +34,7 @@ def log_dir_path(state: object) -> str:
 async def alter_replica_log_dirs(ctx: RequestContext, req: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
     state = ctx.broker
     ours = log_dir_path(state)
+    denied = authz.cluster_error(ctx, authz.Op.ALTER)
     results: dict[str, list] = {}
     work = Slices()
     for d in req.dirs:
@@ -39,7 +44,9 @@ async def alter_replica_log_dirs(ctx: RequestContext, req: AlterReplicaLogDirsRe
             for p in t.partitions:
                 if work.due():
                     await work.pause()
-                if len(f"{t.name}-{p}.{'0' * 32}-future") > 255:
+                if denied:
+                    code = denied
+                elif len(f"{t.name}-{p}.{'0' * 32}-future") > 255:
                     code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 elif not known:
                     code = ErrorCode.LOG_DIR_NOT_FOUND

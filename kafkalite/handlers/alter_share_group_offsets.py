@@ -4,9 +4,14 @@ Sets share-partition start offsets of an existing share group with no members (N
 GROUP_ID_NOT_FOUND for an unknown group): each becomes a new state epoch starting at the given offset, written
 to ``__share_group_state`` as a ShareSnapshot, and every record from there on is delivered afresh. Unknown
 topics or partitions answer UNKNOWN_TOPIC_OR_PARTITION per partition.
+
+Authorization (``KafkaApis.handleAlterShareGroupOffsetsRequest``): READ on the group (else a top-level
+GROUP_AUTHORIZATION_FAILED with Kafka's message), READ on each topic, checked before its existence (else
+TOPIC_AUTHORIZATION_FAILED for its partitions, nothing altered there).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.handlers.share_group_heartbeat import classic_group_exists
@@ -23,6 +28,9 @@ async def alter_share_group_offsets(ctx: RequestContext,
     state = ctx.broker
     if svc is None:
         return _Resp(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, responses=[])
+    if err := authz.group_error(ctx, authz.Op.READ, req.group_id):
+        return _Resp(error_code=err, error_message="Group authorization failed.",
+                     responses=[])
     if group_id_error(req.group_id) is not None:
         return _Resp(error_code=ErrorCode.INVALID_GROUP_ID, responses=[])
     await svc.loaded.wait()
@@ -30,10 +38,13 @@ async def alter_share_group_offsets(ctx: RequestContext,
         return _Resp(error_code=ErrorCode.GROUP_ID_NOT_FOUND, responses=[])
     wanted: dict = {}
     bad: dict[tuple[str, int], int] = {}
+    refused = authz.denied(ctx, authz.Op.READ, authz.TOPIC, (t.topic_name for t in req.topics))
     for t in req.topics:
         info = state.topics.get(t.topic_name)
         for p in t.partitions:
-            if info is None or info.internal or not 0 <= p.partition_index < info.partitions:
+            if t.topic_name in refused:
+                bad[(t.topic_name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or info.internal or not 0 <= p.partition_index < info.partitions:
                 bad[(t.topic_name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif p.start_offset < -1:
                 bad[(t.topic_name, p.partition_index)] = ErrorCode.INVALID_REQUEST

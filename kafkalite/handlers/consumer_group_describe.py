@@ -2,19 +2,27 @@
 
 Per group: state (Empty, Assigning, Reconciling, Stable), group epoch, target assignment epoch, the assignor,
 and per member its epoch, client, subscription, current assignment and target assignment (topic ids and names).
-v1 adds MemberType (1: a consumer-protocol member). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND.
+v1 adds MemberType (1: a consumer-protocol member). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND;
+while the coordinator loads __consumer_offsets at start, COORDINATOR_LOAD_IN_PROGRESS (retriable).
 The group ids are walked in slices (kafkalite.slices): each answer reads the coordinator's state only.
+
+Authorization (Kafka 4.x ``KafkaApis.handleConsumerGroupDescribe``): DESCRIBE on each group, else that group
+answers GROUP_AUTHORIZATION_FAILED; AuthorizedOperations (when asked for) are the principal's operations on
+the group. With an authorizer, a group whose members' assignments or target assignments name a topic the
+principal may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED ("The group has described topic(s) that the
+client is not authorized to describe.") and no members.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from wire.errors import ErrorCode
 from wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 
 R = ConsumerGroupDescribeResponse
-ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
 NOT_REQUESTED = -(2**31)
+HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 
 
 def _assignment(a: dict, names: dict) -> ConsumerGroupDescribeResponse.Assignment:
@@ -27,22 +35,34 @@ def _assignment(a: dict, names: dict) -> ConsumerGroupDescribeResponse.Assignmen
 async def consumer_group_describe(ctx: RequestContext,
                                   req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
     svc = ctx.broker.groups
-    ops = ALL_GROUP_OPERATIONS if req.include_authorized_operations else NOT_REQUESTED
     names = {info.topic_id: name for name, info in ctx.broker.topics.items()}
     out = []
     work = Slices()   # a request may name a million groups: answered in slices of the event loop
     for gid in req.group_ids:
         if work.due():
             await work.pause()
+        if err := authz.group_error(ctx, authz.Op.DESCRIBE, gid):
+            out.append(R.DescribedGroup(group_id=gid, error_code=err))
+            continue
         if svc is None:
             out.append(R.DescribedGroup(group_id=gid, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
             continue
         coord = svc.consumer.coordinator
+        if coord.loading:   # __consumer_offsets still being read at start: Kafka's retriable answer
+            out.append(R.DescribedGroup(group_id=gid, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            continue
         g = coord.groups.get(gid)
         if g is None:
             classic = gid in svc.coordinator.groups
             out.append(R.DescribedGroup(group_id=gid, error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=(
                 f"Group {gid} is not a consumer group." if classic else f"Group {gid} not found.")))
+            continue
+        ops = authz.group_ops(ctx, gid) if req.include_authorized_operations else NOT_REQUESTED
+        described = {names.get(t, "") for m in g.members.values() for a in (m.assigned, g.target.get(m.member_id, {}))
+                     for t, ps in a.items() if ps} - {""}
+        if authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, described):
+            out.append(R.DescribedGroup(group_id=gid, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                        error_message=HIDDEN_TOPICS, members=[]))
             continue
         out.append(R.DescribedGroup(
             group_id=gid, group_state=g.state(), group_epoch=g.group_epoch, assignment_epoch=g.assignment_epoch,

@@ -8,9 +8,15 @@
 - The response has the member id, its (new) epoch, the heartbeat interval (group.consumer.heartbeat.interval.ms)
   and its assignment as topic ids -- only when it changed or on a full request (joining, or all fields sent).
 The group logic lives in ``kafkalite/coordinator/consumer/``.
+
+Authorization (Kafka 4.x ``KafkaApis.handleConsumerGroupHeartbeat``): READ on the group, else
+GROUP_AUTHORIZATION_FAILED; then, when SubscribedTopicNames is non-empty, DESCRIBE on each of them, else
+TOPIC_AUTHORIZATION_FAILED (no message) before the coordinator sees the request. A regex subscription only
+resolves to topics the member may describe (``authz.describable``, given to the coordinator).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -24,6 +30,10 @@ async def consumer_group_heartbeat(ctx: RequestContext,
     svc = ctx.broker.groups
     if svc is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if err := authz.group_error(ctx, authz.Op.READ, req.group_id):
+        return R(error_code=err)
+    if req.subscribed_topic_names and authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, req.subscribed_topic_names):
+        return R(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     owned = None
     if req.topic_partitions is not None:
         owned = {}
@@ -33,7 +43,7 @@ async def consumer_group_heartbeat(ctx: RequestContext,
         req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id, req.rebalance_timeout_ms,
         None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
         req.subscribed_topic_regex if ctx.version >= 1 else None, req.server_assignor, owned,
-        ctx.client_id or "", f"/{ctx.client_host}", ctx.version)
+        ctx.client_id or "", f"/{ctx.client_host}", ctx.version, authz.describable(ctx))
     if res.error_code:
         return R(error_code=res.error_code, error_message=res.error_message)
     assignment = None

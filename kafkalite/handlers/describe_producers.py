@@ -6,9 +6,14 @@ coordinator epoch (of the last transaction marker, -1 before one) and the first 
 transaction (-1 when none). A topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION with Kafka's default
 message (KafkaApis checks the metadata first); a partition of a known topic that does not exist:
 UNKNOWN_TOPIC_OR_PARTITION without a message (``ReplicaManager.activeProducerState``).
+
+Authorization (``KafkaApis.handleDescribeProducersRequest``): READ on each topic, checked before its
+existence; without it every listed partition answers TOPIC_AUTHORIZATION_FAILED with Kafka's default
+message, so a principal learns nothing of topics it may not read.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from wire.errors import ErrorCode
@@ -23,6 +28,7 @@ async def describe_producers(ctx: RequestContext, req: DescribeProducersRequest)
     state = ctx.broker
     topics = []
     work = Slices()   # a request may name a million partitions: walked in slices
+    refused = authz.denied(ctx, authz.Op.READ, authz.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
         info = state.topics.get(t.name)
         parts = []
@@ -30,7 +36,10 @@ async def describe_producers(ctx: RequestContext, req: DescribeProducersRequest)
             if work.due():
                 await work.pause()
             plog = state.get_log(t.name, p) if info is not None and 0 <= p < info.partitions else None
-            if info is None:
+            if t.name in refused:
+                parts.append(R.PartitionResponse(partition_index=p, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                 error_message=authz.TOPIC_DENIED_MESSAGE))
+            elif info is None:
                 parts.append(R.PartitionResponse(partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                  error_message=UNKNOWN_MESSAGE))
             elif plog is None:

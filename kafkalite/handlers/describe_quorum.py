@@ -14,6 +14,9 @@ kafkalite keeps no metadata log, so the values that come from one are chosen, fi
   same offset as the FinalizedFeaturesEpoch of ``kafkalite.features``;
 * ReplicaDirectoryId: the ``directory.id`` of the log dir's ``meta.properties`` (Kafka's metadata log dir);
 * the voter's endpoint (Nodes): the listener the client reached (kafkalite has no CONTROLLER listener).
+
+Authorization (``ControllerApis.handleDescribeQuorum``): DESCRIBE on the cluster, else a top-level
+CLUSTER_AUTHORIZATION_FAILED with Kafka's default message and no topics (``getTopLevelErrorResponse``).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import logging
 import os
 import uuid
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from storage.checkpoints import read_properties, uuid_from_base64
 from wire.errors import ErrorCode
@@ -44,6 +48,8 @@ def _directory_id(log_dir: str) -> uuid.UUID:
 @handler(DescribeQuorumRequest, min_version=0, max_version=2)
 async def describe_quorum(ctx: RequestContext, req: DescribeQuorumRequest) -> DescribeQuorumResponse:
     state = ctx.broker
+    if err := authz.cluster_error(ctx, authz.Op.DESCRIBE):
+        return R(error_code=err, error_message=authz.CLUSTER_DENIED_MESSAGE, topics=[], nodes=[])
     valid = (len(req.topics) == 1 and req.topics[0].topic_name == METADATA_TOPIC
              and len(req.topics[0].partitions) == 1 and req.topics[0].partitions[0].partition_index == 0)
     if not valid:

@@ -4,9 +4,14 @@ Per group and partition: the share-partition start offset (-1 where the group ha
 leader epoch, and (v1) the lag — records from the start offset to the high watermark whose delivery is not
 complete (-1 when unknown). Null Topics means every topic the group has state for. An unknown group is
 GROUP_ID_NOT_FOUND; an unknown topic's partitions carry UNKNOWN_TOPIC_OR_PARTITION.
+
+Authorization (``KafkaApis.handleDescribeShareGroupOffsetsRequest``): DESCRIBE on each group (else
+GROUP_AUTHORIZATION_FAILED); a named topic without DESCRIBE answers TOPIC_AUTHORIZATION_FAILED per partition
+(start offset -1, Kafka's message), and null Topics (all) leaves such topics out.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.handlers.share_group_heartbeat import classic_group_exists
@@ -25,6 +30,9 @@ async def describe_share_group_offsets(ctx: RequestContext,
     for g in req.groups:
         def error(code: int, gid: str = g.group_id) -> _Resp.DescribeShareGroupOffsetsResponseGroup:
             return _Resp.DescribeShareGroupOffsetsResponseGroup(group_id=gid, topics=[], error_code=code)
+        if err := authz.group_error(ctx, authz.Op.DESCRIBE, g.group_id):
+            out.append(error(err))
+            continue
         if svc is None:
             out.append(error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             continue
@@ -42,8 +50,16 @@ async def describe_share_group_offsets(ctx: RequestContext,
             rows = svc.describe_offsets(g.group_id, None)
         else:
             wanted = []
+            hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.topic_name for t in g.topics))
             for t in g.topics:
                 info = state.topics.get(t.topic_name)
+                if t.topic_name in hidden:
+                    topics[t.topic_name] = _Resp.DescribeShareGroupOffsetsResponseTopic(
+                        topic_name=t.topic_name, partitions=[_Resp.DescribeShareGroupOffsetsResponsePartition(
+                            partition_index=p, start_offset=-1, leader_epoch=-1, lag=-1,
+                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            error_message=authz.TOPIC_DENIED_MESSAGE) for p in t.partitions])
+                    continue
                 if info is None or info.internal:
                     topics[t.topic_name] = _Resp.DescribeShareGroupOffsetsResponseTopic(
                         topic_name=t.topic_name, partitions=[_Resp.DescribeShareGroupOffsetsResponsePartition(
@@ -54,7 +70,7 @@ async def describe_share_group_offsets(ctx: RequestContext,
             rows = svc.describe_offsets(g.group_id, wanted)
         for (tid, p), start, lag in rows:
             name = svc.topic_name(tid)
-            if name is None:
+            if name is None or not authz.allowed(ctx, authz.Op.DESCRIBE, authz.TOPIC, name):
                 continue
             info = state.topics[name]
             ok = 0 <= p < info.partitions

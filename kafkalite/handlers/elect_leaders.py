@@ -7,9 +7,14 @@ or partition that does not exist answers UNKNOWN_TOPIC_OR_PARTITION with Kafka's
 t" / "No such partition as t-p"). A null topic list means every partition of every topic; Kafka then leaves
 out the partitions whose election is not needed, so each topic comes back with an empty result list. An
 unknown election type is INVALID_REQUEST ("Unknown election type N") for every listed partition.
+
+Authorization (Kafka's ``ControllerApis.handleElectLeaders``): ALTER on the cluster, else the whole request
+fails as ``ElectLeadersRequest.getErrorResponse`` builds it: CLUSTER_AUTHORIZATION_FAILED at top level and
+for every listed partition (no results for a null topic list).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.replicas import ELECTION_NOT_NEEDED_MESSAGE
 from kafkalite.slices import Slices
@@ -23,6 +28,12 @@ R = ElectLeadersResponse
 async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
     state = ctx.broker
     election_type = req.election_type if ctx.version >= 1 else 0
+    if err := authz.cluster_error(ctx, authz.Op.ALTER):
+        msg = authz.CLUSTER_DENIED_MESSAGE
+        return R(throttle_time_ms=0, error_code=err, replica_election_results=[
+            R.ReplicaElectionResult(topic=t.topic, partition_result=[
+                R.PartitionResult(partition_id=p, error_code=err, error_message=msg) for p in t.partitions])
+            for t in req.topic_partitions or []])
     if req.topic_partitions is None:
         # every partition needs no election: topics listed, partitions left out (as Kafka's controller does)
         results = [R.ReplicaElectionResult(topic=name, partition_result=[]) for name in state.topics]

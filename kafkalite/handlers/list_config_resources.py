@@ -7,9 +7,13 @@ version knows; a type it does not know answers UNSUPPORTED_VERSION with no resou
 type by type in Kafka's order: groups with configs, client-metrics subscriptions, the broker (as
 BROKER_LOGGER and as BROKER, named by its id), then every topic (internal ones included). kafkalite has no
 group configs and no client-metrics subscriptions, so those types list nothing.
+
+Authorization (``KafkaApis.handleListConfigResources``): DESCRIBE_CONFIGS on the cluster, else a top-level
+CLUSTER_AUTHORIZATION_FAILED and no resources, checked before the resource types.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
 from wire.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
@@ -21,6 +25,8 @@ TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 @handler(ListConfigResourcesRequest, min_version=0, max_version=1)
 async def list_config_resources(ctx: RequestContext, req: ListConfigResourcesRequest) -> ListConfigResourcesResponse:
     state = ctx.broker
+    if err := authz.cluster_error(ctx, authz.Op.DESCRIBE_CONFIGS):
+        return R(throttle_time_ms=0, error_code=err, config_resources=[])
     supported = {CLIENT_METRICS} if ctx.version == 0 else {TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP}
     wanted = set(req.resource_types or []) if ctx.version >= 1 else set()
     if not wanted:

@@ -6,9 +6,13 @@ INVALID_SHARE_SESSION_EPOCH (top-level); -1 applies them and then closes the ses
 member's remaining acquired records. Types: ACCEPT 1, RELEASE 2, REJECT 3, GAP 0, and (v2) RENEW 4. Each
 partition's acknowledgements are all applied and persisted, or none (INVALID_RECORD_STATE when a record is
 not acquired by this member, INVALID_REQUEST for malformed batches, UNKNOWN_TOPIC_ID for an unknown topic).
+Authorization (``KafkaApis.handleShareAcknowledgeRequest``): READ on the group first (else a top-level
+GROUP_AUTHORIZATION_FAILED), READ on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, nothing
+applied).
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.handlers.share_fetch import ack_batches
@@ -23,6 +27,8 @@ async def share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeRequest) -
     svc = ctx.broker.shares
     if svc is None:
         return _Resp(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, responses=[])
+    if err := authz.group_error(ctx, authz.Op.READ, req.group_id):
+        return _Resp(error_code=err, responses=[])
     if not req.group_id or not req.member_id or group_id_error(req.group_id) is not None:
         return _Resp(error_code=ErrorCode.INVALID_REQUEST, error_message="Invalid group or member id.", responses=[])
     await svc.loaded.wait()
@@ -30,7 +36,10 @@ async def share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeRequest) -
     if session.error:
         return _Resp(error_code=session.error, responses=[])
     acks = {(t.topic_id, p.partition_index): ack_batches(p) for t in req.topics for p in t.partitions}
-    codes = svc.acknowledge(req.group_id, req.member_id, acks, allow_renew=ctx.version >= 2)
+    refused = authz.denied_ids(ctx, authz.Op.READ, [t for t, _ in acks], svc.topic_name)
+    codes = svc.acknowledge(req.group_id, req.member_id, {tp: b for tp, b in acks.items() if tp[0] not in refused},
+                            allow_renew=ctx.version >= 2)
+    codes.update({tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in acks if tp[0] in refused})
     if session.final:
         svc.close_session(session)
     node = ctx.broker.node_id

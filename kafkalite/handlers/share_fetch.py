@@ -16,11 +16,16 @@
 - v2 with IsRenewAck: the request may carry RENEW (4) acknowledgements that extend locks; it must have
   MaxBytes, MinBytes, MaxRecords and MaxWaitMs all 0 (INVALID_REQUEST) and fetches nothing, as Kafka does.
 - Only partitions with records, an error or an acknowledgement result are in the response.
+- Authorization (``KafkaApis.handleShareFetchRequest``): READ on the group first (else a top-level
+  GROUP_AUTHORIZATION_FAILED); READ on each topic of the session: the partitions of the others answer
+  TOPIC_AUTHORIZATION_FAILED (fetched from nothing; their acknowledgements refused the same way).
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+from kafkalite import authz
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
@@ -42,6 +47,8 @@ async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetch
     svc = ctx.broker.shares
     if svc is None:
         return top_error(ErrorCode.UNKNOWN_SERVER_ERROR, "share groups are not available")
+    if err := authz.group_error(ctx, authz.Op.READ, req.group_id):
+        return top_error(err)
     if not req.group_id or group_id_error(req.group_id) is not None:
         return top_error(ErrorCode.INVALID_REQUEST, "Invalid group id in the request.")
     if not req.member_id:
@@ -59,10 +66,18 @@ async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetch
     session = svc.open_fetch(group, member, req.share_session_epoch, add, forget, bool(acks))
     if session.error:
         return top_error(session.error)
+    in_session = list(session.session.partitions) if session.session is not None else []
+    refused = authz.denied_ids(ctx, authz.Op.READ, [t for t, _ in [*in_session, *acks]], svc.topic_name)
+    refused_acks = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in acks if tp[0] in refused}
+    acks = {tp: b for tp, b in acks.items() if tp not in refused_acks}
     ack_codes = svc.acknowledge(group, member, acks, allow_renew=ctx.version >= 2) if acks else {}
+    ack_codes.update(refused_acks)
     fetched: dict = {}
     if not session.final and not renew and session.session is not None:
-        fetched = await svc.fetch(group, member, list(session.session.partitions), max_records=req.max_records,
+        fetched = dict.fromkeys([tp for tp in in_session if tp[0] in refused], SimpleNamespace(
+            error=ErrorCode.TOPIC_AUTHORIZATION_FAILED, acquired=[], records=b"", leader_epoch=-1))
+        fetched |= await svc.fetch(group, member, [tp for tp in in_session if tp[0] not in refused],
+                                   max_records=req.max_records,
                                   max_bytes=req.max_bytes, max_wait_ms=req.max_wait_ms,
                                   record_limit=ctx.version >= 2 and req.share_acquire_mode == 1)
     node = ctx.broker.node_id

@@ -7,9 +7,13 @@ otherwise). The response carries the member's partitions (by topic
 id) whenever its assignment epoch moved, null otherwise. An empty or unstorable group id is INVALID_GROUP_ID,
 a group id used by a classic group GROUP_ID_NOT_FOUND ("not a share group"), and while
 ``__share_group_state`` loads COORDINATOR_LOAD_IN_PROGRESS.
+
+Authorization (``KafkaApis.handleShareGroupHeartbeat``): READ on the group, else GROUP_AUTHORIZATION_FAILED;
+a non-empty SubscribedTopicNames needs DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
+from kafkalite import authz
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from wire.errors import ErrorCode
@@ -28,6 +32,10 @@ async def share_group_heartbeat(ctx: RequestContext, req: ShareGroupHeartbeatReq
     svc = ctx.broker.shares
     if svc is None:
         return _Resp(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if err := authz.group_error(ctx, authz.Op.READ, req.group_id):
+        return _Resp(error_code=err)
+    if req.subscribed_topic_names and authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, req.subscribed_topic_names):
+        return _Resp(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     bad = group_id_error(req.group_id)
     if bad is not None:
         return _Resp(error_code=bad, error_message="The group id is invalid.")

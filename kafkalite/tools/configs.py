@@ -1,9 +1,12 @@
 """``kafkalite configs``: kafka-configs.sh's options for topics, brokers and groups.
 
-    kafkalite configs --describe (--topic T | --broker ID | --broker-defaults | --group G) [--all]
-    kafkalite configs --alter    (--topic T | --broker ID | --broker-defaults | --group G)
+    kafkalite configs --describe (--topic T | --broker ID | --broker-defaults | --group G | --user [U]) [--all]
+    kafkalite configs --alter    (--topic T | --broker ID | --broker-defaults | --group G | --user U)
                       [--add-config k=v,k2=[a,b]] [--delete-config k,k2]
-    (or Kafka's long form: --entity-type topics|brokers|groups --entity-name NAME | --entity-default)
+    (or Kafka's long form: --entity-type topics|brokers|groups|users --entity-name NAME | --entity-default)
+
+Users' configs are their SCRAM credentials (``SCRAM-SHA-256=[iterations=8192,password=P]``), handled by
+:mod:`kafkalite.tools.scram`.
 
 --describe shows the configs set on the resource (a topic's overrides; a broker's dynamic settings), as
 kafka-configs does; ``--all`` shows every config with its value and source (DEFAULT_CONFIG,
@@ -58,7 +61,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     which.add_argument("--broker", help="a broker (its node id)")
     which.add_argument("--broker-defaults", action="store_true", help="the cluster-wide broker defaults")
     which.add_argument("--group", help="a consumer group")
-    which.add_argument("--entity-type", choices=("topics", "brokers", "groups"), help="Kafka's long form")
+    which.add_argument("--user", nargs="?", const="", help="a user's SCRAM credentials (--describe: all users)")
+    which.add_argument("--entity-type", choices=("topics", "brokers", "groups", "users"), help="Kafka's long form")
     p.add_argument("--entity-name", help="with --entity-type")
     p.add_argument("--entity-default", action="store_true", help="with --entity-type brokers")
     p.add_argument("--add-config", action="append", default=[], metavar="K=V,K2=V2",
@@ -79,9 +83,9 @@ def _resource(args: argparse.Namespace) -> tuple[str, str]:
             if kind != "broker":
                 usage("--entity-default applies to --entity-type brokers")
             return "broker", ""
-        if not args.entity_name:
+        if not args.entity_name and not (kind == "user" and args.action == "describe"):
             usage("--entity-type needs --entity-name (or --entity-default for brokers)")
-        return kind, args.entity_name
+        return kind, args.entity_name or ""
     if args.entity_name or args.entity_default:
         usage("--entity-name/--entity-default need --entity-type")
     if args.topic:
@@ -92,6 +96,10 @@ def _resource(args: argparse.Namespace) -> tuple[str, str]:
         return "broker", ""
     if args.group:
         return "group", args.group
+    if args.user is not None:
+        if not args.user and args.action == "alter":
+            usage("--alter --user needs a user name")
+        return "user", args.user
     usage("name a resource: --topic, --broker, --broker-defaults or --group (or --entity-type/--entity-name)")
 
 
@@ -107,6 +115,14 @@ def _run(args: argparse.Namespace) -> int:
             usage(f"{both[0]} is both added and deleted")
     elif sets or deletes:
         usage("--add-config/--delete-config are for --alter")
+    if kind == "user":
+        from kafkalite.tools import scram
+
+        if args.action == "alter":
+            scram.alter(args, name, sets, deletes)
+        else:
+            scram.describe(args, name or None)
+        return 0
     label = f"{kind} {name!r}" if name else "broker defaults"
     if kind == "group" or not name:   # librdkafka can name neither a group resource nor the broker defaults
         entries, done = _raw(args, GROUP_RESOURCE if kind == "group" else BROKER_RESOURCE, name, label, sets,

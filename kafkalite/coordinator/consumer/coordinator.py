@@ -113,12 +113,17 @@ class ConsumerGroupCoordinator:
         self.loading = False
         self.active = True
         self._matches: dict[str, dict[str, bool]] = {}   # regex -> topic name -> matches (each matched once)
+        self._topic_filter: Callable[[set[str]], set[str]] | None = None   # the heartbeating member's (authz)
+        self._group_filters: dict[str, Callable[[set[str]], set[str]] | None] = {}   # group -> last filter
 
     # -- heartbeat -----------------------------------------------------------------------------------------
     def heartbeat(self, now: int, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
                   rack_id: str | None, rebalance_timeout_ms: int, topic_names: list[str] | None,
                   topic_regex: str | None, server_assignor: str | None, owned: Assignment | None,
-                  client_id: str = "", client_host: str = "", version: int = 0) -> HeartbeatResult:
+                  client_id: str = "", client_host: str = "", version: int = 0,
+                  topic_filter: Callable[[set[str]], set[str]] | None = None) -> HeartbeatResult:
+        """``topic_filter`` (None: no authorizer) keeps the topics this member may describe; the group's regexes
+        resolve through the filter of the member whose heartbeat last refreshed them (Kafka 4.x)."""
         if not self.active:
             return HeartbeatResult(E.NOT_COORDINATOR)
         if self.loading:
@@ -126,11 +131,14 @@ class ConsumerGroupCoordinator:
         try:
             self._validate(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                            topic_names, topic_regex, server_assignor, owned, version)
+            self._topic_filter = topic_filter
             return self._heartbeat(now, group_id, member_id, member_epoch, instance_id, rack_id,
                                    rebalance_timeout_ms, topic_names, topic_regex, server_assignor, owned,
                                    client_id, client_host)
         except HeartbeatError as e:
             return HeartbeatResult(e.code, str(e))
+        finally:
+            self._topic_filter = None
 
     def _validate(self, group_id: str, member_id: str, epoch: int, instance_id: str | None, rack_id: str | None,
                   rebalance_timeout_ms: int, names: list[str] | None, regex: str | None,
@@ -370,6 +378,11 @@ class ConsumerGroupCoordinator:
                 if hit:
                     hits.add(n)
             resolved[rx] = hits
+        if self._topic_filter is not None:
+            self._group_filters[group.group_id] = self._topic_filter
+        allowed = self._group_filters.get(group.group_id)
+        if allowed is not None:
+            resolved = {rx: allowed(hits) for rx, hits in resolved.items()}
         group.resolved = resolved
         meta: dict[str, tuple[uuid.UUID, int]] = {}
         for name in group.subscribed_names():
@@ -518,6 +531,7 @@ class ConsumerGroupCoordinator:
         except HeartbeatError as e:
             return e.code
         del self.groups[group_id]
+        self._group_filters.pop(group_id, None)
         return 0
 
     def remove_empty(self, group_id: str) -> None:

@@ -9,6 +9,7 @@ classic coordinator's offsets (the same OffsetCommit records), validated here fi
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kafkalite.coordinator.consumer.coordinator import (
@@ -69,12 +70,14 @@ class ConsumerGroupService:
     async def heartbeat(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
                         rack_id: str | None, rebalance_timeout_ms: int, topic_names: list[str] | None,
                         topic_regex: str | None, server_assignor: str | None, owned: Assignment | None,
-                        client_id: str, client_host: str, version: int) -> HeartbeatResult:
+                        client_id: str, client_host: str, version: int,
+                        topic_filter: Callable[[set[str]], set[str]] | None = None) -> HeartbeatResult:
         await self.groups.ensure_offsets_topic_async()
         try:
             result = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, member_epoch, instance_id,
                                                 rack_id, rebalance_timeout_ms, topic_names, topic_regex,
-                                                server_assignor, owned, client_id, client_host, version)
+                                                server_assignor, owned, client_id, client_host, version,
+                                                topic_filter)
         except Exception:   # a bug in one group's handling: that request fails, the connection and group stay
             log.exception("consumer group %s: heartbeat of member %s failed", group_id, member_id)
             result = HeartbeatResult(int(ErrorCode.UNKNOWN_SERVER_ERROR), "internal error")

@@ -1,0 +1,211 @@
+"""ACLs on this session's new APIs with confluent-kafka (authenticated users over SASL PLAIN, ``User:admin`` a
+super user granting through the admin API): a KIP-848 consumer (``group.protocol=consumer``) without READ on
+its group (DESCRIBE only) gets GROUP_AUTHORIZATION_FAILED from ConsumerGroupHeartbeat and reads once READ is
+granted; ElectLeaders from the AdminClient is
+CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster and reaches the controller logic with it; the Java
+Admin (3.9.1) sees the replication admin APIs refused or served per ACL; a ShareConsumer needs READ on its
+group."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from test_acls_sasl import _conf, sasl_broker  # noqa: F401 -- the module's broker fixture
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka import (  # noqa: E402
+    Consumer,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import (  # noqa: E402
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+
+def _allow(admin: AdminClient, rtype: ResourceType, name: str, op: AclOperation, user: str = "alice") -> None:
+    acl = AclBinding(rtype, name, ResourcePatternType.LITERAL, f"User:{user}", "*", op, AclPermissionType.ALLOW)
+    admin.create_acls([acl])[acl].result(30)
+
+
+def _members(admin: AdminClient, group: str) -> int:
+    """How many members the group has, as the admin sees it (0 for a group that does not exist)."""
+    try:
+        return len(admin.describe_consumer_groups([group])[group].result(30).members)
+    except KafkaException:
+        return 0
+
+
+def _consume_one(bs: str, topic: str, group: str, deadline_s: float,
+                 on_denied: Callable[[], object] = lambda: None) -> tuple[bytes | None, set[int]]:
+    """The first record a KIP-848 consumer as alice reads (None by the deadline) and the errors it saw;
+    ``on_denied`` runs while the consumer is still open when it is refused."""
+    c = Consumer({**_conf(bs, "alice"), "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest"})
+    errors: set[int] = set()
+    try:
+        c.subscribe([topic])
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                err = m.error()
+                # librdkafka 2.16 makes a ConsumerGroupHeartbeat GROUP_AUTHORIZATION_FAILED a fatal error
+                # ("ConsumerGroupHeartbeat fatal error: Broker: Group authorization failed" in its log)
+                denied = err.code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._FATAL)
+                errors.add(KafkaError.GROUP_AUTHORIZATION_FAILED if denied else err.code())
+                if denied:
+                    on_denied()
+                    break
+                continue
+            return m.value(), errors
+        return None, errors
+    finally:
+        c.close()
+
+
+def test_kip848_consumer_needs_group_read(sasl_broker: str) -> None:  # noqa: F811
+    admin = AdminClient(_conf(sasl_broker, "admin"))
+    admin.create_topics([NewTopic("acl848", 1, 1)])["acl848"].result(30)
+    p = Producer(_conf(sasl_broker, "admin"))
+    p.produce("acl848", b"hello")
+    assert p.flush(20) == 0
+    _allow(admin, ResourceType.TOPIC, "acl848", AclOperation.READ)
+    # DESCRIBE on the group passes FindCoordinator and OffsetFetch; the heartbeat needs READ
+    _allow(admin, ResourceType.GROUP, "g848", AclOperation.DESCRIBE)
+    seen: list[int] = []
+    got, errors = _consume_one(sasl_broker, "acl848", "g848", 30, lambda: seen.append(_members(admin, "g848")))
+    assert got is None and KafkaError.GROUP_AUTHORIZATION_FAILED in errors
+    assert seen == [0]          # refused at the heartbeat: never a member
+    _allow(admin, ResourceType.GROUP, "g848", AclOperation.READ)
+    got, errors = _consume_one(sasl_broker, "acl848", "g848", 60)
+    assert got == b"hello", errors
+
+
+def test_elect_leaders_needs_cluster_alter(sasl_broker: str) -> None:  # noqa: F811
+    admin = AdminClient(_conf(sasl_broker, "admin"))
+    admin.create_topics([NewTopic("acl-elect", 1, 1)])["acl-elect"].result(30)
+    alice = AdminClient(_conf(sasl_broker, "alice"))
+
+    def elect() -> int:
+        try:
+            result = alice.elect_leaders(ElectionType.PREFERRED, [TopicPartition("acl-elect", 0)]).result(30)
+        except KafkaException as exc:
+            return exc.args[0].code()
+        return result[TopicPartition("acl-elect", 0)].code()
+
+    assert elect() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    _allow(admin, ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER)
+    assert elect() == KafkaError.ELECTION_NOT_NEEDED
+
+
+def test_replication_admin_apis_java(tmp_path, get_client) -> None:  # noqa: ANN001
+    """Java Admin 3.9.1 as User:ANONYMOUS, with DESCRIBE on the cluster and READ on topic ``r`` written to the
+    data directory before the broker starts: listing reassignments and the quorum work, electing leaders
+    and reading the producers of an unreadable topic are refused with Kafka's exceptions."""
+    from harness.broker import BrokerProcess
+    from harness.topics import create_topic
+
+    from kafkalite.authz.acl import AclBinding as Acl
+    from kafkalite.authz.acl import Op, PatternType, Permission
+    from kafkalite.authz.acl import ResourceType as RT
+    from kafkalite.authz.authorizer import Authorizer
+
+    j = get_client("java")
+    anon = "User:ANONYMOUS"
+    (tmp_path / "data").mkdir()
+    Authorizer(tmp_path / "data").create([
+        Acl(RT.CLUSTER, "kafka-cluster", PatternType.LITERAL, anon, "*", Op.DESCRIBE, Permission.ALLOW),
+        Acl(RT.CLUSTER, "kafka-cluster", PatternType.LITERAL, anon, "*", Op.CREATE, Permission.ALLOW),
+        Acl(RT.TOPIC, "r", PatternType.LITERAL, anon, "*", Op.READ, Permission.ALLOW),
+        Acl(RT.TOPIC, "hidden", PatternType.LITERAL, anon, "*", Op.DESCRIBE, Permission.ALLOW)])   # not READ
+    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", extra_args=[
+        "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"])
+    b.start()
+    try:
+        bs = b.bootstrap
+        for t in ("r", "hidden"):
+            create_topic(bs, t, 1)
+        assert j.admin(bs, "list_reassignments", partitions=None) == {"reassignments": {}, "ok": True}
+        assert j.admin(bs, "describe_quorum")["leader_id"] == 1
+        r = j.admin(bs, "elect_leaders", partitions=[["r", 0]])
+        assert "ClusterAuthorizationException" in str(r), r
+        assert j.admin(bs, "describe_producers", topic="r", partition=0)["producers"] == []
+        r = j.admin(bs, "describe_producers", topic="hidden", partition=0)
+        assert r["error"].startswith("TopicAuthorizationException"), r
+    finally:
+        b.kill()
+
+
+def test_share_consumer_needs_group_read(tmp_path) -> None:  # noqa: ANN001
+    """confluent-kafka's ShareConsumer (KIP-932) as User:ANONYMOUS against a broker emulating Kafka 4.3: with
+    only DESCRIBE on its group (FindCoordinator passes) ShareGroupHeartbeat refuses it (a fatal
+    GROUP_AUTHORIZATION_FAILED in librdkafka); a group with READ reads the records."""
+    from harness.broker import BrokerProcess
+    from harness.topics import create_topic
+
+    from kafkalite.authz.acl import AclBinding as Acl
+    from kafkalite.authz.acl import Op, PatternType, Permission
+    from kafkalite.authz.acl import ResourceType as RT
+    from kafkalite.authz.authorizer import Authorizer
+
+    def allow(rtype: RT, name: str, op: Op) -> Acl:
+        return Acl(rtype, name, PatternType.LITERAL, "User:ANONYMOUS", "*", op, Permission.ALLOW)
+
+    (tmp_path / "data").mkdir()
+    Authorizer(tmp_path / "data").create([
+        allow(RT.CLUSTER, "kafka-cluster", Op.CREATE), allow(RT.CLUSTER, "kafka-cluster", Op.IDEMPOTENT_WRITE),
+        allow(RT.TOPIC, "sq", Op.READ), allow(RT.TOPIC, "sq", Op.WRITE),
+        allow(RT.GROUP, "share-denied", Op.DESCRIBE), allow(RT.GROUP, "share-ok", Op.READ)])
+    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", emulate="4.3", extra_args=[
+        "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "--override", "kafkalite.share.auto.offset.reset=earliest"])
+    b.start()
+    try:
+        bs = b.bootstrap
+        create_topic(bs, "sq", 1)
+        p = Producer({"bootstrap.servers": bs})
+        for i in range(3):
+            p.produce("sq", b"q%d" % i)
+        assert p.flush(20) == 0
+
+        def read(group: str, deadline_s: float) -> tuple[list[bytes], set[int]]:
+            c = ck.ShareConsumer({"bootstrap.servers": bs, "group.id": group})
+            got: list[bytes] = []
+            errors: set[int] = set()
+            try:
+                c.subscribe(["sq"])
+                end = time.monotonic() + deadline_s
+                while len(got) < 3 and time.monotonic() < end:
+                    try:
+                        batch = c.poll(0.5)
+                    except KafkaException as exc:   # librdkafka: a fatal error naming the refusal
+                        errors.add(exc.args[0].code())
+                        break
+                    for m in batch:
+                        if m.error():
+                            errors.add(m.error().code())
+                        else:
+                            got.append(m.value())
+            finally:
+                c.close()
+            return got, errors
+
+        got, errors = read("share-denied", 30)
+        assert got == [] and errors == {KafkaError.GROUP_AUTHORIZATION_FAILED}, (got, errors)
+        got, errors = read("share-ok", 60)
+        assert sorted(got) == [b"q0", b"q1", b"q2"], errors
+    finally:
+        b.kill()
