@@ -152,6 +152,23 @@ def test_epoch_errors() -> None:
         .error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
 
 
+def test_unstorable_strings_are_refused_before_a_group_exists() -> None:
+    """Strings over 0x7fff bytes (which Kafka's request parser refuses) never reach the group state: a fuzzed
+    32 KiB group id once created a group that ListGroups could then not encode."""
+    w = World()
+    w.topic("t", 1)
+    long = "g" * 32768
+    assert w.coord.heartbeat(w.now, long, "m", 0, None, None, 1000, ["t"], None, None, {}, version=1) \
+        .error_code == ErrorCode.INVALID_GROUP_ID
+    assert long not in w.coord.groups
+    for kwargs in ({"member": long}, {"instance": long}, {"topics": [long]}):
+        args = {"member": "m", "instance": None, "topics": ["t"], **kwargs}
+        r = w.coord.heartbeat(w.now, "g2", args["member"], 0, args["instance"], None, 1000, args["topics"], None,
+                              None, {}, version=1)
+        assert r.error_code == ErrorCode.INVALID_REQUEST, kwargs
+    assert "g2" not in w.coord.groups
+
+
 def test_static_membership() -> None:
     w = World()
     tid = w.topic("t", 2)

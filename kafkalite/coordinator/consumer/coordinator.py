@@ -40,6 +40,7 @@ from kafkalite.coordinator.consumer.model import (
 )
 from kafkalite.coordinator.consumer.reconcile import reconcile
 from kafkalite.coordinator.consumer.regex import RegexError, compile_re2
+from kafkalite.coordinator.keys import storable
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kafkalite.coordinator.consumer")
@@ -149,6 +150,16 @@ class ConsumerGroupCoordinator:
             raise HeartbeatError(bad, "MemberId can't be empty.")
         if not group_id:
             raise HeartbeatError(bad, "GroupId can't be empty.")
+        # a string Kafka's request parser would refuse (over 0x7fff bytes) cannot be stored in a record key or
+        # value either (kafkalite.coordinator.keys): the group id is INVALID_GROUP_ID, the rest INVALID_REQUEST
+        if not storable(group_id):
+            raise HeartbeatError(E.INVALID_GROUP_ID, "GroupId is too long.")
+        for what, text in (("MemberId", member_id), ("InstanceId", instance_id), ("RackId", rack_id),
+                           ("SubscribedTopicRegex", regex), ("ServerAssignor", assignor)):
+            if text is not None and not storable(text):
+                raise HeartbeatError(bad, f"{what} is too long.")
+        if names and not all(storable(n) for n in names):
+            raise HeartbeatError(bad, "A subscribed topic name is too long.")
         if instance_id == "":
             raise HeartbeatError(bad, "InstanceId can't be empty.")
         if rack_id == "":
