@@ -157,3 +157,25 @@ def test_group_configs_survive_restart(tmp_path: Path) -> None:
         assert {k: v for k, (v, s) in group(c, "keep").items() if s == 8} == {
             "share.record.lock.duration.ms": "16000", "share.isolation.level": "read_committed"}
         assert all(s == 5 for _v, s in group(c, "gone").values())
+
+
+def test_group_config_authorization(tmp_path: Path) -> None:
+    """With the authorizer on, Kafka authorizes GROUP config resources on the group: DESCRIBE_CONFIGS
+    (implied by ALTER_CONFIGS) to describe, ALTER_CONFIGS to alter; GROUP_AUTHORIZATION_FAILED otherwise."""
+    from kafkalite.authz.acl import AclBinding, Op, PatternType, Permission, ResourceType
+    from kafkalite.authz.authorizer import Authorizer
+
+    anon = "User:ANONYMOUS"
+    Authorizer(tmp_path).create([
+        AclBinding(ResourceType.GROUP, "mine", PatternType.LITERAL, anon, "*", Op.ALTER_CONFIGS, Permission.ALLOW),
+        AclBinding(ResourceType.GROUP, "seen", PatternType.LITERAL, anon, "*", Op.DESCRIBE_CONFIGS,
+                   Permission.ALLOW)])
+    standard = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with Broker(data_dir=tmp_path, overrides=standard) as b, RawClient(b.host, b.port) as c:
+        assert incremental(c, "mine", ("share.auto.offset.reset", SET, "earliest"), rtype=GROUP) == (0, None)
+        assert group(c, "mine")["share.auto.offset.reset"] == ("earliest", 8)
+        assert describe(c, "seen", rtype=GROUP).error_code == 0
+        assert incremental(c, "seen", ("share.auto.offset.reset", SET, "earliest"),
+                           rtype=GROUP)[0] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert legacy(c, "other", {}, rtype=GROUP)[0] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert describe(c, "other", rtype=GROUP).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
