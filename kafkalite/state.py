@@ -29,6 +29,7 @@ import trio
 
 from kafkalite import authz, quotas
 from kafkalite.config import BrokerConfig, Listener
+from kafkalite.features import FeatureLevels
 from kafkalite.group_configs import GroupConfigStore
 from kafkalite.supervisor import Supervisor
 from storage.checkpoints import write_atomic
@@ -136,6 +137,8 @@ class BrokerState:
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
         # per-group config overrides (GROUP config resources, kafkalite.group_configs), persisted
         self.group_config_store = GroupConfigStore(self.log_dir)
+        # finalized feature levels (UpdateFeatures, kafkalite.features), persisted
+        self.features = FeatureLevels(self.log_dir, config.emulate_kafka, self.node_id)
         self.draining = False
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
         # names whose partition directories are being created or removed in a worker thread right now
