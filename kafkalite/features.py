@@ -40,6 +40,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import trio
+
 from wire.messages import ApiVersionsResponse
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,8 @@ class FeatureLevels:
         self.node_id = node_id
         self.levels = {f.name: f.finalized for f in self.rows.values()}
         self.epoch = FINALIZED_EPOCH
+        self._lock = trio.Lock()            # one file writer at a time
+        self._written = FINALIZED_EPOCH     # the epoch on disk
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             saved = data.get("levels", {}) if isinstance(data, dict) else {}
@@ -176,13 +180,19 @@ class FeatureLevels:
                               "proceed.")
         return None
 
-    def apply(self, changes: dict[str, int]) -> None:
-        """Set the levels (already checked) and persist them with the next epoch; no change, no new epoch."""
+    async def apply(self, changes: dict[str, int]) -> None:
+        """Set the levels (already checked) and persist them with the next epoch; no change, no new epoch. The
+        file is written (and fsynced) in a worker thread, one writer at a time, never an older epoch over a newer
+        one; the caller answers after it is on disk."""
+        from kafkalite.state import _atomic_write
+
         changed = {n: lv for n, lv in changes.items() if n in self.rows and self.levels.get(n) != lv}
         if not changed:
             return
         self.levels.update(changed)
         self.epoch += 1
-        from kafkalite.state import _atomic_write
-
-        _atomic_write(self.path, json.dumps({"epoch": self.epoch, "levels": self.levels}, sort_keys=True).encode())
+        epoch, data = self.epoch, json.dumps({"epoch": self.epoch, "levels": self.levels}, sort_keys=True).encode()
+        async with self._lock:
+            if epoch > self._written:
+                await trio.to_thread.run_sync(_atomic_write, self.path, data)
+                self._written = epoch

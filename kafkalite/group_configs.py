@@ -178,13 +178,17 @@ def config_type(d: GroupConfigDef) -> int:
 
 
 class GroupConfigStore:
-    """Per-group overrides, persisted in the log dir. ``put`` changes memory; ``flush`` writes the file (once per
-    request: a request may name a great many groups)."""
+    """Per-group overrides, persisted in the log dir. ``put`` changes memory; ``await flush()`` writes the file
+    (once per request: a request may name a great many groups)."""
 
     def __init__(self, log_dir: str | Path) -> None:
         self.path = Path(log_dir) / FILE
+        import trio
+
         self._groups: dict[str, dict[str, str]] = {}
         self._dirty = False
+        self._generation = self._written = 0
+        self._lock = trio.Lock()
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -206,13 +210,22 @@ class GroupConfigStore:
             return
         self._dirty = True
 
-    def flush(self) -> None:
-        if not self._dirty:
-            return
+    async def flush(self) -> None:
+        """Write the file if anything changed: serialised here, written and fsynced in a worker thread, one
+        writer at a time and never an older state over a newer one; the caller answers once it is on disk."""
+        import trio
+
         from kafkalite.state import _atomic_write
 
-        _atomic_write(self.path, json.dumps(self._groups, sort_keys=True, indent=1).encode())
+        if not self._dirty:
+            return
         self._dirty = False
+        self._generation += 1
+        gen, data = self._generation, json.dumps(self._groups, sort_keys=True, indent=1).encode()
+        async with self._lock:
+            if gen > self._written:
+                await trio.to_thread.run_sync(_atomic_write, self.path, data)
+                self._written = gen
 
     def effective(self, conf: Any, group_id: str) -> Mapping[str, str]:
         """The group's overrides clamped into the broker's current bounds (Kafka 4.3's GroupConfig.evaluate)."""

@@ -102,5 +102,5 @@ async def incremental_alter_configs(ctx: RequestContext,
             code, msg = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
         results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,
                                resource_name=r.resource_name))
-    state.group_config_store.flush()
+    await state.group_config_store.flush()
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=results)

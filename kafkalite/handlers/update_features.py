@@ -22,6 +22,7 @@ from wire.errors import ErrorCode
 from wire.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
 
 _Result = UpdateFeaturesResponse.UpdatableFeatureResult
+MAX_NAME = 32767   # longest string a response can carry
 
 
 @handler(UpdateFeaturesRequest, min_version=0, max_version=1)
@@ -35,6 +36,9 @@ async def update_features(ctx: RequestContext, req: UpdateFeaturesRequest) -> Up
     for u in req.feature_updates:
         if work.due():
             await work.pause()
+        if len(u.feature.encode()) > MAX_NAME:   # could not be echoed in a result (Kafka could not either)
+            return UpdateFeaturesResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                                          error_message="Feature name too long", results=[])
         if ctx.version == 0:
             kind = SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE
         else:
@@ -46,6 +50,6 @@ async def update_features(ctx: RequestContext, req: UpdateFeaturesRequest) -> Up
         else:
             results.append(_Result(feature=u.feature, error_code=ErrorCode.INVALID_UPDATE_VERSION, error_message=why))
     if changes and not (ctx.version >= 1 and req.validate_only):
-        levels.apply(changes)
+        await levels.apply(changes)
     return UpdateFeaturesResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
                                   results=results)
