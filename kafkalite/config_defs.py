@@ -289,6 +289,15 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("group.consumer.assignors", "list", "uniform,range",
          "server-side assignors of consumer groups (the first is the default)", each_of("uniform", "range")),
     _def("group.consumer.max.size", "int", str(INT_MAX), "most members of one consumer group", at_least(1)),
+    # bounds of the per-group configs (GROUP config resources, kafkalite.group_configs), Kafka's defaults
+    _def("group.consumer.min.session.timeout.ms", "int", "45000", "smallest consumer.session.timeout.ms a group "
+         "config may set", at_least(1)),
+    _def("group.consumer.max.session.timeout.ms", "int", "60000", "largest consumer.session.timeout.ms a group "
+         "config may set", at_least(1)),
+    _def("group.consumer.min.heartbeat.interval.ms", "int", "5000", "smallest consumer.heartbeat.interval.ms a "
+         "group config may set", at_least(1)),
+    _def("group.consumer.max.heartbeat.interval.ms", "int", "15000", "largest consumer.heartbeat.interval.ms a "
+         "group config may set", at_least(1)),
     _def("offsets.retention.minutes", "int", "10080", "keep committed offsets of empty groups this long",
          at_least(1)),
     _def("offsets.retention.check.interval.ms", "long", "600000", "how often expired offsets go", at_least(1)),
@@ -326,6 +335,18 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          at_least(1)),
     _def("group.share.heartbeat.interval.ms", "int", "5000", "heartbeat interval told to share group members",
          at_least(1)),
+    _def("group.share.min.session.timeout.ms", "int", "45000", "smallest share.session.timeout.ms a group "
+         "config may set", at_least(1)),
+    _def("group.share.max.session.timeout.ms", "int", "60000", "largest share.session.timeout.ms a group "
+         "config may set", at_least(1)),
+    _def("group.share.min.heartbeat.interval.ms", "int", "5000", "smallest share.heartbeat.interval.ms a group "
+         "config may set", at_least(1)),
+    _def("group.share.max.heartbeat.interval.ms", "int", "15000", "largest share.heartbeat.interval.ms a group "
+         "config may set", at_least(1)),
+    _def("group.share.min.record.lock.duration.ms", "int", "15000", "smallest share.record.lock.duration.ms a "
+         "group config may set", at_least(1000)),
+    _def("group.share.max.record.lock.duration.ms", "int", "60000", "largest share.record.lock.duration.ms a "
+         "group config may set", at_least(1000)),
     _def("group.share.max.size", "int", "200", "most members of one share group", between(1, 1000)),
     _def("group.share.max.share.sessions", "int", "2000", "most share sessions on the broker", at_least(1)),
     _def("share.coordinator.state.topic.num.partitions", "int", "50", "partitions of __share_group_state",

@@ -29,6 +29,8 @@ import trio
 
 from kafkalite import authz, quotas
 from kafkalite.config import BrokerConfig, Listener
+from kafkalite.features import FeatureLevels
+from kafkalite.group_configs import GroupConfigStore
 from kafkalite.supervisor import Supervisor
 from storage.checkpoints import write_atomic
 
@@ -133,6 +135,10 @@ class BrokerState:
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self._read_json(BROKER_CONFIGS_FILE)
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
+        # per-group config overrides (GROUP config resources, kafkalite.group_configs), persisted
+        self.group_config_store = GroupConfigStore(self.log_dir)
+        # finalized feature levels (UpdateFeatures, kafkalite.features), persisted
+        self.features = FeatureLevels(self.log_dir, config.emulate_kafka, self.node_id)
         self.draining = False
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
         # names whose partition directories are being created or removed in a worker thread right now
@@ -157,6 +163,13 @@ class BrokerState:
             if lst.name == listener_name:
                 return lst
         return candidates[0]
+
+    def group_configs(self, group_id: str) -> Mapping[str, str]:
+        """A group's config overrides (consumer.* / share.*), clamped into the broker's bounds: the hook the
+        KIP-848 and share coordinators read their per-group session timeouts, lock durations etc. through."""
+        if not self.group_config_store.get(group_id):
+            return {}
+        return self.group_config_store.effective(self.effective_config(), group_id)
 
     # -- topics --------------------------------------------------------------------------------------
     def _merged_dynamic(self) -> dict[str, str]:

@@ -155,18 +155,21 @@ def describable(ctx: RequestContext):  # noqa: ANN201 -- Callable[[set[str]], se
     return lambda names: {n for n in names if az.authorize(principal, host, Op.DESCRIBE, TOPIC, n)}
 
 
-_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER = 2, 4, 8
+_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_GROUP = 2, 4, 8, 32
 
 
 def config_error(ctx: RequestContext, op: Op, config_resource_type: int, name: str) -> tuple[int, str | None]:
     """(0, None), or the authorization error of a Describe/AlterConfigs resource: TOPIC_AUTHORIZATION_FAILED
-    for a topic, CLUSTER_AUTHORIZATION_FAILED for a broker or broker logger (ConfigResource types 2, 4, 8)."""
+    for a topic, CLUSTER_AUTHORIZATION_FAILED for a broker or broker logger (ConfigResource types 2, 4, 8),
+    GROUP_AUTHORIZATION_FAILED for a group (type 32: Kafka's AuthHelper authorizes the GROUP resource)."""
     if ctx.broker.authorizer is None:
         return 0, None
     from wire.errors import ErrorCode
 
     if config_resource_type == _CONFIG_TOPIC and not allowed(ctx, op, TOPIC, name):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Authorization failed for topic {name}."
+    if config_resource_type == _CONFIG_GROUP and not allowed(ctx, op, GROUP, name):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, f"Authorization failed for group {name}."
     if config_resource_type in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER) and not cluster_allowed(ctx, op):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
     return 0, None

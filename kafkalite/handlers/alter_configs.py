@@ -3,15 +3,17 @@
 TOPIC resources: the given configs *replace* all of the topic's overrides (legacy, non-incremental
 semantics); unknown names or bad values answer INVALID_CONFIG. BROKER resources ("" = cluster default, or
 our node id): the same replace semantics for the dynamic settings (the log.* defaults of topics); static-only
-settings answer INVALID_REQUEST. ValidateOnly checks without applying. Everything persists across restarts.
+settings answer INVALID_REQUEST. GROUP resources (32): the given configs replace the group's overrides
+(``kafkalite.group_configs``). ValidateOnly checks without applying. Everything persists across restarts.
 Each resource is handled on its own (as Kafka does), in slices (``kafkalite.slices``): a 10 MB request can name
 a million resources.
 - Authorization: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for broker resources
-  (CLUSTER_AUTHORIZATION_FAILED).
+  (CLUSTER_AUTHORIZATION_FAILED), or the group (GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kafkalite import authz
+from kafkalite.group_configs import GROUP_RESOURCE, alter_group
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from kafkalite.topic_configs import (
@@ -52,8 +54,12 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
             code, msg = check_broker_configs(state, r.resource_name, values)
             if code == ErrorCode.NONE and not req.validate_only:
                 state.set_broker_configs(r.resource_name, values)
+        elif r.resource_type == GROUP_RESOURCE:
+            code, msg = alter_group(state, r.resource_name, {c.name: c.value for c in r.configs if c.value is not None},
+                                    req.validate_only)
         else:
             code, msg = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
         results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,
                                resource_name=r.resource_name))
+    await state.group_config_store.flush()
     return AlterConfigsResponse(throttle_time_ms=0, responses=results)

@@ -43,5 +43,6 @@ async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersi
                                  and _SOFTWARE_RE.match(req.client_software_version or "")):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=api_keys(ctx.broker))
     resp = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.broker))
-    apply_features(resp, ctx.broker.config.emulate_kafka, ctx.version)
+    levels = ctx.broker.features
+    apply_features(resp, ctx.broker.config.emulate_kafka, ctx.version, levels.finalized(), levels.epoch)
     return resp

@@ -5,14 +5,17 @@ APPEND (2) / SUBTRACT (3) add to / remove from a list-valued config (cleanup.pol
 comma-separated ones). Unknown names, bad values, or list operations on non-list configs answer
 INVALID_CONFIG; the same name twice in one resource answers INVALID_REQUEST. BROKER resources ("" = cluster
 default, or our node id) take the same operations on the dynamic settings (the log.* topic defaults, applied
-to every log at once and persisted); static-only settings answer INVALID_REQUEST. ValidateOnly checks without
+to every log at once and persisted); static-only settings answer INVALID_REQUEST. GROUP resources (32) take
+SET / DELETE on the group configs (``kafkalite.group_configs``: Kafka 4.3's names, bounds and messages; APPEND /
+SUBTRACT answer INVALID_CONFIG, none is a list), persisted once per request. ValidateOnly checks without
 applying.
 - Authorization: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for broker resources
-  (CLUSTER_AUTHORIZATION_FAILED).
+  (CLUSTER_AUTHORIZATION_FAILED), or the group (GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kafkalite import authz
+from kafkalite.group_configs import GROUP_RESOURCE, alter_group
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.topic_configs import (
     BROKER_RESOURCE,
@@ -91,8 +94,13 @@ async def incremental_alter_configs(ctx: RequestContext,
                 code, msg = check_broker_configs(state, r.resource_name, current)
                 if code == ErrorCode.NONE and not req.validate_only:
                     state.set_broker_configs(r.resource_name, current)
+        elif r.resource_type == GROUP_RESOURCE:
+            ops = list(r.configs)
+            code, msg = alter_group(state, r.resource_name, None, req.validate_only,
+                                    lambda current, ops=ops: _apply(current, ops, {}))
         else:
             code, msg = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
         results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,
                                resource_name=r.resource_name))
+    await state.group_config_store.flush()
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=results)

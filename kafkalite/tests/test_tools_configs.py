@@ -87,7 +87,20 @@ def test_configs_bad_input(bs: str) -> None:
     ]:
         r = cli(bs, *argv)
         assert r.code == code and text in r.err, (argv, r)
-    # group configs travel as resource type 32; this broker does not keep any and says so: one clean line
-    r = cli(bs, "configs", "--describe", "--group", "g")
-    assert r.code == 1 and r.err.strip() == ("kafkalite configs: error: describe configs of group 'g': "
-                                             "INVALID_REQUEST: Unsupported resource type 32")
+    # group configs travel as resource type 32: a bad name is refused with Kafka's message, one clean line
+    r = cli(bs, "configs", "--alter", "--group", "g", "--add-config", "no.such=1")
+    assert r.code == 1 and "INVALID_CONFIG: Unknown group config name: no.such" in r.err, r.err
+
+
+def test_group_configs_alter_describe_delete(bs: str) -> None:
+    r = cli(bs, "configs", "--alter", "--group", "tg", "--add-config",
+            "share.auto.offset.reset=earliest,consumer.session.timeout.ms=50000")
+    assert r.code == 0, r.err
+    assert sorted(cli(bs, "configs", "--describe", "--group", "tg").rows()) == [
+        ["consumer.session.timeout.ms", "50000", "DYNAMIC_GROUP_CONFIG", "false", "false"],
+        ["share.auto.offset.reset", "earliest", "DYNAMIC_GROUP_CONFIG", "false", "false"]]
+    full = {e["name"]: e for e in cli(bs, "configs", "--describe", "--group", "tg", "--all", "--json").json()}
+    assert full["share.isolation.level"]["source"] == "DEFAULT_CONFIG"
+    assert cli(bs, "configs", "--alter", "--group", "tg", "--delete-config", "consumer.session.timeout.ms").code == 0
+    assert cli(bs, "configs", "--describe", "--entity-type", "groups", "--entity-name", "tg").rows() == [
+        ["share.auto.offset.reset", "earliest", "DYNAMIC_GROUP_CONFIG", "false", "false"]]

@@ -1,0 +1,55 @@
+"""UpdateFeatures (key 57): v0–v1, as a single-node Kafka 3.9 answers it (QuorumController.updateFeatures,
+FeatureControlManager).
+
+Each FeatureUpdate is checked on its own against the emulated release's feature table (``kafkalite.features``):
+its level must lie in the range this node supports ("Local controller N only supports versions A-B", or "does
+not support this feature" for a name it does not know), a lower level needs upgrade type SAFE_DOWNGRADE or
+UNSAFE_DOWNGRADE (v0: AllowDowngrade = SAFE_DOWNGRADE), a higher one UPGRADE; metadata.version may not go below
+3.3-IV0 nor be downgraded across a level whose metadata changed (UNSAFE_DOWNGRADE is refused too: "Unsafe
+metadata downgrade is not supported in this version."). Failures answer INVALID_UPDATE_VERSION with Kafka's
+message in that feature's result; the top-level error stays NONE and the updates that passed are applied (as
+the controller's atomic batch of their records). ValidateOnly (v1) checks without applying. Applied levels are
+persisted and reported by ApiVersions (describeFeatures) with a FinalizedFeaturesEpoch one higher per change.
+- Authorization: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top level and no results.
+"""
+from __future__ import annotations
+
+from kafkalite import authz
+from kafkalite.features import SAFE_DOWNGRADE, UPGRADE
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.slices import Slices
+from wire.errors import ErrorCode
+from wire.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
+
+_Result = UpdateFeaturesResponse.UpdatableFeatureResult
+MAX_NAME = 32767   # longest string a response can carry
+
+
+@handler(UpdateFeaturesRequest, min_version=0, max_version=1)
+async def update_features(ctx: RequestContext, req: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
+    if authz.cluster_error(ctx, authz.Op.ALTER):
+        return UpdateFeaturesResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                      error_message="Cluster authorization failed.", results=[])
+    levels = ctx.broker.features
+    results, changes = [], {}
+    work = Slices()   # a request may carry a great many updates
+    for u in req.feature_updates:
+        if work.due():
+            await work.pause()
+        if len(u.feature.encode()) > MAX_NAME:   # could not be echoed in a result (Kafka could not either)
+            return UpdateFeaturesResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                                          error_message="Feature name too long", results=[])
+        if ctx.version == 0:
+            kind = SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE
+        else:
+            kind = u.upgrade_type
+        why = levels.check(u.feature, u.max_version_level, kind)
+        if why is None:
+            changes[u.feature] = u.max_version_level
+            results.append(_Result(feature=u.feature, error_code=ErrorCode.NONE, error_message=None))
+        else:
+            results.append(_Result(feature=u.feature, error_code=ErrorCode.INVALID_UPDATE_VERSION, error_message=why))
+    if changes and not (ctx.version >= 1 and req.validate_only):
+        await levels.apply(changes)
+    return UpdateFeaturesResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
+                                  results=results)
