@@ -4,7 +4,9 @@ A real broker process (``kafkalite.server.serve``, as the CLI runs it, with a st
 ``kafkalite.loopwatch`` figures) serves a latency probe, a client doing round trips back to back
 (ApiVersions and a 1-record acks=1 Produce, alternately), while hostile clients do one kind of thing at a
 time. Per kind the table gives the probe's longest and 99th-percentile round trip, the broker's longest
-event-loop stall (from its own probe, with the request that held the loop) and the broker's RSS afterwards:
+event-loop stall (from its own probe, with the request that held the loop, and the loop thread's and the process's
+CPU milliseconds during it: ``stall_cpu_ms``), the most CPU the loop thread spent between two of its probe's
+wake-ups (``loop_max_busy_cpu_ms``: the stall the broker itself caused, whatever the machine's load) and the broker's RSS afterwards:
 
 - ``baseline``: nothing hostile;
 - ``fuzz``: the protocol fuzzer (kafkalite/tests/fuzz), mutated frames of every API and version;
@@ -19,6 +21,7 @@ event-loop stall (from its own probe, with the request that held the loop) and t
 - ``many_<api>`` (``many_produce``, ``many_add_partitions_to_txn``, ``many_txn_offset_commit``,
   ``many_offset_delete``, ``many_alter_configs``, ``many_describe_configs``): one request of that API naming
   600,000 to 1,000,000 partitions or resources (a 4-11 MB frame), encoded once and sent back to back.
+  ``many_txn_offset_commit_live`` sends it in an Ongoing transaction (the others' producer id is unknown).
 
 The issue's target is that no request holds the loop for more than ~100 ms; the figures are reported as
 measured on the branch that ran them (no pass/fail).
@@ -360,12 +363,27 @@ def _many_body(api_name: str, n: int) -> tuple[Any, int]:
                         for i in range(n)]), 4
 
 
+def _live_txn(port: int, txn_id: str, group_id: str) -> tuple[int, int]:
+    """An Ongoing transaction that added ``group_id`` (InitProducerId + AddOffsetsToTxn): its producer id and
+    epoch, so a TxnOffsetCommit goes past the producer check into the group coordinator."""
+    from wire import messages as m
+
+    c = Client(port)
+    init = c.request(m.InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60_000), 4)
+    c.request(m.AddOffsetsToTxnRequest(transactional_id=txn_id, producer_id=init.producer_id,
+                                       producer_epoch=init.producer_epoch, group_id=group_id), 3)
+    c.close()
+    return init.producer_id, init.producer_epoch
+
+
 def kind_many(api_name: str, n: int = 1_000_000) -> Callable[[int, float], None]:
     def run(port: int, seconds: float) -> None:
         from wire import api
         from wire.headers import RequestHeader
 
-        body, version = _many_body(api_name, n)
+        body, version = _many_body(api_name.removesuffix("_live"), n)
+        if api_name == "txn_offset_commit_live":
+            body.producer_id, body.producer_epoch = _live_txn(port, body.transactional_id, body.group_id)
         frame = api.encode_request(RequestHeader(type(body).API_KEY, version, 1, "hostile"), body)
         del body
         c = Client(port, timeout=600)
@@ -388,7 +406,7 @@ KINDS: dict[str, Callable[[int, float], None]] = {
     "half_sent_frames": kind_half_sent,
     "list_offsets_claimed": kind_list_offsets_claimed,
     **{f"many_{name}": kind_many(name, n) for name, n in (
-        ("produce", 1_000_000), ("add_partitions_to_txn", 1_000_000), ("txn_offset_commit", 600_000),
+        ("produce", 1_000_000), ("add_partitions_to_txn", 1_000_000), ("txn_offset_commit", 600_000), ("txn_offset_commit_live", 600_000),
         ("offset_delete", 1_000_000), ("alter_configs", 1_000_000), ("describe_configs", 1_000_000))},
 }
 
@@ -430,6 +448,8 @@ def main() -> dict[str, Any]:
                    "probe_p99_ms": round(lat[int(len(lat) * 0.99) - 1] * 1000, 2) if len(lat) > 1 else None,
                    "probe_median_ms": round(statistics.median(lat) * 1000, 2) if lat else None,
                    "loop_max_stall_ms": st["max_stall_ms"], "held_by": st["max_stall_what"] or "-",
+                   "stall_cpu_ms": [st.get("max_stall_loop_cpu_ms"), st.get("max_stall_process_cpu_ms")],
+                   "loop_max_busy_cpu_ms": st.get("max_busy_cpu_ms"),
                    "broker_rss_mb": round(st["rss_mb"], 1), "hostile_error": error or "-"}
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -24,6 +24,14 @@ during the stall names it; the ring is the fallback (a stall shorter than the sa
 with no request frame on it).
 
 The clock is ``time.perf_counter`` (wall time), not trio's clock, so a test's ``MockClock`` does not fool it.
+
+Wall time alone cannot tell a stall the broker caused from one the machine caused: on a shared machine (two
+cores, load average 9) a process gets a fraction of a core, and 20 ms of the loop's work took 100 ms and more of
+wall time. So the probe also reads the loop thread's CPU time (``time.thread_time``) and the process's
+(``time.process_time``) at each wake-up: ``max_busy_cpu_ms`` is the most CPU the loop thread spent between two
+wake-ups (the work that held it, whatever the load), and the longest wall-time stall is reported with the loop
+thread's and the process's CPU during it (process CPU well below the wall time: the OS ran other processes;
+process CPU near it but loop CPU low: another thread of ours held the GIL).
 """
 from __future__ import annotations
 
@@ -58,6 +66,8 @@ class LoopWatch:
         self.max_stall_what: str | None = None
         self.histogram = [0] * (len(BUCKETS_MS) + 1)
         self.samples = 0
+        self.max_busy_cpu_ms = 0.0         # the most loop-thread CPU time between two wake-ups
+        self.max_stall_cpu: tuple[float, float] = (0.0, 0.0)   # (loop thread, process) CPU ms of max_stall_ms
         self._ring: list[tuple[float, int, int, int]] = [(0.0, 0, 0, 0)] * 8   # (start, key, version, conn)
         self._n = 0
         self._last_warn = -WARN_EVERY_S
@@ -81,24 +91,32 @@ class LoopWatch:
         self.max_stall_what = None
         self.histogram = [0] * (len(BUCKETS_MS) + 1)
         self.samples = 0
+        self.max_busy_cpu_ms = 0.0
+        self.max_stall_cpu = (0.0, 0.0)
 
     def snapshot(self) -> dict[str, Any]:
         labels = [f"<={b}ms" for b in BUCKETS_MS] + [f">{BUCKETS_MS[-1]}ms"]
         return {"max_stall_ms": round(self.max_stall_ms, 1), "max_stall_what": self.max_stall_what,
-                "samples": self.samples, "histogram": dict(zip(labels, self.histogram, strict=True))}
+                "max_stall_loop_cpu_ms": round(self.max_stall_cpu[0], 1),
+                "max_stall_process_cpu_ms": round(self.max_stall_cpu[1], 1),
+                "max_busy_cpu_ms": round(self.max_busy_cpu_ms, 1), "samples": self.samples, "histogram": dict(zip(labels, self.histogram, strict=True))}
 
     def record(self, stall_ms: float, what: tuple[int, int, int] | None, now: float,
-               where: str | None = None) -> None:
+               where: str | None = None, cpu: tuple[float, float] | None = None) -> None:
         """Account one overshoot of ``stall_ms``; ``what`` is the request that held the loop, if any, and
-        ``where`` the project's innermost frame the sampler saw during it."""
+        ``where`` the project's innermost frame the sampler saw during it; ``cpu`` the (loop thread, process) CPU
+        milliseconds spent meanwhile."""
         self.samples += 1
         self.histogram[bisect.bisect_left(BUCKETS_MS, stall_ms)] += 1
         desc = describe(what)
         if where is not None:
             desc = f"{desc or 'no request (a background task)'} at {where}"
+        if cpu is not None and cpu[0] > self.max_busy_cpu_ms:
+            self.max_busy_cpu_ms = cpu[0]
         if stall_ms > self.max_stall_ms:
             self.max_stall_ms = stall_ms
             self.max_stall_what = desc
+            self.max_stall_cpu = cpu or (0.0, 0.0)
         if self.warn_ms > 0 and stall_ms > self.warn_ms:
             if now - self._last_warn >= WARN_EVERY_S:
                 more = f" ({self._suppressed} more since the last warning)" if self._suppressed else ""
@@ -120,9 +138,11 @@ class LoopWatch:
         task_status.started()
         try:
             while True:
+                c0, p0 = thread_cpu(), time.process_time()
                 t0 = self._beat = clock()
                 await trio.sleep(interval)
                 now = clock()
+                cpu = ((thread_cpu() - c0) * 1000, (time.process_time() - p0) * 1000)
                 stall = max(now - t0 - interval, 0.0)
                 what = where = None
                 if stall * 1000 > self.warn_ms / 4:
@@ -131,7 +151,7 @@ class LoopWatch:
                         _beat, what, where = sample
                     if what is None:
                         what = self.culprit(t0, now - stall / 2)
-                self.record(stall * 1000, what, now, where)
+                self.record(stall * 1000, what, now, where, cpu)
         finally:
             stop.set()
 
@@ -148,6 +168,9 @@ class LoopWatch:
                 return
             self._sample = (beat, *_blame(frame))
             del frame
+
+
+thread_cpu = getattr(time, "thread_time", time.process_time)   # the calling thread's CPU seconds
 
 
 _OURS = tuple(os.path.dirname(os.path.dirname(os.path.abspath(m.__file__))) + os.sep + pkg + os.sep

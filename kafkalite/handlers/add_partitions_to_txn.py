@@ -30,36 +30,46 @@ async def add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequ
     state = ctx.broker
     txns = state.txns
     work = Slices()
-    wanted: dict[tuple[str, int], None] = {}   # in request order, without repeats
-    errors: dict[tuple[str, int], int] = {}     # the partitions that do not exist
-    missing = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    # partitions by topic, in request order without repeats; plain ints (the request's own), no (topic, p)
+    # tuples: a million of those, freed in one go as the handler returned, held the loop ~0.1-0.2 s
+    wanted: dict[str, dict[int, None]] = {}
+    invalid = False                             # some partition does not exist, or its topic is denied
     txn_denied = authz.txn_error(ctx, authz.Op.WRITE, req.v3_and_below_transactional_id)
     denied = authz.denied(ctx, authz.Op.WRITE, authz.TOPIC, (t.name for t in req.v3_and_below_topics))
     for t in req.v3_and_below_topics:
         info = state.topics.get(t.name)
+        seen = wanted.setdefault(t.name, {})
+        count = info.partitions if info is not None and t.name not in denied else 0
         for p in t.partitions:
             if work.due():
                 await work.pause()
-            wanted[(t.name, p)] = None
-            if t.name in denied:
-                errors[(t.name, p)] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            elif info is None or not 0 <= p < info.partitions:
-                errors[(t.name, p)] = missing
+            seen[p] = None
+            if not 0 <= p < count:
+                invalid = True
+    per_partition = False
     if txn_denied:
-        common, errors = txn_denied, {}
+        common = txn_denied
     elif txns is None:
         common = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        errors = {}
-    elif errors:
-        common = int(ErrorCode.OPERATION_NOT_ATTEMPTED)
-    else:
-        common = fenced_error(txns.add_partitions(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
-                                                  req.v3_and_below_producer_epoch, list(wanted)), ctx.version, 2)
+    elif invalid:
+        common, per_partition = int(ErrorCode.OPERATION_NOT_ATTEMPTED), True
+    else:   # every partition exists: as many as the topics have, at most
+        common = fenced_error(txns.add_partitions(
+            req.v3_and_below_transactional_id, req.v3_and_below_producer_id, req.v3_and_below_producer_epoch,
+            [(topic, p) for topic, parts in wanted.items() for p in parts]), ctx.version, 2)
+    missing = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     by_topic: dict[str, list[Resp.AddPartitionsToTxnPartitionResult]] = {}
-    for topic, p in wanted:
-        if work.due():
-            await work.pause()
-        by_topic.setdefault(topic, []).append(Resp.AddPartitionsToTxnPartitionResult(
-            partition_index=p, partition_error_code=errors.get((topic, p), common)))
+    for topic, parts in wanted.items():
+        info = state.topics.get(topic)
+        count = info.partitions if info is not None else 0
+        topic_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED) if topic in denied else None
+        results = by_topic[topic] = []
+        for p in parts:
+            if work.due():
+                await work.pause()
+            code = common
+            if per_partition:
+                code = topic_code if topic_code is not None else common if 0 <= p < count else missing
+            results.append(Resp.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=code))
     return Resp(throttle_time_ms=0, results_by_topic_v3_and_below=[
         Resp.AddPartitionsToTxnTopicResult(name=name, results_by_partition=parts) for name, parts in by_topic.items()])

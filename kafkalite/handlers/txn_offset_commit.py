@@ -7,7 +7,9 @@
   (INVALID_PRODUCER_EPOCH before v3).
 - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
   coordinator and become visible (OffsetFetch) only when the transaction commits; an abort drops them.
-- The partition list is walked in slices (``kafkalite.slices``): a request may name a million partitions.
+- The partition list is walked in slices (``kafkalite.slices``): a request may name a million partitions. Only
+  partitions that exist are kept (by (topic, partition)); the others' errors are derived per topic as the answer
+  is built, so nothing per entry is left to free when the handler returns.
 - Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
   (GROUP_AUTHORIZATION_FAILED), both on every partition; READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
@@ -54,13 +56,8 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
             for p in t.partitions:
                 if work.due():
                     await work.pause()
-                tp = (t.name, p.partition_index)
-                if t.name in denied:
-                    errors[tp] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                elif info is None or not 0 <= p.partition_index < info.partitions:
-                    errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                else:
-                    offsets[tp] = OffsetAndMetadata(
+                if t.name not in denied and info is not None and 0 <= p.partition_index < info.partitions:
+                    offsets[(t.name, p.partition_index)] = OffsetAndMetadata(
                         offset=p.committed_offset, leader_epoch=p.committed_leader_epoch if v >= 2 else -1,
                         metadata=p.committed_metadata or "", commit_timestamp=now, expire_timestamp=None)
         if offsets:
@@ -71,10 +68,17 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
     topics = []
     for t in req.topics:
         parts = []
+        info = state.topics.get(t.name)
+        count = info.partitions if info is not None else 0
+        topic_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED) if t.name in denied else None
         for p in t.partitions:
             if work.due():
                 await work.pause()
-            parts.append(Resp.TxnOffsetCommitResponsePartition(
-                partition_index=p.partition_index, error_code=errors.get((t.name, p.partition_index), common)))
+            code = common
+            if not common:
+                code = (topic_code if topic_code is not None
+                        else errors.get((t.name, p.partition_index), 0) if 0 <= p.partition_index < count
+                        else int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            parts.append(Resp.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code))
         topics.append(Resp.TxnOffsetCommitResponseTopic(name=t.name, partitions=parts))
     return Resp(throttle_time_ms=0, topics=topics)

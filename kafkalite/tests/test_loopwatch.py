@@ -91,3 +91,30 @@ def _hold_the_loop(seconds: float) -> None:
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:   # Python code: the sampler thread gets the GIL between bytecodes
         pass
+
+
+def test_cpu_time_tells_a_busy_loop_from_a_starved_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stall in wall time is reported with the loop thread's CPU time during it, and the most CPU the loop
+    spent between two wake-ups is kept apart (``max_busy_cpu_ms``): a loop that was not run (time.sleep here, the
+    OS running other processes on a loaded machine) has a long stall but no CPU behind it. The loop thread's CPU
+    clock is a counter advanced by the test, so the figures are exact."""
+    fake_cpu = [0.0]
+    monkeypatch.setattr(loopwatch, "thread_cpu", lambda: fake_cpu[0])
+    watch = LoopWatch(warn_ms=0)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(watch.run)
+            await trio.sleep(0.05)
+            time.sleep(0.3)  # noqa: ASYNC251 -- the loop not run: a long stall, no loop CPU
+            await trio.sleep(0.05)
+            assert watch.max_stall_ms >= 250 and watch.max_stall_cpu[0] == 0 and watch.max_busy_cpu_ms == 0
+            fake_cpu[0] += 0.2   # 200 ms of the loop's own work, in a stall shorter than the first
+            time.sleep(0.1)  # noqa: ASYNC251
+            await trio.sleep(0.05)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    snap = watch.snapshot()
+    assert snap["max_stall_ms"] >= 250 and snap["max_stall_loop_cpu_ms"] == 0   # the longest stall: starved
+    assert snap["max_busy_cpu_ms"] == pytest.approx(200)                        # the busiest interval
