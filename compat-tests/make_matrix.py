@@ -201,7 +201,7 @@ def render(cases: list[Case], took_s: float | None) -> str:
         rows = [c for c in mine if c.props.get("profile", "default") == profile and "producer" not in c.props]
         if not rows:
             continue
-        title = "Default profile (Kafka 3.9 API versions)" if profile == "default" else (
+        title = "Default profile (Kafka 3.9 + 4.3 API versions)" if profile == "default" else (
             f"`--emulate-kafka {profile}` profile (API versions capped at Kafka {profile})")
         lines += [f"## {title}", "", "| Scenario | " + " | ".join(CLIENT_NAMES) + " |",
                   "|---|" + "---|" * len(CLIENT_NAMES)]
