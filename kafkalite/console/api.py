@@ -28,6 +28,7 @@ import trio
 from kafkalite.console.http import ApiError, Request
 from kafkalite.console.render import show
 from kafkalite.slices import Slices
+from storage.errors import StorageError
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -155,7 +156,7 @@ async def topics(state: Any) -> dict[str, Any]:
                 size += plog.size_bytes
                 start += plog.log_start_offset
                 end += plog.high_watermark
-            except Exception:   # deleted or offline meanwhile
+            except (StorageError, OSError):   # deleted or offline meanwhile
                 continue
         out.append({"name": name, "partitions": info.partitions, "internal": info.internal,
                     "topic_id": str(info.topic_id), "size": size, "messages": end - start, "end_offsets": end,
@@ -331,7 +332,7 @@ async def _high_watermarks(state: Any, work: Slices) -> dict[tuple[str, int], in
             await work.pause()
         try:
             out[key] = plog.high_watermark
-        except Exception:
+        except (StorageError, OSError):   # deleted or offline meanwhile
             continue
     return out
 

@@ -35,6 +35,7 @@ from kafkalite.metrics.requests import (
     error_name,
 )
 from kafkalite.slices import Slices
+from storage.errors import StorageError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _TOPIC_FAMILIES = (
@@ -156,7 +157,7 @@ async def _logs(w: Writer, state: Any, work: Slices) -> None:
         try:
             rows.append((topic, partition, plog.size_bytes, len(plog.segments), plog.log_start_offset,
                          plog.log_end_offset))
-        except Exception:   # a log deleted or gone offline meanwhile: left out of this scrape
+        except (StorageError, OSError):   # a log deleted or gone offline meanwhile: left out of this scrape
             continue
     for i, (short, help_) in enumerate((
             ("size", "Bytes of the partition's segment files"),

@@ -98,21 +98,23 @@ def driver_pause(opts: SinkOptions, batch: int, point: str) -> None:
 
 def _marker(opts: SinkOptions, group: str) -> int:
     """The committed ``last batch + 1`` of ``group`` on the marker partition (0 when none)."""
-    from confluent_kafka import Consumer
+    from confluent_kafka import Consumer, KafkaException
     from confluent_kafka import TopicPartition as KTP
 
     c = Consumer({"bootstrap.servers": opts.kafka["bootstrap.servers"], "group.id": group,
                   "isolation.level": "read_committed", "enable.auto.commit": False})
+    last: object = None
     try:
         for _ in range(30):
             try:
                 got = c.committed([KTP(opts.marker_topic, 0)], timeout=30)[0]
                 if got.error is None:
                     return max(got.offset, 0)
-            except Exception:  # the coordinator is restarting, or an offset is still pending (UNSTABLE_OFFSET)
-                pass
+                last = got.error
+            except KafkaException as exc:  # the coordinator is restarting, or an offset is pending (UNSTABLE_OFFSET)
+                last = exc
             time.sleep(1.0)
-        raise RuntimeError(f"cannot read the batch marker of {group}")
+        raise RuntimeError(f"cannot read the batch marker of {group}: {last}")
     finally:
         c.close()
 

@@ -67,10 +67,7 @@ class ShareConfig:
     @classmethod
     def from_broker(cls, conf: Any) -> ShareConfig:
         def get(key: str, default: Any) -> Any:
-            try:
-                val = conf.get(key) if conf is not None else None
-            except Exception:
-                val = None
+            val = conf.get(key) if conf is not None else None
             if val is None:
                 return default
             if isinstance(default, int):
