@@ -95,7 +95,9 @@ def test_others_are_answered_while_a_long_list_is_walked(raw: Raw, monkeypatch: 
             round_trips += 1
         got_cid, resp = big.recv(type(body).API_KEY, version)
     assert got_cid == cid and entries(resp) == N
-    assert round_trips >= 3, f"only {round_trips} round trips answered while the request was handled"
+    # an unsliced walk lets at most one through (already in flight); 2 or more means the slices yielded. The
+    # bound was 3 until TxnOffsetCommit got fast enough (no per-entry tuples) to finish in two slices under load.
+    assert round_trips >= 2, f"only {round_trips} round trips answered while the request was handled"
 
 
 def test_others_are_answered_while_many_topics_configs_are_listed(raw: Raw, monkeypatch: pytest.MonkeyPatch) -> None:
