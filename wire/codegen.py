@@ -193,25 +193,28 @@ def render_init(msgs: tuple[MessageSpec, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def generate() -> dict[Path, str]:
-    """Map of output path -> content for every generated file."""
+def generate(out_dir: Path = OUT_DIR) -> dict[Path, str]:
+    """Map of output path (under ``out_dir``) -> content for every generated file."""
     msgs = load_all()
     out: dict[Path, str] = {}
     by_mod: dict[str, list[MessageSpec]] = {}
     for m in msgs:
         by_mod.setdefault(module_name(m), []).append(m)
     for mod, ms in by_mod.items():
-        out[OUT_DIR / f"{mod}.py"] = render_module(sorted(ms, key=lambda m: m.type))
-    out[OUT_DIR / "__init__.py"] = render_init(msgs)
+        out[out_dir / f"{mod}.py"] = render_module(sorted(ms, key=lambda m: m.type))
+    out[out_dir / "__init__.py"] = render_init(msgs)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m wire.codegen", description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if the generated files are stale")
+    ap.add_argument("--out-dir", type=Path, default=OUT_DIR,
+                    help="where the generated modules are (default: the package's wire/messages)")
     args = ap.parse_args(argv)
-    files = generate()
-    existing = {p for p in OUT_DIR.glob("_gen_*.py")}
+    out_dir: Path = args.out_dir
+    files = generate(out_dir)
+    existing = {p for p in out_dir.glob("_gen_*.py")}
     stale = sorted(str(p) for p, text in files.items() if not p.exists() or p.read_text() != text)
     extra = sorted(str(p) for p in existing - set(files))
     if args.check:
@@ -228,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             p.write_text(text)
     for s in extra:
         Path(s).unlink()
-    print(f"wrote {len(stale)} of {len(files)} files in {OUT_DIR}")
+    print(f"wrote {len(stale)} of {len(files)} files in {out_dir}")
     return 0
 
 
