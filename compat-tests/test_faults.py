@@ -171,7 +171,8 @@ def test_latency_beyond_request_timeout_client_retries(broker: BrokerProcess, to
         brokers = json.loads(raw).get("brokers", {}).values()
         timeouts[0] = max(timeouts[0], sum(b.get("req_timeouts", 0) for b in brokers))
 
-    p = _producer(broker, **{"request.timeout.ms": 1000, "statistics.interval.ms": 100, "stats_cb": stats})
+    p = _producer(broker, **{"request.timeout.ms": 1000, "socket.timeout.ms": 1000,
+                             "statistics.interval.ms": 100, "stats_cb": stats})
     _produce_all(p, topic, [b"first"], 1)
     before = counters()["requests_delayed"]
     control("/v1/faults/latency", {"ms": 2500, "api": "Produce", "count": 1})
