@@ -4,9 +4,9 @@ dropped connection the way Kafka's protocol says it should.
 The broker runs as users run it, ``kafkalite serve --control 127.0.0.1:PORT``, and the faults are set over the
 HTTP control API, as a test suite in another language would set them.
 
-- Retriable errors on Produce (NOT_LEADER_OR_FOLLOWER refused, REQUEST_TIMED_OUT after the append: a lost
-  acknowledgement) -> the idempotent producer retries; every record is in the log exactly once, in order.
-- A fatal error (TOPIC_AUTHORIZATION_FAILED) -> the application's delivery callback gets it; nothing appended.
+- A retriable error on Produce (NOT_LEADER_OR_FOLLOWER, refused or after the append: a lost acknowledgement)
+  -> each idempotent producer retries; every record is in the log exactly once.
+- A fatal error (TOPIC_AUTHORIZATION_FAILED) -> each client reports it to the application; nothing appended.
 - COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR on FindCoordinator, JoinGroup and OffsetCommit -> the group
   still forms (the broker reports it Stable) and the commit lands.
 - A Produce delayed beyond request.timeout.ms -> the client times out, retries, and nothing is duplicated.
@@ -20,11 +20,16 @@ import socket
 import time
 import urllib.error
 import urllib.request
+import uuid
 from typing import Any
 
 import pytest
 from harness.broker import BrokerProcess
+from harness.clients import Client, clients_with
+from harness.clients.base import ClientError
+from harness.records import Rec
 from harness.topics import create_topic
+from test_groups_support import ALL_CLIENTS, committed, group_consume, produce
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -96,38 +101,6 @@ def _read_all(broker: BrokerProcess, topic: str, partitions: int, expect: int) -
         return got
     finally:
         c.close()
-
-
-@pytest.mark.parametrize(("error", "mode"), [("NOT_LEADER_OR_FOLLOWER", "answer"),
-                                             ("REQUEST_TIMED_OUT", "through")])
-def test_retriable_produce_error_idempotent_exactly_once(broker: BrokerProcess, topic: str, error: str,
-                                                        mode: str) -> None:
-    create_topic(broker.bootstrap, topic, 2)
-    p = _producer(broker)
-    _produce_all(p, topic, [b"warm"], 1)    # connected, producer id assigned
-    before = counters()["errors_injected"]
-    control("/v1/faults/inject", {"api": "Produce", "error": error, "count": 3, "mode": mode,
-                                  "partitions": [{"topic": topic, "partition": 0}]})
-    values = [b"v%03d" % i for i in range(40)]
-    results = _produce_all(p, topic, values, 2)
-    assert results == [None] * 40
-    assert counters()["errors_injected"] - before == 3         # the client did meet the errors
-    got = _read_all(broker, topic, 2, 41)
-    assert sorted(got) == sorted([b"warm", *values])           # each exactly once
-    assert [v for v in got if v in values[0::2]] == values[0::2]   # partition 0 in order
-
-
-def test_fatal_produce_error_reaches_the_delivery_callback(broker: BrokerProcess, topic: str) -> None:
-    create_topic(broker.bootstrap, topic, 1)
-    p = _producer(broker, **{"enable.idempotence": False, "retries": 5})
-    _produce_all(p, topic, [b"ok"], 1)
-    control("/v1/faults/inject", {"api": "Produce", "error": "TOPIC_AUTHORIZATION_FAILED", "count": 1})
-    results = _produce_all(p, topic, [b"refused"], 1)
-    assert results[0] is not None and results[0].code() == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED
-    assert not results[0].retriable()
-    # librdkafka marks the topic failed until its next metadata refresh (as with Kafka): a new producer
-    assert _produce_all(_producer(broker), topic, [b"after"], 1) == [None]
-    assert _read_all(broker, topic, 1, 2) == [b"ok", b"after"]
 
 
 def test_coordinator_errors_group_still_forms_and_commits(broker: BrokerProcess, topic: str) -> None:
@@ -212,3 +185,65 @@ def test_dropped_connections_clients_reconnect(broker: BrokerProcess, topic: str
     assert _read_all(broker, topic, 1, 3) == [b"one", b"two", b"three"]
 
 
+
+
+# -- every client: the harness drivers (each client's own API) ---------------------------------------------
+@pytest.mark.parametrize("client_name", clients_with("idempotent"))
+@pytest.mark.parametrize("mode", ["answer", "through"])
+def test_each_client_retries_not_leader_exactly_once(client_name: str, mode: str, broker: BrokerProcess,
+                                                     topic: str, client: Client) -> None:
+    """NOT_LEADER_OR_FOLLOWER is retriable (Kafka: refresh metadata, retry): refused ("answer") or after the
+    append ("through", a lost acknowledgement, which the broker's idempotence must catch), every record ends
+    up in the log once."""
+    create_topic(broker.bootstrap, topic, 2)
+    before = counters()["errors_injected"]
+    control("/v1/faults/inject", {"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER", "count": 2, "mode": mode,
+                                  "partitions": [{"topic": topic, "partition": 0}]})
+    records = [Rec(b"k%d" % i, b"v%03d" % i, partition=i % 2) for i in range(20)]
+    client.produce(broker.bootstrap, topic, records, idempotent=True, timeout_s=60)
+    assert counters()["errors_injected"] - before == 2
+    got = _read_all(broker, topic, 2, 20)
+    assert sorted(got) == sorted(r.value for r in records)
+
+
+def _end_offset(broker: BrokerProcess, topic: str, partition: int) -> int:
+    c = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"wm-{topic}"})
+    try:
+        return int(c.get_watermark_offsets(ck.TopicPartition(topic, partition), timeout=10)[1])
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("client_name", clients_with("produce"))
+def test_each_client_fails_on_a_fatal_produce_error(client_name: str, broker: BrokerProcess, topic: str,
+                                                   client: Client) -> None:
+    """TOPIC_AUTHORIZATION_FAILED is not retriable: the client reports it to the application."""
+    create_topic(broker.bootstrap, topic, 1)
+    control("/v1/faults/inject", {"api": "Produce", "error": "TOPIC_AUTHORIZATION_FAILED", "count": None})
+    # the harness's ClientError, or the Python client's own exception (kafka-python, aiokafka raise theirs)
+    with pytest.raises((ClientError, Exception)) as exc:
+        client.produce(broker.bootstrap, topic, [Rec(b"k", b"refused", partition=0)], timeout_s=20)
+    text = f"{type(exc.value).__name__} {exc.value}".lower()
+    assert "authoriz" in text or "29" in text, exc.value
+    assert _end_offset(broker, topic, 0) == 0               # nothing appended
+    assert counters()["errors_injected"] >= 1
+
+
+@pytest.mark.parametrize("client_name", [*ALL_CLIENTS, "kcat"])
+def test_each_client_group_survives_coordinator_errors(client_name: str, broker: BrokerProcess,
+                                                       topic: str) -> None:
+    """COORDINATOR_NOT_AVAILABLE on FindCoordinator and NOT_COORDINATOR on JoinGroup and OffsetCommit are
+    retriable (Kafka: look the coordinator up again, retry): the group forms and its commit lands."""
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, [(0, b"v%d" % i) for i in range(5)])
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    for api, error in (("FindCoordinator", "COORDINATOR_NOT_AVAILABLE"), ("JoinGroup", "NOT_COORDINATOR"),
+                       ("OffsetCommit", "NOT_COORDINATOR")):
+        control("/v1/faults/inject", {"api": api, "error": error, "count": 1})
+    read = group_consume(client_name, broker.bootstrap, topic, group, 5, timeout_s=60)
+    assert sorted(read.values) == [b"v%d" % i for i in range(5)]
+    fired = [r for b in control("/v1/faults")["brokers"] for r in b["rules"]]
+    assert not [r for r in fired if r["api"] != "OffsetCommit"]      # the client met each of them
+    if fired:   # a client that commits nothing until it closes may not have met the OffsetCommit fault
+        control("/v1/faults/clear", {})
+    assert committed(broker.bootstrap, group, topic, 1) == {0: 5}
