@@ -383,6 +383,11 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          "HOST:PORT of the Prometheus /metrics and /health endpoint (unset: off)", _metrics_rule()),
     _def("kafkalite.console.listen", "string", None,
          "HOST:PORT of the web console (unset: off; loopback unless a host is named)", _metrics_rule()),
+    _def("kafkalite.control.listen", "string", None,
+         "HOST:PORT of the HTTP fault/cluster control API (unset: off; loopback only unless "
+         "kafkalite.control.allow.remote)", _metrics_rule()),
+    _def("kafkalite.control.allow.remote", "boolean", "false",
+         "let kafkalite.control.listen bind a non-loopback address (anyone who reaches it can inject faults)"),
 )}
 
 

@@ -99,6 +99,15 @@ DEFAULT_BODY_TIMEOUT_MS = 10_000
 _local = threading.local()
 
 
+class _NoFaults:
+    """The fault plan of a state without one (kafkalite.faults.FaultPlan is inactive too while no fault is set)."""
+
+    active = False
+
+
+_NO_FAULTS = _NoFaults()
+
+
 def _scratch() -> memoryview:
     """This thread's read buffer, shared by its connections: a read is copied out before the task yields."""
     buf = getattr(_local, "scratch", None)
@@ -136,6 +145,7 @@ class Connection:
         self.loopwatch = getattr(state, "loopwatch", None)   # kafkalite.loopwatch: told which request runs
         self.metrics = getattr(state, "metrics", None)       # kafkalite.metrics: counts each request (or None)
         self.quotas = getattr(state, "quotas", None)         # kafkalite.quotas: throttles when .active
+        self.faults = getattr(state, "faults", None) or _NO_FAULTS   # kafkalite.faults: intercepts when .active
         # set by kafkalite.security once the connection has authenticated (SASL or a client certificate)
         self.principal: KafkaPrincipal = ANONYMOUS
         self.security_protocol = "PLAINTEXT"
@@ -344,8 +354,11 @@ class Connection:
         quotas = self.quotas
         cpu0 = time.thread_time_ns() if quotas is not None and quotas.active else -1
         try:
-            response = await (spec.fn(ctx, body) if self.metrics is None
-                              else self.metrics.handle(spec.fn, ctx, body))
+            if self.faults.active:   # an injected error, latency, drop or pause (kafkalite.faults)
+                response = await self.faults.intercept(self, spec, ctx, body)
+            else:
+                response = await (spec.fn(ctx, body) if self.metrics is None
+                                  else self.metrics.handle(spec.fn, ctx, body))
         except (ConnectionClosed, DecodeError):
             raise
         except Exception as exc:   # answered with the API's error response, as Kafka does (one traceback)
@@ -372,6 +385,11 @@ class Connection:
                 sasl.api_versions_answered()
         if throttle:
             await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
+
+    def call_handler(self, spec: Any, ctx: Any, body: Any) -> Any:
+        """The handler's coroutine for ``body`` (through the metrics when on): what kafkalite.faults runs
+        for a request it lets through."""
+        return spec.fn(ctx, body) if self.metrics is None else self.metrics.handle(spec.fn, ctx, body)
 
     def _sasl_gate(self, sasl: SaslAuthenticator, frame: memoryview) -> None:
         """Before a request is even decoded: is its API allowed in the connection's SASL state? Until the

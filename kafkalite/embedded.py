@@ -82,6 +82,21 @@ class Broker:
 
         return bound_address(self.data_dir)
 
+    @property
+    def faults(self) -> Any:
+        """Faults on command for this broker (:class:`kafkalite.faults.embedded.BrokerFaults`): inject errors,
+        latency, dropped connections, a pause; wait for a group state."""
+        from kafkalite.faults.embedded import BrokerFaults
+
+        return BrokerFaults(self)
+
+    @property
+    def control_address(self) -> tuple[str, int] | None:
+        """(host, port) of the HTTP control API when ``kafkalite.control.listen`` is set (port 0: a free one)."""
+        from kafkalite.control import bound_address
+
+        return bound_address(self.data_dir)
+
     def start(self) -> Broker:
         if self._thread is not None:
             return self

@@ -32,7 +32,7 @@ from typing import Any
 
 import trio
 
-from kafkalite import console, loopwatch, metrics
+from kafkalite import console, control, faults, loopwatch, metrics
 from kafkalite.config import BrokerConfig, ConfigError, Listener
 from kafkalite.connection import Connection, RequestMemoryPool, reap_idle
 from kafkalite.startup_errors import StartupError
@@ -289,9 +289,11 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
         state.advertised_listeners = _advertised(config, bound)
 
         state.connections = connections   # read by the metrics endpoint
+        faults.attach(state)   # state.faults: inert until a fault is set (kafkalite.faults)
         async with trio.open_nursery() as background:
             await metrics.start(state, background)   # kafkalite.metrics.listen: off unless set
             await console.start(state, background)   # kafkalite.console.listen: off unless set
+            await control.start(state, background)   # kafkalite.control.listen: off unless set
             await _start_services(state, background)
             _start_housekeeping(state, background)
             loopwatch.start(state, background)
@@ -325,6 +327,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
             await _close_services(state, closed)
             background.cancel_scope.cancel()
     finally:
+        faults.detach(state)
         for sock in sockets:
             sock.close()
         with trio.CancelScope(shield=True):

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                            "credentials (kafka-configs)"),
     "certs": ("kafkalite.security.certs", "write a dev CA and broker/client TLS certificates"),
     "acls": ("kafkalite.tools.acls", "add, remove, list ACLs (kafka-acls)"),
+    "fault": ("kafkalite.faults.cli", "inject errors, latency, drops, pauses; cluster operations (serve --control)"),
     "scram": ("kafkalite.tools.scram", "describe, set, delete users' SCRAM credentials (kafka-configs --entity-type users)"),
 }
 _RAW = {"dump-log", "certs"}

@@ -2,6 +2,7 @@
 
     kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
                     [--emulate-kafka 2.8|3.6|3.9] [--metrics [HOST:PORT]] [--console [HOST:PORT]]
+                    [--control [HOST:PORT] [--control-allow-remote]]
                     [--log-level LEVEL]
 
 Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
@@ -35,6 +36,11 @@ def configure(serve: argparse.ArgumentParser) -> None:
                             "off unless given)")
     serve.add_argument("--console", metavar="HOST:PORT", nargs="?", const="127.0.0.1:8080",
                        help="serve the web console here (default address 127.0.0.1:8080; off unless given)")
+    serve.add_argument("--control", metavar="HOST:PORT", nargs="?", const="127.0.0.1:9405",
+                       help="serve the HTTP fault/cluster control API here (default address 127.0.0.1:9405; "
+                            "off unless given; loopback only unless --control-allow-remote)")
+    serve.add_argument("--control-allow-remote", action="store_true",
+                       help="let --control bind a non-loopback address (anyone reaching it can inject faults)")
     serve.add_argument("--log-level", default="INFO",
                        help=f"logging level: {', '.join(LOG_LEVELS)} (default INFO)")
 
@@ -56,6 +62,10 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         overrides["kafkalite.metrics.listen"] = args.metrics
     if getattr(args, "console", None):
         overrides["kafkalite.console.listen"] = args.console
+    if getattr(args, "control", None):
+        overrides["kafkalite.control.listen"] = args.control
+    if getattr(args, "control_allow_remote", False):
+        overrides["kafkalite.control.allow.remote"] = "true"
     return BrokerConfig.load(args.config, overrides)
 
 
