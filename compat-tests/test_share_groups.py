@@ -3,9 +3,12 @@ ShareGroupHeartbeat v1, ShareFetch v1, ShareAcknowledge v1), against a broker em
 profile that advertises the share group APIs).
 
 Shown: consumers of one partition share its records, each delivered once when all are accepted; a released
-record goes to another consumer; a consumer SIGKILLed while holding records loses them to another when their
+record goes to another consumer; a consumer SIGKILLed while holding records loses them to another at once
+(its connection closed: its share session ends, as in Kafka), one frozen (SIGSTOP, connection open) when their
 locks expire; a rejected record is never delivered again; the delivery count limit archives a record released
 again and again; and the delivery state survives a broker SIGKILL.
+
+Test names end in ``_confluent_kafka``: make_matrix.py shows each as a row with a confluent-kafka cell.
 
 The Java client 3.9.1 is not used: its KafkaShareConsumer is Kafka 3.9's early access, speaking the removed
 v0 of the share APIs, which Kafka 4.3 (and this broker) no longer serves.
@@ -60,7 +63,7 @@ def messages(c, timeout: float = 1.0) -> list:  # type: ignore[no-untyped-def]
     return out
 
 
-def test_four_consumers_share_one_partition_each_record_once(broker, topic):
+def test_four_consumers_share_one_partition_each_record_once_confluent_kafka(broker, topic):
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
     n = 200
@@ -96,7 +99,7 @@ def test_four_consumers_share_one_partition_each_record_once(broker, topic):
     assert sum(1 for v in got.values() if v) >= 2, {i: len(v) for i, v in got.items()}
 
 
-def test_released_record_goes_to_another_consumer(broker, topic):
+def test_released_record_goes_to_another_consumer_confluent_kafka(broker, topic):
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
     produce(bs, topic, 5)
@@ -128,26 +131,44 @@ def test_released_record_goes_to_another_consumer(broker, topic):
         b.close()
 
 
-def test_lock_expiry_after_consumer_sigkill(broker, topic):
-    bs = broker.bootstrap
+def _held_by_worker(bs: str, topic: str, group: str):  # type: ignore[no-untyped-def]
+    """A consumer process that acquired records and holds them: (process, offsets)."""
+    worker = subprocess.Popen([sys.executable, str(WORKER), bs, topic, group, "10"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    line = worker.stdout.readline()
+    held = json.loads(line)["offsets"] if line else []
+    assert held, line
+    return worker, held
+
+
+def _redelivered(c, held: list[int], timeout: float) -> dict[int, int]:  # type: ignore[no-untyped-def]
+    seen: dict[int, int] = {}
+    deadline = time.monotonic() + timeout
+    while not set(held) <= set(seen) and time.monotonic() < deadline:
+        seen.update((m.offset(), m.delivery_count()) for m in messages(c))
+    return seen
+
+
+def test_consumer_sigkill_releases_its_records_at_once_confluent_kafka(broker_factory, topic):
+    """A SIGKILLed consumer's connection closes: the broker ends its share session and its records go to
+    another consumer at once — the lock and the member's session (10 minutes here) are not waited for — and, as Kafka's
+    releaseAcquiredRecords does, the interrupted delivery is not counted (delivery count 1 again)."""
+    # locks and member sessions of 10 minutes: only the closed connection can give the records back
+    b = broker_factory(emulate="4.3", extra_args=[*KAFKALITE_ARGS,
+                                                  "--override", "group.share.record.lock.duration.ms=600000",
+                                                  "--override", "group.share.session.timeout.ms=600000"])
+    bs = b.bootstrap
     create_topic(bs, topic, 1)
     produce(bs, topic, 10)
-    worker = subprocess.Popen([sys.executable, str(WORKER), bs, topic, "share-kill", "10"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    worker, held = _held_by_worker(bs, topic, "share-kill")
     try:
-        line = worker.stdout.readline()
-        held = json.loads(line)["offsets"]
-        assert held, line
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
         c = consumer(bs, "share-kill", topic)
         try:
-            seen: dict[int, int] = {}
-            deadline = time.monotonic() + 30 + LOCK_MS / 1000
-            while not set(held) <= set(seen) and time.monotonic() < deadline:
-                seen.update((m.offset(), m.delivery_count()) for m in messages(c))
-            assert set(held) <= set(seen), "the dead consumer's records come back when their locks expire"
-            assert all(seen[o] == 2 for o in held), seen
+            seen = _redelivered(c, held, 60)     # (a hang guard: without the release this takes 10 minutes)
+            assert set(held) <= set(seen), "the killed consumer's records were not released"
+            assert all(seen[o] == 1 for o in held), seen
         finally:
             c.close()
     finally:
@@ -156,7 +177,28 @@ def test_lock_expiry_after_consumer_sigkill(broker, topic):
             worker.wait(10)
 
 
-def test_reject_archives_and_delivery_limit(broker, topic):
+def test_lock_expiry_after_consumer_freezes_confluent_kafka(broker, topic):
+    """A consumer frozen (SIGSTOP) while holding records keeps its connection, so only the acquisition locks
+    expiring give its records to another consumer; that delivery counted (delivery count 2)."""
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    produce(bs, topic, 10)
+    worker, held = _held_by_worker(bs, topic, "share-freeze")
+    try:
+        worker.send_signal(signal.SIGSTOP)
+        c = consumer(bs, "share-freeze", topic)
+        try:
+            seen = _redelivered(c, held, 30 + LOCK_MS / 1000)
+            assert set(held) <= set(seen), "the frozen consumer's records come back when their locks expire"
+            assert all(seen[o] == 2 for o in held), seen
+        finally:
+            c.close()
+    finally:
+        worker.kill()
+        worker.wait(10)
+
+
+def test_reject_archives_and_delivery_limit_confluent_kafka(broker, topic):
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
     produce(bs, topic, 4)
@@ -187,7 +229,7 @@ def test_reject_archives_and_delivery_limit(broker, topic):
         c.close()
 
 
-def test_state_survives_broker_sigkill(broker_factory, topic):
+def test_state_survives_broker_sigkill_confluent_kafka(broker_factory, topic):
     b = broker_factory(emulate="4.3", extra_args=KAFKALITE_ARGS)
     bs = b.bootstrap
     create_topic(bs, topic, 1)

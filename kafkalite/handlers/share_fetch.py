@@ -3,7 +3,8 @@
 - Share sessions (``kafkalite.coordinator.share.sessions``): ShareSessionEpoch 0 opens one (no
   acknowledgements allowed: INVALID_REQUEST), n continues it (SHARE_SESSION_NOT_FOUND /
   INVALID_SHARE_SESSION_EPOCH as a top-level error), -1 closes it: its acknowledgements are applied, nothing is
-  fetched, and the member's remaining acquired records are released after the response.
+  fetched, and the member's remaining acquired records are released after the response. The connection that
+  opened a session ends it when it closes (the records it held are released at once, as Kafka does).
 - Piggy-backed acknowledgements are applied (and persisted) before fetching; each partition's result is its
   AcknowledgeErrorCode (INVALID_RECORD_STATE for records not acquired by this member).
 - The fetch acquires records from every partition of the session for this member and returns the whole log
@@ -63,7 +64,7 @@ async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetch
             if p.acknowledgement_batches}
     add = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
     forget = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
-    session = svc.open_fetch(group, member, req.share_session_epoch, add, forget, bool(acks))
+    session = svc.open_fetch(group, member, req.share_session_epoch, add, forget, bool(acks), ctx.connection_id)
     if session.error:
         return top_error(session.error)
     in_session = list(session.session.partitions) if session.session is not None else []

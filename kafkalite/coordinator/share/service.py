@@ -99,6 +99,7 @@ class ShareService:
         self._creating: trio.Event | None = None
         self._waiters: set[trio.Event] = set()
         self._left: dict[tuple[str, str], int] = {}     # members that left with a session open -> when to close it
+        self._by_conn: dict[int, set[tuple[str, str]]] = {}   # connection id -> (group, member) of sessions it opened
 
     def _group_configs(self, group_id: str) -> Mapping[str, str]:
         """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,
@@ -261,7 +262,8 @@ class ShareService:
         return res
 
     def member_gone(self, group: str, member: str, now: int) -> None:
-        """A member's group session expired: its share session closes and its acquired records are released
+        """A member's group session expired (or it left and its share session stayed open a lock duration):
+        its share session closes and its acquired records are released as when its connection closes
         (Kafka's ShareGroupListener.onMemberLeave)."""
         session = self.sessions.remove(group, member)
         keys = [ShareKey(group, tid, p) for tid, p in session.partitions] if session is not None else None
@@ -306,11 +308,29 @@ class ShareService:
 
     # -- ShareFetch / ShareAcknowledge ---------------------------------------------------------
     def open_fetch(self, group: str, member: str, epoch: int, add: Sequence[TP], forget: Sequence[TP],
-                   has_acks: bool) -> Context:
-        ctx = self.sessions.fetch_context(group, member, epoch, add, forget, has_acks, self.now_ms())
+                   has_acks: bool, conn_id: int = 0) -> Context:
+        ctx = self.sessions.fetch_context(group, member, epoch, add, forget, has_acks, self.now_ms(), conn_id)
         if ctx.replaced is not None:
             self._release_session(ctx.replaced)
+        if epoch == 0 and ctx.session is not None and conn_id:
+            keys = self._by_conn.get(conn_id)
+            if keys is None:
+                keys = self._by_conn[conn_id] = set()
+                from kafkalite.connection import on_close
+                on_close(conn_id, lambda: self.connection_closed(conn_id))
+            keys.add((group, member))
         return ctx
+
+    def connection_closed(self, conn_id: int) -> None:
+        """The connection ``conn_id`` closed: the share sessions it opened end and their members' acquired
+        records are available at once (Kafka's disconnect listener -> ``onMemberLeave`` -> release; see
+        ``SharePartition.release_member`` for the delivery count). Sessions since reopened elsewhere stay."""
+        for group, member in self._by_conn.pop(conn_id, ()):
+            s = self.sessions.sessions.get((group, member))
+            if s is not None and s.conn_id == conn_id:
+                log.debug("share group %s: member %s's connection closed; its share session ends", group, member)
+                self.sessions.remove(group, member)
+                self._release_session(s)
 
     def open_ack(self, group: str, member: str, epoch: int) -> Context:
         return self.sessions.ack_context(group, member, epoch, self.now_ms())
@@ -321,6 +341,9 @@ class ShareService:
         if s is not None and self.sessions.sessions.get((s.group, s.member)) is s:
             self.sessions.remove(s.group, s.member)
             self._release_session(s)
+            keys = self._by_conn.get(s.conn_id)
+            if keys is not None:
+                keys.discard((s.group, s.member))
 
     def _release_session(self, s: Any) -> None:
         keys = [ShareKey(s.group, tid, p) for tid, p in s.partitions]
