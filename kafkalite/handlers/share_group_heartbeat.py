@@ -6,7 +6,8 @@ may come after its leave), otherwise the member's current epoch (FENCED_MEMBER_E
 otherwise). The response carries the member's partitions (by topic
 id) whenever its assignment epoch moved, null otherwise. An empty or unstorable group id is INVALID_GROUP_ID,
 a group id used by a classic group GROUP_ID_NOT_FOUND ("not a share group"), and while
-``__share_group_state`` loads COORDINATOR_LOAD_IN_PROGRESS.
+``__share_group_state`` loads COORDINATOR_LOAD_IN_PROGRESS. Membership changes are written to ``__consumer_offsets``
+(Kafka's share group record types) before the answer; a failed write answers COORDINATOR_NOT_AVAILABLE.
 
 Authorization (``KafkaApis.handleShareGroupHeartbeat``): READ on the group, else GROUP_AUTHORIZATION_FAILED;
 a non-empty SubscribedTopicNames needs DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED.
@@ -42,6 +43,7 @@ async def share_group_heartbeat(ctx: RequestContext, req: ShareGroupHeartbeatReq
     if classic_group_exists(ctx, req.group_id):
         return _Resp(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {req.group_id} is not a share group.")
     subscribed = list(req.subscribed_topic_names) if req.subscribed_topic_names is not None else None
+    await svc.membership.ensure_topic()      # membership is written to __consumer_offsets
     r = svc.heartbeat(req.group_id, req.member_id, req.member_epoch, req.rack_id, subscribed,
                       ctx.client_id or "", f"/{ctx.client_host}")
     assignment = None

@@ -31,6 +31,7 @@ from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
 from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordinator
 from kafkalite.coordinator.share.logread import aborted_ranges, read_batches
 from kafkalite.coordinator.share.manager import ShareStateManager
+from kafkalite.coordinator.share.membership import MembershipStore
 from kafkalite.coordinator.share.partition import Acquired
 from kafkalite.coordinator.share.records import ShareKey
 from kafkalite.coordinator.share.sessions import Context, ShareSessionCache
@@ -71,6 +72,7 @@ class _Timers:
         for group, member in s.groups.poll(now):
             log.info("share group %s: member %s session expired", group, member)
             s.member_gone(group, member, now)
+        s.membership.persist()
         for (group, member), due in list(s._left.items()):
             if due <= now:
                 del s._left[(group, member)]
@@ -100,6 +102,7 @@ class ShareService:
         self._waiters: set[trio.Event] = set()
         self._left: dict[tuple[str, str], int] = {}     # members that left with a session open -> when to close it
         self._by_conn: dict[int, set[tuple[str, str]]] = {}   # connection id -> (group, member) of sessions it opened
+        self.membership = MembershipStore(self)
 
     def _group_configs(self, group_id: str) -> Mapping[str, str]:
         """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,
@@ -137,6 +140,7 @@ class ShareService:
                 await supervise(self.state, "share-coordinator.timers", self._timers.run)
 
     async def _load(self) -> None:
+        await self.membership.load()
         st = self.state
         if st is None or STATE_TOPIC not in getattr(st, "topics", {}):
             return
@@ -253,6 +257,8 @@ class ShareService:
         now = self.now_ms()
         res = self.groups.heartbeat(now, group_id, member_id, member_epoch, rack_id, subscribed, client_id,
                                     client_host)
+        if self.membership.persist() and not res.error:
+            res = HeartbeatResult(E.COORDINATOR_NOT_AVAILABLE, "The membership change could not be written.")
         # a member leaving keeps its share session: a closing consumer's last acknowledgements (ShareAcknowledge
         # with epoch -1, on another connection) may still arrive after its leave heartbeat, as in Kafka. A
         # session still open one lock duration later is closed (Kafka closes it when the connection drops)
@@ -287,6 +293,7 @@ class ShareService:
         err = self.groups.delete(group_id)
         if err:
             return err
+        self.membership.group_deleted(group_id)
         for key in self.states.keys(group_id):
             try:
                 self.states.delete(key)
@@ -302,6 +309,7 @@ class ShareService:
                 self.states.delete(key)
             except E.AppendError as exc:
                 log.warning("could not delete the share state of %s: %s", key, exc)
+        self.membership.topic_deleted(topic_id)
         for s in self.sessions.sessions.values():
             for tp in [tp for tp in s.partitions if tp[0] == topic_id]:
                 del s.partitions[tp]
@@ -382,11 +390,14 @@ class ShareService:
         committed = settings.read_committed
         end = plog.last_stable_offset if committed else plog.high_watermark
         key = ShareKey(group, tid, p)
+        fresh = key not in self.states.parts
         try:
             sp = self.states.partition(key, now, plog.log_start_offset, end)
         except E.AppendError as exc:
             log.warning("share-partition %s could not be initialised: %s", key, exc)
             return FetchedPartition(E.KAFKA_STORAGE_ERROR, leader_epoch=epoch)
+        if fresh:
+            self.membership.initialized(group, tid, p)
         offset = sp.fetch_offset()
         if offset >= end or max_records <= 0:
             return FetchedPartition(leader_epoch=epoch)
@@ -469,6 +480,7 @@ class ShareService:
             try:
                 self.states.alter_start(ShareKey(group, tid, p), offset, now)
                 out[(tid, p)] = E.NONE
+                self.membership.initialized(group, tid, p)
             except E.AppendError:
                 out[(tid, p)] = E.KAFKA_STORAGE_ERROR
         self.groups.ensure_group(group)
@@ -489,4 +501,5 @@ class ShareService:
                     except E.AppendError:
                         code = E.KAFKA_STORAGE_ERROR
             out[tid] = code
+        self.membership.forget(group, set(topic_ids))
         return E.NONE, out
