@@ -137,6 +137,7 @@ class ShareService:
             self.loaded.set()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(supervise, self.state, "share-coordinator.prune", self._prune_loop)
+                nursery.start_soon(supervise, self.state, "share-coordinator.cold-snapshots", self._cold_loop)
                 await supervise(self.state, "share-coordinator.timers", self._timers.run)
 
     async def _load(self) -> None:
@@ -234,6 +235,16 @@ class ShareService:
                 plog.delete_records_before(target)
                 moved += 1
         return moved
+
+    async def _cold_loop(self) -> None:
+        """Kafka's cold-partition snapshots (``ShareStateManager.snapshot_cold``), every
+        ``share.coordinator.cold.partition.snapshot.interval.ms``."""
+        interval = max(self.config.cold_snapshot_interval_ms, 1000)
+        while True:
+            await trio.sleep(interval / 1000)
+            n = self.states.snapshot_cold(self.now_ms(), interval)
+            if n:
+                log.debug("wrote %d snapshots of idle share-partitions", n)
 
     async def _prune_loop(self) -> None:
         while True:
