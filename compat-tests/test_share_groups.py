@@ -6,7 +6,8 @@ Shown: consumers of one partition share its records, each delivered once when al
 record goes to another consumer; a consumer SIGKILLed while holding records loses them to another at once
 (its connection closed: its share session ends, as in Kafka), one frozen (SIGSTOP, connection open) when their
 locks expire; a rejected record is never delivered again; the delivery count limit archives a record released
-again and again; and the delivery state survives a broker SIGKILL.
+again and again; the delivery state survives a broker SIGKILL; and a read_committed group (a group config set
+with IncrementalAlterConfigs) never gets records of aborted or still-open transactions.
 
 Test names end in ``_confluent_kafka``: make_matrix.py shows each as a row with a confluent-kafka cell.
 
@@ -262,5 +263,51 @@ def test_state_survives_broker_sigkill_confluent_kafka(broker_factory, topic):
             seen.update(m.offset() for m in messages(c))
         assert not seen & accepted, "an accepted record was delivered again after the crash"
         assert seen == set(range(n)) - accepted, "a record was lost"
+    finally:
+        c.close()
+
+
+def test_read_committed_skips_aborted_transactions_confluent_kafka(broker, topic):
+    """share.isolation.level=read_committed (a group config, set with IncrementalAlterConfigs as against Kafka):
+    records of an aborted transaction are never delivered, nor records of an open one until it commits."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    group = "share-rc"
+    adm = AdminClient({"bootstrap.servers": bs})
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET)])
+    for f in adm.incremental_alter_configs([res]).values():
+        f.result(30)
+    p = ck.Producer({"bootstrap.servers": bs, "transactional.id": "share-rc-tx", "linger.ms": 0})
+    p.init_transactions(30)
+
+    def txn(values: list[bytes], commit: bool | None) -> None:
+        p.begin_transaction()
+        for v in values:
+            p.produce(topic, value=v)
+        p.flush(30)
+        if commit is True:
+            p.commit_transaction(30)
+        elif commit is False:
+            p.abort_transaction(30)
+
+    txn([b"c%d" % i for i in range(5)], True)
+    txn([b"a%d" % i for i in range(5)], False)
+    txn([b"c%d" % i for i in range(5, 10)], True)
+    txn([b"open"], None)                              # stays open: above the last stable offset
+    c = consumer(bs, group, topic)
+    try:
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 10 and time.monotonic() < deadline:
+            seen += [m.value() for m in messages(c)]
+        assert seen == [b"c%d" % i for i in range(10)], seen      # in offset order; no aborted record among them
+        p.commit_transaction(30)
+        deadline = time.monotonic() + 60
+        while len(seen) < 11 and time.monotonic() < deadline:
+            seen += [m.value() for m in messages(c)]
+        assert seen[10:] == [b"open"], seen
     finally:
         c.close()

@@ -10,8 +10,11 @@
 - The fetch acquires records from every partition of the session for this member and returns the whole log
   batches holding them (file regions, sent with sendfile) with AcquiredRecords ranges and delivery counts;
   clients deliver only offsets inside those ranges. MaxRecords bounds the records acquired (checked between
-  batches, as Kafka acquires whole batches), MaxBytes the bytes read. With nothing to hand out the request
-  waits up to MaxWaitMs for an append or for records released; MinBytes is treated as 1.
+  batches, as Kafka acquires whole batches), MaxBytes the bytes read, BatchSize the size of each
+  AcquiredRecords range of new records (split at log batch boundaries, as Kafka's batch-optimized mode). The
+  request answers at once when at least MinBytes of records can be acquired; otherwise it waits, woken by
+  appends and by records released, and acquires whatever there is when MaxWaitMs have passed (Kafka's
+  DelayedShareFetch).
 - v2: ShareAcquireMode 1 (record-limit, KIP-1206) makes MaxRecords exact (a log batch may be split between
   fetches); 0 (batch-optimized) checks it between batches.
 - v2 with IsRenewAck: the request may carry RENEW (4) acknowledgements that extend locks; it must have
@@ -80,6 +83,7 @@ async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetch
         fetched |= await svc.fetch(group, member, [tp for tp in in_session if tp[0] not in refused],
                                    max_records=req.max_records,
                                   max_bytes=req.max_bytes, max_wait_ms=req.max_wait_ms,
+                                  min_bytes=req.min_bytes, batch_size=req.batch_size,
                                   record_limit=ctx.version >= 2 and req.share_acquire_mode == 1)
     node = ctx.broker.node_id
     by_topic: dict = {}

@@ -256,3 +256,41 @@ def test_closing_a_connection_releases_its_sessions_records(raw: RawClient) -> N
         time.sleep(0.5)                               # (the broker sees c1 close; nothing may happen then)
         assert fetch(c2, "sg-dc", "c", 1, tid).error_code == 0
         assert acquired(fetch(raw, "sg-dc", "b", 2, tid)) == []   # 2-3 still c's
+
+
+def fetch_req(group: str, member: str, epoch: int, tid: uuid.UUID, *, min_bytes: int = 1, max_wait: int = 0,
+              batch_size: int = 500) -> ShareFetchRequest:
+    return FR(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait,
+              min_bytes=min_bytes, max_bytes=1 << 20, max_records=500, batch_size=batch_size, topics=[
+                  FR.FetchTopic(topic_id=tid, partitions=[FR.FetchPartition(partition_index=0)])])
+
+
+def test_min_bytes_long_poll_and_batch_size(raw: RawClient) -> None:
+    """Kafka's DelayedShareFetch: with less than MinBytes acquirable the fetch waits (woken by appends) and
+    answers once there is enough — or, at MaxWaitMs, with what there is. BatchSize cuts new records into
+    AcquiredRecords ranges at log batch boundaries."""
+    create_topic(raw, "mb", 1)
+    tid = topic_id(raw, "mb")
+    raw.request(produce_req("mb", encode_batch([Rec(b"small")])), 9)
+    host, port = raw.sock.getpeername()[:2]
+    with RawClient(host, port) as a:
+        hb(a, "sg-mb", "m", 0, ["mb"])
+        cid = a.send(fetch_req("sg-mb", "m", 0, tid, min_bytes=3000, max_wait=60_000), 1)
+        time.sleep(0.3)       # (the fetch is parked by then; were MinBytes ignored it would have answered [0])
+        raw.request(produce_req("mb", encode_batch([Rec(b"x" * 1000) for _ in range(4)])), 9)
+        got_cid, r = a.recv(78, 1)
+        assert got_cid == cid and r.error_code == 0
+        assert acquired(r) == [0, 1, 2, 3, 4]
+        # MinBytes never reached: at MaxWaitMs whatever there is
+        raw.request(produce_req("mb", encode_batch([Rec(b"y")])), 9)
+        r = a.request(fetch_req("sg-mb", "m", 1, tid, min_bytes=1 << 30, max_wait=300), 1)
+        assert acquired(r) == [5]
+    # BatchSize 4: three log batches of 4 records answered as three ranges, not one
+    create_topic(raw, "bs", 1)
+    tid = topic_id(raw, "bs")
+    for _ in range(3):
+        raw.request(produce_req("bs", encode_batch([Rec(b"z")] * 4)), 9)
+    hb(raw, "sg-bs", "m", 0, ["bs"])
+    r = raw.request(fetch_req("sg-bs", "m", 0, tid, batch_size=4), 1)
+    ranges = [(x.first_offset, x.last_offset) for x in r.responses[0].partitions[0].acquired_records]
+    assert ranges == [(0, 3), (4, 7), (8, 11)]

@@ -436,6 +436,28 @@ def _add_range(out: list[Acquired], first: int, last: int, count: int) -> None:
         out.append(Acquired(first, last, count))
 
 
+def split_acquired(acquired: list[Acquired], used: Sequence[LogBatch], batch_size: int) -> list[Acquired]:
+    """ShareFetch ``BatchSize``: newly acquired records (delivery count 1) are answered as AcquiredRecords ranges
+    of about ``batch_size`` records, cut at log batch boundaries — a new range starts at the first log batch
+    at least ``batch_size`` offsets past the current range's first offset (Kafka's ``createBatches`` in
+    batch-optimized mode). Redelivered records keep their ranges."""
+    bases = sorted(b.base for b in used)
+    out: list[Acquired] = []
+    for a in acquired:
+        if a.delivery_count != 1 or a.last - a.first + 1 <= batch_size:
+            out.append(a)
+            continue
+        first = a.first
+        for base in bases:
+            if base <= first or base > a.last:
+                continue
+            if base - first >= batch_size:
+                out.append(Acquired(first, base - 1, 1))
+                first = base
+        out.append(Acquired(first, a.last, 1))
+    return out
+
+
 def _merge(batches: list[StateBatch]) -> list[StateBatch]:
     out: list[StateBatch] = []
     for b in batches:

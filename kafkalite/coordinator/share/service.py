@@ -7,9 +7,11 @@ worker thread (until then share requests answer COORDINATOR_LOAD_IN_PROGRESS), t
 — member session expiry and acquisition-lock expiry — under the broker's supervisor as
 ``share-coordinator.timers``.
 
-Long polls: a ShareFetch that acquired nothing waits (up to MaxWaitMs) for an append to one of its
-partitions or for records of its share-partitions becoming available again (a release, an expired lock,
-a start offset moving), never on a sleep.
+Long polls, as Kafka's ``DelayedShareFetch``: a ShareFetch answers at once when at least MinBytes of records
+can be acquired from its partitions (measured on the log from each share-partition's next fetch offset, before
+anything is acquired); otherwise it waits — for an append to one of its partitions or for records of its
+share-partitions becoming available again (a release, an expired lock, a closed session, a start offset moving),
+never on a sleep — and looks again, until MaxWaitMs have passed; then it acquires whatever there is.
 
 Time: as the group coordinator, trio's clock shifted to wall-clock ms (MockClock moves the timers).
 """
@@ -32,7 +34,7 @@ from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordin
 from kafkalite.coordinator.share.logread import aborted_ranges, read_batches
 from kafkalite.coordinator.share.manager import ShareStateManager
 from kafkalite.coordinator.share.membership import MembershipStore
-from kafkalite.coordinator.share.partition import Acquired
+from kafkalite.coordinator.share.partition import Acquired, split_acquired
 from kafkalite.coordinator.share.records import ShareKey
 from kafkalite.coordinator.share.sessions import Context, ShareSessionCache
 from kafkalite.coordinator.share.state import StateReplay
@@ -387,8 +389,40 @@ class ShareService:
         self.kick()
         return out
 
+    def _share_partition(self, key: ShareKey, now: int, log_start: int, end: int) -> Any:
+        """The share-partition, initialised on first use (then listed in ShareGroupStatePartitionMetadata)."""
+        fresh = key not in self.states.parts
+        sp = self.states.partition(key, now, log_start, end)
+        if fresh:
+            self.membership.initialized(key.group, key.topic_id, key.partition)
+        return sp
+
+    def _acquirable_bytes(self, group: str, tid: uuid.UUID, p: int, now: int, limit: int) -> int:
+        """About how many bytes of records ``group`` could acquire from the partition now (up to ``limit``):
+        the log's bytes from the share-partition's next fetch offset (Kafka's ``isMinBytesSatisfied``); on
+        anything unusual ``limit``, so that the fetch goes on and reports it."""
+        st = self.state
+        name = self.topic_name(tid)
+        plog = st.get_log(name, p) if name is not None and 0 <= p < st.topics[name].partitions else None
+        if plog is None:
+            return limit
+        end = plog.last_stable_offset if self.states.settings(group).read_committed else plog.high_watermark
+        try:
+            sp = self._share_partition(ShareKey(group, tid, p), now, plog.log_start_offset, end)
+            if not sp.has_available(end):
+                return 0
+            offset = max(sp.fetch_offset(), plog.log_start_offset)
+            if offset >= end:
+                return 0
+            have = sum(r[2] for r in plog.read(offset, limit, min_one=True))
+            # reads stop before a whole batch that would pass ``limit``: then ask for everything (no header
+            # scan: a read reaching a segment's end only takes positions)
+            return have if have >= limit else sum(r[2] for r in plog.read(offset, 0x7FFFFFFF, min_one=True))
+        except (E.AppendError, StorageError):
+            return limit
+
     def _fetch_one(self, group: str, member: str, tid: uuid.UUID, p: int, max_records: int, max_bytes: int,
-                   now: int, record_limit: bool = False) -> FetchedPartition:
+                   now: int, record_limit: bool = False, batch_size: int = 0) -> FetchedPartition:
         st = self.state
         name = self.topic_name(tid)
         if name is None:
@@ -401,14 +435,11 @@ class ShareService:
         committed = settings.read_committed
         end = plog.last_stable_offset if committed else plog.high_watermark
         key = ShareKey(group, tid, p)
-        fresh = key not in self.states.parts
         try:
-            sp = self.states.partition(key, now, plog.log_start_offset, end)
+            sp = self._share_partition(key, now, plog.log_start_offset, end)
         except E.AppendError as exc:
             log.warning("share-partition %s could not be initialised: %s", key, exc)
             return FetchedPartition(E.KAFKA_STORAGE_ERROR, leader_epoch=epoch)
-        if fresh:
-            self.membership.initialized(group, tid, p)
         offset = sp.fetch_offset()
         if offset >= end or max_records <= 0:
             return FetchedPartition(leader_epoch=epoch)
@@ -420,14 +451,18 @@ class ShareService:
             return FetchedPartition(int(error_code_for(exc)), leader_epoch=epoch)
         aborted = aborted_ranges(plog, offset, end) if committed else []
         got, used = self.states.acquire(key, member, batches, max_records, now, aborted, record_limit)
+        if batch_size > 0 and not record_limit:
+            got = split_acquired(got, used, batch_size)
         regions = [b.ref for b in used]
         self.kick()
         return FetchedPartition(0, regions, got, epoch, sum(r[2] for r in regions))
 
     async def fetch(self, group: str, member: str, partitions: Sequence[TP], *, max_records: int,
-                    max_bytes: int, max_wait_ms: int, record_limit: bool = False) -> dict[TP, FetchedPartition]:
+                    max_bytes: int, max_wait_ms: int, record_limit: bool = False, min_bytes: int = 1,
+                    batch_size: int = 0) -> dict[TP, FetchedPartition]:
         """Acquire records for ``member`` from ``partitions`` (the session's), waiting up to ``max_wait_ms``
-        while there is nothing to hand out."""
+        while there is nothing to hand out or less than ``min_bytes`` of it. ``batch_size`` (ShareFetch
+        BatchSize) splits newly acquired records into AcquiredRecords ranges of about that many records."""
         st = self.state
         await self.ensure_state_topic()
         deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
@@ -439,10 +474,20 @@ class ShareService:
             await st.ensure_loaded(log_keys)
         while True:
             now = self.now_ms()
+            if min_bytes > 1 and log_keys and not st.draining and trio.current_time() < deadline:
+                have = 0
+                for tid, p in partitions:
+                    have += self._acquirable_bytes(group, tid, p, now, min_bytes - have)
+                    if have >= min_bytes:
+                        break
+                if have < min_bytes:
+                    await self._wait(log_keys, deadline)
+                    continue
             out: dict[TP, FetchedPartition] = {}
             records_left, bytes_left = max_records, max_bytes
             for tp in partitions:
-                res = self._fetch_one(group, member, tp[0], tp[1], records_left, bytes_left, now, record_limit)
+                res = self._fetch_one(group, member, tp[0], tp[1], records_left, bytes_left, now, record_limit,
+                                      batch_size)
                 out[tp] = res
                 records_left -= sum(a.last - a.first + 1 for a in res.acquired)
                 bytes_left = max(bytes_left - res.size, 1)
@@ -450,14 +495,19 @@ class ShareService:
                 return out
             if trio.current_time() >= deadline:
                 return out
-            ev = st.append_waiter(log_keys)
-            self._waiters.add(ev)
-            try:
-                with trio.move_on_at(deadline):
-                    await ev.wait()
-            finally:
-                st.drop_waiter(log_keys, ev)
-                self._waiters.discard(ev)
+            await self._wait(log_keys, deadline)
+
+    async def _wait(self, log_keys: list[tuple[str, int]], deadline: float) -> None:
+        """Until an append to one of the partitions, records available again (``wake``), or the deadline."""
+        st = self.state
+        ev = st.append_waiter(log_keys)
+        self._waiters.add(ev)
+        try:
+            with trio.move_on_at(deadline):
+                await ev.wait()
+        finally:
+            st.drop_waiter(log_keys, ev)
+            self._waiters.discard(ev)
 
     # -- share group offsets (admin) -----------------------------------------------------------
     def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
