@@ -270,7 +270,13 @@ def test_state_survives_broker_sigkill_confluent_kafka(broker_factory, topic):
 def test_read_committed_skips_aborted_transactions_confluent_kafka(broker, topic):
     """share.isolation.level=read_committed (a group config, set with IncrementalAlterConfigs as against Kafka):
     records of an aborted transaction are never delivered, nor records of an open one until it commits."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
 
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
