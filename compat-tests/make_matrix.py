@@ -71,6 +71,8 @@ SCENARIOS = {  # test function -> row label (in this order)
     "test_lock_expiry_after_consumer_freezes": "Share group: a frozen (SIGSTOP) consumer's records after lock expiry",
     "test_reject_archives_and_delivery_limit": "Share group: REJECT archives; delivery count limit",
     "test_state_survives_broker_sigkill": "Share group: delivery state across a broker SIGKILL",
+    "test_share_group_v0_early_access":
+        "Share group v0 (Kafka 4.0 early access; default profile): KafkaShareConsumer 3.9.1, release redelivered",
     "test_read_committed_skips_aborted_transactions":
         "Share group: share.isolation.level=read_committed (aborted/open transactions not delivered)",
 }

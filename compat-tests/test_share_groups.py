@@ -11,8 +11,8 @@ with IncrementalAlterConfigs) never gets records of aborted or still-open transa
 
 Test names end in ``_confluent_kafka``: make_matrix.py shows each as a row with a confluent-kafka cell.
 
-The Java client 3.9.1 is not used: its KafkaShareConsumer is Kafka 3.9's early access, speaking the removed
-v0 of the share APIs, which Kafka 4.3 (and this broker) no longer serves.
+The Java client 3.9.1's KafkaShareConsumer speaks Kafka 4.0's early-access v0 of these APIs; the default
+profile serves v0 (``--emulate-kafka 4.3``, like Kafka 4.3, does not), and one test runs it there.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ LIMIT = 3
 KAFKALITE_ARGS = ["--override", "kafkalite.share.auto.offset.reset=earliest",
                   "--override", f"group.share.record.lock.duration.ms={LOCK_MS}",
                   "--override", f"group.share.delivery.count.limit={LIMIT}",
-                  "--override", "share.coordinator.state.topic.num.partitions=3"]
+                  "--override", "share.coordinator.state.topic.num.partitions=3",
+                  "--override", "offsets.topic.num.partitions=3"]     # membership records: a small topic
 WORKER = Path(__file__).resolve().parent / "harness" / "share_worker.py"
 
 
@@ -317,3 +318,21 @@ def test_read_committed_skips_aborted_transactions_confluent_kafka(broker, topic
         assert seen[10:] == [b"open"], seen
     finally:
         c.close()
+
+
+def test_share_group_v0_early_access_java(broker_factory, topic, get_client):
+    """The Java client 3.9.1's KafkaShareConsumer speaks Kafka 4.0's early-access v0 of the share group APIs
+    (ShareGroupHeartbeat with a coordinator-named member, ShareFetch/ShareAcknowledge v0). The default
+    profile serves v0 (``--emulate-kafka 4.3`` does not, as Kafka 4.3): records are shared, acknowledged, and
+    a released record is delivered again to the next consumer of the group."""
+    java = get_client("java")
+    b = broker_factory(extra_args=KAFKALITE_ARGS)            # default profile
+    bs = b.bootstrap
+    create_topic(bs, topic, 1)
+    produce(bs, topic, 10)
+    first = java._call({"op": "share_consume", "bootstrap": bs, "topic": topic, "group": "share-java",
+                        "count": 10, "acks": {"0": "RELEASE", "3": "REJECT"}})["records"]
+    assert [(r["offset"], r["value"]) for r in first] == [(i, f"r{i}") for i in range(10)]
+    again = java._call({"op": "share_consume", "bootstrap": bs, "topic": topic, "group": "share-java",
+                        "count": 1, "timeout_ms": 30000})["records"]
+    assert [r["offset"] for r in again] == [0], "only the released record comes back"

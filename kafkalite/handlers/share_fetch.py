@@ -1,4 +1,5 @@
-"""ShareFetch (key 78): v1–v2 (v0 was Kafka 4.0's early access; v2 adds ShareAcquireMode and RENEW, KIP-1222).
+"""ShareFetch (key 78): v0–v2 (v0, Kafka 4.0's early access and the Java client 3.9.1's, has no MaxRecords /
+BatchSize — MaxRecords is then 500 — and no AcquisitionLockTimeoutMs; v2 adds ShareAcquireMode and RENEW, KIP-1222).
 
 - Share sessions (``kafkalite.coordinator.share.sessions``): ShareSessionEpoch 0 opens one (no
   acknowledgements allowed: INVALID_REQUEST), n continues it (SHARE_SESSION_NOT_FOUND /
@@ -46,7 +47,7 @@ def top_error(code: int, msg: str | None = None) -> ShareFetchResponse:
     return _Resp(throttle_time_ms=0, error_code=code, error_message=msg, responses=[])
 
 
-@handler(ShareFetchRequest, min_version=1, max_version=2)
+@handler(ShareFetchRequest, min_version=0, max_version=2)
 async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchResponse:
     svc = ctx.broker.shares
     if svc is None:
