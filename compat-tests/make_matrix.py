@@ -66,9 +66,15 @@ SCENARIOS = {  # test function -> row label (in this order)
     "test_four_consumers_share_one_partition_each_record_once":
         "Share group (KIP-932): 4 ShareConsumers on 1 partition, each record once",
     "test_released_record_goes_to_another_consumer": "Share group: a released record goes to another consumer",
-    "test_lock_expiry_after_consumer_sigkill": "Share group: a SIGKILLed consumer's records after lock expiry",
+    "test_consumer_sigkill_releases_its_records_at_once":
+        "Share group: a SIGKILLed consumer's records released at once (connection closed)",
+    "test_lock_expiry_after_consumer_freezes": "Share group: a frozen (SIGSTOP) consumer's records after lock expiry",
     "test_reject_archives_and_delivery_limit": "Share group: REJECT archives; delivery count limit",
     "test_state_survives_broker_sigkill": "Share group: delivery state across a broker SIGKILL",
+    "test_share_group_v0_early_access":
+        "Share group v0 (Kafka 4.0 early access; default profile): KafkaShareConsumer 3.9.1, release redelivered",
+    "test_read_committed_skips_aborted_transactions":
+        "Share group: share.isolation.level=read_committed (aborted/open transactions not delivered)",
 }
 
 # Client limitations: features the client does not have (no test is generated for them).
@@ -197,12 +203,13 @@ def render(cases: list[Case], took_s: float | None) -> str:
         "(see limitations) or the scenario is not run for it.",
         "",
     ]
-    for profile in ("default", "3.6", "2.8"):
+    for profile in ("default", "4.3", "3.6", "2.8"):
         rows = [c for c in mine if c.props.get("profile", "default") == profile and "producer" not in c.props]
         if not rows:
             continue
         title = "Default profile (Kafka 3.9 + 4.3 API versions)" if profile == "default" else (
-            f"`--emulate-kafka {profile}` profile (API versions capped at Kafka {profile})")
+            f"`--emulate-kafka {profile}` profile (API versions capped at Kafka {profile}"
+            + (", KIP-896's removed versions gone)" if profile == "4.3" else ")"))
         lines += [f"## {title}", "", "| Scenario | " + " | ".join(CLIENT_NAMES) + " |",
                   "|---|" + "---|" * len(CLIENT_NAMES)]
         funcs = [f for f in SCENARIOS if any(c.func == f for c in rows)]

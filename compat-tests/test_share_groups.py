@@ -3,12 +3,16 @@ ShareGroupHeartbeat v1, ShareFetch v1, ShareAcknowledge v1), against a broker em
 profile that advertises the share group APIs).
 
 Shown: consumers of one partition share its records, each delivered once when all are accepted; a released
-record goes to another consumer; a consumer SIGKILLed while holding records loses them to another when their
+record goes to another consumer; a consumer SIGKILLed while holding records loses them to another at once
+(its connection closed: its share session ends, as in Kafka), one frozen (SIGSTOP, connection open) when their
 locks expire; a rejected record is never delivered again; the delivery count limit archives a record released
-again and again; and the delivery state survives a broker SIGKILL.
+again and again; the delivery state survives a broker SIGKILL; and a read_committed group (a group config set
+with IncrementalAlterConfigs) never gets records of aborted or still-open transactions.
 
-The Java client 3.9.1 is not used: its KafkaShareConsumer is Kafka 3.9's early access, speaking the removed
-v0 of the share APIs, which Kafka 4.3 (and this broker) no longer serves.
+Test names end in ``_confluent_kafka``: make_matrix.py shows each as a row with a confluent-kafka cell.
+
+The Java client 3.9.1's KafkaShareConsumer speaks Kafka 4.0's early-access v0 of these APIs; the default
+profile serves v0 (``--emulate-kafka 4.3``, like Kafka 4.3, does not), and one test runs it there.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ LIMIT = 3
 KAFKALITE_ARGS = ["--override", "kafkalite.share.auto.offset.reset=earliest",
                   "--override", f"group.share.record.lock.duration.ms={LOCK_MS}",
                   "--override", f"group.share.delivery.count.limit={LIMIT}",
-                  "--override", "share.coordinator.state.topic.num.partitions=3"]
+                  "--override", "share.coordinator.state.topic.num.partitions=3",
+                  "--override", "offsets.topic.num.partitions=3"]     # membership records: a small topic
 WORKER = Path(__file__).resolve().parent / "harness" / "share_worker.py"
 
 
@@ -60,7 +65,7 @@ def messages(c, timeout: float = 1.0) -> list:  # type: ignore[no-untyped-def]
     return out
 
 
-def test_four_consumers_share_one_partition_each_record_once(broker, topic):
+def test_four_consumers_share_one_partition_each_record_once_confluent_kafka(broker, topic):
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
     n = 200
@@ -96,7 +101,7 @@ def test_four_consumers_share_one_partition_each_record_once(broker, topic):
     assert sum(1 for v in got.values() if v) >= 2, {i: len(v) for i, v in got.items()}
 
 
-def test_released_record_goes_to_another_consumer(broker, topic):
+def test_released_record_goes_to_another_consumer_confluent_kafka(broker, topic):
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
     produce(bs, topic, 5)
@@ -128,26 +133,44 @@ def test_released_record_goes_to_another_consumer(broker, topic):
         b.close()
 
 
-def test_lock_expiry_after_consumer_sigkill(broker, topic):
-    bs = broker.bootstrap
+def _held_by_worker(bs: str, topic: str, group: str):  # type: ignore[no-untyped-def]
+    """A consumer process that acquired records and holds them: (process, offsets)."""
+    worker = subprocess.Popen([sys.executable, str(WORKER), bs, topic, group, "10"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    line = worker.stdout.readline()
+    held = json.loads(line)["offsets"] if line else []
+    assert held, line
+    return worker, held
+
+
+def _redelivered(c, held: list[int], timeout: float) -> dict[int, int]:  # type: ignore[no-untyped-def]
+    seen: dict[int, int] = {}
+    deadline = time.monotonic() + timeout
+    while not set(held) <= set(seen) and time.monotonic() < deadline:
+        seen.update((m.offset(), m.delivery_count()) for m in messages(c))
+    return seen
+
+
+def test_consumer_sigkill_releases_its_records_at_once_confluent_kafka(broker_factory, topic):
+    """A SIGKILLed consumer's connection closes: the broker ends its share session and its records go to
+    another consumer at once — the lock and the member's session (10 minutes here) are not waited for — and, as Kafka's
+    releaseAcquiredRecords does, the interrupted delivery is not counted (delivery count 1 again)."""
+    # locks and member sessions of 10 minutes: only the closed connection can give the records back
+    b = broker_factory(emulate="4.3", extra_args=[*KAFKALITE_ARGS,
+                                                  "--override", "group.share.record.lock.duration.ms=600000",
+                                                  "--override", "group.share.session.timeout.ms=600000"])
+    bs = b.bootstrap
     create_topic(bs, topic, 1)
     produce(bs, topic, 10)
-    worker = subprocess.Popen([sys.executable, str(WORKER), bs, topic, "share-kill", "10"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    worker, held = _held_by_worker(bs, topic, "share-kill")
     try:
-        line = worker.stdout.readline()
-        held = json.loads(line)["offsets"]
-        assert held, line
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
         c = consumer(bs, "share-kill", topic)
         try:
-            seen: dict[int, int] = {}
-            deadline = time.monotonic() + 30 + LOCK_MS / 1000
-            while not set(held) <= set(seen) and time.monotonic() < deadline:
-                seen.update((m.offset(), m.delivery_count()) for m in messages(c))
-            assert set(held) <= set(seen), "the dead consumer's records come back when their locks expire"
-            assert all(seen[o] == 2 for o in held), seen
+            seen = _redelivered(c, held, 60)     # (a hang guard: without the release this takes 10 minutes)
+            assert set(held) <= set(seen), "the killed consumer's records were not released"
+            assert all(seen[o] == 1 for o in held), seen
         finally:
             c.close()
     finally:
@@ -156,7 +179,28 @@ def test_lock_expiry_after_consumer_sigkill(broker, topic):
             worker.wait(10)
 
 
-def test_reject_archives_and_delivery_limit(broker, topic):
+def test_lock_expiry_after_consumer_freezes_confluent_kafka(broker, topic):
+    """A consumer frozen (SIGSTOP) while holding records keeps its connection, so only the acquisition locks
+    expiring give its records to another consumer; that delivery counted (delivery count 2)."""
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    produce(bs, topic, 10)
+    worker, held = _held_by_worker(bs, topic, "share-freeze")
+    try:
+        worker.send_signal(signal.SIGSTOP)
+        c = consumer(bs, "share-freeze", topic)
+        try:
+            seen = _redelivered(c, held, 30 + LOCK_MS / 1000)
+            assert set(held) <= set(seen), "the frozen consumer's records come back when their locks expire"
+            assert all(seen[o] == 2 for o in held), seen
+        finally:
+            c.close()
+    finally:
+        worker.kill()
+        worker.wait(10)
+
+
+def test_reject_archives_and_delivery_limit_confluent_kafka(broker, topic):
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
     produce(bs, topic, 4)
@@ -187,7 +231,7 @@ def test_reject_archives_and_delivery_limit(broker, topic):
         c.close()
 
 
-def test_state_survives_broker_sigkill(broker_factory, topic):
+def test_state_survives_broker_sigkill_confluent_kafka(broker_factory, topic):
     b = broker_factory(emulate="4.3", extra_args=KAFKALITE_ARGS)
     bs = b.bootstrap
     create_topic(bs, topic, 1)
@@ -222,3 +266,73 @@ def test_state_survives_broker_sigkill(broker_factory, topic):
         assert seen == set(range(n)) - accepted, "a record was lost"
     finally:
         c.close()
+
+
+def test_read_committed_skips_aborted_transactions_confluent_kafka(broker, topic):
+    """share.isolation.level=read_committed (a group config, set with IncrementalAlterConfigs as against Kafka):
+    records of an aborted transaction are never delivered, nor records of an open one until it commits."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+    group = "share-rc"
+    adm = AdminClient({"bootstrap.servers": bs})
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET)])
+    for f in adm.incremental_alter_configs([res]).values():
+        f.result(30)
+    p = ck.Producer({"bootstrap.servers": bs, "transactional.id": "share-rc-tx", "linger.ms": 0})
+    p.init_transactions(30)
+
+    def txn(values: list[bytes], commit: bool | None) -> None:
+        p.begin_transaction()
+        for v in values:
+            p.produce(topic, value=v)
+        p.flush(30)
+        if commit is True:
+            p.commit_transaction(30)
+        elif commit is False:
+            p.abort_transaction(30)
+
+    txn([b"c%d" % i for i in range(5)], True)
+    txn([b"a%d" % i for i in range(5)], False)
+    txn([b"c%d" % i for i in range(5, 10)], True)
+    txn([b"open"], None)                              # stays open: above the last stable offset
+    c = consumer(bs, group, topic)
+    try:
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 10 and time.monotonic() < deadline:
+            seen += [m.value() for m in messages(c)]
+        assert seen == [b"c%d" % i for i in range(10)], seen      # in offset order; no aborted record among them
+        p.commit_transaction(30)
+        deadline = time.monotonic() + 60
+        while len(seen) < 11 and time.monotonic() < deadline:
+            seen += [m.value() for m in messages(c)]
+        assert seen[10:] == [b"open"], seen
+    finally:
+        c.close()
+
+
+def test_share_group_v0_early_access_java(broker_factory, topic, get_client):
+    """The Java client 3.9.1's KafkaShareConsumer speaks Kafka 4.0's early-access v0 of the share group APIs
+    (ShareGroupHeartbeat with a coordinator-named member, ShareFetch/ShareAcknowledge v0). The default
+    profile serves v0 (``--emulate-kafka 4.3`` does not, as Kafka 4.3): records are shared, acknowledged, and
+    a released record is delivered again to the next consumer of the group."""
+    java = get_client("java")
+    b = broker_factory(extra_args=KAFKALITE_ARGS)            # default profile
+    bs = b.bootstrap
+    create_topic(bs, topic, 1)
+    produce(bs, topic, 10)
+    first = java._call({"op": "share_consume", "bootstrap": bs, "topic": topic, "group": "share-java",
+                        "count": 10, "acks": {"0": "RELEASE", "3": "REJECT"}})["records"]
+    assert [(r["offset"], r["value"]) for r in first] == [(i, f"r{i}") for i in range(10)]
+    again = java._call({"op": "share_consume", "bootstrap": bs, "topic": topic, "group": "share-java",
+                        "count": 1, "timeout_ms": 30000})["records"]
+    assert [r["offset"] for r in again] == [0], "only the released record comes back"

@@ -357,6 +357,9 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          "ShareUpdate records per share-partition before a new ShareSnapshot", between(0, 500)),
     _def("share.coordinator.state.topic.prune.interval.ms", "long", "300000",
          "how often records of __share_group_state older than every live snapshot are deleted", at_least(1)),
+    _def("share.coordinator.cold.partition.snapshot.interval.ms", "int", "300000",
+         "how often share-partitions idle that long get a fresh ShareSnapshot (so pruning can pass them)",
+         at_least(1)),
     _def("kafkalite.share.auto.offset.reset", "string", "latest", "where a share group starts reading a "
          "partition when its group config share.auto.offset.reset is not set (Kafka: latest)",
          one_of("latest", "earliest")),

@@ -101,6 +101,7 @@ public final class Driver {
             case "txn_describe": return Txn.describe(c);
             case "txn_ctp": return Txn.consumeTransformProduce(c);
             case "admin": return AdminOps.run(c);
+            case "share_consume": return ShareOps.consume(c);
             case "scram_upsert": return scramUpsert(c);
             default: throw new IllegalArgumentException("unknown op " + op);
         }

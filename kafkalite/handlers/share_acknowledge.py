@@ -1,4 +1,5 @@
-"""ShareAcknowledge (key 79): v1–v2 (v0 was Kafka 4.0's early access; v2 adds RENEW, KIP-1222).
+"""ShareAcknowledge (key 79): v0–v2 (v0 is Kafka 4.0's early access, the Java client 3.9.1's; v2 adds RENEW,
+KIP-1222).
 
 Acknowledgements outside a fetch, in the member's share session: ShareSessionEpoch 0 is
 INVALID_SHARE_SESSION_EPOCH, an unknown session SHARE_SESSION_NOT_FOUND, a wrong epoch
@@ -22,7 +23,7 @@ from wire.messages import ShareAcknowledgeRequest, ShareAcknowledgeResponse
 _Resp = ShareAcknowledgeResponse
 
 
-@handler(ShareAcknowledgeRequest, min_version=1, max_version=2)
+@handler(ShareAcknowledgeRequest, min_version=0, max_version=2)
 async def share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     svc = ctx.broker.shares
     if svc is None:

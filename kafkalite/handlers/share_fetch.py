@@ -1,16 +1,21 @@
-"""ShareFetch (key 78): v1–v2 (v0 was Kafka 4.0's early access; v2 adds ShareAcquireMode and RENEW, KIP-1222).
+"""ShareFetch (key 78): v0–v2 (v0, Kafka 4.0's early access and the Java client 3.9.1's, has no MaxRecords /
+BatchSize — MaxRecords is then 500 — and no AcquisitionLockTimeoutMs; v2 adds ShareAcquireMode and RENEW, KIP-1222).
 
 - Share sessions (``kafkalite.coordinator.share.sessions``): ShareSessionEpoch 0 opens one (no
   acknowledgements allowed: INVALID_REQUEST), n continues it (SHARE_SESSION_NOT_FOUND /
   INVALID_SHARE_SESSION_EPOCH as a top-level error), -1 closes it: its acknowledgements are applied, nothing is
-  fetched, and the member's remaining acquired records are released after the response.
+  fetched, and the member's remaining acquired records are released after the response. The connection that
+  opened a session ends it when it closes (the records it held are released at once, as Kafka does).
 - Piggy-backed acknowledgements are applied (and persisted) before fetching; each partition's result is its
   AcknowledgeErrorCode (INVALID_RECORD_STATE for records not acquired by this member).
 - The fetch acquires records from every partition of the session for this member and returns the whole log
   batches holding them (file regions, sent with sendfile) with AcquiredRecords ranges and delivery counts;
   clients deliver only offsets inside those ranges. MaxRecords bounds the records acquired (checked between
-  batches, as Kafka acquires whole batches), MaxBytes the bytes read. With nothing to hand out the request
-  waits up to MaxWaitMs for an append or for records released; MinBytes is treated as 1.
+  batches, as Kafka acquires whole batches), MaxBytes the bytes read, BatchSize the size of each
+  AcquiredRecords range of new records (split at log batch boundaries, as Kafka's batch-optimized mode). The
+  request answers at once when at least MinBytes of records can be acquired; otherwise it waits, woken by
+  appends and by records released, and acquires whatever there is when MaxWaitMs have passed (Kafka's
+  DelayedShareFetch).
 - v2: ShareAcquireMode 1 (record-limit, KIP-1206) makes MaxRecords exact (a log batch may be split between
   fetches); 0 (batch-optimized) checks it between batches.
 - v2 with IsRenewAck: the request may carry RENEW (4) acknowledgements that extend locks; it must have
@@ -42,7 +47,7 @@ def top_error(code: int, msg: str | None = None) -> ShareFetchResponse:
     return _Resp(throttle_time_ms=0, error_code=code, error_message=msg, responses=[])
 
 
-@handler(ShareFetchRequest, min_version=1, max_version=2)
+@handler(ShareFetchRequest, min_version=0, max_version=2)
 async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchResponse:
     svc = ctx.broker.shares
     if svc is None:
@@ -63,7 +68,7 @@ async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetch
             if p.acknowledgement_batches}
     add = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
     forget = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
-    session = svc.open_fetch(group, member, req.share_session_epoch, add, forget, bool(acks))
+    session = svc.open_fetch(group, member, req.share_session_epoch, add, forget, bool(acks), ctx.connection_id)
     if session.error:
         return top_error(session.error)
     in_session = list(session.session.partitions) if session.session is not None else []
@@ -79,6 +84,7 @@ async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetch
         fetched |= await svc.fetch(group, member, [tp for tp in in_session if tp[0] not in refused],
                                    max_records=req.max_records,
                                   max_bytes=req.max_bytes, max_wait_ms=req.max_wait_ms,
+                                  min_bytes=req.min_bytes, batch_size=req.batch_size,
                                   record_limit=ctx.version >= 2 and req.share_acquire_mode == 1)
     node = ctx.broker.node_id
     by_topic: dict = {}

@@ -1,4 +1,4 @@
-"""ShareGroupDescribe (key 77): v1 (v0 was Kafka 4.0's early access).
+"""ShareGroupDescribe (key 77): v0–v1 (v0, Kafka 4.0's early access, has the same fields).
 
 Per group: state (Empty / Stable), group epoch, assignment epoch, assignor ``simple``, and each member's epoch,
 client id and host, rack, subscribed topic names and assigned partitions (topic id and name). An unknown
@@ -22,7 +22,7 @@ _UNKNOWN_OPERATIONS = -(2**31)
 HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 
 
-@handler(ShareGroupDescribeRequest, min_version=1, max_version=1)
+@handler(ShareGroupDescribeRequest, min_version=0, max_version=1)
 async def share_group_describe(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
     svc = ctx.broker.shares
     out = []

@@ -3,6 +3,7 @@ assignment, ShareFetch sessions and their errors, acknowledgements, ShareGroupDe
 APIs, and share groups in ListGroups/DeleteGroups."""
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -225,3 +226,71 @@ def test_share_fetch_v2_record_limit_and_renew(raw: RawClient) -> None:
              max_records=1, batch_size=1, is_renew_ack=True, topics=[])
     assert raw.request(bad, 2).error_code == ErrorCode.INVALID_REQUEST
     assert acquired(req(2, acks=[(0, 1, [1])])) == [2, 3]
+
+
+def test_closing_a_connection_releases_its_sessions_records(raw: RawClient) -> None:
+    """Kafka's ShareSessionCache disconnect listener: the session a connection opened ends when it closes, and
+    its acquired records are available at once (the default 30 s lock is far away), the aborted delivery not
+    counted (DeliveryCountOps.DECREASE). A session the member reopened on another connection is not ended by
+    the old connection closing."""
+    create_topic(raw, "dc", 1)
+    tid = topic_id(raw, "dc")
+    raw.request(produce_req("dc", encode_batch([Rec(b"a"), Rec(b"b")])), 9)
+    host, port = raw.sock.getpeername()[:2]
+    hb(raw, "sg-dc", "a", 0, ["dc"])
+    hb(raw, "sg-dc", "b", 0, ["dc"])
+    with RawClient(host, port) as a:
+        r = fetch(a, "sg-dc", "a", 0, tid)
+        assert acquired(r) == [0, 1] and r.responses[0].partitions[0].acquired_records[0].delivery_count == 1
+        assert acquired(fetch(raw, "sg-dc", "b", 0, tid)) == []
+    # a's connection is gone: b's long poll is woken by the release and gets both records, first delivery again
+    r = fetch(raw, "sg-dc", "b", 1, tid, max_wait=15_000)
+    assert acquired(r) == [0, 1] and r.responses[0].partitions[0].acquired_records[0].delivery_count == 1
+    # c opens its session on one connection, reopens it on a second: the first closing leaves it alone
+    raw.request(produce_req("dc", encode_batch([Rec(b"c"), Rec(b"d")])), 9)
+    with RawClient(host, port) as c2:
+        with RawClient(host, port) as c1:
+            assert acquired(fetch(c1, "sg-dc", "c", 0, tid)) == [2, 3]
+            r = fetch(c2, "sg-dc", "c", 0, tid)      # the replaced session's records are released, taken again
+            assert acquired(r) == [2, 3] and r.responses[0].partitions[0].acquired_records[0].delivery_count == 1
+        time.sleep(0.5)                               # (the broker sees c1 close; nothing may happen then)
+        assert fetch(c2, "sg-dc", "c", 1, tid).error_code == 0
+        assert acquired(fetch(raw, "sg-dc", "b", 2, tid)) == []   # 2-3 still c's
+
+
+def fetch_req(group: str, member: str, epoch: int, tid: uuid.UUID, *, min_bytes: int = 1, max_wait: int = 0,
+              batch_size: int = 500) -> ShareFetchRequest:
+    return FR(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait,
+              min_bytes=min_bytes, max_bytes=1 << 20, max_records=500, batch_size=batch_size, topics=[
+                  FR.FetchTopic(topic_id=tid, partitions=[FR.FetchPartition(partition_index=0)])])
+
+
+def test_min_bytes_long_poll_and_batch_size(raw: RawClient) -> None:
+    """Kafka's DelayedShareFetch: with less than MinBytes acquirable the fetch waits (woken by appends) and
+    answers once there is enough — or, at MaxWaitMs, with what there is. BatchSize cuts new records into
+    AcquiredRecords ranges at log batch boundaries."""
+    create_topic(raw, "mb", 1)
+    tid = topic_id(raw, "mb")
+    raw.request(produce_req("mb", encode_batch([Rec(b"small")])), 9)
+    host, port = raw.sock.getpeername()[:2]
+    with RawClient(host, port) as a:
+        hb(a, "sg-mb", "m", 0, ["mb"])
+        cid = a.send(fetch_req("sg-mb", "m", 0, tid, min_bytes=3000, max_wait=60_000), 1)
+        time.sleep(0.3)       # (the fetch is parked by then; were MinBytes ignored it would have answered [0])
+        raw.request(produce_req("mb", encode_batch([Rec(b"x" * 1000) for _ in range(4)])), 9)
+        got_cid, r = a.recv(78, 1)
+        assert got_cid == cid and r.error_code == 0
+        assert acquired(r) == [0, 1, 2, 3, 4]
+        # MinBytes never reached: at MaxWaitMs whatever there is
+        raw.request(produce_req("mb", encode_batch([Rec(b"y")])), 9)
+        r = a.request(fetch_req("sg-mb", "m", 1, tid, min_bytes=1 << 30, max_wait=300), 1)
+        assert acquired(r) == [5]
+    # BatchSize 4: three log batches of 4 records answered as three ranges, not one
+    create_topic(raw, "bs", 1)
+    tid = topic_id(raw, "bs")
+    for _ in range(3):
+        raw.request(produce_req("bs", encode_batch([Rec(b"z")] * 4)), 9)
+    hb(raw, "sg-bs", "m", 0, ["bs"])
+    r = raw.request(fetch_req("sg-bs", "m", 0, tid, batch_size=4), 1)
+    ranges = [(x.first_offset, x.last_offset) for x in r.responses[0].partitions[0].acquired_records]
+    assert ranges == [(0, 3), (4, 7), (8, 11)]

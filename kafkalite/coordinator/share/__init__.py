@@ -6,6 +6,8 @@ released or when its lock expires, up to a delivery-count limit.
 - ``records.py`` / ``state.py``: ShareSnapshot / ShareUpdate records of ``__share_group_state`` and replay.
 - ``manager.py``: all share-partitions of the broker and their persistence (pure).
 - ``group.py``: ShareGroupHeartbeat membership and the simple share assignor (pure).
+- ``grouprecords.py`` / ``membership.py``: membership in ``__consumer_offsets`` (Kafka 4.3's ShareGroup*
+  record types), written before each answer and restored at start.
 - ``sessions.py``: share sessions and their epochs (pure).
 - ``logread.py``, ``service.py``: the broker glue (log reads, long polls, timers under the supervisor).
 - ``config.py``: broker ``group.share.*`` defaults and per-group ``share.*`` overrides.

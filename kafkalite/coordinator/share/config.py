@@ -20,7 +20,7 @@ STATE_TOPIC = "__share_group_state"
 KAFKA_4_BROKER_CONFIGS = frozenset({
     "group.share.max.share.sessions", "share.coordinator.state.topic.num.partitions",
     "share.coordinator.state.topic.segment.bytes", "share.coordinator.snapshot.update.records.per.snapshot",
-    "share.coordinator.state.topic.prune.interval.ms",
+    "share.coordinator.state.topic.prune.interval.ms", "share.coordinator.cold.partition.snapshot.interval.ms",
 })
 
 _GROUP_KEYS = {
@@ -62,6 +62,7 @@ class ShareConfig:
     state_segment_bytes: int = 100 * 1024 * 1024
     updates_per_snapshot: int = 500
     prune_interval_ms: int = 300_000
+    cold_snapshot_interval_ms: int = 300_000
     group_configs: Callable[[str], Mapping[str, str]] | None = None   # the broker's group config store
 
     @classmethod
@@ -89,7 +90,8 @@ class ShareConfig:
                    get("share.coordinator.state.topic.num.partitions", 50),
                    get("share.coordinator.state.topic.segment.bytes", 100 * 1024 * 1024),
                    get("share.coordinator.snapshot.update.records.per.snapshot", 500),
-                   get("share.coordinator.state.topic.prune.interval.ms", 300_000))
+                   get("share.coordinator.state.topic.prune.interval.ms", 300_000),
+                   get("share.coordinator.cold.partition.snapshot.interval.ms", 300_000))
 
     def for_group(self, group_id: str) -> GroupSettings:
         overrides = self.group_configs(group_id) if self.group_configs is not None else None

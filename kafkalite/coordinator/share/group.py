@@ -17,9 +17,11 @@ As Kafka's ``GroupMetadataManager.shareGroupHeartbeat``:
   claim on acquired records (the caller releases them).
 - Group states as Kafka reports them: ``Empty`` (no members) and ``Stable``.
 
-Membership is kept in memory: after a broker restart members get UNKNOWN_MEMBER_ID and join again (their
-records' delivery state lives in ``__share_group_state``, see manager.py); groups known from that state are
-listed as Empty.
+Membership is persisted as Kafka persists it: every change leaves records of Kafka 4.3's share group types in
+``outbox`` (``grouprecords.py``: member metadata, group epoch, target assignment, current member assignment),
+which the caller appends to ``__consumer_offsets`` before answering. ``load`` restores groups from them after a
+restart: members keep their ids and epochs and go on heartbeating (their session timers start again), and a
+group whose subscribed topics changed meanwhile gets a new epoch and assignment at its next heartbeat.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.share import grouprecords as R
 from kafkalite.coordinator.share.config import ShareConfig
 
 FENCED_MEMBER_EPOCH = 110
@@ -50,6 +53,7 @@ class ShareMember:
     subscribed: list[str]
     deadline: int
     assignment: set[TP] = field(default_factory=set)
+    previous_epoch: int = -1
 
 
 @dataclass(slots=True)
@@ -84,6 +88,31 @@ class ShareGroupCoordinator:
         self.config = config
         self.topics = topics
         self.groups: dict[str, ShareGroup] = {}
+        self.outbox: dict[str, list[R.Record]] = {}      # group -> records to persist, in order (drained by the caller)
+        self._now = 0
+
+    def _emit(self, group_id: str, *records: R.Record) -> None:
+        self.outbox.setdefault(group_id, []).extend(records)
+
+    def take_outbox(self) -> dict[str, list[R.Record]]:
+        out, self.outbox = self.outbox, {}
+        return out
+
+    def load(self, loaded: Mapping[str, R.LoadedGroup], now: int) -> None:
+        """Groups replayed from ``__consumer_offsets`` (``grouprecords.GroupReplay.groups``)."""
+        topics = self.topics()
+        for gid, lg in loaded.items():
+            settings = self.config.for_group(gid)
+            g = ShareGroup(gid, lg.epoch, lg.assignment_epoch)
+            for mid, lm in lg.members.items():
+                g.members[mid] = ShareMember(mid, lm.member_epoch, lm.client_id, lm.client_host, lm.rack_id,
+                                             sorted(set(lm.subscribed)), now + settings.session_timeout_ms,
+                                             set(lm.assignment), lm.previous_epoch)
+            g.target = {mid: set(t) for mid, t in lg.target.items()}
+            sig = tuple(sorted((t, topics[t]) for t in g.subscribed_topics() if t in topics))
+            if R.metadata_hash(dict(sig)) == lg.metadata_hash:
+                g.topology = sig          # unchanged: no new epoch; otherwise the next heartbeat reassigns
+            self.groups[gid] = g
 
     def ensure_group(self, group_id: str) -> ShareGroup:
         g = self.groups.get(group_id)
@@ -103,9 +132,11 @@ class ShareGroupCoordinator:
             return HeartbeatResult(INVALID_REQUEST, "RackId can't be empty.")
         if member_epoch == 0 and not subscribed:
             return HeartbeatResult(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        self._now = now
         g = self.groups.get(group_id)
         if member_epoch == -1:
             if g is not None and g.members.pop(member_id, None) is not None:
+                self._removed(g, member_id)
                 self._bump(g)
             return HeartbeatResult(E.NONE, member_id=member_id, member_epoch=-1,
                                    interval_ms=settings.heartbeat_interval_ms)
@@ -124,20 +155,29 @@ class ShareGroupCoordinator:
                                        f"capacity of {self.config.max_group_size} members.")
             m = g.members[member_id] = ShareMember(member_id, 0, client_id, client_host, rack_id,
                                                    sorted(set(subscribed or [])), 0)
+            self._member_record(g, m)
             self._bump(g)
         else:
             if subscribed is not None and sorted(set(subscribed)) != m.subscribed:
                 m.subscribed = sorted(set(subscribed))
+                if rack_id is not None:
+                    m.rack_id = rack_id
+                self._member_record(g, m)
                 self._bump(g)
-            if rack_id is not None:
+            elif rack_id is not None and rack_id != m.rack_id:
                 m.rack_id = rack_id
+                self._member_record(g, m)
         m.deadline = now + settings.session_timeout_ms
         self._refresh_topology(g)
         send = None
         if member_epoch == 0 or m.member_epoch != g.assignment_epoch:
+            if m.member_epoch != g.assignment_epoch:
+                m.previous_epoch = m.member_epoch
             m.member_epoch = g.assignment_epoch
             m.assignment = set(g.target.get(member_id, set()))
             send = _by_topic(m.assignment)
+            self._emit(group_id, (R.key(R.CURRENT_ASSIGNMENT, group_id, member_id),
+                                  R.current_value(m.member_epoch, m.previous_epoch, m.assignment)))
         return HeartbeatResult(E.NONE, member_id=member_id, member_epoch=m.member_epoch,
                                interval_ms=settings.heartbeat_interval_ms, assignment=send)
 
@@ -148,10 +188,12 @@ class ShareGroupCoordinator:
     def poll(self, now: int) -> list[tuple[str, str]]:
         """Remove members whose session expired; returns (group, member) of each removed."""
         out = []
+        self._now = now
         for g in self.groups.values():
             gone = [mid for mid, m in g.members.items() if m.deadline <= now]
             for mid in gone:
                 del g.members[mid]
+                self._removed(g, mid)
                 out.append((g.group_id, mid))
             if gone:
                 self._bump(g)
@@ -161,8 +203,21 @@ class ShareGroupCoordinator:
         g = self.groups.get(group_id)
         if g is not None and g.members:
             return E.NON_EMPTY_GROUP
-        self.groups.pop(group_id, None)
+        if self.groups.pop(group_id, None) is not None:
+            self._emit(group_id, (R.key(R.STATE_PARTITIONS, group_id), None),
+                       (R.key(R.TARGET_METADATA, group_id), None), (R.key(R.GROUP_METADATA, group_id), None))
         return E.NONE
+
+    # -- records -------------------------------------------------------------------------------
+    def _member_record(self, g: ShareGroup, m: ShareMember) -> None:
+        self._emit(g.group_id, (R.key(R.MEMBER_METADATA, g.group_id, m.member_id),
+                                R.member_value(m.rack_id, m.client_id, m.client_host, m.subscribed)))
+
+    def _removed(self, g: ShareGroup, member_id: str) -> None:
+        """Kafka's removeMember: tombstones for the current assignment, the target assignment, the metadata."""
+        g.target.pop(member_id, None)
+        self._emit(g.group_id, *[(R.key(t, g.group_id, member_id), None)
+                                 for t in (R.CURRENT_ASSIGNMENT, R.TARGET_MEMBER, R.MEMBER_METADATA)])
 
     # -- assignment ----------------------------------------------------------------------------
     def _bump(self, g: ShareGroup) -> None:
@@ -174,8 +229,7 @@ class ShareGroupCoordinator:
         topics = self.topics()
         sig = tuple(sorted((t, topics[t]) for t in g.subscribed_topics() if t in topics))
         if sig != g.topology:
-            g.epoch += 1
-            self._assign(g)
+            self._bump(g)
 
     def _assign(self, g: ShareGroup) -> None:
         topics = self.topics()
@@ -184,8 +238,14 @@ class ShareGroupCoordinator:
         for mid, m in g.members.items():
             subs[mid] = {(topics[t][0], p) for t in m.subscribed if t in topics for p in range(topics[t][1])}
         old = {mid: m.assignment for mid, m in g.members.items()}
+        before = g.target
         g.target = simple_assign(subs, old)
         g.assignment_epoch = g.epoch
+        gid = g.group_id
+        self._emit(gid, (R.key(R.GROUP_METADATA, gid), R.group_value(g.epoch, R.metadata_hash(dict(g.topology)))))
+        self._emit(gid, *[(R.key(R.TARGET_MEMBER, gid, mid), R.target_member_value(parts))
+                          for mid, parts in sorted(g.target.items()) if before.get(mid) != parts])
+        self._emit(gid, (R.key(R.TARGET_METADATA, gid), R.target_metadata_value(g.assignment_epoch, self._now)))
 
 
 def simple_assign(subs: Mapping[str, set[TP]], old: Mapping[str, set[TP]]) -> dict[str, set[TP]]:

@@ -16,6 +16,13 @@ ShareSnapshot, then ShareUpdates, a fresh snapshot every ``updates_per_snapshot`
 - Lock expiries, releases on session close, and archiving of markers, aborted records and gaps are
   written the same way (a failed write there is logged by the caller; memory stays ahead, which at worst
   delivers those records again after a restart).
+- Replay work is bounded: a share-partition gets a fresh ShareSnapshot once ``updates_per_snapshot``
+  (``share.coordinator.snapshot.update.records.per.snapshot``, 500) ShareUpdates follow its last one, so a
+  restart reads its snapshot and at most that many updates. And, as Kafka's ``snapshotColdPartitions`` every
+  ``share.coordinator.cold.partition.snapshot.interval.ms`` (5 min), an idle share-partition (nothing written
+  for it for that long) whose latest snapshot has other records after it in its state-topic partition is
+  snapshotted again (``snapshot_cold``): its old snapshot no longer holds back the pruning of that partition
+  (``prunable``), so the records a restart reads stay bounded even when most share-partitions are idle.
 """
 from __future__ import annotations
 
@@ -52,6 +59,7 @@ class _Meta:
     snapshot_epoch: int = -1
     create_ts: int = 0
     updates: int = 0
+    last_write: int = 0
 
 
 class ShareStateManager:
@@ -63,6 +71,8 @@ class ShareStateManager:
         self.meta: dict[ShareKey, _Meta] = {}
         self._state_partition: dict[ShareKey, int] = {}
         self.snapshot_offsets: dict[ShareKey, int] = {}     # where each share-partition's last snapshot is
+        # state-topic partition -> offset of its last write other than a cold snapshot
+        self.last_offsets: dict[int, int] = {}
 
     # -- access --------------------------------------------------------------------------------
     def settings(self, group: str) -> GroupSettings:
@@ -191,7 +201,7 @@ class ShareStateManager:
     def delete(self, key: ShareKey) -> None:
         """DeleteShareGroupOffsets / a deleted group or topic: tombstones for both record types. Raises
         AppendError."""
-        self.append(self._partition_of(key), [(encode_key(SNAPSHOT, key), None), (encode_key(UPDATE, key), None)])
+        self._append(key, [(encode_key(SNAPSHOT, key), None), (encode_key(UPDATE, key), None)])
         self.parts.pop(key, None)
         self.persisted.pop(key, None)
         self.meta.pop(key, None)
@@ -242,15 +252,59 @@ class ShareStateManager:
             return
         value = ShareValue(False, max(meta.snapshot_epoch, 0), 0, sp.start, changed,
                            delivery_complete_count=sp.delivery_complete_count())
-        self.append(self._partition_of(key), [(encode_key(UPDATE, key), encode_value(value))])
+        self._append(key, [(encode_key(UPDATE, key), encode_value(value))])
         meta.updates += 1
+        meta.last_write = now
 
-    def _snapshot(self, key: ShareKey, sp: SharePartition, now: int) -> None:
+    def _append(self, key: ShareKey, records: list[tuple[bytes, bytes | None]], cold: bool = False) -> int | None:
+        part = self._partition_of(key)
+        offset = self.append(part, records)
+        if offset is not None and not cold:
+            self.last_offsets[part] = offset + len(records) - 1
+        return offset
+
+    def _snapshot(self, key: ShareKey, sp: SharePartition, now: int, cold: bool = False) -> None:
         meta = self.meta[key]
         epoch = meta.snapshot_epoch + 1
         value = ShareValue(True, epoch, 0, sp.start, sp.persisted_batches(), meta.state_epoch,
                            meta.create_ts or now, now, sp.delivery_complete_count())
-        offset = self.append(self._partition_of(key), [(encode_key(SNAPSHOT, key), encode_value(value))])
+        offset = self._append(key, [(encode_key(SNAPSHOT, key), encode_value(value))], cold)
         self.snapshot_offsets[key] = offset if offset is not None else -1
         meta.snapshot_epoch = epoch
         meta.updates = 0
+        meta.last_write = now
+
+    def snapshot_cold(self, now: int, interval_ms: int) -> int:
+        """Snapshot again the share-partitions idle for ``interval_ms`` whose latest snapshot has later records
+        in its state-topic partition (rewriting it moves the pruning frontier of that partition); cold
+        snapshots themselves do not count as later records, so a quiet broker rewrites nothing. Loaded
+        share-partitions not yet in use count as idle since the load. Returns how many were written; a failed
+        write is left for the next round."""
+        written = 0
+        for key in list(self.parts) + list(self.persisted):
+            part = self._partition_of(key)
+            snap = self.snapshot_offsets.get(key, -1)
+            last = self.last_offsets.get(part)
+            if last is None or snap < 0 or snap >= last:
+                continue
+            meta = self.meta.get(key)
+            if meta is not None and now - meta.last_write < interval_ms:
+                continue
+            try:
+                sp = self.parts.get(key)
+                if sp is not None:
+                    self._snapshot(key, sp, now, cold=True)
+                else:
+                    self._snapshot_persisted(key, self.persisted[key], now)
+            except E.AppendError:
+                continue
+            written += 1
+        return written
+
+    def _snapshot_persisted(self, key: ShareKey, ps: PersistedState, now: int) -> None:
+        ps.snapshot_epoch += 1
+        value = ShareValue(True, ps.snapshot_epoch, ps.leader_epoch, ps.start, ps.batches(), ps.state_epoch,
+                           ps.create_ts or now, now)
+        offset = self._append(key, [(encode_key(SNAPSHOT, key), encode_value(value))], cold=True)
+        self.snapshot_offsets[key] = ps.snapshot_offset = offset if offset is not None else -1
+        ps.updates = 0

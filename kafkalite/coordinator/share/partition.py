@@ -14,9 +14,10 @@ Theory of operation, as Kafka's ``SharePartition``:
   the states inside), so a slow or stuck record at the start stops new records from being acquired.
 - Acknowledgements (from the member holding the lock): ACCEPT(1) -> ACKNOWLEDGED, RELEASE(2) -> AVAILABLE,
   REJECT(3) and GAP(0, an offset the client found no record at) -> ARCHIVED, RENEW(4, KIP-1222) extends the
-  lock. A release, an expired lock and a closed share session make a record AVAILABLE again — unless its
-  delivery count has reached ``group.share.delivery.count.limit``, then it is ARCHIVED (never delivered
-  again). Acknowledgements of one request are validated as a whole first: any offset not ACQUIRED by that
+  lock. A release and an expired lock make a record AVAILABLE again — unless its delivery count has
+  reached ``group.share.delivery.count.limit``, then it is ARCHIVED (never delivered again). A share
+  session that ends (connection closed, final epoch, member gone) makes its records AVAILABLE with the
+  delivery count taken back by one, never archived (``release_member``). Acknowledgements of one request are validated as a whole first: any offset not ACQUIRED by that
   member fails the partition with INVALID_RECORD_STATE and nothing changes.
 - The start moves past the contiguous prefix of ACKNOWLEDGED/ARCHIVED records.
 - Control batches (transaction markers) and, for ``read_committed``, batches of aborted transactions are
@@ -343,12 +344,19 @@ class SharePartition:
         return bytes(ARCHIVED if c >= lim else AVAILABLE for c in range(256))
 
     def release_member(self, member: str) -> list[StateBatch]:
-        """A member's share session closed (or it left): its acquired records are available again (archived
-        at the delivery limit), their delivery counts unchanged."""
+        """A member's share session ended (its connection closed, it sent the final epoch, it was replaced
+        by a new session, or the member left): its acquired records are AVAILABLE again at once, and that
+        delivery does not count — the delivery count goes back down by one, and the delivery limit does
+        not archive them. This is Kafka's ``SharePartition.releaseAcquiredRecords`` (``DeliveryCountOps
+        .DECREASE``: "fetched but not actually delivered to the client"), unlike an expired lock or a
+        RELEASE acknowledgement, which keep the count and archive at the limit."""
         changed: list[tuple[int, int, int]] = []
         for i, owner in enumerate(self._owner):
             if owner == member and self._st[i] == ACQUIRED:
-                changed.append((self.start + i, self._release(i), self._cnt[i]))
+                cnt = self._cnt[i] = max(self._cnt[i] - 1, 0)
+                self._st[i] = AVAILABLE
+                self._owner[i] = None
+                changed.append((self.start + i, AVAILABLE, cnt))
         self._advance()
         return runs(changed)
 
@@ -426,6 +434,28 @@ def _add_range(out: list[Acquired], first: int, last: int, count: int) -> None:
         out[-1] = Acquired(out[-1].first, last, count)
     else:
         out.append(Acquired(first, last, count))
+
+
+def split_acquired(acquired: list[Acquired], used: Sequence[LogBatch], batch_size: int) -> list[Acquired]:
+    """ShareFetch ``BatchSize``: newly acquired records (delivery count 1) are answered as AcquiredRecords ranges
+    of about ``batch_size`` records, cut at log batch boundaries — a new range starts at the first log batch
+    at least ``batch_size`` offsets past the current range's first offset (Kafka's ``createBatches`` in
+    batch-optimized mode). Redelivered records keep their ranges."""
+    bases = sorted(b.base for b in used)
+    out: list[Acquired] = []
+    for a in acquired:
+        if a.delivery_count != 1 or a.last - a.first + 1 <= batch_size:
+            out.append(a)
+            continue
+        first = a.first
+        for base in bases:
+            if base <= first or base > a.last:
+                continue
+            if base - first >= batch_size:
+                out.append(Acquired(first, base - 1, 1))
+                first = base
+        out.append(Acquired(first, a.last, 1))
+    return out
 
 
 def _merge(batches: list[StateBatch]) -> list[StateBatch]:

@@ -7,9 +7,11 @@ worker thread (until then share requests answer COORDINATOR_LOAD_IN_PROGRESS), t
 — member session expiry and acquisition-lock expiry — under the broker's supervisor as
 ``share-coordinator.timers``.
 
-Long polls: a ShareFetch that acquired nothing waits (up to MaxWaitMs) for an append to one of its
-partitions or for records of its share-partitions becoming available again (a release, an expired lock,
-a start offset moving), never on a sleep.
+Long polls, as Kafka's ``DelayedShareFetch``: a ShareFetch answers at once when at least MinBytes of records
+can be acquired from its partitions (measured on the log from each share-partition's next fetch offset, before
+anything is acquired); otherwise it waits — for an append to one of its partitions or for records of its
+share-partitions becoming available again (a release, an expired lock, a closed session, a start offset moving),
+never on a sleep — and looks again, until MaxWaitMs have passed; then it acquires whatever there is.
 
 Time: as the group coordinator, trio's clock shifted to wall-clock ms (MockClock moves the timers).
 """
@@ -31,7 +33,8 @@ from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
 from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordinator
 from kafkalite.coordinator.share.logread import aborted_ranges, read_batches
 from kafkalite.coordinator.share.manager import ShareStateManager
-from kafkalite.coordinator.share.partition import Acquired
+from kafkalite.coordinator.share.membership import MembershipStore
+from kafkalite.coordinator.share.partition import Acquired, split_acquired
 from kafkalite.coordinator.share.records import ShareKey
 from kafkalite.coordinator.share.sessions import Context, ShareSessionCache
 from kafkalite.coordinator.share.state import StateReplay
@@ -71,6 +74,7 @@ class _Timers:
         for group, member in s.groups.poll(now):
             log.info("share group %s: member %s session expired", group, member)
             s.member_gone(group, member, now)
+        s.membership.persist()
         for (group, member), due in list(s._left.items()):
             if due <= now:
                 del s._left[(group, member)]
@@ -99,6 +103,8 @@ class ShareService:
         self._creating: trio.Event | None = None
         self._waiters: set[trio.Event] = set()
         self._left: dict[tuple[str, str], int] = {}     # members that left with a session open -> when to close it
+        self._by_conn: dict[int, set[tuple[str, str]]] = {}   # connection id -> (group, member) of sessions it opened
+        self.membership = MembershipStore(self)
 
     def _group_configs(self, group_id: str) -> Mapping[str, str]:
         """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,
@@ -133,9 +139,11 @@ class ShareService:
             self.loaded.set()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(supervise, self.state, "share-coordinator.prune", self._prune_loop)
+                nursery.start_soon(supervise, self.state, "share-coordinator.cold-snapshots", self._cold_loop)
                 await supervise(self.state, "share-coordinator.timers", self._timers.run)
 
     async def _load(self) -> None:
+        await self.membership.load()
         st = self.state
         if st is None or STATE_TOPIC not in getattr(st, "topics", {}):
             return
@@ -230,6 +238,16 @@ class ShareService:
                 moved += 1
         return moved
 
+    async def _cold_loop(self) -> None:
+        """Kafka's cold-partition snapshots (``ShareStateManager.snapshot_cold``), every
+        ``share.coordinator.cold.partition.snapshot.interval.ms``."""
+        interval = max(self.config.cold_snapshot_interval_ms, 1000)
+        while True:
+            await trio.sleep(interval / 1000)
+            n = self.states.snapshot_cold(self.now_ms(), interval)
+            if n:
+                log.debug("wrote %d snapshots of idle share-partitions", n)
+
     async def _prune_loop(self) -> None:
         while True:
             await trio.sleep(max(self.config.prune_interval_ms, 1000) / 1000)
@@ -252,6 +270,8 @@ class ShareService:
         now = self.now_ms()
         res = self.groups.heartbeat(now, group_id, member_id, member_epoch, rack_id, subscribed, client_id,
                                     client_host)
+        if self.membership.persist() and not res.error:
+            res = HeartbeatResult(E.COORDINATOR_NOT_AVAILABLE, "The membership change could not be written.")
         # a member leaving keeps its share session: a closing consumer's last acknowledgements (ShareAcknowledge
         # with epoch -1, on another connection) may still arrive after its leave heartbeat, as in Kafka. A
         # session still open one lock duration later is closed (Kafka closes it when the connection drops)
@@ -261,7 +281,8 @@ class ShareService:
         return res
 
     def member_gone(self, group: str, member: str, now: int) -> None:
-        """A member's group session expired: its share session closes and its acquired records are released
+        """A member's group session expired (or it left and its share session stayed open a lock duration):
+        its share session closes and its acquired records are released as when its connection closes
         (Kafka's ShareGroupListener.onMemberLeave)."""
         session = self.sessions.remove(group, member)
         keys = [ShareKey(group, tid, p) for tid, p in session.partitions] if session is not None else None
@@ -285,6 +306,7 @@ class ShareService:
         err = self.groups.delete(group_id)
         if err:
             return err
+        self.membership.group_deleted(group_id)
         for key in self.states.keys(group_id):
             try:
                 self.states.delete(key)
@@ -300,17 +322,36 @@ class ShareService:
                 self.states.delete(key)
             except E.AppendError as exc:
                 log.warning("could not delete the share state of %s: %s", key, exc)
+        self.membership.topic_deleted(topic_id)
         for s in self.sessions.sessions.values():
             for tp in [tp for tp in s.partitions if tp[0] == topic_id]:
                 del s.partitions[tp]
 
     # -- ShareFetch / ShareAcknowledge ---------------------------------------------------------
     def open_fetch(self, group: str, member: str, epoch: int, add: Sequence[TP], forget: Sequence[TP],
-                   has_acks: bool) -> Context:
-        ctx = self.sessions.fetch_context(group, member, epoch, add, forget, has_acks, self.now_ms())
+                   has_acks: bool, conn_id: int = 0) -> Context:
+        ctx = self.sessions.fetch_context(group, member, epoch, add, forget, has_acks, self.now_ms(), conn_id)
         if ctx.replaced is not None:
             self._release_session(ctx.replaced)
+        if epoch == 0 and ctx.session is not None and conn_id:
+            keys = self._by_conn.get(conn_id)
+            if keys is None:
+                keys = self._by_conn[conn_id] = set()
+                from kafkalite.connection import on_close
+                on_close(conn_id, lambda: self.connection_closed(conn_id))
+            keys.add((group, member))
         return ctx
+
+    def connection_closed(self, conn_id: int) -> None:
+        """The connection ``conn_id`` closed: the share sessions it opened end and their members' acquired
+        records are available at once (Kafka's disconnect listener -> ``onMemberLeave`` -> release; see
+        ``SharePartition.release_member`` for the delivery count). Sessions since reopened elsewhere stay."""
+        for group, member in self._by_conn.pop(conn_id, ()):
+            s = self.sessions.sessions.get((group, member))
+            if s is not None and s.conn_id == conn_id:
+                log.debug("share group %s: member %s's connection closed; its share session ends", group, member)
+                self.sessions.remove(group, member)
+                self._release_session(s)
 
     def open_ack(self, group: str, member: str, epoch: int) -> Context:
         return self.sessions.ack_context(group, member, epoch, self.now_ms())
@@ -321,6 +362,9 @@ class ShareService:
         if s is not None and self.sessions.sessions.get((s.group, s.member)) is s:
             self.sessions.remove(s.group, s.member)
             self._release_session(s)
+            keys = self._by_conn.get(s.conn_id)
+            if keys is not None:
+                keys.discard((s.group, s.member))
 
     def _release_session(self, s: Any) -> None:
         keys = [ShareKey(s.group, tid, p) for tid, p in s.partitions]
@@ -345,8 +389,40 @@ class ShareService:
         self.kick()
         return out
 
+    def _share_partition(self, key: ShareKey, now: int, log_start: int, end: int) -> Any:
+        """The share-partition, initialised on first use (then listed in ShareGroupStatePartitionMetadata)."""
+        fresh = key not in self.states.parts
+        sp = self.states.partition(key, now, log_start, end)
+        if fresh:
+            self.membership.initialized(key.group, key.topic_id, key.partition)
+        return sp
+
+    def _acquirable_bytes(self, group: str, tid: uuid.UUID, p: int, now: int, limit: int) -> int:
+        """About how many bytes of records ``group`` could acquire from the partition now (up to ``limit``):
+        the log's bytes from the share-partition's next fetch offset (Kafka's ``isMinBytesSatisfied``); on
+        anything unusual ``limit``, so that the fetch goes on and reports it."""
+        st = self.state
+        name = self.topic_name(tid)
+        plog = st.get_log(name, p) if name is not None and 0 <= p < st.topics[name].partitions else None
+        if plog is None:
+            return limit
+        end = plog.last_stable_offset if self.states.settings(group).read_committed else plog.high_watermark
+        try:
+            sp = self._share_partition(ShareKey(group, tid, p), now, plog.log_start_offset, end)
+            if not sp.has_available(end):
+                return 0
+            offset = max(sp.fetch_offset(), plog.log_start_offset)
+            if offset >= end:
+                return 0
+            have = sum(r[2] for r in plog.read(offset, limit, min_one=True))
+            # reads stop before a whole batch that would pass ``limit``: then ask for everything (no header
+            # scan: a read reaching a segment's end only takes positions)
+            return have if have >= limit else sum(r[2] for r in plog.read(offset, 0x7FFFFFFF, min_one=True))
+        except (E.AppendError, StorageError):
+            return limit
+
     def _fetch_one(self, group: str, member: str, tid: uuid.UUID, p: int, max_records: int, max_bytes: int,
-                   now: int, record_limit: bool = False) -> FetchedPartition:
+                   now: int, record_limit: bool = False, batch_size: int = 0) -> FetchedPartition:
         st = self.state
         name = self.topic_name(tid)
         if name is None:
@@ -360,7 +436,7 @@ class ShareService:
         end = plog.last_stable_offset if committed else plog.high_watermark
         key = ShareKey(group, tid, p)
         try:
-            sp = self.states.partition(key, now, plog.log_start_offset, end)
+            sp = self._share_partition(key, now, plog.log_start_offset, end)
         except E.AppendError as exc:
             log.warning("share-partition %s could not be initialised: %s", key, exc)
             return FetchedPartition(E.KAFKA_STORAGE_ERROR, leader_epoch=epoch)
@@ -375,14 +451,18 @@ class ShareService:
             return FetchedPartition(int(error_code_for(exc)), leader_epoch=epoch)
         aborted = aborted_ranges(plog, offset, end) if committed else []
         got, used = self.states.acquire(key, member, batches, max_records, now, aborted, record_limit)
+        if batch_size > 0 and not record_limit:
+            got = split_acquired(got, used, batch_size)
         regions = [b.ref for b in used]
         self.kick()
         return FetchedPartition(0, regions, got, epoch, sum(r[2] for r in regions))
 
     async def fetch(self, group: str, member: str, partitions: Sequence[TP], *, max_records: int,
-                    max_bytes: int, max_wait_ms: int, record_limit: bool = False) -> dict[TP, FetchedPartition]:
+                    max_bytes: int, max_wait_ms: int, record_limit: bool = False, min_bytes: int = 1,
+                    batch_size: int = 0) -> dict[TP, FetchedPartition]:
         """Acquire records for ``member`` from ``partitions`` (the session's), waiting up to ``max_wait_ms``
-        while there is nothing to hand out."""
+        while there is nothing to hand out or less than ``min_bytes`` of it. ``batch_size`` (ShareFetch
+        BatchSize) splits newly acquired records into AcquiredRecords ranges of about that many records."""
         st = self.state
         await self.ensure_state_topic()
         deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
@@ -394,10 +474,20 @@ class ShareService:
             await st.ensure_loaded(log_keys)
         while True:
             now = self.now_ms()
+            if min_bytes > 1 and log_keys and not st.draining and trio.current_time() < deadline:
+                have = 0
+                for tid, p in partitions:
+                    have += self._acquirable_bytes(group, tid, p, now, min_bytes - have)
+                    if have >= min_bytes:
+                        break
+                if have < min_bytes:
+                    await self._wait(log_keys, deadline)
+                    continue
             out: dict[TP, FetchedPartition] = {}
             records_left, bytes_left = max_records, max_bytes
             for tp in partitions:
-                res = self._fetch_one(group, member, tp[0], tp[1], records_left, bytes_left, now, record_limit)
+                res = self._fetch_one(group, member, tp[0], tp[1], records_left, bytes_left, now, record_limit,
+                                      batch_size)
                 out[tp] = res
                 records_left -= sum(a.last - a.first + 1 for a in res.acquired)
                 bytes_left = max(bytes_left - res.size, 1)
@@ -405,14 +495,19 @@ class ShareService:
                 return out
             if trio.current_time() >= deadline:
                 return out
-            ev = st.append_waiter(log_keys)
-            self._waiters.add(ev)
-            try:
-                with trio.move_on_at(deadline):
-                    await ev.wait()
-            finally:
-                st.drop_waiter(log_keys, ev)
-                self._waiters.discard(ev)
+            await self._wait(log_keys, deadline)
+
+    async def _wait(self, log_keys: list[tuple[str, int]], deadline: float) -> None:
+        """Until an append to one of the partitions, records available again (``wake``), or the deadline."""
+        st = self.state
+        ev = st.append_waiter(log_keys)
+        self._waiters.add(ev)
+        try:
+            with trio.move_on_at(deadline):
+                await ev.wait()
+        finally:
+            st.drop_waiter(log_keys, ev)
+            self._waiters.discard(ev)
 
     # -- share group offsets (admin) -----------------------------------------------------------
     def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
@@ -446,6 +541,7 @@ class ShareService:
             try:
                 self.states.alter_start(ShareKey(group, tid, p), offset, now)
                 out[(tid, p)] = E.NONE
+                self.membership.initialized(group, tid, p)
             except E.AppendError:
                 out[(tid, p)] = E.KAFKA_STORAGE_ERROR
         self.groups.ensure_group(group)
@@ -466,4 +562,5 @@ class ShareService:
                     except E.AppendError:
                         code = E.KAFKA_STORAGE_ERROR
             out[tid] = code
+        self.membership.forget(group, set(topic_ids))
         return E.NONE, out

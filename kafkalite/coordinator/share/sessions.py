@@ -13,6 +13,11 @@ incremental ShareFetch names only what changed. ``ShareSessionEpoch`` in request
 
 ShareAcknowledge uses the same epochs except that 0 is INVALID_SHARE_SESSION_EPOCH. At most
 ``group.share.max.share.sessions`` sessions exist (SHARE_SESSION_LIMIT_REACHED).
+
+A session remembers the connection that opened it: when that connection closes, the session goes and the
+member's acquired records are released at once (Kafka's ``ShareSessionCache`` connection-disconnect
+listener, which calls ``ShareGroupListener.onMemberLeave``). A session reopened on another connection
+(epoch 0 again) is not ended by the first connection closing.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ class ShareSession:
     epoch: int                      # the epoch the next request must carry
     partitions: dict[TP, None] = field(default_factory=dict)   # insertion-ordered set
     last_used: int = 0
+    conn_id: int = 0                # the connection whose ShareFetch (epoch 0) opened it; 0: unknown
 
 
 @dataclass(slots=True)
@@ -57,7 +63,7 @@ class ShareSessionCache:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
     def fetch_context(self, group: str, member: str, epoch: int, add: Iterable[TP], forget: Iterable[TP],
-                      has_acks: bool, now: int = 0) -> Context:
+                      has_acks: bool, now: int = 0, conn_id: int = 0) -> Context:
         key = (group, member)
         if epoch == INITIAL_EPOCH:
             if has_acks:
@@ -67,7 +73,7 @@ class ShareSessionCache:
                 if old is not None:
                     self.sessions[key] = old
                 return Context(SHARE_SESSION_LIMIT_REACHED)
-            s = ShareSession(group, member, next_epoch(INITIAL_EPOCH), dict.fromkeys(add), now)
+            s = ShareSession(group, member, next_epoch(INITIAL_EPOCH), dict.fromkeys(add), now, conn_id)
             self.sessions[key] = s
             return Context(session=s, replaced=old)
         s = self.sessions.get(key)
