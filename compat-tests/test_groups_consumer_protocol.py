@@ -50,8 +50,11 @@ def out(obj):
     obj["t"] = time.time()
     print(json.dumps(obj), flush=True)
 from confluent_kafka import Consumer
-conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+protocol = os.environ.get("KIP848_PROTOCOL") or "consumer"
+conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
         "auto.offset.reset": "earliest", "enable.auto.commit": False}
+if protocol == "classic":
+    conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
 if instance:
     conf["group.instance.id"] = instance
 if os.environ.get("KIP848_ASSIGNOR"):
@@ -91,7 +94,12 @@ public class Kip848Member {
         Properties p = new Properties();
         p.put("bootstrap.servers", a[0]);
         p.put("group.id", a[2]);
-        p.put("group.protocol", "consumer");
+        String protocol = a.length > 3 ? a[3] : "consumer";
+        p.put("group.protocol", protocol);
+        if (protocol.equals("classic")) {
+            p.put("session.timeout.ms", "6000");
+            p.put("heartbeat.interval.ms", "500");
+        }
         p.put("auto.offset.reset", "earliest");
         p.put("enable.auto.commit", "false");
         p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
@@ -216,10 +224,11 @@ def _java_cp() -> str:
 
 
 def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = "",
-                 instance: str | None = None, assignor: str | None = None) -> Member:
+                 instance: str | None = None, assignor: str | None = None, protocol: str = "consumer") -> Member:
+    """A member process; ``protocol="classic"`` makes it a JoinGroup/SyncGroup member (6 s session timeout)."""
     if kind == "java":
         return Member(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", _java_cp(), "Kip848Member",
-                       bootstrap, topic, group], name)
+                       bootstrap, topic, group, protocol], name)
     try:
         import confluent_kafka  # noqa: F401
     except ImportError:
@@ -227,7 +236,7 @@ def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = 
     CACHE.mkdir(parents=True, exist_ok=True)
     script = CACHE / "kip848_member.py"
     write_script(script, PY_MEMBER)
-    env = dict(os.environ, KIP848_ASSIGNOR=assignor or "")
+    env = dict(os.environ, KIP848_ASSIGNOR=assignor or "", KIP848_PROTOCOL=protocol)
     return Member([sys.executable, str(script), bootstrap, topic, group, *([instance] if instance else [])], name,
                   env)
 
@@ -485,3 +494,4 @@ def test_range_assignor_chosen_by_the_members(kip848_broker: BrokerProcess, topi
     finally:
         for m in members:
             m.stop(signal.SIGKILL, timeout=10)
+

@@ -228,11 +228,11 @@ class GroupService:
                          reason: str | None = None) -> JoinResult:
         await self.ensure_offsets_topic_async()
         now = self.now_ms()
-        cg = self.consumer.coordinator.groups.get(group_id)
-        if cg is not None:   # a classic member joining a consumer group: only an empty one converts back
-            if cg.members:
-                return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, "")
-            self.consumer.coordinator.remove_empty(group_id)
+        if self.consumer.serves_classic(group_id, joining=True):   # a consumer group's classic member
+            return self.consumer.classic_join(group_id, member_id, group_instance_id, client_id, client_host,
+                                              rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                              require_known_member_id)
+        self.consumer.coordinator.remove_empty(group_id)   # an empty consumer group converts back to classic
         try:
             p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
                                             rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
@@ -248,6 +248,9 @@ class GroupService:
     async def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                          protocol_type: str | None, protocol_name: str | None,
                          assignments: dict[str, bytes]) -> SyncResult:
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_sync(group_id, generation_id, member_id, group_instance_id, protocol_type,
+                                              protocol_name)
         try:
             p = self.coordinator.sync_group(self.now_ms(), group_id, generation_id, member_id, group_instance_id,
                                             protocol_type, protocol_name, assignments)
@@ -258,6 +261,8 @@ class GroupService:
         return await self._await(p)  # type: ignore[no-any-return]
 
     def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_heartbeat(group_id, member_id, group_instance_id, generation_id)
         try:
             err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id, generation_id)
         except Exception:
@@ -267,6 +272,8 @@ class GroupService:
         return err
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_leave(group_id, members)
         try:
             out = self.coordinator.leave_group(self.now_ms(), group_id, members)
         except Exception:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from base64 import urlsafe_b64encode
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,13 +29,17 @@ from typing import Any
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.consumer import records as R
 from kafkalite.coordinator.consumer.assignors import ASSIGNORS, assign
+from kafkalite.coordinator.consumer.classic import ClassicMembersMixin
+from kafkalite.coordinator.consumer.migration import ClassicSide, MigrationMixin
 from kafkalite.coordinator.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
+    ClassicMeta,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
+    new_member_id,
 )
 from kafkalite.coordinator.consumer.reconcile import reconcile
 from kafkalite.coordinator.consumer.regex import RegexError, compile_re2
@@ -50,6 +53,7 @@ UNRELEASED_INSTANCE_ID = int(ErrorCode.UNRELEASED_INSTANCE_ID)
 UNSUPPORTED_ASSIGNOR = int(ErrorCode.UNSUPPORTED_ASSIGNOR)
 STALE_MEMBER_EPOCH = int(ErrorCode.STALE_MEMBER_EPOCH)
 INVALID_REGULAR_EXPRESSION = int(ErrorCode.INVALID_REGULAR_EXPRESSION)
+ILLEGAL_GENERATION = int(ErrorCode.ILLEGAL_GENERATION)
 METADATA_REFRESH_MS = 500   # subscribed topics re-read at most this often per group (on heartbeats)
 
 
@@ -59,6 +63,7 @@ class ConsumerConfig:
     session_timeout_ms: int = 45_000        # group.consumer.session.timeout.ms
     assignors: tuple[str, ...] = ASSIGNORS  # group.consumer.assignors (the first is the default)
     max_size: int = 2**31 - 1               # group.consumer.max.size
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy (migration.py)
     #: the broker's group config store (IncrementalAlterConfigs on GROUP resources), when it has one: a group's
     #: consumer.session.timeout.ms / consumer.heartbeat.interval.ms override the broker's (Kafka's GroupConfig)
     group_configs: Callable[[str], Mapping[str, str]] | None = None
@@ -93,16 +98,11 @@ class HeartbeatError(Exception):
         self.code = code
 
 
-def new_member_id() -> str:
-    """Kafka's Uuid.randomUuid().toString(): url-safe base64 of 16 random bytes, no padding."""
-    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
 def _tp_set(a: Assignment | None) -> set[tuple[uuid.UUID, int]]:
     return {(t, p) for t, ps in (a or {}).items() for p in ps}
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin):
     def __init__(self, config: ConsumerConfig, append: Callable[[str, list[tuple[bytes, bytes | None]]], None],
                  topics: Callable[[], Mapping[str, Any]],
                  classic_group_busy: Callable[[str], bool] = lambda g: False) -> None:
@@ -116,6 +116,8 @@ class ConsumerGroupCoordinator:
         self._matches: dict[str, dict[str, bool]] = {}   # regex -> topic name -> matches (each matched once)
         self._topic_filter: Callable[[set[str]], set[str]] | None = None   # the heartbeating member's (authz)
         self._group_filters: dict[str, Callable[[set[str]], set[str]] | None] = {}   # group -> last filter
+        self.classic_side: ClassicSide | None = None   # the classic coordinator, for online conversion
+        self._post: list[Callable[[], None]] = []      # run after a write (a downgraded group's rebalance)
 
     # -- heartbeat -----------------------------------------------------------------------------------------
     def heartbeat(self, now: int, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
@@ -195,17 +197,21 @@ class ConsumerGroupCoordinator:
         if group is None:
             if epoch != 0:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            if self._classic_busy(group_id):
-                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            group = ConsumerGroup(group_id)
+            # a non-empty classic group converts online (migration.py) or the heartbeat is refused
+            converting = self._classic_busy(group_id)
+            group = self._upgrade(now, group_id, out) if converting else ConsumerGroup(group_id)
+        else:
+            converting = False
         if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(now, group, member_id, epoch, instance_id)
         member = self._member(group, member_id or new_member_id(), epoch, instance_id, owned, out)
-        self.groups.setdefault(group_id, group)
         if len(group.members) >= self.config.max_size and member.member_id not in group.members:
             raise HeartbeatError(E.GROUP_MAX_SIZE_REACHED,
                                  f"The consumer group has reached its maximum capacity of "
                                  f"{self.config.max_size} members.")
+        if converting and self.classic_side is not None:
+            self.classic_side.detach(group_id, now)
+        self.groups.setdefault(group_id, group)
         old_meta = member.metadata_key() if member.member_id in group.members else None
         old_assign = member.assignment_key() if member.member_id in group.members else None
         old_assigned = _tp_set(member.assigned)
@@ -340,8 +346,12 @@ class ConsumerGroupCoordinator:
             self._write(group.group_id, out)
             return HeartbeatResult(member_id=member.member_id, member_epoch=epoch)
         log.info("member %s leaves consumer group %s", member.member_id, group.group_id)
-        self._remove(group, member, out)
-        self._write(group.group_id, out)
+        if not self._maybe_downgrade(now, group, member, out):
+            self._remove(group, member, out)
+        try:
+            self._write(group.group_id, out)
+        finally:
+            self._run_post()
         return HeartbeatResult(member_id=member.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
 
     # -- group bookkeeping -----------------------------------------------------------------------------------
@@ -440,7 +450,7 @@ class ConsumerGroupCoordinator:
         return held
 
     def _timers_after(self, member: ConsumerMember, now: int, session_ms: int) -> None:
-        member.session_deadline = now + session_ms
+        member.session_deadline = now + (member.classic.session_timeout_ms if member.classic else session_ms)
         if member.state == MemberState.UNREVOKED_PARTITIONS:
             if member.rebalance_deadline is None:
                 member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
@@ -461,7 +471,7 @@ class ConsumerGroupCoordinator:
         best: int | None = None
         for g in self.groups.values():
             for m in g.members.values():
-                for d in (m.session_deadline, m.rebalance_deadline):
+                for d in (m.session_deadline, m.rebalance_deadline, m.join_deadline, m.sync_deadline):
                     if d is not None and (best is None or d < best):
                         best = d
         return best
@@ -483,12 +493,19 @@ class ConsumerGroupCoordinator:
                 why = "session timeout"
             elif m.rebalance_deadline is not None and m.rebalance_deadline <= now:
                 why = "rebalance timeout (partitions not revoked)"
+            elif m.join_deadline is not None and m.join_deadline <= now:
+                why = "the classic member failed to join within the rebalance timeout"
+            elif m.sync_deadline is not None and m.sync_deadline <= now:
+                why = "the classic member failed to sync within the rebalance timeout"
             if why:
                 log.info("member %s of consumer group %s fenced: %s", m.member_id, group.group_id, why)
+                if self._maybe_downgrade(now, group, m, out):
+                    break
                 self._remove(group, m, out)
         if out:
             with contextlib.suppress(HeartbeatError):   # logged; memory is ahead of the log until the next write
                 self._write(group.group_id, out)
+        self._run_post()
 
     # -- offsets ---------------------------------------------------------------------------------------------
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int, version: int) -> int | None:
@@ -502,9 +519,11 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        if version < 9:
+        if version < 9 and member.classic is None:
             return int(ErrorCode.UNSUPPORTED_VERSION)
-        return 0 if member_epoch == member.member_epoch else STALE_MEMBER_EPOCH
+        if member_epoch == member.member_epoch:
+            return 0
+        return ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         group = self.groups.get(group_id)
@@ -513,7 +532,9 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id or "")
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        return 0 if member_epoch == member.member_epoch else STALE_MEMBER_EPOCH
+        if member_epoch == member.member_epoch:
+            return 0
+        return ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
 
     # -- admin -----------------------------------------------------------------------------------------------
     def list_groups(self, states: set[str], types: set[str]) -> list[dict[str, str]]:
@@ -570,7 +591,8 @@ class ConsumerGroupCoordinator:
                 log.warning("skipping undecodable consumer group record: %s", exc)
         for g in groups.values():
             for m in g.members.values():
-                m.session_deadline = now + self.config.session_timeout(g.group_id)
+                m.session_deadline = now + (m.classic.session_timeout_ms if m.classic is not None
+                                            else self.config.session_timeout(g.group_id))
                 if m.state == MemberState.UNREVOKED_PARTITIONS:
                     m.rebalance_deadline = now + max(m.rebalance_timeout_ms, 0)
         self.groups.update(groups)
@@ -599,6 +621,7 @@ class ConsumerGroupCoordinator:
             m.subscribed_topic_names = list(v.subscribed_topic_names)
             m.subscribed_topic_regex = v.subscribed_topic_regex
             m.rebalance_timeout_ms, m.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+            m.classic = ClassicMeta(v.classic[0], list(v.classic[1])) if v.classic is not None else None
         elif k.type == R.CURRENT_ASSIGNMENT:
             if v is None:
                 return

@@ -9,13 +9,14 @@ section per struct). A null value is a tombstone. Types written here:
   (Kafka 4.0 writes it; 4.1+ only tombstones it and keeps MetadataHash instead -- we write it so a reload knows
   the topic metadata the target assignment was computed from)
 * 5 ConsumerGroupMemberMetadata (group, member) -> InstanceId, RackId, ClientId, ClientHost,
-  SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor
+  SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor, and for a member speaking the
+  classic protocol ClassicMemberMetadata (tag 0: SessionTimeoutMs, SupportedProtocols[Name, Metadata])
 * 6 ConsumerGroupTargetAssignmentMetadata (group) -> AssignmentEpoch, AssignmentTimestamp (tag 0)
 * 7 ConsumerGroupTargetAssignmentMember (group, member) -> TopicPartitions[TopicId, Partitions]
 * 8 ConsumerGroupCurrentMemberAssignment (group, member) -> MemberEpoch, PreviousMemberEpoch, State,
   AssignedPartitions[...], PartitionsPendingRevocation[...]
 
-Unknown tagged fields are skipped on decode (e.g. 4.3's AssignmentEpochs, ClassicMemberMetadata).
+Unknown tagged fields are skipped on decode (e.g. 4.3's AssignmentEpochs).
 """
 from __future__ import annotations
 
@@ -170,7 +171,43 @@ def member_metadata_value(m: object) -> bytes:
         _cstr(w, m.subscribed_topic_regex)  # type: ignore[attr-defined]
         w.int32(m.rebalance_timeout_ms)  # type: ignore[attr-defined]
         _cstr(w, m.server_assignor)  # type: ignore[attr-defined]
-    return _value(fill)
+    classic = getattr(m, "classic", None)
+    if classic is None:
+        return _value(fill)
+    # tag 0: the nullable struct ClassicMemberMetadata (a presence varint 1, then the struct)
+    body = Writer()
+    body.uvarint(1)
+    body.int32(classic.session_timeout_ms)
+    body.uvarint(len(classic.protocols) + 1)
+    for name, meta in classic.protocols:
+        _cstr(body, name)
+        body.uvarint(len(meta) + 1)
+        body.buf += bytes(meta)  # type: ignore[attr-defined]
+        body.uvarint(0)
+    body.uvarint(0)
+    raw = body.getvalue()
+    w = Writer()
+    w.int16(0)
+    fill(w)
+    w.uvarint(1)
+    w.uvarint(0)
+    w.uvarint(len(raw))
+    w.buf += raw  # type: ignore[attr-defined]
+    return w.getvalue()
+
+
+def _rclassic(raw: bytes) -> tuple[int, list[tuple[str, bytes]]] | None:
+    r = Reader(raw)
+    if r.uvarint() == 0:
+        return None
+    session = r.int32()
+    protocols = []
+    for _ in range(max(r.uvarint() - 1, 0)):
+        name = _rcstr(r) or ""
+        meta = bytes(r.raw(max(r.uvarint() - 1, 0)))
+        r.tagged_fields()
+        protocols.append((name, meta))
+    return session, protocols
 
 
 def target_metadata_value(epoch: int, timestamp_ms: int) -> bytes:
@@ -209,6 +246,7 @@ class MemberMetadata:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: tuple[int, list[tuple[str, bytes]]] | None = None   # (session timeout, protocols)
 
 
 def decode_value(type_: int, value: bytes) -> object:
@@ -241,7 +279,9 @@ def decode_value(type_: int, value: bytes) -> object:
             regex = _rcstr(r)
             rto = r.int32()
             assignor = _rcstr(r)
-            return MemberMetadata(inst, rack, cid, host, names, regex, rto, assignor)
+            tags = r.tagged_fields()
+            classic = _rclassic(bytes(tags[0])) if 0 in tags else None
+            return MemberMetadata(inst, rack, cid, host, names, regex, rto, assignor, classic)
         if type_ == TARGET_MEMBER:
             return _rassignment(r)
         if type_ == CURRENT_ASSIGNMENT:
