@@ -495,3 +495,72 @@ def test_range_assignor_chosen_by_the_members(kip848_broker: BrokerProcess, topi
         for m in members:
             m.stop(signal.SIGKILL, timeout=10)
 
+
+def test_offset_delete_and_group_admin_across_group_types(kip848_broker: BrokerProcess, topic: str) -> None:
+    """OffsetDelete against a live consumer group: GROUP_SUBSCRIBED_TO_TOPIC for the topic its member subscribes
+    to, allowed for another topic (Kafka's rule); ListGroups / DescribeGroups (confluent-kafka's admin: KIP-848
+    ConsumerGroupDescribe, falling back to DescribeGroups for the classic group) / DeleteGroups across a classic
+    and a consumer group."""
+    from confluent_kafka import (
+        ConsumerGroupState,
+        ConsumerGroupTopicPartitions,
+        ConsumerGroupType,
+        TopicPartition,
+    )
+    from test_groups_support import admin
+
+    from kafkalite.tests.rawclient import RawClient
+    from wire.messages import OffsetDeleteRequest
+
+    bs = kip848_broker.bootstrap
+    other = f"{topic}-other"
+    create_topic(bs, topic, 2)
+    create_topic(bs, other, 1)
+    group, classic_group = f"k848o-{uuid.uuid4().hex[:8]}", f"k848oc-{uuid.uuid4().hex[:8]}"
+    adm = admin(bs)
+    # offsets committed while the group does not exist yet (a simple commit), carried into the consumer group
+    adm.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        group, [TopicPartition(other, 0, 5), TopicPartition(topic, 0, 0)])])[group].result(30)
+    m = start_member("confluent-kafka", bs, topic, group, "live")
+    c = start_member("confluent-kafka", bs, topic, classic_group, "classic", protocol="classic")
+    try:
+        wait_for(lambda: covers([m], topic, 2) and covers([c], topic, 2), 90, "both groups assigned", [m, c])
+
+        def delete(tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+            T = OffsetDeleteRequest.OffsetDeleteRequestTopic
+            P = OffsetDeleteRequest.OffsetDeleteRequestPartition
+            by: dict[str, list[int]] = {}
+            for t, p in tps:
+                by.setdefault(t, []).append(p)
+            with RawClient(kip848_broker.host, kip848_broker.port) as rc:
+                r = rc.request(OffsetDeleteRequest(group_id=group, topics=[
+                    T(name=t, partitions=[P(partition_index=p) for p in ps]) for t, ps in by.items()]), 0)
+            assert r.error_code == 0
+            return {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+
+        assert delete([(topic, 0), (other, 0)]) == {(topic, 0): 86, (other, 0): 0}   # GROUP_SUBSCRIBED_TO_TOPIC
+        assert committed(bs, group, other, 1) == {0: -1001}                          # gone
+        assert committed(bs, group, topic, 1)[0] >= 0                                # kept
+
+        listed = {g.group_id: (g.type.name, g.state.name)
+                  for g in adm.list_consumer_groups(request_timeout=30).result(30).valid}
+        assert listed[group] == ("CONSUMER", "STABLE") and listed[classic_group] == ("CLASSIC", "STABLE")
+        only = adm.list_consumer_groups(request_timeout=30, types={ConsumerGroupType.CLASSIC}).result(30).valid
+        assert classic_group in {g.group_id for g in only} and group not in {g.group_id for g in only}
+        d = adm.describe_consumer_groups([group, classic_group], request_timeout=30)
+        dc, dk = d[group].result(30), d[classic_group].result(30)
+        assert (dc.type.name, dc.state, len(dc.members)) == ("CONSUMER", ConsumerGroupState.STABLE, 1)
+        assert (dk.type.name, dk.state, len(dk.members)) == ("CLASSIC", ConsumerGroupState.STABLE, 1)
+        assert sorted(p.partition for p in dc.members[0].assignment.topic_partitions) == [0, 1]
+
+        with pytest.raises(Exception, match="NON_EMPTY_GROUP"):
+            adm.delete_consumer_groups([group], request_timeout=30)[group].result(30)
+        m.stop(signal.SIGTERM)
+        c.stop(signal.SIGTERM)
+        adm.delete_consumer_groups([group, classic_group], request_timeout=30)[group].result(30)
+        left = {g.group_id for g in adm.list_consumer_groups(request_timeout=30).result(30).valid}
+        assert group not in left
+        assert committed(bs, group, topic, 1) == {0: -1001}
+    finally:
+        m.stop(signal.SIGKILL, timeout=10)
+        c.stop(signal.SIGKILL, timeout=10)

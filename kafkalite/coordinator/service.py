@@ -319,6 +319,15 @@ class GroupService:
         return out
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
+        subscribed = self.consumer.subscribed_names(group_id)
+        if subscribed is not None:   # a consumer group: its subscribed topics' offsets stay (Kafka's rule)
+            allowed = [tp for tp in partitions if tp[0] not in subscribed]
+            err, out = self.coordinator.delete_offsets(self.now_ms(), group_id, allowed) if allowed else (E.NONE, {})
+            if err == E.GROUP_ID_NOT_FOUND:   # no offsets at all: nothing to delete, the group exists
+                err, out = E.NONE, dict.fromkeys(allowed, E.NONE)
+            out.update({tp: E.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if tp[0] in subscribed})
+            self._kick()
+            return err, out
         out = self.coordinator.delete_offsets(self.now_ms(), group_id, partitions)
         self._kick()
         return out

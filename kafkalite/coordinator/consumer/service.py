@@ -70,6 +70,12 @@ class ConsumerGroupService:
         g = self.coordinator.groups.get(group_id)
         return set(g.topics) if g is not None and g.members else set()
 
+    def subscribed_names(self, group_id: str) -> set[str] | None:
+        """None when ``group_id`` is not a consumer group, else the topics its members subscribe to, by name or
+        through a regex (Kafka's ConsumerGroup.isSubscribedToTopic, which OffsetDelete checks)."""
+        g = self.coordinator.groups.get(group_id)
+        return None if g is None else g.subscribed_names()
+
     def _classic_busy(self, group_id: str) -> bool:
         g = self.groups.coordinator.groups.get(group_id)
         return g is not None and bool(g.members)
