@@ -104,6 +104,10 @@ public class Kip848Member {
         p.put("enable.auto.commit", "false");
         p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        // a topic argument starting with ^ is a Pattern: the 3.9 consumer matches it against its metadata on the
+        // client and sends the matching names (SubscribedTopicNames); a short metadata age finds new topics soon
+        final boolean pattern = a[1].startsWith("^");
+        if (pattern) p.put("metadata.max.age.ms", "1000");
         final KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p);
         final Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -111,7 +115,7 @@ public class Kip848Member {
             try { main.join(30000); } catch (InterruptedException e) { }
         }));
         final Set<String> owned = new TreeSet<>();
-        c.subscribe(Collections.singletonList(a[1]), new ConsumerRebalanceListener() {
+        ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
             public void onPartitionsRevoked(Collection<TopicPartition> parts) {
                 if (!parts.isEmpty()) c.commitSync();
                 for (TopicPartition tp : parts) owned.remove(tp.topic() + ":" + tp.partition());
@@ -124,7 +128,9 @@ public class Kip848Member {
             public void onPartitionsLost(Collection<TopicPartition> parts) { onPartitionsRevoked(Collections.emptyList());
                 for (TopicPartition tp : parts) owned.remove(tp.topic() + ":" + tp.partition());
                 report(owned); }
-        });
+        };
+        if (pattern) c.subscribe(java.util.regex.Pattern.compile(a[1]), listener);
+        else c.subscribe(Collections.singletonList(a[1]), listener);
         try {
             while (!stop) {
                 ConsumerRecords<byte[], byte[]> rs = c.poll(Duration.ofMillis(100));
@@ -387,17 +393,27 @@ def test_resume_after_member_and_broker_restarts(kind: str, kip848_broker: Broke
             x.stop(signal.SIGKILL, timeout=10)
 
 
-def test_regex_subscription_picks_up_a_topic_created_later(kip848_broker: BrokerProcess, topic: str) -> None:
-    """confluent-kafka subscribes to ``^<prefix>-.*`` (librdkafka sends the regex to the broker, v1): a topic
-    created after the member joined is assigned to it and read."""
+@pytest.mark.parametrize("kind", ["confluent-kafka", "java"])
+def test_regex_subscription_picks_up_a_topic_created_later(kind: str, kip848_broker: BrokerProcess,
+                                                           topic: str) -> None:
+    """A member subscribes to ``^<prefix>-.*``; a topic created after it joined is assigned to it and read.
+    confluent-kafka (librdkafka 2.16) sends the regex to the broker (SubscribedTopicRegex, v1), resolved there;
+    the Java client 3.9.1 matches its java.util.regex Pattern against its own metadata and sends the matching
+    topic names (SubscribedTopicNames, ConsumerGroupHeartbeat v0; AsyncKafkaConsumer.updatePatternSubscription),
+    so it finds a new topic at its next metadata refresh."""
     bs = kip848_broker.bootstrap
     prefix = f"rx{uuid.uuid4().hex[:6]}"
     create_topic(bs, f"{prefix}-one", 2)
     create_topic(bs, f"other{prefix}", 2)
     group = f"k848x-{uuid.uuid4().hex[:8]}"
-    m = start_member("confluent-kafka", bs, f"^{prefix}-.*", group, "rx")
+    m = start_member(kind, bs, f"^{prefix}-.*", group, "rx")
     try:
         wait_for(lambda: covers([m], f"{prefix}-one", 2), 90, "the member to own the first topic", [m])
+        names, regex = _member_subscription(kip848_broker, group)
+        if kind == "confluent-kafka":   # librdkafka joins its regexes as one alternation: "(^rx...-.*)"
+            assert names == [] and regex == f"(^{prefix}-.*)"
+        else:
+            assert (names, regex) == ([f"{prefix}-one"], None)
         listed = _listed(bs, group)   # ListGroups v5: Kafka's group type and state of a consumer group
         assert (listed.type.name, listed.state.name, listed.is_simple_consumer_group) == \
             ("CONSUMER", "STABLE", False)
@@ -412,6 +428,16 @@ def test_regex_subscription_picks_up_a_topic_created_later(kip848_broker: Broker
         assert all(t.startswith(f"{prefix}-") for t, _p in m.assignment)
     finally:
         m.stop(signal.SIGKILL, timeout=10)
+
+
+def _member_subscription(b: BrokerProcess, group: str) -> tuple[list[str], str | None]:
+    """What the group's only member subscribed with (ConsumerGroupDescribe v1): (topic names, regex)."""
+    from kafkalite.tests.rawclient import RawClient
+    from wire.messages import ConsumerGroupDescribeRequest
+
+    with RawClient(b.host, b.port) as c:
+        m = c.request(ConsumerGroupDescribeRequest(group_ids=[group]), 1).groups[0].members[0]
+    return sorted(m.subscribed_topic_names), m.subscribed_topic_regex
 
 
 def test_static_member_restart_keeps_its_partitions(kip848_broker: BrokerProcess, topic: str) -> None:
