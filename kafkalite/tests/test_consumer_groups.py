@@ -310,3 +310,72 @@ def test_group_configs_override_the_broker_timeouts() -> None:
     w.now += 3_500
     w.coord.poll(w.now)
     assert "m1" not in w.coord.groups["g"].members and "m2" in w.coord.groups["other"].members
+
+
+# -- rack awareness (synthetic racks: one broker has none) -------------------------------------------------------
+def _racks(layout: dict[int, str]):  # type: ignore[no-untyped-def]
+    """Partition p of every topic has its one replica on rack layout[p]."""
+    return lambda t, p: frozenset({layout[p]})
+
+
+def test_uniform_prefers_partitions_on_the_members_rack() -> None:
+    from kafkalite.coordinator.consumer.assignors import assign
+
+    t = uuid.uuid4()
+    subs = {"a": {t}, "b": {t}}
+    layout = {0: "r1", 1: "r2", 2: "r1", 3: "r2"}
+    out = assign("uniform", subs, {t: 4}, {}, {"a": "r2", "b": "r1"}, _racks(layout))
+    assert out == {"a": {t: {1, 3}}, "b": {t: {0, 2}}}
+    # sticky current owners on the wrong rack give their partitions up to a same-rack member
+    out = assign("uniform", subs, {t: 4}, {"a": {t: {0, 2}}, "b": {t: {1, 3}}}, {"a": "r2", "b": "r1"},
+                 _racks(layout))
+    assert out == {"a": {t: {1, 3}}, "b": {t: {0, 2}}}
+    # without racks the same call is purely sticky
+    assert assign("uniform", subs, {t: 4}, {"a": {t: {0, 2}}, "b": {t: {1, 3}}}) == \
+        {"a": {t: {0, 2}}, "b": {t: {1, 3}}}
+
+
+def test_rack_awareness_never_beats_balance() -> None:
+    from kafkalite.coordinator.consumer.assignors import assign
+
+    t = uuid.uuid4()
+    layout = {p: "r1" for p in range(6)} | {5: "r2"}
+    out = assign("uniform", {"a": {t}, "b": {t}}, {t: 6}, {}, {"a": "r1", "b": "r2"}, _racks(layout))
+    assert sorted(len(a[t]) for a in out.values()) == [3, 3] and 5 in out["b"][t]
+    out = assign("range", {"a": {t}, "b": {t}}, {t: 6}, {}, {"a": "r1", "b": "r2"}, _racks(layout))
+    assert out["a"][t] == {0, 1, 2} and out["b"][t] == {3, 4, 5}
+
+
+def test_range_gives_each_member_its_racks_partitions_first() -> None:
+    from kafkalite.coordinator.consumer.assignors import assign
+
+    t = uuid.uuid4()
+    layout = {0: "r2", 1: "r1", 2: "r2", 3: "r1"}
+    out = assign("range", {"a": {t}, "b": {t}}, {t: 4}, {}, {"a": "r1", "b": "r2"}, _racks(layout))
+    assert out == {"a": {t: {1, 3}}, "b": {t: {0, 2}}}
+    assert assign("range", {"a": {t}, "b": {t}}, {t: 4}, {}) == {"a": {t: {0, 1}}, "b": {t: {2, 3}}}
+
+
+def test_rack_strategy_off_when_locality_cannot_differ() -> None:
+    """Every partition on the same racks (one broker), no member racks, or member racks that meet no partition:
+    the rack-less assignment."""
+    from kafkalite.coordinator.consumer.assignors import assign
+
+    t = uuid.uuid4()
+    subs = {"a": {t}, "b": {t}}
+    plain = assign("range", subs, {t: 4}, {})
+    assert assign("range", subs, {t: 4}, {}, {"a": "r1", "b": "r2"}, lambda t_, p: frozenset({"r1"})) == plain
+    assert assign("range", subs, {t: 4}, {}, {"a": None, "b": None}, _racks({0: "r1", 1: "r2", 2: "r1",
+                                                                             3: "r2"})) == plain
+    assert assign("range", subs, {t: 4}, {}, {"a": "x", "b": "y"}, _racks({0: "r1", 1: "r2", 2: "r1",
+                                                                           3: "r2"})) == plain
+
+
+def test_heartbeat_rack_id_reaches_the_assignor() -> None:
+    w = World()
+    tid = w.topic("t", 4)
+    w.coord.partition_racks = lambda name, p: {"r1"} if p % 2 == 0 else {"r2"}
+    for m, rack in (("m1", "r2"), ("m2", "r1")):
+        w.coord.heartbeat(w.now, "g", m, 0, None, rack, 30_000, ["t"], None, None, {}, version=1)
+    g = w.coord.groups["g"]
+    assert g.target == {"m1": {tid: {1, 3}}, "m2": {tid: {0, 2}}}

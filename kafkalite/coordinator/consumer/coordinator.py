@@ -117,6 +117,8 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin):
         self._topic_filter: Callable[[set[str]], set[str]] | None = None   # the heartbeating member's (authz)
         self._group_filters: dict[str, Callable[[set[str]], set[str]] | None] = {}   # group -> last filter
         self.classic_side: ClassicSide | None = None   # the classic coordinator, for online conversion
+        #: (topic name, partition) -> racks of its replicas' brokers, for rack-aware assignment (None: no racks)
+        self.partition_racks: Callable[[str, int], Any] | None = None
         self._post: list[Callable[[], None]] = []      # run after a write (a downgraded group's rebalance)
 
     # -- heartbeat -----------------------------------------------------------------------------------------
@@ -431,7 +433,15 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin):
             return
         subs = {mid: group.member_topic_ids(m) for mid, m in group.members.items()}
         parts = {tid: n for tid, n in group.topics.values()}
-        new = assign(self._assignor(group), subs, parts, group.target)
+        names = {tid: name for name, (tid, _n) in group.topics.items()}
+        racks_of = None
+        if self.partition_racks is not None:
+            lookup = self.partition_racks
+
+            def racks_of(t: uuid.UUID, p: int) -> frozenset[str]:
+                return frozenset(lookup(names.get(t, ""), p))
+        new = assign(self._assignor(group), subs, parts, group.target,
+                     {mid: m.rack_id for mid, m in group.members.items()}, racks_of)
         for mid, a in new.items():
             if {t: ps for t, ps in group.target.get(mid, {}).items() if ps} != {t: ps for t, ps in a.items() if ps}:
                 out.append((R.encode_key(R.TARGET_MEMBER, group.group_id, mid), R.target_member_value(a)))

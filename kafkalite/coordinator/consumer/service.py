@@ -51,6 +51,9 @@ class ConsumerGroupService:
             consumer_config(getattr(state, "config", None)), self._append, self._topics, self._classic_busy)
         self.coordinator.loading = True
         self.coordinator.classic_side = ClassicBridge(groups.coordinator)
+        racks = getattr(state, "partition_racks", None)
+        if callable(racks):   # a broker that knows its replicas' racks (several brokers with broker.rack)
+            self.coordinator.partition_racks = racks
         lookup = getattr(state, "group_configs", None)
         if callable(lookup):   # the broker's group config store, when it has one
             self.coordinator.config.group_configs = lookup
