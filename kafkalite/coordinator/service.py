@@ -286,10 +286,14 @@ class GroupService:
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
                        offsets: dict[tuple[str, int], OffsetAndMetadata],
                        version: int = 9) -> dict[tuple[str, int], int]:
-        err = self.consumer.coordinator.validate_offset_commit(group_id, member_id, generation_id, version)
-        if err:
-            return dict.fromkeys(offsets, err)
-        if err is not None:   # a consumer group member's commit: stored as a simple commit of the group
+        refused: dict[tuple[str, int], int] = {}
+        errs = self.consumer.coordinator.offset_commit_errors(group_id, member_id, generation_id, version,
+                                                              list(offsets))
+        if errs is not None:   # a consumer group member's commit: stored as a simple commit of the group
+            refused = {tp: e for tp, e in errs.items() if e}
+            offsets = {tp: om for tp, om in offsets.items() if tp not in refused}
+            if not offsets:
+                return refused
             member_id, group_instance_id, generation_id = "", None, -1
         try:
             out = self.coordinator.commit_offsets(self.now_ms(), group_id, member_id, group_instance_id,
@@ -297,9 +301,9 @@ class GroupService:
         except Exception:
             self._contain(group_id, "OffsetCommit")
             err = E.UNKNOWN_MEMBER_ID if generation_id >= 0 else E.UNKNOWN_SERVER_ERROR
-            return {tp: err for tp in offsets}
+            return {tp: err for tp in offsets} | refused
         self._kick()
-        return out
+        return out | refused
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
                       require_stable: bool = False) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None, int]]]:

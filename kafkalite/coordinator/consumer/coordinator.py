@@ -288,7 +288,8 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin):
                                  rebalance_timeout_ms=existing.rebalance_timeout_ms,
                                  server_assignor=existing.server_assignor, member_epoch=0, previous_member_epoch=0,
                                  state=existing.state, assigned={t: set(p) for t, p in existing.assigned.items()},
-                                 pending_revocation={t: set(p) for t, p in existing.pending_revocation.items()})
+                                 pending_revocation={t: set(p) for t, p in existing.pending_revocation.items()},
+                                 epochs=dict(existing.epochs))
             target = group.target.pop(existing.member_id, None)
             self._remove_records(group.group_id, existing.member_id, out)
             del group.members[existing.member_id]
@@ -349,7 +350,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin):
             return HeartbeatResult(member_id=member.member_id, member_epoch=epoch)
         log.info("member %s leaves consumer group %s", member.member_id, group.group_id)
         if not self._maybe_downgrade(now, group, member, out):
-            self._remove(group, member, out)
+            self._remove(group, member, out, now)
         try:
             self._write(group.group_id, out)
         finally:
@@ -362,12 +363,18 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin):
         out.append((R.encode_key(R.TARGET_MEMBER, group_id, member_id), None))
         out.append((R.encode_key(R.MEMBER_METADATA, group_id, member_id), None))
 
-    def _remove(self, group: ConsumerGroup, member: ConsumerMember, out: list[tuple[bytes, bytes | None]]) -> None:
+    def _remove(self, group: ConsumerGroup, member: ConsumerMember, out: list[tuple[bytes, bytes | None]],
+                now: int = 0) -> None:
         self._remove_records(group.group_id, member.member_id, out)
         group.members.pop(member.member_id, None)
         group.target.pop(member.member_id, None)
         self._refresh_metadata(group, 0, force=True)
         self._bump(group, out)
+        if not group.members:   # an empty group's assignment epoch catches up with its group epoch (Kafka 4.3)
+            group.assignment_epoch = group.group_epoch
+            group.target.clear()
+            out.append((R.encode_key(R.TARGET_METADATA, group.group_id),
+                        R.target_metadata_value(group.assignment_epoch, now)))
 
     def _bump(self, group: ConsumerGroup, out: list[tuple[bytes, bytes | None]]) -> None:
         group.group_epoch += 1
@@ -511,7 +518,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin):
                 log.info("member %s of consumer group %s fenced: %s", m.member_id, group.group_id, why)
                 if self._maybe_downgrade(now, group, m, out):
                     break
-                self._remove(group, m, out)
+                self._remove(group, m, out, now)
         if out:
             with contextlib.suppress(HeartbeatError):   # logged; memory is ahead of the log until the next write
                 self._write(group.group_id, out)
@@ -534,6 +541,27 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin):
         if member_epoch == member.member_epoch:
             return 0
         return ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
+
+    def offset_commit_errors(self, group_id: str, member_id: str, member_epoch: int, version: int,
+                             partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int] | None:
+        """Per-partition codes of an OffsetCommit (None: not a consumer group). Kafka 4.3 (KIP-1251) relaxes the
+        strict epoch match for consumer-protocol members: a commit with an older member epoch is accepted for a
+        partition the member has held since that epoch or before (``assignmentEpoch <= epoch <= memberEpoch``),
+        so a member whose epoch was bumped before it heard of it is not falsely fenced; the other partitions get
+        STALE_MEMBER_EPOCH."""
+        err = self.validate_offset_commit(group_id, member_id, member_epoch, version)
+        if err is None or err != STALE_MEMBER_EPOCH:
+            return None if err is None else dict.fromkeys(partitions, err)
+        group = self.groups[group_id]
+        member = group.members[member_id]
+        if member_epoch > member.member_epoch:
+            return dict.fromkeys(partitions, err)
+        ids = {name: tid for name, (tid, _n) in group.topics.items()}
+        out = {}
+        for t, p in partitions:
+            since = member.held_since(ids[t], p) if t in ids else None
+            out[(t, p)] = 0 if since is not None and since <= member_epoch else STALE_MEMBER_EPOCH
+        return out
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         group = self.groups.get(group_id)
@@ -636,7 +664,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin):
             if v is None:
                 return
             m = g.members.setdefault(k.member_id or "", ConsumerMember(k.member_id or ""))
-            epoch, prev, state, assigned, pending = v  # type: ignore[misc]
+            epoch, prev, state, assigned, pending, epochs = v  # type: ignore[misc]
             m.member_epoch, m.previous_member_epoch = epoch, prev
             m.state = MemberState(state) if state in (0, 1, 2) else MemberState.UNKNOWN
-            m.assigned, m.pending_revocation = assigned, pending
+            m.assigned, m.pending_revocation, m.epochs = assigned, pending, epochs

@@ -140,6 +140,7 @@ class MigrationMixin:
                     rebalance_timeout_ms=c.rebalance_timeout_ms, member_epoch=snap.generation,
                     previous_member_epoch=snap.generation, state=MemberState.STABLE, assigned=assigned,
                     classic=ClassicMeta(c.session_timeout_ms, list(c.protocols)),
+                    epochs={(t, p): snap.generation for t, ps in assigned.items() for p in ps},
                     session_deadline=now + c.session_timeout_ms)
                 group.target[c.member_id] = {t: set(ps) for t, ps in assigned.items()}
         except ProtocolError as exc:

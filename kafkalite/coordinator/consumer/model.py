@@ -61,6 +61,9 @@ class ConsumerMember:
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
     classic: ClassicMeta | None = None     # None: the member speaks ConsumerGroupHeartbeat
+    #: KIP-1251 (Kafka 4.3): the member epoch at which it was given each partition it holds (assigned or pending
+    #: revocation); a commit with an older member epoch is accepted for a partition held since that epoch or before
+    epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
     # timers (not persisted)
     session_deadline: int | None = None
     rebalance_deadline: int | None = None
@@ -76,7 +79,13 @@ class ConsumerMember:
     def assignment_key(self) -> tuple[object, ...]:
         """What a ConsumerGroupCurrentMemberAssignment record holds."""
         return (self.member_epoch, self.previous_member_epoch, int(self.state), _frozen(self.assigned),
-                _frozen(self.pending_revocation))
+                _frozen(self.pending_revocation), frozenset(self.epochs.items()))
+
+    def held_since(self, t: uuid.UUID, p: int) -> int | None:
+        """The assignment epoch of a partition the member holds (assigned or pending revocation), else None."""
+        if p in self.assigned.get(t, ()) or p in self.pending_revocation.get(t, ()):
+            return self.epochs.get((t, p), self.member_epoch)
+        return None
 
 
 def _frozen(a: Assignment) -> frozenset[tuple[uuid.UUID, frozenset[int]]]:

@@ -14,9 +14,10 @@ section per struct). A null value is a tombstone. Types written here:
 * 6 ConsumerGroupTargetAssignmentMetadata (group) -> AssignmentEpoch, AssignmentTimestamp (tag 0)
 * 7 ConsumerGroupTargetAssignmentMember (group, member) -> TopicPartitions[TopicId, Partitions]
 * 8 ConsumerGroupCurrentMemberAssignment (group, member) -> MemberEpoch, PreviousMemberEpoch, State,
-  AssignedPartitions[...], PartitionsPendingRevocation[...]
+  AssignedPartitions[...], PartitionsPendingRevocation[...], each TopicPartitions with Kafka 4.3's
+  AssignmentEpochs (tag 0, KIP-1251)
 
-Unknown tagged fields are skipped on decode (e.g. 4.3's AssignmentEpochs).
+Unknown tagged fields are skipped on decode.
 """
 from __future__ import annotations
 
@@ -110,7 +111,8 @@ def _ruuid(r: Reader) -> uuid.UUID:
     return uuid.UUID(bytes=bytes(r.raw(16)))
 
 
-def _assignment(w: Writer, a: Assignment) -> None:
+def _assignment(w: Writer, a: Assignment, epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> None:
+    """TopicPartitions[TopicId, Partitions, AssignmentEpochs (tag 0, Kafka 4.3, aligned with Partitions)]."""
     items = [(t, sorted(ps)) for t, ps in sorted(a.items(), key=lambda x: str(x[0])) if ps]
     w.uvarint(len(items) + 1)
     for t, ps in items:
@@ -118,18 +120,34 @@ def _assignment(w: Writer, a: Assignment) -> None:
         w.uvarint(len(ps) + 1)
         for p in ps:
             w.int32(p)
-        w.uvarint(0)  # tagged fields
+        if epochs is None:
+            w.uvarint(0)  # tagged fields
+            continue
+        body = Writer()
+        body.uvarint(len(ps) + 1)
+        for p in ps:
+            body.int32(epochs.get((t, p), -1))
+        raw = body.getvalue()
+        w.uvarint(1)
+        w.uvarint(0)
+        w.uvarint(len(raw))
+        w.buf += raw  # type: ignore[attr-defined]
     return None
 
 
-def _rassignment(r: Reader) -> Assignment:
+def _rassignment(r: Reader, epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> Assignment:
     n = r.uvarint() - 1
     out: Assignment = {}
     for _ in range(max(n, 0)):
         t = _ruuid(r)
         k = r.uvarint() - 1
-        out[t] = {r.int32() for _ in range(max(k, 0))}
-        r.tagged_fields()
+        parts = [r.int32() for _ in range(max(k, 0))]
+        out[t] = set(parts)
+        tags = r.tagged_fields()
+        if epochs is not None and 0 in tags:
+            er = Reader(tags[0])
+            values = [er.int32() for _ in range(max(er.uvarint() - 1, 0))]
+            epochs.update(((t, p), e) for p, e in zip(parts, values, strict=False) if e >= 0)
     return out
 
 
@@ -231,8 +249,9 @@ def current_assignment_value(m: object) -> bytes:
         w.int32(m.member_epoch)  # type: ignore[attr-defined]
         w.int32(m.previous_member_epoch)  # type: ignore[attr-defined]
         w.int8(int(m.state))  # type: ignore[attr-defined]
-        _assignment(w, m.assigned)  # type: ignore[attr-defined]
-        _assignment(w, m.pending_revocation)  # type: ignore[attr-defined]
+        epochs = getattr(m, "epochs", None)
+        _assignment(w, m.assigned, epochs)  # type: ignore[attr-defined]
+        _assignment(w, m.pending_revocation, epochs)  # type: ignore[attr-defined]
     return _value(fill)
 
 
@@ -286,7 +305,8 @@ def decode_value(type_: int, value: bytes) -> object:
             return _rassignment(r)
         if type_ == CURRENT_ASSIGNMENT:
             epoch, prev, state = r.int32(), r.int32(), r.int8()
-            return epoch, prev, state, _rassignment(r), _rassignment(r)
+            epochs: dict[tuple[uuid.UUID, int], int] = {}
+            return epoch, prev, state, _rassignment(r, epochs), _rassignment(r, epochs), epochs
     except ConsumerRecordError:
         raise
     except Exception as exc:
