@@ -36,6 +36,7 @@ from kafkalite.coordinator.consumer.model import (
     ClassicMeta,
     ConsumerGroup,
     ConsumerMember,
+    HeartbeatError,
     MemberState,
     new_member_id,
 )
@@ -227,8 +228,8 @@ class ClassicMembersMixin:
                         R.current_assignment_value(member)))
         try:
             self._write(group_id, out)
-        except Exception as exc:   # HeartbeatError: the write failed, its code is the answer
-            return JoinResult(getattr(exc, "code", E.UNKNOWN_SERVER_ERROR), member.member_id)
+        except HeartbeatError as exc:   # the write failed: its code is the answer
+            return JoinResult(exc.code, member.member_id)
         member.session_deadline = now + session_timeout_ms
         member.join_deadline = None
         member.sync_deadline = now + max(member.rebalance_timeout_ms, 0)
@@ -330,8 +331,8 @@ class ClassicMembersMixin:
             codes.append(E.NONE)
         try:
             self._write(group_id, out)
-        except Exception as exc:
-            return getattr(exc, "code", E.UNKNOWN_SERVER_ERROR), []
+        except HeartbeatError as exc:
+            return exc.code, []
         return E.NONE, codes
 
 

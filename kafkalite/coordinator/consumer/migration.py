@@ -46,7 +46,13 @@ from kafkalite.coordinator.consumer.classic import (
     parse_assignment,
     parse_subscription,
 )
-from kafkalite.coordinator.consumer.model import ClassicMeta, ConsumerGroup, ConsumerMember, MemberState
+from kafkalite.coordinator.consumer.model import (
+    ClassicMeta,
+    ConsumerGroup,
+    ConsumerMember,
+    HeartbeatError,
+    MemberState,
+)
 
 log = logging.getLogger("kafkalite.coordinator.consumer")
 
@@ -110,8 +116,6 @@ class MigrationMixin:
     def _upgrade(self, now: int, group_id: str, out: list[tuple[bytes, bytes | None]]) -> ConsumerGroup:
         """validateOnlineUpgrade + convertToConsumerGroup, without touching the classic group yet: the caller
         detaches it once the joining member was accepted."""
-        from kafkalite.coordinator.consumer.coordinator import HeartbeatError
-
         side = self.classic_side
         snap = side.snapshot(group_id) if side is not None else None
         refuse = f"Group {group_id} is not a consumer group."

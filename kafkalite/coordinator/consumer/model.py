@@ -21,6 +21,14 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
+class HeartbeatError(Exception):
+    """A request refused with a Kafka error code (and message): raised inside the coordinator, answered by it."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def new_member_id() -> str:
     """Kafka's Uuid.randomUuid().toString(): url-safe base64 of 16 random bytes, no padding."""
     return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
