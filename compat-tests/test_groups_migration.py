@@ -36,6 +36,15 @@ def _type(bs: str, group: str) -> str:
     return str(_listed(bs, group).type.name)
 
 
+def _member_types(b: BrokerProcess, group: str) -> list[int]:
+    from kafkalite.tests.rawclient import RawClient
+    from wire.messages import ConsumerGroupDescribeRequest
+
+    with RawClient(b.host, b.port) as c:
+        return sorted(m.member_type for m in c.request(ConsumerGroupDescribeRequest(group_ids=[group]), 1)
+                      .groups[0].members)
+
+
 @pytest.mark.parametrize("kind", ["confluent-kafka", "java"])
 def test_classic_group_upgrades_online_and_downgrades_back(kind: str, kip848_broker: BrokerProcess,
                                                            topic: str) -> None:
@@ -71,6 +80,7 @@ def test_classic_group_upgrades_online_and_downgrades_back(kind: str, kip848_bro
         n = start("n-consumer", "consumer")
         wait_for(lambda: covers([a, b, n], topic), 90, "two classic members and a consumer member", members)
         assert _type(bs, group) == "CONSUMER"
+        assert _member_types(kip848_broker, group) == [0, 0, 1]   # ConsumerGroupDescribe v1: classic, consumer
         more("b")
         all_read("after the upgrade")
 
