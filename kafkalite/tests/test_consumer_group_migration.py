@@ -240,3 +240,22 @@ def test_classic_member_metadata_survives_a_reload() -> None:
     assert m.classic is not None and m.classic.session_timeout_ms == 10_000
     assert m.classic.protocols[0][0] == "range" and parse_subscription(m.classic.protocols[0][1]).topics == ["t"]
     assert again.groups["g"].members["n"].classic is None
+
+
+def test_classic_static_member_replacing_the_last_consumer_member_downgrades() -> None:
+    """validateOnlineDowngradeWithReplacedMemberId: the classic static member takes over the consumer-protocol
+    member's assignment and the group becomes classic at once, Stable, without a rebalance."""
+    w = World()
+    a, b = w.classic_group()
+    r = w.consumer.heartbeat(w.now, "g", "n", 0, "i1", None, 30_000, ["t"], None, None, {}, version=1)
+    assert r.error_code == NONE
+    target_n = w.consumer.groups["g"].target["n"]
+    j = w.consumer.classic_join(w.now, "g", "", "i1", "cl", "/h", 30_000, 10_000, "consumer",
+                                [("range", subscription(["t"]))], True)
+    assert j.error == NONE and j.member_id not in ("", "n")
+    assert "g" not in w.consumer.groups
+    cg = w.classic.groups["g"]
+    assert set(cg.members) == {a, b, j.member_id} and cg.is_(GroupState.STABLE)
+    assert cg.current_static_member_id("i1") == j.member_id
+    got = parse_assignment(cg.members[j.member_id].assignment)
+    assert got == ({"t": target_n[w.tid]} if target_n.get(w.tid) else {})

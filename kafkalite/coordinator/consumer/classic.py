@@ -154,6 +154,8 @@ class ClassicMembersMixin:
                 owned: Assignment | None, out: list[tuple[bytes, bytes | None]]) -> ConsumerMember: ...
     _topics: Any
     _held_elsewhere: Any
+    _replaced_consumer_member = False
+    _maybe_downgrade: Any   # MigrationMixin's (a stub here would shadow it: this mixin comes first)
 
     def _classic_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember | int:
         """validateConsumerGroupMember + throwIfMemberDoesNotUseClassicProtocol: the member or an error code."""
@@ -194,6 +196,7 @@ class ClassicMembersMixin:
             log.info("consumer group %s: classic member %s: %s", group_id, member_id, exc)
             return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
         out: list[tuple[bytes, bytes | None]] = []
+        self._replaced_consumer_member = False
         try:
             member = self._classic_get_member(group, member_id, instance_id, unknown, out)
         except _JoinRefused as e:
@@ -226,10 +229,15 @@ class ClassicMembersMixin:
         if member.assignment_key() != old_assign:
             out.append((R.encode_key(R.CURRENT_ASSIGNMENT, group_id, member.member_id),
                         R.current_assignment_value(member)))
+        # the last consumer-protocol member replaced by this classic static member: back to a classic group
+        downgraded = self._replaced_consumer_member and self._maybe_downgrade(now, group, None, out)
         try:
             self._write(group_id, out)
         except HeartbeatError as exc:   # the write failed: its code is the answer
             return JoinResult(exc.code, member.member_id)
+        if downgraded:
+            return JoinResult(E.NONE, member.member_id, generation_id=member.member_epoch,
+                              protocol_type=PROTOCOL_TYPE, protocol_name=protocols[0][0], leader_id="")
         member.session_deadline = now + session_timeout_ms
         member.join_deadline = None
         member.sync_deadline = now + max(member.rebalance_timeout_ms, 0)
@@ -262,6 +270,7 @@ class ClassicMembersMixin:
         if not unknown:
             raise _JoinRefused(E.FENCED_INSTANCE_ID)
         # a static member rejoining with a new member id replaces the old one and takes over its assignment
+        self._replaced_consumer_member = existing.classic is None
         existing.member_epoch = -2
         return self._member(group, member_id, 0, instance_id, None, out)
 

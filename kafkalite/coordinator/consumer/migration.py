@@ -22,7 +22,9 @@ GroupMetadataManager does it:
   ClassicGroup.fromConsumerGroup: a Stable classic group at generation = the group epoch, the remaining members
   with their JoinGroup protocols, each member's target assignment serialized as its ConsumerProtocolAssignment;
   records: the consumer group's tombstones and the classic GroupMetadata; then a rebalance is prepared, so the
-  members rejoin as a classic group.
+  members rejoin as a classic group. Also when a classic static member's JoinGroup replaces the last
+  consumer-protocol member (validateOnlineDowngradeWithReplacedMemberId): it takes over that member's target
+  assignment and the classic group starts Stable, without a rebalance.
 
 Committed offsets are the group's whatever its type (kafkalite keeps them with the classic coordinator, see
 ``service.py``), so they carry over both ways untouched.
@@ -168,13 +170,16 @@ class MigrationMixin:
                  snap.generation, len(snap.members))
         return group
 
-    def _maybe_downgrade(self, now: int, group: ConsumerGroup, leaving: ConsumerMember,
+    def _maybe_downgrade(self, now: int, group: ConsumerGroup, leaving: ConsumerMember | None,
                          out: list[tuple[bytes, bytes | None]]) -> bool:
         """validateOnlineDowngradeWithFencedMember + convertToClassicGroup; True when the group was converted
-        (``leaving`` is not part of the classic group; the rebalance is prepared after the write)."""
+        (``leaving`` is not part of the classic group; the rebalance is prepared after the write). ``leaving``
+        None: validateOnlineDowngradeWithReplacedMemberId -- a classic static member just replaced the last
+        consumer-protocol member (it took over its assignment; no rebalance)."""
         side = self.classic_side
         others = [m for m in group.members.values() if m is not leaving]
-        if side is None or leaving.classic is not None or not others or any(m.classic is None for m in others):
+        if side is None or (leaving is not None and leaving.classic is not None) or not others or any(
+                m.classic is None for m in others):
             return False
         gid = group.group_id
         if not downgrade_enabled(self.config.migration_policy):
@@ -201,8 +206,10 @@ class MigrationMixin:
         del self.groups[gid]
         self._group_filters.pop(gid, None)
         log.info("consumer group %s downgrades to a classic group (epoch %d, %d members): its last consumer-"
-                 "protocol member %s left", gid, group.group_epoch, len(others), leaving.member_id)
-        self._post.append(lambda: side.rebalance(gid, now))
+                 "protocol member %s left", gid, group.group_epoch, len(others),
+                 leaving.member_id if leaving is not None else "was replaced by a classic static member")
+        if leaving is not None:
+            self._post.append(lambda: side.rebalance(gid, now))
         return True
 
     def _run_post(self) -> None:
