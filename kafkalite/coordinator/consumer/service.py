@@ -108,6 +108,8 @@ class ConsumerGroupService:
         return g is not None and (bool(g.members) or not joining)
 
     def _classic_call(self, group_id: str, what: str, fn: Callable[[], Any], failed: Any) -> Any:
+        if not self.coordinator.active:   # closing
+            return failed(E.NOT_COORDINATOR)
         if self.coordinator.loading:
             return failed(E.COORDINATOR_LOAD_IN_PROGRESS)
         try:
