@@ -60,6 +60,9 @@ log = logging.getLogger("kafkalite.coordinator.consumer")
 
 POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
+#: broker settings read here that Kafka 3.9 kept internal (public, default bidirectional, from Kafka 4.0)
+KAFKA_4_BROKER_CONFIGS = frozenset({"group.consumer.migration.policy"})
+
 
 def upgrade_enabled(policy: str) -> bool:
     return policy.lower() in ("bidirectional", "upgrade")
