@@ -77,6 +77,26 @@ SCENARIOS = {  # test function -> row label (in this order)
         "Share group: share.isolation.level=read_committed (aborted/open transactions not delivered)",
 }
 
+# KIP-848 consumer groups (group.protocol=consumer): test function -> row label (in this order). Only
+# confluent-kafka 2.16.1 and the Java client 3.9.1 speak the protocol; a test without a client parameter runs
+# confluent-kafka.
+KIP848 = {
+    "test_three_members_join_and_leave":
+        "Subscribe; rebalance across 3 members joining and leaving (no partition owned twice, every record once)",
+    "test_resume_after_member_and_broker_restarts": "Resume exactly after a member restart and broker SIGTERM/SIGKILL",
+    "test_regex_subscription_picks_up_a_topic_created_later":
+        "Regex subscription picks up a topic created later (librdkafka: regex on the broker; Java 3.9: Pattern "
+        "matched by the client)",
+    "test_static_member_restart_keeps_its_partitions": "Static member restart keeps its partitions, no rebalance",
+    "test_range_assignor_chosen_by_the_members": "Server-side `range` assignor chosen by the members",
+    "test_empty_classic_group_converts_to_consumer_protocol": "Empty classic group -> consumer group (offsets kept)",
+    "test_classic_group_upgrades_online_and_downgrades_back":
+        "Live classic group -> consumer group -> classic group online (classic members inside the consumer group)",
+    "test_offset_delete_and_group_admin_across_group_types":
+        "OffsetDelete vs a live consumer group; List/Describe/DeleteGroups across classic and consumer groups",
+}
+KIP848_CLIENTS = ("confluent-kafka", "java")
+
 # Client limitations: features the client does not have (no test is generated for them).
 LIMITATIONS = {
     "kcat": "reads records as text lines: no binary keys/values, no per-record headers (one -H set per run), "
@@ -235,6 +255,19 @@ def render(cases: list[Case], took_s: float | None) -> str:
             cells = [_cell([c for c in cross if c.props.get("producer") == p and c.props.get("consumer") == q])
                      for q in CLIENT_NAMES]
             lines.append(f"| **{p}** | " + " | ".join(cells) + " |")
+        lines.append("")
+    k848 = [c for c in groups if c.func in KIP848]
+    groups = [c for c in groups if c.func not in KIP848]
+    if k848:
+        lines += ["## KIP-848 consumer groups (`group.protocol=consumer`)", "",
+                  "Only confluent-kafka and the Java client speak the protocol; `—` elsewhere.", "",
+                  "| Scenario | " + " | ".join(CLIENT_NAMES) + " |", "|---|" + "---|" * len(CLIENT_NAMES)]
+        for f in [f for f in KIP848 if any(c.func == f for c in k848)]:
+            fc = [c for c in k848 if c.func == f]
+            cells = [_cell([c for c in fc if (_client(c) or "confluent-kafka") == n]) if n in KIP848_CLIENTS
+                     else "—" for n in CLIENT_NAMES]
+            cells = [("not run" if x == "—" and n in KIP848_CLIENTS else x) for x, n in zip(cells, CLIENT_NAMES, strict=True)]
+            lines.append(f"| {KIP848[f]} | " + " | ".join(cells) + " |")
         lines.append("")
     if groups:
         lines += ["## Consumer groups (compat-tests/test_groups_*.py, owned by the group coordinator work)", "",

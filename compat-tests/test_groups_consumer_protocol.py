@@ -50,8 +50,11 @@ def out(obj):
     obj["t"] = time.time()
     print(json.dumps(obj), flush=True)
 from confluent_kafka import Consumer
-conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+protocol = os.environ.get("KIP848_PROTOCOL") or "consumer"
+conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
         "auto.offset.reset": "earliest", "enable.auto.commit": False}
+if protocol == "classic":
+    conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
 if instance:
     conf["group.instance.id"] = instance
 if os.environ.get("KIP848_ASSIGNOR"):
@@ -91,11 +94,20 @@ public class Kip848Member {
         Properties p = new Properties();
         p.put("bootstrap.servers", a[0]);
         p.put("group.id", a[2]);
-        p.put("group.protocol", "consumer");
+        String protocol = a.length > 3 ? a[3] : "consumer";
+        p.put("group.protocol", protocol);
+        if (protocol.equals("classic")) {
+            p.put("session.timeout.ms", "6000");
+            p.put("heartbeat.interval.ms", "500");
+        }
         p.put("auto.offset.reset", "earliest");
         p.put("enable.auto.commit", "false");
         p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        // a topic argument starting with ^ is a Pattern: the 3.9 consumer matches it against its metadata on the
+        // client and sends the matching names (SubscribedTopicNames); a short metadata age finds new topics soon
+        final boolean pattern = a[1].startsWith("^");
+        if (pattern) p.put("metadata.max.age.ms", "1000");
         final KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p);
         final Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -103,7 +115,7 @@ public class Kip848Member {
             try { main.join(30000); } catch (InterruptedException e) { }
         }));
         final Set<String> owned = new TreeSet<>();
-        c.subscribe(Collections.singletonList(a[1]), new ConsumerRebalanceListener() {
+        ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
             public void onPartitionsRevoked(Collection<TopicPartition> parts) {
                 if (!parts.isEmpty()) c.commitSync();
                 for (TopicPartition tp : parts) owned.remove(tp.topic() + ":" + tp.partition());
@@ -116,7 +128,9 @@ public class Kip848Member {
             public void onPartitionsLost(Collection<TopicPartition> parts) { onPartitionsRevoked(Collections.emptyList());
                 for (TopicPartition tp : parts) owned.remove(tp.topic() + ":" + tp.partition());
                 report(owned); }
-        });
+        };
+        if (pattern) c.subscribe(java.util.regex.Pattern.compile(a[1]), listener);
+        else c.subscribe(Collections.singletonList(a[1]), listener);
         try {
             while (!stop) {
                 ConsumerRecords<byte[], byte[]> rs = c.poll(Duration.ofMillis(100));
@@ -216,10 +230,11 @@ def _java_cp() -> str:
 
 
 def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = "",
-                 instance: str | None = None, assignor: str | None = None) -> Member:
+                 instance: str | None = None, assignor: str | None = None, protocol: str = "consumer") -> Member:
+    """A member process; ``protocol="classic"`` makes it a JoinGroup/SyncGroup member (6 s session timeout)."""
     if kind == "java":
         return Member(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", _java_cp(), "Kip848Member",
-                       bootstrap, topic, group], name)
+                       bootstrap, topic, group, protocol], name)
     try:
         import confluent_kafka  # noqa: F401
     except ImportError:
@@ -227,7 +242,7 @@ def start_member(kind: str, bootstrap: str, topic: str, group: str, name: str = 
     CACHE.mkdir(parents=True, exist_ok=True)
     script = CACHE / "kip848_member.py"
     write_script(script, PY_MEMBER)
-    env = dict(os.environ, KIP848_ASSIGNOR=assignor or "")
+    env = dict(os.environ, KIP848_ASSIGNOR=assignor or "", KIP848_PROTOCOL=protocol)
     return Member([sys.executable, str(script), bootstrap, topic, group, *([instance] if instance else [])], name,
                   env)
 
@@ -378,17 +393,27 @@ def test_resume_after_member_and_broker_restarts(kind: str, kip848_broker: Broke
             x.stop(signal.SIGKILL, timeout=10)
 
 
-def test_regex_subscription_picks_up_a_topic_created_later(kip848_broker: BrokerProcess, topic: str) -> None:
-    """confluent-kafka subscribes to ``^<prefix>-.*`` (librdkafka sends the regex to the broker, v1): a topic
-    created after the member joined is assigned to it and read."""
+@pytest.mark.parametrize("kind", ["confluent-kafka", "java"])
+def test_regex_subscription_picks_up_a_topic_created_later(kind: str, kip848_broker: BrokerProcess,
+                                                           topic: str) -> None:
+    """A member subscribes to ``^<prefix>-.*``; a topic created after it joined is assigned to it and read.
+    confluent-kafka (librdkafka 2.16) sends the regex to the broker (SubscribedTopicRegex, v1), resolved there;
+    the Java client 3.9.1 matches its java.util.regex Pattern against its own metadata and sends the matching
+    topic names (SubscribedTopicNames, ConsumerGroupHeartbeat v0; AsyncKafkaConsumer.updatePatternSubscription),
+    so it finds a new topic at its next metadata refresh."""
     bs = kip848_broker.bootstrap
     prefix = f"rx{uuid.uuid4().hex[:6]}"
     create_topic(bs, f"{prefix}-one", 2)
     create_topic(bs, f"other{prefix}", 2)
     group = f"k848x-{uuid.uuid4().hex[:8]}"
-    m = start_member("confluent-kafka", bs, f"^{prefix}-.*", group, "rx")
+    m = start_member(kind, bs, f"^{prefix}-.*", group, "rx")
     try:
         wait_for(lambda: covers([m], f"{prefix}-one", 2), 90, "the member to own the first topic", [m])
+        names, regex = _member_subscription(kip848_broker, group)
+        if kind == "confluent-kafka":   # librdkafka joins its regexes as one alternation: "(^rx...-.*)"
+            assert names == [] and regex == f"(^{prefix}-.*)"
+        else:
+            assert (names, regex) == ([f"{prefix}-one"], None)
         listed = _listed(bs, group)   # ListGroups v5: Kafka's group type and state of a consumer group
         assert (listed.type.name, listed.state.name, listed.is_simple_consumer_group) == \
             ("CONSUMER", "STABLE", False)
@@ -403,6 +428,16 @@ def test_regex_subscription_picks_up_a_topic_created_later(kip848_broker: Broker
         assert all(t.startswith(f"{prefix}-") for t, _p in m.assignment)
     finally:
         m.stop(signal.SIGKILL, timeout=10)
+
+
+def _member_subscription(b: BrokerProcess, group: str) -> tuple[list[str], str | None]:
+    """What the group's only member subscribed with (ConsumerGroupDescribe v1): (topic names, regex)."""
+    from kafkalite.tests.rawclient import RawClient
+    from wire.messages import ConsumerGroupDescribeRequest
+
+    with RawClient(b.host, b.port) as c:
+        m = c.request(ConsumerGroupDescribeRequest(group_ids=[group]), 1).groups[0].members[0]
+    return sorted(m.subscribed_topic_names), m.subscribed_topic_regex
 
 
 def test_static_member_restart_keeps_its_partitions(kip848_broker: BrokerProcess, topic: str) -> None:
@@ -485,3 +520,73 @@ def test_range_assignor_chosen_by_the_members(kip848_broker: BrokerProcess, topi
     finally:
         for m in members:
             m.stop(signal.SIGKILL, timeout=10)
+
+
+def test_offset_delete_and_group_admin_across_group_types(kip848_broker: BrokerProcess, topic: str) -> None:
+    """OffsetDelete against a live consumer group: GROUP_SUBSCRIBED_TO_TOPIC for the topic its member subscribes
+    to, allowed for another topic (Kafka's rule); ListGroups / DescribeGroups (confluent-kafka's admin: KIP-848
+    ConsumerGroupDescribe, falling back to DescribeGroups for the classic group) / DeleteGroups across a classic
+    and a consumer group."""
+    from confluent_kafka import (
+        ConsumerGroupState,
+        ConsumerGroupTopicPartitions,
+        ConsumerGroupType,
+        TopicPartition,
+    )
+    from test_groups_support import admin
+
+    from kafkalite.tests.rawclient import RawClient
+    from wire.messages import OffsetDeleteRequest
+
+    bs = kip848_broker.bootstrap
+    other = f"{topic}-other"
+    create_topic(bs, topic, 2)
+    create_topic(bs, other, 1)
+    group, classic_group = f"k848o-{uuid.uuid4().hex[:8]}", f"k848oc-{uuid.uuid4().hex[:8]}"
+    adm = admin(bs)
+    # offsets committed while the group does not exist yet (a simple commit), carried into the consumer group
+    adm.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        group, [TopicPartition(other, 0, 5), TopicPartition(topic, 0, 0)])])[group].result(30)
+    m = start_member("confluent-kafka", bs, topic, group, "live")
+    c = start_member("confluent-kafka", bs, topic, classic_group, "classic", protocol="classic")
+    try:
+        wait_for(lambda: covers([m], topic, 2) and covers([c], topic, 2), 90, "both groups assigned", [m, c])
+
+        def delete(tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+            T = OffsetDeleteRequest.OffsetDeleteRequestTopic
+            P = OffsetDeleteRequest.OffsetDeleteRequestPartition
+            by: dict[str, list[int]] = {}
+            for t, p in tps:
+                by.setdefault(t, []).append(p)
+            with RawClient(kip848_broker.host, kip848_broker.port) as rc:
+                r = rc.request(OffsetDeleteRequest(group_id=group, topics=[
+                    T(name=t, partitions=[P(partition_index=p) for p in ps]) for t, ps in by.items()]), 0)
+            assert r.error_code == 0
+            return {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+
+        assert delete([(topic, 0), (other, 0)]) == {(topic, 0): 86, (other, 0): 0}   # GROUP_SUBSCRIBED_TO_TOPIC
+        assert committed(bs, group, other, 1) == {0: -1001}                          # gone
+        assert committed(bs, group, topic, 1)[0] >= 0                                # kept
+
+        listed = {g.group_id: (g.type.name, g.state.name)
+                  for g in adm.list_consumer_groups(request_timeout=30).result(30).valid}
+        assert listed[group] == ("CONSUMER", "STABLE") and listed[classic_group] == ("CLASSIC", "STABLE")
+        only = adm.list_consumer_groups(request_timeout=30, types={ConsumerGroupType.CLASSIC}).result(30).valid
+        assert classic_group in {g.group_id for g in only} and group not in {g.group_id for g in only}
+        d = adm.describe_consumer_groups([group, classic_group], request_timeout=30)
+        dc, dk = d[group].result(30), d[classic_group].result(30)
+        assert (dc.type.name, dc.state, len(dc.members)) == ("CONSUMER", ConsumerGroupState.STABLE, 1)
+        assert (dk.type.name, dk.state, len(dk.members)) == ("CLASSIC", ConsumerGroupState.STABLE, 1)
+        assert sorted(p.partition for p in dc.members[0].assignment.topic_partitions) == [0, 1]
+
+        with pytest.raises(Exception, match="NON_EMPTY_GROUP"):
+            adm.delete_consumer_groups([group], request_timeout=30)[group].result(30)
+        m.stop(signal.SIGTERM)
+        c.stop(signal.SIGTERM)
+        adm.delete_consumer_groups([group, classic_group], request_timeout=30)[group].result(30)
+        left = {g.group_id for g in adm.list_consumer_groups(request_timeout=30).result(30).valid}
+        assert group not in left
+        assert committed(bs, group, topic, 1) == {0: -1001}
+    finally:
+        m.stop(signal.SIGKILL, timeout=10)
+        c.stop(signal.SIGKILL, timeout=10)

@@ -289,6 +289,9 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("group.consumer.assignors", "list", "uniform,range",
          "server-side assignors of consumer groups (the first is the default)", each_of("uniform", "range")),
     _def("group.consumer.max.size", "int", str(INT_MAX), "most members of one consumer group", at_least(1)),
+    _def("group.consumer.migration.policy", "string", "bidirectional",
+         "online conversion between classic and consumer groups (Kafka 4.0's default: bidirectional)",
+         one_of("bidirectional", "upgrade", "downgrade", "disabled")),
     # bounds of the per-group configs (GROUP config resources, kafkalite.group_configs), Kafka's defaults
     _def("group.consumer.min.session.timeout.ms", "int", "45000", "smallest consumer.session.timeout.ms a group "
          "config may set", at_least(1)),

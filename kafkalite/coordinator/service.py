@@ -228,11 +228,11 @@ class GroupService:
                          reason: str | None = None) -> JoinResult:
         await self.ensure_offsets_topic_async()
         now = self.now_ms()
-        cg = self.consumer.coordinator.groups.get(group_id)
-        if cg is not None:   # a classic member joining a consumer group: only an empty one converts back
-            if cg.members:
-                return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, "")
-            self.consumer.coordinator.remove_empty(group_id)
+        if self.consumer.serves_classic(group_id, joining=True):   # a consumer group's classic member
+            return self.consumer.classic_join(group_id, member_id, group_instance_id, client_id, client_host,
+                                              rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                              require_known_member_id)
+        self.consumer.coordinator.remove_empty(group_id)   # an empty consumer group converts back to classic
         try:
             p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
                                             rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
@@ -248,6 +248,9 @@ class GroupService:
     async def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                          protocol_type: str | None, protocol_name: str | None,
                          assignments: dict[str, bytes]) -> SyncResult:
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_sync(group_id, generation_id, member_id, group_instance_id, protocol_type,
+                                              protocol_name)
         try:
             p = self.coordinator.sync_group(self.now_ms(), group_id, generation_id, member_id, group_instance_id,
                                             protocol_type, protocol_name, assignments)
@@ -258,6 +261,8 @@ class GroupService:
         return await self._await(p)  # type: ignore[no-any-return]
 
     def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_heartbeat(group_id, member_id, group_instance_id, generation_id)
         try:
             err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id, generation_id)
         except Exception:
@@ -267,6 +272,8 @@ class GroupService:
         return err
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_leave(group_id, members)
         try:
             out = self.coordinator.leave_group(self.now_ms(), group_id, members)
         except Exception:
@@ -279,10 +286,14 @@ class GroupService:
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
                        offsets: dict[tuple[str, int], OffsetAndMetadata],
                        version: int = 9) -> dict[tuple[str, int], int]:
-        err = self.consumer.coordinator.validate_offset_commit(group_id, member_id, generation_id, version)
-        if err:
-            return dict.fromkeys(offsets, err)
-        if err is not None:   # a consumer group member's commit: stored as a simple commit of the group
+        refused: dict[tuple[str, int], int] = {}
+        errs = self.consumer.coordinator.offset_commit_errors(group_id, member_id, generation_id, version,
+                                                              list(offsets))
+        if errs is not None:   # a consumer group member's commit: stored as a simple commit of the group
+            refused = {tp: e for tp, e in errs.items() if e}
+            offsets = {tp: om for tp, om in offsets.items() if tp not in refused}
+            if not offsets:
+                return refused
             member_id, group_instance_id, generation_id = "", None, -1
         try:
             out = self.coordinator.commit_offsets(self.now_ms(), group_id, member_id, group_instance_id,
@@ -290,9 +301,9 @@ class GroupService:
         except Exception:
             self._contain(group_id, "OffsetCommit")
             err = E.UNKNOWN_MEMBER_ID if generation_id >= 0 else E.UNKNOWN_SERVER_ERROR
-            return {tp: err for tp in offsets}
+            return {tp: err for tp in offsets} | refused
         self._kick()
-        return out
+        return out | refused
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
                       require_stable: bool = False) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None, int]]]:
@@ -312,6 +323,15 @@ class GroupService:
         return out
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
+        subscribed = self.consumer.subscribed_names(group_id)
+        if subscribed is not None:   # a consumer group: its subscribed topics' offsets stay (Kafka's rule)
+            allowed = [tp for tp in partitions if tp[0] not in subscribed]
+            err, out = self.coordinator.delete_offsets(self.now_ms(), group_id, allowed) if allowed else (E.NONE, {})
+            if err == E.GROUP_ID_NOT_FOUND:   # no offsets at all: nothing to delete, the group exists
+                err, out = E.NONE, dict.fromkeys(allowed, E.NONE)
+            out.update({tp: E.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if tp[0] in subscribed})
+            self._kick()
+            return err, out
         out = self.coordinator.delete_offsets(self.now_ms(), group_id, partitions)
         self._kick()
         return out

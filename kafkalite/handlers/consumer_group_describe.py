@@ -2,7 +2,7 @@
 
 Per group: state (Empty, Assigning, Reconciling, Stable), group epoch, target assignment epoch, the assignor,
 and per member its epoch, client, subscription, current assignment and target assignment (topic ids and names).
-v1 adds MemberType (1: a consumer-protocol member). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND;
+v1 adds MemberType (1: a consumer-protocol member, 0: a classic-protocol member of a converted group). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND;
 while the coordinator loads __consumer_offsets at start, COORDINATOR_LOAD_IN_PROGRESS (retriable).
 The group ids are walked in slices (kafkalite.slices): each answer reads the coordinator's state only.
 
@@ -73,6 +73,6 @@ async def consumer_group_describe(ctx: RequestContext,
                          subscribed_topic_regex=m.subscribed_topic_regex,
                          assignment=_assignment(m.assigned, names),
                          target_assignment=_assignment(g.target.get(m.member_id, {}), names),
-                         member_type=1 if ctx.version >= 1 else -1)
+                         member_type=(0 if m.classic is not None else 1) if ctx.version >= 1 else -1)
                 for m in g.members.values()]))
     return R(throttle_time_ms=0, groups=out)

@@ -1,7 +1,8 @@
 """OffsetDelete (key 47): v0.
 
 Deletes committed offsets of a group (KIP-496). An Empty group may lose any offset; a live consumer
-group only offsets of topics none of its members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC otherwise);
+group (a classic group of protocol type "consumer", or a KIP-848 consumer group: its members' topic names and
+regex matches) only offsets of topics none of its members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC otherwise);
 other live groups answer NON_EMPTY_GROUP; unknown groups GROUP_ID_NOT_FOUND. Partitions that do not exist
 (unknown topic or partition index out of range, Kafka's metadata-cache check) get UNKNOWN_TOPIC_OR_PARTITION.
 A group-level error leaves the topic list empty.

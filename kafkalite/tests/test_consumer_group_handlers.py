@@ -64,11 +64,16 @@ def test_consumer_group_through_the_handlers() -> None:
         d = c.request(ConsumerGroupDescribeRequest(group_ids=["g", "nope"]), 1).groups
         assert (d[0].group_state, d[0].group_epoch, [m.member_id for m in d[0].members]) == ("Stable", 1, ["m1"])
         assert d[1].error_code == ErrorCode.GROUP_ID_NOT_FOUND
-        join = c.request(JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000,
-                                          member_id="", protocol_type="consumer", protocols=[
-                                              JoinGroupRequest.JoinGroupRequestProtocol(name="range",
-                                                                                      metadata=b"")]), 5)
-        assert join.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        # a classic JoinGroup is served by the consumer group (a classic-protocol member, Kafka 4.0): a member id
+        # first (v4+), and only the "consumer" embedded protocol
+        def join(ptype: str) -> object:
+            return c.request(JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                                              member_id="", protocol_type=ptype, protocols=[
+                                                  JoinGroupRequest.JoinGroupRequestProtocol(name="range",
+                                                                                          metadata=b"")]), 5)
+        assert join("connect").error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        first = join("consumer")
+        assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED and first.member_id
         dg = c.request(DeleteGroupsRequest(groups_names=["g"]), 2).results[0]
         assert dg.error_code == ErrorCode.NON_EMPTY_GROUP
         left = c.request(ConsumerGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=-1), 1)

@@ -310,3 +310,138 @@ def test_group_configs_override_the_broker_timeouts() -> None:
     w.now += 3_500
     w.coord.poll(w.now)
     assert "m1" not in w.coord.groups["g"].members and "m2" in w.coord.groups["other"].members
+
+
+# -- rack awareness (synthetic racks: one broker has none) -------------------------------------------------------
+def _racks(layout: dict[int, str]):  # type: ignore[no-untyped-def]
+    """Partition p of every topic has its one replica on rack layout[p]."""
+    return lambda t, p: frozenset({layout[p]})
+
+
+def test_uniform_prefers_partitions_on_the_members_rack() -> None:
+    from kafkalite.coordinator.consumer.assignors import assign
+
+    t = uuid.uuid4()
+    subs = {"a": {t}, "b": {t}}
+    layout = {0: "r1", 1: "r2", 2: "r1", 3: "r2"}
+    out = assign("uniform", subs, {t: 4}, {}, {"a": "r2", "b": "r1"}, _racks(layout))
+    assert out == {"a": {t: {1, 3}}, "b": {t: {0, 2}}}
+    # sticky current owners on the wrong rack give their partitions up to a same-rack member
+    out = assign("uniform", subs, {t: 4}, {"a": {t: {0, 2}}, "b": {t: {1, 3}}}, {"a": "r2", "b": "r1"},
+                 _racks(layout))
+    assert out == {"a": {t: {1, 3}}, "b": {t: {0, 2}}}
+    # without racks the same call is purely sticky
+    assert assign("uniform", subs, {t: 4}, {"a": {t: {0, 2}}, "b": {t: {1, 3}}}) == \
+        {"a": {t: {0, 2}}, "b": {t: {1, 3}}}
+
+
+def test_rack_awareness_never_beats_balance() -> None:
+    from kafkalite.coordinator.consumer.assignors import assign
+
+    t = uuid.uuid4()
+    layout = {p: "r1" for p in range(6)} | {5: "r2"}
+    out = assign("uniform", {"a": {t}, "b": {t}}, {t: 6}, {}, {"a": "r1", "b": "r2"}, _racks(layout))
+    assert sorted(len(a[t]) for a in out.values()) == [3, 3] and 5 in out["b"][t]
+    out = assign("range", {"a": {t}, "b": {t}}, {t: 6}, {}, {"a": "r1", "b": "r2"}, _racks(layout))
+    assert out["a"][t] == {0, 1, 2} and out["b"][t] == {3, 4, 5}
+
+
+def test_range_gives_each_member_its_racks_partitions_first() -> None:
+    from kafkalite.coordinator.consumer.assignors import assign
+
+    t = uuid.uuid4()
+    layout = {0: "r2", 1: "r1", 2: "r2", 3: "r1"}
+    out = assign("range", {"a": {t}, "b": {t}}, {t: 4}, {}, {"a": "r1", "b": "r2"}, _racks(layout))
+    assert out == {"a": {t: {1, 3}}, "b": {t: {0, 2}}}
+    assert assign("range", {"a": {t}, "b": {t}}, {t: 4}, {}) == {"a": {t: {0, 1}}, "b": {t: {2, 3}}}
+
+
+def test_rack_strategy_off_when_locality_cannot_differ() -> None:
+    """Every partition on the same racks (one broker), no member racks, or member racks that meet no partition:
+    the rack-less assignment."""
+    from kafkalite.coordinator.consumer.assignors import assign
+
+    t = uuid.uuid4()
+    subs = {"a": {t}, "b": {t}}
+    plain = assign("range", subs, {t: 4}, {})
+    assert assign("range", subs, {t: 4}, {}, {"a": "r1", "b": "r2"}, lambda t_, p: frozenset({"r1"})) == plain
+    assert assign("range", subs, {t: 4}, {}, {"a": None, "b": None}, _racks({0: "r1", 1: "r2", 2: "r1",
+                                                                             3: "r2"})) == plain
+    assert assign("range", subs, {t: 4}, {}, {"a": "x", "b": "y"}, _racks({0: "r1", 1: "r2", 2: "r1",
+                                                                           3: "r2"})) == plain
+
+
+def test_heartbeat_rack_id_reaches_the_assignor() -> None:
+    w = World()
+    tid = w.topic("t", 4)
+    w.coord.partition_racks = lambda name, p: {"r1"} if p % 2 == 0 else {"r2"}
+    for m, rack in (("m1", "r2"), ("m2", "r1")):
+        w.coord.heartbeat(w.now, "g", m, 0, None, rack, 30_000, ["t"], None, None, {}, version=1)
+    g = w.coord.groups["g"]
+    assert g.target == {"m1": {tid: {1, 3}}, "m2": {tid: {0, 2}}}
+
+
+# -- per-partition assignment epochs (KIP-1251, Kafka 4.3) --------------------------------------------------------
+def test_assignment_epochs_relax_offset_commits_and_survive_a_reload() -> None:
+    w = World()
+    tid = w.topic("t", 4)
+    w.hb("m1", 0, topics=["t"])                                    # epoch 1: all four partitions, each at epoch 1
+    w.hb("m2", 0, topics=["t"])                                    # epoch 2: two move to m2 once m1 revokes them
+    g = w.coord.groups["g"]
+    target2 = g.target["m2"][tid]
+    w.hb("m1", 1, owned={tid: {0, 1, 2, 3} - target2})             # revoked: m1 is at epoch 2, keeps the rest
+    w.hb("m2", 2, owned={})
+    m1, m2 = g.members["m1"], g.members["m2"]
+    kept = sorted({0, 1, 2, 3} - target2)
+    assert m1.member_epoch == 2 and {m1.epochs[(tid, p)] for p in kept} == {1}
+    assert {m2.epochs[(tid, p)] for p in target2} == {2}
+    c = w.coord
+    # m1 commits with the epoch it had before it heard of epoch 2: fine for the partitions it held since then
+    assert c.offset_commit_errors("g", "m1", 1, 9, [("t", kept[0])]) == {("t", kept[0]): 0}
+    stale = int(ErrorCode.STALE_MEMBER_EPOCH)
+    moved = sorted(target2)[0]
+    assert c.offset_commit_errors("g", "m1", 1, 9, [("t", moved)]) == {("t", moved): stale}   # not its own now
+    assert c.offset_commit_errors("g", "m2", 1, 9, [("t", moved)]) == {("t", moved): stale}   # given at epoch 2
+    assert c.offset_commit_errors("g", "m2", 2, 9, [("t", moved)]) == {("t", moved): 0}
+    assert c.offset_commit_errors("g", "m1", 3, 9, [("t", kept[0])]) == {("t", kept[0]): stale}   # from the future
+    assert c.offset_commit_errors("nope", "m1", 1, 9, [("t", 0)]) is None
+    # the epochs are in the CurrentMemberAssignment records (AssignmentEpochs, tag 0) and come back on a load
+    again = w.make()
+    again.load(list(w.log), w.now)
+    assert again.groups["g"].members["m1"].epochs == m1.epochs and again.groups["g"].members["m2"].epochs == m2.epochs
+
+
+def test_tagged_fields_match_kafkas_generated_layout() -> None:
+    """Hand-checked bytes of the two tagged fields written here, laid out as Kafka's generated code does: the
+    AssignmentEpochs array (tag 0 of TopicPartitions: size, compact array) and the nullable ClassicMemberMetadata
+    struct (tag 0 of MemberMetadata: size, presence varint 1, the struct)."""
+    from kafkalite.coordinator.consumer.model import ClassicMeta, ConsumerMember, MemberState
+
+    tid = uuid.UUID(int=1)
+    m = ConsumerMember("m", member_epoch=5, previous_member_epoch=4, state=MemberState.STABLE,
+                       assigned={tid: {1, 2}}, epochs={(tid, 1): 3, (tid, 2): 5})
+    v = R.current_assignment_value(m)
+    epochs = b"\x03" + (3).to_bytes(4, "big") + (5).to_bytes(4, "big")
+    assert v == (b"\x00\x00" + (5).to_bytes(4, "big") + (4).to_bytes(4, "big") + b"\x00"
+                 + b"\x02" + tid.bytes + b"\x03" + (1).to_bytes(4, "big") + (2).to_bytes(4, "big")
+                 + b"\x01\x00" + bytes([len(epochs)]) + epochs + b"\x01" + b"\x00")
+    assert R.decode_value(R.CURRENT_ASSIGNMENT, v)[5] == m.epochs
+    c = ConsumerMember("c", client_id="cid", client_host="/h", subscribed_topic_names=["t"],
+                       rebalance_timeout_ms=300, classic=ClassicMeta(10_000, [("range", b"\xab\xcd")]))
+    v = R.member_metadata_value(c)
+    struct_ = b"\x01" + (10_000).to_bytes(4, "big") + b"\x02" + b"\x06range" + b"\x03\xab\xcd" + b"\x00" + b"\x00"
+    assert v.endswith(b"\x01\x00" + bytes([len(struct_)]) + struct_)
+    assert R.decode_value(R.MEMBER_METADATA, v).classic == (10_000, [("range", b"\xab\xcd")])
+
+
+def test_empty_group_assignment_epoch_catches_up() -> None:
+    """Kafka 4.3 (KAFKA-20442): when the last member leaves, the assignment epoch is written up to the group
+    epoch, so an empty group never looks like it is still assigning."""
+    w = World()
+    w.topic("t", 2)
+    w.hb("m1", 0, topics=["t"])
+    w.log.clear()
+    w.hb("m1", -1)
+    g = w.coord.groups["g"]
+    assert g.state() == "Empty" and g.assignment_epoch == g.group_epoch == 2
+    assert any(R.record_type(k) == R.TARGET_METADATA and v is not None for k, v in w.log)

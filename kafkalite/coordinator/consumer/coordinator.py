@@ -22,21 +22,26 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from base64 import urlsafe_b64encode
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.consumer import records as R
+from kafkalite.coordinator.consumer.admin import AdminMixin
 from kafkalite.coordinator.consumer.assignors import ASSIGNORS, assign
+from kafkalite.coordinator.consumer.classic import ClassicMembersMixin
+from kafkalite.coordinator.consumer.migration import ClassicSide, MigrationMixin
 from kafkalite.coordinator.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
+    ClassicMeta,
     ConsumerGroup,
     ConsumerMember,
+    HeartbeatError,
     MemberState,
+    new_member_id,
 )
 from kafkalite.coordinator.consumer.reconcile import reconcile
 from kafkalite.coordinator.consumer.regex import RegexError, compile_re2
@@ -50,6 +55,7 @@ UNRELEASED_INSTANCE_ID = int(ErrorCode.UNRELEASED_INSTANCE_ID)
 UNSUPPORTED_ASSIGNOR = int(ErrorCode.UNSUPPORTED_ASSIGNOR)
 STALE_MEMBER_EPOCH = int(ErrorCode.STALE_MEMBER_EPOCH)
 INVALID_REGULAR_EXPRESSION = int(ErrorCode.INVALID_REGULAR_EXPRESSION)
+ILLEGAL_GENERATION = int(ErrorCode.ILLEGAL_GENERATION)
 METADATA_REFRESH_MS = 500   # subscribed topics re-read at most this often per group (on heartbeats)
 
 
@@ -59,6 +65,7 @@ class ConsumerConfig:
     session_timeout_ms: int = 45_000        # group.consumer.session.timeout.ms
     assignors: tuple[str, ...] = ASSIGNORS  # group.consumer.assignors (the first is the default)
     max_size: int = 2**31 - 1               # group.consumer.max.size
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy (migration.py)
     #: the broker's group config store (IncrementalAlterConfigs on GROUP resources), when it has one: a group's
     #: consumer.session.timeout.ms / consumer.heartbeat.interval.ms override the broker's (Kafka's GroupConfig)
     group_configs: Callable[[str], Mapping[str, str]] | None = None
@@ -87,22 +94,11 @@ class HeartbeatResult:
     assignment: Assignment | None = None
 
 
-class HeartbeatError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def new_member_id() -> str:
-    """Kafka's Uuid.randomUuid().toString(): url-safe base64 of 16 random bytes, no padding."""
-    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
 def _tp_set(a: Assignment | None) -> set[tuple[uuid.UUID, int]]:
     return {(t, p) for t, ps in (a or {}).items() for p in ps}
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
     def __init__(self, config: ConsumerConfig, append: Callable[[str, list[tuple[bytes, bytes | None]]], None],
                  topics: Callable[[], Mapping[str, Any]],
                  classic_group_busy: Callable[[str], bool] = lambda g: False) -> None:
@@ -116,6 +112,10 @@ class ConsumerGroupCoordinator:
         self._matches: dict[str, dict[str, bool]] = {}   # regex -> topic name -> matches (each matched once)
         self._topic_filter: Callable[[set[str]], set[str]] | None = None   # the heartbeating member's (authz)
         self._group_filters: dict[str, Callable[[set[str]], set[str]] | None] = {}   # group -> last filter
+        self.classic_side: ClassicSide | None = None   # the classic coordinator, for online conversion
+        #: (topic name, partition) -> racks of its replicas' brokers, for rack-aware assignment (None: no racks)
+        self.partition_racks: Callable[[str, int], Any] | None = None
+        self._post: list[Callable[[], None]] = []      # run after a write (a downgraded group's rebalance)
 
     # -- heartbeat -----------------------------------------------------------------------------------------
     def heartbeat(self, now: int, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
@@ -195,17 +195,21 @@ class ConsumerGroupCoordinator:
         if group is None:
             if epoch != 0:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            if self._classic_busy(group_id):
-                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            group = ConsumerGroup(group_id)
+            # a non-empty classic group converts online (migration.py) or the heartbeat is refused
+            converting = self._classic_busy(group_id)
+            group = self._upgrade(now, group_id, out) if converting else ConsumerGroup(group_id)
+        else:
+            converting = False
         if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(now, group, member_id, epoch, instance_id)
         member = self._member(group, member_id or new_member_id(), epoch, instance_id, owned, out)
-        self.groups.setdefault(group_id, group)
         if len(group.members) >= self.config.max_size and member.member_id not in group.members:
             raise HeartbeatError(E.GROUP_MAX_SIZE_REACHED,
                                  f"The consumer group has reached its maximum capacity of "
                                  f"{self.config.max_size} members.")
+        if converting and self.classic_side is not None:
+            self.classic_side.detach(group_id, now)
+        self.groups.setdefault(group_id, group)
         old_meta = member.metadata_key() if member.member_id in group.members else None
         old_assign = member.assignment_key() if member.member_id in group.members else None
         old_assigned = _tp_set(member.assigned)
@@ -280,7 +284,8 @@ class ConsumerGroupCoordinator:
                                  rebalance_timeout_ms=existing.rebalance_timeout_ms,
                                  server_assignor=existing.server_assignor, member_epoch=0, previous_member_epoch=0,
                                  state=existing.state, assigned={t: set(p) for t, p in existing.assigned.items()},
-                                 pending_revocation={t: set(p) for t, p in existing.pending_revocation.items()})
+                                 pending_revocation={t: set(p) for t, p in existing.pending_revocation.items()},
+                                 epochs=dict(existing.epochs))
             target = group.target.pop(existing.member_id, None)
             self._remove_records(group.group_id, existing.member_id, out)
             del group.members[existing.member_id]
@@ -340,8 +345,12 @@ class ConsumerGroupCoordinator:
             self._write(group.group_id, out)
             return HeartbeatResult(member_id=member.member_id, member_epoch=epoch)
         log.info("member %s leaves consumer group %s", member.member_id, group.group_id)
-        self._remove(group, member, out)
-        self._write(group.group_id, out)
+        if not self._maybe_downgrade(now, group, member, out):
+            self._remove(group, member, out, now)
+        try:
+            self._write(group.group_id, out)
+        finally:
+            self._run_post()
         return HeartbeatResult(member_id=member.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
 
     # -- group bookkeeping -----------------------------------------------------------------------------------
@@ -350,12 +359,18 @@ class ConsumerGroupCoordinator:
         out.append((R.encode_key(R.TARGET_MEMBER, group_id, member_id), None))
         out.append((R.encode_key(R.MEMBER_METADATA, group_id, member_id), None))
 
-    def _remove(self, group: ConsumerGroup, member: ConsumerMember, out: list[tuple[bytes, bytes | None]]) -> None:
+    def _remove(self, group: ConsumerGroup, member: ConsumerMember, out: list[tuple[bytes, bytes | None]],
+                now: int = 0) -> None:
         self._remove_records(group.group_id, member.member_id, out)
         group.members.pop(member.member_id, None)
         group.target.pop(member.member_id, None)
         self._refresh_metadata(group, 0, force=True)
         self._bump(group, out)
+        if not group.members:   # an empty group's assignment epoch catches up with its group epoch (Kafka 4.3)
+            group.assignment_epoch = group.group_epoch
+            group.target.clear()
+            out.append((R.encode_key(R.TARGET_METADATA, group.group_id),
+                        R.target_metadata_value(group.assignment_epoch, now)))
 
     def _bump(self, group: ConsumerGroup, out: list[tuple[bytes, bytes | None]]) -> None:
         group.group_epoch += 1
@@ -421,7 +436,15 @@ class ConsumerGroupCoordinator:
             return
         subs = {mid: group.member_topic_ids(m) for mid, m in group.members.items()}
         parts = {tid: n for tid, n in group.topics.values()}
-        new = assign(self._assignor(group), subs, parts, group.target)
+        names = {tid: name for name, (tid, _n) in group.topics.items()}
+        racks_of = None
+        if self.partition_racks is not None:
+            lookup = self.partition_racks
+
+            def racks_of(t: uuid.UUID, p: int) -> frozenset[str]:
+                return frozenset(lookup(names.get(t, ""), p))
+        new = assign(self._assignor(group), subs, parts, group.target,
+                     {mid: m.rack_id for mid, m in group.members.items()}, racks_of)
         for mid, a in new.items():
             if {t: ps for t, ps in group.target.get(mid, {}).items() if ps} != {t: ps for t, ps in a.items() if ps}:
                 out.append((R.encode_key(R.TARGET_MEMBER, group.group_id, mid), R.target_member_value(a)))
@@ -440,7 +463,7 @@ class ConsumerGroupCoordinator:
         return held
 
     def _timers_after(self, member: ConsumerMember, now: int, session_ms: int) -> None:
-        member.session_deadline = now + session_ms
+        member.session_deadline = now + (member.classic.session_timeout_ms if member.classic else session_ms)
         if member.state == MemberState.UNREVOKED_PARTITIONS:
             if member.rebalance_deadline is None:
                 member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
@@ -461,7 +484,7 @@ class ConsumerGroupCoordinator:
         best: int | None = None
         for g in self.groups.values():
             for m in g.members.values():
-                for d in (m.session_deadline, m.rebalance_deadline):
+                for d in (m.session_deadline, m.rebalance_deadline, m.join_deadline, m.sync_deadline):
                     if d is not None and (best is None or d < best):
                         best = d
         return best
@@ -483,73 +506,19 @@ class ConsumerGroupCoordinator:
                 why = "session timeout"
             elif m.rebalance_deadline is not None and m.rebalance_deadline <= now:
                 why = "rebalance timeout (partitions not revoked)"
+            elif m.join_deadline is not None and m.join_deadline <= now:
+                why = "the classic member failed to join within the rebalance timeout"
+            elif m.sync_deadline is not None and m.sync_deadline <= now:
+                why = "the classic member failed to sync within the rebalance timeout"
             if why:
                 log.info("member %s of consumer group %s fenced: %s", m.member_id, group.group_id, why)
-                self._remove(group, m, out)
+                if self._maybe_downgrade(now, group, m, out):
+                    break
+                self._remove(group, m, out, now)
         if out:
             with contextlib.suppress(HeartbeatError):   # logged; memory is ahead of the log until the next write
                 self._write(group.group_id, out)
-
-    # -- offsets ---------------------------------------------------------------------------------------------
-    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int, version: int) -> int | None:
-        """ConsumerGroup.validateOffsetCommit: None when ``group_id`` is not a consumer group, else an error code
-        (0 = allowed)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if member_epoch < 0 and not group.members:
-            return 0
-        member = group.members.get(member_id)
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
-        if version < 9:
-            return int(ErrorCode.UNSUPPORTED_VERSION)
-        return 0 if member_epoch == member.member_epoch else STALE_MEMBER_EPOCH
-
-    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
-        group = self.groups.get(group_id)
-        if group is None or (member_epoch < 0 and member_id is None):
-            return 0
-        member = group.members.get(member_id or "")
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
-        return 0 if member_epoch == member.member_epoch else STALE_MEMBER_EPOCH
-
-    # -- admin -----------------------------------------------------------------------------------------------
-    def list_groups(self, states: set[str], types: set[str]) -> list[dict[str, str]]:
-        if types and "consumer" not in types:
-            return []
-        out = []
-        for g in self.groups.values():
-            st = g.state()
-            if states and st.lower() not in states:
-                continue
-            out.append({"group_id": g.group_id, "protocol_type": "consumer", "group_state": st,
-                        "group_type": "consumer"})
-        return out
-
-    def delete_group(self, group_id: str) -> int | None:
-        """None when not a consumer group; NON_EMPTY_GROUP, or 0 after writing its tombstones."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if group.members:
-            return E.NON_EMPTY_GROUP
-        out: list[tuple[bytes, bytes | None]] = [
-            (R.encode_key(t, group_id), None) for t in (R.TARGET_METADATA, R.PARTITION_METADATA, R.GROUP_METADATA)]
-        try:
-            self._write(group_id, out)
-        except HeartbeatError as e:
-            return e.code
-        del self.groups[group_id]
-        self._group_filters.pop(group_id, None)
-        return 0
-
-    def remove_empty(self, group_id: str) -> None:
-        """An empty consumer group converted to a classic one (a classic member joined, Kafka 4.0's downgrade of
-        an empty group): its records are deleted, its offsets stay."""
-        if group_id in self.groups and not self.groups[group_id].members:
-            self.delete_group(group_id)
+        self._run_post()
 
     # -- loading ---------------------------------------------------------------------------------------------
     def load(self, entries: list[tuple[bytes, bytes | None]], now: int) -> None:
@@ -570,7 +539,8 @@ class ConsumerGroupCoordinator:
                 log.warning("skipping undecodable consumer group record: %s", exc)
         for g in groups.values():
             for m in g.members.values():
-                m.session_deadline = now + self.config.session_timeout(g.group_id)
+                m.session_deadline = now + (m.classic.session_timeout_ms if m.classic is not None
+                                            else self.config.session_timeout(g.group_id))
                 if m.state == MemberState.UNREVOKED_PARTITIONS:
                     m.rebalance_deadline = now + max(m.rebalance_timeout_ms, 0)
         self.groups.update(groups)
@@ -599,11 +569,12 @@ class ConsumerGroupCoordinator:
             m.subscribed_topic_names = list(v.subscribed_topic_names)
             m.subscribed_topic_regex = v.subscribed_topic_regex
             m.rebalance_timeout_ms, m.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+            m.classic = ClassicMeta(v.classic[0], list(v.classic[1])) if v.classic is not None else None
         elif k.type == R.CURRENT_ASSIGNMENT:
             if v is None:
                 return
             m = g.members.setdefault(k.member_id or "", ConsumerMember(k.member_id or ""))
-            epoch, prev, state, assigned, pending = v  # type: ignore[misc]
+            epoch, prev, state, assigned, pending, epochs = v  # type: ignore[misc]
             m.member_epoch, m.previous_member_epoch = epoch, prev
             m.state = MemberState(state) if state in (0, 1, 2) else MemberState.UNKNOWN
-            m.assigned, m.pending_revocation = assigned, pending
+            m.assigned, m.pending_revocation, m.epochs = assigned, pending, epochs

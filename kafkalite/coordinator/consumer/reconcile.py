@@ -10,6 +10,8 @@
     its target is still held elsewhere (they are given on a later heartbeat, once released), else STABLE.
 * A member that has not reported its owned partitions (``owned is None``: a heartbeat without them) is assumed
   to still own what it was asked to revoke.
+* Assignment epochs (KIP-1251, Kafka 4.3): a partition given to the member records the epoch it was given at
+  (the target epoch); kept and revoking partitions keep theirs.
 """
 from __future__ import annotations
 
@@ -79,6 +81,7 @@ def _next(member: ConsumerMember, target_epoch: int, target: Assignment, subscri
         member.state = MemberState.UNREVOKED_PARTITIONS
         member.assigned = kept
         member.pending_revocation = revoke
+        prune_epochs(member)
         return
     for t, ps in pending.items():
         kept.setdefault(t, set()).update(ps)
@@ -88,3 +91,14 @@ def _next(member: ConsumerMember, target_epoch: int, target: Assignment, subscri
     member.assigned = kept
     member.pending_revocation = {}
     member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+    for t, ps in pending.items():
+        for p in ps:
+            member.epochs.setdefault((t, p), target_epoch)
+    prune_epochs(member)
+
+
+def prune_epochs(member: ConsumerMember) -> None:
+    """Keep the assignment epochs of the partitions the member still holds."""
+    held = {(t, p) for a in (member.assigned, member.pending_revocation) for t, ps in a.items() for p in ps}
+    for tp in [tp for tp in member.epochs if tp not in held]:
+        del member.epochs[tp]

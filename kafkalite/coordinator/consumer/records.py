@@ -9,13 +9,15 @@ section per struct). A null value is a tombstone. Types written here:
   (Kafka 4.0 writes it; 4.1+ only tombstones it and keeps MetadataHash instead -- we write it so a reload knows
   the topic metadata the target assignment was computed from)
 * 5 ConsumerGroupMemberMetadata (group, member) -> InstanceId, RackId, ClientId, ClientHost,
-  SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor
+  SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor, and for a member speaking the
+  classic protocol ClassicMemberMetadata (tag 0: SessionTimeoutMs, SupportedProtocols[Name, Metadata])
 * 6 ConsumerGroupTargetAssignmentMetadata (group) -> AssignmentEpoch, AssignmentTimestamp (tag 0)
 * 7 ConsumerGroupTargetAssignmentMember (group, member) -> TopicPartitions[TopicId, Partitions]
 * 8 ConsumerGroupCurrentMemberAssignment (group, member) -> MemberEpoch, PreviousMemberEpoch, State,
-  AssignedPartitions[...], PartitionsPendingRevocation[...]
+  AssignedPartitions[...], PartitionsPendingRevocation[...], each TopicPartitions with Kafka 4.3's
+  AssignmentEpochs (tag 0, KIP-1251)
 
-Unknown tagged fields are skipped on decode (e.g. 4.3's AssignmentEpochs, ClassicMemberMetadata).
+Unknown tagged fields are skipped on decode.
 """
 from __future__ import annotations
 
@@ -109,7 +111,8 @@ def _ruuid(r: Reader) -> uuid.UUID:
     return uuid.UUID(bytes=bytes(r.raw(16)))
 
 
-def _assignment(w: Writer, a: Assignment) -> None:
+def _assignment(w: Writer, a: Assignment, epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> None:
+    """TopicPartitions[TopicId, Partitions, AssignmentEpochs (tag 0, Kafka 4.3, aligned with Partitions)]."""
     items = [(t, sorted(ps)) for t, ps in sorted(a.items(), key=lambda x: str(x[0])) if ps]
     w.uvarint(len(items) + 1)
     for t, ps in items:
@@ -117,18 +120,34 @@ def _assignment(w: Writer, a: Assignment) -> None:
         w.uvarint(len(ps) + 1)
         for p in ps:
             w.int32(p)
-        w.uvarint(0)  # tagged fields
+        if epochs is None:
+            w.uvarint(0)  # tagged fields
+            continue
+        body = Writer()
+        body.uvarint(len(ps) + 1)
+        for p in ps:
+            body.int32(epochs.get((t, p), -1))
+        raw = body.getvalue()
+        w.uvarint(1)
+        w.uvarint(0)
+        w.uvarint(len(raw))
+        w.buf += raw  # type: ignore[attr-defined]
     return None
 
 
-def _rassignment(r: Reader) -> Assignment:
+def _rassignment(r: Reader, epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> Assignment:
     n = r.uvarint() - 1
     out: Assignment = {}
     for _ in range(max(n, 0)):
         t = _ruuid(r)
         k = r.uvarint() - 1
-        out[t] = {r.int32() for _ in range(max(k, 0))}
-        r.tagged_fields()
+        parts = [r.int32() for _ in range(max(k, 0))]
+        out[t] = set(parts)
+        tags = r.tagged_fields()
+        if epochs is not None and 0 in tags:
+            er = Reader(tags[0])
+            values = [er.int32() for _ in range(max(er.uvarint() - 1, 0))]
+            epochs.update(((t, p), e) for p, e in zip(parts, values, strict=False) if e >= 0)
     return out
 
 
@@ -170,7 +189,43 @@ def member_metadata_value(m: object) -> bytes:
         _cstr(w, m.subscribed_topic_regex)  # type: ignore[attr-defined]
         w.int32(m.rebalance_timeout_ms)  # type: ignore[attr-defined]
         _cstr(w, m.server_assignor)  # type: ignore[attr-defined]
-    return _value(fill)
+    classic = getattr(m, "classic", None)
+    if classic is None:
+        return _value(fill)
+    # tag 0: the nullable struct ClassicMemberMetadata (a presence varint 1, then the struct)
+    body = Writer()
+    body.uvarint(1)
+    body.int32(classic.session_timeout_ms)
+    body.uvarint(len(classic.protocols) + 1)
+    for name, meta in classic.protocols:
+        _cstr(body, name)
+        body.uvarint(len(meta) + 1)
+        body.buf += bytes(meta)  # type: ignore[attr-defined]
+        body.uvarint(0)
+    body.uvarint(0)
+    raw = body.getvalue()
+    w = Writer()
+    w.int16(0)
+    fill(w)
+    w.uvarint(1)
+    w.uvarint(0)
+    w.uvarint(len(raw))
+    w.buf += raw  # type: ignore[attr-defined]
+    return w.getvalue()
+
+
+def _rclassic(raw: bytes) -> tuple[int, list[tuple[str, bytes]]] | None:
+    r = Reader(raw)
+    if r.uvarint() == 0:
+        return None
+    session = r.int32()
+    protocols = []
+    for _ in range(max(r.uvarint() - 1, 0)):
+        name = _rcstr(r) or ""
+        meta = bytes(r.raw(max(r.uvarint() - 1, 0)))
+        r.tagged_fields()
+        protocols.append((name, meta))
+    return session, protocols
 
 
 def target_metadata_value(epoch: int, timestamp_ms: int) -> bytes:
@@ -194,8 +249,9 @@ def current_assignment_value(m: object) -> bytes:
         w.int32(m.member_epoch)  # type: ignore[attr-defined]
         w.int32(m.previous_member_epoch)  # type: ignore[attr-defined]
         w.int8(int(m.state))  # type: ignore[attr-defined]
-        _assignment(w, m.assigned)  # type: ignore[attr-defined]
-        _assignment(w, m.pending_revocation)  # type: ignore[attr-defined]
+        epochs = getattr(m, "epochs", None)
+        _assignment(w, m.assigned, epochs)  # type: ignore[attr-defined]
+        _assignment(w, m.pending_revocation, epochs)  # type: ignore[attr-defined]
     return _value(fill)
 
 
@@ -209,6 +265,7 @@ class MemberMetadata:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: tuple[int, list[tuple[str, bytes]]] | None = None   # (session timeout, protocols)
 
 
 def decode_value(type_: int, value: bytes) -> object:
@@ -241,12 +298,15 @@ def decode_value(type_: int, value: bytes) -> object:
             regex = _rcstr(r)
             rto = r.int32()
             assignor = _rcstr(r)
-            return MemberMetadata(inst, rack, cid, host, names, regex, rto, assignor)
+            tags = r.tagged_fields()
+            classic = _rclassic(bytes(tags[0])) if 0 in tags else None
+            return MemberMetadata(inst, rack, cid, host, names, regex, rto, assignor, classic)
         if type_ == TARGET_MEMBER:
             return _rassignment(r)
         if type_ == CURRENT_ASSIGNMENT:
             epoch, prev, state = r.int32(), r.int32(), r.int8()
-            return epoch, prev, state, _rassignment(r), _rassignment(r)
+            epochs: dict[tuple[uuid.UUID, int], int] = {}
+            return epoch, prev, state, _rassignment(r, epochs), _rassignment(r, epochs), epochs
     except ConsumerRecordError:
         raise
     except Exception as exc:
