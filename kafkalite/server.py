@@ -272,6 +272,9 @@ class OnFirstUse:
             service.loaded.set()
             nursery.start_soon(service.run)
             self._service = service
+            from kafkalite.state import freeze_long_lived
+
+            freeze_long_lived()   # its modules live as long as the process (see kafkalite.cli.serve)
             log.debug("%s started on first use", cls_name)
         return service
 

@@ -131,11 +131,15 @@ def lookup(api_key: int) -> HandlerSpec | None:
     if spec is not None or api_key not in INDEX or api_key in _BROKEN:
         return spec
     try:
-        return HANDLERS[api_key]
+        spec = HANDLERS[api_key]
     except Exception:   # a broken handler module: that API is not served (as load_all skips it), logged once
         _BROKEN.add(api_key)
         log.exception("failed to load the handler module of api key %d (%s)", api_key, INDEX[api_key][0])
         return None
+    from kafkalite.state import freeze_long_lived
+
+    freeze_long_lived()   # the module's functions and classes live as long as the process, like those loaded at start
+    return spec
 
 
 def _versions() -> dict[int, tuple[int, int]]:
