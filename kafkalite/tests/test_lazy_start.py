@@ -57,7 +57,7 @@ NOT_AT_START = [
     "kafkalite.handlers.describe_client_quotas", "wire.messages._gen_share_fetch", "wire.messages._gen_produce",
     "kafkalite.coordinator.share.service", "kafkalite.coordinator.share.partition",
     "kafkalite.metrics", "kafkalite.metrics.http", "kafkalite.console", "kafkalite.console.http",
-    "kafkalite.error_response",
+    "kafkalite.error_response", "kafkalite.security.scram",
 ]
 
 
