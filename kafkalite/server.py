@@ -252,8 +252,8 @@ class OnFirstUse:
     Until then: ``close``/``begin_drain`` have nothing to stop, a deleted topic has no state to drop, ListGroups
     lists no such group and DeleteGroups finds none, without starting anything."""
 
-    def __init__(self, state: BrokerState, module: str, cls_name: str, nursery: trio.Nursery) -> None:
-        self._spec = (state, module, cls_name, nursery)
+    def __init__(self, state: BrokerState, module: str, cls_name: str, topic: str, nursery: trio.Nursery) -> None:
+        self._spec = (state, module, cls_name, topic, nursery)
         self._service: Any = None
 
     def _start(self) -> Any:
@@ -261,15 +261,16 @@ class OnFirstUse:
         if service is None:
             import importlib
 
-            state, module, cls_name, nursery = self._spec
+            state, module, cls_name, topic, nursery = self._spec
             service = getattr(importlib.import_module(module), cls_name)(state)
+            if topic not in state.topics:   # still nothing to load (else run() loads it, as at start)
 
-            async def nothing_to_load() -> None:
-                return None
+                async def nothing_to_load() -> None:
+                    return None
 
-            service._load = nothing_to_load
-            service.loading = False
-            service.loaded.set()
+                service._load = nothing_to_load
+                service.loading = False
+                service.loaded.set()
             nursery.start_soon(service.run)
             self._service = service
             from kafkalite.state import freeze_long_lived
@@ -305,7 +306,7 @@ async def _start_services(state: BrokerState, nursery: trio.Nursery) -> None:
     for module, cls_name, attr in SERVICES:
         topic = DEFERRABLE.get(attr)
         if topic is not None and topic not in state.topics:
-            setattr(state, attr, OnFirstUse(state, module, cls_name, nursery))
+            setattr(state, attr, OnFirstUse(state, module, cls_name, topic, nursery))
             continue
         try:
             cls = getattr(importlib.import_module(module), cls_name)

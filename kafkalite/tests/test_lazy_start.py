@@ -22,7 +22,7 @@ _SCRIPT = textwrap.dedent('''
     from kafkalite.config import BrokerConfig
     from kafkalite.server import serve
     from kafkalite.tests.rawclient import RawClient
-    from wire.messages import ApiVersionsRequest, MetadataRequest, ShareGroupHeartbeatRequest
+    from wire.messages import ApiVersionsRequest, ListGroupsRequest, MetadataRequest, ShareGroupHeartbeatRequest
 
     config = BrokerConfig.load(None, {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]})
     out = {}
@@ -37,6 +37,7 @@ _SCRIPT = textwrap.dedent('''
                 with RawClient(host, port) as c:
                     out["api_keys"] = sorted(k.api_key for k in c.request(ApiVersionsRequest(), 3).api_keys)
                     c.request(MetadataRequest(topics=None), 12)
+                    out["groups"] = len(c.request(ListGroupsRequest(), 5).groups)   # asks share groups too
                     out["served"] = sorted(sys.modules)
                     hb = c.request(ShareGroupHeartbeatRequest(group_id="g", member_id="m" * 22, member_epoch=0,
                                                               subscribed_topic_names=["t"]), 1)
@@ -72,7 +73,8 @@ def test_broker_start_leaves_unused_features_unimported(tmp_path: Path) -> None:
     assert out["api_keys"] == sorted(_index.INDEX)
     served = set(out["served"])
     assert {"kafkalite.handlers.api_versions", "kafkalite.handlers.metadata"} <= served
-    assert "kafkalite.coordinator.share.service" not in served
+    assert "kafkalite.coordinator.share.service" not in served   # ListGroups did not need it
+    assert out["groups"] == 0
     # a share-group request imports and starts the share coordinator, which answers it (no load in progress)
     assert out["share_error"] == 0
     assert {"kafkalite.handlers.share_group_heartbeat", "kafkalite.coordinator.share.service"} <= set(out["shared"])
