@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from trio.lowlevel import wait_readable, wait_writable
 
-from kafkalite import bulk, error_response
+from kafkalite import bulk
 from kafkalite.handlers import registry
 from kafkalite.request_memory import RECV_SIZE, RequestMemoryPool
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
@@ -383,6 +383,8 @@ class Connection:
         except (ConnectionClosed, DecodeError):
             raise
         except Exception as exc:   # answered with the API's error response, as Kafka does (one traceback)
+            from kafkalite import error_response  # imported when first needed: not at start
+
             response = await error_response.answer_failure(self, header, body, exc, offload)
         throttle = 0 if cpu0 < 0 else _throttle(quotas, ctx, len(frame), time.thread_time_ns() - cpu0, response)
         if response is None:

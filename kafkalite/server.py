@@ -32,7 +32,7 @@ from typing import Any
 
 import trio
 
-from kafkalite import console, control, faults, loopwatch, metrics
+from kafkalite import faults, loopwatch
 from kafkalite.config import BrokerConfig, ConfigError, Listener
 from kafkalite.connection import Connection, RequestMemoryPool, reap_idle
 from kafkalite.startup_errors import StartupError
@@ -41,14 +41,17 @@ from kafkalite.state import BrokerState
 log = logging.getLogger(__name__)
 
 _conn_ids = itertools.count(1)
+# kafkalite.metrics.LISTEN_KEY and kafkalite.console.LISTEN_KEY (not imported unless set; a test checks they agree)
+METRICS_LISTEN = "kafkalite.metrics.listen"
+CONSOLE_LISTEN = "kafkalite.console.listen"
+CONTROL_LISTEN = "kafkalite.control.listen"
 
 
 def open_state(config: BrokerConfig) -> BrokerState:
-    """Open (and recover) storage and build the broker state. Blocking: call from a worker thread."""
-    from kafkalite.handlers import load_all
+    """Open (and recover) storage and build the broker state. Blocking: call from a worker thread. Handler
+    modules are not imported here: each is imported when its API is first requested (handlers.registry)."""
     from storage import LogManager
 
-    load_all()
     _descriptor_budget(config)
     log_dir = config.log_dir
     _prepare_log_dir(log_dir)
@@ -232,12 +235,80 @@ SERVICES = (
     ("kafkalite.coordinator.transactions", "TransactionService", "txns"),
     ("kafkalite.coordinator.share.service", "ShareService", "shares"),
 )
+# services with nothing to load while their state topic is absent: started on first use (see OnFirstUse)
+DEFERRABLE = {"shares": "__share_group_state"}
+
+
+class OnFirstUse:
+    """Stands in (as ``state.<attr>``) for a coordinator whose state topic did not exist at start, so there was
+    nothing to load: its modules are imported, and the service built and started, when something first uses it.
+    A broker whose clients never use share groups (KIP-932) then pays neither their import (~15 ms of start)
+    nor their memory.
+
+    The service is then in the state a service started at boot with no topic reaches once ``run`` has read
+    nothing back: loaded (``loading`` False, ``loaded`` set), its timers started in the background nursery.
+    ``run``'s own load is skipped: the service may have written its topic (synchronously, on this first use)
+    before ``run`` first runs, and replaying that would apply the records twice.
+
+    Until then: ``close``/``begin_drain`` have nothing to stop, a deleted topic has no state to drop, ListGroups
+    lists no such group and DeleteGroups finds none, without starting anything."""
+
+    def __init__(self, state: BrokerState, module: str, cls_name: str, topic: str, nursery: trio.Nursery) -> None:
+        self._spec = (state, module, cls_name, topic, nursery)
+        self._service: Any = None
+
+    def _start(self) -> Any:
+        service = self._service
+        if service is None:
+            import importlib
+
+            state, module, cls_name, topic, nursery = self._spec
+            service = getattr(importlib.import_module(module), cls_name)(state)
+            if topic not in state.topics:   # still nothing to load (else run() loads it, as at start)
+
+                async def nothing_to_load() -> None:
+                    return None
+
+                service._load = nothing_to_load
+                service.loading = False
+                service.loaded.set()
+            nursery.start_soon(service.run)
+            self._service = service
+            from kafkalite.state import freeze_long_lived
+
+            freeze_long_lived()   # its modules live as long as the process (see kafkalite.cli.serve)
+            log.debug("%s started on first use", cls_name)
+        return service
+
+    def __getattr__(self, name: str) -> Any:   # anything else: the real service
+        return getattr(self._start(), name)
+
+    def close(self) -> Any:
+        return None if self._service is None else self._service.close()
+
+    def begin_drain(self) -> None:
+        if self._service is not None:
+            self._service.begin_drain()
+
+    def on_topic_deleted(self, topic_id: Any) -> None:
+        if self._service is not None:
+            self._service.on_topic_deleted(topic_id)
+
+    def is_share_group(self, group_id: str) -> bool:
+        return self._service is not None and self._service.is_share_group(group_id)
+
+    def list_groups(self, *args: Any, **kwargs: Any) -> list[Any]:
+        return [] if self._service is None else self._service.list_groups(*args, **kwargs)
 
 
 async def _start_services(state: BrokerState, nursery: trio.Nursery) -> None:
     import importlib
 
     for module, cls_name, attr in SERVICES:
+        topic = DEFERRABLE.get(attr)
+        if topic is not None and topic not in state.topics:
+            setattr(state, attr, OnFirstUse(state, module, cls_name, topic, nursery))
+            continue
         try:
             cls = getattr(importlib.import_module(module), cls_name)
         except (ImportError, AttributeError) as exc:
@@ -291,9 +362,21 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
         state.connections = connections   # read by the metrics endpoint
         faults.attach(state)   # state.faults: inert until a fault is set (kafkalite.faults)
         async with trio.open_nursery() as background:
-            await metrics.start(state, background)   # kafkalite.metrics.listen: off unless set
-            await console.start(state, background)   # kafkalite.console.listen: off unless set
-            await control.start(state, background)   # kafkalite.control.listen: off unless set
+            # the metrics endpoint, the console and the control API (off unless their address is set) are
+            # imported only then
+            state.metrics = None
+            if config.get_str(METRICS_LISTEN):
+                from kafkalite import metrics
+
+                await metrics.start(state, background)
+            if config.get_str(CONSOLE_LISTEN):
+                from kafkalite import console
+
+                await console.start(state, background)
+            if config.get_str(CONTROL_LISTEN):
+                from kafkalite import control
+
+                await control.start(state, background)
             await _start_services(state, background)
             _start_housekeeping(state, background)
             loopwatch.start(state, background)

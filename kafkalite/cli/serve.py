@@ -16,6 +16,7 @@ import gc
 import logging
 import signal
 import sys
+from typing import Any
 
 from kafkalite.config import BrokerConfig, ConfigError, parse_overrides
 from kafkalite.versions import RELEASES
@@ -89,11 +90,24 @@ async def _serve_until_signal(config: BrokerConfig) -> None:
             # process: move it out of the collector's reach, so a full collection later scans only what
             # requests allocate (a gen-2 pass over the startup heap took ~15 ms, a latency outlier).
             gc.freeze()
+            # freed request buffers go back to the OS once enough of them are free (kafkalite.malloc_tuning)
+            from kafkalite.malloc_tuning import heap_trimmer, trim_loop
+
+            trimmer = heap_trimmer()
+            trimming = trio.CancelScope()
+            if trimmer is not None:
+                nursery.start_soon(_in_scope, trimming, trim_loop, trimmer)
             async for signum in signals:
                 logging.getLogger("kafkalite").info("received %s; shutting down",
                                                    signal.Signals(signum).name)
                 shutdown.set()
                 break
+            trimming.cancel()   # the broker drains and closes on its own
+
+
+async def _in_scope(scope: Any, fn: Any, *args: Any) -> None:
+    with scope:
+        await fn(*args)
 
 
 def _fail(code: int, message: str) -> int:
@@ -125,10 +139,6 @@ def run(args: argparse.Namespace) -> int:
     # a thread that holds it keeps every connection waiting for up to the switch interval (5 ms by
     # default), which a tailing consumer sees as latency. The broker owns this process, so ask for 1 ms.
     sys.setswitchinterval(0.001)
-    # large request buffers are returned to the OS when freed (see kafkalite.malloc_tuning)
-    from kafkalite.malloc_tuning import pin_mmap_threshold
-
-    pin_mmap_threshold()
     try:
         trio.run(_serve_until_signal, config)
     except (Exception, ExceptionGroup) as exc:

@@ -5,20 +5,31 @@
 
 The API key and name come from ``wire.messages.REGISTRY`` (the request class identifies the API). ApiVersions
 is built from this registry (``advertised()``), so what we advertise and what we serve cannot drift.
+
+Handler modules are imported on demand: ``lookup(key)`` (and ``HANDLERS[key]``) imports the module that
+``kafkalite.handlers._index`` names for the key the first time it is asked for, so a broker starts without
+importing sixty handler modules and their generated message classes (share groups, ACLs, SCRAM, quotas,
+KIP-848 ... cost nothing until a client uses them). ``advertised()`` reads the index for APIs not loaded yet;
+a test keeps the index equal to what the decorators register.
 Handlers run on the trio thread: code between two ``await``s is atomic, so check-then-mutate needs no lock.
 """
 from __future__ import annotations
 
+import importlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.handlers._index import INDEX
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
     from wire.headers import RequestHeader
+
+log = logging.getLogger(__name__)
 
 HandlerFn = Callable[["RequestContext", Any], Awaitable[Any]]
 
@@ -61,7 +72,28 @@ class HandlerSpec:
     fn: HandlerFn
 
 
-HANDLERS: dict[int, HandlerSpec] = {}
+class _Handlers(dict[int, HandlerSpec]):
+    """api_key -> HandlerSpec; a key of ``_index.INDEX`` not registered yet imports its module on access."""
+
+    def __missing__(self, key: int) -> HandlerSpec:
+        entry = INDEX.get(key)
+        if entry is None:
+            raise KeyError(key)
+        importlib.import_module(f"kafkalite.handlers.{entry[0]}")
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in INDEX
+
+    def get(self, key: int, default: Any = None) -> Any:  # type: ignore[override]
+        spec = dict.get(self, key)
+        if spec is None and key in INDEX:
+            return self.__missing__(key)
+        return default if spec is None else spec
+
+
+HANDLERS: dict[int, HandlerSpec] = _Handlers()
+_BROKEN: set[int] = set()   # api keys not served: no handler module, or its module failed to import
 
 
 def _api_info_for(request_class: type) -> Any:
@@ -84,7 +116,7 @@ def handler(request_class: type, *, min_version: int, max_version: int) -> Calla
         )
 
     def register(fn: HandlerFn) -> HandlerFn:
-        existing = HANDLERS.get(info.key)
+        existing = dict.get(HANDLERS, info.key)   # not HANDLERS.get: that would import the module being imported
         if existing is not None and existing.fn is not fn and existing.fn.__qualname__ != fn.__qualname__:
             raise ValueError(f"two handlers for {info.name} (key {info.key}): {existing.fn!r} and {fn!r}")
         HANDLERS[info.key] = HandlerSpec(info.key, info.name, min_version, max_version, request_class, fn)
@@ -94,7 +126,35 @@ def handler(request_class: type, *, min_version: int, max_version: int) -> Calla
 
 
 def lookup(api_key: int) -> HandlerSpec | None:
-    return HANDLERS.get(api_key)
+    """The handler of ``api_key`` (its module imported on first use), or None if no handler serves it."""
+    spec = dict.get(HANDLERS, api_key)
+    if spec is not None or api_key in _BROKEN:
+        return spec
+    if api_key not in INDEX:
+        # an api key no indexed module serves: import every handler module once, so a module missing from the
+        # index (kafkalite/tests/test_lazy_start.py names it) is still served; a truly unknown key stays None
+        from kafkalite.handlers import load_all
+
+        load_all()
+        _BROKEN.add(api_key)   # do not look again
+        return dict.get(HANDLERS, api_key)
+    try:
+        spec = HANDLERS[api_key]
+    except Exception:   # a broken handler module: that API is not served (as load_all skips it), logged once
+        _BROKEN.add(api_key)
+        log.exception("failed to load the handler module of api key %d (%s)", api_key, INDEX[api_key][0])
+        return None
+    from kafkalite.state import freeze_long_lived
+
+    freeze_long_lived()   # the module's functions and classes live as long as the process, like those loaded at start
+    return spec
+
+
+def _versions() -> dict[int, tuple[int, int]]:
+    """(min, max) served per API key: registered handlers, and the index for modules not imported yet."""
+    out = {key: (lo, hi) for key, (_module, lo, hi) in INDEX.items()}
+    out.update((key, (spec.min_version, spec.max_version)) for key, spec in dict.items(HANDLERS))
+    return out
 
 
 def advertised(caps: dict[int, int] | None = None,
@@ -105,12 +165,12 @@ def advertised(caps: dict[int, int] | None = None,
     An API whose cap is missing or below our minimum is left out, as that release would not have it.
     """
     out: list[tuple[int, int, int]] = []
-    for key in sorted(HANDLERS):
-        spec = HANDLERS[key]
-        lo, hi = spec.min_version, spec.max_version
+    versions = _versions()
+    for key in sorted(versions):
+        lo, hi = versions[key]
         if caps is not None:
             cap = caps.get(key)
-            if cap is None or cap < spec.min_version:
+            if cap is None or cap < lo:
                 continue
             hi = min(hi, cap)
         if floors:

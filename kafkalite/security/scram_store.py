@@ -18,10 +18,13 @@ import base64
 import json
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
-from kafkalite.security.scram import MECHANISMS, ScramCredential
+if TYPE_CHECKING:   # the SCRAM module is imported only when a stored credential is read
+    from kafkalite.security.scram import ScramCredential
+
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,8 @@ class ScramStore:
             return {}
         except OSError as exc:
             raise ScramStoreError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        from kafkalite.security.scram import MECHANISMS, ScramCredential
+
         try:
             doc = json.loads(raw)
             users: dict[str, dict[str, ScramCredential]] = {}
