@@ -60,10 +60,10 @@ INDEX: dict[int, tuple[str, int, int]] = {
     69: ("consumer_group_describe", 0, 1),  # ConsumerGroupDescribe
     74: ("list_config_resources", 0, 1),  # ListConfigResources
     75: ("describe_topic_partitions", 0, 0),  # DescribeTopicPartitions
-    76: ("share_group_heartbeat", 1, 1),  # ShareGroupHeartbeat
-    77: ("share_group_describe", 1, 1),  # ShareGroupDescribe
-    78: ("share_fetch", 1, 2),  # ShareFetch
-    79: ("share_acknowledge", 1, 2),  # ShareAcknowledge
+    76: ("share_group_heartbeat", 0, 1),  # ShareGroupHeartbeat
+    77: ("share_group_describe", 0, 1),  # ShareGroupDescribe
+    78: ("share_fetch", 0, 2),  # ShareFetch
+    79: ("share_acknowledge", 0, 2),  # ShareAcknowledge
     90: ("describe_share_group_offsets", 0, 1),  # DescribeShareGroupOffsets
     91: ("alter_share_group_offsets", 0, 0),  # AlterShareGroupOffsets
     92: ("delete_share_group_offsets", 0, 0),  # DeleteShareGroupOffsets
