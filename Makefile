@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-fast bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash
+.PHONY: run test test-fast bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples
 
 run:
 	@tools/bootstrap.sh venv
@@ -49,6 +49,13 @@ soak:
 pipeline-demo:
 	@tools/bootstrap.sh venv clients spark
 	$(PY) -m kafkalite.spark.demo $(if $(CLUSTER),--cluster)
+
+# the example pipelines of kafkalite/spark/examples, each against an embedded broker (their tests are in make test)
+spark-examples:
+	@tools/bootstrap.sh venv clients spark
+	$(PY) -m kafkalite.spark.examples.fraud
+	$(PY) -m kafkalite.spark.examples.state_join
+	$(PY) -m kafkalite.spark.examples.to_parquet
 
 matrix:
 	@tools/bootstrap.sh venv clients
