@@ -108,8 +108,8 @@ def decode_decision(offset: int, metadata: str | None) -> tuple[int, dict[int, t
 def _consumer(opts: SinkOptions, group: str) -> Any:
     from confluent_kafka import Consumer
 
-    return Consumer({"bootstrap.servers": opts.kafka["bootstrap.servers"], "group.id": group,
-                     "isolation.level": "read_committed", "enable.auto.commit": False})
+    return Consumer({**opts.client_config(), "group.id": group, "isolation.level": "read_committed",
+                     "enable.auto.commit": False})
 
 
 def read_decision(opts: SinkOptions, query: str) -> tuple[int, dict[int, tuple[int, int]]] | None:
@@ -157,14 +157,14 @@ def roll_forward(opts: SinkOptions, query: str, batch: int, partition: int, txn_
     """Re-run of ``batch``: commit this task's transaction of the recorded decision, if any. True if it did."""
     import logging
 
-    from kafkalite.spark.txnclient import TxnClient, TxnCommitError
+    from kafkalite.spark.txnclient import TxnCommitError
 
     decision = read_decision(opts, query)
     if decision is None or decision[0] != batch or partition not in decision[1]:
         return False
     pid, epoch = decision[1][partition]
     try:
-        TxnClient(opts.kafka["bootstrap.servers"]).commit(txn_id, pid, epoch)
+        opts.txn_client().commit(txn_id, pid, epoch)
     except TxnCommitError as exc:  # aborted by its timeout, or fenced by a later attempt: written again below
         logging.getLogger("kafkalite.spark").warning("batch %d task %d: decided transaction not committed (%s); "
                                                      "writing its rows again", batch, partition, exc)
@@ -250,8 +250,8 @@ def _marker(opts: SinkOptions, group: str) -> int:
     from confluent_kafka import Consumer, KafkaException
     from confluent_kafka import TopicPartition as KTP
 
-    c = Consumer({"bootstrap.servers": opts.kafka["bootstrap.servers"], "group.id": group,
-                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    c = Consumer({**opts.client_config(), "group.id": group, "isolation.level": "read_committed",
+                  "enable.auto.commit": False})
     last: object = None
     try:
         for _ in range(30):
@@ -274,7 +274,6 @@ def write_task(batches: Iterator[pa.RecordBatch], opts: SinkOptions) -> TxnCommi
     from confluent_kafka import TopicPartition as KTP
 
     from kafkalite.spark.sink import produce_rows
-    from kafkalite.spark.txnclient import TxnClient
 
     query, batch, partition, _attempt = task_context()
     if opts.test_hook_dir and (Path(opts.test_hook_dir) / f"fail-task-always-{batch}-{partition}").exists():
@@ -297,7 +296,7 @@ def write_task(batches: Iterator[pa.RecordBatch], opts: SinkOptions) -> TxnCommi
         return TxnCommitMessage(rows=0, transactional_id=None, query=query, partition=partition)
     producer.begin_transaction()
     rows = produce_rows(producer, batches, opts, errors)
-    meta_consumer = Consumer({"bootstrap.servers": opts.kafka["bootstrap.servers"], "group.id": group})
+    meta_consumer = Consumer({**opts.client_config(), "group.id": group})
     try:
         producer.send_offsets_to_transaction([KTP(opts.marker_topic, 0, batch + 1)],
                                              meta_consumer.consumer_group_metadata(), 120)
@@ -308,7 +307,7 @@ def write_task(batches: Iterator[pa.RecordBatch], opts: SinkOptions) -> TxnCommi
         raise RuntimeError(f"{left} records unacknowledged, errors: {errors[:3]}")
     maybe_fail_task(opts, batch, partition)
     task_pause(opts, batch, partition)
-    pid, epoch, state = TxnClient(opts.kafka["bootstrap.servers"]).describe(txn_id)
+    pid, epoch, state = opts.txn_client().describe(txn_id)
     if state != "Ongoing":
         raise RuntimeError(f"transaction {txn_id} is {state}, expected Ongoing")
     return TxnCommitMessage(rows=rows, transactional_id=txn_id, producer_id=pid, epoch=epoch, query=query,
@@ -318,9 +317,8 @@ def write_task(batches: Iterator[pa.RecordBatch], opts: SinkOptions) -> TxnCommi
 def commit_batch(opts: SinkOptions, messages: list[Any], batch: int) -> None:
     """Driver side: record the decision, then commit every task's transaction of ``batch``; raise if any was
     fenced (Spark re-runs the batch)."""
-    from kafkalite.spark.txnclient import TxnClient
 
-    client = TxnClient(opts.kafka["bootstrap.servers"])
+    client = opts.txn_client()
     todo = [m for m in messages if isinstance(m, TxnCommitMessage) and m.transactional_id]
     driver_pause(opts, batch, "before-commit")
     simulated_crash(opts, batch, "before-decision")
@@ -339,7 +337,6 @@ def abort_batch(opts: SinkOptions, messages: list[Any], batch: int) -> None:
     one already completed, or fenced by a newer attempt, answers an error that changes nothing."""
     import logging
 
-    from kafkalite.spark.txnclient import TxnClient
 
     if _crashed(opts, batch):
         return
@@ -353,7 +350,7 @@ def abort_batch(opts: SinkOptions, messages: list[Any], batch: int) -> None:
         log.warning("batch %d: %s; aborting its transactions", batch, exc)
         decision = None
     commit = decision is not None and decision[0] == batch
-    client = TxnClient(opts.kafka["bootstrap.servers"], deadline_s=30.0)
+    client = opts.txn_client(deadline_s=30.0)
     for m in todo:
         try:
             client.commit(m.transactional_id, m.producer_id, m.epoch, committed=commit)
