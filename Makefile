@@ -64,7 +64,8 @@ matrix:
 clean:
 	rm -rf $(VENV) .deps compat-tests/node_modules
 
-# SIGKILL of the broker and of the Spark driver mid-batch under the exactly-once Spark sink (minutes; not in make test)
+# SIGKILL of the broker, the Spark driver and an executor JVM (standalone cluster) mid-batch under the exactly-once
+# Spark sink, and a driver crash before a batch's decision (minutes; not in make test)
 spark-crash:
 	@tools/bootstrap.sh venv clients spark
 	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/spark_eos_crash.py $(PYTEST_ARGS)
