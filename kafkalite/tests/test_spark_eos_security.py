@@ -131,6 +131,6 @@ def test_refused_credentials_and_certificates_fail_at_once(broker: Broker, mater
                                            **{"kafka.ssl.ca.location": str(other_ca)}))
     with pytest.raises(ssl.SSLCertVerificationError):
         untrusted.txn_client(deadline_s=120.0).describe("any")
-    plaintext = TxnClient(_sasl_ssl(broker), deadline_s=3.0, timeout_s=2.0)  # the plaintext-only client of before
+    plaintext = TxnClient(_sasl_ssl(broker), deadline_s=0.5, timeout_s=2.0)  # the plaintext-only client of before
     with pytest.raises(OSError):
         plaintext.describe("any")
