@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-fast bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash
+.PHONY: run test test-fast bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples
 
 run:
 	@tools/bootstrap.sh venv
@@ -50,6 +50,13 @@ pipeline-demo:
 	@tools/bootstrap.sh venv clients spark
 	$(PY) -m kafkalite.spark.demo $(if $(CLUSTER),--cluster)
 
+# the example pipelines of kafkalite/spark/examples, each against an embedded broker (their tests are in make test)
+spark-examples:
+	@tools/bootstrap.sh venv clients spark
+	$(PY) -m kafkalite.spark.examples.fraud
+	$(PY) -m kafkalite.spark.examples.state_join
+	$(PY) -m kafkalite.spark.examples.to_parquet
+
 matrix:
 	@tools/bootstrap.sh venv clients
 	$(PY) compat-tests/make_matrix.py
@@ -57,7 +64,8 @@ matrix:
 clean:
 	rm -rf $(VENV) .deps compat-tests/node_modules
 
-# SIGKILL of the broker and of the Spark driver mid-batch under the exactly-once Spark sink (minutes; not in make test)
+# SIGKILL of the broker, the Spark driver and an executor JVM (standalone cluster) mid-batch under the exactly-once
+# Spark sink, and a driver crash before a batch's decision (minutes; not in make test)
 spark-crash:
 	@tools/bootstrap.sh venv clients spark
 	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/spark_eos_crash.py $(PYTEST_ARGS)

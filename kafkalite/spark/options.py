@@ -69,6 +69,37 @@ def kafka_params(options: Mapping[str, str], *, sink: bool = False) -> dict[str,
     return params
 
 
+_SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
+
+
+def librdkafka_params(params: Mapping[str, str]) -> dict[str, str]:
+    """``params`` with the security settings a Spark (Java) user writes renamed to librdkafka's: Java's
+    ``sasl.jaas.config`` (``... username="u" password="p";``) becomes ``sasl.username`` / ``sasl.password``,
+    a (PEM) ``ssl.truststore.location`` becomes ``ssl.ca.location``, an empty
+    ``ssl.endpoint.identification.algorithm`` (Java's "no host name check") becomes ``none``."""
+    out = dict(params)
+    if "sasl.jaas.config" in out:
+        from kafkalite.spark.txnclient import Security
+
+        sec = Security.from_params({"sasl.jaas.config": out.pop("sasl.jaas.config")})
+        if sec.username is not None:
+            out.setdefault("sasl.username", sec.username)
+        if sec.password is not None:
+            out.setdefault("sasl.password", sec.password)
+    if "ssl.truststore.location" in out:
+        out.setdefault("ssl.ca.location", out.pop("ssl.truststore.location"))
+        out.pop("ssl.truststore.type", None)
+    if out.get("ssl.endpoint.identification.algorithm") == "":
+        out["ssl.endpoint.identification.algorithm"] = "none"
+    return out
+
+
+def security_params(params: Mapping[str, str]) -> dict[str, str]:
+    """``bootstrap.servers`` and the security settings (librdkafka names): what any client of the sink needs."""
+    return {k: v for k, v in librdkafka_params(params).items()
+            if k == "bootstrap.servers" or k.startswith(_SECURITY_PREFIXES)}
+
+
 def parse_offsets_json(text: str, *, what: str = "offsets") -> dict[TopicPartition, int]:
     """Spark's offsets JSON ``{"topic":{"0":23}}`` -> ``{("topic", 0): 23}``."""
     try:
@@ -282,7 +313,7 @@ class SourceOptions:
             "group.id": f"{self.group_id_prefix}-{uuid.uuid4()}-{role}",
             "isolation.level": "read_uncommitted",
         }
-        conf.update(self.kafka)
+        conf.update(librdkafka_params(self.kafka))
         conf.update({"enable.auto.commit": False, "enable.auto.offset.store": False,
                      "auto.offset.reset": "error", "enable.partition.eof": True})
         return conf
@@ -328,5 +359,15 @@ class SinkOptions:
         """
         conf: dict[str, Any] = {"partitioner": "murmur2_random", "enable.idempotence": True,
                                 "linger.ms": 5}
-        conf.update(self.kafka)
+        conf.update(librdkafka_params(self.kafka))
         return conf
+
+    def client_config(self) -> dict[str, Any]:
+        """``bootstrap.servers`` and the security settings, for the exactly-once sink's helper consumers."""
+        return security_params(self.kafka)
+
+    def txn_client(self, **kw: Any) -> Any:
+        """The sink's own transaction-coordinator client, with the same security settings as librdkafka's."""
+        from kafkalite.spark.txnclient import Security, TxnClient
+
+        return TxnClient(self.kafka["bootstrap.servers"], security=Security.from_params(self.kafka), **kw)
