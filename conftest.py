@@ -44,16 +44,19 @@ def _same_file_twice() -> list[str]:
     import os
     import sys
 
-    seen: dict[str, str] = {}
+    root = os.path.dirname(os.path.realpath(__file__)) + os.sep
+    seen: dict[str, tuple[str, object]] = {}
     dups = []
     for name, mod in list(sys.modules.items()):
         file = getattr(mod, "__file__", None)
         if not file or name == "__main__":
             continue
         real = os.path.realpath(file)
-        if real in seen and seen[real] != name:
-            dups.append(f"{seen[real]} and {name} -> {real}")
-        seen.setdefault(real, name)
+        if not real.startswith(root) or os.sep + ".venv" + os.sep in real:
+            continue   # the project's own files only
+        first = seen.setdefault(real, (name, mod))
+        if first[1] is not mod:   # two module objects (an alias in sys.modules is one object: not a copy)
+            dups.append(f"{first[0]} and {name} -> {os.path.relpath(real, root)}")
     return dups
 
 

@@ -235,12 +235,12 @@ async function pageMessages(name, partition) {
 async function pageGroups() {
   const body = el("tbody");
   const render = (d) => body.replaceChildren(...d.groups.map((g) => el("tr", { "data-group": g.group_id },
-    el("td", {}, el("a", { href: "#/group/" + enc(g.group_id), text: g.group_id })), td(g.state, "state"),
-    nd(g.members), nd(g.partitions), el("td", { class: "num lag", text: num(g.lag) }))));
+    el("td", {}, el("a", { href: "#/group/" + enc(g.group_id), text: g.group_id })), td(g.type, "type"), td(g.state, "state"),
+    nd(g.members), nd(g.partitions), el("td", { class: "num lag", text: g.lag === null ? "–" : num(g.lag) }))));
   render(await api("groups"));
   main.replaceChildren(el("h1", { text: "Consumer groups" }),
-    el("table", { id: "groups" }, el("thead", {}, el("tr", {}, ["group", "state", "members", "partitions", "lag"].map((h) => el("th", { text: h })))), body),
-    el("p", { class: "muted", text: "Classic groups known to this broker's coordinator; lag = high watermark − committed offset." }));
+    el("table", { id: "groups" }, el("thead", {}, el("tr", {}, ["group", "type", "state", "members", "partitions", "lag"].map((h) => el("th", { text: h })))), body),
+    el("p", { class: "muted", text: "Every group this broker coordinates: classic, consumer (KIP-848) and share (KIP-932); lag = high watermark − committed offset (share groups commit none)." }));
   live(async () => render(await api("groups")), 1000);
 }
 
@@ -249,7 +249,7 @@ async function pageGroup(gid) {
   const offsetsBody = el("tbody");
   const head = el("p", { id: "group-state" });
   const render = (g) => {
-    head.textContent = "state " + g.state + " · generation " + g.generation + " · protocol " + (g.protocol || "–") + " · " + g.members.length + " member(s)";
+    head.textContent = (g.type || "classic") + " group · state " + g.state + (g.generation === null ? "" : " · generation " + g.generation) + " · protocol " + (g.protocol || g.protocol_type || "–") + " · " + g.members.length + " member(s)";
     membersBody.replaceChildren(...g.members.map((m) => el("tr", {}, td(m.member_id), td(m.client_id), td(m.client_host),
       td(m.assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ")))));
     offsetsBody.replaceChildren(...g.offsets.map((o) => el("tr", { "data-tp": o.topic + "-" + o.partition },
