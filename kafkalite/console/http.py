@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from kafkalite import httpserve
-from kafkalite.httpserve import HttpError, HttpServer, Request, Response, read_request
+from kafkalite.httpserve import HttpError, HttpServer, Request, Response, Streaming, read_request
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ MAX_BODY = 64 * 1024
 READ_TIMEOUT_S = 5.0
 SEND_TIMEOUT_S = 30.0
 MAX_CLIENTS = 16
+MAX_STREAMS = 8          # live-update event streams at once (kafkalite.console.events)
 STATIC = {"/static/app.js": "application/javascript; charset=utf-8",
           "/static/style.css": "text/css; charset=utf-8",
           "/": "text/html; charset=utf-8"}
@@ -72,7 +73,7 @@ class Console:
         self.origins = {f"http://{h}" for h in self.hosts}
         self.server = HttpServer("console", self._answer, _error, max_clients=MAX_CLIENTS, max_head=MAX_HEAD,
                                  max_body=MAX_BODY, read_timeout=READ_TIMEOUT_S, send_timeout=SEND_TIMEOUT_S,
-                                 headers=_SECURITY_HEADERS)
+                                 headers=_SECURITY_HEADERS, max_streams=MAX_STREAMS)
 
     async def load_static(self) -> None:
         def read() -> dict[str, bytes]:
@@ -88,8 +89,8 @@ class Console:
         """Accept and answer until cancelled (the caller owns ``sock``)."""
         await self.server.serve(sock)
 
-    async def _answer(self, req: Request) -> Response:
-        from kafkalite.console import actions, api
+    async def _answer(self, req: Request) -> Response | Streaming:
+        from kafkalite.console import actions, api, events
 
         try:
             if self.loopback and req.headers.get("host", "").lower() not in self.hosts:
@@ -100,6 +101,8 @@ class Console:
                 return Response(200, STATIC[req.path], self.files[req.path])
             if not req.path.startswith("/api/"):
                 raise ApiError(404, f"no such page: {req.path}")
+            if req.path == "/api/events" and req.method == "GET":
+                return events.stream(self.state, req)   # live updates (Server-Sent Events)
             if req.method == "POST":
                 self._check_csrf(req)
                 result = await actions.dispatch(self.state, req)

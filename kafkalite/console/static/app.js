@@ -67,7 +67,34 @@ function live(fn, ms) {
   };
   timer = setTimeout(tick, ms);
 }
-function stopLive() { if (timer) clearTimeout(timer); timer = null; }
+// Live updates are pushed by the broker (Server-Sent Events, /api/events): each event holds what the view's
+// JSON endpoint answers. When the broker refuses a stream (all its stream slots taken) or the browser has no
+// EventSource, the page polls that endpoint instead. window.__kafkaliteLive says which ("sse" or "poll").
+let source = null;
+function liveEvents(query, onData, endpoint, ms) {
+  stopLive();
+  const mine = generation;
+  const mark = (ok) => { const l = document.getElementById("live"); if (l) l.className = ok ? "live" : "live stale"; };
+  const poll = () => { window.__kafkaliteLive = "poll"; live(async () => onData(await api(endpoint)), ms); };
+  if (typeof EventSource === "undefined") return poll();
+  const es = new EventSource("/api/events?" + query);
+  source = es;
+  window.__kafkaliteLive = "sse";
+  es.onmessage = async (e) => {
+    if (mine !== generation) return;
+    try { await onData(JSON.parse(e.data)); mark(true); } catch (err) { mark(false); }
+  };
+  es.addEventListener("error", (e) => {
+    if (mine !== generation) return;
+    mark(false);
+    if (es.readyState === EventSource.CLOSED) { es.close(); if (source === es) source = null; poll(); }
+  });
+}
+function stopLive() {
+  if (timer) clearTimeout(timer);
+  timer = null;
+  if (source) { source.close(); source = null; }
+}
 
 // -- dialog (the confirmation step) -------------------------------------------------------------------
 function openDialog(...children) {
@@ -97,10 +124,9 @@ async function pageBrokers() {
       td(l.name), td(l.host), nd(l.port), td(o.advertised[i] ? o.advertised[i].host + ":" + o.advertised[i].port : "")))),
     el("h2", { text: "Configs" }), filter,
     el("table", { id: "configs" }, el("thead", {}, el("tr", {}, ["name", "value", "kind"].map((h) => el("th", { text: h })))), body));
-  live(async () => {
-    const n = await api("overview");
+  liveEvents("view=overview", (n) => {
     document.getElementById("connections").textContent = num(n.connections);
-  }, 2000);
+  }, "overview", 2000);
 }
 
 async function pageTopics() {
@@ -142,7 +168,7 @@ async function pageTopics() {
   main.replaceChildren(el("h1", { text: "Topics" }),
     el("table", { id: "topics" }, el("thead", {}, el("tr", {}, ["topic", "partitions", "end offsets", "messages", "size", "produce rate"].map((h) => el("th", { text: h })))), body),
     el("h2", { text: "Create a topic" }), form, msg);
-  live(async () => render(await api("topics")), 1000);
+  liveEvents("view=topics", render, "topics", 1000);
 }
 
 async function pageTopic(name) {
@@ -185,7 +211,7 @@ async function pageTopic(name) {
     el("h2", { text: "Configs" }),
     table(["name", "value", "source"], t.configs.map((c) => el("tr", { class: c.default ? "muted" : null },
       td(c.name), td(c.value === null ? "null" : c.value), td(c.default ? "default" : "override"))), "topic-configs"));
-  live(async () => render(await api("topics/" + enc(name))), 1000);
+  liveEvents("view=topic&id=" + enc(name), render, "topics/" + enc(name), 1000);
 }
 
 function showBytes(v) {
@@ -241,7 +267,7 @@ async function pageGroups() {
   main.replaceChildren(el("h1", { text: "Consumer groups" }),
     el("table", { id: "groups" }, el("thead", {}, el("tr", {}, ["group", "type", "state", "members", "partitions", "lag"].map((h) => el("th", { text: h })))), body),
     el("p", { class: "muted", text: "Every group this broker coordinates: classic, consumer (KIP-848) and share (KIP-932); lag = high watermark − committed offset (share groups commit none)." }));
-  live(async () => render(await api("groups")), 1000);
+  liveEvents("view=groups", render, "groups", 1000);
 }
 
 async function pageGroup(gid) {
@@ -289,7 +315,7 @@ async function pageGroup(gid) {
     el("h2", { text: "Reset offsets" }),
     el("p", { class: "muted", text: "Only for a group without members (as kafka-consumer-groups). You see the plan before it runs." }),
     form, msg);
-  live(async () => render(await api("groups/" + enc(gid))), 1000);
+  liveEvents("view=group&id=" + enc(gid), render, "groups/" + enc(gid), 1000);
 }
 
 // -- router -------------------------------------------------------------------------------------------
