@@ -67,6 +67,26 @@ def all_groups(state: Any) -> list[GroupView]:
     return out
 
 
+def share_partitions(state: Any, group_id: str | None = None) -> list[tuple[str, str, int, int, int]]:
+    """(group, topic, partition, start offset, in-flight records) of each share-partition a share group has
+    state for (the share-partition start offset, SPSO, is where the group's delivery stands: every record
+    below it is acknowledged or archived; in flight are the records of the window from the SPSO to the
+    first offset never fetched, whatever their state: available again, acquired, or acknowledged above a
+    gap). A share-partition not yet used since start has its persisted start and 0 in flight."""
+    manager = getattr(getattr(state, "shares", None), "states", None)
+    if manager is None:
+        return []
+    names = {info.topic_id: name for name, info in list(state.topics.items())}
+    out = []
+    for key in manager.keys(group_id):
+        name = names.get(key.topic_id)
+        if name is None:
+            continue   # a deleted topic's state, on its way out
+        sp = manager.parts.get(key)
+        out.append((key.group, name, key.partition, manager.start_of(key), sp.in_flight() if sp is not None else 0))
+    return out
+
+
 def consumer_group(state: Any, group_id: str) -> Any:
     """The KIP-848 group object (``kafkalite.coordinator.consumer.model.ConsumerGroup``), or None."""
     return _consumer(state).get(group_id)

@@ -424,9 +424,15 @@ async def group(state: Any, gid: str) -> dict[str, Any]:
 async def _typed_group(state: Any, gid: str, store: Any, gtype: str, st: str, members: list[dict[str, Any]],
                        owner: dict[tuple[str, int], str]) -> dict[str, Any]:
     """A KIP-848 consumer group (offsets and lag as a classic group's) or a share group (its assignment)."""
-    return {"group_id": gid, "type": gtype, "state": st, "protocol_type": gtype, "protocol": "",
-            "generation": None, "leader": None, "members": members,
-            "offsets": await _offsets(state, store, owner, lag=gtype != "share"), "time_ms": int(time.time() * 1000)}
+    out = {"group_id": gid, "type": gtype, "state": st, "protocol_type": gtype, "protocol": "",
+           "generation": None, "leader": None, "members": members,
+           "offsets": await _offsets(state, store, owner, lag=gtype != "share"), "time_ms": int(time.time() * 1000)}
+    if gtype == "share":
+        from kafkalite.groupview import share_partitions
+
+        out["share_partitions"] = [{"topic": t, "partition": p, "start_offset": start, "in_flight": n}
+                                   for _g, t, p, start, n in share_partitions(state, gid)[:MAX_PARTITIONS_SHOWN]]
+    return out
 
 
 async def _offsets(state: Any, g: Any, assigned: dict[tuple[str, int], str], lag: bool = True) -> list[dict[str, Any]]:

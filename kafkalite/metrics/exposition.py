@@ -193,6 +193,18 @@ async def _groups(w: Writer, state: Any, work: Slices) -> None:
     w.family(name, "gauge", "1 for the group's type: classic, consumer (KIP-848) or share (KIP-932)")
     for gid, t in types:
         w.sample(name, 1, (("consumergroup", gid), ("type", t)))
+    from kafkalite.groupview import share_partitions
+
+    shares = share_partitions(state)
+    name = "kafkalite_sharegroup_start_offset"
+    w.family(name, "gauge", "A share group's share-partition start offset (every record below it is delivered)")
+    for gid, topic, part, start, _n in shares:
+        w.sample(name, start, (("sharegroup", gid), ("topic", topic), ("partition", part)))
+    name = "kafkalite_sharegroup_in_flight_records"
+    w.family(name, "gauge", "Records in a share-partition's in-flight window (from its start offset to the first "
+                            "offset never fetched)")
+    for gid, topic, part, _start, n in shares:
+        w.sample(name, n, (("sharegroup", gid), ("topic", topic), ("partition", part)))
     name = "kafka_consumergroup_members"
     w.family(name, "gauge", "Members of a consumer group")
     for gid, _s, n in states:

@@ -54,14 +54,14 @@ def groups_env():
             share.subscribe(["typed"])   # joins on poll (it starts at the log end: nothing to deliver)
             _wait("the share consumer's membership", lambda: share.poll(0.5) is not None and any(
                 g["group_id"] == "g-share" and g["members"] == 1 for g in c.get("groups").json()["groups"]))
-            yield broker, c, ck
+            yield broker, c, ck, share
         finally:
             consumer.close()
             share.close()
 
 
 def test_console_api_lists_every_type(groups_env):
-    broker, c, ck = groups_env
+    broker, c, ck, _share = groups_env
     rows = _wait("three typed groups, the live ones Stable", lambda: (lambda d: d if {
         (g["group_id"], g["type"], g["state"]) for g in d} >= {("g-classic", "classic", "Empty"),
                                                                 ("g-848", "consumer", "Stable"),
@@ -87,7 +87,7 @@ def test_console_api_lists_every_type(groups_env):
 
 
 def test_metrics_cover_every_type(groups_env):
-    broker, c, ck = groups_env
+    broker, c, ck, _share = groups_env
     s = _wait("consumer and share groups Stable in metrics", lambda: (lambda s: s if val(
         s, "kafka_consumergroup_state", consumergroup="g-848", state="Stable") == 1 and val(
         s, "kafka_consumergroup_state", consumergroup="g-share", state="Stable") == 1 else None)(scrape(broker)))
@@ -98,11 +98,31 @@ def test_metrics_cover_every_type(groups_env):
     assert val(s, "kafka_consumergroup_current_offset", consumergroup="g-848", topic="typed", partition=0) == 5
 
 
+def test_share_partitions_start_offset_and_in_flight(groups_env):
+    """A share group's share-partitions: start offset and in-flight records, in the console and in metrics."""
+    broker, c, ck, share = groups_env
+    produce(broker.bootstrap_servers, "typed", [{"value": b"s%d" % i, "partition": 0} for i in range(6)])
+    got = 0
+    deadline = time.monotonic() + 60
+    while got == 0 and time.monotonic() < deadline:   # acquired now, acknowledged only at the next poll
+        got = sum(1 for m in share.poll(1.0) if m.error() is None and m.partition() == 0)
+    assert got > 0
+    rows = c.get("groups/g-share").json()["share_partitions"]
+    p0 = next(r for r in rows if (r["topic"], r["partition"]) == ("typed", 0))
+    end = c.get("topics/typed").json()["partitions"][0]["high_watermark"]
+    assert 0 <= p0["start_offset"] <= end - got and p0["in_flight"] >= got
+    s = scrape(broker)
+    assert val(s, "kafkalite_sharegroup_start_offset", sharegroup="g-share", topic="typed", partition=0) \
+        == p0["start_offset"]
+    assert val(s, "kafkalite_sharegroup_in_flight_records", sharegroup="g-share", topic="typed", partition=0) \
+        >= got
+
+
 def test_groups_tool_shows_types(groups_env):
     """``kafkalite groups --list --type --state`` (kafka-consumer-groups.sh 4.x's columns) and --describe."""
     from kafkalite.tests.tools_helpers import cli
 
-    broker, c, ck = groups_env
+    broker, c, ck, _share = groups_env
     bs = broker.bootstrap_servers
     rows = cli(bs, "groups", "--list", "--type", "--state").rows()
     assert ["g-848", "Consumer", "Stable"] in rows and ["g-classic", "Classic", "Empty"] in rows
@@ -117,7 +137,7 @@ def test_groups_page_shows_types_in_chromium(groups_env, tmp_path):
     from kafkalite.tests.test_console_browser import open_page, text
 
     exe = need_chromium()
-    broker, c, ck = groups_env
+    broker, c, ck, _share = groups_env
     with Chromium.launch(exe) as browser:
         page = browser.new_page()
         open_page(page, c, "#/groups")
@@ -129,4 +149,5 @@ def test_groups_page_shows_types_in_chromium(groups_env, tmp_path):
         assert "typed: 0,1" in text(page, "#members")
         open_page(page, c, "#/group/g-share")
         page.wait_for("document.getElementById('group-state').textContent.startsWith('share group')")
+        page.wait_for("document.querySelector(\"#share-partitions tr[data-tp='typed-0'] .start\")")
         assert page.problems() == []

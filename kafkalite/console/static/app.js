@@ -273,6 +273,7 @@ async function pageGroups() {
 async function pageGroup(gid) {
   const membersBody = el("tbody");
   const offsetsBody = el("tbody");
+  const sharesBody = el("tbody");
   const head = el("p", { id: "group-state" });
   const render = (g) => {
     head.textContent = (g.type || "classic") + " group · state " + g.state + (g.generation === null ? "" : " · generation " + g.generation) + " · protocol " + (g.protocol || g.protocol_type || "–") + " · " + g.members.length + " member(s)";
@@ -281,6 +282,9 @@ async function pageGroup(gid) {
     offsetsBody.replaceChildren(...g.offsets.map((o) => el("tr", { "data-tp": o.topic + "-" + o.partition },
       td(o.topic), nd(o.partition), el("td", { class: "num committed", text: num(o.committed) }),
       nd(o.high_watermark), el("td", { class: "num lag", text: num(o.lag) }), td(o.member || ""))));
+    sharesBody.replaceChildren(...(g.share_partitions || []).map((s) => el("tr", { "data-tp": s.topic + "-" + s.partition },
+      td(s.topic), nd(s.partition), el("td", { class: "num start", text: num(s.start_offset) }),
+      el("td", { class: "num inflight", text: num(s.in_flight) }))));
     return g;
   };
   const g = render(await api("groups/" + enc(gid)));
@@ -312,6 +316,8 @@ async function pageGroup(gid) {
     el("table", { id: "members" }, el("thead", {}, el("tr", {}, ["member", "client id", "host", "assignment"].map((h) => el("th", { text: h })))), membersBody),
     el("h2", { text: "Offsets and lag" }),
     el("table", { id: "offsets" }, el("thead", {}, el("tr", {}, ["topic", "partition", "committed", "high watermark", "lag", "member"].map((h) => el("th", { text: h })))), offsetsBody),
+    ...(g.type === "share" ? [el("h2", { text: "Share partitions" }),
+      el("table", { id: "share-partitions" }, el("thead", {}, el("tr", {}, ["topic", "partition", "start offset", "in flight"].map((h) => el("th", { text: h })))), sharesBody)] : []),
     el("h2", { text: "Reset offsets" }),
     el("p", { class: "muted", text: "Only for a group without members (as kafka-consumer-groups). You see the plan before it runs." }),
     form, msg);
