@@ -6,8 +6,8 @@ asks and closes. The head is read up to ``max_head`` bytes and a body up to ``ma
 ``read_timeout``; at most ``max_clients`` connections are served at once (more wait in the listen backlog),
 so a stray client holds neither memory nor a task for long. A handler may instead answer with a
 :class:`Streaming` body (the console's Server-Sent Events): the connection then leaves the per-request
-budget and takes one of ``max_streams`` stream slots (503 when all are taken), and its writer runs until the
-client goes away or the server stops.
+budget and takes one of ``max_streams`` stream slots (503 when all are taken), and its writer runs until it
+returns, the client goes away (its EOF is watched for: the slot is freed at once) or the server stops.
 """
 from __future__ import annotations
 
@@ -264,9 +264,25 @@ class HttpServer:
                 with trio.fail_after(self.send_timeout):
                     await stream.send_all(data)
 
-            await send(_head(200, answer.content_type, None, self.headers + answer.headers))
-            await answer.write(send)
-        except trio.TooSlowError:
-            log.info("%s: a stream client stopped reading; closed", self.name)
+            async with trio.open_nursery() as nursery:
+                async def until_closed() -> None:
+                    """The client sends nothing more: EOF (or an error) means it left; stop writing now,
+                    which frees its slot at once rather than at the next failed write."""
+                    try:
+                        while await stream.receive_some(1024):
+                            pass
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                        pass
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(until_closed)
+                try:
+                    await send(_head(200, answer.content_type, None, self.headers + answer.headers))
+                    await answer.write(send)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    pass   # the client went away mid-write
+                except trio.TooSlowError:
+                    log.info("%s: a stream client stopped reading; closed", self.name)
+                nursery.cancel_scope.cancel()
         finally:
             self.streams.release()

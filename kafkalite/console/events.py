@@ -7,7 +7,7 @@ polled answer; an error (e.g. the topic was deleted) is an ``event: error`` with
 stream goes on. Bounds: at most ``kafkalite.console.http.MAX_STREAMS`` streams at once (the next gets 503 and the page falls back
 to polling), each stream ends after ``MAX_STREAM_S`` (the browser's EventSource reconnects by itself, after
 the ``retry:`` delay sent first), and a client that stops reading is dropped after the server's send
-timeout. A closed tab is noticed at the next event (the write fails), within ``INTERVAL_S``. Each event is
+timeout. A closed tab frees its slot at once (the server watches for the client's EOF). Each event is
 computed by the same sliced walks as the JSON endpoints, so streams never hold the event loop.
 """
 from __future__ import annotations

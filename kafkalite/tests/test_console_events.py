@@ -60,7 +60,8 @@ class Stream:
 
 
 def _open(c, query: str) -> Stream:
-    """A stream, once a slot is free (a client closed earlier frees its slot at the server's next event)."""
+    """A stream, once a slot is free (a client that closed a moment ago frees its slot when the server reads
+    its EOF)."""
     deadline = time.monotonic() + 30
     while True:
         s = Stream(c.host, c.port, query)
@@ -116,7 +117,7 @@ def test_streams_are_capped_and_a_closed_client_frees_its_slot(env):
         # every stream slot taken: ordinary requests are still answered
         assert c.get("overview").status == 200 and c.get("topics").status == 200
         streams.pop().close()
-        streams.append(_open(c, "view=groups"))   # the server notices the closed client at its next event
+        streams.append(_open(c, "view=groups"))   # the server sees the closed client's EOF and frees its slot
     finally:
         for s in streams:
             s.close()
