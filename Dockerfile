@@ -1,33 +1,43 @@
-# kafkalite broker image.
+# kafkalite broker image, with the web console and Prometheus metrics on.
 #   docker build -t kafkalite .
-#   docker run -p 9092:9092 -v kafkalite-data:/data kafkalite
+#   docker run -p 9092:9092 -p 127.0.0.1:8080:8080 -p 127.0.0.1:9404:9404 -v kafkalite-data:/data kafkalite
+# The log (docker logs) says where everything is:
+#   kafkalite ready on 0.0.0.0:9092
+#   ... console at http://localhost:8080/
+#   ... metrics at http://localhost:9404/metrics (health: /health)
 # Inside the container the broker listens on 0.0.0.0:9092 and advertises localhost:9092; set
 # KAFKALITE_ADVERTISED_LISTENERS (e.g. PLAINTEXT://myhost:9092) when clients reach it by another name.
-FROM python:3.11-slim
+# KAFKALITE_CONSOLE_LISTEN / KAFKALITE_METRICS_LISTEN move the console and metrics (set one empty to turn it
+# off); the console can create/delete topics and reset offsets: publish its port on loopback only (as above).
+# Extra `kafkalite serve` options go after the image name (docker run ... kafkalite --log-level DEBUG).
 
+# build stage: the wheel (gcc builds the produce validator's record walk, kafkalite/validation/_walk.c).
+# The whole context is copied so the symlinks kafkalite_wire -> wire and kafkalite_storage -> storage,
+# which give the folders their installed names, come along (see tools/rename_packages.py).
+FROM python:3.11-slim AS build
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN pip wheel --no-cache-dir --no-deps -w /wheels .
+
+FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     KAFKALITE_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
     KAFKALITE_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092 \
-    KAFKALITE_LOG_DIRS=/data
-
-WORKDIR /app
-COPY pyproject.toml setup.py README.md ./
-COPY wire ./wire
-COPY storage ./storage
-COPY kafkalite ./kafkalite
-# gcc only to build the produce validator's record walk (kafkalite/validation/_walk.c), then removed
-RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
-    && pip install ".[codecs]" \
-    && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/* \
+    KAFKALITE_LOG_DIRS=/data \
+    KAFKALITE_CONSOLE_LISTEN=0.0.0.0:8080 \
+    KAFKALITE_METRICS_LISTEN=0.0.0.0:9404
+COPY --from=build /wheels /wheels
+RUN pip install "$(echo /wheels/kafkalite-*.whl)[codecs]" && rm -rf /wheels \
     && useradd --system --uid 1000 --home-dir /data kafkalite \
     && mkdir -p /data && chown kafkalite /data
-
 USER kafkalite
+WORKDIR /data
 VOLUME ["/data"]
-EXPOSE 9092
+EXPOSE 9092 8080 9404
 STOPSIGNAL SIGTERM
-HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-    CMD python -c "import socket; socket.create_connection(('127.0.0.1', 9092), 2).close()"
+# GET /health on the metrics port (503 while draining for shutdown); the broker's listener when metrics are off
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 CMD ["kafkalite", "health", "--timeout", "3"]
 ENTRYPOINT ["kafkalite", "serve"]

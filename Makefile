@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-fast bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples
+.PHONY: run test test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples
 
 run:
 	@tools/bootstrap.sh venv
@@ -20,6 +20,15 @@ test:
 test-fast:
 	@tools/bootstrap.sh venv
 	$(PY) -m pytest -q -x wire/tests storage/tests kafkalite/tests $(PYTEST_ARGS)
+
+# the built wheel in a fresh venv: serve, produce, consume; no generic top-level names (also part of make test)
+install-test:
+	@tools/bootstrap.sh venv
+	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/test_install_wheel.py $(PYTEST_ARGS)
+
+# rewrite imports of wire/storage to their installed names kafkalite_wire/kafkalite_storage (idempotent)
+rename-packages:
+	$(PY) tools/rename_packages.py
 
 # a long protocol-fuzz run against an in-process broker; e.g. make fuzz ARGS="--duration 3600 --seed 7"
 fuzz:

@@ -35,3 +35,38 @@ def _import_all() -> None:
 
 
 _import_all()
+
+
+def _same_file_twice() -> list[str]:
+    """Modules loaded from one source file under two names (``wire.x`` and ``kafkalite_wire.x``: a folder and
+    its installed name), each as ``name and name -> file``. Two copies of one module mean two sets of classes,
+    registries and module state: an ``isinstance`` that fails across them, a registry filled twice."""
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.realpath(__file__)) + os.sep
+    seen: dict[str, tuple[str, object]] = {}
+    dups = []
+    for name, mod in list(sys.modules.items()):
+        file = getattr(mod, "__file__", None)
+        if not file or name == "__main__":
+            continue
+        real = os.path.realpath(file)
+        if not real.startswith(root) or os.sep + ".venv" + os.sep in real:
+            continue   # the project's own files only
+        first = seen.setdefault(real, (name, mod))
+        if first[1] is not mod:   # two module objects (an alias in sys.modules is one object: not a copy)
+            dups.append(f"{first[0]} and {name} -> {os.path.relpath(real, root)}")
+    return dups
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """Fail the run when a file was imported under two module names: pytest collecting ``wire/tests`` under
+    the folder's name while the code imports the installed name (collect ``kafkalite_wire/tests``), or an
+    import of a folder's name left behind (run ``python tools/rename_packages.py``)."""
+    dups = _same_file_twice()
+    if dups:
+        import sys
+
+        print("\nERROR: modules imported under two names:\n  " + "\n  ".join(sorted(dups)[:20]), file=sys.stderr)
+        session.exitstatus = 1

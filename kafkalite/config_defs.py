@@ -152,6 +152,8 @@ def _metrics_rule() -> tuple[Validator, str]:
     def check(value: str) -> str | None:
         from kafkalite.metrics import parse_address
 
+        if not value.strip():
+            return None   # empty: off, like unset (a container turns an image's default off this way)
         try:
             parse_address(value)
         except ValueError as exc:
@@ -386,11 +388,11 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          "storage files kept open at once (an LRU of descriptors); 0: half of the soft RLIMIT_NOFILE, which "
          "the broker first raises to the hard limit (the other half is for client sockets)", at_least(0)),
     _def("kafkalite.metrics.listen", "string", None,
-         "HOST:PORT of the Prometheus /metrics and /health endpoint (unset: off)", _metrics_rule()),
+         "HOST:PORT of the Prometheus /metrics and /health endpoint (unset or empty: off)", _metrics_rule()),
     _def("kafkalite.console.listen", "string", None,
-         "HOST:PORT of the web console (unset: off; loopback unless a host is named)", _metrics_rule()),
+         "HOST:PORT of the web console (unset or empty: off; loopback unless a host is named)", _metrics_rule()),
     _def("kafkalite.control.listen", "string", None,
-         "HOST:PORT of the HTTP fault/cluster control API (unset: off; loopback only unless "
+         "HOST:PORT of the HTTP fault/cluster control API (unset or empty: off; loopback only unless "
          "kafkalite.control.allow.remote)", _metrics_rule()),
     _def("kafkalite.control.allow.remote", "boolean", "false",
          "let kafkalite.control.listen bind a non-loopback address (anyone who reaches it can inject faults)"),

@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "certs": ("kafkalite.security.certs", "write a dev CA and broker/client TLS certificates"),
     "acls": ("kafkalite.tools.acls", "add, remove, list ACLs (kafka-acls)"),
     "fault": ("kafkalite.faults.cli", "inject errors, latency, drops, pauses; cluster operations (serve --control)"),
+    "health": ("kafkalite.tools.health", "exit 0 if the local broker is up (/health with metrics on, else its "
+                                         "listener); for container health checks"),
     "scram": ("kafkalite.tools.scram", "describe, set, delete users' SCRAM credentials (kafka-configs --entity-type users)"),
 }
 _RAW = {"dump-log", "certs"}

@@ -30,6 +30,8 @@ from typing import Any
 
 import trio
 
+from kafkalite.httpserve import public_url
+
 log = logging.getLogger(__name__)
 
 LISTEN_KEY = "kafkalite.console.listen"
@@ -72,7 +74,7 @@ async def start(state: Any, nursery: trio.Nursery) -> None:
     await console.load_static()
     key = _key(state.config.log_dir)
     _BOUND[key] = bound
-    log.info("console on %s", console.url)
+    log.info("console at %s", public_url(bound, "/"))
 
     async def run() -> None:
         try:   # a failure is logged and the server restarted by the supervisor: never the broker's end

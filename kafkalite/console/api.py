@@ -6,7 +6,7 @@
                                                     segment files) and the topic's configs
     /api/topics/<t>/partitions/<p>/messages         records: ?from=end|offset|timestamp &offset= &timestamp=
                                                     &limit= &q= &in=any|key|value &window=
-    /api/groups                                     classic groups: state, members, total lag
+    /api/groups                                     groups of every type: type, state, members, total lag
     /api/groups/<g>                                 members with their assignment, offsets and lag
 
 Bounded work, as everything on the broker's loop must be: topic and group walks yield every
@@ -338,31 +338,71 @@ async def _high_watermarks(state: Any, work: Slices) -> dict[tuple[str, int], in
 
 
 async def groups(state: Any) -> dict[str, Any]:
-    coordinator = _coordinator(state)
-    found = dict(getattr(coordinator, "groups", {}) or {})
+    """Every group of every type (classic, consumer = KIP-848, share = KIP-932): state, members, lag."""
+    from kafkalite.groupview import all_groups
+
     work = Slices()
     ends = await _high_watermarks(state, work)
     out = []
-    for gid, g in sorted(found.items()):
+    for g in all_groups(state):
         if work.due():
             await work.pause()
-        st = getattr(g.state, "value", str(g.state))
-        if st == "Dead":
-            continue
         lag = 0
-        for tp, om in list(g.offsets.items()):
+        for tp, committed in g.offsets.items():
             end = ends.get(tp)
             if end is not None:
-                lag += max(end - om.offset, 0)
-        out.append({"group_id": gid, "state": st, "protocol_type": g.protocol_type or "",
-                    "members": len(g.members), "partitions": len(g.offsets), "lag": lag,
-                    "generation": g.generation_id})
+                lag += max(end - committed, 0)
+        out.append({"group_id": g.group_id, "type": g.type, "state": g.state, "protocol_type": g.protocol_type,
+                    "members": g.members, "partitions": len(g.offsets),
+                    "lag": lag if g.type != "share" else None})
     return {"groups": out, "time_ms": int(time.time() * 1000)}
+
+
+def _names_by_id(state: Any) -> dict[Any, str]:
+    return {info.topic_id: name for name, info in list(state.topics.items())}
+
+
+def _typed_members(state: Any, gid: str) -> tuple[str, str, list[dict[str, Any]], dict[tuple[str, int], str]] | None:
+    """(type, state, members, owner of each assigned partition) of a consumer or share group, else None."""
+    from kafkalite.groupview import consumer_group, share_group
+
+    names = _names_by_id(state)
+    members: list[dict[str, Any]] = []
+    owner: dict[tuple[str, int], str] = {}
+    cg = consumer_group(state, gid)
+    if cg is not None:
+        for m in list(cg.members.values()):
+            tps = sorted((names.get(tid, str(tid)), p) for tid, ps in m.assigned.items() for p in ps)
+            members.append(_member(m.member_id, m.instance_id, m.client_id, m.client_host, tps,
+                                   epoch=m.member_epoch, member_state=m.state.name))
+            owner.update((tp, m.member_id) for tp in tps)
+        return "consumer", cg.state(), members, owner
+    sg = share_group(state, gid)
+    if sg is not None:
+        for m in list(sg.members.values()):
+            tps = sorted((names.get(tid, str(tid)), p) for tid, p in m.assignment)
+            members.append(_member(m.member_id, None, m.client_id, m.client_host, tps, epoch=m.member_epoch))
+            owner.update((tp, m.member_id) for tp in tps)
+        return "share", sg.state, members, owner
+    return None
+
+
+def _member(member_id: str, instance_id: str | None, client_id: str, client_host: str,
+            tps: list[tuple[str, int]], **extra: Any) -> dict[str, Any]:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    return {"member_id": member_id, "group_instance_id": instance_id, "client_id": client_id,
+            "client_host": client_host, "assignment": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            **extra}
 
 
 async def group(state: Any, gid: str) -> dict[str, Any]:
     coordinator = _coordinator(state)
     g = (getattr(coordinator, "groups", {}) or {}).get(gid)
+    typed = _typed_members(state, gid)
+    if typed is not None:
+        return await _typed_group(state, gid, g, *typed)
     if g is None or getattr(g.state, "value", "") == "Dead":
         raise ApiError(404, f"unknown group {gid!r}")
     st = g.state.value
@@ -376,14 +416,36 @@ async def group(state: Any, gid: str) -> dict[str, Any]:
         members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                         "client_id": m.client_id, "client_host": m.client_host,
                         "assignment": [{"topic": t, "partitions": ps} for t, ps in parts or ()]})
-    keys = sorted(set(g.offsets) | set(assigned))[:MAX_PARTITIONS_SHOWN]
+    return {"group_id": gid, "type": "classic", "state": st, "protocol_type": g.protocol_type or "",
+            "protocol": g.protocol_name or "", "generation": g.generation_id, "leader": g.leader_id,
+            "members": members, "offsets": await _offsets(state, g, assigned), "time_ms": int(time.time() * 1000)}
+
+
+async def _typed_group(state: Any, gid: str, store: Any, gtype: str, st: str, members: list[dict[str, Any]],
+                       owner: dict[tuple[str, int], str]) -> dict[str, Any]:
+    """A KIP-848 consumer group (offsets and lag as a classic group's) or a share group (its assignment)."""
+    out = {"group_id": gid, "type": gtype, "state": st, "protocol_type": gtype, "protocol": "",
+           "generation": None, "leader": None, "members": members,
+           "offsets": await _offsets(state, store, owner, lag=gtype != "share"), "time_ms": int(time.time() * 1000)}
+    if gtype == "share":
+        from kafkalite.groupview import share_partitions
+
+        out["share_partitions"] = [{"topic": t, "partition": p, "start_offset": start, "in_flight": n}
+                                   for _g, t, p, start, n in share_partitions(state, gid)[:MAX_PARTITIONS_SHOWN]]
+    return out
+
+
+async def _offsets(state: Any, g: Any, assigned: dict[tuple[str, int], str], lag: bool = True) -> list[dict[str, Any]]:
+    """Per partition (committed or assigned): committed offset, log start, high watermark, owner, lag."""
+    committed_offsets = dict(getattr(g, "offsets", {}) or {}) if lag else {}
+    keys = sorted(set(committed_offsets) | set(assigned))[:MAX_PARTITIONS_SHOWN]
     await state.ensure_loaded([k for k in keys if k[0] in state.topics])
     offsets = []
     work = Slices()
     for tp in keys:
         if work.due():
             await work.pause()
-        om = g.offsets.get(tp)
+        om = committed_offsets.get(tp)
         plog = state.get_log(*tp) if tp[0] in state.topics else None
         end = plog.high_watermark if plog is not None else None
         committed = om.offset if om is not None else None
@@ -392,9 +454,7 @@ async def group(state: Any, gid: str) -> dict[str, Any]:
                         "high_watermark": end, "member": assigned.get(tp),
                         "lag": None if end is None or committed is None else max(end - committed, 0),
                         "metadata": om.metadata[:256] if om is not None else None})
-    return {"group_id": gid, "state": st, "protocol_type": g.protocol_type or "", "protocol": g.protocol_name or "",
-            "generation": g.generation_id, "leader": g.leader_id, "members": members, "offsets": offsets,
-            "time_ms": int(time.time() * 1000)}
+    return offsets
 
 
 def parse_assignment(data: bytes) -> list[tuple[str, list[int]]] | None:

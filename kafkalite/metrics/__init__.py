@@ -24,6 +24,7 @@ from typing import Any
 
 import trio
 
+from kafkalite.httpserve import public_url
 from kafkalite.metrics.requests import RequestMetrics
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,7 @@ async def start(state: Any, nursery: trio.Nursery) -> None:
     state.metrics = RequestMetrics(state)
     key = _key(state.config.log_dir)
     _BOUND[key] = bound
-    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-    log.info("metrics on http://%s:%d/metrics (health: /health)", shown, bound[1])
+    log.info("metrics at %s (health: /health)", public_url(bound, "/metrics"))
 
     async def run() -> None:
         try:   # a failure is logged and the server restarted by the supervisor: never the broker's end

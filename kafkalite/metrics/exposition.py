@@ -171,28 +171,47 @@ async def _logs(w: Writer, state: Any, work: Slices) -> None:
 
 
 async def _groups(w: Writer, state: Any, work: Slices) -> None:
-    coordinator = getattr(getattr(state, "groups", None), "coordinator", None)
-    groups = dict(getattr(coordinator, "groups", {}) or {})
+    """Groups of every type (classic, consumer = KIP-848, share = KIP-932; kafkalite.groupview): members and
+    state as kafka_exporter names them, plus ``kafkalite_group_type``; offsets and lag for the types that
+    commit offsets (classic and consumer)."""
+    from kafkalite.groupview import all_groups
+
     ends = {key: plog for key, plog in (getattr(state.logs, "loaded_logs", state.logs.logs)())}
     states: list[tuple[str, str, int]] = []
+    types: list[tuple[str, str]] = []
     offsets: list[tuple[str, str, int, int, int | None]] = []
-    for gid, group in sorted(groups.items()):
+    for g in all_groups(state):
         if work.due():
             await work.pause()
-        gstate = getattr(group.state, "value", str(group.state))
-        if gstate == "Dead":
-            continue
-        states.append((gid, gstate, len(group.members)))
-        for (topic, partition), om in sorted(group.offsets.items()):
+        states.append((g.group_id, g.state, g.members))
+        types.append((g.group_id, g.type))
+        for (topic, partition), committed in sorted(g.offsets.items()):
             plog = ends.get((topic, partition))
             end = plog.high_watermark if plog is not None else None
-            offsets.append((gid, topic, partition, om.offset, None if end is None else max(end - om.offset, 0)))
+            offsets.append((g.group_id, topic, partition, committed, None if end is None else max(end - committed, 0)))
+    name = "kafkalite_group_type"
+    w.family(name, "gauge", "1 for the group's type: classic, consumer (KIP-848) or share (KIP-932)")
+    for gid, t in types:
+        w.sample(name, 1, (("consumergroup", gid), ("type", t)))
+    from kafkalite.groupview import share_partitions
+
+    shares = share_partitions(state)
+    name = "kafkalite_sharegroup_start_offset"
+    w.family(name, "gauge", "A share group's share-partition start offset (every record below it is delivered)")
+    for gid, topic, part, start, _n in shares:
+        w.sample(name, start, (("sharegroup", gid), ("topic", topic), ("partition", part)))
+    name = "kafkalite_sharegroup_in_flight_records"
+    w.family(name, "gauge", "Records in a share-partition's in-flight window (from its start offset to the first "
+                            "offset never fetched)")
+    for gid, topic, part, _start, n in shares:
+        w.sample(name, n, (("sharegroup", gid), ("topic", topic), ("partition", part)))
     name = "kafka_consumergroup_members"
     w.family(name, "gauge", "Members of a consumer group")
     for gid, _s, n in states:
         w.sample(name, n, (("consumergroup", gid),))
     name = "kafka_consumergroup_state"
-    w.family(name, "gauge", "1 for the group's current state (Empty, PreparingRebalance, CompletingRebalance, Stable)")
+    w.family(name, "gauge", "1 for the group's current state (classic: Empty, PreparingRebalance, CompletingRebalance, "
+                            "Stable; consumer: Empty, Assigning, Reconciling, Stable; share: Empty, Stable)")
     for gid, s, _n in states:
         w.sample(name, 1, (("consumergroup", gid), ("state", s)))
     name = "kafka_consumergroup_current_offset"

@@ -228,8 +228,8 @@ def test_serve_prints_where_metrics_are(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline().startswith("kafkalite ready on 127.0.0.1:")
-        line = next(ln for ln in proc.stderr if "metrics on" in ln)
-        url = line.split("metrics on ", 1)[1].split()[0]
+        line = next(ln for ln in proc.stderr if "metrics at" in ln or "Traceback" in ln)
+        url = line.split("metrics at ", 1)[1].split()[0]
         assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
         with urllib.request.urlopen(url.replace("/metrics", "/health"), timeout=30) as resp:
             assert resp.read() == b"ok\n"

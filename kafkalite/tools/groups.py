@@ -1,6 +1,6 @@
 """``kafkalite groups``: kafka-consumer-groups.sh's options, on the AdminClient.
 
-    kafkalite groups --list [--state]
+    kafkalite groups --list [--state] [--type]
     kafkalite groups --describe --group G [--group G2 | --all-groups] [--members [--verbose] | --state]
     kafkalite groups --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
                      (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N |
@@ -24,7 +24,7 @@ Kafka's semantics:
   committed offsets for.
 - --delete removes groups with no members; a group with members fails with NON_EMPTY_GROUP.
 
-``--json`` shapes: --list ``[{"group", "state"}]``; --describe ``[{"group", "state", "coordinator",
+``--json`` shapes: --list ``[{"group", "state", "type"}]``; --describe ``[{"group", "state", "type", "coordinator",
 "assignor", "members": [{"member_id", "client_id", "host", "group_instance_id", "assignment": [[topic, p]]}],
 "offsets": [{"topic", "partition", "current_offset", "log_end_offset", "lag", "member_id"}]}]``;
 --reset-offsets ``[{"group", "topic", "partition", "new_offset"}]`` (plus ``"executed": bool`` at top level:
@@ -51,7 +51,8 @@ from kafkalite.tools.common import (
 )
 
 STATE_NAMES = {0: "Unknown", 1: "PreparingRebalance", 2: "CompletingRebalance", 3: "Stable", 4: "Dead",
-               5: "Empty"}
+               5: "Empty", 6: "Assigning", 7: "Reconciling"}   # 6, 7: KIP-848 consumer groups' states
+TYPE_NAMES = {0: "Unknown", 1: "Consumer", 2: "Classic"}      # ListGroups v5 GroupType, as Kafka prints it
 NO_OFFSET = -1001   # librdkafka's OFFSET_INVALID: no committed offset
 
 
@@ -66,6 +67,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     view = p.add_mutually_exclusive_group()
     view.add_argument("--members", action="store_true", help="--describe: members instead of offsets")
     view.add_argument("--state", action="store_true", help="--list/--describe: state of each group")
+    p.add_argument("--type", action="store_true",
+                      help="--list: type of each group (Classic, or Consumer for KIP-848 groups)")
     p.add_argument("--verbose", action="store_true", help="--describe --members: each member's assignment")
     p.add_argument("--topic", action="append", default=[], metavar="T[:P,P]",
                    help="--reset-offsets: a topic, optionally with partitions (repeatable)")
@@ -116,23 +119,28 @@ def _state(value: Any) -> str:
     return STATE_NAMES.get(getattr(value, "value", value), str(value))
 
 
-def _listing(client: Any, args: argparse.Namespace) -> list[tuple[str, str]]:
+def _type(value: Any) -> str:
+    return TYPE_NAMES.get(getattr(value, "value", value), str(value))
+
+
+def _listing(client: Any, args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """(group, state, type) of the consumer groups: classic and KIP-848 consumer groups (share groups are
+    not consumer groups; Kafka lists them with kafka-share-groups)."""
     res = result(client.list_consumer_groups(request_timeout=timeout_s(args)), timeout_s(args), "list groups")
-    return sorted((g.group_id, _state(g.state)) for g in res.valid)
+    return sorted((g.group_id, _state(g.state), _type(getattr(g, "type", 0))) for g in res.valid)
 
 
 def _list(client: Any, args: argparse.Namespace) -> int:
     groups = _listing(client, args)
-    data = [{"group": g, "state": s} for g, s in groups]
-    if args.state:
-        emit(args, data, ["GROUP", "STATE"], groups)
-    else:
-        emit(args, data, [], ([g] for g, _ in groups))
+    data = [{"group": g, "state": s, "type": t} for g, s, t in groups]
+    headers = ["GROUP"] + (["TYPE"] if args.type else []) + (["STATE"] if args.state else [])
+    rows = [[g] + ([t] if args.type else []) + ([s] if args.state else []) for g, s, t in groups]
+    emit(args, data, headers if len(headers) > 1 else [], rows)
     return 0
 
 
 def _group_ids(client: Any, args: argparse.Namespace) -> list[str]:
-    return [g for g, _ in _listing(client, args)] if args.all_groups else list(dict.fromkeys(args.group))
+    return [g for g, _, _ in _listing(client, args)] if args.all_groups else list(dict.fromkeys(args.group))
 
 
 def _committed(client: Any, group: str, t: float) -> dict[tuple[str, int], int]:
@@ -179,7 +187,7 @@ def _describe_one(client: Any, group: str, t: float) -> dict[str, Any]:
                         "member_id": m.member_id if m else None, "host": m.host if m else None,
                         "client_id": m.client_id if m else None})
     coord = desc.coordinator
-    return {"group": group, "state": state, "coordinator": f"{coord.host}:{coord.port} ({coord.id})" if coord else None,
+    return {"group": group, "state": state, "type": _type(getattr(desc, "type", 0)), "coordinator": f"{coord.host}:{coord.port} ({coord.id})" if coord else None,
             "assignor": desc.partition_assignor, "members": members, "offsets": offsets}
 
 

@@ -67,7 +67,34 @@ function live(fn, ms) {
   };
   timer = setTimeout(tick, ms);
 }
-function stopLive() { if (timer) clearTimeout(timer); timer = null; }
+// Live updates are pushed by the broker (Server-Sent Events, /api/events): each event holds what the view's
+// JSON endpoint answers. When the broker refuses a stream (all its stream slots taken) or the browser has no
+// EventSource, the page polls that endpoint instead. window.__kafkaliteLive says which ("sse" or "poll").
+let source = null;
+function liveEvents(query, onData, endpoint, ms) {
+  stopLive();
+  const mine = generation;
+  const mark = (ok) => { const l = document.getElementById("live"); if (l) l.className = ok ? "live" : "live stale"; };
+  const poll = () => { window.__kafkaliteLive = "poll"; live(async () => onData(await api(endpoint)), ms); };
+  if (typeof EventSource === "undefined") return poll();
+  const es = new EventSource("/api/events?" + query);
+  source = es;
+  window.__kafkaliteLive = "sse";
+  es.onmessage = async (e) => {
+    if (mine !== generation) return;
+    try { await onData(JSON.parse(e.data)); mark(true); } catch (err) { mark(false); }
+  };
+  es.addEventListener("error", (e) => {
+    if (mine !== generation) return;
+    mark(false);
+    if (es.readyState === EventSource.CLOSED) { es.close(); if (source === es) source = null; poll(); }
+  });
+}
+function stopLive() {
+  if (timer) clearTimeout(timer);
+  timer = null;
+  if (source) { source.close(); source = null; }
+}
 
 // -- dialog (the confirmation step) -------------------------------------------------------------------
 function openDialog(...children) {
@@ -97,10 +124,9 @@ async function pageBrokers() {
       td(l.name), td(l.host), nd(l.port), td(o.advertised[i] ? o.advertised[i].host + ":" + o.advertised[i].port : "")))),
     el("h2", { text: "Configs" }), filter,
     el("table", { id: "configs" }, el("thead", {}, el("tr", {}, ["name", "value", "kind"].map((h) => el("th", { text: h })))), body));
-  live(async () => {
-    const n = await api("overview");
+  liveEvents("view=overview", (n) => {
     document.getElementById("connections").textContent = num(n.connections);
-  }, 2000);
+  }, "overview", 2000);
 }
 
 async function pageTopics() {
@@ -142,7 +168,7 @@ async function pageTopics() {
   main.replaceChildren(el("h1", { text: "Topics" }),
     el("table", { id: "topics" }, el("thead", {}, el("tr", {}, ["topic", "partitions", "end offsets", "messages", "size", "produce rate"].map((h) => el("th", { text: h })))), body),
     el("h2", { text: "Create a topic" }), form, msg);
-  live(async () => render(await api("topics")), 1000);
+  liveEvents("view=topics", render, "topics", 1000);
 }
 
 async function pageTopic(name) {
@@ -185,7 +211,7 @@ async function pageTopic(name) {
     el("h2", { text: "Configs" }),
     table(["name", "value", "source"], t.configs.map((c) => el("tr", { class: c.default ? "muted" : null },
       td(c.name), td(c.value === null ? "null" : c.value), td(c.default ? "default" : "override"))), "topic-configs"));
-  live(async () => render(await api("topics/" + enc(name))), 1000);
+  liveEvents("view=topic&id=" + enc(name), render, "topics/" + enc(name), 1000);
 }
 
 function showBytes(v) {
@@ -235,26 +261,30 @@ async function pageMessages(name, partition) {
 async function pageGroups() {
   const body = el("tbody");
   const render = (d) => body.replaceChildren(...d.groups.map((g) => el("tr", { "data-group": g.group_id },
-    el("td", {}, el("a", { href: "#/group/" + enc(g.group_id), text: g.group_id })), td(g.state, "state"),
-    nd(g.members), nd(g.partitions), el("td", { class: "num lag", text: num(g.lag) }))));
+    el("td", {}, el("a", { href: "#/group/" + enc(g.group_id), text: g.group_id })), td(g.type, "type"), td(g.state, "state"),
+    nd(g.members), nd(g.partitions), el("td", { class: "num lag", text: g.lag === null ? "–" : num(g.lag) }))));
   render(await api("groups"));
   main.replaceChildren(el("h1", { text: "Consumer groups" }),
-    el("table", { id: "groups" }, el("thead", {}, el("tr", {}, ["group", "state", "members", "partitions", "lag"].map((h) => el("th", { text: h })))), body),
-    el("p", { class: "muted", text: "Classic groups known to this broker's coordinator; lag = high watermark − committed offset." }));
-  live(async () => render(await api("groups")), 1000);
+    el("table", { id: "groups" }, el("thead", {}, el("tr", {}, ["group", "type", "state", "members", "partitions", "lag"].map((h) => el("th", { text: h })))), body),
+    el("p", { class: "muted", text: "Every group this broker coordinates: classic, consumer (KIP-848) and share (KIP-932); lag = high watermark − committed offset (share groups commit none)." }));
+  liveEvents("view=groups", render, "groups", 1000);
 }
 
 async function pageGroup(gid) {
   const membersBody = el("tbody");
   const offsetsBody = el("tbody");
+  const sharesBody = el("tbody");
   const head = el("p", { id: "group-state" });
   const render = (g) => {
-    head.textContent = "state " + g.state + " · generation " + g.generation + " · protocol " + (g.protocol || "–") + " · " + g.members.length + " member(s)";
+    head.textContent = (g.type || "classic") + " group · state " + g.state + (g.generation === null ? "" : " · generation " + g.generation) + " · protocol " + (g.protocol || g.protocol_type || "–") + " · " + g.members.length + " member(s)";
     membersBody.replaceChildren(...g.members.map((m) => el("tr", {}, td(m.member_id), td(m.client_id), td(m.client_host),
       td(m.assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ")))));
     offsetsBody.replaceChildren(...g.offsets.map((o) => el("tr", { "data-tp": o.topic + "-" + o.partition },
       td(o.topic), nd(o.partition), el("td", { class: "num committed", text: num(o.committed) }),
       nd(o.high_watermark), el("td", { class: "num lag", text: num(o.lag) }), td(o.member || ""))));
+    sharesBody.replaceChildren(...(g.share_partitions || []).map((s) => el("tr", { "data-tp": s.topic + "-" + s.partition },
+      td(s.topic), nd(s.partition), el("td", { class: "num start", text: num(s.start_offset) }),
+      el("td", { class: "num inflight", text: num(s.in_flight) }))));
     return g;
   };
   const g = render(await api("groups/" + enc(gid)));
@@ -286,10 +316,12 @@ async function pageGroup(gid) {
     el("table", { id: "members" }, el("thead", {}, el("tr", {}, ["member", "client id", "host", "assignment"].map((h) => el("th", { text: h })))), membersBody),
     el("h2", { text: "Offsets and lag" }),
     el("table", { id: "offsets" }, el("thead", {}, el("tr", {}, ["topic", "partition", "committed", "high watermark", "lag", "member"].map((h) => el("th", { text: h })))), offsetsBody),
+    ...(g.type === "share" ? [el("h2", { text: "Share partitions" }),
+      el("table", { id: "share-partitions" }, el("thead", {}, el("tr", {}, ["topic", "partition", "start offset", "in flight"].map((h) => el("th", { text: h })))), sharesBody)] : []),
     el("h2", { text: "Reset offsets" }),
     el("p", { class: "muted", text: "Only for a group without members (as kafka-consumer-groups). You see the plan before it runs." }),
     form, msg);
-  live(async () => render(await api("groups/" + enc(gid))), 1000);
+  liveEvents("view=group&id=" + enc(gid), render, "groups/" + enc(gid), 1000);
 }
 
 // -- router -------------------------------------------------------------------------------------------
