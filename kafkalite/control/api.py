@@ -25,9 +25,10 @@ from typing import Any
 
 import trio
 
-from kafkalite.console.http import ApiError, Request
 from kafkalite.faults.control import ClusterOpError
 from kafkalite.faults.plan import FaultError
+from kafkalite.httpserve import HttpError as ApiError
+from kafkalite.httpserve import Request
 
 
 def _plans(server: Any, body: dict[str, Any]) -> list[Any]:
