@@ -34,25 +34,11 @@ NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 _AV = ApiVersionsRequest(client_software_name="faults-test", client_software_version="1")
 
 
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
-    with Broker() as b:
-        yield b
-
-
-@pytest.fixture
-def raw(broker: Broker) -> Iterator[Callable[[], RawClient]]:
-    clients: list[RawClient] = []
-
-    def connect() -> RawClient:
-        c = RawClient(broker.host, broker.port)
-        clients.append(c)
-        return c
-
-    yield connect
+@pytest.fixture(autouse=True)
+def _no_faults_left(broker: Broker) -> Iterator[None]:
+    """The module's broker and raw connections are conftest's; every test leaves no fault behind."""
+    yield
     broker.faults.clear()
-    for c in clients:
-        c.close()
 
 
 def _topic(c: RawClient, partitions: int = 2) -> str:
