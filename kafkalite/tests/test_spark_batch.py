@@ -21,7 +21,6 @@ pytest.importorskip("confluent_kafka")
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-import kafkalite  # noqa: E402
 from kafkalite.spark.options import offsets_to_json  # noqa: E402
 
 N = 100_000
@@ -51,12 +50,6 @@ def spark() -> Iterator[Any]:
     s = make_spark()
     yield s
     s.stop()
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Any]:
-    with kafkalite.Broker() as b:
-        yield b
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:

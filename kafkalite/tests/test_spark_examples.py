@@ -26,7 +26,6 @@ pytest.importorskip("confluent_kafka")
 
 from pyspark.errors import StreamingQueryException  # noqa: E402
 
-import kafkalite  # noqa: E402
 from kafkalite.spark.examples import fraud, state_join, to_parquet  # noqa: E402
 from kafkalite.spark.examples._common import create_topic, produce  # noqa: E402
 from kafkalite.tests.test_spark_batch import make_spark  # noqa: E402
@@ -40,12 +39,6 @@ def spark() -> Iterator[Any]:
     s.conf.set("spark.sql.shuffle.partitions", "1")  # one stateful task per batch: the tests' time halves
     yield s
     s.stop()
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Any]:
-    with kafkalite.Broker() as b:
-        yield b
 
 
 def test_fraud_windows_with_watermark_and_late_events(spark: Any, broker: Any, tmp_path: Path) -> None:

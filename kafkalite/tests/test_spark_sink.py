@@ -21,7 +21,6 @@ pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, KafkaError  # noqa: E402
 from confluent_kafka import TopicPartition as KTP  # noqa: E402
 
-import kafkalite  # noqa: E402
 from kafkalite.tests.test_spark_batch import create_topic, make_spark  # noqa: E402
 
 N = 100_000
@@ -32,12 +31,6 @@ def spark() -> Iterator[Any]:
     s = make_spark()
     yield s
     s.stop()
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Any]:
-    with kafkalite.Broker() as b:
-        yield b
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int) -> list[Any]:
