@@ -246,6 +246,8 @@ class BrokerState:
             if known is not None:
                 known.partitions = max(known.partitions, n)
                 continue
+            if self.metadata.catalog_complete:   # a broker rejoining: a topic deleted meanwhile stays deleted
+                continue
             info = TopicInfo(topic, ids.get(topic) or uuid.uuid4(), n, dict(saved.get(topic, {})),
                              internal=topic in INTERNAL_TOPICS)
             self.metadata.add_topic(info)
@@ -308,6 +310,10 @@ class BrokerState:
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get_log(topic, partition)
 
+    def leads(self, topic: str, partition: int) -> bool:
+        """Whether this broker leads the partition (always, without a cluster)."""
+        return self.cluster is None or self.cluster.leads(self.node_id, topic, partition)
+
     def create_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None, *,
                      topic_id: uuid.UUID | None = None) -> TopicInfo:
         """Create a topic and its partition logs (callers validate first). Raises ValueError on bad config,
@@ -320,7 +326,11 @@ class BrokerState:
     def create_topic_logs(self, name: str, partitions: int, overrides: Mapping[str, str], topic_id: uuid.UUID,
                           start: int = 0) -> None:
         """Create partition logs ``start..partitions-1`` (blocking; safe in a worker thread while the name
-        is reserved). All or nothing: if one fails, the ones made here are removed and the error raised."""
+        is reserved). All or nothing: if one fails, the ones made here are removed and the error raised.
+        In a cluster every replica broker gets the log (``kafkalite.cluster``)."""
+        if self.cluster is not None:
+            self.cluster.create_topic_logs(self, name, partitions, overrides, topic_id, start)
+            return
         log_config = self.log_config_for(overrides)
         made: list[int] = []
         try:
@@ -340,6 +350,8 @@ class BrokerState:
         """Publish a topic whose logs exist (trio thread)."""
         info = self.metadata.add_topic(
             TopicInfo(name, topic_id, partitions, dict(overrides), internal=name in INTERNAL_TOPICS))
+        if self.cluster is not None:   # replicas, ISR and leaders of its partitions
+            self.cluster.register_partitions(self, name, partitions)
         if overrides and write_configs:
             self._write_topic_configs()
         log.info("created topic %s (%d partitions, id %s)", name, partitions, info.topic_id)
@@ -355,10 +367,11 @@ class BrokerState:
 
     def add_partitions(self, name: str, total: int) -> None:
         info = self.topics[name]
-        log_config = self.log_config_for(info.config)
-        for p in range(info.partitions, total):
-            self.logs.create_log(name, p, info.topic_id, log_config)
+        old = info.partitions
+        self.create_topic_logs(name, total, info.config, info.topic_id, old)
         info.partitions = total
+        if self.cluster is not None:
+            self.cluster.register_partitions(self, name, total, old)
 
     def delete_topic(self, name: str) -> None:
         for plog in self.unregister_topic(name):
@@ -388,6 +401,8 @@ class BrokerState:
         detach = getattr(self.logs, "detach_topics", None)
         if detach is not None:
             out: dict[str, list[Any]] = detach(names)
+            if self.cluster is not None:   # the other brokers' replicas
+                self.cluster.detach_elsewhere(self, names)
         else:
             out = {}
             for name in names:
@@ -410,11 +425,12 @@ class BrokerState:
         info = self.topics[name]
         log_config = self.log_config_for(overrides)
         info.config = dict(overrides)
-        for p in range(info.partitions):
-            plog = self.logs.get_log(name, p)
-            setter = getattr(plog, "update_config", None)
-            if setter is not None:
-                setter(log_config)
+        for state in self._room_states():
+            for p in range(info.partitions):
+                plog = state.logs.get_log(name, p)
+                setter = getattr(plog, "update_config", None)
+                if setter is not None:
+                    setter(log_config)
         self._write_topic_configs()
 
     def _write_topic_configs(self) -> None:
@@ -440,6 +456,15 @@ class BrokerState:
 
     # -- append notification (Fetch long polls) ------------------------------------------------------
     def notify_append(self, topic: str, partition: int) -> None:
+        if self.cluster is not None:   # the high watermark may move (kafkalite.cluster)
+            self.cluster.appended(self, topic, partition)
+        waiters = self._waiters.pop((topic, partition), None)
+        if waiters:
+            for ev in waiters:
+                ev.set()
+
+    def wake(self, topic: str, partition: int) -> None:
+        """Wake the long polls on one partition (leadership or high watermark changed)."""
         waiters = self._waiters.pop((topic, partition), None)
         if waiters:
             for ev in waiters:

@@ -86,6 +86,9 @@ class MetadataRoom:
         self.pending_topics: set[str] = set()
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self.read_json(BROKER_CONFIGS_FILE)
         self.partitions: dict[tuple[str, int], PartitionState] = {}   # cluster only
+        self.cluster_id: str | None = None   # a cluster's (a single broker keeps its log dir's)
+        # set once a cluster's brokers have all loaded: a broker starting later adds no topic from its disk
+        self.catalog_complete = False
         self._pid_next = 0
         self._pid_limit = 0
 
