@@ -507,10 +507,10 @@ class ClusterRuntime:
                 ps = self.meta.partitions.get(tp)
                 if ps is None or ps.leader != state.node_id:
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                elif len(ps.isr) < self.min_insync(state, topic):   # (Kafka's checkEnoughReplicasReachOffset)
+                    code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
                 elif ps.high_watermark >= needed:
                     break
-                elif len(ps.isr) < self.min_insync(state, topic):
-                    code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
                 else:
                     with trio.move_on_at(deadline):
                         await self.changed(tp).wait()
