@@ -247,3 +247,79 @@ def test_confluent_group_continues_across_coordinator_move_and_stop(kafkalite_cl
     assert sum(tp.offset for tp in committed) == total, f"committed offsets after {moves}: {committed}"
     consumer.close()
     cluster.sync.start_broker(target)
+
+
+def test_confluent_transactions_survive_a_coordinator_move_and_stop(kafkalite_cluster):
+    """A transactional confluent-kafka producer (with sendOffsetsToTransaction) commits and aborts while its
+    transaction coordinator moves and then stops: a read_committed consumer sees exactly the committed
+    records, once, and the group's offsets are the last committed transaction's."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    cluster = kafkalite_cluster
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    txn_id = f"tx-{uuid.uuid4().hex[:8]}"
+    group = f"tg-{uuid.uuid4().hex[:8]}"
+    _create(cluster, topic)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": txn_id,
+                         "transaction.timeout.ms": 60_000})
+    producer.init_transactions(30)
+    committed: list[bytes] = []
+    steps: list[str] = []
+
+    def transaction(k: int, commit: bool) -> None:
+        producer.begin_transaction()
+        values = [f"t{k}-{i}".encode() for i in range(50)]
+        for i, v in enumerate(values):
+            producer.produce(topic, value=v, partition=i % PARTS)
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, k + 1)],
+                                             _group_metadata(cluster, group), 30)
+        if commit:
+            producer.commit_transaction(30)
+            committed.extend(values)
+        else:
+            producer.abort_transaction(30)
+        steps.append(f"{'commit' if commit else 'abort'} {k}")
+
+    transaction(0, True)
+    first = cluster.sync.coordinator("transaction", txn_id)
+    target = next(n for n in cluster.node_ids() if n != first)
+    cluster.sync.move_coordinator("transaction", txn_id, target)
+    steps.append(f"coordinator {first} -> {target}")
+    transaction(1, False)
+    transaction(2, True)
+    cluster.sync.stop_broker(target)
+    steps.append(f"stop {target}")
+    transaction(3, True)
+    transaction(4, False)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"r-{topic}",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(committed) and time.monotonic() < deadline:
+        m = consumer.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value())
+    end = time.monotonic() + 2   # nothing aborted may follow
+    while time.monotonic() < end:
+        m = consumer.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.value())
+    consumer.close()
+    assert sorted(got) == sorted(committed), f"read_committed across {steps}"
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+    offsets = reader.committed([TopicPartition(topic, 0)], timeout=30)
+    reader.close()
+    assert offsets[0].offset == 4, f"the group's offset is the last committed transaction's ({steps})"
+    cluster.sync.start_broker(target)
+
+
+def _group_metadata(cluster, group: str):
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+    try:
+        return c.consumer_group_metadata()
+    finally:
+        c.close()
