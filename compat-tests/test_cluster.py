@@ -323,3 +323,75 @@ def _group_metadata(cluster, group: str):
         return c.consumer_group_metadata()
     finally:
         c.close()
+
+
+def _kafka_python_group(bs: str, topic: str, count: int, group: str, timeout_s: float) -> list[bytes]:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bs.split(","), group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             metadata_max_age_ms=1000)
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            for recs in consumer.poll(timeout_ms=300).values():
+                got.extend(r.value for r in recs)
+    finally:
+        consumer.close()
+    return got
+
+
+@pytest.mark.parametrize("client_name", ["java", "kafka-python"])
+def test_group_member_continues_across_coordinator_move_and_stop(kafkalite_cluster, client_name, get_client):
+    """A group member of Java / kafka-python keeps consuming while records arrive and its coordinator moves,
+    then stops: it follows the coordinator without losing its membership (no rebalance back to the earliest
+    offsets), so it reads every record exactly once."""
+    from confluent_kafka import Producer
+
+    cluster = kafkalite_cluster
+    topic = f"gm-{uuid.uuid4().hex[:8]}"
+    group = f"gm-{client_name}-{uuid.uuid4().hex[:6]}"
+    _create(cluster, topic)
+    total, phases = 1_500, 3
+    bs = cluster.bootstrap_servers
+    if client_name == "java":
+        java = get_client("java")
+        runner = _Runner(lambda: [r.value for r in java.subscribe_consume(bs, topic, total, group, timeout_s=90)])
+    else:
+        runner = _Runner(lambda: _kafka_python_group(bs, topic, total, group, 90))
+    runner.start()
+    producer = Producer({"bootstrap.servers": bs, "enable.idempotence": True})
+    steps: list[str] = []
+    for phase in range(phases):
+        for i in range(phase * total // phases, (phase + 1) * total // phases):
+            producer.produce(topic, value=f"gm-{i}".encode(), partition=i % PARTS)
+        assert producer.flush(60) == 0
+        _wait(lambda: cluster.sync.coordinator("group", group) >= 0 and
+              cluster.runtime.meta.topics.get("__consumer_offsets") is not None, "the group's coordinator")
+        _wait(lambda: _group_stable(cluster, group), "the member joined", timeout=60)
+        if phase == 0:
+            first = cluster.sync.coordinator("group", group)
+            target = next(n for n in cluster.node_ids() if n != first)
+            cluster.sync.move_coordinator("group", group, target)
+            steps.append(f"coordinator {first} -> {target}")
+        elif phase == 1:
+            victim = cluster.sync.coordinator("group", group)
+            cluster.sync.stop_broker(victim)
+            steps.append(f"stop {victim}")
+    runner.join(120)
+    assert not runner.is_alive(), "consumer still running"
+    if runner.error:
+        raise AssertionError(f"{client_name} group consumer failed across {steps}") from runner.error
+    got = runner.result
+    assert sorted(got) == sorted(f"gm-{i}".encode() for i in range(total)), \
+        f"{client_name}: {len(got)} records, {len(set(got))} distinct across {steps}"
+
+
+def _group_stable(cluster, group: str) -> bool:
+    async def check() -> bool:
+        nid = cluster.coordinator("group", group)
+        st = cluster.runtime.state_of(nid)
+        g = st.groups.coordinator.groups.get(group) if st is not None else None
+        return g is not None and g.state.value == "Stable"
+    return cluster.sync._call(check)
