@@ -234,7 +234,8 @@ class ClusterRuntime:
                            if n.state is not None and n.state.logs.get_log(info.name, p) is not None]
                 if not holders:
                     continue
-                ps = PartitionState(replicas=holders, isr=list(holders), leader=holders[0])
+                epoch = max(self.nodes[n].state.leader_epoch_of(info.name, p) for n in holders)
+                ps = PartitionState(replicas=holders, isr=list(holders), leader=holders[0], leader_epoch=epoch)
                 self.meta.partitions[(info.name, p)] = ps
                 for nid in holders[1:]:
                     self.ensure_follower(self.nodes[nid], (info.name, p))

@@ -196,3 +196,23 @@ def test_lagging_follower_leaves_the_isr_and_rejoins() -> None:
               == [1, 2, 3], "broker 3 back in the ISR")
         with _client(cluster, 1) as c:
             assert _produce(c, "lag", [b"b"], acks=-1).error_code == 0
+
+
+def test_cluster_reopens_its_data_dir(tmp_path: Path) -> None:
+    """Kafka's layout per broker (``<data>/broker-<id>/<topic>-<p>``); a cluster started again on the same
+    data dir keeps its cluster id, its topics, their replicas and their records."""
+    overrides = {"offsets.topic.num.partitions": "3"}
+    with Cluster(brokers=2, data_dir=tmp_path, overrides=overrides) as cluster:
+        _create(cluster, "keep", rf=2)
+        with _client(cluster, 1) as c:
+            assert _produce(c, "keep", [b"a", b"b"], acks=-1).error_code == 0
+        cluster_id = cluster.cluster_id
+    assert (tmp_path / "broker-1" / "keep-0" / "00000000000000000000.log").is_file()
+    assert (tmp_path / "broker-2" / "keep-0" / "00000000000000000000.log").is_file()
+    with Cluster(brokers=2, data_dir=tmp_path, overrides=overrides) as cluster:
+        assert cluster.cluster_id == cluster_id
+        part = next(p for p in cluster.sync.describe()["partitions"] if p["topic"] == "keep")
+        assert part["replicas"] == [1, 2] and part["leader"] == 1
+        with _client(cluster, 1) as c:
+            fetched = _fetch(c, "keep").responses[0].partitions[0]
+        assert fetched.high_watermark == 2 and _last_offset(fetched.records) == 1
