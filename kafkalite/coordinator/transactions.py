@@ -189,7 +189,9 @@ class TransactionService:
         if st is None:
             return
         if getattr(st, "cluster", None) is not None:   # the marker goes to the partition's leader
-            st = st.cluster.leader_state(*tp) or st
+            st = st.cluster.leader_state(*tp)
+            if st is None:   # no running leader now: the coordinator retries this marker later
+                raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{tp[0]}-{tp[1]} has no running leader")
         plog = st.get_log(*tp)
         if plog is None:
             log.warning("no partition %s-%d for a transaction marker; skipped", *tp)
