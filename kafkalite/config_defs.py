@@ -273,6 +273,10 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("message.max.bytes", "int", "1048588", "largest record batch accepted", at_least(0)),
     _def("min.insync.replicas", "int", "1", "acks=all replicas required (one broker: 1)", at_least(1)),
     _def("unclean.leader.election.enable", "boolean", "false", "accepted for compatibility"),
+    _def("replica.lag.time.max.ms", "long", "30000",
+         "a follower not caught up for this long leaves the ISR (kafkalite serve --brokers N)", at_least(1)),
+    _def("replica.fetch.wait.max.ms", "int", "500",
+         "longest a follower's replication task waits for new data before looking again", at_least(1)),
     # -- network and request memory
     _def("socket.request.max.bytes", "int", str(100 * 1024 * 1024), "largest request frame", at_least(1)),
     _def("queued.max.request.bytes", "long", str(256 * 1024 * 1024),

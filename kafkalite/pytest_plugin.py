@@ -6,6 +6,11 @@ Fixtures, available to any project that has kafkalite installed:
   data directory, shared by the whole test session. Use ``kafkalite_broker.bootstrap_servers``.
 - ``kafkalite_broker_factory`` (function scope): a callable ``factory(**kwargs) -> Broker`` that starts brokers
   (``data_dir=``, ``overrides=``, ``emulate_kafka=``) and stops all of them at the end of the test.
+- ``kafkalite_cluster`` (function scope): a :class:`kafkalite.cluster.Cluster` of 3 brokers in this process,
+  stopped after the test. ``@pytest.mark.kafkalite_cluster(brokers=5, overrides={...})`` changes its
+  arguments. Use ``kafkalite_cluster.bootstrap_servers`` and ``kafkalite_cluster.sync.<operation>(...)``
+  (``stop_broker``, ``start_broker``, ``restart_broker``, ``move_leader``, ``set_isr``,
+  ``move_coordinator``, ``describe``).
 
 A broker that cannot start fails the test that asked for it with the one-line cause
 (:class:`kafkalite.embedded.BrokerStartError`, or ``ConfigError`` for a bad override), and leaves no
@@ -20,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from kafkalite.cluster import Cluster
     from kafkalite.embedded import Broker
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kafkalite_cluster(brokers=3, overrides=None, ...): arguments of the "
+                                       "kafkalite_cluster fixture's Cluster")
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +57,13 @@ def kafkalite_broker_factory() -> Iterator[Callable[..., Broker]]:
     yield factory
     for broker in reversed(started):
         broker.stop()
+
+
+@pytest.fixture
+def kafkalite_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    from kafkalite.cluster import Cluster
+
+    marker = request.node.get_closest_marker("kafkalite_cluster")
+    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    with Cluster(**kwargs) as cluster:
+        yield cluster

@@ -47,9 +47,10 @@ CONSOLE_LISTEN = "kafkalite.console.listen"
 CONTROL_LISTEN = "kafkalite.control.listen"
 
 
-def open_state(config: BrokerConfig) -> BrokerState:
+def open_state(config: BrokerConfig, metadata: Any = None) -> BrokerState:
     """Open (and recover) storage and build the broker state. Blocking: call from a worker thread. Handler
-    modules are not imported here: each is imported when its API is first requested (handlers.registry)."""
+    modules are not imported here: each is imported when its API is first requested (handlers.registry).
+    ``metadata``: the shared metadata room of a cluster's brokers (kafkalite.cluster); None: the broker's own."""
     from storage import LogManager
 
     _descriptor_budget(config)
@@ -57,9 +58,10 @@ def open_state(config: BrokerConfig) -> BrokerState:
     _prepare_log_dir(log_dir)
     from storage import LogConfig
 
-    lm = LogManager.open(str(log_dir), LogConfig(), node_id=config.node_id)
+    cluster_id = getattr(metadata, "cluster_id", None)
+    lm = LogManager.open(str(log_dir), LogConfig(), node_id=config.node_id, cluster_id=cluster_id)
     try:
-        return BrokerState(config, lm)
+        return BrokerState(config, lm, cluster_id=cluster_id, metadata=metadata)
     except BaseException:
         lm.close()
         raise
@@ -333,14 +335,19 @@ async def _close_services(state: BrokerState, closed: set[str]) -> None:
             log.exception("%s close failed", type(service).__name__)
 
 
-async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None,
+async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, metadata: Any = None,
+                attach: Any = None,
                 task_status: trio.TaskStatus[list[tuple[str, int]]] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run one broker until ``shutdown`` is set. A cluster's brokers (kafkalite.cluster) pass their shared
+    ``metadata`` room and an ``attach(state)`` callback, called once the state exists, before anything runs."""
     shutdown = trio.Event() if shutdown is None else shutdown
     for line in config.startup_warnings():
         log.warning("%s", line)
     from kafkalite.security import listeners as security
 
-    state = await trio.to_thread.run_sync(open_state, config)
+    state = await trio.to_thread.run_sync(open_state, config, metadata)
+    if attach is not None:
+        attach(state)
     try:   # TLS contexts and SASL settings per listener (reads key stores): a bad one is a config error
         state.listener_security = security.build_all(config, state.scram)
     except BaseException:

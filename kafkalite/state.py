@@ -1,8 +1,14 @@
 """BrokerState: everything handlers share — config, the storage LogManager, topic metadata, coordinators.
 
+What several brokers of one cluster share (the topic catalog, topic and dynamic broker configs, producer-id
+allocation, partition leadership) lives in the metadata room, ``kafkalite.metadata.MetadataRoom``
+(``state.metadata``); ``state.topics``, ``topics_by_id``, ``pending_topics`` and ``dynamic_broker_configs``
+are the room's own dicts and sets, so existing readers see the shared view unchanged. What stays here is the
+broker's own: its config and node id, its listeners, its logs, its coordinators, its long-poll waiters.
+
 Topic metadata lives with the logs: each partition directory's ``partition.metadata`` holds the topic id
 (storage writes it), so the topic table is rebuilt from ``LogManager.logs()`` at startup. Two small files of
-our own sit in the log dir next to Kafka's (Kafka ignores plain files there): ``kafkalite-topic-configs.json``
+our own sit in the metadata room's dir (a single broker's log dir) next to Kafka's (Kafka ignores plain files there): ``kafkalite-topic-configs.json``
 (per-topic config overrides, which Kafka keeps in its metadata quorum) and ``kafkalite-producer-ids`` (the
 next unallocated producer-id block, so ids stay unique across restarts).
 
@@ -15,13 +21,9 @@ deletion), then the topic is published (``register_topic``) or forgotten, and th
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
-import re
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,21 +33,26 @@ from kafkalite import authz, quotas
 from kafkalite.config import BrokerConfig, Listener
 from kafkalite.features import FeatureLevels
 from kafkalite.group_configs import GroupConfigStore
+from kafkalite.metadata import (  # noqa: F401 (re-exported: handlers import them from here)
+    BROKER_CONFIGS_FILE,
+    INTERNAL_TOPICS,
+    MAX_TOPIC_NAME_LENGTH,
+    PRODUCER_ID_BLOCK,
+    PRODUCER_IDS_FILE,
+    TOPIC_CONFIGS_FILE,
+    MetadataRoom,
+    TopicInfo,
+    invalid_topic_name,
+)
+from kafkalite.metadata import atomic_write as _atomic_write  # noqa: F401 (features, group_configs)
+from kafkalite.metadata import read_pid_block as _read_pid_block  # noqa: F401
 from kafkalite.supervisor import Supervisor
-from storage.checkpoints import write_atomic
 
 if TYPE_CHECKING:
     from storage import LogConfig, LogManager, PartitionLog
 
 log = logging.getLogger(__name__)
 
-TOPIC_CONFIGS_FILE = "kafkalite-topic-configs.json"
-BROKER_CONFIGS_FILE = "kafkalite-broker-configs.json"
-PRODUCER_IDS_FILE = "kafkalite-producer-ids"
-PRODUCER_ID_BLOCK = 1000
-MAX_TOPIC_NAME_LENGTH = 249
-_TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 # broker setting -> topic setting it provides the default for
 _BROKER_TO_TOPIC = {
@@ -81,37 +88,20 @@ DYNAMIC_BROKER_CONFIGS = frozenset(_BROKER_TO_TOPIC) | {
     "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms", "log.roll.hours"}
 
 
-def invalid_topic_name(name: str | None) -> str | None:
-    """Why ``name`` is not a legal topic name (Kafka's Topic.validate rules), or None if it is legal."""
-    if not name:
-        return "topic name is empty"
-    if name in (".", ".."):
-        return "topic name cannot be '.' or '..'"
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        return f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters"
-    if not _TOPIC_NAME_RE.match(name):
-        return "topic name may contain only ASCII alphanumerics, '.', '_' and '-'"
-    return None
-
-
-@dataclass(slots=True)
-class TopicInfo:
-    name: str
-    topic_id: uuid.UUID
-    partitions: int
-    config: dict[str, str] = field(default_factory=dict)   # overrides only
-    internal: bool = False
-
-
 class BrokerState:
-    def __init__(self, config: BrokerConfig, logs: LogManager, *, cluster_id: str | None = None) -> None:
+    def __init__(self, config: BrokerConfig, logs: LogManager, *, cluster_id: str | None = None,
+                 metadata: MetadataRoom | None = None) -> None:
         self.config = config
         self.logs = logs
         self.node_id = config.node_id
         self.cluster_id: str = cluster_id or getattr(logs, "cluster_id", None) or _random_cluster_id()
         self.log_dir = Path(config.log_dir)
-        self.topics: dict[str, TopicInfo] = {}
-        self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
+        # the shared metadata room (kafkalite.metadata): a single broker's own, in its log dir; a cluster's
+        # brokers share one. Its dicts and sets are the same objects here, so handlers read them at no cost.
+        self.metadata = MetadataRoom(self.log_dir) if metadata is None else metadata
+        self.topics: dict[str, TopicInfo] = self.metadata.topics
+        self.topics_by_id: dict[uuid.UUID, TopicInfo] = self.metadata.topics_by_id
+        self.cluster: Any = None        # kafkalite.cluster's runtime when several brokers share the room
         self.groups: Any = None
         self.txns: Any = None
         self.shares: Any = None          # share groups (kafkalite.coordinator.share.service)
@@ -133,7 +123,7 @@ class BrokerState:
             raise StartupError(str(exc)) from None
         self.listener_security: dict[str, Any] = {}
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
-        self.dynamic_broker_configs: dict[str, dict[str, str]] = self._read_json(BROKER_CONFIGS_FILE)
+        self.dynamic_broker_configs: dict[str, dict[str, str]] = self.metadata.dynamic_broker_configs
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
         # per-group config overrides (GROUP config resources, kafkalite.group_configs), persisted
         self.group_config_store = GroupConfigStore(self.log_dir)
@@ -142,9 +132,7 @@ class BrokerState:
         self.draining = False
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
         # names whose partition directories are being created or removed in a worker thread right now
-        self.pending_topics: set[str] = set()
-        self._pid_next = 0
-        self._pid_limit = 0
+        self.pending_topics: set[str] = self.metadata.pending_topics
         self.default_log_config = self._default_log_config()
         self._load_topics()
 
@@ -173,8 +161,7 @@ class BrokerState:
 
     # -- topics --------------------------------------------------------------------------------------
     def _merged_dynamic(self) -> dict[str, str]:
-        d = self.dynamic_broker_configs
-        return {**d.get("", {}), **d.get(str(self.node_id), {})}
+        return self.metadata.merged_dynamic(self.node_id)
 
     def effective_config(self, dynamic: Mapping[str, str] | None = None) -> BrokerConfig:
         """Static settings with the dynamic ones (AlterConfigs on BROKER resources) on top."""
@@ -200,7 +187,7 @@ class BrokerState:
 
         trial = dict(self.dynamic_broker_configs)
         trial[resource] = dict(values)
-        merged = {**trial.get("", {}), **trial.get(str(self.node_id), {})}
+        merged = self.metadata.merged_dynamic(self.node_id, trial)
         default = self._default_log_config(self.effective_config(merged))
         for info in self.topics.values():
             LogConfig.from_props(dict(info.config), base=default)
@@ -213,25 +200,22 @@ class BrokerState:
             self.dynamic_broker_configs[resource] = dict(values)
         else:
             self.dynamic_broker_configs.pop(resource, None)
+        for state in self._room_states():
+            state.refresh_dynamic_configs()
+        self.metadata.write_broker_configs()
+
+    def refresh_dynamic_configs(self) -> None:
+        """The shared dynamic settings changed: recompute this broker's view and its logs' configs."""
         self.broker_config_overrides = self._merged_dynamic()
         self.default_log_config = self._default_log_config()
         for (topic, _p), plog in self._loaded_logs():   # logs loaded later take config_for's
             info = self.topics.get(topic)
             if info is not None:
                 plog.update_config(self.log_config_for(info.config))
-        _atomic_write(self.log_dir / BROKER_CONFIGS_FILE,
-                      json.dumps(self.dynamic_broker_configs, sort_keys=True, indent=1).encode())
 
-    def _read_json(self, name: str) -> dict[str, dict[str, str]]:
-        path = self.log_dir / name
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            log.warning("ignoring unreadable %s", path)
-            return {}
-        return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items() if isinstance(v, dict)}
+    def _room_states(self) -> list[BrokerState]:
+        """Every running broker sharing this metadata room (just this one without a cluster)."""
+        return [self] if self.cluster is None else self.cluster.running_states()
 
     def log_config_for(self, overrides: Mapping[str, str]) -> LogConfig:
         from storage import LogConfig
@@ -239,7 +223,7 @@ class BrokerState:
         return LogConfig.from_props(dict(overrides), base=self.default_log_config)
 
     def _load_topics(self) -> None:
-        saved = self._read_json(TOPIC_CONFIGS_FILE)
+        saved = self.metadata.saved_topic_configs()
         counts: dict[str, int] = {}
         ids: dict[str, uuid.UUID] = {}
         partitions = getattr(self.logs, "partitions", None)
@@ -258,10 +242,15 @@ class BrokerState:
             if tid is not None and tid != uuid.UUID(int=0):
                 ids[topic] = tid
         for topic, n in counts.items():
+            known = self.topics.get(topic)   # another broker of the room loaded it first
+            if known is not None:
+                known.partitions = max(known.partitions, n)
+                continue
+            if self.metadata.catalog_complete:   # a broker rejoining: a topic deleted meanwhile stays deleted
+                continue
             info = TopicInfo(topic, ids.get(topic) or uuid.uuid4(), n, dict(saved.get(topic, {})),
                              internal=topic in INTERNAL_TOPICS)
-            self.topics[topic] = info
-            self.topics_by_id[info.topic_id] = info
+            self.metadata.add_topic(info)
         for (topic, _p), plog in self._loaded_logs():   # (lazily loaded logs: loaded after a clean stop only)
             if getattr(plog, "topic_id", 0) is None:   # partition.metadata was missing or damaged: rewrite it
                 try:
@@ -321,6 +310,10 @@ class BrokerState:
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get_log(topic, partition)
 
+    def leads(self, topic: str, partition: int) -> bool:
+        """Whether this broker leads the partition (always, without a cluster)."""
+        return self.cluster is None or self.cluster.leads(self.node_id, topic, partition)
+
     def create_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None, *,
                      topic_id: uuid.UUID | None = None) -> TopicInfo:
         """Create a topic and its partition logs (callers validate first). Raises ValueError on bad config,
@@ -333,7 +326,11 @@ class BrokerState:
     def create_topic_logs(self, name: str, partitions: int, overrides: Mapping[str, str], topic_id: uuid.UUID,
                           start: int = 0) -> None:
         """Create partition logs ``start..partitions-1`` (blocking; safe in a worker thread while the name
-        is reserved). All or nothing: if one fails, the ones made here are removed and the error raised."""
+        is reserved). All or nothing: if one fails, the ones made here are removed and the error raised.
+        In a cluster every replica broker gets the log (``kafkalite.cluster``)."""
+        if self.cluster is not None:
+            self.cluster.create_topic_logs(self, name, partitions, overrides, topic_id, start)
+            return
         log_config = self.log_config_for(overrides)
         made: list[int] = []
         try:
@@ -351,9 +348,10 @@ class BrokerState:
     def register_topic(self, name: str, partitions: int, overrides: Mapping[str, str], topic_id: uuid.UUID, *,
                        write_configs: bool = True) -> TopicInfo:
         """Publish a topic whose logs exist (trio thread)."""
-        info = TopicInfo(name, topic_id, partitions, dict(overrides), internal=name in INTERNAL_TOPICS)
-        self.topics[name] = info
-        self.topics_by_id[info.topic_id] = info
+        info = self.metadata.add_topic(
+            TopicInfo(name, topic_id, partitions, dict(overrides), internal=name in INTERNAL_TOPICS))
+        if self.cluster is not None:   # replicas, ISR and leaders of its partitions
+            self.cluster.register_partitions(self, name, partitions)
         if overrides and write_configs:
             self._write_topic_configs()
         log.info("created topic %s (%d partitions, id %s)", name, partitions, info.topic_id)
@@ -369,10 +367,11 @@ class BrokerState:
 
     def add_partitions(self, name: str, total: int) -> None:
         info = self.topics[name]
-        log_config = self.log_config_for(info.config)
-        for p in range(info.partitions, total):
-            self.logs.create_log(name, p, info.topic_id, log_config)
+        old = info.partitions
+        self.create_topic_logs(name, total, info.config, info.topic_id, old)
         info.partitions = total
+        if self.cluster is not None:
+            self.cluster.register_partitions(self, name, total, old)
 
     def delete_topic(self, name: str) -> None:
         for plog in self.unregister_topic(name):
@@ -388,8 +387,7 @@ class BrokerState:
         """The first half of ``unregister_topic``: the topic is unknown from now on (its long polls woken);
         its logs stay in storage until ``detach_topics``. A deletion of many topics forgets them one by one
         in slices and detaches them all at once."""
-        info = self.topics.pop(name)
-        self.topics_by_id.pop(info.topic_id, None)
+        info = self.metadata.remove_topic(name)
         for p in range(info.partitions):
             self.notify_append(name, p)
         if getattr(self, "shares", None) is not None:
@@ -403,6 +401,8 @@ class BrokerState:
         detach = getattr(self.logs, "detach_topics", None)
         if detach is not None:
             out: dict[str, list[Any]] = detach(names)
+            if self.cluster is not None:   # the other brokers' replicas
+                self.cluster.detach_elsewhere(self, names)
         else:
             out = {}
             for name in names:
@@ -425,39 +425,22 @@ class BrokerState:
         info = self.topics[name]
         log_config = self.log_config_for(overrides)
         info.config = dict(overrides)
-        for p in range(info.partitions):
-            plog = self.logs.get_log(name, p)
-            setter = getattr(plog, "update_config", None)
-            if setter is not None:
-                setter(log_config)
+        for state in self._room_states():
+            for p in range(info.partitions):
+                plog = state.logs.get_log(name, p)
+                setter = getattr(plog, "update_config", None)
+                if setter is not None:
+                    setter(log_config)
         self._write_topic_configs()
 
     def _write_topic_configs(self) -> None:
-        data = {t.name: t.config for t in self.topics.values() if t.config}
-        _atomic_write(self.log_dir / TOPIC_CONFIGS_FILE, json.dumps(data, sort_keys=True, indent=1).encode())
+        self.metadata.write_topic_configs()
 
     # -- producer ids ----------------------------------------------------------------------------------
     def allocate_producer_id(self) -> int:
-        """A producer id never handed out before by this data dir (ids are reserved in persisted blocks).
-
-        A missing or damaged ``kafkalite-producer-ids`` is rebuilt from the producer ids the logs and the
-        transaction coordinator know (reusing one would make its new batches look like duplicates of the old
-        producer's). Raises OSError when the next block cannot be persisted (a full disk): the caller answers
-        a retriable error and hands out nothing."""
-        if self._pid_next >= self._pid_limit:
-            path = self.log_dir / PRODUCER_IDS_FILE
-            start = _read_pid_block(path)
-            if start is None:
-                start = self._producer_ids_in_use()
-                if path.exists() or start:
-                    log.warning("%s is missing or damaged; producer ids continue after the highest in use (%d)",
-                                path, start)
-            start = max(start, self._pid_limit)
-            write_atomic(str(path), f"{start + PRODUCER_ID_BLOCK}\n".encode())
-            self._pid_next, self._pid_limit = start, start + PRODUCER_ID_BLOCK
-        pid = self._pid_next
-        self._pid_next += 1
-        return pid
+        """A producer id never handed out before (the metadata room reserves them in persisted blocks; see
+        ``MetadataRoom.allocate_producer_id``). Raises OSError when the next block cannot be persisted."""
+        return self.metadata.allocate_producer_id(self._producer_ids_in_use)
 
     def _producer_ids_in_use(self) -> int:
         """One past the highest producer id in any partition's producer state or transactional id."""
@@ -473,6 +456,15 @@ class BrokerState:
 
     # -- append notification (Fetch long polls) ------------------------------------------------------
     def notify_append(self, topic: str, partition: int) -> None:
+        if self.cluster is not None:   # the high watermark may move (kafkalite.cluster)
+            self.cluster.appended(self, topic, partition)
+        waiters = self._waiters.pop((topic, partition), None)
+        if waiters:
+            for ev in waiters:
+                ev.set()
+
+    def wake(self, topic: str, partition: int) -> None:
+        """Wake the long polls on one partition (leadership or high watermark changed)."""
         waiters = self._waiters.pop((topic, partition), None)
         if waiters:
             for ev in waiters:
@@ -507,16 +499,6 @@ class BrokerState:
         for evs in waiters.values():
             for ev in evs:
                 ev.set()
-
-
-def _read_pid_block(path: Path) -> int | None:
-    """The next unallocated producer id from ``kafkalite-producer-ids``; None when missing or damaged."""
-    try:
-        text = path.read_text(encoding="ascii").strip()
-        value = int(text)
-    except (OSError, ValueError):
-        return None
-    return value if 0 <= value < 2**63 - PRODUCER_ID_BLOCK and text.isdigit() else None
 
 
 _FREEZE = False   # only a broker that owns its process freezes the collector's view (see allow_gc_freeze)
@@ -559,20 +541,3 @@ def _random_cluster_id() -> str:
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)

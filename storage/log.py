@@ -125,6 +125,9 @@ class PartitionLog(LogReads, LeaderEpochs):
         self._dir_dirty = False
         self.closed = False
         self.offline: str | None = None  # why the partition is offline (a failed rollback), or None
+        # a replicated partition's high watermark (min log end offset over the in-sync replicas), set by the
+        # replication layer above storage; None: a single replica, whose high watermark is its log end offset
+        self.hw_limit: int | None = None
 
     # ---- properties ------------------------------------------------------------------------------
     @property
@@ -133,12 +136,14 @@ class PartitionLog(LogReads, LeaderEpochs):
 
     @property
     def high_watermark(self) -> int:
-        return self._leo
+        hw = self.hw_limit
+        return self._leo if hw is None or hw > self._leo else hw
 
     @property
     def last_stable_offset(self) -> int:
         first = self.producer_state.first_unstable_offset()
-        return self._leo if first is None else min(first, self._leo)
+        hw = self.high_watermark
+        return hw if first is None else min(first, hw)
 
     def update_config(self, config: LogConfig) -> None:
         """Apply new topic settings (AlterConfigs); they take effect from the next append/roll."""
@@ -281,8 +286,10 @@ class PartitionLog(LogReads, LeaderEpochs):
         topics, in a worker thread for large compressed batches): the log then skips its own walk of the
         records for keys, which would inflate a compressed batch a second time, on the caller's thread.
         `assign_offsets=False` keeps the batch's own BaseOffset (must be >= the log end offset; tools and
-        tests that reproduce a log). `leader_epoch=None` keeps the batch's PartitionLeaderEpoch; otherwise
-        the batch gets max(leader_epoch, latest epoch in leader-epoch-checkpoint), so epochs never decrease.
+        tests that reproduce a log, a follower replica copying its leader) and its timestamps, even under
+        LogAppendTime (the leader stamped them), so the stored bytes are the source's.
+        `leader_epoch=None` keeps the batch's PartitionLeaderEpoch; otherwise the batch gets
+        max(leader_epoch, latest epoch in leader-epoch-checkpoint), so epochs never decrease.
         """
         if self.closed or self.offline is not None:
             self._refuse()
@@ -295,7 +302,7 @@ class PartitionLog(LogReads, LeaderEpochs):
             )
         if hdr.is_control and validate_producer:
             raise InvalidRecordError("clients may not send control batches")
-        lat = self.config.log_append_time
+        lat = self.config.log_append_time and assign_offsets   # a reproduced batch keeps its own timestamps
         if not lat and hdr.max_timestamp >= 0 and (
             min(hdr.base_timestamp, hdr.max_timestamp) < now - self.config.message_timestamp_before_max_ms
             or hdr.max_timestamp > now + self.config.message_timestamp_after_max_ms

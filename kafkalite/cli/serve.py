@@ -2,11 +2,12 @@
 
     kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
                     [--emulate-kafka 2.8|3.6|3.9] [--metrics [HOST:PORT]] [--console [HOST:PORT]]
-                    [--control [HOST:PORT] [--control-allow-remote]]
+                    [--control [HOST:PORT] [--control-allow-remote]] [--brokers N]
                     [--log-level LEVEL]
 
 Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
-can connect; logs go to stderr (with ``--metrics`` / ``--console``, one INFO line says where each is).
+can connect (``--brokers N``: N brokers in this process, ``kafkalite ready on H:P,H:P,...``, one address per
+broker, ports PORT, PORT+1, ... when ``--listen`` names one, data in ``DIR/broker-<id>``); logs go to stderr (with ``--metrics`` / ``--console``, one INFO line says where each is).
 SIGINT/SIGTERM drain gracefully and close storage cleanly.
 """
 from __future__ import annotations
@@ -42,6 +43,8 @@ def configure(serve: argparse.ArgumentParser) -> None:
                             "off unless given; loopback only unless --control-allow-remote)")
     serve.add_argument("--control-allow-remote", action="store_true",
                        help="let --control bind a non-loopback address (anyone reaching it can inject faults)")
+    serve.add_argument("--brokers", metavar="N", type=int, default=1,
+                       help="run N brokers in this process with replicated partitions (kafkalite.cluster)")
     serve.add_argument("--log-level", default="INFO",
                        help=f"logging level: {', '.join(LOG_LEVELS)} (default INFO)")
 
@@ -70,7 +73,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     return BrokerConfig.load(args.config, overrides)
 
 
-async def _serve_until_signal(config: BrokerConfig) -> None:
+async def _serve_until_signal(config: BrokerConfig, brokers: int = 1) -> None:
     import trio
 
     from kafkalite.server import serve
@@ -80,11 +83,22 @@ async def _serve_until_signal(config: BrokerConfig) -> None:
     shutdown = trio.Event()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            addrs = await nursery.start(lambda task_status: serve(config, shutdown=shutdown,
-                                                                   task_status=task_status))
-            host, port = addrs[0]
-            shown = f"[{host}]" if ":" in host else host
-            sys.stdout.write(f"kafkalite ready on {shown}:{port}\n")
+            if brokers > 1:
+                from pathlib import Path
+
+                from kafkalite.cluster import serve_cluster
+
+                values = dict(config.values)
+                data_dir = Path(values.pop("log.dirs", None) or config.log_dir)
+                cluster = await nursery.start(lambda task_status: serve_cluster(
+                    brokers, values, data_dir, shutdown=shutdown, task_status=task_status))
+                sys.stdout.write(f"kafkalite ready on {cluster.bootstrap_servers}\n")
+            else:
+                addrs = await nursery.start(lambda task_status: serve(config, shutdown=shutdown,
+                                                                       task_status=task_status))
+                host, port = addrs[0]
+                shown = f"[{host}]" if ":" in host else host
+                sys.stdout.write(f"kafkalite ready on {shown}:{port}\n")
             sys.stdout.flush()
             # Everything allocated so far (modules, classes, config, topic table) lives as long as the
             # process: move it out of the collector's reach, so a full collection later scans only what
@@ -133,6 +147,9 @@ def run(args: argparse.Namespace) -> int:
         config = config_from_args(args)
     except ConfigError as exc:
         return _fail(USAGE, str(exc))
+    brokers = getattr(args, "brokers", 1) or 1
+    if brokers < 1 or brokers > 64:
+        return _fail(USAGE, f"--brokers {brokers}: expected 1-64")
     import trio
 
     # The event loop shares the GIL with the housekeeping worker threads (checkpoints, cleaner, retention):
@@ -140,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     # default), which a tailing consumer sees as latency. The broker owns this process, so ask for 1 ms.
     sys.setswitchinterval(0.001)
     try:
-        trio.run(_serve_until_signal, config)
+        trio.run(_serve_until_signal, config, brokers)
     except (Exception, ExceptionGroup) as exc:
         known = describe(exc)
         if known is None:

@@ -72,6 +72,8 @@ class GroupCoordinator(OffsetsMixin):
         self.loading = False
         self.active = True
         self.next_offset_expiry: int | None = None
+        # several brokers (kafkalite.cluster): whether this broker coordinates a group id; None: every one
+        self.owns: Callable[[str], bool] | None = None
 
     # -- helpers -------------------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -85,6 +87,8 @@ class GroupCoordinator(OffsetsMixin):
             return E.COORDINATOR_NOT_AVAILABLE
         if self.loading:
             return E.COORDINATOR_LOAD_IN_PROGRESS
+        if self.owns is not None and group_id and not self.owns(group_id):
+            return E.NOT_COORDINATOR   # another broker leads its __consumer_offsets partition
         return None
 
     def _get_or_create(self, group_id: str, create: bool, now_ms: int) -> Group | None:

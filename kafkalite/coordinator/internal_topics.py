@@ -18,13 +18,8 @@ async def create_internal_topic(state: Any, name: str, partitions: int, override
     """Create the partition logs in a worker thread (one fsync'd directory each), then register the topic.
     Raises whatever storage or the topic registry raises; the caller logs it and answers a retriable error."""
     topic_id = uuid.uuid4()
-    log_config = state.log_config_for(overrides)
-
-    def create_logs() -> None:
-        for p in range(partitions):
-            state.logs.create_log(name, p, topic_id, log_config)
-
-    await trio.to_thread.run_sync(create_logs)
+    # (several brokers, kafkalite.cluster: on every replica broker)
+    await trio.to_thread.run_sync(state.create_topic_logs, name, partitions, dict(overrides), topic_id)
     if name not in state.topics:
         state.create_topic(name, partitions, overrides, topic_id=topic_id)
 

@@ -189,6 +189,8 @@ class GroupService:
         plog = self.state.get_log(OFFSETS_TOPIC, partition)
         if plog is None:
             raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC}-{partition} does not exist")
+        if getattr(self.state, "cluster", None) is not None and not self.state.leads(OFFSETS_TOPIC, partition):
+            raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{OFFSETS_TOPIC}-{partition} is led by another broker")
         now = time.time_ns() // 1_000_000
         offset_commit = bool(records) and records[0][0][:2] in (b"\x00\x00", b"\x00\x01")
         batch = build_batch(records, now, producer_id=producer_id, producer_epoch=producer_epoch,

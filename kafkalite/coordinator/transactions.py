@@ -175,6 +175,8 @@ class TransactionService:
         plog = st.get_log(TXN_STATE_TOPIC, p)
         if plog is None:
             raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{TXN_STATE_TOPIC}-{p} does not exist")
+        if getattr(st, "cluster", None) is not None and not st.leads(TXN_STATE_TOPIC, p):
+            raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{TXN_STATE_TOPIC}-{p} is led by another broker")
         now = time.time_ns() // 1_000_000
         batch = build_batch([(encode_txn_key(meta.transactional_id), encode_txn_value(meta.to_value()))], now)
         try:
@@ -186,6 +188,10 @@ class TransactionService:
         st = self.state
         if st is None:
             return
+        if getattr(st, "cluster", None) is not None:   # the marker goes to the partition's leader
+            st = st.cluster.leader_state(*tp)
+            if st is None:   # no running leader now: the coordinator retries this marker later
+                raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{tp[0]}-{tp[1]} has no running leader")
         plog = st.get_log(*tp)
         if plog is None:
             log.warning("no partition %s-%d for a transaction marker; skipped", *tp)
@@ -198,9 +204,11 @@ class TransactionService:
         return int(self.state.allocate_producer_id())
 
     def complete_group_txn(self, producer_id: int, commit: bool) -> None:
-        groups = getattr(self.state, "groups", None)
-        if groups is not None:
-            groups.complete_txn(producer_id, commit)
+        cluster = getattr(self.state, "cluster", None)
+        for st in [self.state] if cluster is None else cluster.running_states():   # (the group's coordinator)
+            groups = getattr(st, "groups", None)
+            if groups is not None:
+                groups.complete_txn(producer_id, commit)
 
     # -- API entry points (handlers) ---------------------------------------------------------------
     async def init_producer_id(self, ctx: Any, req: Any) -> Any:

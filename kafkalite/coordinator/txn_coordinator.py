@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol
@@ -142,6 +142,8 @@ class TransactionCoordinator:
         self.max_timeout_ms = max_timeout_ms
         self.txns: dict[str, TxnMetadata] = {}
         self.loading = False
+        # several brokers (kafkalite.cluster): whether this broker coordinates a transactional id
+        self.owns: Callable[[str], bool] | None = None
 
     # -- helpers ---------------------------------------------------------------------------------
     def _transit(self, meta: TxnMetadata, now_ms: int, **changes: object) -> TxnMetadata:
@@ -161,6 +163,8 @@ class TransactionCoordinator:
         err = txn_id_error(txn_id)
         if err is not None:
             return err, None
+        if self.owns is not None and not self.owns(txn_id):
+            return E.NOT_COORDINATOR, None
         meta = self.txns.get(txn_id)
         if meta is None or meta.state == TxnState.DEAD or meta.producer_id != producer_id:
             return INVALID_PRODUCER_ID_MAPPING, None
@@ -177,6 +181,8 @@ class TransactionCoordinator:
         err = txn_id_error(txn_id)
         if err is not None:
             return err, -1, -1
+        if self.owns is not None and not self.owns(txn_id):
+            return E.NOT_COORDINATOR, -1, -1
         if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
             return INVALID_TRANSACTION_TIMEOUT, -1, -1
         expected = producer_id != NO_PRODUCER_ID

@@ -56,11 +56,22 @@ async def describe_topic_partitions(ctx: RequestContext,
             next_cursor = R.Cursor(topic_name=name, partition_index=first)
             break
         last = min(info.partitions, first + budget)
-        parts = [R.DescribeTopicPartitionsResponsePartition(
-            error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
-            leader_epoch=leader_epoch(state.logs.get_log(name, p)), replica_nodes=[node], isr_nodes=[node],
-            eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[])
-            for p in range(first, last)]
+        if state.cluster is not None:   # several brokers (kafkalite.cluster)
+            from kafkalite.cluster import views
+
+            parts = []
+            for p in range(first, last):
+                leader, epoch, replicas, isr, offline = views.partition(state, name, p)
+                parts.append(R.DescribeTopicPartitionsResponsePartition(
+                    error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
+                    leader_id=leader, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=isr,
+                    eligible_leader_replicas=[], last_known_elr=[], offline_replicas=offline))
+        else:
+            parts = [R.DescribeTopicPartitionsResponsePartition(
+                error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
+                leader_epoch=leader_epoch(state.logs.get_log(name, p)), replica_nodes=[node], isr_nodes=[node],
+                eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[])
+                for p in range(first, last)]
         budget -= len(parts)
         topics.append(R.DescribeTopicPartitionsResponseTopic(
             error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id, is_internal=info.internal,

@@ -10,6 +10,9 @@
   offset inside a batch returns the whole batch; clients skip the earlier records.
 - v13+: topics are named by topic id; an unknown id answers UNKNOWN_TOPIC_ID.
 - OFFSET_OUT_OF_RANGE below the log start offset or beyond the log end offset.
+- Several brokers (``kafkalite.cluster``): a partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER
+  with the KIP-951 current leader (v12+) and its endpoint (v16+); consumers never read past the high
+  watermark (records the ISR does not all hold yet are cut off at the batch boundary).
 - No fetch sessions: SessionId is always 0, so clients keep sending full fetch requests (KIP-227 allows it).
 - Isolation: LastStableOffset = the storage's LSO; read_committed fetches never return batches at or past
   it (regions are trimmed at batch boundaries);
@@ -125,6 +128,15 @@ def _topic(state: BrokerState, t: Any, by_id: bool, topics_out: list[Any]) -> tu
 def _partition(state: BrokerState, name: str | None, missing: ErrorCode, p: Any, committed: bool,
                budget: _Budget) -> Any:
     """Read one requested partition now (its answer)."""
+    if state.cluster is not None and name is not None and name in state.topics:
+        from kafkalite.cluster import views
+
+        code = views.leader_error(state, name, p.partition)
+        if code:
+            budget.errored = True
+            part = _error_part(p.partition, ErrorCode(code))
+            part.current_leader = views.current_leader(state, name, p.partition, FetchResponse.LeaderIdAndEpoch)
+            return part
     plog = state.logs.get_log(name, p.partition) if name is not None and name in state.topics else None
     if plog is None:
         budget.errored = True
@@ -150,6 +162,8 @@ def _partition(state: BrokerState, name: str | None, missing: ErrorCode, p: Any,
             return _error_part(p.partition, error_code_for(exc), hw, log_start)
         if regions and committed and lso < hw:
             regions = trim_regions(regions, lso)
+        elif regions and hw < plog.log_end_offset:   # replicated: nothing past the high watermark
+            regions = trim_regions(regions, hw)
         if regions:
             size = sum(r[2] for r in regions)
             budget.total = total + size
@@ -231,6 +245,8 @@ def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str
 async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     quotas = ctx.broker.quotas
     if not quotas.active:
+        if ctx.broker.cluster is not None:
+            return _with_endpoints(ctx, (await _fetch(ctx, req))[0])
         return (await _fetch(ctx, req))[0]
     cap = quotas.max_fetch_bytes(ctx)   # consumer_byte_rate: never more than a window's allowance
     if cap is not None:
@@ -239,6 +255,14 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     throttle = quotas.fetch_throttle(ctx, total) if total else 0
     if throttle:   # over the quota: an empty answer with the throttle time (the bytes are not counted)
         return FetchResponse(throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=0, responses=[])
+    return resp if ctx.broker.cluster is None else _with_endpoints(ctx, resp)
+
+
+def _with_endpoints(ctx: RequestContext, resp: FetchResponse) -> FetchResponse:
+    """KIP-951 (v16+): the endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers."""
+    from kafkalite.cluster import views
+
+    views.add_node_endpoints(ctx.broker, ctx.listener, resp, FetchResponse.NodeEndpoint)
     return resp
 
 

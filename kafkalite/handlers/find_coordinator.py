@@ -9,12 +9,18 @@
   creation (Kafka answers COORDINATOR_NOT_AVAILABLE meanwhile and lets the client retry).
 - A key no coordinator could store (over 32,767 UTF-8 bytes, ``kafkalite.coordinator.keys``) is answered
   INVALID_GROUP_ID (group) or INVALID_REQUEST (transactional id) with a message, before any topic is created.
+- Several brokers (``kafkalite.cluster``): the coordinator is the leader of the key's partition of
+  ``__consumer_offsets`` / ``__transaction_state`` (both created on the first lookup);
+  COORDINATOR_NOT_AVAILABLE while that partition has no running leader.
 - Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or transactional id
   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as KafkaApis.handleFindCoordinatorRequest.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafkalite import authz
+from kafkalite.config import Listener
 from kafkalite.coordinator.config import OFFSETS_TOPIC
 from kafkalite.coordinator.keys import MAX_KEY_BYTES, storable
 from kafkalite.handlers.registry import RequestContext, handler
@@ -45,7 +51,21 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, st
         ensure = getattr(ctx.broker.txns, "ensure_state_topic", None)
         if ensure is not None:
             ensure()
+        if ctx.broker.cluster is not None and ctx.broker.txns is not None and \
+                not await ctx.broker.txns.ensure_topic():
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "could not create __transaction_state"
     return ErrorCode.NONE, None
+
+
+def _placed(ctx: RequestContext, key_type: int, key: str, err: int, node: int, lst: Any) -> tuple[int, str, int]:
+    """This broker, or with several brokers (kafkalite.cluster) the leader of the key's internal topic
+    partition (-1 when it has none running)."""
+    if ctx.broker.cluster is None or err != ErrorCode.NONE:
+        return node, lst.host, lst.port
+    from kafkalite.cluster import views
+
+    placed = views.coordinator(ctx.broker, "group" if key_type == GROUP else "transaction", key, ctx.listener)
+    return placed if placed is not None else (-1, "", -1)
 
 
 @handler(FindCoordinatorRequest, min_version=0, max_version=6)
@@ -57,12 +77,19 @@ async def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> 
         coords = []
         for key in req.coordinator_keys:
             err, msg = await _lookup(ctx, key_type, key)
+            node, host, port = _placed(ctx, key_type, key, err, node, lst)
+            if node < 0 and err == ErrorCode.NONE:
+                err, msg = ErrorCode.COORDINATOR_NOT_AVAILABLE, None
             ok = err == ErrorCode.NONE
             coords.append(FindCoordinatorResponse.Coordinator(
-                key=key, node_id=node if ok else -1, host=lst.host if ok else "", port=lst.port if ok else -1,
+                key=key, node_id=node if ok else -1, host=host if ok else "", port=port if ok else -1,
                 error_code=err, error_message=msg))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coords)
     err, msg = await _lookup(ctx, key_type, req.key)
+    node, host, port = _placed(ctx, key_type, req.key, err, node, lst)
+    if node < 0 and err == ErrorCode.NONE:
+        err, msg = ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+    lst = Listener(lst.name, host, port)
     ok = err == ErrorCode.NONE
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=err, error_message=msg if ctx.version >= 1 else "",
                                    node_id=node if ok else -1, host=lst.host if ok else "",

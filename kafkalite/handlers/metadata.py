@@ -2,6 +2,9 @@
 
 - This broker is the only node: it leads every partition (at the log's latest leader epoch, 0 for new logs) and is the sole replica and ISR member;
   the broker list holds the advertised address of the listener the client came in on.
+- Several brokers (``kafkalite.cluster``): every running broker, and each partition's leader, epoch, replicas,
+  ISR and offline replicas from the shared metadata (``kafkalite.cluster.views``); no live leader:
+  LEADER_NOT_AVAILABLE.
 - Topics: null (v1+) or an empty list at v0 means "all topics". From v10 a topic may be named by id alone;
   an unknown id answers UNKNOWN_TOPIC_ID.
 - Unknown topics are auto-created with ``num.partitions`` when ``auto.create.topics.enable`` is on and the
@@ -40,6 +43,8 @@ BIG_METADATA_PARTITIONS = 5000   # an all-topics answer larger than this is buil
 
 
 def topic_metadata(state: BrokerState, info: TopicInfo, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
+    if state.cluster is not None:
+        return _replicated(state, info, include_ops)
     node = state.node_id
     epoch_of = state.leader_epoch_of   # answers for lazily loaded logs without loading them
     partitions = [
@@ -49,6 +54,21 @@ def topic_metadata(state: BrokerState, info: TopicInfo, include_ops: bool) -> Me
             offline_replicas=[])
         for p in range(info.partitions)
     ]
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id, is_internal=info.internal,
+        partitions=partitions,
+        topic_authorized_operations=TOPIC_OPERATIONS if include_ops else _AUTHORIZED_OPS_UNSET)
+
+
+def _replicated(state: BrokerState, info: TopicInfo, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
+    from kafkalite.cluster import views
+
+    partitions = []
+    for p in range(info.partitions):
+        leader, epoch, replicas, isr, offline = views.partition(state, info.name, p)
+        partitions.append(MetadataResponse.MetadataResponsePartition(
+            error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
+            leader_id=leader, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=isr, offline_replicas=offline))
     return MetadataResponse.MetadataResponseTopic(
         error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id, is_internal=info.internal,
         partitions=partitions,
@@ -129,12 +149,19 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                 t.topic_authorized_operations = authz.topic_ops(ctx, t.name)
     adv = state.advertised_for(ctx.listener)
     include_cluster_ops = 8 <= version <= 10 and bool(req.include_cluster_authorized_operations)
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=adv.host, port=adv.port, rack=None)]
+    controller = state.node_id
+    if state.cluster is not None:
+        from kafkalite.cluster import views
+
+        brokers = [MetadataResponse.MetadataResponseBroker(node_id=n, host=h, port=p, rack=None)
+                   for n, h, p in views.brokers(state, ctx.listener)]
+        controller = views.controller(state)
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=[MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=adv.host, port=adv.port,
-                                                         rack=None)],
+        brokers=brokers,
         cluster_id=state.cluster_id,
-        controller_id=state.node_id,
+        controller_id=controller,
         topics=topics,
         cluster_authorized_operations=(authz.cluster_ops(ctx) if authz.cluster_allowed(ctx, authz.Op.DESCRIBE) else 0)
         if include_cluster_ops else _AUTHORIZED_OPS_UNSET,

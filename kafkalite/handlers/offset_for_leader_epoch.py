@@ -7,6 +7,9 @@ epochs are answered from the history (largest epoch <= requested and its end off
 or before the history, with UNDEFINED_EPOCH -1 / offset -1. A CurrentLeaderEpoch (v2+) above ours answers
 UNKNOWN_LEADER_EPOCH; below ours, FENCED_LEADER_EPOCH.
 - Authorization: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
+- Several brokers (``kafkalite.cluster``): only the partition's leader answers; others NOT_LEADER_OR_FOLLOWER
+  (LEADER_NOT_AVAILABLE without a running leader). The leader's epoch history gets a new epoch at its log end
+  each time leadership moves, so a client validating its position after a move gets the epoch boundary.
 """
 from __future__ import annotations
 
@@ -47,6 +50,13 @@ async def offset_for_leader_epoch(ctx: RequestContext,
                 parts.append(_Part(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=p.partition,
                                    leader_epoch=-1, end_offset=-1))
                 continue
+            if state.cluster is not None and t.topic in state.topics:   # several brokers: the leader answers
+                from kafkalite.cluster import views
+
+                code = views.leader_error(state, t.topic, p.partition)
+                if code:
+                    parts.append(_Part(error_code=code, partition=p.partition, leader_epoch=-1, end_offset=-1))
+                    continue
             if plog is None:
                 parts.append(_Part(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition,
                                    leader_epoch=-1, end_offset=-1))

@@ -19,6 +19,11 @@ broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write m
   (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE (else
   TOPIC_AUTHORIZATION_FAILED, before existence is checked), as KafkaApis.handleProduceRequest.
 - A successful append wakes Fetch long polls waiting on that partition.
+- Several brokers (``kafkalite.cluster``, ``state.cluster`` set): a partition this broker does not lead answers
+  NOT_LEADER_OR_FOLLOWER with the KIP-951 current leader (v10+); acks=-1 with fewer in-sync replicas than
+  ``min.insync.replicas`` answers NOT_ENOUGH_REPLICAS before appending, and waits until the high watermark
+  passes the append (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrinks below it meanwhile,
+  REQUEST_TIMED_OUT after ``timeout_ms``). With one broker acks=-1 is acks=1.
 - A request of ``SLICE_AFTER`` or more topic and partition entries (a 10 MB frame can name a million) is walked in
   slices (``kafkalite.slices``): each partition is appended on its own, as in Kafka, and other clients are
   answered between slices. The usual request of a few partitions never touches the slicer.
@@ -106,6 +111,12 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     failed = False
     responses: list[ProduceResponse.TopicProduceResponse] = []
     txns = state.txns
+    cluster = state.cluster
+    waits: list = []   # acks=-1 in a cluster: (topic, partition, offset the high watermark must pass, answer)
+    if cluster is not None and req.transactional_id is not None:
+        from kafkalite.cluster import views
+
+        txns = views.txn_service(state, req.transactional_id)
     if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
         await state.ensure_loaded([(t.name, pd.index) for t in req.topic_data for pd in t.partition_data])
     entries = len(req.topic_data)   # topics and partition entries the walk below visits
@@ -133,6 +144,14 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(idx, denied[name]))   # type: ignore[index]
                 failed = True
                 continue
+            if cluster is not None and topic_info is not None:
+                from kafkalite.cluster import views
+
+                code = views.produce_error(state, name, idx, acks)
+                if code:
+                    parts.append(views.refused_produce(state, name, idx, code, _error(idx, ErrorCode(code))))
+                    failed = True
+                    continue
             plog = state.logs.get_log(name, idx) if topic_info is not None else None
             if plog is None:
                 parts.append(_error(idx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -167,8 +186,17 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             parts.append(_PartResp(index=idx, error_code=ErrorCode.NONE, base_offset=appended.base_offset,
                                    log_append_time_ms=appended.log_append_time_ms,
                                    log_start_offset=appended.log_start_offset))
+            if cluster is not None and acks == -1:
+                waits.append((name, idx, appended.last_offset + 1, parts[-1]))
+    if waits:
+        await cluster.await_acks(state, waits, req.timeout_ms)
     if acks == 0:
         if failed:
             raise ConnectionClosed("acks=0 produce failed for some partition")
         return None
-    return ProduceResponse(responses=responses, throttle_time_ms=0)
+    resp = ProduceResponse(responses=responses, throttle_time_ms=0)
+    if cluster is not None and failed:
+        from kafkalite.cluster import views
+
+        views.add_node_endpoints(state, ctx.listener, resp, ProduceResponse.NodeEndpoint)
+    return resp

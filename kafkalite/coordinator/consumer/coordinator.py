@@ -109,6 +109,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
         self._classic_busy = classic_group_busy
         self.loading = False
         self.active = True
+        self.owns: Callable[[str], bool] | None = None   # kafkalite.cluster: does this broker coordinate it
         self._matches: dict[str, dict[str, bool]] = {}   # regex -> topic name -> matches (each matched once)
         self._topic_filter: Callable[[set[str]], set[str]] | None = None   # the heartbeating member's (authz)
         self._group_filters: dict[str, Callable[[set[str]], set[str]] | None] = {}   # group -> last filter
@@ -125,7 +126,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
                   topic_filter: Callable[[set[str]], set[str]] | None = None) -> HeartbeatResult:
         """``topic_filter`` (None: no authorizer) keeps the topics this member may describe; the group's regexes
         resolve through the filter of the member whose heartbeat last refreshed them (Kafka 4.x)."""
-        if not self.active:
+        if not self.active or self.owns is not None and not self.owns(group_id):
             return HeartbeatResult(E.NOT_COORDINATOR)
         if self.loading:
             return HeartbeatResult(E.COORDINATOR_LOAD_IN_PROGRESS)

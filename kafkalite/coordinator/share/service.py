@@ -213,6 +213,8 @@ class ShareService:
         plog = st.get_log(STATE_TOPIC, partition % parts)
         if plog is None:
             raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{STATE_TOPIC}-{partition} does not exist")
+        if getattr(st, "cluster", None) is not None and not st.leads(STATE_TOPIC, partition % parts):
+            raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{STATE_TOPIC}-{partition} is led by another broker")
         now = time.time_ns() // 1_000_000
         try:
             info = plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)

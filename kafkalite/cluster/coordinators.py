@@ -1,0 +1,178 @@
+"""Group and transaction coordinators in a cluster: each broker's coordinators own the groups (transactional
+ids) whose ``__consumer_offsets`` (``__transaction_state``) partition that broker leads, as in Kafka.
+
+- ``install`` gives each broker's pure coordinators an ``owns(key)`` test: a request for a key whose partition
+  another broker leads is answered NOT_COORDINATOR (Kafka's ``isGroupLocal`` / ``isCoordinatorFor``), so the
+  client looks the coordinator up again (FindCoordinator answers the leader).
+- At start every broker reads its whole replica of the internal topics; ``prune_when_loaded`` then drops what
+  it does not lead, so only the owner's timers act on a group or transaction.
+- ``moved``: when an internal partition's leader changes (a leader move, a broker stopping), the old
+  coordinator resigns that partition (parked JoinGroup/SyncGroup answered NOT_COORDINATOR, its groups
+  forgotten) and the new one loads it from its own replica (Kafka's ``onElection`` / ``onResignation``);
+  while it loads, its requests for those keys answer NOT_COORDINATOR.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import trio
+
+from kafkalite.cluster import placement
+
+log = logging.getLogger("kafkalite.cluster")
+
+
+def _partition(state: Any, topic: str, key: str) -> int:
+    info = state.topics.get(topic)
+    n = info.partitions if info is not None else 50
+    return placement.coordinator_partition(key, n)
+
+
+def owner(runtime: Any, state: Any, kind: str, key: str) -> int:
+    """The node that coordinates ``key`` (-1: none alive), by Kafka's hashing onto the internal topic."""
+    topic = placement.coordinator_topic(kind)
+    return runtime.leader_of(topic, _partition(state, topic, key))
+
+
+def install(runtime: Any, state: Any) -> None:
+    nid = state.node_id
+
+    def owns(topic: str, key: str) -> bool:
+        tp = (topic, _partition(state, topic, key))
+        ps = runtime.meta.partitions.get(tp)
+        if ps is None:   # the internal topic does not exist yet: whoever creates it leads partition 0..
+            return True
+        return ps.leader == nid and tp not in runtime.loading.get(nid, ())
+
+    groups = getattr(state, "groups", None)
+    if groups is not None:
+        groups.coordinator.owns = lambda gid: owns(placement.OFFSETS_TOPIC, gid)
+        groups.consumer.coordinator.owns = groups.coordinator.owns
+    txns = getattr(state, "txns", None)
+    if txns is not None:
+        txns.coordinator.owns = lambda tid: owns(placement.TXN_TOPIC, tid)
+
+
+async def prune_when_loaded(runtime: Any, state: Any) -> None:
+    for svc in (getattr(state, "groups", None), getattr(state, "txns", None)):
+        ev = getattr(svc, "loaded", None)
+        if ev is not None:
+            await ev.wait()
+    nid = state.node_id
+    for topic in (placement.OFFSETS_TOPIC, placement.TXN_TOPIC):
+        info = state.topics.get(topic)
+        if info is None:
+            continue
+        for p in range(info.partitions):
+            if runtime.leader_of(topic, p) != nid:
+                resign(state, (topic, p))
+
+
+def resign(state: Any, tp: tuple[str, int]) -> None:
+    topic, p = tp
+    if topic == placement.OFFSETS_TOPIC and getattr(state, "groups", None) is not None:
+        from kafkalite.coordinator.service import _fail_member
+
+        c = state.groups.coordinator
+        for gid in [g for g in c.groups if _partition(state, topic, g) == p]:
+            for m in c.groups[gid].members.values():
+                _fail_member(m)
+            del c.groups[gid]
+        cc = state.groups.consumer.coordinator
+        for gid in [g for g in cc.groups if _partition(state, topic, g) == p]:
+            del cc.groups[gid]
+    elif topic == placement.TXN_TOPIC and getattr(state, "txns", None) is not None:
+        c = state.txns.coordinator
+        for tid in [t for t in c.txns if _partition(state, topic, t) == p]:
+            del c.txns[tid]
+
+
+def moved(runtime: Any, tp: tuple[str, int], old: int, new: int) -> None:
+    old_state = runtime.state_of(old)
+    if old_state is not None:
+        resign(old_state, tp)
+    new_state = runtime.state_of(new)
+    if new_state is not None and runtime.nursery is not None:
+        runtime.loading.setdefault(new, set()).add(tp)
+        runtime.nursery.start_soon(_load, runtime, new_state, tp)
+
+
+async def _load(runtime: Any, state: Any, tp: tuple[str, int]) -> None:
+    try:
+        resign(state, tp)   # whatever it held of this partition is older than its replica
+        if tp[0] == placement.OFFSETS_TOPIC and getattr(state, "groups", None) is not None:
+            await _load_groups(state, tp)
+        elif tp[0] == placement.TXN_TOPIC and getattr(state, "txns", None) is not None:
+            await _load_txns(state, tp)
+        log.info("broker %d now coordinates %s-%d", state.node_id, *tp)
+    except Exception:
+        log.exception("broker %d: loading %s-%d failed; its keys stay unanswered until the next move",
+                      state.node_id, *tp)
+        return
+    finally:
+        runtime.loading.get(state.node_id, set()).discard(tp)
+
+
+async def _load_groups(state: Any, tp: tuple[str, int]) -> None:
+    from kafkalite.coordinator.consumer.records import consumer_split
+    from kafkalite.coordinator.internal_topics import read_chunks
+    from kafkalite.coordinator.loader import StateLoader
+    from kafkalite.coordinator.records import iter_entries
+
+    svc = state.groups
+    plog = state.get_log(*tp)
+    if plog is None:
+        return
+    consumer_records: list[tuple[bytes, bytes | None]] = []
+
+    def read() -> Any:
+        loader = StateLoader()
+        for data in read_chunks(plog):
+            loader.feed_entries(consumer_split(iter_entries(data), consumer_records))
+        return loader
+
+    loader = await trio.to_thread.run_sync(read)
+    now = svc.now_ms()
+    for gid, g in loader.build(now).items():
+        if _partition(state, tp[0], gid) == tp[1]:
+            svc.coordinator.groups[gid] = g
+    svc.consumer.coordinator.load(consumer_records, now)
+    svc._kick()
+
+
+async def _load_txns(state: Any, tp: tuple[str, int]) -> None:
+    from kafkalite.coordinator.internal_topics import read_chunks
+    from kafkalite.coordinator.records import RecordDecodeError, iter_records
+    from kafkalite.coordinator.txn_coordinator import TxnMetadata, TxnState
+    from kafkalite.coordinator.txn_records import decode_txn_key, decode_txn_value
+
+    svc = state.txns
+    plog = state.get_log(*tp)
+    if plog is None:
+        return
+
+    def read() -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for data in read_chunks(plog):
+            for _off, key, value in iter_records(data):
+                try:
+                    tid = decode_txn_key(key)
+                    values[tid] = None if value is None else decode_txn_value(value)
+                except (RecordDecodeError, ValueError, UnicodeDecodeError) as exc:
+                    log.warning("skipping undecodable %s record: %s", tp[0], exc)
+        return values
+
+    values = await trio.to_thread.run_sync(read)
+    c = svc.coordinator
+    now = svc.now_ms()
+    for tid, v in values.items():
+        if v is None:
+            continue
+        meta = TxnMetadata.from_value(tid, v)
+        c.txns[tid] = meta
+        if meta.state == TxnState.PREPARE_EPOCH_FENCE:
+            meta.state = TxnState.ONGOING
+        if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            c._complete(now, meta)
+    svc.kick()

@@ -1,0 +1,113 @@
+"""What the request handlers answer about a cluster (they call these only when ``state.cluster`` is set).
+
+- Metadata / DescribeTopicPartitions: every partition's leader, leader epoch, replicas, ISR and offline
+  replicas (stopped brokers); a partition with no live leader answers LEADER_NOT_AVAILABLE, leader -1.
+- Broker lists (Metadata, DescribeCluster): the running brokers, each at its address for the listener the
+  client came in on; the controller id is the lowest running node id.
+- FindCoordinator: the leader of the key's internal topic partition (COORDINATOR_NOT_AVAILABLE without one).
+- Produce / Fetch / ListOffsets to a broker that does not lead the partition: NOT_LEADER_OR_FOLLOWER, with
+  the leader and its epoch for the KIP-951 ``current_leader`` fields (Produce v10+, Fetch v12+ tagged
+  fields) and the leader's endpoint in ``node_endpoints``, so clients can redirect without a Metadata round
+  trip. acks=all to a partition whose ISR is smaller than ``min.insync.replicas``: NOT_ENOUGH_REPLICAS,
+  before anything is appended.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.cluster import coordinators
+from wire.errors import ErrorCode
+
+
+def partition(state: Any, topic: str, p: int) -> tuple[int, int, list[int], list[int], list[int]]:
+    """(leader, leader epoch, replicas, isr, offline replicas)."""
+    rt = state.cluster
+    ps = rt.meta.partitions.get((topic, p))
+    if ps is None:   # not placed (should not happen): this broker alone
+        return state.node_id, state.leader_epoch_of(topic, p), [state.node_id], [state.node_id], []
+    offline = [r for r in ps.replicas if not rt.live(r)]
+    return ps.leader, ps.leader_epoch, list(ps.replicas), list(ps.isr), offline
+
+
+def brokers(state: Any, listener: str | None) -> list[tuple[int, str, int]]:
+    out = []
+    for nid, node in sorted(state.cluster.nodes.items()):
+        if node.up or node.state is state:
+            host, port = node.address(listener)
+            out.append((nid, host, port))
+    return out
+
+
+def controller(state: Any) -> int:
+    live = [nid for nid, node in sorted(state.cluster.nodes.items()) if node.up]
+    return live[0] if live else state.node_id
+
+
+def coordinator(state: Any, kind: str, key: str, listener: str | None) -> tuple[int, str, int] | None:
+    rt = state.cluster
+    nid = coordinators.owner(rt, state, kind, key)
+    node = rt.nodes.get(nid)
+    if node is None or not (node.up or node.state is state):
+        return None
+    host, port = node.address(listener)
+    return nid, host, port
+
+
+def leader_error(state: Any, topic: str, p: int) -> int:
+    """0 when this broker leads the partition, else NOT_LEADER_OR_FOLLOWER (LEADER_NOT_AVAILABLE: none)."""
+    ps = state.cluster.meta.partitions.get((topic, p))
+    if ps is None or ps.leader == state.node_id:
+        return 0
+    return ErrorCode.NOT_LEADER_OR_FOLLOWER if ps.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
+
+
+def produce_error(state: Any, topic: str, p: int, acks: int) -> int:
+    code = leader_error(state, topic, p)
+    if code or acks != -1:
+        return code
+    rt = state.cluster
+    ps = rt.meta.partitions.get((topic, p))
+    if ps is not None and len(ps.isr) < rt.min_insync(state, topic):
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return 0
+
+
+def current_leader(state: Any, topic: str, p: int, cls: Any) -> Any:
+    """A ``LeaderIdAndEpoch`` of ``cls`` (the response's class) for KIP-951 fields."""
+    ps = state.cluster.meta.partitions.get((topic, p))
+    return cls(leader_id=ps.leader if ps else -1, leader_epoch=ps.leader_epoch if ps else -1)
+
+
+def node_endpoints(state: Any, listener: str | None, node_ids: set[int], cls: Any) -> list[Any]:
+    out = []
+    for nid, host, port in brokers(state, listener):
+        if nid in node_ids:
+            out.append(cls(node_id=nid, host=host, port=port, rack=None))
+    return out
+
+
+def refused_produce(state: Any, topic: str, p: int, code: int, part: Any) -> Any:
+    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        from wire.messages import ProduceResponse
+
+        part.current_leader = current_leader(state, topic, p, ProduceResponse.LeaderIdAndEpoch)
+    return part
+
+
+def add_node_endpoints(state: Any, listener: str | None, resp: Any, cls: Any) -> None:
+    """KIP-951: the endpoints of the leaders named in ``current_leader`` fields of the response."""
+    leaders = set()
+    for t in resp.responses:
+        for part in getattr(t, "partition_responses", None) or getattr(t, "partitions", None) or []:
+            cur = getattr(part, "current_leader", None)
+            if cur is not None and cur.leader_id >= 0:
+                leaders.add(cur.leader_id)
+    if leaders:
+        resp.node_endpoints = node_endpoints(state, listener, leaders, cls)
+
+
+def txn_service(state: Any, txn_id: str) -> Any:
+    """The transaction coordinator service that owns ``txn_id`` (this broker's when none is known)."""
+    nid = coordinators.owner(state.cluster, state, "transaction", txn_id)
+    owner = state.cluster.state_of(nid)
+    return owner.txns if owner is not None else state.txns

@@ -1,0 +1,185 @@
+"""The shared metadata room: what every broker of a cluster sees alike, kept apart from each broker's own
+request handling (as Kafka separates its metadata image, replayed from the controller quorum, from each
+broker's ``ReplicaManager`` and network threads).
+
+One :class:`MetadataRoom` holds
+
+- the topic catalog (``topics`` by name, ``topics_by_id``) and the names being created or removed right now
+  (``pending_topics``), with each topic's config overrides (``kafkalite-topic-configs.json``);
+- the dynamic broker and cluster configs (AlterConfigs on BROKER resources, ``kafkalite-broker-configs.json``,
+  keyed by resource name: "" for the cluster default, "<node id>" for one broker);
+- producer-id allocation (blocks persisted in ``kafkalite-producer-ids``, so ids stay unique across restarts,
+  as Kafka's controller hands out blocks of 1,000 ids to brokers);
+- partition leadership (``partitions``: leader, replicas, ISR, leader epoch, high watermark), filled only when
+  several brokers share the room (``kafkalite.cluster``). A single broker leaves it empty and leads every
+  partition itself, exactly as before the split.
+
+A single broker's room lives in its log dir (the files above sit next to Kafka's, as they always did); a
+cluster's room lives in the cluster's data dir, above the brokers' own ``broker-<id>/`` log dirs. Everything
+here runs on the trio thread except the file writes, which are small.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from storage.checkpoints import write_atomic
+
+log = logging.getLogger(__name__)
+
+TOPIC_CONFIGS_FILE = "kafkalite-topic-configs.json"
+BROKER_CONFIGS_FILE = "kafkalite-broker-configs.json"
+PRODUCER_IDS_FILE = "kafkalite-producer-ids"
+PRODUCER_ID_BLOCK = 1000
+MAX_TOPIC_NAME_LENGTH = 249
+_TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+def invalid_topic_name(name: str | None) -> str | None:
+    """Why ``name`` is not a legal topic name (Kafka's Topic.validate rules), or None if it is legal."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return "topic name cannot be '.' or '..'"
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters"
+    if not _TOPIC_NAME_RE.match(name):
+        return "topic name may contain only ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    config: dict[str, str] = field(default_factory=dict)   # overrides only
+    internal: bool = False
+
+
+@dataclass(slots=True)
+class PartitionState:
+    """One partition's place in a cluster (Kafka's PartitionRegistration): ``replicas`` in preference order
+    (the first is the preferred leader), the in-sync replicas, the current leader (-1: none alive in the ISR)
+    and its epoch, bumped at every leader change so fenced leaders and stale fetches can be told apart."""
+
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int = 0
+    high_watermark: int = 0
+
+
+class MetadataRoom:
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        self.topics: dict[str, TopicInfo] = {}
+        self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
+        # names whose partition directories are being created or removed in a worker thread right now
+        self.pending_topics: set[str] = set()
+        self.dynamic_broker_configs: dict[str, dict[str, str]] = self.read_json(BROKER_CONFIGS_FILE)
+        self.partitions: dict[tuple[str, int], PartitionState] = {}   # cluster only
+        self.cluster_id: str | None = None   # a cluster's (a single broker keeps its log dir's)
+        # set once a cluster's brokers have all loaded: a broker starting later adds no topic from its disk
+        self.catalog_complete = False
+        self._pid_next = 0
+        self._pid_limit = 0
+
+    # -- files -----------------------------------------------------------------------------------------
+    def read_json(self, name: str) -> dict[str, dict[str, str]]:
+        path = self.dir / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            log.warning("ignoring unreadable %s", path)
+            return {}
+        return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in data.items() if isinstance(v, dict)}
+
+    def saved_topic_configs(self) -> dict[str, dict[str, str]]:
+        return self.read_json(TOPIC_CONFIGS_FILE)
+
+    def write_topic_configs(self) -> None:
+        data = {t.name: t.config for t in self.topics.values() if t.config}
+        atomic_write(self.dir / TOPIC_CONFIGS_FILE, json.dumps(data, sort_keys=True, indent=1).encode())
+
+    def write_broker_configs(self) -> None:
+        atomic_write(self.dir / BROKER_CONFIGS_FILE,
+                     json.dumps(self.dynamic_broker_configs, sort_keys=True, indent=1).encode())
+
+    def merged_dynamic(self, node_id: int, configs: Mapping[str, Mapping[str, str]] | None = None
+                       ) -> dict[str, str]:
+        """One broker's dynamic settings: the cluster default ("") with its own ("<node id>") on top."""
+        d = self.dynamic_broker_configs if configs is None else configs
+        return {**d.get("", {}), **d.get(str(node_id), {})}
+
+    # -- topics ------------------------------------------------------------------------------------------
+    def add_topic(self, info: TopicInfo) -> TopicInfo:
+        self.topics[info.name] = info
+        self.topics_by_id[info.topic_id] = info
+        return info
+
+    def remove_topic(self, name: str) -> TopicInfo:
+        info = self.topics.pop(name)
+        self.topics_by_id.pop(info.topic_id, None)
+        for p in range(info.partitions):
+            self.partitions.pop((name, p), None)
+        return info
+
+    # -- producer ids --------------------------------------------------------------------------------------
+    def allocate_producer_id(self, in_use: Callable[[], int]) -> int:
+        """A producer id never handed out before by this room (ids are reserved in persisted blocks).
+
+        A missing or damaged ``kafkalite-producer-ids`` is rebuilt from ``in_use()``, one past the highest
+        producer id the logs and transaction coordinators know (reusing one would make its new batches look
+        like duplicates of the old producer's). Raises OSError when the next block cannot be persisted (a
+        full disk): the caller answers a retriable error and hands out nothing."""
+        if self._pid_next >= self._pid_limit:
+            path = self.dir / PRODUCER_IDS_FILE
+            start = read_pid_block(path)
+            if start is None:
+                start = in_use()
+                if path.exists() or start:
+                    log.warning("%s is missing or damaged; producer ids continue after the highest in use (%d)",
+                                path, start)
+            start = max(start, self._pid_limit)
+            write_atomic(str(path), f"{start + PRODUCER_ID_BLOCK}\n".encode())
+            self._pid_next, self._pid_limit = start, start + PRODUCER_ID_BLOCK
+        pid = self._pid_next
+        self._pid_next += 1
+        return pid
+
+
+def read_pid_block(path: Path) -> int | None:
+    """The next unallocated producer id from ``kafkalite-producer-ids``; None when missing or damaged."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+        value = int(text)
+    except (OSError, ValueError):
+        return None
+    return value if 0 <= value < 2**63 - PRODUCER_ID_BLOCK and text.isdigit() else None
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
