@@ -19,7 +19,7 @@ test:
 
 test-fast:
 	@tools/bootstrap.sh venv
-	$(PY) -m pytest -q -x wire/tests storage/tests kafkalite/tests $(PYTEST_ARGS)
+	$(PY) -m pytest -q -x kafkalite_wire/tests kafkalite_storage/tests kafkalite/tests $(PYTEST_ARGS)
 
 # the built wheel in a fresh venv: serve, produce, consume; no generic top-level names (also part of make test)
 install-test:
@@ -43,7 +43,7 @@ lint:
 
 codegen:
 	@tools/bootstrap.sh venv
-	$(PY) -m wire.codegen
+	$(PY) -m kafkalite_wire.codegen
 
 bench:
 	@tools/bootstrap.sh venv clients peers

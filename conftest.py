@@ -3,7 +3,7 @@
 Installing kafkalite registers a pytest plugin (``pytest11`` entry point), and pytest then marks every package of
 the distribution (kafkalite, wire, storage) for assertion rewriting, so each of their modules is parsed with
 ``ast`` when first imported. Many tests run a broker in a background thread, and the broker imports codec
-modules lazily (``wire.messages`` loads a ``_gen_*`` module on first use): two threads parsing at once trips a
+modules lazily (``kafkalite_wire.messages`` loads a ``_gen_*`` module on first use): two threads parsing at once trips a
 CPython 3.11 bug in the ``ast`` module's shared recursion counter ("SystemError: AST constructor recursion depth
 mismatch"), which failed unrelated tests now and then. With every module imported up front, no thread parses
 anything while tests run.
@@ -13,9 +13,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-_PACKAGES = ("wire", "storage", "kafkalite")
+_PACKAGES = ("kafkalite_wire", "kafkalite_storage", "kafkalite")
 # heavy optional parts, and test packages (collected by pytest itself); ``__main__`` modules are never imported
-_SKIP = ("kafkalite.spark", "kafkalite.tests", "storage.tests", "wire.tests")
+_SKIP = ("kafkalite.spark", "kafkalite.tests", "kafkalite_storage.tests", "kafkalite_wire.tests")
 
 
 def _import_tree(name: str) -> None:

@@ -29,10 +29,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from storage import LogConfig, PartitionLog
-from storage.cleaner import clean_log
-from storage.compression import NONE, ZSTD
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, PartitionLog
+from kafkalite_storage.cleaner import clean_log
+from kafkalite_storage.compression import NONE, ZSTD
+from kafkalite_storage.testing import Rec, encode_batch
 
 BENCH_TIMEOUT = 900
 BENCH_DIR = Path(__file__).resolve().parent

@@ -144,8 +144,8 @@ class Client:
         self.cid = 0
 
     def request(self, body: Any, version: int) -> Any:
-        from wire import api
-        from wire.headers import RequestHeader
+        from kafkalite_wire import api
+        from kafkalite_wire.headers import RequestHeader
 
         self.cid += 1
         self.sock.sendall(api.encode_request(RequestHeader(type(body).API_KEY, version, self.cid, "hostile"), body))
@@ -166,14 +166,14 @@ class Client:
 
 
 def produce_req(topic: str, batch: bytes, acks: int = 1) -> Any:
-    from wire.messages import ProduceRequest
+    from kafkalite_wire.messages import ProduceRequest
 
     return ProduceRequest(acks=acks, timeout_ms=30000, topic_data=[ProduceRequest.TopicProduceData(
         name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])])
 
 
 def create_topics(c: Client, names: list[str], configs: dict[str, str] | None = None) -> Any:
-    from wire.messages import CreateTopicsRequest as C
+    from kafkalite_wire.messages import CreateTopicsRequest as C
 
     cfg = [C.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()]
     return c.request(C(timeout_ms=600_000, topics=[C.CreatableTopic(name=n, num_partitions=1, replication_factor=1,
@@ -185,8 +185,8 @@ class Probe(threading.Thread):
 
     def __init__(self, port: int) -> None:
         super().__init__(daemon=True)
-        from storage.testing import encode_batch
-        from wire.messages import ApiVersionsRequest
+        from kafkalite_storage.testing import encode_batch
+        from kafkalite_wire.messages import ApiVersionsRequest
 
         self.client = Client(port)
         create_topics(self.client, ["probe"])
@@ -218,7 +218,7 @@ class Probe(threading.Thread):
 # -- hostile kinds ------------------------------------------------------------------------------------------
 def _batch(records: bytes, count: int, codec: int, *, log_append_time: bool = False) -> bytes:
     """A v2 batch around an already encoded (and maybe compressed) records section."""
-    from storage.batch import crc32c
+    from kafkalite_storage.batch import crc32c
 
     attrs = codec | (0x08 if log_append_time else 0)
     now = int(time.time() * 1000)
@@ -228,7 +228,7 @@ def _batch(records: bytes, count: int, codec: int, *, log_append_time: bool = Fa
 
 
 def _bomb_record(inflated: int) -> bytes:
-    from storage.testing import Rec, encode_record
+    from kafkalite_storage.testing import Rec, encode_record
 
     return encode_record(0, 0, Rec(key=b"k", value=b"\0" * inflated))
 
@@ -242,7 +242,7 @@ def kind_fuzz(port: int, seconds: float) -> None:
 
 
 def kind_metadata_huge(port: int, seconds: float) -> None:
-    from wire.messages import MetadataRequest as M
+    from kafkalite_wire.messages import MetadataRequest as M
 
     c = Client(port)
     req = M(topics=[M.MetadataRequestTopic(name=f"no-such-topic-{i:06d}") for i in range(50_000)],
@@ -276,7 +276,7 @@ def kind_produce_bomb(codec: str, inflated: int) -> Callable[[int, float], None]
 
 
 def kind_create_topics(port: int, seconds: float) -> None:
-    from wire.messages import DeleteTopicsRequest
+    from kafkalite_wire.messages import DeleteTopicsRequest
 
     c = Client(port, timeout=600)
     names = [f"many-{uuid.uuid4().hex[:8]}-{i}" for i in range(2000)]
@@ -301,8 +301,8 @@ def kind_half_sent(port: int, seconds: float) -> None:
 
 
 def kind_list_offsets_claimed(port: int, seconds: float) -> None:
-    from storage.testing import Rec, encode_record
-    from wire.messages import ListOffsetsRequest as L
+    from kafkalite_storage.testing import Rec, encode_record
+    from kafkalite_wire.messages import ListOffsetsRequest as L
 
     c = Client(port)
     create_topics(c, ["claimed"])
@@ -334,7 +334,7 @@ def _send_frame(c: Client, frame: bytes) -> None:
 
 def _many_body(api_name: str, n: int) -> tuple[Any, int]:
     """One request of ``api_name`` naming ``n`` partitions (or resources), and the version to send it at."""
-    from wire import messages as m
+    from kafkalite_wire import messages as m
 
     if api_name == "produce":
         P = m.ProduceRequest
@@ -366,7 +366,7 @@ def _many_body(api_name: str, n: int) -> tuple[Any, int]:
 def _live_txn(port: int, txn_id: str, group_id: str) -> tuple[int, int]:
     """An Ongoing transaction that added ``group_id`` (InitProducerId + AddOffsetsToTxn): its producer id and
     epoch, so a TxnOffsetCommit goes past the producer check into the group coordinator."""
-    from wire import messages as m
+    from kafkalite_wire import messages as m
 
     c = Client(port)
     init = c.request(m.InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60_000), 4)
@@ -378,8 +378,8 @@ def _live_txn(port: int, txn_id: str, group_id: str) -> tuple[int, int]:
 
 def kind_many(api_name: str, n: int = 1_000_000) -> Callable[[int, float], None]:
     def run(port: int, seconds: float) -> None:
-        from wire import api
-        from wire.headers import RequestHeader
+        from kafkalite_wire import api
+        from kafkalite_wire.headers import RequestHeader
 
         body, version = _many_body(api_name.removesuffix("_live"), n)
         if api_name == "txn_offset_commit_live":

@@ -86,8 +86,8 @@ def _phase(broker: _Broker, fn: Any, *args: Any) -> tuple[float, float, int]:
 def _hook_cost(n: int = 50_000) -> dict[str, float]:
     """µs of RequestMetrics.observe for a one-partition Produce and a one-partition Fetch (median of 5)."""
     from kafkalite.metrics.requests import RequestMetrics
-    from storage.testing import encode_batch
-    from wire.messages import FetchResponse, ProduceRequest, ProduceResponse
+    from kafkalite_storage.testing import encode_batch
+    from kafkalite_wire.messages import FetchResponse, ProduceRequest, ProduceResponse
 
     class _State:
         topics_by_id: dict[Any, Any] = {}

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.tests.fdlimit import LimitedBroker, create_topics, fetch_all, metadata_all, produce_all
-from wire.messages import ApiVersionsRequest
+from kafkalite_wire.messages import ApiVersionsRequest
 
 BENCH_TIMEOUT = 3600
 

@@ -28,7 +28,7 @@ WARMUP_S = 22.0   # two measurement windows (11 x 1 s): the first burst has expi
 
 def _set_quota(host: str, port: int, client_id: str, key: str, rate: float) -> None:
     from kafkalite.tests.rawclient import RawClient
-    from wire.messages import AlterClientQuotasRequest as A
+    from kafkalite_wire.messages import AlterClientQuotasRequest as A
 
     with RawClient(host, port) as c:
         resp = c.request(A(entries=[A.EntryData(entity=[A.EntityData(entity_type="client-id", entity_name=client_id)],

@@ -24,9 +24,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import storage.segment as _segment
-from storage import LogConfig, PartitionLog
-from storage.testing import Rec, encode_batch
+import kafkalite_storage.segment as _segment
+from kafkalite_storage import LogConfig, PartitionLog
+from kafkalite_storage.testing import Rec, encode_batch
 
 BENCH_TIMEOUT = 600
 BENCH_DIR = Path(__file__).resolve().parent

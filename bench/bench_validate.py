@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite import validation
-from storage import LogConfig, PartitionLog
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, PartitionLog
+from kafkalite_storage.testing import Rec, encode_batch
 
 BENCH_TIMEOUT = 300
 BENCH_DIR = Path(__file__).resolve().parent

@@ -4,7 +4,7 @@
   must not grow with the payload: the ratio should be ~1.
 * Decode + CRC-32C check of a 1 MiB record batch (what the broker does per produced batch), in GB/s.
 * Metadata v12 response, 100 topics x 10 partitions: encode+decode, generated codec vs the interpretive
-  reference codec (`wire.reference`) -- how much the code generation buys.
+  reference codec (`kafkalite_wire.reference`) -- how much the code generation buys.
 * Fetch v16 response with 100 partitions whose records are file regions: encode_chunks cost (no data copied).
 * One Produce v9 request cycle as the broker runs it around a handler: FrameBuffer split, parse_request
   (header + body), encode_response of a one-partition ProduceResponse.
@@ -25,11 +25,11 @@ from typing import Any
 
 import crc32c
 
-from wire import api
-from wire.framing import FrameBuffer
-from wire.headers import RequestHeader
-from wire.messages import FetchResponse, MetadataResponse, ProduceRequest, ProduceResponse
-from wire.reference import codec_for
+from kafkalite_wire import api
+from kafkalite_wire.framing import FrameBuffer
+from kafkalite_wire.headers import RequestHeader
+from kafkalite_wire.messages import FetchResponse, MetadataResponse, ProduceRequest, ProduceResponse
+from kafkalite_wire.reference import codec_for
 
 BENCH_TIMEOUT = 300
 

@@ -122,9 +122,9 @@ def test_clients_read_exactly_the_latest_value_per_key(broker: BrokerProcess, co
 
 
 def test_disk_usage_codecs_and_kafka_checks(broker: BrokerProcess, compacted: dict) -> None:
-    from storage.batch import HEADER_SIZE, iter_batches, validate_batch
-    from storage.dumplog import dump_files
-    from storage.tests.java import checker
+    from kafkalite_storage.batch import HEADER_SIZE, iter_batches, validate_batch
+    from kafkalite_storage.dumplog import dump_files
+    from kafkalite_storage.tests.java import checker
 
     after = disk_bytes(broker.data_dir, TOPIC)
     # ~1,700 of ~100,700 records remain (plus the 240 KB of filler that is still needed)

@@ -40,7 +40,7 @@ Responses are sent zero-copy where it matters: in-memory chunks go out with ``se
 joining), file-region chunks ``(fd, offset, length)`` with ``os.sendfile`` from the segment file, so record
 bytes of large fetches never pass through Python. The sendfile path corks the socket (TCP_CORK) so the
 response header and the regions leave in full segments, and always uncorks, even on error. A region's
-source is a descriptor or a storage file handle (descriptors on demand, storage.handles): the handle is
+source is a descriptor or a storage file handle (descriptors on demand, kafkalite_storage.handles): the handle is
 pinned while its region is sent, so its descriptor cannot be closed (and its number reused) mid-send. Responses whose
 regions total at most ``SMALL_REGION_BYTES`` (a consumer at the log end fetching a batch or two) are
 instead read with ``pread`` and sent with the rest in one ``sendmsg``: one syscall instead of four
@@ -67,8 +67,8 @@ from kafkalite import bulk
 from kafkalite.handlers import registry
 from kafkalite.request_memory import RECV_SIZE, RequestMemoryPool
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
-from wire import api
-from wire.errors import DecodeError
+from kafkalite_wire import api
+from kafkalite_wire.errors import DecodeError
 
 if TYPE_CHECKING:
     from kafkalite.security.authenticator import SaslAuthenticator
@@ -203,8 +203,8 @@ class Connection:
             self.cancel_scope.cancel()
 
     async def run(self) -> None:
-        from wire.errors import DecodeError
-        from wire.framing import FrameBuffer
+        from kafkalite_wire.errors import DecodeError
+        from kafkalite_wire.framing import FrameBuffer
 
         frames = FrameBuffer(self.state.config.max_frame_size)
         sock = self.sock

@@ -226,7 +226,7 @@ async def answer_failure(conn: Any, header: Any, body: Any, exc: Exception, offl
     import trio
 
     from kafkalite.connection import ConnectionClosed
-    from wire.messages import REGISTRY
+    from kafkalite_wire.messages import REGISTRY
 
     info = REGISTRY[header.api_key]
     log_failure(_log, conn, info.name, header.api_version, header.api_key, exc)

@@ -6,8 +6,8 @@ unexpected from storage becomes KAFKA_STORAGE_ERROR; a non-storage exception is 
 """
 from __future__ import annotations
 
-from storage import errors as se
-from wire.errors import ErrorCode
+from kafkalite_storage import errors as se
+from kafkalite_wire.errors import ErrorCode
 
 STORAGE_ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     se.CorruptRecordError: ErrorCode.CORRUPT_MESSAGE,

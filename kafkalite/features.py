@@ -42,7 +42,7 @@ from pathlib import Path
 
 import trio
 
-from wire.messages import ApiVersionsResponse
+from kafkalite_wire.messages import ApiVersionsResponse
 
 log = logging.getLogger(__name__)
 

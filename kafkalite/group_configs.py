@@ -247,7 +247,7 @@ class GroupConfigStore:
 def describe_group(state: Any, group_id: str) -> tuple[int, str | None, list[Any] | None]:
     """(error code, message, entries as ``topic_configs.ConfigEntry``) for a DescribeConfigs GROUP resource."""
     from kafkalite.topic_configs import ConfigEntry
-    from wire.errors import ErrorCode
+    from kafkalite_wire.errors import ErrorCode
 
     if not group_id:
         return ErrorCode.INVALID_REQUEST, "Group name must not be empty", None
@@ -262,7 +262,7 @@ def alter_group(state: Any, group_id: str, overrides: Mapping[str, str] | None, 
     """Check and (unless ``validate_only``) store a group's new overrides: ``overrides`` replaces them all (legacy
     AlterConfigs), or ``apply(current) -> (code, message)`` edits a copy of them (IncrementalAlterConfigs).
     The caller flushes the store once the whole request is done."""
-    from wire.errors import ErrorCode
+    from kafkalite_wire.errors import ErrorCode
 
     if not group_id:
         return ErrorCode.INVALID_REQUEST, "Group name must not be empty"

@@ -174,7 +174,7 @@ thread_cpu = getattr(time, "thread_time", time.process_time)   # the calling thr
 
 
 _OURS = tuple(os.path.dirname(os.path.dirname(os.path.abspath(m.__file__))) + os.sep + pkg + os.sep
-              for m in (sys.modules[__name__],) for pkg in ("kafkalite", "storage", "wire"))
+              for m in (sys.modules[__name__],) for pkg in ("kafkalite", "kafkalite_storage", "kafkalite_wire"))
 
 
 def _blame(frame: Any) -> tuple[tuple[int, int, int] | None, str | None]:
@@ -200,7 +200,7 @@ def _blame(frame: Any) -> tuple[tuple[int, int, int] | None, str | None]:
 def describe(what: tuple[int, int, int] | None) -> str | None:
     if what is None:
         return None
-    from wire.messages import REGISTRY
+    from kafkalite_wire.messages import REGISTRY
 
     key, version, conn_id = what
     info = REGISTRY.get(key)

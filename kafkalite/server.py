@@ -51,12 +51,12 @@ def open_state(config: BrokerConfig, metadata: Any = None) -> BrokerState:
     """Open (and recover) storage and build the broker state. Blocking: call from a worker thread. Handler
     modules are not imported here: each is imported when its API is first requested (handlers.registry).
     ``metadata``: the shared metadata room of a cluster's brokers (kafkalite.cluster); None: the broker's own."""
-    from storage import LogManager
+    from kafkalite_storage import LogManager
 
     _descriptor_budget(config)
     log_dir = config.log_dir
     _prepare_log_dir(log_dir)
-    from storage import LogConfig
+    from kafkalite_storage import LogConfig
 
     cluster_id = getattr(metadata, "cluster_id", None)
     lm = LogManager.open(str(log_dir), LogConfig(), node_id=config.node_id, cluster_id=cluster_id)
@@ -85,7 +85,7 @@ def _prepare_log_dir(log_dir: Path) -> None:
 
 def _descriptor_budget(config: BrokerConfig) -> None:
     """Raise the soft RLIMIT_NOFILE to the hard limit and size storage's cache of open files from it."""
-    from storage import handles
+    from kafkalite_storage import handles
 
     old, soft, hard = handles.raise_nofile_limit()
     capacity = handles.configure(config.get_int("kafkalite.storage.max.open.files", 0))

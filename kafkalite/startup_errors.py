@@ -29,7 +29,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 def describe(exc: BaseException) -> tuple[int, str] | None:
     """(exit code, one-line message) for an expected startup failure (unwrapping exception groups)."""
-    from storage.errors import StorageError
+    from kafkalite_storage.errors import StorageError
 
     for leaf in _leaves(exc):
         if isinstance(leaf, ConfigError):

@@ -49,7 +49,7 @@ from kafkalite.metadata import read_pid_block as _read_pid_block  # noqa: F401
 from kafkalite.supervisor import Supervisor
 
 if TYPE_CHECKING:
-    from storage import LogConfig, LogManager, PartitionLog
+    from kafkalite_storage import LogConfig, LogManager, PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ class BrokerState:
         return self.config.with_overrides(dyn) if dyn else self.config
 
     def _default_log_config(self, config: BrokerConfig | None = None) -> LogConfig:
-        from storage import LogConfig
+        from kafkalite_storage import LogConfig
 
         cfg = self.effective_config() if config is None else config
         props: dict[str, str] = {}
@@ -183,7 +183,7 @@ class BrokerState:
 
     def check_broker_configs(self, resource: str, values: Mapping[str, str]) -> None:
         """Raise ValueError unless ``values`` may become the dynamic settings of ``resource``."""
-        from storage import LogConfig
+        from kafkalite_storage import LogConfig
 
         trial = dict(self.dynamic_broker_configs)
         trial[resource] = dict(values)
@@ -218,7 +218,7 @@ class BrokerState:
         return [self] if self.cluster is None else self.cluster.running_states()
 
     def log_config_for(self, overrides: Mapping[str, str]) -> LogConfig:
-        from storage import LogConfig
+        from kafkalite_storage import LogConfig
 
         return LogConfig.from_props(dict(overrides), base=self.default_log_config)
 

@@ -146,7 +146,7 @@ def describe_broker(state: BrokerState, resource: str | None = None) -> list[Con
 def check_broker_configs(state: BrokerState, resource: str, values: Mapping[str, str]) -> tuple[int, str | None]:
     """(error code, message) for making ``values`` the dynamic settings of BROKER ``resource``."""
     from kafkalite.config import DEFAULTS
-    from wire.errors import ErrorCode
+    from kafkalite_wire.errors import ErrorCode
 
     if resource not in ("", str(state.node_id)):
         return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {state.node_id} or empty string"

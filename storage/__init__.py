@@ -21,8 +21,8 @@ fs (the file operations every write goes through; `fs.faults()` injects ENOSPC/E
 
 from __future__ import annotations
 
-from storage.config import LogConfig
-from storage.log import AppendInfo, PartitionLog
-from storage.manager import LogManager
+from kafkalite_storage.config import LogConfig
+from kafkalite_storage.log import AppendInfo, PartitionLog
+from kafkalite_storage.manager import LogManager
 
 __all__ = ["AppendInfo", "LogConfig", "LogManager", "PartitionLog"]

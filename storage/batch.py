@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Protocol
 
-from storage.errors import CorruptRecordError, InvalidRecordError
+from kafkalite_storage.errors import CorruptRecordError, InvalidRecordError
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12
@@ -214,7 +214,7 @@ def iter_batches(buf: bytes | bytearray | memoryview, start: int = 0) -> Iterato
 
 
 class Preadable(Protocol):
-    """A file opened on demand (storage.handles.FileHandle): positional reads and its size."""
+    """A file opened on demand (kafkalite_storage.handles.FileHandle): positional reads and its size."""
 
     def pread(self, n: int, offset: int) -> bytes: ...
 
@@ -385,8 +385,8 @@ def stream_records(batch: bytes | bytearray | memoryview, hdr: BatchHeader | Non
                    limit: int | None = None) -> Iterator[tuple[bytes, Record]]:
     """(raw record bytes, Record) of each record of one whole batch, decompressing chunk by chunk (bounded
     streaming: memory holds one piece plus one record; InflateLimitError past `limit` inflated bytes, default
-    storage.compression.MAX_INFLATED_BYTES). Work is bounded by the bytes present, never by RecordsCount."""
-    from storage.compression import MAX_INFLATED_BYTES, inflate
+    kafkalite_storage.compression.MAX_INFLATED_BYTES). Work is bounded by the bytes present, never by RecordsCount."""
+    from kafkalite_storage.compression import MAX_INFLATED_BYTES, inflate
 
     if hdr is None:
         hdr = parse_header(batch)
@@ -422,7 +422,7 @@ def batch_payload(batch: bytes | bytearray | memoryview, hdr: BatchHeader | None
         hdr = parse_header(batch)
     payload = memoryview(batch)[HEADER_SIZE : hdr.size]
     if hdr.compression:
-        from storage.compression import decompress
+        from kafkalite_storage.compression import decompress
 
         payload = memoryview(decompress(hdr.compression, payload))
     return payload
@@ -457,7 +457,7 @@ def parse_control_marker(batch: bytes | bytearray | memoryview) -> tuple[int, in
 
 def require_keys(batch: bytes | bytearray | memoryview) -> None:
     """Compacted topics take only keyed records (Kafka's LogValidator; streams the decompression, bounded by
-    storage.compression.MAX_INFLATED_BYTES: InflateLimitError, a RecordTooLargeError, beyond it)."""
+    kafkalite_storage.compression.MAX_INFLATED_BYTES: InflateLimitError, a RecordTooLargeError, beyond it)."""
     for rec in batch_records(batch):
         if rec.key is None:
             raise InvalidRecordError("compacted topic cannot accept a record without a key")

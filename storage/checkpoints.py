@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 
-from storage import fs
+from kafkalite_storage import fs
 
 
 def fsync_dir(path: str) -> None:

@@ -13,8 +13,8 @@ checkpoint, kept in `cleaner-offset-checkpoint`) make up at least min.cleanable.
    MaxTimestamp and CRC (Kafka keeps LastOffsetDelta too, so the batch keeps its offset range); a batch that
    loses all is dropped. A record survives if it has a key, is the latest for that key and is not a tombstone
    (null value) older than delete.retention.ms. Transactional and control batches are kept as they are.
-   Records are read by bounded streaming decompression (storage.batch.stream_records): a batch that inflates
-   beyond storage.compression.MAX_INFLATED_BYTES or cannot be decoded is kept verbatim and its keys are not
+   Records are read by bounded streaming decompression (kafkalite_storage.batch.stream_records): a batch that inflates
+   beyond kafkalite_storage.compression.MAX_INFLATED_BYTES or cannot be decoded is kept verbatim and its keys are not
    mapped (logged), so a decompression bomb on disk costs the cleaner one bounded attempt, never the memory.
 3. The file is fsynced and renamed `.swap`; then, under the log's lock, the old segments are renamed
    `.deleted` (their descriptors stay open for in-flight reads and are closed after file.delete.delay.ms),
@@ -34,8 +34,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from storage import fs
-from storage.batch import (
+from kafkalite_storage import fs
+from kafkalite_storage.batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -43,12 +43,12 @@ from storage.batch import (
     crc32c,
     stream_records,
 )
-from storage.compression import compress
-from storage.errors import CorruptRecordError, RecordTooLargeError
-from storage.segment import LogSegment, segment_name
+from kafkalite_storage.compression import compress
+from kafkalite_storage.errors import CorruptRecordError, RecordTooLargeError
+from kafkalite_storage.segment import LogSegment, segment_name
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
+    from kafkalite_storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 
-from storage.errors import CorruptRecordError, RecordTooLargeError
+from kafkalite_storage.errors import CorruptRecordError, RecordTooLargeError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 XERIAL_MAGIC = b"\x82SNAPPY\x00"

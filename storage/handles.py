@@ -19,7 +19,7 @@ connection). Running out anyway (EMFILE/ENFILE: sockets took the rest) first clo
 retries once, then raises `TooManyOpenFilesError`, a KafkaStorageError (KAFKA_STORAGE_ERROR to the request)
 and an OSError (EMFILE).
 
-The handle decides *when* a file is open; `storage.fs` is *how* files change: an open that creates or
+The handle decides *when* a file is open; `kafkalite_storage.fs` is *how* files change: an open that creates or
 truncates, and every write, ftruncate, fsync and rename through a handle, calls the `fs.<op>` of that step
 with the handle's descriptor, so fault injection (ENOSPC/EIO) sees them, and the callers' rollbacks (which
 also go through handles) work the same whether or not the descriptor was evicted in between. Running out of
@@ -43,8 +43,8 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from storage import fs
-from storage.errors import KafkaStorageError, StorageError
+from kafkalite_storage import fs
+from kafkalite_storage.errors import KafkaStorageError, StorageError
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ written with pwrite at `entries * entry_size`. The active segment's files are pr
 ftruncate) to `segment.index.bytes` rounded down to the entry size, and trimmed to the valid size on roll
 and close, so that Kafka, which takes an existing file's length as its entry count, reads them correctly.
 Files are opened and loaded lazily on first use, as Kafka's LazyIndex does. The file is a
-`storage.handles.FileHandle`: a descriptor only while it sits in the process-wide LRU of open files (every
+`kafkalite_storage.handles.FileHandle`: a descriptor only while it sits in the process-wide LRU of open files (every
 write pins it for its syscall); the entries themselves live in arrays or a read-only mmap, which stays
 valid after its descriptor is closed, so an index being looked up holds no descriptor. An index that
 becomes inactive (roll) drops its entries and unmaps; it is mapped again on its next lookup.
@@ -26,9 +26,9 @@ import sys
 from array import array
 from collections.abc import Iterator
 
-from storage import fs
-from storage.errors import CorruptRecordError, RollbackFailedError
-from storage.handles import FileHandle, TooManyOpenFilesError
+from kafkalite_storage import fs
+from kafkalite_storage.errors import CorruptRecordError, RollbackFailedError
+from kafkalite_storage.handles import FileHandle, TooManyOpenFilesError
 
 _OFF = struct.Struct(">ii")
 _TIME = struct.Struct(">qi")

@@ -21,13 +21,13 @@ import struct
 import uuid
 from typing import TYPE_CHECKING
 
-from storage import fs
-from storage.batch import CONTROL_ABORT, iter_file_batches, parse_control_marker
-from storage.config import LogConfig
-from storage.segment import LogSegment, segment_name
+from kafkalite_storage import fs
+from kafkalite_storage.batch import CONTROL_ABORT, iter_file_batches, parse_control_marker
+from kafkalite_storage.config import LogConfig
+from kafkalite_storage.segment import LogSegment, segment_name
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
+    from kafkalite_storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def load_log(
     log_start_offset: int,
     topic_id: uuid.UUID | None,
 ) -> PartitionLog:
-    from storage.log import _now
+    from kafkalite_storage.log import _now
 
     self = cls(directory, topic, partition, topic_id, config)
     epochs_ok = self._read_metadata()
@@ -180,7 +180,7 @@ def rebuild_producer_state(plog: PartitionLog, rebuild_txn_index_from: int | Non
     below that offset and every ABORT marker from there on gets its `.txnindex` entry again, as Kafka's
     recovery rebuilds the transaction index from producer state.
     """
-    from storage.txn_index import AbortedTxn
+    from kafkalite_storage.txn_index import AbortedTxn
 
     ps = plog.producer_state
     limit = plog.log_end_offset

@@ -1,5 +1,5 @@
-"""A partition's log: segments, appends, rolls, durability (Kafka's UnifiedLog; reads and lookups in storage.log_reads,
-leader epochs and partition.metadata in storage.log_epochs, recovery at open in storage.loader).
+"""A partition's log: segments, appends, rolls, durability (Kafka's UnifiedLog; reads and lookups in kafkalite_storage.log_reads,
+leader epochs and partition.metadata in kafkalite_storage.log_epochs, recovery at open in kafkalite_storage.loader).
 
 Theory of operation. Segments are kept sorted by base offset; the last one is active and takes appends.
 `append` validates one record batch (structure, CRC-32C, size, producer sequence) *before* writing anything,
@@ -10,7 +10,7 @@ The 61-byte patched header and the untouched body go to the page cache in one pw
 batch's last offset + 1; on a single node the high watermark equals it.
 
 Reads return whole batches as file regions `(handle, position, length)` for os.sendfile, starting with the
-batch that holds the requested offset; the handle (storage.handles.FileHandle) opens its file on demand and
+batch that holds the requested offset; the handle (kafkalite_storage.handles.FileHandle) opens its file on demand and
 is pinned by the sender while it runs, so no descriptor is held per partition. Timestamp lookups use the time index, then the records' own timestamps.
 
 Opening: leftover `.cleaned`/`.deleted` files are removed and `.swap` files completed (Kafka's LogLoader);
@@ -40,8 +40,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from storage import fs, retention
-from storage.batch import (
+from kafkalite_storage import fs, retention
+from kafkalite_storage.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_ABORT,
     HEADER_SIZE,
@@ -54,8 +54,8 @@ from storage.batch import (
     require_keys,
     validate_batch,
 )
-from storage.config import LogConfig
-from storage.errors import (
+from kafkalite_storage.config import LogConfig
+from kafkalite_storage.errors import (
     InvalidRecordError,
     InvalidTimestampError,
     KafkaStorageError,
@@ -64,11 +64,11 @@ from storage.errors import (
     RollbackFailedError,
     StorageError,
 )
-from storage.log_epochs import LeaderEpochs
-from storage.log_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LogReads
-from storage.producer_state import CompletedTxn, ProducerStateManager
-from storage.segment import LogSegment, segment_name
-from storage.txn_index import AbortedTxn
+from kafkalite_storage.log_epochs import LeaderEpochs
+from kafkalite_storage.log_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LogReads
+from kafkalite_storage.producer_state import CompletedTxn, ProducerStateManager
+from kafkalite_storage.segment import LogSegment, segment_name
+from kafkalite_storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +92,8 @@ class AppendInfo:
 
 
 class PartitionLog(LogReads, LeaderEpochs):
-    """One `<topic>-<partition>` directory. Reads and lookups are in storage.log_reads, the topic id and
-    leader epochs in storage.log_epochs; recovery at open in storage.loader, retention in storage.retention."""
+    """One `<topic>-<partition>` directory. Reads and lookups are in kafkalite_storage.log_reads, the topic id and
+    leader epochs in kafkalite_storage.log_epochs; recovery at open in kafkalite_storage.loader, retention in kafkalite_storage.retention."""
 
     def __init__(
         self,
@@ -195,7 +195,7 @@ class PartitionLog(LogReads, LeaderEpochs):
         log_start_offset: int = 0,
         topic_id: uuid.UUID | None = None,
     ) -> PartitionLog:
-        from storage.loader import load_log
+        from kafkalite_storage.loader import load_log
 
         return load_log(cls, directory, topic, partition, config, clean=clean,
                         recovery_point=recovery_point, log_start_offset=log_start_offset, topic_id=topic_id)
@@ -409,7 +409,7 @@ class PartitionLog(LogReads, LeaderEpochs):
         now_ms: int | None = None,
     ) -> AppendInfo:
         """Write a transaction marker (ABORT=0, COMMIT=1) for `producer_id` (transaction coordinator)."""
-        from storage.testing import encode_control_batch
+        from kafkalite_storage.testing import encode_control_batch
 
         now = _now() if now_ms is None else now_ms
         b = encode_control_batch(control_type, producer_id=producer_id, producer_epoch=producer_epoch,

@@ -1,5 +1,5 @@
 """A partition log's metadata files: its topic id (`partition.metadata`) and leader epochs
-(`leader-epoch-checkpoint`, Kafka's LeaderEpochFileCache), a mixin of storage.log.PartitionLog.
+(`leader-epoch-checkpoint`, Kafka's LeaderEpochFileCache), a mixin of kafkalite_storage.log.PartitionLog.
 
 Theory of operation. Each (epoch, start offset) entry says from which offset on a leader epoch's batches are;
 entries grow in both. A new epoch is appended by the append path when a batch carries a higher epoch than
@@ -16,7 +16,7 @@ import os
 import uuid
 from collections.abc import Callable
 
-from storage.checkpoints import (
+from kafkalite_storage.checkpoints import (
     fsync_dir,
     read_leader_epochs,
     read_partition_metadata,
@@ -24,9 +24,9 @@ from storage.checkpoints import (
     write_leader_epochs,
     write_partition_metadata,
 )
-from storage.segment import LogSegment
+from kafkalite_storage.segment import LogSegment
 
-log = logging.getLogger("storage.log")
+log = logging.getLogger("kafkalite_storage.log")
 
 
 class LeaderEpochs:

@@ -1,5 +1,5 @@
 """Reads of a partition log: batches as file regions, offset and timestamp lookups, aborted transactions
-(a mixin of storage.log.PartitionLog).
+(a mixin of kafkalite_storage.log.PartitionLog).
 
 Theory of operation. Reads take one snapshot of the segment list (`_view`, replaced whole under the log's
 lock, copy-on-write) and never lock: retention may drop segments meanwhile, whose descriptors stay open for
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import bisect
 
-from storage.batch import BatchHeader
-from storage.errors import LogClosedError, LogOfflineError, OffsetOutOfRangeError
-from storage.handles import FileHandle
-from storage.segment import LogSegment
-from storage.txn_index import AbortedTxn
+from kafkalite_storage.batch import BatchHeader
+from kafkalite_storage.errors import LogClosedError, LogOfflineError, OffsetOutOfRangeError
+from kafkalite_storage.handles import FileHandle
+from kafkalite_storage.segment import LogSegment
+from kafkalite_storage.txn_index import AbortedTxn
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1

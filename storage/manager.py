@@ -54,8 +54,8 @@ import uuid
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
-from storage import fs
-from storage.checkpoints import (
+from kafkalite_storage import fs
+from kafkalite_storage.checkpoints import (
     read_leader_epochs,
     read_offset_checkpoint,
     read_partition_metadata,
@@ -65,11 +65,11 @@ from storage.checkpoints import (
     write_offset_checkpoint,
     write_properties,
 )
-from storage.config import LogConfig
-from storage.errors import StorageError
-from storage.handles import TooManyOpenFilesError
-from storage.log import FD_GRACE_S, PartitionLog
-from storage.segment import LogSegment
+from kafkalite_storage.config import LogConfig
+from kafkalite_storage.errors import StorageError
+from kafkalite_storage.handles import TooManyOpenFilesError
+from kafkalite_storage.log import FD_GRACE_S, PartitionLog
+from kafkalite_storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -522,7 +522,7 @@ class LogManager:
     def cleanup(self, now_ms: int | None = None) -> None:
         """Housekeeping (worker thread): compact `cleanup.policy=compact` logs, remove `.deleted` segments
         past file.delete.delay.ms, flush logs due per flush.ms."""
-        from storage.cleaner import clean_log
+        from kafkalite_storage.cleaner import clean_log
 
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         for key, plog in list(self._logs.items()):

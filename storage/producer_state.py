@@ -33,10 +33,17 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from storage import fs
-from storage.batch import INT32_MAX, NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader, crc32c, increment_sequence
-from storage.checkpoints import write_atomic
-from storage.errors import (
+from kafkalite_storage import fs
+from kafkalite_storage.batch import (
+    INT32_MAX,
+    NO_PRODUCER_EPOCH,
+    NO_SEQUENCE,
+    BatchHeader,
+    crc32c,
+    increment_sequence,
+)
+from kafkalite_storage.checkpoints import write_atomic
+from kafkalite_storage.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceError,

@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from storage.errors import OffsetOutOfRangeError
-from storage.segment import LogSegment
+from kafkalite_storage.errors import OffsetOutOfRangeError
+from kafkalite_storage.segment import LogSegment
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
+    from kafkalite_storage.log import PartitionLog
 
 
 def delete_records_before(plog: PartitionLog, offset: int) -> int:
@@ -100,7 +100,7 @@ def truncate_fully_and_start_at(plog: PartitionLog, offset: int) -> None:
 
 
 def _after_truncation(plog: PartitionLog) -> None:
-    from storage.loader import rebuild_producer_state
+    from kafkalite_storage.loader import rebuild_producer_state
 
     plog.recovery_point = min(plog.recovery_point, plog.log_end_offset)
     plog._truncate_epochs(plog.log_end_offset)

@@ -1,6 +1,6 @@
 """One log segment: `<base>.log` plus its `.index` and `.timeindex` (Kafka's LogSegment).
 
-Theory of operation. The `.log` file is a `storage.handles.FileHandle`: it holds a descriptor only while it
+Theory of operation. The `.log` file is a `kafkalite_storage.handles.FileHandle`: it holds a descriptor only while it
 sits in the process-wide LRU of open files (an inactive segment that nobody reads holds none); reads hand
 out the handle itself in file regions, pinned while os.sendfile runs. Appends go to the page cache with
 pwrite at the current size, fsync happens only in flush() (and only if something was written).
@@ -24,8 +24,8 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 
-from storage import fs
-from storage.batch import (
+from kafkalite_storage import fs
+from kafkalite_storage.batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
     INT32_MAX,
@@ -37,16 +37,16 @@ from storage.batch import (
     iter_file_batches,
     parse_header,
 )
-from storage.errors import (
+from kafkalite_storage.errors import (
     CorruptRecordError,
     KafkaStorageError,
     RecordTooLargeError,
     RollbackFailedError,
     StorageError,
 )
-from storage.handles import FileHandle, TooManyOpenFilesError
-from storage.index import OffsetIndex, TimeIndex
-from storage.txn_index import TxnIndex
+from kafkalite_storage.handles import FileHandle, TooManyOpenFilesError
+from kafkalite_storage.index import OffsetIndex, TimeIndex
+from kafkalite_storage.txn_index import TxnIndex
 
 RECENT_APPENDS = 256  # appends remembered per segment for tail reads (halved when full)
 

@@ -10,7 +10,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from storage.batch import (
+from kafkalite_storage.batch import (
     CONTROL_FLAG,
     TIMESTAMP_TYPE_FLAG,
     TRANSACTIONAL_FLAG,
@@ -77,7 +77,7 @@ def encode_batch(
         max_ts = max(max_ts, ts)
         payload += encode_record(i, ts - base_timestamp, r)
     if compression:
-        from storage.compression import compress
+        from kafkalite_storage.compression import compress
 
         payload = bytearray(compress(compression, bytes(payload)))
     if max_timestamp is not None:

@@ -13,8 +13,8 @@ import os
 import struct
 from dataclasses import dataclass
 
-from storage import fs
-from storage.errors import RollbackFailedError
+from kafkalite_storage import fs
+from kafkalite_storage.errors import RollbackFailedError
 
 _ENTRY = struct.Struct(">hqqqq")
 

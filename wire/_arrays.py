@@ -11,8 +11,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from wire.errors import DecodeError, EncodeError
-from wire.primitives import I32, Chunk, read_unknown_tag, read_uvarint, uvarint
+from kafkalite_wire.errors import DecodeError, EncodeError
+from kafkalite_wire.primitives import I32, Chunk, read_unknown_tag, read_uvarint, uvarint
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""Per-message code emission for `wire.codegen`: wire layouts, class bodies, encoders and decoders.
+"""Per-message code emission for `kafkalite_wire.codegen`: wire layouts, class bodies, encoders and decoders.
 
 A *layout* of a struct at a version is the tuple of (field, kind, nullability, tagged?, tag, nested layout) of
 the fields present at that version plus the flexible flag. Versions with equal layouts share one encode and one
@@ -7,7 +7,7 @@ decode function (`_d_<Message>_<Struct>_<n>` / `_e_<Message>_<Struct>_<n>`).
 
 from __future__ import annotations
 
-from wire.spec import FIXED, FieldSpec, MessageSpec, default_value
+from kafkalite_wire.spec import FIXED, FieldSpec, MessageSpec, default_value
 
 Item = tuple[
     str, str, str, bool, bool, "int | None", "int | None"

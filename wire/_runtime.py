@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from wire.errors import DecodeError, EncodeError
-from wire.primitives import Chunk, as_memoryview
+from kafkalite_wire.errors import DecodeError, EncodeError
+from kafkalite_wire.primitives import Chunk, as_memoryview
 
 T = TypeVar("T")
 

@@ -21,10 +21,15 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from wire.errors import DecodeError
-from wire.headers import RequestHeader, ResponseHeader, request_header_version, response_header_version
-from wire.messages import REGISTRY, ApiInfo
-from wire.primitives import Chunk, chunk_len, read_region
+from kafkalite_wire.errors import DecodeError
+from kafkalite_wire.headers import (
+    RequestHeader,
+    ResponseHeader,
+    request_header_version,
+    response_header_version,
+)
+from kafkalite_wire.messages import REGISTRY, ApiInfo
+from kafkalite_wire.primitives import Chunk, chunk_len, read_region
 
 
 class Message(Protocol):

@@ -6,7 +6,7 @@ Every Kafka request and response is `int32 size` + `size` bytes. Feed whatever t
     fb = FrameBuffer(max_frame_size=100 * 1024 * 1024)
     fb.receive_data(chunk)
     while (frame := fb.next_frame()) is not None:
-        header, body = wire.api.parse_request(frame)
+        header, body = kafkalite_wire.api.parse_request(frame)
 
 The size prefix is validated as soon as its 4 bytes are present -- *before* the body is buffered -- so a peer
 announcing a 2 GiB frame (or a negative size, or an HTTP/TLS client talking to the Kafka port) is rejected at once
@@ -17,7 +17,7 @@ itself is handed over without copying; otherwise the frame is copied once.
 
 from __future__ import annotations
 
-from wire.errors import DecodeError
+from kafkalite_wire.errors import DecodeError
 
 _SIZE = 4
 

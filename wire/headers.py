@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wire.errors import DecodeError
-from wire.primitives import Reader, Writer
+from kafkalite_wire.errors import DecodeError
+from kafkalite_wire.primitives import Reader, Writer
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
@@ -31,7 +31,7 @@ def _flexible(api_key: int, api_version: int) -> bool:
     known = _FLEXIBLE.get(key)
     if known is not None:
         return known
-    from wire.messages import REGISTRY
+    from kafkalite_wire.messages import REGISTRY
 
     info = REGISTRY.get(api_key)
     flexible = info is not None and info.is_flexible(api_version)

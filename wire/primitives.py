@@ -10,7 +10,7 @@ Wire encodings (all big-endian):
 * varint/varlong (record internals) use zig-zag; uvarint is plain LEB128.
 
 Decoding functions take `(buf, pos)` and return `(value, new_pos)`; `buf` is a `memoryview` of unsigned bytes.
-Any short or malformed input raises `wire.errors.DecodeError`: lengths are checked against the remaining input
+Any short or malformed input raises `kafkalite_wire.errors.DecodeError`: lengths are checked against the remaining input
 *before* anything is allocated, so a hostile 2 GiB length inside a 100-byte frame costs nothing.
 `bytes`/records payloads are returned as memoryview slices of the input (zero copy).
 """
@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from wire.errors import DecodeError, EncodeError
+from kafkalite_wire.errors import DecodeError, EncodeError
 
 #: One piece of an encoded frame: bytes, a memoryview, or a file region ``(fd, offset, length)`` that the
 #: connection sends with ``os.sendfile``; ``fd`` may also be a file handle that opens on demand (an object

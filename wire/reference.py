@@ -1,7 +1,7 @@
 """A slow, interpretive Kafka codec driven directly by the JSON specs -- the test oracle for the generated code.
 
-It walks the `wire.spec` field lists at run time, one field at a time, with its own tiny primitive layer (plain
-`struct` calls and loops, deliberately *not* the helpers in `wire.primitives`), so a bug in the generator or in
+It walks the `kafkalite_wire.spec` field lists at run time, one field at a time, with its own tiny primitive layer (plain
+`struct` calls and loops, deliberately *not* the helpers in `kafkalite_wire.primitives`), so a bug in the generator or in
 the shared primitives shows up as a byte difference against this module. It produces and consumes the generated
 dataclasses (it only needs `getattr`/constructor calls), so tests can compare `generated.encode(x)` with
 `reference.encode(x)` and `Generated.decode(b)` with `reference.decode(b)`.
@@ -15,9 +15,9 @@ import struct
 import uuid
 from typing import Any
 
-from wire.errors import DecodeError, EncodeError
-from wire.primitives import read_region
-from wire.spec import FieldSpec, MessageSpec, StructSpec, default_value, load_all
+from kafkalite_wire.errors import DecodeError, EncodeError
+from kafkalite_wire.primitives import read_region
+from kafkalite_wire.spec import FieldSpec, MessageSpec, StructSpec, default_value, load_all
 
 _FIXED_FMT = {
     "bool": ">?",

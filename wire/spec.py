@@ -1,6 +1,6 @@
 """Loader for Apache Kafka's JSON message definitions (`clients/src/main/resources/common/message/*.json`).
 
-Used by the code generator (`wire.codegen`) and the interpretive test oracle (`wire.reference`); the broker never
+Used by the code generator (`kafkalite_wire.codegen`) and the interpretive test oracle (`kafkalite_wire.reference`); the broker never
 reads the JSON at run time. The files carry `//` comment lines, stripped before parsing.
 
 Spec facts encoded here:
@@ -27,7 +27,7 @@ from functools import cache
 from pathlib import Path
 
 KAFKA_VERSION = "3.9.0"  # the release whose old versions the codec keeps (KIP-896 removed them in 4.0)
-#: the releases whose specs the codec is generated from (`wire.specmerge` merges them per API)
+#: the releases whose specs the codec is generated from (`kafkalite_wire.specmerge` merges them per API)
 RELEASES = ("3.9.0", "4.3")
 
 PRIMITIVES = frozenset(
@@ -247,9 +247,9 @@ def parse_message(data: dict[str, object]) -> MessageSpec:
 @cache
 def load_all(directory: str | None = None) -> tuple[MessageSpec, ...]:
     """Every request and response spec, sorted by (api_key, type): those of one directory as Kafka wrote them,
-    or without `directory` the codec's -- 3.9.0's and 4.3's merged per API (`wire.specmerge`)."""
+    or without `directory` the codec's -- 3.9.0's and 4.3's merged per API (`kafkalite_wire.specmerge`)."""
     if directory is None:
-        from wire.specmerge import merged
+        from kafkalite_wire.specmerge import merged
 
         return merged()[0]
     d = Path(directory)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import cast
 
-from wire.spec import NONE, FieldSpec, MessageSpec, StructSpec, Versions, load_all, reference_dir
+from kafkalite_wire.spec import NONE, FieldSpec, MessageSpec, StructSpec, Versions, load_all, reference_dir
 
 OLD = "3.9.0"
 NEW = "4.3"
@@ -250,7 +250,7 @@ def merge(
 
 
 def _struct_order(fields: list[FieldSpec], structs: dict[str, StructSpec]) -> list[str]:
-    """Struct names in definition order (depth first, as `wire.spec` lists them)."""
+    """Struct names in definition order (depth first, as `kafkalite_wire.spec` lists them)."""
     out: list[str] = []
 
     def walk(fs: list[FieldSpec]) -> None:

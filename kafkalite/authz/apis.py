@@ -25,8 +25,8 @@ from kafkalite.authz.acl import (
     enum_or_unknown,
     invalid_binding,
 )
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     CreateAclsRequest,
     CreateAclsResponse,
     DeleteAclsRequest,

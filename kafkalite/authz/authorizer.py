@@ -44,7 +44,7 @@ from kafkalite.authz.acl import (
     Permission,
     ResourceType,
 )
-from storage.checkpoints import write_atomic
+from kafkalite_storage.checkpoints import write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from kafkalite.cli.serve import config_from_args  # re-exported (tests build con
 __all__ = ["COMMANDS", "config_from_args", "main"]
 
 # name -> (module with configure(parser) and run(args), help line). ``dump-log`` forwards its arguments as
-# they are to storage.dumplog (argparse would claim its option-like arguments such as --files).
+# they are to kafkalite_storage.dumplog (argparse would claim its option-like arguments such as --files).
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("kafkalite.cli.serve", "run the broker"),
-    "dump-log": ("storage.dumplog", "print segment/index contents (like kafka-dump-log.sh)"),
+    "dump-log": ("kafkalite_storage.dumplog", "print segment/index contents (like kafka-dump-log.sh)"),
     "topics": ("kafkalite.tools.topics", "list, describe, create, delete topics, add partitions (kafka-topics)"),
     "produce": ("kafkalite.tools.produce", "write lines from stdin or a file to a topic (kafka-console-producer)"),
     "consume": ("kafkalite.tools.consume", "print records of a topic (kafka-console-consumer)"),

@@ -529,7 +529,7 @@ class ClusterRuntime:
     async def await_acks(self, state: Any, waits: list[tuple[str, int, int, Any]], timeout_ms: int) -> None:
         """acks=all: wait until each partition's high watermark passes its append (or the ISR falls below
         min.insync.replicas: NOT_ENOUGH_REPLICAS_AFTER_APPEND; or the timeout: REQUEST_TIMED_OUT)."""
-        from wire.errors import ErrorCode
+        from kafkalite_wire.errors import ErrorCode
 
         deadline = trio.current_time() + max(timeout_ms, 0) / 1000
         for topic, partition, needed, resp in waits:

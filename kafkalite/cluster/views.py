@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.cluster import coordinators
-from wire.errors import ErrorCode
+from kafkalite_wire.errors import ErrorCode
 
 
 def partition(state: Any, topic: str, p: int) -> tuple[int, int, list[int], list[int], list[int]]:
@@ -88,7 +88,7 @@ def node_endpoints(state: Any, listener: str | None, node_ids: set[int], cls: An
 
 def refused_produce(state: Any, topic: str, p: int, code: int, part: Any) -> Any:
     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-        from wire.messages import ProduceResponse
+        from kafkalite_wire.messages import ProduceResponse
 
         part.current_leader = current_leader(state, topic, p, ProduceResponse.LeaderIdAndEpoch)
     return part

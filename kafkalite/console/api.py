@@ -28,7 +28,7 @@ import trio
 from kafkalite.console.http import ApiError, Request
 from kafkalite.console.render import show
 from kafkalite.slices import Slices
-from storage.errors import StorageError
+from kafkalite_storage.errors import StorageError
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -267,7 +267,7 @@ class _Scan:
         self.stopped: str | None = None
 
     def decode(self, regions: list[tuple[Any, int, int]]) -> None:
-        from storage.batch import batch_records, iter_batches
+        from kafkalite_storage.batch import batch_records, iter_batches
 
         for handle, pos, n in regions:
             data = memoryview(handle.pread(n, pos))

@@ -1,4 +1,4 @@
-"""Kafka error codes the group coordinator answers with (same numbers as ``wire.errors.ErrorCode``).
+"""Kafka error codes the group coordinator answers with (same numbers as ``kafkalite_wire.errors.ErrorCode``).
 
 Kept as plain ints here so the pure coordinator does not depend on the codec.
 """

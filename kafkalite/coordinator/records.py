@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kafkalite.coordinator.group import OffsetAndMetadata
-from storage.batch import (
+from kafkalite_storage.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
@@ -31,7 +31,7 @@ from storage.batch import (
     crc32c,
     parse_header,
 )
-from storage.batch import iter_records as iter_records_of
+from kafkalite_storage.batch import iter_records as iter_records_of
 
 # ---------------------------------------------------------------------------------------------------
 # primitive helpers
@@ -303,7 +303,7 @@ def _whole_batches(data: bytes | memoryview) -> Iterator[tuple[BatchHeader, memo
     """(header, decompressed records payload) of each whole magic-2 batch in ``data``.
 
     Legacy (magic 0/1) message sets are skipped and a partial tail ends the run. The batch walk and record
-    decoding are storage's (``storage.batch``); only the tolerance of old magics is ours.
+    decoding are storage's (``kafkalite_storage.batch``); only the tolerance of old magics is ours.
     """
     buf = memoryview(bytes(data))
     pos = 0

@@ -35,7 +35,7 @@ from kafkalite.coordinator.loader import StateLoader
 from kafkalite.coordinator.records import build_batch, encode_offset_key, encode_offset_value, iter_entries
 from kafkalite.errors import error_code_for
 from kafkalite.supervisor import supervise
-from storage.errors import StorageError
+from kafkalite_storage.errors import StorageError
 
 log = logging.getLogger("kafkalite.coordinator")
 

@@ -46,7 +46,7 @@ from kafkalite.coordinator.txn_records import (
 from kafkalite.errors import error_code_for
 from kafkalite.state import leader_epoch
 from kafkalite.supervisor import supervise
-from storage.errors import StorageError
+from kafkalite_storage.errors import StorageError
 
 log = logging.getLogger("kafkalite.transactions")
 
@@ -212,7 +212,7 @@ class TransactionService:
 
     # -- API entry points (handlers) ---------------------------------------------------------------
     async def init_producer_id(self, ctx: Any, req: Any) -> Any:
-        from wire.messages import InitProducerIdResponse
+        from kafkalite_wire.messages import InitProducerIdResponse
 
         if ctx.version >= 3 and (req.producer_id == -1) != (req.producer_epoch == -1):
             err, pid, epoch = E.INVALID_REQUEST, -1, -1   # both or neither, as KafkaApis requires

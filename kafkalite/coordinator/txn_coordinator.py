@@ -52,7 +52,7 @@ DEFAULT_MAX_TIMEOUT_MS = 900_000
 MARKER_RETRY_MS = 1_000   # a marker that failed to write is tried again this much later
 MAX_RETRY_MS = 60_000     # the longest a failing transactional id waits before its next attempt
 
-# error codes used here besides the group coordinator's (same numbers as wire.errors.ErrorCode)
+# error codes used here besides the group coordinator's (same numbers as kafkalite_wire.errors.ErrorCode)
 INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
 INVALID_PRODUCER_ID_MAPPING = 49

@@ -50,7 +50,7 @@ class FaultError(ValueError):
 
 def api_key_of(api: int | str) -> int:
     """A Kafka API by key (0, "0") or name ("Produce", "produce", "OffsetCommit"); FaultError if unknown."""
-    from wire.messages import REGISTRY
+    from kafkalite_wire.messages import REGISTRY
 
     if isinstance(api, bool):
         raise FaultError(f"unknown API {api!r}")
@@ -69,7 +69,7 @@ def api_key_of(api: int | str) -> int:
 def api_name(key: int | None) -> str:
     if key is None:
         return "every API"
-    from wire.messages import REGISTRY
+    from kafkalite_wire.messages import REGISTRY
 
     info = REGISTRY.get(key)
     return info.name if info is not None else str(key)
@@ -77,7 +77,7 @@ def api_name(key: int | None) -> str:
 
 def error_code_of(error: int | str) -> int:
     """A Kafka error by name (NOT_LEADER_OR_FOLLOWER, case-insensitive) or code (6, "6", -1)."""
-    from wire.errors import ErrorCode
+    from kafkalite_wire.errors import ErrorCode
 
     if isinstance(error, bool):
         raise FaultError(f"unknown error {error!r}")
@@ -95,7 +95,7 @@ def error_code_of(error: int | str) -> int:
 
 
 def error_name(code: int) -> str:
-    from wire.errors import ErrorCode
+    from kafkalite_wire.errors import ErrorCode
 
     try:
         return ErrorCode(code).name
@@ -379,6 +379,6 @@ class FaultPlan:
 
 
 def _response_class(key: int) -> type:
-    from wire.messages import REGISTRY
+    from kafkalite_wire.messages import REGISTRY
 
     return REGISTRY[key].response_class  # type: ignore[no-any-return]

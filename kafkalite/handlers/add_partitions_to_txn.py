@@ -19,8 +19,8 @@ from kafkalite import authz
 from kafkalite.coordinator.transactions import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
 Resp = AddPartitionsToTxnResponse
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.quotas import apis
-from wire.messages import AlterClientQuotasRequest, AlterClientQuotasResponse
+from kafkalite_wire.messages import AlterClientQuotasRequest, AlterClientQuotasResponse
 
 
 @handler(AlterClientQuotasRequest, min_version=0, max_version=1)

@@ -22,8 +22,8 @@ from kafkalite.topic_configs import (
     check_broker_configs,
     validate_topic_configs,
 )
-from wire.errors import ErrorCode
-from wire.messages import AlterConfigsRequest, AlterConfigsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import AlterConfigsRequest, AlterConfigsResponse
 
 _Result = AlterConfigsResponse.AlterConfigsResourceResponse
 

@@ -19,8 +19,8 @@ from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.replicas import NO_REASSIGNMENT_MESSAGE, check_manual_assignment
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 
 R = AlterPartitionReassignmentsResponse
 

@@ -19,8 +19,8 @@ from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.replicas import partition_exists
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 
 R = AlterReplicaLogDirsResponse
 

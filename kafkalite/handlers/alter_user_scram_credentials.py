@@ -20,8 +20,8 @@ import logging
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.security.scram import BY_TYPE, MAX_ITERATIONS, MIN_ITERATIONS, credential_from_salted
-from wire.errors import ErrorCode
-from wire.messages import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 
 log = logging.getLogger(__name__)
 Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult

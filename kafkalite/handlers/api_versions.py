@@ -21,8 +21,8 @@ from kafkalite.features import apply_features
 from kafkalite.handlers.registry import RequestContext, advertised, handler
 from kafkalite.state import BrokerState
 from kafkalite.versions import caps_for, floors_for
-from wire.errors import ErrorCode
-from wire.messages import ApiVersionsRequest, ApiVersionsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
 _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 
 R = ConsumerGroupDescribeResponse
 NOT_REQUESTED = -(2**31)

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
 R = ConsumerGroupHeartbeatResponse
 

@@ -32,9 +32,9 @@ from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.replicas import check_manual_assignment
 from kafkalite.state import INTERNAL_TOPICS
-from storage.errors import StorageError
-from wire.errors import ErrorCode
-from wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
+from kafkalite_storage.errors import StorageError
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
 log = logging.getLogger(__name__)
 _Result = CreatePartitionsResponse.CreatePartitionsTopicResult

@@ -48,9 +48,9 @@ from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, freeze_long_lived, invalid_topic_name
 from kafkalite.topic_configs import describe_topic, validate_topic_configs
-from storage.errors import StorageError
-from wire.errors import ErrorCode
-from wire.messages import CreateTopicsRequest, CreateTopicsResponse
+from kafkalite_storage.errors import StorageError
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import CreateTopicsRequest, CreateTopicsResponse
 
 log = logging.getLogger(__name__)
 _Result = CreateTopicsResponse.CreatableTopicResult

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kafkalite.authz import apis
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.messages import DeleteAclsRequest, DeleteAclsResponse
+from kafkalite_wire.messages import DeleteAclsRequest, DeleteAclsResponse
 
 
 @handler(DeleteAclsRequest, min_version=0, max_version=3)

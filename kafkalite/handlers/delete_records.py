@@ -14,9 +14,9 @@ from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
-from storage.errors import StorageError
-from wire.errors import ErrorCode
-from wire.messages import DeleteRecordsRequest, DeleteRecordsResponse
+from kafkalite_storage.errors import StorageError
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DeleteRecordsRequest, DeleteRecordsResponse
 
 _Part = DeleteRecordsResponse.DeleteRecordsPartitionResult
 

@@ -14,8 +14,8 @@ from kafkalite import authz
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.handlers.share_group_heartbeat import classic_group_exists
-from wire.errors import ErrorCode
-from wire.messages import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
 
 _Resp = DeleteShareGroupOffsetsResponse
 

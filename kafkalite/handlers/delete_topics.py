@@ -27,8 +27,8 @@ import trio
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
 
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState

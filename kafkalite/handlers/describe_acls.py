@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kafkalite.authz import apis
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.messages import DescribeAclsRequest, DescribeAclsResponse
+from kafkalite_wire.messages import DescribeAclsRequest, DescribeAclsResponse
 
 
 @handler(DescribeAclsRequest, min_version=0, max_version=3)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.quotas import apis
-from wire.messages import DescribeClientQuotasRequest, DescribeClientQuotasResponse
+from kafkalite_wire.messages import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 
 
 @handler(DescribeClientQuotasRequest, min_version=0, max_version=1)

@@ -30,8 +30,8 @@ from kafkalite.topic_configs import (
     describe_broker,
     describe_topic,
 )
-from wire.errors import ErrorCode
-from wire.messages import DescribeConfigsRequest, DescribeConfigsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DescribeConfigsRequest, DescribeConfigsResponse
 
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = DescribeConfigsResponse.DescribeConfigsResourceResult

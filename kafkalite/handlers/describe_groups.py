@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
 
 R = DescribeGroupsResponse
 ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE

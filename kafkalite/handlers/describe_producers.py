@@ -16,8 +16,8 @@ from __future__ import annotations
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import DescribeProducersRequest, DescribeProducersResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DescribeProducersRequest, DescribeProducersResponse
 
 R = DescribeProducersResponse
 UNKNOWN_MESSAGE = "This server does not host this topic-partition."

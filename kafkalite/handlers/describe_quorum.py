@@ -26,9 +26,9 @@ import uuid
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from storage.checkpoints import read_properties, uuid_from_base64
-from wire.errors import ErrorCode
-from wire.messages import DescribeQuorumRequest, DescribeQuorumResponse
+from kafkalite_storage.checkpoints import read_properties, uuid_from_base64
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DescribeQuorumRequest, DescribeQuorumResponse
 
 log = logging.getLogger(__name__)
 R = DescribeQuorumResponse

@@ -18,8 +18,8 @@ from typing import Any
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import leader_epoch
-from wire.errors import ErrorCode
-from wire.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 
 MAX_PARTITIONS = 2000
 R = DescribeTopicPartitionsResponse

@@ -13,8 +13,8 @@ from collections import Counter
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.security.scram import MECHANISMS
-from wire.errors import ErrorCode
-from wire.messages import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
 
 Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
 Info = DescribeUserScramCredentialsResponse.CredentialInfo

@@ -18,8 +18,8 @@ from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.replicas import ELECTION_NOT_NEEDED_MESSAGE
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import ElectLeadersRequest, ElectLeadersResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ElectLeadersRequest, ElectLeadersResponse
 
 R = ElectLeadersResponse
 

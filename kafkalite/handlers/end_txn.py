@@ -12,8 +12,8 @@ from __future__ import annotations
 from kafkalite import authz
 from kafkalite.coordinator.transactions import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import EndTxnRequest, EndTxnResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import EndTxnRequest, EndTxnResponse
 
 
 @handler(EndTxnRequest, min_version=0, max_version=4)

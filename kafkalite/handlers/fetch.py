@@ -40,9 +40,9 @@ from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from kafkalite.state import BrokerState
-from storage.errors import OffsetOutOfRangeError, StorageError
-from wire.errors import ErrorCode
-from wire.messages import FetchRequest, FetchResponse
+from kafkalite_storage.errors import OffsetOutOfRangeError, StorageError
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import FetchRequest, FetchResponse
 
 _Part = FetchResponse.PartitionData
 _ZERO_UUID = uuid.UUID(int=0)

@@ -24,8 +24,8 @@ from kafkalite.config import Listener
 from kafkalite.coordinator.config import OFFSETS_TOPIC
 from kafkalite.coordinator.keys import MAX_KEY_BYTES, storable
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
 
 GROUP, TRANSACTION = 0, 1
 

@@ -23,8 +23,8 @@ from kafkalite.topic_configs import (
     check_broker_configs,
     validate_topic_configs,
 )
-from wire.errors import ErrorCode
-from wire.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
 _Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

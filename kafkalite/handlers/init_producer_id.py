@@ -19,8 +19,8 @@ import logging
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import InitProducerIdRequest, InitProducerIdResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import InitProducerIdRequest, InitProducerIdResponse
 
 log = logging.getLogger(__name__)
 

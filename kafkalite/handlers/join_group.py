@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import JoinGroupRequest, JoinGroupResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import JoinGroupRequest, JoinGroupResponse
 
 
 @handler(JoinGroupRequest, min_version=0, max_version=9)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import LeaveGroupRequest, LeaveGroupResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import LeaveGroupRequest, LeaveGroupResponse
 
 
 @handler(LeaveGroupRequest, min_version=0, max_version=5)

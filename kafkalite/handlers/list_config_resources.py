@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
 
 R = ListConfigResourcesResponse
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import ListGroupsRequest, ListGroupsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ListGroupsRequest, ListGroupsResponse
 
 
 @handler(ListGroupsRequest, min_version=0, max_version=5)

@@ -24,9 +24,9 @@ from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from kafkalite.state import leader_epoch
-from storage.errors import StorageError
-from wire.errors import ErrorCode
-from wire.messages import ListOffsetsRequest, ListOffsetsResponse
+from kafkalite_storage.errors import StorageError
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ListOffsetsRequest, ListOffsetsResponse
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 _Part = ListOffsetsResponse.ListOffsetsPartitionResponse

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
 
 
 @handler(ListPartitionReassignmentsRequest, min_version=0, max_version=0)

@@ -30,8 +30,8 @@ from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name
-from wire.errors import ErrorCode
-from wire.messages import MetadataRequest, MetadataResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import MetadataRequest, MetadataResponse
 
 # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes 3-8, 10, 11)
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))

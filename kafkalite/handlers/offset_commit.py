@@ -23,8 +23,8 @@ from __future__ import annotations
 from kafkalite import authz
 from kafkalite.coordinator.group import OffsetAndMetadata
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import OffsetCommitRequest, OffsetCommitResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import OffsetCommitRequest, OffsetCommitResponse
 
 Resp = OffsetCommitResponse
 _INT64_MAX = 2**63 - 1

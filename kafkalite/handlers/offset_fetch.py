@@ -18,8 +18,8 @@ from typing import Any
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import OffsetFetchRequest, OffsetFetchResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import OffsetFetchRequest, OffsetFetchResponse
 
 R = OffsetFetchResponse
 

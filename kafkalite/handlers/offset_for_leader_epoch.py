@@ -18,8 +18,8 @@ from typing import Any
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.state import leader_epoch
-from wire.errors import ErrorCode
-from wire.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
 _Part = OffsetForLeaderEpochResponse.EpochEndOffset
 

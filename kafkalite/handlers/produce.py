@@ -42,10 +42,10 @@ from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
 from kafkalite.state import leader_epoch
 from kafkalite.validation import Rejection, frame_problem
-from storage import LogConfig, PartitionLog
-from storage.errors import StorageError
-from wire.errors import ErrorCode
-from wire.messages import ProduceRequest, ProduceResponse
+from kafkalite_storage import LogConfig, PartitionLog
+from kafkalite_storage.errors import StorageError
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ProduceRequest, ProduceResponse
 
 log = logging.getLogger(__name__)
 

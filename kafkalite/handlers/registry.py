@@ -3,7 +3,7 @@
     @handler(ProduceRequest, min_version=3, max_version=11)
     async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None: ...
 
-The API key and name come from ``wire.messages.REGISTRY`` (the request class identifies the API). ApiVersions
+The API key and name come from ``kafkalite_wire.messages.REGISTRY`` (the request class identifies the API). ApiVersions
 is built from this registry (``advertised()``), so what we advertise and what we serve cannot drift.
 
 Handler modules are imported on demand: ``lookup(key)`` (and ``HANDLERS[key]``) imports the module that
@@ -27,7 +27,7 @@ from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
-    from wire.headers import RequestHeader
+    from kafkalite_wire.headers import RequestHeader
 
 log = logging.getLogger(__name__)
 
@@ -97,13 +97,13 @@ _BROKEN: set[int] = set()   # api keys not served: no handler module, or its mod
 
 
 def _api_info_for(request_class: type) -> Any:
-    from wire.messages import REGISTRY
+    from kafkalite_wire.messages import REGISTRY
 
     # Look up by API_KEY: scanning REGISTRY for the class would import every generated message module.
     info = REGISTRY.get(getattr(request_class, "API_KEY", -1))
     if info is not None and info.request_class is request_class:
         return info
-    raise LookupError(f"{request_class.__name__} is not a request class in wire.messages.REGISTRY")
+    raise LookupError(f"{request_class.__name__} is not a request class in kafkalite_wire.messages.REGISTRY")
 
 
 def handler(request_class: type, *, min_version: int, max_version: int) -> Callable[[HandlerFn], HandlerFn]:

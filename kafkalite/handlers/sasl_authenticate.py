@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.security.errors import SaslFailure
-from wire.errors import ErrorCode
-from wire.messages import SaslAuthenticateRequest, SaslAuthenticateResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import SaslAuthenticateRequest, SaslAuthenticateResponse
 
 
 @handler(SaslAuthenticateRequest, min_version=0, max_version=2)

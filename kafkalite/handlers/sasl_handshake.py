@@ -9,8 +9,8 @@ PLAINTEXT or SSL listener Kafka's request handler answers ILLEGAL_SASL_STATE, an
 from __future__ import annotations
 
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import SaslHandshakeRequest, SaslHandshakeResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import SaslHandshakeRequest, SaslHandshakeResponse
 
 
 @handler(SaslHandshakeRequest, min_version=0, max_version=1)

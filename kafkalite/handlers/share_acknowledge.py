@@ -17,8 +17,8 @@ from kafkalite import authz
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.handlers.share_fetch import ack_batches
-from wire.errors import ErrorCode
-from wire.messages import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ShareAcknowledgeRequest, ShareAcknowledgeResponse
 
 _Resp = ShareAcknowledgeResponse
 

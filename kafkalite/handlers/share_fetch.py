@@ -33,8 +33,8 @@ from typing import Any
 from kafkalite import authz
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import ShareFetchRequest, ShareFetchResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ShareFetchRequest, ShareFetchResponse
 
 _Resp = ShareFetchResponse
 

@@ -22,8 +22,8 @@ from kafkalite import authz
 from kafkalite.coordinator.keys import group_id_error
 from kafkalite.coordinator.share.records import java_uuid_str
 from kafkalite.handlers.registry import RequestContext, handler
-from wire.errors import ErrorCode
-from wire.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 
 _Resp = ShareGroupHeartbeatResponse
 

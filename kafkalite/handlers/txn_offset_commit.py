@@ -21,8 +21,8 @@ from kafkalite.coordinator.keys import group_id_error
 from kafkalite.coordinator.transactions import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 Resp = TxnOffsetCommitResponse
 

@@ -18,8 +18,8 @@ from kafkalite import authz
 from kafkalite.features import SAFE_DOWNGRADE, UPGRADE
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.slices import Slices
-from wire.errors import ErrorCode
-from wire.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
 
 _Result = UpdateFeaturesResponse.UpdatableFeatureResult
 MAX_NAME = 32767   # longest string a response can carry

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.checkpoints import write_atomic
+from kafkalite_storage.checkpoints import write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from kafkalite.metrics.requests import (
     error_name,
 )
 from kafkalite.slices import Slices
-from storage.errors import StorageError
+from kafkalite_storage.errors import StorageError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _TOPIC_FAMILIES = (

@@ -25,8 +25,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from wire.errors import ErrorCode
-from wire.messages import REGISTRY
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import REGISTRY
 
 #: latency histogram buckets, milliseconds (le); the last, +Inf, is implicit
 BUCKETS_MS = (0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,

@@ -14,8 +14,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkalite.quotas.store import CLIENT_ID, USER, Entity, entity_of, invalid_entity, invalid_value
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
     DescribeClientQuotasRequest,

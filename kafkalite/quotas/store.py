@@ -20,7 +20,7 @@ import json
 import math
 from pathlib import Path
 
-from storage.checkpoints import write_atomic
+from kafkalite_storage.checkpoints import write_atomic
 
 QUOTAS_FILE = "kafkalite-client-quotas.json"
 USER, CLIENT_ID, IP = "user", "client-id", "ip"

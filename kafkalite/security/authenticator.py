@@ -35,7 +35,7 @@ API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 
 def _api_name(api_key: int) -> str:
     """Kafka's ApiKeys enum name (``PRODUCE``, ``SASL_HANDSHAKE``) of a key, for the log."""
-    from wire.messages import REGISTRY
+    from kafkalite_wire.messages import REGISTRY
 
     info = REGISTRY.get(api_key)
     if info is None:

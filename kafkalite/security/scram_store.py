@@ -7,7 +7,7 @@ directories there, so a Kafka broker pointed at the same dir ignores it)::
                                                           "iterations": 8192}}}}
 
 Only salts and derived keys, never a password or a salted password. The file is rewritten whole through
-``storage.checkpoints.write_atomic`` (tmp + fsync + rename + fsync of the directory) in a worker thread, one
+``kafkalite_storage.checkpoints.write_atomic`` (tmp + fsync + rename + fsync of the directory) in a worker thread, one
 writer at a time; memory changes only after the write succeeded, so a failed write (full disk) leaves both
 the file and what the broker answers unchanged. An unreadable file is a startup error, not an empty store:
 silently forgetting every user would lock clients out (or, with ACLs, let names be re-registered).
@@ -79,7 +79,7 @@ class ScramStore:
         return json.dumps(doc, indent=1).encode()
 
     def _write(self, data: bytes) -> None:
-        from storage.checkpoints import write_atomic
+        from kafkalite_storage.checkpoints import write_atomic
 
         write_atomic(str(self.path), data)
 

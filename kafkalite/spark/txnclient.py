@@ -31,9 +31,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wire import api
-from wire.headers import RequestHeader
-from wire.messages import (
+from kafkalite_wire import api
+from kafkalite_wire.headers import RequestHeader
+from kafkalite_wire.messages import (
     DescribeTransactionsRequest,
     EndTxnRequest,
     FindCoordinatorRequest,

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.tests.rawclient import RawClient
-from storage.batch import iter_batches
-from storage.testing import encode_batch
-from wire.messages import CreateTopicsRequest, FetchRequest, MetadataRequest, ProduceRequest
+from kafkalite_storage.batch import iter_batches
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire.messages import CreateTopicsRequest, FetchRequest, MetadataRequest, ProduceRequest
 
 CT = CreateTopicsRequest
 

@@ -5,9 +5,9 @@ import socket
 import struct
 from typing import Any
 
-from wire import api
-from wire.headers import RequestHeader
-from wire.messages import REGISTRY
+from kafkalite_wire import api
+from kafkalite_wire.headers import RequestHeader
+from kafkalite_wire.messages import REGISTRY
 
 
 class RawClient:

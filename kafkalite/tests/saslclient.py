@@ -12,7 +12,7 @@ from typing import Any
 
 from kafkalite.security.scram import MECHANISMS
 from kafkalite.tests.rawclient import RawClient
-from wire.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
+from kafkalite_wire.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 
 
 class ScramClient:

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata, produce_req
-from storage.testing import encode_batch
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteRecordsRequest,
@@ -201,7 +201,7 @@ def test_colliding_names_and_disabled_deletion(tmp_path) -> None:
 
 
 def test_describe_topic_partitions_pages_with_a_cursor(tmp_path) -> None:
-    from wire.messages import DescribeTopicPartitionsRequest as Q
+    from kafkalite_wire.messages import DescribeTopicPartitionsRequest as Q
 
     with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
         create(c, topic("dtp-a", 3), topic("dtp-b", 2))
@@ -222,7 +222,7 @@ def test_describe_topic_partitions_pages_with_a_cursor(tmp_path) -> None:
 
 
 def test_describe_log_dirs_reports_partition_sizes(tmp_path) -> None:
-    from wire.messages import DescribeLogDirsRequest as Q
+    from kafkalite_wire.messages import DescribeLogDirsRequest as Q
 
     with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
         create(c, topic("ld", 2))

@@ -9,8 +9,8 @@ from pathlib import Path
 from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import CreatePartitionsRequest, CreateTopicsRequest, MetadataRequest
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import CreatePartitionsRequest, CreateTopicsRequest, MetadataRequest
 
 CT = CreateTopicsRequest
 

@@ -11,8 +11,8 @@ from kafkalite import Broker
 from kafkalite.authz.acl import AclBinding, Op, PatternType, Permission, ResourceType
 from kafkalite.authz.authorizer import Authorizer
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AlterPartitionReassignmentsRequest,
     AlterReplicaLogDirsRequest,
     ConsumerGroupDescribeRequest,

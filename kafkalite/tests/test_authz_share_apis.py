@@ -12,8 +12,8 @@ from kafkalite import Broker
 from kafkalite.authz.acl import Op
 from kafkalite.tests import saslclient as sc
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AlterShareGroupOffsetsRequest,
     CreateAclsRequest,
     CreateTopicsRequest,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kafkalite.embedded import Broker
 from kafkalite.kafka_broker_configs import KAFKA_39_BROKER
 from kafkalite.tests.rawclient import RawClient
-from wire.messages import DescribeConfigsRequest
+from kafkalite_wire.messages import DescribeConfigsRequest
 
 STRING, INT, LONG, LIST, CLASS, PASSWORD, SHORT, DOUBLE, BOOLEAN = 2, 3, 5, 7, 8, 9, 4, 6, 1
 

@@ -70,10 +70,10 @@ def test_the_gil_changes_hands_often_while_paused() -> None:
 
 
 def _produce_frame(version: int, topics: int, partitions: int, txn: str | None) -> memoryview:
-    from storage.testing import encode_batch
-    from wire import api
-    from wire.headers import RequestHeader
-    from wire.messages import ProduceRequest as P
+    from kafkalite_storage.testing import encode_batch
+    from kafkalite_wire import api
+    from kafkalite_wire.headers import RequestHeader
+    from kafkalite_wire.messages import ProduceRequest as P
 
     batch = encode_batch([b"x" * 100])
     body = P(transactional_id=txn, acks=1, timeout_ms=1, topic_data=[P.TopicProduceData(name=f"t{t}", partition_data=[
@@ -98,7 +98,7 @@ def test_produce_entries_of_a_frame_that_does_not_parse_is_the_limit() -> None:
 
 
 def test_dismantle_empties_every_long_list_of_the_trees() -> None:
-    from wire.messages import ProduceRequest as P
+    from kafkalite_wire.messages import ProduceRequest as P
 
     parts = [P.PartitionProduceData(index=i, records=None) for i in range(10_000)]
     short = [P.PartitionProduceData(index=0, records=None)]

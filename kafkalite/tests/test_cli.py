@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from kafkalite.tests.rawclient import RawClient
-from storage.testing import encode_batch
-from wire import api
-from wire.messages import FetchRequest, InitProducerIdRequest, MetadataRequest, ProduceRequest
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire import api
+from kafkalite_wire.messages import FetchRequest, InitProducerIdRequest, MetadataRequest, ProduceRequest
 
 
 def start(data_dir: Path, *extra: str) -> tuple[subprocess.Popen[str], str, int]:

@@ -13,10 +13,10 @@ from kafkalite.cluster import Cluster, ClusterOpError
 from kafkalite.cluster.placement import assign
 from kafkalite.cluster.replication import copy, truncate
 from kafkalite.tests.rawclient import RawClient
-from storage import fs
-from storage.testing import encode_batch
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_storage import fs
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     CreateTopicsRequest,
     FetchRequest,
     MetadataRequest,
@@ -73,7 +73,7 @@ def test_placement_spreads_leaders_and_followers() -> None:
 
 
 def _log(tmp: Path, name: str):  # a bare storage log
-    from storage import LogConfig, LogManager
+    from kafkalite_storage import LogConfig, LogManager
 
     lm = LogManager.open(str(tmp / name), LogConfig(), node_id=1)
     return lm, lm.create_log("t", 0, uuid.uuid4())

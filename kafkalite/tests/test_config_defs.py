@@ -11,8 +11,8 @@ from kafkalite.config_defs import BROKER, TOPIC, InvalidConfig, check_topic_conf
 from kafkalite.embedded import Broker
 from kafkalite.kafka_broker_configs import KAFKA_39_BROKER_CONFIGS
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AlterConfigsRequest,
     ApiVersionsRequest,
     CreateTopicsRequest,

@@ -22,9 +22,13 @@ from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_admin import create, topic
 from kafkalite.tests.test_protocol import produce_req
-from storage.testing import Rec, encode_batch
-from wire.errors import ErrorCode
-from wire.messages import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from kafkalite_storage.testing import Rec, encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+)
 
 D, A, IA = DescribeConfigsRequest, AlterConfigsRequest, IncrementalAlterConfigsRequest
 TOPIC, BROKER = 2, 4

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     CreateTopicsRequest,

@@ -14,7 +14,7 @@ from kafkalite.coordinator.consumer.model import MemberState
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.group import GroupState
 from kafkalite.coordinator.records import encode_group_key
-from wire.errors import ErrorCode
+from kafkalite_wire.errors import ErrorCode
 
 NONE = 0
 REBALANCE = int(ErrorCode.REBALANCE_IN_PROGRESS)

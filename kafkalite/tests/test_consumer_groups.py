@@ -12,7 +12,7 @@ from kafkalite.coordinator.consumer import records as R
 from kafkalite.coordinator.consumer.assignors import range_assign, uniform_assign
 from kafkalite.coordinator.consumer.coordinator import ConsumerConfig, ConsumerGroupCoordinator
 from kafkalite.coordinator.consumer.regex import RegexError, compile_re2
-from wire.errors import ErrorCode
+from kafkalite_wire.errors import ErrorCode
 
 
 @dataclass

@@ -18,8 +18,8 @@ from kafkalite.cli import main
 from kafkalite.control import is_loopback
 from kafkalite.embedded import Broker, BrokerStartError
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import FindCoordinatorRequest
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import FindCoordinatorRequest
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,10 @@ from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_coordinator import join, make
 from kafkalite.tests.test_group_handlers import commit, create_topic
 from kafkalite.tests.test_transactions import T0, Backend, init
-from storage import PartitionLog
-from storage.errors import StorageError
-from wire.errors import ErrorCode
-from wire.messages import ApiVersionsRequest
+from kafkalite_storage import PartitionLog
+from kafkalite_storage.errors import StorageError
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ApiVersionsRequest
 
 
 class FailingBackend(Backend):

@@ -10,7 +10,7 @@ import pytest
 
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
-from wire.messages import ListGroupsRequest, OffsetFetchRequest
+from kafkalite_wire.messages import ListGroupsRequest, OffsetFetchRequest
 
 REF = Path(os.environ.get("KAFKALITE_REFERENCE", Path(__file__).resolve().parents[3] / "shared" / "reference"))
 FIXTURE = REF / "fixtures" / "segments" / "kafka-3.8-kraft-a"

@@ -14,8 +14,8 @@ import pytest
 from kafkalite.coordinator import keys
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     DeleteGroupsRequest,

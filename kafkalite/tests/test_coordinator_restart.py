@@ -7,7 +7,12 @@ from pathlib import Path
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_handlers import commit, create_topic, join
-from wire.messages import DescribeGroupsRequest, FindCoordinatorRequest, OffsetFetchRequest, SyncGroupRequest
+from kafkalite_wire.messages import (
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
 
 
 def fetch(c: RawClient, group: str) -> dict[int, int]:

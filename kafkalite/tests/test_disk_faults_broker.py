@@ -1,6 +1,6 @@
 """A full or failing disk seen from clients: error codes, never a closed connection or a dead broker.
 
-Faults are injected under storage's file operations (`storage.fs.faults()`); the embedded broker runs in
+Faults are injected under storage's file operations (`kafkalite_storage.fs.faults()`); the embedded broker runs in
 this process, so the injector sees its writes.
 """
 from __future__ import annotations
@@ -20,11 +20,11 @@ from kafkalite.errors import error_code_for
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_coordinator_restart import fetch as fetch_offsets
 from kafkalite.tests.test_group_handlers import commit, create_topic
-from storage import fs
-from storage.errors import KafkaStorageError, LogOfflineError, StorageError
-from storage.testing import encode_batch
-from wire.errors import ErrorCode
-from wire.messages import FetchRequest, InitProducerIdRequest, ProduceRequest
+from kafkalite_storage import fs
+from kafkalite_storage.errors import KafkaStorageError, LogOfflineError, StorageError
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import FetchRequest, InitProducerIdRequest, ProduceRequest
 
 
 def produce(c: RawClient, topic: str, value: bytes, **kw: int) -> tuple[int, int]:
@@ -130,7 +130,7 @@ def test_transaction_state_on_a_full_disk_answers_an_error_and_the_transaction_c
 
 LAUNCHER = """
 import os, sys, errno
-from storage import fs
+from kafkalite_storage import fs
 trigger = sys.argv[1]
 inj = fs.Injector()
 for op in ("open", "write", "rename", "fsync"):   # a full disk once the trigger file exists

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
-from wire.messages import InitProducerIdRequest, MetadataRequest
+from kafkalite_wire.messages import InitProducerIdRequest, MetadataRequest
 
 
 def test_embedded_broker_temp_dir_lifecycle() -> None:
@@ -72,7 +72,7 @@ def test_embedded_broker_never_freezes_the_host_processs_heap(tmp_path: Path) ->
     objects permanent, cycles included: an embedded broker shares its host's process and must not do it."""
     import gc
 
-    from wire.messages import CreateTopicsRequest
+    from kafkalite_wire.messages import CreateTopicsRequest
 
     frozen = gc.get_freeze_count()
     with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:

@@ -8,7 +8,7 @@ from kafkalite.embedded import Broker
 from kafkalite.features import FINALIZED_EPOCH
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.versions import FLOORS, KAFKA_4_3
-from wire.messages import ApiVersionsRequest, ApiVersionsResponse
+from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
 
 def _api_versions(release: str) -> ApiVersionsResponse:
@@ -45,7 +45,7 @@ def test_4_3_tables_match_kafka_4_3_specs() -> None:
     """Caps = the newest stable version of every API Kafka 4.3 serves on a broker listener; floors = its oldest."""
     from pathlib import Path
 
-    from wire.spec import Versions, load_json, reference_dir
+    from kafkalite_wire.spec import Versions, load_json, reference_dir
 
     d = reference_dir() / "kafka-message-specs" / "4.3"
     if not d.is_dir():

@@ -22,7 +22,7 @@ from kafkalite.embedded import Broker
 from kafkalite.handlers import load_all, registry
 from kafkalite.tests.fuzz.mutate import Target, valid_request
 from kafkalite.tests.rawclient import RawClient
-from wire.messages import (
+from kafkalite_wire.messages import (
     REGISTRY,
     ApiVersionsRequest,
     CreateAclsRequest,

@@ -19,8 +19,8 @@ from kafkalite.embedded import Broker
 from kafkalite.faults import FaultError, FaultPlan
 from kafkalite.faults.plan import api_key_of, error_code_of
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     ApiVersionsRequest,
     CreateTopicsRequest,
     FetchRequest,

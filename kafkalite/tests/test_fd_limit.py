@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 from kafkalite.tests.fdlimit import LimitedBroker, create_topics, fetch_all, metadata_all, produce_all
-from wire.errors import ErrorCode
+from kafkalite_wire.errors import ErrorCode
 
 NOFILE = 128
 

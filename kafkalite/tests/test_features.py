@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
-from wire.messages import ApiVersionsRequest
+from kafkalite_wire.messages import ApiVersionsRequest
 
 
 def _features(b: Broker, version: int) -> tuple:

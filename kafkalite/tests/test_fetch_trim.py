@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from kafkalite.handlers.fetch import trim_regions
-from storage.testing import encode_batch
+from kafkalite_storage.testing import encode_batch
 
 
 def test_trim_regions_stops_before_first_batch_at_or_past_end(tmp_path: Path) -> None:

@@ -9,8 +9,13 @@ import pytest
 
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata
-from wire.errors import ErrorCode
-from wire.messages import ApiVersionsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
+    ApiVersionsRequest,
+    MetadataRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 
 Raw = Callable[[], RawClient]
 

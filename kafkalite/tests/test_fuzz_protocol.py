@@ -18,7 +18,7 @@ import os
 import pytest
 
 from kafkalite.tests.fuzz import fuzz_embedded
-from wire.spec import specs_dir
+from kafkalite_wire.spec import specs_dir
 
 
 def test_protocol_fuzz_slice(capsys: pytest.CaptureFixture[str]) -> None:

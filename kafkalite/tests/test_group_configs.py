@@ -20,9 +20,9 @@ from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_configs_protocol import configs, describe, incremental, legacy
 from kafkalite.tests.test_protocol import produce_req
 from kafkalite.tests.test_share_handlers import acquired, fetch, hb, topic_id
-from storage.testing import Rec, encode_batch
-from wire.errors import ErrorCode
-from wire.messages import ConsumerGroupHeartbeatRequest, CreateTopicsRequest
+from kafkalite_storage.testing import Rec, encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ConsumerGroupHeartbeatRequest, CreateTopicsRequest
 
 GROUP = 32
 SET, DELETE, APPEND = 0, 1, 2

@@ -15,8 +15,8 @@ from kafkalite.coordinator.group import Group, GroupState
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_coordinator import join, make
-from wire.errors import ErrorCode
-from wire.messages import HeartbeatRequest, JoinGroupRequest, OffsetCommitRequest, SyncGroupRequest
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import HeartbeatRequest, JoinGroupRequest, OffsetCommitRequest, SyncGroupRequest
 
 S = GroupState
 

@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable
 
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     CreateTopicsRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,

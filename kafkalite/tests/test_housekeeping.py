@@ -8,8 +8,8 @@ from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_admin import create, topic
 from kafkalite.tests.test_protocol import produce_req
-from storage.testing import encode_batch
-from wire.messages import ListOffsetsRequest
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire.messages import ListOffsetsRequest
 
 
 def earliest(c: RawClient, name: str) -> int:

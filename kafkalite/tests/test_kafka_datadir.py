@@ -12,8 +12,8 @@ import pytest
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import fetch_req, produce_req
-from storage.testing import encode_batch
-from wire.messages import MetadataRequest, OffsetForLeaderEpochRequest
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire.messages import MetadataRequest, OffsetForLeaderEpochRequest
 
 REF = Path(os.environ.get("KAFKALITE_REFERENCE", Path(__file__).resolve().parents[3] / "shared" / "reference"))
 FIXTURE = REF / "fixtures" / "segments" / "kafka-3.6.1-kraft-b"

@@ -5,5 +5,5 @@ import importlib
 
 
 def test_packages_import() -> None:
-    for name in ("wire", "storage", "kafkalite"):
+    for name in ("kafkalite_wire", "kafkalite_storage", "kafkalite"):
         assert importlib.import_module(name).__name__ == name

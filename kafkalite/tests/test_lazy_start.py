@@ -22,7 +22,7 @@ _SCRIPT = textwrap.dedent('''
     from kafkalite.config import BrokerConfig
     from kafkalite.server import serve
     from kafkalite.tests.rawclient import RawClient
-    from wire.messages import ApiVersionsRequest, ListGroupsRequest, MetadataRequest, ShareGroupHeartbeatRequest
+    from kafkalite_wire.messages import ApiVersionsRequest, ListGroupsRequest, MetadataRequest, ShareGroupHeartbeatRequest
 
     config = BrokerConfig.load(None, {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]})
     out = {}
@@ -55,7 +55,7 @@ _SCRIPT = textwrap.dedent('''
 NOT_AT_START = [
     "kafkalite.handlers.produce", "kafkalite.handlers.fetch", "kafkalite.handlers.create_acls",
     "kafkalite.handlers.share_fetch", "kafkalite.handlers.alter_user_scram_credentials",
-    "kafkalite.handlers.describe_client_quotas", "wire.messages._gen_share_fetch", "wire.messages._gen_produce",
+    "kafkalite.handlers.describe_client_quotas", "kafkalite_wire.messages._gen_share_fetch", "kafkalite_wire.messages._gen_produce",
     "kafkalite.coordinator.share.service", "kafkalite.coordinator.share.partition",
     "kafkalite.metrics", "kafkalite.metrics.http", "kafkalite.console", "kafkalite.console.http",
     "kafkalite.error_response", "kafkalite.security.scram",

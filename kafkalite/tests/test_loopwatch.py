@@ -12,7 +12,7 @@ from kafkalite import loopwatch
 from kafkalite.embedded import Broker
 from kafkalite.loopwatch import LoopWatch
 from kafkalite.tests.rawclient import RawClient
-from wire.messages import ApiVersionsRequest
+from kafkalite_wire.messages import ApiVersionsRequest
 
 
 def test_probe_sees_a_blocked_loop_and_names_the_request(caplog: pytest.LogCaptureFixture) -> None:
@@ -60,7 +60,7 @@ def test_a_stall_after_an_await_is_blamed_on_its_request(monkeypatch: pytest.Mon
     import dataclasses
 
     from kafkalite.handlers import load_all, registry
-    from wire.messages import DescribeClusterRequest
+    from kafkalite_wire.messages import DescribeClusterRequest
 
     load_all()
     spec = registry.HANDLERS[60]

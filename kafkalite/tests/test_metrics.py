@@ -18,8 +18,8 @@ import pytest
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.tools_helpers import need_confluent
-from storage.testing import encode_batch
-from wire.messages import FetchRequest, MetadataRequest, ProduceRequest
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire.messages import FetchRequest, MetadataRequest, ProduceRequest
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata, produce_req
-from storage.testing import encode_batch
-from wire.errors import ErrorCode
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire.errors import ErrorCode
 
 VALID = encode_batch([b"key-value-1", b"key-value-2", b"third"], producer_id=-1)
 ALLOWED = {ErrorCode.NONE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.INVALID_RECORD, ErrorCode.MESSAGE_TOO_LARGE,

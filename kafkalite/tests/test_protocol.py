@@ -10,11 +10,11 @@ import pytest
 
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
-from storage.testing import encode_batch
-from wire import api
-from wire.errors import ErrorCode
-from wire.headers import RequestHeader
-from wire.messages import (
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire import api
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.headers import RequestHeader
+from kafkalite_wire.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreateTopicsRequest,
@@ -164,7 +164,7 @@ def test_handler_exception_is_answered_and_keeps_the_connection(raw: Connect, mo
 
     monkeypatch.setitem(registry.HANDLERS, 60, registry.HandlerSpec(
         spec.api_key, spec.name, spec.min_version, spec.max_version, spec.request_class, boom))
-    from wire.messages import DescribeClusterRequest
+    from kafkalite_wire.messages import DescribeClusterRequest
 
     c = raw()
     assert c.request(DescribeClusterRequest(), 0).error_code == -1
@@ -350,7 +350,7 @@ def test_clients_cannot_produce_to_internal_topics(raw: Connect) -> None:
         import pytest
 
         pytest.skip("no FindCoordinator handler (group coordinator not present)")
-    from wire.messages import FindCoordinatorRequest
+    from kafkalite_wire.messages import FindCoordinatorRequest
 
     c.request(FindCoordinatorRequest(key="g-internal", key_type=0), 1)
     resp = c.request(produce_req("__consumer_offsets", encode_batch([b"x"])), 9)
@@ -379,7 +379,7 @@ def test_produce_many_partitions_and_topics_in_one_request(raw: Connect) -> None
 
 
 def test_idempotent_sequences_dedupe_and_errors(raw: Connect) -> None:
-    from wire.messages import InitProducerIdRequest
+    from kafkalite_wire.messages import InitProducerIdRequest
 
     c = raw()
     metadata(c, "idem")

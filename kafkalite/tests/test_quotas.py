@@ -8,9 +8,9 @@ from kafkalite import Broker
 from kafkalite.quotas.rate import Rate, TokenBucket
 from kafkalite.quotas.store import QuotaStore, entity_of
 from kafkalite.tests.rawclient import RawClient
-from storage.testing import Rec, encode_batch
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_storage.testing import Rec, encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AlterClientQuotasRequest,
     CreateTopicsRequest,
     DescribeClientQuotasRequest,

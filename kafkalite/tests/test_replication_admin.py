@@ -9,8 +9,8 @@ from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_handlers import create_topic
 from kafkalite.tests.test_transaction_handlers import add, end, init, txn_produce
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AlterPartitionReassignmentsRequest,
     AlterReplicaLogDirsRequest,
     ApiVersionsRequest,
@@ -150,7 +150,7 @@ def test_describe_quorum(raw: Connect, broker: Broker) -> None:
 
 
 def test_list_config_resources(raw: Connect) -> None:
-    from wire.messages import ListConfigResourcesRequest
+    from kafkalite_wire.messages import ListConfigResourcesRequest
 
     c = raw()
     create_topic(c, "lcr", 1)

@@ -24,8 +24,8 @@ from kafkalite.embedded import Broker
 from kafkalite.request_memory import RequestMemoryPool
 from kafkalite.tests.procstat import rss_mb, settled_rss_mb
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import MetadataRequest, ProduceRequest
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import MetadataRequest, ProduceRequest
 
 MB = 1024 * 1024
 PRODUCE_V = 9

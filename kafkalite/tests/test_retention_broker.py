@@ -20,10 +20,15 @@ from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_admin import create, topic
 from kafkalite.tests.test_configs_protocol import SET, incremental
 from kafkalite.tests.test_protocol import fetch_req, produce_req
-from storage.batch import batch_records, iter_batches
-from storage.testing import Rec, encode_batch
-from wire.errors import ErrorCode
-from wire.messages import DeleteRecordsRequest, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest
+from kafkalite_storage.batch import batch_records, iter_batches
+from kafkalite_storage.testing import Rec, encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
+    DeleteRecordsRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 
 FAST = {"log.retention.check.interval.ms": "100", "log.cleaner.backoff.ms": "100",
         "log.flush.offset.checkpoint.interval.ms": "200"}

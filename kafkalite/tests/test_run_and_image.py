@@ -100,7 +100,7 @@ def test_dockerfile_commands_are_real_entry_points() -> None:
             for src in r.split()[:-1]:
                 assert (ROOT / src).exists(), src
     ignored = {ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln.strip()}
-    for needed in ("kafkalite", "wire", "storage", "pyproject.toml", "setup.py", "README.md"):
+    for needed in ("kafkalite", "kafkalite_wire", "kafkalite_storage", "pyproject.toml", "setup.py", "README.md"):
         assert needed not in ignored
 
 

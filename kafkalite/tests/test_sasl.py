@@ -13,8 +13,8 @@ from kafkalite.security.principal import KafkaPrincipal
 from kafkalite.security.scram import ScramServer, credential_from_password, salted_password
 from kafkalite.tests import saslclient as sc
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AlterUserScramCredentialsRequest,
     DescribeUserScramCredentialsRequest,
     MetadataRequest,
@@ -262,7 +262,7 @@ def test_large_or_unknown_requests_before_authentication_close_the_connection(tm
 
 
 def test_secrets_are_never_described_or_shown(broker: Broker) -> None:
-    from wire.messages import DescribeConfigsRequest
+    from kafkalite_wire.messages import DescribeConfigsRequest
 
     key = "listener.name.sasl_plaintext.plain.sasl.jaas.config"
     with _conn(broker, 0) as c:

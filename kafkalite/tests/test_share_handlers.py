@@ -13,9 +13,9 @@ from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_handlers import create_topic
 from kafkalite.tests.test_protocol import produce_req
-from storage.testing import Rec, encode_batch
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_storage.testing import Rec, encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AlterShareGroupOffsetsRequest,
     DeleteGroupsRequest,
     DeleteShareGroupOffsetsRequest,
@@ -187,7 +187,7 @@ def test_hostile_share_requests_get_error_codes(raw: RawClient) -> None:
 
 
 def test_deleting_a_topic_deletes_its_share_state(raw: RawClient) -> None:
-    from wire.messages import DeleteTopicsRequest
+    from kafkalite_wire.messages import DeleteTopicsRequest
 
     create_topic(raw, "gone", 1)
     tid = topic_id(raw, "gone")

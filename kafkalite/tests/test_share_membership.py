@@ -18,9 +18,9 @@ from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_handlers import create_topic
 from kafkalite.tests.test_protocol import produce_req
 from kafkalite.tests.test_share_handlers import fetch, hb, topic_id
-from storage.testing import Rec, encode_batch
-from wire.errors import ErrorCode
-from wire.messages import DeleteGroupsRequest, ListGroupsRequest, ShareGroupDescribeRequest
+from kafkalite_storage.testing import Rec, encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import DeleteGroupsRequest, ListGroupsRequest, ShareGroupDescribeRequest
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 

@@ -14,7 +14,7 @@ from kafkalite.config import BrokerConfig
 from kafkalite.coordinator.share.partition import ACCEPT, REJECT, RELEASE
 from kafkalite.coordinator.share.service import ShareService
 from kafkalite.server import open_state
-from storage.testing import Rec, encode_batch
+from kafkalite_storage.testing import Rec, encode_batch
 
 T0 = 1_700_000_000_000
 

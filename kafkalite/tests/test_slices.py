@@ -13,7 +13,7 @@ from kafkalite import connection
 from kafkalite.slices import Slices
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata
-from wire.messages import ApiVersionsRequest, DescribeLogDirsRequest
+from kafkalite_wire.messages import ApiVersionsRequest, DescribeLogDirsRequest
 
 Raw = Callable[[], RawClient]
 N = 300_000

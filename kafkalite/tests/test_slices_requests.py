@@ -16,7 +16,7 @@ from kafkalite import bulk, connection
 from kafkalite.slices import Slices
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata
-from wire import messages as m
+from kafkalite_wire import messages as m
 
 Raw = Callable[[], RawClient]
 N = 150_000
@@ -136,7 +136,7 @@ def test_others_are_answered_while_many_topics_are_forgotten(raw: Raw, monkeypat
 
     from kafkalite.handlers import registry
     from kafkalite.state import BrokerState
-    from storage.manager import LogManager
+    from kafkalite_storage.manager import LogManager
 
     n = 500
     C = m.CreateTopicsRequest
@@ -251,8 +251,8 @@ def test_reads_and_appends_that_may_open_files_are_sliced_finely(raw: Raw, monke
 
     from kafkalite.handlers import fetch, registry
     from kafkalite.tests.test_protocol import produce_req
-    from storage.log import PartitionLog
-    from storage.testing import encode_batch
+    from kafkalite_storage.log import PartitionLog
+    from kafkalite_storage.testing import encode_batch
 
     setup = raw()
     metadata(setup, "fine")
@@ -334,7 +334,7 @@ def test_a_sliced_fetch_reads_at_most_inline_total_into_memory(raw: Raw, monkeyp
     the partitions stay file regions, and every partition still gets its records."""
     from kafkalite.handlers import fetch
     from kafkalite.tests.test_protocol import produce_req
-    from storage.testing import encode_batch
+    from kafkalite_storage.testing import encode_batch
 
     setup = raw()
     metadata(setup, "capped")

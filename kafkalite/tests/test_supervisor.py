@@ -15,8 +15,8 @@ from kafkalite.supervisor import Supervisor
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_admin import create, topic
 from kafkalite.tests.test_protocol import produce_req
-from storage import LogManager
-from storage.testing import encode_batch
+from kafkalite_storage import LogManager
+from kafkalite_storage.testing import encode_batch
 
 
 def test_restarts_with_doubling_backoff_then_resets_after_a_healthy_run(caplog: pytest.LogCaptureFixture) -> None:
@@ -147,7 +147,7 @@ def test_group_timer_loop_failure_is_restarted_and_groups_keep_working(monkeypat
 
 def test_a_connection_task_that_raises_ends_only_that_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     from kafkalite.connection import Connection
-    from wire.messages import ApiVersionsRequest
+    from kafkalite_wire.messages import ApiVersionsRequest
 
     original = Connection.run
     calls: list[int] = []

@@ -19,7 +19,7 @@ from kafkalite.security import certs
 from kafkalite.security.ssl_principal import SslPrincipalMapper, subject_rfc2253
 from kafkalite.tests import saslclient as sc
 from kafkalite.tests.rawclient import RawClient
-from wire.messages import ApiVersionsRequest, FetchRequest, MetadataRequest, ProduceRequest
+from kafkalite_wire.messages import ApiVersionsRequest, FetchRequest, MetadataRequest, ProduceRequest
 
 RULES = "RULE:^CN=([a-z-]+),O=kafkalite dev$/$1/U,DEFAULT"
 
@@ -60,7 +60,7 @@ def _tls(b: Broker, which: int, material: dict[str, Path], client_cert: bool = F
 
 def _produce_fetch(c: RawClient, value: bytes) -> bytes:
     """Produce one record batch (v2, uncompressed) and fetch it back; returns the fetched records bytes."""
-    from storage.testing import encode_batch
+    from kafkalite_storage.testing import encode_batch
 
     c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="tls-t")],
                               allow_auto_topic_creation=True), 9)

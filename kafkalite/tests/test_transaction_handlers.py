@@ -14,9 +14,9 @@ from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_handlers import create_topic
 from kafkalite.tests.test_protocol import fetch_req, produce_req
-from storage.testing import encode_batch
-from wire.errors import ErrorCode
-from wire.messages import (
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     DescribeTransactionsRequest,

@@ -18,9 +18,9 @@ from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_handlers import create_topic
 from kafkalite.tests.test_protocol import fetch_req
 from kafkalite.tests.test_transaction_handlers import end, group_offset, init, txn_offsets
-from storage.batch import batch_payload, parse_header
-from storage.batch import iter_records as records_of
-from wire.messages import OffsetCommitRequest
+from kafkalite_storage.batch import batch_payload, parse_header
+from kafkalite_storage.batch import iter_records as records_of
+from kafkalite_wire.messages import OffsetCommitRequest
 
 ONE_PARTITION = {"offsets.topic.num.partitions": "1"}
 

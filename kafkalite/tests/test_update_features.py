@@ -10,8 +10,8 @@ import pytest
 
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
-from wire.errors import ErrorCode
-from wire.messages import ApiVersionsRequest, UpdateFeaturesRequest
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import ApiVersionsRequest, UpdateFeaturesRequest
 
 U = UpdateFeaturesRequest
 UPGRADE, SAFE, UNSAFE = 1, 2, 3

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from kafkalite import validation
 from kafkalite.tests.validation_corpus import NOW, TEN_YEARS_MS, cases, raw_batch, record, valid
-from storage.compression import compress
-from storage.config import LogConfig
-from storage.testing import Rec, _zz, encode_batch
-from wire.errors import ErrorCode
+from kafkalite_storage.compression import compress
+from kafkalite_storage.config import LogConfig
+from kafkalite_storage.testing import Rec, _zz, encode_batch
+from kafkalite_wire.errors import ErrorCode
 
 pywalk = importlib.import_module("kafkalite.validation.pywalk")
 CASES = cases()

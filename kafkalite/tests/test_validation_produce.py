@@ -9,9 +9,9 @@ import pytest
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata, produce_req
 from kafkalite.tests.validation_corpus import NOW, TEN_YEARS_MS, cases, raw_batch, record, valid
-from storage.testing import Rec, encode_batch
-from wire.errors import ErrorCode
-from wire.messages import CreateTopicsRequest, ListOffsetsRequest
+from kafkalite_storage.testing import Rec, encode_batch
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import CreateTopicsRequest, ListOffsetsRequest
 
 CASES = cases()
 
@@ -98,7 +98,7 @@ def test_large_compressed_batch_is_validated_off_the_event_loop(raw: Callable[[]
 
 
 def test_decompression_bomb_is_refused_over_the_wire(raw: Callable[[], RawClient]) -> None:
-    from storage.tests.test_bounded_records import zstd_bomb
+    from kafkalite_storage.tests.test_bounded_records import zstd_bomb
 
     c = raw()
     metadata(c, "bombs")
@@ -114,12 +114,12 @@ def test_compacted_topic_batch_is_walked_once_by_the_validator(raw: Callable[[],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """The validator already refuses keyless records on compacted topics (off the loop for large compressed
     batches); storage's own walk for keys inflated the batch a second time, on the event loop (a 64 KB gzip
-    bomb to a compacted topic held it ~200 ms in storage.batch.require_keys)."""
-    import storage.log
+    bomb to a compacted topic held it ~200 ms in kafkalite_storage.batch.require_keys)."""
+    import kafkalite_storage.log
 
     walks: list[int] = []
-    real = storage.log.require_keys
-    monkeypatch.setattr(storage.log, "require_keys", lambda mv: (walks.append(len(mv)), real(mv))[1])
+    real = kafkalite_storage.log.require_keys
+    monkeypatch.setattr(kafkalite_storage.log, "require_keys", lambda mv: (walks.append(len(mv)), real(mv))[1])
     c = raw()
     create(c, "compacted-once", {"cleanup.policy": "compact"})
     assert produce(c, "compacted-once", encode_batch([Rec(b"a", key=b"k"), Rec(b"b", key=b"j")],

@@ -11,8 +11,8 @@ import trio
 from kafkalite import validation
 from kafkalite.handlers import produce
 from kafkalite.tests.validation_corpus import NOW, valid
-from storage.config import LogConfig
-from storage.testing import Rec, encode_batch
+from kafkalite_storage.config import LogConfig
+from kafkalite_storage.testing import Rec, encode_batch
 
 
 def _ctx() -> Any:

@@ -5,8 +5,8 @@ import random
 import struct
 import time
 
-from storage.batch import crc32c
-from storage.testing import Rec, _zz, encode_batch, encode_record
+from kafkalite_storage.batch import crc32c
+from kafkalite_storage.testing import Rec, _zz, encode_batch, encode_record
 
 NOW = int(time.time() * 1000)
 TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000

@@ -172,8 +172,8 @@ def _raw(args: argparse.Namespace, restype: int, name: str, label: str, sets: di
          deletes: list[str]) -> tuple[list[dict[str, Any]], bool]:
     """Group configs and the broker defaults through the project's codec: DescribeConfigs v1 /
     IncrementalAlterConfigs v0, which every broker since Kafka 2.3 serves (GROUP resources since 3.8)."""
-    from wire.errors import ErrorCode
-    from wire.messages import (
+    from kafkalite_wire.errors import ErrorCode
+    from kafkalite_wire.messages import (
         DescribeConfigsRequest,
         DescribeConfigsResponse,
         IncrementalAlterConfigsRequest,
@@ -205,8 +205,8 @@ def _raw(args: argparse.Namespace, restype: int, name: str, label: str, sets: di
 
 
 def _roundtrip(args: argparse.Namespace, body: Any, response_class: Any, version: int) -> Any:
-    from wire import api
-    from wire.headers import RequestHeader
+    from kafkalite_wire import api
+    from kafkalite_wire.headers import RequestHeader
 
     host, _, port = args.bootstrap_server.split(",")[0].strip().rpartition(":")
     t = timeout_s(args)

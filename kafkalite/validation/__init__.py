@@ -12,7 +12,7 @@ per-record errors for ProduceResponse v8+ ``record_errors``). Checks, in order:
    RecordsCount == LastOffsetDelta + 1, no control bit, a producer id needs BaseSequence >= 0; and the
    transactional bit needs a producer id (INVALID_RECORD) and a transactional id in the request
    (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis answers);
-4. every record (``walk``; compressed payloads through storage.compression.inflate, a bounded streaming
+4. every record (``walk``; compressed payloads through kafkalite_storage.compression.inflate, a bounded streaming
    decompression fed to the walk chunk by chunk): structure errors are INVALID_RECORD with Kafka's
    InvalidRecordException text; RecordsCount must match the records present exactly; offset deltas must be
    0..n-1 (INVALID_RECORD with a record error, since we cannot renumber without re-encoding); a payload
@@ -42,7 +42,7 @@ import logging
 import struct
 from dataclasses import dataclass, field
 
-from storage.batch import (
+from kafkalite_storage.batch import (
     CONTROL_FLAG,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -51,10 +51,10 @@ from storage.batch import (
     compute_crc,
     parse_header,
 )
-from storage.compression import InflateLimitError, inflate
-from storage.config import LONG_MAX, LogConfig
-from storage.errors import CorruptRecordError
-from wire.errors import ErrorCode
+from kafkalite_storage.compression import InflateLimitError, inflate
+from kafkalite_storage.config import LONG_MAX, LogConfig
+from kafkalite_storage.errors import CorruptRecordError
+from kafkalite_wire.errors import ErrorCode
 
 try:
     from kafkalite.validation._walk import walk  # type: ignore[import-not-found]

@@ -54,11 +54,17 @@ How each output was verified (storage/tests/test_dumplog*.py, test_java_checker.
 
 from __future__ import annotations
 
-from storage.dumplog.cli import main
-from storage.dumplog.dumpers import Options, dump_files
-from storage.dumplog.java import JavaError, ScalaHashMap, java_utf8_decode
-from storage.dumplog.lines import batch_head, batch_line, batch_tail
-from storage.dumplog.records import Batch, Record, iter_file_batches, iter_legacy_records, iter_records
+from kafkalite_storage.dumplog.cli import main
+from kafkalite_storage.dumplog.dumpers import Options, dump_files
+from kafkalite_storage.dumplog.java import JavaError, ScalaHashMap, java_utf8_decode
+from kafkalite_storage.dumplog.lines import batch_head, batch_line, batch_tail
+from kafkalite_storage.dumplog.records import (
+           Batch,
+           Record,
+           iter_file_batches,
+           iter_legacy_records,
+           iter_records,
+)
 
 __all__ = ["Batch", "JavaError", "Options", "Record", "ScalaHashMap", "batch_head", "batch_line", "batch_tail",
            "dump_files", "iter_file_batches", "iter_legacy_records", "iter_records", "java_utf8_decode", "main"]

@@ -1,7 +1,7 @@
-"""``python -m storage.dumplog --files ...``: same as ``kafkalite dump-log``."""
+"""``python -m kafkalite_storage.dumplog --files ...``: same as ``kafkalite dump-log``."""
 
 from __future__ import annotations
 
-from storage.dumplog.cli import main
+from kafkalite_storage.dumplog.cli import main
 
 raise SystemExit(main())

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
-from storage.dumplog.dumpers import dump_files
+from kafkalite_storage.dumplog.dumpers import dump_files
 
 _USAGE = """\
 This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly \

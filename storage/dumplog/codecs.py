@@ -25,7 +25,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from storage.dumplog.java import _KAFKA_EXC, JavaError
+from kafkalite_storage.dumplog.java import _KAFKA_EXC, JavaError
 
 
 @dataclass

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from storage.dumplog.java import JavaError, _i32, _java_string_hash, java_utf8_decode
+from kafkalite_storage.dumplog.java import JavaError, _i32, _java_string_hash, java_utf8_decode
 
 
 @dataclass(frozen=True)

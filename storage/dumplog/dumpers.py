@@ -11,9 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from storage.batch import crc32c as _crc32c_fn
-from storage.dumplog.decoders import decoder_announcement, offsets_key_value, string_key_value, txn_key_value
-from storage.dumplog.java import (
+from kafkalite_storage.batch import crc32c as _crc32c_fn
+from kafkalite_storage.dumplog.decoders import (
+    decoder_announcement,
+    offsets_key_value,
+    string_key_value,
+    txn_key_value,
+)
+from kafkalite_storage.dumplog.java import (
     _ILLEGAL_ARG,
     _INT_MAX,
     _KAFKA_EXC,
@@ -30,8 +35,8 @@ from storage.dumplog.java import (
     _optional_long,
     _Writer,
 )
-from storage.dumplog.lines import _control_suffix, batch_head, batch_tail
-from storage.dumplog.records import Batch, LogBytes, _Legacy, iter_file_batches, iter_records
+from kafkalite_storage.dumplog.lines import _control_suffix, batch_head, batch_tail
+from kafkalite_storage.dumplog.records import Batch, LogBytes, _Legacy, iter_file_batches, iter_records
 
 
 @dataclass

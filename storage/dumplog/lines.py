@@ -6,8 +6,8 @@ import json
 import struct
 from typing import Any
 
-from storage.batch import crc32c as _crc32c_fn
-from storage.dumplog.java import (
+from kafkalite_storage.batch import crc32c as _crc32c_fn
+from kafkalite_storage.dumplog.java import (
     _BATCH_OVERHEAD,
     _CODECS,
     _CONTROL_TYPES,
@@ -19,7 +19,7 @@ from storage.dumplog.java import (
     _optional_long,
     java_utf8_decode,
 )
-from storage.dumplog.records import Batch, Record, _Buf, _Legacy, _Underflow, increment_sequence
+from kafkalite_storage.dumplog.records import Batch, Record, _Buf, _Legacy, _Underflow, increment_sequence
 
 
 def batch_head(batch: Batch) -> str:

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.dumplog.codecs import open_stream
-from storage.dumplog.java import (
+from kafkalite_storage.dumplog.codecs import open_stream
+from kafkalite_storage.dumplog.java import (
     _BATCH_OVERHEAD,
     _CODECS,
     _CORRUPT_RECORD,

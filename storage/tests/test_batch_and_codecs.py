@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage import LogConfig, PartitionLog
-from storage.batch import batch_records, compute_crc, iter_batches, parse_header, validate_batch
-from storage.compression import compress, decompress
-from storage.config import LogConfig as Cfg
-from storage.errors import CorruptRecordError, InvalidRecordError
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, PartitionLog
+from kafkalite_storage.batch import batch_records, compute_crc, iter_batches, parse_header, validate_batch
+from kafkalite_storage.compression import compress, decompress
+from kafkalite_storage.config import LogConfig as Cfg
+from kafkalite_storage.errors import CorruptRecordError, InvalidRecordError
+from kafkalite_storage.testing import Rec, encode_batch
 
 GEN = Path("fixtures") / "generated-kafka-clients-3.9.1"
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import zstandard
 
-from storage import LogConfig, PartitionLog
-from storage import compression as codecs
-from storage.batch import batch_records, crc32c, require_keys
-from storage.cleaner import clean_log
-from storage.errors import CorruptRecordError, RecordTooLargeError
-from storage.testing import Rec, _zz, encode_batch, encode_record
+from kafkalite_storage import LogConfig, PartitionLog
+from kafkalite_storage import compression as codecs
+from kafkalite_storage.batch import batch_records, crc32c, require_keys
+from kafkalite_storage.cleaner import clean_log
+from kafkalite_storage.errors import CorruptRecordError, RecordTooLargeError
+from kafkalite_storage.testing import Rec, _zz, encode_batch, encode_record
 
 NOW = time.time_ns() // 1_000_000
 

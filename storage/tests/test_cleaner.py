@@ -8,10 +8,10 @@ import time
 import uuid
 from pathlib import Path
 
-from storage import LogConfig, LogManager, PartitionLog
-from storage.batch import batch_records, iter_batches, validate_batch
-from storage.cleaner import clean_log
-from storage.testing import Rec, encode_batch, encode_control_batch
+from kafkalite_storage import LogConfig, LogManager, PartitionLog
+from kafkalite_storage.batch import batch_records, iter_batches, validate_batch
+from kafkalite_storage.cleaner import clean_log
+from kafkalite_storage.testing import Rec, encode_batch, encode_control_batch
 
 NOW = time.time_ns() // 1_000_000
 CFG = LogConfig(segment_bytes=4000, cleanup_policy="compact", delete_retention_ms=1000,
@@ -146,7 +146,7 @@ def test_interrupted_compaction_is_completed_or_discarded(tmp_path: Path) -> Non
 
 def test_kafka_clients_reads_compacted_segments(tmp_path: Path) -> None:
     """kafka-clients 3.9.1 FileRecords: every rewritten batch is valid and iterates (gaps in offsets allowed)."""
-    from storage.tests.java import checker
+    from kafkalite_storage.tests.java import checker
 
     checker.require_java()
     checker.build()

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from storage import LogConfig, LogManager, PartitionLog
-from storage.batch import HEADER_SIZE, batch_records, iter_batches, parse_header, validate_batch
-from storage.cleaner import clean_log
-from storage.compression import XERIAL_MAGIC
-from storage.dumplog import dump_files
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, LogManager, PartitionLog
+from kafkalite_storage.batch import HEADER_SIZE, batch_records, iter_batches, parse_header, validate_batch
+from kafkalite_storage.cleaner import clean_log
+from kafkalite_storage.compression import XERIAL_MAGIC
+from kafkalite_storage.dumplog import dump_files
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = 1_700_000_000_000
 KEYS = 1000
@@ -143,7 +143,7 @@ def test_tombstones_vanish_after_delete_retention(compacted: dict, tmp_path: Pat
     assert not [n for n in os.listdir(log.dir) if n.endswith((".deleted", ".cleaned", ".swap"))]
 
     # cleaned segments read by kafka-clients 3.9.1 (FileRecords.batches + ensureValid + record iteration)
-    from storage.tests.java import checker
+    from kafkalite_storage.tests.java import checker
 
     checker.require_java()
     files = [s.log_path for s in log.segments]

@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from storage import LogConfig, PartitionLog, fs
-from storage.batch import batch_records, iter_batches, validate_batch
-from storage.cleaner import clean_log
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, PartitionLog, fs
+from kafkalite_storage.batch import batch_records, iter_batches, validate_batch
+from kafkalite_storage.cleaner import clean_log
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = 1_700_000_000_000
 CFG = LogConfig(segment_bytes=3000, cleanup_policy="compact", delete_retention_ms=1000, file_delete_delay_ms=0,

@@ -13,10 +13,10 @@ import dataclasses
 import uuid
 from pathlib import Path
 
-from storage import LogConfig, PartitionLog
-from storage.batch import batch_records, iter_batches
-from storage.cleaner import clean_log
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, PartitionLog
+from kafkalite_storage.batch import batch_records, iter_batches
+from kafkalite_storage.cleaner import clean_log
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = 1_700_000_000_000
 BASE = LogConfig(segment_bytes=10_000, cleanup_policy="compact", delete_retention_ms=0, file_delete_delay_ms=0)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from storage import LogConfig, PartitionLog
-from storage.batch import batch_records, iter_batches
-from storage.cleaner import clean_log
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, PartitionLog
+from kafkalite_storage.batch import batch_records, iter_batches
+from kafkalite_storage.cleaner import clean_log
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = 1_700_000_000_000
 CFG = LogConfig(segment_bytes=700, cleanup_policy="compact", delete_retention_ms=0, file_delete_delay_ms=0)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from storage import LogConfig, LogManager
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, LogManager
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = 1_700_000_000_000
 CFG = LogConfig.from_props({"segment.bytes": "600"})

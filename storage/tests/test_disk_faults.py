@@ -1,4 +1,4 @@
-"""ENOSPC / EIO at every storage write step, through the fault-injection layer `storage.fs`.
+"""ENOSPC / EIO at every storage write step, through the fault-injection layer `kafkalite_storage.fs`.
 
 What must hold (issue #12, "a full disk leaves partitions broken"): a failed append raises KafkaStorageError
 and leaves no orphan bytes (the .log cut back, index entries dropped, memory unchanged); once space returns
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from storage import LogConfig, LogManager, PartitionLog, fs
-from storage.batch import CONTROL_ABORT, iter_batches
-from storage.dumplog import dump_files
-from storage.errors import KafkaStorageError, LogOfflineError
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, LogManager, PartitionLog, fs
+from kafkalite_storage.batch import CONTROL_ABORT, iter_batches
+from kafkalite_storage.dumplog import dump_files
+from kafkalite_storage.errors import KafkaStorageError, LogOfflineError
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = 1_700_000_000_000
 # an index entry at every append, a roll every few appends
@@ -204,7 +204,7 @@ def test_a_failed_rollback_takes_the_partition_offline_until_restart(
     with fs.faults() as inj:
         inj.fail("time_index", "write", errno.ENOSPC)
         inj.fail("log", "truncate", errno.EIO)  # the undo of the .log fails too
-        with caplog.at_level(logging.ERROR, logger="storage.log"), pytest.raises(KafkaStorageError):
+        with caplog.at_level(logging.ERROR, logger="kafkalite_storage.log"), pytest.raises(KafkaStorageError):
             log.append(_batch(4), now_ms=NOW + 4)
         inj.clear()
     assert log.offline is not None
@@ -260,7 +260,7 @@ def test_checkpoint_write_failures_keep_the_old_files_and_are_logged_once(
     old = (tmp_path / "recovery-point-offset-checkpoint").read_bytes()
     log.append(_batch(1), now_ms=NOW + 1)
     log.roll()
-    with fs.faults() as inj, caplog.at_level(logging.ERROR, logger="storage.manager"):
+    with fs.faults() as inj, caplog.at_level(logging.ERROR, logger="kafkalite_storage.manager"):
         inj.fail("checkpoint", "write", errno.ENOSPC)
         assert lm.checkpoint() is False
         assert lm.checkpoint() is False
@@ -313,7 +313,7 @@ def test_fault_layer_costs_nothing_when_idle() -> None:
 def test_kafka_reads_a_log_that_lived_through_faults(tmp_path: Path) -> None:
     """Kafka's own reader (kafka-clients FileRecords: batches, ensureValid, record iteration) accepts every
     segment of a log whose appends failed at every step in turn and were retried."""
-    from storage.tests.java import checker
+    from kafkalite_storage.tests.java import checker
 
     checker.require_java()
     checker.build()
@@ -365,7 +365,7 @@ def test_many_logs_close_with_one_syncfs_and_a_failed_one_leaves_out_the_marker(
     """With more than BULK_SYNC_LOGS logs close syncs the file system once (no fsync per file); that syncfs
     is a write step like the fsyncs it replaces: when it fails nothing counts as durable (no marker, the
     recovery points on disk stay the old ones) and the next start recovers every log."""
-    from storage.manager import BULK_SYNC_LOGS
+    from kafkalite_storage.manager import BULK_SYNC_LOGS
 
     n = BULK_SYNC_LOGS + 6
     lm = LogManager.open(str(tmp_path), LogConfig())
@@ -394,7 +394,7 @@ def test_many_logs_close_with_one_syncfs_and_a_failed_one_leaves_out_the_marker(
 def test_a_failed_bulk_syncfs_at_checkpoint_puts_the_bookkeeping_back(tmp_path: Path) -> None:
     """A checkpoint over many rolled logs syncs the file system once; when that fails the rolled segments stay
     pending and the recovery points stay where they were (on disk and in memory) until a sync works."""
-    from storage.manager import BULK_SYNC_LOGS
+    from kafkalite_storage.manager import BULK_SYNC_LOGS
 
     n = BULK_SYNC_LOGS + 6
     lm = LogManager.open(str(tmp_path), LogConfig(segment_bytes=100))

@@ -1,4 +1,4 @@
-"""Golden tests for ``storage.dumplog`` on segments written by real Kafka brokers.
+"""Golden tests for ``kafkalite_storage.dumplog`` on segments written by real Kafka brokers.
 
 There is no kafka-dump-log.sh here, so every expected line is built from kafka-dump-log's documented format
 (FORMATS.md, DumpLogSegments.scala 3.9) with field values computed independently in this module by raw
@@ -17,7 +17,7 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from storage.dumplog import dump_files
+from kafkalite_storage.dumplog import dump_files
 
 FIXTURES = ["kafka-3.8-kraft-a", "kafka-3.6.1-kraft-b"]
 

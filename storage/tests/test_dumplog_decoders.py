@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from storage.dumplog import dump_files, main
-from storage.testing import Rec, encode_batch
-from storage.tests.test_dumplog import raw_batches, raw_records
+from kafkalite_storage.dumplog import dump_files, main
+from kafkalite_storage.testing import Rec, encode_batch
+from kafkalite_storage.tests.test_dumplog import raw_batches, raw_records
 
 SEG = "00000000000000000000"
 

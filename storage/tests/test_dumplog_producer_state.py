@@ -1,4 +1,4 @@
-"""``.snapshot`` dumps agree with ``storage.producer_state`` (the reader the broker itself uses).
+"""``.snapshot`` dumps agree with ``kafkalite_storage.producer_state`` (the reader the broker itself uses).
 
 Kafka's line per producer (DumpLogSegments.dumpProducerIdSnapshot): ``producerId producerEpoch coordinatorEpoch
 currentTxnFirstOffset (an OptionalLong) lastTimestamp`` and, when the entry has batch metadata (lastOffset >= 0),
@@ -11,10 +11,10 @@ import io
 import uuid
 from pathlib import Path
 
-from storage import LogConfig, LogManager
-from storage.dumplog import dump_files
-from storage.producer_state import ProducerEntry, ProducerStateManager
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, LogManager
+from kafkalite_storage.dumplog import dump_files
+from kafkalite_storage.producer_state import ProducerEntry, ProducerStateManager
+from kafkalite_storage.testing import Rec, encode_batch
 
 
 def _line(e: ProducerEntry, *, as_written: bool = False) -> str:

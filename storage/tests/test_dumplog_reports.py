@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from storage.dumplog import ScalaHashMap, dump_files, java_utf8_decode, main
-from storage.testing import Rec, encode_batch, encode_control_batch
-from storage.tests.test_dumplog import raw_batches
+from kafkalite_storage.dumplog import ScalaHashMap, dump_files, java_utf8_decode, main
+from kafkalite_storage.testing import Rec, encode_batch, encode_control_batch
+from kafkalite_storage.tests.test_dumplog import raw_batches
 
 SEG = "00000000000000000000"
 
@@ -367,7 +367,7 @@ def test_large_storage_written_indexes_verify_cleanly(tmp_path: Path) -> None:
     index lookup; a storage-written segment must pass every check."""
     import uuid
 
-    from storage import LogConfig, LogManager
+    from kafkalite_storage import LogConfig, LogManager
 
     lm = LogManager.open(str(tmp_path), LogConfig(), node_id=1)
     log = lm.create_log("big", 0, uuid.uuid4(), LogConfig(index_interval_bytes=1))
@@ -384,7 +384,7 @@ def test_large_storage_written_indexes_verify_cleanly(tmp_path: Path) -> None:
 
 
 def test_kafkalite_cli_entry(tmp_path: Path) -> None:
-    """``kafkalite dump-log`` hands its arguments to storage.dumplog.main (a leading ``--`` is accepted so the
+    """``kafkalite dump-log`` hands its arguments to kafkalite_storage.dumplog.main (a leading ``--`` is accepted so the
     broker CLI's argparse does not swallow ``--files``)."""
     import subprocess
     import sys

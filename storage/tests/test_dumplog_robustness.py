@@ -10,8 +10,8 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.dumplog import dump_files
-from storage.testing import Rec, encode_batch
+from kafkalite_storage.dumplog import dump_files
+from kafkalite_storage.testing import Rec, encode_batch
 
 SEG = "00000000000000000000"
 _SEED_LOG = b"".join(encode_batch([Rec(b"v%d" % i, key=b"k")] * 3, base_offset=3 * i, compression=i % 5)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from storage import LogConfig, LogManager, PartitionLog
-from storage.batch import batch_records, iter_batches
+from kafkalite_storage import LogConfig, LogManager, PartitionLog
+from kafkalite_storage.batch import batch_records, iter_batches
 
 FIXTURES = ["kafka-3.8-kraft-a", "kafka-3.6.1-kraft-b"]
 # partitions whose indexes carry history from broker restarts (FORMATS.md; the KRaft metadata logs changed
@@ -195,7 +195,7 @@ def test_real_logs_replay_byte_identical(fixture: str, reference: Path, tmp_path
 @pytest.mark.parametrize("fixture", ["kafka-3.1.0-zk-c", "kafka-2.x-zk-cp-d"])
 def test_older_log_dirs_without_indexes_open(fixture: str, copy_fixture) -> None:  # type: ignore[no-untyped-def]
     """ZooKeeper-era dirs whose 10 MiB index files were dropped: indexes are rebuilt, data reads back."""
-    from storage.checkpoints import read_properties
+    from kafkalite_storage.checkpoints import read_properties
 
     root = copy_fixture(fixture)
     props = read_properties(str(root / "meta.properties"))
@@ -222,7 +222,7 @@ def test_appending_to_a_kafka_written_partition_keeps_epochs_monotonic(copy_fixt
     log = lm.get_log("first", 0)
     assert log is not None and log.latest_epoch() == 8
     leo = log.log_end_offset
-    from storage.testing import encode_batch
+    from kafkalite_storage.testing import encode_batch
 
     info = log.append(encode_batch([b"after kafka"]), leader_epoch=0)
     assert info.base_offset == leo

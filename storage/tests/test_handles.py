@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from storage import LogConfig, LogManager
-from storage import handles as H
-from storage.testing import encode_batch
+from kafkalite_storage import LogConfig, LogManager
+from kafkalite_storage import handles as H
+from kafkalite_storage.testing import encode_batch
 
 
 @pytest.fixture
@@ -101,8 +101,8 @@ def test_out_of_descriptors_during_an_append_is_rolled_back(tmp_path: Path, smal
                                                             index_open: bool) -> None:
     """EMFILE at a write step (the .log, or with the .log open, the index) is a KafkaStorageError like a full
     disk: nothing of the append stays, the partition stays online and the next append continues."""
-    from storage import fs
-    from storage.errors import KafkaStorageError
+    from kafkalite_storage import fs
+    from kafkalite_storage.errors import KafkaStorageError
 
     lm = LogManager.open(str(tmp_path), LogConfig(index_interval_bytes=1))
     plog = lm.create_log("t", 0, uuid.uuid4())

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from storage import LogConfig, LogManager
-from storage.batch import iter_batches
-from storage.dumplog import ScalaHashMap, dump_files, iter_file_batches, java_utf8_decode
-from storage.testing import Rec, encode_batch
-from storage.tests.java import checker
+from kafkalite_storage import LogConfig, LogManager
+from kafkalite_storage.batch import iter_batches
+from kafkalite_storage.dumplog import ScalaHashMap, dump_files, iter_file_batches, java_utf8_decode
+from kafkalite_storage.testing import Rec, encode_batch
+from kafkalite_storage.tests.java import checker
 
 pytestmark = pytest.mark.usefixtures("java")
 
@@ -416,7 +416,7 @@ def test_consumer_protocol_json_matches_kafka() -> None:
     """--offsets-decoder prints group members' subscriptions/assignments through Kafka's generated
     JsonConverters; our spec-driven reader + JSON writer must produce the same text (all versions, nulls,
     escapes, truncated bodies that Kafka leaves as base64)."""
-    from storage.dumplog.decoders import ASSIGNMENT, SUBSCRIPTION, Reader, to_json
+    from kafkalite_storage.dumplog.decoders import ASSIGNMENT, SUBSCRIPTION, Reader, to_json
 
     def s16(s: str) -> bytes:
         b = s.encode()
@@ -466,7 +466,7 @@ def test_transaction_partitions_follow_scala_hashset_order() -> None:
     if checker.scala_library_jar() is None:
         pytest.skip("SKIPPED LOUDLY: scala-library 2.13 jar not found (install the spark extra or set "
                     "KAFKALITE_SCALA_LIBRARY)")
-    from storage.dumplog.decoders import _scala_set_order
+    from kafkalite_storage.dumplog.decoders import _scala_set_order
 
     rnd = random.Random(4)
     sets = [[(rnd.choice(["orders", "payments", "a", "__x", "topic-with-a-long-name"]), rnd.randint(0, 60))

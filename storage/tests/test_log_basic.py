@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from storage import LogConfig, LogManager
-from storage.batch import iter_batches, parse_header, validate_batch
-from storage.errors import (
+from kafkalite_storage import LogConfig, LogManager
+from kafkalite_storage.batch import iter_batches, parse_header, validate_batch
+from kafkalite_storage.errors import (
     CorruptRecordError,
     InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
-from storage.testing import Rec, encode_batch, encode_control_batch
+from kafkalite_storage.testing import Rec, encode_batch, encode_control_batch
 
 T0 = 1_700_000_000_000
 
@@ -120,7 +120,7 @@ def test_delete_topic_removes_directory(tmp_path: Path) -> None:
     assert lm.get_log("gone", 0) is None
     assert not [n for n in os.listdir(tmp_path) if n.startswith("gone")]
     assert len(fd.pread(n, pos)) == n  # its descriptor stays valid until file.delete.delay.ms
-    from storage.errors import LogClosedError
+    from kafkalite_storage.errors import LogClosedError
 
     with pytest.raises(LogClosedError):
         log.append(encode_batch([b"y"]))
@@ -174,7 +174,7 @@ def test_delete_records_moves_log_start(tmp_path: Path) -> None:
 
 def test_checkpoint_files_have_kafkas_format(tmp_path: Path) -> None:
     lm = _open(tmp_path)
-    from storage.checkpoints import uuid_from_base64, uuid_to_base64
+    from kafkalite_storage.checkpoints import uuid_from_base64, uuid_to_base64
 
     tid = uuid_from_base64("mnjqLRqrSwSh1xz9beGobA")  # first-0's id in kafka-3.8-kraft-a
     assert uuid_to_base64(tid) == "mnjqLRqrSwSh1xz9beGobA"
@@ -193,7 +193,7 @@ def test_checkpoint_files_have_kafkas_format(tmp_path: Path) -> None:
     assert {"version=1", "node.id=1"} <= set(meta[2:])
     assert any(line.startswith("cluster.id=") for line in meta)
     # a second open with another node id is refused
-    from storage.errors import StorageError
+    from kafkalite_storage.errors import StorageError
 
     with pytest.raises(StorageError):
         LogManager.open(str(tmp_path), LogConfig(), node_id=2)
@@ -210,7 +210,7 @@ def test_compacted_topic_rejects_unkeyed_records(tmp_path: Path) -> None:
 
 
 def test_timestamp_bounds(tmp_path: Path) -> None:
-    from storage.errors import InvalidTimestampError
+    from kafkalite_storage.errors import InvalidTimestampError
 
     lm = _open(tmp_path)
     log = lm.create_log("ts", 0, uuid.uuid4(), LogConfig(message_timestamp_before_max_ms=1000,
@@ -232,17 +232,17 @@ def test_tail_reads_find_their_batch_with_one_header(tmp_path: Path, monkeypatch
     log = lm.create_log("t", 0, uuid.uuid4(), None)
     for i in range(600):
         log.append(encode_batch([b"a", b"b", b"c"], base_timestamp=T0 + i), now_ms=T0)
-    import storage.segment
+    import kafkalite_storage.segment
 
     headers = [0]
-    real_iter = storage.segment.iter_file_batches
+    real_iter = kafkalite_storage.segment.iter_file_batches
 
     def counting(*a: Any, **kw: Any) -> Any:
         for item in real_iter(*a, **kw):
             headers[0] += 1
             yield item
 
-    monkeypatch.setattr(storage.segment, "iter_file_batches", counting)
+    monkeypatch.setattr(kafkalite_storage.segment, "iter_file_batches", counting)
 
     def check(offset: int, max_bytes: int = 10**6) -> bytes:
         data = log.read_bytes(offset, max_bytes)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from storage.producer_state import ProducerStateManager
+from kafkalite_storage.producer_state import ProducerStateManager
 
 
 class _Hdr:

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from storage import LogConfig, LogManager, PartitionLog
-from storage.batch import INT32_MAX
-from storage.errors import (
+from kafkalite_storage import LogConfig, LogManager, PartitionLog
+from kafkalite_storage.batch import INT32_MAX
+from kafkalite_storage.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
 )
-from storage.producer_state import ProducerStateManager
-from storage.testing import encode_batch
+from kafkalite_storage.producer_state import ProducerStateManager
+from kafkalite_storage.testing import encode_batch
 
 PID = 4000
 NOW = time.time_ns() // 1_000_000  # record timestamps near now: segment.ms compares them with the append time

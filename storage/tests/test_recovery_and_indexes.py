@@ -9,9 +9,9 @@ import time
 import uuid
 from pathlib import Path
 
-from storage import LogConfig, LogManager, PartitionLog
-from storage.batch import iter_batches
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, LogManager, PartitionLog
+from kafkalite_storage.batch import iter_batches
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = time.time_ns() // 1_000_000
 
@@ -200,7 +200,7 @@ def test_checkpoint_flushes_rolled_segments_and_skips_their_recovery(tmp_path: P
 
 
 def test_index_load_stops_at_crash_padding(tmp_path: Path) -> None:
-    from storage.index import OffsetIndex, TimeIndex
+    from kafkalite_storage.index import OffsetIndex, TimeIndex
 
     idx = OffsetIndex(str(tmp_path / "x.index"), 100, 10 * 1024 * 1024)
     tidx = TimeIndex(str(tmp_path / "x.timeindex"), 100, 10 * 1024 * 1024)
@@ -241,7 +241,7 @@ def test_torn_metadata_files_are_tolerated(tmp_path: Path) -> None:
 
 
 def test_large_indexes_are_memory_mapped_and_still_writable(tmp_path: Path) -> None:
-    from storage.index import MMAP_MIN_ENTRIES, _Col
+    from kafkalite_storage.index import MMAP_MIN_ENTRIES, _Col
 
     cfg = LogConfig(index_interval_bytes=0, segment_bytes=10**8)
     d = tmp_path / "t-0"

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from storage import LogConfig, LogManager, PartitionLog
-from storage.batch import batch_records, iter_batches
-from storage.errors import OffsetOutOfRangeError
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, LogManager, PartitionLog
+from kafkalite_storage.batch import batch_records, iter_batches
+from kafkalite_storage.errors import OffsetOutOfRangeError
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = 1_700_000_000_000
 SEG = 2000

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from storage import LogConfig, LogManager, PartitionLog
-from storage.batch import iter_batches, patch_batch, validate_batch
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, LogManager, PartitionLog
+from kafkalite_storage.batch import iter_batches, patch_batch, validate_batch
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = time.time_ns() // 1_000_000
 CFG = LogConfig(segment_bytes=3000, index_interval_bytes=300, segment_index_bytes=120)

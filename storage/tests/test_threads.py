@@ -7,9 +7,9 @@ import time
 import uuid
 from pathlib import Path
 
-from storage import LogConfig, LogManager
-from storage.batch import batch_records, iter_batches
-from storage.testing import Rec, encode_batch
+from kafkalite_storage import LogConfig, LogManager
+from kafkalite_storage.batch import batch_records, iter_batches
+from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = time.time_ns() // 1_000_000
 

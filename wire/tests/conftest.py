@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wire.spec import reference_dir, specs_dir
+from kafkalite_wire.spec import reference_dir, specs_dir
 
 
 def require_reference(path: Path) -> Path:

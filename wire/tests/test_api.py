@@ -1,4 +1,4 @@
-"""Headers, framing and the whole-frame helpers in wire.api."""
+"""Headers, framing and the whole-frame helpers in kafkalite_wire.api."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import struct
 
 import pytest
 
-from wire import api
-from wire.errors import DecodeError
-from wire.framing import FrameBuffer, FrameTooLarge
-from wire.headers import RequestHeader, request_header_version, response_header_version
-from wire.messages import (
+from kafkalite_wire import api
+from kafkalite_wire.errors import DecodeError
+from kafkalite_wire.framing import FrameBuffer, FrameTooLarge
+from kafkalite_wire.headers import RequestHeader, request_header_version, response_header_version
+from kafkalite_wire.messages import (
     REGISTRY,
     ApiVersionsRequest,
     ApiVersionsResponse,

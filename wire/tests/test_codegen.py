@@ -1,4 +1,4 @@
-"""The committed generated modules match what `python -m wire.codegen` produces from the pinned specs."""
+"""The committed generated modules match what `python -m kafkalite_wire.codegen` produces from the pinned specs."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from wire import codegen
-from wire.messages import REGISTRY
-from wire.spec import load_all
+from kafkalite_wire import codegen
+from kafkalite_wire.messages import REGISTRY
+from kafkalite_wire.spec import load_all
 
 
 def test_generated_code_is_up_to_date(specs: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "wire.codegen", "--check"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "kafkalite_wire.codegen", "--check"], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-import wire.messages as M
-from wire import api
-from wire.errors import DecodeError
-from wire.spec import reference_dir
+import kafkalite_wire.messages as M
+from kafkalite_wire import api
+from kafkalite_wire.errors import DecodeError
+from kafkalite_wire.spec import reference_dir
 
 KAFKAJS = reference_dir() / "fixtures" / "kafkajs"
 KAFKA_GO = reference_dir() / "fixtures" / "kafka-go"
@@ -117,7 +117,7 @@ def test_kafka_go_fetch_v10_roundtrip(reference: Path, name: str) -> None:
     again = cid.to_bytes(4, "big") + body.encode(10)
     assert again == raw[4:]
     # and through the broker-side encoder, with the size prefix
-    from wire.headers import RequestHeader
+    from kafkalite_wire.headers import RequestHeader
 
     chunks = api.encode_response(RequestHeader(1, 10, cid), body)
     assert api.join_chunks(chunks) == raw

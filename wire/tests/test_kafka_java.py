@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from wire import specmerge
-from wire.headers import request_header_version, response_header_version
-from wire.spec import MessageSpec
-from wire.tests.strategies import class_for, large_messages, message_specs, random_message
+from kafkalite_wire import specmerge
+from kafkalite_wire.headers import request_header_version, response_header_version
+from kafkalite_wire.spec import MessageSpec
+from kafkalite_wire.tests.strategies import class_for, large_messages, message_specs, random_message
 
 ROOT = Path(__file__).resolve().parents[2]
 JARS = ROOT / ".deps" / "java"

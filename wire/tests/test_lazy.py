@@ -1,4 +1,4 @@
-"""`wire.messages` is lazy and the generated classes behave like the slotted dataclasses they replaced.
+"""`kafkalite_wire.messages` is lazy and the generated classes behave like the slotted dataclasses they replaced.
 
 Laziness is checked in fresh interpreters (`sys.modules` of this one already holds most message modules).
 """
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-import wire.messages as messages
-from wire.messages import REGISTRY, FetchRequest, FetchResponse, HeartbeatRequest
+import kafkalite_wire.messages as messages
+from kafkalite_wire.messages import REGISTRY, FetchRequest, FetchResponse, HeartbeatRequest
 
 
 def _fresh(code: str) -> str:
@@ -19,28 +19,28 @@ def _fresh(code: str) -> str:
     return proc.stdout.strip()
 
 
-GEN = "sorted(m for m in sys.modules if m.startswith('wire.messages._gen_'))"
+GEN = "sorted(m for m in sys.modules if m.startswith('kafkalite_wire.messages._gen_'))"
 
 
 def test_importing_the_package_imports_no_message_module() -> None:
-    out = _fresh(f"import sys, wire.messages as m; k = m.REGISTRY[0]; print(k.name, k.max_version, {GEN})")
+    out = _fresh(f"import sys, kafkalite_wire.messages as m; k = m.REGISTRY[0]; print(k.name, k.max_version, {GEN})")
     assert out == "Produce 13 []"
 
 
 def test_from_import_loads_only_that_api_module() -> None:
-    out = _fresh(f"import sys; from wire.messages import ProduceRequest; print({GEN})")
-    assert out == "['wire.messages._gen_produce']"
+    out = _fresh(f"import sys; from kafkalite_wire.messages import ProduceRequest; print({GEN})")
+    assert out == "['kafkalite_wire.messages._gen_produce']"
 
 
 def test_registry_resolves_classes_on_first_access() -> None:
-    code = f"import sys; from wire.messages import REGISTRY; c = REGISTRY[1].response_class; print(c.__name__, {GEN})"
-    assert _fresh(code) == "FetchResponse ['wire.messages._gen_fetch']"
+    code = f"import sys; from kafkalite_wire.messages import REGISTRY; c = REGISTRY[1].response_class; print(c.__name__, {GEN})"
+    assert _fresh(code) == "FetchResponse ['kafkalite_wire.messages._gen_fetch']"
 
 
 def test_api_parse_request_loads_its_module() -> None:
     code = (
-        "import sys; from wire.api import parse_request; from wire.headers import RequestHeader; "
-        "import wire.messages as m; "
+        "import sys; from kafkalite_wire.api import parse_request; from kafkalite_wire.headers import RequestHeader; "
+        "import kafkalite_wire.messages as m; "
         "body = m.HeartbeatRequest(group_id='g', member_id='x').encode(4); "
         "frame = RequestHeader(12, 4, 7, 'c').encode(2) + body; "
         "hdr, req = parse_request(frame); print(hdr.correlation_id, req.group_id, type(req).__name__)"

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wire.errors import DecodeError, EncodeError, ErrorCode
-from wire.primitives import (
+from kafkalite_wire.errors import DecodeError, EncodeError, ErrorCode
+from kafkalite_wire.primitives import (
     Reader,
     Writer,
     read_compact_nullable_string,

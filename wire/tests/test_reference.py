@@ -13,9 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wire.reference import ReferenceCodec
-from wire.spec import MessageSpec
-from wire.tests.strategies import SpecStrategies, class_for, large_messages, message_specs, random_message
+from kafkalite_wire.reference import ReferenceCodec
+from kafkalite_wire.spec import MessageSpec
+from kafkalite_wire.tests.strategies import (
+    SpecStrategies,
+    class_for,
+    large_messages,
+    message_specs,
+    random_message,
+)
 
 MSGS = message_specs()
 IDS = [m.name for m in MSGS]

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wire import api
-from wire.errors import DecodeError
-from wire.headers import RequestHeader
-from wire.messages import FetchResponse, MetadataRequest, ProduceRequest
-from wire.primitives import read_compact_nullable_bytes, read_uvarint
-from wire.spec import MessageSpec
-from wire.tests.strategies import SpecStrategies, class_for, message_specs
+from kafkalite_wire import api
+from kafkalite_wire.errors import DecodeError
+from kafkalite_wire.headers import RequestHeader
+from kafkalite_wire.messages import FetchResponse, MetadataRequest, ProduceRequest
+from kafkalite_wire.primitives import read_compact_nullable_bytes, read_uvarint
+from kafkalite_wire.spec import MessageSpec
+from kafkalite_wire.tests.strategies import SpecStrategies, class_for, message_specs
 
 REQUESTS = [m for m in message_specs() if m.type == "request"]
 HOSTILE = [
@@ -150,8 +150,8 @@ def test_fixed_width_arrays_decode_across_chunks(n: int, code: str, width: int) 
     and the position after the array come out as from one struct call, compact or not."""
     import struct
 
-    from wire._arrays import FIXED_CHUNK, read_fixed_list
-    from wire.primitives import uvarint
+    from kafkalite_wire._arrays import FIXED_CHUNK, read_fixed_list
+    from kafkalite_wire.primitives import uvarint
 
     assert FIXED_CHUNK == 8192
     values = [(i * 7919) % (1 << (8 * width - 1)) - (i % 3) * 5 for i in range(n)]

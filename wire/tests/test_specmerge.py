@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from wire import specmerge
-from wire.reference import ReferenceCodec
-from wire.spec import NONE, FieldSpec, MessageSpec, Versions, load_all
-from wire.tests.strategies import class_for, message_specs, random_message
+from kafkalite_wire import specmerge
+from kafkalite_wire.reference import ReferenceCodec
+from kafkalite_wire.spec import NONE, FieldSpec, MessageSpec, Versions, load_all
+from kafkalite_wire.tests.strategies import class_for, message_specs, random_message
 
 MSGS = message_specs()
 
@@ -75,7 +75,7 @@ def test_generated_matches_the_defining_release(msg: MessageSpec) -> None:
 
 def test_fields_of_one_release_only(specs: Path) -> None:
     """OffsetCommit v1's CommitTimestamp (gone from 4.3) and v10's TopicId (new in 4.3) both work."""
-    from wire.messages import ConsumerGroupHeartbeatRequest, OffsetCommitRequest
+    from kafkalite_wire.messages import ConsumerGroupHeartbeatRequest, OffsetCommitRequest
 
     topic = OffsetCommitRequest.OffsetCommitRequestTopic(
         name="t",

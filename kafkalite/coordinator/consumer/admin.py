@@ -16,7 +16,7 @@ from typing import Any
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.consumer import records as R
 from kafkalite.coordinator.consumer.model import ConsumerGroup, HeartbeatError
-from wire.errors import ErrorCode
+from kafkalite_wire.errors import ErrorCode
 
 STALE_MEMBER_EPOCH = int(ErrorCode.STALE_MEMBER_EPOCH)
 ILLEGAL_GENERATION = int(ErrorCode.ILLEGAL_GENERATION)

@@ -42,7 +42,7 @@ from kafkalite.coordinator.consumer.model import (
 )
 from kafkalite.coordinator.consumer.reconcile import reconcile
 from kafkalite.coordinator.group import JoinResult, SyncResult
-from wire.primitives import Reader, Writer
+from kafkalite_wire.primitives import Reader, Writer
 
 log = logging.getLogger("kafkalite.coordinator.consumer")
 

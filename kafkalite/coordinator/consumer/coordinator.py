@@ -46,7 +46,7 @@ from kafkalite.coordinator.consumer.model import (
 from kafkalite.coordinator.consumer.reconcile import reconcile
 from kafkalite.coordinator.consumer.regex import RegexError, compile_re2
 from kafkalite.coordinator.keys import storable
-from wire.errors import ErrorCode
+from kafkalite_wire.errors import ErrorCode
 
 log = logging.getLogger("kafkalite.coordinator.consumer")
 

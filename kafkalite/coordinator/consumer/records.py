@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.coordinator.consumer.model import Assignment
-from wire.primitives import Reader, Writer
+from kafkalite_wire.primitives import Reader, Writer
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4

@@ -22,7 +22,7 @@ from kafkalite.coordinator.consumer.migration import POLICIES, ClassicBridge
 from kafkalite.coordinator.consumer.model import Assignment
 from kafkalite.coordinator.group import JoinResult, SyncResult
 from kafkalite.coordinator.internal_topics import TimerLoop
-from wire.errors import ErrorCode
+from kafkalite_wire.errors import ErrorCode
 
 log = logging.getLogger("kafkalite.coordinator.consumer")
 

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from wire.primitives import Reader, Writer
+from kafkalite_wire.primitives import Reader, Writer
 
 MEMBER_METADATA, GROUP_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, STATE_PARTITIONS = (
     10, 11, 12, 13, 14, 15)

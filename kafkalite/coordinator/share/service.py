@@ -40,7 +40,7 @@ from kafkalite.coordinator.share.sessions import Context, ShareSessionCache
 from kafkalite.coordinator.share.state import StateReplay
 from kafkalite.errors import error_code_for
 from kafkalite.supervisor import supervise
-from storage.errors import StorageError
+from kafkalite_storage.errors import StorageError
 
 log = logging.getLogger("kafkalite.coordinator.share")
 

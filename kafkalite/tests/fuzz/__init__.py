@@ -19,7 +19,7 @@ def fuzz_embedded(*, frames: int | None = None, duration: float | None = None, s
     ``replay``: send only that frame of the seed's sequence (prints it)."""
     from kafkalite import loopwatch
     from kafkalite.embedded import Broker
-    from wire.spec import specs_dir
+    from kafkalite_wire.spec import specs_dir
 
     if not specs_dir().is_dir():   # the generator is driven by Kafka's JSON message specs
         raise SystemExit(f"kafka message specs not found at {specs_dir()}: set KAFKALITE_REFERENCE")

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from storage.testing import encode_batch
-from wire import api
-from wire.errors import DecodeError
-from wire.headers import RequestHeader, request_header_version
-from wire.messages import REGISTRY
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire import api
+from kafkalite_wire.errors import DecodeError
+from kafkalite_wire.headers import RequestHeader, request_header_version
+from kafkalite_wire.messages import REGISTRY
 
 KINDS = ("valid", "hostile", "tagged", "wrong_version", "wrong_key", "header", "bitflip", "truncate",
          "overwrite", "null_string", "garbage_tail", "size_prefix", "half_sent")
@@ -65,13 +65,13 @@ class Frame:
 
 @cache
 def _request_specs() -> dict[int, Any]:
-    from wire.tests.strategies import message_specs
+    from kafkalite_wire.tests.strategies import message_specs
 
     return {m.api_key: m for m in message_specs() if m.type == "request"}
 
 
 def valid_request(api_key: int, version: int, rng: random.Random, target: Target) -> Any:
-    from wire.tests.strategies import random_message
+    from kafkalite_wire.tests.strategies import random_message
 
     obj = random_message(_request_specs()[api_key], version, rng)
     _steer(obj, rng, target)

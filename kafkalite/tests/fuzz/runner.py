@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.tests.fuzz import mutate
-from storage.batch import batch_records, iter_batches
-from storage.testing import encode_batch
-from wire import api
-from wire.headers import RequestHeader
-from wire.messages import (
+from kafkalite_storage.batch import batch_records, iter_batches
+from kafkalite_storage.testing import encode_batch
+from kafkalite_wire import api
+from kafkalite_wire.headers import RequestHeader
+from kafkalite_wire.messages import (
     REGISTRY,
     ApiVersionsRequest,
     CreateTopicsRequest,
