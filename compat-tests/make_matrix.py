@@ -97,6 +97,36 @@ KIP848 = {
 }
 KIP848_CLIENTS = ("confluent-kafka", "java")
 
+# Several brokers in one process and faults on command (#17): test function -> row label (in this order).
+# A test without a client parameter runs the client its label names.
+CLUSTER_MODULES = ("test_cluster", "test_faults")
+CLUSTER = {
+    "test_produce_across_leader_moves_and_broker_restart":
+        "3 brokers: idempotent producer across every leader moving and a broker stop/start (nothing lost or "
+        "duplicated, replicas byte-identical)",
+    "test_confluent_idempotent_producer_keeps_producing":
+        "3 brokers: one long-lived producer across moves, a stop/start and a restart (confluent-kafka)",
+    "test_confluent_group_continues_across_coordinator_move_and_stop":
+        "3 brokers: a group across a coordinator move and the coordinator's broker stopping (confluent-kafka)",
+    "test_group_member_continues_across_coordinator_move_and_stop":
+        "3 brokers: a group member across a coordinator move and a stop, no rebalance",
+    "test_confluent_transactions_survive_a_coordinator_move_and_stop":
+        "3 brokers: transactions with offsets across a transaction coordinator move and stop (confluent-kafka)",
+    "test_each_client_retries_not_leader_exactly_once":
+        "Injected NOT_LEADER_OR_FOLLOWER on Produce (refused / appended then refused): retried, stored once",
+    "test_each_client_fails_on_a_fatal_produce_error":
+        "Injected TOPIC_AUTHORIZATION_FAILED on Produce: reaches the application, nothing appended",
+    "test_each_client_group_survives_coordinator_errors":
+        "Injected COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR on FindCoordinator, JoinGroup, OffsetCommit: "
+        "the group forms and commits",
+    "test_coordinator_errors_group_still_forms_and_commits":
+        "Coordinator errors: group forms and commits (confluent-kafka)",
+    "test_latency_beyond_request_timeout_client_retries":
+        "Latency past request.timeout.ms: timed out, retried, no duplicate (confluent-kafka)",
+    "test_pause_times_out_resume_recovers": "Broker paused: requests time out; resumed: recovers (confluent-kafka)",
+    "test_dropped_connections_clients_reconnect": "Connections dropped: clients reconnect (confluent-kafka)",
+}
+
 # Client limitations: features the client does not have (no test is generated for them).
 LIMITATIONS = {
     "kcat": "reads records as text lines: no binary keys/values, no per-record headers (one -H set per run), "
@@ -147,6 +177,8 @@ def run_suite(xml_path: Path, extra: list[str]) -> int:
 def parse(xml_path: Path) -> list[Case]:
     cases = []
     for tc in ET.parse(xml_path).getroot().iter("testcase"):
+        if not tc.get("file", "compat-tests/").startswith("compat-tests/"):
+            continue   # a report of the whole `make test` (xunit1 names each case's file): only the compat suite
         name = tc.get("name", "")
         func, _, params = name.partition("[")
         module = tc.get("classname", "").rsplit(".", 1)[-1]
@@ -202,7 +234,8 @@ def _cell(cs: list[Case]) -> str:
 
 
 def render(cases: list[Case], took_s: float | None) -> str:
-    mine = [c for c in cases if not c.module.startswith("test_groups_")]
+    cluster = [c for c in cases if c.module in CLUSTER_MODULES]
+    mine = [c for c in cases if not c.module.startswith("test_groups_") and c.module not in CLUSTER_MODULES]
     groups = [c for c in cases if c.module.startswith("test_groups_")]
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                           text=True).stdout.strip()
@@ -268,6 +301,19 @@ def render(cases: list[Case], took_s: float | None) -> str:
                      else "—" for n in CLIENT_NAMES]
             cells = [("not run" if x == "—" and n in KIP848_CLIENTS else x) for x, n in zip(cells, CLIENT_NAMES, strict=True)]
             lines.append(f"| {KIP848[f]} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if cluster:
+        lines += ["## Several brokers in one process and faults on command (compat-tests/test_cluster.py, "
+                  "test_faults.py)", "",
+                  "A single-client test's cell is under the client it names.", "",
+                  "| Scenario | " + " | ".join(CLIENT_NAMES) + " |", "|---|" + "---|" * len(CLIENT_NAMES)]
+        funcs = [f for f in CLUSTER if any(c.func == f for c in cluster)]
+        funcs += sorted({c.func for c in cluster} - set(funcs))
+        for f in funcs:
+            fc = [c for c in cluster if c.func == f]
+            named = "confluent-kafka" if "confluent" in f or "confluent-kafka" in CLUSTER.get(f, "") else None
+            cells = [_cell([c for c in fc if (_client(c) or named) == n]) for n in CLIENT_NAMES]
+            lines.append(f"| {CLUSTER.get(f, f'`{f}`')} | " + " | ".join(cells) + " |")
         lines.append("")
     if groups:
         lines += ["## Consumer groups (compat-tests/test_groups_*.py, owned by the group coordinator work)", "",
