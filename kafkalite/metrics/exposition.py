@@ -85,6 +85,7 @@ async def render(state: Any, metrics: RequestMetrics) -> str:
     _request_counters(w, metrics)
     _purgatory(w, state)
     _connections(w, state)
+    _faults(w, state)
     work = Slices()
     await _logs(w, state, work)
     await _groups(w, state, work)
@@ -145,6 +146,23 @@ def _connections(w: Writer, state: Any) -> None:
     w.family(name, "gauge", "Open client connections, per listener")
     for listener, n in sorted(counts.items()):
         w.sample(name, n, (("listener", listener),))
+
+
+def _faults(w: Writer, state: Any) -> None:
+    """Faults on command (kafkalite.faults): what the broker's FaultPlan did, so a test bed's dashboards show
+    when a failure was injected. kafkalite's own names (Kafka has no such thing)."""
+    plan = getattr(state, "faults", None)
+    counters = getattr(plan, "counters", None)
+    if not isinstance(counters, dict):
+        return
+    name = "kafkalite_faults_total"
+    w.family(name, "counter", "Fault-injection events on this broker, per kind (rules set/fired/expired/cleared, "
+                              "errors injected, requests delayed or paused, connections dropped, pauses)")
+    for kind, n in sorted(counters.items()):
+        w.sample(name, n, (("kind", kind),))
+    name = "kafkalite_faults_active_rules"
+    w.family(name, "gauge", "Fault rules in force on this broker (1 more while it is paused)")
+    w.sample(name, len(getattr(plan, "rules", ())) + (1 if getattr(plan, "paused", None) is not None else 0))
 
 
 async def _logs(w: Writer, state: Any, work: Slices) -> None:

@@ -183,6 +183,25 @@ def test_errors_purgatory_and_connections(broker: Broker) -> None:
         val(s, "kafka_network_requestmetrics_requests_total", request="Fetch", version=11) >= 1
 
 
+def test_faults_are_counted(broker: Broker) -> None:
+    """A fault injected and fired shows in the exposition (rules set, fired, errors injected, rules in force)."""
+    from kafkalite_wire.messages import FindCoordinatorRequest
+
+    before = scrape(broker)
+    rule = broker.faults.inject("FindCoordinator", "COORDINATOR_NOT_AVAILABLE", count=2)
+    try:
+        assert val(scrape(broker), "kafkalite_faults_active_rules") == 1
+        with RawClient(broker.host, broker.port) as c:
+            assert c.request(FindCoordinatorRequest(key="g", key_type=0), 2).error_code == 15
+        s = scrape(broker)
+        assert val(s, "kafkalite_faults_active_rules") == 1       # one of its two left
+        for kind, n in (("rules_set", 1), ("fired", 1), ("errors_injected", 1)):
+            assert val(s, "kafkalite_faults_total", kind=kind) - val(before, "kafkalite_faults_total", kind=kind) == n
+    finally:
+        broker.faults.clear()
+    assert rule and val(scrape(broker), "kafkalite_faults_active_rules") == 0
+
+
 def test_health_and_http_edges(broker: Broker) -> None:
     assert _get(broker, "/health")[:3:2] == (200, "ok\n")
     assert _get(broker, "/health", "HEAD")[0] == 200
