@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kafkalite.embedded import Broker
 from kafkalite.tests.tools_helpers import cli, need_confluent
+from kafkalite.tools.shareadmin import ShareAdmin
+from kafkalite.tools.wireclient import Security, WireError
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +95,8 @@ def test_describe_share_group_start_offset_lag_members_state(bs: str) -> None:
         assert r.code == 1 and "NON_EMPTY_GROUP" in r.err
         r = cli(bs, "groups", "--reset-offsets", "--group", "sg-desc", "--topic", "sq", "--to-earliest", "--execute")
         assert r.code == 1 and "Share group 'sg-desc' is not empty." in r.err
+        r = cli(bs, "groups", "--reset-offsets", "--group", "sg-desc", "--topic", "sq", "--shift-by", "1")
+        assert r.code == 2 and "not supported for share groups" in r.err
         assert _describe(bs, "sg-desc")["offsets"][0]["start_offset"] == 4
     finally:
         c.close()
@@ -117,3 +122,75 @@ def test_unknown_group_and_bad_input(bs: str) -> None:
     assert r.code == 2 and "classic, consumer and share" in r.err
     r = cli(bs, "groups", "--describe", "--group", "x", "--type", "share")
     assert r.code == 2 and "--type is an option of --list" in r.err
+
+
+def test_share_group_over_sasl_ssl_with_command_config(tmp_path: Path) -> None:
+    """The wire client speaks TLS and SCRAM from --command-config (librdkafka's names), as the AdminClient
+    does; a refused password is Kafka's error at once, not a hang or a retry loop."""
+    from kafkalite.security import certs
+    from kafkalite.tests.rawclient import RawClient
+    from kafkalite.tests.test_sasl import _add_scram
+
+    need_confluent()
+    material = certs.write_certs(tmp_path / "certs")
+    with Broker(overrides={"listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+                           "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+                           "ssl.keystore.location": str(material["broker.pem"]),
+                           "ssl.truststore.location": str(material["ca.pem"]),
+                           "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                           "kafkalite.share.auto.offset.reset": "earliest"}) as b:
+        (host, port), (shost, sport) = b.addresses[0], b.addresses[1]
+        with RawClient(host, port, timeout=10) as raw:
+            assert _add_scram(raw, "sam", "sam-pw", 2).results[0].error_code == 0   # SCRAM-SHA-512
+        plain = f"{host}:{port}"
+        assert cli(plain, "topics", "--create", "--topic", "sec", "--partitions", "1").code == 0
+        _produce(plain, "sec", 3)
+        c = _share_consumer(plain, "sg-sec", "sec")
+        try:
+            for m in _take(c, 3):
+                c.acknowledge(m)
+            c.commit_sync(30)
+            conf = tmp_path / "client.properties"
+            conf.write_text("security.protocol=SASL_SSL\nsasl.mechanisms=SCRAM-SHA-512\nsasl.username=sam\n"
+                            f"sasl.password=sam-pw\nssl.ca.location={material['ca.pem']}\n")
+            r = cli(f"{shost}:{sport}", "groups", "--describe", "--group", "sg-sec", "--command-config", str(conf))
+            assert r.code == 0, r.err
+            assert r.rows() == [["sg-sec", "sec", "0", "3", "0"]]
+            # a refused password: Kafka's SASL_AUTHENTICATION_FAILED at once (confluent's AdminClient would
+            # have stopped the tool earlier; the wire client's own answer is checked here)
+            sec = Security.from_params({"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+                                        "sasl.username": "sam", "sasl.password": "wrong",
+                                        "ssl.ca.location": str(material["ca.pem"])})
+            with ShareAdmin(f"{shost}:{sport}", timeout=10, security=sec) as admin, \
+                    pytest.raises(WireError, match="SASL authentication failed") as err:
+                admin.list_groups()
+            assert err.value.code == 58 and "wrong" not in str(err.value)
+        finally:
+            c.close()
+
+
+def test_wire_client_refuses_an_oversized_or_garbled_answer() -> None:
+    """A peer that is not a Kafka broker: a frame size beyond the cap, or bytes that do not parse, end the
+    request with WireError at once (no 2 GiB buffer, no wait for bytes that never come)."""
+    import socket
+    import struct
+    import threading
+
+    from kafkalite.tools.wireclient import MAX_RESPONSE, call
+    from wire.messages import ListGroupsRequest
+
+    for answer in (struct.pack(">i", MAX_RESPONSE + 1) + b"x" * 16, struct.pack(">i", 3) + b"\x00\x00\x00"):
+        srv = socket.create_server(("127.0.0.1", 0))
+
+        def serve(srv: socket.socket = srv, answer: bytes = answer) -> None:
+            conn, _ = srv.accept()
+            with conn:
+                conn.recv(1 << 16)
+                conn.sendall(answer)
+                conn.recv(1)   # until the client closes
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        with srv, pytest.raises(WireError):
+            call("127.0.0.1", srv.getsockname()[1], ListGroupsRequest(), 5, timeout=30)
+        t.join(30)
