@@ -75,7 +75,13 @@ def share_ids(args: argparse.Namespace, groups: Iterable[str]) -> list[str]:
     wanted = list(groups)
     if not wanted:
         return []
-    known = {g for g, _ in listing(args)}
+    try:
+        known = {g for g, _ in admin(args).list_groups()}
+    except (ToolError, WireError, OSError) as exc:
+        # a broker without ListGroups v5 (before KIP-848) or settings the wire client cannot speak (e.g.
+        # OAUTHBEARER): the groups are treated as consumer groups, as before share groups were looked up
+        sys.stderr.write(f"WARN: share groups not looked up ({exc}); describing consumer groups only\n")
+        return []
     return [g for g in wanted if g in known]
 
 
