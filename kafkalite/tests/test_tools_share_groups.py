@@ -81,6 +81,10 @@ def test_describe_share_group_start_offset_lag_members_state(bs: str) -> None:
         assert r.code == 0 and r.out.splitlines()[0].split("\t") == ["GROUP", "TOPIC", "PARTITION",
                                                                      "START-OFFSET", "LAG"]
         assert r.rows() == [["sg-desc", "sq", "0", "4", "6"]]
+        assert cli(bs, "groups", "--describe", "--group", "sg-desc", "--offsets").rows() == r.rows()
+        r = cli(bs, "groups", "--describe", "--group", "sg-desc", "--verbose")
+        assert r.out.splitlines()[0].split("\t")[3:] == ["LEADER-EPOCH", "START-OFFSET", "LAG"]
+        assert r.rows() == [["sg-desc", "sq", "0", "0", "4", "6"]]
         r = cli(bs, "groups", "--describe", "--group", "sg-desc", "--members")
         assert r.out.splitlines()[0].split("\t") == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
                                                      "ASSIGNMENT"]

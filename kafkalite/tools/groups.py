@@ -1,7 +1,7 @@
 """``kafkalite groups``: kafka-consumer-groups.sh's options, on the AdminClient.
 
     kafkalite groups --list [--state] [--type [classic,consumer,share]]
-    kafkalite groups --describe --group G [--group G2 | --all-groups] [--members [--verbose] | --state]
+    kafkalite groups --describe --group G [--group G2 | --all-groups] [--offsets | --members [--verbose] | --state]
     kafkalite groups --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
                      (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N |
                       --to-datetime ISO | --by-duration PnDTnHnMnS | --from-file CSV)
@@ -69,6 +69,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--group", action="append", default=[], help="group id (repeatable)")
     p.add_argument("--all-groups", action="store_true", help="every group (--describe, --delete)")
     view = p.add_mutually_exclusive_group()
+    view.add_argument("--offsets", action="store_true", help="--describe: offsets per partition (the default)")
     view.add_argument("--members", action="store_true", help="--describe: members instead of offsets")
     view.add_argument("--state", action="store_true", help="--list/--describe: state of each group")
     p.add_argument("--type", nargs="?", const="", default=None, metavar="classic,consumer,share",
