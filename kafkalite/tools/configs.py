@@ -26,7 +26,6 @@ that does not support them answers with its error, which is shown.
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 from typing import Any
 
@@ -34,6 +33,7 @@ from kafkalite.tools.common import (
     ToolError,
     add_connection_options,
     admin,
+    client_config,
     emit,
     result,
     run_tool,
@@ -205,21 +205,18 @@ def _raw(args: argparse.Namespace, restype: int, name: str, label: str, sets: di
 
 
 def _roundtrip(args: argparse.Namespace, body: Any, response_class: Any, version: int) -> Any:
-    from kafkalite_wire import api
-    from kafkalite_wire.headers import RequestHeader
+    """One request to the first bootstrap server with the project's wire client (``--command-config``'s
+    security.protocol / sasl.* / ssl.* apply, as they do to the AdminClient)."""
+    from kafkalite.tools.wireclient import Security, WireError, bootstrap, call
 
-    host, _, port = args.bootstrap_server.split(",")[0].strip().rpartition(":")
-    t = timeout_s(args)
     try:
-        with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=t) as sock:
-            sock.sendall(api.encode_request(RequestHeader(body.API_KEY, version, 1, "kafkalite-configs"), body))
-            buf = bytearray()
-            while len(buf) < 4 or len(buf) < 4 + int.from_bytes(buf[:4], "big"):
-                chunk = sock.recv(1 << 16)
-                if not chunk:
-                    raise ToolError(f"the broker at {args.bootstrap_server} closed the connection")
-                buf += chunk
-    except (OSError, ValueError) as exc:
+        host, port = bootstrap(args.bootstrap_server)[0]
+        sec = Security.from_params(client_config(args))
+    except ValueError as exc:
+        usage(str(exc))
+    try:
+        return call(host or "localhost", port, body, version, timeout_s(args), sec, client_id="kafkalite-configs")
+    except WireError as exc:
+        raise ToolError(f"{args.bootstrap_server}: {exc}") from None
+    except OSError as exc:
         raise ToolError(f"cannot reach a broker at {args.bootstrap_server}: {exc}") from None
-    _cid, resp = api.parse_response(body.API_KEY, version, bytes(buf[4:]))
-    return resp

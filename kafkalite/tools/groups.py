@@ -1,7 +1,7 @@
 """``kafkalite groups``: kafka-consumer-groups.sh's options, on the AdminClient.
 
-    kafkalite groups --list [--state] [--type]
-    kafkalite groups --describe --group G [--group G2 | --all-groups] [--members [--verbose] | --state]
+    kafkalite groups --list [--state] [--type [classic,consumer,share]]
+    kafkalite groups --describe --group G [--group G2 | --all-groups] [--offsets | --members [--verbose] | --state]
     kafkalite groups --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
                      (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N |
                       --to-datetime ISO | --by-duration PnDTnHnMnS | --from-file CSV)
@@ -23,6 +23,9 @@ Kafka's semantics:
   reads back; its targets are clamped like --to-offset). --all-topics means the topics the group has
   committed offsets for.
 - --delete removes groups with no members; a group with members fails with NON_EMPTY_GROUP.
+- Share groups (KIP-932) are not consumer groups: ``--list`` shows them only when ``--type`` names ``share``;
+  --describe / --delete / --reset-offsets of a share group print what ``kafka-share-groups.sh`` prints
+  (:mod:`kafkalite.tools.sharegroups`, on the project's codec: confluent-kafka has no share-group admin API).
 
 ``--json`` shapes: --list ``[{"group", "state", "type"}]``; --describe ``[{"group", "state", "type", "coordinator",
 "assignor", "members": [{"member_id", "client_id", "host", "group_instance_id", "assignment": [[topic, p]]}],
@@ -37,6 +40,7 @@ import sys
 import time
 from typing import Any
 
+from kafkalite.tools import sharegroups
 from kafkalite.tools.common import (
     ToolError,
     add_connection_options,
@@ -65,10 +69,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--group", action="append", default=[], help="group id (repeatable)")
     p.add_argument("--all-groups", action="store_true", help="every group (--describe, --delete)")
     view = p.add_mutually_exclusive_group()
+    view.add_argument("--offsets", action="store_true", help="--describe: offsets per partition (the default)")
     view.add_argument("--members", action="store_true", help="--describe: members instead of offsets")
     view.add_argument("--state", action="store_true", help="--list/--describe: state of each group")
-    p.add_argument("--type", action="store_true",
-                      help="--list: type of each group (Classic, or Consumer for KIP-848 groups)")
+    p.add_argument("--type", nargs="?", const="", default=None, metavar="classic,consumer,share",
+                   help="--list: type of each group (Classic, Consumer for KIP-848 groups, Share); with a "
+                        "list, only groups of those types (share groups are listed only when named)")
     p.add_argument("--verbose", action="store_true", help="--describe --members: each member's assignment")
     p.add_argument("--topic", action="append", default=[], metavar="T[:P,P]",
                    help="--reset-offsets: a topic, optionally with partitions (repeatable)")
@@ -111,8 +117,13 @@ def _run(args: argparse.Namespace) -> int:
                   "--shift-by, --to-datetime, --by-duration, --from-file")
     elif args.topic or args.all_topics or args.execute or args.dry_run or args.export:
         usage("--topic, --all-topics, --dry-run, --execute and --export are options of --reset-offsets")
+    if args.type and args.action != "list":
+        usage("--type is an option of --list")
     client = admin(args)
-    return int(globals()["_" + args.action.replace("-", "_")](client, args) or 0)
+    try:
+        return int(globals()["_" + args.action.replace("-", "_")](client, args) or 0)
+    finally:
+        sharegroups.close(args)
 
 
 def _state(value: Any) -> str:
@@ -131,10 +142,15 @@ def _listing(client: Any, args: argparse.Namespace) -> list[tuple[str, str, str]
 
 
 def _list(client: Any, args: argparse.Namespace) -> int:
-    groups = _listing(client, args)
+    types = {t.strip().lower() for t in (args.type or "").split(",") if t.strip()}
+    if types - {"classic", "consumer", "share"}:
+        usage(f"--type {args.type!r}: the types are classic, consumer and share")
+    groups = [g for g in _listing(client, args) if not types or g[2].lower() in types]
+    if "share" in types:
+        groups = sorted(groups + [(g, s, "Share") for g, s in sharegroups.listing(args)])
     data = [{"group": g, "state": s, "type": t} for g, s, t in groups]
-    headers = ["GROUP"] + (["TYPE"] if args.type else []) + (["STATE"] if args.state else [])
-    rows = [[g] + ([t] if args.type else []) + ([s] if args.state else []) for g, s, t in groups]
+    headers = ["GROUP"] + (["TYPE"] if args.type is not None else []) + (["STATE"] if args.state else [])
+    rows = [[g] + ([t] if args.type is not None else []) + ([s] if args.state else []) for g, s, t in groups]
     emit(args, data, headers if len(headers) > 1 else [], rows)
     return 0
 
@@ -194,11 +210,13 @@ def _describe_one(client: Any, group: str, t: float) -> dict[str, Any]:
 def _describe(client: Any, args: argparse.Namespace) -> int:
     t = timeout_s(args)
     groups = _group_ids(client, args)
-    data = [_describe_one(client, g, t) for g in groups]
+    shares = sharegroups.share_ids(args, groups) if args.group else []
+    data = [_describe_one(client, g, t) for g in groups if g not in shares]
+    share_data = [sharegroups.describe_one(args, g) for g in shares]
     missing = [d["group"] for d in data if d["state"] == "Dead" and not d["offsets"]]
     data = [d for d in data if d["group"] not in missing]
     if args.json:
-        emit(args, data, [], [])
+        emit(args, data + share_data, [], [])
     elif not data:
         pass
     elif args.state:
@@ -218,6 +236,8 @@ def _describe(client: Any, args: argparse.Namespace) -> int:
                          o["member_id"], o["host"], o["client_id"]] for o in d["offsets"])
         emit(args, None, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
                           "HOST", "CLIENT-ID"], rows)
+    if not args.json:
+        sharegroups.print_describe(args, share_data)
     if missing:
         raise ToolError("\n".join(f"Consumer group '{g}' does not exist." for g in missing))
     return 0
@@ -261,6 +281,8 @@ def _reset_offsets(client: Any, args: argparse.Namespace) -> int:
 
     t = timeout_s(args)
     group = args.group[0]
+    if sharegroups.share_ids(args, [group]):
+        return sharegroups.reset_offsets(args)
     desc = result(client.describe_consumer_groups([group], request_timeout=t)[group], t, f"describe group {group}")
     state = _state(desc.state)
     if state not in ("Empty", "Dead"):
@@ -360,8 +382,10 @@ def _read_plan(client: Any, args: argparse.Namespace, group: str) -> dict[tuple[
 def _delete(client: Any, args: argparse.Namespace) -> int:
     t = timeout_s(args)
     groups = _group_ids(client, args)
-    futures = client.delete_consumer_groups(groups, request_timeout=t) if groups else {}
-    errors: dict[str, str] = {}
+    shares = sharegroups.share_ids(args, groups) if args.group else []
+    errors: dict[str, str] = sharegroups.delete(args, shares)
+    futures = client.delete_consumer_groups([g for g in groups if g not in shares], request_timeout=t) \
+        if len(groups) > len(shares) else {}
     for g, fut in futures.items():
         try:
             result(fut, t, f"delete group {g}")
