@@ -108,14 +108,16 @@ async function consume (c) {
   return { records }
 }
 
-// A member of group c.group: subscribe from the beginning, commit after every batch (kafkajs' autoCommit with
-// neither interval nor threshold), until c.count distinct records (a record delivered again after a rejoin is
-// returned again but counted once) or the timeout; its offsets are committed on disconnect.
+// A member of group c.group: subscribe from the beginning, commit after every batch (kafkajs' autoCommit),
+// until c.count distinct records (a record delivered again after a rejoin is returned again but counted once)
+// or the timeout; then it commits what it read explicitly (retried while the group finds its coordinator: the
+// last batch's auto-commit may not have happened, or have met NOT_COORDINATOR) and leaves.
 async function groupConsume (c) {
   const consumer = kafka(c).consumer({ groupId: c.group, maxWaitTimeInMs: 200, sessionTimeout: 10000,
     heartbeatInterval: 1000, retry: { retries: 8 } })
   const records = []
   const seen = new Set()
+  const next = {}
   let done
   const finished = new Promise(resolve => { done = resolve })
   const timer = setTimeout(() => done(), c.timeout_ms || 60000)
@@ -131,6 +133,7 @@ async function groupConsume (c) {
           records.push({ key: unb64(m.key), value: unb64(m.value), headers: [], timestamp: Number(m.timestamp),
             partition: batch.partition, offset: Number(m.offset) })
           seen.add(`${batch.partition}:${m.offset}`)
+          next[batch.partition] = Math.max(next[batch.partition] || 0, Number(m.offset) + 1)
           resolveOffset(m.offset)
         }
         if (seen.size >= c.count) done()
@@ -138,6 +141,16 @@ async function groupConsume (c) {
     })
     await finished
     if (crash) throw crash
+    const offsets = Object.entries(next).map(([p, o]) => ({ topic: c.topic, partition: Number(p), offset: String(o) }))
+    for (let attempt = 1; offsets.length > 0; attempt++) {
+      try {
+        await consumer.commitOffsets(offsets)
+        break
+      } catch (e) {
+        if (attempt >= 30) throw e
+        await new Promise(resolve => setTimeout(resolve, 300))
+      }
+    }
   } finally {
     clearTimeout(timer)
     await consumer.disconnect()
