@@ -109,9 +109,13 @@ CLUSTER = {
     "test_confluent_group_continues_across_coordinator_move_and_stop":
         "3 brokers: a group across a coordinator move and the coordinator's broker stopping (confluent-kafka)",
     "test_group_member_continues_across_coordinator_move_and_stop":
-        "3 brokers: a group member across a coordinator move and a stop, no rebalance",
+        "3 brokers: a committing group member across a coordinator move and a stop: every record read, "
+        "commits at each coordinator (kafkajs: at-least-once, see its limitations)",
     "test_confluent_transactions_survive_a_coordinator_move_and_stop":
         "3 brokers: transactions with offsets across a transaction coordinator move and stop (confluent-kafka)",
+    "test_transactions_survive_a_coordinator_move_and_stop":
+        "3 brokers: transactions across a transaction coordinator move and stop, read_committed sees exactly "
+        "the committed records (kafka-python: two moves, see its limitations)",
     "test_each_client_retries_not_leader_exactly_once":
         "Injected NOT_LEADER_OR_FOLLOWER on Produce (refused / appended then refused): retried, stored once",
     "test_each_client_fails_on_a_fatal_produce_error":
@@ -136,8 +140,17 @@ LIMITATIONS = {
             "(KIP-368 arrived in librdkafka 2.2).",
     "kafkajs": "ships only the gzip codec (snappy/lz4/zstd need codec plugins that are not installed), cannot "
                "send a null header value, has no assign(): every consume goes through a consumer group; its "
-               "fetchTopicOffsetsByTimestamp replaces -1 (no such offset) by the high watermark.",
-    "kafka-python": "refuses a null header value ((str, bytes) tuples only).",
+               "fetchTopicOffsetsByTimestamp replaces -1 (no such offset) by the high watermark. Across a group "
+               "coordinator move it is at-least-once: kafkajs 2.2.4 takes NOT_COORDINATOR on OffsetCommit for a "
+               "rebalance (src/errors.js isRebalancing; consumer/runner.js joinAndSync) instead of finding the "
+               "coordinator again and retrying the commit, so it rejoins and re-reads the batch whose commit the "
+               "old coordinator refused (Apache Kafka answers the same NOT_COORDINATOR after a move).",
+    "kafka-python": "refuses a null header value ((str, bytes) tuples only). Its transactional producer "
+                    "(3.0.12) can hang when the transaction coordinator's broker stops: kafka/producer/sender.py "
+                    "_maybe_send_transactional_request catches await_ready()'s KafkaConnectionError (connection "
+                    "refused), queues a FindCoordinator, but leaves target_node set, so retry() is skipped and the "
+                    "dequeued AddPartitionsToTxn is lost; flush() then times out (2 of 4 runs; the same against "
+                    "Apache Kafka). Its cluster transaction test moves the coordinator twice instead.",
     "aiokafka": "refuses a record whose key and value are both null; no "
                 "KIP-368 re-authentication (the broker closes its connection when a session expires; it reconnects).",
 }

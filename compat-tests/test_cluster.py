@@ -331,7 +331,7 @@ def _group_metadata(cluster, group: str):
         c.close()
 
 
-def _kafka_python_group(bs: str, topic: str, count: int, group: str, timeout_s: float) -> list[bytes]:
+def _kafka_python_member(bs: str, topic: str, count: int, group: str, timeout_s: float) -> list[bytes]:
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(topic, bootstrap_servers=bs.split(","), group_id=group,
@@ -341,20 +341,93 @@ def _kafka_python_group(bs: str, topic: str, count: int, group: str, timeout_s: 
     deadline = time.monotonic() + timeout_s
     try:
         while len(got) < count and time.monotonic() < deadline:
-            for recs in consumer.poll(timeout_ms=300).values():
+            polled = consumer.poll(timeout_ms=300)
+            for recs in polled.values():
                 got.extend(r.value for r in recs)
+            if polled:
+                consumer.commit()
     finally:
         consumer.close()
     return got
 
 
-# kafka-python 3.0.12 is left out: in 1 of 3 runs its member stayed out of the group for over 60 s after the
-# coordinator's broker stopped, its metadata refreshes still aimed at the stopped broker (not investigated yet)
-@pytest.mark.parametrize("client_name", ["java"])
+def _aiokafka_member(bs: str, topic: str, count: int, group: str, timeout_s: float) -> list[bytes]:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+
+    async def run() -> list[bytes]:
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                                    enable_auto_commit=False, metadata_max_age_ms=1000)
+        await consumer.start()
+        got: list[bytes] = []
+        deadline = time.monotonic() + timeout_s
+        try:
+            while len(got) < count and time.monotonic() < deadline:
+                polled = await consumer.getmany(timeout_ms=300)
+                for recs in polled.values():
+                    got.extend(r.value for r in recs)
+                if polled:
+                    await consumer.commit()
+        finally:
+            await consumer.stop()
+        return got
+
+    return asyncio.run(run())
+
+
+def _kcat_member(bs: str, topic: str, count: int, group: str, timeout_s: float) -> list[bytes]:
+    """kcat's balanced consumer (-G; librdkafka 2.0.2 on Debian): it has no commit of its own, so librdkafka
+    auto-commits (every 200 ms here, and on exit after ``count`` records, -c)."""
+    import shutil
+    import subprocess
+
+    kcat = shutil.which("kcat") or "/usr/bin/kcat"
+    proc = subprocess.run([kcat, "-b", bs, "-G", group, "-X", "auto.offset.reset=earliest",
+                           "-X", "auto.commit.interval.ms=200",
+                           "-X", "topic.metadata.refresh.interval.ms=1000", "-c", str(count), "-q",
+                           "-f", "%s\\n", topic], capture_output=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise AssertionError(f"kcat -G exited {proc.returncode}: {proc.stderr.decode(errors='replace')[-2000:]}")
+    return proc.stdout.splitlines()
+
+
+GROUP_MEMBERS = ["java", "kafka-python", "aiokafka", "kafkajs", "kcat"]
+# kafkajs 2.2.4 takes NOT_COORDINATOR on an OffsetCommit (or Heartbeat) for a rebalance (src/errors.js
+# isRebalancing lists NOT_COORDINATOR_FOR_GROUP; consumer/runner.js then joinAndSync()) instead of looking the
+# coordinator up again and retrying the commit as Java, librdkafka, kafka-python and aiokafka do: it rejoins
+# and fetches again from the last committed offsets, so the batch whose commit the old coordinator refused is
+# delivered twice (at-least-once). Kafka's coordinators answer NOT_COORDINATOR the same way after a move.
+AT_LEAST_ONCE_ACROSS_MOVES = {"kafkajs"}
+
+
+def _member(client_name: str, get_client, cluster, topic: str, count: int, group: str, timeout_s: float):
+    """A function running one group member of ``client_name`` that reads ``count`` records of ``topic``
+    (from the earliest offset), committing after every poll that returned records; -> the values read."""
+    bs = cluster.bootstrap_servers
+    if client_name == "java":
+        java = get_client("java")
+        return lambda: [r.value for r in java.subscribe_consume(bs, topic, count, group, timeout_s=timeout_s,
+                                                                commit=True)]
+    if client_name == "kafkajs":
+        kafkajs = get_client("kafkajs")
+        # kafkajs takes one bootstrap address: the one broker that is never stopped here
+        host, port = cluster.addresses()[min(cluster.node_ids())]
+        return lambda: [r.value for r in kafkajs.group_consume(f"{host}:{port}", topic, count, group,
+                                                               timeout_s=timeout_s)]
+    get_client(client_name)   # skips (fails under CI=true) when the client is missing
+    fn = {"kafka-python": _kafka_python_member, "aiokafka": _aiokafka_member, "kcat": _kcat_member}[client_name]
+    return lambda: fn(bs, topic, count, group, timeout_s)
+
+
+@pytest.mark.parametrize("client_name", GROUP_MEMBERS)
 def test_group_member_continues_across_coordinator_move_and_stop(kafkalite_cluster, client_name, get_client):
-    """A Java group member keeps consuming while records arrive and its coordinator moves,
-    then stops: it follows the coordinator without losing its membership (no rebalance back to the earliest
-    offsets), so it reads every record exactly once."""
+    """A group member of each client keeps consuming and committing while its coordinator moves to another
+    broker and then that broker stops: it follows the coordinator, reads every record exactly once, and its
+    commits land at each coordinator in turn (the last one, for records produced after the stop, at the
+    broker that took over). Each third of the records is produced only once the group is Stable at the
+    current coordinator, so the member cannot finish (and leave its group) before the checks - the race that
+    made kafka-python look stuck after the stop."""
     from confluent_kafka import Producer
 
     cluster = kafkalite_cluster
@@ -362,38 +435,58 @@ def test_group_member_continues_across_coordinator_move_and_stop(kafkalite_clust
     group = f"gm-{client_name}-{uuid.uuid4().hex[:6]}"
     _create(cluster, topic)
     total, phases = 1_500, 3
-    bs = cluster.bootstrap_servers
-    if client_name == "java":
-        java = get_client("java")
-        runner = _Runner(lambda: [r.value for r in java.subscribe_consume(bs, topic, total, group, timeout_s=90)])
-    else:
-        runner = _Runner(lambda: _kafka_python_group(bs, topic, total, group, 90))
+    never_stopped = min(cluster.node_ids())
+    runner = _Runner(_member(client_name, get_client, cluster, topic, total, group, 90))
     runner.start()
-    producer = Producer({"bootstrap.servers": bs, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True})
     steps: list[str] = []
     for phase in range(phases):
-        for i in range(phase * total // phases, (phase + 1) * total // phases):
-            producer.produce(topic, value=f"gm-{i}".encode(), partition=i % PARTS)
-        assert producer.flush(60) == 0
-        _wait(lambda: cluster.sync.coordinator("group", group) >= 0 and
-              cluster.runtime.meta.topics.get("__consumer_offsets") is not None, "the group's coordinator")
-        _wait(lambda: _group_stable(cluster, group), "the member joined", timeout=60)
-        if phase == 0:
+        _wait(lambda: cluster.sync.coordinator("group", group) >= 0, "the group's coordinator")
+        _wait(lambda: _group_stable(cluster, group) or not runner.is_alive(), "the member joined", timeout=60)
+        assert runner.is_alive(), f"{client_name} member ended early across {steps}: {runner.error!r}"
+        if phase == 1:
             first = cluster.sync.coordinator("group", group)
-            target = next(n for n in cluster.node_ids() if n != first)
+            target = next(n for n in cluster.node_ids() if n not in (first, never_stopped))
             cluster.sync.move_coordinator("group", group, target)
             steps.append(f"coordinator {first} -> {target}")
-        elif phase == 1:
+        elif phase == 2:
             victim = cluster.sync.coordinator("group", group)
             cluster.sync.stop_broker(victim)
             steps.append(f"stop {victim}")
+            _wait(lambda: cluster.sync.coordinator("group", group) >= 0, "a new coordinator")
+            _wait(lambda: _group_stable(cluster, group), "the member at the new coordinator", timeout=60)
+        for i in range(phase * total // phases, (phase + 1) * total // phases):
+            producer.produce(topic, value=f"gm-{i}".encode(), partition=i % PARTS)
+        assert producer.flush(60) == 0
+        if phase < 2:   # the member has read (and committed) this third before the coordinator moves
+            done = (phase + 1) * total // phases
+            _wait(lambda: _committed_total(cluster, group, topic) == done or not runner.is_alive(),  # noqa: B023
+                  f"the member's commit of phase {phase}")
     runner.join(120)
     assert not runner.is_alive(), "consumer still running"
     if runner.error:
         raise AssertionError(f"{client_name} group consumer failed across {steps}") from runner.error
     got = runner.result
-    assert sorted(got) == sorted(f"gm-{i}".encode() for i in range(total)), \
-        f"{client_name}: {len(got)} records, {len(set(got))} distinct across {steps}"
+    want = [f"gm-{i}".encode() for i in range(total)]
+    if client_name in AT_LEAST_ONCE_ACROSS_MOVES:
+        # every record; repeats only of records read after the first move (never of the committed first third)
+        assert set(got) == set(want), f"{client_name}: {len(set(got))} distinct of {total} across {steps}"
+        repeats = {v for v in got if got.count(v) > 1}
+        assert not repeats & set(want[:total // phases]), f"{client_name} re-read committed records ({steps})"
+    else:
+        assert sorted(got) == sorted(want), \
+            f"{client_name}: {len(got)} records, {len(set(got))} distinct across {steps}"
+    _wait(lambda: _committed_total(cluster, group, topic) == total, f"the group's offsets after {steps}",
+          timeout=30)
+
+
+def _committed_total(cluster, group: str, topic: str) -> int:
+    from test_groups_support import committed
+
+    try:
+        return sum(max(o, 0) for o in committed(cluster.bootstrap_servers, group, topic, PARTS).values())
+    except Exception:  # noqa: BLE001 - a lookup during a coordinator move: asked again
+        return -1
 
 
 def _group_stable(cluster, group: str) -> bool:
@@ -403,3 +496,129 @@ def _group_stable(cluster, group: str) -> bool:
         g = st.groups.coordinator.groups.get(group) if st is not None else None
         return g is not None and g.state.value == "Stable"
     return cluster.sync._call(check)
+
+
+class _JavaTxn:
+    """Java 3.9.1 KafkaProducer with a transactional.id (compat-tests/java/Txn.java through the driver)."""
+
+    def __init__(self, java, bs: str, txn_id: str) -> None:
+        self.java, self.name = java, f"cl-{txn_id}"
+        r = java.txn_open(bs, self.name, txn_id, {"transaction.timeout.ms": 60_000})
+        assert r["exception"] is None, f"initTransactions: {r}"
+
+    def run(self, topic: str, values: list[bytes], commit: bool) -> None:
+        import base64
+
+        for action, args in (("begin", {}),
+                             ("send", {"records": [{"topic": topic, "partition": i % PARTS,
+                                                    "value": base64.b64encode(v).decode()}
+                                                   for i, v in enumerate(values)]}),
+                             ("commit" if commit else "abort", {})):
+            r = self.java.txn_step(self.name, action, **args)
+            assert r["exception"] is None, f"{action}: {r}"
+
+    def close(self) -> None:
+        self.java.txn_close(self.name)
+
+
+class _KafkaPythonTxn:
+    """kafka-python 3.0.12 KafkaProducer(transactional_id=...)."""
+
+    def __init__(self, bs: str, txn_id: str) -> None:
+        from kafka import KafkaProducer
+
+        self.p = KafkaProducer(bootstrap_servers=bs.split(","), transactional_id=txn_id,
+                               transaction_timeout_ms=60_000, metadata_max_age_ms=1000)
+        self.p.init_transactions()
+
+    def run(self, topic: str, values: list[bytes], commit: bool) -> None:
+        self.p.begin_transaction()
+        futures = [self.p.send(topic, value=v, partition=i % PARTS) for i, v in enumerate(values)]
+        self.p.flush(60)
+        for f in futures:
+            f.get(30)
+        if commit:
+            self.p.commit_transaction()
+        else:
+            self.p.abort_transaction()
+
+    def close(self) -> None:
+        self.p.close(10)
+
+
+# kafka-python 3.0.12 loses a transactional request when its coordinator's broker refuses connections:
+# kafka/producer/sender.py (_maybe_send_transactional_request) catches await_ready()'s KafkaConnectionError,
+# enqueues a FindCoordinator (lookup_coordinator_for_request) and breaks, but leaves target_node set, so the
+# closing `if target_node is None: self._transaction_manager.retry(next_request_handler)` never re-enqueues the
+# dequeued AddPartitionsToTxn; the batches wait for partitions that are never added and flush() times out
+# (2 of 4 runs; when the client notices the closed connection first, coordinator() is None and it recovers).
+# A stopped Kafka broker refuses connections the same way, so kafka-python's leg is two coordinator moves.
+TXN_STOP_CLIENT_BUG = {"kafka-python"}
+
+
+@pytest.mark.parametrize("client_name", ["java", "kafka-python"])
+def test_transactions_survive_a_coordinator_move_and_stop(kafkalite_cluster, client_name, get_client):
+    """A transactional producer of each client commits and aborts while its transaction coordinator moves to
+    another broker and then that broker stops (kafka-python: moves again, see TXN_STOP_CLIENT_BUG): it finds
+    the new coordinator each time (FindCoordinator after NOT_COORDINATOR or a refused connection), whose
+    state it loaded from its replica of __transaction_state, and a read_committed consumer sees exactly the
+    committed records, once, and nothing of the aborted ones."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    cluster = kafkalite_cluster
+    topic = f"txm-{uuid.uuid4().hex[:8]}"
+    txn_id = f"txm-{client_name}-{uuid.uuid4().hex[:6]}"
+    _create(cluster, topic)
+    bs = cluster.bootstrap_servers
+    client = get_client(client_name)
+    producer = _JavaTxn(client, bs, txn_id) if client_name == "java" else _KafkaPythonTxn(bs, txn_id)
+    committed: list[bytes] = []
+    steps: list[str] = []
+
+    def transaction(k: int, commit: bool) -> None:
+        values = [f"{client_name}-t{k}-{i}".encode() for i in range(30)]
+        producer.run(topic, values, commit)
+        if commit:
+            committed.extend(values)
+        steps.append(f"{'commit' if commit else 'abort'} {k}")
+
+    try:
+        transaction(0, True)
+        first = cluster.sync.coordinator("transaction", txn_id)
+        target = next(n for n in cluster.node_ids() if n != first)
+        cluster.sync.move_coordinator("transaction", txn_id, target)
+        steps.append(f"coordinator {first} -> {target}")
+        transaction(1, False)
+        transaction(2, True)
+        if client_name in TXN_STOP_CLIENT_BUG:
+            third = next(n for n in cluster.node_ids() if n not in (first, target))
+            cluster.sync.move_coordinator("transaction", txn_id, third)
+            steps.append(f"coordinator {target} -> {third}")
+        else:
+            cluster.sync.stop_broker(target)
+            steps.append(f"stop {target}")
+            assert cluster.sync.coordinator("transaction", txn_id) not in (target, -1)
+        transaction(3, True)
+        transaction(4, False)
+        transaction(5, True)
+    finally:
+        producer.close()
+    consumer = Consumer({"bootstrap.servers": bs, "group.id": f"r-{topic}", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTS)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(committed) and time.monotonic() < deadline:
+        m = consumer.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value())
+    end = time.monotonic() + 2   # nothing aborted (nor a repeat) may follow
+    while time.monotonic() < end:
+        m = consumer.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.value())
+    consumer.close()
+    assert sorted(got) == sorted(committed), \
+        f"{client_name} read_committed across {steps}: {len(got)} records, {len(committed)} committed"
+    if client_name not in TXN_STOP_CLIENT_BUG:
+        cluster.sync.start_broker(target)

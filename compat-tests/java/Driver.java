@@ -26,6 +26,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -229,7 +230,8 @@ public final class Driver {
         return res;
     }
 
-    /** Group consumer: subscribe (the topic may not exist yet), poll until ``count`` records or timeout. */
+    /** Group consumer: subscribe (the topic may not exist yet), poll until ``count`` records or timeout; with
+     * "commit": true, commitSync after every poll that returned records (the group coordinator must answer). */
     private static Map<String, Object> subscribeConsume(Map<String, Object> c) {
         Properties p = base(c);
         p.put("key.deserializer", ByteArrayDeserializer.class.getName());
@@ -240,11 +242,14 @@ public final class Driver {
         p.put("metadata.max.age.ms", "1000");
         long count = ((Number) c.get("count")).longValue();
         long deadline = System.currentTimeMillis() + ((Number) c.getOrDefault("timeout_ms", 60000L)).longValue();
+        boolean commit = Boolean.TRUE.equals(c.get("commit"));
         List<Object> recs = new ArrayList<>();
         try (KafkaConsumer<byte[], byte[]> cons = new KafkaConsumer<>(p)) {
             cons.subscribe(List.of((String) c.get("topic")));
             while (recs.size() < count && System.currentTimeMillis() < deadline) {
-                for (ConsumerRecord<byte[], byte[]> r : cons.poll(Duration.ofMillis(300))) {
+                ConsumerRecords<byte[], byte[]> polled = cons.poll(Duration.ofMillis(300));
+                if (commit && !polled.isEmpty()) cons.commitSync(Duration.ofSeconds(30));
+                for (ConsumerRecord<byte[], byte[]> r : polled) {
                     Map<String, Object> m = new LinkedHashMap<>();
                     m.put("key", b64(r.key()));
                     m.put("value", b64(r.value()));

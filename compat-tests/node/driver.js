@@ -108,6 +108,56 @@ async function consume (c) {
   return { records }
 }
 
+// A member of group c.group: subscribe from the beginning, commit after every batch (kafkajs' autoCommit),
+// until c.count distinct records (a record delivered again after a rejoin is returned again but counted once)
+// or the timeout; then it commits what it read explicitly (retried while the group finds its coordinator: the
+// last batch's auto-commit may not have happened, or have met NOT_COORDINATOR) and leaves.
+async function groupConsume (c) {
+  const consumer = kafka(c).consumer({ groupId: c.group, maxWaitTimeInMs: 200, sessionTimeout: 10000,
+    heartbeatInterval: 1000, retry: { retries: 8 } })
+  const records = []
+  const seen = new Set()
+  const next = {}
+  let done
+  const finished = new Promise(resolve => { done = resolve })
+  const timer = setTimeout(() => done(), c.timeout_ms || 60000)
+  let crash = null
+  consumer.on(consumer.events.CRASH, e => { crash = e.payload.error; done() })
+  await consumer.connect()
+  try {
+    await consumer.subscribe({ topics: [c.topic], fromBeginning: true })
+    await consumer.run({
+      autoCommit: true,
+      eachBatch: async ({ batch, resolveOffset }) => {
+        for (const m of batch.messages) {
+          records.push({ key: unb64(m.key), value: unb64(m.value), headers: [], timestamp: Number(m.timestamp),
+            partition: batch.partition, offset: Number(m.offset) })
+          seen.add(`${batch.partition}:${m.offset}`)
+          next[batch.partition] = Math.max(next[batch.partition] || 0, Number(m.offset) + 1)
+          resolveOffset(m.offset)
+        }
+        if (seen.size >= c.count) done()
+      }
+    })
+    await finished
+    if (crash) throw crash
+    const offsets = Object.entries(next).map(([p, o]) => ({ topic: c.topic, partition: Number(p), offset: String(o) }))
+    for (let attempt = 1; offsets.length > 0; attempt++) {
+      try {
+        await consumer.commitOffsets(offsets)
+        break
+      } catch (e) {
+        if (attempt >= 30) throw e
+        await new Promise(resolve => setTimeout(resolve, 300))
+      }
+    }
+  } finally {
+    clearTimeout(timer)
+    await consumer.disconnect()
+  }
+  return { records }
+}
+
 async function withAdmin (c, fn) {
   const admin = kafka(c).admin()
   await admin.connect()
@@ -121,6 +171,7 @@ async function withAdmin (c, fn) {
 const ops = {
   produce,
   consume,
+  group_consume: groupConsume,
   metadata: c => withAdmin(c, async a => {
     const cluster = await a.describeCluster()
     const md = await a.fetchTopicMetadata(c.topics ? { topics: c.topics } : {})

@@ -98,10 +98,11 @@ class JavaClient(Client):
                         "max_fetch_bytes": max_fetch_bytes, "config": config}, timeout_s + 60)
         return [Rec.from_json(d) for d in r["records"]]
 
-    def subscribe_consume(self, bootstrap, topic, count, group, timeout_s=60.0) -> list[Rec]:
-        """KafkaConsumer.subscribe in group ``group`` (the topic may not exist yet)."""
+    def subscribe_consume(self, bootstrap, topic, count, group, timeout_s=60.0, commit=False) -> list[Rec]:
+        """KafkaConsumer.subscribe in group ``group`` (the topic may not exist yet); ``commit``: commitSync
+        after every poll that returned records."""
         r = self._call({"op": "subscribe_consume", "bootstrap": bootstrap, "topic": topic, "count": count,
-                        "group": group, "timeout_ms": int(timeout_s * 1000)}, timeout_s + 60)
+                        "group": group, "timeout_ms": int(timeout_s * 1000), "commit": commit}, timeout_s + 60)
         return [Rec.from_json(d) for d in r["records"]]
 
     def metadata(self, bootstrap, topics=None):

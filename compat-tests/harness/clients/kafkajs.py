@@ -59,6 +59,13 @@ class KafkajsClient(Client):
                         "max_fetch_bytes": max_fetch_bytes}, timeout_s + 60)
         return [Rec.from_json(d) for d in r["records"]]
 
+    def group_consume(self, bootstrap, topic, count, group, timeout_s=60.0) -> list[Rec]:
+        """A member of ``group`` reading ``topic`` from the beginning, committing after every batch, until
+        ``count`` distinct records (a record delivered again after a rejoin is returned again)."""
+        r = self._call({"op": "group_consume", "bootstrap": bootstrap, "topic": topic, "count": count,
+                        "group": group, "timeout_ms": int(timeout_s * 1000)}, timeout_s + 60)
+        return [Rec.from_json(d) for d in r["records"]]
+
     def metadata(self, bootstrap, topics=None):
         r = self._call({"op": "metadata", "bootstrap": bootstrap, "topics": list(topics) if topics else None})
         return {"brokers": [tuple(b) for b in r["brokers"]], "topics": r["topics"], "cluster_id": r["cluster_id"]}
