@@ -64,7 +64,17 @@ def log_files(data_dir: Path, topic: str) -> list[Path]:
 
 
 def disk_bytes(data_dir: Path, topic: str) -> int:
-    return sum(p.stat().st_size for p in (data_dir / f"{topic}-0").iterdir() if ".log" in p.name)
+    """Bytes of the partition's log files. Read while the cleaner runs: a ``.cleaned``/``.swap`` file listed
+    here may be renamed before it is measured; then the directory is listed again (a scan that lost a file
+    would under-count)."""
+    for attempt in range(100):
+        try:
+            return sum(p.stat().st_size for p in (data_dir / f"{topic}-0").iterdir() if ".log" in p.name)
+        except FileNotFoundError:
+            if attempt == 99:
+                raise
+            time.sleep(0.01)
+    raise AssertionError("unreachable")
 
 
 def key(k: int) -> bytes:
