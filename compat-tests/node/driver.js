@@ -126,17 +126,27 @@ async function groupConsume (c) {
   await consumer.connect()
   try {
     await consumer.subscribe({ topics: [c.topic], fromBeginning: true })
+    // Each partition is resolved at the furthest offset read so far and nothing is resolved once c.count records
+    // are in: kafkajs' resolveOffset (and eachBatchAutoResolve) set the partition's offset to whatever was read
+    // last, so a batch delivered again after a rejoin would move it back and the auto-commit after that batch
+    // would commit the lower offset - possibly after the explicit commit below.
+    let complete = false
     await consumer.run({
       autoCommit: true,
+      eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset }) => {
+        if (complete) return
         for (const m of batch.messages) {
           records.push({ key: unb64(m.key), value: unb64(m.value), headers: [], timestamp: Number(m.timestamp),
             partition: batch.partition, offset: Number(m.offset) })
           seen.add(`${batch.partition}:${m.offset}`)
           next[batch.partition] = Math.max(next[batch.partition] || 0, Number(m.offset) + 1)
-          resolveOffset(m.offset)
+          resolveOffset(String(next[batch.partition] - 1))
         }
-        if (seen.size >= c.count) done()
+        if (seen.size >= c.count) {
+          complete = true
+          done()
+        }
       }
     })
     await finished
