@@ -36,6 +36,8 @@ from test_groups_support import CACHE, JAVA_DEPS, committed, missing, produce, w
 PARTITIONS = 6
 BROKER_ARGS = ["--override", "group.consumer.heartbeat.interval.ms=500",
                "--override", "group.consumer.session.timeout.ms=6000"]
+if os.environ.get("KIP848_BROKER_LOG_LEVEL"):   # e.g. DEBUG: the coordinator logs every assignment and commit
+    BROKER_ARGS += ["--log-level", os.environ["KIP848_BROKER_LOG_LEVEL"]]
 
 PY_MEMBER = r"""
 import json, os, signal, sys, time

@@ -294,6 +294,10 @@ class GroupService:
         if errs is not None:   # a consumer group member's commit: stored as a simple commit of the group
             refused = {tp: e for tp, e in errs.items() if e}
             offsets = {tp: om for tp, om in offsets.items() if tp not in refused}
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("consumer group %s: member %s epoch %d commits %s refused %s", group_id, member_id,
+                          generation_id, " ".join(f"{t}:{p}@{om.offset}" for (t, p), om in sorted(offsets.items())),
+                          " ".join(f"{t}:{p}={e}" for (t, p), e in sorted(refused.items())) or "-")
             if not offsets:
                 return refused
             member_id, group_instance_id, generation_id = "", None, -1

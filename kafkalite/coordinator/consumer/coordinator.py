@@ -94,6 +94,11 @@ class HeartbeatResult:
     assignment: Assignment | None = None
 
 
+def _brief(a: Assignment) -> str:
+    """An assignment for a log line: ``topicid8:p,p,...`` per topic."""
+    return " ".join(f"{t.hex[:8]}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(a.items()) if ps) or "-"
+
+
 def _tp_set(a: Assignment | None) -> set[tuple[uuid.UUID, int]]:
     return {(t, p) for t, ps in (a or {}).items() for p in ps}
 
@@ -249,6 +254,11 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
             out.append((R.encode_key(R.CURRENT_ASSIGNMENT, group_id, member.member_id),
                         R.current_assignment_value(member)))
         self._write(group_id, out)
+        if log.isEnabledFor(logging.DEBUG) and (member.assignment_key() != old_assign or epoch != member.member_epoch):
+            log.debug("consumer group %s: member %s heartbeat epoch %d owned %s -> epoch %d %s assigned %s "
+                      "revoking %s", group_id, member.member_id, epoch, _brief(owned) if owned is not None else None,
+                      member.member_epoch, member.state.name, _brief(member.assigned),
+                      _brief(member.pending_revocation))
         full = rebalance_timeout_ms != -1 and (names is not None or regex is not None) and owned is not None
         changed = _tp_set(member.assigned) != old_assigned
         return HeartbeatResult(
