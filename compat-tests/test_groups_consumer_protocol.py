@@ -61,6 +61,8 @@ if instance:
     conf["group.instance.id"] = instance
 if os.environ.get("KIP848_ASSIGNOR"):
     conf["group.remote.assignor"] = os.environ["KIP848_ASSIGNOR"]
+if os.environ.get("KIP848_RDKAFKA_DEBUG"):   # librdkafka's debug contexts (stderr goes to a file then)
+    conf["debug"] = os.environ["KIP848_RDKAFKA_DEBUG"]
 c = Consumer(conf)
 owned = set()
 def assigned(cons, parts):
@@ -170,8 +172,19 @@ class Member:
 
     def __init__(self, cmd: list[str], name: str, env: dict[str, str] | None = None) -> None:
         self.name = name
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                     env=env)
+        # KIP848_MEMBER_LOG_DIR (diagnosis): each member's stdout lines are copied to <name>-<stamp>.out there and
+        # its stderr (e.g. librdkafka's debug log, KIP848_RDKAFKA_DEBUG) goes to <name>-<stamp>.err
+        log_dir = os.environ.get("KIP848_MEMBER_LOG_DIR")
+        stamp = f"{name}-{time.monotonic_ns()}"
+        self.copy = None
+        err = subprocess.PIPE
+        if log_dir:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+            err = open(Path(log_dir) / f"{stamp}.err", "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, start_new_session=True, env=env)
+        if log_dir:
+            err.close()   # type: ignore[union-attr]
+            self.copy = open(Path(log_dir) / f"{stamp}.out", "w")  # noqa: SIM115
         self.assignment: list[tuple[str, int]] = []
         self.history: list[tuple[float, frozenset[tuple[str, int]]]] = []
         self.records: list[tuple[str, int, int, str]] = []
@@ -184,6 +197,9 @@ class Member:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
             line = raw.decode().strip()
+            if self.copy is not None:
+                self.copy.write(line + "\n")
+                self.copy.flush()
             if not line.startswith("{"):
                 continue
             msg = json.loads(line)
