@@ -138,6 +138,15 @@ LIMITATIONS = {
             "`kcat -G` exits on the first 'Subscribed topic not available' error, so it cannot subscribe "
             "before a topic exists (same against Apache Kafka). Its librdkafka 2.0.2 does not re-authenticate "
             "(KIP-368 arrived in librdkafka 2.2).",
+    "confluent-kafka": "librdkafka 2.16 with group.protocol=consumer can rewind a partition it started by "
+                       "auto.offset.reset (no committed offset) to the beginning when an incremental rebalance "
+                       "pauses and resumes it while its ListOffsets is in flight: an outdated answer re-arms the "
+                       "offset query timer, which later fires on the active partition (debug: 'timed offset query "
+                       "for offset BEGINNING ... in state active') and records are delivered again. Seen once in "
+                       "~60 three-member runs under load; the broker's answers were correct and in order (as on "
+                       "Apache Kafka, ListOffsets waits behind the connection's Fetch long poll). The KIP-848 "
+                       "exactly-once tests commit start offsets first (test_groups_consumer_protocol."
+                       "commit_start_offsets).",
     "kafkajs": "ships only the gzip codec (snappy/lz4/zstd need codec plugins that are not installed), cannot "
                "send a null header value, has no assign(): every consume goes through a consumer group; its "
                "fetchTopicOffsetsByTimestamp replaces -1 (no such offset) by the high watermark. Across a group "

@@ -23,6 +23,7 @@ from test_groups_consumer_protocol import (
     Member,
     _listed,
     assert_never_shared,
+    commit_start_offsets,
     covers,
     start_member,
     values,
@@ -51,6 +52,7 @@ def test_classic_group_upgrades_online_and_downgrades_back(kind: str, kip848_bro
     bs = kip848_broker.bootstrap
     create_topic(bs, topic, PARTITIONS)
     group = f"mig-{uuid.uuid4().hex[:8]}"
+    commit_start_offsets(bs, group, topic, PARTITIONS)   # (why: its docstring)
     sent: list[str] = []
     members: list[Member] = []
 
