@@ -196,7 +196,9 @@ def rebuild_producer_state(plog: PartitionLog, rebuild_txn_index_from: int | Non
         if hdr.is_control:
             try:
                 ctype, coord = parse_control_marker(seg.read_batch(pos, hdr))
-            except Exception:
+            except Exception as exc:   # an unreadable marker: the rest of the partition's state still loads
+                log.warning("%s: skipping an unreadable control batch at offset %d while rebuilding producer "
+                            "state: %s", plog.dir, hdr.base_offset, exc)
                 continue
             done = ps.complete_marker(hdr.producer_id, hdr.producer_epoch, coord, hdr.last_offset,
                                       hdr.max_timestamp, ctype == CONTROL_ABORT)

@@ -433,5 +433,5 @@ def parse_consumer_subscription_topics(data: bytes) -> list[str] | None:
             out.append(buf[pos:pos + ln].decode("utf-8"))
             pos += ln
         return out
-    except Exception:
+    except (UnicodeDecodeError, ValueError, TypeError):   # not a subscription a client could have meant
         return None
