@@ -18,7 +18,7 @@ def test_start_waits_for_ready_and_stop_ends_the_loop_after_its_shutdown() -> No
         steps.append("serving")
         ready()
         await shutdown.wait()
-        await trio.sleep(0)          # still on the loop after the shutdown event: stop() waits for this
+        await trio.lowlevel.checkpoint()   # still on the loop after the shutdown event: stop() waits for this
         steps.append("drained")
 
     loop = LoopThread("kafkalite-test-loop", "test")
