@@ -12,16 +12,16 @@ with the one-line cause, after removing the temporary data directory it created.
 """
 from __future__ import annotations
 
-import contextlib
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from kafkalite.config import BrokerConfig
+from kafkalite.loopthread import LoopThread
 
 
 class BrokerStartError(RuntimeError):
@@ -57,11 +57,7 @@ class Broker:
         self.host = host
         self.port = 0
         self.addresses: list[tuple[str, int]] = []
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._token: Any = None
-        self._shutdown: Any = None
+        self._loop = LoopThread(f"kafkalite-broker-{id(self):x}", "broker")
         self._stopped = False
 
     @property
@@ -97,56 +93,44 @@ class Broker:
 
         return bound_address(self.data_dir)
 
+    @property
+    def _token(self) -> Any:
+        """The loop's trio token while it runs (kafkalite.faults.embedded calls into the loop with it)."""
+        return self._loop.token
+
+    @property
+    def _thread(self) -> threading.Thread | None:
+        return self._loop.thread
+
     def start(self) -> Broker:
-        if self._thread is not None:
+        if self._loop.thread is not None:
             return self
-        self._thread = threading.Thread(target=self._run, name=f"kafkalite-broker-{id(self):x}", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(self.startup_timeout):
-            # still starting (e.g. recovering a large log): the thread may be using the directory, so it
-            # stays until stop(), which waits for the thread to end
-            raise TimeoutError("kafkalite broker did not start in time")
-        if self._error is not None:
-            self._thread.join()
-            error = self._error
+        # TimeoutError if still starting (e.g. recovering a large log): the thread may be using the
+        # directory, so it stays until stop(), which waits for the thread to end
+        error = self._loop.start(self._serve, self.startup_timeout)
+        if error is not None:
             self._remove_own_dir()
             self._stopped = True
             raise BrokerStartError(_one_line(error)) from error
         return self
 
-    def _run(self) -> None:
+    async def _serve(self, shutdown: Any, ready: Callable[[], None]) -> None:
         import trio
 
         from kafkalite.server import serve
 
-        async def main() -> None:
-            self._token = trio.lowlevel.current_trio_token()
-            self._shutdown = trio.Event()
-            async with trio.open_nursery() as nursery:
-                addrs = await nursery.start(
-                    lambda task_status: serve(self.config, shutdown=self._shutdown, task_status=task_status))
-                self.addresses = addrs
-                self.host, self.port = addrs[0]
-                self._ready.set()
-
-        try:
-            trio.run(main)
-        except BaseException as exc:  # report startup failures to start()
-            self._error = exc
-        finally:
-            self._ready.set()
+        async with trio.open_nursery() as nursery:
+            addrs = await nursery.start(
+                lambda task_status: serve(self.config, shutdown=shutdown, task_status=task_status))
+            self.addresses = addrs
+            self.host, self.port = addrs[0]
+            ready()
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        if self._thread is not None:
-            if self._token is not None and self._shutdown is not None and self._thread.is_alive():
-                import trio
-
-                with contextlib.suppress(trio.RunFinishedError):
-                    trio.from_thread.run_sync(self._shutdown.set, trio_token=self._token)
-            self._thread.join()
+        self._loop.stop()
         self._remove_own_dir()
 
     def _remove_own_dir(self) -> None:

@@ -24,15 +24,13 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kafkalite import authz, quotas
 from kafkalite.config import BrokerConfig, Listener
-from kafkalite.features import FeatureLevels
-from kafkalite.group_configs import GroupConfigStore
 from kafkalite.metadata import (  # noqa: F401 (re-exported: handlers import them from here)
     BROKER_CONFIGS_FILE,
     INTERNAL_TOPICS,
@@ -49,9 +47,16 @@ from kafkalite.metadata import read_pid_block as _read_pid_block  # noqa: F401
 from kafkalite.supervisor import Supervisor
 
 if TYPE_CHECKING:
+    from kafkalite.features import FeatureLevels
+    from kafkalite.group_configs import GroupConfigStore
+    from kafkalite.quotas import QuotaManager
     from kafkalite_storage import LogConfig, LogManager, PartitionLog
 
 log = logging.getLogger(__name__)
+
+#: kafkalite.quotas.store.QUOTAS_FILE, named here so a start without quotas does not import kafkalite.quotas
+#: (kafkalite/tests/test_lazy_state.py checks the two agree)
+_QUOTAS_FILE = "kafkalite-client-quotas.json"
 
 
 # broker setting -> topic setting it provides the default for
@@ -109,10 +114,18 @@ class BrokerState:
         self.advertised_listeners: list[Listener] = []
         self.request_pool: Any = None   # kafkalite.connection.RequestMemoryPool, set by the server
         self.supervisor = Supervisor()  # background loops run under it; .tasks holds a record per loop
-        # ACLs (kafkalite.authz): None unless authorizer.class.name is set; handlers ask it through kafkalite.authz
-        self.authorizer: Any = authz.from_config(config, config.log_dir)
-        # client quotas (kafkalite.quotas): .active is False until a quota is configured
-        self.quotas: Any = quotas.from_config(config, config.log_dir)
+        # ACLs (kafkalite.authz): None unless authorizer.class.name is set; handlers ask it through kafkalite.authz.
+        # Without one kafkalite.authz is not even imported at start; with one, the ACL file is read now (a bad
+        # file fails the start, and the first request is checked against the saved ACLs).
+        self.authorizer: Any = None
+        if config.get_str("authorizer.class.name").strip():
+            from kafkalite import authz
+
+            self.authorizer = authz.from_config(config, config.log_dir)
+        # client quotas (kafkalite.quotas, the ``quotas`` property): a saved quota file is read now (a bad one
+        # fails the start, saved quotas apply to the first request); with none, the manager is built on first use
+        if (self.log_dir / _QUOTAS_FILE).exists():
+            self.__dict__["quotas"] = self._new_quotas()
         # SCRAM users (AlterUserScramCredentials), kept in the data dir; each listener's security (server.py)
         from kafkalite.security.scram_store import ScramStore, ScramStoreError
         from kafkalite.startup_errors import StartupError
@@ -125,16 +138,40 @@ class BrokerState:
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self.metadata.dynamic_broker_configs
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
-        # per-group config overrides (GROUP config resources, kafkalite.group_configs), persisted
-        self.group_config_store = GroupConfigStore(self.log_dir)
-        # finalized feature levels (UpdateFeatures, kafkalite.features), persisted
-        self.features = FeatureLevels(self.log_dir, config.emulate_kafka, self.node_id)
         self.draining = False
         self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
         # names whose partition directories are being created or removed in a worker thread right now
         self.pending_topics: set[str] = self.metadata.pending_topics
         self.default_log_config = self._default_log_config()
         self._load_topics()
+
+    # -- built on first use (start-up does not pay for features a broker may never be asked about) ----------
+    def _new_quotas(self) -> QuotaManager:
+        from kafkalite import quotas
+
+        return quotas.from_config(self.config, self.config.log_dir)
+
+    @cached_property
+    def quotas(self) -> QuotaManager:
+        """Client quotas (kafkalite.quotas): ``.active`` is False until a quota is configured. Built at start
+        when a quota file is saved, else on first use (the first connection)."""
+        return self._new_quotas()
+
+    @cached_property
+    def group_config_store(self) -> GroupConfigStore:
+        """Per-group config overrides (GROUP config resources, kafkalite.group_configs), persisted; read on
+        first use (an unreadable file is ignored with a warning, as it was at start)."""
+        from kafkalite.group_configs import GroupConfigStore
+
+        return GroupConfigStore(self.log_dir)
+
+    @cached_property
+    def features(self) -> FeatureLevels:
+        """Finalized feature levels (UpdateFeatures, kafkalite.features), persisted; read on first use (the
+        first ApiVersions; an unreadable file is ignored with a warning, as it was at start)."""
+        from kafkalite.features import FeatureLevels
+
+        return FeatureLevels(self.log_dir, self.config.emulate_kafka, self.node_id)
 
     # -- addresses -----------------------------------------------------------------------------------
     @property

@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import shutil
 import tempfile
-import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -18,6 +16,7 @@ import trio
 from kafkalite.cluster import placement
 from kafkalite.cluster.runtime import ClusterOpError, ClusterRuntime
 from kafkalite.config import BrokerConfig
+from kafkalite.loopthread import LoopThread
 
 
 def _cluster_id(data_dir: Path, node_ids: list[int]) -> str:
@@ -61,11 +60,7 @@ class Cluster:
                                       _cluster_id(self.data_dir, self._node_ids))
         self.startup_timeout = startup_timeout
         self.sync = SyncCluster(self)
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._token: Any = None
-        self._done: Any = None
+        self._loop = LoopThread(f"kafkalite-cluster-{id(self):x}", "cluster")
         self._stopped = False
 
     # -- addresses -------------------------------------------------------------------------------------
@@ -176,42 +171,33 @@ class Cluster:
         return {"cluster_id": rt.cluster_id, "brokers": brokers, "partitions": partitions}
 
     # -- running in a thread ---------------------------------------------------------------------------
+    @property
+    def _token(self) -> Any:
+        """The loop's trio token while it runs (SyncCluster and faults call into the loop with it)."""
+        return self._loop.token
+
+    @_token.setter
+    def _token(self, token: Any) -> None:   # serve_cluster: the cluster runs on the caller's loop
+        self._loop.token = token
+
     def start(self) -> Cluster:
-        if self._thread is not None:
+        if self._loop.thread is not None:
             return self
-        self._thread = threading.Thread(target=self._run, name=f"kafkalite-cluster-{id(self):x}", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(self.startup_timeout):
-            raise TimeoutError("kafkalite cluster did not start in time")
-        if self._error is not None:
-            self._thread.join()
+        error = self._loop.start(self._serve, self.startup_timeout)
+        if error is not None:
             self._stopped = True
             self._remove_own_dir()
-            raise RuntimeError(f"kafkalite cluster failed to start: {self._error}") from self._error
+            raise RuntimeError(f"kafkalite cluster failed to start: {error}") from error
         return self
 
-    def _run(self) -> None:
-        async def main() -> None:
-            self._token = trio.lowlevel.current_trio_token()
-            self._done = trio.Event()
-            await self.runtime.run(shutdown=self._done, control=self, task_status=_Ready(self._ready))
-
-        try:
-            trio.run(main)
-        except BaseException as exc:  # reported by start()
-            self._error = exc
-        finally:
-            self._ready.set()
+    async def _serve(self, shutdown: trio.Event, ready: Callable[[], None]) -> None:
+        await self.runtime.run(shutdown=shutdown, control=self, task_status=_Ready(ready))
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        if self._thread is not None:
-            if self._token is not None and self._done is not None and self._thread.is_alive():
-                with contextlib.suppress(trio.RunFinishedError):
-                    trio.from_thread.run_sync(self._done.set, trio_token=self._token)
-            self._thread.join()
+        self._loop.stop()
         self._remove_own_dir()
 
     def _remove_own_dir(self) -> None:
@@ -245,11 +231,11 @@ class _BrokerHandle:
 class _Ready:
     """A task status that tells the starting thread the cluster is up."""
 
-    def __init__(self, ready: threading.Event) -> None:
+    def __init__(self, ready: Callable[[], None]) -> None:
         self._ready = ready
 
     def started(self, value: Any = None) -> None:
-        self._ready.set()
+        self._ready()
 
 
 class SyncCluster:

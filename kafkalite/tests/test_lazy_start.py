@@ -59,6 +59,8 @@ NOT_AT_START = [
     "kafkalite.coordinator.share.service", "kafkalite.coordinator.share.partition",
     "kafkalite.metrics", "kafkalite.metrics.http", "kafkalite.console", "kafkalite.console.http",
     "kafkalite.error_response", "kafkalite.security.scram",
+    # BrokerState builds these on first use (no authorizer configured, no quota file saved)
+    "kafkalite.authz", "kafkalite.quotas", "kafkalite.group_configs", "kafkalite.features",
 ]
 
 

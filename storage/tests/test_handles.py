@@ -135,3 +135,75 @@ def test_out_of_descriptors_during_an_append_is_rolled_back(tmp_path: Path, smal
     assert again is not None and again.log_end_offset == 4
     assert again.read_bytes(0, 1 << 20)[: len(before)] == before
     lm.close()
+
+
+class _CountingLock:
+    """The cache lock, counting how often it is taken."""
+
+    def __init__(self, lock: object) -> None:
+        self.lock, self.taken = lock, 0
+
+    def __enter__(self) -> object:
+        self.taken += 1
+        return self.lock.__enter__()  # type: ignore[attr-defined]
+
+    def __exit__(self, *exc: object) -> object:
+        return self.lock.__exit__(*exc)  # type: ignore[attr-defined]
+
+
+def test_a_small_read_of_an_open_file_takes_the_cache_lock_once(tmp_path: Path, small_cache: H.HandleCache,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small fetch's preads (a batch header, the records) each cost one lock round trip, not a pin and an
+    unpin; a large read, or one that must open the file first, pins as before."""
+    data = os.urandom(2 * H.LOCKED_READ_BYTES)
+    (tmp_path / "seg.log").write_bytes(data)
+    h = H.FileHandle(str(tmp_path / "seg.log"))
+    counting = _CountingLock(small_cache.lock)
+    monkeypatch.setattr(small_cache, "lock", counting)
+    assert h.pread(100, 7) == data[7:107]          # not open yet: the fast path fails, then open + pin + unpin
+    assert counting.taken == 3 and h.is_open
+    counting.taken = 0
+    assert h.pread(H.LOCKED_READ_BYTES, 1) == data[1:1 + H.LOCKED_READ_BYTES]
+    assert h.fileno() >= 0
+    assert counting.taken == 2                     # one each
+    counting.taken = 0
+    assert h.pread(H.LOCKED_READ_BYTES + 1, 0) == data[:H.LOCKED_READ_BYTES + 1]
+    assert counting.taken == 2                     # large: pinned for the syscall
+    h.evict()
+    counting.taken = 0
+    assert h.pread(10, 0) == data[:10] and counting.taken == 3   # as the first read: reopened
+    h.close()
+
+
+def test_small_reads_racing_evictions_read_their_own_files(tmp_path: Path, small_cache: H.HandleCache) -> None:
+    """Threads read 4x more files than the cache holds, so descriptors are closed and their numbers reused all
+    the time: every read still returns its own file's bytes (a read through a descriptor closed under it, or
+    reused for another file, would not)."""
+    import random
+    import threading
+
+    files = []
+    for i in range(small_cache.capacity * 4):
+        path = tmp_path / f"f{i}"
+        path.write_bytes(bytes([i]) * 512)
+        files.append((H.FileHandle(str(path), os.O_RDONLY), bytes([i]) * 64))
+    wrong: list[str] = []
+
+    def reader(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(3000):
+            h, want = files[rng.randrange(len(files))]
+            got = h.pread(64, rng.randrange(448))
+            if got != want:
+                wrong.append(f"{h.path}: {got[:8]!r}")
+                return
+
+    threads = [threading.Thread(target=reader, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads) and wrong == []
+    assert small_cache.evictions > 0
+    for h, _ in files:
+        h.close()
