@@ -336,3 +336,60 @@ def test_share_group_v0_early_access_java(broker_factory, topic, get_client):
     again = java._call({"op": "share_consume", "bootstrap": bs, "topic": topic, "group": "share-java",
                         "count": 1, "timeout_ms": 30000})["records"]
     assert [r["offset"] for r in again] == [0], "only the released record comes back"
+
+
+def test_auto_offset_reset_by_duration_confluent_kafka(broker, topic):
+    """share.auto.offset.reset=by_duration:PT1H (KIP-1106, a group config set with IncrementalAlterConfigs): the
+    group starts at the first record stamped within the last hour; records stamped two hours ago are never
+    delivered. On a partition with only old records nothing is delivered (Kafka answers OFFSET_NOT_AVAILABLE
+    for it until a record inside the window exists) and the first newer record is, once produced."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    bs = broker.bootstrap
+    old_only = topic + "-old"
+    create_topic(bs, topic, 1)
+    create_topic(bs, old_only, 1)
+    adm = AdminClient({"bootstrap.servers": bs})
+    for group in ("share-bd", "share-bd-old"):
+        res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "by_duration:PT1H", incremental_operation=AlterConfigOpType.SET)])
+        for f in adm.incremental_alter_configs([res]).values():
+            f.result(30)
+    bad = ConfigResource(ResourceType.GROUP, "share-bd", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "by_duration:-PT1H", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(ck.KafkaException, match="by_duration"):
+        for f in adm.incremental_alter_configs([bad]).values():
+            f.result(30)
+    now = int(time.time() * 1000)
+    p = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
+    for i in range(5):
+        p.produce(topic, value=b"old%d" % i, timestamp=now - 2 * 3600_000)
+        p.produce(old_only, value=b"old%d" % i, timestamp=now - 2 * 3600_000)
+    for i in range(5):
+        p.produce(topic, value=b"new%d" % i, timestamp=now - 60_000 + i)
+    assert p.flush(30) == 0
+    c = consumer(bs, "share-bd", topic)
+    c_old = consumer(bs, "share-bd-old", old_only)
+    try:
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 5 and time.monotonic() < deadline:
+            seen += [m.value() for m in messages(c)]
+        assert seen == [b"new%d" % i for i in range(5)], seen
+        old_seen = [m.value() for _ in range(3) for m in c_old.poll(1.0) if m.error() is None]
+        assert old_seen == []
+        p.produce(old_only, value=b"fresh", timestamp=int(time.time() * 1000))
+        assert p.flush(30) == 0
+        deadline = time.monotonic() + 60
+        while not old_seen and time.monotonic() < deadline:
+            old_seen += [m.value() for m in c_old.poll(1.0) if m.error() is None]
+        assert old_seen == [b"fresh"]
+    finally:
+        c.close()
+        c_old.close()

@@ -32,7 +32,7 @@ from kafkalite.coordinator.records import build_batch, iter_records
 from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
 from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordinator
 from kafkalite.coordinator.share.logread import aborted_ranges, read_batches
-from kafkalite.coordinator.share.manager import ShareStateManager
+from kafkalite.coordinator.share.manager import NoStartOffset, ShareStateManager
 from kafkalite.coordinator.share.membership import MembershipStore
 from kafkalite.coordinator.share.partition import Acquired, split_acquired
 from kafkalite.coordinator.share.records import ShareKey
@@ -47,6 +47,7 @@ log = logging.getLogger("kafkalite.coordinator.share")
 TP = tuple[uuid.UUID, int]
 COORDINATOR_LOAD_IN_PROGRESS = 14
 UNKNOWN_TOPIC_ID = 100
+OFFSET_NOT_AVAILABLE = 78   # by_duration found no record at or after its time (Kafka: OffsetNotAvailableException)
 
 
 @dataclass(slots=True)
@@ -391,10 +392,17 @@ class ShareService:
         self.kick()
         return out
 
-    def _share_partition(self, key: ShareKey, now: int, log_start: int, end: int) -> Any:
-        """The share-partition, initialised on first use (then listed in ShareGroupStatePartitionMetadata)."""
+    def _share_partition(self, key: ShareKey, now: int, log_start: int, end: int, plog: Any = None) -> Any:
+        """The share-partition, initialised on first use (then listed in ShareGroupStatePartitionMetadata).
+        Raises AppendError, or NoStartOffset (by_duration found no record in ``plog``)."""
         fresh = key not in self.states.parts
-        sp = self.states.partition(key, now, log_start, end)
+
+        def offset_for_time(ts: int) -> int | None:
+            # READ_UNCOMMITTED as Kafka's ShareFetchUtils.offsetForTimestamp; only records below ``end``
+            found = plog.offset_for_timestamp(ts) if plog is not None else None
+            return found[0] if found is not None and found[0] < end else None
+
+        sp = self.states.partition(key, now, log_start, end, offset_for_time)
         if fresh:
             self.membership.initialized(key.group, key.topic_id, key.partition)
         return sp
@@ -410,7 +418,7 @@ class ShareService:
             return limit
         end = plog.last_stable_offset if self.states.settings(group).read_committed else plog.high_watermark
         try:
-            sp = self._share_partition(ShareKey(group, tid, p), now, plog.log_start_offset, end)
+            sp = self._share_partition(ShareKey(group, tid, p), now, plog.log_start_offset, end, plog)
             if not sp.has_available(end):
                 return 0
             offset = max(sp.fetch_offset(), plog.log_start_offset)
@@ -420,7 +428,7 @@ class ShareService:
             # reads stop before a whole batch that would pass ``limit``: then ask for everything (no header
             # scan: a read reaching a segment's end only takes positions)
             return have if have >= limit else sum(r[2] for r in plog.read(offset, 0x7FFFFFFF, min_one=True))
-        except (E.AppendError, StorageError):
+        except (E.AppendError, StorageError, NoStartOffset):
             return limit
 
     def _fetch_one(self, group: str, member: str, tid: uuid.UUID, p: int, max_records: int, max_bytes: int,
@@ -438,10 +446,13 @@ class ShareService:
         end = plog.last_stable_offset if committed else plog.high_watermark
         key = ShareKey(group, tid, p)
         try:
-            sp = self._share_partition(key, now, plog.log_start_offset, end)
+            sp = self._share_partition(key, now, plog.log_start_offset, end, plog)
         except E.AppendError as exc:
             log.warning("share-partition %s could not be initialised: %s", key, exc)
             return FetchedPartition(E.KAFKA_STORAGE_ERROR, leader_epoch=epoch)
+        except NoStartOffset as exc:
+            log.info("%s (share.auto.offset.reset=by_duration): OFFSET_NOT_AVAILABLE", exc)
+            return FetchedPartition(OFFSET_NOT_AVAILABLE, leader_epoch=epoch)
         offset = sp.fetch_offset()
         if offset >= end or max_records <= 0:
             return FetchedPartition(leader_epoch=epoch)
