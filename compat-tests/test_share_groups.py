@@ -393,3 +393,63 @@ def test_auto_offset_reset_by_duration_confluent_kafka(broker, topic):
     finally:
         c.close()
         c_old.close()
+
+
+@pytest.mark.kafkalite_cluster(brokers=3, emulate_kafka=KAFKALITE_EMULATE,
+                               overrides={"kafkalite.share.auto.offset.reset": "earliest",
+                                          "share.coordinator.state.topic.num.partitions": "3"})
+def test_share_group_on_a_three_broker_cluster_confluent_kafka(kafkalite_cluster):
+    """Two ShareConsumers on a 3-partition topic whose leaders are three different brokers
+    (``kafkalite.cluster``): heartbeats go to the group's coordinator, ShareFetch and ShareAcknowledge to each
+    partition's leader, which keeps that share-partition and writes its state through the leader of its
+    ``__share_group_state`` partition. Every record is delivered exactly once, and all are acknowledged: the
+    group's start offsets (DescribeShareGroupOffsets at the coordinator) end at each partition's end, lag 0."""
+    from kafkalite.tools.shareadmin import ShareAdmin
+
+    cluster = kafkalite_cluster
+    bs = cluster.bootstrap_servers
+    topic = "share-cluster"
+    create_topic(bs, topic, 3)
+    leaders = {p["partition"]: p["leader"] for p in cluster.sync.describe()["partitions"] if p["topic"] == topic}
+    assert sorted(leaders.values()) == [1, 2, 3], leaders
+    n = 300
+    p = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
+    for i in range(n):
+        p.produce(topic, value=b"r%d" % i, partition=i % 3)
+    assert p.flush(30) == 0
+    got: dict[int, list[tuple[int, int]]] = {0: [], 1: []}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            c = consumer(bs, "share-cluster-g", topic, **{"max.poll.records": 20})
+            try:
+                while not stop.is_set():
+                    got[i].extend((m.partition(), m.offset()) for m in messages(c, 0.5))
+            finally:
+                c.close()      # implicit mode: the last records are acknowledged here
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while sum(map(len, got.values())) < n and time.monotonic() < deadline and not errors:
+        time.sleep(0.2)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    every = got[0] + got[1]
+    assert sorted(every) == sorted((i % 3, i // 3) for i in range(n)), f"{len(every)} delivered"
+    with ShareAdmin(bs, timeout=30) as admin:
+        deadline = time.monotonic() + 30
+        while True:
+            starts = admin.start_offsets("share-cluster-g")
+            if {k: v[0] for k, v in starts.items()} == {(topic, q): n // 3 for q in range(3)} \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    assert {k: (v[0], v[2]) for k, v in starts.items()} == {(topic, q): (n // 3, 0) for q in range(3)}

@@ -83,6 +83,12 @@ class MembershipStore:
 
     # -- ShareGroupStatePartitionMetadata -----------------------------------------------------------
     def initialized(self, group: str, tid: uuid.UUID, p: int) -> None:
+        links = self.svc.cluster
+        if links is not None and not links.owns(group):   # a partition leader tells the group's coordinator
+            owner = links.group_service(group)
+            if owner is not None and owner is not self.svc:
+                owner.membership.initialized(group, tid, p)
+            return
         known = self.initialized_parts.setdefault(group, {})
         name, parts = known.get(tid, (None, []))
         if p in parts:

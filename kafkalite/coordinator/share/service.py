@@ -29,6 +29,7 @@ import trio
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.records import build_batch, iter_records
+from kafkalite.coordinator.share.cluster import ShareClusterLinks
 from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
 from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordinator
 from kafkalite.coordinator.share.logread import aborted_ranges, read_batches
@@ -106,6 +107,7 @@ class ShareService:
         self._left: dict[tuple[str, str], int] = {}     # members that left with a session open -> when to close it
         self._by_conn: dict[int, set[tuple[str, str]]] = {}   # connection id -> (group, member) of sessions it opened
         self.membership = MembershipStore(self)
+        self.cluster = ShareClusterLinks.of(state)   # in a kafkalite.cluster (see ``cluster.py``)
 
     def _group_configs(self, group_id: str) -> Mapping[str, str]:
         """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,
@@ -215,7 +217,10 @@ class ShareService:
         if plog is None:
             raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{STATE_TOPIC}-{partition} does not exist")
         if getattr(st, "cluster", None) is not None and not st.leads(STATE_TOPIC, partition % parts):
-            raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{STATE_TOPIC}-{partition} is led by another broker")
+            peer = self.cluster.peer(STATE_TOPIC, partition % parts) if self.cluster is not None else None
+            if peer is None or peer is self:
+                raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{STATE_TOPIC}-{partition} is led by another broker")
+            return peer._append(partition, records)   # the share coordinator's write (WriteShareGroupState)
         now = time.time_ns() // 1_000_000
         try:
             info = plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
@@ -228,7 +233,7 @@ class ShareService:
         snapshot of the share-partitions in each of its partitions (as Kafka's share coordinator does with
         DeleteRecords; the topic is never cleaned by time). Returns the partitions whose start moved."""
         st = self.state
-        if st is None or STATE_TOPIC not in st.topics:
+        if st is None or STATE_TOPIC not in st.topics or self.cluster is not None:   # see cluster.py
             return 0
         moved = 0
         for part, offset in self.states.prunable().items():
@@ -270,6 +275,8 @@ class ShareService:
                   subscribed: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
         if self.loading:
             return HeartbeatResult(COORDINATOR_LOAD_IN_PROGRESS)
+        if self.cluster is not None and not self.cluster.owns(group_id):
+            return HeartbeatResult(E.NOT_COORDINATOR, "This is not the correct coordinator.")
         now = self.now_ms()
         res = self.groups.heartbeat(now, group_id, member_id, member_epoch, rack_id, subscribed, client_id,
                                     client_host)
@@ -386,6 +393,9 @@ class ShareService:
             if p < 0 or p >= self.state.topics[name].partitions:
                 out[(tid, p)] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            if self.cluster is not None and not self.cluster.leads(name, p):
+                out[(tid, p)] = E.NOT_LEADER_OR_FOLLOWER
+                continue
             out[(tid, p)] = self.states.acknowledge(ShareKey(group, tid, p), member, batches, now,
                                                     allow_renew=allow_renew)
         self.wake()   # released records are available; an advanced start may make room
@@ -414,7 +424,7 @@ class ShareService:
         st = self.state
         name = self.topic_name(tid)
         plog = st.get_log(name, p) if name is not None and 0 <= p < st.topics[name].partitions else None
-        if plog is None:
+        if plog is None or self.cluster is not None and not self.cluster.leads(name, p):
             return limit
         end = plog.last_stable_offset if self.states.settings(group).read_committed else plog.high_watermark
         try:
@@ -440,6 +450,8 @@ class ShareService:
         plog = st.get_log(name, p) if 0 <= p < st.topics[name].partitions else None
         if plog is None:
             return FetchedPartition(E.UNKNOWN_TOPIC_OR_PARTITION)
+        if self.cluster is not None and not self.cluster.leads(name, p):
+            return FetchedPartition(E.NOT_LEADER_OR_FOLLOWER)
         epoch = st.leader_epoch_of(name, p)
         settings = self.states.settings(group)
         committed = settings.read_committed
@@ -523,17 +535,28 @@ class ShareService:
             self._waiters.discard(ev)
 
     # -- share group offsets (admin) -----------------------------------------------------------
+    def _owner(self, tid: uuid.UUID, p: int) -> Any:
+        """The ShareService keeping the share-partitions of a topic-partition: its leader's (this one alone)."""
+        return self if self.cluster is None else self.cluster.owner(self, self.topic_name(tid), p)
+
     def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
         """(partition, start offset or -1, lag or -1) — Kafka's DescribeShareGroupOffsets: the share-partition
         start offset, and (v1) the records not yet delivered completely."""
-        keys = [ShareKey(group, tid, p) for tid, p in partitions] if partitions is not None else self.states.keys(group)
+        if partitions is not None:
+            keys = [ShareKey(group, tid, p) for tid, p in partitions]
+        else:   # in a cluster the state is with each partition's leader: the group's list of them
+            known = {(k.topic_id, k.partition) for k in self.states.keys(group)}
+            known |= {(tid, p) for tid, (_n, ps) in self.membership.initialized_parts.get(group, {}).items()
+                      for p in ps}
+            keys = [ShareKey(group, tid, p) for tid, p in sorted(known, key=lambda k: (str(k[0]), k[1]))]
         out = []
         for k in keys:
-            start = self.states.start_of(k)
+            owner = self._owner(k.topic_id, k.partition)
+            start = owner.states.start_of(k)
             lag = -1
-            sp = self.states.parts.get(k)
+            sp = owner.states.parts.get(k)
             name = self.topic_name(k.topic_id)
-            plog = self.state.get_log(name, k.partition) if name is not None and self.state is not None else None
+            plog = owner.state.get_log(name, k.partition) if name is not None and owner.state is not None else None
             if start >= 0 and plog is not None:
                 done = sp.delivery_complete_count() if sp is not None else 0
                 lag = max(plog.high_watermark - start - done, 0)
@@ -552,7 +575,7 @@ class ShareService:
                 out[(tid, p)] = UNKNOWN_TOPIC_ID
                 continue
             try:
-                self.states.alter_start(ShareKey(group, tid, p), offset, now)
+                self._owner(tid, p).states.alter_start(ShareKey(group, tid, p), offset, now)
                 out[(tid, p)] = E.NONE
                 self.membership.initialized(group, tid, p)
             except E.AppendError:
@@ -568,12 +591,17 @@ class ShareService:
         out = {}
         for tid in topic_ids:
             code = E.NONE
-            for k in self.states.keys(group):
-                if k.topic_id == tid:
-                    try:
-                        self.states.delete(k)
-                    except E.AppendError:
-                        code = E.KAFKA_STORAGE_ERROR
+            name = self.topic_name(tid)
+            parts = self.state.topics[name].partitions if name is not None and self.state is not None else 0
+            owners = {id(o): o for o in (self._owner(tid, p) for p in range(parts))}
+            owners.setdefault(id(self), self)
+            for owner in owners.values():
+                for k in owner.states.keys(group):
+                    if k.topic_id == tid:
+                        try:
+                            owner.states.delete(k)
+                        except E.AppendError:
+                            code = E.KAFKA_STORAGE_ERROR
             out[tid] = code
         self.membership.forget(group, set(topic_ids))
         return E.NONE, out
