@@ -452,4 +452,5 @@ def test_share_group_on_a_three_broker_cluster_confluent_kafka(kafkalite_cluster
                     or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
+        assert [g for g, _state in admin.list_groups()] == ["share-cluster-g"]   # ListGroups at every broker
     assert {k: (v[0], v[2]) for k, v in starts.items()} == {(topic, q): (n // 3, 0) for q in range(3)}
