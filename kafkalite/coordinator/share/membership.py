@@ -96,6 +96,23 @@ class MembershipStore:
         known[tid] = (self.svc.topic_name(tid) or name or "", sorted([*parts, p]))
         self._write(group)
 
+    def assigned(self, group: str, parts: set[tuple[uuid.UUID, int]]) -> None:
+        """The coordinator assigned these partitions (Kafka 4.x's heartbeat sends InitializeShareGroupState
+        for subscribed partitions without state: start offset -1, resolved from share.auto.offset.reset by
+        the leader's first ShareFetch): listed from now on, so DescribeShareGroupOffsets shows them with start
+        offset and lag -1 until then. One write for all that are new."""
+        known = self.initialized_parts.setdefault(group, {})
+        changed = False
+        for tid, p in sorted(parts, key=lambda tp: (str(tp[0]), tp[1])):
+            name, have = known.get(tid, (None, []))
+            if p not in have:
+                known[tid] = (self.svc.topic_name(tid) or name or "", sorted([*have, p]))
+                changed = True
+        if changed:
+            self._write(group)
+        elif not known:
+            self.initialized_parts.pop(group, None)
+
     def forget(self, group: str, tids: set[uuid.UUID]) -> None:
         known = self.initialized_parts.get(group)
         if known and tids & set(known):

@@ -280,6 +280,9 @@ class ShareService:
         now = self.now_ms()
         res = self.groups.heartbeat(now, group_id, member_id, member_epoch, rack_id, subscribed, client_id,
                                     client_host)
+        g = self.groups.groups.get(group_id) if not res.error else None
+        if g is not None and g.target:
+            self.membership.assigned(group_id, {tp for parts in g.target.values() for tp in parts})
         if self.membership.persist() and not res.error:
             res = HeartbeatResult(E.COORDINATOR_NOT_AVAILABLE, "The membership change could not be written.")
         # a member leaving keeps its share session: a closing consumer's last acknowledgements (ShareAcknowledge
