@@ -88,3 +88,39 @@ def test_by_duration_start_and_offset_not_available_over_the_wire() -> None:
         assert c.request(produce_req("bd", new), 9).responses[0].partition_responses[0].error_code == 0
         r = fetch(c, "g", "m", 1, tid)
         assert (partition_error(r), acquired(r)) == (0, [2, 3])
+
+
+def test_offset_not_available_waits_for_max_wait_and_a_qualifying_record_ends_it() -> None:
+    """A long-polling ShareFetch of a by_duration group with no record in the window waits (it is not answered
+    at once, which would have clients spin), and a record stamped now, appended meanwhile, is delivered."""
+    import threading
+    import time
+
+    from kafkalite.embedded import Broker
+    from kafkalite.tests.rawclient import RawClient
+    from kafkalite.tests.test_configs_protocol import incremental
+    from kafkalite.tests.test_protocol import produce_req
+    from kafkalite.tests.test_share_handlers import acquired, fetch, hb, topic_id
+    from kafkalite_storage.testing import Rec, encode_batch
+    from kafkalite_wire.messages import CreateTopicsRequest
+
+    with Broker() as b, RawClient(b.host, b.port) as c, RawClient(b.host, b.port) as producer:
+        c.request(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name="bdw", num_partitions=1, replication_factor=1)], timeout_ms=5000), 5)
+        tid = topic_id(c, "bdw")
+        assert incremental(c, "gw", ("share.auto.offset.reset", 0, "by_duration:PT1M"), rtype=32) == (0, None)
+        h = hb(c, "gw", "m", 0, ["bdw"])
+        hb(c, "gw", "m", h.member_epoch)
+        fetched: dict[str, object] = {}
+
+        def long_poll() -> None:
+            fetched["r"] = fetch(c, "gw", "m", 0, tid, max_wait=30_000)
+
+        t = threading.Thread(target=long_poll, daemon=True)
+        t.start()
+        time.sleep(0.3)   # (ordering only) the fetch is parked before the record comes
+        new = encode_batch([Rec(b"now")], base_timestamp=int(time.time() * 1000))
+        assert producer.request(produce_req("bdw", new), 9).responses[0].partition_responses[0].error_code == 0
+        t.join(30)
+        r = fetched["r"]
+        assert r.responses[0].partitions[0].error_code == 0 and acquired(r) == [0]  # type: ignore[attr-defined]

@@ -10,7 +10,9 @@ exactly three forms, case-sensitive, after ConfigDef's trim of the string:
   ``startOffsetDuringInitialization`` asks the log for that timestamp, READ_UNCOMMITTED). When the log has no
   such record (all older, or no records at all) Kafka's initialisation fails with OffsetNotAvailableException:
   the ShareFetch answers OFFSET_NOT_AVAILABLE for that partition and the next fetch tries again, with a new
-  ``now``.
+  ``now``. kafkalite answers it once the fetch's MaxWaitMs has passed with no such record appended (a record
+  that qualifies meanwhile is delivered instead): Kafka answers at once, and librdkafka then re-sends at once,
+  thousands of ShareFetches a second.
 
 Anything else (``none``, ``EARLIEST``, ``by_duration`` without a duration, an unparsable or negative
 duration) is refused with INVALID_CONFIG and Kafka's message. The duration is ``java.time.Duration.parse``'s

@@ -519,7 +519,10 @@ class ShareService:
                 out[tp] = res
                 records_left -= sum(a.last - a.first + 1 for a in res.acquired)
                 bytes_left = max(bytes_left - res.size, 1)
-            if any(r.acquired or r.error for r in out.values()) or not log_keys or st.draining:
+            # OFFSET_NOT_AVAILABLE (by_duration, no record yet) waits like an empty partition and is answered at
+            # MaxWaitMs: answered at once, clients re-send at once (librdkafka: thousands a second)
+            if any(r.acquired or r.error not in (0, OFFSET_NOT_AVAILABLE) for r in out.values()) or not log_keys \
+                    or st.draining:
                 return out
             if trio.current_time() >= deadline:
                 return out
