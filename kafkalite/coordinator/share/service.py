@@ -29,6 +29,7 @@ import trio
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.records import build_batch, iter_records
+from kafkalite.coordinator.share import offsets
 from kafkalite.coordinator.share.cluster import ShareClusterLinks
 from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
 from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordinator
@@ -311,8 +312,10 @@ class ShareService:
         wanted_types = {t.lower() for t in types or []}
         if wanted_types and "share" not in wanted_types:
             return []
+        # in a cluster every broker replays its replica of __consumer_offsets: only the coordinator lists a group
         return [{"group_id": g.group_id, "protocol_type": "share", "group_state": g.state, "group_type": "share"}
-                for g in self.groups.groups.values() if not wanted_states or g.state.lower() in wanted_states]
+                for g in self.groups.groups.values() if (not wanted_states or g.state.lower() in wanted_states)
+                and (self.cluster is None or self.cluster.owns(g.group_id))]
 
     def delete_group(self, group_id: str) -> int:
         """DeleteGroups of a share group: refused while it has members; its state records are tombstoned."""
@@ -540,74 +543,12 @@ class ShareService:
             st.drop_waiter(log_keys, ev)
             self._waiters.discard(ev)
 
-    # -- share group offsets (admin) -----------------------------------------------------------
-    def _owner(self, tid: uuid.UUID, p: int) -> Any:
-        """The ShareService keeping the share-partitions of a topic-partition: its leader's (this one alone)."""
-        return self if self.cluster is None else self.cluster.owner(self, self.topic_name(tid), p)
-
+    # -- share group offsets (admin): offsets.py ---------------------------------------------
     def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
-        """(partition, start offset or -1, lag or -1) — Kafka's DescribeShareGroupOffsets: the share-partition
-        start offset, and (v1) the records not yet delivered completely."""
-        if partitions is not None:
-            keys = [ShareKey(group, tid, p) for tid, p in partitions]
-        else:   # in a cluster the state is with each partition's leader: the group's list of them
-            known = {(k.topic_id, k.partition) for k in self.states.keys(group)}
-            known |= {(tid, p) for tid, (_n, ps) in self.membership.initialized_parts.get(group, {}).items()
-                      for p in ps}
-            keys = [ShareKey(group, tid, p) for tid, p in sorted(known, key=lambda k: (str(k[0]), k[1]))]
-        out = []
-        for k in keys:
-            owner = self._owner(k.topic_id, k.partition)
-            start = owner.states.start_of(k)
-            lag = -1
-            sp = owner.states.parts.get(k)
-            name = self.topic_name(k.topic_id)
-            plog = owner.state.get_log(name, k.partition) if name is not None and owner.state is not None else None
-            if start >= 0 and plog is not None:
-                done = sp.delivery_complete_count() if sp is not None else 0
-                lag = max(plog.high_watermark - start - done, 0)
-            out.append(((k.topic_id, k.partition), start, lag))
-        return out
+        return offsets.describe_offsets(self, group, partitions)
 
-    def alter_offsets(self, group: str, offsets: Mapping[TP, int]) -> tuple[int, dict[TP, int]]:
-        """AlterShareGroupOffsets: only while the group has no members (NON_EMPTY_GROUP otherwise)."""
-        g = self.groups.groups.get(group)
-        if g is not None and g.members:
-            return E.NON_EMPTY_GROUP, {}
-        now = self.now_ms()
-        out = {}
-        for (tid, p), offset in offsets.items():
-            if self.topic_name(tid) is None:
-                out[(tid, p)] = UNKNOWN_TOPIC_ID
-                continue
-            try:
-                self._owner(tid, p).states.alter_start(ShareKey(group, tid, p), offset, now)
-                out[(tid, p)] = E.NONE
-                self.membership.initialized(group, tid, p)
-            except E.AppendError:
-                out[(tid, p)] = E.KAFKA_STORAGE_ERROR
-        self.groups.ensure_group(group)
-        return E.NONE, out
+    def alter_offsets(self, group: str, to: Mapping[TP, int]) -> tuple[int, dict[TP, int]]:
+        return offsets.alter_offsets(self, group, to)
 
     def delete_offsets(self, group: str, topic_ids: Sequence[uuid.UUID]) -> tuple[int, dict[uuid.UUID, int]]:
-        """DeleteShareGroupOffsets: forget the group's state for whole topics (only while it is empty)."""
-        g = self.groups.groups.get(group)
-        if g is not None and g.members:
-            return E.NON_EMPTY_GROUP, {}
-        out = {}
-        for tid in topic_ids:
-            code = E.NONE
-            name = self.topic_name(tid)
-            parts = self.state.topics[name].partitions if name is not None and self.state is not None else 0
-            owners = {id(o): o for o in (self._owner(tid, p) for p in range(parts))}
-            owners.setdefault(id(self), self)
-            for owner in owners.values():
-                for k in owner.states.keys(group):
-                    if k.topic_id == tid:
-                        try:
-                            owner.states.delete(k)
-                        except E.AppendError:
-                            code = E.KAFKA_STORAGE_ERROR
-            out[tid] = code
-        self.membership.forget(group, set(topic_ids))
-        return E.NONE, out
+        return offsets.delete_offsets(self, group, topic_ids)
