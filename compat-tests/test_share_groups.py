@@ -336,3 +336,121 @@ def test_share_group_v0_early_access_java(broker_factory, topic, get_client):
     again = java._call({"op": "share_consume", "bootstrap": bs, "topic": topic, "group": "share-java",
                         "count": 1, "timeout_ms": 30000})["records"]
     assert [r["offset"] for r in again] == [0], "only the released record comes back"
+
+
+def test_auto_offset_reset_by_duration_confluent_kafka(broker, topic):
+    """share.auto.offset.reset=by_duration:PT1H (KIP-1106, a group config set with IncrementalAlterConfigs): the
+    group starts at the first record stamped within the last hour; records stamped two hours ago are never
+    delivered. On a partition with only old records nothing is delivered (Kafka answers OFFSET_NOT_AVAILABLE
+    for it until a record inside the window exists) and the first newer record is, once produced."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    bs = broker.bootstrap
+    old_only = topic + "-old"
+    create_topic(bs, topic, 1)
+    create_topic(bs, old_only, 1)
+    adm = AdminClient({"bootstrap.servers": bs})
+    for group in ("share-bd", "share-bd-old"):
+        res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "by_duration:PT1H", incremental_operation=AlterConfigOpType.SET)])
+        for f in adm.incremental_alter_configs([res]).values():
+            f.result(30)
+    bad = ConfigResource(ResourceType.GROUP, "share-bd", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "by_duration:-PT1H", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(ck.KafkaException, match="by_duration"):
+        for f in adm.incremental_alter_configs([bad]).values():
+            f.result(30)
+    now = int(time.time() * 1000)
+    p = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
+    for i in range(5):
+        p.produce(topic, value=b"old%d" % i, timestamp=now - 2 * 3600_000)
+        p.produce(old_only, value=b"old%d" % i, timestamp=now - 2 * 3600_000)
+    for i in range(5):
+        p.produce(topic, value=b"new%d" % i, timestamp=now - 60_000 + i)
+    assert p.flush(30) == 0
+    c = consumer(bs, "share-bd", topic)
+    c_old = consumer(bs, "share-bd-old", old_only)
+    try:
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 5 and time.monotonic() < deadline:
+            seen += [m.value() for m in messages(c)]
+        assert seen == [b"new%d" % i for i in range(5)], seen
+        old_seen = [m.value() for _ in range(3) for m in c_old.poll(1.0) if m.error() is None]
+        assert old_seen == []
+        p.produce(old_only, value=b"fresh", timestamp=int(time.time() * 1000))
+        assert p.flush(30) == 0
+        deadline = time.monotonic() + 60
+        while not old_seen and time.monotonic() < deadline:
+            old_seen += [m.value() for m in c_old.poll(1.0) if m.error() is None]
+        assert old_seen == [b"fresh"]
+    finally:
+        c.close()
+        c_old.close()
+
+
+@pytest.mark.kafkalite_cluster(brokers=3, emulate_kafka=KAFKALITE_EMULATE,
+                               overrides={"kafkalite.share.auto.offset.reset": "earliest",
+                                          "share.coordinator.state.topic.num.partitions": "3"})
+def test_share_group_on_a_three_broker_cluster_confluent_kafka(kafkalite_cluster):
+    """Two ShareConsumers on a 3-partition topic whose leaders are three different brokers
+    (``kafkalite.cluster``): heartbeats go to the group's coordinator, ShareFetch and ShareAcknowledge to each
+    partition's leader, which keeps that share-partition and writes its state through the leader of its
+    ``__share_group_state`` partition. Every record is delivered exactly once, and all are acknowledged: the
+    group's start offsets (DescribeShareGroupOffsets at the coordinator) end at each partition's end, lag 0."""
+    from kafkalite.tools.shareadmin import ShareAdmin
+
+    cluster = kafkalite_cluster
+    bs = cluster.bootstrap_servers
+    topic = "share-cluster"
+    create_topic(bs, topic, 3)
+    leaders = {p["partition"]: p["leader"] for p in cluster.sync.describe()["partitions"] if p["topic"] == topic}
+    assert sorted(leaders.values()) == [1, 2, 3], leaders
+    n = 300
+    p = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
+    for i in range(n):
+        p.produce(topic, value=b"r%d" % i, partition=i % 3)
+    assert p.flush(30) == 0
+    got: dict[int, list[tuple[int, int]]] = {0: [], 1: []}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            c = consumer(bs, "share-cluster-g", topic, **{"max.poll.records": 20})
+            try:
+                while not stop.is_set():
+                    got[i].extend((m.partition(), m.offset()) for m in messages(c, 0.5))
+            finally:
+                c.close()      # implicit mode: the last records are acknowledged here
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while sum(map(len, got.values())) < n and time.monotonic() < deadline and not errors:
+        time.sleep(0.2)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    every = got[0] + got[1]
+    assert sorted(every) == sorted((i % 3, i // 3) for i in range(n)), f"{len(every)} delivered"
+    with ShareAdmin(bs, timeout=30) as admin:
+        deadline = time.monotonic() + 30
+        while True:
+            starts = admin.start_offsets("share-cluster-g")
+            if {k: v[0] for k, v in starts.items()} == {(topic, q): n // 3 for q in range(3)} \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert [g for g, _state in admin.list_groups()] == ["share-cluster-g"]   # ListGroups at every broker
+    assert {k: (v[0], v[2]) for k, v in starts.items()} == {(topic, q): (n // 3, 0) for q in range(3)}

@@ -18,8 +18,8 @@ What Kafka 4.3 does, and we do with it (``GroupConfig``, ``ConfigHelper``, ``Con
   configs), once per request however many groups the request names.
 
 Not here (yet): Kafka 4.3's streams.*, *.assignment.interval.ms, *.assignor.offload.enable,
-share.renew.acknowledge.enable and errors.deadletterqueue.* names (answered as unknown), and
-share.auto.offset.reset=by_duration:<ISO-8601> (INVALID_CONFIG: the share coordinator has no such start).
+share.renew.acknowledge.enable and errors.deadletterqueue.* names (answered as unknown).
+``share.auto.offset.reset`` takes Kafka 4.3's values exactly (``kafkalite.coordinator.share.reset``).
 """
 from __future__ import annotations
 
@@ -128,11 +128,13 @@ def _parse(d: GroupConfigDef, raw: str) -> str:
             raise InvalidGroupConfig(f"Invalid value {n} for configuration {d.name}: Value must be at least "
                                      f"{d.at_least}")
         return str(n)
-    if d.name == "share.auto.offset.reset":
-        if value.lower() not in d.choices:
-            raise InvalidGroupConfig(f"Invalid value {raw} for configuration {d.name}: the value must be either "
-                                     f"'earliest' or 'latest' (by_duration:<duration> is not supported here)")
-        return value.lower()
+    if d.name == "share.auto.offset.reset":   # earliest, latest, by_duration:<ISO-8601> (KIP-1106), exactly
+        from kafkalite.coordinator.share.reset import validation_error
+
+        value = raw.strip("".join(map(chr, range(33))))   # java.lang.String.trim, as ConfigDef parses a STRING
+        if (message := validation_error(value)) is not None:
+            raise InvalidGroupConfig(message)
+        return value
     if value not in d.choices:   # Kafka's ValidString is case-sensitive
         raise InvalidGroupConfig(f"Invalid value {raw} for configuration {d.name}: String must be one of: "
                                  + ", ".join(d.choices))

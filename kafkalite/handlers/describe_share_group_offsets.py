@@ -2,7 +2,9 @@
 
 Per group and partition: the share-partition start offset (-1 where the group has no state for it yet), the
 leader epoch, and (v1) the lag — records from the start offset to the high watermark whose delivery is not
-complete (-1 when unknown). Null Topics means every topic the group has state for. An unknown group is
+complete (-1 when unknown). Null Topics means every partition the group has state for or was assigned (Kafka 4.x
+initialises a share-partition at assignment with start offset -1, resolved by the first ShareFetch: -1 and lag -1
+until then). An unknown group is
 GROUP_ID_NOT_FOUND; an unknown topic's partitions carry UNKNOWN_TOPIC_OR_PARTITION.
 
 Authorization (``KafkaApis.handleDescribeShareGroupOffsetsRequest``): DESCRIBE on each group (else

@@ -95,13 +95,29 @@ def test_incremental_set_delete_and_validate_only(c: RawClient) -> None:
     ((("share.isolation.level", SET, "READ_COMMITTED"),),
      "Invalid value READ_COMMITTED for configuration share.isolation.level: String must be one of: "
      "read_committed, read_uncommitted"),
-    ((("share.auto.offset.reset", SET, "by_duration:PT1H"),), "share.auto.offset.reset"),
+    ((("share.auto.offset.reset", SET, "by_duration:-PT1H"),),
+     "Invalid value by_duration:-PT1H for configuration share.auto.offset.reset: Invalid value "
+     "`by_duration:-PT1H` for configuration share.auto.offset.reset. The value must be either 'earliest', "
+     "'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'."),
+    ((("share.auto.offset.reset", SET, "none"),), "Invalid value `none` for configuration share.auto.offset.reset"),
+    ((("share.auto.offset.reset", SET, "Earliest"),), "Invalid value `Earliest` for configuration"),
+    ((("share.auto.offset.reset", SET, "by_duration"),), "Invalid value `by_duration` for configuration"),
     ((("share.auto.offset.reset", APPEND, "earliest"),), "Config share.auto.offset.reset is not a list config"),
 ])
 def test_invalid_group_configs(c: RawClient, ops: tuple[tuple[str, int, str], ...], message: str) -> None:
     code, msg = incremental(c, "bad", *ops, rtype=GROUP)
     assert code == ErrorCode.INVALID_CONFIG and msg is not None and message in msg
     assert all(s == 5 for _v, s in group(c, "bad").values())
+
+
+def test_share_auto_offset_reset_by_duration_is_accepted_as_given(c: RawClient) -> None:
+    """KIP-1106: by_duration:<ISO-8601> is stored as given (ConfigDef trims the string) and described back."""
+    assert incremental(c, "bd", ("share.auto.offset.reset", SET, " by_duration:p1dT2h30.5s "),
+                       rtype=GROUP) == (0, None)
+    assert group(c, "bd")["share.auto.offset.reset"] == ("by_duration:p1dT2h30.5s", 8)
+    code, msg = incremental(c, "bd", ("share.auto.offset.reset", SET, "by_duration:P1W"), rtype=GROUP)
+    assert code == ErrorCode.INVALID_CONFIG and "`by_duration:P1W`" in (msg or "")
+    assert group(c, "bd")["share.auto.offset.reset"] == ("by_duration:p1dT2h30.5s", 8)
 
 
 def test_session_must_exceed_heartbeat(c: RawClient, broker: Broker) -> None:

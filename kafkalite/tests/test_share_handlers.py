@@ -294,3 +294,29 @@ def test_min_bytes_long_poll_and_batch_size(raw: RawClient) -> None:
     r = raw.request(fetch_req("sg-bs", "m", 0, tid, batch_size=4), 1)
     ranges = [(x.first_offset, x.last_offset) for x in r.responses[0].partitions[0].acquired_records]
     assert ranges == [(0, 3), (4, 7), (8, 11)]
+
+
+def test_partitions_are_initialised_at_assignment_and_resolved_at_first_fetch(raw: RawClient) -> None:
+    """Kafka 4.x: the heartbeat that assigns a partition initialises its share-partition with start offset -1
+    (InitializeShareGroupState; DescribeShareGroupOffsets lists it with start offset and lag -1), and the
+    leader's first ShareFetch resolves share.auto.offset.reset then: with latest, records produced between
+    the assignment and that fetch are not delivered; those produced after it are."""
+    from kafkalite.tests.test_configs_protocol import incremental
+
+    create_topic(raw, "init", 1)
+    tid = topic_id(raw, "init")
+    assert incremental(raw, "sg-init", ("share.auto.offset.reset", 0, "latest"), rtype=32) == (0, None)
+    raw.request(produce_req("init", encode_batch([Rec(b"before")])), 9)
+    h = hb(raw, "sg-init", "m", 0, ["init"])
+    assert h.error_code == 0 and [(t.topic_id, t.partitions) for t in h.assignment.topic_partitions] == [(tid, [0])]
+    d = DescribeShareGroupOffsetsRequest(groups=[
+        DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id="sg-init", topics=None)])
+    (t,) = raw.request(d, 1).groups[0].topics
+    assert (t.topic_name, [(p.partition_index, p.start_offset, p.lag) for p in t.partitions]) == \
+        ("init", [(0, -1, -1)])
+    raw.request(produce_req("init", encode_batch([Rec(b"between")], base_offset=1)), 9)
+    assert acquired(fetch(raw, "sg-init", "m", 0, tid)) == []            # latest, resolved now: offset 2
+    (t,) = raw.request(d, 1).groups[0].topics
+    assert [(p.start_offset, p.lag) for p in t.partitions] == [(2, 0)]
+    raw.request(produce_req("init", encode_batch([Rec(b"after")], base_offset=2)), 9)
+    assert acquired(fetch(raw, "sg-init", "m", 1, tid)) == [2]

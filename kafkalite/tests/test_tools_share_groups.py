@@ -118,6 +118,61 @@ def test_describe_share_group_start_offset_lag_members_state(bs: str) -> None:
     assert not any(row[0] == "sg-desc" for row in cli(bs, "groups", "--list", "--type", "share").rows())
 
 
+def _wait_empty(bs: str, group: str) -> None:
+    deadline = time.monotonic() + 60
+    while _describe(bs, group)["state"] != "Empty":
+        assert time.monotonic() < deadline, f"the share group {group} did not become Empty"
+        time.sleep(0.2)
+
+
+def test_delete_offsets_of_a_share_group(bs: str) -> None:
+    """--delete-offsets (kafka-share-groups.sh --delete-offsets): refused while a member is in
+    (NON_EMPTY_GROUP, exit 1, nothing deleted); for the empty group the topic's delivery state is gone (no
+    offset information) and a new member starts again from share.auto.offset.reset (earliest here), so the
+    acknowledged records are delivered again; an unknown topic is reported per topic, an unknown group is
+    GROUP_ID_NOT_FOUND."""
+    ck = need_confluent()
+    assert cli(bs, "topics", "--create", "--topic", "sdel", "--partitions", "1").code == 0
+    _produce(bs, "sdel", 5)
+    c = _share_consumer(bs, "sg-del", "sdel")
+    try:
+        for m in _take(c, 5):
+            c.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+        c.commit_sync(30)
+        assert _describe(bs, "sg-del")["offsets"][0]["start_offset"] == 5
+        r = cli(bs, "groups", "--delete-offsets", "--group", "sg-del", "--topic", "sdel")
+        assert r.code == 1 and "NON_EMPTY_GROUP: The group is not empty." in r.err, r.err
+        assert _describe(bs, "sg-del")["offsets"][0]["start_offset"] == 5
+    finally:
+        c.close()
+    _wait_empty(bs, "sg-del")
+    r = cli(bs, "groups", "--delete-offsets", "--group", "sg-del", "--topic", "sdel", "--topic", "no-such-topic")
+    assert r.code == 1 and "not deleted for: no-such-topic" in r.err
+    assert r.out.splitlines()[0].split("\t") == ["TOPIC", "STATUS"]
+    assert r.rows() == [["no-such-topic", "Error: This server does not host this topic-partition."],
+                        ["sdel", "Successful"]]
+    assert _describe(bs, "sg-del")["offsets"] == []
+    r = cli(bs, "groups", "--describe", "--group", "sg-del")
+    assert r.code == 0 and "Share group 'sg-del' has no offset information." in r.err
+    r = cli(bs, "groups", "--delete-offsets", "--group", "sg-del", "--topic", "sdel", "--json")
+    assert r.code == 0 and r.json() == {"group": "sg-del", "topics": [{"topic": "sdel", "status": "Successful",
+                                                                        "error": None}]}
+    c = _share_consumer(bs, "sg-del", "sdel")   # starts again from earliest: all 5 records once more
+    try:
+        again = _take(c, 5)
+        assert sorted(m.offset() for m in again) == [0, 1, 2, 3, 4]
+        for m in again:
+            c.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+        c.commit_sync(30)
+    finally:
+        c.close()
+    r = cli(bs, "groups", "--delete-offsets", "--group", "no-such-share-group", "--topic", "sdel")
+    assert r.code == 1 and "GROUP_ID_NOT_FOUND: Share group 'no-such-share-group' does not exist." in r.err
+    r = cli(bs, "groups", "--delete-offsets", "--group", "sg-del")
+    assert r.code == 2 and "--delete-offsets needs --topic" in r.err
+    r = cli(bs, "groups", "--delete-offsets", "--group", "sg-del", "--topic", "sdel:0")
+    assert r.code == 2 and "whole topics" in r.err
+
 def test_unknown_group_and_bad_input(bs: str) -> None:
     need_confluent()
     r = cli(bs, "groups", "--describe", "--group", "no-such-share-group")

@@ -7,6 +7,7 @@
                       --to-datetime ISO | --by-duration PnDTnHnMnS | --from-file CSV)
                      [--dry-run | --execute] [--export]
     kafkalite groups --delete --group G [--group G2 | --all-groups]
+    kafkalite groups --delete-offsets --group G --topic T [--topic T2]     (share groups)
 
 Kafka's semantics:
 
@@ -24,7 +25,7 @@ Kafka's semantics:
   committed offsets for.
 - --delete removes groups with no members; a group with members fails with NON_EMPTY_GROUP.
 - Share groups (KIP-932) are not consumer groups: ``--list`` shows them only when ``--type`` names ``share``;
-  --describe / --delete / --reset-offsets of a share group print what ``kafka-share-groups.sh`` prints
+  --describe / --delete / --reset-offsets / --delete-offsets of a share group print what ``kafka-share-groups.sh`` prints
   (:mod:`kafkalite.tools.sharegroups`, on the project's codec: confluent-kafka has no share-group admin API).
 
 ``--json`` shapes: --list ``[{"group", "state", "type"}]``; --describe ``[{"group", "state", "type", "coordinator",
@@ -64,7 +65,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_connection_options(p)
     action = p.add_mutually_exclusive_group(required=True)
     for name, help_ in (("list", "list groups"), ("describe", "describe groups: offsets, lag, members"),
-                        ("reset-offsets", "reset a group's committed offsets"), ("delete", "delete groups")):
+                        ("reset-offsets", "reset a group's committed offsets"), ("delete", "delete groups"),
+                        ("delete-offsets", "delete a share group's offsets (delivery state) of whole topics")):
         action.add_argument(f"--{name}", dest="action", action="store_const", const=name, help=help_)
     p.add_argument("--group", action="append", default=[], help="group id (repeatable)")
     p.add_argument("--all-groups", action="store_true", help="every group (--describe, --delete)")
@@ -77,7 +79,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "list, only groups of those types (share groups are listed only when named)")
     p.add_argument("--verbose", action="store_true", help="--describe --members: each member's assignment")
     p.add_argument("--topic", action="append", default=[], metavar="T[:P,P]",
-                   help="--reset-offsets: a topic, optionally with partitions (repeatable)")
+                   help="--reset-offsets: a topic, optionally with partitions; --delete-offsets: a topic "
+                        "(repeatable)")
     p.add_argument("--all-topics", action="store_true", help="--reset-offsets: every topic the group has offsets for")
     to = p.add_mutually_exclusive_group()
     to.add_argument("--to-earliest", action="store_true")
@@ -115,6 +118,15 @@ def _run(args: argparse.Namespace) -> int:
                     "by_duration", "from_file")):
             usage("--reset-offsets needs one of --to-earliest, --to-latest, --to-current, --to-offset, "
                   "--shift-by, --to-datetime, --by-duration, --from-file")
+    elif args.action == "delete-offsets":
+        if len(args.group) != 1 or args.all_groups:
+            usage("--delete-offsets needs exactly one --group")
+        if not args.topic:
+            usage("--delete-offsets needs --topic")
+        if any(":" in t for t in args.topic):
+            usage("--delete-offsets deletes whole topics: --topic takes a topic name")
+        if args.all_topics or args.execute or args.dry_run or args.export:
+            usage("--all-topics, --dry-run, --execute and --export are options of --reset-offsets")
     elif args.topic or args.all_topics or args.execute or args.dry_run or args.export:
         usage("--topic, --all-topics, --dry-run, --execute and --export are options of --reset-offsets")
     if args.type and args.action != "list":
@@ -377,6 +389,12 @@ def _read_plan(client: Any, args: argparse.Namespace, group: str) -> dict[tuple[
         if topic not in md or partition not in md[topic].partitions:
             raise ToolError(f"--from-file: {topic}-{partition} does not exist")
     return plan
+
+
+def _delete_offsets(client: Any, args: argparse.Namespace) -> int:
+    """Share groups only (kafka-share-groups.sh --delete-offsets): consumer groups' committed offsets are not
+    deleted by this tool."""
+    return sharegroups.delete_offsets(args)
 
 
 def _delete(client: Any, args: argparse.Namespace) -> int:

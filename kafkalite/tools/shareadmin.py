@@ -9,8 +9,8 @@ settings as the tools' ``--command-config``):
 - ``FindCoordinator`` v3 (key type 0, group), then, to the coordinator: ``ShareGroupDescribe`` v1 (state,
   epochs, members with their assignment), ``DescribeShareGroupOffsets`` v1 (per share-partition the start
   offset, leader epoch and, since KIP-1226, the lag; null Topics = all topics the group has state for),
-  ``DeleteGroups`` v2 and ``AlterShareGroupOffsets`` v0 (the broker refuses it for a group with members:
-  NON_EMPTY_GROUP);
+  ``DeleteGroups`` v2, ``AlterShareGroupOffsets`` v0 and ``DeleteShareGroupOffsets`` v0 (the broker refuses
+  both for a group with members: NON_EMPTY_GROUP; an unknown group is GROUP_ID_NOT_FOUND);
 - ``Metadata`` v9 for partition leaders and ``ListOffsets`` v7 (earliest -2, latest -1, or a timestamp) sent
   to each leader.
 
@@ -27,6 +27,7 @@ from kafkalite.tools.wireclient import Connection, Security, WireError, bootstra
 from kafkalite_wire.messages import (
     AlterShareGroupOffsetsRequest,
     DeleteGroupsRequest,
+    DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
     FindCoordinatorRequest,
     ListGroupsRequest,
@@ -170,6 +171,21 @@ class ShareAdmin:
                        (f": {p.error_message}" if p.error_message else "")
                        for t in r.responses for p in t.partitions if p.error_code}
         return self._coordinated(group, "alter offsets", attempt)
+
+    def delete_offsets(self, group: str, topics: list[str]) -> tuple[int, str | None, dict[str, tuple[int, str | None]]]:
+        """DeleteShareGroupOffsets: (top-level error code, its message, ``{topic: (error code, message)}``).
+        The group's share-partition state of those topics is forgotten; its next member starts again from
+        ``share.auto.offset.reset``."""
+        req = DeleteShareGroupOffsetsRequest(group_id=group, topics=[
+            DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics])
+
+        def attempt(addr: tuple[str, int]) -> tuple[int, Any]:
+            r = self._send(addr, req, 0)
+            if r.error_code in _COORD_RETRY:
+                return r.error_code, None
+            return 0, (r.error_code, r.error_message,
+                       {t.topic_name: (t.error_code, t.error_message) for t in r.responses})
+        return self._coordinated(group, "delete offsets", attempt)
 
     def partitions(self, topics: list[str]) -> dict[str, list[int]]:
         """Partition ids of each named topic that exists (unknown topics are left out)."""

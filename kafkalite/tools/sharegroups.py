@@ -13,6 +13,12 @@
   --verbose), ASSIGNMENT as ``t:0,1;u:2``; ``--state``: GROUP, COORDINATOR (ID), STATE, #MEMBERS (+
   GROUP-EPOCH, ASSIGNMENT-EPOCH with --verbose).
 - ``--delete``: DeleteGroups; a group with members fails with NON_EMPTY_GROUP.
+- ``--delete-offsets --group G --topic T [--topic T2]`` (kafka-share-groups.sh --delete-offsets):
+  DeleteShareGroupOffsets, which forgets the group's delivery state of whole topics (its next member starts
+  them again from ``share.auto.offset.reset``). Only for a group without members: NON_EMPTY_GROUP
+  otherwise, GROUP_ID_NOT_FOUND for no such share group — both end the command (exit 1) with the error's
+  name and Kafka's message. Otherwise a TOPIC STATUS table: ``Successful`` or ``Error: <message>`` per topic
+  (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED), exit 1 when any topic failed.
 - ``--reset-offsets``: Kafka's rule, only for an inactive group (Empty, or none yet): ``Share group 'g' is not
   empty.`` otherwise; --to-earliest/--to-latest/--to-current/--to-offset/--to-datetime/--by-duration (targets
   clamped to [earliest, latest] with a warning); dry run unless --execute, which sends AlterShareGroupOffsets.
@@ -20,7 +26,9 @@
 ``--json`` of --describe: ``{"group", "type": "Share", "state", "coordinator", "assignor", "group_epoch",
 "assignment_epoch", "members": [{"member_id", "client_id", "host", "rack", "member_epoch", "subscribed_topics",
 "assignment": [[topic, p]]}], "offsets": [{"topic", "partition", "start_offset", "leader_epoch", "lag",
-"log_end_offset"}]}`` (log_end_offset: ListOffsets latest, the high watermark).
+"log_end_offset"}]}`` (log_end_offset: ListOffsets latest, the high watermark); of --delete-offsets
+``{"group", "topics": [{"topic", "status", "error"}]}`` (status ``Successful`` or ``Error: ...``, error the
+code's name or null).
 """
 from __future__ import annotations
 
@@ -33,6 +41,11 @@ from typing import Any
 from kafkalite.tools.common import ToolError, client_config, emit, parse_datetime_ms, parse_duration_ms, usage
 from kafkalite.tools.shareadmin import EARLIEST, LATEST, ShareAdmin
 from kafkalite.tools.wireclient import Security, WireError, error_name
+
+#: Kafka's messages (``Errors``) for a DeleteShareGroupOffsets error the broker sent without one
+_MESSAGES = {68: "The group is not empty.", 69: "The group id does not exist.", 24: "The configured groupId is invalid.",
+             30: "Group authorization failed.", 3: "This server does not host this topic-partition.",
+             29: "Topic authorization failed."}
 
 
 def admin(args: argparse.Namespace) -> ShareAdmin:
@@ -233,4 +246,26 @@ def reset_offsets(args: argparse.Namespace) -> int:
     emit(args, {"executed": bool(args.execute),
                 "offsets": [{"group": group, "topic": t, "partition": p, "new_offset": o} for t, p, o in plan]},
          ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [[group, t, p, o] for t, p, o in plan])
+    return 0
+
+
+def delete_offsets(args: argparse.Namespace) -> int:
+    """--delete-offsets of a share group: DeleteShareGroupOffsets for the named topics."""
+    group = args.group[0]
+    topics = sorted(set(args.topic))
+    code, message, per_topic = _wire(f"delete offsets of share group {group}", admin(args).delete_offsets,
+                                     group, topics)
+    if code == 69:
+        raise ToolError(f"GROUP_ID_NOT_FOUND: Share group '{group}' does not exist.")
+    if code:
+        raise ToolError(f"{error_name(code)}: {message or _MESSAGES.get(code, 'delete offsets failed')}")
+    rows = []
+    for t in topics:
+        tcode, tmsg = per_topic.get(t, (0, None))
+        status = f"Error: {tmsg or _MESSAGES.get(tcode, error_name(tcode))}" if tcode else "Successful"
+        rows.append({"topic": t, "status": status, "error": error_name(tcode) if tcode else None})
+    emit(args, {"group": group, "topics": rows}, ["TOPIC", "STATUS"], [[r["topic"], r["status"]] for r in rows])
+    failed = [r["topic"] for r in rows if r["error"]]
+    if failed:
+        raise ToolError(f"offsets of share group '{group}' not deleted for: " + ", ".join(failed))
     return 0

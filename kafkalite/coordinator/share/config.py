@@ -105,6 +105,6 @@ class ShareConfig:
             if isinstance(getattr(self.defaults, attr), int):
                 with contextlib.suppress(TypeError, ValueError):
                     changes[attr] = int(val)
-            else:
-                changes[attr] = str(val).lower()
+            else:   # validated (and kept) exactly as Kafka takes them: case-sensitive
+                changes[attr] = str(val)
         return replace(self.defaults, **changes)

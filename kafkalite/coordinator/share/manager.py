@@ -8,7 +8,7 @@ ShareSnapshot, then ShareUpdates, a fresh snapshot every ``updates_per_snapshot`
 
 - A share-partition without persisted state starts where ``share.auto.offset.reset`` says (latest: the end
   of the log the group may read — the high watermark, or the last stable offset for read_committed;
-  earliest: the log start), and that start is written as a snapshot at once, so records produced after it
+  earliest: the log start; by_duration:D: the first record stamped at or after now - D, see ``reset``), and that start is written as a snapshot at once, so records produced after it
   are never skipped by a restart.
 - Each acknowledgement is written (a ShareUpdate with the new start and the changed runs) before the
   client is answered: an acknowledged record is never delivered again after a restart. Acquisitions are not
@@ -47,10 +47,17 @@ from kafkalite.coordinator.share.records import (
     encode_value,
     partition_for,
 )
+from kafkalite.coordinator.share.reset import strategy_or_latest
 from kafkalite.coordinator.share.state import PersistedState
 
 #: writes one batch to a state-topic partition; returns the batch's base offset (None if unknown)
 Append = Callable[[int, list[tuple[bytes, bytes | None]]], "int | None"]
+
+
+class NoStartOffset(Exception):
+    """share.auto.offset.reset=by_duration found no record at or after its time: the share-partition stays
+    uninitialised and the fetch answers OFFSET_NOT_AVAILABLE for it (Kafka 4.x's SharePartition fails its
+    initialisation with OffsetNotAvailableException; the next fetch tries again)."""
 
 
 @dataclass(slots=True)
@@ -97,9 +104,12 @@ class ShareStateManager:
         ps = self.persisted.get(key)
         return ps.start if ps is not None else -1
 
-    def partition(self, key: ShareKey, now: int, log_start: int, readable_end: int) -> SharePartition:
+    def partition(self, key: ShareKey, now: int, log_start: int, readable_end: int,
+                  offset_for_time: Callable[[int], int | None] | None = None) -> SharePartition:
         """The share-partition, initialised on first use; raises AppendError if its initial snapshot could not
-        be written (the fetch answers an error and the next one tries again)."""
+        be written (the fetch answers an error and the next one tries again). ``offset_for_time(ts)`` is the
+        first offset below ``readable_end`` whose record timestamp is >= ts, or None (by_duration); with none,
+        NoStartOffset is raised and nothing is initialised (Kafka's OffsetNotAvailableException)."""
         settings = self.settings(key.group)
         sp = self.parts.get(key)
         if sp is None:
@@ -111,7 +121,7 @@ class ShareStateManager:
                 sp = SharePartition(ps.start, ps.batches(), settings.limits)
                 fresh = False
             else:
-                start = log_start if settings.auto_offset_reset == "earliest" else readable_end
+                start = self._initial_start(key, settings, now, log_start, readable_end, offset_for_time)
                 sp = SharePartition(start, (), settings.limits)
                 meta.create_ts = now
                 fresh = True
@@ -125,6 +135,21 @@ class ShareStateManager:
         if sp.move_start(log_start):
             self._write_quietly(key, sp, now, [])
         return sp
+
+    @staticmethod
+    def _initial_start(key: ShareKey, settings: GroupSettings, now: int, log_start: int, readable_end: int,
+                       offset_for_time: Callable[[int], int | None] | None) -> int:
+        """Where share.auto.offset.reset starts a share-partition without state (see ``reset``)."""
+        strategy = strategy_or_latest(settings.auto_offset_reset)
+        if strategy.kind == "earliest":
+            return log_start
+        if strategy.kind == "latest":
+            return readable_end
+        ts = max(strategy.timestamp(now), 0)
+        found = offset_for_time(ts) if offset_for_time is not None else None
+        if found is None:
+            raise NoStartOffset(f"Offset for timestamp {ts} not found for share-partition {key}")
+        return max(found, log_start)
 
     # -- operations ----------------------------------------------------------------------------
     def acquire(self, key: ShareKey, member: str, batches: Sequence[LogBatch], max_records: int, now: int,

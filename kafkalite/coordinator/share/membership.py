@@ -83,12 +83,35 @@ class MembershipStore:
 
     # -- ShareGroupStatePartitionMetadata -----------------------------------------------------------
     def initialized(self, group: str, tid: uuid.UUID, p: int) -> None:
+        links = self.svc.cluster
+        if links is not None and not links.owns(group):   # a partition leader tells the group's coordinator
+            owner = links.group_service(group)
+            if owner is not None and owner is not self.svc:
+                owner.membership.initialized(group, tid, p)
+            return
         known = self.initialized_parts.setdefault(group, {})
         name, parts = known.get(tid, (None, []))
         if p in parts:
             return
         known[tid] = (self.svc.topic_name(tid) or name or "", sorted([*parts, p]))
         self._write(group)
+
+    def assigned(self, group: str, parts: set[tuple[uuid.UUID, int]]) -> None:
+        """The coordinator assigned these partitions (Kafka 4.x's heartbeat sends InitializeShareGroupState
+        for subscribed partitions without state: start offset -1, resolved from share.auto.offset.reset by
+        the leader's first ShareFetch): listed from now on, so DescribeShareGroupOffsets shows them with start
+        offset and lag -1 until then. One write for all that are new."""
+        known = self.initialized_parts.setdefault(group, {})
+        changed = False
+        for tid, p in sorted(parts, key=lambda tp: (str(tp[0]), tp[1])):
+            name, have = known.get(tid, (None, []))
+            if p not in have:
+                known[tid] = (self.svc.topic_name(tid) or name or "", sorted([*have, p]))
+                changed = True
+        if changed:
+            self._write(group)
+        elif not known:
+            self.initialized_parts.pop(group, None)
 
     def forget(self, group: str, tids: set[uuid.UUID]) -> None:
         known = self.initialized_parts.get(group)

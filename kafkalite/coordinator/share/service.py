@@ -29,10 +29,12 @@ import trio
 from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.records import build_batch, iter_records
+from kafkalite.coordinator.share import offsets
+from kafkalite.coordinator.share.cluster import ShareClusterLinks
 from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
 from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordinator
 from kafkalite.coordinator.share.logread import aborted_ranges, read_batches
-from kafkalite.coordinator.share.manager import ShareStateManager
+from kafkalite.coordinator.share.manager import NoStartOffset, ShareStateManager
 from kafkalite.coordinator.share.membership import MembershipStore
 from kafkalite.coordinator.share.partition import Acquired, split_acquired
 from kafkalite.coordinator.share.records import ShareKey
@@ -47,6 +49,7 @@ log = logging.getLogger("kafkalite.coordinator.share")
 TP = tuple[uuid.UUID, int]
 COORDINATOR_LOAD_IN_PROGRESS = 14
 UNKNOWN_TOPIC_ID = 100
+OFFSET_NOT_AVAILABLE = 78   # by_duration found no record at or after its time (Kafka: OffsetNotAvailableException)
 
 
 @dataclass(slots=True)
@@ -105,6 +108,7 @@ class ShareService:
         self._left: dict[tuple[str, str], int] = {}     # members that left with a session open -> when to close it
         self._by_conn: dict[int, set[tuple[str, str]]] = {}   # connection id -> (group, member) of sessions it opened
         self.membership = MembershipStore(self)
+        self.cluster = ShareClusterLinks.of(state)   # in a kafkalite.cluster (see ``cluster.py``)
 
     def _group_configs(self, group_id: str) -> Mapping[str, str]:
         """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,
@@ -214,7 +218,10 @@ class ShareService:
         if plog is None:
             raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{STATE_TOPIC}-{partition} does not exist")
         if getattr(st, "cluster", None) is not None and not st.leads(STATE_TOPIC, partition % parts):
-            raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{STATE_TOPIC}-{partition} is led by another broker")
+            peer = self.cluster.peer(STATE_TOPIC, partition % parts) if self.cluster is not None else None
+            if peer is None or peer is self:
+                raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{STATE_TOPIC}-{partition} is led by another broker")
+            return peer._append(partition, records)   # the share coordinator's write (WriteShareGroupState)
         now = time.time_ns() // 1_000_000
         try:
             info = plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
@@ -227,7 +234,7 @@ class ShareService:
         snapshot of the share-partitions in each of its partitions (as Kafka's share coordinator does with
         DeleteRecords; the topic is never cleaned by time). Returns the partitions whose start moved."""
         st = self.state
-        if st is None or STATE_TOPIC not in st.topics:
+        if st is None or STATE_TOPIC not in st.topics or self.cluster is not None:   # see cluster.py
             return 0
         moved = 0
         for part, offset in self.states.prunable().items():
@@ -269,9 +276,14 @@ class ShareService:
                   subscribed: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
         if self.loading:
             return HeartbeatResult(COORDINATOR_LOAD_IN_PROGRESS)
+        if self.cluster is not None and not self.cluster.owns(group_id):
+            return HeartbeatResult(E.NOT_COORDINATOR, "This is not the correct coordinator.")
         now = self.now_ms()
         res = self.groups.heartbeat(now, group_id, member_id, member_epoch, rack_id, subscribed, client_id,
                                     client_host)
+        g = self.groups.groups.get(group_id) if not res.error else None
+        if g is not None and g.target:
+            self.membership.assigned(group_id, {tp for parts in g.target.values() for tp in parts})
         if self.membership.persist() and not res.error:
             res = HeartbeatResult(E.COORDINATOR_NOT_AVAILABLE, "The membership change could not be written.")
         # a member leaving keeps its share session: a closing consumer's last acknowledgements (ShareAcknowledge
@@ -300,8 +312,10 @@ class ShareService:
         wanted_types = {t.lower() for t in types or []}
         if wanted_types and "share" not in wanted_types:
             return []
+        # in a cluster every broker replays its replica of __consumer_offsets: only the coordinator lists a group
         return [{"group_id": g.group_id, "protocol_type": "share", "group_state": g.state, "group_type": "share"}
-                for g in self.groups.groups.values() if not wanted_states or g.state.lower() in wanted_states]
+                for g in self.groups.groups.values() if (not wanted_states or g.state.lower() in wanted_states)
+                and (self.cluster is None or self.cluster.owns(g.group_id))]
 
     def delete_group(self, group_id: str) -> int:
         """DeleteGroups of a share group: refused while it has members; its state records are tombstoned."""
@@ -385,16 +399,26 @@ class ShareService:
             if p < 0 or p >= self.state.topics[name].partitions:
                 out[(tid, p)] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            if self.cluster is not None and not self.cluster.leads(name, p):
+                out[(tid, p)] = E.NOT_LEADER_OR_FOLLOWER
+                continue
             out[(tid, p)] = self.states.acknowledge(ShareKey(group, tid, p), member, batches, now,
                                                     allow_renew=allow_renew)
         self.wake()   # released records are available; an advanced start may make room
         self.kick()
         return out
 
-    def _share_partition(self, key: ShareKey, now: int, log_start: int, end: int) -> Any:
-        """The share-partition, initialised on first use (then listed in ShareGroupStatePartitionMetadata)."""
+    def _share_partition(self, key: ShareKey, now: int, log_start: int, end: int, plog: Any = None) -> Any:
+        """The share-partition, initialised on first use (then listed in ShareGroupStatePartitionMetadata).
+        Raises AppendError, or NoStartOffset (by_duration found no record in ``plog``)."""
         fresh = key not in self.states.parts
-        sp = self.states.partition(key, now, log_start, end)
+
+        def offset_for_time(ts: int) -> int | None:
+            # READ_UNCOMMITTED as Kafka's ShareFetchUtils.offsetForTimestamp; only records below ``end``
+            found = plog.offset_for_timestamp(ts) if plog is not None else None
+            return found[0] if found is not None and found[0] < end else None
+
+        sp = self.states.partition(key, now, log_start, end, offset_for_time)
         if fresh:
             self.membership.initialized(key.group, key.topic_id, key.partition)
         return sp
@@ -406,11 +430,11 @@ class ShareService:
         st = self.state
         name = self.topic_name(tid)
         plog = st.get_log(name, p) if name is not None and 0 <= p < st.topics[name].partitions else None
-        if plog is None:
+        if plog is None or self.cluster is not None and not self.cluster.leads(name, p):
             return limit
         end = plog.last_stable_offset if self.states.settings(group).read_committed else plog.high_watermark
         try:
-            sp = self._share_partition(ShareKey(group, tid, p), now, plog.log_start_offset, end)
+            sp = self._share_partition(ShareKey(group, tid, p), now, plog.log_start_offset, end, plog)
             if not sp.has_available(end):
                 return 0
             offset = max(sp.fetch_offset(), plog.log_start_offset)
@@ -420,7 +444,7 @@ class ShareService:
             # reads stop before a whole batch that would pass ``limit``: then ask for everything (no header
             # scan: a read reaching a segment's end only takes positions)
             return have if have >= limit else sum(r[2] for r in plog.read(offset, 0x7FFFFFFF, min_one=True))
-        except (E.AppendError, StorageError):
+        except (E.AppendError, StorageError, NoStartOffset):
             return limit
 
     def _fetch_one(self, group: str, member: str, tid: uuid.UUID, p: int, max_records: int, max_bytes: int,
@@ -432,16 +456,21 @@ class ShareService:
         plog = st.get_log(name, p) if 0 <= p < st.topics[name].partitions else None
         if plog is None:
             return FetchedPartition(E.UNKNOWN_TOPIC_OR_PARTITION)
+        if self.cluster is not None and not self.cluster.leads(name, p):
+            return FetchedPartition(E.NOT_LEADER_OR_FOLLOWER)
         epoch = st.leader_epoch_of(name, p)
         settings = self.states.settings(group)
         committed = settings.read_committed
         end = plog.last_stable_offset if committed else plog.high_watermark
         key = ShareKey(group, tid, p)
         try:
-            sp = self._share_partition(key, now, plog.log_start_offset, end)
+            sp = self._share_partition(key, now, plog.log_start_offset, end, plog)
         except E.AppendError as exc:
             log.warning("share-partition %s could not be initialised: %s", key, exc)
             return FetchedPartition(E.KAFKA_STORAGE_ERROR, leader_epoch=epoch)
+        except NoStartOffset as exc:
+            log.info("%s (share.auto.offset.reset=by_duration): OFFSET_NOT_AVAILABLE", exc)
+            return FetchedPartition(OFFSET_NOT_AVAILABLE, leader_epoch=epoch)
         offset = sp.fetch_offset()
         if offset >= end or max_records <= 0:
             return FetchedPartition(leader_epoch=epoch)
@@ -493,7 +522,10 @@ class ShareService:
                 out[tp] = res
                 records_left -= sum(a.last - a.first + 1 for a in res.acquired)
                 bytes_left = max(bytes_left - res.size, 1)
-            if any(r.acquired or r.error for r in out.values()) or not log_keys or st.draining:
+            # OFFSET_NOT_AVAILABLE (by_duration, no record yet) waits like an empty partition and is answered at
+            # MaxWaitMs: answered at once, clients re-send at once (librdkafka: thousands a second)
+            if any(r.acquired or r.error not in (0, OFFSET_NOT_AVAILABLE) for r in out.values()) or not log_keys \
+                    or st.draining:
                 return out
             if trio.current_time() >= deadline:
                 return out
@@ -511,58 +543,12 @@ class ShareService:
             st.drop_waiter(log_keys, ev)
             self._waiters.discard(ev)
 
-    # -- share group offsets (admin) -----------------------------------------------------------
+    # -- share group offsets (admin): offsets.py ---------------------------------------------
     def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
-        """(partition, start offset or -1, lag or -1) — Kafka's DescribeShareGroupOffsets: the share-partition
-        start offset, and (v1) the records not yet delivered completely."""
-        keys = [ShareKey(group, tid, p) for tid, p in partitions] if partitions is not None else self.states.keys(group)
-        out = []
-        for k in keys:
-            start = self.states.start_of(k)
-            lag = -1
-            sp = self.states.parts.get(k)
-            name = self.topic_name(k.topic_id)
-            plog = self.state.get_log(name, k.partition) if name is not None and self.state is not None else None
-            if start >= 0 and plog is not None:
-                done = sp.delivery_complete_count() if sp is not None else 0
-                lag = max(plog.high_watermark - start - done, 0)
-            out.append(((k.topic_id, k.partition), start, lag))
-        return out
+        return offsets.describe_offsets(self, group, partitions)
 
-    def alter_offsets(self, group: str, offsets: Mapping[TP, int]) -> tuple[int, dict[TP, int]]:
-        """AlterShareGroupOffsets: only while the group has no members (NON_EMPTY_GROUP otherwise)."""
-        g = self.groups.groups.get(group)
-        if g is not None and g.members:
-            return E.NON_EMPTY_GROUP, {}
-        now = self.now_ms()
-        out = {}
-        for (tid, p), offset in offsets.items():
-            if self.topic_name(tid) is None:
-                out[(tid, p)] = UNKNOWN_TOPIC_ID
-                continue
-            try:
-                self.states.alter_start(ShareKey(group, tid, p), offset, now)
-                out[(tid, p)] = E.NONE
-                self.membership.initialized(group, tid, p)
-            except E.AppendError:
-                out[(tid, p)] = E.KAFKA_STORAGE_ERROR
-        self.groups.ensure_group(group)
-        return E.NONE, out
+    def alter_offsets(self, group: str, to: Mapping[TP, int]) -> tuple[int, dict[TP, int]]:
+        return offsets.alter_offsets(self, group, to)
 
     def delete_offsets(self, group: str, topic_ids: Sequence[uuid.UUID]) -> tuple[int, dict[uuid.UUID, int]]:
-        """DeleteShareGroupOffsets: forget the group's state for whole topics (only while it is empty)."""
-        g = self.groups.groups.get(group)
-        if g is not None and g.members:
-            return E.NON_EMPTY_GROUP, {}
-        out = {}
-        for tid in topic_ids:
-            code = E.NONE
-            for k in self.states.keys(group):
-                if k.topic_id == tid:
-                    try:
-                        self.states.delete(k)
-                    except E.AppendError:
-                        code = E.KAFKA_STORAGE_ERROR
-            out[tid] = code
-        self.membership.forget(group, set(topic_ids))
-        return E.NONE, out
+        return offsets.delete_offsets(self, group, topic_ids)
