@@ -210,7 +210,9 @@ const out = o => process.stdout.write(JSON.stringify(o) + "\n");
 
 
 class Member:
-    """One member process; a reader thread collects its JSON lines."""
+    """One member process; a reader thread collects its JSON lines, another drains its stderr into a bounded
+    tail (a pipe nobody reads fills at 64 KiB and then blocks the member on its next log line: kafkajs logs
+    every retried error there during coordinator moves and restarts)."""
 
     def __init__(self, cmd: list[str], env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
@@ -221,6 +223,16 @@ class Member:
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
+        self._err_tail = bytearray()
+        self._err_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._err_thread.start()
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+            with self.lock:
+                self._err_tail += chunk
+                del self._err_tail[:-6000]
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -248,10 +260,11 @@ class Member:
         self.thread.join(10)
 
     def stderr(self) -> str:
-        try:
-            return (self.proc.stderr.read() if self.proc.stderr else b"").decode()[-3000:]
-        except Exception:
-            return ""
+        """The last 3000 characters the member wrote to stderr so far (waits briefly for the end if it exited)."""
+        if self.proc.poll() is not None:
+            self._err_thread.join(5)
+        with self.lock:
+            return bytes(self._err_tail).decode(errors="replace")[-3000:]
 
 
 def _java_member_cp() -> str:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 READY_RE = re.compile(rb"kafkalite ready on (\S+):(\d+)")
-READY_TIMEOUT_S = float(os.environ.get("KAFKALITE_COMPAT_READY_TIMEOUT", "30"))
+# a hang bound only (a restart after SIGKILL recovers the logs first, on 2 loaded cores in CI)
+READY_TIMEOUT_S = float(os.environ.get("KAFKALITE_COMPAT_READY_TIMEOUT", "90"))
 
 
 class BrokerStartError(RuntimeError):
