@@ -120,7 +120,7 @@ class BrokerProcess:
                 time.sleep(0.1)
         raise BrokerStartError("peer broker did not open its port:\n" + self.log_tail())
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int | None:
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int | None:
         """Stop the process with ``sig``; SIGKILL it if it has not exited after ``timeout`` seconds."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
