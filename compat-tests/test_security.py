@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from harness.broker import BrokerProcess, _free_port
+from harness.broker import BrokerProcess, BrokerStartError, _free_port
 from harness.clients import Client
 from harness.security import Sec, roundtrip
 
@@ -51,7 +51,24 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def sec_broker(certs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     base = tmp_path_factory.mktemp("broker-security")
-    ports = {name: _free_port() for name in LISTENERS}
+    for attempt in range(3):   # a port picked here can be taken by another process before the broker binds it
+        ports = {name: _free_port() for name in LISTENERS}
+        b = _start_secure(base, certs, ports)
+        if b is not None or attempt == 2:
+            break
+    assert b is not None, "no free ports in three attempts"
+    try:
+        addrs = {n: f"127.0.0.1:{p}" for n, p in ports.items()}
+        _add_scram_users(addrs["PLAINTEXT"])
+        yield {**addrs, "log": str(b.log_path)}
+    finally:
+        rc = b.stop()
+        b.kill()
+        assert rc in (0, None)
+
+
+def _start_secure(base: Path, certs: dict[str, Path], ports: dict[str, int]) -> SecureBroker | None:
+    """The broker on these ports; None if one of them was taken meanwhile (any other start error raises)."""
     lines = [
         "listeners=" + ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
@@ -66,15 +83,14 @@ def sec_broker(certs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     props = base / "server.properties"
     props.write_text("\n".join(lines) + "\n")
     b = SecureBroker(base, props)
-    b.start()
     try:
-        addrs = {n: f"127.0.0.1:{p}" for n, p in ports.items()}
-        _add_scram_users(addrs["PLAINTEXT"])
-        yield {**addrs, "log": str(b.log_path)}
-    finally:
-        rc = b.stop()
+        b.start()
+    except BrokerStartError as exc:
         b.kill()
-        assert rc in (0, None)
+        if "Address already in use" in str(exc):
+            return None
+        raise
+    return b
 
 
 def _add_scram_users(bootstrap: str) -> None:
