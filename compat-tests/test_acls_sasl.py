@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness.broker import BrokerProcess, _free_port
+from harness.broker import BrokerProcess, BrokerStartError, _free_port
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import KafkaError, KafkaException, Producer  # noqa: E402
@@ -41,17 +41,24 @@ class _PropsBroker(BrokerProcess):
 @pytest.fixture(scope="module")
 def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     base = tmp_path_factory.mktemp("broker-acls-sasl")
-    port = _free_port()
-    props = base / "server.properties"
-    props.write_text("\n".join([
-        f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}",
-        "sasl.enabled.mechanisms=PLAIN",
-        f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}",
-        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users=User:admin",
-    ]) + "\n")
-    b = _PropsBroker(base, props)
-    b.start()
+    for attempt in range(3):   # a port picked here can be taken by another process before the broker binds it
+        port = _free_port()
+        props = base / "server.properties"
+        props.write_text("\n".join([
+            f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}",
+            "sasl.enabled.mechanisms=PLAIN",
+            f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}",
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:admin",
+        ]) + "\n")
+        b = _PropsBroker(base, props)
+        try:
+            b.start()
+            break
+        except BrokerStartError as exc:
+            b.kill()
+            if attempt == 2 or "Address already in use" not in str(exc):
+                raise
     try:
         yield f"127.0.0.1:{port}"
     finally:

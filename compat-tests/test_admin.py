@@ -20,7 +20,7 @@ def test_metadata(broker, client, topic):
     assert md["topics"][topic] == 4
 
 
-def _wait(pred, what: str, timeout: float = 15.0) -> None:
+def _wait(pred, what: str, timeout: float = 60.0) -> None:   # bounds a hang only
     deadline = time.monotonic() + timeout
     while not pred():
         if time.monotonic() > deadline:

@@ -1,7 +1,7 @@
 """Faults on command (issue #17) with real clients: each client reacts to an injected error, delay, pause or
 dropped connection the way Kafka's protocol says it should.
 
-The broker runs as users run it, ``kafkalite serve --control 127.0.0.1:PORT``, and the faults are set over the
+The broker runs as users run it, ``kafkalite serve --control 127.0.0.1:0`` (it logs the bound address), and the faults are set over the
 HTTP control API, as a test suite in another language would set them.
 
 - A retriable error on Produce (NOT_LEADER_OR_FOLLOWER, refused or after the append: a lost acknowledgement)
@@ -16,7 +16,7 @@ HTTP control API, as a test suite in another language would set them.
 from __future__ import annotations
 
 import json
-import socket
+import re
 import time
 import urllib.error
 import urllib.request
@@ -34,18 +34,16 @@ from test_groups_support import ALL_CLIENTS, committed, group_consume, produce
 ck = pytest.importorskip("confluent_kafka")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-CONTROL = f"127.0.0.1:{_free_port()}"
-KAFKALITE_ARGS = ["--control", CONTROL]
+# Port 0: the broker binds a free port itself and logs "control API on URL" (a port picked here and bound
+# later, after collection, by the broker could meanwhile be taken by any other process on a busy CI machine).
+KAFKALITE_ARGS = ["--control", "127.0.0.1:0"]
+_CONTROL_RE = re.compile(r"control API on (http://\S+?)/?\s")
+_control_url: list[str] = []   # the module broker's, found in its log by _clear_faults
 
 
 def control(path: str, body: dict[str, Any] | None = None) -> Any:
-    req = urllib.request.Request(f"http://{CONTROL}{path}", method="GET" if body is None else "POST",
+    assert _control_url, "the control API's address is not known yet (the broker fixture runs first)"
+    req = urllib.request.Request(f"{_control_url[-1]}{path}", method="GET" if body is None else "POST",
                                  data=None if body is None else json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     try:
@@ -61,6 +59,14 @@ def counters() -> dict[str, int]:
 
 @pytest.fixture(autouse=True)
 def _clear_faults(broker: BrokerProcess) -> Any:
+    deadline = time.monotonic() + 60   # a hang bound: the line comes with the broker's start
+    while not _control_url:
+        found = _CONTROL_RE.findall(broker.log_since(0, 10**7))
+        if found:
+            _control_url.append(found[-1])
+        else:
+            assert time.monotonic() < deadline, "no 'control API on' line in the broker log:\n" + broker.log_tail()
+            time.sleep(0.05)
     control("/v1/faults/clear", {})
     yield
     control("/v1/faults/clear", {})

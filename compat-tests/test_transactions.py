@@ -315,9 +315,11 @@ def test_sigkill_with_open_transaction_aborts_it_after_restart(broker_factory, g
     create_topic(bs, topic, 1)
     j = _java(get_client)
     name = f"p-{topic}"
-    assert j.txn_open(bs, name, f"tx-{topic}", {"transaction.timeout.ms": 3000})["exception"] is None
+    timeout_s = 6.0
+    assert j.txn_open(bs, name, f"tx-{topic}", {"transaction.timeout.ms": int(timeout_s * 1000)})["exception"] is None
     try:
         for values, action in (([b"kept"], "commit"), ([b"open"], None)):
+            opened = time.monotonic()   # before this transaction's first AddPartitionsToTxn
             assert j.txn_step(name, "begin")["exception"] is None
             recs = [{"topic": topic, "partition": 0, "value": _b64(v)} for v in values]
             assert j.txn_step(name, "send", records=recs)["exception"] is None
@@ -326,10 +328,16 @@ def test_sigkill_with_open_transaction_aborts_it_after_restart(broker_factory, g
         b.restart(signal.SIGKILL)
         t0 = time.monotonic()
         # read_committed readers are held at the open transaction (LSO 2) until the coordinator aborts it
-        # (its 3 s timeout, counted from its first AddPartitionsToTxn): then the LSO passes the ABORT marker
-        assert stable_offsets(bs, topic) == (2, 3)
+        # (its timeout, counted from its first AddPartitionsToTxn): then the LSO passes the ABORT marker.
+        # Only an answer that came before the timeout can have to be (2, 3): a restart on a loaded machine
+        # may take longer, and then the abort may already be there.
+        first = stable_offsets(bs, topic)
+        if time.monotonic() - opened < timeout_s:
+            assert first == (2, 3)
+        else:
+            assert first in ((2, 3), (4, 4)), first
         while stable_offsets(bs, topic) != (4, 4):
-            assert time.monotonic() - t0 < 20, stable_offsets(bs, topic)
+            assert time.monotonic() - t0 < 90, stable_offsets(bs, topic)   # bounds a hang only
             time.sleep(0.2)
         assert read_confluent(bs, topic, "read_committed") == [b"kept"]
         assert read_confluent(bs, topic, "read_uncommitted") == [b"kept", b"open"]

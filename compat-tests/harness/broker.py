@@ -27,7 +27,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 READY_RE = re.compile(rb"kafkalite ready on (\S+):(\d+)")
-READY_TIMEOUT_S = float(os.environ.get("KAFKALITE_COMPAT_READY_TIMEOUT", "30"))
+# a hang bound only (a restart after SIGKILL recovers the logs first, on 2 loaded cores in CI)
+READY_TIMEOUT_S = float(os.environ.get("KAFKALITE_COMPAT_READY_TIMEOUT", "90"))
 
 
 class BrokerStartError(RuntimeError):
@@ -119,7 +120,7 @@ class BrokerProcess:
                 time.sleep(0.1)
         raise BrokerStartError("peer broker did not open its port:\n" + self.log_tail())
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int | None:
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int | None:
         """Stop the process with ``sig``; SIGKILL it if it has not exited after ``timeout`` seconds."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:

@@ -121,8 +121,10 @@ def _om(offset: int):
 P = JoinGroupRequest.JoinGroupRequestProtocol
 
 
-def _join_v3(c: RawClient, group: str, names: list[str], member: str = "") -> object:
-    return c.request(JoinGroupRequest(group_id=group, session_timeout_ms=500, rebalance_timeout_ms=500,
+def _join_v3(c: RawClient, group: str, names: list[str], member: str = "", session_ms: int = 3000) -> object:
+    """A 3 s session unless told (a member must live from its JoinGroup to its next request on a loaded
+    machine); the 500 ms rebalance timeout is what lets a later join drop a member that does not rejoin."""
+    return c.request(JoinGroupRequest(group_id=group, session_timeout_ms=session_ms, rebalance_timeout_ms=500,
                                       member_id=member, protocol_type="consumer",
                                       protocols=[P(name=n, metadata=b"m") for n in names]), 3)
 
@@ -136,7 +138,7 @@ def test_issue_scenario_duplicate_protocols_and_session_expiry_keep_the_broker_u
         assert ra.error_code == 0
         assert a.request(SyncGroupRequest(group_id="issue", generation_id=ra.generation_id, member_id=ra.member_id,
                                           assignments=[]), 1).error_code == 0
-        rb = _join_v3(bee, "issue", ["range", "range"])   # parked until A's rebalance/session timeout passes
+        rb = _join_v3(bee, "issue", ["range", "range"], session_ms=500)   # parked until A's rebalance timeout
         assert rb.error_code == 0 and rb.protocol_name == "range"
         assert rb.generation_id == ra.generation_id + 1 and rb.leader == rb.member_id
         # B does not heartbeat either: its session expires too, leaving the group empty

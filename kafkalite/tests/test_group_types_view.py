@@ -54,6 +54,12 @@ def groups_env():
             share.subscribe(["typed"])   # joins on poll (it starts at the log end: nothing to deliver)
             _wait("the share consumer's membership", lambda: share.poll(0.5) is not None and any(
                 g["group_id"] == "g-share" and g["members"] == 1 for g in c.get("groups").json()["groups"]))
+            # ... and until its first ShareFetch has set both share-partitions' start at the log end: records
+            # produced before that (a test's, on a loaded machine) would be skipped (share.auto.offset.reset
+            # is latest when the share-partition is initialised, not when the member joined)
+            _wait("both share-partitions initialised", lambda: share.poll(0.5) is not None and {
+                (r["topic"], r["partition"]) for r in c.get("groups/g-share").json()["share_partitions"]} >= {
+                ("typed", 0), ("typed", 1)})
             yield broker, c, ck, share
         finally:
             consumer.close()

@@ -48,7 +48,7 @@ def test_every_broker_runs_a_probe() -> None:
         with RawClient(b.host, b.port) as c:
             for _ in range(3):
                 c.request(ApiVersionsRequest(), 3)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60   # bounds a hang only
         while watch.samples < 5 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert watch.samples >= 5
@@ -78,7 +78,7 @@ def test_a_stall_after_an_await_is_blamed_on_its_request(monkeypatch: pytest.Mon
             c.request(ApiVersionsRequest(), 3)
             watch.reset()
             c.request(DescribeClusterRequest(), 0)
-        deadline = time.monotonic() + 10   # the response leaves before the probe task runs again
+        deadline = time.monotonic() + 60   # the response leaves before the probe task runs again
         while watch.max_stall_ms < 300 and time.monotonic() < deadline:
             time.sleep(0.01)
         what = watch.max_stall_what or ""

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.embedded import Broker
+from kafkalite.tests.pipes import PipeLines
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.tools_helpers import need_confluent
 from kafkalite_storage.testing import encode_batch
@@ -245,9 +246,9 @@ def test_serve_prints_where_metrics_are(tmp_path: Path) -> None:
                              str(tmp_path / "d"), "--metrics", "127.0.0.1:0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        assert proc.stdout is not None and proc.stderr is not None
-        assert proc.stdout.readline().startswith("kafkalite ready on 127.0.0.1:")
-        line = next(ln for ln in proc.stderr if "metrics at" in ln or "Traceback" in ln)
+        out, err = PipeLines(proc.stdout, "stdout"), PipeLines(proc.stderr, "stderr")  # bounded reads, drained
+        assert out.readline().startswith("kafkalite ready on 127.0.0.1:"), err.text()
+        line = err.wait_for(lambda ln: "metrics at" in ln or "Traceback" in ln)
         url = line.split("metrics at ", 1)[1].split()[0]
         assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
         with urllib.request.urlopen(url.replace("/metrics", "/health"), timeout=30) as resp:

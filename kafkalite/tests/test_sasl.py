@@ -206,18 +206,28 @@ def test_oauthbearer_unsecured_tokens(broker: Broker) -> None:
             assert r.error_message == '{"status":"invalid_token"}'
 
 
+def _sleep_until(t: float) -> None:
+    time.sleep(max(0.0, t - time.monotonic()))
+
+
 def test_reauthentication_kip368(tmp_path: Path) -> None:
-    b = _start(tmp_path, **{"connections.max.reauth.ms": "1500"})
+    # The windows are 2 s wide (a stall of the loaded CI machine shorter than that cannot fail the test): the
+    # re-authentication comes 2 s into a 4 s session, the Metadata request between the first session's end
+    # (known to be before first_done + 4 s) and the second's (after second_sent + 4 s, 2 s later).
+    life = 4.0
+    b = _start(tmp_path, **{"connections.max.reauth.ms": str(int(life * 1000))})
     try:
         with _conn(b) as c:
             r = sc.login_plain(c, "alice", "alice-secret")
-            assert r.session_lifetime_ms == 1500
-            time.sleep(0.8)
+            first_done = time.monotonic()                             # the first session began before this
+            assert r.session_lifetime_ms == life * 1000
+            _sleep_until(first_done + life / 2)
+            second_sent = time.monotonic()                            # the second session begins after this
             r = sc.login_plain(c, "alice", "alice-secret")            # in-band re-authentication
-            assert r.error_code == 0 and r.session_lifetime_ms == 1500
-            time.sleep(0.9)                                           # past the first session, not the second
-            assert _metadata(c).brokers
-            time.sleep(0.8)                                           # past the second
+            assert r.error_code == 0 and r.session_lifetime_ms == life * 1000
+            _sleep_until(first_done + life + 0.1)                     # past the first session, not the second
+            assert _metadata(c).brokers, f"{time.monotonic() - second_sent:.1f}s into the second session"
+            _sleep_until(time.monotonic() + life)                     # past the second
             c.send(MetadataRequest(topics=[], allow_auto_topic_creation=False), 9)
             assert c.recv_frame() is None
         with _conn(b) as c:           # re-authenticating as someone else fails and closes
