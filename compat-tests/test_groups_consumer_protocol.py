@@ -192,6 +192,18 @@ class Member:
         self.closed = False
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
+        # stderr is drained into a bounded tail (a pipe nobody reads blocks the member at 64 KiB of log)
+        self._err_tail = bytearray()
+        self._err_lock = threading.Lock()
+        if self.proc.stderr is not None:
+            threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+            with self._err_lock:
+                self._err_tail += chunk
+                del self._err_tail[:-3000]
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -227,10 +239,9 @@ class Member:
             self.history.append((time.time(), frozenset()))
 
     def stderr(self) -> str:
-        try:
-            return (self.proc.stderr.read() if self.proc.stderr else b"").decode()[-3000:]
-        except Exception:
-            return ""
+        """The last 3,000 bytes the member wrote to stderr (empty when KIP848_MEMBER_LOG_DIR took it)."""
+        with self._err_lock:
+            return bytes(self._err_tail).decode(errors="replace")
 
 
 def _java_cp() -> str:
