@@ -64,7 +64,7 @@ def spawn_once(name: str, timeout: float = 60.0) -> tuple[float, float]:
     tree = _brokers.source_tree(name)
     workdir = Path(tempfile.mkdtemp(prefix="bench-startcpu-"))
     log_path = workdir / "broker.log"
-    env = dict(os.environ)
+    env = _brokers.broker_env()
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
     t0 = time.perf_counter()
