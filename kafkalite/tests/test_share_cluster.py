@@ -8,6 +8,7 @@ from __future__ import annotations
 from kafkalite.cluster import Cluster
 from kafkalite.tests.test_cluster import _client, _create, _produce
 from kafkalite.tests.test_share_handlers import acquired, hb, topic_id
+from kafkalite_wire.messages import DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest
 from kafkalite_wire.messages import ShareAcknowledgeRequest as AR
 from kafkalite_wire.messages import ShareFetchRequest as FR
 
@@ -91,6 +92,11 @@ def test_leader_moves_never_redeliver_acknowledged_records() -> None:
             assert a.responses[0].partitions[0].error_code == 0, a
         second = next(n for n in (1, 2, 3) if n != first)
         cluster.sync.move_leader("mv", 0, second)
+        with _client(cluster, cluster.coordinator("group", group)) as c:   # before the new leader served it
+            SO = DescribeShareGroupOffsetsRequest
+            d = c.request(SO(groups=[SO.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=[
+                SO.DescribeShareGroupOffsetsRequestTopic(topic_name="mv", partitions=[0])])]), 1)
+            assert d.groups[0].topics[0].partitions[0].start_offset == 3, d
         with _client(cluster, second) as c:
             r = _fetch(c, group, "m1", 0, tid, 0)
             assert r.responses[0].partitions[0].error_code == 0
@@ -106,3 +112,16 @@ def test_leader_moves_never_redeliver_acknowledged_records() -> None:
             r = _fetch(c, group, "m1", 0, tid, 0)
             assert r.responses[0].partitions[0].error_code == 0
             assert acquired(r) == list(range(4, 8))
+        # the group empties and its offsets are deleted while the partition's leader is one that dropped its
+        # copy: the state is tombstoned all the same (describe, which reads the latest state, finds none)
+        cluster.sync.move_leader("mv", 0, second)
+        with _client(cluster, cluster.coordinator("group", group)) as c:
+            for m in ("m0", "m1"):
+                assert hb(c, group, m, -1).error_code == 0
+            DO = DeleteShareGroupOffsetsRequest
+            d = c.request(DO(group_id=group, topics=[DO.DeleteShareGroupOffsetsRequestTopic(topic_name="mv")]), 0)
+            assert d.error_code == 0 and d.responses[0].error_code == 0, d
+            SO = DescribeShareGroupOffsetsRequest
+            r = c.request(SO(groups=[SO.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=[
+                SO.DescribeShareGroupOffsetsRequestTopic(topic_name="mv", partitions=[0])])]), 1)
+            assert r.groups[0].topics[0].partitions[0].start_offset == -1, r

@@ -168,7 +168,8 @@ class ShareService:
             return replay
 
         replay = await trio.to_thread.run_sync(read_all)
-        self.states.load(replay.states)
+        # a share-partition adopted while this read ran (a service started on first use) keeps the latest state
+        self.states.load({k: v for k, v in replay.states.items() if k not in self.adopted})
         for key in replay.states:
             self.groups.ensure_group(key.group)
         log.info("loaded %d share-partitions of %d share groups from %d %s records", len(replay.states),
@@ -556,7 +557,8 @@ class ShareService:
             self._waiters.discard(ev)
 
     # -- share group offsets (admin): offsets.py ---------------------------------------------
-    def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
+    async def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
+        await offsets.adopt_at_owners(self, offsets.keys_of(self, group, partitions))
         return offsets.describe_offsets(self, group, partitions)
 
     def alter_offsets(self, group: str, to: Mapping[TP, int]) -> tuple[int, dict[TP, int]]:
