@@ -151,43 +151,53 @@ def stale(svc: Any, key: ShareKey) -> bool:
 
 async def adopt(svc: Any, keys: list[ShareKey]) -> None:
     """Initialise each stale share-partition of ``keys`` that this broker leads from the latest persisted
-    state: its records replayed (in a worker thread) from the log of the current leader of its
-    ``__share_group_state`` partition. One adoption at a time per broker; a share-partition whose state
-    partition has no live leader stays stale (its fetches get nothing, and try again)."""
+    state: the records of its ``__share_group_state`` partition replayed (in a worker thread, once per state
+    partition) from the log of that partition's current leader. One adoption at a time per broker; a
+    share-partition whose state partition has no live leader stays stale (its fetches get nothing, and try
+    again)."""
     links = svc.cluster
     if links is None:
         return
     async with svc.adopt_lock:
+        info = svc.state.topics.get(STATE_TOPIC)
+        wanted: dict[int, dict[ShareKey, tuple[str, int]]] = {}   # state partition -> key -> (topic, epoch)
         for key in keys:
             name = svc.topic_name(key.topic_id)
             if name is None or not stale(svc, key) or not links.leads(name, key.partition):
                 continue
-            epoch = links.epoch(name, key.partition)
-            info = svc.state.topics.get(STATE_TOPIC)
-            plog = None
-            if info is not None:
-                plog = links.leader_log(STATE_TOPIC, partition_for(key, info.partitions))
+            part = partition_for(key, info.partitions) if info is not None else -1
+            wanted.setdefault(part, {})[key] = (name, links.epoch(name, key.partition))
+        for part, todo in wanted.items():
+            found: dict[ShareKey, Any] = {}
+            if part >= 0:
+                plog = links.leader_log(STATE_TOPIC, part)
                 if plog is None:
-                    log.warning("share-partition %s: its %s partition has no live leader", key, STATE_TOPIC)
+                    log.warning("%s-%d has no live leader: %d share-partitions wait for it", STATE_TOPIC, part,
+                                len(todo))
                     continue
-            found = await trio.to_thread.run_sync(_replay_one, plog, key) if plog is not None else None
-            if links.epoch(name, key.partition) != epoch or not links.leads(name, key.partition):
-                continue                     # moved again meanwhile: the next fetch looks again
-            states = svc.states
-            states.parts.pop(key, None)
-            states.meta.pop(key, None)
-            states.persisted.pop(key, None)
-            states.snapshot_offsets.pop(key, None)
-            if found is not None:
-                states.persisted[key] = found
-                states.snapshot_offsets[key] = found.snapshot_offset
-            svc.adopted[key] = epoch
-            log.debug("share-partition %s initialised at leader epoch %d from %s (start %s)", key, epoch,
-                      STATE_TOPIC, None if found is None else found.start)
+                found = await trio.to_thread.run_sync(_replay, plog, set(todo))
+            for key, (name, epoch) in todo.items():
+                if links.epoch(name, key.partition) != epoch or not links.leads(name, key.partition):
+                    continue                     # moved again meanwhile: the next fetch looks again
+                _install(svc, key, found.get(key), epoch)
 
 
-def _replay_one(plog: Any, key: ShareKey) -> Any:
-    """The persisted state of ``key`` in a ``__share_group_state`` partition's log (blocking)."""
+def _install(svc: Any, key: ShareKey, found: Any, epoch: int) -> None:
+    states = svc.states
+    states.parts.pop(key, None)
+    states.meta.pop(key, None)
+    states.persisted.pop(key, None)
+    states.snapshot_offsets.pop(key, None)
+    if found is not None:
+        states.persisted[key] = found
+        states.snapshot_offsets[key] = found.snapshot_offset
+    svc.adopted[key] = epoch
+    log.debug("share-partition %s initialised at leader epoch %d from %s (start %s)", key, epoch, STATE_TOPIC,
+              None if found is None else found.start)
+
+
+def _replay(plog: Any, keys: set[ShareKey]) -> dict[ShareKey, Any]:
+    """The persisted state of ``keys`` in a ``__share_group_state`` partition's log (blocking)."""
     from kafkalite.coordinator.internal_topics import read_chunks
     from kafkalite.coordinator.records import iter_records
     from kafkalite.coordinator.share.state import StateReplay
@@ -196,4 +206,4 @@ def _replay_one(plog: Any, key: ShareKey) -> Any:
     for data in read_chunks(plog):
         for off, k, value in iter_records(data):
             replay.feed(bytes(k), None if value is None else bytes(value), off)
-    return replay.states.get(key)
+    return {k: st for k, st in replay.states.items() if k in keys}
