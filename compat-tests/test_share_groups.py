@@ -454,3 +454,104 @@ def test_share_group_on_a_three_broker_cluster_confluent_kafka(kafkalite_cluster
             time.sleep(0.2)
         assert [g for g, _state in admin.list_groups()] == ["share-cluster-g"]   # ListGroups at every broker
     assert {k: (v[0], v[2]) for k, v in starts.items()} == {(topic, q): (n // 3, 0) for q in range(3)}
+
+
+@pytest.mark.kafkalite_cluster(brokers=3, emulate_kafka=KAFKALITE_EMULATE,
+                               overrides={"kafkalite.share.auto.offset.reset": "earliest",
+                                          "share.coordinator.state.topic.num.partitions": "3",
+                                          "offsets.topic.num.partitions": "3"})
+def test_share_group_across_leader_moves_and_a_broker_stop_confluent_kafka(kafkalite_cluster):
+    """Two ShareConsumers (explicit acknowledgement, commit_sync) on a 3-broker cluster while a partition's leader
+    moves and then a broker stops (its partitions' leaders, and those of its ``__share_group_state``
+    partitions, move): each new leader takes the share-partition from the latest persisted state, so every
+    record is acknowledged exactly once — an acknowledged record is never delivered again — and none is lost.
+    Records acquired but not acknowledged at the old leader are delivered again (Kafka's rule as well)."""
+    from collections import Counter
+
+    cluster = kafkalite_cluster
+    bs = cluster.bootstrap_servers
+    topic, group = "share-moves", "share-moves-g"
+    from confluent_kafka.admin import AdminClient, NewTopic
+    adm = AdminClient({"bootstrap.servers": bs})
+    adm.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)        # replicated: leaders can move
+    deadline = time.monotonic() + 30
+    while sum(q["topic"] == topic for q in cluster.sync.describe()["partitions"]) < 3:
+        assert time.monotonic() < deadline, "topic not placed"
+        time.sleep(0.05)
+    per_phase = 60
+    p = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
+    produced = 0
+
+    def produce_phase() -> None:
+        nonlocal produced
+        for i in range(produced, produced + per_phase):
+            p.produce(topic, value=b"r%d" % i, partition=i % 3)
+        assert p.flush(30) == 0
+        produced += per_phase
+
+    delivered: list[tuple[int, int]] = []
+    acked: list[tuple[int, int]] = []
+    done: set[tuple[int, int]] = set()
+    redelivered: list[tuple[int, int]] = []
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            c = consumer(bs, group, topic, explicit=True, **{"max.poll.records": 10})
+            try:
+                while not stop.is_set():
+                    batch = messages(c, 0.5)
+                    if not batch:
+                        continue
+                    keys = [(m.partition(), m.offset()) for m in batch]
+                    redelivered.extend(k for k in keys if k in done)   # delivered after its acknowledgement
+                    delivered.extend(keys)
+                    for m in batch:
+                        c.acknowledge(m)
+                    results = c.commit_sync(30)
+                    ok = {tp.partition for tp, err in results.items() if err is None}
+                    acked.extend(k for k in keys if k[0] in ok)
+                    done.update(k for k in keys if k[0] in ok)
+            finally:
+                c.close()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    def wait_all_acked() -> None:
+        want = {(i % 3, i // 3) for i in range(produced)}
+        deadline = time.monotonic() + 60
+        while not want <= set(acked) and time.monotonic() < deadline and not errors:
+            time.sleep(0.1)
+        assert not errors, errors
+        assert want <= set(acked), f"{len(want - set(acked))} of {produced} not acknowledged"
+
+    threads = [threading.Thread(target=run, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        produce_phase()
+        wait_all_acked()
+        parts = {q["partition"]: q for q in cluster.sync.describe()["partitions"] if q["topic"] == topic}
+        produce_phase()                                          # consumers are at work when the leader moves
+        target = next(r for r in parts[0]["isr"] if r != parts[0]["leader"])
+        cluster.sync.move_leader(topic, 0, target)
+        wait_all_acked()
+        coordinator = cluster.coordinator("group", group)
+        victim = next(n for n in (1, 2, 3) if n != coordinator)
+        produce_phase()
+        cluster.sync.stop_broker(victim)
+        wait_all_acked()
+        produce_phase()
+        wait_all_acked()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert not errors, errors
+    counts = Counter(acked)
+    assert set(counts) == {(i % 3, i // 3) for i in range(produced)}
+    again = sorted(k for k, v in counts.items() if v > 1)
+    assert not again, f"acknowledged records delivered (and acknowledged) again: {again[:20]}"
+    assert not redelivered, f"acknowledged records delivered again: {sorted(redelivered)[:20]}"
+    assert set(delivered) == set(counts)

@@ -75,6 +75,12 @@ def one_of(*values: str) -> tuple[Validator, str]:
         f"[{', '.join(values)}]"
 
 
+def _share_reset_rule() -> tuple[Validator, str]:
+    """kafkalite.share.auto.offset.reset: earliest, latest or by_duration:<ISO-8601> as the group config."""
+    from kafkalite.coordinator.share.reset import BROKER_VALID, broker_default_error
+    return broker_default_error, BROKER_VALID
+
+
 def each_of(*values: str) -> tuple[Validator, str]:
     def check(v: list[str]) -> str | None:
         bad = [x for x in v if x not in values]
@@ -371,7 +377,7 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          at_least(1)),
     _def("kafkalite.share.auto.offset.reset", "string", "latest", "where a share group starts reading a "
          "partition when its group config share.auto.offset.reset is not set (Kafka: latest)",
-         one_of("latest", "earliest")),
+         _share_reset_rule()),
     _def("kafkalite.share.isolation.level", "string", "read_uncommitted", "share.isolation.level of groups "
          "that do not set it (Kafka: read_uncommitted)", one_of("read_uncommitted", "read_committed")),
     # -- kafkalite's own

@@ -427,6 +427,9 @@ class ClusterRuntime:
                 self.ensure_follower(node, tp)
         if tp[0] in (placement.OFFSETS_TOPIC, placement.TXN_TOPIC) and old != new_leader:
             coordinators.moved(self, tp, old, new_leader)
+        if old != new_leader:   # share-partitions live with the leader (kafkalite.coordinator.share.cluster)
+            from kafkalite.coordinator.share.cluster import leader_moved
+            leader_moved(self, tp, old, new_leader)
         self.update_hw(tp)
         self.signal(tp)
 

@@ -49,7 +49,7 @@ async def describe_share_group_offsets(ctx: RequestContext,
             continue
         topics: dict = {}
         if g.topics is None:
-            rows = svc.describe_offsets(g.group_id, None)
+            rows = await svc.describe_offsets(g.group_id, None)
         else:
             wanted = []
             hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.topic_name for t in g.topics))
@@ -69,7 +69,7 @@ async def describe_share_group_offsets(ctx: RequestContext,
                             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in t.partitions])
                     continue
                 wanted += [(info.topic_id, p) for p in t.partitions]
-            rows = svc.describe_offsets(g.group_id, wanted)
+            rows = await svc.describe_offsets(g.group_id, wanted)
         for (tid, p), start, lag in rows:
             name = svc.topic_name(tid)
             if name is None or not authz.allowed(ctx, authz.Op.DESCRIBE, authz.TOPIC, name):

@@ -124,3 +124,44 @@ def test_offset_not_available_waits_for_max_wait_and_a_qualifying_record_ends_it
         t.join(30)
         r = fetched["r"]
         assert r.responses[0].partitions[0].error_code == 0 and acquired(r) == [0]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("value, ok", [("by_duration:PT1H", True), ("earliest", True), (" latest ", True),
+                                       ("by_duration:P1W", False), ("none", False), ("by_duration:-PT1H", False)])
+def test_broker_default_takes_the_group_config_values(value: str, ok: bool) -> None:
+    """kafkalite.share.auto.offset.reset (the default of groups without share.auto.offset.reset) takes the
+    same values as the group config, by_duration included; a broker with another value does not start."""
+    from kafkalite.config import BrokerConfig, ConfigError
+
+    if ok:
+        BrokerConfig({"kafkalite.share.auto.offset.reset": value})
+        return
+    with pytest.raises(ConfigError, match="kafkalite.share.auto.offset.reset.*by_duration:<PnDTnHnMn.nS.>"):
+        BrokerConfig({"kafkalite.share.auto.offset.reset": value})
+
+
+def test_broker_default_by_duration_over_the_wire() -> None:
+    """A group with no share.auto.offset.reset of its own on a broker defaulting to by_duration:PT1H starts at
+    the first record stamped within the hour."""
+    import time
+
+    from kafkalite.embedded import Broker
+    from kafkalite.tests.rawclient import RawClient
+    from kafkalite.tests.test_protocol import produce_req
+    from kafkalite.tests.test_share_handlers import acquired, fetch, hb, topic_id
+    from kafkalite_storage.testing import Rec, encode_batch
+    from kafkalite_wire.messages import CreateTopicsRequest
+
+    with Broker(overrides={"kafkalite.share.auto.offset.reset": "by_duration:PT1H"}) as b, \
+            RawClient(b.host, b.port) as c:
+        c.request(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name="bdd", num_partitions=1, replication_factor=1)], timeout_ms=5000), 5)
+        now = int(time.time() * 1000)
+        for base, ts in ((0, now - 2 * 3600_000), (0, now - 60_000)):
+            batch = encode_batch([Rec(b"x"), Rec(b"y")], base_offset=base, base_timestamp=ts)
+            assert c.request(produce_req("bdd", batch), 9).responses[0].partition_responses[0].error_code == 0
+        tid = topic_id(c, "bdd")
+        h = hb(c, "g", "m", 0, ["bdd"])
+        hb(c, "g", "m", h.member_epoch)
+        r = fetch(c, "g", "m", 0, tid)
+        assert (r.responses[0].partitions[0].error_code, acquired(r)) == (0, [2, 3])

@@ -4,7 +4,8 @@
 ``share.isolation.level`` — set with IncrementalAlterConfigs on a GROUP resource where the broker keeps
 group configs). ``share.auto.offset.reset`` and ``share.isolation.level`` have no broker-level setting in
 Kafka; kafkalite's ``kafkalite.share.auto.offset.reset`` / ``kafkalite.share.isolation.level`` give the value
-for groups without one (Kafka's defaults: latest, read_uncommitted)."""
+for groups without one (Kafka's defaults: latest, read_uncommitted); the first takes the group config's values,
+``by_duration:<ISO-8601 duration>`` included (``reset.broker_default_error`` checks it at broker start)."""
 from __future__ import annotations
 
 import contextlib

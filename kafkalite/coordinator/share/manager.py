@@ -234,9 +234,12 @@ class ShareStateManager:
 
     # -- pruning -------------------------------------------------------------------------------
     def load(self, states: dict[ShareKey, PersistedState]) -> None:
-        """Take the replayed state (``StateReplay.states``)."""
-        self.persisted = states
-        self.snapshot_offsets = {k: st.snapshot_offset for k, st in states.items()}
+        """Take the replayed state (``StateReplay.states``) of the share-partitions not already in use or
+        loaded otherwise meanwhile (in a cluster: adopted from the latest state, see ``cluster.adopt``)."""
+        for k, st in states.items():
+            if k not in self.parts and k not in self.persisted:
+                self.persisted[k] = st
+                self.snapshot_offsets[k] = st.snapshot_offset
 
     def prunable(self) -> dict[int, int | None]:
         """Per state-topic partition, the offset below which every record is redundant: the earliest latest

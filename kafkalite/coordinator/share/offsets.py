@@ -19,16 +19,35 @@ def owner_of(svc: Any, tid: uuid.UUID, p: int) -> Any:
     return svc if svc.cluster is None else svc.cluster.owner(svc, svc.topic_name(tid), p)
 
 
+def keys_of(svc: Any, group: str, partitions: Sequence[TP] | None) -> list[ShareKey]:
+    """The share-partitions asked for; None: those the group has state for (in a cluster the state is with
+    each partition's leader: the group coordinator's list of them, ShareGroupStatePartitionMetadata)."""
+    if partitions is not None:
+        return [ShareKey(group, tid, p) for tid, p in partitions]
+    known = {(k.topic_id, k.partition) for k in svc.states.keys(group)}
+    known |= {(tid, p) for tid, (_n, ps) in svc.membership.initialized_parts.get(group, {}).items() for p in ps}
+    return [ShareKey(group, tid, p) for tid, p in sorted(known, key=lambda k: (str(k[0]), k[1]))]
+
+
+async def adopt_at_owners(svc: Any, keys: Sequence[ShareKey]) -> None:
+    """In a cluster: each partition leader takes the latest persisted state of its share-partitions among
+    ``keys`` first (``cluster.adopt``), so that the answer is not from a copy older than a leader move."""
+    from kafkalite.coordinator.share.cluster import adopt
+
+    if svc.cluster is None:
+        return
+    by_owner: dict[int, tuple[Any, list[ShareKey]]] = {}
+    for k in keys:
+        owner = owner_of(svc, k.topic_id, k.partition)
+        by_owner.setdefault(id(owner), (owner, []))[1].append(k)
+    for owner, ks in by_owner.values():
+        await adopt(owner, ks)
+
+
 def describe_offsets(svc: Any, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
     """(partition, start offset or -1, lag or -1) — Kafka's DescribeShareGroupOffsets: the share-partition
     start offset, and (v1) the records not yet delivered completely."""
-    if partitions is not None:
-        keys = [ShareKey(group, tid, p) for tid, p in partitions]
-    else:   # in a cluster the state is with each partition's leader: the group's list of them
-        known = {(k.topic_id, k.partition) for k in svc.states.keys(group)}
-        known |= {(tid, p) for tid, (_n, ps) in svc.membership.initialized_parts.get(group, {}).items()
-                  for p in ps}
-        keys = [ShareKey(group, tid, p) for tid, p in sorted(known, key=lambda k: (str(k[0]), k[1]))]
+    keys = keys_of(svc, group, partitions)
     out = []
     for k in keys:
         owner = owner_of(svc, k.topic_id, k.partition)
@@ -77,8 +96,13 @@ def delete_offsets(svc: Any, group: str, topic_ids: Sequence[uuid.UUID]) -> tupl
         parts = svc.state.topics[name].partitions if name is not None and svc.state is not None else 0
         owners = {id(o): o for o in (owner_of(svc, tid, p) for p in range(parts))}
         owners.setdefault(id(svc), svc)
+        # in a cluster a leader may have dropped (or never loaded) a share-partition: tombstones for every
+        # one the coordinator lists as initialised as well (a tombstone of unknown state changes nothing)
+        listed = {ShareKey(group, tid, p) for p in svc.membership.initialized_parts.get(group, {}).get(tid, ("", ()))[1]
+                  if 0 <= p < parts}
         for owner in owners.values():
-            for k in owner.states.keys(group):
+            mine = {k for k in listed if owner_of(svc, tid, k.partition) is owner}
+            for k in sorted(set(owner.states.keys(group)) | mine, key=lambda k: k.partition):
                 if k.topic_id == tid:
                     try:
                         owner.states.delete(k)

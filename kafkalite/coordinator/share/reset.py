@@ -108,6 +108,21 @@ def validation_error(value: str) -> str | None:
     return None
 
 
+#: the rule of the broker-wide default ``kafkalite.share.auto.offset.reset`` (``kafkalite.config_defs``)
+BROKER_VALID = "[earliest, latest, by_duration:<PnDTnHnMn.nS.>]"
+
+
+def broker_default_error(value: str) -> str | None:
+    """The broker-wide default (``kafkalite.share.auto.offset.reset``, the value of groups that set no
+    ``share.auto.offset.reset``) takes the group config's values, with ConfigDef's trim; None when accepted,
+    else why not (the broker does not start)."""
+    try:
+        parse(value.strip())
+    except InvalidStrategy:
+        return "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'."
+    return None
+
+
 def strategy_or_latest(value: str) -> ResetStrategy:
     """For the coordinator: a stored value (validated when it was set; a broker-level default is not), with
     Kafka's default, latest, standing in for one that does not parse."""

@@ -30,13 +30,13 @@ from kafkalite.coordinator import errors as E
 from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
 from kafkalite.coordinator.records import build_batch, iter_records
 from kafkalite.coordinator.share import offsets
-from kafkalite.coordinator.share.cluster import ShareClusterLinks
+from kafkalite.coordinator.share.cluster import ShareClusterLinks, adopt, stale
 from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
 from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordinator
 from kafkalite.coordinator.share.logread import aborted_ranges, read_batches
 from kafkalite.coordinator.share.manager import NoStartOffset, ShareStateManager
 from kafkalite.coordinator.share.membership import MembershipStore
-from kafkalite.coordinator.share.partition import Acquired, split_acquired
+from kafkalite.coordinator.share.partition import INVALID_RECORD_STATE, Acquired, split_acquired
 from kafkalite.coordinator.share.records import ShareKey
 from kafkalite.coordinator.share.sessions import Context, ShareSessionCache
 from kafkalite.coordinator.share.state import StateReplay
@@ -109,6 +109,8 @@ class ShareService:
         self._by_conn: dict[int, set[tuple[str, str]]] = {}   # connection id -> (group, member) of sessions it opened
         self.membership = MembershipStore(self)
         self.cluster = ShareClusterLinks.of(state)   # in a kafkalite.cluster (see ``cluster.py``)
+        self.adopted: dict[ShareKey, int] = {}       # cluster: share-partition -> leader epoch it was adopted at
+        self.adopt_lock = trio.Lock()
 
     def _group_configs(self, group_id: str) -> Mapping[str, str]:
         """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,
@@ -166,7 +168,8 @@ class ShareService:
             return replay
 
         replay = await trio.to_thread.run_sync(read_all)
-        self.states.load(replay.states)
+        # a share-partition adopted while this read ran (a service started on first use) keeps the latest state
+        self.states.load({k: v for k, v in replay.states.items() if k not in self.adopted})
         for key in replay.states:
             self.groups.ensure_group(key.group)
         log.info("loaded %d share-partitions of %d share groups from %d %s records", len(replay.states),
@@ -402,6 +405,9 @@ class ShareService:
             if self.cluster is not None and not self.cluster.leads(name, p):
                 out[(tid, p)] = E.NOT_LEADER_OR_FOLLOWER
                 continue
+            if stale(self, ShareKey(group, tid, p)):    # acquired under an earlier leadership (cluster.py)
+                out[(tid, p)] = INVALID_RECORD_STATE
+                continue
             out[(tid, p)] = self.states.acknowledge(ShareKey(group, tid, p), member, batches, now,
                                                     allow_renew=allow_renew)
         self.wake()   # released records are available; an advanced start may make room
@@ -432,6 +438,8 @@ class ShareService:
         plog = st.get_log(name, p) if name is not None and 0 <= p < st.topics[name].partitions else None
         if plog is None or self.cluster is not None and not self.cluster.leads(name, p):
             return limit
+        if stale(self, ShareKey(group, tid, p)):
+            return 0
         end = plog.last_stable_offset if self.states.settings(group).read_committed else plog.high_watermark
         try:
             sp = self._share_partition(ShareKey(group, tid, p), now, plog.log_start_offset, end, plog)
@@ -459,6 +467,8 @@ class ShareService:
         if self.cluster is not None and not self.cluster.leads(name, p):
             return FetchedPartition(E.NOT_LEADER_OR_FOLLOWER)
         epoch = st.leader_epoch_of(name, p)
+        if stale(self, ShareKey(group, tid, p)):   # not initialised from the latest state yet (cluster.py)
+            return FetchedPartition(leader_epoch=epoch)
         settings = self.states.settings(group)
         committed = settings.read_committed
         end = plog.last_stable_offset if committed else plog.high_watermark
@@ -503,7 +513,10 @@ class ShareService:
         log_keys = [(n, p) for n, p in names if n is not None]
         if getattr(st.logs, "pending_loads", 0):
             await st.ensure_loaded(log_keys)
+        keys = [ShareKey(group, tid, p) for tid, p in partitions]
         while True:
+            if self.cluster is not None:
+                await adopt(self, keys)   # share-partitions this broker newly leads: from the latest state
             now = self.now_ms()
             if min_bytes > 1 and log_keys and not st.draining and trio.current_time() < deadline:
                 have = 0
@@ -544,7 +557,8 @@ class ShareService:
             self._waiters.discard(ev)
 
     # -- share group offsets (admin): offsets.py ---------------------------------------------
-    def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
+    async def describe_offsets(self, group: str, partitions: Sequence[TP] | None) -> list[tuple[TP, int, int]]:
+        await offsets.adopt_at_owners(self, offsets.keys_of(self, group, partitions))
         return offsets.describe_offsets(self, group, partitions)
 
     def alter_offsets(self, group: str, to: Mapping[TP, int]) -> tuple[int, dict[TP, int]]:
