@@ -165,3 +165,11 @@ def test_broker_default_by_duration_over_the_wire() -> None:
         hb(c, "g", "m", h.member_epoch)
         r = fetch(c, "g", "m", 0, tid)
         assert (r.responses[0].partitions[0].error_code, acquired(r)) == (0, [2, 3])
+
+
+def test_broker_default_lists_the_parsers_valid_values() -> None:
+    """config_defs names the valid values itself (so the parser is not imported at start): they agree."""
+    from kafkalite.config_defs import BROKER
+    from kafkalite.coordinator.share.reset import BROKER_VALID
+
+    assert BROKER["kafkalite.share.auto.offset.reset"].valid == BROKER_VALID
