@@ -268,9 +268,9 @@ def test_state_survives_broker_sigkill_confluent_kafka(broker_factory, topic):
         c.close()
 
 
-def test_read_committed_skips_aborted_transactions_confluent_kafka(broker, topic):
-    """share.isolation.level=read_committed (a group config, set with IncrementalAlterConfigs as against Kafka):
-    records of an aborted transaction are never delivered, nor records of an open one until it commits."""
+def set_group_config(bootstrap: str, group: str, name: str, value: str) -> None:
+    """Set a GROUP config with IncrementalAlterConfigs (confluent-kafka's admin client), as against Kafka;
+    raises the client's KafkaException when the broker refuses it."""
     from confluent_kafka.admin import (
         AdminClient,
         AlterConfigOpType,
@@ -279,14 +279,20 @@ def test_read_committed_skips_aborted_transactions_confluent_kafka(broker, topic
         ResourceType,
     )
 
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})   # kept alive until the answers are in
+    for f in admin.incremental_alter_configs([res]).values():
+        f.result(30)
+
+
+def test_read_committed_skips_aborted_transactions_confluent_kafka(broker, topic):
+    """share.isolation.level=read_committed (a group config, set with IncrementalAlterConfigs as against Kafka):
+    records of an aborted transaction are never delivered, nor records of an open one until it commits."""
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
     group = "share-rc"
-    adm = AdminClient({"bootstrap.servers": bs})
-    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry("share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET)])
-    for f in adm.incremental_alter_configs([res]).values():
-        f.result(30)
+    set_group_config(bs, group, "share.isolation.level", "read_committed")
     p = ck.Producer({"bootstrap.servers": bs, "transactional.id": "share-rc-tx", "linger.ms": 0})
     p.init_transactions(30)
 
@@ -343,29 +349,14 @@ def test_auto_offset_reset_by_duration_confluent_kafka(broker, topic):
     group starts at the first record stamped within the last hour; records stamped two hours ago are never
     delivered. On a partition with only old records nothing is delivered (Kafka answers OFFSET_NOT_AVAILABLE
     for it until a record inside the window exists) and the first newer record is, once produced."""
-    from confluent_kafka.admin import (
-        AdminClient,
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        ResourceType,
-    )
-
     bs = broker.bootstrap
     old_only = topic + "-old"
     create_topic(bs, topic, 1)
     create_topic(bs, old_only, 1)
-    adm = AdminClient({"bootstrap.servers": bs})
     for group in ("share-bd", "share-bd-old"):
-        res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-            ConfigEntry("share.auto.offset.reset", "by_duration:PT1H", incremental_operation=AlterConfigOpType.SET)])
-        for f in adm.incremental_alter_configs([res]).values():
-            f.result(30)
-    bad = ConfigResource(ResourceType.GROUP, "share-bd", incremental_configs=[
-        ConfigEntry("share.auto.offset.reset", "by_duration:-PT1H", incremental_operation=AlterConfigOpType.SET)])
+        set_group_config(bs, group, "share.auto.offset.reset", "by_duration:PT1H")
     with pytest.raises(ck.KafkaException, match="by_duration"):
-        for f in adm.incremental_alter_configs([bad]).values():
-            f.result(30)
+        set_group_config(bs, "share-bd", "share.auto.offset.reset", "by_duration:-PT1H")
     now = int(time.time() * 1000)
     p = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
     for i in range(5):
