@@ -6,8 +6,18 @@ returns plain dicts. Client settings are librdkafka defaults except where noted:
 - produce: ``linger.ms=5`` (librdkafka's default, spelled out), no compression, no key (so librdkafka's
   sticky partitioner spreads batches over the partitions), 100-byte values, idempotence off, ``acks`` as asked; the clock runs from the first ``produce()`` to ``flush()`` returning,
   i.e. until every record is acknowledged. Delivery errors are counted (``delivery.report.only.error``).
+  The sticky partitioner sends each linger window's records to one random partition, so 100k records over
+  6 partitions land unevenly: partitions of 0 or a few hundred records next to ones of 40k are common.
+- fill (``produce(..., partitions=n)``): record i goes to partition ``i % n``, so every partition holds the
+  same count. The consume rows read topics filled so: a sticky-filled topic made them bimodal (see
+  ``consume``).
 - consume: ``assign()`` of every partition from the beginning (no group join, so coordinator speed does not
-  leak into the figure); the clock runs from ``assign()`` to the last expected record;
+  leak into the figure); the clock runs from ``assign()`` to the last expected record; every assigned
+  partition should hold records. librdkafka resolves OFFSET_BEGINNING with one ListOffsets per partition and
+  sends its first Fetch as soon as the first answer is in, often naming that one partition only; it keeps
+  one Fetch in flight per broker. If that partition is empty, the broker holds the Fetch for
+  ``fetch.wait.max.ms`` (500 ms, MinBytes 1, as Kafka does) while the other partitions' data waits: a
+  100k-record run of ~0.1 s took ~0.6 s (~170k instead of ~1M records/s) whenever that happened;
   ``receive.message.max.bytes`` is raised (see RECEIVE_MAX) and ``fetch.queue.backoff.ms`` lowered (see
   FETCH_QUEUE_BACKOFF_MS: with the default, librdkafka's own pauses set the pace, not the broker).
 - latency: one producer paced at a fixed rate with ``linger.ms=0, acks=1``, one consumer thread with
@@ -90,8 +100,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 3
     raise TimeoutError(f"topic {topic} not visible with {partitions} partitions after {timeout}s")
 
 
-def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float) -> dict[str, Any]:
-    """Produce ``count`` records of RECORD_SIZE bytes round-robin over the topic's partitions."""
+def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float,
+            partitions: int | None = None) -> dict[str, Any]:
+    """Produce ``count`` records of RECORD_SIZE bytes: keyless (librdkafka's sticky partitioner picks the
+    partition), or with ``partitions`` record i to partition ``i % partitions`` (an even fill)."""
     errors: list[str] = []
 
     def on_error(err: Any, _msg: Any) -> None:
@@ -123,7 +135,10 @@ def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float
     produce_fn = producer.produce
     while sent < count and time.perf_counter() < deadline:
         try:
-            produce_fn(topic, value)
+            if partitions:
+                produce_fn(topic, value, partition=sent % partitions)
+            else:
+                produce_fn(topic, value)
             sent += 1
         except BufferError:
             full += 1
