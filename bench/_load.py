@@ -6,8 +6,18 @@ returns plain dicts. Client settings are librdkafka defaults except where noted:
 - produce: ``linger.ms=5`` (librdkafka's default, spelled out), no compression, no key (so librdkafka's
   sticky partitioner spreads batches over the partitions), 100-byte values, idempotence off, ``acks`` as asked; the clock runs from the first ``produce()`` to ``flush()`` returning,
   i.e. until every record is acknowledged. Delivery errors are counted (``delivery.report.only.error``).
+  The sticky partitioner sends each linger window's records to one random partition, so 100k records over
+  6 partitions land unevenly: partitions of 0 or a few hundred records next to ones of 40k are common.
+- fill (``produce(..., partitions=n)``): record i goes to partition ``i % n``, so every partition holds the
+  same count. The consume rows read topics filled so: a sticky-filled topic made them bimodal (see
+  ``consume``).
 - consume: ``assign()`` of every partition from the beginning (no group join, so coordinator speed does not
-  leak into the figure); the clock runs from ``assign()`` to the last expected record;
+  leak into the figure); the clock runs from ``assign()`` to the last expected record; every assigned
+  partition should hold records. librdkafka resolves OFFSET_BEGINNING with one ListOffsets per partition and
+  sends its first Fetch as soon as the first answer is in, often naming that one partition only; it keeps
+  one Fetch in flight per broker. If that partition is empty, the broker holds the Fetch for
+  ``fetch.wait.max.ms`` (500 ms, MinBytes 1, as Kafka does) while the other partitions' data waits: a
+  100k-record run of ~0.1 s took ~0.6 s (~170k instead of ~1M records/s) whenever that happened;
   ``receive.message.max.bytes`` is raised (see RECEIVE_MAX) and ``fetch.queue.backoff.ms`` lowered (see
   FETCH_QUEUE_BACKOFF_MS: with the default, librdkafka's own pauses set the pace, not the broker).
 - latency: one producer paced at a fixed rate with ``linger.ms=0, acks=1``, one consumer thread with
@@ -26,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
@@ -90,8 +101,11 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 3
     raise TimeoutError(f"topic {topic} not visible with {partitions} partitions after {timeout}s")
 
 
-def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float) -> dict[str, Any]:
-    """Produce ``count`` records of RECORD_SIZE bytes round-robin over the topic's partitions."""
+def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float,
+            partitions: int | None = None, on_ready: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Produce ``count`` records of RECORD_SIZE bytes: keyless (librdkafka's sticky partitioner picks the
+    partition), or with ``partitions`` record i to partition ``i % partitions`` (an even fill).
+    ``on_ready`` is called once the client is connected and has the topic's metadata, before the clock."""
     errors: list[str] = []
 
     def on_error(err: Any, _msg: Any) -> None:
@@ -115,6 +129,8 @@ def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float
         "on_delivery": on_error,
     })
     producer.list_topics(topic, timeout=10)  # warm metadata outside the clock
+    if on_ready is not None:
+        on_ready()
     value = b"v" * RECORD_SIZE
     sent = 0
     full = 0   # produce() calls refused because librdkafka's queue was full (each costs a 5 ms poll)
@@ -123,7 +139,10 @@ def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float
     produce_fn = producer.produce
     while sent < count and time.perf_counter() < deadline:
         try:
-            produce_fn(topic, value)
+            if partitions:
+                produce_fn(topic, value, partition=sent % partitions)
+            else:
+                produce_fn(topic, value)
             sent += 1
         except BufferError:
             full += 1
@@ -149,8 +168,9 @@ def produce(bootstrap: str, topic: str, count: int, acks: str, time_limit: float
 
 
 def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit: float,
-            only: list[int] | None = None) -> dict[str, Any]:
-    """Read ``count`` records of ``topic`` from offset 0 of every partition (or of the partitions ``only``)."""
+            only: list[int] | None = None, on_ready: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Read ``count`` records of ``topic`` from offset 0 of every partition (or of the partitions ``only``).
+    ``on_ready`` is called once the client is connected and has the topic's metadata, before the clock."""
     stats = _Stats()
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
@@ -164,6 +184,8 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, time_limit:
     })
     try:
         consumer.list_topics(topic, timeout=10)
+        if on_ready is not None:
+            on_ready()
         got = 0
         nbytes = 0
         errors: list[str] = []
@@ -218,15 +240,24 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
 
 def parallel_child_main() -> None:
     """One client process of :func:`parallel` (``python -c``): the job comes as JSON in argv[1]; prints
-    ``ready`` once the client library is loaded, waits for a line on stdin, runs, prints its result as JSON."""
+    ``ready`` once its client is connected and has the topic's metadata, waits for a line on stdin, runs,
+    prints its result as JSON.
+
+    The clients are released only once connected: started from an import, a client's first metadata round
+    trip took 5 ms in one process and ~55 ms in the other about half the time (librdkafka holds back a
+    connection attempt it deems too soon after another), so the second client's clock started ~50 ms after
+    the first one's, in a 100k-record consume run of ~0.1 s: the row measured that start skew."""
     import sys
 
     kind, args = json.loads(sys.argv[1])
-    print("ready", flush=True)
-    sys.stdin.readline()
+
+    def wait_go() -> None:
+        print("ready", flush=True)
+        sys.stdin.readline()
+
     try:
         c0 = time.process_time()
-        run = produce(*args) if kind == "produce" else consume(*args)
+        run = (produce(*args, on_ready=wait_go) if kind == "produce" else consume(*args, on_ready=wait_go))
         # perf_counter is CLOCK_MONOTONIC: comparable across processes on one machine
         run["t0"], run["t1"] = run["t_start"], run["t_start"] + run["seconds"]
         run["client_cpu_s"] = time.process_time() - c0
@@ -243,8 +274,8 @@ def parallel(kind: str, bootstrap: str, topic: str, partitions: int, count: int,
 
     This is the saturated case: on a 2-core machine the clients alone can use both cores, so the broker's
     own CPU per record decides how much is left for them (one client process measures mostly the client).
-    The children are plain subprocesses started together once all are loaded (no multiprocessing: its
-    resource-tracker process would outlive the run)."""
+    The children are plain subprocesses released together once each has its client connected (no
+    multiprocessing: its resource-tracker process would outlive the run)."""
     jobs: list[list[Any]] = []
     if kind == "produce":
         share = count // clients
@@ -264,8 +295,9 @@ def parallel(kind: str, bootstrap: str, topic: str, partitions: int, count: int,
     try:
         for proc in procs:
             assert proc.stdout is not None
-            if proc.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"client process {proc.pid} did not start")
+            line = proc.stdout.readline().strip()
+            if line != "ready":
+                raise RuntimeError(f"client process {proc.pid} did not start: {line[:300]}")
         for proc in procs:   # release them together
             assert proc.stdin is not None
             proc.stdin.write("go\n")

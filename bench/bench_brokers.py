@@ -8,7 +8,11 @@ All on 127.0.0.1; the machine is small and shared, so every step is run on each 
 2. one fresh instance of every broker, left idle for a second: idle RSS; an RSS sampler (process +
    descendants, /proc) per broker runs from then on;
 3. produce N x 100 B records into fresh topics with 1 and 6 partitions, acks=1 and acks=all;
-4. consume the acks=all topics back (1 and 6 partitions);
+4. consume N records back: the 1-partition acks=all topics, and for 6 partitions (1 and 2 client processes)
+   one topic filled evenly outside the clock (record i to partition i % 6). The produce rows' keyless
+   records go through librdkafka's sticky partitioner, which leaves some of 6 partitions empty or nearly so;
+   a consumer whose first Fetch named only an empty partition waited out fetch.wait.max.ms (500 ms) for
+   nothing, and the row swung between ~1M and ~170k records/s (``_load`` has the details);
 5. end-to-end latency at ``--rate`` msg/s for ``--latency-seconds``, ``--latency-repeats`` times (median
    of the runs' p50s and of their p99s: one run on a starved CPU can queue up for a second);
 6. peak RSS = max(sampled tree RSS, largest VmHWM), then every broker is stopped by pid.
@@ -209,8 +213,11 @@ def _phase(result: dict[str, Any], key: str, running: _brokers.Running, fn: Any,
         return FAILED
 
 
+FILL_TOPIC = "bench-consume-p6"
+
+
 def _phases(args: argparse.Namespace) -> list[tuple[str, str, tuple[Any, ...]]]:
-    """(result section, key, workload arguments) in run order: produce x4, consume x2, latency."""
+    """(result section, key, workload arguments) in run order: produce x4, fill, consume x2, latency."""
     phases: list[tuple[str, str, tuple[Any, ...]]] = []
     for parts in (1, 6):
         for acks in ("1", "all"):
@@ -220,12 +227,16 @@ def _phases(args: argparse.Namespace) -> list[tuple[str, str, tuple[Any, ...]]]:
     if args.clients > 1:
         for rep in range(args.repeats):
             phases.append(("parallel", f"produce_p6_x{args.clients}", ("produce", f"bench-p6-x{args.clients}-r{rep}")))
+    # The 6-partition consume rows read one topic filled evenly (outside the clock): the produce rows' topics
+    # come from the sticky partitioner, which leaves some partitions empty (see _load's docstring).
+    phases.append(("fill", "fill", (FILL_TOPIC, 6)))
     for parts in (1, 6):
         for rep in range(args.repeats):
-            phases.append(("consume", f"p{parts}", (f"bench-p{parts}-acksall-r{rep}", parts)))
+            topic = f"bench-p1-acksall-r{rep}" if parts == 1 else FILL_TOPIC
+            phases.append(("consume", f"p{parts}", (topic, parts)))
     if args.clients > 1:
-        for rep in range(args.repeats):
-            phases.append(("parallel", f"consume_p6_x{args.clients}", ("consume", f"bench-p6-x{args.clients}-r{rep}")))
+        for _rep in range(args.repeats):
+            phases.append(("parallel", f"consume_p6_x{args.clients}", ("consume", FILL_TOPIC)))
     for rep in range(args.latency_repeats):
         phases.append(("latency", "latency", (f"bench-latency-r{rep}",)))
     return phases
@@ -245,6 +256,15 @@ def _run_phase(section: str, key: str, a: tuple[Any, ...], running: _brokers.Run
             _log(f"{name} produce {key}: {run['records_per_s']:,.0f} rec/s {run['mb_per_s']} MB/s "
                  f"complete={run['complete']}")
             result.setdefault("_runs", {}).setdefault(("produce", key), []).append(run)
+    elif section == "fill":   # not a row: the even 6-partition topic the consume rows read
+        topic, parts = a
+        if _phase(result, f"create {topic}", running, _load.create_topic, running.bootstrap, topic,
+                  parts) is FAILED:
+            return
+        run = _phase(result, f"fill {topic}", running, _load.produce, running.bootstrap, topic, args.records,
+                     "all", args.phase_timeout, parts)
+        if run is not FAILED and not run["complete"]:
+            result.setdefault("errors", []).append(f"fill {topic}: {run['records']}/{args.records} acknowledged")
     elif section == "parallel":
         kind, topic = a
         if kind == "produce" and _phase(result, f"create {topic}", running, _load.create_topic, running.bootstrap,
