@@ -12,16 +12,13 @@ with the one-line cause, after removing the temporary data directory it created.
 """
 from __future__ import annotations
 
-import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from kafkalite.config import BrokerConfig
-from kafkalite.loopthread import LoopThread
+from kafkalite.loopthread import LoopOwner, LoopThread
 
 
 class BrokerStartError(RuntimeError):
@@ -38,7 +35,7 @@ def _one_line(exc: BaseException) -> str:
     return f"kafkalite broker failed to start: {type(exc).__name__}: {exc}"
 
 
-class Broker:
+class Broker(LoopOwner):
     def __init__(self, *, data_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 0,
                  overrides: Mapping[str, str] | None = None, emulate_kafka: str | None = None,
                  config: BrokerConfig | None = None, startup_timeout: float = 60.0) -> None:
@@ -58,7 +55,6 @@ class Broker:
         self.port = 0
         self.addresses: list[tuple[str, int]] = []
         self._loop = LoopThread(f"kafkalite-broker-{id(self):x}", "broker")
-        self._stopped = False
 
     @property
     def bootstrap_servers(self) -> str:
@@ -93,26 +89,8 @@ class Broker:
 
         return bound_address(self.data_dir)
 
-    @property
-    def _token(self) -> Any:
-        """The loop's trio token while it runs (kafkalite.faults.embedded calls into the loop with it)."""
-        return self._loop.token
-
-    @property
-    def _thread(self) -> threading.Thread | None:
-        return self._loop.thread
-
-    def start(self) -> Broker:
-        if self._loop.thread is not None:
-            return self
-        # TimeoutError if still starting (e.g. recovering a large log): the thread may be using the
-        # directory, so it stays until stop(), which waits for the thread to end
-        error = self._loop.start(self._serve, self.startup_timeout)
-        if error is not None:
-            self._remove_own_dir()
-            self._stopped = True
-            raise BrokerStartError(_one_line(error)) from error
-        return self
+    def _start_error(self, error: BaseException) -> Exception:
+        return BrokerStartError(_one_line(error))
 
     async def _serve(self, shutdown: Any, ready: Callable[[], None]) -> None:
         import trio
@@ -125,24 +103,6 @@ class Broker:
             self.addresses = addrs
             self.host, self.port = addrs[0]
             ready()
-
-    def stop(self) -> None:
-        if self._stopped:
-            return
-        self._stopped = True
-        self._loop.stop()
-        self._remove_own_dir()
-
-    def _remove_own_dir(self) -> None:
-        if self._own_dir:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    def __enter__(self) -> Broker:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"<kafkalite.Broker {self.bootstrap_servers} data_dir={str(self.data_dir)!r}>"

@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import base64
 import functools
-import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import trio
@@ -16,7 +14,7 @@ import trio
 from kafkalite.cluster import placement
 from kafkalite.cluster.runtime import ClusterOpError, ClusterRuntime
 from kafkalite.config import BrokerConfig
-from kafkalite.loopthread import LoopThread
+from kafkalite.loopthread import LoopOwner, LoopThread
 
 
 def _cluster_id(data_dir: Path, node_ids: list[int]) -> str:
@@ -41,7 +39,7 @@ def cluster_values(brokers: int, overrides: Mapping[str, str] | None) -> dict[st
     return values
 
 
-class Cluster:
+class Cluster(LoopOwner):
     def __init__(self, brokers: int = 3, *, data_dir: str | Path | None = None,
                  overrides: Mapping[str, str] | None = None, emulate_kafka: str | None = None,
                  startup_timeout: float = 120.0) -> None:
@@ -61,7 +59,6 @@ class Cluster:
         self.startup_timeout = startup_timeout
         self.sync = SyncCluster(self)
         self._loop = LoopThread(f"kafkalite-cluster-{id(self):x}", "cluster")
-        self._stopped = False
 
     # -- addresses -------------------------------------------------------------------------------------
     @property
@@ -171,45 +168,11 @@ class Cluster:
         return {"cluster_id": rt.cluster_id, "brokers": brokers, "partitions": partitions}
 
     # -- running in a thread ---------------------------------------------------------------------------
-    @property
-    def _token(self) -> Any:
-        """The loop's trio token while it runs (SyncCluster and faults call into the loop with it)."""
-        return self._loop.token
-
-    @_token.setter
-    def _token(self, token: Any) -> None:   # serve_cluster: the cluster runs on the caller's loop
-        self._loop.token = token
-
-    def start(self) -> Cluster:
-        if self._loop.thread is not None:
-            return self
-        error = self._loop.start(self._serve, self.startup_timeout)
-        if error is not None:
-            self._stopped = True
-            self._remove_own_dir()
-            raise RuntimeError(f"kafkalite cluster failed to start: {error}") from error
-        return self
+    def _start_error(self, error: BaseException) -> Exception:
+        return RuntimeError(f"kafkalite cluster failed to start: {error}")
 
     async def _serve(self, shutdown: trio.Event, ready: Callable[[], None]) -> None:
         await self.runtime.run(shutdown=shutdown, control=self, task_status=_Ready(ready))
-
-    def stop(self) -> None:
-        if self._stopped:
-            return
-        self._stopped = True
-        self._loop.stop()
-        self._remove_own_dir()
-
-    def _remove_own_dir(self) -> None:
-        if self._own_dir:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    def __enter__(self) -> Cluster:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"<kafkalite.Cluster {self.bootstrap_servers} data_dir={str(self.data_dir)!r}>"
