@@ -1,7 +1,7 @@
 """Hostile load: how long other clients wait while one client sends the worst it can.
 
 A real broker process (``kafkalite.server.serve``, as the CLI runs it, with a stdin control line for its
-``kafkalite.loopwatch`` figures) serves a latency probe, a client doing round trips back to back
+``kafkalite.runtime.loopwatch`` figures) serves a latency probe, a client doing round trips back to back
 (ApiVersions and a 1-record acks=1 Produce, alternately), while hostile clients do one kind of thing at a
 time. Per kind the table gives the probe's longest and 99th-percentile round trip, the broker's longest
 event-loop stall (from its own probe, with the request that held the loop, and the loop thread's and the process's
@@ -29,7 +29,7 @@ measured on the branch that ran them (no pass/fail).
     python -m bench.bench_hostile [--quick] [--kinds a,b]
 
 ``KAFKALITE_BENCH_BROKER_SRC=DIR`` runs the broker from another source tree (the probe and hostile clients stay
-this tree's), for before/after figures in one sitting; that tree needs ``kafkalite/loopwatch.py`` started in its
+this tree's), for before/after figures in one sitting; that tree needs ``kafkalite/runtime/loopwatch.py`` started in its
 server for the stall column.
 """
 
@@ -65,8 +65,8 @@ def serve_child(data_dir: str) -> None:
 
     import trio
 
-    from kafkalite import loopwatch
-    from kafkalite.config import BrokerConfig
+    from kafkalite.config.broker import BrokerConfig
+    from kafkalite.runtime import loopwatch
     from kafkalite.server import serve
 
     logging.basicConfig(level=logging.WARNING, format="broker %(levelname)s %(name)s: %(message)s")

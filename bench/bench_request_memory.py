@@ -4,7 +4,7 @@ Starts ``kafkalite serve`` (default ``queued.max.request.bytes``), opens ``--con
 each send half of a ``--frame-bytes`` request and then nothing, and reports the broker's resident memory
 idle, while they are held, and after they closed, plus how many bytes the clients offered. Every request
 byte read counts against the pool, so "held" stays near the pool size however much is offered, and the
-memory comes back when they close (``kafkalite.malloc_tuning``). Linux only (reads /proc).
+memory comes back when they close (``kafkalite.runtime.malloc``). Linux only (reads /proc).
 
     python -m bench.bench_request_memory [--connections 2000] [--frame-bytes 262144] [--quick]
 """

@@ -6,7 +6,7 @@ then, alternating transports ``--rounds`` times, produces ``--mb`` MB of 1 KiB r
 with kcat.
 Reported per transport: the medians of MB/s for produce (acks=all) and fetch, and the broker's CPU seconds
 per GB moved, and the SSL / PLAINTEXT ratios. A PLAINTEXT fetch sends the records with ``os.sendfile``; an SSL
-fetch reads them with ``pread`` and encrypts them in the broker (kafkalite.security.tls), which is the cost
+fetch reads them with ``pread`` and encrypts them in the broker (kafkalite.server.tls), which is the cost
 measured here.
 
     python -m bench.bench_tls [--mb 64] [--rounds 3] [--quick]
@@ -70,7 +70,7 @@ def _fetch(conf: dict[str, Any], topic: str, n: int) -> float:
 
 
 def run(mb: int, rounds: int) -> dict[str, Any]:
-    from kafkalite.security.certs import write_certs
+    from kafkalite.cli.certs import write_certs
 
     n = mb * 2**20 // RECORD
     with tempfile.TemporaryDirectory(prefix="kafkalite-bench-tls-") as d:

@@ -2,7 +2,7 @@
 OAUTHBEARER with unsecured tokens), wrong passwords, and KIP-368 re-authentication.
 
 One broker process with a listener per protocol (and one with ``connections.max.reauth.ms``) serves the whole
-module; certificates come from ``kafkalite certs`` (kafkalite.security.certs) and SCRAM users are created
+module; certificates come from ``kafkalite certs`` (kafkalite.cli.certs) and SCRAM users are created
 through AlterUserScramCredentials (confluent-kafka's admin) on the PLAINTEXT listener. Each client produces
 three records through its own API and consumes them back.
 """
@@ -46,7 +46,7 @@ class SecureBroker(BrokerProcess):
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from kafkalite.security.certs import write_certs
+    from kafkalite.cli.certs import write_certs
 
     return write_certs(tmp_path_factory.mktemp("certs"))
 

@@ -395,7 +395,7 @@ def test_share_group_on_a_three_broker_cluster_confluent_kafka(kafkalite_cluster
     partition's leader, which keeps that share-partition and writes its state through the leader of its
     ``__share_group_state`` partition. Every record is delivered exactly once, and all are acknowledged: the
     group's start offsets (DescribeShareGroupOffsets at the coordinator) end at each partition's end, lag 0."""
-    from kafkalite.tools.shareadmin import ShareAdmin
+    from kafkalite.client.shareadmin import ShareAdmin
 
     cluster = kafkalite_cluster
     bs = cluster.bootstrap_servers

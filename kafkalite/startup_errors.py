@@ -8,7 +8,7 @@ Anything else is a genuine bug: :func:`describe` returns None and the caller sho
 """
 from __future__ import annotations
 
-from kafkalite.config import ConfigError
+from kafkalite.config.broker import ConfigError
 
 USAGE = 2
 RUNTIME = 1

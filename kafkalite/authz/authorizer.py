@@ -277,7 +277,7 @@ class Authorizer:
 
 def from_config(config: object, data_dir: Path | str | None) -> Authorizer | None:
     """The broker's authorizer, or None when ``authorizer.class.name`` is empty (no authorization at all)."""
-    from kafkalite.config import ConfigError
+    from kafkalite.config.broker import ConfigError
 
     get = config.get_str  # type: ignore[attr-defined]
     cls = get("authorizer.class.name").strip()

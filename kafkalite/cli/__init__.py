@@ -30,9 +30,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                          "(kafka-consumer-groups)"),
     "configs": ("kafkalite.tools.configs", "describe and alter topic, broker and group configs, users' SCRAM "
                                            "credentials (kafka-configs)"),
-    "certs": ("kafkalite.security.certs", "write a dev CA and broker/client TLS certificates"),
+    "certs": ("kafkalite.cli.certs", "write a dev CA and broker/client TLS certificates"),
     "acls": ("kafkalite.tools.acls", "add, remove, list ACLs (kafka-acls)"),
-    "fault": ("kafkalite.faults.cli", "inject errors, latency, drops, pauses; cluster operations (serve --control)"),
+    "fault": ("kafkalite.cli.fault", "inject errors, latency, drops, pauses; cluster operations (serve --control)"),
     "health": ("kafkalite.tools.health", "exit 0 if the local broker is up (/health with metrics on, else its "
                                          "listener); for container health checks"),
     "scram": ("kafkalite.tools.scram", "describe, set, delete users' SCRAM credentials (kafka-configs --entity-type users)"),

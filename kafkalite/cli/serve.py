@@ -19,8 +19,8 @@ import signal
 import sys
 from typing import Any
 
-from kafkalite.config import BrokerConfig, ConfigError, parse_overrides
-from kafkalite.versions import RELEASES
+from kafkalite.config.broker import BrokerConfig, ConfigError, parse_overrides
+from kafkalite.config.releases import RELEASES
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -104,8 +104,8 @@ async def _serve_until_signal(config: BrokerConfig, brokers: int = 1) -> None:
             # process: move it out of the collector's reach, so a full collection later scans only what
             # requests allocate (a gen-2 pass over the startup heap took ~15 ms, a latency outlier).
             gc.freeze()
-            # freed request buffers go back to the OS once enough of them are free (kafkalite.malloc_tuning)
-            from kafkalite.malloc_tuning import heap_trimmer, trim_loop
+            # freed request buffers go back to the OS once enough of them are free (kafkalite.runtime.malloc)
+            from kafkalite.runtime.malloc import heap_trimmer, trim_loop
 
             trimmer = heap_trimmer()
             trimming = trio.CancelScope()

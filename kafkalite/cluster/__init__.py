@@ -11,7 +11,7 @@ Kafka's layout; all share one metadata room (``kafkalite.metadata``). Partitions
 replication factor of CreateTopics, else ``default.replication.factor``, capped at the broker count; a cluster
 defaults it and the internal topics' factors to min(3, N)), followers copy the leader's log, the high
 watermark follows the ISR, and leaders and group/transaction coordinators are placed as Kafka places them
-(``kafkalite.cluster.placement``).
+(``kafkalite.metadata.partitions``).
 
 The operations are async methods (the ``ClusterControl`` protocol of ``kafkalite.faults.control``), run on
 the cluster's trio loop: ``node_ids``, ``stop_broker``, ``start_broker``, ``restart_broker``, ``move_leader``,

@@ -11,10 +11,10 @@ from typing import Any
 
 import trio
 
-from kafkalite.cluster import placement
 from kafkalite.cluster.runtime import ClusterOpError, ClusterRuntime
-from kafkalite.config import BrokerConfig
-from kafkalite.loopthread import LoopOwner, LoopThread
+from kafkalite.config.broker import BrokerConfig
+from kafkalite.metadata import partitions as placement
+from kafkalite.runtime.loopthread import LoopOwner, LoopThread
 
 
 def _cluster_id(data_dir: Path, node_ids: list[int]) -> str:

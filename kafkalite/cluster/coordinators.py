@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 
-from kafkalite.cluster import placement
+from kafkalite.metadata import partitions as placement
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -72,7 +72,7 @@ async def prune_when_loaded(runtime: Any, state: Any) -> None:
 def resign(state: Any, tp: tuple[str, int]) -> None:
     topic, p = tp
     if topic == placement.OFFSETS_TOPIC and getattr(state, "groups", None) is not None:
-        from kafkalite.coordinator.service import _fail_member
+        from kafkalite.coordinator.classic.service import _fail_member
 
         c = state.groups.coordinator
         for gid in [g for g in c.groups if _partition(state, topic, g) == p]:
@@ -115,10 +115,10 @@ async def _load(runtime: Any, state: Any, tp: tuple[str, int]) -> None:
 
 
 async def _load_groups(state: Any, tp: tuple[str, int]) -> None:
+    from kafkalite.coordinator.classic.loader import StateLoader
+    from kafkalite.coordinator.classic.records import iter_entries
+    from kafkalite.coordinator.common.internal_topics import read_chunks
     from kafkalite.coordinator.consumer.records import consumer_split
-    from kafkalite.coordinator.internal_topics import read_chunks
-    from kafkalite.coordinator.loader import StateLoader
-    from kafkalite.coordinator.records import iter_entries
 
     svc = state.groups
     plog = state.get_log(*tp)
@@ -142,10 +142,10 @@ async def _load_groups(state: Any, tp: tuple[str, int]) -> None:
 
 
 async def _load_txns(state: Any, tp: tuple[str, int]) -> None:
-    from kafkalite.coordinator.internal_topics import read_chunks
-    from kafkalite.coordinator.records import RecordDecodeError, iter_records
-    from kafkalite.coordinator.txn_coordinator import TxnMetadata, TxnState
-    from kafkalite.coordinator.txn_records import decode_txn_key, decode_txn_value
+    from kafkalite.coordinator.classic.records import RecordDecodeError, iter_records
+    from kafkalite.coordinator.common.internal_topics import read_chunks
+    from kafkalite.coordinator.txn.coordinator import TxnMetadata, TxnState
+    from kafkalite.coordinator.txn.records import decode_txn_key, decode_txn_value
 
     svc = state.txns
     plog = state.get_log(*tp)

@@ -26,9 +26,10 @@ from typing import Any
 
 import trio
 
-from kafkalite.cluster import coordinators, placement, replication
-from kafkalite.config import BrokerConfig
+from kafkalite.cluster import coordinators, replication
+from kafkalite.config.broker import BrokerConfig
 from kafkalite.metadata import MetadataRoom, PartitionState
+from kafkalite.metadata import partitions as placement
 
 log = logging.getLogger("kafkalite.cluster")
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import trio
 
-from kafkalite.httpserve import public_url
+from kafkalite.httpd.server import public_url
 
 log = logging.getLogger(__name__)
 

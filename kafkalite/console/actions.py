@@ -27,7 +27,7 @@ import trio
 
 from kafkalite.console.api import timestamp_param
 from kafkalite.console.http import ApiError, Request
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,8 @@ def _int(body: dict[str, Any], name: str, default: int | None = None) -> int:
 
 
 async def create_topic(state: Any, body: dict[str, Any]) -> dict[str, Any]:
+    from kafkalite.config.describe import validate_topic_configs
     from kafkalite.state import INTERNAL_TOPICS, invalid_topic_name
-    from kafkalite.topic_configs import validate_topic_configs
 
     name = body.get("name")
     if not isinstance(name, str):
@@ -119,7 +119,7 @@ async def delete_topic(state: Any, name: str, body: dict[str, Any]) -> dict[str,
 
 
 async def reset_offsets(state: Any, gid: str, body: dict[str, Any]) -> dict[str, Any]:
-    from kafkalite.coordinator.group import OffsetAndMetadata
+    from kafkalite.coordinator.classic.group import OffsetAndMetadata
     from kafkalite.metrics.requests import error_name
 
     svc = getattr(state, "groups", None)

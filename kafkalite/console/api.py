@@ -10,7 +10,7 @@
     /api/groups/<g>                                 members with their assignment, offsets and lag
 
 Bounded work, as everything on the broker's loop must be: topic and group walks yield every
-``kafkalite.slices`` slice; a topic's detail loads at most its own partitions (in a worker thread, as
+``kafkalite.runtime.slices`` slice; a topic's detail loads at most its own partitions (in a worker thread, as
 requests do); records are read as whole batches from the log's file regions (at most ``CHUNK_BYTES`` per
 step, ``BROWSE_BYTES`` / ``SEARCH_BYTES`` in all) and decoded in a worker thread, at most ``MAX_LIMIT``
 returned and ``MAX_WINDOW`` scanned by a search; numbers out of range are clamped and said so, text where a
@@ -27,7 +27,7 @@ import trio
 
 from kafkalite.console.http import ApiError, Request
 from kafkalite.console.render import show
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite_storage.errors import StorageError
 
 DEFAULT_LIMIT = 50
@@ -121,7 +121,7 @@ def _mask(name: str, value: str | None) -> str | None:
 
 
 def overview(state: Any) -> dict[str, Any]:
-    from kafkalite.topic_configs import describe_broker
+    from kafkalite.config.describe import describe_broker
 
     configs = [{"name": e.name, "value": None if e.sensitive else _mask(e.name, e.value), "source": e.source,
                 "read_only": e.read_only} for e in describe_broker(state)]
@@ -165,7 +165,7 @@ async def topics(state: Any) -> dict[str, Any]:
 
 
 async def topic(state: Any, name: str) -> dict[str, Any]:
-    from kafkalite.topic_configs import describe_topic
+    from kafkalite.config.describe import describe_topic
 
     info = _topic_info(state, name)
     shown = min(info.partitions, MAX_PARTITIONS_SHOWN)
@@ -339,7 +339,7 @@ async def _high_watermarks(state: Any, work: Slices) -> dict[tuple[str, int], in
 
 async def groups(state: Any) -> dict[str, Any]:
     """Every group of every type (classic, consumer = KIP-848, share = KIP-932): state, members, lag."""
-    from kafkalite.groupview import all_groups
+    from kafkalite.coordinator.views import all_groups
 
     work = Slices()
     ends = await _high_watermarks(state, work)
@@ -364,7 +364,7 @@ def _names_by_id(state: Any) -> dict[Any, str]:
 
 def _typed_members(state: Any, gid: str) -> tuple[str, str, list[dict[str, Any]], dict[tuple[str, int], str]] | None:
     """(type, state, members, owner of each assigned partition) of a consumer or share group, else None."""
-    from kafkalite.groupview import consumer_group, share_group
+    from kafkalite.coordinator.views import consumer_group, share_group
 
     names = _names_by_id(state)
     members: list[dict[str, Any]] = []
@@ -428,7 +428,7 @@ async def _typed_group(state: Any, gid: str, store: Any, gtype: str, st: str, me
            "generation": None, "leader": None, "members": members,
            "offsets": await _offsets(state, store, owner, lag=gtype != "share"), "time_ms": int(time.time() * 1000)}
     if gtype == "share":
-        from kafkalite.groupview import share_partitions
+        from kafkalite.coordinator.views import share_partitions
 
         out["share_partitions"] = [{"topic": t, "partition": p, "start_offset": start, "in_flight": n}
                                    for _g, t, p, start, n in share_partitions(state, gid)[:MAX_PARTITIONS_SHOWN]]

@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 
-from kafkalite.httpserve import HttpError, Request, Streaming
+from kafkalite.httpd.server import HttpError, Request, Streaming
 
 INTERVAL_S = 1.0
 MAX_STREAM_S = 600.0

@@ -1,4 +1,4 @@
-"""The console's HTTP/1.1 service on the broker's trio loop (the server itself is :mod:`kafkalite.httpserve`,
+"""The console's HTTP/1.1 service on the broker's trio loop (the server itself is :mod:`kafkalite.httpd.server`,
 shared with the metrics endpoint; ``ApiError``, ``Request`` and ``bind`` stay importable from here).
 
 One request per connection (``Connection: close``). The head is read up to ``MAX_HEAD`` bytes and a body
@@ -25,8 +25,8 @@ from typing import Any
 
 import trio
 
-from kafkalite import httpserve
-from kafkalite.httpserve import HttpError, HttpServer, Request, Response, Streaming, read_request
+from kafkalite.httpd import server as httpserve
+from kafkalite.httpd.server import HttpError, HttpServer, Request, Response, Streaming, read_request
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ import trio
 
 from kafkalite.faults.control import ClusterOpError
 from kafkalite.faults.plan import FaultError
-from kafkalite.httpserve import HttpError as ApiError
-from kafkalite.httpserve import Request
+from kafkalite.httpd.server import HttpError as ApiError
+from kafkalite.httpd.server import Request
 
 
 def _plans(server: Any, body: dict[str, Any]) -> list[Any]:

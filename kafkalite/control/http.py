@@ -1,4 +1,4 @@
-"""The control API's HTTP/1.1 service on the broker's trio loop (the server is :mod:`kafkalite.httpserve`,
+"""The control API's HTTP/1.1 service on the broker's trio loop (the server is :mod:`kafkalite.httpd.server`,
 shared with the console and the metrics endpoint: bounded head and body, one request per connection, at most
 ``MAX_CLIENTS`` at once, read and send timeouts).
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import trio
 
-from kafkalite import httpserve
-from kafkalite.httpserve import HttpError, HttpServer, Request, Response
+from kafkalite.httpd import server as httpserve
+from kafkalite.httpd.server import HttpError, HttpServer, Request, Response
 
 log = logging.getLogger(__name__)
 

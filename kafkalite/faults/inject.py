@@ -7,7 +7,7 @@ top-level code (Fetch v7+) stays NONE, since a client reads a top-level Fetch er
 which is not what a partition's leader moving looks like. A rule may name topic-partitions: only those get
 the code, the other partitions of the same request are handled as usual. Every other API gets the code where
 Kafka's ``getErrorResponse`` puts it (its top level, and every entry the request named:
-:func:`kafkalite.error_response.error_response`).
+:func:`kafkalite.handlers.error_response.error_response`).
 
 Two modes:
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.error_response import error_response
+from kafkalite.handlers.error_response import error_response
 
 #: api key -> (request topic list, its partition list, partition field; response topic list, partition list,
 #: partition field)

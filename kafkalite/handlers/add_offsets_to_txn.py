@@ -9,7 +9,7 @@ writes a marker there and completes the TxnOffsetCommit offsets. Errors as AddPa
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.coordinator.transactions import fenced_error
+from kafkalite.coordinator.txn.service import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse

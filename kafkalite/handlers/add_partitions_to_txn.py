@@ -7,7 +7,7 @@ broker-to-broker in Kafka 3.9, so they are not offered).
   PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2, KIP-588), CONCURRENT_TRANSACTIONS while the previous
   transaction completes, COORDINATOR_LOAD_IN_PROGRESS while ``__transaction_state`` loads.
 - Adding partitions moves Empty/CompleteCommit/CompleteAbort to Ongoing and starts the transaction timer.
-- The request's list is walked in slices (``kafkalite.slices``; a 4 MB request can name a million partitions)
+- The request's list is walked in slices (``kafkalite.runtime.slices``; a 4 MB request can name a million partitions)
   and handed to the coordinator without repeats, so what the coordinator does is bounded by the partitions
   that exist.
 - Authorization: WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition),
@@ -16,9 +16,9 @@ broker-to-broker in Kafka 3.9, so they are not offered).
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.coordinator.transactions import fenced_error
+from kafkalite.coordinator.txn.service import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 

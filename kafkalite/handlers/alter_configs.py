@@ -4,8 +4,8 @@ TOPIC resources: the given configs *replace* all of the topic's overrides (legac
 semantics); unknown names or bad values answer INVALID_CONFIG. BROKER resources ("" = cluster default, or
 our node id): the same replace semantics for the dynamic settings (the log.* defaults of topics); static-only
 settings answer INVALID_REQUEST. GROUP resources (32): the given configs replace the group's overrides
-(``kafkalite.group_configs``). ValidateOnly checks without applying. Everything persists across restarts.
-Each resource is handled on its own (as Kafka does), in slices (``kafkalite.slices``): a 10 MB request can name
+(``kafkalite.metadata.group_configs``). ValidateOnly checks without applying. Everything persists across restarts.
+Each resource is handled on its own (as Kafka does), in slices (``kafkalite.runtime.slices``): a 10 MB request can name
 a million resources.
 - Authorization: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for broker resources
   (CLUSTER_AUTHORIZATION_FAILED), or the group (GROUP_AUTHORIZATION_FAILED).
@@ -13,15 +13,15 @@ a million resources.
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.group_configs import GROUP_RESOURCE, alter_group
-from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
-from kafkalite.topic_configs import (
+from kafkalite.config.describe import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
     check_broker_configs,
     validate_topic_configs,
 )
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata.group_configs import GROUP_RESOURCE, alter_group
+from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import AlterConfigsRequest, AlterConfigsResponse
 

@@ -4,7 +4,7 @@ Kafka 3.9's controller (``ReplicationControlManager.alterPartitionReassignment``
 
 * a missing topic or partition: UNKNOWN_TOPIC_OR_PARTITION ("Unable to find a topic named t." /
   "Unable to find partition t:p.");
-* target replicas checked as a manual assignment (``kafkalite.replicas``): ``[node_id]`` is the current
+* target replicas checked as a manual assignment (``kafkalite.state.placement``): ``[node_id]`` is the current
   assignment, so the reassignment completes at once (no change record) and answers NONE; other broker
   ids, an empty list or a broker twice answer INVALID_REPLICA_ASSIGNMENT with Kafka's messages;
 * null replicas cancel a reassignment: none is ever in progress, so NO_REASSIGNMENT_IN_PROGRESS ("No
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.replicas import NO_REASSIGNMENT_MESSAGE, check_manual_assignment
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
+from kafkalite.state.placement import NO_REASSIGNMENT_MESSAGE, check_manual_assignment
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.replicas import partition_exists
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
+from kafkalite.state.placement import partition_exists
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 

@@ -1,14 +1,14 @@
 """ApiVersions (key 18): v0–v4.
 
-- The advertised list comes from the handler registry, capped by ``--emulate-kafka`` (kafkalite.versions).
+- The advertised list comes from the handler registry, capped by ``--emulate-kafka`` (kafkalite.config.releases).
 - The response always travels under response header v0, even for flexible versions (KIP-511); the codec's
   ``encode_response`` applies that rule.
 - A request at a version we do not serve is not parsed: it gets a *v0* body with UNSUPPORTED_VERSION (35) and
-  the full api_keys list, so the client retries at our max (handled in kafkalite.connection).
+  the full api_keys list, so the client retries at our max (handled in kafkalite.server.connection).
 - v3+: ClientSoftwareName/Version must match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``, else
   INVALID_REQUEST (42) (librdkafka then retries at v0).
 - v3+ tagged fields SupportedFeatures / FinalizedFeaturesEpoch / FinalizedFeatures come from the feature
-  table of the emulated release (``kafkalite.features``: metadata.version and kraft.version as Kafka 3.9
+  table of the emulated release (``kafkalite.metadata.features``: metadata.version and kraft.version as Kafka 3.9
   reports them, group.version / share.version under 4.3, none for 2.8); ZkMigrationReady stays false
   (omitted). Leaving ``transaction.version`` out keeps clients on the classic (pre-KIP-890) transaction flow.
 - ``--emulate-kafka 4.3`` also raises each API's minimum to what Kafka 4.3 still serves (KIP-896).
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 
-from kafkalite.features import apply_features
+from kafkalite.config.releases import caps_for, floors_for
 from kafkalite.handlers.registry import RequestContext, advertised, handler
+from kafkalite.metadata.features import apply_features
 from kafkalite.state import BrokerState
-from kafkalite.versions import caps_for, floors_for
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 

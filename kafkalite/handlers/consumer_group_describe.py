@@ -4,7 +4,7 @@ Per group: state (Empty, Assigning, Reconciling, Stable), group epoch, target as
 and per member its epoch, client, subscription, current assignment and target assignment (topic ids and names).
 v1 adds MemberType (1: a consumer-protocol member, 0: a classic-protocol member of a converted group). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND;
 while the coordinator loads __consumer_offsets at start, COORDINATOR_LOAD_IN_PROGRESS (retriable).
-The group ids are walked in slices (kafkalite.slices): each answer reads the coordinator's state only.
+The group ids are walked in slices (kafkalite.runtime.slices): each answer reads the coordinator's state only.
 
 Authorization (Kafka 4.x ``KafkaApis.handleConsumerGroupDescribe``): DESCRIBE on each group, else that group
 answers GROUP_AUTHORIZATION_FAILED; AuthorizedOperations (when asked for) are the principal's operations on
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 

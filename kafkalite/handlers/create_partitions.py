@@ -5,7 +5,7 @@ Raises a topic's partition count to ``Count``. Errors per topic: UNKNOWN_TOPIC_O
 as many assignments as new partitions, each naming registered brokers, i.e. this node, once; ``[[1]]`` on
 node 1 is accepted), INVALID_REQUEST (a topic named twice, or an internal topic). ValidateOnly checks without changing
 anything. A request adding more than 10,000 partitions in all fails whole with POLICY_VIOLATION, as Kafka's
-controller answers it (``kafkalite.admin_limits``).
+controller answers it (``kafkalite.handlers.limits``).
 
 The internal topics (``__consumer_offsets``, ``__transaction_state``) keep the partition count the broker gave
 them: a group's or transactional id's partition is ``hash(id) % count``, so a new count would move every
@@ -27,11 +27,11 @@ from collections import Counter
 import trio
 
 from kafkalite import authz
-from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP
 from kafkalite.errors import error_code_for
+from kafkalite.handlers.limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.replicas import check_manual_assignment
 from kafkalite.state import INTERNAL_TOPICS
+from kafkalite.state.placement import check_manual_assignment
 from kafkalite_storage.errors import StorageError
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
@@ -101,7 +101,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
 
 def _check_assignments(assignments: list[list[int]], additional: int, first_new: int, node_id: int) -> str | None:
     """Kafka 3.9's ReplicationControlManager checks of manual assignments, with its messages: one per new
-    partition, each valid for the topic's replication factor (1 here) (``kafkalite.replicas``)."""
+    partition, each valid for the topic's replication factor (1 here) (``kafkalite.state.placement``)."""
     if len(assignments) != additional:
         return (f"Attempted to add {additional} additional partition(s), but only {len(assignments)} "
                 "assignment(s) were specified.")

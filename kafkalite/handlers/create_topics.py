@@ -15,7 +15,7 @@
   its own internal topic: INVALID_REQUEST with that message (TOPIC_ALREADY_EXISTS once it exists, like any
   topic).
 - A request whose valid topics add up to more than 10,000 metadata records (a topic, its partitions and its
-  configs; ``kafkalite.admin_limits``) fails whole: every topic answers POLICY_VIOLATION "Unable to perform
+  configs; ``kafkalite.handlers.limits``) fails whole: every topic answers POLICY_VIOLATION "Unable to perform
   excessively large batch operation.", as Kafka's controller answers it.
 - ValidateOnly (v1+) runs every check and creates nothing.
 - v5+ echo the resulting partition count, replication factor and full config list; v7+ the topic id.
@@ -42,12 +42,12 @@ from typing import Any
 import trio
 
 from kafkalite import authz
-from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP, topic_records
+from kafkalite.config.describe import describe_topic, validate_topic_configs
 from kafkalite.errors import error_code_for
+from kafkalite.handlers.limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP, topic_records
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, freeze_long_lived, invalid_topic_name
-from kafkalite.topic_configs import describe_topic, validate_topic_configs
 from kafkalite_storage.errors import StorageError
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import CreateTopicsRequest, CreateTopicsResponse

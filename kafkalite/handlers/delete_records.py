@@ -13,7 +13,7 @@ from typing import Any
 from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite_storage.errors import StorageError
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DeleteRecordsRequest, DeleteRecordsResponse

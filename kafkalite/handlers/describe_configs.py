@@ -2,15 +2,15 @@
 
 Resources: TOPIC (2) — every topic config with its effective value and source (1 topic override, 2/3 dynamic
 broker setting, 4 static broker setting, 5 default); BROKER (4) — every broker config Kafka 3.9 lists, with
-Kafka's sources, synonyms, types, sensitivity and read-only flags (``kafkalite.broker_describe``; resource
+Kafka's sources, synonyms, types, sensitivity and read-only flags (``kafkalite.config.broker_describe``; resource
 name = our node id, or "" for the cluster-wide dynamic defaults only); BROKER_LOGGER (8) — an empty list;
-GROUP (32) — every group config (``kafkalite.group_configs``): an override with source DYNAMIC_GROUP_CONFIG,
+GROUP (32) — every group config (``kafkalite.metadata.group_configs``): an override with source DYNAMIC_GROUP_CONFIG,
 else the broker's default with DEFAULT_CONFIG, whether or not the group exists.
 ConfigurationKeys (nullable) filters by name. v0 reports IsDefault instead of ConfigSource; Synonyms (v1+)
 are returned when asked for (a topic config: its override, then the broker settings that give its default,
 e.g. retention.ms -> log.retention.ms/.minutes/.hours where set or defaulted; a broker config: itself);
 ConfigType (v3+) carries the type; Documentation (v3+, IncludeDocumentation) a doc line per broker config.
-Resources are described one by one in slices (``kafkalite.slices``): a request can name a million of them.
+Resources are described one by one in slices (``kafkalite.runtime.slices``): a request can name a million of them.
 - Authorization: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for broker and broker-logger
   resources, on the cluster (CLUSTER_AUTHORIZATION_FAILED), or on the group (GROUP_AUTHORIZATION_FAILED).
 """
@@ -19,10 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite import authz
-from kafkalite.group_configs import GROUP_RESOURCE, describe_group
-from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
-from kafkalite.topic_configs import (
+from kafkalite.config.describe import (
     BROKER_LOGGER_RESOURCE,
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
@@ -30,6 +27,9 @@ from kafkalite.topic_configs import (
     describe_broker,
     describe_topic,
 )
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata.group_configs import GROUP_RESOURCE, describe_group
+from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DescribeConfigsRequest, DescribeConfigsResponse
 

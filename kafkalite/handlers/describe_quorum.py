@@ -11,7 +11,7 @@ kafkalite keeps no metadata log, so the values that come from one are chosen, fi
 
 * LeaderEpoch 1: the one election of a one-voter quorum at its first start;
 * HighWatermark and the voter's LogEndOffset 0: nothing has been replicated through a metadata log, the
-  same offset as the FinalizedFeaturesEpoch of ``kafkalite.features``;
+  same offset as the FinalizedFeaturesEpoch of ``kafkalite.metadata.features``;
 * ReplicaDirectoryId: the ``directory.id`` of the log dir's ``meta.properties`` (Kafka's metadata log dir);
 * the voter's endpoint (Nodes): the listener the client reached (kafkalite has no CONTROLLER listener).
 

@@ -14,7 +14,7 @@ GROUP_AUTHORIZATION_FAILED); a named topic without DESCRIBE answers TOPIC_AUTHOR
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.coordinator.keys import group_id_error
+from kafkalite.coordinator.common.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.handlers.share_group_heartbeat import classic_group_exists
 from kafkalite_wire.errors import ErrorCode

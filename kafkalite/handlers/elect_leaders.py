@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.replicas import ELECTION_NOT_NEEDED_MESSAGE
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
+from kafkalite.state.placement import ELECTION_NOT_NEEDED_MESSAGE
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import ElectLeadersRequest, ElectLeadersResponse
 

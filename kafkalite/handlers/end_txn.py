@@ -10,7 +10,7 @@ transaction, is INVALID_TXN_STATE. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH bef
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.coordinator.transactions import fenced_error
+from kafkalite.coordinator.txn.service import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import EndTxnRequest, EndTxnResponse

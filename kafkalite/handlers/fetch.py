@@ -22,7 +22,7 @@
   one that would break the quota is answered empty with throttle_time_ms (its bytes not counted), as Kafka.
 - Authorization: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions; a fetch as a follower
   (replica id >= 0) needs CLUSTER_ACTION on the cluster instead (KafkaApis).
-- A request naming ``SLICE_AFTER`` partitions or more is read in slices (``kafkalite.slices``): on a broker of
+- A request naming ``SLICE_AFTER`` partitions or more is read in slices (``kafkalite.runtime.slices``): on a broker of
   many partitions each read may open files, and other clients are answered in between. Its partitions'
   records of up to ``INLINE_BYTES`` are read into the response at once rather than sent as file regions
   (which would reopen each file as the response is sent).
@@ -38,7 +38,7 @@ import trio
 from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite.state import BrokerState
 from kafkalite_storage.errors import OffsetOutOfRangeError, StorageError
 from kafkalite_wire.errors import ErrorCode

@@ -7,7 +7,7 @@
 - As in Kafka, looking up a group coordinator creates the internal ``__consumer_offsets`` topic
   (``offsets.topic.num.partitions``, compacted) if it does not exist yet; the answer waits for the
   creation (Kafka answers COORDINATOR_NOT_AVAILABLE meanwhile and lets the client retry).
-- A key no coordinator could store (over 32,767 UTF-8 bytes, ``kafkalite.coordinator.keys``) is answered
+- A key no coordinator could store (over 32,767 UTF-8 bytes, ``kafkalite.coordinator.common.keys``) is answered
   INVALID_GROUP_ID (group) or INVALID_REQUEST (transactional id) with a message, before any topic is created.
 - Several brokers (``kafkalite.cluster``): the coordinator is the leader of the key's partition of
   ``__consumer_offsets`` / ``__transaction_state`` (both created on the first lookup);
@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite import authz
-from kafkalite.config import Listener
-from kafkalite.coordinator.config import OFFSETS_TOPIC
-from kafkalite.coordinator.keys import MAX_KEY_BYTES, storable
+from kafkalite.config.broker import Listener
+from kafkalite.coordinator.common.config import OFFSETS_TOPIC
+from kafkalite.coordinator.common.keys import MAX_KEY_BYTES, storable
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import FindCoordinatorRequest, FindCoordinatorResponse

@@ -6,7 +6,7 @@ comma-separated ones). Unknown names, bad values, or list operations on non-list
 INVALID_CONFIG; the same name twice in one resource answers INVALID_REQUEST. BROKER resources ("" = cluster
 default, or our node id) take the same operations on the dynamic settings (the log.* topic defaults, applied
 to every log at once and persisted); static-only settings answer INVALID_REQUEST. GROUP resources (32) take
-SET / DELETE on the group configs (``kafkalite.group_configs``: Kafka 4.3's names, bounds and messages; APPEND /
+SET / DELETE on the group configs (``kafkalite.metadata.group_configs``: Kafka 4.3's names, bounds and messages; APPEND /
 SUBTRACT answer INVALID_CONFIG, none is a list), persisted once per request. ValidateOnly checks without
 applying.
 - Authorization: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for broker resources
@@ -15,14 +15,14 @@ applying.
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.group_configs import GROUP_RESOURCE, alter_group
-from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.topic_configs import (
+from kafkalite.config.describe import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
     check_broker_configs,
     validate_topic_configs,
 )
+from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata.group_configs import GROUP_RESOURCE, alter_group
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 

@@ -22,7 +22,7 @@ import trio
 from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite.state import leader_epoch
 from kafkalite_storage.errors import StorageError
 from kafkalite_wire.errors import ErrorCode

@@ -8,7 +8,7 @@ Filters: states (Kafka's state names; unknown ones are echoed in UnknownStateFil
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.coordinator.txn_coordinator import STATE_BY_NAME
+from kafkalite.coordinator.txn.coordinator import STATE_BY_NAME
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import ListTransactionsRequest, ListTransactionsResponse

@@ -28,7 +28,7 @@ import trio
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import MetadataRequest, MetadataResponse

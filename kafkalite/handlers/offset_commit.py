@@ -14,14 +14,14 @@
   expiry past the int64 range (Java's long addition wraps there) saturates at the int64 maximum instead, so the
   offset commit record can still be written (before, the encoder failed and the connection was closed).
 - A group id longer than a record key's int16 string (32,767 UTF-8 bytes) cannot be stored in
-  ``__consumer_offsets``: the coordinator answers INVALID_GROUP_ID (``kafkalite.coordinator.keys``).
+  ``__consumer_offsets``: the coordinator answers INVALID_GROUP_ID (``kafkalite.coordinator.common.keys``).
 - Authorization: READ on the group (else GROUP_AUTHORIZATION_FAILED on every partition), READ on each topic
   (else TOPIC_AUTHORIZATION_FAILED on its partitions).
 """
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.coordinator.group import OffsetAndMetadata
+from kafkalite.coordinator.classic.group import OffsetAndMetadata
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import OffsetCommitRequest, OffsetCommitResponse

@@ -7,7 +7,7 @@ other live groups answer NON_EMPTY_GROUP; unknown groups GROUP_ID_NOT_FOUND. Par
 (unknown topic or partition index out of range, Kafka's metadata-cache check) get UNKNOWN_TOPIC_OR_PARTITION.
 A group-level error leaves the topic list empty.
 
-The list is walked in slices (``kafkalite.slices``; a 4 MB request can name a million partitions) and the
+The list is walked in slices (``kafkalite.runtime.slices``; a 4 MB request can name a million partitions) and the
 coordinator gets each existing partition once, so its work is bounded by the partitions that exist.
 - Authorization: DELETE on the group (else GROUP_AUTHORIZATION_FAILED), READ on each topic (else
   TOPIC_AUTHORIZATION_FAILED on its partitions).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import OffsetDeleteRequest, OffsetDeleteResponse
 

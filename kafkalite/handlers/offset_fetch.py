@@ -17,7 +17,7 @@ from typing import Any
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import OffsetFetchRequest, OffsetFetchResponse
 

@@ -25,7 +25,7 @@ broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write m
   passes the append (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrinks below it meanwhile,
   REQUEST_TIMED_OUT after ``timeout_ms``). With one broker acks=-1 is acks=1.
 - A request of ``SLICE_AFTER`` or more topic and partition entries (a 10 MB frame can name a million) is walked in
-  slices (``kafkalite.slices``): each partition is appended on its own, as in Kafka, and other clients are
+  slices (``kafkalite.runtime.slices``): each partition is appended on its own, as in Kafka, and other clients are
   answered between slices. The usual request of a few partitions never touches the slicer.
 """
 from __future__ import annotations
@@ -36,10 +36,10 @@ import logging
 import trio
 
 from kafkalite import authz, validation
-from kafkalite.connection import ConnectionClosed
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
+from kafkalite.server.connection import ConnectionClosed
 from kafkalite.state import leader_epoch
 from kafkalite.validation import Rejection, frame_problem
 from kafkalite_storage import LogConfig, PartitionLog

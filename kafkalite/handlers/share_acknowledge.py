@@ -14,7 +14,7 @@ applied).
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.coordinator.keys import group_id_error
+from kafkalite.coordinator.common.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.handlers.share_fetch import ack_batches
 from kafkalite_wire.errors import ErrorCode

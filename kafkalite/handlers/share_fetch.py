@@ -31,7 +31,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from kafkalite import authz
-from kafkalite.coordinator.keys import group_id_error
+from kafkalite.coordinator.common.keys import group_id_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import ShareFetchRequest, ShareFetchResponse

@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 
 from kafkalite import authz
-from kafkalite.coordinator.keys import group_id_error
+from kafkalite.coordinator.common.keys import group_id_error
 from kafkalite.coordinator.share.records import java_uuid_str
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode

@@ -7,7 +7,7 @@
   (INVALID_PRODUCER_EPOCH before v3).
 - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
   coordinator and become visible (OffsetFetch) only when the transaction commits; an abort drops them.
-- The partition list is walked in slices (``kafkalite.slices``): a request may name a million partitions. Only
+- The partition list is walked in slices (``kafkalite.runtime.slices``): a request may name a million partitions. Only
   partitions that exist are kept (by (topic, partition)); the others' errors are derived per topic as the answer
   is built, so nothing per entry is left to free when the handler returns.
 - Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
@@ -16,11 +16,11 @@
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.coordinator.group import OffsetAndMetadata
-from kafkalite.coordinator.keys import group_id_error
-from kafkalite.coordinator.transactions import fenced_error
+from kafkalite.coordinator.classic.group import OffsetAndMetadata
+from kafkalite.coordinator.common.keys import group_id_error
+from kafkalite.coordinator.txn.service import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 

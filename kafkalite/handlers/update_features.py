@@ -1,7 +1,7 @@
 """UpdateFeatures (key 57): v0–v1, as a single-node Kafka 3.9 answers it (QuorumController.updateFeatures,
 FeatureControlManager).
 
-Each FeatureUpdate is checked on its own against the emulated release's feature table (``kafkalite.features``):
+Each FeatureUpdate is checked on its own against the emulated release's feature table (``kafkalite.metadata.features``):
 its level must lie in the range this node supports ("Local controller N only supports versions A-B", or "does
 not support this feature" for a name it does not know), a lower level needs upgrade type SAFE_DOWNGRADE or
 UNSAFE_DOWNGRADE (v0: AllowDowngrade = SAFE_DOWNGRADE), a higher one UPGRADE; metadata.version may not go below
@@ -15,9 +15,9 @@ persisted and reported by ApiVersions (describeFeatures) with a FinalizedFeature
 from __future__ import annotations
 
 from kafkalite import authz
-from kafkalite.features import SAFE_DOWNGRADE, UPGRADE
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.slices import Slices
+from kafkalite.metadata.features import SAFE_DOWNGRADE, UPGRADE
+from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
 

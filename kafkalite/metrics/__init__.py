@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from kafkalite.httpserve import public_url
+from kafkalite.httpd.server import public_url
 from kafkalite.metrics.requests import RequestMetrics
 
 log = logging.getLogger(__name__)

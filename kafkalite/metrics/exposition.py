@@ -11,7 +11,7 @@ Gauges are read from the broker's state as it is: loaded partition logs (a parti
 clean start is not reported until something touches it: reading it would load it), the classic group
 coordinator's groups and committed offsets, the open connections, and Fetch requests parked in their long
 poll (Kafka's Fetch purgatory; Produce never waits here: one replica, so acks=all is acks=1, and its purgatory
-is always 0). The walk over partitions and groups yields to other tasks every ``kafkalite.slices`` slice, so a
+is always 0). The walk over partitions and groups yields to other tasks every ``kafkalite.runtime.slices`` slice, so a
 scrape of 100,000 partitions does not stall clients.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from kafkalite.metrics.requests import (
     api_name,
     error_name,
 )
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
 from kafkalite_storage.errors import StorageError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -189,10 +189,10 @@ async def _logs(w: Writer, state: Any, work: Slices) -> None:
 
 
 async def _groups(w: Writer, state: Any, work: Slices) -> None:
-    """Groups of every type (classic, consumer = KIP-848, share = KIP-932; kafkalite.groupview): members and
+    """Groups of every type (classic, consumer = KIP-848, share = KIP-932; kafkalite.coordinator.views): members and
     state as kafka_exporter names them, plus ``kafkalite_group_type``; offsets and lag for the types that
     commit offsets (classic and consumer)."""
-    from kafkalite.groupview import all_groups
+    from kafkalite.coordinator.views import all_groups
 
     ends = {key: plog for key, plog in (getattr(state.logs, "loaded_logs", state.logs.logs)())}
     states: list[tuple[str, str, int]] = []
@@ -211,7 +211,7 @@ async def _groups(w: Writer, state: Any, work: Slices) -> None:
     w.family(name, "gauge", "1 for the group's type: classic, consumer (KIP-848) or share (KIP-932)")
     for gid, t in types:
         w.sample(name, 1, (("consumergroup", gid), ("type", t)))
-    from kafkalite.groupview import share_partitions
+    from kafkalite.coordinator.views import share_partitions
 
     shares = share_partitions(state)
     name = "kafkalite_sharegroup_start_offset"

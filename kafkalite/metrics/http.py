@@ -1,5 +1,5 @@
 """``/metrics`` and ``/health`` over HTTP on the broker's trio loop (the server itself is
-:mod:`kafkalite.httpserve`, shared with the console).
+:mod:`kafkalite.httpd.server`, shared with the console).
 
 One request per connection (``Connection: close``): a scraper or a container health probe opens, asks, and
 closes. The request head is read up to ``MAX_HEAD`` bytes within ``HEAD_TIMEOUT_S``; anything else gets
@@ -14,8 +14,8 @@ from typing import Any
 
 import trio
 
-from kafkalite import httpserve
-from kafkalite.httpserve import HttpError, HttpServer, Request, Response
+from kafkalite.httpd import server as httpserve
+from kafkalite.httpd.server import HttpError, HttpServer, Request, Response
 
 MAX_HEAD = 8192
 HEAD_TIMEOUT_S = 5.0

@@ -50,7 +50,7 @@ class Closing(Exception):
 class SaslAuthenticator:
     def __init__(self, security: ListenerSecurity, conn: Any) -> None:
         self.security = security
-        self.conn = conn                    # kafkalite.connection.Connection: its .principal is set here
+        self.conn = conn                    # kafkalite.server.connection.Connection: its .principal is set here
         self.state = "handshake_or_versions"
         self.raw_tokens = False             # SaslHandshake v0: bare tokens follow
         self.server: Any = None             # the mechanism's server (PlainServer, ScramServer, ...)

@@ -6,7 +6,7 @@ SASL_PLAINTEXT, SASL_SSL to itself, so a listener named after a protocol needs n
 from the map is served as PLAINTEXT with a startup warning (Kafka refuses it; kafkalite always served such
 names as PLAINTEXT, and keeps doing so). The protocol decides:
 
-- transport: TLS for SSL and SASL_SSL (``kafkalite.security.tls``), the plain socket otherwise;
+- transport: TLS for SSL and SASL_SSL (``kafkalite.server.tls``), the plain socket otherwise;
 - authentication: SASL before any other API for SASL_* (``kafkalite.security.authenticator``); a client
   certificate for SSL with ``ssl.client.auth=required|requested`` (mapped by ``ssl.principal.mapping.rules``);
   none (``User:ANONYMOUS``) for PLAINTEXT.
@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.config import ConfigError, Listener, parse_protocol_map
+from kafkalite.config.broker import ConfigError, Listener, parse_protocol_map
 from kafkalite.security import jaas
 
 if TYPE_CHECKING:
-    from kafkalite.config import BrokerConfig
+    from kafkalite.config.broker import BrokerConfig
     from kafkalite.security.scram_store import ScramStore
     from kafkalite.security.ssl_principal import SslPrincipalMapper
 
@@ -93,14 +93,14 @@ def is_listener_setting(key: str) -> bool:
     m = _LISTENER_SETTING.match(key)
     if m is None:
         return False
-    from kafkalite.config_defs import BROKER
+    from kafkalite.config.defs import BROKER
 
     return m.group(1) is None or m.group(1) in BROKER
 
 
 def is_sensitive(key: str) -> bool:
     """A setting whose value is a secret (Kafka's PASSWORD type, JAAS configs): never logged or described."""
-    from kafkalite.config_defs import BROKER
+    from kafkalite.config.defs import BROKER
 
     if key.endswith("sasl.jaas.config"):
         return True

@@ -12,7 +12,7 @@ OpenSSL names; they restrict TLS 1.2 suites: Python cannot restrict TLS 1.3's, w
 Every setting may be per listener (``listener.name.<l>.ssl.*``).
 
 
-The transport itself is :mod:`kafkalite.security.tls`.
+The transport itself is :mod:`kafkalite.server.tls`.
 """
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ import ssl
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.config import ConfigError
+from kafkalite.config.broker import ConfigError
 from kafkalite.security.listeners import listener_value
 
 if TYPE_CHECKING:
-    from kafkalite.config import BrokerConfig
+    from kafkalite.config.broker import BrokerConfig
 
 log = logging.getLogger(__name__)
 

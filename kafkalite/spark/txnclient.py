@@ -15,7 +15,7 @@ commit a transaction it did not open, so this module speaks those two requests i
 Security: ``security.protocol`` PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, with SASL PLAIN or SCRAM-SHA-256/512
 (RFC 5802 without channel binding, as Kafka does: SaslHandshake v1, then SaslAuthenticate rounds carrying the
 mechanism's bytes), from the same ``kafka.*`` options the sink gives librdkafka (:class:`Security`); the socket,
-TLS and SASL part is the shared ``kafkalite.tools.wireclient``.
+TLS and SASL part is the shared ``kafkalite.client.wire``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import ssl
 import time
 from typing import Any
 
-from kafkalite.tools.wireclient import Security, WireError, bootstrap, call
+from kafkalite.client.wire import Security, WireError, bootstrap, call
 from kafkalite_wire.messages import DescribeTransactionsRequest, EndTxnRequest, FindCoordinatorRequest
 
 __all__ = ["RETRIABLE", "FENCED", "Security", "TxnClient", "TxnCommitError"]

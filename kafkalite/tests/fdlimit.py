@@ -99,7 +99,7 @@ def _chunks(items: list[Any], n: int) -> Iterator[list[Any]]:
 
 def _create_batches(topics: dict[str, int], per_request: int) -> Iterator[list[str]]:
     """At most `per_request` topics a request, and within Kafka's 10,000 metadata records per admin request
-    (a topic record plus one per partition: kafkalite.admin_limits)."""
+    (a topic record plus one per partition: kafkalite.handlers.limits)."""
     batch: list[str] = []
     records = 0
     for name, partitions in topics.items():

@@ -1,13 +1,13 @@
 """One admin request creates at most 10,000 metadata records' worth, as Kafka's controller allows
-(kafkalite.admin_limits): beyond it the whole request answers POLICY_VIOLATION at once and creates nothing,
+(kafkalite.handlers.limits): beyond it the whole request answers POLICY_VIOLATION at once and creates nothing,
 instead of making partitions for as long as the client asked (2^31-1 ran in a worker thread for ever)."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from kafkalite.admin_limits import EXCESSIVE_BATCH_MESSAGE
 from kafkalite.embedded import Broker
+from kafkalite.handlers.limits import EXCESSIVE_BATCH_MESSAGE
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import CreatePartitionsRequest, CreateTopicsRequest, MetadataRequest

@@ -2,8 +2,8 @@
 sensitivity (passwords read back null), read-only flag (Kafka's update mode), synonyms and documentation."""
 from __future__ import annotations
 
+from kafkalite.config.kafka39 import KAFKA_39_BROKER
 from kafkalite.embedded import Broker
-from kafkalite.kafka_broker_configs import KAFKA_39_BROKER
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_wire.messages import DescribeConfigsRequest
 

@@ -1,4 +1,4 @@
-"""kafkalite.bulk: no full garbage collection while a request of many entries is in flight; thresholds restored
+"""kafkalite.runtime.gcpolicy: no full garbage collection while a request of many entries is in flight; thresholds restored
 after the last one, also when requests overlap or fail."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kafkalite import bulk
+from kafkalite.runtime import gcpolicy as bulk
 
 
 def _full_collections_while(fn: Any) -> int:

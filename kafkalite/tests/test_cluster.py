@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kafkalite.cluster import Cluster, ClusterOpError
-from kafkalite.cluster.placement import assign
 from kafkalite.cluster.replication import copy, truncate
+from kafkalite.metadata.partitions import assign
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_storage import fs
 from kafkalite_storage.testing import encode_batch

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.cli import _build_parser, config_from_args
-from kafkalite.config import BrokerConfig, ConfigError, Listener, parse_listeners, parse_properties
+from kafkalite.config.broker import BrokerConfig, ConfigError, Listener, parse_listeners, parse_properties
 
 
 def test_properties_syntax() -> None:

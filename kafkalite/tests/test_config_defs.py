@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.config import DEFAULTS, BrokerConfig, ConfigError
-from kafkalite.config_defs import BROKER, TOPIC, InvalidConfig, check_topic_configs
+from kafkalite.config.broker import DEFAULTS, BrokerConfig, ConfigError
+from kafkalite.config.defs import BROKER, TOPIC, InvalidConfig, check_topic_configs
+from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS
 from kafkalite.embedded import Broker
-from kafkalite.kafka_broker_configs import KAFKA_39_BROKER_CONFIGS
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (

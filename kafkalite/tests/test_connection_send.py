@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import trio
 
-from kafkalite import connection
-from kafkalite.connection import Connection, ConnectionClosed
+from kafkalite.server import connection
+from kafkalite.server.connection import Connection, ConnectionClosed
 
 
 async def _tcp_pair() -> tuple[Any, Any]:

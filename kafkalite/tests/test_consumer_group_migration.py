@@ -6,14 +6,18 @@ import struct
 import uuid
 from dataclasses import dataclass
 
+from kafkalite.coordinator.classic.coordinator import GroupCoordinator
+from kafkalite.coordinator.classic.group import GroupState
+from kafkalite.coordinator.classic.records import encode_group_key
 from kafkalite.coordinator.consumer import records as R
-from kafkalite.coordinator.consumer.classic import encode_assignment, parse_assignment, parse_subscription
+from kafkalite.coordinator.consumer.classic_members import (
+    encode_assignment,
+    parse_assignment,
+    parse_subscription,
+)
 from kafkalite.coordinator.consumer.coordinator import ConsumerConfig, ConsumerGroupCoordinator
 from kafkalite.coordinator.consumer.migration import ClassicBridge
 from kafkalite.coordinator.consumer.model import MemberState
-from kafkalite.coordinator.coordinator import GroupCoordinator
-from kafkalite.coordinator.group import GroupState
-from kafkalite.coordinator.records import encode_group_key
 from kafkalite_wire.errors import ErrorCode
 
 NONE = 0

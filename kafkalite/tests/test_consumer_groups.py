@@ -279,9 +279,9 @@ def test_backtracking_shapes_are_refused() -> None:
 
 
 def test_offsets_of_topics_a_live_consumer_group_reads_do_not_expire() -> None:
-    from kafkalite.coordinator.config import GroupConfig
-    from kafkalite.coordinator.coordinator import GroupCoordinator
-    from kafkalite.coordinator.group import OffsetAndMetadata
+    from kafkalite.coordinator.classic.coordinator import GroupCoordinator
+    from kafkalite.coordinator.classic.group import OffsetAndMetadata
+    from kafkalite.coordinator.common.config import GroupConfig
 
     c = GroupCoordinator(GroupConfig(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000),
                          lambda p, recs: None)

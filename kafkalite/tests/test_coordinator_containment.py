@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.group import OffsetAndMetadata
-from kafkalite.coordinator.txn_coordinator import MARKER_RETRY_MS, TransactionCoordinator, TxnState
+from kafkalite.coordinator.classic.group import OffsetAndMetadata
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.txn.coordinator import MARKER_RETRY_MS, TransactionCoordinator, TxnState
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_coordinator import join, make
@@ -137,7 +137,7 @@ def test_storage_error_on_consumer_offsets_is_an_error_code_not_a_crash(tmp_path
 
 
 def test_an_unexpected_error_in_one_transactional_request_is_an_error_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafkalite.coordinator.transactions import TransactionService
+    from kafkalite.coordinator.txn.service import TransactionService
 
     svc = TransactionService(None)
     svc.coordinator.backend = Backend()   # in-memory __transaction_state and producer ids

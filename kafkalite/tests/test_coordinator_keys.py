@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkalite.coordinator import keys
+from kafkalite.coordinator.common import keys
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata
 from kafkalite_wire.errors import ErrorCode

@@ -9,12 +9,10 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.config import GroupConfig, partition_for
-from kafkalite.coordinator.coordinator import GroupCoordinator
-from kafkalite.coordinator.group import GroupState, OffsetAndMetadata
-from kafkalite.coordinator.loader import StateLoader
-from kafkalite.coordinator.records import (
+from kafkalite.coordinator.classic.coordinator import GroupCoordinator
+from kafkalite.coordinator.classic.group import GroupState, OffsetAndMetadata
+from kafkalite.coordinator.classic.loader import StateLoader
+from kafkalite.coordinator.classic.records import (
     GroupKey,
     GroupValue,
     MemberRecord,
@@ -29,6 +27,8 @@ from kafkalite.coordinator.records import (
     encode_offset_value,
     iter_records,
 )
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.config import GroupConfig, partition_for
 
 REF = Path(os.environ.get("KAFKALITE_REFERENCE", Path(__file__).resolve().parents[3] / "shared" / "reference"))
 
@@ -169,7 +169,7 @@ def _txn_batch(records: list[tuple[bytes, bytes | None]], pid: int, control: boo
 
 
 def test_transactional_offsets_apply_on_commit_marker_only() -> None:
-    from kafkalite.coordinator.records import iter_entries
+    from kafkalite.coordinator.classic.records import iter_entries
 
     k0, k1 = encode_offset_key("g", "t", 0), encode_offset_key("g", "t", 1)
     commit_marker = (struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 0))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from kafkalite.config.releases import FLOORS, KAFKA_4_3
 from kafkalite.embedded import Broker
-from kafkalite.features import FINALIZED_EPOCH
+from kafkalite.metadata.features import FINALIZED_EPOCH
 from kafkalite.tests.rawclient import RawClient
-from kafkalite.versions import FLOORS, KAFKA_4_3
 from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from kafkalite import error_response as er
 from kafkalite.embedded import Broker
+from kafkalite.handlers import error_response as er
 from kafkalite.handlers import load_all, registry
 from kafkalite.tests.fuzz.mutate import Target, valid_request
 from kafkalite.tests.rawclient import RawClient
@@ -188,7 +188,7 @@ def test_a_failing_handler_is_answered_with_unknown_server_error(
     with RawClient(broker.host, broker.port) as c:
         _create(c, "er-t")
         failing(api_key)
-        with caplog.at_level(logging.ERROR, logger="kafkalite.connection"):
+        with caplog.at_level(logging.ERROR, logger="kafkalite.server.connection"):
             resp = c.request(request_, version)
             got = entries(resp)
             assert got and all(UNKNOWN in (e if isinstance(e, tuple) else (e,)) for e in got), got

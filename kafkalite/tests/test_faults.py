@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.coordinator.records import build_batch
+from kafkalite.coordinator.classic.records import build_batch
 from kafkalite.embedded import Broker
 from kafkalite.faults import FaultError, FaultPlan
 from kafkalite.faults.plan import api_key_of, error_code_of

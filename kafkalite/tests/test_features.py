@@ -1,4 +1,4 @@
-"""Finalized features in ApiVersions v3+ as Kafka 3.9 reports them (kafkalite.features), per emulated release."""
+"""Finalized features in ApiVersions v3+ as Kafka 3.9 reports them (kafkalite.metadata.features), per emulated release."""
 from __future__ import annotations
 
 from kafkalite.embedded import Broker

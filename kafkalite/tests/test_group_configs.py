@@ -1,6 +1,6 @@
 """GROUP config resources (ConfigResource type 32) at the protocol level, and their effect on the groups.
 
-Kafka 4.3's rules (``kafkalite.group_configs``): DescribeConfigs answers every group config of any group id, an
+Kafka 4.3's rules (``kafkalite.metadata.group_configs``): DescribeConfigs answers every group config of any group id, an
 override with source DYNAMIC_GROUP_CONFIG (8), else the broker's setting with DEFAULT_CONFIG (5);
 Incremental/legacy AlterConfigs check names ("Unknown group config name: X"), values, the broker's
 group.consumer/share.min/max.* bounds and session > heartbeat, all as INVALID_CONFIG; ValidateOnly changes

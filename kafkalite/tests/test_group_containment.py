@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.coordinator import GroupCoordinator
-from kafkalite.coordinator.group import Group, GroupState
+from kafkalite.coordinator.classic.coordinator import GroupCoordinator
+from kafkalite.coordinator.classic.group import Group, GroupState
+from kafkalite.coordinator.common import errors as E
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_coordinator import join, make
@@ -64,7 +64,7 @@ def test_join_refuses_incompatible_type_or_protocols_at_join_time() -> None:
 
 def test_select_protocol_returns_none_instead_of_raising() -> None:
     g = Group("g", 0)
-    from kafkalite.coordinator.group import Member
+    from kafkalite.coordinator.classic.group import Member
 
     for mid, name in (("a", "range"), ("b", "roundrobin")):
         g.members[mid] = Member(mid, None, "c", "/h", 1000, 1000, "consumer", [(name, b"")])
@@ -112,7 +112,7 @@ def test_parked_requests_of_a_reset_group_are_answered() -> None:
 
 
 def _om(offset: int):
-    from kafkalite.coordinator.group import OffsetAndMetadata
+    from kafkalite.coordinator.classic.group import OffsetAndMetadata
 
     return OffsetAndMetadata(offset)
 

@@ -1,10 +1,10 @@
 """The pure classic-group state machine, driven with explicit ``now_ms`` values."""
 from __future__ import annotations
 
-from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.config import GroupConfig
-from kafkalite.coordinator.coordinator import GroupCoordinator
-from kafkalite.coordinator.group import GroupState, OffsetAndMetadata
+from kafkalite.coordinator.classic.coordinator import GroupCoordinator
+from kafkalite.coordinator.classic.group import GroupState, OffsetAndMetadata
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.config import GroupConfig
 
 S = GroupState
 PROTOS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]
@@ -297,7 +297,7 @@ def test_deleted_topic_offsets_are_removed() -> None:
 
 
 def test_config_from_broker_properties() -> None:
-    from kafkalite.config import BrokerConfig
+    from kafkalite.config.broker import BrokerConfig
 
     cfg = GroupConfig.from_mapping(BrokerConfig({"group.initial.rebalance.delay.ms": "3000",
                                                  "offsets.topic.num.partitions": "7", "group.max.size": "2"}))

@@ -4,12 +4,12 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.config import GroupConfig
-from kafkalite.coordinator.coordinator import GroupCoordinator
-from kafkalite.coordinator.group import GroupState, OffsetAndMetadata
-from kafkalite.coordinator.loader import StateLoader
-from kafkalite.coordinator.records import build_batch, iter_records
+from kafkalite.coordinator.classic.coordinator import GroupCoordinator
+from kafkalite.coordinator.classic.group import GroupState, OffsetAndMetadata
+from kafkalite.coordinator.classic.loader import StateLoader
+from kafkalite.coordinator.classic.records import build_batch, iter_records
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.config import GroupConfig
 
 PROTOS = [("range", b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff")]
 

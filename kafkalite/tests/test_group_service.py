@@ -5,9 +5,9 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.config import GroupConfig
-from kafkalite.coordinator.service import GroupService
+from kafkalite.coordinator.classic.service import GroupService
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.config import GroupConfig
 
 PROTOS = [("range", b"meta")]
 

@@ -19,8 +19,8 @@ from kafkalite.handlers import _index, load_all, registry
 
 _SCRIPT = textwrap.dedent('''
     import json, sys, trio
-    from kafkalite.config import BrokerConfig
-    from kafkalite.server import serve
+    from kafkalite.config.broker import BrokerConfig
+    from kafkalite.server.serve import serve
     from kafkalite.tests.rawclient import RawClient
     from kafkalite_wire.messages import ApiVersionsRequest, ListGroupsRequest, MetadataRequest, ShareGroupHeartbeatRequest
 
@@ -58,9 +58,9 @@ NOT_AT_START = [
     "kafkalite.handlers.describe_client_quotas", "kafkalite_wire.messages._gen_share_fetch", "kafkalite_wire.messages._gen_produce",
     "kafkalite.coordinator.share.service", "kafkalite.coordinator.share.partition",
     "kafkalite.metrics", "kafkalite.metrics.http", "kafkalite.console", "kafkalite.console.http",
-    "kafkalite.error_response", "kafkalite.security.scram",
+    "kafkalite.handlers.error_response", "kafkalite.security.scram",
     # BrokerState builds these on first use (no authorizer configured, no quota file saved)
-    "kafkalite.authz", "kafkalite.quotas", "kafkalite.group_configs", "kafkalite.features",
+    "kafkalite.authz", "kafkalite.quotas", "kafkalite.metadata.group_configs", "kafkalite.metadata.features",
 ]
 
 

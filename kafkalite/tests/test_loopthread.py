@@ -1,4 +1,4 @@
-"""kafkalite.loopthread.LoopThread, the trio-loop-in-a-thread that kafkalite.Broker and kafkalite.Cluster share:
+"""kafkalite.runtime.loopthread.LoopThread, the trio-loop-in-a-thread that kafkalite.Broker and kafkalite.Cluster share:
 ready once main says so, a failure handed back with the thread ended, stop() drains the loop and joins."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from kafkalite.loopthread import LoopThread
+from kafkalite.runtime.loopthread import LoopThread
 
 
 def test_start_waits_for_ready_and_stop_ends_the_loop_after_its_shutdown() -> None:

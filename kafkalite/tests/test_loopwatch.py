@@ -1,4 +1,4 @@
-"""The event-loop stall probe (kafkalite.loopwatch): it sees a loop held without an await, names the request
+"""The event-loop stall probe (kafkalite.runtime.loopwatch): it sees a loop held without an await, names the request
 that held it, warns once per period, and runs in every broker."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import time
 import pytest
 import trio
 
-from kafkalite import loopwatch
 from kafkalite.embedded import Broker
-from kafkalite.loopwatch import LoopWatch
+from kafkalite.runtime import loopwatch
+from kafkalite.runtime.loopwatch import LoopWatch
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_wire.messages import ApiVersionsRequest
 
@@ -30,12 +30,12 @@ def test_probe_sees_a_blocked_loop_and_names_the_request(caplog: pytest.LogCaptu
             await trio.sleep(0.05)
             nursery.cancel_scope.cancel()
 
-    with caplog.at_level(logging.WARNING, logger="kafkalite.loopwatch"):
+    with caplog.at_level(logging.WARNING, logger="kafkalite.runtime.loopwatch"):
         trio.run(main)
     assert watch.max_stall_ms >= 250
     assert (watch.max_stall_what or "").startswith("Metadata v12 on connection #7")
     assert sum(watch.histogram[-3:]) == 2          # the 150 ms and the 300 ms stall
-    warnings = [r.getMessage() for r in caplog.records if r.name == "kafkalite.loopwatch"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "kafkalite.runtime.loopwatch"]
     assert len(warnings) == 1, warnings
     assert "Metadata v12 on connection #7" in warnings[0]
     assert loopwatch.WARN_KEY in warnings[0]

@@ -1,4 +1,4 @@
-"""kafkalite.malloc_tuning: freed heap memory goes back to the OS once enough of it is free.
+"""kafkalite.runtime.malloc: freed heap memory goes back to the OS once enough of it is free.
 
 Large request buffers come from malloc's heap (reused by the next requests, no page faults per request); when
 many were freed at once (connections holding half-sent requests went away), the trimmer returns the free pages,
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite import malloc_tuning
+from kafkalite.runtime import malloc as malloc_tuning
 from kafkalite.tests.procstat import rss_mb
 
 trimmer = malloc_tuning.heap_trimmer()

@@ -70,7 +70,7 @@ def test_api_versions_v3_uses_response_header_v0_and_omits_default_tags(raw: Con
     _, body = api.parse_response(18, 3, frame)
     assert frame[6] == len(body.api_keys) + 1   # compact array length
     # api keys (7 bytes each: key, min, max, empty tags), throttle_time_ms, then the tagged fields: the
-    # features of Kafka 3.9 (tags 0-2, kafkalite.features); ZkMigrationReady (tag 3) at its default is left out
+    # features of Kafka 3.9 (tags 0-2, kafkalite.metadata.features); ZkMigrationReady (tag 3) at its default is left out
     pos = 7 + len(body.api_keys) * 7
     assert frame[pos:pos + 4] == b"\x00\x00\x00\x00"
     assert frame[pos + 4] == 3 and frame[pos + 5] == 0          # three tags, the first is tag 0
@@ -153,7 +153,7 @@ def test_garbage_closes_connection(raw: Connect) -> None:
 
 
 def test_handler_exception_is_answered_and_keeps_the_connection(raw: Connect, monkeypatch) -> None:
-    """Kafka answers a request its handler failed on with UNKNOWN_SERVER_ERROR (kafkalite.error_response);
+    """Kafka answers a request its handler failed on with UNKNOWN_SERVER_ERROR (kafkalite.handlers.error_response);
     the connection and the server go on."""
     from kafkalite.handlers import registry
 

@@ -21,7 +21,7 @@ import trio
 import trio.testing
 
 from kafkalite.embedded import Broker
-from kafkalite.request_memory import RequestMemoryPool
+from kafkalite.server.request_memory import RequestMemoryPool
 from kafkalite.tests.procstat import rss_mb, settled_rss_mb
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kafkalite.coordinator.config import partition_for
+from kafkalite.coordinator.common.config import partition_for
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_admin import create, topic

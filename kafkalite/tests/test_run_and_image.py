@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from kafkalite.cli import COMMANDS
-from kafkalite.config import DEFAULTS, env_overrides
-from kafkalite.httpserve import public_url
+from kafkalite.config.broker import DEFAULTS, env_overrides
+from kafkalite.httpd.server import public_url
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.share.config import GroupSettings, ShareConfig
 from kafkalite.coordinator.share.manager import ShareStateManager
 from kafkalite.coordinator.share.partition import ACCEPT, REJECT, RELEASE, LogBatch, SharePartition

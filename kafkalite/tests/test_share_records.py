@@ -4,7 +4,7 @@ from __future__ import annotations
 import struct
 import uuid
 
-from kafkalite.coordinator.config import java_string_hash
+from kafkalite.coordinator.common.config import java_string_hash
 from kafkalite.coordinator.share.partition import ACKNOWLEDGED, ARCHIVED, AVAILABLE, StateBatch
 from kafkalite.coordinator.share.records import (
     SNAPSHOT,

@@ -131,7 +131,7 @@ def test_offset_not_available_waits_for_max_wait_and_a_qualifying_record_ends_it
 def test_broker_default_takes_the_group_config_values(value: str, ok: bool) -> None:
     """kafkalite.share.auto.offset.reset (the default of groups without share.auto.offset.reset) takes the
     same values as the group config, by_duration included; a broker with another value does not start."""
-    from kafkalite.config import BrokerConfig, ConfigError
+    from kafkalite.config.broker import BrokerConfig, ConfigError
 
     if ok:
         BrokerConfig({"kafkalite.share.auto.offset.reset": value})
@@ -169,7 +169,7 @@ def test_broker_default_by_duration_over_the_wire() -> None:
 
 def test_broker_default_lists_the_parsers_valid_values() -> None:
     """config_defs names the valid values itself (so the parser is not imported at start): they agree."""
-    from kafkalite.config_defs import BROKER
+    from kafkalite.config.defs import BROKER
     from kafkalite.coordinator.share.reset import BROKER_VALID
 
     assert BROKER["kafkalite.share.auto.offset.reset"].valid == BROKER_VALID

@@ -10,10 +10,10 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from kafkalite.config import BrokerConfig
+from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordinator.share.partition import ACCEPT, REJECT, RELEASE
 from kafkalite.coordinator.share.service import ShareService
-from kafkalite.server import open_state
+from kafkalite.server.serve import open_state
 from kafkalite_storage.testing import Rec, encode_batch
 
 T0 = 1_700_000_000_000

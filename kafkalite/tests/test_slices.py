@@ -1,4 +1,4 @@
-"""Handlers that walk client-chosen lists do it in slices (kafkalite.slices): other clients are answered while a
+"""Handlers that walk client-chosen lists do it in slices (kafkalite.runtime.slices): other clients are answered while a
 request of hundreds of thousands of partitions is being handled."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import trio
 import trio.testing
 
-from kafkalite import connection
-from kafkalite.slices import Slices
+from kafkalite.runtime.slices import Slices
+from kafkalite.server import connection
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata
 from kafkalite_wire.messages import ApiVersionsRequest, DescribeLogDirsRequest

@@ -1,5 +1,5 @@
 """Produce, AddPartitionsToTxn, TxnOffsetCommit, OffsetDelete, AlterConfigs and DescribeConfigs walk a
-client-chosen list of partitions or resources in slices (kafkalite.slices): another client keeps being answered
+client-chosen list of partitions or resources in slices (kafkalite.runtime.slices): another client keeps being answered
 while one request naming a hundred thousand of them is handled, and that request still gets one answer per entry.
 
 Before, each walk ran in one go on the event loop: fuzz seed 7 frame 24936 (a 10 MB Produce of ~1M partition
@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from kafkalite import bulk, connection
-from kafkalite.slices import Slices
+from kafkalite.runtime import gcpolicy as bulk
+from kafkalite.runtime.slices import Slices
+from kafkalite.server import connection
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import metadata
 from kafkalite_wire import messages as m

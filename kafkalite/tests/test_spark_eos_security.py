@@ -26,8 +26,8 @@ pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, KafkaError, Producer  # noqa: E402
 from confluent_kafka import TopicPartition as KTP  # noqa: E402
 
+from kafkalite.cli import certs  # noqa: E402
 from kafkalite.embedded import Broker  # noqa: E402
-from kafkalite.security import certs  # noqa: E402
 from kafkalite.spark.eos import TxnCommitMessage, commit_batch, read_decision  # noqa: E402
 from kafkalite.spark.options import SinkOptions  # noqa: E402
 from kafkalite.spark.txnclient import Security, TxnClient, TxnCommitError  # noqa: E402

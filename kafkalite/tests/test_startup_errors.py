@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.config import ConfigError
+from kafkalite.config.broker import ConfigError
 from kafkalite.embedded import Broker, BrokerStartError
 
 

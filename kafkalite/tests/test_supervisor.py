@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from kafkalite.embedded import Broker
-from kafkalite.supervisor import Supervisor
+from kafkalite.runtime.supervisor import Supervisor
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_admin import create, topic
 from kafkalite.tests.test_protocol import produce_req
@@ -33,7 +33,7 @@ def test_restarts_with_doubling_backoff_then_resets_after_a_healthy_run(caplog: 
     async def main() -> None:
         await sup.run("flaky", flaky)
 
-    caplog.set_level(logging.ERROR, "kafkalite.supervisor")
+    caplog.set_level(logging.ERROR, "kafkalite.runtime.supervisor")
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     gaps = [round(b - a, 3) for a, b in zip(starts, starts[1:], strict=False)]
     assert gaps[:5] == [0.1, 0.2, 0.4, 0.4, 0.4]     # doubling up to the cap
@@ -117,7 +117,7 @@ def _broker_state(b: Broker):
 
 
 def test_group_timer_loop_failure_is_restarted_and_groups_keep_working(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafkalite.coordinator.coordinator import GroupCoordinator
+    from kafkalite.coordinator.classic.coordinator import GroupCoordinator
     from kafkalite.tests.test_group_handlers import join
 
     failures: list[int] = []
@@ -146,7 +146,7 @@ def test_group_timer_loop_failure_is_restarted_and_groups_keep_working(monkeypat
 
 
 def test_a_connection_task_that_raises_ends_only_that_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafkalite.connection import Connection
+    from kafkalite.server.connection import Connection
     from kafkalite_wire.messages import ApiVersionsRequest
 
     original = Connection.run

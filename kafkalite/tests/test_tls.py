@@ -14,8 +14,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
+from kafkalite.cli import certs
 from kafkalite.embedded import Broker
-from kafkalite.security import certs
 from kafkalite.security.ssl_principal import SslPrincipalMapper, subject_rfc2253
 from kafkalite.tests import saslclient as sc
 from kafkalite.tests.rawclient import RawClient
@@ -93,7 +93,7 @@ def test_mtls_requires_a_client_certificate_and_maps_its_subject(
     # no certificate: TLS 1.3 reports the broker's alert on the first read
     with pytest.raises((ssl.SSLError, ConnectionError, AssertionError)), _tls(broker, 2, material) as c:
         c.request(ApiVersionsRequest(), 0)
-    caplog.set_level(logging.DEBUG, logger="kafkalite.security.tls")
+    caplog.set_level(logging.DEBUG, logger="kafkalite.server.tls")
     with _tls(broker, 2, material, client_cert=True) as c:
         assert c.request(ApiVersionsRequest(), 0).error_code == 0
     assert any("-> User:KAFKALITE-CLIENT" in r.getMessage() for r in caplog.records)

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from kafkalite.client.shareadmin import ShareAdmin
+from kafkalite.client.wire import Security, WireError
 from kafkalite.embedded import Broker
 from kafkalite.tests.tools_helpers import cli, need_confluent
-from kafkalite.tools.shareadmin import ShareAdmin
-from kafkalite.tools.wireclient import Security, WireError
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +186,7 @@ def test_unknown_group_and_bad_input(bs: str) -> None:
 def test_share_group_over_sasl_ssl_with_command_config(tmp_path: Path) -> None:
     """The wire client speaks TLS and SCRAM from --command-config (librdkafka's names), as the AdminClient
     does; a refused password is Kafka's error at once, not a hang or a retry loop."""
-    from kafkalite.security import certs
+    from kafkalite.cli import certs
     from kafkalite.tests.rawclient import RawClient
     from kafkalite.tests.test_sasl import _add_scram
 
@@ -235,7 +235,7 @@ def test_wire_client_refuses_an_oversized_or_garbled_answer() -> None:
     import struct
     import threading
 
-    from kafkalite.tools.wireclient import MAX_RESPONSE, call
+    from kafkalite.client.wire import MAX_RESPONSE, call
     from kafkalite_wire.messages import ListGroupsRequest
 
     for answer in (struct.pack(">i", MAX_RESPONSE + 1) + b"x" * 16, struct.pack(">i", 3) + b"\x00\x00\x00"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.coordinator.txn_coordinator import TransactionCoordinator
+from kafkalite.coordinator.txn.coordinator import TransactionCoordinator
 from kafkalite.embedded import Broker
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_group_handlers import create_topic

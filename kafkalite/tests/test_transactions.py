@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.config import OFFSETS_TOPIC
-from kafkalite.coordinator.txn_coordinator import (
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.config import OFFSETS_TOPIC
+from kafkalite.coordinator.txn.coordinator import (
     CONCURRENT_TRANSACTIONS,
     INVALID_PRODUCER_EPOCH,
     INVALID_PRODUCER_ID_MAPPING,
@@ -18,7 +18,7 @@ from kafkalite.coordinator.txn_coordinator import (
     TxnMetadata,
     TxnState,
 )
-from kafkalite.coordinator.txn_records import (
+from kafkalite.coordinator.txn.records import (
     TxnLogValue,
     decode_txn_key,
     decode_txn_value,

@@ -63,7 +63,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
 def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
     conf: dict[str, Any] = {"bootstrap.servers": args.bootstrap_server}
     if getattr(args, "command_config", None):
-        from kafkalite.config import parse_properties
+        from kafkalite.config.broker import parse_properties
 
         try:
             with open(args.command_config, encoding="utf-8") as fh:

@@ -207,7 +207,7 @@ def _raw(args: argparse.Namespace, restype: int, name: str, label: str, sets: di
 def _roundtrip(args: argparse.Namespace, body: Any, response_class: Any, version: int) -> Any:
     """One request to the first bootstrap server with the project's wire client (``--command-config``'s
     security.protocol / sasl.* / ssl.* apply, as they do to the AdminClient)."""
-    from kafkalite.tools.wireclient import Security, WireError, bootstrap, call
+    from kafkalite.client.wire import Security, WireError, bootstrap, call
 
     try:
         host, port = bootstrap(args.bootstrap_server)[0]

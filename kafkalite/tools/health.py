@@ -39,7 +39,7 @@ def target(args: argparse.Namespace) -> tuple[str, str]:
     """("http", url) or ("tcp", "host:port"): what to ask, from --url or the broker's configuration."""
     if args.url:
         return "http", args.url
-    from kafkalite.config import BrokerConfig, parse_overrides
+    from kafkalite.config.broker import BrokerConfig, parse_overrides
     from kafkalite.metrics import LISTEN_KEY, parse_address
 
     config = BrokerConfig.load(args.config, parse_overrides(args.override))
@@ -52,7 +52,7 @@ def target(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkalite.config import ConfigError
+    from kafkalite.config.broker import ConfigError
 
     try:
         kind, where = target(args)

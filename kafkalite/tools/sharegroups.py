@@ -1,7 +1,7 @@
 """Share groups (KIP-932) in ``kafkalite groups``, as Kafka 4.x's ``kafka-share-groups.sh`` shows them.
 
 ``kafkalite groups`` routes a group that ListGroups reports with type ``share`` here (see
-:mod:`kafkalite.tools.shareadmin` for the requests):
+:mod:`kafkalite.client.shareadmin` for the requests):
 
 - ``--list --type share`` (or a list naming ``share``): GROUP, TYPE ``Share`` (and STATE with --state);
 - ``--describe``: per share-partition GROUP, TOPIC, PARTITION, START-OFFSET, LAG (``--verbose``: LEADER-EPOCH
@@ -38,9 +38,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from kafkalite.client.shareadmin import EARLIEST, LATEST, ShareAdmin
+from kafkalite.client.wire import Security, WireError, error_name
 from kafkalite.tools.common import ToolError, client_config, emit, parse_datetime_ms, parse_duration_ms, usage
-from kafkalite.tools.shareadmin import EARLIEST, LATEST, ShareAdmin
-from kafkalite.tools.wireclient import Security, WireError, error_name
 
 #: Kafka's messages (``Errors``) for a DeleteShareGroupOffsets error the broker sent without one
 _MESSAGES = {68: "The group is not empty.", 69: "The group id does not exist.", 24: "The configured groupId is invalid.",

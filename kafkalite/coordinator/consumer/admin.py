@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.consumer import records as R
 from kafkalite.coordinator.consumer.model import ConsumerGroup, HeartbeatError
 from kafkalite_wire.errors import ErrorCode

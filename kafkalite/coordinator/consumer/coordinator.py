@@ -26,11 +26,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.keys import storable
 from kafkalite.coordinator.consumer import records as R
 from kafkalite.coordinator.consumer.admin import AdminMixin
 from kafkalite.coordinator.consumer.assignors import ASSIGNORS, assign
-from kafkalite.coordinator.consumer.classic import ClassicMembersMixin
+from kafkalite.coordinator.consumer.classic_members import ClassicMembersMixin
 from kafkalite.coordinator.consumer.migration import ClassicSide, MigrationMixin
 from kafkalite.coordinator.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -45,7 +46,6 @@ from kafkalite.coordinator.consumer.model import (
 )
 from kafkalite.coordinator.consumer.reconcile import reconcile
 from kafkalite.coordinator.consumer.regex import RegexError, compile_re2
-from kafkalite.coordinator.keys import storable
 from kafkalite_wire.errors import ErrorCode
 
 log = logging.getLogger("kafkalite.coordinator.consumer")
@@ -157,7 +157,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
         if not group_id:
             raise HeartbeatError(bad, "GroupId can't be empty.")
         # a string Kafka's request parser would refuse (over 0x7fff bytes) cannot be stored in a record key or
-        # value either (kafkalite.coordinator.keys): the group id is INVALID_GROUP_ID, the rest INVALID_REQUEST
+        # value either (kafkalite.coordinator.common.keys): the group id is INVALID_GROUP_ID, the rest INVALID_REQUEST
         if not storable(group_id):
             raise HeartbeatError(E.INVALID_GROUP_ID, "GroupId is too long.")
         for what, text in (("MemberId", member_id), ("InstanceId", instance_id), ("RackId", rack_id),

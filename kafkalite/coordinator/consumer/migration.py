@@ -36,9 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.consumer import records as R
-from kafkalite.coordinator.consumer.classic import (
+from kafkalite.coordinator.consumer.classic_members import (
     PROTOCOL_TYPE,
     ProtocolError,
     encode_assignment,
@@ -222,7 +222,7 @@ class MigrationMixin:
 
 
 class ClassicBridge:
-    """:class:`ClassicSide` over kafkalite's classic :class:`~kafkalite.coordinator.coordinator.GroupCoordinator`
+    """:class:`ClassicSide` over kafkalite's classic :class:`~kafkalite.coordinator.classic.coordinator.GroupCoordinator`
     (pure: both coordinators are in memory, time passed in)."""
 
     def __init__(self, classic: Any) -> None:
@@ -242,13 +242,13 @@ class ClassicBridge:
             for m in g.members.values()])
 
     def tombstones(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
-        from kafkalite.coordinator.records import encode_group_key
+        from kafkalite.coordinator.classic.records import encode_group_key
         return [(encode_group_key(group_id), None)]
 
     def detach(self, group_id: str, now: int) -> None:
         """The classic group gives up its members (their parked JoinGroup / SyncGroup answered
         REBALANCE_IN_PROGRESS) and stays an Empty shell holding the group's committed offsets."""
-        from kafkalite.coordinator.group import JoinResult, SyncResult
+        from kafkalite.coordinator.classic.group import JoinResult, SyncResult
 
         g = self.classic.groups.get(group_id)
         if g is None:
@@ -266,8 +266,8 @@ class ClassicBridge:
                members: list[ClassicMemberInfo]) -> list[tuple[bytes, bytes | None]]:
         """ClassicGroup.fromConsumerGroup: a Stable classic group (the Empty shell holding the offsets, or a new
         one); returns its GroupMetadata record."""
-        from kafkalite.coordinator.group import Group, GroupState, Member
-        from kafkalite.coordinator.records import (
+        from kafkalite.coordinator.classic.group import Group, GroupState, Member
+        from kafkalite.coordinator.classic.records import (
             GroupValue,
             MemberRecord,
             encode_group_key,

@@ -12,7 +12,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.classic.group import JoinResult, SyncResult
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.internal_topics import TimerLoop
 from kafkalite.coordinator.consumer.coordinator import (
     ConsumerConfig,
     ConsumerGroupCoordinator,
@@ -20,8 +22,6 @@ from kafkalite.coordinator.consumer.coordinator import (
 )
 from kafkalite.coordinator.consumer.migration import POLICIES, ClassicBridge
 from kafkalite.coordinator.consumer.model import Assignment
-from kafkalite.coordinator.group import JoinResult, SyncResult
-from kafkalite.coordinator.internal_topics import TimerLoop
 from kafkalite_wire.errors import ErrorCode
 
 log = logging.getLogger("kafkalite.coordinator.consumer")

@@ -61,7 +61,7 @@ class ShareClusterLinks:
         runtime = getattr(state, "cluster", None)
         if runtime is None:
             return None
-        from kafkalite.cluster import placement
+        from kafkalite.metadata import partitions as placement
 
         def group_partition(group: str) -> int:
             info = state.topics.get(placement.OFFSETS_TOPIC)
@@ -89,7 +89,7 @@ class ShareClusterLinks:
 
     def group_service(self, group: str) -> Any:
         """The ShareService coordinating ``group`` (None: no live leader)."""
-        from kafkalite.coordinator.config import OFFSETS_TOPIC
+        from kafkalite.coordinator.common.config import OFFSETS_TOPIC
 
         return self.peer(OFFSETS_TOPIC, self.group_partition(group))
 
@@ -198,8 +198,8 @@ def _install(svc: Any, key: ShareKey, found: Any, epoch: int) -> None:
 
 def _replay(plog: Any, keys: set[ShareKey]) -> dict[ShareKey, Any]:
     """The persisted state of ``keys`` in a ``__share_group_state`` partition's log (blocking)."""
-    from kafkalite.coordinator.internal_topics import read_chunks
-    from kafkalite.coordinator.records import iter_records
+    from kafkalite.coordinator.classic.records import iter_records
+    from kafkalite.coordinator.common.internal_topics import read_chunks
     from kafkalite.coordinator.share.state import StateReplay
 
     replay = StateReplay()

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.share import grouprecords as R
 from kafkalite.coordinator.share.config import ShareConfig
 

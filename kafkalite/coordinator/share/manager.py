@@ -1,6 +1,6 @@
 """Every share-partition of the broker, and their persistence in ``__share_group_state`` (pure: the caller
 gives ``now`` and an ``append`` that writes one batch of records to a state-topic partition, raising
-``kafkalite.coordinator.errors.AppendError`` when it cannot).
+``kafkalite.coordinator.common.errors.AppendError`` when it cannot).
 
 This joins what Kafka splits between the ``SharePartitionManager`` (share-partitions in memory, created on
 first use and initialised from the persister) and the share coordinator (``ShareCoordinatorShard``: one
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from kafkalite.coordinator import errors as E
+from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.share.config import GroupSettings, ShareConfig
 from kafkalite.coordinator.share.partition import (
     INVALID_RECORD_STATE,

@@ -16,10 +16,10 @@ from typing import Any
 
 import trio
 
-from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.config import OFFSETS_TOPIC
-from kafkalite.coordinator.internal_topics import read_chunks
-from kafkalite.coordinator.records import iter_records
+from kafkalite.coordinator.classic.records import iter_records
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.config import OFFSETS_TOPIC
+from kafkalite.coordinator.common.internal_topics import read_chunks
 from kafkalite.coordinator.share import grouprecords as GR
 
 log = logging.getLogger("kafkalite.coordinator.share")

@@ -13,7 +13,7 @@ writes it) followed by the key at version 0 (non-flexible): ``GroupId`` (int16-l
 
 Values are an int16 version then the flexible (compact, tagged) encoding. Replay (``state.py``) takes a
 snapshot as the new state and merges updates on top, as Kafka's ``ShareCoordinatorShard`` does.
-The record batches around them are the group coordinator's (``kafkalite.coordinator.records.build_batch``).
+The record batches around them are the group coordinator's (``kafkalite.coordinator.classic.records.build_batch``).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import struct
 import uuid
 from dataclasses import dataclass, field
 
-from kafkalite.coordinator.config import java_string_hash
-from kafkalite.coordinator.records import RecordDecodeError, _Reader, _str, _uvarint
+from kafkalite.coordinator.classic.records import RecordDecodeError, _Reader, _str, _uvarint
+from kafkalite.coordinator.common.config import java_string_hash
 from kafkalite.coordinator.share.partition import StateBatch
 
 SNAPSHOT, UPDATE = 0, 1

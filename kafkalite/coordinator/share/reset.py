@@ -108,7 +108,7 @@ def validation_error(value: str) -> str | None:
     return None
 
 
-#: the rule of the broker-wide default ``kafkalite.share.auto.offset.reset`` (``kafkalite.config_defs``)
+#: the rule of the broker-wide default ``kafkalite.share.auto.offset.reset`` (``kafkalite.config.defs``)
 BROKER_VALID = "[earliest, latest, by_duration:<PnDTnHnMn.nS.>]"
 
 

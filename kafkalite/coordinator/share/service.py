@@ -26,9 +26,14 @@ from typing import Any
 
 import trio
 
-from kafkalite.coordinator import errors as E
-from kafkalite.coordinator.internal_topics import TimerLoop, WallClock, create_internal_topic, read_chunks
-from kafkalite.coordinator.records import build_batch, iter_records
+from kafkalite.coordinator.classic.records import build_batch, iter_records
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.internal_topics import (
+    TimerLoop,
+    WallClock,
+    create_internal_topic,
+    read_chunks,
+)
 from kafkalite.coordinator.share import offsets
 from kafkalite.coordinator.share.cluster import ShareClusterLinks, adopt, stale
 from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
@@ -41,7 +46,7 @@ from kafkalite.coordinator.share.records import ShareKey
 from kafkalite.coordinator.share.sessions import Context, ShareSessionCache
 from kafkalite.coordinator.share.state import StateReplay
 from kafkalite.errors import error_code_for
-from kafkalite.supervisor import supervise
+from kafkalite.runtime.supervisor import supervise
 from kafkalite_storage.errors import StorageError
 
 log = logging.getLogger("kafkalite.coordinator.share")
@@ -356,7 +361,7 @@ class ShareService:
             keys = self._by_conn.get(conn_id)
             if keys is None:
                 keys = self._by_conn[conn_id] = set()
-                from kafkalite.connection import on_close
+                from kafkalite.server.connection import on_close
                 on_close(conn_id, lambda: self.connection_closed(conn_id))
             keys.add((group, member))
         return ctx

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafkalite.coordinator.records import RecordDecodeError
+from kafkalite.coordinator.classic.records import RecordDecodeError
 from kafkalite.coordinator.share.partition import StateBatch, runs
 from kafkalite.coordinator.share.records import SNAPSHOT, ShareKey, ShareValue, decode_key, decode_value
 

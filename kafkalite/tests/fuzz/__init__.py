@@ -17,8 +17,8 @@ def fuzz_embedded(*, frames: int | None = None, duration: float | None = None, s
                   overrides: dict[str, str] | None = None, replay: int | None = None, **kw: Any) -> Stats:
     """Start an embedded broker, fuzz it with ``frames`` frames (or for ``duration`` seconds), stop it.
     ``replay``: send only that frame of the seed's sequence (prints it)."""
-    from kafkalite import loopwatch
     from kafkalite.embedded import Broker
+    from kafkalite.runtime import loopwatch
     from kafkalite_wire.spec import specs_dir
 
     if not specs_dir().is_dir():   # the generator is driven by Kafka's JSON message specs

@@ -12,7 +12,7 @@ Every frame goes out on a fresh connection (so an outcome belongs to one frame) 
   ``hang`` (no answer and no close within the timeout, while the broker answers others), ``bad_response``
   (undecodable, wrong correlation id, or an answer to a frame that must be refused), ``decoder`` (the codec
   raised something other than DecodeError), ``stall`` (the broker's event loop, seen by
-  ``kafkalite.loopwatch``, stalled more than ``stall_ms`` on this frame three times out of three), and for
+  ``kafkalite.runtime.loopwatch``, stalled more than ``stall_ms`` on this frame three times out of three), and for
   the run: ``dead`` (the broker stopped), ``unhealthy`` (a fresh connection got no ApiVersions or Metadata
   answer), ``lost`` (acknowledged canary records no longer readable), ``rss`` (the process grew more than
   ``rss_bound_mb``).

@@ -1,0 +1,1 @@
+"""Settings: names, types, defaults, validation, and how DescribeConfigs shows them."""

@@ -1,0 +1,411 @@
+"""Trio glue around the pure :class:`GroupCoordinator`.
+
+The broker creates ``GroupService(state)``, starts it with ``await nursery.start(state.groups.run)``
+and calls ``state.groups.close()`` (synchronous; the result may also be awaited) before storage
+closes. ``run`` reports started at once; until the ``__consumer_offsets`` partitions have been read
+back the coordinator answers COORDINATOR_LOAD_IN_PROGRESS (Heartbeat: NONE; SyncGroup:
+REBALANCE_IN_PROGRESS), as Kafka does while it loads a partition it just became leader of.
+
+Then ``run`` is the timer loop: it sleeps until the coordinator's ``next_deadline()`` or until a
+request changed the state (``_kick``), and calls ``poll``. JoinGroup/SyncGroup handlers await the
+:class:`Pending` the coordinator returns (an event, never a sleep).
+
+Time: the coordinator's ``now_ms`` is trio's clock shifted to wall-clock milliseconds at start, so
+timers follow ``trio.testing.MockClock`` in tests while commit timestamps stay wall-clock.
+
+Storage: records are appended synchronously (page cache, as the broker's Produce path does), as one
+uncompressed batch per coordinator write, to ``__consumer_offsets-<abs(hash(group)) % 50>``; the topic
+is created (compacted, internal) on first use, like Kafka creates it on the first FindCoordinator.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import trio
+
+from kafkalite.coordinator.classic.coordinator import GroupCoordinator
+from kafkalite.coordinator.classic.group import JoinResult, Member, OffsetAndMetadata, Pending, SyncResult
+from kafkalite.coordinator.classic.loader import StateLoader
+from kafkalite.coordinator.classic.records import (
+    build_batch,
+    encode_offset_key,
+    encode_offset_value,
+    iter_entries,
+)
+from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.config import OFFSETS_TOPIC, GroupConfig
+from kafkalite.coordinator.common.internal_topics import (
+    TimerLoop,
+    WallClock,
+    create_internal_topic,
+    read_chunks,
+)
+from kafkalite.coordinator.consumer.records import consumer_split
+from kafkalite.errors import error_code_for
+from kafkalite.runtime.supervisor import supervise
+from kafkalite_storage.errors import StorageError
+
+log = logging.getLogger("kafkalite.coordinator")
+
+class _Done:
+    """A no-op awaitable so ``await service.close()`` works as well as ``service.close()``."""
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return iter(())
+
+
+class GroupService:
+    def __init__(self, state: Any, config: GroupConfig | None = None) -> None:
+        self.state = state
+        if config is None:
+            config = GroupConfig.from_mapping(state.config) if state is not None and \
+                getattr(state, "config", None) is not None else GroupConfig()
+        self.config = config
+        self.coordinator = GroupCoordinator(config, self._append)
+        self.coordinator.loading = True
+        self.loaded = trio.Event()
+        self._timers = TimerLoop(self)
+        self._cancel: trio.CancelScope | None = None
+        self._clock = WallClock()
+        self._creating: trio.Event | None = None
+        from kafkalite.coordinator.consumer.service import ConsumerGroupService
+        self.consumer = ConsumerGroupService(self)   # KIP-848 groups (kafkalite/coordinator/consumer/)
+        self.coordinator.consumer_group_topics = self.consumer.subscribed_topics
+
+    # -- time ----------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
+    def _kick(self) -> None:
+        self._timers.kick()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            self._cancel = scope
+            self.now_ms()
+            task_status.started()
+            try:
+                await self._load()
+            except Exception:
+                log.exception("loading %s failed; starting with an empty coordinator", OFFSETS_TOPIC)
+                self.coordinator.groups = {}
+            self.coordinator.loading = False
+            self.consumer.coordinator.loading = False
+            self.loaded.set()
+            # a failing group is reset by the coordinator itself; anything else the loop raises is the
+            # supervisor's: logged, recorded, and the loop started again
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(supervise, self.state, "consumer-group-coordinator.timers",
+                                   self.consumer.timers.run)
+                await supervise(self.state, "group-coordinator.timers", self._timers.run)
+
+    async def _load(self) -> None:
+        if self.state is None or OFFSETS_TOPIC not in getattr(self.state, "topics", {}):
+            return
+        partitions = self.state.topics[OFFSETS_TOPIC].partitions
+        # an existing topic decides the partition count (as in Kafka), whatever the config says now
+        self.config.offsets_topic_num_partitions = partitions
+        logs = [self.state.get_log(OFFSETS_TOPIC, p) for p in range(partitions)]
+
+        consumer_records: list[tuple[bytes, bytes | None]] = []
+
+        def read_all() -> StateLoader:
+            loader = StateLoader()
+            for plog in logs:
+                if plog is None:
+                    continue
+                for data in read_chunks(plog):
+                    loader.feed_entries(consumer_split(iter_entries(data), consumer_records))
+            return loader
+
+        loader = await trio.to_thread.run_sync(read_all)
+        self.coordinator.groups = loader.build(self.now_ms())
+        self.consumer.coordinator.load(consumer_records, self.now_ms())
+        log.info("loaded %d groups from %d %s records", len(self.coordinator.groups), loader.records,
+                 OFFSETS_TOPIC)
+
+    def close(self) -> _Done:
+        """Stop answering and stop the timer loop; parked JoinGroup/SyncGroup get NOT_COORDINATOR."""
+        c = self.coordinator
+        self.consumer.coordinator.active = False
+        if c.active:
+            c.active = False
+            for g in c.groups.values():
+                for m in g.members.values():
+                    _fail_member(m)
+        if self._cancel is not None:
+            self._cancel.cancel()
+        return _Done()
+
+    # -- storage -------------------------------------------------------------------------------
+    def _offsets_topic_overrides(self) -> dict[str, str]:
+        return {"cleanup.policy": "compact", "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+                "compression.type": "producer"}
+
+    def ensure_offsets_topic(self) -> None:
+        """Create ``__consumer_offsets`` now (blocking; fallback for paths that cannot await)."""
+        st = self.state
+        if st is None or OFFSETS_TOPIC in st.topics:
+            return
+        st.ensure_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, self._offsets_topic_overrides())
+        self._follow_topic_partitions()
+
+    async def ensure_offsets_topic_async(self) -> bool:
+        """Create ``__consumer_offsets`` if needed, its 50 partition logs in a worker thread (they cost
+        a few fsyncs each); concurrent callers wait for the same creation. False if it failed."""
+        st = self.state
+        if st is None or OFFSETS_TOPIC in st.topics:
+            return True
+        if self._creating is not None:
+            await self._creating.wait()
+            return OFFSETS_TOPIC in st.topics
+        self._creating = ev = trio.Event()
+        try:
+            await create_internal_topic(st, OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+                                        self._offsets_topic_overrides())
+        except Exception:
+            log.exception("could not create %s", OFFSETS_TOPIC)
+            return False
+        finally:
+            self._creating = None
+            ev.set()
+        self._follow_topic_partitions()
+        return True
+
+    def _follow_topic_partitions(self) -> None:
+        """Hash group ids onto the partition count the existing ``__consumer_offsets`` has (as Kafka does:
+        ``offsets.topic.num.partitions`` only sizes a topic being created)."""
+        info = getattr(self.state, "topics", {}).get(OFFSETS_TOPIC)
+        if info is not None and info.partitions > 0 and info.partitions != self.config.offsets_topic_num_partitions:
+            log.info("%s has %d partitions (offsets.topic.num.partitions=%d): using %d", OFFSETS_TOPIC,
+                     info.partitions, self.config.offsets_topic_num_partitions, info.partitions)
+            self.config.offsets_topic_num_partitions = info.partitions
+
+    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
+                producer_epoch: int = -1) -> int | None:
+        """Append one batch to a ``__consumer_offsets`` partition and return its base offset; a failure
+        raises :class:`E.AppendError` carrying the log-append error (the coordinator maps it to the
+        client's code as Kafka does). Offset-commit batches (key versions 0/1) get base sequence 0 as
+        Kafka's GroupMetadataManager writes them; group-metadata batches -1."""
+        if self.state is None:
+            return None
+        try:
+            self.ensure_offsets_topic()
+        except (StorageError, OSError) as exc:
+            raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC} could not be created: {exc}") from exc
+        plog = self.state.get_log(OFFSETS_TOPIC, partition)
+        if plog is None:
+            raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{OFFSETS_TOPIC}-{partition} does not exist")
+        if getattr(self.state, "cluster", None) is not None and not self.state.leads(OFFSETS_TOPIC, partition):
+            raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{OFFSETS_TOPIC}-{partition} is led by another broker")
+        now = time.time_ns() // 1_000_000
+        offset_commit = bool(records) and records[0][0][:2] in (b"\x00\x00", b"\x00\x01")
+        batch = build_batch(records, now, producer_id=producer_id, producer_epoch=producer_epoch,
+                            base_sequence=0 if offset_commit else -1)
+        try:
+            # a transactional batch is the coordinator's own write: no sequence checks (validate_producer=False)
+            info = plog.append(batch, leader_epoch=0, now_ms=now, validate_producer=producer_id < 0)
+        except StorageError as exc:
+            raise E.AppendError(int(error_code_for(exc)), f"{OFFSETS_TOPIC}-{partition}: {exc}") from exc
+        notify = getattr(self.state, "notify_append", None)
+        if notify is not None:
+            notify(OFFSETS_TOPIC, partition)
+        return int(info.base_offset)
+
+    # -- coordinator lookup --------------------------------------------------------------------
+    def partition_for(self, group_id: str) -> int:
+        return self.coordinator.partition_for(group_id)
+
+    # -- group membership ----------------------------------------------------------------------
+    def _contain(self, group_id: str, during: str) -> None:
+        """A request failed inside the coordinator: only its group is reset (see coordinator.py), the
+        request is answered with the code that makes the member rejoin, and the connection stays open."""
+        self.coordinator.contain_failure(group_id, self.now_ms(), during)
+        self._kick()
+
+    async def _await(self, pending: Pending[Any]) -> Any:
+        if not pending.done:
+            ev = trio.Event()
+            pending.add_done_callback(lambda _r: ev.set())
+            await ev.wait()
+        return pending.result
+
+    async def join_group(self, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
+                         client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
+                         protocol_type: str, protocols: list[tuple[str, bytes]], *,
+                         require_known_member_id: bool, support_skip_assignment: bool = False,
+                         reason: str | None = None) -> JoinResult:
+        await self.ensure_offsets_topic_async()
+        now = self.now_ms()
+        if self.consumer.serves_classic(group_id, joining=True):   # a consumer group's classic member
+            return self.consumer.classic_join(group_id, member_id, group_instance_id, client_id, client_host,
+                                              rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                              require_known_member_id)
+        self.consumer.coordinator.remove_empty(group_id)   # an empty consumer group converts back to classic
+        try:
+            p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
+                                            rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                            require_known_member_id=require_known_member_id,
+                                            support_skip_assignment=support_skip_assignment, reason=reason)
+            self.coordinator.poll(now)
+        except Exception:
+            self._contain(group_id, "JoinGroup")
+            return JoinResult(E.UNKNOWN_MEMBER_ID, "")
+        self._kick()
+        return await self._await(p)  # type: ignore[no-any-return]
+
+    async def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                         protocol_type: str | None, protocol_name: str | None,
+                         assignments: dict[str, bytes]) -> SyncResult:
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_sync(group_id, generation_id, member_id, group_instance_id, protocol_type,
+                                              protocol_name)
+        try:
+            p = self.coordinator.sync_group(self.now_ms(), group_id, generation_id, member_id, group_instance_id,
+                                            protocol_type, protocol_name, assignments)
+        except Exception:
+            self._contain(group_id, "SyncGroup")
+            return SyncResult(E.UNKNOWN_MEMBER_ID)
+        self._kick()
+        return await self._await(p)  # type: ignore[no-any-return]
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_heartbeat(group_id, member_id, group_instance_id, generation_id)
+        try:
+            err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id, generation_id)
+        except Exception:
+            self._contain(group_id, "Heartbeat")
+            return E.UNKNOWN_MEMBER_ID
+        self._kick()
+        return err
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_leave(group_id, members)
+        try:
+            out = self.coordinator.leave_group(self.now_ms(), group_id, members)
+        except Exception:
+            self._contain(group_id, "LeaveGroup")   # the reset removed every member: the leave happened
+            return E.NONE, [E.NONE for _ in members]
+        self._kick()
+        return out
+
+    # -- offsets and administration ------------------------------------------------------------
+    def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
+                       offsets: dict[tuple[str, int], OffsetAndMetadata],
+                       version: int = 9) -> dict[tuple[str, int], int]:
+        refused: dict[tuple[str, int], int] = {}
+        errs = self.consumer.coordinator.offset_commit_errors(group_id, member_id, generation_id, version,
+                                                              list(offsets))
+        if errs is not None:   # a consumer group member's commit: stored as a simple commit of the group
+            refused = {tp: e for tp, e in errs.items() if e}
+            offsets = {tp: om for tp, om in offsets.items() if tp not in refused}
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("consumer group %s: member %s epoch %d commits %s refused %s", group_id, member_id,
+                          generation_id, " ".join(f"{t}:{p}@{om.offset}" for (t, p), om in sorted(offsets.items())),
+                          " ".join(f"{t}:{p}={e}" for (t, p), e in sorted(refused.items())) or "-")
+            if not offsets:
+                return refused
+            member_id, group_instance_id, generation_id = "", None, -1
+        try:
+            out = self.coordinator.commit_offsets(self.now_ms(), group_id, member_id, group_instance_id,
+                                                  generation_id, offsets)
+        except Exception:
+            self._contain(group_id, "OffsetCommit")
+            err = E.UNKNOWN_MEMBER_ID if generation_id >= 0 else E.UNKNOWN_SERVER_ERROR
+            return {tp: err for tp in offsets} | refused
+        self._kick()
+        return out | refused
+
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
+                      require_stable: bool = False) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None, int]]]:
+        return self.coordinator.fetch_offsets(self.now_ms(), group_id, partitions, require_stable)
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        consumer: dict[str, int] = {}
+        for gid in group_ids:
+            err = self.consumer.coordinator.delete_group(gid)
+            if err is not None:
+                consumer[gid] = err
+        classic = [g for g in group_ids if consumer.get(g, 0) == 0]
+        out = self.coordinator.delete_groups(self.now_ms(), classic) if classic else {}
+        for gid, err in consumer.items():   # a deleted consumer group's offsets went with the classic shell
+            out[gid] = err if err else (0 if out.get(gid) in (0, E.GROUP_ID_NOT_FOUND) else out[gid])
+        self._kick()
+        return out
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
+        subscribed = self.consumer.subscribed_names(group_id)
+        if subscribed is not None:   # a consumer group: its subscribed topics' offsets stay (Kafka's rule)
+            allowed = [tp for tp in partitions if tp[0] not in subscribed]
+            err, out = self.coordinator.delete_offsets(self.now_ms(), group_id, allowed) if allowed else (E.NONE, {})
+            if err == E.GROUP_ID_NOT_FOUND:   # no offsets at all: nothing to delete, the group exists
+                err, out = E.NONE, dict.fromkeys(allowed, E.NONE)
+            out.update({tp: E.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if tp[0] in subscribed})
+            self._kick()
+            return err, out
+        out = self.coordinator.delete_offsets(self.now_ms(), group_id, partitions)
+        self._kick()
+        return out
+
+    def describe_group(self, group_id: str) -> tuple[int, dict[str, Any] | None]:
+        if group_id in self.consumer.coordinator.groups:   # "not a classic group": Dead (v6: GROUP_ID_NOT_FOUND)
+            return E.NONE, None
+        return self.coordinator.describe_group(group_id)
+
+    def list_groups(self, states: list[str] | None = None,
+                    types: list[str] | None = None) -> tuple[int, list[dict[str, str]]]:
+        err, groups = self.coordinator.list_groups(states, types)
+        consumer = self.consumer.coordinator
+        groups = [g for g in groups if g["group_id"] not in consumer.groups]
+        groups += consumer.list_groups({s.lower() for s in states or []}, {t.lower() for t in types or []})
+        return err, groups
+
+    def on_topics_deleted(self, topics: list[str]) -> None:
+        """For the broker's topic deletion: committed offsets of deleted topics are removed, as Kafka does."""
+        if self.coordinator.remove_topic_offsets(self.now_ms(), set(topics)):
+            self._kick()
+
+    # -- transactions (for the transaction coordinator) ----------------------------------------
+    def txn_commit_offsets(self, group_id: str, producer_id: int, member_id: str, group_instance_id: str | None,
+                           generation_id: int, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                           producer_epoch: int = -1) -> dict[tuple[str, int], int]:
+        """Accepted offsets stay pending in memory and are written at once to ``__consumer_offsets`` as a
+        transactional batch of the producer (as Kafka does), so a restart before the transaction's marker
+        brings them back pending, and the COMMIT marker applies them on the next load."""
+        out = self.coordinator.txn_commit_offsets(self.now_ms(), group_id, producer_id, member_id,
+                                                  group_instance_id, generation_id, offsets)
+        accepted = {tp: om for tp, om in offsets.items() if out.get(tp) == E.NONE}
+        if accepted and self.state is not None:
+            records = [(encode_offset_key(group_id, t, p), encode_offset_value(om)) for (t, p), om in accepted.items()]
+            try:
+                base = self._append(self.coordinator.partition_for(group_id), records,
+                                    producer_id=producer_id, producer_epoch=producer_epoch)
+                for om in accepted.values():
+                    om.record_offset = self.coordinator._record_offset(base)
+            except Exception as exc:
+                log.exception("failed to store transactional offsets of group %s", group_id)
+                group = self.coordinator.groups.get(group_id)
+                pending = group.pending_txn_offsets.get(producer_id, {}) if group is not None else {}
+                code = E.offset_write_error(exc)
+                for tp in accepted:
+                    pending.pop(tp, None)
+                    out[tp] = code
+        return out
+
+    def complete_txn(self, producer_id: int, commit: bool) -> None:
+        self.coordinator.complete_txn(self.now_ms(), producer_id, commit)
+        self._kick()
+
+
+def _fail_member(m: Member) -> None:
+    if m.join_pending is not None:
+        p, m.join_pending = m.join_pending, None
+        p.set(JoinResult(E.NOT_COORDINATOR, m.member_id))
+    if m.sync_pending is not None:
+        p2, m.sync_pending = m.sync_pending, None
+        p2.set(SyncResult(E.NOT_COORDINATOR))

@@ -1,0 +1,1 @@
+"""What every coordinator shares: settings, error codes, keys, the internal topics they keep their state in."""

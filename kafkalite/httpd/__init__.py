@@ -1,0 +1,1 @@
+"""What the small HTTP servers (console, metrics, control API) share."""

@@ -1,0 +1,1 @@
+"""The network: listeners, connections, frames, dispatch to handlers, graceful drain."""

@@ -1,0 +1,427 @@
+"""The trio server: listeners, connections, background loops, storage lifecycle.
+
+Structure (outermost first), so shutdown can unwind one layer at a time:
+
+    background nursery     group coordinator, storage housekeeping (compaction, retention, checkpoints)
+      connection nursery   one task per client connection (kafkalite.server.connection)
+        accept nursery     one accept loop per listener
+
+``serve(config, shutdown=event, task_status=...)`` opens storage in a worker thread (recovery can take a
+while), binds every listener, starts the background services and reports the bound addresses through
+``task_status.started([(host, port), ...])``. When ``shutdown`` is set it drains gracefully: stop accepting,
+wake long polls, let in-flight requests finish (closing idle connections at once) within
+``kafkalite.shutdown.drain.ms``, stop background loops, then close storage under a shielded cancel scope,
+which writes checkpoints and the ``.kafka_cleanshutdown`` marker. Being cancelled from outside skips the
+drain but still closes storage cleanly.
+
+Every background loop and accept loop runs under the broker's :class:`~kafkalite.runtime.supervisor.Supervisor`
+(``state.supervisor``): an exception is logged once with its traceback, recorded per task, and the loop is
+restarted with a backoff; it never reaches a nursery. Only a deliberate shutdown (or cancellation) ends the
+server.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import logging
+import os
+import socket as _stdsocket
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from kafkalite import faults
+from kafkalite.config.broker import BrokerConfig, ConfigError, Listener
+from kafkalite.runtime import loopwatch
+from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
+from kafkalite.startup_errors import StartupError
+from kafkalite.state import BrokerState
+
+log = logging.getLogger(__name__)
+
+_conn_ids = itertools.count(1)
+# kafkalite.metrics.LISTEN_KEY and kafkalite.console.LISTEN_KEY (not imported unless set; a test checks they agree)
+METRICS_LISTEN = "kafkalite.metrics.listen"
+CONSOLE_LISTEN = "kafkalite.console.listen"
+CONTROL_LISTEN = "kafkalite.control.listen"
+
+
+def open_state(config: BrokerConfig, metadata: Any = None) -> BrokerState:
+    """Open (and recover) storage and build the broker state. Blocking: call from a worker thread. Handler
+    modules are not imported here: each is imported when its API is first requested (handlers.registry).
+    ``metadata``: the shared metadata room of a cluster's brokers (kafkalite.cluster); None: the broker's own."""
+    from kafkalite_storage import LogManager
+
+    _descriptor_budget(config)
+    log_dir = config.log_dir
+    _prepare_log_dir(log_dir)
+    from kafkalite_storage import LogConfig
+
+    cluster_id = getattr(metadata, "cluster_id", None)
+    lm = LogManager.open(str(log_dir), LogConfig(), node_id=config.node_id, cluster_id=cluster_id)
+    try:
+        return BrokerState(config, lm, cluster_id=cluster_id, metadata=metadata)
+    except BaseException:
+        lm.close()
+        raise
+
+
+def _prepare_log_dir(log_dir: Path) -> None:
+    """Create the log dir; a path that cannot be one is a configuration error naming it (exit code 2)."""
+    if log_dir.exists() and not log_dir.is_dir():
+        raise ConfigError(f"log.dirs: {log_dir} is not a directory (choose another --data-dir)")
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        raise ConfigError(f"log.dirs: cannot create {log_dir}: permission denied") from None
+    except (FileExistsError, NotADirectoryError):
+        raise ConfigError(f"log.dirs: cannot create {log_dir}: a parent is not a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"log.dirs: cannot create {log_dir}: {exc.strerror or exc}") from None
+    if not os.access(log_dir, os.W_OK | os.X_OK):
+        raise ConfigError(f"log.dirs: {log_dir} is not writable (permission denied)")
+
+
+def _descriptor_budget(config: BrokerConfig) -> None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit and size storage's cache of open files from it."""
+    from kafkalite_storage import handles
+
+    old, soft, hard = handles.raise_nofile_limit()
+    capacity = handles.configure(config.get_int("kafkalite.storage.max.open.files", 0))
+    log.info("RLIMIT_NOFILE soft limit %d -> %d (hard %d); storage keeps at most %d files open",
+             old, soft, hard, capacity)
+
+
+async def _bind(listener: Listener) -> tuple[trio.socket.SocketType, Listener]:
+    host = listener.host or "0.0.0.0"
+    where = f"{listener} ({host}:{listener.port})" if not listener.host else str(listener)
+    try:
+        infos = await trio.socket.getaddrinfo(host, listener.port, type=_stdsocket.SOCK_STREAM,
+                                              flags=_stdsocket.AI_PASSIVE)
+    except OSError as exc:
+        raise ConfigError(f"listeners: cannot resolve the host of {where}: {exc.strerror or exc}") from None
+    family, type_, proto, _, sockaddr = infos[0]
+    sock = trio.socket.socket(family, type_, proto)
+    try:
+        sock.setsockopt(_stdsocket.SOL_SOCKET, _stdsocket.SO_REUSEADDR, 1)
+        await sock.bind(sockaddr)
+        sock.listen(511)
+    except OSError as exc:
+        sock.close()
+        hint = " (another process is listening there; choose another port)" \
+            if exc.errno == errno.EADDRINUSE else ""
+        raise StartupError(f"cannot listen on {where}: {exc.strerror or exc}{hint}") from None
+    except BaseException:
+        sock.close()
+        raise
+    bound = sock.getsockname()
+    return sock, Listener(listener.name, listener.host or str(bound[0]), int(bound[1]))
+
+
+def _advertised(config: BrokerConfig, bound: list[Listener]) -> list[Listener]:
+    explicit = {lst.name: lst for lst in config.advertised_listeners()}
+    out = []
+    for lst in bound:
+        adv = explicit.get(lst.name)
+        if adv is None:
+            host = lst.host if lst.host not in ("", "0.0.0.0", "::") else _stdsocket.gethostname()
+            adv = Listener(lst.name, host, lst.port)
+        elif adv.port == 0:
+            adv = Listener(adv.name, adv.host, lst.port)
+        out.append(adv)
+    return out
+
+
+async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listener: Listener,
+                       conn_nursery: trio.Nursery, connections: set[Connection]) -> None:
+    security = state.listener_security.get(listener.name)
+    conn_class: type[Connection] = Connection
+    if security is not None and security.tls:
+        from kafkalite.server.tls import TlsConnection
+
+        conn_class = TlsConnection
+    while True:
+        try:
+            client, _addr = await sock.accept()
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                log.error("accept failed (%s); pausing accepts briefly", exc)
+                await trio.sleep(0.1)
+                continue
+            if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
+                continue
+            raise
+        with contextlib.suppress(OSError):
+            client.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
+        # the connection drives a plain non-blocking socket with trio's wait_readable/wait_writable
+        raw = _stdsocket.socket(fileno=client.detach())
+        raw.setblocking(False)
+        if conn_class is not Connection:    # SSL / SASL_SSL: OpenSSL drives the same non-blocking socket
+            assert security is not None and security.ssl_context is not None
+            try:
+                raw = security.ssl_context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+            except OSError as exc:     # the peer is already gone
+                log.debug("TLS wrap of a new connection failed: %s", exc)
+                raw.close()
+                continue
+        conn = conn_class(state, raw, listener.name, next(_conn_ids), security)
+        connections.add(conn)
+        conn_nursery.start_soon(_run_connection, conn, connections)
+
+
+async def _run_connection(conn: Connection, connections: set[Connection]) -> None:
+    """One connection's task. A failure is that connection's alone: ``Connection.run`` closes it on any error
+    in request handling; whatever might still escape (its own cleanup) is logged here and never reaches the
+    connection nursery, which would otherwise take every other connection and the server with it."""
+    try:
+        await conn.run()
+    except Exception:
+        log.exception("%r: connection task failed; closing it", conn)
+        if conn.sock.fileno() != -1:
+            trio.lowlevel.notify_closing(conn.sock)
+            conn.sock.close()
+    finally:
+        connections.discard(conn)
+
+
+HOUSEKEEPING = (
+    # (storage method, interval setting, default ms): Kafka's schedulers for the same jobs
+    ("cleanup", "log.cleaner.backoff.ms", 15_000),            # compaction, .deleted purge, flush.ms
+    ("enforce_retention", "log.retention.check.interval.ms", 300_000),
+    ("checkpoint", "log.flush.offset.checkpoint.interval.ms", 60_000),
+)
+
+
+async def _periodic(state: BrokerState, method: str, interval_s: float) -> None:
+    """Run one storage housekeeping job every ``interval_s``, in a worker thread. A failure propagates to
+    the supervisor, which logs and records it and starts this loop again (the job runs again one interval
+    after the restart)."""
+    fn = getattr(state.logs, method, None)
+    if fn is None:
+        log.debug("storage has no %s(); not scheduled", method)
+        return
+    while True:
+        await trio.sleep(interval_s)
+        await trio.to_thread.run_sync(fn)
+
+
+async def _load_pending(state: BrokerState) -> None:
+    """After a clean start storage registers partitions without loading them (quick start); load the rest in
+    a worker thread, a slice at a time, so retention and compaction reach every log."""
+    fn = getattr(state.logs, "load_pending", None)
+    while fn is not None:
+        before = getattr(state.logs, "pending_loads", 0)
+        left = await trio.to_thread.run_sync(fn, 500)   # a failure: the supervisor logs it and retries
+        if before > left:   # logs were loaded: they live until deleted
+            from kafkalite.state import freeze_long_lived
+
+            freeze_long_lived()
+        if not left:
+            return
+        await trio.sleep(0.01)
+
+
+def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
+    state.supervisor.start_soon(nursery, "storage.load_pending", _load_pending, state)
+    for method, key, default in HOUSEKEEPING:
+        interval = max(state.config.get_int(key, default), 100) / 1000
+        state.supervisor.start_soon(nursery, f"storage.{method}", _periodic, state, method, interval)
+
+
+# Coordinators started in the background nursery when their modules exist: (module, class, state attribute).
+# Each has ``async run(task_status)`` and ``close()`` (sync, or returning an awaitable); close runs before
+# storage closes. An optional ``begin_drain()`` is called when shutdown starts (answer long polls now).
+SERVICES = (
+    ("kafkalite.coordinator.classic.service", "GroupService", "groups"),
+    ("kafkalite.coordinator.txn.service", "TransactionService", "txns"),
+    ("kafkalite.coordinator.share.service", "ShareService", "shares"),
+)
+# services with nothing to load while their state topic is absent: started on first use (see OnFirstUse)
+DEFERRABLE = {"shares": "__share_group_state"}
+
+
+class OnFirstUse:
+    """Stands in (as ``state.<attr>``) for a coordinator whose state topic did not exist at start, so there was
+    nothing to load: its modules are imported, and the service built and started, when something first uses it.
+    A broker whose clients never use share groups (KIP-932) then pays neither their import (~15 ms of start)
+    nor their memory.
+
+    The service is then in the state a service started at boot with no topic reaches once ``run`` has read
+    nothing back: loaded (``loading`` False, ``loaded`` set), its timers started in the background nursery.
+    ``run``'s own load is skipped: the service may have written its topic (synchronously, on this first use)
+    before ``run`` first runs, and replaying that would apply the records twice.
+
+    Until then: ``close``/``begin_drain`` have nothing to stop, a deleted topic has no state to drop, ListGroups
+    lists no such group and DeleteGroups finds none, without starting anything."""
+
+    def __init__(self, state: BrokerState, module: str, cls_name: str, topic: str, nursery: trio.Nursery) -> None:
+        self._spec = (state, module, cls_name, topic, nursery)
+        self._service: Any = None
+
+    def _start(self) -> Any:
+        service = self._service
+        if service is None:
+            import importlib
+
+            state, module, cls_name, topic, nursery = self._spec
+            service = getattr(importlib.import_module(module), cls_name)(state)
+            if topic not in state.topics:   # still nothing to load (else run() loads it, as at start)
+
+                async def nothing_to_load() -> None:
+                    return None
+
+                service._load = nothing_to_load
+                service.loading = False
+                service.loaded.set()
+            nursery.start_soon(service.run)
+            self._service = service
+            from kafkalite.state import freeze_long_lived
+
+            freeze_long_lived()   # its modules live as long as the process (see kafkalite.cli.serve)
+            log.debug("%s started on first use", cls_name)
+        return service
+
+    def __getattr__(self, name: str) -> Any:   # anything else: the real service
+        return getattr(self._start(), name)
+
+    def close(self) -> Any:
+        return None if self._service is None else self._service.close()
+
+    def begin_drain(self) -> None:
+        if self._service is not None:
+            self._service.begin_drain()
+
+    def on_topic_deleted(self, topic_id: Any) -> None:
+        if self._service is not None:
+            self._service.on_topic_deleted(topic_id)
+
+    def is_share_group(self, group_id: str) -> bool:
+        return self._service is not None and self._service.is_share_group(group_id)
+
+    def list_groups(self, *args: Any, **kwargs: Any) -> list[Any]:
+        return [] if self._service is None else self._service.list_groups(*args, **kwargs)
+
+
+async def _start_services(state: BrokerState, nursery: trio.Nursery) -> None:
+    import importlib
+
+    for module, cls_name, attr in SERVICES:
+        topic = DEFERRABLE.get(attr)
+        if topic is not None and topic not in state.topics:
+            setattr(state, attr, OnFirstUse(state, module, cls_name, topic, nursery))
+            continue
+        try:
+            cls = getattr(importlib.import_module(module), cls_name)
+        except (ImportError, AttributeError) as exc:
+            log.debug("no %s (%s)", cls_name, exc)
+            continue
+        service = cls(state)
+        setattr(state, attr, service)
+        await nursery.start(service.run)
+
+
+async def _close_services(state: BrokerState, closed: set[str]) -> None:
+    for _module, _cls, attr in reversed(SERVICES):
+        service = getattr(state, attr, None)
+        if service is None or attr in closed:
+            continue
+        closed.add(attr)
+        try:
+            result: Any = service.close()
+            if hasattr(result, "__await__"):
+                await result
+        except Exception:
+            log.exception("%s close failed", type(service).__name__)
+
+
+async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, metadata: Any = None,
+                attach: Any = None,
+                task_status: trio.TaskStatus[list[tuple[str, int]]] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run one broker until ``shutdown`` is set. A cluster's brokers (kafkalite.cluster) pass their shared
+    ``metadata`` room and an ``attach(state)`` callback, called once the state exists, before anything runs."""
+    shutdown = trio.Event() if shutdown is None else shutdown
+    for line in config.startup_warnings():
+        log.warning("%s", line)
+    from kafkalite.security import listeners as security
+
+    state = await trio.to_thread.run_sync(open_state, config, metadata)
+    if attach is not None:
+        attach(state)
+    try:   # TLS contexts and SASL settings per listener (reads key stores): a bad one is a config error
+        state.listener_security = security.build_all(config, state.scram)
+    except BaseException:
+        state.logs.close()
+        raise
+    connections: set[Connection] = set()
+    closed: set[str] = set()
+    sockets: list[trio.socket.SocketType] = []
+    try:
+        bound: list[Listener] = []
+        for lst in config.listeners():
+            sock, actual = await _bind(lst)
+            sockets.append(sock)
+            bound.append(actual)
+        state.listeners = bound
+        state.request_pool = RequestMemoryPool(config.get_int("queued.max.request.bytes", 256 * 1024 * 1024))
+        state.advertised_listeners = _advertised(config, bound)
+
+        state.connections = connections   # read by the metrics endpoint
+        faults.attach(state)   # state.faults: inert until a fault is set (kafkalite.faults)
+        async with trio.open_nursery() as background:
+            # the metrics endpoint, the console and the control API (off unless their address is set) are
+            # imported only then
+            state.metrics = None
+            if config.get_str(METRICS_LISTEN):
+                from kafkalite import metrics
+
+                await metrics.start(state, background)
+            if config.get_str(CONSOLE_LISTEN):
+                from kafkalite import console
+
+                await console.start(state, background)
+            if config.get_str(CONTROL_LISTEN):
+                from kafkalite import control
+
+                await control.start(state, background)
+            await _start_services(state, background)
+            _start_housekeeping(state, background)
+            loopwatch.start(state, background)
+            idle_ms = config.get_int("connections.max.idle.ms", 600_000)
+            body_ms = config.get_int("kafkalite.request.body.timeout.ms", 10_000)
+            state.supervisor.start_soon(background, "idle-connection-reaper", reap_idle, connections,
+                                        idle_ms / 1000 if idle_ms > 0 else float("inf"),
+                                        body_ms / 1000 if body_ms > 0 else float("inf"))
+            async with trio.open_nursery() as conn_nursery:
+                async with trio.open_nursery() as accept_nursery:
+                    for sock, lst in zip(sockets, bound, strict=True):
+                        state.supervisor.start_soon(accept_nursery, f"accept:{lst}", _accept_loop, state, sock,
+                                                    lst, conn_nursery, connections)
+                    log.info("kafkalite %s listening on %s (data in %s)", state.cluster_id,
+                             ", ".join(str(b) for b in bound), config.log_dir)
+                    task_status.started([(b.host, b.port) for b in bound])
+                    await shutdown.wait()
+                    accept_nursery.cancel_scope.cancel()
+                # drain: no new connections; long polls answer now; idle connections close
+                for sock in sockets:
+                    sock.close()
+                state.begin_drain()
+                for _module, _cls, attr in SERVICES:   # coordinators may answer their long polls now too
+                    drain = getattr(getattr(state, attr, None), "begin_drain", None)
+                    if drain is not None:
+                        drain()
+                for conn in list(connections):
+                    conn.request_close()
+                conn_nursery.cancel_scope.deadline = (
+                    trio.current_time() + config.get_int("kafkalite.shutdown.drain.ms") / 1000)
+            await _close_services(state, closed)
+            background.cancel_scope.cancel()
+    finally:
+        faults.detach(state)
+        for sock in sockets:
+            sock.close()
+        with trio.CancelScope(shield=True):
+            await _close_services(state, closed)
+            await trio.to_thread.run_sync(state.logs.close)
+            log.info("kafkalite stopped; storage closed cleanly")

@@ -1,0 +1,580 @@
+"""BrokerState: everything handlers share — config, the storage LogManager, topic metadata, coordinators.
+
+What several brokers of one cluster share (the topic catalog, topic and dynamic broker configs, producer-id
+allocation, partition leadership) lives in the metadata room, ``kafkalite.metadata.MetadataRoom``
+(``state.metadata``); ``state.topics``, ``topics_by_id``, ``pending_topics`` and ``dynamic_broker_configs``
+are the room's own dicts and sets, so existing readers see the shared view unchanged. What stays here is the
+broker's own: its config and node id, its listeners, its logs, its coordinators, its long-poll waiters.
+
+Topic metadata lives with the logs: each partition directory's ``partition.metadata`` holds the topic id
+(storage writes it), so the topic table is rebuilt from ``LogManager.logs()`` at startup. Two small files of
+our own sit in the metadata room's dir (a single broker's log dir) next to Kafka's (Kafka ignores plain files there): ``kafkalite-topic-configs.json``
+(per-topic config overrides, which Kafka keeps in its metadata quorum) and ``kafkalite-producer-ids`` (the
+next unallocated producer-id block, so ids stay unique across restarts).
+
+All methods run on the trio thread unless noted; none of them awaits, so a handler's check-then-mutate
+sequence is atomic. Creating and deleting partition directories is blocking work proportional to what a client
+asked for, so the admin handlers do it in worker threads (``create_topic_logs``, ``remove_topic_logs``) between
+two trio-thread steps: first the name is reserved in ``pending_topics`` (a CreateTopics for it answers
+TOPIC_ALREADY_EXISTS, Metadata LEADER_NOT_AVAILABLE, as Kafka does for a topic being created or marked for
+deletion), then the topic is published (``register_topic``) or forgotten, and the reservation released.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from kafkalite.config.broker import BrokerConfig, Listener
+from kafkalite.metadata import (  # noqa: F401 (re-exported: handlers import them from here)
+    BROKER_CONFIGS_FILE,
+    INTERNAL_TOPICS,
+    MAX_TOPIC_NAME_LENGTH,
+    PRODUCER_ID_BLOCK,
+    PRODUCER_IDS_FILE,
+    TOPIC_CONFIGS_FILE,
+    MetadataRoom,
+    TopicInfo,
+    invalid_topic_name,
+)
+from kafkalite.metadata import atomic_write as _atomic_write  # noqa: F401 (features, group_configs)
+from kafkalite.metadata import read_pid_block as _read_pid_block  # noqa: F401
+from kafkalite.runtime.supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from kafkalite.metadata.features import FeatureLevels
+    from kafkalite.metadata.group_configs import GroupConfigStore
+    from kafkalite.quotas import QuotaManager
+    from kafkalite_storage import LogConfig, LogManager, PartitionLog
+
+log = logging.getLogger(__name__)
+
+#: kafkalite.quotas.store.QUOTAS_FILE, named here so a start without quotas does not import kafkalite.quotas
+#: (kafkalite/tests/test_lazy_state.py checks the two agree)
+_QUOTAS_FILE = "kafkalite-client-quotas.json"
+
+
+# broker setting -> topic setting it provides the default for
+_BROKER_TO_TOPIC = {
+    "log.segment.bytes": "segment.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.cleanup.policy": "cleanup.policy",
+    "log.retention.bytes": "retention.bytes",
+    "message.max.bytes": "max.message.bytes",
+    "log.message.timestamp.type": "message.timestamp.type",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
+    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
+    "compression.type": "compression.type",
+    "log.flush.interval.messages": "flush.messages",
+    "log.flush.interval.ms": "flush.ms",
+    "log.roll.jitter.ms": "segment.jitter.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.segment.delete.delay.ms": "file.delete.delay.ms",
+}
+
+
+def leader_epoch(plog: Any) -> int:
+    """The leader epoch we serve a partition at: the log's latest epoch (a data dir written by Kafka carries
+    its own history in leader-epoch-checkpoint), or 0 for a log that has none."""
+    epochs = getattr(plog, "leader_epochs", None)
+    return max(epochs[-1][0], 0) if epochs else 0
+
+# broker settings AlterConfigs may change at runtime (Kafka's DynamicLogConfig: those behind topic defaults)
+DYNAMIC_BROKER_CONFIGS = frozenset(_BROKER_TO_TOPIC) | {
+    "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms", "log.roll.hours"}
+
+
+class BrokerState:
+    def __init__(self, config: BrokerConfig, logs: LogManager, *, cluster_id: str | None = None,
+                 metadata: MetadataRoom | None = None) -> None:
+        self.config = config
+        self.logs = logs
+        self.node_id = config.node_id
+        self.cluster_id: str = cluster_id or getattr(logs, "cluster_id", None) or _random_cluster_id()
+        self.log_dir = Path(config.log_dir)
+        # the shared metadata room (kafkalite.metadata): a single broker's own, in its log dir; a cluster's
+        # brokers share one. Its dicts and sets are the same objects here, so handlers read them at no cost.
+        self.metadata = MetadataRoom(self.log_dir) if metadata is None else metadata
+        self.topics: dict[str, TopicInfo] = self.metadata.topics
+        self.topics_by_id: dict[uuid.UUID, TopicInfo] = self.metadata.topics_by_id
+        self.cluster: Any = None        # kafkalite.cluster's runtime when several brokers share the room
+        self.groups: Any = None
+        self.txns: Any = None
+        self.shares: Any = None          # share groups (kafkalite.coordinator.share.service)
+        self.listeners: list[Listener] = []        # bound (actual ports)
+        self.advertised_listeners: list[Listener] = []
+        self.request_pool: Any = None   # kafkalite.server.connection.RequestMemoryPool, set by the server
+        self.supervisor = Supervisor()  # background loops run under it; .tasks holds a record per loop
+        # ACLs (kafkalite.authz): None unless authorizer.class.name is set; handlers ask it through kafkalite.authz.
+        # Without one kafkalite.authz is not even imported at start; with one, the ACL file is read now (a bad
+        # file fails the start, and the first request is checked against the saved ACLs).
+        self.authorizer: Any = None
+        if config.get_str("authorizer.class.name").strip():
+            from kafkalite import authz
+
+            self.authorizer = authz.from_config(config, config.log_dir)
+        # client quotas (kafkalite.quotas, the ``quotas`` property): a saved quota file is read now (a bad one
+        # fails the start, saved quotas apply to the first request); with none, the manager is built on first use
+        if (self.log_dir / _QUOTAS_FILE).exists():
+            self.__dict__["quotas"] = self._new_quotas()
+        # SCRAM users (AlterUserScramCredentials), kept in the data dir; each listener's security (server.py)
+        from kafkalite.security.scram_store import ScramStore, ScramStoreError
+        from kafkalite.startup_errors import StartupError
+
+        try:
+            self.scram = ScramStore(self.log_dir)
+        except ScramStoreError as exc:
+            raise StartupError(str(exc)) from None
+        self.listener_security: dict[str, Any] = {}
+        # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
+        self.dynamic_broker_configs: dict[str, dict[str, str]] = self.metadata.dynamic_broker_configs
+        self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
+        self.draining = False
+        self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
+        # names whose partition directories are being created or removed in a worker thread right now
+        self.pending_topics: set[str] = self.metadata.pending_topics
+        self.default_log_config = self._default_log_config()
+        self._load_topics()
+
+    # -- built on first use (start-up does not pay for features a broker may never be asked about) ----------
+    def _new_quotas(self) -> QuotaManager:
+        from kafkalite import quotas
+
+        return quotas.from_config(self.config, self.config.log_dir)
+
+    @cached_property
+    def quotas(self) -> QuotaManager:
+        """Client quotas (kafkalite.quotas): ``.active`` is False until a quota is configured. Built at start
+        when a quota file is saved, else on first use (the first connection)."""
+        return self._new_quotas()
+
+    @cached_property
+    def group_config_store(self) -> GroupConfigStore:
+        """Per-group config overrides (GROUP config resources, kafkalite.metadata.group_configs), persisted; read on
+        first use (an unreadable file is ignored with a warning, as it was at start)."""
+        from kafkalite.metadata.group_configs import GroupConfigStore
+
+        return GroupConfigStore(self.log_dir)
+
+    @cached_property
+    def features(self) -> FeatureLevels:
+        """Finalized feature levels (UpdateFeatures, kafkalite.metadata.features), persisted; read on first use (the
+        first ApiVersions; an unreadable file is ignored with a warning, as it was at start)."""
+        from kafkalite.metadata.features import FeatureLevels
+
+        return FeatureLevels(self.log_dir, self.config.emulate_kafka, self.node_id)
+
+    # -- addresses -----------------------------------------------------------------------------------
+    @property
+    def advertised(self) -> tuple[str, int]:
+        lst = self.advertised_for(None)
+        return lst.host, lst.port
+
+    def advertised_for(self, listener_name: str | None) -> Listener:
+        """The address clients should use, for the listener they connected through."""
+        candidates = self.advertised_listeners or self.listeners
+        if not candidates:
+            return Listener("PLAINTEXT", "127.0.0.1", 9092)
+        for lst in candidates:
+            if lst.name == listener_name:
+                return lst
+        return candidates[0]
+
+    def group_configs(self, group_id: str) -> Mapping[str, str]:
+        """A group's config overrides (consumer.* / share.*), clamped into the broker's bounds: the hook the
+        KIP-848 and share coordinators read their per-group session timeouts, lock durations etc. through."""
+        if not self.group_config_store.get(group_id):
+            return {}
+        return self.group_config_store.effective(self.effective_config(), group_id)
+
+    # -- topics --------------------------------------------------------------------------------------
+    def _merged_dynamic(self) -> dict[str, str]:
+        return self.metadata.merged_dynamic(self.node_id)
+
+    def effective_config(self, dynamic: Mapping[str, str] | None = None) -> BrokerConfig:
+        """Static settings with the dynamic ones (AlterConfigs on BROKER resources) on top."""
+        dyn = self.broker_config_overrides if dynamic is None else dynamic
+        return self.config.with_overrides(dyn) if dyn else self.config
+
+    def _default_log_config(self, config: BrokerConfig | None = None) -> LogConfig:
+        from kafkalite_storage import LogConfig
+
+        cfg = self.effective_config() if config is None else config
+        props: dict[str, str] = {}
+        for broker_key, topic_key in _BROKER_TO_TOPIC.items():
+            value = cfg.get_str(broker_key)
+            if value:
+                props[topic_key] = value
+        props["retention.ms"] = str(cfg.retention_ms())
+        props["segment.ms"] = str(cfg.roll_ms())
+        return LogConfig.from_props(props)
+
+    def check_broker_configs(self, resource: str, values: Mapping[str, str]) -> None:
+        """Raise ValueError unless ``values`` may become the dynamic settings of ``resource``."""
+        from kafkalite_storage import LogConfig
+
+        trial = dict(self.dynamic_broker_configs)
+        trial[resource] = dict(values)
+        merged = self.metadata.merged_dynamic(self.node_id, trial)
+        default = self._default_log_config(self.effective_config(merged))
+        for info in self.topics.values():
+            LogConfig.from_props(dict(info.config), base=default)
+
+    def set_broker_configs(self, resource: str, values: Mapping[str, str]) -> None:
+        """Replace the dynamic settings of ``resource`` ("" or our node id): new topic defaults reach every
+        log at once and persist across restarts. Callers check first (``check_broker_configs``)."""
+        self.check_broker_configs(resource, values)
+        if values:
+            self.dynamic_broker_configs[resource] = dict(values)
+        else:
+            self.dynamic_broker_configs.pop(resource, None)
+        for state in self._room_states():
+            state.refresh_dynamic_configs()
+        self.metadata.write_broker_configs()
+
+    def refresh_dynamic_configs(self) -> None:
+        """The shared dynamic settings changed: recompute this broker's view and its logs' configs."""
+        self.broker_config_overrides = self._merged_dynamic()
+        self.default_log_config = self._default_log_config()
+        for (topic, _p), plog in self._loaded_logs():   # logs loaded later take config_for's
+            info = self.topics.get(topic)
+            if info is not None:
+                plog.update_config(self.log_config_for(info.config))
+
+    def _room_states(self) -> list[BrokerState]:
+        """Every running broker sharing this metadata room (just this one without a cluster)."""
+        return [self] if self.cluster is None else self.cluster.running_states()
+
+    def log_config_for(self, overrides: Mapping[str, str]) -> LogConfig:
+        from kafkalite_storage import LogConfig
+
+        return LogConfig.from_props(dict(overrides), base=self.default_log_config)
+
+    def _load_topics(self) -> None:
+        saved = self.metadata.saved_topic_configs()
+        counts: dict[str, int] = {}
+        ids: dict[str, uuid.UUID] = {}
+        partitions = getattr(self.logs, "partitions", None)
+        if partitions is not None:   # storage loads logs lazily: names from directories, ids from one each
+            for topic, partition in partitions():
+                counts[topic] = max(counts.get(topic, 0), partition + 1)
+            for topic, n in counts.items():
+                for p in range(n):
+                    tid = self.logs.topic_id_of(topic, p)
+                    if tid is not None and tid != uuid.UUID(int=0):
+                        ids[topic] = tid
+                        break
+        for (topic, partition), plog in self._loaded_logs():
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+            tid = getattr(plog, "topic_id", None)
+            if tid is not None and tid != uuid.UUID(int=0):
+                ids[topic] = tid
+        for topic, n in counts.items():
+            known = self.topics.get(topic)   # another broker of the room loaded it first
+            if known is not None:
+                known.partitions = max(known.partitions, n)
+                continue
+            if self.metadata.catalog_complete:   # a broker rejoining: a topic deleted meanwhile stays deleted
+                continue
+            info = TopicInfo(topic, ids.get(topic) or uuid.uuid4(), n, dict(saved.get(topic, {})),
+                             internal=topic in INTERNAL_TOPICS)
+            self.metadata.add_topic(info)
+        for (topic, _p), plog in self._loaded_logs():   # (lazily loaded logs: loaded after a clean stop only)
+            if getattr(plog, "topic_id", 0) is None:   # partition.metadata was missing or damaged: rewrite it
+                try:
+                    plog.set_topic_id(self.topics[topic].topic_id)
+                except OSError as exc:
+                    log.warning("could not rewrite partition.metadata of %s: %s", plog, exc)
+        # storage opened every log with bare defaults: give each its topic's effective config again
+        effective: dict[str, LogConfig] = {}
+
+        def config_for(topic: str) -> LogConfig:
+            if topic not in effective:
+                info = self.topics.get(topic)
+                try:
+                    effective[topic] = self.log_config_for(info.config if info is not None else {})
+                except ValueError as exc:
+                    log.warning("ignoring invalid saved configs of topic %s: %s", topic, exc)
+                    effective[topic] = self.default_log_config
+            return effective[topic]
+
+        for (topic, _p), plog in self._loaded_logs():
+            plog.update_config(config_for(topic))
+
+        def current_config_for(topic: str) -> LogConfig:   # for logs storage loads later (lazily)
+            info = self.topics.get(topic)
+            try:
+                return self.log_config_for(info.config if info is not None else {})
+            except ValueError:
+                return self.default_log_config
+
+        if hasattr(self.logs, "config_for"):
+            self.logs.config_for = current_config_for
+
+    def leader_epoch_of(self, topic: str, partition: int) -> int:
+        """The epoch we serve a partition at (see ``leader_epoch``), without loading a lazily opened log."""
+        fn = getattr(self.logs, "leader_epoch_of", None)
+        if fn is None:
+            return leader_epoch(self.logs.get_log(topic, partition))
+        return max(int(fn(topic, partition)), 0)
+
+    async def ensure_loaded(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Load, in a worker thread, those partitions storage registered at start but has not loaded yet
+        (after a clean start logs load on first use; a request naming thousands must not load them on the
+        event loop)."""
+        unloaded = getattr(self.logs, "unloaded", None)
+        if unloaded is None:
+            return
+        pending = unloaded(list(keys))
+        if pending:
+            await trio.to_thread.run_sync(self.logs.load, pending)
+            if len(pending) > 100:
+                freeze_long_lived()
+
+    def _loaded_logs(self) -> Any:
+        loaded = getattr(self.logs, "loaded_logs", None)
+        return loaded() if loaded is not None else self.logs.logs()
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self.logs.get_log(topic, partition)
+
+    def leads(self, topic: str, partition: int) -> bool:
+        """Whether this broker leads the partition (always, without a cluster)."""
+        return self.cluster is None or self.cluster.leads(self.node_id, topic, partition)
+
+    def create_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None, *,
+                     topic_id: uuid.UUID | None = None) -> TopicInfo:
+        """Create a topic and its partition logs (callers validate first). Raises ValueError on bad config,
+        StorageError when a partition cannot be created (then none of this topic's logs is left)."""
+        overrides = {k: str(v) for k, v in (config or {}).items() if v is not None}
+        tid = topic_id or uuid.uuid4()
+        self.create_topic_logs(name, partitions, overrides, tid)
+        return self.register_topic(name, partitions, overrides, tid)
+
+    def create_topic_logs(self, name: str, partitions: int, overrides: Mapping[str, str], topic_id: uuid.UUID,
+                          start: int = 0) -> None:
+        """Create partition logs ``start..partitions-1`` (blocking; safe in a worker thread while the name
+        is reserved). All or nothing: if one fails, the ones made here are removed and the error raised.
+        In a cluster every replica broker gets the log (``kafkalite.cluster``)."""
+        if self.cluster is not None:
+            self.cluster.create_topic_logs(self, name, partitions, overrides, topic_id, start)
+            return
+        log_config = self.log_config_for(overrides)
+        made: list[int] = []
+        try:
+            for p in range(start, partitions):
+                self.logs.create_log(name, p, topic_id, log_config)
+                made.append(p)
+        except BaseException:
+            for p in made:
+                try:
+                    self.logs.delete_log(name, p)
+                except Exception:
+                    log.exception("could not remove partition %s-%d after a failed creation", name, p)
+            raise
+
+    def register_topic(self, name: str, partitions: int, overrides: Mapping[str, str], topic_id: uuid.UUID, *,
+                       write_configs: bool = True) -> TopicInfo:
+        """Publish a topic whose logs exist (trio thread)."""
+        info = self.metadata.add_topic(
+            TopicInfo(name, topic_id, partitions, dict(overrides), internal=name in INTERNAL_TOPICS))
+        if self.cluster is not None:   # replicas, ISR and leaders of its partitions
+            self.cluster.register_partitions(self, name, partitions)
+        if overrides and write_configs:
+            self._write_topic_configs()
+        log.info("created topic %s (%d partitions, id %s)", name, partitions, info.topic_id)
+        return info
+
+    def ensure_topic(self, name: str, partitions: int | None = None,
+                     config: Mapping[str, str] | None = None) -> TopicInfo:
+        """The topic, created with the defaults if it does not exist (internal topics use this too)."""
+        info = self.topics.get(name)
+        if info is None:
+            info = self.create_topic(name, partitions or self.config.num_partitions, config)
+        return info
+
+    def add_partitions(self, name: str, total: int) -> None:
+        info = self.topics[name]
+        old = info.partitions
+        self.create_topic_logs(name, total, info.config, info.topic_id, old)
+        info.partitions = total
+        if self.cluster is not None:
+            self.cluster.register_partitions(self, name, total, old)
+
+    def delete_topic(self, name: str) -> None:
+        for plog in self.unregister_topic(name):
+            self.logs.remove_detached(plog)
+
+    def unregister_topic(self, name: str, *, write_configs: bool = True) -> list[Any]:
+        """Forget a topic (trio thread): wake its long polls, drop its committed offsets, and return its
+        logs, detached from storage, for ``remove_topic_logs`` (blocking) to delete."""
+        info = self.forget_topic(name)
+        return self.detach_topics([name], write_configs=write_configs and bool(info.config))[name]
+
+    def forget_topic(self, name: str) -> TopicInfo:
+        """The first half of ``unregister_topic``: the topic is unknown from now on (its long polls woken);
+        its logs stay in storage until ``detach_topics``. A deletion of many topics forgets them one by one
+        in slices and detaches them all at once."""
+        info = self.metadata.remove_topic(name)
+        for p in range(info.partitions):
+            self.notify_append(name, p)
+        if getattr(self, "shares", None) is not None:
+            self.shares.on_topic_deleted(info.topic_id)   # share groups' delivery state goes with the topic
+        log.info("deleted topic %s", name)
+        return info
+
+    def detach_topics(self, names: list[str], *, write_configs: bool = True) -> dict[str, list[Any]]:
+        """The second half: take the forgotten topics' logs out of storage (one pass over the partitions),
+        drop their committed offsets (as Kafka does), and persist the topic configs."""
+        detach = getattr(self.logs, "detach_topics", None)
+        if detach is not None:
+            out: dict[str, list[Any]] = detach(names)
+            if self.cluster is not None:   # the other brokers' replicas
+                self.cluster.detach_elsewhere(self, names)
+        else:
+            out = {}
+            for name in names:
+                self.logs.delete_topic(name)
+                out[name] = []
+        groups = getattr(self, "groups", None)
+        if groups is not None and hasattr(groups, "on_topics_deleted"):
+            groups.on_topics_deleted(list(names))
+        if write_configs:
+            self._write_topic_configs()
+        return out
+
+    def remove_topic_logs(self, plogs: list[Any]) -> None:
+        """Delete detached partition directories (blocking: a worker thread)."""
+        for plog in plogs:
+            self.logs.remove_detached(plog)
+
+    def set_topic_config(self, name: str, overrides: Mapping[str, str]) -> None:
+        """Replace a topic's overrides (AlterConfigs semantics); applies to its logs if storage allows."""
+        info = self.topics[name]
+        log_config = self.log_config_for(overrides)
+        info.config = dict(overrides)
+        for state in self._room_states():
+            for p in range(info.partitions):
+                plog = state.logs.get_log(name, p)
+                setter = getattr(plog, "update_config", None)
+                if setter is not None:
+                    setter(log_config)
+        self._write_topic_configs()
+
+    def _write_topic_configs(self) -> None:
+        self.metadata.write_topic_configs()
+
+    # -- producer ids ----------------------------------------------------------------------------------
+    def allocate_producer_id(self) -> int:
+        """A producer id never handed out before (the metadata room reserves them in persisted blocks; see
+        ``MetadataRoom.allocate_producer_id``). Raises OSError when the next block cannot be persisted."""
+        return self.metadata.allocate_producer_id(self._producer_ids_in_use)
+
+    def _producer_ids_in_use(self) -> int:
+        """One past the highest producer id in any partition's producer state or transactional id."""
+        top = -1
+        for _k, plog in self.logs.logs():
+            producers = getattr(getattr(plog, "producer_state", None), "producers", None)
+            if producers:
+                top = max(top, max(producers))
+        coordinator = getattr(self.txns, "coordinator", None)
+        for meta in getattr(coordinator, "txns", {}).values():
+            top = max(top, meta.producer_id, meta.last_producer_id)
+        return top + 1
+
+    # -- append notification (Fetch long polls) ------------------------------------------------------
+    def notify_append(self, topic: str, partition: int) -> None:
+        if self.cluster is not None:   # the high watermark may move (kafkalite.cluster)
+            self.cluster.appended(self, topic, partition)
+        waiters = self._waiters.pop((topic, partition), None)
+        if waiters:
+            for ev in waiters:
+                ev.set()
+
+    def wake(self, topic: str, partition: int) -> None:
+        """Wake the long polls on one partition (leadership or high watermark changed)."""
+        waiters = self._waiters.pop((topic, partition), None)
+        if waiters:
+            for ev in waiters:
+                ev.set()
+
+    def append_waiter(self, keys: Iterable[tuple[str, int]]) -> trio.Event:
+        """One event set by the next append to any of ``keys`` (or by shutdown). Call ``drop_waiter`` after."""
+        ev = trio.Event()
+        if self.draining:
+            ev.set()
+            return ev
+        for key in keys:
+            self._waiters.setdefault(key, set()).add(ev)
+        return ev
+
+    def drop_waiter(self, keys: Iterable[tuple[str, int]], ev: trio.Event) -> None:
+        for key in keys:
+            waiters = self._waiters.get(key)
+            if waiters is not None:
+                waiters.discard(ev)
+                if not waiters:
+                    del self._waiters[key]
+
+    def partition_event(self, topic: str, partition: int) -> trio.Event:
+        """An event set by the next append to one partition (INTERFACES.md)."""
+        return self.append_waiter([(topic, partition)])
+
+    def begin_drain(self) -> None:
+        """Shutdown: wake every long poll so it answers now with what it has."""
+        self.draining = True
+        waiters, self._waiters = self._waiters, {}
+        for evs in waiters.values():
+            for ev in evs:
+                ev.set()
+
+
+_FREEZE = False   # only a broker that owns its process freezes the collector's view (see allow_gc_freeze)
+
+
+#: the GIL switch interval of a process that is the broker's own (CPython's default: 5 ms)
+OWN_PROCESS_SWITCH_INTERVAL = 0.001
+
+
+def allow_gc_freeze() -> None:
+    """Called by ``kafkalite serve``: the process is the broker's, so :func:`freeze_long_lived` may act. An
+    embedded broker (``kafkalite.Broker``) shares its host's process and never freezes the host's objects
+    (frozen objects are never collected, cycles included).
+
+    The process's GIL switch interval also becomes ``OWN_PROCESS_SWITCH_INTERVAL``: a worker thread running
+    Python code (logs loading lazily after a restart, topic creation, validation of a large batch) keeps the
+    GIL for the whole interval while the event loop, which gives it up at every syscall, waits that long to
+    get it back each time (a convoy: with logs loading at 20,000 partitions the loop stalled 100-290 ms, idle
+    in epoll as the stack samples showed). Without contention the interval costs nothing. An embedded broker
+    leaves its host's interval alone (kafkalite.runtime.gcpolicy lowers it only while a bulk request is in flight)."""
+    import sys
+
+    global _FREEZE
+    _FREEZE = True
+    sys.setswitchinterval(min(sys.getswitchinterval(), OWN_PROCESS_SWITCH_INTERVAL))
+
+
+def freeze_long_lived() -> None:
+    """Move everything allocated so far out of the cyclic collector's reach (gc.freeze), after creating or
+    loading many partition logs: they live until deleted, and a full collection that walks millions of such
+    objects holds the GIL (so the event loop) for seconds. The CLI does the same once after startup. A no-op
+    unless :func:`allow_gc_freeze` was called."""
+    if _FREEZE:
+        import gc
+
+        gc.freeze()
+
+
+def _random_cluster_id() -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

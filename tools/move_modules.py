@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Moves modules of ``kafkalite/`` to their rooms and rewrites every reference to them. Idempotent.
+
+The move table (``MOVES``, old dotted name -> new dotted name) is the record of the house reorganisation of
+2026-11-27 (issue #23): which loose module went to which room. The script
+
+1. ``git mv``-s each old file that still exists to its new place (history is kept), creating the room's
+   ``__init__.py`` with a one-line docstring when the room is new;
+2. rewrites every tracked text file, so code written against the old names (a branch started before the move)
+   can be brought over by running it again:
+
+   - ``from kafkalite.config import X`` / ``import kafkalite.server as s`` / ``kafkalite.connection.Connection``
+     in code, strings and prose: a dotted name whose longest known prefix is an *old* module is renamed;
+     one whose longest known prefix is a *new* module (``kafkalite.config.defs``) is left alone, which is what
+     makes a second run change nothing even where an old name became a package (``kafkalite.config``);
+   - ``from kafkalite import server`` -> ``from kafkalite.server import serve as server`` (and the same for any
+     package: ``from kafkalite.coordinator import service``), splitting a multi-name import where needed;
+   - file paths in prose (``kafkalite/config_defs.py`` -> ``kafkalite/config/defs.py``).
+
+    python tools/move_modules.py            # move what is left, rewrite, list what changed
+    python tools/move_modules.py --check    # change nothing; exit 1 (listing the files) if anything is left
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: old module -> new module. A package's ``__init__`` moves as the package name (``kafkalite.replicas``).
+MOVES: dict[str, str] = {
+    # settings: names, types, defaults, validation, how DescribeConfigs shows them
+    "kafkalite.config": "kafkalite.config.broker",
+    "kafkalite.config_defs": "kafkalite.config.defs",
+    "kafkalite.kafka_broker_configs": "kafkalite.config.kafka39",
+    "kafkalite.topic_configs": "kafkalite.config.describe",
+    "kafkalite.broker_describe": "kafkalite.config.broker_describe",
+    "kafkalite.versions": "kafkalite.config.releases",
+    # what every broker of a cluster shares (Kafka's metadata log)
+    "kafkalite.features": "kafkalite.metadata.features",
+    "kafkalite.group_configs": "kafkalite.metadata.group_configs",
+    "kafkalite.cluster.placement": "kafkalite.metadata.partitions",
+    # process and event-loop hygiene
+    "kafkalite.supervisor": "kafkalite.runtime.supervisor",
+    "kafkalite.loopthread": "kafkalite.runtime.loopthread",
+    "kafkalite.loopwatch": "kafkalite.runtime.loopwatch",
+    "kafkalite.slices": "kafkalite.runtime.slices",
+    "kafkalite.bulk": "kafkalite.runtime.gcpolicy",
+    "kafkalite.malloc_tuning": "kafkalite.runtime.malloc",
+    # the network: sockets, frames, dispatch, drain
+    "kafkalite.server": "kafkalite.server.serve",
+    "kafkalite.connection": "kafkalite.server.connection",
+    "kafkalite.request_memory": "kafkalite.server.request_memory",
+    "kafkalite.security.tls": "kafkalite.server.tls",
+    # what the small HTTP servers share
+    "kafkalite.httpserve": "kafkalite.httpd.server",
+    # one file per Kafka API, and what they share
+    "kafkalite.error_response": "kafkalite.handlers.error_response",
+    "kafkalite.admin_limits": "kafkalite.handlers.limits",
+    # this broker's own state
+    "kafkalite.replicas": "kafkalite.state.placement",
+    # groups and transactions
+    "kafkalite.groupview": "kafkalite.coordinator.views",
+    "kafkalite.coordinator.coordinator": "kafkalite.coordinator.classic.coordinator",
+    "kafkalite.coordinator.group": "kafkalite.coordinator.classic.group",
+    "kafkalite.coordinator.offsets": "kafkalite.coordinator.classic.offsets",
+    "kafkalite.coordinator.loader": "kafkalite.coordinator.classic.loader",
+    "kafkalite.coordinator.records": "kafkalite.coordinator.classic.records",
+    "kafkalite.coordinator.service": "kafkalite.coordinator.classic.service",
+    "kafkalite.coordinator.config": "kafkalite.coordinator.common.config",
+    "kafkalite.coordinator.errors": "kafkalite.coordinator.common.errors",
+    "kafkalite.coordinator.keys": "kafkalite.coordinator.common.keys",
+    "kafkalite.coordinator.internal_topics": "kafkalite.coordinator.common.internal_topics",
+    "kafkalite.coordinator.txn_coordinator": "kafkalite.coordinator.txn.coordinator",
+    "kafkalite.coordinator.txn_records": "kafkalite.coordinator.txn.records",
+    "kafkalite.coordinator.transactions": "kafkalite.coordinator.txn.service",
+    "kafkalite.coordinator.consumer.classic": "kafkalite.coordinator.consumer.classic_members",
+    # every `kafkalite <command>`
+    "kafkalite.security.certs": "kafkalite.cli.certs",
+    "kafkalite.faults.cli": "kafkalite.cli.fault",
+    # the synchronous client on the project's codec
+    "kafkalite.tools.wireclient": "kafkalite.client.wire",
+    "kafkalite.tools.shareadmin": "kafkalite.client.shareadmin",
+}
+
+#: a docstring for each room the moves create
+ROOMS: dict[str, str] = {
+    "kafkalite.config": "Settings: names, types, defaults, validation, and how DescribeConfigs shows them.",
+    "kafkalite.runtime": "Process and event-loop hygiene (supervision, loop threads, stall probes, GC and malloc "
+                         "policy); no Kafka semantics.",
+    "kafkalite.server": "The network: listeners, connections, frames, dispatch to handlers, graceful drain.",
+    "kafkalite.httpd": "What the small HTTP servers (console, metrics, control API) share.",
+    "kafkalite.coordinator.classic": "Kafka's classic consumer-group protocol and committed offsets: a pure "
+                                     "state machine (``coordinator``) and its trio service.",
+    "kafkalite.coordinator.common": "What every coordinator shares: settings, error codes, keys, the internal "
+                                    "topics they keep their state in.",
+    "kafkalite.coordinator.txn": "The transaction coordinator: a pure state machine, its "
+                                 "``__transaction_state`` records, and its trio service.",
+    "kafkalite.client": "A small synchronous Kafka client on the project's own codec (tools and tests use it).",
+}
+
+SKIP = {"tools/move_modules.py", "tools/rename_packages.py", "kafkalite/tests/test_rename_packages.py"}
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".txt", ".sh", ".yml", ".yaml", ".rst", ".js", ".java"}
+TEXT_NAMES = {"Makefile", "Dockerfile", "run"}
+
+
+def _path_of(module: str, package: bool) -> Path:
+    parts = module.split(".")
+    return ROOT.joinpath(*parts, "__init__.py") if package else ROOT.joinpath(*parts[:-1], parts[-1] + ".py")
+
+
+#: old modules that were packages (their ``__init__.py`` moves to a plain module)
+_PACKAGE_MOVES = {"kafkalite.replicas"}
+
+
+def _file_rel(module: str, package: bool) -> str:
+    return str(_path_of(module, package).relative_to(ROOT))
+
+
+def _new_modules() -> set[str]:
+    """Every module and package name the new layout has (the targets plus their parent packages)."""
+    names: set[str] = set()
+    for new in MOVES.values():
+        parts = new.split(".")
+        for i in range(1, len(parts) + 1):
+            names.add(".".join(parts[:i]))
+    return names
+
+
+NEW = _new_modules()
+# a dotted kafkalite name, not preceded by a word character, '.', '/' or '-'
+_DOTTED = re.compile(r"(?<![\w./-])kafkalite(?:\.[A-Za-z_]\w*)+")
+_FILE_PATHS = {
+    _file_rel(old, old in _PACKAGE_MOVES): _file_rel(new, False)
+    for old, new in MOVES.items()
+}
+#: modules that keep their name but become a package (their file moves into the package's ``__init__.py``)
+BECOME_PACKAGES = ("kafkalite.state",)
+_FILE_PATHS.update({_file_rel(m, False): _file_rel(m, True) for m in BECOME_PACKAGES})
+_PATH_RE = re.compile(r"(?<![\w./-])(" + "|".join(re.escape(p) for p in sorted(_FILE_PATHS, key=len,
+                                                                                      reverse=True)) + r")(?![\w/])")
+
+
+def rename(dotted: str) -> str:
+    """The new name of a dotted reference (a module, or an attribute of one), or the same name."""
+    parts = dotted.split(".")
+    old_len = new_len = 0
+    for i in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        if prefix in MOVES:
+            old_len = i
+        if prefix in NEW:
+            new_len = i
+    if old_len == 0 or new_len > old_len:
+        return dotted
+    head = ".".join(parts[:old_len])
+    return ".".join([MOVES[head], *parts[old_len:]])
+
+
+def rewrite_text(text: str) -> str:
+    text = _DOTTED.sub(lambda m: rename(m.group(0)), text)
+    return _PATH_RE.sub(lambda m: _FILE_PATHS[m.group(1)], text)
+
+
+def _from_imports(src: str) -> list[tuple[int, int, str]]:
+    """(first line, last line, text) of every ``from kafkalite... import`` statement, rewritten. These lines are
+    kept from the plain-text rule: in ``from kafkalite.server import connection`` the package ``kafkalite.server``
+    is new, while in ``from kafkalite.server import serve`` (before the move) it is the old module."""
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return []
+    lines = src.splitlines(keepends=True)
+    out_edits = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+            continue
+        if not (node.module == "kafkalite" or node.module.startswith("kafkalite.")):
+            continue
+        if all(f"{node.module}.{a.name}" in NEW for a in node.names):
+            module = node.module   # submodules of a package of the new layout
+        else:
+            module = rename(node.module)
+        indent = re.match(r"[ \t]*", lines[node.lineno - 1]).group(0)
+        moved = [a for a in node.names if f"{module}.{a.name}" in MOVES]
+        rest = [a for a in node.names if a not in moved]
+        out = []
+        if rest:
+            if module == node.module and not moved:
+                text = "".join(lines[node.lineno - 1:node.end_lineno])
+                out_edits.append((node.lineno, node.end_lineno, text))
+                continue
+            names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in rest)
+            out.append(f"{indent}from {module} import {names}")
+        for a in moved:
+            parent, leaf = MOVES[f"{module}.{a.name}"].rsplit(".", 1)
+            bound = a.asname or a.name
+            out.append(f"{indent}from {parent} import {leaf}" + (f" as {bound}" if bound != leaf else ""))
+        tail = lines[node.end_lineno - 1][node.end_col_offset:]
+        out_edits.append((node.lineno, node.end_lineno, "\n".join(out) + tail))
+    return out_edits
+
+
+def rewrite_python(src: str) -> str:
+    imports = sorted(_from_imports(src))
+    lines = src.splitlines(keepends=True)
+    out: list[str] = []
+    pos = 0   # next line index (0-based) not yet emitted
+    for first, last, text in imports:
+        if first - 1 < pos:
+            continue   # nested in one already handled (cannot happen for imports, but stay safe)
+        out.append(rewrite_text("".join(lines[pos:first - 1])))
+        out.append(text if text.endswith("\n") or last == len(lines) else text + "\n")
+        pos = last
+    out.append(rewrite_text("".join(lines[pos:])))
+    return "".join(out)
+
+
+def rewrite_file(rel: str, text: str) -> str:
+    return rewrite_python(text) if rel.endswith(".py") else rewrite_text(text)
+
+
+def tracked_files() -> list[str]:
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    files = []
+    for rel in out.decode().split("\0"):
+        p = ROOT / rel
+        if not rel or rel in SKIP or p.is_symlink() or not p.is_file():
+            continue
+        if p.suffix in TEXT_SUFFIXES or p.name in TEXT_NAMES:
+            files.append(rel)
+    return files
+
+
+def pending_moves() -> list[tuple[Path, Path]]:
+    """(old file, new file) for each move not yet made."""
+    todo = [(_path_of(m, False), _path_of(m, True)) for m in BECOME_PACKAGES if _path_of(m, False).exists()]
+    for old, new in MOVES.items():
+        src = _path_of(old, old in _PACKAGE_MOVES)
+        dst = _path_of(new, False)
+        if src.exists() and not dst.exists():
+            todo.append((src, dst))
+    return todo
+
+
+def make_moves(todo: list[tuple[Path, Path]]) -> None:
+    for src, dst in todo:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        init = dst.parent / "__init__.py"
+        if not init.exists() and init != dst:
+            pkg = ".".join(dst.parent.relative_to(ROOT).parts)
+            init.write_text(f'"""{ROOMS.get(pkg, pkg)}"""\n', encoding="utf-8")
+            subprocess.run(["git", "add", str(init)], cwd=ROOT, check=True)
+        subprocess.run(["git", "mv", str(src), str(dst)], cwd=ROOT, check=True)
+        print(f"moved {src.relative_to(ROOT)} -> {dst.relative_to(ROOT)}")
+    # a package whose __init__ moved away and that is left with nothing else
+    for old in _PACKAGE_MOVES:
+        d = ROOT.joinpath(*old.split("."))
+        if d.is_dir() and not any(p for p in d.iterdir() if p.name != "__pycache__"):
+            shutil.rmtree(d)
+
+
+def _sort_imports(files: list[str]) -> None:
+    ruff = Path(sys.executable).with_name("ruff")
+    cmd = [str(ruff)] if ruff.exists() else [sys.executable, "-m", "ruff"]
+    subprocess.run([*cmd, "check", "--select", "I001", "--fix", "--force-exclude", "--quiet", *files], cwd=ROOT,
+                   capture_output=True, text=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
+    args = ap.parse_args(argv)
+    todo = pending_moves()
+    if args.check:
+        for src, dst in todo:
+            print(f"would move {src.relative_to(ROOT)} -> {dst.relative_to(ROOT)}")
+    else:
+        make_moves(todo)
+    changed = []
+    for rel in tracked_files():
+        path = ROOT / rel
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        new = rewrite_file(rel, text) if "kafkalite" in text else text
+        if new != text:
+            changed.append(rel)
+            if not args.check:
+                path.write_text(new, encoding="utf-8")
+    py = [rel for rel in changed if rel.endswith(".py")]
+    if py and not args.check:
+        _sort_imports(py)
+    for rel in changed:
+        print(("would rewrite " if args.check else "rewrote ") + rel)
+    if not args.check:
+        print(f"{len(todo)} files moved, {len(changed)} files rewritten")
+    return 1 if (args.check and (changed or todo)) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
