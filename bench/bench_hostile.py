@@ -67,7 +67,7 @@ def serve_child(data_dir: str) -> None:
 
     from kafkalite.config.broker import BrokerConfig
     from kafkalite.runtime import loopwatch
-    from kafkalite.server import serve
+    from kafkalite.server.serve import serve
 
     logging.basicConfig(level=logging.WARNING, format="broker %(levelname)s %(name)s: %(message)s")
     config = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir})

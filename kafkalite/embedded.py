@@ -95,7 +95,7 @@ class Broker(LoopOwner):
     async def _serve(self, shutdown: Any, ready: Callable[[], None]) -> None:
         import trio
 
-        from kafkalite.server import serve
+        from kafkalite.server.serve import serve
 
         async with trio.open_nursery() as nursery:
             addrs = await nursery.start(

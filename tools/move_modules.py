@@ -88,6 +88,11 @@ MOVES: dict[str, str] = {
     "kafkalite.tools.shareadmin": "kafkalite.client.shareadmin",
 }
 
+#: names that were attributes of an old module and are now also a submodule of the package of that name:
+#: ``from kafkalite.server import serve`` meant the function; it is written ``from kafkalite.server.serve import
+#: serve`` now
+OLD_ATTRS: dict[str, set[str]] = {"kafkalite.server": {"serve"}}
+
 #: a docstring for each room the moves create
 ROOMS: dict[str, str] = {
     "kafkalite.config": "Settings: names, types, defaults, validation, and how DescribeConfigs shows them.",
@@ -182,7 +187,8 @@ def _from_imports(src: str) -> list[tuple[int, int, str]]:
             continue
         if not (node.module == "kafkalite" or node.module.startswith("kafkalite.")):
             continue
-        if all(f"{node.module}.{a.name}" in NEW for a in node.names):
+        if all(f"{node.module}.{a.name}" in NEW and a.name not in OLD_ATTRS.get(node.module, ())
+               for a in node.names):
             module = node.module   # submodules of a package of the new layout
         else:
             module = rename(node.module)

@@ -180,7 +180,7 @@ class ClusterRuntime:
         await self._broker_up(node)
 
     async def _run_node(self, node: Node, ready: trio.Event) -> None:
-        from kafkalite.server import serve
+        from kafkalite.server.serve import serve
         from kafkalite.startup_errors import describe
 
         config = node.config
