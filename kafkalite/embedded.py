@@ -6,7 +6,7 @@
 The server runs on its own trio loop in a daemon thread, bound to 127.0.0.1 on a free port, with a temporary
 data directory (deleted on stop) unless ``data_dir`` is given. ``start()`` returns once clients can connect;
 ``stop()`` drains and closes storage cleanly (the clean-shutdown marker is written), and is idempotent.
-A bad setting raises :class:`kafkalite.config.broker.ConfigError` from the constructor; a broker that cannot start
+A bad setting raises :class:`kafkalite.errors.ConfigError` from the constructor; a broker that cannot start
 (address in use, data dir held by another broker, ...) raises :class:`BrokerStartError` from ``start()``
 with the one-line cause, after removing the temporary data directory it created.
 """
@@ -27,7 +27,7 @@ class BrokerStartError(RuntimeError):
 
 
 def _one_line(exc: BaseException) -> str:
-    from kafkalite.startup_errors import describe
+    from kafkalite.errors import describe
 
     known = describe(exc)
     if known is not None:

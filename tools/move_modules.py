@@ -83,6 +83,8 @@ MOVES: dict[str, str] = {
     # every `kafkalite <command>`
     "kafkalite.security.certs": "kafkalite.cli.certs",
     "kafkalite.faults.cli": "kafkalite.cli.fault",
+    # merged into the leaf of the imports (StartupError, describe)
+    "kafkalite.startup_errors": "kafkalite.errors",
     # the synchronous client on the project's codec
     "kafkalite.tools.wireclient": "kafkalite.client.wire",
     "kafkalite.tools.shareadmin": "kafkalite.client.shareadmin",

@@ -277,7 +277,7 @@ class Authorizer:
 
 def from_config(config: object, data_dir: Path | str | None) -> Authorizer | None:
     """The broker's authorizer, or None when ``authorizer.class.name`` is empty (no authorization at all)."""
-    from kafkalite.config.broker import ConfigError
+    from kafkalite.errors import ConfigError
 
     get = config.get_str  # type: ignore[attr-defined]
     cls = get("authorizer.class.name").strip()
@@ -291,6 +291,6 @@ def from_config(config: object, data_dir: Path | str | None) -> Authorizer | Non
     try:
         return Authorizer(data_dir, super_users=supers, allow_if_no_acls=allow)
     except RuntimeError as exc:
-        from kafkalite.startup_errors import StartupError
+        from kafkalite.errors import StartupError
 
         raise StartupError(str(exc)) from exc

@@ -19,8 +19,9 @@ import signal
 import sys
 from typing import Any
 
-from kafkalite.config.broker import BrokerConfig, ConfigError, parse_overrides
+from kafkalite.config.broker import BrokerConfig, parse_overrides
 from kafkalite.config.releases import RELEASES
+from kafkalite.errors import ConfigError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -134,7 +135,7 @@ def _fail(code: int, message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Exit codes: 0 after a clean shutdown, 2 for a usage or configuration error, 1 when the broker could
     not run (address in use, data dir held by another broker, ...); each failure is one line on stderr."""
-    from kafkalite.startup_errors import USAGE, describe
+    from kafkalite.errors import USAGE, describe
 
     level = str(args.log_level).upper()
     if level == "WARN":

@@ -141,7 +141,7 @@ class ClusterRuntime:
                 if node.state is not None and getattr(node.state, "faults", None) is not None}
 
     async def _serve_control(self, control: Any, nursery: trio.Nursery) -> None:
-        from kafkalite.console import parse_address
+        from kafkalite.config.addresses import parse_address
         from kafkalite.control import serve_control
 
         host, port = parse_address(self.control_listen or "")
@@ -180,8 +180,8 @@ class ClusterRuntime:
         await self._broker_up(node)
 
     async def _run_node(self, node: Node, ready: trio.Event) -> None:
+        from kafkalite.errors import describe
         from kafkalite.server.serve import serve
-        from kafkalite.startup_errors import describe
 
         config = node.config
         if node.port:   # a restart comes back on the same port: clients hold it in their metadata

@@ -18,11 +18,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from kafkalite.config.addresses import Listener, parse_listeners, parse_protocol_map
 from kafkalite.config.defs import BROKER, InvalidConfig
 from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS
+from kafkalite.config.listeners import check_listener, is_listener_setting, is_sensitive, unmapped_listeners
+from kafkalite.errors import ConfigError
 
 # kafkalite's defaults, as properties strings ("" = unset), from the one definition table
 DEFAULTS: dict[str, str] = {name: d.default or "" for name, d in BROKER.items()}
@@ -30,73 +32,6 @@ DEFAULTS: dict[str, str] = {name: d.default or "" for name, d in BROKER.items()}
 ENV_PREFIX = "KAFKALITE_"
 # Environment variables with our prefix that are not broker settings.
 _ENV_IGNORED = {"KAFKALITE_REFERENCE"}
-
-_LISTENER_RE = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
-
-
-class ConfigError(ValueError):
-    """A setting is malformed (bad listener, non-integer number, ...): one line per problem, each naming the
-    key, the value and why. The CLI exits with code 2 on it (a usage error)."""
-
-
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-
-
-@dataclass(frozen=True, slots=True)
-class Listener:
-    """One entry of ``listeners`` / ``advertised.listeners``: ``NAME://host:port``."""
-
-    name: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.name}://{self.host}:{self.port}"
-
-
-def parse_listeners(value: str) -> list[Listener]:
-    out: list[Listener] = []
-    for item in value.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        m = _LISTENER_RE.match(item)
-        if not m:
-            raise ConfigError(f"invalid listener {item!r}: expected NAME://host:port")
-        port = int(m["port"])
-        if port > 65535:
-            raise ConfigError(f"invalid listener {item!r}: port {port} is outside 0-65535")
-        host = m["host"].strip("[]")
-        out.append(Listener(m["name"].upper(), host, port))
-    names = [lst.name for lst in out]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"invalid listeners {value!r}: each listener name must be used once")
-    return out
-
-
-def check_listener_list(value: str) -> str | None:
-    """The ``listeners`` / ``advertised.listeners`` validator of the definition table."""
-    try:
-        parse_listeners(value)
-    except ConfigError as exc:
-        return str(exc)
-    return None
-
-
-def parse_protocol_map(value: str) -> dict[str, str]:
-    """``listener.security.protocol.map``: ``NAME:PROTOCOL,...``."""
-    out: dict[str, str] = {}
-    for item in value.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, sep, proto = item.partition(":")
-        proto = proto.strip().upper()
-        if not sep or not name.strip() or proto not in SECURITY_PROTOCOLS:
-            raise ConfigError(f"Invalid value {value} for configuration listener.security.protocol.map: "
-                              f"{item!r} is not NAME:PROTOCOL with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}")
-        out[name.strip().upper()] = proto
-    return out
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -195,8 +130,6 @@ class BrokerConfig:
             protocols = parse_protocol_map(self.get_str("listener.security.protocol.map"))
         except ConfigError as exc:
             return [str(exc)]
-        from kafkalite.security.listeners import check_listener
-
         for lst in listeners:
             errors += check_listener(self, lst, protocols)
         inter = self.get_str("inter.broker.listener.name").strip().upper()
@@ -212,8 +145,6 @@ class BrokerConfig:
         """One line each for keys nobody knows and for Kafka settings kafkalite accepts but does not act on."""
         out = []
         own = [k for k in self.values if k not in BROKER]
-        from kafkalite.security.listeners import is_listener_setting
-
         own = [k for k in own if not is_listener_setting(k)]
         kafka = sorted(k for k in own if k in KAFKA_39_BROKER_CONFIGS or k.startswith("listener.name."))
         unknown = sorted(k for k in own if k not in kafka)
@@ -221,8 +152,6 @@ class BrokerConfig:
             out.append(f"unknown config keys, ignored: {', '.join(unknown)}")
         if kafka:
             out.append(f"Kafka settings kafkalite does not implement, ignored: {', '.join(kafka)}")
-        from kafkalite.security.listeners import unmapped_listeners
-
         unmapped = unmapped_listeners(self)
         if unmapped:
             out.append(f"listeners {', '.join(unmapped)} are not in listener.security.protocol.map: served as "
@@ -335,6 +264,4 @@ class BrokerConfig:
         return self.get_int("log.roll.hours") * 3_600_000
 
     def __repr__(self) -> str:   # passwords, keys and JAAS configs are never shown
-        from kafkalite.security.listeners import is_sensitive
-
         return f"BrokerConfig({ {k: '[hidden]' if is_sensitive(k) else v for k, v in self.values.items()}!r})"

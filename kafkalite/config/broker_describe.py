@@ -111,7 +111,7 @@ def describe_broker_configs(node_id: int, static: Mapping[str, str], dynamic: Ma
     """Entries (``kafkalite.config.describe.ConfigEntry``) for BROKER ``str(node_id)`` (or ``""``)."""
     from kafkalite.config.describe import ConfigEntry
     from kafkalite.config.kafka39 import KAFKA_39_DYNAMIC_BROKER_CONFIGS
-    from kafkalite.security.listeners import is_sensitive
+    from kafkalite.config.listeners import is_sensitive
 
     per_node, cluster = dynamic.get(str(node_id), {}), dynamic.get("", {})
     defaults = {n: v for n in (*KAFKA_39_BROKER, *OURS) if (v := _default(n)) is not None}

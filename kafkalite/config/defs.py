@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.config.addresses import check_listener_list, parse_address
+
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
@@ -161,8 +163,6 @@ def _def(name: str, type_: str, default: str | None, doc: str, rule: tuple[Valid
 
 def _metrics_rule() -> tuple[Validator, str]:
     def check(value: str) -> str | None:
-        from kafkalite.metrics import parse_address
-
         if not value.strip():
             return None   # empty: off, like unset (a container turns an image's default off this way)
         try:
@@ -175,8 +175,6 @@ def _metrics_rule() -> tuple[Validator, str]:
 
 def _listeners_rule() -> tuple[Validator, str]:
     def check(value: str) -> str | None:
-        from kafkalite.config.broker import check_listener_list  # kafkalite.config imports this module
-
         return check_listener_list(value)
 
     return check, "NAME://host:port,... (port 0-65535)"

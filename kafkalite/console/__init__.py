@@ -30,6 +30,7 @@ from typing import Any
 
 import trio
 
+from kafkalite.config.addresses import parse_address
 from kafkalite.httpd.server import public_url
 
 log = logging.getLogger(__name__)
@@ -40,15 +41,6 @@ DEFAULT_ADDRESS = "127.0.0.1:8080"
 _BOUND: dict[str, tuple[str, int]] = {}
 
 __all__ = ["DEFAULT_ADDRESS", "LISTEN_KEY", "bound_address", "parse_address", "start"]
-
-
-def parse_address(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[v6]:PORT``) -> (host, port); ValueError with the reason otherwise. An empty host is
-    loopback (the console is for the machine's own user unless a host is named)."""
-    host, sep, port = value.strip().rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def _key(log_dir: str | Path) -> str:

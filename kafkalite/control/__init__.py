@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 
-from kafkalite.startup_errors import StartupError
+from kafkalite.errors import StartupError
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ async def start(state: Any, nursery: trio.Nursery) -> None:
     value = state.config.get_str(LISTEN_KEY) if hasattr(state.config, "get_str") else None
     if not value:
         return
-    from kafkalite.console import parse_address
+    from kafkalite.config.addresses import parse_address
     from kafkalite.faults.control import SingleBrokerControl
 
     host, port = parse_address(value)

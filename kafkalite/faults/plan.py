@@ -325,7 +325,7 @@ class FaultPlan:
 
     async def intercept(self, conn: Any, spec: Any, ctx: Any, body: Any) -> Any:
         """Handle one request under the plan's rules; returns the response (None: nothing to send)."""
-        from kafkalite.server.connection import ConnectionClosed
+        from kafkalite.errors import ConnectionClosed
 
         key = ctx.header.api_key
         await self._hold()
@@ -371,7 +371,7 @@ class FaultPlan:
         else:
             response = await conn.call_handler(spec, ctx, rest) if rest is not None else None
         if acks0:   # no response to carry the error: Kafka closes the connection so the client looks again
-            from kafkalite.server.connection import ConnectionClosed
+            from kafkalite.errors import ConnectionClosed
 
             raise ConnectionClosed(f"fault: {error_name(rule.error)} on an acks=0 Produce (rule #{rule.id})")
         errors = inject.partition_errors(key, response_class, matched, rule.error)

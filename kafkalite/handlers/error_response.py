@@ -225,7 +225,7 @@ async def answer_failure(conn: Any, header: Any, body: Any, exc: Exception, offl
     (one entry per partition of a million-partition request)."""
     import trio
 
-    from kafkalite.server.connection import ConnectionClosed
+    from kafkalite.errors import ConnectionClosed
     from kafkalite_wire.messages import REGISTRY
 
     info = REGISTRY[header.api_key]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite import authz
-from kafkalite.config.broker import Listener
+from kafkalite.config.addresses import Listener
 from kafkalite.coordinator.common.config import OFFSETS_TOPIC
 from kafkalite.coordinator.common.keys import MAX_KEY_BYTES, storable
 from kafkalite.handlers.registry import RequestContext, handler

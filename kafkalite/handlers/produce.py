@@ -36,10 +36,9 @@ import logging
 import trio
 
 from kafkalite import authz, validation
-from kafkalite.errors import error_code_for
+from kafkalite.errors import ConnectionClosed, error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.runtime.slices import Slices
-from kafkalite.server.connection import ConnectionClosed
 from kafkalite.state import leader_epoch
 from kafkalite.validation import Rejection, frame_problem
 from kafkalite_storage import LogConfig, PartitionLog

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import trio
 
-from kafkalite.startup_errors import StartupError
+from kafkalite.errors import StartupError
 
 log = logging.getLogger(__name__)
 

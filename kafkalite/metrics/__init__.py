@@ -24,6 +24,7 @@ from typing import Any
 
 import trio
 
+from kafkalite.config.addresses import parse_address
 from kafkalite.httpd.server import public_url
 from kafkalite.metrics.requests import RequestMetrics
 
@@ -35,14 +36,6 @@ DEFAULT_ADDRESS = "127.0.0.1:9404"
 _BOUND: dict[str, tuple[str, int]] = {}
 
 __all__ = ["DEFAULT_ADDRESS", "LISTEN_KEY", "RequestMetrics", "bound_address", "start"]
-
-
-def parse_address(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[v6]:PORT``) -> (host, port); ValueError with the reason otherwise."""
-    host, sep, port = value.strip().rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def _key(log_dir: str | Path) -> str:

@@ -132,6 +132,6 @@ def from_config(config: Any, data_dir: Path | str | None) -> QuotaManager:
     try:
         return QuotaManager(config, data_dir)
     except RuntimeError as exc:
-        from kafkalite.startup_errors import StartupError
+        from kafkalite.errors import StartupError
 
         raise StartupError(str(exc)) from exc

@@ -20,29 +20,27 @@ and ``listener.name.<l>.<mechanism>.connections.max.reauth.ms`` bound a SASL ses
 """
 from __future__ import annotations
 
-import re
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.config.broker import ConfigError, Listener, parse_protocol_map
-from kafkalite.security import jaas
+from kafkalite.config import jaas
+from kafkalite.config.addresses import Listener
+from kafkalite.config.listeners import (
+    SASL_PROTOCOLS,
+    SUPPORTED_MECHANISMS,
+    TLS_PROTOCOLS,
+    _jaas,
+    listener_value,
+    protocol_of,
+)
+from kafkalite.errors import ConfigError
 
 if TYPE_CHECKING:
     from kafkalite.config.broker import BrokerConfig
     from kafkalite.security.scram_store import ScramStore
     from kafkalite.security.ssl_principal import SslPrincipalMapper
-
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-TLS_PROTOCOLS = ("SSL", "SASL_SSL")
-SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
-
-
-def listener_value(config: BrokerConfig, listener: str, key: str) -> str:
-    """``listener.name.<listener>.<key>`` if set, else ``<key>`` (Kafka's listener-prefixed configs)."""
-    prefixed = config.values.get(f"listener.name.{listener.lower()}.{key}")
-    return prefixed if prefixed is not None else config.get_str(key)
 
 
 @dataclass
@@ -81,78 +79,6 @@ class ListenerSecurity:
         from kafkalite.security.oauthbearer import OAuthBearerServer
 
         return OAuthBearerServer(self.oauth_options)
-
-
-_LISTENER_SETTING = re.compile(r"^listener\.name\.[a-z0-9_]+\.(?:(?:plain|scram-sha-256|scram-sha-512|oauthbearer)\."
-                               r"(?:sasl\.jaas\.config|connections\.max\.reauth\.ms)|(ssl\..+|sasl\.enabled\.mechanisms|"
-                               r"connections\.max\.reauth\.ms|sasl\.server\.max\.receive\.size))$")
-
-
-def is_listener_setting(key: str) -> bool:
-    """A ``listener.name.<l>.*`` key kafkalite reads (the others are named as ignored at start)."""
-    m = _LISTENER_SETTING.match(key)
-    if m is None:
-        return False
-    from kafkalite.config.defs import BROKER
-
-    return m.group(1) is None or m.group(1) in BROKER
-
-
-def is_sensitive(key: str) -> bool:
-    """A setting whose value is a secret (Kafka's PASSWORD type, JAAS configs): never logged or described."""
-    from kafkalite.config.defs import BROKER
-
-    if key.endswith("sasl.jaas.config"):
-        return True
-    m = re.match(r"^listener\.name\.[a-z0-9_]+\.(.+)$", key)
-    d = BROKER.get(m.group(1) if m else key)
-    return (d is not None and d.type == "password") or key.endswith(".password")
-
-
-def unmapped_listeners(config: BrokerConfig) -> list[str]:
-    """Listener names missing from ``listener.security.protocol.map`` (served as PLAINTEXT)."""
-    protocols = parse_protocol_map(config.get_str("listener.security.protocol.map"))
-    return [lst.name for lst in config.listeners() if lst.name not in protocols]
-
-
-def check_listener(config: BrokerConfig, listener: Listener, protocols: dict[str, str]) -> list[str]:
-    """Configuration errors of one listener, found without reading files (BrokerConfig validation)."""
-    proto = protocols.get(listener.name, "PLAINTEXT")   # Kafka refuses a name missing from the map (a warning)
-    errors: list[str] = []
-    if proto in TLS_PROTOCOLS:
-        from kafkalite.security.tls_config import check
-
-        errors += check(config, listener.name)
-    if proto in SASL_PROTOCOLS:
-        mechs = [m.strip().upper() for m in listener_value(config, listener.name, "sasl.enabled.mechanisms")
-                 .split(",") if m.strip()]
-        bad = [m for m in mechs if m not in SUPPORTED_MECHANISMS]
-        if bad or not mechs:
-            errors.append(f"sasl.enabled.mechanisms of listener {listener.name}: "
-                          f"{', '.join(bad) + ' not supported' if bad else 'empty'} "
-                          f"(kafkalite implements {', '.join(SUPPORTED_MECHANISMS)})")
-        for mech in mechs:
-            try:
-                _jaas(config, listener.name, mech)
-            except ConfigError as exc:
-                errors.append(str(exc))
-    return errors
-
-
-def protocol_of(config: BrokerConfig, listener: Listener) -> str:
-    protocols = parse_protocol_map(config.get_str("listener.security.protocol.map"))
-    return protocols.get(listener.name, "PLAINTEXT")
-
-
-def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> jaas.JaasEntry | None:
-    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
-    text = config.values.get(key)
-    if text is None or not text.strip():
-        return None
-    try:
-        return jaas.parse_jaas_config(text)
-    except jaas.JaasError as exc:
-        raise ConfigError(f"{key}: {exc}") from None
 
 
 def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None) -> ListenerSecurity:

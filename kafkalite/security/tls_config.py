@@ -23,8 +23,8 @@ import ssl
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.config.broker import ConfigError
-from kafkalite.security.listeners import listener_value
+from kafkalite.config.listeners import check_tls, listener_value, split_list
+from kafkalite.errors import ConfigError
 
 if TYPE_CHECKING:
     from kafkalite.config.broker import BrokerConfig
@@ -75,49 +75,17 @@ class BulkSSLSocket(ssl.SSLSocket):
         return total
 
 
-def check(config: BrokerConfig, listener: str) -> list[str]:
-    """What is wrong with a TLS listener's settings, without reading any file (config validation)."""
-    v = lambda key: listener_value(config, listener, key).strip()  # noqa: E731
-    errors = []
-    for kind in ("keystore", "truststore"):
-        t = v(f"ssl.{kind}.type") or "PEM"
-        if t.upper() != "PEM":
-            errors.append(f"ssl.{kind}.type={t} (listener {listener}): kafkalite reads PEM stores only")
-    if not v("ssl.keystore.location") and not (v("ssl.keystore.key") and v("ssl.keystore.certificate.chain")):
-        errors.append(f"listener {listener} uses TLS but has no key store: set ssl.keystore.location (a PEM "
-                      "file with the key and certificate chain) or ssl.keystore.key + ssl.keystore.certificate."
-                      "chain (`kafkalite certs DIR` writes a ready-made set)")
-    if v("ssl.keystore.password"):
-        errors.append("ssl.keystore.password: SSL key store password cannot be specified with PEM format, only "
-                      "key password may be specified (ssl.key.password)")
-    auth = (v("ssl.client.auth") or "none").lower()
-    if auth not in CLIENT_AUTH:
-        errors.append(f"Invalid value {auth} for configuration ssl.client.auth: String must be one of: "
-                      "required, requested, none")
-    elif auth != "none" and not (v("ssl.truststore.location") or v("ssl.truststore.certificates")):
-        errors.append(f"ssl.client.auth={auth} (listener {listener}) needs a trust store to verify client "
-                      "certificates: set ssl.truststore.location or ssl.truststore.certificates")
-    bad = [p for p in _list(v("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3") if p not in PROTOCOLS]
-    if bad:
-        errors.append(f"ssl.enabled.protocols: {', '.join(bad)} not supported (kafkalite: TLSv1.2, TLSv1.3)")
-    return errors
-
-
-def _list(value: str) -> list[str]:
-    return [x.strip() for x in value.split(",") if x.strip()]
-
-
 def server_context(config: BrokerConfig, listener: str) -> tuple[ssl.SSLContext, str]:
     """The SSLContext of a TLS listener and its ``ssl.client.auth``; ConfigError (one line) if the key store,
     trust store or cipher list cannot be used."""
-    problems = check(config, listener)
+    problems = check_tls(config, listener)
     if problems:
         raise ConfigError(problems[0])
     v = lambda key: listener_value(config, listener, key).strip()  # noqa: E731
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.sslsocket_class = BulkSSLSocket
     ctx.options |= ssl.OP_NO_RENEGOTIATION | ssl.OP_NO_COMPRESSION
-    versions = sorted(PROTOCOLS[p] for p in _list(v("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3"))
+    versions = sorted(PROTOCOLS[p] for p in split_list(v("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3"))
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
     password = v("ssl.key.password") or None
     try:
@@ -140,7 +108,7 @@ def server_context(config: BrokerConfig, listener: str) -> tuple[ssl.SSLContext,
         raise ConfigError(f"listener {listener}: cannot load the PEM trust store: "
                           f"{getattr(exc, 'reason', None) or exc}") from None
     ctx.verify_mode = CLIENT_AUTH[auth]
-    suites = _list(v("ssl.cipher.suites"))
+    suites = split_list(v("ssl.cipher.suites"))
     tls12 = [_IANA_TO_OPENSSL.get(s, s) for s in suites if s not in TLS13_SUITES]
     if tls12:
         try:

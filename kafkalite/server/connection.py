@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from trio.lowlevel import wait_readable, wait_writable
 
+from kafkalite.errors import ConnectionClosed
 from kafkalite.handlers import registry
 from kafkalite.runtime import gcpolicy as bulk
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
@@ -133,10 +134,6 @@ def _scratch() -> memoryview:
     if buf is None:
         buf = _local.scratch = memoryview(bytearray(RECV_SIZE))
     return buf
-
-
-class ConnectionClosed(Exception):
-    """The connection must be closed (protocol violation); carries the reason for the log."""
 
 
 class Connection:

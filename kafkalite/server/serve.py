@@ -33,10 +33,11 @@ from typing import Any
 import trio
 
 from kafkalite import faults
-from kafkalite.config.broker import BrokerConfig, ConfigError, Listener
+from kafkalite.config.addresses import Listener
+from kafkalite.config.broker import BrokerConfig
+from kafkalite.errors import ConfigError, StartupError
 from kafkalite.runtime import loopwatch
 from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
-from kafkalite.startup_errors import StartupError
 from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)

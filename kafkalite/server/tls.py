@@ -21,8 +21,9 @@ from typing import Any
 import trio
 from trio.lowlevel import wait_readable, wait_writable
 
+from kafkalite.errors import ConnectionClosed
 from kafkalite.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
-from kafkalite.server.connection import Connection, ConnectionClosed
+from kafkalite.server.connection import Connection
 
 log = logging.getLogger(__name__)
 

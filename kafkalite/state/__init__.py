@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kafkalite.config.broker import BrokerConfig, Listener
+from kafkalite.config.addresses import Listener
+from kafkalite.config.broker import BrokerConfig
 from kafkalite.metadata import (  # noqa: F401 (re-exported: handlers import them from here)
     BROKER_CONFIGS_FILE,
     INTERNAL_TOPICS,
@@ -127,8 +128,8 @@ class BrokerState:
         if (self.log_dir / _QUOTAS_FILE).exists():
             self.__dict__["quotas"] = self._new_quotas()
         # SCRAM users (AlterUserScramCredentials), kept in the data dir; each listener's security (server.py)
+        from kafkalite.errors import StartupError
         from kafkalite.security.scram_store import ScramStore, ScramStoreError
-        from kafkalite.startup_errors import StartupError
 
         try:
             self.scram = ScramStore(self.log_dir)

@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from kafkalite.cli import _build_parser, config_from_args
-from kafkalite.config.broker import BrokerConfig, ConfigError, Listener, parse_listeners, parse_properties
+from kafkalite.config.addresses import Listener, parse_listeners
+from kafkalite.config.broker import BrokerConfig, parse_properties
+from kafkalite.errors import ConfigError
 
 
 def test_properties_syntax() -> None:

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.config.broker import DEFAULTS, BrokerConfig, ConfigError
+from kafkalite.config.broker import DEFAULTS, BrokerConfig
 from kafkalite.config.defs import BROKER, TOPIC, InvalidConfig, check_topic_configs
 from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS
 from kafkalite.embedded import Broker
+from kafkalite.errors import ConfigError
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (

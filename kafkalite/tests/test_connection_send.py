@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import trio
 
+from kafkalite.errors import ConnectionClosed
 from kafkalite.server import connection
-from kafkalite.server.connection import Connection, ConnectionClosed
+from kafkalite.server.connection import Connection
 
 
 async def _tcp_pair() -> tuple[Any, Any]:

@@ -217,7 +217,7 @@ def test_health_and_http_edges(broker: Broker) -> None:
 
 
 def test_metrics_are_off_by_default_and_refuse_a_bad_address(tmp_path: Path) -> None:
-    from kafkalite.config.broker import ConfigError
+    from kafkalite.errors import ConfigError
 
     with Broker() as b:
         assert b.metrics_address is None

@@ -131,7 +131,8 @@ def test_offset_not_available_waits_for_max_wait_and_a_qualifying_record_ends_it
 def test_broker_default_takes_the_group_config_values(value: str, ok: bool) -> None:
     """kafkalite.share.auto.offset.reset (the default of groups without share.auto.offset.reset) takes the
     same values as the group config, by_duration included; a broker with another value does not start."""
-    from kafkalite.config.broker import BrokerConfig, ConfigError
+    from kafkalite.config.broker import BrokerConfig
+    from kafkalite.errors import ConfigError
 
     if ok:
         BrokerConfig({"kafkalite.share.auto.offset.reset": value})

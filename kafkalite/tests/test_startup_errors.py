@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.config.broker import ConfigError
 from kafkalite.embedded import Broker, BrokerStartError
+from kafkalite.errors import ConfigError
 
 
 def serve(*args: str, timeout: float = 60) -> tuple[int, list[str]]:

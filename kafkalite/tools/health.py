@@ -39,8 +39,9 @@ def target(args: argparse.Namespace) -> tuple[str, str]:
     """("http", url) or ("tcp", "host:port"): what to ask, from --url or the broker's configuration."""
     if args.url:
         return "http", args.url
+    from kafkalite.config.addresses import parse_address
     from kafkalite.config.broker import BrokerConfig, parse_overrides
-    from kafkalite.metrics import LISTEN_KEY, parse_address
+    from kafkalite.metrics import LISTEN_KEY
 
     config = BrokerConfig.load(args.config, parse_overrides(args.override))
     metrics = config.get(LISTEN_KEY)
@@ -52,7 +53,7 @@ def target(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkalite.config.broker import ConfigError
+    from kafkalite.errors import ConfigError
 
     try:
         kind, where = target(args)

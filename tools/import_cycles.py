@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Import cycles in kafkalite_wire, kafkalite_storage and kafkalite, counting imports inside functions.
+
+import-linter's ``layers`` contract keeps the rooms in order, but a cycle between two modules of one room (or one
+hidden behind an import inside a function, which Python resolves late and so never fails at start) is invisible
+to it. This script builds the whole module graph from the sources with ``ast``:
+
+- every ``import`` and ``from ... import`` statement counts, at module level or inside a function or class;
+- statements under ``if TYPE_CHECKING:`` do not (they never run);
+- ``from a.b import c`` is an edge to ``a.b.c`` when that is a module, else to ``a.b``; ``import a.b.c`` is an
+  edge to ``a.b.c`` (no edges to the parent packages Python also runs: those would make every package's
+  ``__init__`` part of every cycle through it);
+
+then prints each strongly connected component of more than one module (Tarjan), with the edges that close it
+and their line numbers, and exits 1 if there is any. ``make test`` runs it.
+
+    python tools/import_cycles.py            # exit 1 and list the cycles, if any
+    python tools/import_cycles.py --lazy     # also list every function-level import of a project module
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: import name -> folder in the repository
+PACKAGES = {"kafkalite_wire": "wire", "kafkalite_storage": "storage", "kafkalite": "kafkalite"}
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the three packages: dotted name -> file."""
+    found: dict[str, Path] = {}
+    for name, folder in PACKAGES.items():
+        base = ROOT / folder
+        for path in base.rglob("*.py"):
+            if "__pycache__" in path.parts or "node_modules" in path.parts:
+                continue
+            rel = path.relative_to(base).with_suffix("")
+            parts = [name, *rel.parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """(statement, inside a function) for every import that can run."""
+    def visit(node: ast.AST, in_func: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for sub in child.orelse:
+                    yield from visit(sub, in_func)
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                yield child, in_func
+            yield from visit(child, in_func or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+    yield from visit(tree, False)
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest prefix of ``name`` that is a project module."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:i])
+        if prefix in known:
+            return prefix
+    return None
+
+
+def graph(known: dict[str, Path]) -> tuple[dict[str, dict[str, int]], list[tuple[str, int, str]]]:
+    """module -> {imported module: first line}, and the function-level imports (module, line, target)."""
+    edges: dict[str, dict[str, int]] = {m: {} for m in known}
+    lazy: list[tuple[str, int, str]] = []
+    for mod, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        is_pkg = path.name == "__init__.py"
+        for node, in_func in _imports(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    pkg = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                    pkg = pkg[:len(pkg) - node.level + 1]
+                    base = ".".join([*pkg, base] if base else pkg)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            for t in targets:
+                r = _resolve(t, known)
+                if r is None or r == mod:
+                    continue
+                edges[mod].setdefault(r, node.lineno)
+                if in_func:
+                    lazy.append((mod, node.lineno, r))
+    return edges, lazy
+
+
+def strongly_connected(edges: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative; components of more than one module, largest first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(edges[nxt])))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == node:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return sorted(out, key=len, reverse=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--lazy", action="store_true", help="list the function-level imports of project modules")
+    args = ap.parse_args(argv)
+    known = modules()
+    edges, lazy = graph(known)
+    if args.lazy:
+        for mod, line, target in sorted(lazy):
+            print(f"{known[mod].relative_to(ROOT)}:{line}: {target}")
+    cycles = strongly_connected(edges)
+    for comp in cycles:
+        members = set(comp)
+        print(f"import cycle of {len(comp)} modules:")
+        for m in comp:
+            for t, line in sorted(edges[m].items()):
+                if t in members:
+                    print(f"  {m} -> {t}   ({known[m].relative_to(ROOT)}:{line})")
+    n_edges = sum(len(v) for v in edges.values())
+    print(f"{len(known)} modules, {n_edges} import edges ({len(lazy)} inside functions), {len(cycles)} cycles",
+          file=sys.stderr)
+    return 1 if cycles else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
