@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import struct
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -117,8 +118,6 @@ def load_log(
     log_start_offset: int,
     topic_id: uuid.UUID | None,
 ) -> PartitionLog:
-    from kafkalite_storage.log import _now
-
     self = cls(directory, topic, partition, topic_id, config)
     epochs_ok = self._read_metadata()
     if self.topic_id is None and topic_id is not None:
@@ -128,7 +127,7 @@ def load_log(
             log.warning("%s: could not write partition.metadata: %s", directory, exc)
     cleanup_leftovers(directory)
     bases = sorted(int(m.group(1)) for m in map(_LOG_RE.match, os.listdir(directory)) if m)
-    now = _now()
+    now = time.time_ns() // 1_000_000   # wall clock in ms, as the log's own
     max_idx = config.segment_index_bytes
     segs = [LogSegment(directory, b, index_interval_bytes=config.index_interval_bytes, max_index_size=max_idx,
                        now_ms=now) for b in bases]

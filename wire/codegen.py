@@ -27,7 +27,8 @@ import sys
 from pathlib import Path
 
 from kafkalite_wire._codegen_struct import Gen
-from kafkalite_wire.spec import RELEASES, MessageSpec, load_all, snake
+from kafkalite_wire.spec import RELEASES, MessageSpec, snake
+from kafkalite_wire.specmerge import load_all
 
 OUT_DIR = Path(__file__).resolve().parent / "messages"
 KV = " + ".join(RELEASES)

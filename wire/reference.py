@@ -17,7 +17,8 @@ from typing import Any
 
 from kafkalite_wire.errors import DecodeError, EncodeError
 from kafkalite_wire.primitives import read_region
-from kafkalite_wire.spec import FieldSpec, MessageSpec, StructSpec, default_value, load_all
+from kafkalite_wire.spec import FieldSpec, MessageSpec, StructSpec, default_value
+from kafkalite_wire.specmerge import load_all
 
 _FIXED_FMT = {
     "bool": ">?",

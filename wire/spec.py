@@ -245,13 +245,9 @@ def parse_message(data: dict[str, object]) -> MessageSpec:
 
 
 @cache
-def load_all(directory: str | None = None) -> tuple[MessageSpec, ...]:
-    """Every request and response spec, sorted by (api_key, type): those of one directory as Kafka wrote them,
-    or without `directory` the codec's -- 3.9.0's and 4.3's merged per API (`kafkalite_wire.specmerge`)."""
-    if directory is None:
-        from kafkalite_wire.specmerge import merged
-
-        return merged()[0]
+def load_dir(directory: str) -> tuple[MessageSpec, ...]:
+    """Every request and response spec of one directory as Kafka wrote them, sorted by (api_key, type). The
+    codec's own set (3.9.0's and 4.3's merged per API) is `kafkalite_wire.specmerge.load_all()`."""
     d = Path(directory)
     out = []
     for p in sorted(d.glob("*.json")):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import cast
 
-from kafkalite_wire.spec import NONE, FieldSpec, MessageSpec, StructSpec, Versions, load_all, reference_dir
+from kafkalite_wire.spec import NONE, FieldSpec, MessageSpec, StructSpec, Versions, load_dir, reference_dir
 
 OLD = "3.9.0"
 NEW = "4.3"
@@ -284,7 +284,7 @@ def _old_name(name: str) -> str:
 
 @cache
 def _by_name(release: str) -> dict[str, MessageSpec]:
-    return {m.name: m for m in load_all(spec_dir(release))}
+    return {m.name: m for m in load_dir(spec_dir(release))}
 
 
 def raw_spec(release: str, name: str) -> MessageSpec | None:
@@ -297,8 +297,8 @@ def merged() -> tuple[tuple[MessageSpec, ...], tuple[Difference, ...]]:
     """Every request/response spec of 3.9.0 and 4.3, merged; sorted by (api_key, type). Also the versions
     resolved in favour of 4.3."""
     # a release that defines an API with "validVersions": "none" (4.3's LeaderAndIsr, ...) does not serve it
-    old = {(m.api_key, m.type): m for m in load_all(spec_dir(OLD)) if m.valid.lo >= 0}
-    new = {(m.api_key, m.type): m for m in load_all(spec_dir(NEW)) if m.valid.lo >= 0}
+    old = {(m.api_key, m.type): m for m in load_dir(spec_dir(OLD)) if m.valid.lo >= 0}
+    new = {(m.api_key, m.type): m for m in load_dir(spec_dir(NEW)) if m.valid.lo >= 0}
     out: list[MessageSpec] = []
     diffs: list[Difference] = []
     for key in sorted(set(old) | set(new)):
@@ -312,3 +312,9 @@ def merged() -> tuple[tuple[MessageSpec, ...], tuple[Difference, ...]]:
         out.append(m)
         diffs += d
     return tuple(out), tuple(diffs)
+
+
+def load_all(directory: str | None = None) -> tuple[MessageSpec, ...]:
+    """Every request and response spec, sorted by (api_key, type): those of one directory as Kafka wrote them,
+    or without `directory` the codec's -- 3.9.0's and 4.3's merged per API."""
+    return merged()[0] if directory is None else load_dir(directory)

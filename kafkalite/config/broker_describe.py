@@ -108,8 +108,8 @@ def documentation(name: str) -> str | None:
 
 def describe_broker_configs(node_id: int, static: Mapping[str, str], dynamic: Mapping[str, Mapping[str, str]],
                             kafkalite_dynamic: frozenset[str], *, per_broker: bool = True) -> list[Any]:
-    """Entries (``kafkalite.config.describe.ConfigEntry``) for BROKER ``str(node_id)`` (or ``""``)."""
-    from kafkalite.config.describe import ConfigEntry
+    """Entries (``kafkalite.config.entries.ConfigEntry``) for BROKER ``str(node_id)`` (or ``""``)."""
+    from kafkalite.config.entries import ConfigEntry
     from kafkalite.config.kafka39 import KAFKA_39_DYNAMIC_BROKER_CONFIGS
     from kafkalite.config.listeners import is_sensitive
 

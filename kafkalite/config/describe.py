@@ -8,19 +8,25 @@ Config sources (DescribeConfigs v1+ ``ConfigSource``): 1 DYNAMIC_TOPIC_CONFIG (a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kafkalite.state import _BROKER_TO_TOPIC, DYNAMIC_BROKER_CONFIGS, BrokerState
+from kafkalite.config.entries import (
+    DEFAULT_CONFIG,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+    STATIC_BROKER_CONFIG,
+    ConfigEntry,
+)
+from kafkalite.config.topic_defs import BROKER_TO_TOPIC, DYNAMIC_BROKER_CONFIGS
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
 
-DYNAMIC_TOPIC_CONFIG = 1
-DYNAMIC_BROKER_CONFIG = 2
-DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
 
 # Kafka topic configs storage does not interpret but that Kafka accepts (kept and echoed back).
 EXTRA_TOPIC_CONFIGS = frozenset({
@@ -33,7 +39,7 @@ EXTRA_TOPIC_CONFIGS = frozenset({
 _TYPES = {bool: 1, str: 2, int: 5, float: 6}
 _INT_NAMES = frozenset({"index.interval.bytes", "max.message.bytes", "min.insync.replicas", "segment.bytes",
                         "segment.index.bytes"})
-_TOPIC_TO_BROKER = {v: k for k, v in _BROKER_TO_TOPIC.items()} | {"retention.ms": "log.retention.ms",
+_TOPIC_TO_BROKER = {v: k for k, v in BROKER_TO_TOPIC.items()} | {"retention.ms": "log.retention.ms",
                                                                    "segment.ms": "log.roll.ms"}
 
 
@@ -51,22 +57,6 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "min.insync.replicas": ("min.insync.replicas",),
     "unclean.leader.election.enable": ("unclean.leader.election.enable",),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: int
-    config_type: int
-    read_only: bool = False
-    sensitive: bool = False
-    synonyms: tuple[tuple[str, str | None, int], ...] = ()  # (name, value, source), winning one first
-    documentation: str | None = None
-
-    @property
-    def is_default(self) -> bool:
-        return self.source == DEFAULT_CONFIG
 
 
 def known_topic_config(name: str) -> bool:

@@ -26,7 +26,8 @@ from typing import Any
 import trio
 
 from kafkalite.console.api import timestamp_param
-from kafkalite.console.http import ApiError, Request
+from kafkalite.httpd.server import HttpError as ApiError
+from kafkalite.httpd.server import Request
 from kafkalite.runtime.slices import Slices
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,9 @@ from typing import Any
 
 import trio
 
-from kafkalite.console.http import ApiError, Request
 from kafkalite.console.render import show
+from kafkalite.httpd.server import HttpError as ApiError
+from kafkalite.httpd.server import Request
 from kafkalite.runtime.slices import Slices
 from kafkalite_storage.errors import StorageError
 

@@ -25,8 +25,17 @@ from typing import Any
 
 import trio
 
+from kafkalite.console import actions, api, events
 from kafkalite.httpd import server as httpserve
-from kafkalite.httpd.server import HttpError, HttpServer, Request, Response, Streaming, read_request
+from kafkalite.httpd.server import (
+    HttpError,
+    HttpServer,
+    Request,
+    Response,
+    Streaming,
+    is_loopback,
+    read_request,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +52,8 @@ _FILES = {"/static/app.js": "app.js", "/static/style.css": "style.css", "/": "in
 _SECURITY_HEADERS = ("Content-Security-Policy: default-src 'self'; img-src 'self' data:; frame-ancestors 'none'\r\n"
                      "X-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n"
                      "Referrer-Policy: no-referrer\r\nCache-Control: no-store\r\n")
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
-ApiError = HttpError          # the console's name for it (actions and api raise it)
+ApiError = HttpError          # the console's name for it (actions and api import it as such from kafkalite.httpd)
 _REASONS = httpserve.REASONS
 
 __all__ = ["MAX_BODY", "MAX_CLIENTS", "MAX_HEAD", "ApiError", "Console", "Request", "bind"]
@@ -68,7 +76,7 @@ class Console:
         host, port = bound
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{port}/"
-        self.loopback = host in _LOOPBACK or host.startswith("127.")
+        self.loopback = is_loopback(host)
         self.hosts = {f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]", shown)}
         self.origins = {f"http://{h}" for h in self.hosts}
         self.server = HttpServer("console", self._answer, _error, max_clients=MAX_CLIENTS, max_head=MAX_HEAD,
@@ -90,8 +98,6 @@ class Console:
         await self.server.serve(sock)
 
     async def _answer(self, req: Request) -> Response | Streaming:
-        from kafkalite.console import actions, api, events
-
         try:
             if self.loopback and req.headers.get("host", "").lower() not in self.hosts:
                 raise ApiError(421, "this console answers only to its own address (Host header)")

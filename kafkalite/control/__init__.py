@@ -9,7 +9,6 @@ The ``kafkalite fault`` command is a client of this API.
 """
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import Any
 import trio
 
 from kafkalite.errors import StartupError
+from kafkalite.httpd.server import is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +28,6 @@ DEFAULT_ADDRESS = "127.0.0.1:9405"
 _BOUND: dict[str, tuple[str, int]] = {}
 
 __all__ = ["DEFAULT_ADDRESS", "LISTEN_KEY", "bound_address", "is_loopback", "serve_control", "start"]
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _key(log_dir: str | Path) -> str:

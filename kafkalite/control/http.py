@@ -17,7 +17,7 @@ from typing import Any
 import trio
 
 from kafkalite.httpd import server as httpserve
-from kafkalite.httpd.server import HttpError, HttpServer, Request, Response
+from kafkalite.httpd.server import HttpError, HttpServer, Request, Response, is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,6 @@ async def bind(host: str, port: int) -> tuple[trio.socket.SocketType, tuple[str,
 
 class ControlServer:
     def __init__(self, control: Any, plans: Callable[[], dict[int, Any]], bound: tuple[str, int]) -> None:
-        from kafkalite.control import is_loopback
-
         self.control = control
         self.plans = plans
         host, port = bound

@@ -23,10 +23,10 @@ from kafkalite.config.describe import (
     BROKER_LOGGER_RESOURCE,
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
-    ConfigEntry,
     describe_broker,
     describe_topic,
 )
+from kafkalite.config.entries import ConfigEntry
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.metadata.group_configs import GROUP_RESOURCE, describe_group
 from kafkalite.runtime.slices import Slices

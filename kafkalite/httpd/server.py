@@ -12,6 +12,7 @@ returns, the client goes away (its EOF is watched for: the slot is freed at once
 from __future__ import annotations
 
 import errno
+import ipaddress
 import json
 import logging
 import socket as _stdsocket
@@ -286,3 +287,13 @@ class HttpServer:
                 nursery.cancel_scope.cancel()
         finally:
             self.streams.release()
+
+
+def is_loopback(host: str) -> bool:
+    """The one loopback rule of the HTTP sidecars: ``localhost`` or a loopback IP address (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -184,7 +184,7 @@ class FeatureLevels:
         """Set the levels (already checked) and persist them with the next epoch; no change, no new epoch. The
         file is written (and fsynced) in a worker thread, one writer at a time, never an older epoch over a newer
         one; the caller answers after it is on disk."""
-        from kafkalite.state import _atomic_write
+        from kafkalite.metadata import atomic_write
 
         changed = {n: lv for n, lv in changes.items() if n in self.rows and self.levels.get(n) != lv}
         if not changed:
@@ -194,5 +194,5 @@ class FeatureLevels:
         epoch, data = self.epoch, json.dumps({"epoch": self.epoch, "levels": self.levels}, sort_keys=True).encode()
         async with self._lock:
             if epoch > self._written:
-                await trio.to_thread.run_sync(_atomic_write, self.path, data)
+                await trio.to_thread.run_sync(atomic_write, self.path, data)
                 self._written = epoch

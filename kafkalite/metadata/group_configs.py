@@ -217,7 +217,7 @@ class GroupConfigStore:
         writer at a time and never an older state over a newer one; the caller answers once it is on disk."""
         import trio
 
-        from kafkalite.state import _atomic_write
+        from kafkalite.metadata import atomic_write
 
         if not self._dirty:
             return
@@ -226,7 +226,7 @@ class GroupConfigStore:
         gen, data = self._generation, json.dumps(self._groups, sort_keys=True, indent=1).encode()
         async with self._lock:
             if gen > self._written:
-                await trio.to_thread.run_sync(_atomic_write, self.path, data)
+                await trio.to_thread.run_sync(atomic_write, self.path, data)
                 self._written = gen
 
     def effective(self, conf: Any, group_id: str) -> Mapping[str, str]:
@@ -248,7 +248,7 @@ class GroupConfigStore:
 # -- the handlers' side (DescribeConfigs, IncrementalAlterConfigs, AlterConfigs) ----------------------------------
 def describe_group(state: Any, group_id: str) -> tuple[int, str | None, list[Any] | None]:
     """(error code, message, entries as ``topic_configs.ConfigEntry``) for a DescribeConfigs GROUP resource."""
-    from kafkalite.config.describe import ConfigEntry
+    from kafkalite.config.entries import ConfigEntry
     from kafkalite_wire.errors import ErrorCode
 
     if not group_id:

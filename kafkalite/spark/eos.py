@@ -273,7 +273,7 @@ def write_task(batches: Iterator[pa.RecordBatch], opts: SinkOptions) -> TxnCommi
     from confluent_kafka import Consumer, Producer
     from confluent_kafka import TopicPartition as KTP
 
-    from kafkalite.spark.sink import produce_rows
+    from kafkalite.spark.produce import produce_rows
 
     query, batch, partition, _attempt = task_context()
     if opts.test_hook_dir and (Path(opts.test_hook_dir) / f"fail-task-always-{batch}-{partition}").exists():

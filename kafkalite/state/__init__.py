@@ -32,6 +32,7 @@ import trio
 
 from kafkalite.config.addresses import Listener
 from kafkalite.config.broker import BrokerConfig
+from kafkalite.config.topic_defs import BROKER_TO_TOPIC
 from kafkalite.metadata import (  # noqa: F401 (re-exported: handlers import them from here)
     BROKER_CONFIGS_FILE,
     INTERNAL_TOPICS,
@@ -43,7 +44,6 @@ from kafkalite.metadata import (  # noqa: F401 (re-exported: handlers import the
     TopicInfo,
     invalid_topic_name,
 )
-from kafkalite.metadata import atomic_write as _atomic_write  # noqa: F401 (features, group_configs)
 from kafkalite.metadata import read_pid_block as _read_pid_block  # noqa: F401
 from kafkalite.runtime.supervisor import Supervisor
 
@@ -60,38 +60,11 @@ log = logging.getLogger(__name__)
 _QUOTAS_FILE = "kafkalite-client-quotas.json"
 
 
-# broker setting -> topic setting it provides the default for
-_BROKER_TO_TOPIC = {
-    "log.segment.bytes": "segment.bytes",
-    "log.index.interval.bytes": "index.interval.bytes",
-    "log.index.size.max.bytes": "segment.index.bytes",
-    "log.cleanup.policy": "cleanup.policy",
-    "log.retention.bytes": "retention.bytes",
-    "message.max.bytes": "max.message.bytes",
-    "log.message.timestamp.type": "message.timestamp.type",
-    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
-    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
-    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
-    "compression.type": "compression.type",
-    "log.flush.interval.messages": "flush.messages",
-    "log.flush.interval.ms": "flush.ms",
-    "log.roll.jitter.ms": "segment.jitter.ms",
-    "log.cleaner.delete.retention.ms": "delete.retention.ms",
-    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
-    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
-    "log.segment.delete.delay.ms": "file.delete.delay.ms",
-}
-
-
 def leader_epoch(plog: Any) -> int:
     """The leader epoch we serve a partition at: the log's latest epoch (a data dir written by Kafka carries
     its own history in leader-epoch-checkpoint), or 0 for a log that has none."""
     epochs = getattr(plog, "leader_epochs", None)
     return max(epochs[-1][0], 0) if epochs else 0
-
-# broker settings AlterConfigs may change at runtime (Kafka's DynamicLogConfig: those behind topic defaults)
-DYNAMIC_BROKER_CONFIGS = frozenset(_BROKER_TO_TOPIC) | {
-    "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms", "log.roll.hours"}
 
 
 class BrokerState:
@@ -211,7 +184,7 @@ class BrokerState:
 
         cfg = self.effective_config() if config is None else config
         props: dict[str, str] = {}
-        for broker_key, topic_key in _BROKER_TO_TOPIC.items():
+        for broker_key, topic_key in BROKER_TO_TOPIC.items():
             value = cfg.get_str(broker_key)
             if value:
                 props[topic_key] = value

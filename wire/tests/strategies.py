@@ -13,7 +13,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from kafkalite_wire.messages import REGISTRY, FetchResponse, MetadataResponse, ProduceRequest
-from kafkalite_wire.spec import FieldSpec, MessageSpec, StructSpec, load_all, specs_dir
+from kafkalite_wire.spec import FieldSpec, MessageSpec, StructSpec, specs_dir
+from kafkalite_wire.specmerge import load_all
 
 _INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),

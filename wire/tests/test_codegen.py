@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kafkalite_wire import codegen
 from kafkalite_wire.messages import REGISTRY
-from kafkalite_wire.spec import load_all
+from kafkalite_wire.specmerge import load_all
 
 
 def test_generated_code_is_up_to_date(specs: Path) -> None:

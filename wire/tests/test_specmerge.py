@@ -18,7 +18,8 @@ import pytest
 
 from kafkalite_wire import specmerge
 from kafkalite_wire.reference import ReferenceCodec
-from kafkalite_wire.spec import NONE, FieldSpec, MessageSpec, Versions, load_all
+from kafkalite_wire.spec import NONE, FieldSpec, MessageSpec, Versions
+from kafkalite_wire.specmerge import load_all
 from kafkalite_wire.tests.strategies import class_for, message_specs, random_message
 
 MSGS = message_specs()
