@@ -14,6 +14,7 @@ run:
 test:
 	@tools/bootstrap.sh venv clients spark console
 	$(VENV)/bin/lint-imports
+	$(PY) tools/import_cycles.py
 	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
@@ -40,6 +41,7 @@ lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(PY) tools/import_cycles.py
 
 codegen:
 	@tools/bootstrap.sh venv

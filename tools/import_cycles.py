@@ -54,14 +54,17 @@ def _is_type_checking(test: ast.expr) -> bool:
 def _imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """(statement, inside a function) for every import that can run."""
     def visit(node: ast.AST, in_func: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child.test):
-                for sub in child.orelse:
-                    yield from visit(sub, in_func)
-                continue
-            if isinstance(child, ast.Import | ast.ImportFrom):
-                yield child, in_func
-            yield from visit(child, in_func or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, in_func
+            return
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            children: list[ast.AST] = list(node.orelse)   # the TYPE_CHECKING branch never runs
+        else:
+            children = list(ast.iter_child_nodes(node))
+        inner = in_func or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for child in children:
+            yield from visit(child, inner)
+
     yield from visit(tree, False)
 
 

@@ -41,6 +41,7 @@ MOVES: dict[str, str] = {
     "kafkalite.topic_configs": "kafkalite.config.describe",
     "kafkalite.broker_describe": "kafkalite.config.broker_describe",
     "kafkalite.versions": "kafkalite.config.releases",
+    "kafkalite.coordinator.share.reset": "kafkalite.config.share_reset",
     # what every broker of a cluster shares (Kafka's metadata log)
     "kafkalite.features": "kafkalite.metadata.features",
     "kafkalite.group_configs": "kafkalite.metadata.group_configs",
@@ -111,7 +112,8 @@ ROOMS: dict[str, str] = {
     "kafkalite.client": "A small synchronous Kafka client on the project's own codec (tools and tests use it).",
 }
 
-SKIP = {"tools/move_modules.py", "tools/rename_packages.py", "kafkalite/tests/test_rename_packages.py"}
+SKIP = {"tools/move_modules.py", "tools/rename_packages.py", "kafkalite/tests/test_rename_packages.py",
+        "kafkalite/tests/test_house.py"}
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".txt", ".sh", ".yml", ".yaml", ".rst", ".js", ".java"}
 TEXT_NAMES = {"Makefile", "Dockerfile", "run"}
 
@@ -129,9 +131,19 @@ def _file_rel(module: str, package: bool) -> str:
     return str(_path_of(module, package).relative_to(ROOT))
 
 
+#: modules that keep their name but become a package (their file moves into the package's ``__init__.py``)
+BECOME_PACKAGES = ("kafkalite.state",)
+
+
 def _new_modules() -> set[str]:
-    """Every module and package name the new layout has (the targets plus their parent packages)."""
+    """Every module and package name the new layout has: the targets, their parent packages, and every module of
+    a package that an old module's name became (``kafkalite.config.addresses``)."""
     names: set[str] = set()
+    for pkg in {m for m in MOVES if _path_of(m, True).exists()} | set(BECOME_PACKAGES):
+        base = ROOT.joinpath(*pkg.split("."))
+        for path in base.rglob("*.py"):
+            rel = path.relative_to(ROOT).with_suffix("").parts
+            names.add(".".join(rel[:-1] if rel[-1] == "__init__" else rel))
     for new in MOVES.values():
         parts = new.split(".")
         for i in range(1, len(parts) + 1):
@@ -146,8 +158,6 @@ _FILE_PATHS = {
     _file_rel(old, old in _PACKAGE_MOVES): _file_rel(new, False)
     for old, new in MOVES.items()
 }
-#: modules that keep their name but become a package (their file moves into the package's ``__init__.py``)
-BECOME_PACKAGES = ("kafkalite.state",)
 _FILE_PATHS.update({_file_rel(m, False): _file_rel(m, True) for m in BECOME_PACKAGES})
 _PATH_RE = re.compile(r"(?<![\w./-])(" + "|".join(re.escape(p) for p in sorted(_FILE_PATHS, key=len,
                                                                                       reverse=True)) + r")(?![\w/])")
@@ -165,6 +175,8 @@ def rename(dotted: str) -> str:
             new_len = i
     if old_len == 0 or new_len > old_len:
         return dotted
+    if old_len == len(parts) and dotted in NEW:
+        return dotted   # ``kafkalite.server`` alone: the package now (its old module was moved in 2026-11)
     head = ".".join(parts[:old_len])
     return ".".join([MOVES[head], *parts[old_len:]])
 
@@ -193,7 +205,7 @@ def _from_imports(src: str) -> list[tuple[int, int, str]]:
                for a in node.names):
             module = node.module   # submodules of a package of the new layout
         else:
-            module = rename(node.module)
+            module = MOVES.get(node.module) or rename(node.module)
         indent = re.match(r"[ \t]*", lines[node.lineno - 1]).group(0)
         moved = [a for a in node.names if f"{module}.{a.name}" in MOVES]
         rest = [a for a in node.names if a not in moved]

@@ -28,6 +28,7 @@ import trio
 
 from kafkalite.cluster import coordinators, replication
 from kafkalite.config.broker import BrokerConfig
+from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
 from kafkalite.metadata import MetadataRoom, PartitionState
 from kafkalite.metadata import partitions as placement
 
@@ -64,9 +65,6 @@ class Node:
         return "127.0.0.1", self.port
 
 
-METRICS_LISTEN = "kafkalite.metrics.listen"
-CONSOLE_LISTEN = "kafkalite.console.listen"
-CONTROL_LISTEN = "kafkalite.control.listen"
 CONTROL_REMOTE = "kafkalite.control.allow.remote"
 
 

@@ -23,7 +23,12 @@ from pathlib import Path
 from kafkalite.config.addresses import Listener, parse_listeners, parse_protocol_map
 from kafkalite.config.defs import BROKER, InvalidConfig
 from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS
-from kafkalite.config.listeners import check_listener, is_listener_setting, is_sensitive, unmapped_listeners
+from kafkalite.config.listeners import (
+    check_listener,
+    is_listener_setting,
+    is_sensitive,
+    unmapped_listeners,
+)
 from kafkalite.errors import ConfigError
 
 # kafkalite's defaults, as properties strings ("" = unset), from the one definition table

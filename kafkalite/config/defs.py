@@ -79,9 +79,9 @@ def one_of(*values: str) -> tuple[Validator, str]:
 
 def _share_reset_rule() -> tuple[Validator, str]:
     """kafkalite.share.auto.offset.reset: earliest, latest or by_duration:<ISO-8601> as the group config (the
-    parser, kafkalite.coordinator.share.reset, is imported when a value is checked, not at start)."""
+    parser, kafkalite.config.share_reset, is imported when a value is checked, not at start)."""
     def check(value: str) -> str | None:
-        from kafkalite.coordinator.share.reset import broker_default_error
+        from kafkalite.config.share_reset import broker_default_error
 
         return broker_default_error(value)
 

@@ -31,11 +31,12 @@ from typing import Any
 import trio
 
 from kafkalite.config.addresses import parse_address
+from kafkalite.config.sidecars import CONSOLE_LISTEN
 from kafkalite.httpd.server import public_url
 
 log = logging.getLogger(__name__)
 
-LISTEN_KEY = "kafkalite.console.listen"
+LISTEN_KEY = CONSOLE_LISTEN
 DEFAULT_ADDRESS = "127.0.0.1:8080"
 # log dir -> the bound (host, port) of its broker's console (kafkalite.Broker.console_address)
 _BOUND: dict[str, tuple[str, int]] = {}

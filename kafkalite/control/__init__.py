@@ -17,12 +17,13 @@ from typing import Any
 
 import trio
 
+from kafkalite.config.sidecars import CONTROL_LISTEN
 from kafkalite.errors import StartupError
 from kafkalite.httpd.server import is_loopback
 
 log = logging.getLogger(__name__)
 
-LISTEN_KEY = "kafkalite.control.listen"
+LISTEN_KEY = CONTROL_LISTEN
 REMOTE_KEY = "kafkalite.control.allow.remote"
 DEFAULT_ADDRESS = "127.0.0.1:9405"
 _BOUND: dict[str, tuple[str, int]] = {}

@@ -19,7 +19,7 @@ What Kafka 4.3 does, and we do with it (``GroupConfig``, ``ConfigHelper``, ``Con
 
 Not here (yet): Kafka 4.3's streams.*, *.assignment.interval.ms, *.assignor.offload.enable,
 share.renew.acknowledge.enable and errors.deadletterqueue.* names (answered as unknown).
-``share.auto.offset.reset`` takes Kafka 4.3's values exactly (``kafkalite.coordinator.share.reset``).
+``share.auto.offset.reset`` takes Kafka 4.3's values exactly (``kafkalite.config.share_reset``).
 """
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def _parse(d: GroupConfigDef, raw: str) -> str:
                                      f"{d.at_least}")
         return str(n)
     if d.name == "share.auto.offset.reset":   # earliest, latest, by_duration:<ISO-8601> (KIP-1106), exactly
-        from kafkalite.coordinator.share.reset import validation_error
+        from kafkalite.config.share_reset import validation_error
 
         value = raw.strip("".join(map(chr, range(33))))   # java.lang.String.trim, as ConfigDef parses a STRING
         if (message := validation_error(value)) is not None:

@@ -44,6 +44,22 @@ def coordinator_topic(kind: str) -> str:
 
 def coordinator_partition(key: str, partitions: int) -> int:
     """Kafka's ``Utils.abs(key.hashCode()) % partitions`` (Utils.abs maps Integer.MIN_VALUE to 0)."""
-    from kafkalite.coordinator.common.config import partition_for
-
     return partition_for(key, partitions)
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, num_partitions: int = 50) -> int:
+    """``__consumer_offsets`` partition of a group: Utils.abs(groupId.hashCode) % n.
+
+    Kafka's Utils.abs is Math.abs except that Integer.MIN_VALUE maps to 0.
+    """
+    h = java_string_hash(group_id)
+    return (0 if h == -(2**31) else abs(h)) % num_partitions

@@ -25,12 +25,13 @@ from typing import Any
 import trio
 
 from kafkalite.config.addresses import parse_address
+from kafkalite.config.sidecars import METRICS_LISTEN
 from kafkalite.httpd.server import public_url
 from kafkalite.metrics.requests import RequestMetrics
 
 log = logging.getLogger(__name__)
 
-LISTEN_KEY = "kafkalite.metrics.listen"
+LISTEN_KEY = METRICS_LISTEN
 DEFAULT_ADDRESS = "127.0.0.1:9404"
 # log dir -> the bound (host, port) of its broker's metrics endpoint (kafkalite.Broker.metrics_address)
 _BOUND: dict[str, tuple[str, int]] = {}

@@ -57,7 +57,7 @@ import socket as _stdsocket
 import ssl as _ssl
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -65,6 +65,7 @@ from trio.lowlevel import wait_readable, wait_writable
 
 from kafkalite.errors import ConnectionClosed
 from kafkalite.handlers import registry
+from kafkalite.runtime import close_hooks
 from kafkalite.runtime import gcpolicy as bulk
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
 from kafkalite.server.request_memory import RECV_SIZE, RequestMemoryPool
@@ -78,7 +79,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RECV_SIZE", "Connection", "ConnectionClosed", "RequestMemoryPool", "on_close", "reap_idle"]
+__all__ = ["RECV_SIZE", "Connection", "ConnectionClosed", "RequestMemoryPool", "reap_idle"]
 
 _IOV_MAX = 1024
 _API_VERSIONS_KEY = 18
@@ -98,25 +99,6 @@ SMALL_REGION_BYTES = 64 * 1024
 DEFAULT_BODY_TIMEOUT_MS = 10_000
 
 _local = threading.local()
-
-#: connection id -> what to call when that connection closes (``on_close``); empty unless a feature registered
-#: something (share sessions do), so a closing connection pays one truthiness test and requests nothing
-_close_hooks: dict[int, list[Callable[[], None]]] = {}
-
-
-def on_close(conn_id: int, fn: Callable[[], None]) -> None:
-    """Call ``fn()`` (on the event loop, synchronously) when connection ``conn_id`` closes, however it closes
-    (peer gone, idle reaper, protocol error, broker shutdown). Kafka's ``ConnectionDisconnectListener``: the
-    share session cache ends the sessions a connection opened. Connection ids are unique in the process."""
-    _close_hooks.setdefault(conn_id, []).append(fn)
-
-
-def _run_close_hooks(conn: Connection) -> None:
-    for fn in _close_hooks.pop(conn.conn_id, ()):
-        try:
-            fn()
-        except Exception:   # one failing hook must not keep the others (or the socket close) from running
-            log.exception("%r: a close hook failed", conn)
 
 
 class _NoFaults:
@@ -282,8 +264,8 @@ class Connection:
             finally:
                 if self.reserved or self.full:
                     self._release(0)
-                if _close_hooks:
-                    _run_close_hooks(self)
+                if close_hooks.pending():
+                    close_hooks.run(self.conn_id, self)
                 trio.lowlevel.notify_closing(self.sock)   # trio forgets the fd before it can be reused
                 self.sock.close()
 

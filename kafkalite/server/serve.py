@@ -35,6 +35,7 @@ import trio
 from kafkalite import faults
 from kafkalite.config.addresses import Listener
 from kafkalite.config.broker import BrokerConfig
+from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
 from kafkalite.errors import ConfigError, StartupError
 from kafkalite.runtime import loopwatch
 from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
@@ -43,10 +44,6 @@ from kafkalite.state import BrokerState
 log = logging.getLogger(__name__)
 
 _conn_ids = itertools.count(1)
-# kafkalite.metrics.LISTEN_KEY and kafkalite.console.LISTEN_KEY (not imported unless set; a test checks they agree)
-METRICS_LISTEN = "kafkalite.metrics.listen"
-CONSOLE_LISTEN = "kafkalite.console.listen"
-CONTROL_LISTEN = "kafkalite.control.listen"
 
 
 def open_state(config: BrokerConfig, metadata: Any = None) -> BrokerState:

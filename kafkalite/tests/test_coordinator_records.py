@@ -28,7 +28,8 @@ from kafkalite.coordinator.classic.records import (
     iter_records,
 )
 from kafkalite.coordinator.common import errors as E
-from kafkalite.coordinator.common.config import GroupConfig, partition_for
+from kafkalite.coordinator.common.config import GroupConfig
+from kafkalite.metadata.partitions import partition_for
 
 REF = Path(os.environ.get("KAFKALITE_REFERENCE", Path(__file__).resolve().parents[3] / "shared" / "reference"))
 

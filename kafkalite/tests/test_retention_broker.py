@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kafkalite.coordinator.common.config import partition_for
 from kafkalite.embedded import Broker
+from kafkalite.metadata.partitions import partition_for
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_admin import create, topic
 from kafkalite.tests.test_configs_protocol import SET, incremental

@@ -4,7 +4,6 @@ from __future__ import annotations
 import struct
 import uuid
 
-from kafkalite.coordinator.common.config import java_string_hash
 from kafkalite.coordinator.share.partition import ACKNOWLEDGED, ARCHIVED, AVAILABLE, StateBatch
 from kafkalite.coordinator.share.records import (
     SNAPSHOT,
@@ -19,6 +18,7 @@ from kafkalite.coordinator.share.records import (
     partition_for,
 )
 from kafkalite.coordinator.share.state import StateReplay
+from kafkalite.metadata.partitions import java_string_hash
 
 TID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 KEY = ShareKey("g", TID, 3)

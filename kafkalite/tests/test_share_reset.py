@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.coordinator.share.reset import InvalidStrategy, ResetStrategy, parse, validation_error
+from kafkalite.config.share_reset import InvalidStrategy, ResetStrategy, parse, validation_error
 
 S = 1_000_000_000
 
@@ -171,6 +171,6 @@ def test_broker_default_by_duration_over_the_wire() -> None:
 def test_broker_default_lists_the_parsers_valid_values() -> None:
     """config_defs names the valid values itself (so the parser is not imported at start): they agree."""
     from kafkalite.config.defs import BROKER
-    from kafkalite.coordinator.share.reset import BROKER_VALID
+    from kafkalite.config.share_reset import BROKER_VALID
 
     assert BROKER["kafkalite.share.auto.offset.reset"].valid == BROKER_VALID

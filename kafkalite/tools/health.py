@@ -41,10 +41,10 @@ def target(args: argparse.Namespace) -> tuple[str, str]:
         return "http", args.url
     from kafkalite.config.addresses import parse_address
     from kafkalite.config.broker import BrokerConfig, parse_overrides
-    from kafkalite.metrics import LISTEN_KEY
+    from kafkalite.config.sidecars import METRICS_LISTEN
 
     config = BrokerConfig.load(args.config, parse_overrides(args.override))
-    metrics = config.get(LISTEN_KEY)
+    metrics = config.get(METRICS_LISTEN)
     if metrics:
         host, port = parse_address(metrics)
         return "http", f"http://{_local(host)}:{port}/health"

@@ -59,8 +59,9 @@ from kafkalite.coordinator.classic.records import (
     encode_group_value,
 )
 from kafkalite.coordinator.common import errors as E
-from kafkalite.coordinator.common.config import GroupConfig, partition_for
+from kafkalite.coordinator.common.config import GroupConfig
 from kafkalite.coordinator.common.keys import group_id_error
+from kafkalite.metadata.partitions import partition_for
 
 log = logging.getLogger("kafkalite.coordinator")
 

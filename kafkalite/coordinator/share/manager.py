@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from kafkalite.config.share_reset import strategy_or_latest
 from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.share.config import GroupSettings, ShareConfig
 from kafkalite.coordinator.share.partition import (
@@ -47,7 +48,6 @@ from kafkalite.coordinator.share.records import (
     encode_value,
     partition_for,
 )
-from kafkalite.coordinator.share.reset import strategy_or_latest
 from kafkalite.coordinator.share.state import PersistedState
 
 #: writes one batch to a state-topic partition; returns the batch's base offset (None if unknown)

@@ -23,8 +23,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from kafkalite.coordinator.classic.records import RecordDecodeError, _Reader, _str, _uvarint
-from kafkalite.coordinator.common.config import java_string_hash
 from kafkalite.coordinator.share.partition import StateBatch
+from kafkalite.metadata.partitions import java_string_hash
 
 SNAPSHOT, UPDATE = 0, 1
 _BATCH = struct.Struct(">qqbh")

@@ -361,7 +361,7 @@ class ShareService:
             keys = self._by_conn.get(conn_id)
             if keys is None:
                 keys = self._by_conn[conn_id] = set()
-                from kafkalite.server.connection import on_close
+                from kafkalite.runtime.close_hooks import on_close
                 on_close(conn_id, lambda: self.connection_closed(conn_id))
             keys.add((group, member))
         return ctx

@@ -26,7 +26,6 @@ import trio
 
 from kafkalite.coordinator.classic.records import RecordDecodeError, build_batch, iter_records
 from kafkalite.coordinator.common import errors as E
-from kafkalite.coordinator.common.config import partition_for
 from kafkalite.coordinator.common.internal_topics import (
     TimerLoop,
     WallClock,
@@ -49,6 +48,7 @@ from kafkalite.coordinator.txn.records import (
     encode_txn_value,
 )
 from kafkalite.errors import error_code_for
+from kafkalite.metadata.partitions import partition_for
 from kafkalite.runtime.supervisor import supervise
 from kafkalite.state import leader_epoch
 from kafkalite_storage.errors import StorageError
