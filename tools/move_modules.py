@@ -46,6 +46,7 @@ MOVES: dict[str, str] = {
     "kafkalite.features": "kafkalite.metadata.features",
     "kafkalite.group_configs": "kafkalite.metadata.group_configs",
     "kafkalite.cluster.placement": "kafkalite.metadata.partitions",
+    "kafkalite.quotas.store": "kafkalite.metadata.quotas",
     # process and event-loop hygiene
     "kafkalite.supervisor": "kafkalite.runtime.supervisor",
     "kafkalite.loopthread": "kafkalite.runtime.loopthread",

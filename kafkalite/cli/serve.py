@@ -77,8 +77,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
 async def _serve_until_signal(config: BrokerConfig, brokers: int = 1) -> None:
     import trio
 
+    from kafkalite.runtime.gcpolicy import allow_gc_freeze
     from kafkalite.server.serve import serve
-    from kafkalite.state import allow_gc_freeze
 
     allow_gc_freeze()   # this process is the broker's own (an embedded Broker never freezes its host's heap)
     shutdown = trio.Event()

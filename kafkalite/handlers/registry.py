@@ -144,7 +144,7 @@ def lookup(api_key: int) -> HandlerSpec | None:
         _BROKEN.add(api_key)
         log.exception("failed to load the handler module of api key %d (%s)", api_key, INDEX[api_key][0])
         return None
-    from kafkalite.state import freeze_long_lived
+    from kafkalite.runtime.gcpolicy import freeze_long_lived
 
     freeze_long_lived()   # the module's functions and classes live as long as the process, like those loaded at start
     return spec

@@ -28,10 +28,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from kafkalite_storage.checkpoints import write_atomic
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TOPIC_CONFIGS_FILE = "kafkalite-topic-configs.json"
 BROKER_CONFIGS_FILE = "kafkalite-broker-configs.json"
@@ -91,6 +93,17 @@ class MetadataRoom:
         self.catalog_complete = False
         self._pid_next = 0
         self._pid_limit = 0
+        self._shared: dict[str, Any] = {}
+
+    def shared(self, key: str, make: Callable[[], T]) -> T:
+        """The room's one ``key`` object, built by ``make`` for the first broker that asks. What Kafka keeps in its
+        metadata log and every broker enforces alike -- ACLs, SCRAM credentials, client quota configs, finalized
+        feature levels, group configs -- is built this way from files in the room's directory, so the brokers of a
+        cluster share one of each (a single broker's room is its own)."""
+        obj = self._shared.get(key)
+        if obj is None:
+            obj = self._shared[key] = make()
+        return obj  # type: ignore[no-any-return]
 
     # -- files -----------------------------------------------------------------------------------------
     def read_json(self, name: str) -> dict[str, dict[str, str]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafkalite.quotas.store import CLIENT_ID, USER, Entity, entity_of, invalid_entity, invalid_value
+from kafkalite.metadata.quotas import CLIENT_ID, USER, Entity, entity_of, invalid_entity, invalid_value
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (
     AlterClientQuotasRequest,

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.metadata.quotas import CONSUMER, MUTATION, PRODUCER, REQUEST, QuotaStore
 from kafkalite.quotas.rate import Rate, TokenBucket
-from kafkalite.quotas.store import CONSUMER, MUTATION, PRODUCER, REQUEST, QuotaStore
 
 if TYPE_CHECKING:
     from kafkalite.handlers.registry import RequestContext
@@ -41,11 +41,14 @@ def _now_ms() -> int:
 
 
 class QuotaManager:
-    def __init__(self, config: Any, data_dir: Path | str | None) -> None:
+    def __init__(self, config: Any, store: QuotaStore) -> None:
+        """``store``: the quota configs, shared by every broker of a cluster (``MetadataRoom.shared``); rates
+        are measured per broker, as Kafka's quota managers do."""
         self.samples = config.get_int("quota.window.num", 11)
         self.window_ms = config.get_int("quota.window.size.seconds", 1) * 1000
-        self.store = QuotaStore(data_dir)
+        self.store = store
         self.active = bool(self.store.entries)
+        store.listeners.append(self.changed)
         self._sensors: dict[tuple[str, str, str], Any] = {}
 
     def changed(self) -> None:
@@ -128,9 +131,12 @@ class QuotaManager:
         return int(self._sensor(MUTATION, found[1], bucket=True).throttle_ms(found[0], _now_ms()))
 
 
-def from_config(config: Any, data_dir: Path | str | None) -> QuotaManager:
+def from_config(config: Any, data_dir: Path | str | None, room: Any = None) -> QuotaManager:
+    """The broker's quota manager over the quota configs in ``data_dir`` (one store per metadata ``room``, when
+    given); a quota file that cannot be read is a StartupError."""
     try:
-        return QuotaManager(config, data_dir)
+        make = lambda: QuotaStore(data_dir)  # noqa: E731
+        return QuotaManager(config, make() if room is None else room.shared("quota-store", make))
     except RuntimeError as exc:
         from kafkalite.errors import StartupError
 

@@ -200,3 +200,36 @@ def produce_entries(frame: memoryview, limit: int = PRODUCE_ENTRIES) -> int:
         return count
     except (IndexError, ValueError, struct.error):
         return limit
+
+
+# -- a process that is the broker's own: its long-lived objects frozen out of the collector's walk -------------
+_FREEZE = False   # only a broker that owns its process freezes the collector's view (see allow_gc_freeze)
+
+
+#: the GIL switch interval of a process that is the broker's own (CPython's default: 5 ms)
+OWN_PROCESS_SWITCH_INTERVAL = 0.001
+
+
+def allow_gc_freeze() -> None:
+    """Called by ``kafkalite serve``: the process is the broker's, so :func:`freeze_long_lived` may act. An
+    embedded broker (``kafkalite.Broker``) shares its host's process and never freezes the host's objects
+    (frozen objects are never collected, cycles included).
+
+    The process's GIL switch interval also becomes ``OWN_PROCESS_SWITCH_INTERVAL``: a worker thread running
+    Python code (logs loading lazily after a restart, topic creation, validation of a large batch) keeps the
+    GIL for the whole interval while the event loop, which gives it up at every syscall, waits that long to
+    get it back each time (a convoy: with logs loading at 20,000 partitions the loop stalled 100-290 ms, idle
+    in epoll as the stack samples showed). Without contention the interval costs nothing. An embedded broker
+    leaves its host's interval alone (kafkalite.runtime.gcpolicy lowers it only while a bulk request is in flight)."""
+    global _FREEZE
+    _FREEZE = True
+    sys.setswitchinterval(min(sys.getswitchinterval(), OWN_PROCESS_SWITCH_INTERVAL))
+
+
+def freeze_long_lived() -> None:
+    """Move everything allocated so far out of the cyclic collector's reach (gc.freeze), after creating or
+    loading many partition logs: they live until deleted, and a full collection that walks millions of such
+    objects holds the GIL (so the event loop) for seconds. The CLI does the same once after startup. A no-op
+    unless :func:`allow_gc_freeze` was called."""
+    if _FREEZE:
+        gc.freeze()

@@ -37,6 +37,7 @@ from kafkalite.config.addresses import Listener
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
 from kafkalite.errors import ConfigError, StartupError
+from kafkalite.metadata import MetadataRoom
 from kafkalite.runtime import loopwatch
 from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
 from kafkalite.state import BrokerState
@@ -60,10 +61,43 @@ def open_state(config: BrokerConfig, metadata: Any = None) -> BrokerState:
     cluster_id = getattr(metadata, "cluster_id", None)
     lm = LogManager.open(str(log_dir), LogConfig(), node_id=config.node_id, cluster_id=cluster_id)
     try:
-        return BrokerState(config, lm, cluster_id=cluster_id, metadata=metadata)
+        room = MetadataRoom(log_dir) if metadata is None else metadata
+        return BrokerState(config, lm, cluster_id=cluster_id, metadata=room, authorizer=_authorizer(config, room),
+                           scram=_scram_store(room), make_quotas=_quota_manager)
     except BaseException:
         lm.close()
         raise
+
+
+def _authorizer(config: BrokerConfig, room: MetadataRoom) -> Any:
+    """The room's ACLs and their authorizer (kafkalite.authz), or None when ``authorizer.class.name`` is unset:
+    then kafkalite.authz is not even imported. With one, the ACL file is read now (a bad file fails the start, and
+    the first request is checked against the saved ACLs); a cluster's brokers share it."""
+    if not config.get_str("authorizer.class.name").strip():
+        return None
+    from kafkalite import authz
+
+    return room.shared("authorizer", lambda: authz.from_config(config, room.dir))
+
+
+def _scram_store(room: MetadataRoom) -> Any:
+    """SCRAM credentials (AlterUserScramCredentials), one store per metadata room."""
+    from kafkalite.security.scram_store import ScramStore, ScramStoreError
+
+    def make() -> ScramStore:
+        try:
+            return ScramStore(room.dir)
+        except ScramStoreError as exc:
+            raise StartupError(str(exc)) from None
+
+    return room.shared("scram", make)
+
+
+def _quota_manager(state: BrokerState) -> Any:
+    """This broker's client quota manager (rates measured here) over the room's quota configs."""
+    from kafkalite import quotas
+
+    return quotas.from_config(state.config, state.metadata.dir, state.metadata)
 
 
 def _prepare_log_dir(log_dir: Path) -> None:
@@ -213,7 +247,7 @@ async def _load_pending(state: BrokerState) -> None:
         before = getattr(state.logs, "pending_loads", 0)
         left = await trio.to_thread.run_sync(fn, 500)   # a failure: the supervisor logs it and retries
         if before > left:   # logs were loaded: they live until deleted
-            from kafkalite.state import freeze_long_lived
+            from kafkalite.runtime.gcpolicy import freeze_long_lived
 
             freeze_long_lived()
         if not left:
@@ -275,7 +309,7 @@ class OnFirstUse:
                 service.loaded.set()
             nursery.start_soon(service.run)
             self._service = service
-            from kafkalite.state import freeze_long_lived
+            from kafkalite.runtime.gcpolicy import freeze_long_lived
 
             freeze_long_lived()   # its modules live as long as the process (see kafkalite.cli.serve)
             log.debug("%s started on first use", cls_name)

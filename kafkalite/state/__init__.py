@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,18 +44,21 @@ from kafkalite.metadata import (  # noqa: F401 (re-exported: handlers import the
     TopicInfo,
     invalid_topic_name,
 )
-from kafkalite.metadata import read_pid_block as _read_pid_block  # noqa: F401
+from kafkalite.metadata.quotas import QUOTAS_FILE
+from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.runtime.supervisor import Supervisor
 
 if TYPE_CHECKING:
+    from kafkalite.authz import Authorizer
     from kafkalite.metadata.features import FeatureLevels
     from kafkalite.metadata.group_configs import GroupConfigStore
     from kafkalite.quotas import QuotaManager
+    from kafkalite.security.scram_store import ScramStore
     from kafkalite_storage import LogConfig, LogManager, PartitionLog
 
 log = logging.getLogger(__name__)
 
-#: kafkalite.quotas.store.QUOTAS_FILE, named here so a start without quotas does not import kafkalite.quotas
+#: kafkalite.metadata.quotas.QUOTAS_FILE, named here so a start without quotas does not import kafkalite.quotas
 #: (kafkalite/tests/test_lazy_state.py checks the two agree)
 _QUOTAS_FILE = "kafkalite-client-quotas.json"
 
@@ -69,7 +72,11 @@ def leader_epoch(plog: Any) -> int:
 
 class BrokerState:
     def __init__(self, config: BrokerConfig, logs: LogManager, *, cluster_id: str | None = None,
-                 metadata: MetadataRoom | None = None) -> None:
+                 metadata: MetadataRoom | None = None, authorizer: Authorizer | None = None,
+                 scram: ScramStore | None = None,
+                 make_quotas: Callable[[BrokerState], QuotaManager] | None = None) -> None:
+        """``authorizer``, ``scram`` and ``make_quotas`` come from the server (kafkalite.server.serve.open_state),
+        which builds them over the metadata room's shared stores; this room imports none of them."""
         self.config = config
         self.logs = logs
         self.node_id = config.node_id
@@ -89,25 +96,15 @@ class BrokerState:
         self.request_pool: Any = None   # kafkalite.server.connection.RequestMemoryPool, set by the server
         self.supervisor = Supervisor()  # background loops run under it; .tasks holds a record per loop
         # ACLs (kafkalite.authz): None unless authorizer.class.name is set; handlers ask it through kafkalite.authz.
-        # Without one kafkalite.authz is not even imported at start; with one, the ACL file is read now (a bad
-        # file fails the start, and the first request is checked against the saved ACLs).
-        self.authorizer: Any = None
-        if config.get_str("authorizer.class.name").strip():
-            from kafkalite import authz
-
-            self.authorizer = authz.from_config(config, config.log_dir)
+        # One per metadata room, so every broker of a cluster enforces the same ACLs.
+        self.authorizer = authorizer
         # client quotas (kafkalite.quotas, the ``quotas`` property): a saved quota file is read now (a bad one
         # fails the start, saved quotas apply to the first request); with none, the manager is built on first use
-        if (self.log_dir / _QUOTAS_FILE).exists():
-            self.__dict__["quotas"] = self._new_quotas()
-        # SCRAM users (AlterUserScramCredentials), kept in the data dir; each listener's security (server.py)
-        from kafkalite.errors import StartupError
-        from kafkalite.security.scram_store import ScramStore, ScramStoreError
-
-        try:
-            self.scram = ScramStore(self.log_dir)
-        except ScramStoreError as exc:
-            raise StartupError(str(exc)) from None
+        self._make_quotas = make_quotas
+        if make_quotas is not None and (self.metadata.dir / QUOTAS_FILE).exists():
+            self.__dict__["quotas"] = make_quotas(self)
+        # SCRAM users (AlterUserScramCredentials), kept in the metadata room; each listener's security (server)
+        self.scram = scram
         self.listener_security: dict[str, Any] = {}
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self.metadata.dynamic_broker_configs
@@ -120,16 +117,13 @@ class BrokerState:
         self._load_topics()
 
     # -- built on first use (start-up does not pay for features a broker may never be asked about) ----------
-    def _new_quotas(self) -> QuotaManager:
-        from kafkalite import quotas
-
-        return quotas.from_config(self.config, self.config.log_dir)
-
     @cached_property
     def quotas(self) -> QuotaManager:
         """Client quotas (kafkalite.quotas): ``.active`` is False until a quota is configured. Built at start
         when a quota file is saved, else on first use (the first connection)."""
-        return self._new_quotas()
+        if self._make_quotas is None:
+            raise RuntimeError("this BrokerState was built without a quota manager factory (make_quotas)")
+        return self._make_quotas(self)
 
     @cached_property
     def group_config_store(self) -> GroupConfigStore:
@@ -137,7 +131,8 @@ class BrokerState:
         first use (an unreadable file is ignored with a warning, as it was at start)."""
         from kafkalite.metadata.group_configs import GroupConfigStore
 
-        return GroupConfigStore(self.log_dir)
+        room = self.metadata
+        return room.shared("group-configs", lambda: GroupConfigStore(room.dir))
 
     @cached_property
     def features(self) -> FeatureLevels:
@@ -145,7 +140,8 @@ class BrokerState:
         first ApiVersions; an unreadable file is ignored with a warning, as it was at start)."""
         from kafkalite.metadata.features import FeatureLevels
 
-        return FeatureLevels(self.log_dir, self.config.emulate_kafka, self.node_id)
+        room = self.metadata
+        return room.shared("features", lambda: FeatureLevels(room.dir, self.config.emulate_kafka, self.node_id))
 
     # -- addresses -----------------------------------------------------------------------------------
     @property
@@ -510,42 +506,6 @@ class BrokerState:
         for evs in waiters.values():
             for ev in evs:
                 ev.set()
-
-
-_FREEZE = False   # only a broker that owns its process freezes the collector's view (see allow_gc_freeze)
-
-
-#: the GIL switch interval of a process that is the broker's own (CPython's default: 5 ms)
-OWN_PROCESS_SWITCH_INTERVAL = 0.001
-
-
-def allow_gc_freeze() -> None:
-    """Called by ``kafkalite serve``: the process is the broker's, so :func:`freeze_long_lived` may act. An
-    embedded broker (``kafkalite.Broker``) shares its host's process and never freezes the host's objects
-    (frozen objects are never collected, cycles included).
-
-    The process's GIL switch interval also becomes ``OWN_PROCESS_SWITCH_INTERVAL``: a worker thread running
-    Python code (logs loading lazily after a restart, topic creation, validation of a large batch) keeps the
-    GIL for the whole interval while the event loop, which gives it up at every syscall, waits that long to
-    get it back each time (a convoy: with logs loading at 20,000 partitions the loop stalled 100-290 ms, idle
-    in epoll as the stack samples showed). Without contention the interval costs nothing. An embedded broker
-    leaves its host's interval alone (kafkalite.runtime.gcpolicy lowers it only while a bulk request is in flight)."""
-    import sys
-
-    global _FREEZE
-    _FREEZE = True
-    sys.setswitchinterval(min(sys.getswitchinterval(), OWN_PROCESS_SWITCH_INTERVAL))
-
-
-def freeze_long_lived() -> None:
-    """Move everything allocated so far out of the cyclic collector's reach (gc.freeze), after creating or
-    loading many partition logs: they live until deleted, and a full collection that walks millions of such
-    objects holds the GIL (so the event loop) for seconds. The CLI does the same once after startup. A no-op
-    unless :func:`allow_gc_freeze` was called."""
-    if _FREEZE:
-        import gc
-
-        gc.freeze()
 
 
 def _random_cluster_id() -> str:

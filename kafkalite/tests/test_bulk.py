@@ -119,7 +119,7 @@ def test_a_broker_that_owns_its_process_switches_the_gil_often() -> None:
 
     from kafkalite.embedded import Broker
 
-    out = subprocess.run([sys.executable, "-c", "import sys; from kafkalite.state import allow_gc_freeze; "
+    out = subprocess.run([sys.executable, "-c", "import sys; from kafkalite.runtime.gcpolicy import allow_gc_freeze; "
                           "allow_gc_freeze(); print(sys.getswitchinterval())"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert float(out) == pytest.approx(0.001)

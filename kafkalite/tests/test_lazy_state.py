@@ -7,19 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite import state as state_module
 from kafkalite.authz.authorizer import ACLS_FILE
 from kafkalite.embedded import Broker, BrokerStartError
-from kafkalite.quotas.store import QUOTAS_FILE, QuotaStore, entity_of
+from kafkalite.metadata.quotas import QUOTAS_FILE, QuotaStore, entity_of
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import CreateTopicsRequest
 
 ACLS_ON = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
-
-
-def test_state_names_the_quota_file_as_the_store_does() -> None:
-    assert state_module._QUOTAS_FILE == QUOTAS_FILE
 
 
 def test_a_saved_quota_applies_to_the_first_request(tmp_path: Path) -> None:

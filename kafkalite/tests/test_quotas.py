@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkalite import Broker
+from kafkalite.metadata.quotas import QuotaStore, entity_of
 from kafkalite.quotas.rate import Rate, TokenBucket
-from kafkalite.quotas.store import QuotaStore, entity_of
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_storage.testing import Rec, encode_batch
 from kafkalite_wire.errors import ErrorCode

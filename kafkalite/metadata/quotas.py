@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from kafkalite_storage.checkpoints import write_atomic
@@ -64,6 +65,8 @@ class QuotaStore:
     def __init__(self, data_dir: Path | str | None) -> None:
         self.path = Path(data_dir) / QUOTAS_FILE if data_dir is not None else None
         self.entries: dict[Entity, dict[str, float]] = {}
+        #: called after every change (each broker's quota manager: whether any quota is set at all)
+        self.listeners: list[Callable[[], None]] = []
         if self.path is not None:
             try:
                 rows = json.loads(self.path.read_text(encoding="utf-8"))
@@ -92,6 +95,8 @@ class QuotaStore:
                                               for e, v in trial.items()]}
             write_atomic(str(self.path), json.dumps(data, separators=(",", ":")).encode())
         self.entries = trial
+        for fn in self.listeners:
+            fn()
 
     def resolve(self, key: str, user: str, client_id: str) -> tuple[float, tuple[str, str]] | None:
         """(bound, measurement tags) for ``key``, or None when no quota applies (Kafka's precedence)."""
