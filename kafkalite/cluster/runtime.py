@@ -211,7 +211,10 @@ class ClusterRuntime:
 
     def _attach(self, node: Node, state: Any) -> None:
         """Called by serve once the broker's state exists (before its listeners and coordinators start)."""
+        from kafkalite.cluster.views import ClusterPlacement
+
         state.cluster = self
+        state.placement = ClusterPlacement(state)
         node.state = state
 
     async def _broker_up(self, node: Node) -> None:

@@ -1,4 +1,4 @@
-"""What the request handlers answer about a cluster (they call these only when ``state.cluster`` is set).
+"""What the request handlers answer about a cluster, through ``ClusterPlacement`` (``state.placement``).
 
 - Metadata / DescribeTopicPartitions: every partition's leader, leader epoch, replicas, ISR and offline
   replicas (stopped brokers); a partition with no live leader answers LEADER_NOT_AVAILABLE, leader -1.
@@ -111,3 +111,72 @@ def txn_service(state: Any, txn_id: str) -> Any:
     nid = coordinators.owner(state.cluster, state, "transaction", txn_id)
     owner = state.cluster.state_of(nid)
     return owner.txns if owner is not None else state.txns
+
+
+class ClusterPlacement:
+    """``kafkalite.state.placement.Placement`` for a broker of a ``kafkalite.cluster``: answers from the cluster's
+    shared metadata (the functions above) and hands topic changes to the cluster runtime."""
+
+    replicated = True
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.rt = state.cluster
+
+    def leads(self, topic: str, p: int) -> bool:
+        return bool(self.rt.leads(self.state.node_id, topic, p))
+
+    def partitions(self, topic: str, stop: int, start: int = 0) -> list[tuple[int, int, list[int], list[int], list[int]]]:
+        return [partition(self.state, topic, p) for p in range(start, stop)]
+
+    def brokers(self, listener: str | None) -> list[tuple[int, str, int]]:
+        return brokers(self.state, listener)
+
+    def controller(self) -> int:
+        return controller(self.state)
+
+    def coordinator(self, kind: str, key: str, listener: str | None) -> tuple[int, str, int] | None:
+        return coordinator(self.state, kind, key, listener)
+
+    def leader_error(self, topic: str, p: int) -> int:
+        return leader_error(self.state, topic, p)
+
+    def produce_error(self, topic: str, p: int, acks: int) -> int:
+        return produce_error(self.state, topic, p, acks)
+
+    def refused_produce(self, topic: str, p: int, code: int, part: Any) -> Any:
+        return refused_produce(self.state, topic, p, code, part)
+
+    def current_leader(self, topic: str, p: int, cls: Any) -> Any:
+        return current_leader(self.state, topic, p, cls)
+
+    def add_node_endpoints(self, listener: str | None, resp: Any, cls: Any) -> None:
+        add_node_endpoints(self.state, listener, resp, cls)
+
+    def txn_service(self, txn_id: str) -> Any:
+        return txn_service(self.state, txn_id)
+
+    async def await_acks(self, waits: list[Any], timeout_ms: int) -> None:
+        await self.rt.await_acks(self.state, waits, timeout_ms)
+
+    def replication_factor(self, topic: str, requested: int) -> int:
+        return int(self.rt.replication_factor(self.state, topic, requested))
+
+    def plan_replication(self, topic: str, requested: int) -> None:
+        self.rt.plan_replication(topic, requested)
+
+    def create_topic_logs(self, name: str, partitions: int, overrides: Any, topic_id: Any, start: int) -> bool:
+        self.rt.create_topic_logs(self.state, name, partitions, overrides, topic_id, start)
+        return True
+
+    def register_partitions(self, topic: str, partitions: int, old: int = 0) -> None:
+        self.rt.register_partitions(self.state, topic, partitions, old)
+
+    def detach_elsewhere(self, names: list[str]) -> None:
+        self.rt.detach_elsewhere(self.state, names)
+
+    def appended(self, topic: str, p: int) -> None:
+        self.rt.appended(self.state, topic, p)
+
+    def states(self) -> list[Any]:
+        return list(self.rt.running_states())

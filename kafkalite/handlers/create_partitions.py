@@ -87,8 +87,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
                     await trio.to_thread.run_sync(state.create_topic_logs, t.name, t.count, info.config,
                                                   info.topic_id, info.partitions)
                     old, info.partitions = info.partitions, t.count
-                    if state.cluster is not None:   # the new partitions' replicas and leaders
-                        state.cluster.register_partitions(state, t.name, t.count, old)
+                    state.placement.register_partitions(t.name, t.count, old)   # replicas and leaders
                 except StorageError as exc:
                     log.error("cannot add partitions to %s: %s", t.name, exc)
                     code, msg = error_code_for(exc), str(exc)

@@ -92,7 +92,7 @@ def _check(state: BrokerState, t: Any, node: int, taken: dict[str, str]) -> tupl
         rf = 1 if t.replication_factor == -1 else t.replication_factor
         if rf < 1:
             return ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.", 0
-        if rf > 1 and state.cluster is None:   # several brokers: capped at their number (kafkalite.cluster)
+        if rf > 1 and not state.placement.replicated:   # several brokers: capped at their number
             return (ErrorCode.INVALID_REPLICATION_FACTOR,
                     f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
                     "cannot be reached because only 1 broker(s) are registered.", 0)
@@ -148,8 +148,8 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         overrides = {c.name: c.value for c in t.configs if c.value is not None}
         topic_id = None if req.validate_only else uuid.uuid4()
         res = _Result(name=t.name, error_code=ErrorCode.NONE, error_message=None, num_partitions=partitions,
-                      replication_factor=1 if state.cluster is None else
-                      state.cluster.replication_factor(state, t.name, t.replication_factor), configs=[])
+                      replication_factor=state.placement.replication_factor(t.name, t.replication_factor),
+                      configs=[])
         if authz.allowed(ctx, authz.Op.DESCRIBE_CONFIGS, authz.TOPIC, t.name):
             described.append((res, overrides))
         else:   # created, but its configs are not shown (v5+ topic_config_error_code, as Kafka)
@@ -157,8 +157,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         if topic_id is not None:
             res.topic_id = topic_id
             state.pending_topics.add(t.name)   # reserved before any await: no second creator can pass _check
-            if state.cluster is not None:
-                state.cluster.plan_replication(t.name, t.replication_factor)
+            state.placement.plan_replication(t.name, t.replication_factor)
             taken[t.name.replace(".", "_")] = t.name
             todo.append((len(results), t.name, partitions, overrides, topic_id))
         results.append(res)

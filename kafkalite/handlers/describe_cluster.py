@@ -21,16 +21,9 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
                                        error_message="The broker only handles the BROKER endpoint type",
                                        endpoint_type=endpoint_type, cluster_id=state.cluster_id,
                                        controller_id=-1, brokers=[])
-    adv = state.advertised_for(ctx.listener)
-    brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=adv.host, port=adv.port,
-                                                             rack=None)]
-    controller = state.node_id
-    if state.cluster is not None:   # several brokers (kafkalite.cluster): the running ones
-        from kafkalite.cluster import views
-
-        brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=n, host=h, port=p, rack=None)
-                   for n, h, p in views.brokers(state, ctx.listener)]
-        controller = views.controller(state)
+    brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=n, host=h, port=p, rack=None)
+               for n, h, p in state.placement.brokers(ctx.listener)]   # the running ones, in a cluster
+    controller = state.placement.controller()
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=1,
         cluster_id=state.cluster_id, controller_id=controller,

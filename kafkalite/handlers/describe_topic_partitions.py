@@ -17,7 +17,6 @@ from typing import Any
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.state import leader_epoch
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 
@@ -35,7 +34,6 @@ async def describe_topic_partitions(ctx: RequestContext,
         names = [n for n in names if n not in denied]
     limit = max(1, min(req.response_partition_limit, MAX_PARTITIONS))
     start_topic, start_partition = (req.cursor.topic_name, req.cursor.partition_index) if req.cursor else ("", 0)
-    node = state.node_id
     topics: list[Any] = []
     next_cursor = None
     budget = limit
@@ -56,22 +54,12 @@ async def describe_topic_partitions(ctx: RequestContext,
             next_cursor = R.Cursor(topic_name=name, partition_index=first)
             break
         last = min(info.partitions, first + budget)
-        if state.cluster is not None:   # several brokers (kafkalite.cluster)
-            from kafkalite.cluster import views
-
-            parts = []
-            for p in range(first, last):
-                leader, epoch, replicas, isr, offline = views.partition(state, name, p)
-                parts.append(R.DescribeTopicPartitionsResponsePartition(
-                    error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
-                    leader_id=leader, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=isr,
-                    eligible_leader_replicas=[], last_known_elr=[], offline_replicas=offline))
-        else:
-            parts = [R.DescribeTopicPartitionsResponsePartition(
-                error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
-                leader_epoch=leader_epoch(state.logs.get_log(name, p)), replica_nodes=[node], isr_nodes=[node],
-                eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[])
-                for p in range(first, last)]
+        P = R.DescribeTopicPartitionsResponsePartition
+        parts = [P(error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
+                   leader_id=leader, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=isr,
+                   eligible_leader_replicas=[], last_known_elr=[], offline_replicas=offline)
+                 for p, (leader, epoch, replicas, isr, offline)
+                 in enumerate(state.placement.partitions(name, last, first), start=first)]
         budget -= len(parts)
         topics.append(R.DescribeTopicPartitionsResponseTopic(
             error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id, is_internal=info.internal,

@@ -128,14 +128,12 @@ def _topic(state: BrokerState, t: Any, by_id: bool, topics_out: list[Any]) -> tu
 def _partition(state: BrokerState, name: str | None, missing: ErrorCode, p: Any, committed: bool,
                budget: _Budget) -> Any:
     """Read one requested partition now (its answer)."""
-    if state.cluster is not None and name is not None and name in state.topics:
-        from kafkalite.cluster import views
-
-        code = views.leader_error(state, name, p.partition)
+    if name is not None and name in state.topics:
+        code = state.placement.leader_error(name, p.partition)   # several brokers: only the leader answers
         if code:
             budget.errored = True
             part = _error_part(p.partition, ErrorCode(code))
-            part.current_leader = views.current_leader(state, name, p.partition, FetchResponse.LeaderIdAndEpoch)
+            part.current_leader = state.placement.current_leader(name, p.partition, FetchResponse.LeaderIdAndEpoch)
             return part
     plog = state.logs.get_log(name, p.partition) if name is not None and name in state.topics else None
     if plog is None:
@@ -245,9 +243,7 @@ def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str
 async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     quotas = ctx.broker.quotas
     if not quotas.active:
-        if ctx.broker.cluster is not None:
-            return _with_endpoints(ctx, (await _fetch(ctx, req))[0])
-        return (await _fetch(ctx, req))[0]
+        return _with_endpoints(ctx, (await _fetch(ctx, req))[0])
     cap = quotas.max_fetch_bytes(ctx)   # consumer_byte_rate: never more than a window's allowance
     if cap is not None:
         req.max_bytes = min(req.max_bytes, cap) if req.max_bytes > 0 else cap
@@ -255,14 +251,12 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     throttle = quotas.fetch_throttle(ctx, total) if total else 0
     if throttle:   # over the quota: an empty answer with the throttle time (the bytes are not counted)
         return FetchResponse(throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=0, responses=[])
-    return resp if ctx.broker.cluster is None else _with_endpoints(ctx, resp)
+    return _with_endpoints(ctx, resp)
 
 
 def _with_endpoints(ctx: RequestContext, resp: FetchResponse) -> FetchResponse:
-    """KIP-951 (v16+): the endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers."""
-    from kafkalite.cluster import views
-
-    views.add_node_endpoints(ctx.broker, ctx.listener, resp, FetchResponse.NodeEndpoint)
+    """KIP-951 (v16+): the endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers (a cluster's)."""
+    ctx.broker.placement.add_node_endpoints(ctx.listener, resp, FetchResponse.NodeEndpoint)
     return resp
 
 

@@ -51,7 +51,7 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, st
         ensure = getattr(ctx.broker.txns, "ensure_state_topic", None)
         if ensure is not None:
             ensure()
-        if ctx.broker.cluster is not None and ctx.broker.txns is not None and \
+        if ctx.broker.placement.replicated and ctx.broker.txns is not None and \
                 not await ctx.broker.txns.ensure_topic():
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "could not create __transaction_state"
     return ErrorCode.NONE, None
@@ -60,11 +60,9 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, st
 def _placed(ctx: RequestContext, key_type: int, key: str, err: int, node: int, lst: Any) -> tuple[int, str, int]:
     """This broker, or with several brokers (kafkalite.cluster) the leader of the key's internal topic
     partition (-1 when it has none running)."""
-    if ctx.broker.cluster is None or err != ErrorCode.NONE:
+    if err != ErrorCode.NONE:
         return node, lst.host, lst.port
-    from kafkalite.cluster import views
-
-    placed = views.coordinator(ctx.broker, "group" if key_type == GROUP else "transaction", key, ctx.listener)
+    placed = ctx.broker.placement.coordinator("group" if key_type == GROUP else "transaction", key, ctx.listener)
     return placed if placed is not None else (-1, "", -1)
 
 

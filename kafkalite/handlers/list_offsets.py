@@ -62,10 +62,8 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
             if work.due():
                 await work.pause()
             plog = state.logs.get_log(t.name, p.partition_index) if t.name in state.topics else None
-            if state.cluster is not None and t.name in state.topics and t.name not in denied:
-                from kafkalite.cluster import views
-
-                code = views.leader_error(state, t.name, p.partition_index)
+            if t.name in state.topics and t.name not in denied:
+                code = state.placement.leader_error(t.name, p.partition_index)
                 if code:   # several brokers: only the leader answers (kafkalite.cluster)
                     parts.append(_Part(partition_index=p.partition_index, error_code=code, old_style_offsets=[],
                                        timestamp=-1, offset=-1, leader_epoch=-1))

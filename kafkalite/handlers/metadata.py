@@ -43,32 +43,14 @@ BIG_METADATA_PARTITIONS = 5000   # an all-topics answer larger than this is buil
 
 
 def topic_metadata(state: BrokerState, info: TopicInfo, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
-    if state.cluster is not None:
-        return _replicated(state, info, include_ops)
-    node = state.node_id
-    epoch_of = state.leader_epoch_of   # answers for lazily loaded logs without loading them
+    """A topic's partitions as ``state.placement`` places them (no live leader: LEADER_NOT_AVAILABLE)."""
+    P = MetadataResponse.MetadataResponsePartition
     partitions = [
-        MetadataResponse.MetadataResponsePartition(
-            error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
-            leader_epoch=epoch_of(info.name, p), replica_nodes=[node], isr_nodes=[node],
-            offline_replicas=[])
-        for p in range(info.partitions)
+        P(error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
+          leader_id=leader, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=isr, offline_replicas=offline)
+        for p, (leader, epoch, replicas, isr, offline) in enumerate(state.placement.partitions(info.name,
+                                                                                               info.partitions))
     ]
-    return MetadataResponse.MetadataResponseTopic(
-        error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id, is_internal=info.internal,
-        partitions=partitions,
-        topic_authorized_operations=TOPIC_OPERATIONS if include_ops else _AUTHORIZED_OPS_UNSET)
-
-
-def _replicated(state: BrokerState, info: TopicInfo, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
-    from kafkalite.cluster import views
-
-    partitions = []
-    for p in range(info.partitions):
-        leader, epoch, replicas, isr, offline = views.partition(state, info.name, p)
-        partitions.append(MetadataResponse.MetadataResponsePartition(
-            error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
-            leader_id=leader, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=isr, offline_replicas=offline))
     return MetadataResponse.MetadataResponseTopic(
         error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id, is_internal=info.internal,
         partitions=partitions,
@@ -147,21 +129,14 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
         for t in topics:
             if t.topic_authorized_operations != _AUTHORIZED_OPS_UNSET and t.name:
                 t.topic_authorized_operations = authz.topic_ops(ctx, t.name)
-    adv = state.advertised_for(ctx.listener)
     include_cluster_ops = 8 <= version <= 10 and bool(req.include_cluster_authorized_operations)
-    brokers = [MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=adv.host, port=adv.port, rack=None)]
-    controller = state.node_id
-    if state.cluster is not None:
-        from kafkalite.cluster import views
-
-        brokers = [MetadataResponse.MetadataResponseBroker(node_id=n, host=h, port=p, rack=None)
-                   for n, h, p in views.brokers(state, ctx.listener)]
-        controller = views.controller(state)
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=n, host=h, port=p, rack=None)
+               for n, h, p in state.placement.brokers(ctx.listener)]
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=brokers,
         cluster_id=state.cluster_id,
-        controller_id=controller,
+        controller_id=state.placement.controller(),
         topics=topics,
         cluster_authorized_operations=(authz.cluster_ops(ctx) if authz.cluster_allowed(ctx, authz.Op.DESCRIBE) else 0)
         if include_cluster_ops else _AUTHORIZED_OPS_UNSET,

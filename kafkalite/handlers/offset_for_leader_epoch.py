@@ -50,10 +50,8 @@ async def offset_for_leader_epoch(ctx: RequestContext,
                 parts.append(_Part(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=p.partition,
                                    leader_epoch=-1, end_offset=-1))
                 continue
-            if state.cluster is not None and t.topic in state.topics:   # several brokers: the leader answers
-                from kafkalite.cluster import views
-
-                code = views.leader_error(state, t.topic, p.partition)
+            if t.topic in state.topics:   # several brokers: the leader answers
+                code = state.placement.leader_error(t.topic, p.partition)
                 if code:
                     parts.append(_Part(error_code=code, partition=p.partition, leader_epoch=-1, end_offset=-1))
                     continue

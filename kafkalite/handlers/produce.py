@@ -109,13 +109,10 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     now = ctx.now_ms()
     failed = False
     responses: list[ProduceResponse.TopicProduceResponse] = []
-    txns = state.txns
-    cluster = state.cluster
+    placement = state.placement
+    txns = state.txns if req.transactional_id is None else placement.txn_service(req.transactional_id)
+    wait_for_isr = acks == -1 and placement.replicated
     waits: list = []   # acks=-1 in a cluster: (topic, partition, offset the high watermark must pass, answer)
-    if cluster is not None and req.transactional_id is not None:
-        from kafkalite.cluster import views
-
-        txns = views.txn_service(state, req.transactional_id)
     if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
         await state.ensure_loaded([(t.name, pd.index) for t in req.topic_data for pd in t.partition_data])
     entries = len(req.topic_data)   # topics and partition entries the walk below visits
@@ -143,12 +140,10 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(idx, denied[name]))   # type: ignore[index]
                 failed = True
                 continue
-            if cluster is not None and topic_info is not None:
-                from kafkalite.cluster import views
-
-                code = views.produce_error(state, name, idx, acks)
+            if topic_info is not None:
+                code = placement.produce_error(name, idx, acks)   # not the leader, or too few in-sync replicas
                 if code:
-                    parts.append(views.refused_produce(state, name, idx, code, _error(idx, ErrorCode(code))))
+                    parts.append(placement.refused_produce(name, idx, code, _error(idx, ErrorCode(code))))
                     failed = True
                     continue
             plog = state.logs.get_log(name, idx) if topic_info is not None else None
@@ -185,17 +180,15 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             parts.append(_PartResp(index=idx, error_code=ErrorCode.NONE, base_offset=appended.base_offset,
                                    log_append_time_ms=appended.log_append_time_ms,
                                    log_start_offset=appended.log_start_offset))
-            if cluster is not None and acks == -1:
+            if wait_for_isr:
                 waits.append((name, idx, appended.last_offset + 1, parts[-1]))
     if waits:
-        await cluster.await_acks(state, waits, req.timeout_ms)
+        await placement.await_acks(waits, req.timeout_ms)
     if acks == 0:
         if failed:
             raise ConnectionClosed("acks=0 produce failed for some partition")
         return None
     resp = ProduceResponse(responses=responses, throttle_time_ms=0)
-    if cluster is not None and failed:
-        from kafkalite.cluster import views
-
-        views.add_node_endpoints(state, ctx.listener, resp, ProduceResponse.NodeEndpoint)
+    if failed:
+        placement.add_node_endpoints(ctx.listener, resp, ProduceResponse.NodeEndpoint)
     return resp

@@ -31,11 +31,8 @@ Resp = TxnOffsetCommitResponse
 async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     v = ctx.version
     state = ctx.broker
-    txns, groups = state.txns, state.groups
-    if state.cluster is not None:   # several brokers: the transaction's coordinator may be another one
-        from kafkalite.cluster import views
-
-        txns = views.txn_service(state, req.transactional_id)
+    groups = state.groups
+    txns = state.placement.txn_service(req.transactional_id)   # in a cluster its coordinator may be another broker
     now = ctx.now_ms()
     errors: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}

@@ -47,6 +47,7 @@ from kafkalite.metadata import (  # noqa: F401 (re-exported: handlers import the
 from kafkalite.metadata.quotas import QUOTAS_FILE
 from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.runtime.supervisor import Supervisor
+from kafkalite.state.placement import Placement, SingleNode
 
 if TYPE_CHECKING:
     from kafkalite.authz import Authorizer
@@ -88,6 +89,9 @@ class BrokerState:
         self.topics: dict[str, TopicInfo] = self.metadata.topics
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = self.metadata.topics_by_id
         self.cluster: Any = None        # kafkalite.cluster's runtime when several brokers share the room
+        # who leads what, which brokers there are, where coordinators live: this broker alone until a
+        # kafkalite.cluster installs its ClusterPlacement (handlers ask only this, never ``cluster``)
+        self.placement: Placement = SingleNode(self)
         self.groups: Any = None
         self.txns: Any = None
         self.shares: Any = None          # share groups (kafkalite.coordinator.share.service)
@@ -222,7 +226,7 @@ class BrokerState:
 
     def _room_states(self) -> list[BrokerState]:
         """Every running broker sharing this metadata room (just this one without a cluster)."""
-        return [self] if self.cluster is None else self.cluster.running_states()
+        return self.placement.states()
 
     def log_config_for(self, overrides: Mapping[str, str]) -> LogConfig:
         from kafkalite_storage import LogConfig
@@ -319,7 +323,7 @@ class BrokerState:
 
     def leads(self, topic: str, partition: int) -> bool:
         """Whether this broker leads the partition (always, without a cluster)."""
-        return self.cluster is None or self.cluster.leads(self.node_id, topic, partition)
+        return self.placement.leads(topic, partition)
 
     def create_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None, *,
                      topic_id: uuid.UUID | None = None) -> TopicInfo:
@@ -335,9 +339,8 @@ class BrokerState:
         """Create partition logs ``start..partitions-1`` (blocking; safe in a worker thread while the name
         is reserved). All or nothing: if one fails, the ones made here are removed and the error raised.
         In a cluster every replica broker gets the log (``kafkalite.cluster``)."""
-        if self.cluster is not None:
-            self.cluster.create_topic_logs(self, name, partitions, overrides, topic_id, start)
-            return
+        if self.placement.create_topic_logs(name, partitions, overrides, topic_id, start):
+            return   # the cluster made every replica's log
         log_config = self.log_config_for(overrides)
         made: list[int] = []
         try:
@@ -357,8 +360,7 @@ class BrokerState:
         """Publish a topic whose logs exist (trio thread)."""
         info = self.metadata.add_topic(
             TopicInfo(name, topic_id, partitions, dict(overrides), internal=name in INTERNAL_TOPICS))
-        if self.cluster is not None:   # replicas, ISR and leaders of its partitions
-            self.cluster.register_partitions(self, name, partitions)
+        self.placement.register_partitions(name, partitions)   # replicas, ISR and leaders of its partitions
         if overrides and write_configs:
             self._write_topic_configs()
         log.info("created topic %s (%d partitions, id %s)", name, partitions, info.topic_id)
@@ -377,8 +379,7 @@ class BrokerState:
         old = info.partitions
         self.create_topic_logs(name, total, info.config, info.topic_id, old)
         info.partitions = total
-        if self.cluster is not None:
-            self.cluster.register_partitions(self, name, total, old)
+        self.placement.register_partitions(name, total, old)
 
     def delete_topic(self, name: str) -> None:
         for plog in self.unregister_topic(name):
@@ -408,8 +409,7 @@ class BrokerState:
         detach = getattr(self.logs, "detach_topics", None)
         if detach is not None:
             out: dict[str, list[Any]] = detach(names)
-            if self.cluster is not None:   # the other brokers' replicas
-                self.cluster.detach_elsewhere(self, names)
+            self.placement.detach_elsewhere(names)   # the other brokers' replicas, in a cluster
         else:
             out = {}
             for name in names:
@@ -463,8 +463,7 @@ class BrokerState:
 
     # -- append notification (Fetch long polls) ------------------------------------------------------
     def notify_append(self, topic: str, partition: int) -> None:
-        if self.cluster is not None:   # the high watermark may move (kafkalite.cluster)
-            self.cluster.appended(self, topic, partition)
+        self.placement.appended(topic, partition)   # in a cluster the high watermark may move
         waiters = self._waiters.pop((topic, partition), None)
         if waiters:
             for ev in waiters:
