@@ -202,7 +202,7 @@ def _from_imports(src: str) -> list[tuple[int, int, str]]:
             continue
         if not (node.module == "kafkalite" or node.module.startswith("kafkalite.")):
             continue
-        if all(f"{node.module}.{a.name}" in NEW and a.name not in OLD_ATTRS.get(node.module, ())
+        if all(f"{node.module}.{a.name}" in NEW and (a.asname or a.name) not in OLD_ATTRS.get(node.module, ())
                for a in node.names):
             module = node.module   # submodules of a package of the new layout
         else:

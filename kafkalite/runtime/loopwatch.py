@@ -173,8 +173,9 @@ class LoopWatch:
 thread_cpu = getattr(time, "thread_time", time.process_time)   # the calling thread's CPU seconds
 
 
-_OURS = tuple(os.path.dirname(os.path.dirname(os.path.abspath(m.__file__))) + os.sep + pkg + os.sep
-              for m in (sys.modules[__name__],) for pkg in ("kafkalite", "kafkalite_storage", "kafkalite_wire"))
+#: where the project's own files are: this file is <root>/kafkalite/runtime/loopwatch.py
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_OURS = tuple(_ROOT + os.sep + pkg + os.sep for pkg in ("kafkalite", "kafkalite_storage", "kafkalite_wire"))
 
 
 def _blame(frame: Any) -> tuple[tuple[int, int, int] | None, str | None]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kafkalite.embedded import Broker
-from kafkalite.server.serve import serve as server
+from kafkalite.server import serve as server
 from kafkalite.tests.rawclient import RawClient
 from kafkalite.tests.test_protocol import produce_req
 from kafkalite_storage.manager import LogManager
