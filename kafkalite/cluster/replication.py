@@ -131,9 +131,9 @@ async def follow(runtime: Any, node: Any, tp: tuple[str, int]) -> None:
         if copied:
             await trio.lowlevel.checkpoint()
             continue
-        ev = lst.append_waiter([tp])
+        ev = lst.purgatory.append_waiter([tp])
         try:
             with trio.move_on_after(runtime.fetch_wait_s):
                 await ev.wait()
         finally:
-            lst.drop_waiter([tp], ev)
+            lst.purgatory.drop_waiter([tp], ev)

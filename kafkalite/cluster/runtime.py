@@ -403,7 +403,7 @@ class ClusterRuntime:
         if ev is not None:
             ev.set()
         for st in self.running_states():
-            st.wake(*tp)
+            st.purgatory.wake(*tp)
 
     def elect(self, tp: tuple[str, int], new_leader: int, reason: str) -> None:
         ps = self.meta.partitions[tp]

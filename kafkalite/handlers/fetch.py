@@ -274,16 +274,16 @@ async def _fetch(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse,
             resp, total, errored = await _collect_sliced(state, req, version, denied)
         else:
             resp, total, errored = _collect(state, req, version, denied)
-        if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.draining:
+        if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.purgatory.draining:
             return resp, total
         if trio.current_time() >= deadline:
             return resp, total
         keys = _keys(state, req, version)
         if not keys:
             return resp, total
-        ev = state.append_waiter(keys)
+        ev = state.purgatory.append_waiter(keys)
         try:
             with trio.move_on_at(deadline):
                 await ev.wait()
         finally:
-            state.drop_waiter(keys, ev)
+            state.purgatory.drop_waiter(keys, ev)

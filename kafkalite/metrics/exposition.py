@@ -130,8 +130,7 @@ def _request_counters(w: Writer, m: RequestMetrics) -> None:
 
 
 def _purgatory(w: Writer, state: Any) -> None:
-    waiters: dict[Any, set[Any]] = getattr(state, "_waiters", {}) or {}
-    fetches = len(set().union(*waiters.values())) if waiters else 0
+    fetches = state.purgatory.parked()
     name = "kafka_server_delayedoperationpurgatory_purgatorysize"
     w.family(name, "gauge", "Requests parked until they can complete (Fetch: long polls waiting for data)")
     w.sample(name, fetches, (("delayedOperation", "Fetch"),))

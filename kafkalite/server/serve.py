@@ -438,7 +438,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
                 # drain: no new connections; long polls answer now; idle connections close
                 for sock in sockets:
                     sock.close()
-                state.begin_drain()
+                state.purgatory.begin_drain()
                 for _module, _cls, attr in SERVICES:   # coordinators may answer their long polls now too
                     drain = getattr(getattr(state, attr, None), "begin_drain", None)
                     if drain is not None:

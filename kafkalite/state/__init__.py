@@ -48,6 +48,7 @@ from kafkalite.metadata.quotas import QUOTAS_FILE
 from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.runtime.supervisor import Supervisor
 from kafkalite.state.placement import Placement, SingleNode
+from kafkalite.state.purgatory import Purgatory
 
 if TYPE_CHECKING:
     from kafkalite.authz import Authorizer
@@ -113,8 +114,7 @@ class BrokerState:
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self.metadata.dynamic_broker_configs
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
-        self.draining = False
-        self._waiters: dict[tuple[str, int], set[trio.Event]] = {}
+        self.purgatory = Purgatory()   # long polls parked until an append (kafkalite.state.purgatory)
         # names whose partition directories are being created or removed in a worker thread right now
         self.pending_topics: set[str] = self.metadata.pending_topics
         self.default_log_config = self._default_log_config()
@@ -464,47 +464,7 @@ class BrokerState:
     # -- append notification (Fetch long polls) ------------------------------------------------------
     def notify_append(self, topic: str, partition: int) -> None:
         self.placement.appended(topic, partition)   # in a cluster the high watermark may move
-        waiters = self._waiters.pop((topic, partition), None)
-        if waiters:
-            for ev in waiters:
-                ev.set()
-
-    def wake(self, topic: str, partition: int) -> None:
-        """Wake the long polls on one partition (leadership or high watermark changed)."""
-        waiters = self._waiters.pop((topic, partition), None)
-        if waiters:
-            for ev in waiters:
-                ev.set()
-
-    def append_waiter(self, keys: Iterable[tuple[str, int]]) -> trio.Event:
-        """One event set by the next append to any of ``keys`` (or by shutdown). Call ``drop_waiter`` after."""
-        ev = trio.Event()
-        if self.draining:
-            ev.set()
-            return ev
-        for key in keys:
-            self._waiters.setdefault(key, set()).add(ev)
-        return ev
-
-    def drop_waiter(self, keys: Iterable[tuple[str, int]], ev: trio.Event) -> None:
-        for key in keys:
-            waiters = self._waiters.get(key)
-            if waiters is not None:
-                waiters.discard(ev)
-                if not waiters:
-                    del self._waiters[key]
-
-    def partition_event(self, topic: str, partition: int) -> trio.Event:
-        """An event set by the next append to one partition (INTERFACES.md)."""
-        return self.append_waiter([(topic, partition)])
-
-    def begin_drain(self) -> None:
-        """Shutdown: wake every long poll so it answers now with what it has."""
-        self.draining = True
-        waiters, self._waiters = self._waiters, {}
-        for evs in waiters.values():
-            for ev in evs:
-                ev.set()
+        self.purgatory.wake(topic, partition)
 
 
 def _random_cluster_id() -> str:

@@ -523,7 +523,7 @@ class ShareService:
             if self.cluster is not None:
                 await adopt(self, keys)   # share-partitions this broker newly leads: from the latest state
             now = self.now_ms()
-            if min_bytes > 1 and log_keys and not st.draining and trio.current_time() < deadline:
+            if min_bytes > 1 and log_keys and not st.purgatory.draining and trio.current_time() < deadline:
                 have = 0
                 for tid, p in partitions:
                     have += self._acquirable_bytes(group, tid, p, now, min_bytes - have)
@@ -543,7 +543,7 @@ class ShareService:
             # OFFSET_NOT_AVAILABLE (by_duration, no record yet) waits like an empty partition and is answered at
             # MaxWaitMs: answered at once, clients re-send at once (librdkafka: thousands a second)
             if any(r.acquired or r.error not in (0, OFFSET_NOT_AVAILABLE) for r in out.values()) or not log_keys \
-                    or st.draining:
+                    or st.purgatory.draining:
                 return out
             if trio.current_time() >= deadline:
                 return out
@@ -552,13 +552,13 @@ class ShareService:
     async def _wait(self, log_keys: list[tuple[str, int]], deadline: float) -> None:
         """Until an append to one of the partitions, records available again (``wake``), or the deadline."""
         st = self.state
-        ev = st.append_waiter(log_keys)
+        ev = st.purgatory.append_waiter(log_keys)
         self._waiters.add(ev)
         try:
             with trio.move_on_at(deadline):
                 await ev.wait()
         finally:
-            st.drop_waiter(log_keys, ev)
+            st.purgatory.drop_waiter(log_keys, ev)
             self._waiters.discard(ev)
 
     # -- share group offsets (admin): offsets.py ---------------------------------------------
