@@ -93,8 +93,8 @@ class ClusterRuntime:
             v["log.dirs"] = str(data_dir / f"broker-{nid}")
             self.nodes[nid] = Node(nid, BrokerConfig(v))
         any_config = next(iter(self.nodes.values())).config
-        self.lag_ms = any_config.get_int("replica.lag.time.max.ms", 30_000)
-        self.fetch_wait_s = any_config.get_int("replica.fetch.wait.max.ms", 500) / 1000
+        self.lag_ms = any_config.get_int("replica.lag.time.max.ms")
+        self.fetch_wait_s = any_config.get_int("replica.fetch.wait.max.ms") / 1000
         self.nursery: trio.Nursery | None = None
         self.started = False
         self._changed: dict[tuple[str, int], trio.Event] = {}
@@ -529,7 +529,7 @@ class ClusterRuntime:
     def min_insync(self, state: Any, topic: str) -> int:
         info = self.meta.topics.get(topic)
         raw = info.config.get("min.insync.replicas") if info is not None else None
-        return int(raw) if raw else state.effective_config().get_int("min.insync.replicas", 1)
+        return int(raw) if raw else state.effective_config().get_int("min.insync.replicas")
 
     async def await_acks(self, state: Any, waits: list[tuple[str, int, int, Any]], timeout_ms: int) -> None:
         """acks=all: wait until each partition's high watermark passes its append (or the ISR falls below

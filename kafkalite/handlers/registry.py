@@ -140,7 +140,7 @@ def lookup(api_key: int) -> HandlerSpec | None:
         return dict.get(HANDLERS, api_key)
     try:
         spec = HANDLERS[api_key]
-    except Exception:   # a broken handler module: that API is not served (as load_all skips it), logged once
+    except Exception:   # a broken handler module: that API is not served, nor advertised from now on; logged once
         _BROKEN.add(api_key)
         log.exception("failed to load the handler module of api key %d (%s)", api_key, INDEX[api_key][0])
         return None
@@ -152,9 +152,22 @@ def lookup(api_key: int) -> HandlerSpec | None:
 
 def _versions() -> dict[int, tuple[int, int]]:
     """(min, max) served per API key: registered handlers, and the index for modules not imported yet."""
-    out = {key: (lo, hi) for key, (_module, lo, hi) in INDEX.items()}
+    out = {key: (lo, hi) for key, (_module, lo, hi) in INDEX.items() if key not in _BROKEN}
     out.update((key, (spec.min_version, spec.max_version)) for key, spec in dict.items(HANDLERS))
     return out
+
+
+def check_index() -> None:
+    """Every handler module the index names is there (found, not imported: they load on first use). A missing
+    one stops the start with one line, instead of a broker that advertises an API it cannot serve."""
+    import importlib.util
+
+    from kafkalite.errors import StartupError
+
+    missing = [f"{module} (api key {key})" for key, (module, _lo, _hi) in sorted(INDEX.items())
+               if importlib.util.find_spec(f"kafkalite.handlers.{module}") is None]
+    if missing:
+        raise StartupError(f"handler modules missing: {', '.join(missing)}")
 
 
 def advertised(caps: dict[int, int] | None = None,

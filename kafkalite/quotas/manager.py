@@ -44,8 +44,8 @@ class QuotaManager:
     def __init__(self, config: Any, store: QuotaStore) -> None:
         """``store``: the quota configs, shared by every broker of a cluster (``MetadataRoom.shared``); rates
         are measured per broker, as Kafka's quota managers do."""
-        self.samples = config.get_int("quota.window.num", 11)
-        self.window_ms = config.get_int("quota.window.size.seconds", 1) * 1000
+        self.samples = config.get_int("quota.window.num")
+        self.window_ms = config.get_int("quota.window.size.seconds") * 1000
         self.store = store
         self.active = bool(self.store.entries)
         store.listeners.append(self.changed)

@@ -119,8 +119,8 @@ def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None) ->
             sec.reauth_ms = int(reauth) if reauth else 0
         except ValueError:
             raise ConfigError(f"connections.max.reauth.ms={reauth!r} is not an integer") from None
-        sec.max_receive = config.get_int("sasl.server.max.receive.size", 524288)
-        sec.failure_delay_ms = max(0, config.get_int("connection.failed.authentication.delay.ms", 100))
+        sec.max_receive = config.get_int("sasl.server.max.receive.size")
+        sec.failure_delay_ms = max(0, config.get_int("connection.failed.authentication.delay.ms"))
         if scram is not None:
             sec.scram_lookup = scram.get
     return sec

@@ -128,9 +128,9 @@ class Connection:
         self.idle = True
         self.closing = False
         self.cancel_scope = trio.CancelScope()
-        idle_ms = state.config.get_int("connections.max.idle.ms", 600_000)
+        idle_ms = state.config.get_int("connections.max.idle.ms")
         self.idle_timeout = idle_ms / 1000 if idle_ms > 0 else float("inf")
-        body_ms = state.config.get_int("kafkalite.request.body.timeout.ms", DEFAULT_BODY_TIMEOUT_MS)
+        body_ms = state.config.get_int("kafkalite.request.body.timeout.ms")
         self.body_timeout = body_ms / 1000 if body_ms > 0 else float("inf")
         # trio.current_time() when the connection last started waiting for a request (None: busy)
         self.waiting_since: float | None = trio.current_time()

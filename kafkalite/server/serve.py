@@ -121,7 +121,7 @@ def _descriptor_budget(config: BrokerConfig) -> None:
     from kafkalite_storage import handles
 
     old, soft, hard = handles.raise_nofile_limit()
-    capacity = handles.configure(config.get_int("kafkalite.storage.max.open.files", 0))
+    capacity = handles.configure(config.get_int("kafkalite.storage.max.open.files"))
     log.info("RLIMIT_NOFILE soft limit %d -> %d (hard %d); storage keeps at most %d files open",
              old, soft, hard, capacity)
 
@@ -337,18 +337,22 @@ class OnFirstUse:
 
 
 async def _start_services(state: BrokerState, nursery: trio.Nursery) -> None:
+    """Start every coordinator service (or its stand-in until first use); a missing one stops the start with one
+    line (StartupError) instead of a broker that answers COORDINATOR_NOT_AVAILABLE forever."""
     import importlib
+    import importlib.util
 
     for module, cls_name, attr in SERVICES:
         topic = DEFERRABLE.get(attr)
         if topic is not None and topic not in state.topics:
+            if importlib.util.find_spec(module) is None:   # started on first use: at least it must be there
+                raise StartupError(f"cannot start the {cls_name}: no module {module}")
             setattr(state, attr, OnFirstUse(state, module, cls_name, topic, nursery))
             continue
         try:
             cls = getattr(importlib.import_module(module), cls_name)
-        except (ImportError, AttributeError) as exc:
-            log.debug("no %s (%s)", cls_name, exc)
-            continue
+        except (ImportError, AttributeError) as exc:   # a broker without its coordinator must not start
+            raise StartupError(f"cannot start the {cls_name} ({module}): {exc}") from exc
         service = cls(state)
         setattr(state, attr, service)
         await nursery.start(service.run)
@@ -376,8 +380,10 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
     shutdown = trio.Event() if shutdown is None else shutdown
     for line in config.startup_warnings():
         log.warning("%s", line)
+    from kafkalite.handlers.registry import check_index
     from kafkalite.security import listeners as security
 
+    check_index()   # every API the broker will advertise has its handler module (imported on first use)
     state = await trio.to_thread.run_sync(open_state, config, metadata)
     if attach is not None:
         attach(state)
@@ -396,7 +402,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
             sockets.append(sock)
             bound.append(actual)
         state.listeners = bound
-        state.request_pool = RequestMemoryPool(config.get_int("queued.max.request.bytes", 256 * 1024 * 1024))
+        state.request_pool = RequestMemoryPool(config.get_int("queued.max.request.bytes"))
         state.advertised_listeners = _advertised(config, bound)
 
         state.connections = connections   # read by the metrics endpoint
@@ -420,8 +426,8 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
             await _start_services(state, background)
             _start_housekeeping(state, background)
             loopwatch.start(state, background)
-            idle_ms = config.get_int("connections.max.idle.ms", 600_000)
-            body_ms = config.get_int("kafkalite.request.body.timeout.ms", 10_000)
+            idle_ms = config.get_int("connections.max.idle.ms")
+            body_ms = config.get_int("kafkalite.request.body.timeout.ms")
             state.supervisor.start_soon(background, "idle-connection-reaper", reap_idle, connections,
                                         idle_ms / 1000 if idle_ms > 0 else float("inf"),
                                         body_ms / 1000 if body_ms > 0 else float("inf"))

@@ -37,7 +37,7 @@ class TlsConnection(Connection):
 
     async def run(self) -> None:
         sock: ssl.SSLSocket = self.sock  # type: ignore[assignment]
-        timeout = self.state.config.get_int("kafkalite.ssl.handshake.timeout.ms", 10_000) / 1000
+        timeout = self.state.config.get_int("kafkalite.ssl.handshake.timeout.ms") / 1000
         pool = self.pool
         ok = False
         admitted = False

@@ -73,10 +73,10 @@ class TransactionService:
     def __init__(self, state: Any) -> None:
         self.state = state
         cfg = getattr(state, "config", None)
-        self.num_partitions = cfg.get_int("transaction.state.log.num.partitions", 50) if cfg is not None else 50
-        max_timeout = cfg.get_int("transaction.max.timeout.ms", DEFAULT_MAX_TIMEOUT_MS) if cfg is not None \
+        self.num_partitions = cfg.get_int("transaction.state.log.num.partitions") if cfg is not None else 50
+        max_timeout = cfg.get_int("transaction.max.timeout.ms") if cfg is not None \
             else DEFAULT_MAX_TIMEOUT_MS
-        self.segment_bytes = cfg.get_int("transaction.state.log.segment.bytes", 104_857_600) \
+        self.segment_bytes = cfg.get_int("transaction.state.log.segment.bytes") \
             if cfg is not None else 104_857_600
         self.coordinator = TransactionCoordinator(self, max_timeout)
         self.coordinator.loading = True
