@@ -195,7 +195,7 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("listener.security.protocol.map", "string",
          "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
          "listener name -> security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); a listener name missing "
-         "from it is an error, as in Kafka"),
+         "from it is served as PLAINTEXT with a warning (Kafka refuses it)"),
     _def("inter.broker.listener.name", "string", None, "accepted (one broker): must name a listener"),
     _def("security.inter.broker.protocol", "string", "PLAINTEXT", "accepted (one broker)",
          one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),

@@ -27,7 +27,9 @@ for the cluster (``FinalizedFeatures``; 0 = not finalized). Kafka 3.9 builds the
   switch to the new one.
 
 librdkafka 2.0.2 (kcat 1.7.1) reads these tagged fields correctly (compat-tests/test_admin_surface.py
-runs kcat against them); the ARCHITECTURE gotcha about it is an explicit FinalizedFeaturesEpoch of -1.
+runs kcat against them). What it cannot read is a tagged field written out while it holds its default (librdkafka
+before 2.2 mis-skips tagged fields): a FinalizedFeaturesEpoch of -1 written explicitly would break it, so the
+codec leaves default-valued tagged fields out, as Kafka does (docs/internals/wire-codegen.md).
 
 Rows for another release go into :data:`FEATURES` under its profile name; a profile without a row set
 reports no features.
