@@ -1,12 +1,14 @@
-"""Group coordinator: Kafka's classic consumer-group protocol and committed offsets.
+"""Groups and transactions: each coordinator is a pure state machine (no trio, no sockets, no clock: ``now_ms`` is
+an argument) wrapped by a thin trio service that loads its state topic, appends its records and runs its timers.
 
-- ``group.py``: one group's data (members, generation, protocol vote, offsets) and ``Pending`` results;
-- ``coordinator.py``: the membership state machine (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, timers);
-- ``offsets.py``: OffsetCommit/OffsetFetch/OffsetDelete/DeleteGroups/Describe/List, retention, txn hooks;
-- ``records.py``: ``__consumer_offsets`` key/value schemas and record-batch v2 framing;
-- ``loader.py``: rebuilding the state from those records at startup;
-- ``config.py`` / ``errors.py``: Kafka's settings and error codes;
-- ``service.py``: the trio glue the broker runs (``GroupService(state)``).
+- ``common/``: what they share: Kafka's settings (``config``), error codes (``errors``), keys, the internal topics
+  their state lives in (``internal_topics``);
+- ``classic/``: the classic consumer-group protocol and committed offsets (``coordinator``, ``group``, ``offsets``,
+  the ``__consumer_offsets`` records and their ``loader``, the trio ``service``);
+- ``consumer/``: KIP-848 consumer groups (``classic_members`` serves classic members of a consumer group);
+- ``share/``: KIP-932 share groups and the ``__share_group_state`` records;
+- ``txn/``: the transaction coordinator and its ``__transaction_state`` records;
+- ``views.py``: a read-only view of every group of every type (console, metrics).
 
-Everything but ``service.py`` is sans-I/O: no trio, no sockets, no clock (``now_ms`` is an argument).
+import-linter keeps the cores sans-I/O (pyproject.toml, "coordinator cores are sans-I/O").
 """

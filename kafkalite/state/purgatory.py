@@ -43,7 +43,7 @@ class Purgatory:
                     del self._waiters[key]
 
     def partition_event(self, topic: str, partition: int) -> trio.Event:
-        """An event set by the next append to one partition (docs/INTERFACES.md)."""
+        """An event set by the next append to one partition (docs/internals/interfaces.md)."""
         return self.append_waiter([(topic, partition)])
 
     def parked(self) -> int:
