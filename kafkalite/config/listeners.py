@@ -106,7 +106,9 @@ def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> jaas.JaasEntry
 
 def check_tls(config: BrokerConfig, listener: str) -> list[str]:
     """What is wrong with a TLS listener's settings, without reading any file (config validation)."""
-    v = lambda key: listener_value(config, listener, key).strip()  # noqa: E731
+    def v(key: str) -> str:
+        return listener_value(config, listener, key).strip()
+
     errors = []
     for kind in ("keystore", "truststore"):
         t = v(f"ssl.{kind}.type") or "PEM"

@@ -103,7 +103,7 @@ class MetadataRoom:
         obj = self._shared.get(key)
         if obj is None:
             obj = self._shared[key] = make()
-        return obj  # type: ignore[no-any-return]
+        return obj
 
     # -- files -----------------------------------------------------------------------------------------
     def read_json(self, name: str) -> dict[str, dict[str, str]]:

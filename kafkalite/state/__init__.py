@@ -51,6 +51,9 @@ from kafkalite.state.placement import Placement, SingleNode
 from kafkalite.state.purgatory import Purgatory
 
 if TYPE_CHECKING:
+    from kafkalite.faults.plan import FaultPlan
+    from kafkalite.metrics.requests import RequestMetrics
+    from kafkalite.runtime.loopwatch import LoopWatch
     from kafkalite.authz import Authorizer
     from kafkalite.metadata.features import FeatureLevels
     from kafkalite.metadata.group_configs import GroupConfigStore
@@ -115,6 +118,13 @@ class BrokerState:
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self.metadata.dynamic_broker_configs
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
         self.purgatory = Purgatory()   # long polls parked until an append (kafkalite.state.purgatory)
+        # set by the rooms that own them, once the broker runs: request metrics (kafkalite.metrics), the fault
+        # plan (kafkalite.faults), the event-loop stall probe (kafkalite.runtime.loopwatch), and the server's
+        # live connections (read by the metrics endpoint)
+        self.metrics: RequestMetrics | None = None
+        self.faults: FaultPlan | None = None
+        self.loopwatch: LoopWatch | None = None
+        self.connections: set[Any] = set()   # kafkalite.server.connection.Connection objects
         # names whose partition directories are being created or removed in a worker thread right now
         self.pending_topics: set[str] = self.metadata.pending_topics
         self.default_log_config = self._default_log_config()
