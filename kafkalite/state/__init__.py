@@ -51,13 +51,13 @@ from kafkalite.state.placement import Placement, SingleNode
 from kafkalite.state.purgatory import Purgatory
 
 if TYPE_CHECKING:
-    from kafkalite.faults.plan import FaultPlan
-    from kafkalite.metrics.requests import RequestMetrics
-    from kafkalite.runtime.loopwatch import LoopWatch
     from kafkalite.authz import Authorizer
+    from kafkalite.faults.plan import FaultPlan
     from kafkalite.metadata.features import FeatureLevels
     from kafkalite.metadata.group_configs import GroupConfigStore
+    from kafkalite.metrics.requests import RequestMetrics
     from kafkalite.quotas import QuotaManager
+    from kafkalite.runtime.loopwatch import LoopWatch
     from kafkalite.security.scram_store import ScramStore
     from kafkalite_storage import LogConfig, LogManager, PartitionLog
 
