@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -160,12 +161,13 @@ def _versions() -> dict[int, tuple[int, int]]:
 def check_index() -> None:
     """Every handler module the index names is there (found, not imported: they load on first use). A missing
     one stops the start with one line, instead of a broker that advertises an API it cannot serve."""
-    import importlib.util
+    import os
 
     from kafkalite.errors import StartupError
 
+    here = {name.rsplit(".", 1)[0] for name in os.listdir(os.path.dirname(__file__)) if name.endswith(".py")}
     missing = [f"{module} (api key {key})" for key, (module, _lo, _hi) in sorted(INDEX.items())
-               if importlib.util.find_spec(f"kafkalite.handlers.{module}") is None]
+               if module not in here and f"kafkalite.handlers.{module}" not in sys.modules]
     if missing:
         raise StartupError(f"handler modules missing: {', '.join(missing)}")
 
