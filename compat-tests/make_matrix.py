@@ -94,6 +94,9 @@ KIP848 = {
         "Live classic group -> consumer group -> classic group online (classic members inside the consumer group)",
     "test_offset_delete_and_group_admin_across_group_types":
         "OffsetDelete vs a live consumer group; List/Describe/DeleteGroups across classic and consumer groups",
+    "test_eos_consume_transform_produce_across_rebalances":
+        "Exactly-once consume-transform-produce (sendOffsetsToTransaction with the member epoch) across a join, "
+        "a leave and a crash mid-transaction: read_committed outputs once each, offsets = consumed",
 }
 KIP848_CLIENTS = ("confluent-kafka", "java")
 
