@@ -24,6 +24,7 @@ from kafkalite.coordinator.classic.group import GroupState, OffsetAndMetadata
 from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.common.config import GroupConfig
 from kafkalite.coordinator.consumer.coordinator import ConsumerConfig, ConsumerGroupCoordinator
+from kafkalite.coordinator.consumer.model import ClassicMeta
 from kafkalite_wire.errors import ErrorCode
 
 PID = 7000
@@ -191,8 +192,6 @@ def test_rebalance_mid_transaction() -> None:
 def test_classic_protocol_member_of_a_consumer_group_needs_its_exact_epoch() -> None:
     w, tid = consumer_group_of_two()
     m1 = w.consumer.groups["g"].members["m1"]
-    from kafkalite.coordinator.consumer.model import ClassicMeta
-
     m1.classic = ClassicMeta(10_000, [("range", b"")])
     assert w.txn("m1", 1, owned_by(w, tid, "m1")) == {ErrorCode.ILLEGAL_GENERATION}
     assert w.txn("m1", 2, owned_by(w, tid, "m1")) == {E.NONE}
