@@ -38,9 +38,9 @@ class OffsetsMixin:
     #: a TxnOffsetCommit to a KIP-848 consumer group of that id: (group, member, instance, generation, partitions)
     #: -> None when there is none, else the code for the request (0: accepted)
     consumer_txn_offset_error: Callable[[str, str, str | None, int, list[TP]], int | None] = staticmethod(
-        lambda group_id, member_id, instance_id, generation_id, partitions: None)  # type: ignore[assignment]
+        lambda group_id, member_id, instance_id, generation_id, partitions: None)
     #: whether a share group (KIP-932) holds that group id
-    is_share_group: Callable[[str], bool] = staticmethod(lambda group_id: False)  # type: ignore[assignment]
+    is_share_group: Callable[[str], bool] = staticmethod(lambda group_id: False)
 
     # provided by GroupCoordinator (declared here for type checkers)
     config: GroupConfig
