@@ -94,6 +94,9 @@ KIP848 = {
         "Live classic group -> consumer group -> classic group online (classic members inside the consumer group)",
     "test_offset_delete_and_group_admin_across_group_types":
         "OffsetDelete vs a live consumer group; List/Describe/DeleteGroups across classic and consumer groups",
+    "test_eos_consume_transform_produce_across_rebalances":
+        "Exactly-once consume-transform-produce (sendOffsetsToTransaction with the member epoch) across a join, "
+        "a leave and a crash mid-transaction: read_committed outputs once each, offsets = consumed",
 }
 KIP848_CLIENTS = ("confluent-kafka", "java")
 
@@ -116,6 +119,9 @@ CLUSTER = {
     "test_transactions_survive_a_coordinator_move_and_stop":
         "3 brokers: transactions across a transaction coordinator move and stop, read_committed sees exactly "
         "the committed records (kafka-python: two moves, see its limitations)",
+    "test_confluent_eos_consumer_protocol_across_coordinator_moves":
+        "3 brokers: exactly-once consume-transform-produce with a group.protocol=consumer member across a group "
+        "and a transaction coordinator move (confluent-kafka)",
     "test_each_client_retries_not_leader_exactly_once":
         "Injected NOT_LEADER_OR_FOLLOWER on Produce (refused / appended then refused): retried, stored once",
     "test_each_client_fails_on_a_fatal_produce_error":

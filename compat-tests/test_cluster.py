@@ -623,3 +623,107 @@ def test_transactions_survive_a_coordinator_move_and_stop(kafkalite_cluster, cli
         f"{client_name} read_committed across {steps}: {len(got)} records, {len(committed)} committed"
     if client_name not in TXN_STOP_CLIENT_BUG:
         cluster.sync.start_broker(target)
+
+
+@pytest.mark.kafkalite_cluster(brokers=3, overrides={"group.consumer.heartbeat.interval.ms": "500",
+                                                     "group.consumer.session.timeout.ms": "6000"})
+def test_confluent_eos_consumer_protocol_across_coordinator_moves(kafkalite_cluster):
+    """Issue #30 on 3 brokers: consume-transform-produce with a ``group.protocol=consumer`` (KIP-848) member and
+    a transactional producer whose sendOffsetsToTransaction carries the member id and epoch. The TxnOffsetCommit
+    goes to the group's coordinator, which checks the member against the consumer group it loaded, and the
+    transaction's coordinator (another broker) completes it; the group coordinator moves, then the transaction
+    coordinator: every input's output is read once by a read_committed reader, and the group's committed offsets
+    are the input's end offsets."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    cluster = kafkalite_cluster
+    bs = cluster.bootstrap_servers
+    src, dst = f"eosin-{uuid.uuid4().hex[:8]}", f"eosout-{uuid.uuid4().hex[:8]}"
+    group, txn_id = f"eg-{uuid.uuid4().hex[:8]}", f"etx-{uuid.uuid4().hex[:8]}"
+    _create(cluster, src)
+    _create(cluster, dst)
+    sent: list[tuple[int, bytes]] = []
+    feeder = Producer({"bootstrap.servers": bs, "enable.idempotence": True})
+
+    def more(tag: str, n: int) -> None:
+        for i in range(n):
+            v = f"{tag}{i}".encode()
+            feeder.produce(src, value=v, partition=i % PARTS)
+            sent.append((i % PARTS, v))
+        assert feeder.flush(30) == 0
+
+    consumer = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    producer = Producer({"bootstrap.servers": bs, "transactional.id": txn_id, "transaction.timeout.ms": 60_000})
+    producer.init_transactions(30)
+    consumer.subscribe([src])
+    done = 0
+    refused: list[str] = []
+    steps: list[str] = []
+
+    def process(until: int, timeout: float = 90) -> None:
+        nonlocal done
+        deadline = time.monotonic() + timeout
+        while done < until and time.monotonic() < deadline:
+            msgs = [m for m in consumer.consume(100, 0.3) if not m.error()]
+            if not msgs:
+                continue
+            producer.begin_transaction()
+            nxt: dict[int, int] = {}
+            for m in msgs:
+                producer.produce(dst, value=m.value().upper(), partition=m.partition())
+                nxt[m.partition()] = m.offset() + 1
+            try:
+                producer.send_offsets_to_transaction([TopicPartition(src, p, o) for p, o in nxt.items()],
+                                                     consumer.consumer_group_metadata(), 30)
+                producer.commit_transaction(30)
+                done += len(msgs)
+            except KafkaException as exc:
+                err = exc.args[0]
+                refused.append(f"{steps[-1:]} {err.name()}: {err.str()}")
+                assert err.txn_requires_abort(), refused
+                producer.abort_transaction(30)
+                for tp in consumer.committed([TopicPartition(src, p) for p in nxt], 30):
+                    consumer.seek(TopicPartition(src, tp.partition, max(tp.offset, 0)))
+        assert done >= until, f"processed {done} of {until} after {steps}; refused {refused}"
+
+    try:
+        more("a", 60)
+        process(60)
+        first = cluster.sync.coordinator("group", group)
+        target = next(n for n in cluster.node_ids() if n != first)
+        cluster.sync.move_coordinator("group", group, target)
+        steps.append(f"group coordinator {first} -> {target}")
+        more("b", 60)
+        process(120)
+        txn_first = cluster.sync.coordinator("transaction", txn_id)
+        txn_target = next(n for n in cluster.node_ids() if n not in (txn_first, target))
+        cluster.sync.move_coordinator("transaction", txn_id, txn_target)
+        steps.append(f"transaction coordinator {txn_first} -> {txn_target}")
+        more("c", 60)
+        process(180)
+    finally:
+        consumer.close()
+    assert done == len(sent), f"{done} processed, {len(sent)} sent ({steps}; refused {refused})"
+    reader = Consumer({"bootstrap.servers": bs, "group.id": f"r-{src}", "auto.offset.reset": "earliest",
+                       "isolation.level": "read_committed", "enable.auto.commit": False})
+    reader.assign([TopicPartition(dst, p, 0) for p in range(PARTS)])
+    got: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(sent) and time.monotonic() < deadline:
+        m = reader.poll(0.3)
+        if m is not None and not m.error():
+            got.append((m.partition(), m.value()))
+    end = time.monotonic() + 2   # nothing aborted may follow
+    while time.monotonic() < end:
+        m = reader.poll(0.2)
+        if m is not None and not m.error():
+            got.append((m.partition(), m.value()))
+    reader.close()
+    assert sorted(got) == sorted((p, v.upper()) for p, v in sent), f"read_committed across {steps}; {refused}"
+    offsets_reader = Consumer({"bootstrap.servers": bs, "group.id": group})
+    offsets = offsets_reader.committed([TopicPartition(src, p) for p in range(PARTS)], timeout=30)
+    offsets_reader.close()
+    want = {p: sum(1 for q, _ in sent if q == p) for p in range(PARTS)}
+    assert {tp.partition: tp.offset for tp in offsets} == want, f"committed offsets across {steps}"

@@ -1,7 +1,11 @@
 """TxnOffsetCommit (key 28): v0–v4.
 
-- v2 adds CommittedLeaderEpoch; v3 adds GenerationId, MemberId, GroupInstanceId (KIP-447: the group
-  coordinator checks them as for OffsetCommit when given); v3 is flexible.
+- v2 adds CommittedLeaderEpoch; v3 adds GenerationId, MemberId, GroupInstanceId (KIP-447); v3 is flexible.
+  The group coordinator checks them per group type as Kafka 4.x's validateTransactionalOffsetCommit
+  (``coordinator/classic/offsets.py``): a classic group's member, static instance and generation; a KIP-848
+  consumer group's member and member epoch (a refused epoch is ILLEGAL_GENERATION on this API); none given
+  (member "", generation -1, no instance; always so before v3) is accepted; a share group's id is
+  GROUP_ID_NOT_FOUND; an unknown group with a generation >= 0 is ILLEGAL_GENERATION.
 - The producer must be in an Ongoing transaction that added the group (AddOffsetsToTxn), else
   INVALID_TXN_STATE; unknown producer id -> INVALID_PRODUCER_ID_MAPPING; other epoch -> PRODUCER_FENCED
   (INVALID_PRODUCER_EPOCH before v3).

@@ -35,6 +35,12 @@ class OffsetsMixin:
     #: topics a live KIP-848 consumer group of that id subscribes to (its offsets are kept here, in a group
     #: without protocol type): they do not expire while it reads them (ConsumerGroup.offsetExpirationCondition)
     consumer_group_topics: Callable[[str], set[str]] = staticmethod(lambda group_id: set())  # type: ignore[assignment]
+    #: a TxnOffsetCommit to a KIP-848 consumer group of that id: (group, member, instance, generation, partitions)
+    #: -> None when there is none, else the code for the request (0: accepted)
+    consumer_txn_offset_error: Callable[[str, str, str | None, int, list[TP]], int | None] = staticmethod(
+        lambda group_id, member_id, instance_id, generation_id, partitions: None)
+    #: whether a share group (KIP-932) holds that group id
+    is_share_group: Callable[[str], bool] = staticmethod(lambda group_id: False)
 
     # provided by GroupCoordinator (declared here for type checkers)
     config: GroupConfig
@@ -280,22 +286,53 @@ class OffsetsMixin:
     def txn_commit_offsets(self, now_ms: int, group_id: str, producer_id: int,
                            member_id: str, group_instance_id: str | None, generation_id: int,
                            offsets: dict[TP, OffsetAndMetadata]) -> dict[TP, int]:
+        """Kafka 4.x's ``OffsetMetadataManager.validateTransactionalOffsetCommit``, for every group type: a share
+        group's id is GROUP_ID_NOT_FOUND; a KIP-848 consumer group validates the member and its member epoch
+        (``ConsumerGroupCoordinator.txn_offset_commit_error``) and keeps the offsets with its other offsets (a
+        group without protocol type here); a classic group validates as ``_validate_txn_offset_commit``; an
+        unknown group id is created as a simple group for generation < 0, else ILLEGAL_GENERATION. A refusal
+        covers the whole request. Accepted offsets stay pending until the transaction's marker."""
         self.poll(now_ms)
         err = self._validate_group_status(group_id)
+        if err is None and self.is_share_group(group_id):
+            err = E.GROUP_ID_NOT_FOUND   # ShareGroup.validateOffsetCommit: "not a consumer group"
+        if err is None:
+            err = self.consumer_txn_offset_error(group_id, member_id, group_instance_id, generation_id,
+                                                 list(offsets))
+            if err == E.NONE:   # a consumer group's member (or no member given): stored as a simple commit
+                member_id, group_instance_id, generation_id = "", None, -1
+                err = None
         if err is not None:
             return dict.fromkeys(offsets, err)
-        group = self._get_or_create(group_id, True, now_ms)
-        assert group is not None
-        if group.is_(S.DEAD):
-            return dict.fromkeys(offsets, E.COORDINATOR_NOT_AVAILABLE)
-        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
-            err = self._validate_current_member(group, member_id, group_instance_id)
-            if err is None and generation_id != group.generation_id:
-                err = E.ILLEGAL_GENERATION
-            if err is not None:
-                return dict.fromkeys(offsets, err)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return dict.fromkeys(offsets, E.ILLEGAL_GENERATION)
+            group = self._get_or_create(group_id, True, now_ms)
+            assert group is not None
+        err = self._validate_txn_offset_commit(group, generation_id, member_id, group_instance_id)
+        if err is not None:
+            return dict.fromkeys(offsets, err)
         group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
         return dict.fromkeys(offsets, E.NONE)
+
+    def _validate_txn_offset_commit(self, group: Group, generation_id: int, member_id: str,
+                                    instance_id: str | None) -> int | None:
+        """ClassicGroup.validateOffsetCommit with isTransactional: an Empty group takes generation < 0; a member
+        id, instance id or generation given must name the current member (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID
+        for a static instance now held by another member id) at the current generation (ILLEGAL_GENERATION);
+        none given is accepted in any state (TxnOffsetCommit v0-v2 carry none), and a rebalance in progress
+        does not refuse it."""
+        if group.is_(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_(S.EMPTY):
+            return None
+        if generation_id >= 0 or member_id != "" or instance_id is not None:
+            err = self._validate_current_member(group, member_id, instance_id)
+            if err is None and generation_id != group.generation_id:
+                err = E.ILLEGAL_GENERATION
+            return err
+        return None
 
     def complete_txn(self, now_ms: int, producer_id: int, commit: bool) -> None:
         """Apply (commit) or drop (abort) a producer's pending transactional offsets in every group.

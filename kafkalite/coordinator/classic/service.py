@@ -73,6 +73,13 @@ class GroupService:
         from kafkalite.coordinator.consumer.service import ConsumerGroupService
         self.consumer = ConsumerGroupService(self)   # KIP-848 groups (kafkalite/coordinator/consumer/)
         self.coordinator.consumer_group_topics = self.consumer.subscribed_topics
+        # TxnOffsetCommit checks a consumer group's members, and refuses a share group's id
+        self.coordinator.consumer_txn_offset_error = self.consumer.coordinator.txn_offset_commit_error
+        self.coordinator.is_share_group = self._is_share_group
+
+    def _is_share_group(self, group_id: str) -> bool:
+        shares = getattr(self.state, "shares", None)   # (started after this service, on first use)
+        return shares is not None and bool(shares.is_share_group(group_id))
 
     # -- time ----------------------------------------------------------------------------------
     def now_ms(self) -> int:

@@ -5,6 +5,16 @@ OffsetCommit / OffsetFetch, ListGroups and DeleteGroups use).
   must exist (UNKNOWN_MEMBER_ID); a consumer-protocol member must use OffsetCommit v9+ (UNSUPPORTED_VERSION);
   its epoch must be its member epoch, or older for partitions it has held since then (Kafka 4.3, KIP-1251),
   else STALE_MEMBER_EPOCH; a classic-protocol member's generation must be its member epoch (ILLEGAL_GENERATION).
+* TxnOffsetCommit (ConsumerGroup.validateOffsetCommit with isTransactional, as Kafka 4.x's
+  OffsetMetadataManager.validateTransactionalOffsetCommit calls it): an epoch < 0 commits to an empty group; no
+  member id, no instance id and generation -1 (a producer given no group metadata, or TxnOffsetCommit v0-v2)
+  skips the member check; otherwise the member must exist (UNKNOWN_MEMBER_ID: a member that left, was fenced or
+  was replaced under its static instance id by a new member id) and the generation is its member epoch: equal
+  commits, newer is refused, older commits only partitions a consumer-protocol member has held since then
+  (KIP-1251, as for its OffsetCommit; a classic-protocol member's generation must match). No version floor and no
+  group.instance.id check (Kafka checks neither for consumer groups). A refused epoch answers ILLEGAL_GENERATION
+  for both kinds of member: Kafka turns STALE_MEMBER_EPOCH into ILLEGAL_GENERATION on this API (a transactional
+  producer aborts on ILLEGAL_GENERATION and treats an error it does not know as fatal).
 * OffsetFetch: an admin fetch (no member id, epoch < 0) is accepted; a member's epoch must match.
 * ListGroups: type ``consumer``, states Empty / Assigning / Reconciling / Stable. DeleteGroups: NON_EMPTY_GROUP
   while it has members, else its records are tombstoned (its offsets go with the classic side).
@@ -66,6 +76,31 @@ class AdminMixin:
             since = member.held_since(ids[t], p) if t in ids else None
             out[(t, p)] = 0 if since is not None and since <= member_epoch else STALE_MEMBER_EPOCH
         return out
+
+    def txn_offset_commit_error(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
+                                partitions: list[tuple[str, int]]) -> int | None:
+        """A TxnOffsetCommit to ``group_id``: None when it is not a consumer group, else the code for the whole
+        request (0 = accepted; its offsets are then kept with the group's offsets, as a simple commit's)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if member_epoch < 0 and not group.members:
+            return 0
+        if member_epoch == -1 and member_id == "" and instance_id is None:
+            return 0
+        member = group.members.get(member_id)
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        if member_epoch == member.member_epoch:
+            return 0
+        if member_epoch > member.member_epoch or member.classic is not None:   # (classic members: exact match,
+            return ILLEGAL_GENERATION                                           # as their OffsetCommit)
+        ids = {name: tid for name, (tid, _n) in group.topics.items()}
+        for t, p in partitions:
+            since = member.held_since(ids[t], p) if t in ids else None
+            if since is None or since > member_epoch:
+                return ILLEGAL_GENERATION
+        return 0
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         group = self.groups.get(group_id)
