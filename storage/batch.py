@@ -81,7 +81,8 @@ def _load_crc32c() -> ModuleType:
         pass
     import crc32c as package
 
-    return package
+    loaded: ModuleType = package   # the package is opaque to mypy (pyproject: follow_imports = "skip")
+    return loaded
 
 
 _crc32c = _load_crc32c()

@@ -135,7 +135,7 @@ def _zstd_stream(data: bytes | bytearray | memoryview, chunk: int) -> Iterator[b
 
 
 def _lz4_stream(data: bytes, chunk: int) -> Iterator[bytes]:
-    import lz4.frame  # type: ignore[import-untyped]
+    import lz4.frame
 
     d = lz4.frame.LZ4FrameDecompressor()
     out = d.decompress(data, max_length=chunk)
@@ -160,7 +160,7 @@ def _snappy_block_size(block: bytes) -> int:
 
 
 def _snappy_stream(data: bytes, limit: int | None) -> Iterator[bytes]:
-    import snappy  # type: ignore[import-untyped]
+    import snappy
 
     budget = limit if limit is not None else 1 << 62
     if data[:8] != XERIAL_MAGIC:

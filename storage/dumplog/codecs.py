@@ -159,7 +159,7 @@ def _gzip(payload: bytes) -> Stream:
 
 
 def _snappy(payload: bytes) -> Stream:
-    import snappy  # type: ignore[import-untyped]
+    import snappy
 
     if not payload:
         return Stream(b"")
@@ -186,7 +186,7 @@ def _snappy(payload: bytes) -> Stream:
 
 
 def _lz4(payload: bytes, magic: int) -> Stream:
-    import lz4.block  # type: ignore[import-untyped]
+    import lz4.block
 
     if len(payload) < 6:
         raise _open_failure("java.io.IOException: Stream ended prematurely")
