@@ -59,15 +59,30 @@ def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def _overview() -> argparse.ArgumentParser:
     """``kafkalite --help`` / a bad command: every command's help line, without importing any of them."""
     parser = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker and its tools")
+    parser.add_argument("-V", "--version", action="store_true", help="print kafkalite's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_module, help_) in COMMANDS.items():
         sub.add_parser(name, help=help_)
     return parser
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject's ``version``)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("kafkalite")
+    except PackageNotFoundError:   # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     name = argv[0] if argv else None
+    if name in ("--version", "-V"):
+        sys.stdout.write(f"kafkalite {version()}\n")
+        return 0
     if name in _RAW:
         mod = importlib.import_module(COMMANDS[name][0])
         return int(mod.main(argv[1:]) or 0)

@@ -2,8 +2,10 @@
 
 The tools are Kafka *clients*: they reach any broker (kafkalite or Kafka) through confluent-kafka, as
 ``kafka-topics.sh`` and friends reach it through the Java admin client, and import nothing of the broker.
-confluent-kafka comes with ``pip install 'kafkalite[tools]'``; without it a tool exits 1 with one line naming
-the extra, and ``kafkalite serve`` is unaffected.
+confluent-kafka is installed by the checkout's setup (``make run``, ``tools/bootstrap.sh venv``) and by the
+``tools`` extra; without it a tool exits 1 with one line naming the interpreter that lacks it and the command
+that installs it there (never a bare ``pip install 'kafkalite[tools]'``, which outside this checkout would
+fetch whatever a registry holds under that name), and ``kafkalite serve`` is unaffected.
 
 Output: a table on a terminal (aligned columns, one header line), the same rows tab-separated when stdout is
 a pipe (so ``cut``/``awk`` work), or JSON with ``--json`` (one document; the shape is documented per tool).
@@ -24,7 +26,13 @@ from typing import Any, NoReturn
 
 OK, FAILED, USAGE = 0, 1, 2
 DEFAULT_BOOTSTRAP = "localhost:9092"
-EXTRA_HINT = "confluent-kafka is not installed; install the tools extra: pip install 'kafkalite[tools]'"
+
+
+def extra_hint() -> str:
+    """The one line a tool prints when confluent-kafka is missing: which Python lacks it, how to add it."""
+    return (f"the tools need confluent-kafka, which {sys.executable} does not have: in a kafkalite checkout run "
+            f"`make run` or `tools/bootstrap.sh venv`, or install it into this Python: "
+            f"{sys.executable} -m pip install 'confluent-kafka>=2.4'")
 
 
 class ToolError(Exception):
@@ -44,7 +52,7 @@ def confluent() -> Any:
     try:
         import confluent_kafka
     except ImportError:
-        raise ToolError(EXTRA_HINT) from None
+        raise ToolError(extra_hint()) from None
     return confluent_kafka
 
 
