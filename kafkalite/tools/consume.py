@@ -33,6 +33,8 @@ from typing import Any
 from kafkalite.tools.common import (
     Progress,
     ToolError,
+    add_client_options,
+    bootstrap_s,
     client_config,
     confluent,
     kafka_message,
@@ -42,6 +44,7 @@ from kafkalite.tools.common import (
     split_names,
     truthy,
     unescape,
+    unreachable,
     usage,
 )
 
@@ -76,6 +79,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),
                    default="read_uncommitted")
     p.add_argument("--progress", action="store_true", help="report progress on stderr (with --max-messages)")
+    add_client_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -189,9 +193,9 @@ def _run(args: argparse.Namespace) -> int:
 def _consume(ck: Any, consumer: Any, args: argparse.Namespace, fmt: Formatter, wanted: list[int],
              start: int | None, ts_ms: int | None) -> int:
     try:
-        md = consumer.list_topics(topic=args.topic, timeout=30)
+        md = consumer.list_topics(topic=args.topic, timeout=bootstrap_s(args))
     except ck.KafkaException as exc:
-        raise ToolError(f"cannot reach a broker at {args.bootstrap_server}: {kafka_message(exc)}") from None
+        raise unreachable(args, exc) from None
     tmd = md.topics.get(args.topic)
     if tmd is None or tmd.error is not None or not tmd.partitions:
         why = kafka_message(ck.KafkaException(tmd.error)) if tmd is not None and tmd.error else "unknown topic"

@@ -32,6 +32,7 @@ from kafkalite.tools.common import (
     Progress,
     ToolError,
     add_connection_options,
+    bootstrap_s,
     client_config,
     confluent,
     emit,
@@ -42,6 +43,7 @@ from kafkalite.tools.common import (
     timeout_s,
     truthy,
     unescape,
+    unreachable,
     usage,
 )
 
@@ -145,9 +147,9 @@ def _run(args: argparse.Namespace) -> int:
     except ck.KafkaException as exc:
         usage(f"client configuration: {kafka_message(exc)}")
     try:
-        md = producer.list_topics(topic=args.topic, timeout=t)
+        md = producer.list_topics(topic=args.topic, timeout=bootstrap_s(args))
     except ck.KafkaException as exc:
-        raise ToolError(f"cannot reach a broker at {args.bootstrap_server}: {kafka_message(exc)}") from None
+        raise unreachable(args, exc) from None
     tmd = md.topics.get(args.topic)
     if tmd is None or tmd.error is not None:
         why = kafka_message(ck.KafkaException(tmd.error)) if tmd is not None and tmd.error else "unknown"
