@@ -68,7 +68,7 @@ def _overview() -> argparse.ArgumentParser:
 
 def version() -> str:
     """The installed distribution's version (pyproject's ``version``)."""
-    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import PackageNotFoundError  # lazy: only --version reads the metadata
     from importlib.metadata import version as dist_version
 
     try:

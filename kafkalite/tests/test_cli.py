@@ -158,7 +158,7 @@ def test_port_in_use_is_a_clean_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("flag", ["--version", "-V"])
 def test_version_is_the_distributions(flag: str) -> None:
     """``kafkalite --version`` prints the installed distribution's version (pyproject's) and exits 0."""
-    import tomllib
+    import tomllib  # lazy: this test alone reads pyproject
 
     declared = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]["version"]
     p = subprocess.run([sys.executable, "-m", "kafkalite", flag], capture_output=True, text=True, timeout=60)

@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from kafkalite import Cluster
+from kafkalite.console import bound_address
 from kafkalite.tests.chromium import Chromium, need_chromium
-from kafkalite.tests.console_helpers import console_broker, produce
+from kafkalite.tests.console_helpers import ConsoleClient, console_broker, produce
 from kafkalite.tests.tools_helpers import need_confluent
 
 EVIL = '<img src=x onerror="window.__xss=1">'
@@ -227,18 +230,12 @@ def test_cluster_pages_show_each_partitions_leader_replicas_isr_and_the_brokers(
     """``kafkalite serve --brokers 3 --console``: the console (served by broker 1) shows each partition's real
     leader, replicas and ISR as Metadata reports them (not broker 1 everywhere), every broker with its port
     written as a port (no thousands separator), and a stopped broker as stopped."""
-    from types import SimpleNamespace
-
-    from kafkalite import Cluster
-    from kafkalite.console import bound_address
-    from kafkalite.tests.console_helpers import ConsoleClient
-
     exe = need_chromium()
     need_confluent()
     with Cluster(brokers=3, overrides={"kafkalite.console.listen": "127.0.0.1:0",
                                        "offsets.topic.num.partitions": "3"}) as cluster, \
             Chromium.launch(exe) as browser:
-        from confluent_kafka.admin import AdminClient, NewTopic
+        from confluent_kafka.admin import AdminClient, NewTopic  # lazy: need_confluent() skips without it
 
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         admin.create_topics([NewTopic("placed", 3, 2)])["placed"].result(30)

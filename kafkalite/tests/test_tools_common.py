@@ -89,7 +89,7 @@ def test_ctrl_c_ends_a_following_consumer_cleanly(bs: str) -> None:
 @pytest.fixture
 def dead_port() -> Iterator[int]:
     """A loopback port that refuses connections (bound, never listening) for the test's duration."""
-    import socket
+    import socket  # lazy: this fixture alone binds a port
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
