@@ -89,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         _overview().parse_args(argv)   # prints help (exit 0) or the usage error (exit 2)
         return 2
-    args = _build_parser(name).parse_args(argv)
+    parser = _build_parser(name)
+    args, extra = parser.parse_known_args(argv)
+    if extra:   # the command's own usage line, not the top-level one
+        parser._subparsers._group_actions[0].choices[name].error(  # type: ignore[union-attr]
+            f"unrecognized arguments: {' '.join(extra)}")
     return int(importlib.import_module(COMMANDS[name][0]).run(args) or 0)
 
 

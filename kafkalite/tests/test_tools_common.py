@@ -11,10 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from kafkalite.cli import _build_parser
 from kafkalite.embedded import Broker
 from kafkalite.tests.tools_helpers import cli, need_confluent
 from kafkalite.tools.common import (
     ToolError,
+    client_config,
     parse_datetime_ms,
     parse_duration_ms,
     split_kv,
@@ -139,3 +141,26 @@ def test_default_bootstrap_wait_and_the_client_log_on_request(dead_port: int) ->
         ours = [ln for ln in lines if ln.startswith("kafkalite topics: error: cannot reach")]
         assert p.returncode == 1 and len(ours) == 1, p
         assert any("rdkafka" in ln for ln in lines if ln not in ours), (flag, p.stderr)
+
+
+def test_an_unknown_option_gets_the_commands_own_usage() -> None:
+    p = subprocess.run([sys.executable, "-m", "kafkalite", "topics", "--list", "--bogus"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith("usage: kafkalite topics ") and p.stderr.splitlines()[-1] == (
+        "kafkalite topics: error: unrecognized arguments: --bogus")
+
+
+def test_kafkas_console_tool_option_names_reach_the_client() -> None:
+    """--producer.config / --consumer.config are --command-config; --producer-property / --consumer-property
+    K=V are applied last; --request-required-acks is --acks."""
+    args = _build_parser("produce").parse_args(["produce", "--topic", "t", "--producer.config", "/dev/null",
+                                                "--producer-property", "linger.ms=7", "--request-required-acks",
+                                                "1"])
+    assert (args.command_config, args.acks) == ("/dev/null", "1")
+    assert client_config(args, **{"linger.ms": 5})["linger.ms"] == "7"
+    args = _build_parser("consume").parse_args(["consume", "--topic", "t", "--consumer.config", "/dev/null",
+                                                "--consumer-property", "fetch.wait.max.ms=10"])
+    assert args.command_config == "/dev/null" and client_config(args)["fetch.wait.max.ms"] == "10"
+    with pytest.raises(ToolError):
+        client_config(_build_parser("consume").parse_args(["consume", "--topic", "t", "--consumer-property", "x"]))

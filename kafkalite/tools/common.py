@@ -104,6 +104,12 @@ def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
         except OSError as exc:
             usage(f"--command-config {args.command_config}: {exc.strerror or exc}")
     conf.update(extra)
+    # --producer-property / --consumer-property K=V (Kafka's console tools): applied last, they win
+    for item in getattr(args, "client_properties", None) or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            usage(f"client property {item!r}: expected KEY=VALUE")
+        conf[key.strip()] = value
     return conf
 
 

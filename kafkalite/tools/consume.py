@@ -59,8 +59,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", default=None,
                    help="broker to connect to (default $KAFKALITE_BOOTSTRAP_SERVER or localhost:9092)")
     p.add_argument("--command-config", "--consumer.config", dest="command_config", metavar="FILE",
-                   help="a properties file of client settings")
-    p.add_argument("--topic", required=True)
+                   help="a properties file of client settings (--consumer.config: kafka-console-consumer's name)")
+    p.add_argument("--consumer-property", action="append", default=[], metavar="K=V", dest="client_properties",
+                   help="a consumer setting (librdkafka name), applied last; repeatable")
+    p.add_argument("--topic", required=True, help="topic to read")
     who = p.add_mutually_exclusive_group()
     who.add_argument("--group", help="consume as a member of this group (committing offsets)")
     who.add_argument("--partition", action="append", default=[], metavar="P",
@@ -77,7 +79,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-messages", type=int, metavar="N", help="stop after N records")
     p.add_argument("--timeout-ms", type=int, metavar="MS", help="stop after MS without a record")
     p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),
-                   default="read_uncommitted")
+                   default="read_uncommitted", help="read_committed: only committed transactions' records")
     p.add_argument("--progress", action="store_true", help="report progress on stderr (with --max-messages)")
     add_client_options(p)
 
