@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import Any
 
 from kafkalite.cli.serve import config_from_args  # re-exported (tests build configs from argv)
 
@@ -92,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _build_parser(name)
     args, extra = parser.parse_known_args(argv)
     if extra:   # the command's own usage line, not the top-level one
-        parser._subparsers._group_actions[0].choices[name].error(  # type: ignore[union-attr]
-            f"unrecognized arguments: {' '.join(extra)}")
+        commands: Any = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+        commands[name].error(f"unrecognized arguments: {' '.join(extra)}")
     return int(importlib.import_module(COMMANDS[name][0]).run(args) or 0)
 
 

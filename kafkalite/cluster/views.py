@@ -21,7 +21,7 @@ from kafkalite_wire.errors import ErrorCode
 
 def partition(state: Any, topic: str, p: int) -> tuple[int, int, list[int], list[int], list[int]]:
     """(leader, leader epoch, replicas, isr, offline replicas)."""
-    placed = state.cluster.placement(topic, p)
+    placed: tuple[int, int, list[int], list[int], list[int]] | None = state.cluster.placement(topic, p)
     if placed is None:   # not placed (should not happen): this broker alone
         return state.node_id, state.leader_epoch_of(topic, p), [state.node_id], [state.node_id], []
     return placed

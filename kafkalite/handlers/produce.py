@@ -106,7 +106,7 @@ async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryvie
     return await trio.to_thread.run_sync(check, limiter=_limiter())
 
 
-def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: dict) -> bool:
+def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: dict[str, int]) -> bool:
     """Whether a Produce v3-v6 fails as a whole in Kafka's ``ProduceRequest.validateRecords``: a partition that
     is authorized and exists holds a magic-2 batch whose codec bits (attributes & 7) are 5, 6 or 7."""
     if ctx.version >= 7:
@@ -117,8 +117,8 @@ def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: di
             continue
         for pd in topic.partition_data:
             rec = pd.records
-            if 0 <= pd.index < info.partitions and rec is not None and len(rec) > 22 and rec[16] == 2 \
-                    and rec[22] & 0x07 > 4:
+            if 0 <= pd.index < info.partitions and isinstance(rec, (bytes, bytearray, memoryview)) \
+                    and len(rec) > 22 and rec[16] == 2 and rec[22] & 0x07 > 4:
                 return True
     return False
 
@@ -141,7 +141,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
         for t in req.topic_data:
             entries += len(t.partition_data)
     work = Slices(every=16) if entries >= SLICE_AFTER else None   # an append may open files: a few per clock read
-    denied = authz.produce_denied(ctx, req) if state.authorizer is not None else {}
+    denied: dict[str, int] = authz.produce_denied(ctx, req) if state.authorizer is not None else {}
     if unknown_codec_before_v7(ctx, req, denied):
         if acks == 0:
             raise ConnectionClosed("acks=0 produce with an unknown compression codec id")
@@ -165,7 +165,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 failed = True
                 continue
             if name in denied:
-                parts.append(_error(idx, denied[name]))   # type: ignore[index]
+                parts.append(_error(idx, ErrorCode(denied[name])))
                 failed = True
                 continue
             if topic_info is not None:
