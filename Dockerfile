@@ -30,7 +30,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     KAFKALITE_CONSOLE_LISTEN=0.0.0.0:8080 \
     KAFKALITE_METRICS_LISTEN=0.0.0.0:9404
 COPY --from=build /wheels /wheels
-RUN pip install "$(echo /wheels/kafkalite-*.whl)[codecs]" && rm -rf /wheels \
+RUN pip install "$(echo /wheels/kafkalite-*.whl)[tools]" && rm -rf /wheels \
     && useradd --system --uid 1000 --home-dir /data kafkalite \
     && mkdir -p /data && chown kafkalite /data
 USER kafkalite

@@ -9,6 +9,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 run:
 	@tools/bootstrap.sh venv
+	@echo "the CLI, from another terminal here: .venv/bin/kafkalite topics --list  (or: source .venv/bin/activate)"
 	$(PY) -m kafkalite serve $(ARGS)
 
 test:

@@ -160,13 +160,13 @@ def _snappy_block_size(block: bytes) -> int:
 
 
 def _snappy_stream(data: bytes, limit: int | None) -> Iterator[bytes]:
-    import snappy
+    from cramjam import snappy
 
     budget = limit if limit is not None else 1 << 62
     if data[:8] != XERIAL_MAGIC:
         if _snappy_block_size(data) > budget:
             raise InflateLimitError(f"compressed batch inflates to more than {limit} bytes")
-        yield bytes(snappy.uncompress(data))
+        yield bytes(snappy.decompress_raw(data))
         return
     pos = 16
     while pos < len(data):
@@ -180,19 +180,19 @@ def _snappy_stream(data: bytes, limit: int | None) -> Iterator[bytes]:
         size = _snappy_block_size(block)
         if size > budget:
             raise InflateLimitError(f"compressed batch inflates to more than {limit} bytes")
-        out = bytes(snappy.uncompress(block))
+        out = bytes(snappy.decompress_raw(block))
         budget -= len(out)
         yield out
         pos += n
 
 
 def _snappy_compress(data: bytes) -> bytes:
-    import snappy
+    from cramjam import snappy
 
     out = bytearray(XERIAL_MAGIC + _I.pack(1) + _I.pack(1))
     block = 32 * 1024
     for i in range(0, len(data), block):
-        c = snappy.compress(data[i : i + block])
+        c = bytes(snappy.compress_raw(data[i : i + block]))
         out += _I.pack(len(c)) + c
     return bytes(out)
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bootstraps everything `make test` needs on a fresh machine, idempotently.
-#   tools/bootstrap.sh venv      python venv with the project (editable) and dev tools
+#   tools/bootstrap.sh venv      python venv with the project (editable), its CLI's client library and dev tools
 #   tools/bootstrap.sh clients   real Kafka clients: PyPI, kcat (Debian), kafkajs (npm), Java kafka-clients jar
 #   tools/bootstrap.sh spark     pyspark + pyarrow + pandas
 #   tools/bootstrap.sh console   headless Chromium (Debian) for the web console's browser tests
@@ -30,7 +30,7 @@ venv() {
   fi
   [[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,tls]"
+  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,tls,tools]"
   stamp_set venv "$h"
   compile
 }
@@ -46,7 +46,7 @@ clients() {
   local h; h=$(cat pyproject.toml tools/bootstrap.sh compat-tests/package.json 2>/dev/null | sha1sum | cut -c1-16)
   if stamp_ok clients "$h" && [[ -f "$DEPS/java/kafka-clients.jar" ]] && command -v kcat >/dev/null \
      && [[ -d compat-tests/node_modules/kafkajs ]]; then return; fi
-  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,tls,compat]"
+  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,tls,tools,compat]"
   if ! command -v kcat >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq kcat >/dev/null
@@ -93,7 +93,7 @@ spark() {
   venv
   local h; h=$( (cat pyproject.toml; echo "${EDITABLE[*]}") | sha1sum | cut -c1-16)
   if stamp_ok spark "$h"; then return; fi
-  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,codecs,tls,compat,spark]"
+  "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,tls,tools,compat,spark]"
   stamp_set spark "$h"
 }
 

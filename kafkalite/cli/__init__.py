@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import Any
 
 from kafkalite.cli.serve import config_from_args  # re-exported (tests build configs from argv)
 
@@ -59,22 +60,41 @@ def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def _overview() -> argparse.ArgumentParser:
     """``kafkalite --help`` / a bad command: every command's help line, without importing any of them."""
     parser = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker and its tools")
+    parser.add_argument("-V", "--version", action="store_true", help="print kafkalite's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_module, help_) in COMMANDS.items():
         sub.add_parser(name, help=help_)
     return parser
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject's ``version``)."""
+    from importlib.metadata import PackageNotFoundError  # lazy: only --version reads the metadata
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("kafkalite")
+    except PackageNotFoundError:   # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     name = argv[0] if argv else None
+    if name in ("--version", "-V"):
+        sys.stdout.write(f"kafkalite {version()}\n")
+        return 0
     if name in _RAW:
         mod = importlib.import_module(COMMANDS[name][0])
         return int(mod.main(argv[1:]) or 0)
     if name not in COMMANDS:
         _overview().parse_args(argv)   # prints help (exit 0) or the usage error (exit 2)
         return 2
-    args = _build_parser(name).parse_args(argv)
+    parser = _build_parser(name)
+    args, extra = parser.parse_known_args(argv)
+    if extra:   # the command's own usage line, not the top-level one
+        commands: Any = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+        commands[name].error(f"unrecognized arguments: {' '.join(extra)}")
     return int(importlib.import_module(COMMANDS[name][0]).run(args) or 0)
 
 

@@ -19,7 +19,7 @@ Written (keys mode 0600):
 - ``client-ssl.properties`` / ``client-mtls.properties``: Java client settings; ``clients.txt``: the same for
   librdkafka (confluent-kafka, kcat), kafka-python, aiokafka and kafkajs.
 
-Uses the ``cryptography`` package (the ``tls`` extra: ``pip install 'kafkalite[tls]'``; tools/bootstrap.sh
+Uses the ``cryptography`` package (the ``tls`` extra; tools/bootstrap.sh
 installs it) rather than the ``openssl`` command: it is portable (macOS's LibreSSL and Windows lack the same
 flags), needs no temporary config files for subjectAltName, and is a pure-Python API the tests can call.
 The broker itself needs only the standard library's ``ssl``. Keys are EC P-256 (small, fast handshakes;
@@ -173,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import cryptography  # noqa: F401
     except ImportError:
-        sys.stderr.write("kafkalite: error: `kafkalite certs` needs the cryptography package: "
-                         "pip install 'kafkalite[tls]'\n")
+        sys.stderr.write(f"kafkalite: error: `kafkalite certs` needs the cryptography package, which "
+                         f"{sys.executable} does not have: in a kafkalite checkout run `tools/bootstrap.sh venv`, "
+                         f"or install it into this Python: {sys.executable} -m pip install 'cryptography>=41'\n")
         return 1
     paths = write_certs(out, args.host, args.days)
     sys.stdout.write(f"wrote {', '.join(sorted(p.name for p in paths.values()))} to {out}\n"

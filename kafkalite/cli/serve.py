@@ -148,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
         config = config_from_args(args)
     except ConfigError as exc:
         return _fail(USAGE, str(exc))
-    brokers = getattr(args, "brokers", 1) or 1
+    brokers = getattr(args, "brokers", 1)
+    brokers = 1 if brokers is None else brokers
     if brokers < 1 or brokers > 64:
         return _fail(USAGE, f"--brokers {brokers}: expected 1-64")
     import trio

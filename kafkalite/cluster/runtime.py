@@ -159,6 +159,21 @@ class ClusterRuntime:
         node = self.nodes.get(node_id)
         return node is not None and node.up
 
+    def placement(self, topic: str, p: int) -> tuple[int, int, list[int], list[int], list[int]] | None:
+        """(leader, leader epoch, replicas, isr, offline replicas) of a placed partition, else None."""
+        ps = self.meta.partitions.get((topic, p))
+        if ps is None:
+            return None
+        return ps.leader, ps.leader_epoch, list(ps.replicas), list(ps.isr), [r for r in ps.replicas if not self.live(r)]
+
+    def broker_rows(self, listener: str | None = None) -> list[dict[str, Any]]:
+        """Every broker of the cluster, running or not, with its address (the console's broker table)."""
+        rows = []
+        for nid, node in sorted(self.nodes.items()):
+            host, port = node.address(listener)
+            rows.append({"node_id": nid, "host": host, "port": port, "up": node.up})
+        return rows
+
     def state_of(self, node_id: int) -> Any:
         node = self.nodes.get(node_id)
         return node.state if node is not None and node.up else None

@@ -21,12 +21,10 @@ from kafkalite_wire.errors import ErrorCode
 
 def partition(state: Any, topic: str, p: int) -> tuple[int, int, list[int], list[int], list[int]]:
     """(leader, leader epoch, replicas, isr, offline replicas)."""
-    rt = state.cluster
-    ps = rt.meta.partitions.get((topic, p))
-    if ps is None:   # not placed (should not happen): this broker alone
+    placed: tuple[int, int, list[int], list[int], list[int]] | None = state.cluster.placement(topic, p)
+    if placed is None:   # not placed (should not happen): this broker alone
         return state.node_id, state.leader_epoch_of(topic, p), [state.node_id], [state.node_id], []
-    offline = [r for r in ps.replicas if not rt.live(r)]
-    return ps.leader, ps.leader_epoch, list(ps.replicas), list(ps.isr), offline
+    return placed
 
 
 def brokers(state: Any, listener: str | None) -> list[tuple[int, str, int]]:

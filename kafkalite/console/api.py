@@ -1,6 +1,6 @@
 """The console's read endpoints (GET), answered in-process from the broker's state.
 
-    /api/overview                                   broker, listeners, configs
+    /api/overview                                   broker, listeners, configs; the cluster's brokers
     /api/topics                                     every topic: partitions, size, offsets (loaded logs)
     /api/topics/<t>                                 partitions (log start, high watermark, LSO, size,
                                                     segment files) and the topic's configs
@@ -134,8 +134,28 @@ def overview(state: Any) -> dict[str, Any]:
                        for lst in state.advertised_listeners],
         "topics": len(state.topics), "connections": len(getattr(state, "connections", ()) or ()),
         "draining": bool(getattr(state, "draining", False)), "configs": configs,
-        "time_ms": int(time.time() * 1000),
+        "brokers": _brokers(state), "time_ms": int(time.time() * 1000),
     }
+
+
+def _brokers(state: Any) -> list[dict[str, Any]]:
+    """The brokers: the cluster's (``kafkalite serve --brokers N``, running or not) or this one."""
+    cluster = getattr(state, "cluster", None)
+    if cluster is not None:
+        return list(cluster.broker_rows())
+    lst = state.advertised_listeners[0] if state.advertised_listeners else None
+    return [{"node_id": state.node_id, "host": lst.host if lst else "", "port": lst.port if lst else 0, "up": True}]
+
+
+def _placement(state: Any, name: str, p: int) -> dict[str, Any]:
+    """A partition's leader, replicas, ISR and offline replicas: the cluster's placement, or this broker."""
+    cluster = getattr(state, "cluster", None)
+    placed = cluster.placement(name, p) if cluster is not None else None
+    if placed is None:
+        me = state.node_id
+        return {"leader": me, "leader_epoch": None, "replicas": [me], "isr": [me], "offline": []}
+    leader, epoch, replicas, isr, offline = placed
+    return {"leader": leader, "leader_epoch": epoch, "replicas": replicas, "isr": isr, "offline": offline}
 
 
 # -- topics -------------------------------------------------------------------------------------------
@@ -177,12 +197,19 @@ async def topic(state: Any, name: str) -> dict[str, Any]:
         if work.due():
             await work.pause()
         plog = state.get_log(name, p)
+        placed = _placement(state, name, p)
         if plog is None:
+            if getattr(state, "cluster", None) is None:
+                continue
+            # a partition this broker holds no replica of: its place in the cluster, no log figures
+            parts.append({"partition": p, **placed, "log_start_offset": None, "high_watermark": None,
+                          "last_stable_offset": None, "log_end_offset": None, "size": None,
+                          "segment_count": None, "segments": []})
             continue
         segs = [{"file": seg.file.path.rsplit("/", 1)[-1], "base_offset": seg.base_offset,
                  "next_offset": seg.next_offset, "size": seg.size, "max_timestamp": seg.max_timestamp}
                 for seg in plog.segments[:MAX_SEGMENTS_SHOWN]]
-        parts.append({"partition": p, "leader": state.node_id, "log_start_offset": plog.log_start_offset,
+        parts.append({"partition": p, **placed, "log_start_offset": plog.log_start_offset,
                       "high_watermark": plog.high_watermark, "last_stable_offset": plog.last_stable_offset,
                       "log_end_offset": plog.log_end_offset, "size": plog.size_bytes,
                       "segment_count": len(plog.segments), "segments": segs})

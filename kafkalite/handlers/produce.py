@@ -18,6 +18,10 @@ broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write m
 - Authorization (an authorizer configured): a transactional produce needs WRITE on its transactional id
   (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE (else
   TOPIC_AUTHORIZATION_FAILED, before existence is checked), as KafkaApis.handleProduceRequest.
+- Codec ids 5-7 (no such codec): before v7 Kafka's ``ProduceRequest.validateRecords`` reads the first batch's
+  codec of every authorized, existing partition and ``CompressionType.forId`` throws IllegalArgumentException,
+  which fails the whole request: every partition answers UNKNOWN_SERVER_ERROR with no message (acks=0: the
+  connection is closed) and nothing is appended. From v7 on the validator answers that partition alone.
 - A successful append wakes Fetch long polls waiting on that partition.
 - Several brokers (``kafkalite.cluster``, ``state.cluster`` set): a partition this broker does not lead answers
   NOT_LEADER_OR_FOLLOWER with the KIP-951 current leader (v10+); acks=-1 with fewer in-sync replicas than
@@ -102,6 +106,23 @@ async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryvie
     return await trio.to_thread.run_sync(check, limiter=_limiter())
 
 
+def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: dict[str, int]) -> bool:
+    """Whether a Produce v3-v6 fails as a whole in Kafka's ``ProduceRequest.validateRecords``: a partition that
+    is authorized and exists holds a magic-2 batch whose codec bits (attributes & 7) are 5, 6 or 7."""
+    if ctx.version >= 7:
+        return False
+    for topic in req.topic_data:
+        info = ctx.broker.topics.get(topic.name)
+        if topic.name in denied or info is None:
+            continue
+        for pd in topic.partition_data:
+            rec = pd.records
+            if 0 <= pd.index < info.partitions and isinstance(rec, (bytes, bytearray, memoryview)) \
+                    and len(rec) > 22 and rec[16] == 2 and rec[22] & 0x07 > 4:
+                return True
+    return False
+
+
 @handler(ProduceRequest, min_version=3, max_version=11)
 async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     state = ctx.broker
@@ -120,7 +141,14 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
         for t in req.topic_data:
             entries += len(t.partition_data)
     work = Slices(every=16) if entries >= SLICE_AFTER else None   # an append may open files: a few per clock read
-    denied = authz.produce_denied(ctx, req) if state.authorizer is not None else ()
+    denied: dict[str, int] = authz.produce_denied(ctx, req) if state.authorizer is not None else {}
+    if unknown_codec_before_v7(ctx, req, denied):
+        if acks == 0:
+            raise ConnectionClosed("acks=0 produce with an unknown compression codec id")
+        return ProduceResponse(throttle_time_ms=0, responses=[   # ProduceRequest.getErrorResponse
+            ProduceResponse.TopicProduceResponse(name=t.name, partition_responses=[
+                _error(pd.index, ErrorCode.UNKNOWN_SERVER_ERROR) for pd in t.partition_data])
+            for t in req.topic_data])
     for topic in req.topic_data:
         if work is not None and work.due():
             await work.pause()
@@ -137,7 +165,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 failed = True
                 continue
             if name in denied:
-                parts.append(_error(idx, denied[name]))   # type: ignore[index]
+                parts.append(_error(idx, ErrorCode(denied[name])))
                 failed = True
                 continue
             if topic_info is not None:

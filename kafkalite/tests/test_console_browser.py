@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from kafkalite import Cluster
+from kafkalite.console import bound_address
 from kafkalite.tests.chromium import Chromium, need_chromium
-from kafkalite.tests.console_helpers import console_broker, produce
+from kafkalite.tests.console_helpers import ConsoleClient, console_broker, produce
 from kafkalite.tests.tools_helpers import need_confluent
 
 EVIL = '<img src=x onerror="window.__xss=1">'
@@ -221,3 +224,51 @@ def test_groups_live_lag_and_reset_offsets_flow(env, shots):
         assert checker.committed([ck.TopicPartition("work", 0)], timeout=20)[0].offset == 5
     finally:
         checker.close()
+
+
+def test_cluster_pages_show_each_partitions_leader_replicas_isr_and_the_brokers(shots):
+    """``kafkalite serve --brokers 3 --console``: the console (served by broker 1) shows each partition's real
+    leader, replicas and ISR as Metadata reports them (not broker 1 everywhere), every broker with its port
+    written as a port (no thousands separator), and a stopped broker as stopped."""
+    exe = need_chromium()
+    need_confluent()
+    with Cluster(brokers=3, overrides={"kafkalite.console.listen": "127.0.0.1:0",
+                                       "offsets.topic.num.partitions": "3"}) as cluster, \
+            Chromium.launch(exe) as browser:
+        from confluent_kafka.admin import AdminClient, NewTopic  # lazy: need_confluent() skips without it
+
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("placed", 3, 2)])["placed"].result(30)
+        md = admin.list_topics("placed", timeout=30).topics["placed"].partitions
+        want = {p: (str(md[p].leader), ",".join(map(str, md[p].replicas)), ",".join(map(str, md[p].isrs)))
+                for p in sorted(md)}
+        assert len({leader for leader, _r, _i in want.values()}) == 3    # the leaders are spread over the brokers
+
+        addr = bound_address(cluster.runtime.nodes[1].state.log_dir)
+        assert addr is not None
+        client = ConsoleClient(SimpleNamespace(console_address=addr))   # type: ignore[arg-type]
+        page = browser.new_page()
+        open_page(page, client, "#/topic/placed")
+        shown = page.eval("Object.fromEntries([...document.querySelectorAll('#partitions tbody tr')].map(r => "
+                          "[r.dataset.partition, [r.querySelector('.leader').textContent, "
+                          "r.querySelector('.replicas').textContent, r.querySelector('.isr').textContent]]))")
+        assert {int(k): tuple(v) for k, v in shown.items()} == want
+        page.screenshot(shots / "cluster-topic.png")
+
+        open_page(page, client, "#/brokers")
+        rows = page.eval("[...document.querySelectorAll('#brokers tbody tr')].map(r => "
+                         "[...r.querySelectorAll('td')].map(td => td.textContent))")
+        ports = cluster.addresses()
+        assert rows == [[str(n), ports[n][0], str(ports[n][1]), "running"] for n in (1, 2, 3)]
+        listener_port = page.eval("document.querySelector('#listeners tbody td:nth-child(3)').textContent")
+        assert listener_port == str(ports[1][1]) and "," not in listener_port
+        page.screenshot(shots / "cluster-brokers.png")
+
+        cluster.sync.stop_broker(3)
+        open_page(page, client, "#/topic/placed")   # another route first: the same hash would not re-render
+        leaders = page.eval("[...document.querySelectorAll('#partitions tbody tr .leader')].map(e => e.textContent)")
+        assert "3" not in leaders and len(leaders) == 3
+        open_page(page, client, "#/brokers")
+        status = page.eval("[...document.querySelectorAll('#brokers tbody tr')].map(r => r.lastChild.textContent)")
+        assert status == ["running", "running", "stopped"]
+        assert page.problems() == []

@@ -3,19 +3,23 @@ real client and gives it back, and site-packages holds only kafkalite's own top-
 
 The wheel is built once per session (``pip wheel --no-build-isolation``: the dev extra carries setuptools, so
 the build needs no download); the fresh venv is made without pip and filled by the dev venv's pip
-(``pip --python``), which fetches kafkalite's two dependencies (trio, crc32c) from the package index or pip's
-cache. ``make install-test`` runs only this file.
+(``pip --python``), which fetches kafkalite's dependencies (trio, crc32c and the codecs cramjam, lz4, zstandard)
+from the package index or pip's cache. ``make install-test`` runs only this file.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import uuid
 import venv
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -144,3 +148,79 @@ def test_fresh_venv_serves_a_record(fresh_venv: Path, tmp_path: Path) -> None:
             proc.kill()
             proc.wait(timeout=30)
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+
+
+@contextmanager
+def _installed_broker(env_dir: Path, cwd: Path, data: Path) -> Iterator[str]:
+    """``kafkalite serve`` from the fresh venv (run outside the checkout); yields its bootstrap address."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME") and not k.startswith("KAFKALITE_")}
+    proc = subprocess.Popen([str(env_dir / "bin" / "kafkalite"), "serve", "--listen", "127.0.0.1:0",
+                             "--data-dir", str(data)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("kafkalite ready on "), (line, proc.stderr.read() if proc.poll() is not None else "")
+        yield line.split()[-1]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+
+
+def _codecs_on_disk(partition_dir: Path) -> set[int]:
+    """The codec ids (attributes & 7) of the batches in a partition's segments, read from the file bytes."""
+    found: set[int] = set()
+    for seg in partition_dir.glob("*.log"):
+        raw = seg.read_bytes()
+        pos = 0
+        while pos + 23 <= len(raw):
+            (length,) = struct.unpack_from(">i", raw, pos + 8)
+            found.add(raw[pos + 22] & 0x07)
+            pos += 12 + length
+    return found
+
+
+def _note_failure(failures: list[object], err: object, _msg: object) -> None:
+    if err is not None:
+        failures.append(err)
+
+
+CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def test_fresh_venv_takes_every_codec(fresh_venv: Path, tmp_path: Path) -> None:
+    """A plain install of the wheel (no extras) accepts a producer's batches in every codec Kafka defines: the
+    broker validates each record, so it must decompress each of them (no 'No module named snappy')."""
+    ck = need_confluent()
+    data = tmp_path / "data"
+    with _installed_broker(fresh_venv, tmp_path, data) as bootstrap:
+        for name in CODECS:
+            topic = f"codec-{name}"
+            producer = ck.Producer({"bootstrap.servers": bootstrap, "compression.type": name, "linger.ms": 50})
+            failures: list[object] = []
+            for i in range(20):
+                producer.produce(topic, key=b"%d" % i, value=(b"%s record %d " % (name.encode(), i)) * 20,
+                                 on_delivery=functools.partial(_note_failure, failures))
+            assert producer.flush(60) == 0 and failures == [], (name, failures)
+            consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}",
+                                    "auto.offset.reset": "earliest", "enable.auto.commit": False})
+            got: list[bytes] = []
+            try:
+                consumer.subscribe([topic])
+                for _ in range(60):
+                    msg = consumer.poll(1.0)
+                    if msg is not None and not msg.error():
+                        got.append(msg.key())
+                    if len(got) == 20:
+                        break
+            finally:
+                consumer.close()
+            assert got == [b"%d" % i for i in range(20)], name
+    for name, codec in CODECS.items():   # the producer really compressed: the stored batches carry the codec
+        assert _codecs_on_disk(data / f"codec-{name}-0") == {codec}, name

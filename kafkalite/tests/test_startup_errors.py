@@ -46,6 +46,9 @@ def one_error(lines: list[str]) -> str:
       "--override", "listener.security.protocol.map=EXTERNAL:SASL_PLAINTEXT",
       "--override", "sasl.enabled.mechanisms=GSSAPI"], "GSSAPI not supported"),
     (["--config", "no-such.properties"], "config file no-such.properties: no such file"),
+    (["--brokers", "0"], "--brokers 0: expected 1-64"),
+    (["--brokers", "-2"], "--brokers -2: expected 1-64"),
+    (["--brokers", "65"], "--brokers 65: expected 1-64"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
     code, lines = serve("--data-dir", str(tmp_path / "data"), *args)

@@ -11,10 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from kafkalite.cli import _build_parser
 from kafkalite.embedded import Broker
 from kafkalite.tests.tools_helpers import cli, need_confluent
 from kafkalite.tools.common import (
     ToolError,
+    client_config,
     parse_datetime_ms,
     parse_duration_ms,
     split_kv,
@@ -84,3 +86,81 @@ def test_ctrl_c_ends_a_following_consumer_cleanly(bs: str) -> None:
             proc.kill()
     assert proc.returncode == 0 and out == ""
     assert "Processed a total of 3 messages" in err and "Traceback" not in err
+
+
+@pytest.fixture
+def dead_port() -> Iterator[int]:
+    """A loopback port that refuses connections (bound, never listening) for the test's duration."""
+    import socket  # lazy: this fixture alone binds a port
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    try:
+        yield s.getsockname()[1]
+    finally:
+        s.close()
+
+
+TOOLS_AGAINST_NOTHING = [
+    ("topics", "--list"),
+    ("groups", "--list"),
+    ("groups", "--describe", "--group", "g"),
+    ("configs", "--describe", "--entity-type", "topics", "--entity-name", "t"),
+    ("acls", "--list"),
+    ("scram", "--describe"),
+    ("produce", "--topic", "t"),
+    ("consume", "--topic", "t"),
+]
+
+
+@pytest.mark.parametrize("argv", TOOLS_AGAINST_NOTHING, ids=" ".join)
+def test_tools_against_no_broker_end_with_one_line(argv: tuple[str, ...], dead_port: int) -> None:
+    """No broker at the address: exit 1 with one line of our own, none of librdkafka's connection log (it
+    printed ~580 lines over 30 s before). --bootstrap-timeout bounds the wait (1 s here)."""
+    need_confluent()
+    p = subprocess.run([sys.executable, "-m", "kafkalite", *argv, "--bootstrap-server", f"127.0.0.1:{dead_port}",
+                        "--bootstrap-timeout", "1000"], capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and p.stdout == "", p
+    assert p.stderr.splitlines() == [f"kafkalite {argv[0]}: error: cannot reach a broker at 127.0.0.1:{dead_port} "
+                                     f"within 1 s (--bootstrap-timeout): Failed to get metadata: Local: Broker "
+                                     f"transport failure"], p.stderr
+
+
+def test_default_bootstrap_wait_and_the_client_log_on_request(dead_port: int) -> None:
+    """By default a tool waits 5 s for a first answer (the line says so); --verbose shows librdkafka's own log
+    and --debug its debug contexts, each on top of the tool's line."""
+    need_confluent()
+    base = [sys.executable, "-m", "kafkalite", "topics", "--list", "--bootstrap-server", f"127.0.0.1:{dead_port}"]
+    p = subprocess.run(base, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and len(p.stderr.splitlines()) == 1 and "within 5 s" in p.stderr, p
+    for flag in (["--verbose"], ["--debug", "broker"]):
+        p = subprocess.run([*base, "--bootstrap-timeout", "1000", *flag], capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL)
+        lines = p.stderr.splitlines()   # librdkafka may still log while the client shuts down
+        ours = [ln for ln in lines if ln.startswith("kafkalite topics: error: cannot reach")]
+        assert p.returncode == 1 and len(ours) == 1, p
+        assert any("rdkafka" in ln for ln in lines if ln not in ours), (flag, p.stderr)
+
+
+def test_an_unknown_option_gets_the_commands_own_usage() -> None:
+    p = subprocess.run([sys.executable, "-m", "kafkalite", "topics", "--list", "--bogus"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith("usage: kafkalite topics ") and p.stderr.splitlines()[-1] == (
+        "kafkalite topics: error: unrecognized arguments: --bogus")
+
+
+def test_kafkas_console_tool_option_names_reach_the_client() -> None:
+    """--producer.config / --consumer.config are --command-config; --producer-property / --consumer-property
+    K=V are applied last; --request-required-acks is --acks."""
+    args = _build_parser("produce").parse_args(["produce", "--topic", "t", "--producer.config", "/dev/null",
+                                                "--producer-property", "linger.ms=7", "--request-required-acks",
+                                                "1"])
+    assert (args.command_config, args.acks) == ("/dev/null", "1")
+    assert client_config(args, **{"linger.ms": 5})["linger.ms"] == "7"
+    args = _build_parser("consume").parse_args(["consume", "--topic", "t", "--consumer.config", "/dev/null",
+                                                "--consumer-property", "fetch.wait.max.ms=10"])
+    assert args.command_config == "/dev/null" and client_config(args)["fetch.wait.max.ms"] == "10"
+    with pytest.raises(ToolError):
+        client_config(_build_parser("consume").parse_args(["consume", "--topic", "t", "--consumer-property", "x"]))

@@ -128,3 +128,35 @@ def test_compacted_topic_batch_is_walked_once_by_the_validator(raw: Callable[[],
     assert p.error_code == ErrorCode.INVALID_RECORD
     assert log_end(c, "compacted-once") == 2
     assert walks == []
+
+
+def _two_topic_produce(good_topic: str, bad_topic: str, bad_batch: bytes):  # type: ignore[no-untyped-def]
+    req = produce_req(good_topic, valid(2))
+    req.topic_data.append(produce_req(bad_topic, bad_batch).topic_data[0])
+    return req
+
+
+@pytest.mark.parametrize("codec", [5, 6, 7])
+def test_unknown_codec_id_fails_a_produce_before_v7_as_a_whole(raw: Callable[[], RawClient], codec: int) -> None:
+    """Kafka's ProduceRequest.validateRecords (v3-v6) calls CompressionType.forId on the first batch; its
+    IllegalArgumentException is no ApiException, so KafkaApis answers every partition of the request
+    UNKNOWN_SERVER_ERROR (no message) and appends nothing, not even the good partition's batch."""
+    c = raw()
+    for t in ("codec-ok", "codec-bad"):
+        metadata(c, t)
+    before = log_end(c, "codec-ok")
+    bad = raw_batch(record(0) + record(1), count=2, attrs=codec)
+    resp = c.request(_two_topic_produce("codec-ok", "codec-bad", bad), 6)
+    got = {(t.name, p.index): (p.error_code, p.error_message, p.base_offset)
+           for t in resp.responses for p in t.partition_responses}
+    assert got == {("codec-ok", 0): (-1, None, -1), ("codec-bad", 0): (-1, None, -1)}
+    assert log_end(c, "codec-ok") == before and log_end(c, "codec-bad") == 0
+    # from v7 on only the partition with the unknown codec fails (in the log layer, after the CRC check)
+    resp = c.request(_two_topic_produce("codec-ok", "codec-bad", bad), 7)
+    got = {t.name: p.error_code for t in resp.responses for p in t.partition_responses}
+    assert got == {"codec-ok": 0, "codec-bad": ErrorCode.UNKNOWN_SERVER_ERROR}
+    assert log_end(c, "codec-ok") == before + 2 and log_end(c, "codec-bad") == 0
+    # a wrong CRC is found first from v7 on: CORRUPT_MESSAGE
+    corrupt = bad[:-1] + bytes([bad[-1] ^ 1])
+    assert produce(c, "codec-bad", corrupt, version=9).error_code == ErrorCode.CORRUPT_MESSAGE
+    assert log_end(c, "codec-bad") == 0

@@ -2,8 +2,10 @@
 
 The tools are Kafka *clients*: they reach any broker (kafkalite or Kafka) through confluent-kafka, as
 ``kafka-topics.sh`` and friends reach it through the Java admin client, and import nothing of the broker.
-confluent-kafka comes with ``pip install 'kafkalite[tools]'``; without it a tool exits 1 with one line naming
-the extra, and ``kafkalite serve`` is unaffected.
+confluent-kafka is installed by the checkout's setup (``make run``, ``tools/bootstrap.sh venv``) and by the
+``tools`` extra; without it a tool exits 1 with one line naming the interpreter that lacks it and the command
+that installs it there (never a bare ``pip install 'kafkalite[tools]'``, which outside this checkout would
+fetch whatever a registry holds under that name), and ``kafkalite serve`` is unaffected.
 
 Output: a table on a terminal (aligned columns, one header line), the same rows tab-separated when stdout is
 a pipe (so ``cut``/``awk`` work), or JSON with ``--json`` (one document; the shape is documented per tool).
@@ -24,7 +26,13 @@ from typing import Any, NoReturn
 
 OK, FAILED, USAGE = 0, 1, 2
 DEFAULT_BOOTSTRAP = "localhost:9092"
-EXTRA_HINT = "confluent-kafka is not installed; install the tools extra: pip install 'kafkalite[tools]'"
+
+
+def extra_hint() -> str:
+    """The one line a tool prints when confluent-kafka is missing: which Python lacks it, how to add it."""
+    return (f"the tools need confluent-kafka, which {sys.executable} does not have: in a kafkalite checkout run "
+            f"`make run` or `tools/bootstrap.sh venv`, or install it into this Python: "
+            f"{sys.executable} -m pip install 'confluent-kafka>=2.4'")
 
 
 class ToolError(Exception):
@@ -44,11 +52,13 @@ def confluent() -> Any:
     try:
         import confluent_kafka
     except ImportError:
-        raise ToolError(EXTRA_HINT) from None
+        raise ToolError(extra_hint()) from None
     return confluent_kafka
 
 
-def add_connection_options(parser: argparse.ArgumentParser) -> None:
+def add_connection_options(parser: argparse.ArgumentParser, *, verbose: bool = True) -> None:
+    """The options of a tool that talks to a broker; ``verbose=False`` for a tool whose own ``--verbose`` means
+    more output (kafka-consumer-groups'), where ``--debug`` alone shows the client library's log."""
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT",
                         default=os.environ.get("KAFKALITE_BOOTSTRAP_SERVER", DEFAULT_BOOTSTRAP),
                         help="broker to connect to (default $KAFKALITE_BOOTSTRAP_SERVER or localhost:9092)")
@@ -56,12 +66,35 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
                         help="a properties file of client settings (librdkafka names: security.protocol, "
                              "sasl.*, ssl.*, ...)")
     parser.add_argument("--timeout-ms", type=int, default=30_000, metavar="MS", dest="request_timeout_ms",
-                        help="how long to wait for the broker (default 30000)")
+                        help="how long to wait for each answer of the broker (default 30000)")
+    add_client_options(parser, verbose=verbose)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+#: how long a tool waits for a first answer from the bootstrap servers before it gives up
+BOOTSTRAP_TIMEOUT_MS = 5000
+
+
+def add_client_options(parser: argparse.ArgumentParser, *, verbose: bool = True) -> None:
+    """Options every tool shares for reaching a broker: how long to try, and the client library's own log."""
+    parser.add_argument("--bootstrap-timeout", type=int, default=BOOTSTRAP_TIMEOUT_MS, metavar="MS",
+                        dest="bootstrap_timeout_ms",
+                        help=f"give up when no broker has answered within MS (default {BOOTSTRAP_TIMEOUT_MS})")
+    if verbose:
+        parser.add_argument("--verbose", action="store_true", dest="client_log",
+                            help="show the client library's (librdkafka's) own log on stderr; quiet without it")
+    parser.add_argument("--debug", metavar="CONTEXTS",
+                        help="librdkafka debug contexts on stderr (e.g. broker,protocol or all); implies --verbose")
 
 
 def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
     conf: dict[str, Any] = {"bootstrap.servers": args.bootstrap_server}
+    if getattr(args, "debug", None):
+        conf.update({"debug": args.debug, "log_level": 7})
+    elif not getattr(args, "client_log", False):
+        # librdkafka logs every failed connection attempt (hundreds of lines while a broker is down); the tool
+        # says what went wrong in its own one line
+        conf["log_level"] = 0
     if getattr(args, "command_config", None):
         from kafkalite.config.broker import parse_properties
 
@@ -71,11 +104,28 @@ def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
         except OSError as exc:
             usage(f"--command-config {args.command_config}: {exc.strerror or exc}")
     conf.update(extra)
+    # --producer-property / --consumer-property K=V (Kafka's console tools): applied last, they win
+    for item in getattr(args, "client_properties", None) or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            usage(f"client property {item!r}: expected KEY=VALUE")
+        conf[key.strip()] = value
     return conf
 
 
 def timeout_s(args: argparse.Namespace) -> float:
     return max(getattr(args, "request_timeout_ms", 30_000), 1) / 1000
+
+
+def bootstrap_s(args: argparse.Namespace) -> float:
+    """Seconds to wait for the first answer from the bootstrap servers (``--bootstrap-timeout``)."""
+    return max(getattr(args, "bootstrap_timeout_ms", BOOTSTRAP_TIMEOUT_MS), 1) / 1000
+
+
+def unreachable(args: argparse.Namespace, exc: BaseException) -> ToolError:
+    """The one line a tool ends with when no broker answered its first request."""
+    return ToolError(f"cannot reach a broker at {args.bootstrap_server} within {bootstrap_s(args):g} s "
+                     f"(--bootstrap-timeout): {kafka_message(exc)}")
 
 
 def admin(args: argparse.Namespace) -> Any:
@@ -85,9 +135,9 @@ def admin(args: argparse.Namespace) -> Any:
 
     client = AdminClient(client_config(args, **{"socket.connection.setup.timeout.ms": 10_000}))
     try:
-        client.list_topics(timeout=timeout_s(args))
+        client.list_topics(timeout=bootstrap_s(args))
     except ck.KafkaException as exc:
-        raise ToolError(f"cannot reach a broker at {args.bootstrap_server}: {kafka_message(exc)}") from None
+        raise unreachable(args, exc) from None
     return client
 
 

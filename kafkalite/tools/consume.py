@@ -33,6 +33,8 @@ from typing import Any
 from kafkalite.tools.common import (
     Progress,
     ToolError,
+    add_client_options,
+    bootstrap_s,
     client_config,
     confluent,
     kafka_message,
@@ -42,6 +44,7 @@ from kafkalite.tools.common import (
     split_names,
     truthy,
     unescape,
+    unreachable,
     usage,
 )
 
@@ -56,8 +59,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", default=None,
                    help="broker to connect to (default $KAFKALITE_BOOTSTRAP_SERVER or localhost:9092)")
     p.add_argument("--command-config", "--consumer.config", dest="command_config", metavar="FILE",
-                   help="a properties file of client settings")
-    p.add_argument("--topic", required=True)
+                   help="a properties file of client settings (--consumer.config: kafka-console-consumer's name)")
+    p.add_argument("--consumer-property", action="append", default=[], metavar="K=V", dest="client_properties",
+                   help="a consumer setting (librdkafka name), applied last; repeatable")
+    p.add_argument("--topic", required=True, help="topic to read")
     who = p.add_mutually_exclusive_group()
     who.add_argument("--group", help="consume as a member of this group (committing offsets)")
     who.add_argument("--partition", action="append", default=[], metavar="P",
@@ -74,8 +79,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-messages", type=int, metavar="N", help="stop after N records")
     p.add_argument("--timeout-ms", type=int, metavar="MS", help="stop after MS without a record")
     p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),
-                   default="read_uncommitted")
+                   default="read_uncommitted", help="read_committed: only committed transactions' records")
     p.add_argument("--progress", action="store_true", help="report progress on stderr (with --max-messages)")
+    add_client_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -189,9 +195,9 @@ def _run(args: argparse.Namespace) -> int:
 def _consume(ck: Any, consumer: Any, args: argparse.Namespace, fmt: Formatter, wanted: list[int],
              start: int | None, ts_ms: int | None) -> int:
     try:
-        md = consumer.list_topics(topic=args.topic, timeout=30)
+        md = consumer.list_topics(topic=args.topic, timeout=bootstrap_s(args))
     except ck.KafkaException as exc:
-        raise ToolError(f"cannot reach a broker at {args.bootstrap_server}: {kafka_message(exc)}") from None
+        raise unreachable(args, exc) from None
     tmd = md.topics.get(args.topic)
     if tmd is None or tmd.error is not None or not tmd.partitions:
         why = kafka_message(ck.KafkaException(tmd.error)) if tmd is not None and tmd.error else "unknown topic"

@@ -62,7 +62,7 @@ NO_OFFSET = -1001   # librdkafka's OFFSET_INVALID: no committed offset
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    add_connection_options(p)
+    add_connection_options(p, verbose=False)   # --verbose: more columns, as kafka-consumer-groups'
     action = p.add_mutually_exclusive_group(required=True)
     for name, help_ in (("list", "list groups"), ("describe", "describe groups: offsets, lag, members"),
                         ("reset-offsets", "reset a group's committed offsets"), ("delete", "delete groups"),

@@ -32,6 +32,7 @@ from kafkalite.tools.common import (
     Progress,
     ToolError,
     add_connection_options,
+    bootstrap_s,
     client_config,
     confluent,
     emit,
@@ -42,6 +43,7 @@ from kafkalite.tools.common import (
     timeout_s,
     truthy,
     unescape,
+    unreachable,
     usage,
 )
 
@@ -53,6 +55,10 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_connection_options(p)
+    p.add_argument("--producer.config", dest="command_config", metavar="FILE",
+                   help="the same as --command-config (kafka-console-producer's name)")
+    p.add_argument("--producer-property", action="append", default=[], metavar="K=V", dest="client_properties",
+                   help="a producer setting (librdkafka name), applied last; repeatable")
     p.add_argument("--topic", required=True, help="topic to write to")
     p.add_argument("--file", metavar="PATH", help="read lines from this file instead of stdin")
     p.add_argument("--property", nargs="+", action="extend", default=[], metavar="K=V",
@@ -60,7 +66,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--header", action="append", default=[], metavar="K=V", help="header on every record")
     p.add_argument("--partition", type=int, metavar="N", help="write every record to this partition")
     p.add_argument("--compression-codec", choices=CODECS, default="none", help="batch compression")
-    p.add_argument("--acks", default="all", choices=("all", "-1", "1", "0"), help="acks (default all)")
+    p.add_argument("--acks", "--request-required-acks", default="all", choices=("all", "-1", "1", "0"),
+                   help="acks (default all)")
     p.add_argument("--no-idempotence", action="store_true", help="turn the idempotent producer off")
     p.add_argument("--linger-ms", type=int, default=5, metavar="MS", help="batching delay (default 5)")
     p.add_argument("--progress", action="store_true", help="report progress on stderr even when not a terminal")
@@ -145,9 +152,9 @@ def _run(args: argparse.Namespace) -> int:
     except ck.KafkaException as exc:
         usage(f"client configuration: {kafka_message(exc)}")
     try:
-        md = producer.list_topics(topic=args.topic, timeout=t)
+        md = producer.list_topics(topic=args.topic, timeout=bootstrap_s(args))
     except ck.KafkaException as exc:
-        raise ToolError(f"cannot reach a broker at {args.bootstrap_server}: {kafka_message(exc)}") from None
+        raise unreachable(args, exc) from None
     tmd = md.topics.get(args.topic)
     if tmd is None or tmd.error is not None:
         why = kafka_message(ck.KafkaException(tmd.error)) if tmd is not None and tmd.error else "unknown"

@@ -6,8 +6,12 @@ per-record errors for ProduceResponse v8+ ``record_errors``). Checks, in order:
 
 1. framing: at least a 61-byte header, magic 2, Length matching the bytes (CORRUPT_MESSAGE /
    UNSUPPORTED_FOR_MESSAGE_FORMAT / INVALID_RECORD for trailing bytes = a second batch);
-2. codec: ids 5-7 do not exist (CORRUPT_MESSAGE, as storage's recovery treats them); zstd needs Produce v7+
-   (UNSUPPORTED_COMPRESSION_TYPE, ProduceRequest.validateRecords);
+2. codec: ids 5-7 do not exist. Kafka's ``CompressionType.forId`` throws IllegalArgumentException for them,
+   which is no ApiException: from Produce v7 on it surfaces in ``UnifiedLog.analyzeAndValidateRecords`` (after
+   the CRC check) and ReplicaManager answers the partition UNKNOWN_SERVER_ERROR with no message, as here;
+   before v7 ``ProduceRequest.validateRecords`` throws it in KafkaApis and the whole request fails (the produce
+   handler's ``unknown_codec_before_v7``). zstd needs Produce v7+ (UNSUPPORTED_COMPRESSION_TYPE,
+   ProduceRequest.validateRecords);
 3. LogValidator.validateBatch for client batches (INVALID_RECORD): LastOffsetDelta >= 0, RecordsCount > 0,
    RecordsCount == LastOffsetDelta + 1, no control bit, a producer id needs BaseSequence >= 0; and the
    transactional bit needs a producer id (INVALID_RECORD) and a transactional id in the request
@@ -125,8 +129,8 @@ def frame_problem(records: memoryview | bytes | None) -> Rejection | None:
 def _header_problem(attrs: int, lod: int, pid: int, seq: int, count: int, version: int,
                     transactional_id: str | None, tp: str) -> Rejection | None:
     codec = attrs & 0x07
-    if codec > 4:
-        return Rejection(ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec id {codec}")
+    if codec > 4:   # Kafka: "Unknown compression type id: N", an IllegalArgumentException (no message sent)
+        return Rejection(ErrorCode.UNKNOWN_SERVER_ERROR, "")
     if codec == 4 and version < 7:
         return Rejection(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                          f"Produce requests with version {version} are not allowed to use ZStandard compression")

@@ -159,13 +159,13 @@ def _gzip(payload: bytes) -> Stream:
 
 
 def _snappy(payload: bytes) -> Stream:
-    import snappy
+    from cramjam import snappy
 
     if not payload:
         return Stream(b"")
     if len(payload) < 16 or payload[:8] != b"\x82SNAPPY\x00":
         try:
-            return Stream(bytes(snappy.uncompress(payload)))
+            return Stream(bytes(snappy.decompress_raw(payload)))
         except Exception:
             raise _open_failure("java.io.IOException: FAILED_TO_UNCOMPRESS(5)") from None
     out = bytearray()
@@ -178,7 +178,7 @@ def _snappy(payload: bytes) -> Stream:
         if n < 0 or pos + n > len(payload):
             return _io(out, "java.io.IOException: FAILED_TO_UNCOMPRESS(5)")
         try:
-            out += snappy.uncompress(payload[pos : pos + n])
+            out += bytes(snappy.decompress_raw(payload[pos : pos + n]))
         except Exception:
             return _io(out, "java.io.IOException: FAILED_TO_UNCOMPRESS(5)")
         pos += n

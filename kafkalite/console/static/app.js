@@ -53,6 +53,9 @@ function table(headers, rows, id) {
 }
 function td(v, cls) { return el("td", { class: cls, text: v }); }
 function nd(v) { return td(num(v), "num"); }
+// identifiers that are numbers (ports, node ids) are shown as they are written: 9092, never 9,092
+function ident(v) { return td(v === null || v === undefined ? "–" : String(v), "num"); }
+function ids(list) { return list && list.length ? list.join(",") : "–"; }
 
 function showError(where, err) { where.replaceChildren(el("p", { class: "error", text: String(err.message || err) })); }
 
@@ -121,7 +124,10 @@ async function pageBrokers() {
       td(o.cluster_id), nd(o.node_id), td(o.log_dir), nd(o.topics), el("td", { class: "num", id: "connections", text: num(o.connections) }))], "broker"),
     el("h2", { text: "Listeners" }),
     table(["name", "host", "port", "advertised"], o.listeners.map((l, i) => el("tr", {},
-      td(l.name), td(l.host), nd(l.port), td(o.advertised[i] ? o.advertised[i].host + ":" + o.advertised[i].port : "")))),
+      td(l.name), td(l.host), ident(l.port), td(o.advertised[i] ? o.advertised[i].host + ":" + o.advertised[i].port : ""))), "listeners"),
+    el("h2", { text: "Brokers" }),
+    table(["node id", "host", "port", "status"], (o.brokers || []).map((b) => el("tr", { "data-node": b.node_id },
+      ident(b.node_id), td(b.host), ident(b.port), td(b.up ? "running" : "stopped"))), "brokers"),
     el("h2", { text: "Configs" }), filter,
     el("table", { id: "configs" }, el("thead", {}, el("tr", {}, ["name", "value", "kind"].map((h) => el("th", { text: h })))), body));
   liveEvents("view=overview", (n) => {
@@ -181,7 +187,9 @@ async function pageTopic(name) {
       const rate = prev && t.time_ms > prev[1] ? (p.high_watermark - prev[0]) * 1000 / (t.time_ms - prev[1]) : null;
       last[p.partition] = [p.high_watermark, t.time_ms];
       return el("tr", { "data-partition": p.partition },
-        nd(p.partition), nd(p.leader), el("td", { class: "num start", text: num(p.log_start_offset) }),
+        nd(p.partition), el("td", { class: "num leader", text: p.leader < 0 ? "none" : String(p.leader) }),
+        td(ids(p.replicas), "replicas"), td(ids(p.isr), "isr"),
+        el("td", { class: "num start", text: num(p.log_start_offset) }),
         el("td", { class: "num hw", text: num(p.high_watermark) }), nd(p.last_stable_offset), td(bytes(p.size), "num"),
         nd(p.segment_count), el("td", { class: "num rate", text: rate === null ? "–" : rate.toFixed(1) + "/s" }),
         el("td", {}, el("a", { href: "#/messages/" + enc(name) + "/" + p.partition, text: "messages" })));
@@ -205,7 +213,7 @@ async function pageTopic(name) {
     el("p", { class: "muted", text: "id " + t.topic_id + (t.internal ? " · internal" : "") }),
     t.internal ? null : del, msg,
     el("h2", { text: "Partitions" }),
-    el("table", { id: "partitions" }, el("thead", {}, el("tr", {}, ["partition", "leader", "log start", "high watermark", "last stable", "size", "segments", "produce rate", ""].map((h) => el("th", { text: h })))), partsBody),
+    el("table", { id: "partitions" }, el("thead", {}, el("tr", {}, ["partition", "leader", "replicas", "in sync", "log start", "high watermark", "last stable", "size", "segments", "produce rate", ""].map((h) => el("th", { text: h })))), partsBody),
     el("h2", { text: "Segment files" }),
     el("table", { id: "segments" }, el("thead", {}, el("tr", {}, ["partition", "file", "base offset", "next offset", "size", "max timestamp"].map((h) => el("th", { text: h })))), segsBody),
     el("h2", { text: "Configs" }),
