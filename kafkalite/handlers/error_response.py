@@ -145,6 +145,8 @@ def _fill(cls: type, req_obj: Any, code: int, top: bool) -> Any:
     out = cls()
     for name in shape.errors:
         setattr(out, name, code)
+    if shape.errors and hasattr(out, "base_offset"):   # Produce: INVALID_OFFSET, as Kafka's PartitionResponse(error)
+        out.base_offset = -1
     if getattr(out, "records", b"") is None:   # empty, not null: ShareFetch v1+ records are not nullable
         out.records = b""
     if req_obj is None:

@@ -79,8 +79,8 @@ def test_entries_mirror_the_request() -> None:
             ProduceRequest.PartitionProduceData(index=i, records=b"") for i in (0, 3)]),
         ProduceRequest.TopicProduceData(name="b", partition_data=[ProduceRequest.PartitionProduceData(index=7)])])
     resp = er.error_response(REGISTRY[0].response_class, produce)
-    got = [(t.name, p.index, p.error_code) for t in resp.responses for p in t.partition_responses]
-    assert got == [("a", 0, UNKNOWN), ("a", 3, UNKNOWN), ("b", 7, UNKNOWN)]
+    got = [(t.name, p.index, p.error_code, p.base_offset) for t in resp.responses for p in t.partition_responses]
+    assert got == [("a", 0, UNKNOWN, -1), ("a", 3, UNKNOWN, -1), ("b", 7, UNKNOWN, -1)]   # INVALID_OFFSET
 
     fetch = FetchRequest(topics=[FetchRequest.FetchTopic(topic="a", partitions=[
         FetchRequest.FetchPartition(partition=2, fetch_offset=5)])])
