@@ -14,28 +14,32 @@ ids) whose ``__consumer_offsets`` (``__transaction_state``) partition that broke
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from kafkalite.metadata import partitions as placement
 
+if TYPE_CHECKING:
+    from kafkalite.cluster.runtime import ClusterRuntime
+    from kafkalite.state import BrokerState
+
 log = logging.getLogger("kafkalite.cluster")
 
 
-def _partition(state: Any, topic: str, key: str) -> int:
+def _partition(state: BrokerState, topic: str, key: str) -> int:
     info = state.topics.get(topic)
     n = info.partitions if info is not None else 50
     return placement.coordinator_partition(key, n)
 
 
-def owner(runtime: Any, state: Any, kind: str, key: str) -> int:
+def owner(runtime: ClusterRuntime, state: BrokerState, kind: str, key: str) -> int:
     """The node that coordinates ``key`` (-1: none alive), by Kafka's hashing onto the internal topic."""
     topic = placement.coordinator_topic(kind)
     return runtime.leader_of(topic, _partition(state, topic, key))
 
 
-def install(runtime: Any, state: Any) -> None:
+def install(runtime: ClusterRuntime, state: BrokerState) -> None:
     nid = state.node_id
 
     def owns(topic: str, key: str) -> bool:
@@ -54,7 +58,7 @@ def install(runtime: Any, state: Any) -> None:
         txns.coordinator.owns = lambda tid: owns(placement.TXN_TOPIC, tid)
 
 
-async def prune_when_loaded(runtime: Any, state: Any) -> None:
+async def prune_when_loaded(runtime: ClusterRuntime, state: BrokerState) -> None:
     for svc in (getattr(state, "groups", None), getattr(state, "txns", None)):
         ev = getattr(svc, "loaded", None)
         if ev is not None:
@@ -69,7 +73,7 @@ async def prune_when_loaded(runtime: Any, state: Any) -> None:
                 resign(state, (topic, p))
 
 
-def resign(state: Any, tp: tuple[str, int]) -> None:
+def resign(state: BrokerState, tp: tuple[str, int]) -> None:
     topic, p = tp
     if topic == placement.OFFSETS_TOPIC and getattr(state, "groups", None) is not None:
         from kafkalite.coordinator.classic.service import _fail_member
@@ -88,7 +92,7 @@ def resign(state: Any, tp: tuple[str, int]) -> None:
             del c.txns[tid]
 
 
-def moved(runtime: Any, tp: tuple[str, int], old: int, new: int) -> None:
+def moved(runtime: ClusterRuntime, tp: tuple[str, int], old: int, new: int) -> None:
     old_state = runtime.state_of(old)
     if old_state is not None:
         resign(old_state, tp)
@@ -98,7 +102,7 @@ def moved(runtime: Any, tp: tuple[str, int], old: int, new: int) -> None:
         runtime.nursery.start_soon(_load, runtime, new_state, tp)
 
 
-async def _load(runtime: Any, state: Any, tp: tuple[str, int]) -> None:
+async def _load(runtime: ClusterRuntime, state: BrokerState, tp: tuple[str, int]) -> None:
     try:
         resign(state, tp)   # whatever it held of this partition is older than its replica
         if tp[0] == placement.OFFSETS_TOPIC and getattr(state, "groups", None) is not None:
@@ -114,7 +118,7 @@ async def _load(runtime: Any, state: Any, tp: tuple[str, int]) -> None:
         runtime.loading.get(state.node_id, set()).discard(tp)
 
 
-async def _load_groups(state: Any, tp: tuple[str, int]) -> None:
+async def _load_groups(state: BrokerState, tp: tuple[str, int]) -> None:
     from kafkalite.coordinator.classic.loader import StateLoader
     from kafkalite.coordinator.classic.records import iter_entries
     from kafkalite.coordinator.common.internal_topics import read_chunks
@@ -141,7 +145,7 @@ async def _load_groups(state: Any, tp: tuple[str, int]) -> None:
     svc._kick()
 
 
-async def _load_txns(state: Any, tp: tuple[str, int]) -> None:
+async def _load_txns(state: BrokerState, tp: tuple[str, int]) -> None:
     from kafkalite.coordinator.classic.records import RecordDecodeError, iter_records
     from kafkalite.coordinator.common.internal_topics import read_chunks
     from kafkalite.coordinator.txn.coordinator import TxnMetadata, TxnState

@@ -13,13 +13,16 @@
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.cluster import coordinators
 from kafkalite_wire.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
-def partition(state: Any, topic: str, p: int) -> tuple[int, int, list[int], list[int], list[int]]:
+
+def partition(state: BrokerState, topic: str, p: int) -> tuple[int, int, list[int], list[int], list[int]]:
     """(leader, leader epoch, replicas, isr, offline replicas)."""
     placed: tuple[int, int, list[int], list[int], list[int]] | None = state.cluster.placement(topic, p)
     if placed is None:   # not placed (should not happen): this broker alone
@@ -27,7 +30,7 @@ def partition(state: Any, topic: str, p: int) -> tuple[int, int, list[int], list
     return placed
 
 
-def brokers(state: Any, listener: str | None) -> list[tuple[int, str, int]]:
+def brokers(state: BrokerState, listener: str | None) -> list[tuple[int, str, int]]:
     out = []
     for nid, node in sorted(state.cluster.nodes.items()):
         if node.up or node.state is state:
@@ -36,12 +39,12 @@ def brokers(state: Any, listener: str | None) -> list[tuple[int, str, int]]:
     return out
 
 
-def controller(state: Any) -> int:
+def controller(state: BrokerState) -> int:
     live = [nid for nid, node in sorted(state.cluster.nodes.items()) if node.up]
     return live[0] if live else state.node_id
 
 
-def coordinator(state: Any, kind: str, key: str, listener: str | None) -> tuple[int, str, int] | None:
+def coordinator(state: BrokerState, kind: str, key: str, listener: str | None) -> tuple[int, str, int] | None:
     rt = state.cluster
     nid = coordinators.owner(rt, state, kind, key)
     node = rt.nodes.get(nid)
@@ -51,7 +54,7 @@ def coordinator(state: Any, kind: str, key: str, listener: str | None) -> tuple[
     return nid, host, port
 
 
-def leader_error(state: Any, topic: str, p: int) -> int:
+def leader_error(state: BrokerState, topic: str, p: int) -> int:
     """0 when this broker leads the partition, else NOT_LEADER_OR_FOLLOWER (LEADER_NOT_AVAILABLE: none)."""
     ps = state.cluster.meta.partitions.get((topic, p))
     if ps is None or ps.leader == state.node_id:
@@ -59,7 +62,7 @@ def leader_error(state: Any, topic: str, p: int) -> int:
     return ErrorCode.NOT_LEADER_OR_FOLLOWER if ps.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
 
 
-def produce_error(state: Any, topic: str, p: int, acks: int) -> int:
+def produce_error(state: BrokerState, topic: str, p: int, acks: int) -> int:
     code = leader_error(state, topic, p)
     if code or acks != -1:
         return code
@@ -70,13 +73,13 @@ def produce_error(state: Any, topic: str, p: int, acks: int) -> int:
     return 0
 
 
-def current_leader(state: Any, topic: str, p: int, cls: Any) -> Any:
+def current_leader(state: BrokerState, topic: str, p: int, cls: Any) -> Any:
     """A ``LeaderIdAndEpoch`` of ``cls`` (the response's class) for KIP-951 fields."""
     ps = state.cluster.meta.partitions.get((topic, p))
     return cls(leader_id=ps.leader if ps else -1, leader_epoch=ps.leader_epoch if ps else -1)
 
 
-def node_endpoints(state: Any, listener: str | None, node_ids: set[int], cls: Any) -> list[Any]:
+def node_endpoints(state: BrokerState, listener: str | None, node_ids: set[int], cls: Any) -> list[Any]:
     out = []
     for nid, host, port in brokers(state, listener):
         if nid in node_ids:
@@ -84,7 +87,7 @@ def node_endpoints(state: Any, listener: str | None, node_ids: set[int], cls: An
     return out
 
 
-def refused_produce(state: Any, topic: str, p: int, code: int, part: Any) -> Any:
+def refused_produce(state: BrokerState, topic: str, p: int, code: int, part: Any) -> Any:
     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         from kafkalite_wire.messages import ProduceResponse
 
@@ -92,7 +95,7 @@ def refused_produce(state: Any, topic: str, p: int, code: int, part: Any) -> Any
     return part
 
 
-def add_node_endpoints(state: Any, listener: str | None, resp: Any, cls: Any) -> None:
+def add_node_endpoints(state: BrokerState, listener: str | None, resp: Any, cls: Any) -> None:
     """KIP-951: the endpoints of the leaders named in ``current_leader`` fields of the response."""
     leaders = set()
     for t in resp.responses:
@@ -104,7 +107,7 @@ def add_node_endpoints(state: Any, listener: str | None, resp: Any, cls: Any) ->
         resp.node_endpoints = node_endpoints(state, listener, leaders, cls)
 
 
-def txn_service(state: Any, txn_id: str) -> Any:
+def txn_service(state: BrokerState, txn_id: str) -> Any:
     """The transaction coordinator service that owns ``txn_id`` (this broker's when none is known)."""
     nid = coordinators.owner(state.cluster, state, "transaction", txn_id)
     owner = state.cluster.state_of(nid)
@@ -117,7 +120,7 @@ class ClusterPlacement:
 
     replicated = True
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: BrokerState) -> None:
         self.state = state
         self.rt = state.cluster
 

@@ -14,7 +14,10 @@ Empty/Assigning/Reconciling/Stable, share Empty/Stable. Dead groups are left out
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 
 @dataclass
@@ -28,22 +31,22 @@ class GroupView:
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
-def _classic(state: Any) -> dict[str, Any]:
+def _classic(state: BrokerState) -> dict[str, Any]:
     coordinator = getattr(getattr(state, "groups", None), "coordinator", None)
     return dict(getattr(coordinator, "groups", {}) or {})
 
 
-def _consumer(state: Any) -> dict[str, Any]:
+def _consumer(state: BrokerState) -> dict[str, Any]:
     svc = getattr(getattr(state, "groups", None), "consumer", None)
     return dict(getattr(getattr(svc, "coordinator", None), "groups", {}) or {})
 
 
-def _share(state: Any) -> dict[str, Any]:
+def _share(state: BrokerState) -> dict[str, Any]:
     shares = getattr(state, "shares", None)
     return dict(getattr(getattr(shares, "groups", None), "groups", {}) or {})
 
 
-def all_groups(state: Any) -> list[GroupView]:
+def all_groups(state: BrokerState) -> list[GroupView]:
     """Every live group, sorted by id (a share group and a consumer group never share an id: Kafka refuses
     it with GROUP_ID_NOT_FOUND / INCONSISTENT_GROUP_PROTOCOL)."""
     classic = _classic(state)
@@ -67,7 +70,7 @@ def all_groups(state: Any) -> list[GroupView]:
     return out
 
 
-def share_partitions(state: Any, group_id: str | None = None) -> list[tuple[str, str, int, int, int]]:
+def share_partitions(state: BrokerState, group_id: str | None = None) -> list[tuple[str, str, int, int, int]]:
     """(group, topic, partition, start offset, in-flight records) of each share-partition a share group has
     state for (the share-partition start offset, SPSO, is where the group's delivery stands: every record
     below it is acknowledged or archived; in flight are the records of the window from the SPSO to the
@@ -87,11 +90,11 @@ def share_partitions(state: Any, group_id: str | None = None) -> list[tuple[str,
     return out
 
 
-def consumer_group(state: Any, group_id: str) -> Any:
+def consumer_group(state: BrokerState, group_id: str) -> Any:
     """The KIP-848 group object (``kafkalite.coordinator.consumer.model.ConsumerGroup``), or None."""
     return _consumer(state).get(group_id)
 
 
-def share_group(state: Any, group_id: str) -> Any:
+def share_group(state: BrokerState, group_id: str) -> Any:
     """The share group object (``kafkalite.coordinator.share.group.ShareGroup``), or None."""
     return _share(state).get(group_id)

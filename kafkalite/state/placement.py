@@ -133,7 +133,7 @@ ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
 NO_REASSIGNMENT_MESSAGE = "No partition reassignment is in progress."
 
 
-def partition_exists(state: Any, topic: str, partition: int) -> bool:
+def partition_exists(state: BrokerState, topic: str, partition: int) -> bool:
     info = state.topics.get(topic)
     return info is not None and 0 <= partition < info.partitions
 

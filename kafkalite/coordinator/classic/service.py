@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -47,6 +47,9 @@ from kafkalite.errors import error_code_for
 from kafkalite.runtime.supervisor import supervise
 from kafkalite_storage.errors import StorageError
 
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
+
 log = logging.getLogger("kafkalite.coordinator")
 
 class _Done:
@@ -57,7 +60,7 @@ class _Done:
 
 
 class GroupService:
-    def __init__(self, state: Any, config: GroupConfig | None = None) -> None:
+    def __init__(self, state: BrokerState, config: GroupConfig | None = None) -> None:
         self.state = state
         if config is None:
             config = GroupConfig.from_mapping(state.config) if state is not None and \

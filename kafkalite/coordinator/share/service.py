@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -48,6 +48,9 @@ from kafkalite.coordinator.share.state import StateReplay
 from kafkalite.errors import error_code_for
 from kafkalite.runtime.supervisor import supervise
 from kafkalite_storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger("kafkalite.coordinator.share")
 
@@ -94,7 +97,7 @@ class _Timers:
 
 
 class ShareService:
-    def __init__(self, state: Any, config: ShareConfig | None = None) -> None:
+    def __init__(self, state: BrokerState, config: ShareConfig | None = None) -> None:
         self.state = state
         self.config = config or ShareConfig.from_broker(getattr(state, "config", None))
         if self.config.group_configs is None and state is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -53,6 +53,9 @@ from kafkalite.runtime.supervisor import supervise
 from kafkalite.state import leader_epoch
 from kafkalite_storage.errors import StorageError
 
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
+
 log = logging.getLogger("kafkalite.transactions")
 
 _TRANSACTIONAL_FLAG = 0x10
@@ -70,7 +73,7 @@ def fenced_error(code: int, version: int, first_fenced_version: int) -> int:
 
 
 class TransactionService:
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: BrokerState) -> None:
         self.state = state
         cfg = getattr(state, "config", None)
         self.num_partitions = cfg.get_int("transaction.state.log.num.partitions") if cfg is not None else 50
