@@ -51,9 +51,10 @@ def _filter(rt: int, name: str | None, pt: int, principal: str | None, host: str
 
 
 def _cluster_check(ctx: RequestContext, op: Op) -> tuple[ErrorCode, str | None]:
+    state = ctx.broker
     from kafkalite import authz
 
-    az = ctx.broker.authorizer
+    az = state.authorizer
     if az is None:
         return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
     if not authz.cluster_allowed(ctx, op):
@@ -62,6 +63,7 @@ def _cluster_check(ctx: RequestContext, op: Op) -> tuple[ErrorCode, str | None]:
 
 
 def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse:
+    state = ctx.broker
     R = CreateAclsResponse.AclCreationResult
     code, msg = _cluster_check(ctx, Op.ALTER)
     if code:
@@ -81,7 +83,7 @@ def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsRespon
             results.append(R(error_code=ErrorCode.NONE, error_message=None))
             valid.append(b)
     try:
-        ctx.broker.authorizer.create(valid)
+        state.authorizer.create(valid)
     except OSError as exc:
         log.error("could not persist new ACLs: %s", exc)
         for r in results:
@@ -94,6 +96,7 @@ def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsRespon
 
 
 def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
+    state = ctx.broker
     code, msg = _cluster_check(ctx, Op.DESCRIBE)
     if code:
         return DescribeAclsResponse(throttle_time_ms=0, error_code=code, error_message=msg, resources=[])
@@ -104,7 +107,7 @@ def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAcls
         return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, error_message=why,
                                     resources=[])
     groups: dict[tuple[int, str, int], list[DescribeAclsResponse.AclDescription]] = {}
-    for b in ctx.broker.authorizer.matching(f):
+    for b in state.authorizer.matching(f):
         groups.setdefault((b.resource_type, b.name, b.pattern_type), []).append(DescribeAclsResponse.AclDescription(
             principal=b.principal, host=b.host, operation=b.operation, permission_type=b.permission))
     return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, resources=[
@@ -113,6 +116,7 @@ def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAcls
 
 
 def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
+    state = ctx.broker
     FR = DeleteAclsResponse.DeleteAclsFilterResult
     code, msg = _cluster_check(ctx, Op.ALTER)
     if code:
@@ -122,7 +126,7 @@ def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsRespon
                        f.host_filter, f.operation, f.permission_type) for f in req.filters]
     good = [f for f in filters if f.invalid() is None]
     try:
-        removed = dict(zip(good, ctx.broker.authorizer.delete(good), strict=True))
+        removed = dict(zip(good, state.authorizer.delete(good), strict=True))
     except OSError as exc:
         log.error("could not persist ACL deletions: %s", exc)
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[

@@ -15,7 +15,8 @@ from kafkalite_wire.messages import DeleteGroupsRequest, DeleteGroupsResponse
 
 @handler(DeleteGroupsRequest, min_version=0, max_version=2)
 async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    svc = ctx.broker.groups
+    state = ctx.broker
+    svc = state.groups
     names = list(req.groups_names)
     if svc is None:
         errors = dict.fromkeys(names, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))

@@ -241,7 +241,8 @@ def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str
 
 @handler(FetchRequest, min_version=4, max_version=17)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
-    quotas = ctx.broker.quotas
+    state = ctx.broker
+    quotas = state.quotas
     if not quotas.active:
         return _with_endpoints(ctx, (await _fetch(ctx, req))[0])
     cap = quotas.max_fetch_bytes(ctx)   # consumer_byte_rate: never more than a window's allowance
@@ -256,7 +257,8 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
 
 def _with_endpoints(ctx: RequestContext, resp: FetchResponse) -> FetchResponse:
     """KIP-951 (v16+): the endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers (a cluster's)."""
-    ctx.broker.placement.add_node_endpoints(ctx.listener, resp, FetchResponse.NodeEndpoint)
+    state = ctx.broker
+    state.placement.add_node_endpoints(ctx.listener, resp, FetchResponse.NodeEndpoint)
     return resp
 
 

@@ -19,8 +19,9 @@ from kafkalite_wire.messages import JoinGroupRequest, JoinGroupResponse
 
 @handler(JoinGroupRequest, min_version=0, max_version=9)
 async def join_group(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse:
+    state = ctx.broker
     v = ctx.version
-    svc = ctx.broker.groups
+    svc = state.groups
     err = ErrorCode.COORDINATOR_NOT_AVAILABLE if svc is None else authz.group_error(ctx, authz.Op.READ, req.group_id)
     if err:
         return JoinGroupResponse(error_code=err, generation_id=-1,

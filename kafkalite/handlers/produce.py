@@ -81,7 +81,8 @@ def _rejected(index: int, r: Rejection) -> ProduceResponse.PartitionProduceRespo
 
 
 def _max_inflated(ctx: RequestContext, config: LogConfig) -> int:
-    raw = ctx.broker.config.get_str("kafkalite.max.uncompressed.batch.bytes")
+    state = ctx.broker
+    raw = state.config.get_str("kafkalite.max.uncompressed.batch.bytes")
     return int(raw) if raw else 64 * max(config.max_message_bytes, 1)
 
 

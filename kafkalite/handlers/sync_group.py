@@ -16,8 +16,9 @@ from kafkalite_wire.messages import SyncGroupRequest, SyncGroupResponse
 
 @handler(SyncGroupRequest, min_version=0, max_version=5)
 async def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupResponse:
+    state = ctx.broker
     v = ctx.version
-    svc = ctx.broker.groups
+    svc = state.groups
     err = ErrorCode.COORDINATOR_NOT_AVAILABLE if svc is None else authz.group_error(ctx, authz.Op.READ, req.group_id)
     if err:
         return SyncGroupResponse(error_code=err)

@@ -347,10 +347,8 @@ class Connection:
         ctx = registry.RequestContext(
             header=header, broker=self.state, client_host=self.peer_host, client_port=self.peer_port,
             listener=self.listener, connection_id=self.conn_id,
-            principal=self.principal, security_protocol=self.security_protocol,
+            principal=self.principal, security_protocol=self.security_protocol, sasl=sasl,
         )
-        if sasl is not None:
-            ctx.extra["sasl"] = sasl
         quotas = self.quotas
         cpu0 = time.thread_time_ns() if quotas is not None and quotas.active else -1
         try:
