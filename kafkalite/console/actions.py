@@ -126,7 +126,7 @@ async def reset_offsets(state: BrokerState, gid: str, body: dict[str, Any]) -> d
     from kafkalite.coordinator.classic.group import OffsetAndMetadata
     from kafkalite.metrics.requests import error_name
 
-    svc = getattr(state, "groups", None)
+    svc = state.groups
     if svc is None:
         raise ApiError(503, "the group coordinator is not running")
     topic_name = body.get("topic")

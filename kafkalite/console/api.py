@@ -135,7 +135,7 @@ def overview(state: BrokerState) -> dict[str, Any]:
                       for lst in state.listeners],
         "advertised": [{"name": str(getattr(lst, "name", "")), "host": lst.host, "port": lst.port}
                        for lst in state.advertised_listeners],
-        "topics": len(state.topics), "connections": len(getattr(state, "connections", ()) or ()),
+        "topics": len(state.topics), "connections": len(state.connections),
         "draining": state.purgatory.draining, "configs": configs,
         "brokers": _brokers(state), "time_ms": int(time.time() * 1000),
     }
@@ -353,7 +353,7 @@ class _Scan:
 
 # -- groups -------------------------------------------------------------------------------------------
 def _coordinator(state: BrokerState) -> Any:
-    return getattr(getattr(state, "groups", None), "coordinator", None)
+    return state.groups.coordinator if state.groups is not None else None
 
 
 async def _high_watermarks(state: BrokerState, work: Slices) -> dict[tuple[str, int], int]:

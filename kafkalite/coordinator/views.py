@@ -32,17 +32,17 @@ class GroupView:
 
 
 def _classic(state: BrokerState) -> dict[str, Any]:
-    coordinator = getattr(getattr(state, "groups", None), "coordinator", None)
+    coordinator = state.groups.coordinator if state.groups is not None else None
     return dict(getattr(coordinator, "groups", {}) or {})
 
 
 def _consumer(state: BrokerState) -> dict[str, Any]:
-    svc = getattr(getattr(state, "groups", None), "consumer", None)
+    svc = state.groups.consumer if state.groups is not None else None
     return dict(getattr(getattr(svc, "coordinator", None), "groups", {}) or {})
 
 
 def _share(state: BrokerState) -> dict[str, Any]:
-    shares = getattr(state, "shares", None)
+    shares = state.shares
     return dict(getattr(getattr(shares, "groups", None), "groups", {}) or {})
 
 
@@ -76,7 +76,7 @@ def share_partitions(state: BrokerState, group_id: str | None = None) -> list[tu
     below it is acknowledged or archived; in flight are the records of the window from the SPSO to the
     first offset never fetched, whatever their state: available again, acquired, or acknowledged above a
     gap). A share-partition not yet used since start has its persisted start and 0 in flight."""
-    manager = getattr(getattr(state, "shares", None), "states", None)
+    manager = state.shares.states if state.shares is not None else None
     if manager is None:
         return []
     names = {info.topic_id: name for name, info in list(state.topics.items())}

@@ -30,8 +30,8 @@ def _key(log_dir: Any) -> str:
 
 def attach(state: BrokerState) -> FaultPlan:
     """Give the broker its plan (keeping one made beforehand, e.g. by kafkalite.cluster) and register it."""
-    plan = getattr(state, "faults", None)
-    if not isinstance(plan, FaultPlan):
+    plan = state.faults
+    if plan is None:
         plan = FaultPlan(state)
         state.faults = plan
     _PLANS[_key(state.config.log_dir)] = plan
@@ -40,7 +40,7 @@ def attach(state: BrokerState) -> FaultPlan:
 
 def detach(state: BrokerState) -> None:
     key = _key(state.config.log_dir)
-    if _PLANS.get(key) is getattr(state, "faults", None):
+    if _PLANS.get(key) is state.faults:
         _PLANS.pop(key, None)
 
 

@@ -23,7 +23,7 @@ async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Delete
     else:
         denied = authz.denied(ctx, authz.Op.DELETE, authz.GROUP, names)
         allowed = [g for g in names if g not in denied]
-        shares = getattr(ctx.broker, "shares", None)
+        shares = state.shares
         share_ids = [g for g in allowed if shares is not None and shares.is_share_group(g)]
         errors = svc.delete_groups([g for g in allowed if g not in share_ids])
         errors.update({g: shares.delete_group(g) for g in share_ids})

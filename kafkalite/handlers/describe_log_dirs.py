@@ -38,7 +38,7 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
     else:
         wanted = [(t.topic, list(t.partitions)) for t in req.topics if t.topic in state.topics]
     work = Slices()   # a request may list a million partitions: read-only, so it is walked in slices
-    if getattr(state.logs, "pending_loads", 0):
+    if state.logs.pending_loads:
         await state.ensure_loaded(await _existing(state, wanted, work))
     topics: list[Any] = []
     for name, partitions in wanted:

@@ -267,7 +267,7 @@ async def _fetch(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse,
     version = ctx.version
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     min_bytes = max(req.min_bytes, 0)
-    if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
+    if state.logs.pending_loads:   # some logs not loaded since a clean start
         await state.ensure_loaded(_keys(state, req, version))
     many = len(req.topics) >= SLICE_AFTER or sum(len(t.partitions) for t in req.topics) >= SLICE_AFTER
     denied = () if state.authorizer is None else authz.fetch_denied(ctx, req, [n for n, _p in _keys(state, req, version)])

@@ -23,7 +23,7 @@ async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroups
     v = ctx.version
     err, groups = svc.list_groups(list(req.states_filter) if v >= 4 else None,
                                   list(req.types_filter) if v >= 5 else None)
-    shares = getattr(ctx.broker, "shares", None)
+    shares = state.shares
     if shares is not None:
         groups = groups + shares.list_groups(list(req.states_filter) if v >= 4 else None,
                                              list(req.types_filter) if v >= 5 else None)

@@ -135,7 +135,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     txns = state.txns if req.transactional_id is None else placement.txn_service(req.transactional_id)
     wait_for_isr = acks == -1 and placement.replicated
     waits: list = []   # acks=-1 in a cluster: (topic, partition, offset the high watermark must pass, answer)
-    if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
+    if state.logs.pending_loads:   # some logs not loaded since a clean start
         await state.ensure_loaded([(t.name, pd.index) for t in req.topic_data for pd in t.partition_data])
     entries = len(req.topic_data)   # topics and partition entries the walk below visits
     if entries < SLICE_AFTER:

@@ -97,7 +97,7 @@ async def render(state: BrokerState, metrics: RequestMetrics) -> str:
 
 
 def _topic_counters(w: Writer, state: BrokerState, m: RequestMetrics) -> None:
-    live = getattr(state, "topics", {})
+    live = state.topics
     # a deleted topic's series go away (Kafka removes its BrokerTopicMetrics); the totals stay
     for name in [t for t in m.topics if t not in live]:
         del m.topics[name]
@@ -141,8 +141,8 @@ def _purgatory(w: Writer, state: BrokerState) -> None:
 
 
 def _connections(w: Writer, state: BrokerState) -> None:
-    counts: dict[str, int] = {str(getattr(lst, "name", lst)): 0 for lst in getattr(state, "listeners", None) or ()}
-    for conn in list(getattr(state, "connections", ()) or ()):
+    counts: dict[str, int] = {lst.name: 0 for lst in state.listeners}
+    for conn in list(state.connections):
         counts[conn.listener] = counts.get(conn.listener, 0) + 1
     name = "kafka_server_socketservermetrics_connection_count"
     w.family(name, "gauge", "Open client connections, per listener")
@@ -153,7 +153,7 @@ def _connections(w: Writer, state: BrokerState) -> None:
 def _faults(w: Writer, state: BrokerState) -> None:
     """Faults on command (kafkalite.faults): what the broker's FaultPlan did, so a test bed's dashboards show
     when a failure was injected. kafkalite's own names (Kafka has no such thing)."""
-    plan = getattr(state, "faults", None)
+    plan = state.faults
     counters = getattr(plan, "counters", None)
     if not isinstance(counters, dict):
         return
@@ -168,9 +168,8 @@ def _faults(w: Writer, state: BrokerState) -> None:
 
 
 async def _logs(w: Writer, state: BrokerState, work: Slices) -> None:
-    loaded = getattr(state.logs, "loaded_logs", None)
-    logs = sorted(loaded() if loaded is not None else state.logs.logs(), key=lambda kv: kv[0])
-    rows = []
+    logs = sorted(state.logs.loaded_logs(), key=lambda kv: kv[0])
+    rows: list[tuple[str, int, int, int, int, int]] = []
     for (topic, partition), plog in logs:
         if work.due():
             await work.pause()
@@ -187,7 +186,7 @@ async def _logs(w: Writer, state: BrokerState, work: Slices) -> None:
         name = f"kafka_log_log_{short}"
         w.family(name, "gauge", help_)
         for row in rows:
-            w.sample(name, row[2 + i], (("topic", row[0]), ("partition", row[1])))
+            w.sample(name, row[2:][i], (("topic", row[0]), ("partition", row[1])))
 
 
 async def _groups(w: Writer, state: BrokerState, work: Slices) -> None:
@@ -196,7 +195,7 @@ async def _groups(w: Writer, state: BrokerState, work: Slices) -> None:
     commit offsets (classic and consumer)."""
     from kafkalite.coordinator.views import all_groups
 
-    ends = {key: plog for key, plog in (getattr(state.logs, "loaded_logs", state.logs.logs)())}
+    ends = {key: plog for key, plog in (state.logs.loaded_logs())}
     states: list[tuple[str, str, int]] = []
     types: list[tuple[str, str]] = []
     offsets: list[tuple[str, str, int, int, int | None]] = []

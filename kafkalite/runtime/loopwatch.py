@@ -226,7 +226,7 @@ def start(state: BrokerState, nursery: trio.Nursery) -> LoopWatch:
     warn_ms = state.config.get_int(WARN_KEY, DEFAULT_WARN_MS)
     watch = LoopWatch(warn_ms=warn_ms)
     state.loopwatch = watch
-    for lst in getattr(state, "listeners", None) or ():
+    for lst in state.listeners:
         _BY_PORT[lst.port] = watch
     nursery.start_soon(watch.run)
     return watch

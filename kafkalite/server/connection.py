@@ -136,14 +136,14 @@ class Connection:
         self.waiting_since: float | None = trio.current_time()
         # trio.current_time() when it first waited for the rest of a request (None: no request half-read)
         self.partial_since: float | None = None
-        self.pool: RequestMemoryPool | None = getattr(state, "request_pool", None)
+        self.pool: RequestMemoryPool | None = state.request_pool
         self.reserved = 0       # bytes of the pool this connection holds (what it has buffered, or a whole frame)
         self.full = False       # ``reserved`` covers the whole frame at the head of the buffer
         self.frame_end = 0      # that frame's size with its 4-byte prefix, while ``full``
-        self.loopwatch = getattr(state, "loopwatch", None)   # kafkalite.runtime.loopwatch: told which request runs
-        self.metrics = getattr(state, "metrics", None)       # kafkalite.metrics: counts each request (or None)
-        self.quotas = getattr(state, "quotas", None)         # kafkalite.quotas: throttles when .active
-        self.faults = getattr(state, "faults", None) or _NO_FAULTS   # kafkalite.faults: intercepts when .active
+        self.loopwatch = state.loopwatch   # kafkalite.runtime.loopwatch: told which request runs
+        self.metrics = state.metrics       # kafkalite.metrics: counts each request (or None)
+        self.quotas = state.quotas         # kafkalite.quotas: throttles when .active
+        self.faults = state.faults or _NO_FAULTS   # kafkalite.faults: intercepts when .active
         # set by kafkalite.security once the connection has authenticated (SASL or a client certificate)
         self.principal: KafkaPrincipal = ANONYMOUS
         self.security_protocol = "PLAINTEXT"

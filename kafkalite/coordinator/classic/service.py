@@ -60,7 +60,7 @@ class _Done:
 
 
 class GroupService:
-    def __init__(self, state: BrokerState, config: GroupConfig | None = None) -> None:
+    def __init__(self, state: BrokerState | None, config: GroupConfig | None = None) -> None:
         self.state = state
         if config is None:
             config = GroupConfig.from_mapping(state.config) if state is not None and \

@@ -519,7 +519,7 @@ class ShareService:
         max_bytes = max_bytes if max_bytes > 0 else 0x7FFFFFFF
         names = [(self.topic_name(tid), p) for tid, p in partitions]
         log_keys = [(n, p) for n, p in names if n is not None]
-        if getattr(st.logs, "pending_loads", 0):
+        if st.logs.pending_loads:
             await st.ensure_loaded(log_keys)
         keys = [ShareKey(group, tid, p) for tid, p in partitions]
         while True:
