@@ -27,6 +27,7 @@ import trio
 
 if TYPE_CHECKING:
     from kafkalite.cluster.runtime import ClusterRuntime, Node
+    from kafkalite_storage import PartitionLog
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -49,7 +50,7 @@ def split_batches(data: bytes | memoryview) -> list[memoryview]:
     return out
 
 
-def truncation_offset(follower: Any, leader: Any) -> int:
+def truncation_offset(follower: PartitionLog, leader: PartitionLog) -> int:
     """Where the follower's log must end before it fetches from this leader (OffsetForLeaderEpoch)."""
     leo = follower.log_end_offset
     epoch = follower.latest_epoch()

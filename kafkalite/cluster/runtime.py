@@ -29,6 +29,7 @@ import trio
 from kafkalite.cluster import coordinators, replication
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
+from kafkalite.faults.control import ClusterOpError as ClusterOpError  # (re-exported: the fault tools' seam)
 from kafkalite.metadata import MetadataRoom, PartitionState
 from kafkalite.metadata import partitions as placement
 
@@ -36,13 +37,6 @@ if TYPE_CHECKING:
     from kafkalite.state import BrokerState
 
 log = logging.getLogger("kafkalite.cluster")
-
-
-try:   # the fault tools' seam (kafkalite/faults/control.py) defines it; until it is there, our own
-    from kafkalite.faults.control import ClusterOpError
-except ImportError:   # pragma: no cover - depends on the faults package being present
-    class ClusterOpError(Exception):  # type: ignore[no-redef]
-        """A cluster operation that cannot be done as asked (unknown node, not an ISR member, ...)."""
 
 
 class Node:

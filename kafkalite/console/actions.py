@@ -159,7 +159,7 @@ async def reset_offsets(state: BrokerState, gid: str, body: dict[str, Any]) -> d
     group = coordinator.groups.get(gid)
     keys = [(topic_name, p) for p in partitions]
     await state.ensure_loaded(keys)
-    plan = []
+    plan: list[dict[str, Any]] = []
     work = Slices()
     for tp in keys:
         if work.due():

@@ -384,4 +384,4 @@ class FaultPlan:
 def _response_class(key: int) -> type:
     from kafkalite_wire.messages import REGISTRY
 
-    return REGISTRY[key].response_class  # type: ignore[no-any-return]
+    return REGISTRY[key].response_class

@@ -73,6 +73,8 @@ from kafkalite_wire import api
 from kafkalite_wire.errors import DecodeError
 
 if TYPE_CHECKING:
+    from kafkalite.handlers.registry import HandlerSpec, RequestContext
+    from kafkalite.quotas import QuotaManager
     from kafkalite.security.authenticator import SaslAuthenticator
     from kafkalite.security.listeners import ListenerSecurity
     from kafkalite.state import BrokerState
@@ -86,7 +88,7 @@ _API_VERSIONS_KEY = 18
 # a TLS socket (kafkalite.server.tls) would block: wait for readability / writability and try again
 _SSL_WANT_READ = _ssl.SSLWantReadError
 _SSL_WANT_WRITE = _ssl.SSLWantWriteError
-_CORK = getattr(_stdsocket, "TCP_CORK", None)
+_CORK: int | None = getattr(_stdsocket, "TCP_CORK", None)
 # requests answered back to back without waiting on the socket before the connection yields to other tasks
 _YIELD_EVERY = 8
 # requests larger than this are decoded, and their responses encoded, in a worker thread (wire is pure), so a
@@ -105,6 +107,9 @@ class _NoFaults:
     """The fault plan of a state without one (kafkalite.faults.FaultPlan is inactive too while no fault is set)."""
 
     active = False
+
+    async def intercept(self, conn: Connection, spec: HandlerSpec, ctx: RequestContext, body: Any) -> Any:
+        raise AssertionError("an inactive fault plan intercepts nothing")   # (called only while ``active``)
 
 
 _NO_FAULTS = _NoFaults()
@@ -299,7 +304,7 @@ class Connection:
                 return
             self._sasl_gate(sasl, frame)
         size = len(frame)
-        if frame[:2] != b"\0\0":
+        if frame[:2] != b"\0\0":   # type: ignore[comparison-overlap]  # a memoryview equals the bytes it holds
             offload = size > OFFLOAD_BYTES
         else:   # a Produce frame is mostly record bytes: decoded here unless huge or naming many partitions
             offload = size > OFFLOAD_PRODUCE_BYTES or (
@@ -464,7 +469,7 @@ class Connection:
             if pending:
                 await self._send_buffers(pending)
         finally:
-            if corked:
+            if corked and _CORK is not None:
                 with contextlib.suppress(OSError):
                     self.sock.setsockopt(_stdsocket.IPPROTO_TCP, _CORK, 0)
 
@@ -532,10 +537,10 @@ async def reap_idle(connections: set[Connection], idle_timeout: float,
                 conn.cancel_scope.cancel()
 
 
-def _throttle(quotas: Any, ctx: Any, size: int, cpu_ns: int, response: Any) -> int:
+def _throttle(quotas: QuotaManager, ctx: RequestContext, size: int, cpu_ns: int, response: Any) -> int:
     """Client quotas (kafkalite.quotas): record the request, put the throttle time in the response (the
     larger of the quotas' and what the handler set, e.g. Fetch's), and return how long to mute the channel."""
-    throttle = max(quotas.after_request(ctx, size, cpu_ns), getattr(response, "throttle_time_ms", 0) or 0)
+    throttle: int = max(quotas.after_request(ctx, size, cpu_ns), getattr(response, "throttle_time_ms", 0) or 0)
     if throttle and response is not None and hasattr(response, "throttle_time_ms"):
         response.throttle_time_ms = throttle
     return throttle
