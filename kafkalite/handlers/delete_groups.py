@@ -26,7 +26,8 @@ async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Delete
         shares = state.shares
         share_ids = [g for g in allowed if shares is not None and shares.is_share_group(g)]
         errors = svc.delete_groups([g for g in allowed if g not in share_ids])
-        errors.update({g: shares.delete_group(g) for g in share_ids})
+        if shares is not None:
+            errors.update({g: shares.delete_group(g) for g in share_ids})
         errors.update(dict.fromkeys(denied, int(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in dict.fromkeys(names)])

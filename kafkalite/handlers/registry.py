@@ -88,7 +88,7 @@ class _Handlers(dict[int, HandlerSpec]):
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or key in INDEX
 
-    def get(self, key: int, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: int, default: Any = None) -> Any:
         spec = dict.get(self, key)
         if spec is None and key in INDEX:
             return self.__missing__(key)

@@ -228,11 +228,13 @@ class ShareService:
         plog = st.get_log(STATE_TOPIC, partition % parts)
         if plog is None:
             raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{STATE_TOPIC}-{partition} does not exist")
-        if getattr(st, "cluster", None) is not None and not st.leads(STATE_TOPIC, partition % parts):
+        if st.cluster is not None and not st.leads(STATE_TOPIC, partition % parts):
             peer = self.cluster.peer(STATE_TOPIC, partition % parts) if self.cluster is not None else None
             if peer is None or peer is self:
                 raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{STATE_TOPIC}-{partition} is led by another broker")
-            return peer._append(partition, records)   # the share coordinator's write (WriteShareGroupState)
+            # the share coordinator's write (WriteShareGroupState)
+            written: int | None = peer._append(partition, records)
+            return written
         now = time.time_ns() // 1_000_000
         try:
             info = plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
@@ -443,7 +445,9 @@ class ShareService:
         anything unusual ``limit``, so that the fetch goes on and reports it."""
         st = self.state
         name = self.topic_name(tid)
-        plog = st.get_log(name, p) if name is not None and 0 <= p < st.topics[name].partitions else None
+        if name is None or not 0 <= p < st.topics[name].partitions:
+            return limit
+        plog = st.get_log(name, p)
         if plog is None or self.cluster is not None and not self.cluster.leads(name, p):
             return limit
         if stale(self, ShareKey(group, tid, p)):
