@@ -12,13 +12,16 @@ respect to the requests the broker is handling: a rule set before ``produce()`` 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.faults.plan import FaultPlan
 
+if TYPE_CHECKING:
+    from kafkalite.embedded import Broker
+
 
 class BrokerFaults:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Broker) -> None:
         self._broker = broker
 
     def _plan(self) -> FaultPlan:
