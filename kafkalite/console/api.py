@@ -141,18 +141,18 @@ def overview(state: BrokerState) -> dict[str, Any]:
     }
 
 
-def _brokers(state: Any) -> list[dict[str, Any]]:
+def _brokers(state: BrokerState) -> list[dict[str, Any]]:
     """The brokers: the cluster's (``kafkalite serve --brokers N``, running or not) or this one."""
-    cluster = getattr(state, "cluster", None)
+    cluster = state.cluster
     if cluster is not None:
         return list(cluster.broker_rows())
     lst = state.advertised_listeners[0] if state.advertised_listeners else None
     return [{"node_id": state.node_id, "host": lst.host if lst else "", "port": lst.port if lst else 0, "up": True}]
 
 
-def _placement(state: Any, name: str, p: int) -> dict[str, Any]:
+def _placement(state: BrokerState, name: str, p: int) -> dict[str, Any]:
     """A partition's leader, replicas, ISR and offline replicas: the cluster's placement, or this broker."""
-    cluster = getattr(state, "cluster", None)
+    cluster = state.cluster
     placed = cluster.placement(name, p) if cluster is not None else None
     if placed is None:
         me = state.node_id
@@ -202,7 +202,7 @@ async def topic(state: BrokerState, name: str) -> dict[str, Any]:
         plog = state.get_log(name, p)
         placed = _placement(state, name, p)
         if plog is None:
-            if getattr(state, "cluster", None) is None:
+            if state.cluster is None:
                 continue
             # a partition this broker holds no replica of: its place in the cluster, no log figures
             parts.append({"partition": p, **placed, "log_start_offset": None, "high_watermark": None,

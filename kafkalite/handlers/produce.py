@@ -110,10 +110,11 @@ async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryvie
 def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: dict[str, int]) -> bool:
     """Whether a Produce v3-v6 fails as a whole in Kafka's ``ProduceRequest.validateRecords``: a partition that
     is authorized and exists holds a magic-2 batch whose codec bits (attributes & 7) are 5, 6 or 7."""
+    state = ctx.broker
     if ctx.version >= 7:
         return False
     for topic in req.topic_data:
-        info = ctx.broker.topics.get(topic.name)
+        info = state.topics.get(topic.name)
         if topic.name in denied or info is None:
             continue
         for pd in topic.partition_data:

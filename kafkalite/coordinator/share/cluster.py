@@ -62,7 +62,7 @@ class ShareClusterLinks:
     def of(cls, state: BrokerState) -> ShareClusterLinks | None:
         """The links of a broker in a cluster (``state.cluster``, the runtime, is set before any service is
         built), None for a broker on its own."""
-        runtime = getattr(state, "cluster", None)
+        runtime = state.cluster
         if runtime is None:
             return None
         from kafkalite.metadata import partitions as placement
