@@ -50,7 +50,8 @@ def strict_paths() -> tuple[str, ...]:
         if section.get("strict"):
             mods = section["module"] if isinstance(section["module"], list) else [section["module"]]
             for m in mods:
-                out.append(m[:-2].replace(".", "/") + "/" if m.endswith(".*") else m.replace(".", "/") + ".py")
+                path = m.removesuffix(".*").replace(".", "/")
+                out += [path + "/"] if m.endswith(".*") else [path + ".py", path + "/__init__.py"]   # module or package
     return tuple(out)
 
 

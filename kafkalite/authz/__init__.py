@@ -8,14 +8,16 @@ Kafka's choice of error per API (see each handler's docstring); the decision log
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeVar
 
 from kafkalite.authz.acl import ALL_OPS_BITS, CLUSTER_NAME, Op, ResourceType
 from kafkalite.authz.authorizer import Authorizer, from_config
 
 if TYPE_CHECKING:
     from kafkalite.handlers.registry import RequestContext
+
+T = TypeVar("T")
 
 __all__ = ["Authorizer", "Op", "ResourceType", "allowed", "cluster_allowed", "denied", "from_config",
            "group_ops", "idempotent_write_allowed", "topic_ops", "cluster_ops", "TOPIC", "GROUP", "CLUSTER",
@@ -133,7 +135,7 @@ CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Errors.CLUSTER_AUTH
 TOPIC_DENIED_MESSAGE = "Topic authorization failed."       # Errors.TOPIC_AUTHORIZATION_FAILED.message()
 
 
-def denied_ids(ctx: RequestContext, op: Op, ids: Iterable[object], name_of) -> set:  # noqa: ANN001
+def denied_ids(ctx: RequestContext, op: Op, ids: Iterable[T], name_of: Callable[[T], str | None]) -> set[T]:
     """Those topic ids whose topic (``name_of(id)``; unknown ids are left to the handler) the principal may
     not ``op``: the share APIs name topics by id."""
     if ctx.broker.authorizer is None:
@@ -143,7 +145,7 @@ def denied_ids(ctx: RequestContext, op: Op, ids: Iterable[object], name_of) -> s
     return {i for i, n in names.items() if n in refused}
 
 
-def describable(ctx: RequestContext):  # noqa: ANN201 -- Callable[[set[str]], set[str]] | None
+def describable(ctx: RequestContext) -> Callable[[set[str]], set[str]] | None:
     """None without an authorizer, else a function keeping the topic names the principal may DESCRIBE:
     what a KIP-848 group's regex subscription may resolve to (Kafka 4.x
     ``GroupMetadataManager.filterTopicDescribeAuthorizedTopics``, with the context of the member whose

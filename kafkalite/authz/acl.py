@@ -10,6 +10,7 @@ name (LITERAL of that name or ``*``, PREFIXED whose prefix starts the name), LIT
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -75,9 +76,9 @@ SUPPORTED_OPS: dict[ResourceType, tuple[Op, ...]] = {
 }
 
 
-def ops_bitfield(ops: object) -> int:
+def ops_bitfield(ops: Iterable[int]) -> int:
     """Kafka's ``Utils.to32BitField`` of operation codes."""
-    return sum(1 << int(op) for op in set(ops))  # type: ignore[call-overload]
+    return sum(1 << int(op) for op in set(ops))
 
 
 ALL_OPS_BITS: dict[ResourceType, int] = {rt: ops_bitfield(ops) for rt, ops in SUPPORTED_OPS.items()}

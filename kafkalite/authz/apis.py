@@ -51,9 +51,10 @@ def _filter(rt: int, name: str | None, pt: int, principal: str | None, host: str
 
 
 def _cluster_check(ctx: RequestContext, op: Op) -> tuple[ErrorCode, str | None]:
+    state = ctx.broker
     from kafkalite import authz
 
-    az = ctx.broker.authorizer
+    az = state.authorizer
     if az is None:
         return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
     if not authz.cluster_allowed(ctx, op):
@@ -62,9 +63,11 @@ def _cluster_check(ctx: RequestContext, op: Op) -> tuple[ErrorCode, str | None]:
 
 
 def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse:
+    state = ctx.broker
     R = CreateAclsResponse.AclCreationResult
     code, msg = _cluster_check(ctx, Op.ALTER)
-    if code:
+    az = state.authorizer
+    if code or az is None:   # (no authorizer: code is SECURITY_DISABLED)
         return CreateAclsResponse(throttle_time_ms=0, results=[R(error_code=code, error_message=msg)
                                                                for _ in req.creations])
     results: list[CreateAclsResponse.AclCreationResult] = []
@@ -81,7 +84,7 @@ def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsRespon
             results.append(R(error_code=ErrorCode.NONE, error_message=None))
             valid.append(b)
     try:
-        ctx.broker.authorizer.create(valid)
+        az.create(valid)
     except OSError as exc:
         log.error("could not persist new ACLs: %s", exc)
         for r in results:
@@ -94,8 +97,10 @@ def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsRespon
 
 
 def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
+    state = ctx.broker
     code, msg = _cluster_check(ctx, Op.DESCRIBE)
-    if code:
+    az = state.authorizer
+    if code or az is None:   # (no authorizer: code is SECURITY_DISABLED)
         return DescribeAclsResponse(throttle_time_ms=0, error_code=code, error_message=msg, resources=[])
     f = _filter(req.resource_type_filter, req.resource_name_filter, req.pattern_type_filter, req.principal_filter,
                 req.host_filter, req.operation, req.permission_type)
@@ -104,7 +109,7 @@ def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAcls
         return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, error_message=why,
                                     resources=[])
     groups: dict[tuple[int, str, int], list[DescribeAclsResponse.AclDescription]] = {}
-    for b in ctx.broker.authorizer.matching(f):
+    for b in az.matching(f):
         groups.setdefault((b.resource_type, b.name, b.pattern_type), []).append(DescribeAclsResponse.AclDescription(
             principal=b.principal, host=b.host, operation=b.operation, permission_type=b.permission))
     return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, resources=[
@@ -113,16 +118,18 @@ def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAcls
 
 
 def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
+    state = ctx.broker
     FR = DeleteAclsResponse.DeleteAclsFilterResult
     code, msg = _cluster_check(ctx, Op.ALTER)
-    if code:
+    az = state.authorizer
+    if code or az is None:   # (no authorizer: code is SECURITY_DISABLED)
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
             FR(error_code=code, error_message=msg, matching_acls=[]) for _ in req.filters])
     filters = [_filter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
                        f.host_filter, f.operation, f.permission_type) for f in req.filters]
     good = [f for f in filters if f.invalid() is None]
     try:
-        removed = dict(zip(good, ctx.broker.authorizer.delete(good), strict=True))
+        removed = dict(zip(good, az.delete(good), strict=True))
     except OSError as exc:
         log.error("could not persist ACL deletions: %s", exc)
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[

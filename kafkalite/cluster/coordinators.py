@@ -14,28 +14,34 @@ ids) whose ``__consumer_offsets`` (``__transaction_state``) partition that broke
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from kafkalite.metadata import partitions as placement
 
+if TYPE_CHECKING:
+    from kafkalite.cluster.runtime import ClusterRuntime
+    from kafkalite.coordinator.classic.service import GroupService
+    from kafkalite.coordinator.txn.service import TransactionService
+    from kafkalite.state import BrokerState
+
 log = logging.getLogger("kafkalite.cluster")
 
 
-def _partition(state: Any, topic: str, key: str) -> int:
+def _partition(state: BrokerState, topic: str, key: str) -> int:
     info = state.topics.get(topic)
     n = info.partitions if info is not None else 50
     return placement.coordinator_partition(key, n)
 
 
-def owner(runtime: Any, state: Any, kind: str, key: str) -> int:
+def owner(runtime: ClusterRuntime, state: BrokerState, kind: str, key: str) -> int:
     """The node that coordinates ``key`` (-1: none alive), by Kafka's hashing onto the internal topic."""
     topic = placement.coordinator_topic(kind)
     return runtime.leader_of(topic, _partition(state, topic, key))
 
 
-def install(runtime: Any, state: Any) -> None:
+def install(runtime: ClusterRuntime, state: BrokerState) -> None:
     nid = state.node_id
 
     def owns(topic: str, key: str) -> bool:
@@ -45,20 +51,19 @@ def install(runtime: Any, state: Any) -> None:
             return True
         return ps.leader == nid and tp not in runtime.loading.get(nid, ())
 
-    groups = getattr(state, "groups", None)
+    groups = state.groups
     if groups is not None:
         groups.coordinator.owns = lambda gid: owns(placement.OFFSETS_TOPIC, gid)
         groups.consumer.coordinator.owns = groups.coordinator.owns
-    txns = getattr(state, "txns", None)
+    txns = state.txns
     if txns is not None:
         txns.coordinator.owns = lambda tid: owns(placement.TXN_TOPIC, tid)
 
 
-async def prune_when_loaded(runtime: Any, state: Any) -> None:
-    for svc in (getattr(state, "groups", None), getattr(state, "txns", None)):
-        ev = getattr(svc, "loaded", None)
-        if ev is not None:
-            await ev.wait()
+async def prune_when_loaded(runtime: ClusterRuntime, state: BrokerState) -> None:
+    for svc in (state.groups, state.txns):
+        if svc is not None:
+            await svc.loaded.wait()
     nid = state.node_id
     for topic in (placement.OFFSETS_TOPIC, placement.TXN_TOPIC):
         info = state.topics.get(topic)
@@ -69,26 +74,27 @@ async def prune_when_loaded(runtime: Any, state: Any) -> None:
                 resign(state, (topic, p))
 
 
-def resign(state: Any, tp: tuple[str, int]) -> None:
+def resign(state: BrokerState, tp: tuple[str, int]) -> None:
     topic, p = tp
-    if topic == placement.OFFSETS_TOPIC and getattr(state, "groups", None) is not None:
+    groups, txns = state.groups, state.txns
+    if topic == placement.OFFSETS_TOPIC and groups is not None:
         from kafkalite.coordinator.classic.service import _fail_member
 
-        c = state.groups.coordinator
+        c = groups.coordinator
         for gid in [g for g in c.groups if _partition(state, topic, g) == p]:
             for m in c.groups[gid].members.values():
                 _fail_member(m)
             del c.groups[gid]
-        cc = state.groups.consumer.coordinator
+        cc = groups.consumer.coordinator
         for gid in [g for g in cc.groups if _partition(state, topic, g) == p]:
             del cc.groups[gid]
-    elif topic == placement.TXN_TOPIC and getattr(state, "txns", None) is not None:
-        c = state.txns.coordinator
-        for tid in [t for t in c.txns if _partition(state, topic, t) == p]:
-            del c.txns[tid]
+    elif topic == placement.TXN_TOPIC and txns is not None:
+        tc = txns.coordinator
+        for tid in [t for t in tc.txns if _partition(state, topic, t) == p]:
+            del tc.txns[tid]
 
 
-def moved(runtime: Any, tp: tuple[str, int], old: int, new: int) -> None:
+def moved(runtime: ClusterRuntime, tp: tuple[str, int], old: int, new: int) -> None:
     old_state = runtime.state_of(old)
     if old_state is not None:
         resign(old_state, tp)
@@ -98,13 +104,13 @@ def moved(runtime: Any, tp: tuple[str, int], old: int, new: int) -> None:
         runtime.nursery.start_soon(_load, runtime, new_state, tp)
 
 
-async def _load(runtime: Any, state: Any, tp: tuple[str, int]) -> None:
+async def _load(runtime: ClusterRuntime, state: BrokerState, tp: tuple[str, int]) -> None:
     try:
         resign(state, tp)   # whatever it held of this partition is older than its replica
-        if tp[0] == placement.OFFSETS_TOPIC and getattr(state, "groups", None) is not None:
-            await _load_groups(state, tp)
-        elif tp[0] == placement.TXN_TOPIC and getattr(state, "txns", None) is not None:
-            await _load_txns(state, tp)
+        if tp[0] == placement.OFFSETS_TOPIC and state.groups is not None:
+            await _load_groups(state, state.groups, tp)
+        elif tp[0] == placement.TXN_TOPIC and state.txns is not None:
+            await _load_txns(state, state.txns, tp)
         log.info("broker %d now coordinates %s-%d", state.node_id, *tp)
     except Exception:
         log.exception("broker %d: loading %s-%d failed; its keys stay unanswered until the next move",
@@ -114,13 +120,12 @@ async def _load(runtime: Any, state: Any, tp: tuple[str, int]) -> None:
         runtime.loading.get(state.node_id, set()).discard(tp)
 
 
-async def _load_groups(state: Any, tp: tuple[str, int]) -> None:
+async def _load_groups(state: BrokerState, svc: GroupService, tp: tuple[str, int]) -> None:
     from kafkalite.coordinator.classic.loader import StateLoader
     from kafkalite.coordinator.classic.records import iter_entries
     from kafkalite.coordinator.common.internal_topics import read_chunks
     from kafkalite.coordinator.consumer.records import consumer_split
 
-    svc = state.groups
     plog = state.get_log(*tp)
     if plog is None:
         return
@@ -141,13 +146,12 @@ async def _load_groups(state: Any, tp: tuple[str, int]) -> None:
     svc._kick()
 
 
-async def _load_txns(state: Any, tp: tuple[str, int]) -> None:
+async def _load_txns(state: BrokerState, svc: TransactionService, tp: tuple[str, int]) -> None:
     from kafkalite.coordinator.classic.records import RecordDecodeError, iter_records
     from kafkalite.coordinator.common.internal_topics import read_chunks
     from kafkalite.coordinator.txn.coordinator import TxnMetadata, TxnState
     from kafkalite.coordinator.txn.records import decode_txn_key, decode_txn_value
 
-    svc = state.txns
     plog = state.get_log(*tp)
     if plog is None:
         return

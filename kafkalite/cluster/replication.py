@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+
+if TYPE_CHECKING:
+    from kafkalite.cluster.runtime import ClusterRuntime, Node
+    from kafkalite_storage import PartitionLog
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -46,7 +50,7 @@ def split_batches(data: bytes | memoryview) -> list[memoryview]:
     return out
 
 
-def truncation_offset(follower: Any, leader: Any) -> int:
+def truncation_offset(follower: PartitionLog, leader: PartitionLog) -> int:
     """Where the follower's log must end before it fetches from this leader (OffsetForLeaderEpoch)."""
     leo = follower.log_end_offset
     epoch = follower.latest_epoch()
@@ -87,7 +91,7 @@ def copy(follower: Any, leader: Any, max_bytes: int = FETCH_BYTES) -> int:
     return n
 
 
-def catch_up_now(runtime: Any, tp: tuple[str, int], leader: int, follower: int) -> None:
+def catch_up_now(runtime: ClusterRuntime, tp: tuple[str, int], leader: int, follower: int) -> None:
     """Before a controlled leader move: the new leader copies all the old one has (in place, at once)."""
     lst, fst = runtime.state_of(leader), runtime.state_of(follower)
     llog = lst.logs.get_log(*tp) if lst is not None else None
@@ -99,17 +103,17 @@ def catch_up_now(runtime: Any, tp: tuple[str, int], leader: int, follower: int) 
         pass
 
 
-async def run_follower(runtime: Any, node: Any, tp: tuple[str, int]) -> None:
-    st = node.state
+async def run_follower(runtime: ClusterRuntime, node: Node, tp: tuple[str, int]) -> None:
+    st = node.running()
     try:
         await st.supervisor.run(f"replica-fetcher:{tp[0]}-{tp[1]}", follow, runtime, node, tp)
     finally:
         node.following.discard(tp)
 
 
-async def follow(runtime: Any, node: Any, tp: tuple[str, int]) -> None:
+async def follow(runtime: ClusterRuntime, node: Node, tp: tuple[str, int]) -> None:
     nid = node.node_id
-    st = node.state
+    st = node.running()
     where = f"broker {nid} {tp[0]}-{tp[1]}"
     truncated_at: tuple[int, int] | None = None
     while True:

@@ -22,24 +22,21 @@ from __future__ import annotations
 import functools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from kafkalite.cluster import coordinators, replication
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
+from kafkalite.faults.control import ClusterOpError as ClusterOpError  # (re-exported: the fault tools' seam)
 from kafkalite.metadata import MetadataRoom, PartitionState
 from kafkalite.metadata import partitions as placement
 
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
+
 log = logging.getLogger("kafkalite.cluster")
-
-
-try:   # the fault tools' seam (kafkalite/faults/control.py) defines it; until it is there, our own
-    from kafkalite.faults.control import ClusterOpError
-except ImportError:   # pragma: no cover - depends on the faults package being present
-    class ClusterOpError(Exception):  # type: ignore[no-redef]
-        """A cluster operation that cannot be done as asked (unknown node, not an ISR member, ...)."""
 
 
 class Node:
@@ -49,7 +46,7 @@ class Node:
         self.node_id = node_id
         self.config = config
         self.port = 0
-        self.state: Any = None            # BrokerState while it runs
+        self.state: BrokerState | None = None     # while it runs
         self.up = False
         self.shutdown = trio.Event()
         self.stopped = trio.Event()
@@ -63,6 +60,12 @@ class Node:
             lst = self.state.advertised_for(listener)
             return lst.host, lst.port
         return "127.0.0.1", self.port
+
+    def running(self) -> BrokerState:
+        """The broker's state, which exists from ``_attach`` until its server returns."""
+        if self.state is None:
+            raise RuntimeError(f"broker {self.node_id} is not running")
+        return self.state
 
 
 CONTROL_REMOTE = "kafkalite.control.allow.remote"
@@ -224,7 +227,7 @@ class ClusterRuntime:
             node.stopped.set()
             ready.set()
 
-    def _attach(self, node: Node, state: Any) -> None:
+    def _attach(self, node: Node, state: BrokerState) -> None:
         """Called by serve once the broker's state exists (before its listeners and coordinators start)."""
         from kafkalite.cluster.views import ClusterPlacement
 
@@ -233,7 +236,7 @@ class ClusterRuntime:
         node.state = state
 
     async def _broker_up(self, node: Node) -> None:
-        st = node.state
+        st = node.running()
         nid = node.node_id
         if self.started:
             await trio.to_thread.run_sync(self._reconcile_logs, node)
@@ -255,7 +258,8 @@ class ClusterRuntime:
     def _reconcile_logs(self, node: Node) -> None:
         """A broker coming back: remove logs of topics deleted meanwhile (blocking; worker thread) and create
         the ones of partitions placed on it while it was down."""
-        logs = node.state.logs
+        state = node.running()
+        logs = state.logs
         names = logs.partitions() if hasattr(logs, "partitions") else [k for k, _ in logs.logs()]
         for topic, p in list(names):
             ps = self.meta.partitions.get((topic, p))
@@ -268,7 +272,7 @@ class ClusterRuntime:
         for (topic, p), ps in list(self.meta.partitions.items()):
             info = self.meta.topics.get(topic)
             if info is not None and node.node_id in ps.replicas and logs.get_log(topic, p) is None:
-                logs.create_log(topic, p, info.topic_id, node.state.log_config_for(info.config))
+                logs.create_log(topic, p, info.topic_id, state.log_config_for(info.config))
 
     def _adopt_existing(self) -> None:
         """Topics found on disk at the first start (a data dir reused): replicas are the brokers holding a log,
@@ -277,11 +281,12 @@ class ClusterRuntime:
             for p in range(info.partitions):
                 if (info.name, p) in self.meta.partitions:
                     continue
-                holders = [n.node_id for n in self.nodes.values()
-                           if n.state is not None and n.state.logs.get_log(info.name, p) is not None]
+                states = {n.node_id: n.state for n in self.nodes.values()
+                          if n.state is not None and n.state.logs.get_log(info.name, p) is not None}
+                holders = list(states)
                 if not holders:
                     continue
-                epoch = max(self.nodes[n].state.leader_epoch_of(info.name, p) for n in holders)
+                epoch = max(st.leader_epoch_of(info.name, p) for st in states.values())
                 ps = PartitionState(replicas=holders, isr=list(holders), leader=holders[0], leader_epoch=epoch)
                 self.meta.partitions[(info.name, p)] = ps
                 for nid in holders[1:]:
@@ -323,7 +328,7 @@ class ClusterRuntime:
         """CreateTopics: the replication factor asked for (-1: the default), before the logs are made."""
         self._rf[topic] = replication_factor
 
-    def replication_factor(self, state: Any, topic: str, requested: int | None = None) -> int:
+    def replication_factor(self, state: BrokerState, topic: str, requested: int | None = None) -> int:
         rf = self._rf.get(topic, -1) if requested is None else requested
         if rf < 1:
             cfg = state.effective_config()
@@ -333,7 +338,7 @@ class ClusterRuntime:
             rf = cfg.get_int(key, 1)
         return max(1, min(rf, len(self.nodes)))
 
-    def assignment(self, state: Any, topic: str, partitions: int, start: int = 0) -> list[list[int]]:
+    def assignment(self, state: BrokerState, topic: str, partitions: int, start: int = 0) -> list[list[int]]:
         """Replica lists of partitions ``start..partitions-1`` (existing ones keep theirs)."""
         out = []
         fresh = placement.assign(sorted(self.nodes), partitions, self.replication_factor(state, topic), start)
@@ -342,7 +347,7 @@ class ClusterRuntime:
             out.append(list(ps.replicas) if ps is not None else fresh[p - start])
         return out
 
-    def create_topic_logs(self, state: Any, name: str, partitions: int, overrides: Any, topic_id: Any,
+    def create_topic_logs(self, state: BrokerState, name: str, partitions: int, overrides: Any, topic_id: Any,
                           start: int = 0) -> None:
         """Blocking (worker thread): each partition's log on every running replica broker, all or nothing."""
         log_config = state.log_config_for(overrides)
@@ -362,7 +367,7 @@ class ClusterRuntime:
                     log.exception("could not remove partition %s-%d after a failed creation", name, p)
             raise
 
-    def register_partitions(self, state: Any, name: str, partitions: int, start: int = 0) -> None:
+    def register_partitions(self, state: BrokerState, name: str, partitions: int, start: int = 0) -> None:
         """Publish the new partitions' places (trio thread): the first live replica of each leads."""
         for p, replicas in enumerate(self.assignment(state, name, partitions, start), start):
             if (name, p) in self.meta.partitions:
@@ -379,7 +384,7 @@ class ClusterRuntime:
                     self.ensure_follower(self.nodes[r], (name, p))
         self._rf.pop(name, None)
 
-    def detach_elsewhere(self, state: Any, names: list[str]) -> None:
+    def detach_elsewhere(self, state: BrokerState, names: list[str]) -> None:
         """DeleteTopics: the other brokers' replicas go too (their directories removed at once)."""
         for st in self.running_states():
             if st is state:
@@ -487,7 +492,7 @@ class ClusterRuntime:
                     rlog.hw_limit = hw
             self.signal(tp)
 
-    def appended(self, state: Any, topic: str, partition: int) -> None:
+    def appended(self, state: BrokerState, topic: str, partition: int) -> None:
         """An append on ``state``'s replica (produce, coordinator, marker): the HW may move (ISR of one)."""
         ps = self.meta.partitions.get((topic, partition))
         if ps is not None and ps.leader == state.node_id and len(ps.isr) <= 1:
@@ -541,12 +546,12 @@ class ClusterRuntime:
                     self.set_isr_now(tp, [r for r in ps.isr if r not in lagging], hold=False)
 
     # -- produce (acks and min.insync.replicas) --------------------------------------------------------
-    def min_insync(self, state: Any, topic: str) -> int:
+    def min_insync(self, state: BrokerState, topic: str) -> int:
         info = self.meta.topics.get(topic)
         raw = info.config.get("min.insync.replicas") if info is not None else None
         return int(raw) if raw else state.effective_config().get_int("min.insync.replicas")
 
-    async def await_acks(self, state: Any, waits: list[tuple[str, int, int, Any]], timeout_ms: int) -> None:
+    async def await_acks(self, state: BrokerState, waits: list[tuple[str, int, int, Any]], timeout_ms: int) -> None:
         """acks=all: wait until each partition's high watermark passes its append (or the ISR falls below
         min.insync.replicas: NOT_ENOUGH_REPLICAS_AFTER_APPEND; or the timeout: REQUEST_TIMED_OUT)."""
         from kafkalite_wire.errors import ErrorCode

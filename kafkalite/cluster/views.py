@@ -13,36 +13,49 @@
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.cluster import coordinators
 from kafkalite_wire.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from kafkalite.cluster.runtime import ClusterRuntime
+    from kafkalite.coordinator.txn.service import TransactionService
+    from kafkalite.state import BrokerState
 
-def partition(state: Any, topic: str, p: int) -> tuple[int, int, list[int], list[int], list[int]]:
+
+def _rt(state: BrokerState) -> ClusterRuntime:
+    """The runtime of the cluster ``state``'s broker belongs to (set before its ClusterPlacement exists)."""
+    rt = state.cluster
+    if rt is None:
+        raise RuntimeError(f"broker {state.node_id} is not part of a cluster")
+    return rt
+
+
+def partition(state: BrokerState, topic: str, p: int) -> tuple[int, int, list[int], list[int], list[int]]:
     """(leader, leader epoch, replicas, isr, offline replicas)."""
-    placed: tuple[int, int, list[int], list[int], list[int]] | None = state.cluster.placement(topic, p)
+    placed: tuple[int, int, list[int], list[int], list[int]] | None = _rt(state).placement(topic, p)
     if placed is None:   # not placed (should not happen): this broker alone
         return state.node_id, state.leader_epoch_of(topic, p), [state.node_id], [state.node_id], []
     return placed
 
 
-def brokers(state: Any, listener: str | None) -> list[tuple[int, str, int]]:
+def brokers(state: BrokerState, listener: str | None) -> list[tuple[int, str, int]]:
     out = []
-    for nid, node in sorted(state.cluster.nodes.items()):
+    for nid, node in sorted(_rt(state).nodes.items()):
         if node.up or node.state is state:
             host, port = node.address(listener)
             out.append((nid, host, port))
     return out
 
 
-def controller(state: Any) -> int:
-    live = [nid for nid, node in sorted(state.cluster.nodes.items()) if node.up]
+def controller(state: BrokerState) -> int:
+    live = [nid for nid, node in sorted(_rt(state).nodes.items()) if node.up]
     return live[0] if live else state.node_id
 
 
-def coordinator(state: Any, kind: str, key: str, listener: str | None) -> tuple[int, str, int] | None:
-    rt = state.cluster
+def coordinator(state: BrokerState, kind: str, key: str, listener: str | None) -> tuple[int, str, int] | None:
+    rt = _rt(state)
     nid = coordinators.owner(rt, state, kind, key)
     node = rt.nodes.get(nid)
     if node is None or not (node.up or node.state is state):
@@ -51,32 +64,32 @@ def coordinator(state: Any, kind: str, key: str, listener: str | None) -> tuple[
     return nid, host, port
 
 
-def leader_error(state: Any, topic: str, p: int) -> int:
+def leader_error(state: BrokerState, topic: str, p: int) -> int:
     """0 when this broker leads the partition, else NOT_LEADER_OR_FOLLOWER (LEADER_NOT_AVAILABLE: none)."""
-    ps = state.cluster.meta.partitions.get((topic, p))
+    ps = _rt(state).meta.partitions.get((topic, p))
     if ps is None or ps.leader == state.node_id:
         return 0
     return ErrorCode.NOT_LEADER_OR_FOLLOWER if ps.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
 
 
-def produce_error(state: Any, topic: str, p: int, acks: int) -> int:
+def produce_error(state: BrokerState, topic: str, p: int, acks: int) -> int:
     code = leader_error(state, topic, p)
     if code or acks != -1:
         return code
-    rt = state.cluster
+    rt = _rt(state)
     ps = rt.meta.partitions.get((topic, p))
     if ps is not None and len(ps.isr) < rt.min_insync(state, topic):
         return ErrorCode.NOT_ENOUGH_REPLICAS
     return 0
 
 
-def current_leader(state: Any, topic: str, p: int, cls: Any) -> Any:
+def current_leader(state: BrokerState, topic: str, p: int, cls: Any) -> Any:
     """A ``LeaderIdAndEpoch`` of ``cls`` (the response's class) for KIP-951 fields."""
-    ps = state.cluster.meta.partitions.get((topic, p))
+    ps = _rt(state).meta.partitions.get((topic, p))
     return cls(leader_id=ps.leader if ps else -1, leader_epoch=ps.leader_epoch if ps else -1)
 
 
-def node_endpoints(state: Any, listener: str | None, node_ids: set[int], cls: Any) -> list[Any]:
+def node_endpoints(state: BrokerState, listener: str | None, node_ids: set[int], cls: Any) -> list[Any]:
     out = []
     for nid, host, port in brokers(state, listener):
         if nid in node_ids:
@@ -84,7 +97,7 @@ def node_endpoints(state: Any, listener: str | None, node_ids: set[int], cls: An
     return out
 
 
-def refused_produce(state: Any, topic: str, p: int, code: int, part: Any) -> Any:
+def refused_produce(state: BrokerState, topic: str, p: int, code: int, part: Any) -> Any:
     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         from kafkalite_wire.messages import ProduceResponse
 
@@ -92,7 +105,7 @@ def refused_produce(state: Any, topic: str, p: int, code: int, part: Any) -> Any
     return part
 
 
-def add_node_endpoints(state: Any, listener: str | None, resp: Any, cls: Any) -> None:
+def add_node_endpoints(state: BrokerState, listener: str | None, resp: Any, cls: Any) -> None:
     """KIP-951: the endpoints of the leaders named in ``current_leader`` fields of the response."""
     leaders = set()
     for t in resp.responses:
@@ -104,10 +117,10 @@ def add_node_endpoints(state: Any, listener: str | None, resp: Any, cls: Any) ->
         resp.node_endpoints = node_endpoints(state, listener, leaders, cls)
 
 
-def txn_service(state: Any, txn_id: str) -> Any:
+def txn_service(state: BrokerState, txn_id: str) -> TransactionService | None:
     """The transaction coordinator service that owns ``txn_id`` (this broker's when none is known)."""
-    nid = coordinators.owner(state.cluster, state, "transaction", txn_id)
-    owner = state.cluster.state_of(nid)
+    nid = coordinators.owner(_rt(state), state, "transaction", txn_id)
+    owner = _rt(state).state_of(nid)
     return owner.txns if owner is not None else state.txns
 
 
@@ -117,9 +130,9 @@ class ClusterPlacement:
 
     replicated = True
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: BrokerState) -> None:
         self.state = state
-        self.rt = state.cluster
+        self.rt = _rt(state)
 
     def leads(self, topic: str, p: int) -> bool:
         return bool(self.rt.leads(self.state.node_id, topic, p))
@@ -151,7 +164,7 @@ class ClusterPlacement:
     def add_node_endpoints(self, listener: str | None, resp: Any, cls: Any) -> None:
         add_node_endpoints(self.state, listener, resp, cls)
 
-    def txn_service(self, txn_id: str) -> Any:
+    def txn_service(self, txn_id: str) -> TransactionService | None:
         return txn_service(self.state, txn_id)
 
     async def await_acks(self, waits: list[Any], timeout_ms: int) -> None:
@@ -176,5 +189,5 @@ class ClusterPlacement:
     def appended(self, topic: str, p: int) -> None:
         self.rt.appended(self.state, topic, p)
 
-    def states(self) -> list[Any]:
+    def states(self) -> list[BrokerState]:
         return list(self.rt.running_states())

@@ -26,13 +26,16 @@ import logging
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
 from kafkalite.config.addresses import parse_address
 from kafkalite.config.sidecars import CONSOLE_LISTEN
 from kafkalite.httpd.server import public_url
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +56,7 @@ def bound_address(log_dir: str | Path) -> tuple[str, int] | None:
     return _BOUND.get(_key(log_dir))
 
 
-async def start(state: Any, nursery: trio.Nursery) -> None:
+async def start(state: BrokerState, nursery: trio.Nursery) -> None:
     """If ``kafkalite.console.listen`` is set: bind it (a failure is a StartupError, like a listener's) and
     serve the console in ``nursery`` under the supervisor."""
     from kafkalite.console.http import Console, bind

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -30,13 +30,16 @@ from kafkalite.httpd.server import HttpError as ApiError
 from kafkalite.httpd.server import Request
 from kafkalite.runtime.slices import Slices
 
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
+
 log = logging.getLogger(__name__)
 
 MAX_CREATE_PARTITIONS = 10_000
 MAX_RESET_PARTITIONS = 10_000
 
 
-async def dispatch(state: Any, req: Request) -> Any:
+async def dispatch(state: BrokerState, req: Request) -> Any:
     p = req.parts[1:]
     body = req.json()
     if p == ["topics"]:
@@ -57,9 +60,9 @@ def _int(body: dict[str, Any], name: str, default: int | None = None) -> int:
     return value
 
 
-async def create_topic(state: Any, body: dict[str, Any]) -> dict[str, Any]:
+async def create_topic(state: BrokerState, body: dict[str, Any]) -> dict[str, Any]:
     from kafkalite.config.describe import validate_topic_configs
-    from kafkalite.state import INTERNAL_TOPICS, invalid_topic_name
+    from kafkalite.metadata import INTERNAL_TOPICS, invalid_topic_name
 
     name = body.get("name")
     if not isinstance(name, str):
@@ -96,7 +99,7 @@ async def create_topic(state: Any, body: dict[str, Any]) -> dict[str, Any]:
     return {"created": name, "partitions": partitions, "topic_id": str(topic_id)}
 
 
-async def delete_topic(state: Any, name: str, body: dict[str, Any]) -> dict[str, Any]:
+async def delete_topic(state: BrokerState, name: str, body: dict[str, Any]) -> dict[str, Any]:
     info = state.topics.get(name)
     if info is None:
         raise ApiError(404, f"unknown topic {name!r}")
@@ -119,11 +122,11 @@ async def delete_topic(state: Any, name: str, body: dict[str, Any]) -> dict[str,
     return {"deleted": name}
 
 
-async def reset_offsets(state: Any, gid: str, body: dict[str, Any]) -> dict[str, Any]:
+async def reset_offsets(state: BrokerState, gid: str, body: dict[str, Any]) -> dict[str, Any]:
     from kafkalite.coordinator.classic.group import OffsetAndMetadata
     from kafkalite.metrics.requests import error_name
 
-    svc = getattr(state, "groups", None)
+    svc = state.groups
     if svc is None:
         raise ApiError(503, "the group coordinator is not running")
     topic_name = body.get("topic")
@@ -156,7 +159,7 @@ async def reset_offsets(state: Any, gid: str, body: dict[str, Any]) -> dict[str,
     group = coordinator.groups.get(gid)
     keys = [(topic_name, p) for p in partitions]
     await state.ensure_loaded(keys)
-    plan = []
+    plan: list[dict[str, Any]] = []
     work = Slices()
     for tp in keys:
         if work.due():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -30,6 +30,9 @@ from kafkalite.httpd.server import HttpError as ApiError
 from kafkalite.httpd.server import Request
 from kafkalite.runtime.slices import Slices
 from kafkalite_storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -48,7 +51,7 @@ _SENSITIVE = ("password", "secret", "jaas", "credential", "token")
 READERS = trio.CapacityLimiter(2)
 
 
-async def dispatch(state: Any, req: Request) -> Any:
+async def dispatch(state: BrokerState, req: Request) -> Any:
     p = req.parts[1:]   # after "api"
     if p == ["overview"]:
         return overview(state)
@@ -94,14 +97,14 @@ def timestamp_param(raw: str) -> int:
     return int(dt.timestamp() * 1000)
 
 
-def _topic_info(state: Any, name: str) -> Any:
+def _topic_info(state: BrokerState, name: str) -> Any:
     info = state.topics.get(name)
     if info is None:
         raise ApiError(404, f"unknown topic {name!r}")
     return info
 
 
-async def _partition_log(state: Any, name: str, raw: str) -> Any:
+async def _partition_log(state: BrokerState, name: str, raw: str) -> Any:
     info = _topic_info(state, name)
     try:
         partition = int(raw)
@@ -121,7 +124,7 @@ def _mask(name: str, value: str | None) -> str | None:
     return "[hidden]" if value is not None and any(s in name for s in _SENSITIVE) else value
 
 
-def overview(state: Any) -> dict[str, Any]:
+def overview(state: BrokerState) -> dict[str, Any]:
     from kafkalite.config.describe import describe_broker
 
     configs = [{"name": e.name, "value": None if e.sensitive else _mask(e.name, e.value), "source": e.source,
@@ -132,24 +135,24 @@ def overview(state: Any) -> dict[str, Any]:
                       for lst in state.listeners],
         "advertised": [{"name": str(getattr(lst, "name", "")), "host": lst.host, "port": lst.port}
                        for lst in state.advertised_listeners],
-        "topics": len(state.topics), "connections": len(getattr(state, "connections", ()) or ()),
-        "draining": bool(getattr(state, "draining", False)), "configs": configs,
+        "topics": len(state.topics), "connections": len(state.connections),
+        "draining": state.purgatory.draining, "configs": configs,
         "brokers": _brokers(state), "time_ms": int(time.time() * 1000),
     }
 
 
-def _brokers(state: Any) -> list[dict[str, Any]]:
+def _brokers(state: BrokerState) -> list[dict[str, Any]]:
     """The brokers: the cluster's (``kafkalite serve --brokers N``, running or not) or this one."""
-    cluster = getattr(state, "cluster", None)
+    cluster = state.cluster
     if cluster is not None:
         return list(cluster.broker_rows())
     lst = state.advertised_listeners[0] if state.advertised_listeners else None
     return [{"node_id": state.node_id, "host": lst.host if lst else "", "port": lst.port if lst else 0, "up": True}]
 
 
-def _placement(state: Any, name: str, p: int) -> dict[str, Any]:
+def _placement(state: BrokerState, name: str, p: int) -> dict[str, Any]:
     """A partition's leader, replicas, ISR and offline replicas: the cluster's placement, or this broker."""
-    cluster = getattr(state, "cluster", None)
+    cluster = state.cluster
     placed = cluster.placement(name, p) if cluster is not None else None
     if placed is None:
         me = state.node_id
@@ -159,7 +162,7 @@ def _placement(state: Any, name: str, p: int) -> dict[str, Any]:
 
 
 # -- topics -------------------------------------------------------------------------------------------
-async def topics(state: Any) -> dict[str, Any]:
+async def topics(state: BrokerState) -> dict[str, Any]:
     loaded: dict[str, list[Any]] = {}
     work = Slices()
     for (name, _p), plog in state._loaded_logs():
@@ -185,7 +188,7 @@ async def topics(state: Any) -> dict[str, Any]:
     return {"topics": out, "time_ms": int(time.time() * 1000)}
 
 
-async def topic(state: Any, name: str) -> dict[str, Any]:
+async def topic(state: BrokerState, name: str) -> dict[str, Any]:
     from kafkalite.config.describe import describe_topic
 
     info = _topic_info(state, name)
@@ -199,7 +202,7 @@ async def topic(state: Any, name: str) -> dict[str, Any]:
         plog = state.get_log(name, p)
         placed = _placement(state, name, p)
         if plog is None:
-            if getattr(state, "cluster", None) is None:
+            if state.cluster is None:
                 continue
             # a partition this broker holds no replica of: its place in the cluster, no log figures
             parts.append({"partition": p, **placed, "log_start_offset": None, "high_watermark": None,
@@ -221,7 +224,7 @@ async def topic(state: Any, name: str) -> dict[str, Any]:
 
 
 # -- records ------------------------------------------------------------------------------------------
-async def messages(state: Any, name: str, raw_partition: str, query: dict[str, str]) -> dict[str, Any]:
+async def messages(state: BrokerState, name: str, raw_partition: str, query: dict[str, str]) -> dict[str, Any]:
     plog = await _partition_log(state, name, raw_partition)
     mode = query.get("from", "end") or "end"
     if mode not in ("end", "offset", "timestamp", "beginning"):
@@ -349,11 +352,11 @@ class _Scan:
 
 
 # -- groups -------------------------------------------------------------------------------------------
-def _coordinator(state: Any) -> Any:
-    return getattr(getattr(state, "groups", None), "coordinator", None)
+def _coordinator(state: BrokerState) -> Any:
+    return state.groups.coordinator if state.groups is not None else None
 
 
-async def _high_watermarks(state: Any, work: Slices) -> dict[tuple[str, int], int]:
+async def _high_watermarks(state: BrokerState, work: Slices) -> dict[tuple[str, int], int]:
     out = {}
     for key, plog in state._loaded_logs():
         if work.due():
@@ -365,7 +368,7 @@ async def _high_watermarks(state: Any, work: Slices) -> dict[tuple[str, int], in
     return out
 
 
-async def groups(state: Any) -> dict[str, Any]:
+async def groups(state: BrokerState) -> dict[str, Any]:
     """Every group of every type (classic, consumer = KIP-848, share = KIP-932): state, members, lag."""
     from kafkalite.coordinator.views import all_groups
 
@@ -386,11 +389,11 @@ async def groups(state: Any) -> dict[str, Any]:
     return {"groups": out, "time_ms": int(time.time() * 1000)}
 
 
-def _names_by_id(state: Any) -> dict[Any, str]:
+def _names_by_id(state: BrokerState) -> dict[Any, str]:
     return {info.topic_id: name for name, info in list(state.topics.items())}
 
 
-def _typed_members(state: Any, gid: str) -> tuple[str, str, list[dict[str, Any]], dict[tuple[str, int], str]] | None:
+def _typed_members(state: BrokerState, gid: str) -> tuple[str, str, list[dict[str, Any]], dict[tuple[str, int], str]] | None:
     """(type, state, members, owner of each assigned partition) of a consumer or share group, else None."""
     from kafkalite.coordinator.views import consumer_group, share_group
 
@@ -425,7 +428,7 @@ def _member(member_id: str, instance_id: str | None, client_id: str, client_host
             **extra}
 
 
-async def group(state: Any, gid: str) -> dict[str, Any]:
+async def group(state: BrokerState, gid: str) -> dict[str, Any]:
     coordinator = _coordinator(state)
     g = (getattr(coordinator, "groups", {}) or {}).get(gid)
     typed = _typed_members(state, gid)
@@ -449,7 +452,7 @@ async def group(state: Any, gid: str) -> dict[str, Any]:
             "members": members, "offsets": await _offsets(state, g, assigned), "time_ms": int(time.time() * 1000)}
 
 
-async def _typed_group(state: Any, gid: str, store: Any, gtype: str, st: str, members: list[dict[str, Any]],
+async def _typed_group(state: BrokerState, gid: str, store: Any, gtype: str, st: str, members: list[dict[str, Any]],
                        owner: dict[tuple[str, int], str]) -> dict[str, Any]:
     """A KIP-848 consumer group (offsets and lag as a classic group's) or a share group (its assignment)."""
     out = {"group_id": gid, "type": gtype, "state": st, "protocol_type": gtype, "protocol": "",
@@ -463,7 +466,7 @@ async def _typed_group(state: Any, gid: str, store: Any, gtype: str, st: str, me
     return out
 
 
-async def _offsets(state: Any, g: Any, assigned: dict[tuple[str, int], str], lag: bool = True) -> list[dict[str, Any]]:
+async def _offsets(state: BrokerState, g: Any, assigned: dict[tuple[str, int], str], lag: bool = True) -> list[dict[str, Any]]:
     """Per partition (committed or assigned): committed offset, log start, high watermark, owner, lag."""
     committed_offsets = dict(getattr(g, "offsets", {}) or {}) if lag else {}
     keys = sorted(set(committed_offsets) | set(assigned))[:MAX_PARTITIONS_SHOWN]

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
 from kafkalite.httpd.server import HttpError, Request, Streaming
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 INTERVAL_S = 1.0
 MAX_STREAM_S = 600.0
@@ -40,7 +43,7 @@ def _view_request(req: Request) -> Request:
     return sub
 
 
-def stream(state: Any, req: Request) -> Streaming:
+def stream(state: BrokerState, req: Request) -> Streaming:
     """The event stream of one view (a 400 for an unknown view is raised before anything is sent)."""
     from kafkalite.console import api
 

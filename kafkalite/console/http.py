@@ -21,7 +21,7 @@ import hmac
 import json
 import logging
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -36,6 +36,9 @@ from kafkalite.httpd.server import (
     is_loopback,
     read_request,
 )
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +71,7 @@ async def _read_request(stream: trio.abc.ReceiveStream) -> Request | ApiError | 
 
 
 class Console:
-    def __init__(self, state: Any, bound: tuple[str, int], token: str) -> None:
+    def __init__(self, state: BrokerState, bound: tuple[str, int], token: str) -> None:
         self.state = state
         self.bound = bound
         self.token = token

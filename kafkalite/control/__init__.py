@@ -13,13 +13,16 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from kafkalite.config.sidecars import CONTROL_LISTEN
 from kafkalite.errors import StartupError
 from kafkalite.httpd.server import is_loopback
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,7 @@ async def serve_control(control: Any, plans: Callable[[], dict[int, Any]], host:
     return bound
 
 
-async def start(state: Any, nursery: trio.Nursery) -> None:
+async def start(state: BrokerState, nursery: trio.Nursery) -> None:
     """One broker: if ``kafkalite.control.listen`` is set, serve the control API for it."""
     value = state.config.get_str(LISTEN_KEY) if hasattr(state.config, "get_str") else None
     if not value:

@@ -14,7 +14,10 @@ Empty/Assigning/Reconciling/Stable, share Empty/Stable. Dead groups are left out
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 
 @dataclass
@@ -28,22 +31,22 @@ class GroupView:
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
-def _classic(state: Any) -> dict[str, Any]:
-    coordinator = getattr(getattr(state, "groups", None), "coordinator", None)
+def _classic(state: BrokerState) -> dict[str, Any]:
+    coordinator = state.groups.coordinator if state.groups is not None else None
     return dict(getattr(coordinator, "groups", {}) or {})
 
 
-def _consumer(state: Any) -> dict[str, Any]:
-    svc = getattr(getattr(state, "groups", None), "consumer", None)
+def _consumer(state: BrokerState) -> dict[str, Any]:
+    svc = state.groups.consumer if state.groups is not None else None
     return dict(getattr(getattr(svc, "coordinator", None), "groups", {}) or {})
 
 
-def _share(state: Any) -> dict[str, Any]:
-    shares = getattr(state, "shares", None)
+def _share(state: BrokerState) -> dict[str, Any]:
+    shares = state.shares
     return dict(getattr(getattr(shares, "groups", None), "groups", {}) or {})
 
 
-def all_groups(state: Any) -> list[GroupView]:
+def all_groups(state: BrokerState) -> list[GroupView]:
     """Every live group, sorted by id (a share group and a consumer group never share an id: Kafka refuses
     it with GROUP_ID_NOT_FOUND / INCONSISTENT_GROUP_PROTOCOL)."""
     classic = _classic(state)
@@ -67,13 +70,13 @@ def all_groups(state: Any) -> list[GroupView]:
     return out
 
 
-def share_partitions(state: Any, group_id: str | None = None) -> list[tuple[str, str, int, int, int]]:
+def share_partitions(state: BrokerState, group_id: str | None = None) -> list[tuple[str, str, int, int, int]]:
     """(group, topic, partition, start offset, in-flight records) of each share-partition a share group has
     state for (the share-partition start offset, SPSO, is where the group's delivery stands: every record
     below it is acknowledged or archived; in flight are the records of the window from the SPSO to the
     first offset never fetched, whatever their state: available again, acquired, or acknowledged above a
     gap). A share-partition not yet used since start has its persisted start and 0 in flight."""
-    manager = getattr(getattr(state, "shares", None), "states", None)
+    manager = state.shares.states if state.shares is not None else None
     if manager is None:
         return []
     names = {info.topic_id: name for name, info in list(state.topics.items())}
@@ -87,11 +90,11 @@ def share_partitions(state: Any, group_id: str | None = None) -> list[tuple[str,
     return out
 
 
-def consumer_group(state: Any, group_id: str) -> Any:
+def consumer_group(state: BrokerState, group_id: str) -> Any:
     """The KIP-848 group object (``kafkalite.coordinator.consumer.model.ConsumerGroup``), or None."""
     return _consumer(state).get(group_id)
 
 
-def share_group(state: Any, group_id: str) -> Any:
+def share_group(state: BrokerState, group_id: str) -> Any:
     """The share group object (``kafkalite.coordinator.share.group.ShareGroup``), or None."""
     return _share(state).get(group_id)

@@ -11,9 +11,12 @@ The HTTP control API (``serve --control``) is :mod:`kafkalite.control`; the CLI,
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.faults.plan import FaultError, FaultPlan, Rule
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 __all__ = ["FaultError", "FaultPlan", "Rule", "attach", "detach", "plan_for"]
 
@@ -25,19 +28,19 @@ def _key(log_dir: Any) -> str:
     return os.path.abspath(str(log_dir))
 
 
-def attach(state: Any) -> FaultPlan:
+def attach(state: BrokerState) -> FaultPlan:
     """Give the broker its plan (keeping one made beforehand, e.g. by kafkalite.cluster) and register it."""
-    plan = getattr(state, "faults", None)
-    if not isinstance(plan, FaultPlan):
+    plan = state.faults
+    if plan is None:
         plan = FaultPlan(state)
         state.faults = plan
     _PLANS[_key(state.config.log_dir)] = plan
     return plan
 
 
-def detach(state: Any) -> None:
+def detach(state: BrokerState) -> None:
     key = _key(state.config.log_dir)
-    if _PLANS.get(key) is getattr(state, "faults", None):
+    if _PLANS.get(key) is state.faults:
         _PLANS.pop(key, None)
 
 

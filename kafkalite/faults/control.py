@@ -12,7 +12,10 @@ All methods are async (trio) and run in the broker's event loop.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 CoordinatorKind = Literal["group", "transaction"]
 
@@ -71,7 +74,7 @@ class SingleBrokerControl:
     other brokers raises ClusterOpError. `state` is the broker's BrokerState (or anything with `node_id`,
     `advertised` listeners and a topic catalog); it is read lazily so the control API can be built early."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: BrokerState) -> None:
         self._state = state
 
     def node_ids(self) -> list[int]:

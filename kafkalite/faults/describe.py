@@ -3,10 +3,13 @@ so tools built on the control API work against both (one broker, always up, lead
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 
-def describe_single_broker(state: Any) -> dict[str, Any]:
+def describe_single_broker(state: BrokerState) -> dict[str, Any]:
     node_id = int(state.node_id)
     host, port = state.advertised
     partitions = [

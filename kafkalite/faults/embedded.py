@@ -12,13 +12,26 @@ respect to the requests the broker is handling: a rule set before ``produce()`` 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.faults.plan import FaultPlan
 
+if TYPE_CHECKING:
+    import trio
+
+
+class RunningBroker(Protocol):
+    """What the fault calls need of a ``kafkalite.Broker`` or of a ``kafkalite.Cluster``'s broker handle."""
+
+    @property
+    def data_dir(self) -> Path | str: ...
+    @property
+    def _token(self) -> trio.lowlevel.TrioToken | None: ...
+
 
 class BrokerFaults:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: RunningBroker) -> None:
         self._broker = broker
 
     def _plan(self) -> FaultPlan:

@@ -42,7 +42,8 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 def _clone(obj: Any) -> Any:
     """A shallow copy of a generated message object (plain __slots__ classes)."""
-    out = type(obj).__new__(type(obj))
+    cls: Any = type(obj)
+    out = cls.__new__(cls)
     for name in type(obj).__slots__:
         setattr(out, name, getattr(obj, name))
     return out

@@ -34,9 +34,12 @@ import itertools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger("kafkalite.faults")
 
@@ -168,7 +171,7 @@ class FaultPlan:
     """One broker's faults. ``state`` is the broker's state (node id, open connections, group coordinator,
     topic ids); read lazily, so the plan can be made before the broker binds."""
 
-    def __init__(self, state: Any = None, node_id: int | None = None) -> None:
+    def __init__(self, state: BrokerState | None = None, node_id: int | None = None) -> None:
         self.state = state
         self.node_id = node_id if node_id is not None else getattr(state, "node_id", 0)
         self.rules: list[Rule] = []
@@ -381,4 +384,4 @@ class FaultPlan:
 def _response_class(key: int) -> type:
     from kafkalite_wire.messages import REGISTRY
 
-    return REGISTRY[key].response_class  # type: ignore[no-any-return]
+    return REGISTRY[key].response_class

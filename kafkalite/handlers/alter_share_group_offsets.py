@@ -24,8 +24,8 @@ _Resp = AlterShareGroupOffsetsResponse
 @handler(AlterShareGroupOffsetsRequest, min_version=0, max_version=0)
 async def alter_share_group_offsets(ctx: RequestContext,
                                     req: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
-    svc = ctx.broker.shares
     state = ctx.broker
+    svc = state.shares
     if svc is None:
         return _Resp(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, responses=[])
     if err := authz.group_error(ctx, authz.Op.READ, req.group_id):

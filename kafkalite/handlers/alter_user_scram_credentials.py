@@ -39,11 +39,12 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[int, str] | No
 @handler(AlterUserScramCredentialsRequest, min_version=0, max_version=0)
 async def alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScramCredentialsRequest,
                                        ) -> AlterUserScramCredentialsResponse:
+    state = ctx.broker
     if err := authz.cluster_error(ctx, authz.Op.ALTER):
         return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
             Result(user=name, error_code=err, error_message="Cluster authorization failed.") for name in dict.fromkeys(
                 [d.name for d in req.deletions or []] + [u.name for u in req.upsertions or []])])
-    store = ctx.broker.scram
+    store = state.scram
     errors: dict[str, tuple[int, str]] = {}
     deletions: dict[str, tuple[str, str]] = {}
     upsertions: dict[str, tuple[str, str, object]] = {}

@@ -39,10 +39,11 @@ def unsupported_version_response(state: BrokerState) -> ApiVersionsResponse:
 
 @handler(ApiVersionsRequest, min_version=0, max_version=4)
 async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
+    state = ctx.broker
     if ctx.version >= 3 and not (_SOFTWARE_RE.match(req.client_software_name or "")
                                  and _SOFTWARE_RE.match(req.client_software_version or "")):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=api_keys(ctx.broker))
     resp = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.broker))
-    levels = ctx.broker.features
-    apply_features(resp, ctx.broker.config.emulate_kafka, ctx.version, levels.finalized(), levels.epoch)
+    levels = state.features
+    apply_features(resp, state.config.emulate_kafka, ctx.version, levels.finalized(), levels.epoch)
     return resp

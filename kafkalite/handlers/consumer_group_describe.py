@@ -34,8 +34,9 @@ def _assignment(a: dict, names: dict) -> ConsumerGroupDescribeResponse.Assignmen
 @handler(ConsumerGroupDescribeRequest, min_version=0, max_version=1)
 async def consumer_group_describe(ctx: RequestContext,
                                   req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
-    svc = ctx.broker.groups
-    names = {info.topic_id: name for name, info in ctx.broker.topics.items()}
+    state = ctx.broker
+    svc = state.groups
+    names = {info.topic_id: name for name, info in state.topics.items()}
     out = []
     work = Slices()   # a request may name a million groups: answered in slices of the event loop
     for gid in req.group_ids:

@@ -27,7 +27,8 @@ R = ConsumerGroupHeartbeatResponse
 @handler(ConsumerGroupHeartbeatRequest, min_version=0, max_version=1)
 async def consumer_group_heartbeat(ctx: RequestContext,
                                    req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
-    svc = ctx.broker.groups
+    state = ctx.broker
+    svc = state.groups
     if svc is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if err := authz.group_error(ctx, authz.Op.READ, req.group_id):

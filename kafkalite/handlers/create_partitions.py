@@ -30,7 +30,7 @@ from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.state import INTERNAL_TOPICS
+from kafkalite.metadata import INTERNAL_TOPICS
 from kafkalite.state.placement import check_manual_assignment
 from kafkalite_storage.errors import StorageError
 from kafkalite_wire.errors import ErrorCode

@@ -46,9 +46,10 @@ from kafkalite.config.describe import describe_topic, validate_topic_configs
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP, topic_records
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata import INTERNAL_TOPICS, invalid_topic_name
 from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.runtime.slices import Slices
-from kafkalite.state import INTERNAL_TOPICS, BrokerState, invalid_topic_name
+from kafkalite.state import BrokerState
 from kafkalite_storage.errors import StorageError
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import CreateTopicsRequest, CreateTopicsResponse

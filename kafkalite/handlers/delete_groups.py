@@ -15,17 +15,19 @@ from kafkalite_wire.messages import DeleteGroupsRequest, DeleteGroupsResponse
 
 @handler(DeleteGroupsRequest, min_version=0, max_version=2)
 async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    svc = ctx.broker.groups
+    state = ctx.broker
+    svc = state.groups
     names = list(req.groups_names)
     if svc is None:
         errors = dict.fromkeys(names, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     else:
         denied = authz.denied(ctx, authz.Op.DELETE, authz.GROUP, names)
         allowed = [g for g in names if g not in denied]
-        shares = getattr(ctx.broker, "shares", None)
+        shares = state.shares
         share_ids = [g for g in allowed if shares is not None and shares.is_share_group(g)]
         errors = svc.delete_groups([g for g in allowed if g not in share_ids])
-        errors.update({g: shares.delete_group(g) for g in share_ids})
+        if shares is not None:
+            errors.update({g: shares.delete_group(g) for g in share_ids})
         errors.update(dict.fromkeys(denied, int(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in dict.fromkeys(names)])

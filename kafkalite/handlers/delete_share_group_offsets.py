@@ -23,8 +23,8 @@ _Resp = DeleteShareGroupOffsetsResponse
 @handler(DeleteShareGroupOffsetsRequest, min_version=0, max_version=0)
 async def delete_share_group_offsets(ctx: RequestContext,
                                      req: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
-    svc = ctx.broker.shares
     state = ctx.broker
+    svc = state.shares
     if svc is None:
         return _Resp(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, responses=[])
     if err := authz.group_error(ctx, authz.Op.DELETE, req.group_id):

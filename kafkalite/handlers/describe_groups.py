@@ -22,11 +22,12 @@ NOT_REQUESTED = -(2**31)
 
 @handler(DescribeGroupsRequest, min_version=0, max_version=5)
 async def describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    svc = ctx.broker.groups
+    state = ctx.broker
+    svc = state.groups
     ops = ALL_GROUP_OPERATIONS if ctx.version >= 3 and req.include_authorized_operations else NOT_REQUESTED
     out = []
     for gid in req.groups:
-        if ops != NOT_REQUESTED and ctx.broker.authorizer is not None:
+        if ops != NOT_REQUESTED and state.authorizer is not None:
             ops = authz.group_ops(ctx, gid)
         if authz.group_error(ctx, authz.Op.DESCRIBE, gid):
             out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=gid,

@@ -14,13 +14,16 @@ per slice check at 2,000 partitions. The walk itself (in slices) then only reads
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 R = DescribeLogDirsResponse
 
@@ -35,7 +38,7 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
     else:
         wanted = [(t.topic, list(t.partitions)) for t in req.topics if t.topic in state.topics]
     work = Slices()   # a request may list a million partitions: read-only, so it is walked in slices
-    if getattr(state.logs, "pending_loads", 0):
+    if state.logs.pending_loads:
         await state.ensure_loaded(await _existing(state, wanted, work))
     topics: list[Any] = []
     for name, partitions in wanted:
@@ -60,7 +63,7 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
     return R(throttle_time_ms=0, error_code=ErrorCode.NONE, results=[result])
 
 
-async def _existing(state: Any, wanted: list[tuple[str, list[int]]], work: Slices) -> set[tuple[str, int]]:
+async def _existing(state: BrokerState, wanted: list[tuple[str, list[int]]], work: Slices) -> set[tuple[str, int]]:
     """The partitions of ``wanted`` that exist, each once (a request may name one partition a million times):
     at most the broker's partition count, so the set handed to the loader is bounded."""
     keys: set[tuple[str, int]] = set()

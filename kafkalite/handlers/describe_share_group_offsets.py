@@ -26,8 +26,8 @@ _Resp = DescribeShareGroupOffsetsResponse
 @handler(DescribeShareGroupOffsetsRequest, min_version=0, max_version=1)
 async def describe_share_group_offsets(ctx: RequestContext,
                                        req: DescribeShareGroupOffsetsRequest) -> DescribeShareGroupOffsetsResponse:
-    svc = ctx.broker.shares
     state = ctx.broker
+    svc = state.shares
     out = []
     for g in req.groups:
         def error(code: int, gid: str = g.group_id) -> _Resp.DescribeShareGroupOffsetsResponseGroup:

@@ -19,7 +19,8 @@ Resp = DescribeTransactionsResponse
 @handler(DescribeTransactionsRequest, min_version=0, max_version=0)
 async def describe_transactions(ctx: RequestContext,
                                 req: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
-    txns = ctx.broker.txns
+    state = ctx.broker
+    txns = state.txns
     out = []
     for tid in req.transactional_ids:
         if txns is None or authz.txn_error(ctx, authz.Op.DESCRIBE, tid):

@@ -23,10 +23,11 @@ Info = DescribeUserScramCredentialsResponse.CredentialInfo
 @handler(DescribeUserScramCredentialsRequest, min_version=0, max_version=0)
 async def describe_user_scram_credentials(ctx: RequestContext, req: DescribeUserScramCredentialsRequest,
                                           ) -> DescribeUserScramCredentialsResponse:
+    state = ctx.broker
     if err := authz.cluster_error(ctx, authz.Op.DESCRIBE):
         return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=err,
                                                     error_message="Cluster authorization failed.", results=[])
-    users = ctx.broker.scram.users
+    users = state.scram.users
     named = [u.name for u in (req.users or [])]
     counts = Counter(named)
     results = []

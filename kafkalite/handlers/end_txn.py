@@ -18,7 +18,8 @@ from kafkalite_wire.messages import EndTxnRequest, EndTxnResponse
 
 @handler(EndTxnRequest, min_version=0, max_version=4)
 async def end_txn(ctx: RequestContext, req: EndTxnRequest) -> EndTxnResponse:
-    txns = ctx.broker.txns
+    state = ctx.broker
+    txns = state.txns
     if err := authz.txn_error(ctx, authz.Op.WRITE, req.transactional_id):
         pass
     elif txns is None:

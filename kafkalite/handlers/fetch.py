@@ -241,7 +241,8 @@ def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str
 
 @handler(FetchRequest, min_version=4, max_version=17)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
-    quotas = ctx.broker.quotas
+    state = ctx.broker
+    quotas = state.quotas
     if not quotas.active:
         return _with_endpoints(ctx, (await _fetch(ctx, req))[0])
     cap = quotas.max_fetch_bytes(ctx)   # consumer_byte_rate: never more than a window's allowance
@@ -256,7 +257,8 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
 
 def _with_endpoints(ctx: RequestContext, resp: FetchResponse) -> FetchResponse:
     """KIP-951 (v16+): the endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers (a cluster's)."""
-    ctx.broker.placement.add_node_endpoints(ctx.listener, resp, FetchResponse.NodeEndpoint)
+    state = ctx.broker
+    state.placement.add_node_endpoints(ctx.listener, resp, FetchResponse.NodeEndpoint)
     return resp
 
 
@@ -265,7 +267,7 @@ async def _fetch(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse,
     version = ctx.version
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     min_bytes = max(req.min_bytes, 0)
-    if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
+    if state.logs.pending_loads:   # some logs not loaded since a clean start
         await state.ensure_loaded(_keys(state, req, version))
     many = len(req.topics) >= SLICE_AFTER or sum(len(t.partitions) for t in req.topics) >= SLICE_AFTER
     denied = () if state.authorizer is None else authz.fetch_denied(ctx, req, [n for n, _p in _keys(state, req, version)])

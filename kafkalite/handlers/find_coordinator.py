@@ -31,6 +31,7 @@ GROUP, TRANSACTION = 0, 1
 
 
 async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str | None]:
+    state = ctx.broker
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
     if key_type == GROUP and authz.group_error(ctx, authz.Op.DESCRIBE, key):
@@ -42,17 +43,17 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, st
         return (ErrorCode.INVALID_GROUP_ID if key_type == GROUP else ErrorCode.INVALID_REQUEST,
                 f"{what} longer than {MAX_KEY_BYTES} bytes")
     if key_type == GROUP:
-        svc = ctx.broker.groups
+        svc = state.groups
         if svc is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no group coordinator"
         if not await svc.ensure_offsets_topic_async():
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, f"could not create {OFFSETS_TOPIC}"
     else:
-        ensure = getattr(ctx.broker.txns, "ensure_state_topic", None)
+        ensure = getattr(state.txns, "ensure_state_topic", None)
         if ensure is not None:
             ensure()
-        if ctx.broker.placement.replicated and ctx.broker.txns is not None and \
-                not await ctx.broker.txns.ensure_topic():
+        if state.placement.replicated and state.txns is not None and \
+                not await state.txns.ensure_topic():
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "could not create __transaction_state"
     return ErrorCode.NONE, None
 
@@ -60,16 +61,18 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, st
 def _placed(ctx: RequestContext, key_type: int, key: str, err: int, node: int, lst: Any) -> tuple[int, str, int]:
     """This broker, or with several brokers (kafkalite.cluster) the leader of the key's internal topic
     partition (-1 when it has none running)."""
+    state = ctx.broker
     if err != ErrorCode.NONE:
         return node, lst.host, lst.port
-    placed = ctx.broker.placement.coordinator("group" if key_type == GROUP else "transaction", key, ctx.listener)
+    placed = state.placement.coordinator("group" if key_type == GROUP else "transaction", key, ctx.listener)
     return placed if placed is not None else (-1, "", -1)
 
 
 @handler(FindCoordinatorRequest, min_version=0, max_version=6)
 async def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    lst = ctx.broker.advertised_for(ctx.listener)
-    node = ctx.broker.node_id
+    state = ctx.broker
+    lst = state.advertised_for(ctx.listener)
+    node = state.node_id
     key_type = req.key_type if ctx.version >= 1 else GROUP
     if ctx.version >= 4:
         coords = []

@@ -15,9 +15,10 @@ from kafkalite_wire.messages import HeartbeatRequest, HeartbeatResponse
 
 @handler(HeartbeatRequest, min_version=0, max_version=4)
 async def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
-    svc = ctx.broker.groups
+    state = ctx.broker
+    svc = state.groups
     err = ErrorCode.COORDINATOR_NOT_AVAILABLE if svc is None else authz.group_error(ctx, authz.Op.READ, req.group_id)
-    if err:
+    if err or svc is None:
         return HeartbeatResponse(error_code=err)
     err = svc.heartbeat(req.group_id, req.member_id, req.group_instance_id if ctx.version >= 3 else None,
                         req.generation_id)

@@ -19,10 +19,11 @@ from kafkalite_wire.messages import JoinGroupRequest, JoinGroupResponse
 
 @handler(JoinGroupRequest, min_version=0, max_version=9)
 async def join_group(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse:
+    state = ctx.broker
     v = ctx.version
-    svc = ctx.broker.groups
+    svc = state.groups
     err = ErrorCode.COORDINATOR_NOT_AVAILABLE if svc is None else authz.group_error(ctx, authz.Op.READ, req.group_id)
-    if err:
+    if err or svc is None:
         return JoinGroupResponse(error_code=err, generation_id=-1,
                                  protocol_name=None if v >= 7 else "", leader="", member_id=req.member_id)
     r = await svc.join_group(

@@ -16,9 +16,10 @@ from kafkalite_wire.messages import LeaveGroupRequest, LeaveGroupResponse
 
 @handler(LeaveGroupRequest, min_version=0, max_version=5)
 async def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
-    svc = ctx.broker.groups
+    state = ctx.broker
+    svc = state.groups
     err = ErrorCode.COORDINATOR_NOT_AVAILABLE if svc is None else authz.group_error(ctx, authz.Op.READ, req.group_id)
-    if err:
+    if err or svc is None:
         return LeaveGroupResponse(error_code=err)
     if ctx.version < 3:
         err, per = svc.leave_group(req.group_id, [(req.member_id, None)])

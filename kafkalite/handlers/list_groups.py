@@ -16,17 +16,18 @@ from kafkalite_wire.messages import ListGroupsRequest, ListGroupsResponse
 
 @handler(ListGroupsRequest, min_version=0, max_version=5)
 async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
-    svc = ctx.broker.groups
+    state = ctx.broker
+    svc = state.groups
     if svc is None:
         return ListGroupsResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     v = ctx.version
     err, groups = svc.list_groups(list(req.states_filter) if v >= 4 else None,
                                   list(req.types_filter) if v >= 5 else None)
-    shares = getattr(ctx.broker, "shares", None)
+    shares = state.shares
     if shares is not None:
         groups = groups + shares.list_groups(list(req.states_filter) if v >= 4 else None,
                                              list(req.types_filter) if v >= 5 else None)
-    if ctx.broker.authorizer is not None and not authz.cluster_allowed(ctx, authz.Op.DESCRIBE):
+    if state.authorizer is not None and not authz.cluster_allowed(ctx, authz.Op.DESCRIBE):
         hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.GROUP, (g["group_id"] for g in groups))
         groups = [g for g in groups if g["group_id"] not in hidden]
     return ListGroupsResponse(throttle_time_ms=0, error_code=err, groups=[

@@ -18,7 +18,8 @@ Resp = ListTransactionsResponse
 
 @handler(ListTransactionsRequest, min_version=0, max_version=1)
 async def list_transactions(ctx: RequestContext, req: ListTransactionsRequest) -> ListTransactionsResponse:
-    txns = ctx.broker.txns
+    state = ctx.broker
+    txns = state.txns
     states = list(req.state_filters or [])
     unknown = [s for s in states if s not in STATE_BY_NAME]
     if txns is None:
@@ -32,7 +33,7 @@ async def list_transactions(ctx: RequestContext, req: ListTransactionsRequest) -
     else:
         found = txns.coordinator.list(txns.now_ms(), states, req.producer_id_filters or [],
                                       req.duration_filter if ctx.version >= 1 else -1)
-    if ctx.broker.authorizer is not None:   # only the ids it may describe
+    if state.authorizer is not None:   # only the ids it may describe
         hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.TXN, (m.transactional_id for m in found))
         found = [m for m in found if m.transactional_id not in hidden]
     return Resp(throttle_time_ms=0, error_code=ErrorCode.NONE, unknown_state_filters=unknown,

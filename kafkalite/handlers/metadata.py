@@ -28,8 +28,9 @@ import trio
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata import INTERNAL_TOPICS, TopicInfo, invalid_topic_name
 from kafkalite.runtime.slices import Slices
-from kafkalite.state import INTERNAL_TOPICS, BrokerState, TopicInfo, invalid_topic_name
+from kafkalite.state import BrokerState
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import MetadataRequest, MetadataResponse
 

@@ -36,8 +36,9 @@ def _expiry(base_ms: int, retention_ms: int) -> int:
 
 @handler(OffsetCommitRequest, min_version=0, max_version=9)
 async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
+    state = ctx.broker
     v = ctx.version
-    svc = ctx.broker.groups
+    svc = state.groups
     now = ctx.now_ms()
     retention_ms = svc.config.offsets_retention_ms if svc is not None else 0
     errors: dict[tuple[str, int], int] = {}
@@ -45,7 +46,7 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
     group_err = authz.group_error(ctx, authz.Op.READ, req.group_id)
     denied = authz.denied(ctx, authz.Op.READ, authz.TOPIC, (t.name for t in req.topics)) if not group_err else ()
     for t in req.topics:
-        known = t.name in ctx.broker.topics
+        known = t.name in state.topics
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if svc is None:

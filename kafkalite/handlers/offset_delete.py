@@ -25,7 +25,8 @@ R = OffsetDeleteResponse
 
 @handler(OffsetDeleteRequest, min_version=0, max_version=0)
 async def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
-    svc = ctx.broker.groups
+    state = ctx.broker
+    svc = state.groups
     if svc is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if authz.group_error(ctx, authz.Op.DELETE, req.group_id):
@@ -35,7 +36,7 @@ async def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Offset
     errors: dict[tuple[str, int], int] = {}
     wanted: dict[tuple[str, int], None] = {}
     for t in req.topics:
-        info = ctx.broker.topics.get(t.name)
+        info = state.topics.get(t.name)
         for p in t.partitions:
             if work.due():
                 await work.pause()

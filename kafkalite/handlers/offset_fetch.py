@@ -33,7 +33,8 @@ async def _fetch(ctx: RequestContext, group_id: str, topics: list | None, requir
     partitions, so they are looked up ``_CHUNK`` at a time, in slices (the lookup only reads), and no list of
     them all is made: building one, and freeing it and the rows in one go, held the loop ~130 ms each
     (fuzz seed 7 frames 58286, 107748: a 4 MB OffsetFetch of a million partitions)."""
-    svc = ctx.broker.groups
+    state = ctx.broker
+    svc = state.groups
     if svc is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, [[(t.name, p, None, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                                                       for t in topics or [] for p in t.partition_indexes]]
@@ -42,7 +43,7 @@ async def _fetch(ctx: RequestContext, group_id: str, topics: list | None, requir
         return group_err, [[(t.name, p, None, group_err) for t in topics or [] for p in t.partition_indexes]]
     if topics is None:
         err, rows = svc.fetch_offsets(group_id, None, require_stable)
-        if ctx.broker.authorizer is not None:   # all topics: those it may not describe are left out
+        if state.authorizer is not None:   # all topics: those it may not describe are left out
             hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (r[0] for r in rows))
             rows = [r for r in rows if r[0] not in hidden]
         return err, [rows]
@@ -88,12 +89,13 @@ async def _topics(chunks: list[list], work: Slices, topic_cls: Any, partition_cl
 
 @handler(OffsetFetchRequest, min_version=0, max_version=9)
 async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
+    state = ctx.broker
     v = ctx.version
     work = Slices()
     if v >= 8:
         groups = []
         for g in req.groups:
-            svc = ctx.broker.groups
+            svc = state.groups
             if v >= 9 and svc is not None:   # KIP-848: a consumer group member's epoch must be current
                 bad = svc.consumer.coordinator.validate_offset_fetch(g.group_id, g.member_id, g.member_epoch)
                 if bad:

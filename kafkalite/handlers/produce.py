@@ -81,7 +81,8 @@ def _rejected(index: int, r: Rejection) -> ProduceResponse.PartitionProduceRespo
 
 
 def _max_inflated(ctx: RequestContext, config: LogConfig) -> int:
-    raw = ctx.broker.config.get_str("kafkalite.max.uncompressed.batch.bytes")
+    state = ctx.broker
+    raw = state.config.get_str("kafkalite.max.uncompressed.batch.bytes")
     return int(raw) if raw else 64 * max(config.max_message_bytes, 1)
 
 
@@ -109,10 +110,11 @@ async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryvie
 def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: dict[str, int]) -> bool:
     """Whether a Produce v3-v6 fails as a whole in Kafka's ``ProduceRequest.validateRecords``: a partition that
     is authorized and exists holds a magic-2 batch whose codec bits (attributes & 7) are 5, 6 or 7."""
+    state = ctx.broker
     if ctx.version >= 7:
         return False
     for topic in req.topic_data:
-        info = ctx.broker.topics.get(topic.name)
+        info = state.topics.get(topic.name)
         if topic.name in denied or info is None:
             continue
         for pd in topic.partition_data:
@@ -134,7 +136,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     txns = state.txns if req.transactional_id is None else placement.txn_service(req.transactional_id)
     wait_for_isr = acks == -1 and placement.replicated
     waits: list = []   # acks=-1 in a cluster: (topic, partition, offset the high watermark must pass, answer)
-    if getattr(state.logs, "pending_loads", 0):   # some logs not loaded since a clean start
+    if state.logs.pending_loads:   # some logs not loaded since a clean start
         await state.ensure_loaded([(t.name, pd.index) for t in req.topic_data for pd in t.partition_data])
     entries = len(req.topic_data)   # topics and partition entries the walk below visits
     if entries < SLICE_AFTER:

@@ -20,13 +20,14 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.handlers._index import INDEX
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
+    from kafkalite.security.authenticator import SaslAuthenticator
     from kafkalite.state import BrokerState
     from kafkalite_wire.headers import RequestHeader
 
@@ -48,7 +49,8 @@ class RequestContext:
     # who the connection authenticated as, and its listener's security protocol (kafkalite.security)
     principal: KafkaPrincipal = ANONYMOUS
     security_protocol: str = "PLAINTEXT"
-    extra: dict[str, Any] = field(default_factory=dict)
+    # the connection's SASL exchange (SaslHandshake, SaslAuthenticate) on a SASL listener, else None
+    sasl: SaslAuthenticator | None = None
 
     @property
     def version(self) -> int:
@@ -86,7 +88,7 @@ class _Handlers(dict[int, HandlerSpec]):
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or key in INDEX
 
-    def get(self, key: int, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: int, default: Any = None) -> Any:
         spec = dict.get(self, key)
         if spec is None and key in INDEX:
             return self.__missing__(key)

@@ -18,7 +18,7 @@ from kafkalite_wire.messages import SaslAuthenticateRequest, SaslAuthenticateRes
 
 @handler(SaslAuthenticateRequest, min_version=0, max_version=2)
 async def sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
-    sasl = ctx.extra.get("sasl")
+    sasl = ctx.sasl
     if sasl is None or sasl.state != "authenticate":
         return SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE,
                                         error_message="SaslAuthenticate request received after successful "

@@ -15,7 +15,7 @@ from kafkalite_wire.messages import SaslHandshakeRequest, SaslHandshakeResponse
 
 @handler(SaslHandshakeRequest, min_version=0, max_version=1)
 async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest) -> SaslHandshakeResponse:
-    sasl = ctx.extra.get("sasl")
+    sasl = ctx.sasl
     if sasl is None:
         return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
     enabled = list(sasl.security.mechanisms)

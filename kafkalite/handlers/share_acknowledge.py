@@ -25,7 +25,8 @@ _Resp = ShareAcknowledgeResponse
 
 @handler(ShareAcknowledgeRequest, min_version=0, max_version=2)
 async def share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
-    svc = ctx.broker.shares
+    state = ctx.broker
+    svc = state.shares
     if svc is None:
         return _Resp(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, responses=[])
     if err := authz.group_error(ctx, authz.Op.READ, req.group_id):
@@ -43,11 +44,11 @@ async def share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeRequest) -
     codes.update({tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in acks if tp[0] in refused})
     if session.final:
         svc.close_session(session)
-    node = ctx.broker.node_id
+    node = state.node_id
     by_topic: dict = {}
     for (tid, p), code in codes.items():
         name = svc.topic_name(tid)
-        epoch = ctx.broker.leader_epoch_of(name, p) if name is not None and code not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) else -1
+        epoch = state.leader_epoch_of(name, p) if name is not None and code not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) else -1
         by_topic.setdefault(tid, []).append(_Resp.PartitionData(
             partition_index=p, error_code=code,
             current_leader=_Resp.LeaderIdAndEpoch(leader_id=node, leader_epoch=epoch)))

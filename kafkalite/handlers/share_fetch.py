@@ -49,7 +49,8 @@ def top_error(code: int, msg: str | None = None) -> ShareFetchResponse:
 
 @handler(ShareFetchRequest, min_version=0, max_version=2)
 async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchResponse:
-    svc = ctx.broker.shares
+    state = ctx.broker
+    svc = state.shares
     if svc is None:
         return top_error(ErrorCode.UNKNOWN_SERVER_ERROR, "share groups are not available")
     if err := authz.group_error(ctx, authz.Op.READ, req.group_id):
@@ -86,7 +87,7 @@ async def share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetch
                                   max_bytes=req.max_bytes, max_wait_ms=req.max_wait_ms,
                                   min_bytes=req.min_bytes, batch_size=req.batch_size,
                                   record_limit=ctx.version >= 2 and req.share_acquire_mode == 1)
-    node = ctx.broker.node_id
+    node = state.node_id
     by_topic: dict = {}
     for (tid, p) in dict.fromkeys([*fetched, *ack_codes]):
         f = fetched.get((tid, p))

@@ -24,7 +24,8 @@ HIDDEN_TOPICS = "The group has described topic(s) that the client is not authori
 
 @handler(ShareGroupDescribeRequest, min_version=0, max_version=1)
 async def share_group_describe(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
-    svc = ctx.broker.shares
+    state = ctx.broker
+    svc = state.shares
     out = []
     for gid in req.group_ids:
         def failed(code: int, msg: str | None = None, gid: str = gid) -> _Resp.DescribedGroup:

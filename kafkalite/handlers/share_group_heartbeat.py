@@ -29,13 +29,15 @@ _Resp = ShareGroupHeartbeatResponse
 
 
 def classic_group_exists(ctx: RequestContext, group_id: str) -> bool:
-    groups = getattr(getattr(ctx.broker.groups, "coordinator", None), "groups", {})
+    state = ctx.broker
+    groups = getattr(getattr(state.groups, "coordinator", None), "groups", {})
     return group_id in groups
 
 
 @handler(ShareGroupHeartbeatRequest, min_version=0, max_version=1)
 async def share_group_heartbeat(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
-    svc = ctx.broker.shares
+    state = ctx.broker
+    svc = state.shares
     if svc is None:
         return _Resp(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if err := authz.group_error(ctx, authz.Op.READ, req.group_id):

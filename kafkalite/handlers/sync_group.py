@@ -16,10 +16,11 @@ from kafkalite_wire.messages import SyncGroupRequest, SyncGroupResponse
 
 @handler(SyncGroupRequest, min_version=0, max_version=5)
 async def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupResponse:
+    state = ctx.broker
     v = ctx.version
-    svc = ctx.broker.groups
+    svc = state.groups
     err = ErrorCode.COORDINATOR_NOT_AVAILABLE if svc is None else authz.group_error(ctx, authz.Op.READ, req.group_id)
-    if err:
+    if err or svc is None:
         return SyncGroupResponse(error_code=err)
     r = await svc.sync_group(
         req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,

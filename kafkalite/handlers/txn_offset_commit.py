@@ -55,7 +55,7 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
         common = fenced_error(txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
                                                            req.producer_epoch, req.group_id), v, 3)
     work = Slices()
-    if not common:
+    if not common and groups is not None:   # (groups is None: common is set)
         for t in req.topics:
             info = state.topics.get(t.name)
             for p in t.partitions:

@@ -27,10 +27,11 @@ MAX_NAME = 32767   # longest string a response can carry
 
 @handler(UpdateFeaturesRequest, min_version=0, max_version=1)
 async def update_features(ctx: RequestContext, req: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
+    state = ctx.broker
     if authz.cluster_error(ctx, authz.Op.ALTER):
         return UpdateFeaturesResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                       error_message="Cluster authorization failed.", results=[])
-    levels = ctx.broker.features
+    levels = state.features
     results, changes = [], {}
     work = Slices()   # a request may carry a great many updates
     for u in req.feature_updates:

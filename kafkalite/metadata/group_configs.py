@@ -28,7 +28,10 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +249,7 @@ class GroupConfigStore:
 
 
 # -- the handlers' side (DescribeConfigs, IncrementalAlterConfigs, AlterConfigs) ----------------------------------
-def describe_group(state: Any, group_id: str) -> tuple[int, str | None, list[Any] | None]:
+def describe_group(state: BrokerState, group_id: str) -> tuple[int, str | None, list[Any] | None]:
     """(error code, message, entries as ``topic_configs.ConfigEntry``) for a DescribeConfigs GROUP resource."""
     from kafkalite.config.entries import ConfigEntry
     from kafkalite_wire.errors import ErrorCode
@@ -259,7 +262,7 @@ def describe_group(state: Any, group_id: str) -> tuple[int, str | None, list[Any
     return ErrorCode.NONE, None, entries
 
 
-def alter_group(state: Any, group_id: str, overrides: Mapping[str, str] | None, validate_only: bool,
+def alter_group(state: BrokerState, group_id: str, overrides: Mapping[str, str] | None, validate_only: bool,
                 apply: Any = None) -> tuple[int, str | None]:
     """Check and (unless ``validate_only``) store a group's new overrides: ``overrides`` replaces them all (legacy
     AlterConfigs), or ``apply(current) -> (code, message)`` edits a copy of them (IncrementalAlterConfigs).

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -28,6 +28,9 @@ from kafkalite.config.addresses import parse_address
 from kafkalite.config.sidecars import METRICS_LISTEN
 from kafkalite.httpd.server import public_url
 from kafkalite.metrics.requests import RequestMetrics
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +51,7 @@ def bound_address(log_dir: str | Path) -> tuple[str, int] | None:
     return _BOUND.get(_key(log_dir))
 
 
-async def start(state: Any, nursery: trio.Nursery) -> None:
+async def start(state: BrokerState, nursery: trio.Nursery) -> None:
     """If ``kafkalite.metrics.listen`` is set: bind it (a failure is a StartupError, like a listener's),
     set ``state.metrics`` and serve HTTP in ``nursery`` under the supervisor."""
     from kafkalite.metrics.http import bind, serve_http

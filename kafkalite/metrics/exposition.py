@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import resource
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.metrics.requests import (
     BUCKETS_MS,
@@ -36,6 +36,9 @@ from kafkalite.metrics.requests import (
 )
 from kafkalite.runtime.slices import Slices
 from kafkalite_storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _TOPIC_FAMILIES = (
@@ -79,7 +82,7 @@ class Writer:
         return "\n".join(self.lines) + "\n"
 
 
-async def render(state: Any, metrics: RequestMetrics) -> str:
+async def render(state: BrokerState, metrics: RequestMetrics) -> str:
     w = Writer()
     _topic_counters(w, state, metrics)
     _request_counters(w, metrics)
@@ -93,8 +96,8 @@ async def render(state: Any, metrics: RequestMetrics) -> str:
     return w.text()
 
 
-def _topic_counters(w: Writer, state: Any, m: RequestMetrics) -> None:
-    live = getattr(state, "topics", {})
+def _topic_counters(w: Writer, state: BrokerState, m: RequestMetrics) -> None:
+    live = state.topics
     # a deleted topic's series go away (Kafka removes its BrokerTopicMetrics); the totals stay
     for name in [t for t in m.topics if t not in live]:
         del m.topics[name]
@@ -129,7 +132,7 @@ def _request_counters(w: Writer, m: RequestMetrics) -> None:
         w.sample(f"{name}_sum", hist[-1], (("request", req),))
 
 
-def _purgatory(w: Writer, state: Any) -> None:
+def _purgatory(w: Writer, state: BrokerState) -> None:
     fetches = state.purgatory.parked()
     name = "kafka_server_delayedoperationpurgatory_purgatorysize"
     w.family(name, "gauge", "Requests parked until they can complete (Fetch: long polls waiting for data)")
@@ -137,9 +140,9 @@ def _purgatory(w: Writer, state: Any) -> None:
     w.sample(name, 0, (("delayedOperation", "Produce"),))
 
 
-def _connections(w: Writer, state: Any) -> None:
-    counts: dict[str, int] = {str(getattr(lst, "name", lst)): 0 for lst in getattr(state, "listeners", None) or ()}
-    for conn in list(getattr(state, "connections", ()) or ()):
+def _connections(w: Writer, state: BrokerState) -> None:
+    counts: dict[str, int] = {lst.name: 0 for lst in state.listeners}
+    for conn in list(state.connections):
         counts[conn.listener] = counts.get(conn.listener, 0) + 1
     name = "kafka_server_socketservermetrics_connection_count"
     w.family(name, "gauge", "Open client connections, per listener")
@@ -147,10 +150,10 @@ def _connections(w: Writer, state: Any) -> None:
         w.sample(name, n, (("listener", listener),))
 
 
-def _faults(w: Writer, state: Any) -> None:
+def _faults(w: Writer, state: BrokerState) -> None:
     """Faults on command (kafkalite.faults): what the broker's FaultPlan did, so a test bed's dashboards show
     when a failure was injected. kafkalite's own names (Kafka has no such thing)."""
-    plan = getattr(state, "faults", None)
+    plan = state.faults
     counters = getattr(plan, "counters", None)
     if not isinstance(counters, dict):
         return
@@ -164,10 +167,9 @@ def _faults(w: Writer, state: Any) -> None:
     w.sample(name, len(getattr(plan, "rules", ())) + (1 if getattr(plan, "paused", None) is not None else 0))
 
 
-async def _logs(w: Writer, state: Any, work: Slices) -> None:
-    loaded = getattr(state.logs, "loaded_logs", None)
-    logs = sorted(loaded() if loaded is not None else state.logs.logs(), key=lambda kv: kv[0])
-    rows = []
+async def _logs(w: Writer, state: BrokerState, work: Slices) -> None:
+    logs = sorted(state.logs.loaded_logs(), key=lambda kv: kv[0])
+    rows: list[tuple[str, int, int, int, int, int]] = []
     for (topic, partition), plog in logs:
         if work.due():
             await work.pause()
@@ -184,16 +186,16 @@ async def _logs(w: Writer, state: Any, work: Slices) -> None:
         name = f"kafka_log_log_{short}"
         w.family(name, "gauge", help_)
         for row in rows:
-            w.sample(name, row[2 + i], (("topic", row[0]), ("partition", row[1])))
+            w.sample(name, row[2:][i], (("topic", row[0]), ("partition", row[1])))
 
 
-async def _groups(w: Writer, state: Any, work: Slices) -> None:
+async def _groups(w: Writer, state: BrokerState, work: Slices) -> None:
     """Groups of every type (classic, consumer = KIP-848, share = KIP-932; kafkalite.coordinator.views): members and
     state as kafka_exporter names them, plus ``kafkalite_group_type``; offsets and lag for the types that
     commit offsets (classic and consumer)."""
     from kafkalite.coordinator.views import all_groups
 
-    ends = {key: plog for key, plog in (getattr(state.logs, "loaded_logs", state.logs.logs)())}
+    ends = {key: plog for key, plog in (state.logs.loaded_logs())}
     states: list[tuple[str, str, int]] = []
     types: list[tuple[str, str]] = []
     offsets: list[tuple[str, str, int, int, int | None]] = []

@@ -10,12 +10,15 @@ At most ``MAX_CLIENTS`` are served at once (more wait in the listen backlog).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
 from kafkalite.httpd import server as httpserve
 from kafkalite.httpd.server import HttpError, HttpServer, Request, Response
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 MAX_HEAD = 8192
 HEAD_TIMEOUT_S = 5.0
@@ -34,7 +37,7 @@ def _text_error(exc: HttpError) -> Response:
     return Response(exc.status, _TEXT, f"{exc.message}\n".encode())
 
 
-async def serve_http(state: Any, sock: trio.socket.SocketType) -> None:
+async def serve_http(state: BrokerState, sock: trio.socket.SocketType) -> None:
     """Accept and answer until cancelled (the caller owns ``sock``)."""
 
     async def handle(req: Request) -> Response:
@@ -45,14 +48,14 @@ async def serve_http(state: Any, sock: trio.socket.SocketType) -> None:
     await server.serve(sock)
 
 
-async def _answer(state: Any, req: Request) -> Response:
+async def _answer(state: BrokerState, req: Request) -> Response:
     if req.method not in ("GET", "HEAD"):
         return Response(405, _TEXT, b"only GET and HEAD\n")
     if req.path == "/health":
-        if getattr(state, "draining", False):
+        if state.purgatory.draining:
             return Response(503, _TEXT, b"draining\n")
         return Response(200, _TEXT, b"ok\n")
-    if req.path == "/metrics":
+    if req.path == "/metrics" and state.metrics is not None:   # set before this server starts
         from kafkalite.metrics.exposition import CONTENT_TYPE, render
 
         return Response(200, CONTENT_TYPE, (await render(state, state.metrics)).encode("utf-8"))

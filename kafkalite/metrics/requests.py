@@ -23,10 +23,13 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import REGISTRY
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 #: latency histogram buckets, milliseconds (le); the last, +Inf, is implicit
 BUCKETS_MS = (0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,
@@ -56,7 +59,7 @@ def api_name(key: int) -> str:
 class RequestMetrics:
     """Counters of one broker; owned by the event loop (no locks)."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: BrokerState) -> None:
         self.state = state
         self.requests: dict[tuple[int, int], int] = {}              # (api key, version) -> count
         self.errors: dict[tuple[int, int], int] = {}                # (api key, error code) -> count

@@ -30,6 +30,7 @@ EXACT, DEFAULT, ANY = 0, 1, 2
 
 
 def describe(ctx: RequestContext, req: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
+    state = ctx.broker
     from kafkalite import authz
 
     R = DescribeClientQuotasResponse
@@ -48,7 +49,7 @@ def describe(ctx: RequestContext, req: DescribeClientQuotasRequest) -> DescribeC
     if why is not None:
         return R(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, error_message=why, entries=None)
     entries = []
-    for ent, values in ctx.broker.quotas.store.entries.items():
+    for ent, values in state.quotas.store.entries.items():
         names = dict(ent)
         if req.strict and set(names) != set(types):
             continue
@@ -65,6 +66,7 @@ def describe(ctx: RequestContext, req: DescribeClientQuotasRequest) -> DescribeC
 
 
 def alter(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
+    state = ctx.broker
     from kafkalite import authz
 
     R = AlterClientQuotasResponse
@@ -87,7 +89,7 @@ def alter(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterClientQuot
         if not code:
             changes.append((entity_of(pairs), [(op.key, op.value, bool(op.remove)) for op in e.ops]))
     if changes and not req.validate_only:
-        quotas = ctx.broker.quotas
+        quotas = state.quotas
         try:
             quotas.store.apply(changes)
         except OSError as exc:

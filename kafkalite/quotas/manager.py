@@ -134,8 +134,10 @@ class QuotaManager:
 def from_config(config: Any, data_dir: Path | str | None, room: Any = None) -> QuotaManager:
     """The broker's quota manager over the quota configs in ``data_dir`` (one store per metadata ``room``, when
     given); a quota file that cannot be read is a StartupError."""
+    def make() -> QuotaStore:
+        return QuotaStore(data_dir)
+
     try:
-        make = lambda: QuotaStore(data_dir)  # noqa: E731
         return QuotaManager(config, make() if room is None else room.shared("quota-store", make))
     except RuntimeError as exc:
         from kafkalite.errors import StartupError

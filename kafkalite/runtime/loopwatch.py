@@ -42,9 +42,12 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -218,12 +221,12 @@ def for_port(port: int) -> LoopWatch | None:
     return _BY_PORT.get(port)
 
 
-def start(state: Any, nursery: trio.Nursery) -> LoopWatch:
+def start(state: BrokerState, nursery: trio.Nursery) -> LoopWatch:
     """Create the probe for ``state`` (as ``state.loopwatch``) and start it in ``nursery``."""
     warn_ms = state.config.get_int(WARN_KEY, DEFAULT_WARN_MS)
     watch = LoopWatch(warn_ms=warn_ms)
     state.loopwatch = watch
-    for lst in getattr(state, "listeners", None) or ():
+    for lst in state.listeners:
         _BY_PORT[lst.port] = watch
     nursery.start_soon(watch.run)
     return watch

@@ -73,6 +73,8 @@ from kafkalite_wire import api
 from kafkalite_wire.errors import DecodeError
 
 if TYPE_CHECKING:
+    from kafkalite.handlers.registry import HandlerSpec, RequestContext
+    from kafkalite.quotas import QuotaManager
     from kafkalite.security.authenticator import SaslAuthenticator
     from kafkalite.security.listeners import ListenerSecurity
     from kafkalite.state import BrokerState
@@ -86,7 +88,7 @@ _API_VERSIONS_KEY = 18
 # a TLS socket (kafkalite.server.tls) would block: wait for readability / writability and try again
 _SSL_WANT_READ = _ssl.SSLWantReadError
 _SSL_WANT_WRITE = _ssl.SSLWantWriteError
-_CORK = getattr(_stdsocket, "TCP_CORK", None)
+_CORK: int | None = getattr(_stdsocket, "TCP_CORK", None)
 # requests answered back to back without waiting on the socket before the connection yields to other tasks
 _YIELD_EVERY = 8
 # requests larger than this are decoded, and their responses encoded, in a worker thread (wire is pure), so a
@@ -105,6 +107,9 @@ class _NoFaults:
     """The fault plan of a state without one (kafkalite.faults.FaultPlan is inactive too while no fault is set)."""
 
     active = False
+
+    async def intercept(self, conn: Connection, spec: HandlerSpec, ctx: RequestContext, body: Any) -> Any:
+        raise AssertionError("an inactive fault plan intercepts nothing")   # (called only while ``active``)
 
 
 _NO_FAULTS = _NoFaults()
@@ -136,14 +141,14 @@ class Connection:
         self.waiting_since: float | None = trio.current_time()
         # trio.current_time() when it first waited for the rest of a request (None: no request half-read)
         self.partial_since: float | None = None
-        self.pool: RequestMemoryPool | None = getattr(state, "request_pool", None)
+        self.pool: RequestMemoryPool | None = state.request_pool
         self.reserved = 0       # bytes of the pool this connection holds (what it has buffered, or a whole frame)
         self.full = False       # ``reserved`` covers the whole frame at the head of the buffer
         self.frame_end = 0      # that frame's size with its 4-byte prefix, while ``full``
-        self.loopwatch = getattr(state, "loopwatch", None)   # kafkalite.runtime.loopwatch: told which request runs
-        self.metrics = getattr(state, "metrics", None)       # kafkalite.metrics: counts each request (or None)
-        self.quotas = getattr(state, "quotas", None)         # kafkalite.quotas: throttles when .active
-        self.faults = getattr(state, "faults", None) or _NO_FAULTS   # kafkalite.faults: intercepts when .active
+        self.loopwatch = state.loopwatch   # kafkalite.runtime.loopwatch: told which request runs
+        self.metrics = state.metrics       # kafkalite.metrics: counts each request (or None)
+        self.quotas = state.quotas         # kafkalite.quotas: throttles when .active
+        self.faults = state.faults or _NO_FAULTS   # kafkalite.faults: intercepts when .active
         # set by kafkalite.security once the connection has authenticated (SASL or a client certificate)
         self.principal: KafkaPrincipal = ANONYMOUS
         self.security_protocol = "PLAINTEXT"
@@ -299,7 +304,7 @@ class Connection:
                 return
             self._sasl_gate(sasl, frame)
         size = len(frame)
-        if frame[:2] != b"\0\0":
+        if frame[:2] != b"\0\0":   # type: ignore[comparison-overlap]  # a memoryview equals the bytes it holds
             offload = size > OFFLOAD_BYTES
         else:   # a Produce frame is mostly record bytes: decoded here unless huge or naming many partitions
             offload = size > OFFLOAD_PRODUCE_BYTES or (
@@ -347,10 +352,8 @@ class Connection:
         ctx = registry.RequestContext(
             header=header, broker=self.state, client_host=self.peer_host, client_port=self.peer_port,
             listener=self.listener, connection_id=self.conn_id,
-            principal=self.principal, security_protocol=self.security_protocol,
+            principal=self.principal, security_protocol=self.security_protocol, sasl=sasl,
         )
-        if sasl is not None:
-            ctx.extra["sasl"] = sasl
         quotas = self.quotas
         cpu0 = time.thread_time_ns() if quotas is not None and quotas.active else -1
         try:
@@ -466,7 +469,7 @@ class Connection:
             if pending:
                 await self._send_buffers(pending)
         finally:
-            if corked:
+            if corked and _CORK is not None:
                 with contextlib.suppress(OSError):
                     self.sock.setsockopt(_stdsocket.IPPROTO_TCP, _CORK, 0)
 
@@ -534,10 +537,10 @@ async def reap_idle(connections: set[Connection], idle_timeout: float,
                 conn.cancel_scope.cancel()
 
 
-def _throttle(quotas: Any, ctx: Any, size: int, cpu_ns: int, response: Any) -> int:
+def _throttle(quotas: QuotaManager, ctx: RequestContext, size: int, cpu_ns: int, response: Any) -> int:
     """Client quotas (kafkalite.quotas): record the request, put the throttle time in the response (the
     larger of the quotas' and what the handler set, e.g. Fetch's), and return how long to mute the channel."""
-    throttle = max(quotas.after_request(ctx, size, cpu_ns), getattr(response, "throttle_time_ms", 0) or 0)
+    throttle: int = max(quotas.after_request(ctx, size, cpu_ns), getattr(response, "throttle_time_ms", 0) or 0)
     if throttle and response is not None and hasattr(response, "throttle_time_ms"):
         response.throttle_time_ms = throttle
     return throttle

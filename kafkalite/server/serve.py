@@ -27,6 +27,7 @@ import itertools
 import logging
 import os
 import socket as _stdsocket
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -286,7 +287,9 @@ class OnFirstUse:
     before ``run`` first runs, and replaying that would apply the records twice.
 
     Until then: ``close``/``begin_drain`` have nothing to stop, a deleted topic has no state to drop, ListGroups
-    lists no such group and DeleteGroups finds none, without starting anything."""
+    lists no such group and DeleteGroups finds none, without starting anything. Those methods keep the service's
+    signatures (``ShareService``), and every other attribute is the service's own, which is how the stand-in
+    satisfies ``BrokerState.shares: ShareService | None``."""
 
     def __init__(self, state: BrokerState, module: str, cls_name: str, topic: str, nursery: trio.Nursery) -> None:
         self._spec = (state, module, cls_name, topic, nursery)
@@ -318,22 +321,23 @@ class OnFirstUse:
     def __getattr__(self, name: str) -> Any:   # anything else: the real service
         return getattr(self._start(), name)
 
-    def close(self) -> Any:
-        return None if self._service is None else self._service.close()
+    def close(self) -> None:
+        if self._service is not None:
+            self._service.close()
 
     def begin_drain(self) -> None:
         if self._service is not None:
             self._service.begin_drain()
 
-    def on_topic_deleted(self, topic_id: Any) -> None:
+    def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
         if self._service is not None:
             self._service.on_topic_deleted(topic_id)
 
     def is_share_group(self, group_id: str) -> bool:
         return self._service is not None and self._service.is_share_group(group_id)
 
-    def list_groups(self, *args: Any, **kwargs: Any) -> list[Any]:
-        return [] if self._service is None else self._service.list_groups(*args, **kwargs)
+    def list_groups(self, states: list[str] | None, types: list[str] | None) -> list[dict[str, str]]:
+        return [] if self._service is None else self._service.list_groups(states, types)
 
 
 async def _start_services(state: BrokerState, nursery: trio.Nursery) -> None:

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -52,13 +52,20 @@ from kafkalite.state.purgatory import Purgatory
 
 if TYPE_CHECKING:
     from kafkalite.authz import Authorizer
+    from kafkalite.cluster.runtime import ClusterRuntime
+    from kafkalite.coordinator.classic.service import GroupService
+    from kafkalite.coordinator.share.service import ShareService
+    from kafkalite.coordinator.txn.service import TransactionService
     from kafkalite.faults.plan import FaultPlan
     from kafkalite.metadata.features import FeatureLevels
     from kafkalite.metadata.group_configs import GroupConfigStore
     from kafkalite.metrics.requests import RequestMetrics
     from kafkalite.quotas import QuotaManager
     from kafkalite.runtime.loopwatch import LoopWatch
+    from kafkalite.security.listeners import ListenerSecurity
     from kafkalite.security.scram_store import ScramStore
+    from kafkalite.server.connection import Connection
+    from kafkalite.server.request_memory import RequestMemoryPool
     from kafkalite_storage import LogConfig, LogManager, PartitionLog
 
 log = logging.getLogger(__name__)
@@ -68,7 +75,7 @@ log = logging.getLogger(__name__)
 _QUOTAS_FILE = "kafkalite-client-quotas.json"
 
 
-def leader_epoch(plog: Any) -> int:
+def leader_epoch(plog: PartitionLog | None) -> int:
     """The leader epoch we serve a partition at: the log's latest epoch (a data dir written by Kafka carries
     its own history in leader-epoch-checkpoint), or 0 for a log that has none."""
     epochs = getattr(plog, "leader_epochs", None)
@@ -92,16 +99,19 @@ class BrokerState:
         self.metadata = MetadataRoom(self.log_dir) if metadata is None else metadata
         self.topics: dict[str, TopicInfo] = self.metadata.topics
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = self.metadata.topics_by_id
-        self.cluster: Any = None        # kafkalite.cluster's runtime when several brokers share the room
+        self.cluster: ClusterRuntime | None = None   # kafkalite.cluster's runtime when brokers share the room
         # who leads what, which brokers there are, where coordinators live: this broker alone until a
         # kafkalite.cluster installs its ClusterPlacement (handlers ask only this, never ``cluster``)
         self.placement: Placement = SingleNode(self)
-        self.groups: Any = None
-        self.txns: Any = None
-        self.shares: Any = None          # share groups (kafkalite.coordinator.share.service)
+        # the coordinators, set by the server as it starts them (kafkalite.server.serve._start_services); None
+        # before. ``shares`` may be the server's ``OnFirstUse`` stand-in, which builds the ShareService when first
+        # used (it forwards every attribute, and answers the calls made before that with the service's signatures)
+        self.groups: GroupService | None = None
+        self.txns: TransactionService | None = None
+        self.shares: ShareService | None = None          # share groups (kafkalite.coordinator.share.service)
         self.listeners: list[Listener] = []        # bound (actual ports)
         self.advertised_listeners: list[Listener] = []
-        self.request_pool: Any = None   # kafkalite.server.connection.RequestMemoryPool, set by the server
+        self.request_pool: RequestMemoryPool | None = None   # queued.max.request.bytes, set by the server
         self.supervisor = Supervisor()  # background loops run under it; .tasks holds a record per loop
         # ACLs (kafkalite.authz): None unless authorizer.class.name is set; handlers ask it through kafkalite.authz.
         # One per metadata room, so every broker of a cluster enforces the same ACLs.
@@ -113,7 +123,7 @@ class BrokerState:
             self.__dict__["quotas"] = make_quotas(self)
         # SCRAM users (AlterUserScramCredentials), kept in the metadata room; each listener's security (server)
         self.scram = scram
-        self.listener_security: dict[str, Any] = {}
+        self.listener_security: dict[str, ListenerSecurity] = {}
         # dynamic broker settings by resource name ("" = cluster default, "<node id>" = this broker), persisted
         self.dynamic_broker_configs: dict[str, dict[str, str]] = self.metadata.dynamic_broker_configs
         self.broker_config_overrides: dict[str, str] = self._merged_dynamic()
@@ -124,7 +134,7 @@ class BrokerState:
         self.metrics: RequestMetrics | None = None
         self.faults: FaultPlan | None = None
         self.loopwatch: LoopWatch | None = None
-        self.connections: set[Any] = set()   # kafkalite.server.connection.Connection objects
+        self.connections: set[Connection] = set()
         # names whose partition directories are being created or removed in a worker thread right now
         self.pending_topics: set[str] = self.metadata.pending_topics
         self.default_log_config = self._default_log_config()
@@ -247,16 +257,15 @@ class BrokerState:
         saved = self.metadata.saved_topic_configs()
         counts: dict[str, int] = {}
         ids: dict[str, uuid.UUID] = {}
-        partitions = getattr(self.logs, "partitions", None)
-        if partitions is not None:   # storage loads logs lazily: names from directories, ids from one each
-            for topic, partition in partitions():
-                counts[topic] = max(counts.get(topic, 0), partition + 1)
-            for topic, n in counts.items():
-                for p in range(n):
-                    tid = self.logs.topic_id_of(topic, p)
-                    if tid is not None and tid != uuid.UUID(int=0):
-                        ids[topic] = tid
-                        break
+        # storage loads logs lazily: names from directories, ids from one each
+        for topic, partition in self.logs.partitions():
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        for topic, n in counts.items():
+            for p in range(n):
+                tid = self.logs.topic_id_of(topic, p)
+                if tid is not None and tid != uuid.UUID(int=0):
+                    ids[topic] = tid
+                    break
         for (topic, partition), plog in self._loaded_logs():
             counts[topic] = max(counts.get(topic, 0), partition + 1)
             tid = getattr(plog, "topic_id", None)
@@ -301,32 +310,24 @@ class BrokerState:
             except ValueError:
                 return self.default_log_config
 
-        if hasattr(self.logs, "config_for"):
-            self.logs.config_for = current_config_for
+        self.logs.config_for = current_config_for
 
     def leader_epoch_of(self, topic: str, partition: int) -> int:
         """The epoch we serve a partition at (see ``leader_epoch``), without loading a lazily opened log."""
-        fn = getattr(self.logs, "leader_epoch_of", None)
-        if fn is None:
-            return leader_epoch(self.logs.get_log(topic, partition))
-        return max(int(fn(topic, partition)), 0)
+        return max(self.logs.leader_epoch_of(topic, partition), 0)
 
     async def ensure_loaded(self, keys: Iterable[tuple[str, int]]) -> None:
         """Load, in a worker thread, those partitions storage registered at start but has not loaded yet
         (after a clean start logs load on first use; a request naming thousands must not load them on the
         event loop)."""
-        unloaded = getattr(self.logs, "unloaded", None)
-        if unloaded is None:
-            return
-        pending = unloaded(list(keys))
+        pending = self.logs.unloaded(list(keys))
         if pending:
             await trio.to_thread.run_sync(self.logs.load, pending)
             if len(pending) > 100:
                 freeze_long_lived()
 
-    def _loaded_logs(self) -> Any:
-        loaded = getattr(self.logs, "loaded_logs", None)
-        return loaded() if loaded is not None else self.logs.logs()
+    def _loaded_logs(self) -> Iterable[tuple[tuple[str, int], PartitionLog]]:
+        return self.logs.loaded_logs()
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get_log(topic, partition)
@@ -395,7 +396,7 @@ class BrokerState:
         for plog in self.unregister_topic(name):
             self.logs.remove_detached(plog)
 
-    def unregister_topic(self, name: str, *, write_configs: bool = True) -> list[Any]:
+    def unregister_topic(self, name: str, *, write_configs: bool = True) -> list[PartitionLog | str]:
         """Forget a topic (trio thread): wake its long polls, drop its committed offsets, and return its
         logs, detached from storage, for ``remove_topic_logs`` (blocking) to delete."""
         info = self.forget_topic(name)
@@ -408,31 +409,23 @@ class BrokerState:
         info = self.metadata.remove_topic(name)
         for p in range(info.partitions):
             self.notify_append(name, p)
-        if getattr(self, "shares", None) is not None:
+        if self.shares is not None:
             self.shares.on_topic_deleted(info.topic_id)   # share groups' delivery state goes with the topic
         log.info("deleted topic %s", name)
         return info
 
-    def detach_topics(self, names: list[str], *, write_configs: bool = True) -> dict[str, list[Any]]:
+    def detach_topics(self, names: list[str], *, write_configs: bool = True) -> dict[str, list[PartitionLog | str]]:
         """The second half: take the forgotten topics' logs out of storage (one pass over the partitions),
         drop their committed offsets (as Kafka does), and persist the topic configs."""
-        detach = getattr(self.logs, "detach_topics", None)
-        if detach is not None:
-            out: dict[str, list[Any]] = detach(names)
-            self.placement.detach_elsewhere(names)   # the other brokers' replicas, in a cluster
-        else:
-            out = {}
-            for name in names:
-                self.logs.delete_topic(name)
-                out[name] = []
-        groups = getattr(self, "groups", None)
-        if groups is not None and hasattr(groups, "on_topics_deleted"):
-            groups.on_topics_deleted(list(names))
+        out = self.logs.detach_topics(names)
+        self.placement.detach_elsewhere(names)   # the other brokers' replicas, in a cluster
+        if self.groups is not None:
+            self.groups.on_topics_deleted(list(names))
         if write_configs:
             self._write_topic_configs()
         return out
 
-    def remove_topic_logs(self, plogs: list[Any]) -> None:
+    def remove_topic_logs(self, plogs: list[PartitionLog | str]) -> None:
         """Delete detached partition directories (blocking: a worker thread)."""
         for plog in plogs:
             self.logs.remove_detached(plog)

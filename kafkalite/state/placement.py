@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from kafkalite.coordinator.txn.service import TransactionService
     from kafkalite.state import BrokerState
 
 #: (leader, leader epoch, replicas, in-sync replicas, offline replicas) of one partition
@@ -44,7 +45,7 @@ class Placement(Protocol):
     def refused_produce(self, topic: str, p: int, code: int, part: Any) -> Any: ...
     def current_leader(self, topic: str, p: int, cls: Any) -> Any: ...
     def add_node_endpoints(self, listener: str | None, resp: Any, cls: Any) -> None: ...
-    def txn_service(self, txn_id: str) -> Any: ...
+    def txn_service(self, txn_id: str) -> TransactionService | None: ...
     async def await_acks(self, waits: list[Any], timeout_ms: int) -> None: ...
     def replication_factor(self, topic: str, requested: int) -> int: ...
     def plan_replication(self, topic: str, requested: int) -> None: ...
@@ -100,7 +101,7 @@ class SingleNode:
     def add_node_endpoints(self, listener: str | None, resp: Any, cls: Any) -> None:
         return None
 
-    def txn_service(self, txn_id: str) -> Any:
+    def txn_service(self, txn_id: str) -> TransactionService | None:
         return self.state.txns
 
     async def await_acks(self, waits: list[Any], timeout_ms: int) -> None:
@@ -133,7 +134,7 @@ ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
 NO_REASSIGNMENT_MESSAGE = "No partition reassignment is in progress."
 
 
-def partition_exists(state: Any, topic: str, partition: int) -> bool:
+def partition_exists(state: BrokerState, topic: str, partition: int) -> bool:
     info = state.topics.get(topic)
     return info is not None and 0 <= partition < info.partitions
 

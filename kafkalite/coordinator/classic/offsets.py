@@ -34,7 +34,7 @@ TP = tuple[str, int]
 class OffsetsMixin:
     #: topics a live KIP-848 consumer group of that id subscribes to (its offsets are kept here, in a group
     #: without protocol type): they do not expire while it reads them (ConsumerGroup.offsetExpirationCondition)
-    consumer_group_topics: Callable[[str], set[str]] = staticmethod(lambda group_id: set())  # type: ignore[assignment]
+    consumer_group_topics: Callable[[str], set[str]] = staticmethod(lambda group_id: set())
     #: a TxnOffsetCommit to a KIP-848 consumer group of that id: (group, member, instance, generation, partitions)
     #: -> None when there is none, else the code for the request (0: accepted)
     consumer_txn_offset_error: Callable[[str, str, str | None, int, list[TP]], int | None] = staticmethod(

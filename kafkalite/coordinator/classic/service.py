@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -47,6 +47,9 @@ from kafkalite.errors import error_code_for
 from kafkalite.runtime.supervisor import supervise
 from kafkalite_storage.errors import StorageError
 
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
+
 log = logging.getLogger("kafkalite.coordinator")
 
 class _Done:
@@ -57,7 +60,7 @@ class _Done:
 
 
 class GroupService:
-    def __init__(self, state: Any, config: GroupConfig | None = None) -> None:
+    def __init__(self, state: BrokerState | None, config: GroupConfig | None = None) -> None:
         self.state = state
         if config is None:
             config = GroupConfig.from_mapping(state.config) if state is not None and \
@@ -355,9 +358,9 @@ class GroupService:
             out.update({tp: E.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if tp[0] in subscribed})
             self._kick()
             return err, out
-        out = self.coordinator.delete_offsets(self.now_ms(), group_id, partitions)
+        result = self.coordinator.delete_offsets(self.now_ms(), group_id, partitions)
         self._kick()
-        return out
+        return result
 
     def describe_group(self, group_id: str) -> tuple[int, dict[str, Any] | None]:
         if group_id in self.consumer.coordinator.groups:   # "not a classic group": Dead (v6: GROUP_ID_NOT_FOUND)
@@ -388,7 +391,8 @@ class GroupService:
                                                   group_instance_id, generation_id, offsets)
         accepted = {tp: om for tp, om in offsets.items() if out.get(tp) == E.NONE}
         if accepted and self.state is not None:
-            records = [(encode_offset_key(group_id, t, p), encode_offset_value(om)) for (t, p), om in accepted.items()]
+            records: list[tuple[bytes, bytes | None]] = [
+                (encode_offset_key(group_id, t, p), encode_offset_value(om)) for (t, p), om in accepted.items()]
             try:
                 base = self._append(self.coordinator.partition_for(group_id), records,
                                     producer_id=producer_id, producer_epoch=producer_epoch)

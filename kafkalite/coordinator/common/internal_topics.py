@@ -7,14 +7,17 @@ import struct
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 READ_CHUNK = 4 * 1024 * 1024
 
 
-async def create_internal_topic(state: Any, name: str, partitions: int, overrides: Mapping[str, str]) -> None:
+async def create_internal_topic(state: BrokerState, name: str, partitions: int, overrides: Mapping[str, str]) -> None:
     """Create the partition logs in a worker thread (one fsync'd directory each), then register the topic.
     Raises whatever storage or the topic registry raises; the caller logs it and answers a retriable error."""
     topic_id = uuid.uuid4()

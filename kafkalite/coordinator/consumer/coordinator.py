@@ -74,7 +74,7 @@ class ConsumerConfig:
         overrides = self.group_configs(group_id) if self.group_configs is not None else None
         if overrides and overrides.get(key) is not None:
             with contextlib.suppress(TypeError, ValueError):
-                return int(overrides[key])   # type: ignore[arg-type]
+                return int(overrides[key])
         return default
 
     def session_timeout(self, group_id: str) -> int:
@@ -344,7 +344,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
                 raise HeartbeatError(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                                             f"{instance_id} was fenced by member {member.member_id}.")
         else:
-            member = group.members.get(member_id)  # type: ignore[assignment]
+            member = group.members.get(member_id)
             if member is None:
                 raise HeartbeatError(E.UNKNOWN_MEMBER_ID,
                                      f"Member {member_id} is not a member of group {group.group_id}.")

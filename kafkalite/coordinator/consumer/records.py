@@ -93,7 +93,7 @@ def _cstr(w: Writer, s: str | None) -> None:
         return
     b = s.encode("utf-8")
     w.uvarint(len(b) + 1)
-    w.buf += b  # type: ignore[attr-defined]
+    w.buf += b
 
 
 def _rcstr(r: Reader) -> str | None:
@@ -104,7 +104,7 @@ def _rcstr(r: Reader) -> str | None:
 
 
 def _uuid(w: Writer, u: uuid.UUID) -> None:
-    w.buf += u.bytes  # type: ignore[attr-defined]
+    w.buf += u.bytes
 
 
 def _ruuid(r: Reader) -> uuid.UUID:
@@ -131,7 +131,7 @@ def _assignment(w: Writer, a: Assignment, epochs: dict[tuple[uuid.UUID, int], in
         w.uvarint(1)
         w.uvarint(0)
         w.uvarint(len(raw))
-        w.buf += raw  # type: ignore[attr-defined]
+        w.buf += raw
     return None
 
 
@@ -200,7 +200,7 @@ def member_metadata_value(m: object) -> bytes:
     for name, meta in classic.protocols:
         _cstr(body, name)
         body.uvarint(len(meta) + 1)
-        body.buf += bytes(meta)  # type: ignore[attr-defined]
+        body.buf += bytes(meta)
         body.uvarint(0)
     body.uvarint(0)
     raw = body.getvalue()
@@ -210,7 +210,7 @@ def member_metadata_value(m: object) -> bytes:
     w.uvarint(1)
     w.uvarint(0)
     w.uvarint(len(raw))
-    w.buf += raw  # type: ignore[attr-defined]
+    w.buf += raw
     return w.getvalue()
 
 
@@ -236,7 +236,7 @@ def target_metadata_value(epoch: int, timestamp_ms: int) -> bytes:
     w.uvarint(1)
     w.uvarint(0)
     w.uvarint(len(tag))
-    w.buf += tag  # type: ignore[attr-defined]
+    w.buf += tag
     return w.getvalue()
 
 

@@ -33,12 +33,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from kafkalite.coordinator.share.config import STATE_TOPIC
 from kafkalite.coordinator.share.records import ShareKey, partition_for
+
+if TYPE_CHECKING:
+    from kafkalite.cluster.runtime import ClusterRuntime
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger("kafkalite.coordinator.share")
 
@@ -55,10 +59,10 @@ class ShareClusterLinks:
     leader_log: Callable[[str, int], Any]       # the current leader's log of a partition (None: no live leader)
 
     @classmethod
-    def of(cls, state: Any) -> ShareClusterLinks | None:
+    def of(cls, state: BrokerState) -> ShareClusterLinks | None:
         """The links of a broker in a cluster (``state.cluster``, the runtime, is set before any service is
         built), None for a broker on its own."""
-        runtime = getattr(state, "cluster", None)
+        runtime = state.cluster
         if runtime is None:
             return None
         from kafkalite.metadata import partitions as placement
@@ -102,7 +106,7 @@ class ShareClusterLinks:
 
 
 # -- leadership moves ---------------------------------------------------------------------------------------
-def leader_moved(runtime: Any, tp: tuple[str, int], old: int, new: int) -> None:
+def leader_moved(runtime: ClusterRuntime, tp: tuple[str, int], old: int, new: int) -> None:
     """The runtime's hook (``ClusterRuntime._set_leader``): ``tp``'s leader changed from ``old`` to ``new``.
     Both drop what they hold in memory of its share-partitions: the old leader no longer serves them (and its
     timers must not write their state any more), the new one initialises them from the latest state at first

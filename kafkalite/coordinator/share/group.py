@@ -63,7 +63,7 @@ class ShareGroup:
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, set[TP]] = field(default_factory=dict)
-    topology: tuple = ()
+    topology: tuple[tuple[str, tuple[uuid.UUID, int]], ...] = ()   # (topic, (id, partitions)), sorted
 
     @property
     def state(self) -> str:

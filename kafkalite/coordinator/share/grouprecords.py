@@ -73,7 +73,7 @@ def _cstr(w: Writer, s: str | None) -> None:
         return
     b = s.encode()
     w.uvarint(len(b) + 1)
-    w.buf += b  # type: ignore[attr-defined]
+    w.buf += b
 
 
 def _rcstr(r: Reader) -> str | None:
@@ -87,7 +87,7 @@ def _parts(w: Writer, parts: Iterable[TP]) -> None:
         by_topic.setdefault(tid, []).append(p)
     w.uvarint(len(by_topic) + 1)
     for tid, ps in by_topic.items():
-        w.buf += tid.bytes  # type: ignore[attr-defined]
+        w.buf += tid.bytes
         w.uvarint(len(ps) + 1)
         for p in ps:
             w.int32(p)
@@ -158,7 +158,7 @@ def state_partitions_value(initialized: Mapping[uuid.UUID, tuple[str, list[int]]
         w.uvarint(1)                                    # InitializingTopics: none (initialized at once)
         w.uvarint(len(initialized) + 1)
         for tid, (name, parts) in sorted(initialized.items(), key=lambda kv: kv[1][0]):
-            w.buf += tid.bytes  # type: ignore[attr-defined]
+            w.buf += tid.bytes
             _cstr(w, name)
             w.uvarint(len(parts) + 1)
             for p in sorted(parts):

@@ -307,7 +307,7 @@ class SharePartition:
                     continue
                 cnts = self._cnt[i0:i1]
                 if t == ACCEPT:
-                    states = bytes([ACKNOWLEDGED]) * n
+                    states: bytes | bytearray = bytes([ACKNOWLEDGED]) * n
                 elif t == RELEASE:
                     states = cnts.translate(self._release_table())
                 else:                       # REJECT, GAP

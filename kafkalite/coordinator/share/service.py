@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -48,6 +48,9 @@ from kafkalite.coordinator.share.state import StateReplay
 from kafkalite.errors import error_code_for
 from kafkalite.runtime.supervisor import supervise
 from kafkalite_storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger("kafkalite.coordinator.share")
 
@@ -94,7 +97,7 @@ class _Timers:
 
 
 class ShareService:
-    def __init__(self, state: Any, config: ShareConfig | None = None) -> None:
+    def __init__(self, state: BrokerState, config: ShareConfig | None = None) -> None:
         self.state = state
         self.config = config or ShareConfig.from_broker(getattr(state, "config", None))
         if self.config.group_configs is None and state is not None:
@@ -225,11 +228,13 @@ class ShareService:
         plog = st.get_log(STATE_TOPIC, partition % parts)
         if plog is None:
             raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{STATE_TOPIC}-{partition} does not exist")
-        if getattr(st, "cluster", None) is not None and not st.leads(STATE_TOPIC, partition % parts):
+        if st.cluster is not None and not st.leads(STATE_TOPIC, partition % parts):
             peer = self.cluster.peer(STATE_TOPIC, partition % parts) if self.cluster is not None else None
             if peer is None or peer is self:
                 raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{STATE_TOPIC}-{partition} is led by another broker")
-            return peer._append(partition, records)   # the share coordinator's write (WriteShareGroupState)
+            # the share coordinator's write (WriteShareGroupState)
+            written: int | None = peer._append(partition, records)
+            return written
         now = time.time_ns() // 1_000_000
         try:
             info = plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
@@ -440,7 +445,9 @@ class ShareService:
         anything unusual ``limit``, so that the fetch goes on and reports it."""
         st = self.state
         name = self.topic_name(tid)
-        plog = st.get_log(name, p) if name is not None and 0 <= p < st.topics[name].partitions else None
+        if name is None or not 0 <= p < st.topics[name].partitions:
+            return limit
+        plog = st.get_log(name, p)
         if plog is None or self.cluster is not None and not self.cluster.leads(name, p):
             return limit
         if stale(self, ShareKey(group, tid, p)):
@@ -516,7 +523,7 @@ class ShareService:
         max_bytes = max_bytes if max_bytes > 0 else 0x7FFFFFFF
         names = [(self.topic_name(tid), p) for tid, p in partitions]
         log_keys = [(n, p) for n, p in names if n is not None]
-        if getattr(st.logs, "pending_loads", 0):
+        if st.logs.pending_loads:
             await st.ensure_loaded(log_keys)
         keys = [ShareKey(group, tid, p) for tid, p in partitions]
         while True:

@@ -73,9 +73,9 @@ class ShareSessionCache:
                 if old is not None:
                     self.sessions[key] = old
                 return Context(SHARE_SESSION_LIMIT_REACHED)
-            s = ShareSession(group, member, next_epoch(INITIAL_EPOCH), dict.fromkeys(add), now, conn_id)
-            self.sessions[key] = s
-            return Context(session=s, replaced=old)
+            new = ShareSession(group, member, next_epoch(INITIAL_EPOCH), dict.fromkeys(add), now, conn_id)
+            self.sessions[key] = new
+            return Context(session=new, replaced=old)
         s = self.sessions.get(key)
         if s is None:
             return Context(SHARE_SESSION_NOT_FOUND)

@@ -66,11 +66,11 @@ class StateReplay:
 
     def replay(self, snapshot: bool, k: ShareKey, v: ShareValue, offset: int = -1) -> None:
         if snapshot:
-            st = PersistedState(v.start_offset, v.state_epoch, v.snapshot_epoch, v.leader_epoch, v.create_ts,
-                                snapshot_offset=offset)
-            st.apply(v.batches)
-            st.prune()
-            self.states[k] = st
+            snap = PersistedState(v.start_offset, v.state_epoch, v.snapshot_epoch, v.leader_epoch, v.create_ts,
+                                  snapshot_offset=offset)
+            snap.apply(v.batches)
+            snap.prune()
+            self.states[k] = snap
             return
         st = self.states.get(k)
         if st is None:                 # an update without its snapshot (cannot happen with our writer)

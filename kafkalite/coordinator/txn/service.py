@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -53,6 +53,9 @@ from kafkalite.runtime.supervisor import supervise
 from kafkalite.state import leader_epoch
 from kafkalite_storage.errors import StorageError
 
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
+
 log = logging.getLogger("kafkalite.transactions")
 
 _TRANSACTIONAL_FLAG = 0x10
@@ -70,7 +73,7 @@ def fenced_error(code: int, version: int, first_fenced_version: int) -> int:
 
 
 class TransactionService:
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: BrokerState | None) -> None:
         self.state = state
         cfg = getattr(state, "config", None)
         self.num_partitions = cfg.get_int("transaction.state.log.num.partitions") if cfg is not None else 50
@@ -193,10 +196,11 @@ class TransactionService:
         st = self.state
         if st is None:
             return
-        if getattr(st, "cluster", None) is not None:   # the marker goes to the partition's leader
-            st = st.cluster.leader_state(*tp)
-            if st is None:   # no running leader now: the coordinator retries this marker later
+        if st.cluster is not None:   # the marker goes to the partition's leader
+            leader = st.cluster.leader_state(*tp)
+            if leader is None:   # no running leader now: the coordinator retries this marker later
                 raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{tp[0]}-{tp[1]} has no running leader")
+            st = leader
         plog = st.get_log(*tp)
         if plog is None:
             log.warning("no partition %s-%d for a transaction marker; skipped", *tp)
@@ -206,14 +210,17 @@ class TransactionService:
         st.notify_append(*tp)
 
     def allocate_producer_id(self) -> int:
-        return int(self.state.allocate_producer_id())
+        if self.state is None:   # (a unit test's service: its backend allocates instead)
+            raise RuntimeError("no broker state to allocate a producer id from")
+        return self.state.allocate_producer_id()
 
     def complete_group_txn(self, producer_id: int, commit: bool) -> None:
-        cluster = getattr(self.state, "cluster", None)
+        if self.state is None:
+            return
+        cluster = self.state.cluster
         for st in [self.state] if cluster is None else cluster.running_states():   # (the group's coordinator)
-            groups = getattr(st, "groups", None)
-            if groups is not None:
-                groups.complete_txn(producer_id, commit)
+            if st.groups is not None:
+                st.groups.complete_txn(producer_id, commit)
 
     # -- API entry points (handlers) ---------------------------------------------------------------
     async def init_producer_id(self, ctx: Any, req: Any) -> Any:
