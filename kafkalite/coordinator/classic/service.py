@@ -36,12 +36,7 @@ from kafkalite.coordinator.classic.records import (
 )
 from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.common.config import OFFSETS_TOPIC, GroupConfig
-from kafkalite.coordinator.common.internal_topics import (
-    TimerLoop,
-    WallClock,
-    create_internal_topic,
-    read_chunks,
-)
+from kafkalite.coordinator.common.runtime import CoordinatorRuntime
 from kafkalite.coordinator.consumer.records import consumer_split
 from kafkalite.errors import error_code_for
 from kafkalite.runtime.supervisor import supervise
@@ -59,21 +54,21 @@ class _Done:
         return iter(())
 
 
-class GroupService:
+class GroupService(CoordinatorRuntime):
+    state_topic = OFFSETS_TOPIC
+    task_name = "group-coordinator"
+    load_failed_message = "starting with an empty coordinator"
+    logger = log
+
     def __init__(self, state: BrokerState | None, config: GroupConfig | None = None) -> None:
-        self.state = state
+        super().__init__(state)
         if config is None:
             config = GroupConfig.from_mapping(state.config) if state is not None and \
                 getattr(state, "config", None) is not None else GroupConfig()
         self.config = config
         self.coordinator = GroupCoordinator(config, self._append)
         self.coordinator.loading = True
-        self.loaded = trio.Event()
-        self._timers = TimerLoop(self)
-        self._cancel: trio.CancelScope | None = None
-        self._clock = WallClock()
-        self._creating: trio.Event | None = None
-        from kafkalite.coordinator.consumer.service import ConsumerGroupService
+        from kafkalite.coordinator.consumer.service import ConsumerGroupService  # (it imports this module)
         self.consumer = ConsumerGroupService(self)   # KIP-848 groups (kafkalite/coordinator/consumer/)
         self.coordinator.consumer_group_topics = self.consumer.subscribed_topics
         # TxnOffsetCommit checks a consumer group's members, and refuses a share group's id
@@ -84,58 +79,37 @@ class GroupService:
         shares = getattr(self.state, "shares", None)   # (started after this service, on first use)
         return shares is not None and bool(shares.is_share_group(group_id))
 
-    # -- time ----------------------------------------------------------------------------------
-    def now_ms(self) -> int:
-        return self._clock.now_ms()
-
     def _kick(self) -> None:
-        self._timers.kick()
+        self.kick()
 
-    # -- lifecycle -----------------------------------------------------------------------------
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        with trio.CancelScope() as scope:
-            self._cancel = scope
-            self.now_ms()
-            task_status.started()
-            try:
-                await self._load()
-            except Exception:
-                log.exception("loading %s failed; starting with an empty coordinator", OFFSETS_TOPIC)
-                self.coordinator.groups = {}
-            self.coordinator.loading = False
-            self.consumer.coordinator.loading = False
-            self.loaded.set()
-            # a failing group is reset by the coordinator itself; anything else the loop raises is the
-            # supervisor's: logged, recorded, and the loop started again
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(supervise, self.state, "consumer-group-coordinator.timers",
-                                   self.consumer.timers.run)
-                await supervise(self.state, "group-coordinator.timers", self._timers.run)
-
-    async def _load(self) -> None:
-        if self.state is None or OFFSETS_TOPIC not in getattr(self.state, "topics", {}):
+    # -- lifecycle (CoordinatorRuntime) ------------------------------------------------------------
+    async def load(self) -> None:
+        consumer_records: list[tuple[bytes, bytes | None]] = []
+        loader = StateLoader()
+        partitions = await self.read_state_topic(
+            lambda data: loader.feed_entries(consumer_split(iter_entries(data), consumer_records)))
+        if partitions is None:
             return
-        partitions = self.state.topics[OFFSETS_TOPIC].partitions
         # an existing topic decides the partition count (as in Kafka), whatever the config says now
         self.config.offsets_topic_num_partitions = partitions
-        logs = [self.state.get_log(OFFSETS_TOPIC, p) for p in range(partitions)]
-
-        consumer_records: list[tuple[bytes, bytes | None]] = []
-
-        def read_all() -> StateLoader:
-            loader = StateLoader()
-            for plog in logs:
-                if plog is None:
-                    continue
-                for data in read_chunks(plog):
-                    loader.feed_entries(consumer_split(iter_entries(data), consumer_records))
-            return loader
-
-        loader = await trio.to_thread.run_sync(read_all)
         self.coordinator.groups = loader.build(self.now_ms())
         self.consumer.coordinator.load(consumer_records, self.now_ms())
         log.info("loaded %d groups from %d %s records", len(self.coordinator.groups), loader.records,
                  OFFSETS_TOPIC)
+
+    def load_failed(self) -> None:
+        self.coordinator.groups = {}
+
+    def after_load(self) -> None:
+        self.coordinator.loading = False
+        self.consumer.coordinator.loading = False
+
+    async def run_loops(self) -> None:
+        # a failing group is reset by the coordinator itself; anything else the loop raises is the
+        # supervisor's: logged, recorded, and the loop started again
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(supervise, self.state, "consumer-group-coordinator.timers", self.consumer.timers.run)
+            await supervise(self.state, "group-coordinator.timers", self._timers.run)
 
     def close(self) -> _Done:
         """Stop answering and stop the timer loop; parked JoinGroup/SyncGroup get NOT_COORDINATOR."""
@@ -146,8 +120,7 @@ class GroupService:
             for g in c.groups.values():
                 for m in g.members.values():
                     _fail_member(m)
-        if self._cancel is not None:
-            self._cancel.cancel()
+        super().close()
         return _Done()
 
     # -- storage -------------------------------------------------------------------------------
@@ -166,22 +139,9 @@ class GroupService:
     async def ensure_offsets_topic_async(self) -> bool:
         """Create ``__consumer_offsets`` if needed, its 50 partition logs in a worker thread (they cost
         a few fsyncs each); concurrent callers wait for the same creation. False if it failed."""
-        st = self.state
-        if st is None or OFFSETS_TOPIC in st.topics:
-            return True
-        if self._creating is not None:
-            await self._creating.wait()
-            return OFFSETS_TOPIC in st.topics
-        self._creating = ev = trio.Event()
-        try:
-            await create_internal_topic(st, OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
-                                        self._offsets_topic_overrides())
-        except Exception:
-            log.exception("could not create %s", OFFSETS_TOPIC)
+        if not await self.create_state_topic(self.config.offsets_topic_num_partitions,
+                                             self._offsets_topic_overrides()):
             return False
-        finally:
-            self._creating = None
-            ev.set()
         self._follow_topic_partitions()
         return True
 

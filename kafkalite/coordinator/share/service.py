@@ -28,12 +28,7 @@ import trio
 
 from kafkalite.coordinator.classic.records import build_batch, iter_records
 from kafkalite.coordinator.common import errors as E
-from kafkalite.coordinator.common.internal_topics import (
-    TimerLoop,
-    WallClock,
-    create_internal_topic,
-    read_chunks,
-)
+from kafkalite.coordinator.common.runtime import CoordinatorRuntime
 from kafkalite.coordinator.share import offsets
 from kafkalite.coordinator.share.cluster import ShareClusterLinks, adopt, stale
 from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
@@ -96,9 +91,15 @@ class _Timers:
             s.wake()
 
 
-class ShareService:
+class ShareService(CoordinatorRuntime):
+    state_topic = STATE_TOPIC
+    task_name = "share-coordinator"
+    load_failed_message = "share groups start without state"
+    logger = log
+    state: BrokerState   # a share service always belongs to a broker
+
     def __init__(self, state: BrokerState, config: ShareConfig | None = None) -> None:
-        self.state = state
+        super().__init__(state)
         self.config = config or ShareConfig.from_broker(getattr(state, "config", None))
         if self.config.group_configs is None and state is not None:
             self.config.group_configs = self._group_configs
@@ -106,12 +107,7 @@ class ShareService:
         self.states = ShareStateManager(self.config, self._append)
         self.sessions = ShareSessionCache(self.config.max_sessions)
         self.coordinator = _Timers(self)
-        self.loaded = trio.Event()
         self.loading = True
-        self._clock = WallClock()
-        self._timers = TimerLoop(self)
-        self._cancel: trio.CancelScope | None = None
-        self._creating: trio.Event | None = None
         self._waiters: set[trio.Event] = set()
         self._left: dict[tuple[str, str], int] = {}     # members that left with a session open -> when to close it
         self._by_conn: dict[int, set[tuple[str, str]]] = {}   # connection id -> (group, member) of sessions it opened
@@ -126,56 +122,26 @@ class ShareService:
         lookup = getattr(self.state, "group_configs", None)
         return lookup(group_id) if callable(lookup) else {}
 
-    # -- time, wakeups -------------------------------------------------------------------------
-    def now_ms(self) -> int:
-        return self._clock.now_ms()
-
-    def kick(self) -> None:
-        self._timers.kick()
-
+    # -- wakeups -------------------------------------------------------------------------------
     def wake(self) -> None:
         """Records became available again somewhere: parked ShareFetches look again."""
         waiters, self._waiters = self._waiters, set()
         for ev in waiters:
             ev.set()
 
-    # -- lifecycle -----------------------------------------------------------------------------
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        with trio.CancelScope() as scope:
-            self._cancel = scope
-            self.now_ms()
-            task_status.started()
-            try:
-                await self._load()
-            except Exception:
-                log.exception("loading %s failed; share groups start without state", STATE_TOPIC)
-            self.loading = False
-            self.loaded.set()
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(supervise, self.state, "share-coordinator.prune", self._prune_loop)
-                nursery.start_soon(supervise, self.state, "share-coordinator.cold-snapshots", self._cold_loop)
-                await supervise(self.state, "share-coordinator.timers", self._timers.run)
-
-    async def _load(self) -> None:
+    # -- lifecycle (CoordinatorRuntime) ------------------------------------------------------------
+    async def load(self) -> None:
         await self.membership.load()
-        st = self.state
-        if st is None or STATE_TOPIC not in getattr(st, "topics", {}):
+        replay = StateReplay()
+
+        def feed(data: bytes) -> None:
+            for off, key, value in iter_records(data):
+                replay.feed(bytes(key), None if value is None else bytes(value), off)
+
+        partitions = await self.read_state_topic(feed)
+        if partitions is None:
             return
-        info = st.topics[STATE_TOPIC]
-        self.config.state_partitions = info.partitions
-        logs = [st.get_log(STATE_TOPIC, p) for p in range(info.partitions)]
-
-        def read_all() -> StateReplay:
-            replay = StateReplay()
-            for plog in logs:
-                if plog is None:
-                    continue
-                for data in read_chunks(plog):
-                    for off, key, value in iter_records(data):
-                        replay.feed(bytes(key), None if value is None else bytes(value), off)
-            return replay
-
-        replay = await trio.to_thread.run_sync(read_all)
+        self.config.state_partitions = partitions
         # a share-partition adopted while this read ran (a service started on first use) keeps the latest state
         self.states.load({k: v for k, v in replay.states.items() if k not in self.adopted})
         for key in replay.states:
@@ -183,13 +149,21 @@ class ShareService:
         log.info("loaded %d share-partitions of %d share groups from %d %s records", len(replay.states),
                  len({k.group for k in replay.states}), replay.records, STATE_TOPIC)
 
+    def after_load(self) -> None:
+        self.loading = False
+
+    async def run_loops(self) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(supervise, self.state, "share-coordinator.prune", self._prune_loop)
+            nursery.start_soon(supervise, self.state, "share-coordinator.cold-snapshots", self._cold_loop)
+            await supervise(self.state, "share-coordinator.timers", self._timers.run)
+
     def begin_drain(self) -> None:
         self.wake()
 
     def close(self) -> None:
         self.wake()
-        if self._cancel is not None:
-            self._cancel.cancel()
+        super().close()
 
     # -- storage -------------------------------------------------------------------------------
     def _overrides(self) -> dict[str, str]:
@@ -198,22 +172,7 @@ class ShareService:
                 "segment.bytes": str(self.config.state_segment_bytes)}
 
     async def ensure_state_topic(self) -> bool:
-        st = self.state
-        if st is None or STATE_TOPIC in st.topics:
-            return True
-        if self._creating is not None:
-            await self._creating.wait()
-            return STATE_TOPIC in st.topics
-        self._creating = ev = trio.Event()
-        try:
-            await create_internal_topic(st, STATE_TOPIC, self.config.state_partitions, self._overrides())
-        except Exception:
-            log.exception("could not create %s", STATE_TOPIC)
-            return False
-        finally:
-            self._creating = None
-            ev.set()
-        return True
+        return await self.create_state_topic(self.config.state_partitions, self._overrides())
 
     def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int | None:
         st = self.state

@@ -22,16 +22,9 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
-import trio
-
 from kafkalite.coordinator.classic.records import RecordDecodeError, build_batch, iter_records
 from kafkalite.coordinator.common import errors as E
-from kafkalite.coordinator.common.internal_topics import (
-    TimerLoop,
-    WallClock,
-    create_internal_topic,
-    read_chunks,
-)
+from kafkalite.coordinator.common.runtime import CoordinatorRuntime
 from kafkalite.coordinator.txn.coordinator import (
     DEFAULT_MAX_TIMEOUT_MS,
     PRODUCER_FENCED,
@@ -49,7 +42,6 @@ from kafkalite.coordinator.txn.records import (
 )
 from kafkalite.errors import error_code_for
 from kafkalite.metadata.partitions import partition_for
-from kafkalite.runtime.supervisor import supervise
 from kafkalite.state import leader_epoch
 from kafkalite_storage.errors import StorageError
 
@@ -72,9 +64,14 @@ def fenced_error(code: int, version: int, first_fenced_version: int) -> int:
     return code
 
 
-class TransactionService:
+class TransactionService(CoordinatorRuntime):
+    state_topic = TXN_STATE_TOPIC
+    task_name = "transaction-coordinator"
+    load_failed_message = "starting with no transactions"
+    logger = log
+
     def __init__(self, state: BrokerState | None) -> None:
-        self.state = state
+        super().__init__(state)
         cfg = getattr(state, "config", None)
         self.num_partitions = cfg.get_int("transaction.state.log.num.partitions") if cfg is not None else 50
         max_timeout = cfg.get_int("transaction.max.timeout.ms") if cfg is not None \
@@ -83,71 +80,47 @@ class TransactionService:
             if cfg is not None else 104_857_600
         self.coordinator = TransactionCoordinator(self, max_timeout)
         self.coordinator.loading = True
-        self.loaded = trio.Event()
-        self._timers = TimerLoop(self)
-        self._cancel: trio.CancelScope | None = None
-        self._clock = WallClock()
-        self._creating: trio.Event | None = None
+        self._values: dict[str, TxnLogValue | None] = {}
 
-    # -- time ----------------------------------------------------------------------------------
-    def now_ms(self) -> int:
-        return self._clock.now_ms()
+    # -- lifecycle (CoordinatorRuntime) ------------------------------------------------------------
+    async def before_load(self) -> None:
+        if self.state is not None and getattr(self.state, "groups", None) is not None:
+            groups_loaded = getattr(self.state.groups, "loaded", None)
+            if groups_loaded is not None:   # completing a transaction may touch group offsets
+                await groups_loaded.wait()
 
-    def kick(self) -> None:
-        self._timers.kick()
+    async def load(self) -> None:
+        values: dict[str, TxnLogValue | None] = {}
 
-    # -- lifecycle -----------------------------------------------------------------------------
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        with trio.CancelScope() as scope:
-            self._cancel = scope
-            self.now_ms()
-            task_status.started()
-            if self.state is not None and getattr(self.state, "groups", None) is not None:
-                groups_loaded = getattr(self.state.groups, "loaded", None)
-                if groups_loaded is not None:   # completing a transaction may touch group offsets
-                    await groups_loaded.wait()
-            try:
-                values = await self._read_log()
-            except Exception:
-                log.exception("loading %s failed; starting with no transactions", TXN_STATE_TOPIC)
-                values = {}
-            self.coordinator.loading = False
-            try:
-                self.coordinator.load(self.now_ms(), values)
-            except Exception:
-                log.exception("completing loaded transactions failed")
-            if values:
-                log.info("loaded %d transactional ids from %s", len(self.coordinator.txns), TXN_STATE_TOPIC)
-            self.loaded.set()
-            await supervise(self.state, "transaction-coordinator.timers", self._timers.run)
+        def feed(data: bytes) -> None:
+            for _off, key, value in iter_records(data):
+                try:
+                    tid = decode_txn_key(key)
+                    values[tid] = None if value is None else decode_txn_value(value)
+                except (RecordDecodeError, UnicodeDecodeError, ValueError) as exc:
+                    log.warning("skipping undecodable %s record: %s", TXN_STATE_TOPIC, exc)
 
-    async def _read_log(self) -> dict[str, TxnLogValue | None]:
-        st = self.state
-        if st is None or TXN_STATE_TOPIC not in getattr(st, "topics", {}):
-            return {}
-        self.num_partitions = st.topics[TXN_STATE_TOPIC].partitions
-        logs = [st.get_log(TXN_STATE_TOPIC, p) for p in range(self.num_partitions)]
+        partitions = await self.read_state_topic(feed)
+        if partitions is not None:
+            self.num_partitions = partitions   # an existing topic decides the partition count
+        self._values = values
 
-        def read_all() -> dict[str, TxnLogValue | None]:
-            values: dict[str, TxnLogValue | None] = {}
-            for plog in logs:
-                if plog is None:
-                    continue
-                for data in read_chunks(plog):
-                    for _off, key, value in iter_records(data):
-                        try:
-                            tid = decode_txn_key(key)
-                            values[tid] = None if value is None else decode_txn_value(value)
-                        except (RecordDecodeError, UnicodeDecodeError, ValueError) as exc:
-                            log.warning("skipping undecodable %s record: %s", TXN_STATE_TOPIC, exc)
-            return values
+    def load_failed(self) -> None:
+        self._values = {}
 
-        return await trio.to_thread.run_sync(read_all)
+    def after_load(self) -> None:
+        values, self._values = self._values, {}
+        self.coordinator.loading = False
+        try:
+            self.coordinator.load(self.now_ms(), values)
+        except Exception:
+            log.exception("completing loaded transactions failed")
+        if values:
+            log.info("loaded %d transactional ids from %s", len(self.coordinator.txns), TXN_STATE_TOPIC)
 
     def close(self) -> None:
         self.coordinator.loading = True   # answer COORDINATOR_LOAD_IN_PROGRESS from now on
-        if self._cancel is not None:
-            self._cancel.cancel()
+        super().close()
 
     # -- the backend the pure coordinator writes through ------------------------------------------
     def partition_for(self, txn_id: str) -> int:
@@ -155,24 +128,13 @@ class TransactionService:
 
     async def ensure_topic(self) -> bool:
         """Create ``__transaction_state`` if needed (its partition logs in a worker thread)."""
-        st = self.state
-        if st is None or TXN_STATE_TOPIC in st.topics:
-            return True
-        if self._creating is not None:
-            await self._creating.wait()
-            return TXN_STATE_TOPIC in st.topics
-        self._creating = ev = trio.Event()
-        try:
-            overrides = {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes),
-                         "compression.type": "uncompressed"}
-            await create_internal_topic(st, TXN_STATE_TOPIC, self.num_partitions, overrides)
-        except Exception:
-            log.exception("could not create %s", TXN_STATE_TOPIC)
+        overrides = {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes),
+                     "compression.type": "uncompressed"}
+        if not await self.create_state_topic(self.num_partitions, overrides):
             return False
-        finally:
-            self._creating = None
-            ev.set()
-        self.num_partitions = st.topics[TXN_STATE_TOPIC].partitions   # the existing topic's count decides
+        st = self.state
+        if st is not None and TXN_STATE_TOPIC in st.topics:
+            self.num_partitions = st.topics[TXN_STATE_TOPIC].partitions   # the existing topic's count decides
         return True
 
     def persist(self, meta: TxnMetadata) -> None:
