@@ -133,6 +133,7 @@ class BrokerState:
         # live connections (read by the metrics endpoint)
         self.metrics: RequestMetrics | None = None
         self.faults: FaultPlan | None = None
+        self.schema_registry: Any = None   # kafkalite.registry.service.RegistryService when it is served
         self.loopwatch: LoopWatch | None = None
         self.connections: set[Connection] = set()
         # names whose partition directories are being created or removed in a worker thread right now
