@@ -173,7 +173,9 @@ def test_transitive_levels_check_every_live_version_not_only_the_latest() -> Non
     assert _level("FULL", fa, fb, fc) == [1, 2, 3]               # each pair of neighbours reads both ways
     assert _level("FULL_TRANSITIVE", fa, fb, fc) == [1, 2, "409"]   # fa cannot read fc (x, no default)
     assert _level("FULL_TRANSITIVE", a, b, c_bad) == [1, 2, "409"]
-    assert _level("FULL_TRANSITIVE", a, b, c) == [1, 2, 3]
+    assert _level("FULL_TRANSITIVE", a, b, c) == [1, 2, "409"]      # a cannot read c (no a, no default)
+    d = record(f("a", "int"), f("n", "int", default=0), f("m", "string", default=""))
+    assert _level("FULL_TRANSITIVE", a, b, d) == [1, 2, 3]          # only fields with defaults come and go
 
 
 def test_none_accepts_anything() -> None:
