@@ -22,7 +22,7 @@ def obj(props: dict[str, object], *, required: list[str] | None = None, closed: 
     return out
 
 
-S, I, N = {"type": "string"}, {"type": "integer"}, {"type": "number"}
+S, INT, N = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 
 
 def kinds(msgs: list[str]) -> list[str]:
@@ -30,24 +30,24 @@ def kinds(msgs: list[str]) -> list[str]:
 
 
 def test_type_widening_and_narrowing() -> None:
-    assert errors(N, I) == []
-    assert kinds(errors(I, N)) == ["TYPE_CHANGED"]
+    assert errors(N, INT) == []
+    assert kinds(errors(INT, N)) == ["TYPE_CHANGED"]
     assert kinds(errors({"type": "string"}, {"type": ["string", "null"]})) == ["TYPE_NARROWED"]
     assert errors({"type": ["string", "null"]}, S) == []
 
 
 def test_open_and_closed_content_models() -> None:
-    assert kinds(errors(obj({"a": S, "b": I}), obj({"a": S}))) == ["PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"]
-    assert errors(obj({"a": S, "b": I}), obj({"a": S}, closed=True)) == []       # optional add, closed writer
-    assert errors(obj({"a": S}), obj({"a": S, "b": I})) == []                      # removed, open reader
-    assert kinds(errors(obj({"a": S}, closed=True), obj({"a": S, "b": I}))) == \
+    assert kinds(errors(obj({"a": S, "b": INT}), obj({"a": S}))) == ["PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"]
+    assert errors(obj({"a": S, "b": INT}), obj({"a": S}, closed=True)) == []       # optional add, closed writer
+    assert errors(obj({"a": S}), obj({"a": S, "b": INT})) == []                      # removed, open reader
+    assert kinds(errors(obj({"a": S}, closed=True), obj({"a": S, "b": INT}))) == \
         ["PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", "ADDITIONAL_PROPERTIES_REMOVED"]   # the writer was open
-    assert kinds(errors(obj({"a": S}, closed=True), obj({"a": S, "b": I}, closed=True))) == \
+    assert kinds(errors(obj({"a": S}, closed=True), obj({"a": S, "b": INT}, closed=True))) == \
         ["PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL"]
 
 
 def test_required_added() -> None:
-    assert kinds(errors(obj({"a": S, "b": I}, required=["b"]), obj({"a": S}, closed=True))) == \
+    assert kinds(errors(obj({"a": S, "b": INT}, required=["b"]), obj({"a": S}, closed=True))) == \
         ["REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"]
     assert kinds(errors(obj({"a": S}, required=["a"]), obj({"a": S}))) == ["REQUIRED_ATTRIBUTE_ADDED"]
     assert errors(obj({"a": S}), obj({"a": S}, required=["a"])) == []
@@ -64,14 +64,14 @@ def test_enums_and_bounds() -> None:
 
 
 def test_arrays_combinations_and_refs() -> None:
-    assert errors({"type": "array", "items": N}, {"type": "array", "items": I}) == []
-    assert kinds(errors({"type": "array", "items": I}, {"type": "array", "items": N})) == ["TYPE_CHANGED"]
-    assert errors({"oneOf": [S, I]}, S) == []
-    assert kinds(errors({"oneOf": [S, I]}, {"type": "boolean"})) == ["COMBINED_TYPE_SUBSCHEMAS_CHANGED"]
+    assert errors({"type": "array", "items": N}, {"type": "array", "items": INT}) == []
+    assert kinds(errors({"type": "array", "items": INT}, {"type": "array", "items": N})) == ["TYPE_CHANGED"]
+    assert errors({"oneOf": [S, INT]}, S) == []
+    assert kinds(errors({"oneOf": [S, INT]}, {"type": "boolean"})) == ["COMBINED_TYPE_SUBSCHEMAS_CHANGED"]
     assert errors(S, {"anyOf": [S, {"type": "string", "maxLength": 3}]}) == []
-    local = {"definitions": {"x": I}, "type": "object", "properties": {"a": {"$ref": "#/definitions/x"}}}
-    assert errors(local, obj({"a": I})) == []
-    assert errors(obj({"a": {"$ref": "other.json"}}), obj({"a": I}), {"other.json": N}) == []
+    local = {"definitions": {"x": INT}, "type": "object", "properties": {"a": {"$ref": "#/definitions/x"}}}
+    assert errors(local, obj({"a": INT})) == []
+    assert errors(obj({"a": {"$ref": "other.json"}}), obj({"a": INT}), {"other.json": N}) == []
 
 
 @pytest.mark.parametrize("bad", ["[1]", '"x"', '{"type":"nope"}', '{"properties":[]}', '{"required":"a"}', "{"])
@@ -81,7 +81,7 @@ def test_invalid_json_schemas(bad: str) -> None:
 
 
 def test_canonical_keeps_order_and_normalize_sorts() -> None:
-    doc = J.parse(json.dumps({"type": "object", "properties": {"b": S, "a": I}}))
+    doc = J.parse(json.dumps({"type": "object", "properties": {"b": S, "a": INT}}))
     assert J.canonical(doc) == '{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"integer"}}}'
     assert J.canonical(doc, normalize=True) == \
         '{"properties":{"a":{"type":"integer"},"b":{"type":"string"}},"type":"object"}'
