@@ -155,8 +155,8 @@ def _schemas(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
         prefix = req.query.get("subjectPrefix", "")
         latest_only = _flag(req, "latestOnly")
         out = []
-        for subject in reg.subjects(prefix, deleted):
-            versions = reg.all_versions(subject) if deleted else reg.live(subject)
+        for name in reg.subjects(prefix, deleted):
+            versions = reg.all_versions(name) if deleted else reg.live(name)
             for v in versions[-1:] if latest_only else versions:
                 out.append(schema_json(v))
         return out

@@ -16,6 +16,7 @@ Pure: no I/O, no trio.
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections import OrderedDict
 from collections.abc import Callable
@@ -378,8 +379,8 @@ class Registry:
             name, subject, version = ref.get("name"), ref.get("subject"), ref.get("version")
             if not isinstance(name, str) or not isinstance(subject, str) or not isinstance(version, int):
                 raise RegistryError(422, 42201, "Invalid schema reference: name, subject and version are required")
-            target = self.versions.get(subject, {}).get(version) if version != -1 else \
-                (self.live(subject) or [None])[-1]
+            live = self.live(subject)
+            target = self.versions.get(subject, {}).get(version) if version != -1 else (live[-1] if live else None)
             if target is None:
                 raise invalid_schema(f"references a missing schema: {subject} version {version}")
             out.append((name, target.schema, self._resolve(target.references, depth + 1)))
@@ -416,7 +417,7 @@ class Registry:
                     return {"id": v.id}
         if mode != "IMPORT":
             level = str(self.config_in_scope(subject).get("compatibilityLevel", "BACKWARD"))
-            msgs = compat.check(level, parsed, [(v.version, v.schema, lambda v=v: self.parsed(v)) for v in live])
+            msgs = compat.check(level, parsed, self._loaders(live))
             if msgs:
                 raise RegistryError(409, 409, "Schema being registered is incompatible with an earlier schema for "
                                               f"subject \"{subject}\", details: [{', '.join(msgs)}]")
@@ -482,9 +483,11 @@ class Registry:
                 if one is None or one.deleted:
                     raise version_not_found(v)
                 targets = [one]
-            if not level.endswith("_TRANSITIVE"):
-                pass
-        return compat.check(level, parsed, [(t.version, t.schema, lambda t=t: self.parsed(t)) for t in targets])
+        return compat.check(level, parsed, self._loaders(targets))
+
+    def _loaders(self, versions: list[R.SchemaValue]) -> list[tuple[int, str, Callable[[], compat.Parsed]]]:
+        """(version, text, parse) of each, parsed only if the level needs it."""
+        return [(v.version, v.schema, functools.partial(self.parsed, v)) for v in versions]
 
     def delete_version(self, subject: str, text: str, permanent: bool = False) -> int:
         """DELETE /subjects/{s}/versions/{v}[?permanent=true]: the version deleted."""
