@@ -81,7 +81,7 @@ class Broker(LoopOwner):
     def schema_registry_url(self) -> str | None:
         """``http://127.0.0.1:PORT`` of the built-in schema registry when ``schema_registry=True`` (or
         ``kafkalite.schema.registry.listen`` is set); None when it is off or not started."""
-        from kafkalite.registry import bound_address   # the registry room is imported only when asked about
+        from kafkalite.registry import bound_address  # the registry room is imported only when asked about
 
         bound = bound_address(self.data_dir)
         if bound is None:

@@ -17,13 +17,16 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
 from kafkalite.config.addresses import parse_address
 from kafkalite.config.sidecars import SCHEMA_REGISTRY_LISTEN
 from kafkalite.httpd.server import public_url
+
+if TYPE_CHECKING:
+    from kafkalite.state import BrokerState
 
 log = logging.getLogger("kafkalite.registry")
 
@@ -43,7 +46,7 @@ def bound_address(log_dir: str | Path) -> tuple[str, int] | None:
     return _BOUND.get(_key(log_dir))
 
 
-async def start(state: Any, nursery: trio.Nursery) -> None:
+async def start(state: BrokerState, nursery: trio.Nursery) -> None:
     """If ``kafkalite.schema.registry.listen`` is set: bind it (a failure is a StartupError, like a listener's),
     load ``_schemas`` in the background and serve the REST API in ``nursery`` under the supervisor."""
     from kafkalite.registry.http import (  # the HTTP side: imported once the registry is on
@@ -52,7 +55,7 @@ async def start(state: Any, nursery: trio.Nursery) -> None:
     )
     from kafkalite.registry.service import RegistryService  # storage glue: likewise
 
-    value = state.config.get_str(LISTEN_KEY) if hasattr(state.config, "get_str") else None
+    value = state.config.get_str(LISTEN_KEY)
     if not value:
         return
     host, port = parse_address(value)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 import trio
 
 from kafkalite.coordinator.classic.records import build_batch, iter_records
 from kafkalite.coordinator.common.internal_topics import read_chunks
 from kafkalite.registry.core import Registry, RegistryError
+from kafkalite.state import BrokerState
 
 log = logging.getLogger("kafkalite.registry")
 
@@ -26,7 +26,7 @@ TOPIC_CONFIG = {"cleanup.policy": "compact"}
 
 
 class RegistryService:
-    def __init__(self, state: Any, topic: str = TOPIC) -> None:
+    def __init__(self, state: BrokerState, topic: str = TOPIC) -> None:
         self.state = state
         self.topic = topic
         self.registry = Registry(self._write)
@@ -47,7 +47,7 @@ class RegistryService:
 
     async def _load(self) -> None:
         start = time.perf_counter()
-        if self.topic in getattr(self.state, "topics", {}):
+        if self.topic in self.state.topics:
             plog = self.state.get_log(self.topic, 0)
             if plog is not None:
                 registry = self.registry
@@ -76,6 +76,4 @@ class RegistryService:
             raise RegistryError(500, 50004, f"{self.topic}-0 is led by another broker")
         now = time.time_ns() // 1_000_000
         plog.append(build_batch(records, now), leader_epoch=0, now_ms=now)
-        notify = getattr(st, "notify_append", None)
-        if notify is not None:
-            notify(self.topic, 0)
+        st.notify_append(self.topic, 0)

@@ -428,7 +428,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
 
                 await control.start(state, background)
             if config.get_str(SCHEMA_REGISTRY_LISTEN):
-                from kafkalite import registry   # the schema registry (off unless set) is imported only then
+                from kafkalite import registry  # the schema registry (off unless set) is imported only then
 
                 await registry.start(state, background)
             await _start_services(state, background)
