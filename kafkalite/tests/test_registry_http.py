@@ -140,3 +140,8 @@ def test_state_survives_a_restart(tmp_path: Path) -> None:
         assert call(u, "GET", "/subjects?deleted=true")[2] == ["keep"]
         assert call(u, "GET", "/config/keep")[2] == {"compatibilityLevel": "FULL"}
         assert call(u, "POST", "/subjects/other/versions", {"schema": '"string"'})[2] == {"id": 2}
+
+
+def test_the_pytest_plugin_exposes_the_registry_url(kafkalite_schema_registry_url: str) -> None:
+    assert kafkalite_schema_registry_url.startswith("http://127.0.0.1:")
+    assert call(kafkalite_schema_registry_url, "GET", "/schemas/types")[0] == 200
