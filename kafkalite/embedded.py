@@ -38,9 +38,12 @@ def _one_line(exc: BaseException) -> str:
 class Broker(LoopOwner):
     def __init__(self, *, data_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 0,
                  overrides: Mapping[str, str] | None = None, emulate_kafka: str | None = None,
-                 config: BrokerConfig | None = None, startup_timeout: float = 60.0) -> None:
+                 config: BrokerConfig | None = None, startup_timeout: float = 60.0,
+                 schema_registry: bool = False) -> None:
         values: dict[str, str] = dict(config.values) if config is not None else {}
         values.setdefault("listeners", f"PLAINTEXT://{host}:{port}")
+        if schema_registry:   # on a free port of the same host (Broker.schema_registry_url)
+            values["kafkalite.schema.registry.listen"] = f"{host}:0"
         if emulate_kafka:
             values["kafkalite.emulate.kafka"] = emulate_kafka
         values.update(overrides or {})
@@ -73,6 +76,18 @@ class Broker(LoopOwner):
         from kafkalite.console import bound_address
 
         return bound_address(self.data_dir)
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """``http://127.0.0.1:PORT`` of the built-in schema registry when ``schema_registry=True`` (or
+        ``kafkalite.schema.registry.listen`` is set); None when it is off or not started."""
+        from kafkalite.registry import bound_address  # the registry room is imported only when asked about
+
+        bound = bound_address(self.data_dir)
+        if bound is None:
+            return None
+        host, port = bound
+        return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
 
     @property
     def faults(self) -> Any:

@@ -3,7 +3,10 @@
 Fixtures, available to any project that has kafkalite installed:
 
 - ``kafkalite_broker`` (session scope): one embedded :class:`kafkalite.Broker` on a free port with a temporary
-  data directory, shared by the whole test session. Use ``kafkalite_broker.bootstrap_servers``.
+  data directory, shared by the whole test session. Use ``kafkalite_broker.bootstrap_servers``; it also serves
+  the built-in schema registry at ``kafkalite_broker.schema_registry_url``.
+- ``kafkalite_schema_registry_url`` (session scope): that URL (``http://127.0.0.1:PORT``), for
+  confluent-kafka's ``SchemaRegistryClient({"url": ...})``.
 - ``kafkalite_broker_factory`` (function scope): a callable ``factory(**kwargs) -> Broker`` that starts brokers
   (``data_dir=``, ``overrides=``, ``emulate_kafka=``) and stops all of them at the end of the test.
 - ``kafkalite_cluster`` (function scope): a :class:`kafkalite.cluster.Cluster` of 3 brokers in this process,
@@ -38,8 +41,15 @@ def pytest_configure(config: pytest.Config) -> None:
 def kafkalite_broker() -> Iterator[Broker]:
     from kafkalite.embedded import Broker
 
-    with Broker() as broker:
+    with Broker(schema_registry=True) as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def kafkalite_schema_registry_url(kafkalite_broker: Broker) -> str:
+    url = kafkalite_broker.schema_registry_url
+    assert url is not None, "the session broker serves no schema registry"
+    return url
 
 
 @pytest.fixture

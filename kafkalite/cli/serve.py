@@ -2,7 +2,8 @@
 
     kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
                     [--emulate-kafka 2.8|3.6|3.9] [--metrics [HOST:PORT]] [--console [HOST:PORT]]
-                    [--control [HOST:PORT] [--control-allow-remote]] [--brokers N]
+                    [--control [HOST:PORT] [--control-allow-remote]] [--schema-registry [HOST:PORT]]
+                    [--brokers N]
                     [--log-level LEVEL]
 
 Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
@@ -44,6 +45,9 @@ def configure(serve: argparse.ArgumentParser) -> None:
                             "off unless given; loopback only unless --control-allow-remote)")
     serve.add_argument("--control-allow-remote", action="store_true",
                        help="let --control bind a non-loopback address (anyone reaching it can inject faults)")
+    serve.add_argument("--schema-registry", metavar="HOST:PORT", nargs="?", const="127.0.0.1:8081",
+                       help="serve a Confluent-compatible Schema Registry here, kept in the _schemas topic (default "
+                            "address 127.0.0.1:8081; off unless given)")
     serve.add_argument("--brokers", metavar="N", type=int, default=1,
                        help="run N brokers in this process with replicated partitions (kafkalite.cluster)")
     serve.add_argument("--log-level", default="INFO",
@@ -69,6 +73,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         overrides["kafkalite.console.listen"] = args.console
     if getattr(args, "control", None):
         overrides["kafkalite.control.listen"] = args.control
+    if getattr(args, "schema_registry", None):
+        overrides["kafkalite.schema.registry.listen"] = args.schema_registry
     if getattr(args, "control_allow_remote", False):
         overrides["kafkalite.control.allow.remote"] = "true"
     return BrokerConfig.load(args.config, overrides)

@@ -407,6 +407,9 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("kafkalite.control.listen", "string", None,
          "HOST:PORT of the HTTP fault/cluster control API (unset or empty: off; loopback only unless "
          "kafkalite.control.allow.remote)", _metrics_rule()),
+    _def("kafkalite.schema.registry.listen", "string", None,
+         "HOST:PORT of the built-in Confluent-compatible Schema Registry (unset or empty: off; the schemas are kept "
+         "in the _schemas topic)", _metrics_rule()),
     _def("kafkalite.control.allow.remote", "boolean", "false",
          "let kafkalite.control.listen bind a non-loopback address (anyone who reaches it can inject faults)"),
 )}

@@ -8,3 +8,4 @@ from __future__ import annotations
 METRICS_LISTEN = "kafkalite.metrics.listen"
 CONSOLE_LISTEN = "kafkalite.console.listen"
 CONTROL_LISTEN = "kafkalite.control.listen"
+SCHEMA_REGISTRY_LISTEN = "kafkalite.schema.registry.listen"

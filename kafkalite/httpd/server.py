@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
            409: "Conflict", 413: "Payload Too Large", 415: "Unsupported Media Type",
-           421: "Misdirected Request", 500: "Internal Server Error", 503: "Service Unavailable"}
+           421: "Misdirected Request", 422: "Unprocessable Entity", 500: "Internal Server Error", 503: "Service Unavailable"}
 _WILDCARD = {"0.0.0.0", "::", ""}
 
 

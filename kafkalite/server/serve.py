@@ -36,7 +36,7 @@ import trio
 from kafkalite import faults
 from kafkalite.config.addresses import Listener
 from kafkalite.config.broker import BrokerConfig
-from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
+from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN, SCHEMA_REGISTRY_LISTEN
 from kafkalite.errors import ConfigError, StartupError
 from kafkalite.metadata import MetadataRoom
 from kafkalite.runtime import loopwatch
@@ -427,6 +427,10 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
                 from kafkalite import control
 
                 await control.start(state, background)
+            if config.get_str(SCHEMA_REGISTRY_LISTEN):
+                from kafkalite import registry  # the schema registry (off unless set) is imported only then
+
+                await registry.start(state, background)
             await _start_services(state, background)
             _start_housekeeping(state, background)
             loopwatch.start(state, background)

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from kafkalite.metadata.group_configs import GroupConfigStore
     from kafkalite.metrics.requests import RequestMetrics
     from kafkalite.quotas import QuotaManager
+    from kafkalite.registry.service import RegistryService
     from kafkalite.runtime.loopwatch import LoopWatch
     from kafkalite.security.listeners import ListenerSecurity
     from kafkalite.security.scram_store import ScramStore
@@ -133,6 +134,7 @@ class BrokerState:
         # live connections (read by the metrics endpoint)
         self.metrics: RequestMetrics | None = None
         self.faults: FaultPlan | None = None
+        self.schema_registry: RegistryService | None = None   # the built-in schema registry, when it is served
         self.loopwatch: LoopWatch | None = None
         self.connections: set[Connection] = set()
         # names whose partition directories are being created or removed in a worker thread right now
