@@ -1,5 +1,5 @@
 """docs/reference/ is generated from the code's own tables (tools/gen_reference.py); these tests fail when a page
-is stale, as ``wire.codegen --check`` does for the generated codec. Regenerate with
+is stale, as ``kafkalite_wire.codegen --check`` does for the generated codec. Regenerate with
 ``.venv/bin/python tools/gen_reference.py``."""
 from __future__ import annotations
 
