@@ -235,3 +235,17 @@ async def answer_failure(conn: Any, header: Any, body: Any, exc: Exception, offl
     if offload:
         return await trio.to_thread.run_sync(error_response, info.response_class, body)
     return error_response(info.response_class, body)
+
+
+async def encode_failure(conn: Any, header: Any, body: Any, exc: Exception, offload: bool) -> Any:
+    """The encoded answer to a request whose response could not be encoded (``exc``: a value its field cannot
+    hold, e.g. an int64 past 2^63-1): the API's error response, as if the handler had raised. Its key fields
+    come from the decoded request, so they fit; if even it fails, the exception ends the connection."""
+    import trio
+
+    from kafkalite_wire import api
+
+    response = await answer_failure(conn, header, body, exc, offload)
+    if offload:
+        return await trio.to_thread.run_sync(api.encode_response, header, response)
+    return api.encode_response(header, response)

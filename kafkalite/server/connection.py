@@ -22,7 +22,8 @@ channel while a request is in flight, and clients rely on responses arriving in 
   a ~100 µs round trip).
 - An exception in a handler is answered as Kafka answers it: the API's response with UNKNOWN_SERVER_ERROR on
   every entry the request named (:mod:`kafkalite.handlers.error_response`), the traceback logged once per kind of
-  failure, the connection kept open (an acks=0 Produce, which has no response, closes it). Anything else that
+  failure, the connection kept open (an acks=0 Produce, which has no response, closes it). A response that
+  cannot be encoded (a value its field cannot hold) is replaced by that same error response. Anything else that
   fails in request handling is logged with its traceback and closes this connection; the server goes on.
 - A request frame over ``OFFLOAD_BYTES`` is decoded, and its response encoded, in a worker thread: a 4 MB
   request of a million partition entries took seconds to parse and encode on the event loop. While such a
@@ -370,12 +371,17 @@ class Connection:
             if throttle:
                 await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
             return
-        if offload:   # its response is likely as big: encoded off the event loop too
-            if keep is not None:
-                keep.append(response)
-            chunks = await trio.to_thread.run_sync(api.encode_response, header, response)
-        else:
-            chunks = api.encode_response(header, response)
+        try:
+            if offload:   # its response is likely as big: encoded off the event loop too
+                if keep is not None:
+                    keep.append(response)
+                chunks = await trio.to_thread.run_sync(api.encode_response, header, response)
+            else:
+                chunks = api.encode_response(header, response)
+        except Exception as exc:   # a value its field cannot hold: answered as a failed request, kept open
+            from kafkalite.handlers import error_response
+
+            chunks = await error_response.encode_failure(self, header, body, exc, offload)
         await self.send_chunks(chunks)
         if sasl is not None:
             if sasl.close_reason is not None:   # a failed handshake/authentication: closed after its answer,

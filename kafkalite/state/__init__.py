@@ -456,20 +456,31 @@ class BrokerState:
     # -- producer ids ----------------------------------------------------------------------------------
     def allocate_producer_id(self) -> int:
         """A producer id never handed out before (the metadata room reserves them in persisted blocks; see
-        ``MetadataRoom.allocate_producer_id``). Raises OSError when the next block cannot be persisted."""
-        return self.metadata.allocate_producer_id(self._producer_ids_in_use)
+        :mod:`kafkalite.metadata.producer_ids`). Raises OSError when the next block cannot be persisted and
+        ``ProducerIdsExhausted`` when Kafka's int64 range is used up."""
+        return self.metadata.allocate_producer_id(self._producer_ids_handed_out, self._producer_ids_in_use)
 
-    def _producer_ids_in_use(self) -> int:
-        """One past the highest producer id in any partition's producer state or transactional id."""
-        top = -1
-        for _k, plog in self.logs.logs():
-            producers = getattr(getattr(plog, "producer_state", None), "producers", None)
-            if producers:
-                top = max(top, max(producers))
-        coordinator = getattr(self.txns, "coordinator", None)
-        for meta in getattr(coordinator, "txns", {}).values():
-            top = max(top, meta.producer_id, meta.last_producer_id)
-        return top + 1
+    def _producer_ids_handed_out(self) -> list[int]:
+        """Producer ids the transaction coordinators hold: ids kafkalite handed out (clients cannot write
+        ``__transaction_state``); what rebuilds allocation when its files are lost."""
+        out: list[int] = []
+        for state in self._room_states():
+            coordinator = getattr(state.txns, "coordinator", None)
+            for meta in getattr(coordinator, "txns", {}).values():
+                out.append(meta.producer_id)
+                out.append(meta.last_producer_id)
+        return out
+
+    def _producer_ids_in_use(self) -> set[int]:
+        """Producer ids in any partition's producer state (client-chosen ones included): allocation only
+        steps around them, so a live producer's id is not handed to another."""
+        out: set[int] = set()
+        for state in self._room_states():
+            for _k, plog in state.logs.logs():
+                producers = getattr(getattr(plog, "producer_state", None), "producers", None)
+                if producers:
+                    out.update(producers)
+        return out
 
     # -- append notification (Fetch long polls) ------------------------------------------------------
     def notify_append(self, topic: str, partition: int) -> None:
