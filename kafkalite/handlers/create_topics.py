@@ -13,7 +13,8 @@
   and a client-made ``__consumer_offsets`` of 1 partition then sends most group requests to partitions that
   do not exist. kafkalite answers a client's creation of either internal topic the way Kafka answers it for
   its own internal topic: INVALID_REQUEST with that message (TOPIC_ALREADY_EXISTS once it exists, like any
-  topic).
+  topic). ``__cluster_metadata`` (the KRaft metadata log, never a topic) answers exactly as Kafka: INVALID_REQUEST
+  "Creation of internal topic __cluster_metadata is prohibited.", whether or not the name is otherwise valid.
 - A request whose valid topics add up to more than 10,000 metadata records (a topic, its partitions and its
   configs; ``kafkalite.handlers.limits``) fails whole: every topic answers POLICY_VIOLATION "Unable to perform
   excessively large batch operation.", as Kafka's controller answers it.
@@ -48,7 +49,13 @@ from kafkalite.handlers.limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_U
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.runtime.slices import Slices
-from kafkalite.state import INTERNAL_TOPICS, BrokerState, invalid_topic_name
+from kafkalite.state import (
+    INTERNAL_TOPICS,
+    METADATA_TOPIC,
+    METADATA_TOPIC_PROHIBITED,
+    BrokerState,
+    invalid_topic_name,
+)
 from kafkalite_storage.errors import StorageError
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import CreateTopicsRequest, CreateTopicsResponse
@@ -61,6 +68,8 @@ SLICE_AFTER = 128
 
 def _check(state: BrokerState, t: Any, node: int, taken: dict[str, str]) -> tuple[ErrorCode, str | None, int]:
     """Kafka's per-topic checks; ``taken`` maps the '.'→'_' form of every existing or reserved name to it."""
+    if t.name == METADATA_TOPIC:   # checked before anything else (ControllerApis.createTopics)
+        return ErrorCode.INVALID_REQUEST, METADATA_TOPIC_PROHIBITED, 0
     if (why := invalid_topic_name(t.name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, why, 0
     if t.name in state.topics:

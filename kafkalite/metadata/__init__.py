@@ -43,7 +43,15 @@ TOPIC_CONFIGS_FILE = "kafkalite-topic-configs.json"
 BROKER_CONFIGS_FILE = "kafkalite-broker-configs.json"
 MAX_TOPIC_NAME_LENGTH = 249
 _TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
+#: Kafka's ``Topic.isInternal`` names: topics the broker's coordinators own (clients cannot produce to them,
+#: delete their records, resize or delete them, nor create them)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+#: the KRaft metadata log: never a topic (Kafka answers its creation INVALID_REQUEST, and it exists in no
+#: topic catalog, so every other operation on it answers UNKNOWN_TOPIC_OR_PARTITION); storage never loads it
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_PROHIBITED = f"Creation of internal topic {METADATA_TOPIC} is prohibited."
+#: names no client request can bring into being as topics
+RESERVED_TOPICS = INTERNAL_TOPICS | {METADATA_TOPIC}
 
 
 def invalid_topic_name(name: str | None) -> str | None:
