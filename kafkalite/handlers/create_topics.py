@@ -4,7 +4,8 @@
   Assignments fix the partition count and must list only this broker (INVALID_REPLICA_ASSIGNMENT).
 - Errors per topic: INVALID_TOPIC_EXCEPTION (illegal name, or one that differs from an existing topic only by
   '.' vs '_', which collide in metric names), TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (< 1),
-  INVALID_REPLICATION_FACTOR (anything but 1: there is one broker), INVALID_CONFIG (unknown name / bad value),
+  INVALID_REPLICATION_FACTOR (anything but 1: there is one broker), INVALID_CONFIG (unknown name / bad value /
+  a null value, with the config's own message),
   INVALID_REQUEST (the same topic twice in one request).
 - The internal topics (``__consumer_offsets``, ``__transaction_state``) are created by the broker only, with
   its own partition count and configs (their partition count decides which partition holds a group's or a
@@ -105,6 +106,8 @@ def _check(state: BrokerState, t: Any, node: int, taken: dict[str, str]) -> tupl
             return (ErrorCode.INVALID_REPLICATION_FACTOR,
                     f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
                     "cannot be reached because only 1 broker(s) are registered.", 0)
+    if nulls := [c.name for c in t.configs if c.value is None]:   # ReplicationControlManager's wording
+        return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}", 0
     overrides = {c.name: c.value for c in t.configs}
     if (why := validate_topic_configs(state, overrides)) is not None:
         return ErrorCode.INVALID_CONFIG, why, 0
