@@ -162,6 +162,7 @@ class Connection:
             self.peer_host, self.peer_port = str(peer[0]), int(peer[1])
         except OSError:
             self.peer_host, self.peer_port = "", 0
+        self.quota_host = self.peer_host   # the address its max.connections.per.ip count is kept under
 
     def __repr__(self) -> str:
         return f"<Connection #{self.conn_id} {self.peer_host}:{self.peer_port} via {self.listener}>"

@@ -40,6 +40,7 @@ from kafkalite.errors import ConfigError, StartupError
 from kafkalite.metadata import MetadataRoom
 from kafkalite.runtime import loopwatch
 from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
+from kafkalite.quotas.connections import ConnectionQuotas
 from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -174,9 +175,11 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
         from kafkalite.server.tls import TlsConnection
 
         conn_class = TlsConnection
+    quotas: ConnectionQuotas = state.connection_quotas
     while True:
+        await quotas.wait_for_slot()   # max.connections reached: accept nothing until a connection closes
         try:
-            client, _addr = await sock.accept()
+            client, addr = await sock.accept()
         except OSError as exc:
             if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                 log.error("accept failed (%s); pausing accepts briefly", exc)
@@ -185,6 +188,10 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
             if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
                 continue
             raise
+        host = str(addr[0]) if isinstance(addr, tuple) else ""
+        if not quotas.admit(host):   # max.connections.per.ip (logged by the quotas): closed at once, as Kafka
+            client.close()
+            continue
         with contextlib.suppress(OSError):
             client.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
         # the connection drives a plain non-blocking socket with trio's wait_readable/wait_writable
@@ -197,13 +204,15 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
             except OSError as exc:     # the peer is already gone
                 log.debug("TLS wrap of a new connection failed: %s", exc)
                 raw.close()
+                quotas.release(host)
                 continue
         conn = conn_class(state, raw, listener.name, next(_conn_ids), security)
+        conn.quota_host = host
         connections.add(conn)
-        conn_nursery.start_soon(_run_connection, conn, connections)
+        conn_nursery.start_soon(_run_connection, conn, connections, quotas)
 
 
-async def _run_connection(conn: Connection, connections: set[Connection]) -> None:
+async def _run_connection(conn: Connection, connections: set[Connection], quotas: ConnectionQuotas) -> None:
     """One connection's task. A failure is that connection's alone: ``Connection.run`` closes it on any error
     in request handling; whatever might still escape (its own cleanup) is logged here and never reaches the
     connection nursery, which would otherwise take every other connection and the server with it."""
@@ -216,6 +225,7 @@ async def _run_connection(conn: Connection, connections: set[Connection]) -> Non
             conn.sock.close()
     finally:
         connections.discard(conn)
+        quotas.release(conn.quota_host)
 
 
 HOUSEKEEPING = (
@@ -403,6 +413,10 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
             bound.append(actual)
         state.listeners = bound
         state.request_pool = RequestMemoryPool(config.get_int("queued.max.request.bytes"))
+        try:
+            state.connection_quotas = ConnectionQuotas.from_config(config)
+        except (ValueError, OSError) as exc:   # a bad overrides entry, or a host name that does not resolve
+            raise ConfigError(str(exc)) from None
         state.advertised_listeners = _advertised(config, bound)
 
         state.connections = connections   # read by the metrics endpoint
