@@ -407,6 +407,9 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          _release_rule()),
     _def("kafkalite.shutdown.drain.ms", "long", "5000", "how long in-flight requests may finish at shutdown",
          at_least(0)),
+    _def("kafkalite.request.stall.ms", "long", "1000",
+         "while others wait for request memory, close a connection that has held part of a request for this "
+         "long while waiting on its client (0: never)", at_least(0)),
     _def("kafkalite.request.body.timeout.ms", "long", "10000",
          "close a connection whose request body has not arrived this long after its first wait for it "
          "(<= 0: never)"),

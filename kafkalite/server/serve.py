@@ -41,6 +41,7 @@ from kafkalite.metadata import MetadataRoom
 from kafkalite.runtime import loopwatch
 from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
 from kafkalite.quotas.connections import ConnectionQuotas
+from kafkalite.server.request_memory import DEFAULT_STALL_MS, relieve
 from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -445,6 +446,10 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
             state.supervisor.start_soon(background, "idle-connection-reaper", reap_idle, connections,
                                         idle_ms / 1000 if idle_ms > 0 else float("inf"),
                                         body_ms / 1000 if body_ms > 0 else float("inf"))
+            stall_ms = config.get_int("kafkalite.request.stall.ms", DEFAULT_STALL_MS)
+            if stall_ms > 0 and state.request_pool.capacity > 0:
+                state.supervisor.start_soon(background, "request-memory-relief", relieve, state.request_pool,
+                                            connections, stall_ms / 1000)
             async with trio.open_nursery() as conn_nursery:
                 async with trio.open_nursery() as accept_nursery:
                     for sock, lst in zip(sockets, bound, strict=True):
