@@ -204,7 +204,7 @@ class Connection:
                             return
                         limit = RECV_SIZE
                         admitted = False
-                        if pool is not None:    # a grant for this one read (kafkalite.request_memory)
+                        if pool is not None:    # a grant for this one read (kafkalite.server.request_memory)
                             limit = pool.read_size
                             holder = None
                             if (need := frames.pending_frame_size()) is not None:

@@ -40,7 +40,7 @@ from typing import Any
 
 import trio
 
-log = logging.getLogger("kafkalite.connection")
+log = logging.getLogger("kafkalite.server.connection")
 
 RECV_SIZE = 256 * 1024
 DEFAULT_STALL_MS = 1000

@@ -38,9 +38,9 @@ from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
 from kafkalite.errors import ConfigError, StartupError
 from kafkalite.metadata import MetadataRoom
+from kafkalite.quotas.connections import ConnectionQuotas
 from kafkalite.runtime import loopwatch
 from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
-from kafkalite.quotas.connections import ConnectionQuotas
 from kafkalite.server.request_memory import DEFAULT_STALL_MS, relieve
 from kafkalite.state import BrokerState
 

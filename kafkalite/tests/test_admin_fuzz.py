@@ -172,7 +172,7 @@ def test_admin_api_answers_only_codes_kafka_would(broker: Broker, api_key: int) 
 def test_create_topics_config_values_answer_invalid_config_with_the_configs_message(broker: Broker) -> None:
     """Every topic config Kafka 3.9 knows, with each steered value: created (validate only) or INVALID_CONFIG
     naming the config; a null value is Kafka's "Null value not supported for topic configs: <names>"."""
-    from kafkalite.config_defs import TOPIC
+    from kafkalite.config.defs import TOPIC
 
     C = CreateTopicsRequest
     with RawClient(broker.host, broker.port) as c:
