@@ -43,7 +43,6 @@ import trio
 log = logging.getLogger("kafkalite.server.connection")
 
 RECV_SIZE = 256 * 1024
-DEFAULT_STALL_MS = 1000
 
 
 class _Waiter:

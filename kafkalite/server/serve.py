@@ -38,10 +38,10 @@ from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
 from kafkalite.errors import ConfigError, StartupError
 from kafkalite.metadata import MetadataRoom
-from kafkalite.quotas.connections import ConnectionQuotas
 from kafkalite.runtime import loopwatch
 from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
-from kafkalite.server.request_memory import DEFAULT_STALL_MS, relieve
+from kafkalite.server.connection_quotas import ConnectionQuotas
+from kafkalite.server.request_memory import relieve
 from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -446,7 +446,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
             state.supervisor.start_soon(background, "idle-connection-reaper", reap_idle, connections,
                                         idle_ms / 1000 if idle_ms > 0 else float("inf"),
                                         body_ms / 1000 if body_ms > 0 else float("inf"))
-            stall_ms = config.get_int("kafkalite.request.stall.ms", DEFAULT_STALL_MS)
+            stall_ms = config.get_int("kafkalite.request.stall.ms")
             if stall_ms > 0 and state.request_pool.capacity > 0:
                 state.supervisor.start_soon(background, "request-memory-relief", relieve, state.request_pool,
                                             connections, stall_ms / 1000)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.embedded import Broker, BrokerStartError
-from kafkalite.quotas.connections import ConnectionQuotas, parse_overrides
+from kafkalite.server.connection_quotas import ConnectionQuotas, parse_overrides
 from kafkalite.tests.rawclient import RawClient
 from kafkalite_wire.messages import MetadataRequest
 

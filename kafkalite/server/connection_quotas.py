@@ -80,7 +80,7 @@ class ConnectionQuotas:
         get_int = config.get_int  # type: ignore[attr-defined]
         get_str = config.get_str  # type: ignore[attr-defined]
         overrides = parse_overrides(get_str("max.connections.per.ip.overrides") or "")
-        return cls(get_int("max.connections", UNLIMITED), get_int("max.connections.per.ip", UNLIMITED), overrides)
+        return cls(get_int("max.connections"), get_int("max.connections.per.ip"), overrides)
 
     @property
     def unlimited(self) -> bool:
