@@ -77,6 +77,17 @@ def one_of(*values: str) -> tuple[Validator, str]:
         f"[{', '.join(values)}]"
 
 
+def _overrides_rule() -> tuple[Validator, str]:
+    """max.connections.per.ip.overrides: host:count pairs (syntax only; host names resolve at start)."""
+    def check(value: str) -> str | None:
+        for entry in (e.strip() for e in value.split(",")):
+            host, sep, count = entry.rpartition(":")
+            if entry and (not sep or not host or not count.strip().isdigit()):
+                return f"entry {entry!r} is not host:count with a count of at least 0"
+        return None
+    return check, "host:count,..."
+
+
 def _share_reset_rule() -> tuple[Validator, str]:
     """kafkalite.share.auto.offset.reset: earliest, latest or by_duration:<ISO-8601> as the group config (the
     parser, kafkalite.config.share_reset, is imported when a value is checked, not at start)."""
@@ -291,6 +302,13 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("queued.max.request.bytes", "long", str(256 * 1024 * 1024),
          "request bytes buffered across all connections (Kafka: -1, no bound)"),
     _def("connections.max.idle.ms", "long", "600000", "close connections idle this long"),
+    _def("max.connections", "int", str(INT_MAX),
+         "connections across all listeners; at the limit the listeners stop accepting until one closes", at_least(0)),
+    _def("max.connections.per.ip", "int", str(INT_MAX),
+         "connections from one address; one more is accepted and closed at once", at_least(0)),
+    _def("max.connections.per.ip.overrides", "string", "",
+         "host:count pairs, comma-separated, replacing max.connections.per.ip for those addresses",
+         _overrides_rule()),
     # -- group coordinator
     _def("group.initial.rebalance.delay.ms", "int", "0", "wait for more members before the first rebalance "
          "(Kafka: 3000)"),
@@ -389,6 +407,9 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          _release_rule()),
     _def("kafkalite.shutdown.drain.ms", "long", "5000", "how long in-flight requests may finish at shutdown",
          at_least(0)),
+    _def("kafkalite.request.stall.ms", "long", "1000",
+         "while others wait for request memory, close a connection that has held part of a request for this "
+         "long while waiting on its client (0: never)", at_least(0)),
     _def("kafkalite.request.body.timeout.ms", "long", "10000",
          "close a connection whose request body has not arrived this long after its first wait for it "
          "(<= 0: never)"),

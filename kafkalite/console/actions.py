@@ -62,7 +62,7 @@ def _int(body: dict[str, Any], name: str, default: int | None = None) -> int:
 
 async def create_topic(state: BrokerState, body: dict[str, Any]) -> dict[str, Any]:
     from kafkalite.config.describe import validate_topic_configs
-    from kafkalite.metadata import INTERNAL_TOPICS, invalid_topic_name
+    from kafkalite.metadata import RESERVED_TOPICS, invalid_topic_name
 
     name = body.get("name")
     if not isinstance(name, str):
@@ -77,7 +77,7 @@ async def create_topic(state: BrokerState, body: dict[str, Any]) -> dict[str, An
                                                 and not isinstance(v, bool) for k, v in configs.items()):
         raise ApiError(400, "configs must be an object of names to values")
     overrides = {k: str(v) for k, v in configs.items()}
-    if name in INTERNAL_TOPICS:
+    if name in RESERVED_TOPICS:
         raise ApiError(400, f"creation of internal topic {name} is prohibited")
     if name in state.topics or name in state.pending_topics:
         raise ApiError(409, f"topic {name!r} already exists (or is being created or deleted)")

@@ -4,7 +4,8 @@
   Assignments fix the partition count and must list only this broker (INVALID_REPLICA_ASSIGNMENT).
 - Errors per topic: INVALID_TOPIC_EXCEPTION (illegal name, or one that differs from an existing topic only by
   '.' vs '_', which collide in metric names), TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (< 1),
-  INVALID_REPLICATION_FACTOR (anything but 1: there is one broker), INVALID_CONFIG (unknown name / bad value),
+  INVALID_REPLICATION_FACTOR (anything but 1: there is one broker), INVALID_CONFIG (unknown name / bad value /
+  a null value, with the config's own message),
   INVALID_REQUEST (the same topic twice in one request).
 - The internal topics (``__consumer_offsets``, ``__transaction_state``) are created by the broker only, with
   its own partition count and configs (their partition count decides which partition holds a group's or a
@@ -13,7 +14,8 @@
   and a client-made ``__consumer_offsets`` of 1 partition then sends most group requests to partitions that
   do not exist. kafkalite answers a client's creation of either internal topic the way Kafka answers it for
   its own internal topic: INVALID_REQUEST with that message (TOPIC_ALREADY_EXISTS once it exists, like any
-  topic).
+  topic). ``__cluster_metadata`` (the KRaft metadata log, never a topic) answers exactly as Kafka: INVALID_REQUEST
+  "Creation of internal topic __cluster_metadata is prohibited.", whether or not the name is otherwise valid.
 - A request whose valid topics add up to more than 10,000 metadata records (a topic, its partitions and its
   configs; ``kafkalite.handlers.limits``) fails whole: every topic answers POLICY_VIOLATION "Unable to perform
   excessively large batch operation.", as Kafka's controller answers it.
@@ -46,7 +48,7 @@ from kafkalite.config.describe import describe_topic, validate_topic_configs
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.limits import EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP, topic_records
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.metadata import INTERNAL_TOPICS, invalid_topic_name
+from kafkalite.metadata import INTERNAL_TOPICS, METADATA_TOPIC, METADATA_TOPIC_PROHIBITED, invalid_topic_name
 from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.runtime.slices import Slices
 from kafkalite.state import BrokerState
@@ -62,6 +64,8 @@ SLICE_AFTER = 128
 
 def _check(state: BrokerState, t: Any, node: int, taken: dict[str, str]) -> tuple[ErrorCode, str | None, int]:
     """Kafka's per-topic checks; ``taken`` maps the '.'→'_' form of every existing or reserved name to it."""
+    if t.name == METADATA_TOPIC:   # checked before anything else (ControllerApis.createTopics)
+        return ErrorCode.INVALID_REQUEST, METADATA_TOPIC_PROHIBITED, 0
     if (why := invalid_topic_name(t.name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, why, 0
     if t.name in state.topics:
@@ -97,6 +101,8 @@ def _check(state: BrokerState, t: Any, node: int, taken: dict[str, str]) -> tupl
             return (ErrorCode.INVALID_REPLICATION_FACTOR,
                     f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
                     "cannot be reached because only 1 broker(s) are registered.", 0)
+    if nulls := [c.name for c in t.configs if c.value is None]:   # ReplicationControlManager's wording
+        return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}", 0
     overrides = {c.name: c.value for c in t.configs}
     if (why := validate_topic_configs(state, overrides)) is not None:
         return ErrorCode.INVALID_CONFIG, why, 0

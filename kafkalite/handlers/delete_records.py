@@ -3,7 +3,9 @@
 Moves each partition's log start offset forward to ``Offset`` (-1 = the high watermark); whole segments
 below it are deleted by storage. Answers the new low watermark. An offset beyond the high watermark answers
 OFFSET_OUT_OF_RANGE; unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a topic whose cleanup.policy lacks
-"delete" POLICY_VIOLATION (as Kafka's Partition.deleteRecordsOnLeader).
+"delete" POLICY_VIOLATION (as Kafka's Partition.deleteRecordsOnLeader); an internal topic's partitions
+INVALID_TOPIC_EXCEPTION (ReplicaManager.deleteRecords: "Cannot delete records of internal topic"), whatever
+its cleanup.policy, so group, transaction and share state is never cut away.
 - Authorization: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from kafkalite import authz
 from kafkalite.errors import error_code_for
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata import INTERNAL_TOPICS
 from kafkalite.runtime.slices import Slices
 from kafkalite_storage.errors import StorageError
 from kafkalite_wire.errors import ErrorCode
@@ -40,6 +43,10 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
             if plog is None:
                 parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
                                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            if t.name in INTERNAL_TOPICS:   # ReplicaManager.deleteRecords, whatever the topic's cleanup.policy
+                parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
+                                   error_code=ErrorCode.INVALID_TOPIC_EXCEPTION))
                 continue
             if "delete" not in plog.config.cleanup_policy:  # Kafka: compact-only topics refuse it
                 parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,

@@ -237,3 +237,17 @@ async def answer_failure(conn: Any, header: Any, body: Any, exc: Exception, offl
     if offload:
         return await trio.to_thread.run_sync(error_response, info.response_class, body)
     return error_response(info.response_class, body)
+
+
+async def encode_failure(conn: Any, header: Any, body: Any, exc: Exception, offload: bool) -> Any:
+    """The encoded answer to a request whose response could not be encoded (``exc``: a value its field cannot
+    hold, e.g. an int64 past 2^63-1): the API's error response, as if the handler had raised. Its key fields
+    come from the decoded request, so they fit; if even it fails, the exception ends the connection."""
+    import trio  # (this module is imported by handlers at start; trio only on this rare path, as above)
+
+    from kafkalite_wire import api  # the codec's encoder, on this rare path only
+
+    response = await answer_failure(conn, header, body, exc, offload)
+    if offload:
+        return await trio.to_thread.run_sync(api.encode_response, header, response)
+    return api.encode_response(header, response)

@@ -28,7 +28,7 @@ import trio
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
-from kafkalite.metadata import INTERNAL_TOPICS, TopicInfo, invalid_topic_name
+from kafkalite.metadata import RESERVED_TOPICS, TopicInfo, invalid_topic_name
 from kafkalite.runtime.slices import Slices
 from kafkalite.state import BrokerState
 from kafkalite_wire.errors import ErrorCode
@@ -114,7 +114,7 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                 if invalid_topic_name(name):
                     topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
                     continue
-                if not allow_create or name in INTERNAL_TOPICS:
+                if not allow_create or name in RESERVED_TOPICS:
                     topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
                 if state.authorizer is not None and not authz.may_create_topic(ctx, name):

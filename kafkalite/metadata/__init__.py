@@ -8,8 +8,8 @@ One :class:`MetadataRoom` holds
   (``pending_topics``), with each topic's config overrides (``kafkalite-topic-configs.json``);
 - the dynamic broker and cluster configs (AlterConfigs on BROKER resources, ``kafkalite-broker-configs.json``,
   keyed by resource name: "" for the cluster default, "<node id>" for one broker);
-- producer-id allocation (blocks persisted in ``kafkalite-producer-ids``, so ids stay unique across restarts,
-  as Kafka's controller hands out blocks of 1,000 ids to brokers);
+- producer-id allocation (:mod:`kafkalite.metadata.producer_ids`: blocks persisted in ``kafkalite-producer-ids``,
+  so ids stay unique across restarts, as Kafka's controller hands out blocks of 1,000 ids to brokers);
 - partition leadership (``partitions``: leader, replicas, ISR, leader epoch, high watermark), filled only when
   several brokers share the room (``kafkalite.cluster``). A single broker leaves it empty and leads every
   partition itself, exactly as before the split.
@@ -25,23 +25,33 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kafkalite_storage.checkpoints import write_atomic
+from kafkalite.metadata.producer_ids import (  # noqa: F401 (re-exported)
+    PRODUCER_ID_BLOCK,
+    PRODUCER_IDS_FILE,
+    ProducerIdAllocator,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 TOPIC_CONFIGS_FILE = "kafkalite-topic-configs.json"
 BROKER_CONFIGS_FILE = "kafkalite-broker-configs.json"
-PRODUCER_IDS_FILE = "kafkalite-producer-ids"
-PRODUCER_ID_BLOCK = 1000
 MAX_TOPIC_NAME_LENGTH = 249
 _TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
+#: Kafka's ``Topic.isInternal`` names: topics the broker's coordinators own (clients cannot produce to them,
+#: delete their records, resize or delete them, nor create them)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+#: the KRaft metadata log: never a topic (Kafka answers its creation INVALID_REQUEST, and it exists in no
+#: topic catalog, so every other operation on it answers UNKNOWN_TOPIC_OR_PARTITION); storage never loads it
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_PROHIBITED = f"Creation of internal topic {METADATA_TOPIC} is prohibited."
+#: names no client request can bring into being as topics
+RESERVED_TOPICS = INTERNAL_TOPICS | {METADATA_TOPIC}
 
 
 def invalid_topic_name(name: str | None) -> str | None:
@@ -91,8 +101,7 @@ class MetadataRoom:
         self.cluster_id: str | None = None   # a cluster's (a single broker keeps its log dir's)
         # set once a cluster's brokers have all loaded: a broker starting later adds no topic from its disk
         self.catalog_complete = False
-        self._pid_next = 0
-        self._pid_limit = 0
+        self.producer_ids = ProducerIdAllocator(self.dir)
         self._shared: dict[str, Any] = {}
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
@@ -148,37 +157,13 @@ class MetadataRoom:
         return info
 
     # -- producer ids --------------------------------------------------------------------------------------
-    def allocate_producer_id(self, in_use: Callable[[], int]) -> int:
-        """A producer id never handed out before by this room (ids are reserved in persisted blocks).
-
-        A missing or damaged ``kafkalite-producer-ids`` is rebuilt from ``in_use()``, one past the highest
-        producer id the logs and transaction coordinators know (reusing one would make its new batches look
-        like duplicates of the old producer's). Raises OSError when the next block cannot be persisted (a
-        full disk): the caller answers a retriable error and hands out nothing."""
-        if self._pid_next >= self._pid_limit:
-            path = self.dir / PRODUCER_IDS_FILE
-            start = read_pid_block(path)
-            if start is None:
-                start = in_use()
-                if path.exists() or start:
-                    log.warning("%s is missing or damaged; producer ids continue after the highest in use (%d)",
-                                path, start)
-            start = max(start, self._pid_limit)
-            write_atomic(str(path), f"{start + PRODUCER_ID_BLOCK}\n".encode())
-            self._pid_next, self._pid_limit = start, start + PRODUCER_ID_BLOCK
-        pid = self._pid_next
-        self._pid_next += 1
-        return pid
-
-
-def read_pid_block(path: Path) -> int | None:
-    """The next unallocated producer id from ``kafkalite-producer-ids``; None when missing or damaged."""
-    try:
-        text = path.read_text(encoding="ascii").strip()
-        value = int(text)
-    except (OSError, ValueError):
-        return None
-    return value if 0 <= value < 2**63 - PRODUCER_ID_BLOCK and text.isdigit() else None
+    def allocate_producer_id(self, handed_out: Callable[[], Iterable[int]],
+                             in_use: Callable[[], Iterable[int]]) -> int:
+        """A producer id never handed out before by this room, from blocks persisted in
+        ``kafkalite-producer-ids`` (:mod:`kafkalite.metadata.producer_ids`: client-chosen ids in batches
+        never move allocation). Raises OSError when the next block cannot be persisted (a full disk: the
+        caller answers a retriable error and hands out nothing) and ``ProducerIdsExhausted`` past 2^63-1."""
+        return self.producer_ids.allocate(handed_out, in_use)
 
 
 def atomic_write(path: Path, data: bytes) -> None:

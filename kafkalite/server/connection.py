@@ -9,8 +9,8 @@ channel while a request is in flight, and clients rely on responses arriving in 
   connection, with one log line. An ApiVersions request at a version we do not serve gets a v0 body with
   UNSUPPORTED_VERSION and the full api_keys list (KIP-511), so the client can retry.
 - Every byte read and not yet answered counts against ``queued.max.request.bytes`` (the rules are in
-  :mod:`kafkalite.server.request_memory`): a read is admitted before it happens, a frame whose size prefix is in is
-  reserved whole before its body is read, and reads stop at the frame's end. Reads go into one scratch
+  :mod:`kafkalite.server.request_memory`): each read is admitted before it happens and settled to what arrived (an
+  announced frame size reserves nothing), and reads stop at the frame's end. Reads go into one scratch
   buffer per thread (``recv_into``) and only the bytes received are copied out, so no read allocates
   ``RECV_SIZE`` bytes (such short-lived large blocks fragmented the heap; see the CLI's malloc settings).
 - A connection idle for ``connections.max.idle.ms`` (between requests) is closed, as Kafka does. A request
@@ -22,7 +22,8 @@ channel while a request is in flight, and clients rely on responses arriving in 
   a ~100 µs round trip).
 - An exception in a handler is answered as Kafka answers it: the API's response with UNKNOWN_SERVER_ERROR on
   every entry the request named (:mod:`kafkalite.handlers.error_response`), the traceback logged once per kind of
-  failure, the connection kept open (an acks=0 Produce, which has no response, closes it). Anything else that
+  failure, the connection kept open (an acks=0 Produce, which has no response, closes it). A response that
+  cannot be encoded (a value its field cannot hold) is replaced by that same error response. Anything else that
   fails in request handling is logged with its traceback and closes this connection; the server goes on.
 - A request frame over ``OFFLOAD_BYTES`` is decoded, and its response encoded, in a worker thread: a 4 MB
   request of a million partition entries took seconds to parse and encode on the event loop. While such a
@@ -142,9 +143,7 @@ class Connection:
         # trio.current_time() when it first waited for the rest of a request (None: no request half-read)
         self.partial_since: float | None = None
         self.pool: RequestMemoryPool | None = state.request_pool
-        self.reserved = 0       # bytes of the pool this connection holds (what it has buffered, or a whole frame)
-        self.full = False       # ``reserved`` covers the whole frame at the head of the buffer
-        self.frame_end = 0      # that frame's size with its 4-byte prefix, while ``full``
+        self.reserved = 0       # bytes of the pool this connection holds (what it has buffered)
         self.loopwatch = state.loopwatch   # kafkalite.runtime.loopwatch: told which request runs
         self.metrics = state.metrics       # kafkalite.metrics: counts each request (or None)
         self.quotas = state.quotas         # kafkalite.quotas: throttles when .active
@@ -166,6 +165,7 @@ class Connection:
             self.peer_host, self.peer_port = str(peer[0]), int(peer[1])
         except OSError:
             self.peer_host, self.peer_port = "", 0
+        self.quota_host = self.peer_host   # the address its max.connections.per.ip count is kept under
 
     def __repr__(self) -> str:
         return f"<Connection #{self.conn_id} {self.peer_host}:{self.peer_port} via {self.listener}>"
@@ -209,17 +209,17 @@ class Connection:
                             return
                         limit = RECV_SIZE
                         admitted = False
-                        if pool is not None:
-                            if self.full:       # read no further than the reserved frame's end
-                                limit = min(self.frame_end - frames.buffered, RECV_SIZE)
-                            elif (need := frames.pending_frame_size()) is not None:
-                                limit = min(await self._reserve_frame(need + 4, frames.buffered), RECV_SIZE)
-                            else:               # the start of a frame: admit one read's worth first
-                                limit = pool.read_size
-                                if not pool.try_admit(limit):
-                                    await pool.admit(limit)
-                                self.reserved += limit
-                                admitted = True
+                        if pool is not None:    # a grant for this one read (kafkalite.server.request_memory)
+                            limit = pool.read_size
+                            holder = None
+                            if (need := frames.pending_frame_size()) is not None:
+                                limit = min(limit, need + 4 - frames.buffered)   # not past the frame's end
+                                holder = self                                   # mid-frame: may finish
+                            if not pool.try_admit(limit, holder):
+                                self.partial_since = None   # waiting for the budget is not the client's delay
+                                await pool.admit(limit, holder)
+                            self.reserved += limit
+                            admitted = True
                         try:
                             n = sock.recv_into(scratch, limit)
                         except (BlockingIOError, _SSL_WANT_READ, _SSL_WANT_WRITE) as would_block:
@@ -248,6 +248,8 @@ class Connection:
                             self.reserved = held
                         continue
                     self.partial_since = None
+                    if pool is not None:
+                        pool.frame_done(self)
                     await self.handle_frame(frame)
                     del frame
                     if self.reserved:
@@ -267,32 +269,19 @@ class Connection:
             except Exception:
                 log.exception("%r: closing after an error in request handling", self)
             finally:
-                if self.reserved or self.full:
+                if self.reserved:
                     self._release(0)
+                if self.pool is not None:
+                    self.pool.frame_done(self)
                 if close_hooks.pending():
                     close_hooks.run(self.conn_id, self)
                 trio.lowlevel.notify_closing(self.sock)   # trio forgets the fd before it can be reused
                 self.sock.close()
 
-    async def _reserve_frame(self, frame_end: int, buffered: int) -> int:
-        """Reserve the whole frame at the head of the buffer before reading its body; returns how many
-        bytes to read to complete it. Waiting for the pool does not count against the body deadline."""
-        assert self.pool is not None
-        self.partial_since = None
-        await self.pool.grow(frame_end - self.reserved)
-        self.reserved = frame_end
-        self.full = True
-        self.frame_end = frame_end
-        return frame_end - buffered
-
     def _release(self, keep: int) -> None:
         """Give back all but ``keep`` bytes (what is still buffered: the start of a pipelined request)."""
         assert self.pool is not None
-        if self.full:
-            self.pool.release(self.reserved - keep, True)
-            self.full = False
-        else:
-            self.pool.settle(self.reserved, keep)
+        self.pool.settle(self.reserved, keep)
         self.reserved = keep
 
     # -- requests -------------------------------------------------------------------------------------
@@ -373,12 +362,17 @@ class Connection:
             if throttle:
                 await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
             return
-        if offload:   # its response is likely as big: encoded off the event loop too
-            if keep is not None:
-                keep.append(response)
-            chunks = await trio.to_thread.run_sync(api.encode_response, header, response)
-        else:
-            chunks = api.encode_response(header, response)
+        try:
+            if offload:   # its response is likely as big: encoded off the event loop too
+                if keep is not None:
+                    keep.append(response)
+                chunks = await trio.to_thread.run_sync(api.encode_response, header, response)
+            else:
+                chunks = api.encode_response(header, response)
+        except Exception as exc:   # a value its field cannot hold: answered as a failed request, kept open
+            from kafkalite.handlers import error_response  # imported when first needed: not at start
+
+            chunks = await error_response.encode_failure(self, header, body, exc, offload)
         await self.send_chunks(chunks)
         if sasl is not None:
             if sasl.close_reason is not None:   # a failed handshake/authentication: closed after its answer,

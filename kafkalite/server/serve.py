@@ -41,6 +41,8 @@ from kafkalite.errors import ConfigError, StartupError
 from kafkalite.metadata import MetadataRoom
 from kafkalite.runtime import loopwatch
 from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
+from kafkalite.server.connection_quotas import ConnectionQuotas
+from kafkalite.server.request_memory import relieve
 from kafkalite.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -175,9 +177,12 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
         from kafkalite.server.tls import TlsConnection
 
         conn_class = TlsConnection
+    quotas = state.connection_quotas
+    assert quotas is not None   # set by serve() before any listener accepts
     while True:
+        await quotas.wait_for_slot()   # max.connections reached: accept nothing until a connection closes
         try:
-            client, _addr = await sock.accept()
+            client, addr = await sock.accept()
         except OSError as exc:
             if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                 log.error("accept failed (%s); pausing accepts briefly", exc)
@@ -186,6 +191,10 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
             if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
                 continue
             raise
+        host = str(addr[0]) if isinstance(addr, tuple) else ""
+        if not quotas.admit(host):   # max.connections.per.ip (logged by the quotas): closed at once, as Kafka
+            client.close()
+            continue
         with contextlib.suppress(OSError):
             client.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
         # the connection drives a plain non-blocking socket with trio's wait_readable/wait_writable
@@ -198,13 +207,15 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
             except OSError as exc:     # the peer is already gone
                 log.debug("TLS wrap of a new connection failed: %s", exc)
                 raw.close()
+                quotas.release(host)
                 continue
         conn = conn_class(state, raw, listener.name, next(_conn_ids), security)
+        conn.quota_host = host
         connections.add(conn)
-        conn_nursery.start_soon(_run_connection, conn, connections)
+        conn_nursery.start_soon(_run_connection, conn, connections, quotas)
 
 
-async def _run_connection(conn: Connection, connections: set[Connection]) -> None:
+async def _run_connection(conn: Connection, connections: set[Connection], quotas: ConnectionQuotas) -> None:
     """One connection's task. A failure is that connection's alone: ``Connection.run`` closes it on any error
     in request handling; whatever might still escape (its own cleanup) is logged here and never reaches the
     connection nursery, which would otherwise take every other connection and the server with it."""
@@ -217,6 +228,7 @@ async def _run_connection(conn: Connection, connections: set[Connection]) -> Non
             conn.sock.close()
     finally:
         connections.discard(conn)
+        quotas.release(conn.quota_host)
 
 
 HOUSEKEEPING = (
@@ -407,6 +419,10 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
             bound.append(actual)
         state.listeners = bound
         state.request_pool = RequestMemoryPool(config.get_int("queued.max.request.bytes"))
+        try:
+            state.connection_quotas = ConnectionQuotas.from_config(config)
+        except (ValueError, OSError) as exc:   # a bad overrides entry, or a host name that does not resolve
+            raise ConfigError(str(exc)) from None
         state.advertised_listeners = _advertised(config, bound)
 
         state.connections = connections   # read by the metrics endpoint
@@ -439,6 +455,10 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
             state.supervisor.start_soon(background, "idle-connection-reaper", reap_idle, connections,
                                         idle_ms / 1000 if idle_ms > 0 else float("inf"),
                                         body_ms / 1000 if body_ms > 0 else float("inf"))
+            stall_ms = config.get_int("kafkalite.request.stall.ms")
+            if stall_ms > 0 and state.request_pool.capacity > 0:
+                state.supervisor.start_soon(background, "request-memory-relief", relieve, state.request_pool,
+                                            connections, stall_ms / 1000)
             async with trio.open_nursery() as conn_nursery:
                 async with trio.open_nursery() as accept_nursery:
                     for sock, lst in zip(sockets, bound, strict=True):

@@ -33,17 +33,7 @@ import trio
 from kafkalite.config.addresses import Listener
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.topic_defs import BROKER_TO_TOPIC
-from kafkalite.metadata import (  # noqa: F401 (re-exported: handlers import them from here)
-    BROKER_CONFIGS_FILE,
-    INTERNAL_TOPICS,
-    MAX_TOPIC_NAME_LENGTH,
-    PRODUCER_ID_BLOCK,
-    PRODUCER_IDS_FILE,
-    TOPIC_CONFIGS_FILE,
-    MetadataRoom,
-    TopicInfo,
-    invalid_topic_name,
-)
+from kafkalite.metadata import INTERNAL_TOPICS, MetadataRoom, TopicInfo
 from kafkalite.metadata.quotas import QUOTAS_FILE
 from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.runtime.supervisor import Supervisor
@@ -66,6 +56,7 @@ if TYPE_CHECKING:
     from kafkalite.security.listeners import ListenerSecurity
     from kafkalite.security.scram_store import ScramStore
     from kafkalite.server.connection import Connection
+    from kafkalite.server.connection_quotas import ConnectionQuotas
     from kafkalite.server.request_memory import RequestMemoryPool
     from kafkalite_storage import LogConfig, LogManager, PartitionLog
 
@@ -113,6 +104,7 @@ class BrokerState:
         self.listeners: list[Listener] = []        # bound (actual ports)
         self.advertised_listeners: list[Listener] = []
         self.request_pool: RequestMemoryPool | None = None   # queued.max.request.bytes, set by the server
+        self.connection_quotas: ConnectionQuotas | None = None   # max.connections(.per.ip), set by the server
         self.supervisor = Supervisor()  # background loops run under it; .tasks holds a record per loop
         # ACLs (kafkalite.authz): None unless authorizer.class.name is set; handlers ask it through kafkalite.authz.
         # One per metadata room, so every broker of a cluster enforces the same ACLs.
@@ -451,20 +443,31 @@ class BrokerState:
     # -- producer ids ----------------------------------------------------------------------------------
     def allocate_producer_id(self) -> int:
         """A producer id never handed out before (the metadata room reserves them in persisted blocks; see
-        ``MetadataRoom.allocate_producer_id``). Raises OSError when the next block cannot be persisted."""
-        return self.metadata.allocate_producer_id(self._producer_ids_in_use)
+        :mod:`kafkalite.metadata.producer_ids`). Raises OSError when the next block cannot be persisted and
+        ``ProducerIdsExhausted`` when Kafka's int64 range is used up."""
+        return self.metadata.allocate_producer_id(self._producer_ids_handed_out, self._producer_ids_in_use)
 
-    def _producer_ids_in_use(self) -> int:
-        """One past the highest producer id in any partition's producer state or transactional id."""
-        top = -1
-        for _k, plog in self.logs.logs():
-            producers = getattr(getattr(plog, "producer_state", None), "producers", None)
-            if producers:
-                top = max(top, max(producers))
-        coordinator = getattr(self.txns, "coordinator", None)
-        for meta in getattr(coordinator, "txns", {}).values():
-            top = max(top, meta.producer_id, meta.last_producer_id)
-        return top + 1
+    def _producer_ids_handed_out(self) -> list[int]:
+        """Producer ids the transaction coordinators hold: ids kafkalite handed out (clients cannot write
+        ``__transaction_state``); what rebuilds allocation when its files are lost."""
+        out: list[int] = []
+        for state in self._room_states():
+            coordinator = getattr(state.txns, "coordinator", None)
+            for meta in getattr(coordinator, "txns", {}).values():
+                out.append(meta.producer_id)
+                out.append(meta.last_producer_id)
+        return out
+
+    def _producer_ids_in_use(self) -> set[int]:
+        """Producer ids in any partition's producer state (client-chosen ones included): allocation only
+        steps around them, so a live producer's id is not handed to another."""
+        out: set[int] = set()
+        for state in self._room_states():
+            for _k, plog in state.logs.logs():
+                producers = getattr(getattr(plog, "producer_state", None), "producers", None)
+                if producers:
+                    out.update(producers)
+        return out
 
     # -- append notification (Fetch long polls) ------------------------------------------------------
     def notify_append(self, topic: str, partition: int) -> None:

@@ -1,7 +1,7 @@
 """queued.max.request.bytes: request bytes buffered across connections stay bounded.
 
-A connection announcing a large frame reserves its size before the body is buffered; while the pool is
-used up, other large requests wait unread (TCP pushes back on their clients) and go on once it frees.
+A connection holds the bytes it has received (an announced frame size reserves nothing); while the pool is
+used up, other requests wait unread (TCP pushes back on their clients) and go on once it frees.
 Small requests are not held up by a waiting large one, and one request larger than the whole pool still
 goes through. Every frame counts, whatever its size, and a request whose body does not arrive within
 kafkalite.request.body.timeout.ms closes its connection and gives its reservation back."""
@@ -55,22 +55,23 @@ def _produce_error(client: RawClient, cid: int) -> int:
     return int(resp.responses[0].partition_responses[0].error_code)
 
 
-def test_large_requests_wait_while_the_pool_is_used_up(tmp_path: Path) -> None:
-    overrides = {"queued.max.request.bytes": str(4 * MB), "socket.request.max.bytes": str(16 * MB)}
+def test_a_half_sent_request_holds_only_its_bytes_and_others_go_on(tmp_path: Path) -> None:
+    """A holds 3 MB it has really sent of a 3.5 MB request in a 4 MB pool. C's 3 MB request is read up to the
+    budget and then finishes past it (the one mid-frame finisher), small requests are not held up, and A is
+    answered once the rest of it arrives."""
+    overrides = {"queued.max.request.bytes": str(4 * MB), "socket.request.max.bytes": str(16 * MB),
+                 "kafkalite.request.stall.ms": "60000"}
     with Broker(data_dir=tmp_path, overrides=overrides) as b, RawClient(b.host, b.port) as a, \
             RawClient(b.host, b.port) as c, RawClient(b.host, b.port) as small:
-        cid_a, frame_a = _big_produce(a, 3 * MB)
+        cid_a, frame_a = _big_produce(a, 7 * MB // 2)
         cid_c, frame_c = _big_produce(c, 3 * MB)
-        a.send_raw(frame_a[: MB])            # A's 3 MB are reserved; its body is still coming
+        a.send_raw(frame_a[: 3 * MB])        # 3 MB held: bytes that arrived, not the announced 3.5 MB
         time.sleep(0.3)
-        c.send_raw(frame_c)                  # C needs 3 MB more than the 4 MB pool has left
-        assert not _answered_within(c, 1.0), "C's request was read although the pool was used up"
-        # small requests are not held up by the pool
-        assert small.request(MetadataRequest(topics=[]), 12).brokers
-        a.send_raw(frame_a[MB:])
-        assert _produce_error(a, cid_a) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        # A answered -> its reservation is back -> C goes through
+        c.send_raw(frame_c)
         assert _produce_error(c, cid_c) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert small.request(MetadataRequest(topics=[]), 12).brokers
+        a.send_raw(frame_a[3 * MB:])
+        assert _produce_error(a, cid_a) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_one_request_larger_than_the_pool_still_goes_through(tmp_path: Path) -> None:
@@ -183,38 +184,45 @@ def test_trickling_senders_are_closed_and_their_reservations_returned(tmp_path: 
 def test_pool_grants_waiters_in_order_and_cancelled_waiters_give_grants_back() -> None:
     async def main() -> None:
         pool = RequestMemoryPool(100)
-        await pool.grow(80)                       # a whole-frame holder
+        assert pool.try_admit(80)                 # bytes a connection has received
         order: list[str] = []
 
-        async def grower(name: str, extra: int) -> None:
-            await pool.grow(extra)
+        async def reader(name: str, size: int) -> None:
+            await pool.admit(size)
             order.append(name)
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(grower, "a", 50)
+            nursery.start_soon(reader, "a", 50)
             await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(grower, "b", 10)   # would fit, but waits behind a (first come, first served)
+            nursery.start_soon(reader, "b", 10)   # would fit, but waits behind a (first come, first served)
             await trio.testing.wait_all_tasks_blocked()
+            assert pool.starved.is_set()
             with trio.CancelScope() as cancelled:
                 cancelled.cancel()
                 await pool.admit(50)              # the budget has 20 left: waits, then is cancelled
             assert order == [] and pool.used == 80 and pool.waiting == 2
-            pool.release(80, True)                # nothing whole-frame held: a goes ahead, then b fits
-        assert sorted(order) == ["a", "b"] and pool.used == 60 and pool.full == 2
+            pool.settle(80, 0)                    # answered: a goes ahead, then b fits
+        assert sorted(order) == ["a", "b"] and pool.used == 60 and not pool.starved.is_set()
 
     trio.run(main)
 
 
-def test_pool_admits_one_oversized_frame_when_no_whole_frame_is_held() -> None:
+def test_one_connection_mid_frame_may_finish_past_the_budget() -> None:
+    """Connections holding parts of frames cannot all wait for each other: one at a time finishes its frame
+    past the budget (Kafka's non-strict pool); the others wait for it."""
     async def main() -> None:
         pool = RequestMemoryPool(100)
-        assert pool.try_admit(40)                 # a connection holding part of a frame
-        await pool.grow(500)                      # larger than the budget: admitted (non-strict)
-        assert pool.used == 540 and pool.full == 1
-        assert not pool.try_admit(10)             # now everything else waits
-        pool.release(500, True)
-        pool.settle(40, 0)
-        assert pool.used == 0 and pool.full == 0 and pool.try_admit(100)
+        a, b = object(), object()
+        assert pool.try_admit(60) and pool.try_admit(40)   # a and b each hold part of a frame; budget full
+        assert not pool.try_admit(10)                       # a new frame's first read waits
+        assert pool.try_admit(500, a) and pool.finisher is a   # a finishes its frame past the budget
+        assert not pool.try_admit(10, b)                    # b is mid-frame too, but a is the finisher
+        assert pool.try_admit(10, a)
+        pool.frame_done(a)
+        assert pool.finisher is None and pool.try_admit(10, b) and pool.finisher is b
+        pool.settle(pool.used, 0)
+        pool.frame_done(b)
+        assert pool.used == 0 and pool.try_admit(100)
 
     trio.run(main)
 
