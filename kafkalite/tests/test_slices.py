@@ -57,4 +57,6 @@ def test_others_are_answered_while_a_huge_request_is_handled(raw: Raw, monkeypat
         round_trips += 1
     got_cid, resp = big.recv(DescribeLogDirsRequest.API_KEY, 4)
     assert got_cid == cid and len(resp.results[0].topics[0].partitions) == N
-    assert round_trips >= 10, f"only {round_trips} round trips answered while the request was handled"
+    # done in one go, the walk would let at most the first round trip through; on a loaded machine (the test's
+    # client shares the GIL with the broker's thread) 9 were counted once where 10+ are usual: 3 tells them apart
+    assert round_trips >= 3, f"only {round_trips} round trips answered while the request was handled"
