@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from harness.records import Rec
+from kafkalite.tests.support import requires
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -102,6 +103,4 @@ def which(cmd: str) -> str | None:
 
 def ci() -> bool:
     """CI is set to a true value: the repository's one rule (kafkalite/tests/support/requires.py)."""
-    from kafkalite.tests.support.requires import ci as _ci
-
-    return _ci()
+    return requires.ci()

@@ -8,6 +8,7 @@ from kafkalite.config.releases import FLOORS, KAFKA_4_3
 from kafkalite.embedded import Broker
 from kafkalite.metadata.features import FINALIZED_EPOCH
 from kafkalite.tests.support.rawclient import RawClient
+from kafkalite.tests.support.requires import reference
 from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
 
@@ -45,7 +46,6 @@ def test_4_3_tables_match_kafka_4_3_specs() -> None:
     """Caps = the newest stable version of every API Kafka 4.3 serves on a broker listener; floors = its oldest."""
     from pathlib import Path
 
-    from kafkalite.tests.support.requires import reference
     from kafkalite_wire.spec import Versions, load_json
 
     d = reference("kafka-message-specs", "4.3")

@@ -1,6 +1,6 @@
 """BrokerState builds the authorizer, client quotas, group configs and feature levels on first use, yet what is
 saved on disk still applies from the first request, and a damaged ACL or quota file still fails the start with
-its one-line cause (kafkalite/tests/test_lazy_start.py checks their modules are not imported at start)."""
+its one-line cause (kafkalite/tests/e2e/test_lazy_start.py checks their modules are not imported at start)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +10,7 @@ import pytest
 from kafkalite.authz.authorizer import ACLS_FILE
 from kafkalite.embedded import Broker, BrokerStartError
 from kafkalite.metadata.quotas import QUOTAS_FILE, QuotaStore, entity_of
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import CreateTopicsRequest
 

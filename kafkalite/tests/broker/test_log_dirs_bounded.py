@@ -15,8 +15,8 @@ import pytest
 
 from kafkalite.embedded import Broker
 from kafkalite.server import serve as server
-from kafkalite.tests.rawclient import RawClient
-from kafkalite.tests.test_protocol import produce_req
+from kafkalite.tests.broker.test_protocol import produce_req
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_storage.manager import LogManager
 from kafkalite_storage.testing import encode_batch
 from kafkalite_wire.messages import ApiVersionsRequest, CreateTopicsRequest, DescribeLogDirsRequest

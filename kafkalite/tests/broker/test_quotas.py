@@ -7,7 +7,7 @@ from pathlib import Path
 from kafkalite import Broker
 from kafkalite.metadata.quotas import QuotaStore, entity_of
 from kafkalite.quotas.rate import Rate, TokenBucket
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_storage.testing import Rec, encode_batch
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (

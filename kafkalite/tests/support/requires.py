@@ -20,6 +20,8 @@ from typing import NoReturn
 
 import pytest
 
+from kafkalite_wire.spec import reference_dir
+
 
 def ci() -> bool:
     """``CI`` is set to a true value (``1``, ``true``, ``yes``; any case)."""
@@ -61,8 +63,6 @@ def chromium_path() -> str | None:
 
 
 def _reference() -> str | None:
-    from kafkalite_wire.spec import reference_dir
-
     ref = reference_dir()
     return None if ref.is_dir() else f"reference material missing at {ref} (set KAFKALITE_REFERENCE)"
 
@@ -108,8 +108,6 @@ def require(*names: str) -> None:
 def reference(*parts: str) -> Path:
     """A path inside the shared reference tree (``$KAFKALITE_REFERENCE``, default ``../shared/reference``); a
     missing one is :func:`missing` (skip loudly, or fail under CI=true)."""
-    from kafkalite_wire.spec import reference_dir
-
     require("reference")
     path = reference_dir().joinpath(*parts)
     if not path.exists():

@@ -14,10 +14,10 @@ from kafkalite.config.defs import BROKER
 from kafkalite.embedded import Broker, BrokerStartError
 from kafkalite.handlers import registry
 from kafkalite.server import serve as server
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.messages import ApiVersionsRequest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_missing_coordinator_service_stops_the_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 from kafkalite.cluster import Cluster
 from kafkalite.security.scram import salted_password
-from kafkalite.tests import saslclient as sc
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support import saslclient as sc
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (
     AlterClientQuotasRequest,
