@@ -32,12 +32,10 @@ def test_every_test_file_sits_in_a_tier_directory() -> None:
         assert not list((TESTS / d).glob("test_*.py")), f"kafkalite/tests/{d} holds tests: move them to a tier"
 
 
-def test_the_root_conftest_marks_by_directory() -> None:
-    sys.path.insert(0, str(ROOT))
-    try:
-        import conftest
-    finally:
-        sys.path.remove(str(ROOT))
+def test_the_root_conftest_marks_by_directory(pytestconfig: pytest.Config) -> None:
+    # the module pytest loaded (loading the file again would be one file under two names: the session fails)
+    conftest = next(p for p in pytestconfig.pluginmanager.get_plugins()
+                    if Path(getattr(p, "__file__", None) or "/").resolve() == ROOT / "conftest.py")
     assert conftest._directory_mark("kafkalite/tests/unit/test_x.py") == "unit"
     assert conftest._directory_mark("kafkalite/tests/broker/test_x.py") == "broker"
     assert conftest._directory_mark("kafkalite/tests/e2e/spark_eos_crash.py") == "e2e"
