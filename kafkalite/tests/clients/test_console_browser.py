@@ -1,5 +1,5 @@
 """The web console in a real headless Chromium (Debian's package, driven over the DevTools protocol by
-kafkalite.tests.chromium): every page, the live update while a real producer writes, create/delete topic and
+kafkalite.tests.support.chromium): every page, the live update while a real producer writes, create/delete topic and
 the reset-offsets flow through their confirmation dialogs, and that attacker-controlled keys, values,
 headers and group ids stay text. Screenshots go to $KAFKALITE_CONSOLE_SCREENSHOTS (default: a pytest temp
 directory); CI keeps them as artifacts."""
@@ -14,9 +14,9 @@ import pytest
 
 from kafkalite import Cluster
 from kafkalite.console import bound_address
-from kafkalite.tests.chromium import Chromium, need_chromium
-from kafkalite.tests.console_helpers import ConsoleClient, console_broker, produce
-from kafkalite.tests.tools_helpers import need_confluent
+from kafkalite.tests.support.chromium import Chromium, need_chromium
+from kafkalite.tests.support.console_helpers import ConsoleClient, console_broker, produce
+from kafkalite.tests.support.tools_helpers import need_confluent
 
 EVIL = '<img src=x onerror="window.__xss=1">'
 EVIL_VALUE = '<script>window.__xss=2</script><b>bold</b>'

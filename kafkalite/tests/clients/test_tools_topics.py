@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.embedded import Broker
-from kafkalite.tests.tools_helpers import cli, need_confluent
+from kafkalite.tests.support.tools_helpers import cli, need_confluent
 
 
 @pytest.fixture(scope="module")

@@ -160,7 +160,7 @@ def test_version_is_the_distributions(flag: str) -> None:
     """``kafkalite --version`` prints the installed distribution's version (pyproject's) and exits 0."""
     import tomllib  # lazy: this test alone reads pyproject
 
-    declared = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]["version"]
+    declared = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())["project"]["version"]
     p = subprocess.run([sys.executable, "-m", "kafkalite", flag], capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stdout, p.stderr) == (0, f"kafkalite {declared}\n", "")
     shown = subprocess.run([sys.executable, "-m", "kafkalite", "--help"], capture_output=True, text=True, timeout=60)
