@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples
+.PHONY: run test test-unit test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples
 
 run:
 	@tools/bootstrap.sh venv
@@ -18,16 +18,26 @@ test:
 	$(PY) tools/import_cycles.py
 	$(PY) tools/mypy_baseline.py
 	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider $(TEST_PATHS) $(PYTEST_ARGS)
 
+# every tier of the project's own tests, and the real clients of compat-tests (CI runs `make test`)
+TEST_PATHS ?= kafkalite_wire/tests kafkalite_storage/tests kafkalite/tests bench/tests compat-tests
+OWN_TESTS := kafkalite_wire/tests kafkalite_storage/tests kafkalite/tests
+
+# the pure tests (wire, storage, kafkalite/tests/unit): seconds
+test-unit:
+	@tools/bootstrap.sh venv
+	$(PY) -m pytest -q -x -p no:cacheprovider -m unit $(OWN_TESTS) $(PYTEST_ARGS)
+
+# unit + an embedded broker over real sockets (kafkalite/tests/broker); no client library, no subprocess
 test-fast:
 	@tools/bootstrap.sh venv
-	$(PY) -m pytest -q -x kafkalite_wire/tests kafkalite_storage/tests kafkalite/tests $(PYTEST_ARGS)
+	$(PY) -m pytest -q -x -p no:cacheprovider -m "unit or broker" $(OWN_TESTS) $(PYTEST_ARGS)
 
 # the built wheel in a fresh venv: serve, produce, consume; no generic top-level names (also part of make test)
 install-test:
 	@tools/bootstrap.sh venv
-	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/test_install_wheel.py $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/e2e/test_install_wheel.py $(PYTEST_ARGS)
 
 # rewrite imports of wire/storage to their installed names kafkalite_wire/kafkalite_storage (idempotent)
 rename-packages:
@@ -81,4 +91,4 @@ clean:
 # Spark sink, and a driver crash before a batch's decision (minutes; not in make test)
 spark-crash:
 	@tools/bootstrap.sh venv clients spark
-	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/spark_eos_crash.py $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/e2e/spark_eos_crash.py $(PYTEST_ARGS)

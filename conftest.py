@@ -70,3 +70,95 @@ def pytest_sessionfinish(session, exitstatus) -> None:
 
         print("\nERROR: modules imported under two names:\n  " + "\n  ".join(sorted(dups)[:20]), file=sys.stderr)
         session.exitstatus = 1
+
+
+# -- tiers and requirements ---------------------------------------------------------------------------------------
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from kafkalite.tests.support import requires as _requires  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent
+#: the speed tiers, lightest first: unit (pure), broker (an embedded broker over real sockets), clients (real client
+#: libraries in this process), e2e (subprocesses: the CLI, a wheel, Java, a broker process)
+TIERS = ("unit", "broker", "clients", "e2e")
+#: directory (relative to the repository) -> the marker every test in it gets; a test may carry a heavier tier of
+#: its own (``@pytest.mark.e2e`` on the one test of a unit file that starts a subprocess), never a lighter one
+DIRECTORY_MARKS = {
+    "kafkalite/tests/unit": "unit",
+    "kafkalite/tests/broker": "broker",
+    "kafkalite/tests/clients": "clients",
+    "kafkalite/tests/e2e": "e2e",
+    "wire/tests": "unit",
+    "storage/tests": "unit",
+    "bench/tests": "e2e",
+    "compat-tests": "compat",
+}
+KAFKALITE_TESTS = ROOT / "kafkalite" / "tests"
+
+
+def _rel(path: Path) -> str:
+    real = Path(os.path.realpath(path))
+    try:
+        rel = real.relative_to(ROOT)
+    except ValueError:
+        return ""
+    return rel.as_posix()
+
+
+def _directory_mark(rel: str) -> str | None:
+    for d, mark in DIRECTORY_MARKS.items():
+        if rel == d or rel.startswith(d + "/"):
+            return mark
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test by its directory (``-m unit``, ``-m "unit or broker"``, ``-m compat``); refuse a test file
+    of kafkalite/tests outside a tier directory, a test that claims a lighter tier than its directory's or two
+    tiers, and a ``requires(...)`` name nobody knows."""
+    problems: list[str] = []
+    for item in items:
+        rel = _rel(item.path)
+        mark = _directory_mark(rel)
+        if rel.startswith("kafkalite/tests/") and mark is None:
+            problems.append(f"{rel}: a test file of kafkalite/tests outside a tier directory "
+                            f"({', '.join(d for d in DIRECTORY_MARKS if d.startswith('kafkalite/'))})")
+            continue
+        own = sorted({m.name for m in item.iter_markers() if m.name in TIERS}, key=TIERS.index)
+        if len(own) > 1:
+            problems.append(f"{item.nodeid}: marked with two tiers {own}")
+        elif own and mark in TIERS and TIERS.index(own[0]) < TIERS.index(mark):
+            problems.append(f"{item.nodeid}: marked {own[0]}, lighter than its directory's tier {mark}")
+        elif not own and mark is not None:
+            item.add_marker(mark)
+        for m in item.iter_markers("requires"):
+            bad = _requires.unknown(m.args)
+            if bad or not m.args:
+                problems.append(f"{item.nodeid}: requires{m.args}: unknown {bad} (known: {sorted(_requires.CHECKS)})")
+    if problems:
+        raise pytest.UsageError("test layout:\n  " + "\n  ".join(problems[:30]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.requires(...)``: checked before any fixture runs; skip loudly, or fail under CI=true."""
+    names = [n for m in item.iter_markers("requires") for n in m.args]
+    if names:
+        _requires.require(*names)
+
+
+class Requirement:
+    """What the ``requirement`` fixture gives a fixture or test of wire/ or storage/ (which never import kafkalite):
+    ``requirement.require("java")``, ``requirement.missing("no jar at ...")``, ``requirement.ci()``."""
+
+    require = staticmethod(_requires.require)
+    missing = staticmethod(_requires.missing)
+    ci = staticmethod(_requires.ci)
+
+
+@pytest.fixture(scope="session")
+def requirement() -> Requirement:
+    return Requirement()

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafkalite.tests.fdlimit import LimitedBroker, create_topics, fetch_all, metadata_all, produce_all
+from kafkalite.tests.support.fdlimit import LimitedBroker, create_topics, fetch_all, metadata_all, produce_all
 from kafkalite_wire.messages import ApiVersionsRequest
 
 BENCH_TIMEOUT = 3600

@@ -27,7 +27,7 @@ WARMUP_S = 22.0   # two measurement windows (11 x 1 s): the first burst has expi
 
 
 def _set_quota(host: str, port: int, client_id: str, key: str, rate: float) -> None:
-    from kafkalite.tests.rawclient import RawClient
+    from kafkalite.tests.support.rawclient import RawClient
     from kafkalite_wire.messages import AlterClientQuotasRequest as A
 
     with RawClient(host, port) as c:

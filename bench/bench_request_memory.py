@@ -20,7 +20,7 @@ import sys
 import tempfile
 from typing import Any
 
-from kafkalite.tests.procstat import settled_rss_mb
+from kafkalite.tests.support.procstat import settled_rss_mb
 
 BENCH_TIMEOUT = 300
 

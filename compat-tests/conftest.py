@@ -29,7 +29,8 @@ if str(HERE) not in sys.path:
 
 from harness.broker import BrokerProcess  # noqa: E402
 from harness.clients import Client, make_client  # noqa: E402
-from harness.clients.base import ci  # noqa: E402
+
+from kafkalite.tests.support.requires import missing  # noqa: E402  (skip loudly; fail under CI=true)
 
 _LIVE: list[BrokerProcess] = []
 _DRIVER_LOGS: list[Path] = []
@@ -37,11 +38,6 @@ _LOG_POS = pytest.StashKey[dict[str, int]]()
 _counter = itertools.count()
 
 
-def missing(reason: str) -> None:
-    """Skip loudly outside CI; fail under CI=true (a missing client there is a broken setup)."""
-    if ci():
-        pytest.fail(f"CI=true and a required piece is missing: {reason}", pytrace=False)
-    pytest.skip(f"!!! NOT TESTED - {reason}")
 
 
 def _broker_missing() -> str | None:

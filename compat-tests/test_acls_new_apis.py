@@ -10,10 +10,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import pytest
 from test_acls_sasl import _conf, sasl_broker  # noqa: F401 -- the module's broker fixture
 
-ck = pytest.importorskip("confluent_kafka")
+from kafkalite.tests.support.requires import require
+
+require("confluent_kafka")   # a loud skip, or a failure under CI=true
+import confluent_kafka as ck  # noqa: E402
 from confluent_kafka import (  # noqa: E402
     Consumer,
     ElectionType,

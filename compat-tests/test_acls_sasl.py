@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from harness.broker import BrokerProcess, BrokerStartError, _free_port
 
-ck = pytest.importorskip("confluent_kafka")
+from kafkalite.tests.support.requires import require
+
+require("confluent_kafka")   # a loud skip, or a failure under CI=true
 from confluent_kafka import KafkaError, KafkaException, Producer  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AclBinding,

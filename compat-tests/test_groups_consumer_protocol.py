@@ -320,7 +320,7 @@ def assert_never_shared(members: list[Member]) -> None:
 
 def describe(b: BrokerProcess, group: str) -> tuple[int, list[tuple[str, int]]]:
     """ConsumerGroupDescribe v1 over a raw connection: (group epoch, [(member id, member epoch)])."""
-    from kafkalite.tests.rawclient import RawClient
+    from kafkalite.tests.support.rawclient import RawClient
     from kafkalite_wire.messages import ConsumerGroupDescribeRequest
 
     with RawClient(b.host, b.port) as c:
@@ -503,7 +503,7 @@ def test_regex_subscription_picks_up_a_topic_created_later(kind: str, kip848_bro
 
 def _member_subscription(b: BrokerProcess, group: str) -> tuple[list[str], str | None]:
     """What the group's only member subscribed with (ConsumerGroupDescribe v1): (topic names, regex)."""
-    from kafkalite.tests.rawclient import RawClient
+    from kafkalite.tests.support.rawclient import RawClient
     from kafkalite_wire.messages import ConsumerGroupDescribeRequest
 
     with RawClient(b.host, b.port) as c:
@@ -582,7 +582,7 @@ def test_range_assignor_chosen_by_the_members(kip848_broker: BrokerProcess, topi
         wait_for(lambda: covers(members, topic), 90, "two members to split the partitions", members)
         wait_for(lambda: sorted(sorted(p for _t, p in m.assignment) for m in members) == [[0, 1, 2], [3, 4, 5]],
                  30, "contiguous ranges", members)
-        from kafkalite.tests.rawclient import RawClient
+        from kafkalite.tests.support.rawclient import RawClient
         from kafkalite_wire.messages import ConsumerGroupDescribeRequest
 
         with RawClient(kip848_broker.host, kip848_broker.port) as c:
@@ -606,7 +606,7 @@ def test_offset_delete_and_group_admin_across_group_types(kip848_broker: BrokerP
     )
     from test_groups_support import admin
 
-    from kafkalite.tests.rawclient import RawClient
+    from kafkalite.tests.support.rawclient import RawClient
     from kafkalite_wire.messages import OffsetDeleteRequest
 
     bs = kip848_broker.bootstrap

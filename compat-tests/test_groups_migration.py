@@ -38,7 +38,7 @@ def _type(bs: str, group: str) -> str:
 
 
 def _member_types(b: BrokerProcess, group: str) -> list[int]:
-    from kafkalite.tests.rawclient import RawClient
+    from kafkalite.tests.support.rawclient import RawClient
     from kafkalite_wire.messages import ConsumerGroupDescribeRequest
 
     with RawClient(b.host, b.port) as c:

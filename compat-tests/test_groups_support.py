@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
+from kafkalite.tests.support.requires import missing  # skip loudly; fail under CI=true (one rule)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -27,10 +27,6 @@ CACHE = Path(os.environ.get("KAFKALITE_GROUPS_CACHE", "/tmp/kafkalite-groups-com
 
 PY_CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
 ALL_CLIENTS = (*PY_CLIENTS, "java", "kafkajs")
-
-
-def ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def write_script(path: Path, text: str) -> None:
@@ -45,10 +41,6 @@ def write_script(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def missing(reason: str) -> None:
-    if ci():
-        pytest.fail(f"CI=true and a required piece is missing: {reason}", pytrace=False)
-    pytest.skip(f"!!! NOT TESTED - {reason}")
 
 
 @dataclass

@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("confluent_kafka.schema_registry")
-fastavro = pytest.importorskip("fastavro")
-pytest.importorskip("jsonschema")
+from kafkalite.tests.support.requires import require
 
+require("confluent_kafka", "fastavro", "jsonschema")   # a loud skip, or a failure under CI=true
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.schema_registry import (  # noqa: E402
     Schema,

@@ -39,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RENAMES = {"wire": "kafkalite_wire", "storage": "kafkalite_storage"}
-SKIP = {"tools/rename_packages.py", "kafkalite/tests/test_rename_packages.py"}
+SKIP = {"tools/rename_packages.py", "kafkalite/tests/unit/test_rename_packages.py"}
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".txt", ".sh", ".yml", ".yaml", ".rst"}
 TEXT_NAMES = {"Makefile", "Dockerfile", "run"}   # .ci/run
 

@@ -1,7 +1,7 @@
 """Which module of this package serves which API key, and the versions it serves: the broker imports a handler
 module when its API is first requested (``registry.lookup``) rather than all sixty at start, and ApiVersions
 advertises from this table until then. ``test_handler_index_matches_registrations`` in
-``kafkalite/tests/test_lazy_start.py`` checks it against what the modules' ``@handler`` decorators register
+``kafkalite/tests/e2e/test_lazy_start.py`` checks it against what the modules' ``@handler`` decorators register
 (``load_all()``), so it cannot drift; it prints the corrected table. ``docs/reference/apis.md`` is generated from
 it (``tools/gen_reference.py``).
 """

@@ -135,7 +135,7 @@ def lookup(api_key: int) -> HandlerSpec | None:
         return spec
     if api_key not in INDEX:
         # an api key no indexed module serves: import every handler module once, so a module missing from the
-        # index (kafkalite/tests/test_lazy_start.py names it) is still served; a truly unknown key stays None
+        # index (kafkalite/tests/e2e/test_lazy_start.py names it) is still served; a truly unknown key stays None
         from kafkalite.handlers import load_all
 
         load_all()

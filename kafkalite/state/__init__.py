@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: kafkalite.metadata.quotas.QUOTAS_FILE, named here so a start without quotas does not import kafkalite.quotas
-#: (kafkalite/tests/test_lazy_state.py checks the two agree)
+#: (kafkalite/tests/broker/test_lazy_state.py checks the two agree)
 _QUOTAS_FILE = "kafkalite-client-quotas.json"
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from kafkalite.embedded import Broker
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support.rawclient import RawClient
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,9 @@ import random
 import time
 import uuid
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from kafkalite_storage import LogConfig, LogManager, PartitionLog
 from kafkalite_storage.batch import batch_records, iter_batches, validate_batch
@@ -144,11 +147,12 @@ def test_interrupted_compaction_is_completed_or_discarded(tmp_path: Path) -> Non
     _ = encode_control_batch  # (markers are covered above)
 
 
-def test_kafka_clients_reads_compacted_segments(tmp_path: Path) -> None:
+@pytest.mark.e2e   # runs kafka-clients in a JVM
+def test_kafka_clients_reads_compacted_segments(tmp_path: Path, requirement: Any) -> None:
     """kafka-clients 3.9.1 FileRecords: every rewritten batch is valid and iterates (gaps in offsets allowed)."""
     from kafkalite_storage.tests.java import checker
 
-    checker.require_java()
+    checker.require_java(requirement)
     checker.build()
     log = PartitionLog.create(str(tmp_path / "c-0"), "c", 0, uuid.uuid4(), CFG)
     _fill(log, 200, 15, random.Random(11))

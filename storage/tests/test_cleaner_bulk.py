@@ -14,6 +14,7 @@ import os
 import random
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,7 +127,8 @@ def test_rebuilt_batches_keep_their_codec_and_header_fields(compacted: dict) -> 
     assert all(seen.values()), seen
 
 
-def test_tombstones_vanish_after_delete_retention(compacted: dict, tmp_path: Path) -> None:
+@pytest.mark.e2e   # runs kafka-clients in a JVM
+def test_tombstones_vanish_after_delete_retention(compacted: dict, tmp_path: Path, requirement: Any) -> None:
     log: PartitionLog = compacted["log"]
     lm: LogManager = compacted["lm"]
     later = compacted["tomb_ts"] + CFG.delete_retention_ms + 1
@@ -145,7 +147,7 @@ def test_tombstones_vanish_after_delete_retention(compacted: dict, tmp_path: Pat
     # cleaned segments read by kafka-clients 3.9.1 (FileRecords.batches + ensureValid + record iteration)
     from kafkalite_storage.tests.java import checker
 
-    checker.require_java()
+    checker.require_java(requirement)
     files = [s.log_path for s in log.segments]
     log.flush()
     rows = checker.check_logs(files)

@@ -16,6 +16,7 @@ import logging
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -310,12 +311,13 @@ def test_fault_layer_costs_nothing_when_idle() -> None:
 
 
 
-def test_kafka_reads_a_log_that_lived_through_faults(tmp_path: Path) -> None:
+@pytest.mark.e2e   # runs kafka-clients in a JVM
+def test_kafka_reads_a_log_that_lived_through_faults(tmp_path: Path, requirement: Any) -> None:
     """Kafka's own reader (kafka-clients FileRecords: batches, ensureValid, record iteration) accepts every
     segment of a log whose appends failed at every step in turn and were retried."""
     from kafkalite_storage.tests.java import checker
 
-    checker.require_java()
+    checker.require_java(requirement)
     checker.build()
     ref, calls, _txns = _reference(tmp_path, OPS)
     d = tmp_path / "faulted" / "t-0"

@@ -383,6 +383,7 @@ def test_large_storage_written_indexes_verify_cleanly(tmp_path: Path) -> None:
     assert out.count("timestamp: ") == tindex.stat().st_size // 12
 
 
+@pytest.mark.e2e
 def test_kafkalite_cli_entry(tmp_path: Path) -> None:
     """``kafkalite dump-log`` hands its arguments to kafkalite_storage.dumplog.main (a leading ``--`` is accepted so the
     broker CLI's argparse does not swallow ``--files``)."""

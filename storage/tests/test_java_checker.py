@@ -16,6 +16,7 @@ import random
 import struct
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,14 +26,14 @@ from kafkalite_storage.dumplog import ScalaHashMap, dump_files, iter_file_batche
 from kafkalite_storage.testing import Rec, encode_batch
 from kafkalite_storage.tests.java import checker
 
-pytestmark = pytest.mark.usefixtures("java")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("java")]   # each test runs the JVM
 
 SEG = "00000000000000000000"
 
 
 @pytest.fixture(scope="module")
-def java() -> None:
-    checker.require_java()
+def java(requirement: Any) -> None:
+    checker.require_java(requirement)
     checker.build()
 
 
@@ -206,10 +207,9 @@ def test_utf8_decoding_matches_the_jvm() -> None:
     assert sum(1 for s in samples if s.decode("utf-8", "replace") != java_utf8_decode(s)) > 50  # rules differ
 
 
-def test_scala_hashmap_order_matches_scala() -> None:
+def test_scala_hashmap_order_matches_scala(requirement: Any) -> None:
     if checker.scala_library_jar() is None:
-        pytest.skip("SKIPPED LOUDLY: scala-library 2.13 jar not found (install the spark extra or set "
-                    "KAFKALITE_SCALA_LIBRARY)")
+        requirement.missing("scala-library 2.13 jar not found (install the spark extra or set KAFKALITE_SCALA_LIBRARY)")
     rnd = random.Random(11)
     cases = []
     for _ in range(200):
@@ -296,7 +296,7 @@ def _compact_str(s: str) -> bytes:
     return _uvarint(len(b) + 1) + b
 
 
-def test_kraft_control_records_match_kafka_json(tmp_path: Path) -> None:
+def test_kraft_control_records_match_kafka_json(tmp_path: Path, requirement: Any) -> None:
     """SnapshotHeader/Footer, KRaftVersion and KRaftVoters values as Kafka's generated JsonConverters print them
     (when Jackson is on the checker's classpath; otherwise the Java side formats the same fields by hand)."""
     voter_dir = uuid.UUID("4f1a2b3c-0d0e-4f10-8112-131415161718")
@@ -319,7 +319,8 @@ def test_kraft_control_records_match_kafka_json(tmp_path: Path) -> None:
     assert len(ours_lines) == len(java_lines)
     for mine, theirs in zip(ours_lines, java_lines, strict=True):
         if " KRaftVoters " in theirs and not theirs.rstrip().endswith("}]}"):
-            pytest.skip("SKIPPED LOUDLY: no Jackson on the classpath, Kafka's VotersRecord JSON not available")
+            requirement.missing("no Jackson on the checker's classpath (install the spark extra): Kafka's VotersRecord "
+                                "JSON not available")
         assert mine == theirs
 
 
@@ -412,7 +413,7 @@ def test_corrupted_batches_fail_like_kafka(reference: Path, tmp_path: Path, kind
     assert failures >= 50
 
 
-def test_consumer_protocol_json_matches_kafka() -> None:
+def test_consumer_protocol_json_matches_kafka(requirement: Any) -> None:
     """--offsets-decoder prints group members' subscriptions/assignments through Kafka's generated
     JsonConverters; our spec-driven reader + JSON writer must produce the same text (all versions, nulls,
     escapes, truncated bodies that Kafka leaves as base64)."""
@@ -450,7 +451,7 @@ def test_consumer_protocol_json_matches_kafka() -> None:
                                 ("ConsumerProtocolAssignment", ASSIGNMENT, assigns)):
         java = checker.run(["--json", name, *[b.hex() for b in blobs]]).stdout.decode().splitlines()
         if any(line.startswith("ERROR java.lang.NoClassDefFoundError") for line in java):
-            pytest.skip("SKIPPED LOUDLY: no Jackson on the checker's classpath (install the spark extra)")
+            requirement.missing("no Jackson on the checker's classpath (install the spark extra)")
         for blob, theirs in zip(blobs, java, strict=True):
             r = Reader(blob)
             version = r.take(">h")
@@ -462,10 +463,9 @@ def test_consumer_protocol_json_matches_kafka() -> None:
             assert ours == theirs, blob.hex()
 
 
-def test_transaction_partitions_follow_scala_hashset_order() -> None:
+def test_transaction_partitions_follow_scala_hashset_order(requirement: Any) -> None:
     if checker.scala_library_jar() is None:
-        pytest.skip("SKIPPED LOUDLY: scala-library 2.13 jar not found (install the spark extra or set "
-                    "KAFKALITE_SCALA_LIBRARY)")
+        requirement.missing("scala-library 2.13 jar not found (install the spark extra or set KAFKALITE_SCALA_LIBRARY)")
     from kafkalite_storage.dumplog.decoders import _scala_set_order
 
     rnd = random.Random(4)

@@ -1,33 +1,31 @@
 """Shared fixtures: the reference material (Kafka specs, golden bytes) lives outside the repo.
 
 `$KAFKALITE_REFERENCE` (default `<repo>/../shared/reference`). Outside CI a missing reference skips the tests that
-need it; with `CI` set they fail instead.
+need it loudly; with `CI=true` they fail instead (the root conftest's ``requirement`` fixture: one rule for all).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kafkalite_wire.spec import reference_dir, specs_dir
 
 
-def require_reference(path: Path) -> Path:
+def require_reference(requirement: Any, path: Path) -> Path:
+    requirement.require("reference")
     if not path.exists():
-        msg = f"reference material missing: {path} (set KAFKALITE_REFERENCE)"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+        requirement.missing(f"reference material missing: {path} (set KAFKALITE_REFERENCE)")
     return path
 
 
 @pytest.fixture(scope="session")
-def reference() -> Path:
-    return require_reference(reference_dir())
+def reference(requirement: Any) -> Path:
+    return require_reference(requirement, reference_dir())
 
 
 @pytest.fixture(scope="session")
-def specs() -> Path:
-    return require_reference(specs_dir())
+def specs(requirement: Any) -> Path:
+    return require_reference(requirement, specs_dir())

@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kafkalite_wire import codegen
 from kafkalite_wire.messages import REGISTRY
 from kafkalite_wire.specmerge import load_all
 
 
+@pytest.mark.e2e
 def test_generated_code_is_up_to_date(specs: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "kafkalite_wire.codegen", "--check"], capture_output=True, text=True, check=False

@@ -14,9 +14,9 @@ skipped with a message otherwise.
 from __future__ import annotations
 
 import random
-import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,11 +31,15 @@ SRC = Path(__file__).resolve().parent / "java" / "WireRoundTrip.java"
 PER_VERSION = 3
 
 
+pytestmark = pytest.mark.e2e   # each test runs kafka-clients in a JVM
+
+
 @pytest.fixture(scope="module")
-def kafka_java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+def kafka_java(tmp_path_factory: pytest.TempPathFactory, requirement: Any) -> list[str]:
+    requirement.require("java")
     jar = JARS / "kafka-clients.jar"
-    if not (shutil.which("java") and shutil.which("javac") and jar.exists()):
-        pytest.skip(f"needs java, javac and {jar}")
+    if not jar.exists():
+        requirement.missing(f"no {jar} (tools/bootstrap.sh fetches it)")
     out = tmp_path_factory.mktemp("wirejava")
     cp = f"{jar}:{JARS / 'slf4j-api.jar'}"
     subprocess.run(

@@ -22,21 +22,25 @@ def _fresh(code: str) -> str:
 GEN = "sorted(m for m in sys.modules if m.startswith('kafkalite_wire.messages._gen_'))"
 
 
+@pytest.mark.e2e
 def test_importing_the_package_imports_no_message_module() -> None:
     out = _fresh(f"import sys, kafkalite_wire.messages as m; k = m.REGISTRY[0]; print(k.name, k.max_version, {GEN})")
     assert out == "Produce 13 []"
 
 
+@pytest.mark.e2e
 def test_from_import_loads_only_that_api_module() -> None:
     out = _fresh(f"import sys; from kafkalite_wire.messages import ProduceRequest; print({GEN})")
     assert out == "['kafkalite_wire.messages._gen_produce']"
 
 
+@pytest.mark.e2e
 def test_registry_resolves_classes_on_first_access() -> None:
     code = f"import sys; from kafkalite_wire.messages import REGISTRY; c = REGISTRY[1].response_class; print(c.__name__, {GEN})"
     assert _fresh(code) == "FetchResponse ['kafkalite_wire.messages._gen_fetch']"
 
 
+@pytest.mark.e2e
 def test_api_parse_request_loads_its_module() -> None:
     code = (
         "import sys; from kafkalite_wire.api import parse_request; from kafkalite_wire.headers import RequestHeader; "

@@ -1,7 +1,7 @@
 """A protocol fuzzer: every API key and version the broker advertises, valid requests mutated (mutate.py),
 sent over real sockets with each outcome classified and the broker's health checked between batches
 (runner.py). ``python -m kafkalite.tests.fuzz --help`` runs it against an in-process broker (``make fuzz``);
-``kafkalite/tests/test_fuzz_protocol.py`` runs a bounded slice in ``make test``."""
+``kafkalite/tests/e2e/test_fuzz_protocol.py`` runs a bounded slice in ``make test``."""
 from __future__ import annotations
 
 import resource

@@ -63,7 +63,7 @@ def _creates_many_partitions(hdr: Any, body: Any) -> bool:
     """A valid CreateTopics/CreatePartitions may make up to 10,000 partitions (beyond that the broker answers
     POLICY_VIOLATION at once, as Kafka does): each is a directory and files, ~1 ms apiece here, so such frames
     would spend the fuzzer's budget on the filesystem. Requests over the bound are sent; large creations are
-    measured by bench/bench_partitions.py and kafkalite/tests/test_fd_limit.py instead."""
+    measured by bench/bench_partitions.py and kafkalite/tests/e2e/test_fd_limit.py instead."""
     if hdr.api_key == 19:
         total = sum((t.num_partitions if t.num_partitions > 0 else 1) + len(t.assignments or ())
                     for t in body.topics)

@@ -12,8 +12,8 @@ Jars come from ``$KAFKALITE_JAVA_DEPS`` (default ``<repo>/.deps/java``: kafka-cl
 zstd-jni, slf4j-api). When Jackson is importable from a local pyspark install its jars are added too, so the
 ``--dump`` mode can print control-record JSON through Kafka's generated JsonConverters.
 
-In tests call ``require_java()`` first: it skips (loudly, with the reason) when javac or the jars are missing,
-and fails instead under ``CI=true``.
+In tests call ``require_java(requirement)`` first (the root conftest's ``requirement`` fixture): it skips (loudly,
+with the reason) when javac or the jars are missing, and fails instead under ``CI=true``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -77,16 +78,13 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def require_java() -> None:
-    """Skip the calling test when Java is unavailable; under CI=true that is a failure instead."""
-    import pytest
-
+def require_java(requirement: Any) -> None:
+    """Go on when the checker can run; otherwise the root conftest's ``requirement.missing`` (a loud skip, or a
+    failure under CI=true). ``requirement`` is that fixture: storage never imports kafkalite."""
+    requirement.require("java")
     reason = unavailable_reason()
-    if reason is None:
-        return
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"Kafka Java checker required under CI: {reason}")
-    pytest.skip(f"SKIPPED LOUDLY: Kafka Java checker unavailable: {reason}")
+    if reason is not None:
+        requirement.missing(f"Kafka Java checker unavailable: {reason}")
 
 
 def build() -> Path:

@@ -1,0 +1,127 @@
+"""Share groups in ``kafkalite.cluster`` at the protocol level (``kafkalite.coordinator.share.cluster``): a
+ShareGroupHeartbeat at a broker that does not coordinate the group answers NOT_COORDINATOR, ShareFetch and
+ShareAcknowledge at a broker that does not lead the partition answer NOT_LEADER_OR_FOLLOWER (nothing acquired
+from a follower's replica), and the leader of a partition acquires its records for a member the coordinator
+assigned, its share-partition state written to ``__share_group_state`` through that partition's leader."""
+from __future__ import annotations
+
+from kafkalite.cluster import Cluster
+from kafkalite.tests.broker.test_cluster import _client, _create, _produce
+from kafkalite.tests.broker.test_share_handlers import acquired, hb, topic_id
+from kafkalite_wire.messages import DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest
+from kafkalite_wire.messages import ShareAcknowledgeRequest as AR
+from kafkalite_wire.messages import ShareFetchRequest as FR
+
+NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR = 6, 16
+
+
+def _fetch(c, group: str, member: str, epoch: int, tid, partition: int):  # type: ignore[no-untyped-def]
+    return c.request(FR(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+                        max_bytes=1 << 20, max_records=100, batch_size=100, topics=[FR.FetchTopic(
+                            topic_id=tid, partitions=[FR.FetchPartition(partition_index=partition)])]), 1)
+
+
+def test_coordinator_and_partition_leaders() -> None:
+    overrides = {"offsets.topic.num.partitions": "3", "share.coordinator.state.topic.num.partitions": "3",
+                 "kafkalite.share.auto.offset.reset": "earliest"}
+    with Cluster(brokers=3, overrides=overrides) as cluster:
+        _create(cluster, "sq", partitions=3)
+        leaders = {p["partition"]: p["leader"] for p in cluster.sync.describe()["partitions"] if p["topic"] == "sq"}
+        with _client(cluster, leaders[0]) as c:
+            _produce(c, "sq", [b"a", b"b"], acks=-1)          # partition 0
+            tid = topic_id(c, "sq")
+        group = "sg-cluster"
+        with _client(cluster, 1) as c:
+            hb(c, group, "m0", 0, ["sq"])                      # creates __consumer_offsets
+        coord = cluster.coordinator("group", group)
+        others = [n for n in (1, 2, 3) if n != coord]
+        with _client(cluster, others[0]) as c:
+            assert hb(c, group, "m1", 0, ["sq"]).error_code == NOT_COORDINATOR
+        with _client(cluster, coord) as c:
+            h = hb(c, group, "m1", 0, ["sq"])
+            assert h.error_code == 0, h.error_message
+            hb(c, group, "m1", h.member_epoch)
+        follower = next(n for n in (1, 2, 3) if n != leaders[0])
+        with _client(cluster, follower) as c:
+            r = _fetch(c, group, "m1", 0, tid, 0)
+            assert r.responses[0].partitions[0].error_code == NOT_LEADER_OR_FOLLOWER and acquired(r) == []
+            a = c.request(AR(group_id=group, member_id="m1", share_session_epoch=1, topics=[AR.AcknowledgeTopic(
+                topic_id=tid, partitions=[AR.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                    AR.AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=[1])])])]), 1)
+            assert a.error_code == 0 and a.responses[0].partitions[0].error_code == NOT_LEADER_OR_FOLLOWER, a
+        with _client(cluster, leaders[0]) as c:
+            r = _fetch(c, group, "m1", 0, tid, 0)
+            assert r.responses[0].partitions[0].error_code == 0 and acquired(r) == [0, 1]
+        # the share-partition's first snapshot is in __share_group_state, at its partition's leader
+        rt = cluster.runtime
+        written = [(p, rt.leader_of("__share_group_state", p)) for p in range(3)
+                   if rt.state_of(rt.leader_of("__share_group_state", p)).get_log("__share_group_state",
+                                                                                  p).log_end_offset > 0]
+        assert len(written) == 1
+
+
+def _ack(c, group: str, member: str, epoch: int, tid, first: int, last: int):  # type: ignore[no-untyped-def]
+    return c.request(AR(group_id=group, member_id=member, share_session_epoch=epoch, topics=[AR.AcknowledgeTopic(
+        topic_id=tid, partitions=[AR.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+            AR.AcknowledgementBatch(first_offset=first, last_offset=last, acknowledge_types=[1])])])]), 1)
+
+
+def test_leader_moves_never_redeliver_acknowledged_records() -> None:
+    """A share-partition follows its partition's leader: the new leader starts from the latest persisted state
+    (read at the current leader of its ``__share_group_state`` partition), not from the copy it read at its
+    start, and the old leader forgets its own. Acknowledged records never come again; acquired but
+    unacknowledged ones do — also after the state partition's leader moved, and back at the first leader."""
+    overrides = {"offsets.topic.num.partitions": "3", "share.coordinator.state.topic.num.partitions": "3",
+                 "kafkalite.share.auto.offset.reset": "earliest"}
+    with Cluster(brokers=3, overrides=overrides) as cluster:
+        _create(cluster, "mv", partitions=1)
+        first = cluster.runtime.leader_of("mv", 0)
+        with _client(cluster, first) as c:
+            assert _produce(c, "mv", [b"r%d" % i for i in range(8)], acks=-1).error_code == 0
+            tid = topic_id(c, "mv")
+        group = "sg-move"
+        with _client(cluster, 1) as c:
+            hb(c, group, "m0", 0, ["mv"])                      # creates __consumer_offsets
+        with _client(cluster, cluster.coordinator("group", group)) as c:
+            h = hb(c, group, "m1", 0, ["mv"])
+            assert h.error_code == 0, h.error_message
+            hb(c, group, "m1", h.member_epoch)
+        with _client(cluster, first) as c:
+            assert acquired(_fetch(c, group, "m1", 0, tid, 0)) == list(range(8))
+            a = _ack(c, group, "m1", 1, tid, 0, 2)
+            assert a.responses[0].partitions[0].error_code == 0, a
+        second = next(n for n in (1, 2, 3) if n != first)
+        cluster.sync.move_leader("mv", 0, second)
+        with _client(cluster, cluster.coordinator("group", group)) as c:   # before the new leader served it
+            SO = DescribeShareGroupOffsetsRequest
+            d = c.request(SO(groups=[SO.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=[
+                SO.DescribeShareGroupOffsetsRequestTopic(topic_name="mv", partitions=[0])])]), 1)
+            assert d.groups[0].topics[0].partitions[0].start_offset == 3, d
+        with _client(cluster, second) as c:
+            r = _fetch(c, group, "m1", 0, tid, 0)
+            assert r.responses[0].partitions[0].error_code == 0
+            assert acquired(r) == list(range(3, 8))            # 0..2 acknowledged; 3..7 were only acquired
+            assert _ack(c, group, "m1", 1, tid, 3, 3).responses[0].partitions[0].error_code == 0
+        rt = cluster.runtime
+        from kafkalite.coordinator.share.records import ShareKey, partition_for
+        state_p = partition_for(ShareKey(group, tid, 0), 3)
+        state_leader = rt.leader_of("__share_group_state", state_p)
+        cluster.sync.move_leader("__share_group_state", state_p, next(n for n in (1, 2, 3) if n != state_leader))
+        cluster.sync.move_leader("mv", 0, first)               # back to a broker that served it before
+        with _client(cluster, first) as c:
+            r = _fetch(c, group, "m1", 0, tid, 0)
+            assert r.responses[0].partitions[0].error_code == 0
+            assert acquired(r) == list(range(4, 8))
+        # the group empties and its offsets are deleted while the partition's leader is one that dropped its
+        # copy: the state is tombstoned all the same (describe, which reads the latest state, finds none)
+        cluster.sync.move_leader("mv", 0, second)
+        with _client(cluster, cluster.coordinator("group", group)) as c:
+            for m in ("m0", "m1"):
+                assert hb(c, group, m, -1).error_code == 0
+            DO = DeleteShareGroupOffsetsRequest
+            d = c.request(DO(group_id=group, topics=[DO.DeleteShareGroupOffsetsRequestTopic(topic_name="mv")]), 0)
+            assert d.error_code == 0 and d.responses[0].error_code == 0, d
+            SO = DescribeShareGroupOffsetsRequest
+            r = c.request(SO(groups=[SO.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=[
+                SO.DescribeShareGroupOffsetsRequestTopic(topic_name="mv", partitions=[0])])]), 1)
+            assert r.groups[0].topics[0].partitions[0].start_offset == -1, r

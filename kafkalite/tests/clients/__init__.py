@@ -1,0 +1,1 @@
+"""Real client libraries in this process: confluent-kafka, kafka-python, the tools, the console in chromium, Spark."""
