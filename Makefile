@@ -17,7 +17,7 @@ test:
 	$(VENV)/bin/lint-imports
 	$(PY) tools/import_cycles.py
 	$(PY) tools/mypy_baseline.py
-	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench
+	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench tools
 	$(PY) -m pytest -q -p no:cacheprovider $(TEST_PATHS) $(PYTEST_ARGS)
 
 # every tier of the project's own tests, and the real clients of compat-tests (CI runs `make test`)

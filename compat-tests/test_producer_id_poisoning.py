@@ -12,7 +12,7 @@ import uuid
 import pytest
 from harness.topics import create_topic
 
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_storage.testing import encode_batch
 from kafkalite_wire.messages import ProduceRequest
 

@@ -93,6 +93,11 @@ MOVES: dict[str, str] = {
     # the tests, by tier (kafkalite/tests/conftest.py marks each test by its directory): unit (pure), broker
     # (an embedded broker over real sockets), clients (real client libraries in-process), e2e (subprocesses),
     # support (helpers that are not tests)
+    "kafkalite.tests.test_admin_fuzz": "kafkalite.tests.broker.test_admin_fuzz",
+    "kafkalite.tests.test_connection_quotas": "kafkalite.tests.broker.test_connection_quotas",
+    "kafkalite.tests.test_producer_ids": "kafkalite.tests.broker.test_producer_ids",
+    "kafkalite.tests.test_reserved_topic_names": "kafkalite.tests.broker.test_reserved_topic_names",
+    "kafkalite.tests.test_slow_senders": "kafkalite.tests.broker.test_slow_senders",
     "kafkalite.tests.test_admin": "kafkalite.tests.broker.test_admin",
     "kafkalite.tests.test_admin_limits": "kafkalite.tests.broker.test_admin_limits",
     "kafkalite.tests.test_authz_admin_apis": "kafkalite.tests.broker.test_authz_admin_apis",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.embedded import Broker
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import MetadataRequest, ProduceRequest
 

@@ -11,7 +11,7 @@ import pytest
 
 from kafkalite.embedded import Broker, BrokerStartError
 from kafkalite.server.connection_quotas import ConnectionQuotas, parse_overrides
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.messages import MetadataRequest
 
 

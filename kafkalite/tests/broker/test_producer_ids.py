@@ -20,10 +20,10 @@ from kafkalite.metadata.producer_ids import (
     ProducerIdAllocator,
     ProducerIdsExhausted,
 )
-from kafkalite.tests.rawclient import RawClient
-from kafkalite.tests.test_disk_faults_broker import produce
-from kafkalite.tests.test_group_handlers import create_topic
-from kafkalite.tests.test_transaction_handlers import add, end, init, txn_produce
+from kafkalite.tests.broker.test_disk_faults_broker import produce
+from kafkalite.tests.broker.test_group_handlers import create_topic
+from kafkalite.tests.broker.test_transaction_handlers import add, end, init, txn_produce
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import ApiVersionsRequest, InitProducerIdRequest
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from kafkalite.embedded import Broker
 from kafkalite.handlers import registry
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode as E
 from kafkalite_wire.messages import REGISTRY, ApiVersionsRequest, CreateTopicsRequest
 from kafkalite_wire.spec import FieldSpec

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from kafkalite.embedded import Broker
-from kafkalite.tests.rawclient import RawClient
+from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_storage import LogConfig, LogManager
 from kafkalite_storage.testing import encode_batch
 from kafkalite_wire.errors import ErrorCode as E
