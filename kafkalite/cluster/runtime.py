@@ -272,7 +272,7 @@ class ClusterRuntime:
         for (topic, p), ps in list(self.meta.partitions.items()):
             info = self.meta.topics.get(topic)
             if info is not None and node.node_id in ps.replicas and logs.get_log(topic, p) is None:
-                logs.create_log(topic, p, info.topic_id, state.log_config_for(info.config))
+                logs.create_log(topic, p, info.topic_id, state.configs.log_config_for(info.config))
 
     def _adopt_existing(self) -> None:
         """Topics found on disk at the first start (a data dir reused): replicas are the brokers holding a log,
@@ -331,7 +331,7 @@ class ClusterRuntime:
     def replication_factor(self, state: BrokerState, topic: str, requested: int | None = None) -> int:
         rf = self._rf.get(topic, -1) if requested is None else requested
         if rf < 1:
-            cfg = state.effective_config()
+            cfg = state.configs.effective()
             key = {placement.OFFSETS_TOPIC: "offsets.topic.replication.factor",
                    placement.TXN_TOPIC: "transaction.state.log.replication.factor"}.get(
                 topic, "default.replication.factor")
@@ -350,7 +350,7 @@ class ClusterRuntime:
     def create_topic_logs(self, state: BrokerState, name: str, partitions: int, overrides: Any, topic_id: Any,
                           start: int = 0) -> None:
         """Blocking (worker thread): each partition's log on every running replica broker, all or nothing."""
-        log_config = state.log_config_for(overrides)
+        log_config = state.configs.log_config_for(overrides)
         made: list[tuple[Any, int]] = []
         try:
             for p, replicas in enumerate(self.assignment(state, name, partitions, start), start):
@@ -549,7 +549,7 @@ class ClusterRuntime:
     def min_insync(self, state: BrokerState, topic: str) -> int:
         info = self.meta.topics.get(topic)
         raw = info.config.get("min.insync.replicas") if info is not None else None
-        return int(raw) if raw else state.effective_config().get_int("min.insync.replicas")
+        return int(raw) if raw else state.configs.effective().get_int("min.insync.replicas")
 
     async def await_acks(self, state: BrokerState, waits: list[tuple[str, int, int, Any]], timeout_ms: int) -> None:
         """acks=all: wait until each partition's high watermark passes its append (or the ISR falls below

@@ -79,7 +79,7 @@ def validate_topic_configs(state: BrokerState, overrides: Mapping[str, str | Non
     if why is not None:
         return why
     try:
-        state.log_config_for({k: v for k, v in overrides.items() if v is not None})
+        state.configs.log_config_for({k: v for k, v in overrides.items() if v is not None})
     except (ValueError, TypeError, OverflowError) as exc:
         return str(exc)
     return None
@@ -94,7 +94,7 @@ def _config_type(name: str, value: object) -> int:
 
 
 def describe_topic(state: BrokerState, overrides: Mapping[str, str]) -> list[ConfigEntry]:
-    cfg = state.log_config_for(overrides)
+    cfg = state.configs.log_config_for(overrides)
     props = cfg.to_props()
     typed = {name: getattr(cfg, name.replace(".", "_"), None) for name in props}
     from kafkalite.config.broker import DEFAULTS
@@ -113,7 +113,7 @@ def describe_topic(state: BrokerState, overrides: Mapping[str, str]) -> list[Con
 def _broker_synonyms(state: BrokerState, name: str, defaults: Mapping[str, str]) -> list[tuple[str, str | None, int]]:
     """Where broker setting ``name`` has a value, highest precedence first (Kafka's DynamicBrokerConfig order)."""
     out: list[tuple[str, str | None, int]] = []
-    dyn = state.dynamic_broker_configs
+    dyn = state.configs.by_resource
     for where, source in ((str(state.node_id), DYNAMIC_BROKER_CONFIG), ("", DYNAMIC_DEFAULT_BROKER_CONFIG)):
         if name in dyn.get(where, {}):
             out.append((name, dyn[where][name], source))
@@ -129,7 +129,7 @@ def describe_broker(state: BrokerState, resource: str | None = None) -> list[Con
     the cluster-wide dynamic defaults."""
     from kafkalite.config.broker_describe import describe_broker_configs
 
-    return describe_broker_configs(state.node_id, state.config.values, state.dynamic_broker_configs,
+    return describe_broker_configs(state.node_id, state.config.values, state.configs.by_resource,
                                    DYNAMIC_BROKER_CONFIGS, per_broker=resource != "")
 
 
@@ -147,7 +147,7 @@ def check_broker_configs(state: BrokerState, resource: str, values: Mapping[str,
     if static:
         return ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: {', '.join(static)}"
     try:
-        state.check_broker_configs(resource, values)
+        state.configs.check(resource, values)
     except ValueError as exc:
         return ErrorCode.INVALID_CONFIG, f"Invalid value for broker config: {exc}"
     return ErrorCode.NONE, None

@@ -89,8 +89,8 @@ async def create_topic(state: BrokerState, body: dict[str, Any]) -> dict[str, An
     topic_id = uuid.uuid4()
     state.pending_topics.add(name)   # reserved before any await, as CreateTopics does
     try:
-        await trio.to_thread.run_sync(state.create_topic_logs, name, partitions, overrides, topic_id)
-        state.register_topic(name, partitions, overrides, topic_id)
+        await trio.to_thread.run_sync(state.topics.create_logs, name, partitions, overrides, topic_id)
+        state.topics.register(name, partitions, overrides, topic_id)
     except OSError as exc:   # StorageError included: the disk said no; nothing is left of the topic
         raise ApiError(503, f"cannot create topic {name!r}: {exc}") from None
     finally:
@@ -111,9 +111,9 @@ async def delete_topic(state: BrokerState, name: str, body: dict[str, Any]) -> d
         raise ApiError(409, f"topic {name!r} is being changed; retry")
     state.pending_topics.add(name)   # until its directories are gone
     try:
-        plogs = state.unregister_topic(name)
+        plogs = state.topics.unregister(name)
         try:
-            await trio.to_thread.run_sync(state.remove_topic_logs, plogs)
+            await trio.to_thread.run_sync(state.topics.remove_logs, plogs)
         except OSError as exc:   # the topic is gone; a leftover -delete directory goes at next start
             log.error("removing the directories of deleted topic %s failed: %s", name, exc)
     finally:

@@ -165,7 +165,7 @@ def _placement(state: BrokerState, name: str, p: int) -> dict[str, Any]:
 async def topics(state: BrokerState) -> dict[str, Any]:
     loaded: dict[str, list[Any]] = {}
     work = Slices()
-    for (name, _p), plog in state._loaded_logs():
+    for (name, _p), plog in state.logs.loaded_logs():
         if work.due():
             await work.pause()
         loaded.setdefault(name, []).append(plog)
@@ -358,7 +358,7 @@ def _coordinator(state: BrokerState) -> Any:
 
 async def _high_watermarks(state: BrokerState, work: Slices) -> dict[tuple[str, int], int]:
     out = {}
-    for key, plog in state._loaded_logs():
+    for key, plog in state.logs.loaded_logs():
         if work.due():
             await work.pause()
         try:

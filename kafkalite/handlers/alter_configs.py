@@ -48,12 +48,12 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
                 if why is not None:
                     code, msg = ErrorCode.INVALID_CONFIG, why
                 elif not req.validate_only:
-                    state.set_topic_config(r.resource_name, overrides)
+                    state.topics.set_config(r.resource_name, overrides)
         elif r.resource_type == BROKER_RESOURCE:
             values = {c.name: c.value for c in r.configs if c.value is not None}
             code, msg = check_broker_configs(state, r.resource_name, values)
             if code == ErrorCode.NONE and not req.validate_only:
-                state.set_broker_configs(r.resource_name, values)
+                state.configs.set(r.resource_name, values)
         elif r.resource_type == GROUP_RESOURCE:
             code, msg = alter_group(state, r.resource_name, {c.name: c.value for c in r.configs if c.value is not None},
                                     req.validate_only)

@@ -84,7 +84,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
             if not req.validate_only and info is not None:
                 state.pending_topics.add(t.name)
                 try:
-                    await trio.to_thread.run_sync(state.create_topic_logs, t.name, t.count, info.config,
+                    await trio.to_thread.run_sync(state.topics.create_logs, t.name, t.count, info.config,
                                                   info.topic_id, info.partitions)
                     old, info.partitions = info.partitions, t.count
                     state.placement.register_partitions(t.name, t.count, old)   # replicas and leaders

@@ -210,13 +210,13 @@ async def _create(state: BrokerState, todo: list[tuple[int, str, int, dict[str, 
     try:
         for i, name, partitions, overrides, topic_id in todo:
             try:
-                await trio.to_thread.run_sync(state.create_topic_logs, name, partitions, overrides, topic_id)
+                await trio.to_thread.run_sync(state.topics.create_logs, name, partitions, overrides, topic_id)
             except StorageError as exc:
                 log.error("cannot create topic %s: %s", name, exc)
                 results[i] = _Result(name=name, error_code=error_code_for(exc), error_message=str(exc),
                                      configs=None)
             else:
-                state.register_topic(name, partitions, overrides, topic_id, write_configs=False)
+                state.topics.register(name, partitions, overrides, topic_id, write_configs=False)
                 with_configs = with_configs or bool(overrides)
                 if partitions > 100:
                     freeze_long_lived()   # before the next topic's objects make a full collection long
@@ -226,4 +226,4 @@ async def _create(state: BrokerState, todo: list[tuple[int, str, int, dict[str, 
         for _i, name, *_rest in todo:
             state.pending_topics.discard(name)
         if with_configs:
-            state._write_topic_configs()
+            state.metadata.write_topic_configs()

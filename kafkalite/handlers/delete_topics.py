@@ -99,7 +99,7 @@ def _forget(ctx: RequestContext, name: str | None, topic_id: uuid.UUID, enabled:
         return _Result(name=info.name, topic_id=info.topic_id, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
                        error_message="The throttling quota has been exceeded.")
     state.pending_topics.add(info.name)   # until its directories are gone
-    state.forget_topic(info.name)
+    state.topics.forget(info.name)
     return _Result(name=info.name, topic_id=info.topic_id, error_code=ErrorCode.NONE)
 
 
@@ -107,10 +107,10 @@ async def _remove(state: BrokerState, forgotten: list[str]) -> None:
     """Detach the forgotten topics' logs from storage in one pass, then remove their directories in worker
     threads, releasing each name as its directories go."""
     try:
-        detached = state.detach_topics(forgotten)
+        detached = state.topics.detach(forgotten)
         for name in forgotten:
             try:
-                await trio.to_thread.run_sync(state.remove_topic_logs, detached.get(name, []))
+                await trio.to_thread.run_sync(state.topics.remove_logs, detached.get(name, []))
             except OSError as exc:   # the topic is gone; a leftover -delete directory goes at next start
                 log.error("removing the directories of deleted topic %s failed: %s", name, exc)
             finally:

@@ -79,21 +79,21 @@ async def incremental_alter_configs(ctx: RequestContext,
                 code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."
             else:
                 updated = dict(info.config)
-                code, msg = _apply(updated, list(r.configs), state.default_log_config.to_props())
+                code, msg = _apply(updated, list(r.configs), state.configs.default_log_config.to_props())
                 if code == ErrorCode.NONE:
                     why = validate_topic_configs(state, updated)
                     if why is not None:
                         code, msg = ErrorCode.INVALID_CONFIG, why
                     elif not req.validate_only:
-                        state.set_topic_config(r.resource_name, updated)
+                        state.topics.set_config(r.resource_name, updated)
         elif r.resource_type == BROKER_RESOURCE:
-            current = dict(state.dynamic_broker_configs.get(r.resource_name, {}))
-            effective = state.effective_config()
+            current = dict(state.configs.by_resource.get(r.resource_name, {}))
+            effective = state.configs.effective()
             code, msg = _apply(current, list(r.configs), {k: effective.get_str(k) for k in BROKER_LIST_CONFIGS})
             if code == ErrorCode.NONE:
                 code, msg = check_broker_configs(state, r.resource_name, current)
                 if code == ErrorCode.NONE and not req.validate_only:
-                    state.set_broker_configs(r.resource_name, current)
+                    state.configs.set(r.resource_name, current)
         elif r.resource_type == GROUP_RESOURCE:
             ops = list(r.configs)
             code, msg = alter_group(state, r.resource_name, None, req.validate_only,

@@ -123,7 +123,7 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                 if name in state.pending_topics:   # being created or deleted in a worker thread
                     topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
                     continue
-                info = state.ensure_topic(name)
+                info = state.topics.ensure(name)
             topics.append(topic_metadata(state, info, include_ops))
 
     if include_ops and state.authorizer is not None:

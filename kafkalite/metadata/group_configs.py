@@ -256,7 +256,7 @@ def describe_group(state: BrokerState, group_id: str) -> tuple[int, str | None, 
 
     if not group_id:
         return ErrorCode.INVALID_REQUEST, "Group name must not be empty", None
-    conf = state.effective_config()
+    conf = state.configs.effective()
     entries = [ConfigEntry(d.name, value, source, config_type(d), documentation=d.doc or None)
                for d, value, source in describe(conf, state.group_config_store.get(group_id))]
     return ErrorCode.NONE, None, entries
@@ -280,7 +280,7 @@ def alter_group(state: BrokerState, group_id: str, overrides: Mapping[str, str] 
     else:
         updated = dict(overrides)
     try:
-        checked = validate(state.effective_config(), updated)
+        checked = validate(state.configs.effective(), updated)
     except InvalidGroupConfig as exc:
         return ErrorCode.INVALID_CONFIG, str(exc)
     if not validate_only:

@@ -68,7 +68,7 @@ class RegistryService:
     def _write(self, records: list[tuple[bytes, bytes | None]]) -> None:
         st = self.state
         if self.topic not in st.topics:
-            st.ensure_topic(self.topic, 1, TOPIC_CONFIG)
+            st.topics.ensure(self.topic, 1, TOPIC_CONFIG)
         plog = st.get_log(self.topic, 0)
         if plog is None:
             raise RegistryError(500, 50001, f"{self.topic}-0 does not exist on this broker")

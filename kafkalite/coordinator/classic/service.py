@@ -133,7 +133,7 @@ class GroupService(CoordinatorRuntime):
         st = self.state
         if st is None or OFFSETS_TOPIC in st.topics:
             return
-        st.ensure_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, self._offsets_topic_overrides())
+        st.topics.ensure(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, self._offsets_topic_overrides())
         self._follow_topic_partitions()
 
     async def ensure_offsets_topic_async(self) -> bool:

@@ -22,9 +22,9 @@ async def create_internal_topic(state: BrokerState, name: str, partitions: int, 
     Raises whatever storage or the topic registry raises; the caller logs it and answers a retriable error."""
     topic_id = uuid.uuid4()
     # (several brokers, kafkalite.cluster: on every replica broker)
-    await trio.to_thread.run_sync(state.create_topic_logs, name, partitions, dict(overrides), topic_id)
+    await trio.to_thread.run_sync(state.topics.create_logs, name, partitions, dict(overrides), topic_id)
     if name not in state.topics:
-        state.create_topic(name, partitions, overrides, topic_id=topic_id)
+        state.topics.create(name, partitions, overrides, topic_id=topic_id)
 
 
 def read_chunks(plog: Any) -> Iterator[bytes]:

@@ -180,7 +180,7 @@ class ShareService(CoordinatorRuntime):
             return None
         if STATE_TOPIC not in st.topics:
             try:
-                st.ensure_topic(STATE_TOPIC, self.config.state_partitions, self._overrides())
+                st.topics.ensure(STATE_TOPIC, self.config.state_partitions, self._overrides())
             except (StorageError, OSError) as exc:
                 raise E.AppendError(E.UNKNOWN_TOPIC_OR_PARTITION, f"{STATE_TOPIC}: {exc}") from exc
         parts = st.topics[STATE_TOPIC].partitions

@@ -111,7 +111,8 @@ def cluster():
 def test_brokers_share_one_metadata_room(cluster: Cluster) -> None:
     _create(cluster, "shared", partitions=3)
     states = [n.state for n in cluster.runtime.nodes.values()]
-    assert all(s.topics is states[0].topics for s in states)       # one catalog, not copies
+    assert all(s.metadata.topics is states[0].metadata.topics for s in states)   # one catalog, not copies
+    assert all(s.topics["shared"] is states[0].topics["shared"] for s in states)   # each broker's view reads it
     with _client(cluster, 3) as c:
         md = c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="shared")]), 12)
     assert sorted(b.node_id for b in md.brokers) == [1, 2, 3]

@@ -136,7 +136,7 @@ def test_others_are_answered_while_many_topics_are_forgotten(raw: Raw, monkeypat
     import time
 
     from kafkalite.handlers import registry
-    from kafkalite.state import BrokerState
+    from kafkalite.state.topics import TopicManager
     from kafkalite_storage.manager import LogManager
 
     n = 500
@@ -149,9 +149,9 @@ def test_others_are_answered_while_many_topics_are_forgotten(raw: Raw, monkeypat
                                        for name in names[i:i + 500]], timeout_ms=60000), 5)
         assert all(t.error_code == 0 for t in resp.topics)
     events: list[str] = []
-    forget = BrokerState.forget_topic
+    forget = TopicManager.forget
 
-    def noted_forget(self: BrokerState, name: str) -> Any:
+    def noted_forget(self: TopicManager, name: str) -> Any:
         events.append("forget")
         end = time.perf_counter() + 0.0004   # 0.2 s for all: a few slices, whatever this machine's speed
         while time.perf_counter() < end:
@@ -163,7 +163,7 @@ def test_others_are_answered_while_many_topics_are_forgotten(raw: Raw, monkeypat
     monkeypatch.setattr(LogManager, "detach_topic", lambda self, t: passes.append(1))   # must not be used
     monkeypatch.setattr(LogManager, "detach_topics",
                         lambda self, topics: (passes.append(len(topics)), detach_topics(self, topics))[1])
-    monkeypatch.setattr(BrokerState, "forget_topic", noted_forget)
+    monkeypatch.setattr(TopicManager, "forget", noted_forget)
     spec = registry.HANDLERS[18]
 
     async def noted_api_versions(ctx: Any, body: Any) -> Any:

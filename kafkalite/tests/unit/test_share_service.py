@@ -50,7 +50,7 @@ async def fetch(svc: ShareService, member: str, tid: uuid.UUID, wait_ms: int = 0
 
 async def test_members_share_records_each_delivered_once(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     state = make_state(tmp_path, **{"kafkalite.share.auto.offset.reset": "earliest"})
-    tid = state.create_topic("t", 1).topic_id
+    tid = state.topics.create("t", 1).topic_id
     produce(state, "t", 40, per_batch=2)
     svc = await started(state)
     async with trio.open_nursery() as n:
@@ -75,7 +75,7 @@ async def test_lock_expiry_redelivers_then_archives(tmp_path: Path, autojump_clo
     state = make_state(tmp_path, **{"kafkalite.share.auto.offset.reset": "earliest",
                                     "group.share.record.lock.duration.ms": "2000",
                                     "group.share.delivery.count.limit": "2"})
-    tid = state.create_topic("t", 1).topic_id
+    tid = state.topics.create("t", 1).topic_id
     produce(state, "t", 1)
     svc = await started(state)
     async with trio.open_nursery() as n:
@@ -99,7 +99,7 @@ async def test_lock_expiry_redelivers_then_archives(tmp_path: Path, autojump_clo
 async def test_state_survives_a_crash(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     live, image = tmp_path / "live", tmp_path / "image"
     state = make_state(live, **{"kafkalite.share.auto.offset.reset": "earliest"})
-    tid = state.create_topic("t", 1).topic_id
+    tid = state.topics.create("t", 1).topic_id
     produce(state, "t", 20, per_batch=5)
     svc = await started(state)
     async with trio.open_nursery() as n:
@@ -130,7 +130,7 @@ async def test_state_survives_a_crash(tmp_path: Path, autojump_clock: trio.testi
 async def test_read_committed_skips_aborted_and_markers(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     state = make_state(tmp_path, **{"kafkalite.share.auto.offset.reset": "earliest",
                                     "kafkalite.share.isolation.level": "read_committed"})
-    tid = state.create_topic("t", 1).topic_id
+    tid = state.topics.create("t", 1).topic_id
     plog = state.get_log("t", 0)
     produce(state, "t", 1)                                                           # 0
     plog.append(encode_batch([Rec(b"x"), Rec(b"y")], producer_id=9, producer_epoch=0, base_sequence=0,
@@ -157,7 +157,7 @@ async def test_read_committed_skips_aborted_and_markers(tmp_path: Path, autojump
 async def test_latest_starts_at_the_end_and_long_poll_wakes_on_append(
         tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     state = make_state(tmp_path)
-    tid = state.create_topic("t", 1).topic_id
+    tid = state.topics.create("t", 1).topic_id
     produce(state, "t", 5)
     svc = await started(state)
     async with trio.open_nursery() as n:
@@ -181,7 +181,7 @@ async def test_pruned_state_topic_replays_the_same(tmp_path: Path, autojump_cloc
     live, image = tmp_path / "live", tmp_path / "image"
     state = make_state(live, **{"kafkalite.share.auto.offset.reset": "earliest",
                                 "share.coordinator.snapshot.update.records.per.snapshot": "3"})
-    tid = state.create_topic("t", 1).topic_id
+    tid = state.topics.create("t", 1).topic_id
     produce(state, "t", 60)
     svc = await started(state)
     async with trio.open_nursery() as n:
@@ -221,7 +221,7 @@ async def test_a_left_member_session_is_closed_after_a_lock_duration(
         tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     state = make_state(tmp_path, **{"kafkalite.share.auto.offset.reset": "earliest",
                                     "group.share.record.lock.duration.ms": "60000"})
-    tid = state.create_topic("t", 1).topic_id
+    tid = state.topics.create("t", 1).topic_id
     produce(state, "t", 3)
     svc = await started(state)
     async with trio.open_nursery() as n:
