@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -260,3 +261,21 @@ def test_serve_prints_where_metrics_are(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_health_says_draining_once_shutdown_has_begun(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GET /health answers 503 "draining" once the broker drains (the purgatory's flag, as the console shows it)."""
+    from kafkalite.server import serve as server
+
+    states: list[Any] = []
+    open_state = server.open_state
+
+    def keep(*args: Any, **kwargs: Any) -> Any:
+        states.append(open_state(*args, **kwargs))
+        return states[-1]
+
+    monkeypatch.setattr(server, "open_state", keep)
+    with Broker(overrides={"kafkalite.metrics.listen": "127.0.0.1:0"}) as b:
+        assert _get(b, "/health")[::2] == (200, "ok\n")
+        states[0].purgatory.begin_drain()
+        assert _get(b, "/health")[::2] == (503, "draining\n")
