@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from kafkalite.faults.describe import describe_single_broker
+
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
 
@@ -102,6 +104,4 @@ class SingleBrokerControl:
         self._refuse("move_coordinator")
 
     async def describe(self) -> dict[str, Any]:
-        from kafkalite.faults.describe import describe_single_broker
-
         return describe_single_broker(self._state)

@@ -97,7 +97,7 @@ def _scram_store(room: MetadataRoom) -> Any:
 
 def _quota_manager(state: BrokerState) -> Any:
     """This broker's client quota manager (rates measured here) over the room's quota configs."""
-    from kafkalite import quotas  # built on first use (BrokerState.quotas): not at start
+    from kafkalite import quotas  # at start only with saved quotas, else on first use (BrokerState.quotas)
 
     return quotas.from_config(state.config, state.metadata.dir, state.metadata)
 
