@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from kafkalite.faults.describe import describe_single_broker
-
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
 
@@ -104,4 +102,6 @@ class SingleBrokerControl:
         self._refuse("move_coordinator")
 
     async def describe(self) -> dict[str, Any]:
+        from kafkalite.faults.describe import describe_single_broker  # one broker only: not at cluster start
+
         return describe_single_broker(self._state)
