@@ -17,11 +17,12 @@ __all__ = ["Broker", "Cluster"]
 
 def __getattr__(name: str) -> Any:
     if name == "Broker":
+        # lazy attribute: `import kafkalite` stays cheap (CLI, tools, plugin)
         from kafkalite.embedded import Broker
 
         return Broker
     if name == "Cluster":
-        from kafkalite.cluster import Cluster
+        from kafkalite.cluster import Cluster  # lazy attribute: `import kafkalite` loads no broker
 
         return Cluster
     raise AttributeError(f"module 'kafkalite' has no attribute {name!r}")

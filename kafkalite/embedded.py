@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.config.broker import BrokerConfig
+from kafkalite.errors import describe
 from kafkalite.runtime.loopthread import LoopOwner, LoopThread
+from kafkalite.server.serve import serve
 
 
 class BrokerStartError(RuntimeError):
@@ -27,8 +29,6 @@ class BrokerStartError(RuntimeError):
 
 
 def _one_line(exc: BaseException) -> str:
-    from kafkalite.errors import describe
-
     known = describe(exc)
     if known is not None:
         return f"kafkalite broker failed to start: {known[1]}"
@@ -66,6 +66,7 @@ class Broker(LoopOwner):
     @property
     def metrics_address(self) -> tuple[str, int] | None:
         """(host, port) of the /metrics endpoint when ``kafkalite.metrics.listen`` is set (port 0: a free one)."""
+        # only when asked: the metrics room is not imported otherwise
         from kafkalite.metrics import bound_address
 
         return bound_address(self.data_dir)
@@ -73,7 +74,7 @@ class Broker(LoopOwner):
     @property
     def console_address(self) -> tuple[str, int] | None:
         """(host, port) of the web console when ``kafkalite.console.listen`` is set (port 0: a free one)."""
-        from kafkalite.console import bound_address
+        from kafkalite.console import bound_address  # only when asked: the console is not imported otherwise
 
         return bound_address(self.data_dir)
 
@@ -93,13 +94,14 @@ class Broker(LoopOwner):
     def faults(self) -> Any:
         """Faults on command for this broker (:class:`kafkalite.faults.embedded.BrokerFaults`): inject errors,
         latency, dropped connections, a pause; wait for a group state."""
-        from kafkalite.faults.embedded import BrokerFaults
+        from kafkalite.faults.embedded import BrokerFaults  # only when faults are asked for: not at start
 
         return BrokerFaults(self)
 
     @property
     def control_address(self) -> tuple[str, int] | None:
         """(host, port) of the HTTP control API when ``kafkalite.control.listen`` is set (port 0: a free one)."""
+        # only when asked: the control API is not imported otherwise
         from kafkalite.control import bound_address
 
         return bound_address(self.data_dir)
@@ -109,8 +111,6 @@ class Broker(LoopOwner):
 
     async def _serve(self, shutdown: Any, ready: Callable[[], None]) -> None:
         import trio
-
-        from kafkalite.server.serve import serve
 
         async with trio.open_nursery() as nursery:
             addrs = await nursery.start(

@@ -39,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def kafkalite_broker() -> Iterator[Broker]:
-    from kafkalite.embedded import Broker
+    from kafkalite.embedded import Broker  # only when a fixture is used: the plugin itself costs nothing
 
     with Broker(schema_registry=True) as broker:
         yield broker
@@ -54,7 +54,7 @@ def kafkalite_schema_registry_url(kafkalite_broker: Broker) -> str:
 
 @pytest.fixture
 def kafkalite_broker_factory() -> Iterator[Callable[..., Broker]]:
-    from kafkalite.embedded import Broker
+    from kafkalite.embedded import Broker  # only when a fixture is used: the plugin itself costs nothing
 
     started: list[Broker] = []
 
@@ -71,7 +71,7 @@ def kafkalite_broker_factory() -> Iterator[Callable[..., Broker]]:
 
 @pytest.fixture
 def kafkalite_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    from kafkalite.cluster import Cluster
+    from kafkalite.cluster import Cluster  # only when the fixture is used: the plugin itself costs nothing
 
     marker = request.node.get_closest_marker("kafkalite_cluster")
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}

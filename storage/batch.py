@@ -387,6 +387,7 @@ def stream_records(batch: bytes | bytearray | memoryview, hdr: BatchHeader | Non
     """(raw record bytes, Record) of each record of one whole batch, decompressing chunk by chunk (bounded
     streaming: memory holds one piece plus one record; InflateLimitError past `limit` inflated bytes, default
     kafkalite_storage.compression.MAX_INFLATED_BYTES). Work is bounded by the bytes present, never by RecordsCount."""
+    # compressed batches only: not at start
     from kafkalite_storage.compression import MAX_INFLATED_BYTES, inflate
 
     if hdr is None:
@@ -423,7 +424,7 @@ def batch_payload(batch: bytes | bytearray | memoryview, hdr: BatchHeader | None
         hdr = parse_header(batch)
     payload = memoryview(batch)[HEADER_SIZE : hdr.size]
     if hdr.compression:
-        from kafkalite_storage.compression import decompress
+        from kafkalite_storage.compression import decompress  # compressed batches only: not at start
 
         payload = memoryview(decompress(hdr.compression, payload))
     return payload

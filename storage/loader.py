@@ -26,6 +26,7 @@ from kafkalite_storage import fs
 from kafkalite_storage.batch import CONTROL_ABORT, iter_file_batches, parse_control_marker
 from kafkalite_storage.config import LogConfig
 from kafkalite_storage.segment import LogSegment, segment_name
+from kafkalite_storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from kafkalite_storage.log import PartitionLog
@@ -179,8 +180,6 @@ def rebuild_producer_state(plog: PartitionLog, rebuild_txn_index_from: int | Non
     below that offset and every ABORT marker from there on gets its `.txnindex` entry again, as Kafka's
     recovery rebuilds the transaction index from producer state.
     """
-    from kafkalite_storage.txn_index import AbortedTxn
-
     ps = plog.producer_state
     limit = plog.log_end_offset
     if rebuild_txn_index_from is not None:

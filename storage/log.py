@@ -195,7 +195,7 @@ class PartitionLog(LogReads, LeaderEpochs):
         log_start_offset: int = 0,
         topic_id: uuid.UUID | None = None,
     ) -> PartitionLog:
-        from kafkalite_storage.loader import load_log
+        from kafkalite_storage.loader import load_log  # first log load: a clean start defers it
 
         return load_log(cls, directory, topic, partition, config, clean=clean,
                         recovery_point=recovery_point, log_start_offset=log_start_offset, topic_id=topic_id)
@@ -409,7 +409,7 @@ class PartitionLog(LogReads, LeaderEpochs):
         now_ms: int | None = None,
     ) -> AppendInfo:
         """Write a transaction marker (ABORT=0, COMMIT=1) for `producer_id` (transaction coordinator)."""
-        from kafkalite_storage.testing import encode_control_batch
+        from kafkalite_storage.testing import encode_control_batch  # first transaction end: not at start
 
         now = _now() if now_ms is None else now_ms
         b = encode_control_batch(control_type, producer_id=producer_id, producer_epoch=producer_epoch,

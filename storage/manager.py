@@ -522,7 +522,7 @@ class LogManager:
     def cleanup(self, now_ms: int | None = None) -> None:
         """Housekeeping (worker thread): compact `cleanup.policy=compact` logs, remove `.deleted` segments
         past file.delete.delay.ms, flush logs due per flush.ms."""
-        from kafkalite_storage.cleaner import clean_log
+        from kafkalite_storage.cleaner import clean_log  # first housekeeping pass: not at start
 
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         for key, plog in list(self._logs.items()):

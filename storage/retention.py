@@ -100,7 +100,7 @@ def truncate_fully_and_start_at(plog: PartitionLog, offset: int) -> None:
 
 
 def _after_truncation(plog: PartitionLog) -> None:
-    from kafkalite_storage.loader import rebuild_producer_state
+    from kafkalite_storage.loader import rebuild_producer_state  # truncations only: not at start
 
     plog.recovery_point = min(plog.recovery_point, plog.log_end_offset)
     plog._truncate_epochs(plog.log_end_offset)

@@ -16,6 +16,7 @@ from kafkalite_storage.batch import (
     TRANSACTIONAL_FLAG,
     crc32c,
 )
+from kafkalite_storage.compression import compress
 
 _HEADER_TAIL = struct.Struct(">hiqqqhii")  # attributes .. records count (40 bytes)
 
@@ -77,8 +78,6 @@ def encode_batch(
         max_ts = max(max_ts, ts)
         payload += encode_record(i, ts - base_timestamp, r)
     if compression:
-        from kafkalite_storage.compression import compress
-
         payload = bytearray(compress(compression, bytes(payload)))
     if max_timestamp is not None:
         max_ts = max_timestamp

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafkalite_wire.errors import DecodeError
+from kafkalite_wire.messages import REGISTRY
 from kafkalite_wire.primitives import Reader, Writer
 
 API_VERSIONS_KEY = 18
@@ -31,8 +32,6 @@ def _flexible(api_key: int, api_version: int) -> bool:
     known = _FLEXIBLE.get(key)
     if known is not None:
         return known
-    from kafkalite_wire.messages import REGISTRY
-
     info = REGISTRY.get(api_key)
     flexible = info is not None and info.is_flexible(api_version)
     if info is not None and 0 <= api_version < 64:

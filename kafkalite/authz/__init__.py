@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from kafkalite.authz.acl import ALL_OPS_BITS, CLUSTER_NAME, Op, ResourceType
 from kafkalite.authz.authorizer import Authorizer, from_config
+from kafkalite_wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkalite.handlers.registry import RequestContext
@@ -82,8 +83,6 @@ def produce_denied(ctx: RequestContext, req: object) -> dict[str, int]:
     """Topic -> error code for the topics a Produce may not write (KafkaApis.handleProduceRequest): all of
     them TRANSACTIONAL_ID_AUTHORIZATION_FAILED when a transactional produce lacks WRITE on its id, else
     TOPIC_AUTHORIZATION_FAILED for those without WRITE."""
-    from kafkalite_wire.errors import ErrorCode
-
     names = [t.name for t in req.topic_data]  # type: ignore[attr-defined]
     txn_id = req.transactional_id  # type: ignore[attr-defined]
     if txn_id is not None and not allowed(ctx, Op.WRITE, TXN, txn_id):
@@ -100,8 +99,6 @@ def group_error(ctx: RequestContext, op: Op, group_id: str) -> int:
     """0, or GROUP_AUTHORIZATION_FAILED when the principal may not ``op`` the group."""
     if ctx.broker.authorizer is None or allowed(ctx, op, GROUP, group_id):
         return 0
-    from kafkalite_wire.errors import ErrorCode
-
     return ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
@@ -109,8 +106,6 @@ def txn_error(ctx: RequestContext, op: Op, transactional_id: str | None) -> int:
     """0, or TRANSACTIONAL_ID_AUTHORIZATION_FAILED when the principal may not ``op`` the transactional id."""
     if ctx.broker.authorizer is None or transactional_id is None or allowed(ctx, op, TXN, transactional_id):
         return 0
-    from kafkalite_wire.errors import ErrorCode
-
     return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
@@ -118,8 +113,6 @@ def cluster_error(ctx: RequestContext, op: Op) -> int:
     """0, or CLUSTER_AUTHORIZATION_FAILED when the principal may not ``op`` the cluster."""
     if ctx.broker.authorizer is None or cluster_allowed(ctx, op):
         return 0
-    from kafkalite_wire.errors import ErrorCode
-
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
@@ -166,8 +159,6 @@ def config_error(ctx: RequestContext, op: Op, config_resource_type: int, name: s
     GROUP_AUTHORIZATION_FAILED for a group (type 32: Kafka's AuthHelper authorizes the GROUP resource)."""
     if ctx.broker.authorizer is None:
         return 0, None
-    from kafkalite_wire.errors import ErrorCode
-
     if config_resource_type == _CONFIG_TOPIC and not allowed(ctx, op, TOPIC, name):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Authorization failed for topic {name}."
     if config_resource_type == _CONFIG_GROUP and not allowed(ctx, op, GROUP, name):

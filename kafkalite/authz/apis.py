@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from kafkalite import authz
 from kafkalite.authz.acl import (
     AclBinding,
     AclFilter,
@@ -52,8 +53,6 @@ def _filter(rt: int, name: str | None, pt: int, principal: str | None, host: str
 
 def _cluster_check(ctx: RequestContext, op: Op) -> tuple[ErrorCode, str | None]:
     state = ctx.broker
-    from kafkalite import authz
-
     az = state.authorizer
     if az is None:
         return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER

@@ -44,6 +44,7 @@ from kafkalite.authz.acl import (
     Permission,
     ResourceType,
 )
+from kafkalite.errors import ConfigError, StartupError
 from kafkalite_storage.checkpoints import write_atomic
 
 log = logging.getLogger(__name__)
@@ -277,8 +278,6 @@ class Authorizer:
 
 def from_config(config: object, data_dir: Path | str | None) -> Authorizer | None:
     """The broker's authorizer, or None when ``authorizer.class.name`` is empty (no authorization at all)."""
-    from kafkalite.errors import ConfigError
-
     get = config.get_str  # type: ignore[attr-defined]
     cls = get("authorizer.class.name").strip()
     if not cls:
@@ -291,6 +290,4 @@ def from_config(config: object, data_dir: Path | str | None) -> Authorizer | Non
     try:
         return Authorizer(data_dir, super_users=supers, allow_if_no_acls=allow)
     except RuntimeError as exc:
-        from kafkalite.errors import StartupError
-
         raise StartupError(str(exc)) from exc

@@ -22,7 +22,7 @@ from typing import Any
 
 from kafkalite.config.broker import BrokerConfig, parse_overrides
 from kafkalite.config.releases import RELEASES
-from kafkalite.errors import ConfigError
+from kafkalite.errors import USAGE, ConfigError, describe
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -83,8 +83,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
 async def _serve_until_signal(config: BrokerConfig, brokers: int = 1) -> None:
     import trio
 
-    from kafkalite.runtime.gcpolicy import allow_gc_freeze
-    from kafkalite.server.serve import serve
+    from kafkalite.runtime.gcpolicy import allow_gc_freeze  # serve only: kafkalite.cli imports this module
+    from kafkalite.server.serve import serve  # the broker, serve only: kafkalite.cli imports this module
 
     allow_gc_freeze()   # this process is the broker's own (an embedded Broker never freezes its host's heap)
     shutdown = trio.Event()
@@ -93,7 +93,7 @@ async def _serve_until_signal(config: BrokerConfig, brokers: int = 1) -> None:
             if brokers > 1:
                 from pathlib import Path
 
-                from kafkalite.cluster import serve_cluster
+                from kafkalite.cluster import serve_cluster  # --brokers N only: not at start of one broker
 
                 values = dict(config.values)
                 data_dir = Path(values.pop("log.dirs", None) or config.log_dir)
@@ -141,8 +141,6 @@ def _fail(code: int, message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Exit codes: 0 after a clean shutdown, 2 for a usage or configuration error, 1 when the broker could
     not run (address in use, data dir held by another broker, ...); each failure is one line on stderr."""
-    from kafkalite.errors import USAGE, describe
-
     level = str(args.log_level).upper()
     if level == "WARN":
         level = "WARNING"

@@ -77,7 +77,7 @@ class Cluster(LoopOwner):
         """Faults on command for one broker (:class:`kafkalite.faults.embedded.BrokerFaults`): inject errors,
         latency, drops, pauses on that broker only. It applies while the broker runs (a restarted broker starts
         with no faults)."""
-        from kafkalite.faults.embedded import BrokerFaults
+        from kafkalite.faults.embedded import BrokerFaults  # only when faults are asked for: not at start
 
         node = self.runtime.node(node_id)
         return BrokerFaults(_BrokerHandle(node.config.log_dir, self))
@@ -85,6 +85,7 @@ class Cluster(LoopOwner):
     @property
     def control_address(self) -> tuple[str, int] | None:
         """(host, port) of the cluster's HTTP control API when ``kafkalite.control.listen`` is set."""
+        # only when asked: the control API is not imported otherwise
         from kafkalite.control import bound_address
 
         return bound_address(str(self.data_dir))

@@ -18,6 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkalite.coordinator.classic.loader import StateLoader
+from kafkalite.coordinator.classic.records import RecordDecodeError, iter_entries, iter_records
+from kafkalite.coordinator.classic.service import _fail_member
+from kafkalite.coordinator.common.internal_topics import read_chunks
+from kafkalite.coordinator.consumer.records import consumer_split
+from kafkalite.coordinator.txn.coordinator import TxnMetadata, TxnState
+from kafkalite.coordinator.txn.records import decode_txn_key, decode_txn_value
 from kafkalite.metadata import partitions as placement
 
 if TYPE_CHECKING:
@@ -78,8 +85,6 @@ def resign(state: BrokerState, tp: tuple[str, int]) -> None:
     topic, p = tp
     groups, txns = state.groups, state.txns
     if topic == placement.OFFSETS_TOPIC and groups is not None:
-        from kafkalite.coordinator.classic.service import _fail_member
-
         c = groups.coordinator
         for gid in [g for g in c.groups if _partition(state, topic, g) == p]:
             for m in c.groups[gid].members.values():
@@ -121,11 +126,6 @@ async def _load(runtime: ClusterRuntime, state: BrokerState, tp: tuple[str, int]
 
 
 async def _load_groups(state: BrokerState, svc: GroupService, tp: tuple[str, int]) -> None:
-    from kafkalite.coordinator.classic.loader import StateLoader
-    from kafkalite.coordinator.classic.records import iter_entries
-    from kafkalite.coordinator.common.internal_topics import read_chunks
-    from kafkalite.coordinator.consumer.records import consumer_split
-
     plog = state.get_log(*tp)
     if plog is None:
         return
@@ -147,11 +147,6 @@ async def _load_groups(state: BrokerState, svc: GroupService, tp: tuple[str, int
 
 
 async def _load_txns(state: BrokerState, svc: TransactionService, tp: tuple[str, int]) -> None:
-    from kafkalite.coordinator.classic.records import RecordDecodeError, iter_records
-    from kafkalite.coordinator.common.internal_topics import read_chunks
-    from kafkalite.coordinator.txn.coordinator import TxnMetadata, TxnState
-    from kafkalite.coordinator.txn.records import decode_txn_key, decode_txn_value
-
     plog = state.get_log(*tp)
     if plog is None:
         return

@@ -27,11 +27,16 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from kafkalite.cluster import coordinators, replication
+from kafkalite.cluster.views import ClusterPlacement
+from kafkalite.config.addresses import parse_address
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
+from kafkalite.errors import describe
 from kafkalite.faults.control import ClusterOpError as ClusterOpError  # (re-exported: the fault tools' seam)
 from kafkalite.metadata import MetadataRoom, PartitionState
 from kafkalite.metadata import partitions as placement
+from kafkalite.server.serve import serve
+from kafkalite_wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
@@ -142,8 +147,7 @@ class ClusterRuntime:
                 if node.state is not None and getattr(node.state, "faults", None) is not None}
 
     async def _serve_control(self, control: Any, nursery: trio.Nursery) -> None:
-        from kafkalite.config.addresses import parse_address
-        from kafkalite.control import serve_control
+        from kafkalite.control import serve_control  # only with a control address: not at start otherwise
 
         host, port = parse_address(self.control_listen or "")
         await serve_control(control, self.fault_plans, host, port, nursery,
@@ -196,9 +200,6 @@ class ClusterRuntime:
         await self._broker_up(node)
 
     async def _run_node(self, node: Node, ready: trio.Event) -> None:
-        from kafkalite.errors import describe
-        from kafkalite.server.serve import serve
-
         config = node.config
         if node.port:   # a restart comes back on the same port: clients hold it in their metadata
             config = config.with_overrides({"listeners": f"PLAINTEXT://127.0.0.1:{node.port}"})
@@ -229,8 +230,6 @@ class ClusterRuntime:
 
     def _attach(self, node: Node, state: BrokerState) -> None:
         """Called by serve once the broker's state exists (before its listeners and coordinators start)."""
-        from kafkalite.cluster.views import ClusterPlacement
-
         state.cluster = self
         state.placement = ClusterPlacement(state)
         node.state = state
@@ -450,6 +449,7 @@ class ClusterRuntime:
         if tp[0] in (placement.OFFSETS_TOPIC, placement.TXN_TOPIC) and old != new_leader:
             coordinators.moved(self, tp, old, new_leader)
         if old != new_leader:   # share-partitions live with the leader (kafkalite.coordinator.share.cluster)
+            # the share room: loaded on the first leader move, not at start
             from kafkalite.coordinator.share.cluster import leader_moved
             leader_moved(self, tp, old, new_leader)
         self.update_hw(tp)
@@ -554,8 +554,6 @@ class ClusterRuntime:
     async def await_acks(self, state: BrokerState, waits: list[tuple[str, int, int, Any]], timeout_ms: int) -> None:
         """acks=all: wait until each partition's high watermark passes its append (or the ISR falls below
         min.insync.replicas: NOT_ENOUGH_REPLICAS_AFTER_APPEND; or the timeout: REQUEST_TIMED_OUT)."""
-        from kafkalite_wire.errors import ErrorCode
-
         deadline = trio.current_time() + max(timeout_ms, 0) / 1000
         for topic, partition, needed, resp in waits:
             tp = (topic, partition)

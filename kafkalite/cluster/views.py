@@ -99,7 +99,7 @@ def node_endpoints(state: BrokerState, listener: str | None, node_ids: set[int],
 
 def refused_produce(state: BrokerState, topic: str, p: int, code: int, part: Any) -> Any:
     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-        from kafkalite_wire.messages import ProduceResponse
+        from kafkalite_wire.messages import ProduceResponse  # loads the generated Produce codec: not at start
 
         part.current_leader = current_leader(state, topic, p, ProduceResponse.LeaderIdAndEpoch)
     return part

@@ -31,7 +31,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkalite.config.defs import BROKER as OURS
-from kafkalite.config.kafka39 import KAFKA_39_BROKER
+from kafkalite.config.entries import ConfigEntry
+from kafkalite.config.kafka39 import KAFKA_39_BROKER, KAFKA_39_DYNAMIC_BROKER_CONFIGS
+from kafkalite.config.listeners import is_sensitive
 
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 4, 5
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "class": 8,
@@ -109,10 +111,6 @@ def documentation(name: str) -> str | None:
 def describe_broker_configs(node_id: int, static: Mapping[str, str], dynamic: Mapping[str, Mapping[str, str]],
                             kafkalite_dynamic: frozenset[str], *, per_broker: bool = True) -> list[Any]:
     """Entries (``kafkalite.config.entries.ConfigEntry``) for BROKER ``str(node_id)`` (or ``""``)."""
-    from kafkalite.config.entries import ConfigEntry
-    from kafkalite.config.kafka39 import KAFKA_39_DYNAMIC_BROKER_CONFIGS
-    from kafkalite.config.listeners import is_sensitive
-
     per_node, cluster = dynamic.get(str(node_id), {}), dynamic.get("", {})
     defaults = {n: v for n in (*KAFKA_39_BROKER, *OURS) if (v := _default(n)) is not None}
     static = dict(static)

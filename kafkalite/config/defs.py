@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.config.addresses import check_listener_list, parse_address
+from kafkalite.config.releases import RELEASES
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
@@ -92,7 +93,7 @@ def _share_reset_rule() -> tuple[Validator, str]:
     """kafkalite.share.auto.offset.reset: earliest, latest or by_duration:<ISO-8601> as the group config (the
     parser, kafkalite.config.share_reset, is imported when a value is checked, not at start)."""
     def check(value: str) -> str | None:
-        from kafkalite.config.share_reset import broker_default_error
+        from kafkalite.config.share_reset import broker_default_error  # when a value is checked: not at start
 
         return broker_default_error(value)
 
@@ -192,8 +193,6 @@ def _listeners_rule() -> tuple[Validator, str]:
 
 
 def _release_rule() -> tuple[Validator, str]:
-    from kafkalite.config.releases import RELEASES
-
     return one_of(*sorted(RELEASES))
 
 

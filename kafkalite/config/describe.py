@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from kafkalite.config.broker import DEFAULTS
+from kafkalite.config.broker_describe import describe_broker_configs
+from kafkalite.config.defs import TOPIC, check_topic_configs
 from kafkalite.config.entries import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_CONFIG,
@@ -19,6 +22,7 @@ from kafkalite.config.entries import (
     ConfigEntry,
 )
 from kafkalite.config.topic_defs import BROKER_TO_TOPIC, DYNAMIC_BROKER_CONFIGS
+from kafkalite_wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
@@ -60,8 +64,6 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
 
 
 def known_topic_config(name: str) -> bool:
-    from kafkalite.config.defs import TOPIC
-
     return name in TOPIC
 
 
@@ -73,8 +75,6 @@ def validate_topic_configs(state: BrokerState, overrides: Mapping[str, str | Non
     definition (Kafka's type and range, ``kafkalite.config.defs.TOPIC``), then the whole set against
     storage's own rules on top of the broker's defaults, so nothing that passes here can fail later when
     the logs are created or reconfigured."""
-    from kafkalite.config.defs import check_topic_configs
-
     why = check_topic_configs(overrides)
     if why is not None:
         return why
@@ -97,8 +97,6 @@ def describe_topic(state: BrokerState, overrides: Mapping[str, str]) -> list[Con
     cfg = state.configs.log_config_for(overrides)
     props = cfg.to_props()
     typed = {name: getattr(cfg, name.replace(".", "_"), None) for name in props}
-    from kafkalite.config.broker import DEFAULTS
-
     out = []
     for name, value in sorted(props.items()):
         syn: list[tuple[str, str | None, int]] = [(name, value, DYNAMIC_TOPIC_CONFIG)] if name in overrides else []
@@ -127,17 +125,12 @@ def _broker_synonyms(state: BrokerState, name: str, defaults: Mapping[str, str])
 def describe_broker(state: BrokerState, resource: str | None = None) -> list[ConfigEntry]:
     """Every broker config as Kafka 3.9 lists it (``kafkalite.config.broker_describe``); ``resource`` "" lists only
     the cluster-wide dynamic defaults."""
-    from kafkalite.config.broker_describe import describe_broker_configs
-
     return describe_broker_configs(state.node_id, state.config.values, state.configs.by_resource,
                                    DYNAMIC_BROKER_CONFIGS, per_broker=resource != "")
 
 
 def check_broker_configs(state: BrokerState, resource: str, values: Mapping[str, str]) -> tuple[int, str | None]:
     """(error code, message) for making ``values`` the dynamic settings of BROKER ``resource``."""
-    from kafkalite.config.broker import DEFAULTS
-    from kafkalite_wire.errors import ErrorCode
-
     if resource not in ("", str(state.node_id)):
         return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {state.node_id} or empty string"
     for name in values:

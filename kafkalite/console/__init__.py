@@ -59,6 +59,7 @@ def bound_address(log_dir: str | Path) -> tuple[str, int] | None:
 async def start(state: BrokerState, nursery: trio.Nursery) -> None:
     """If ``kafkalite.console.listen`` is set: bind it (a failure is a StartupError, like a listener's) and
     serve the console in ``nursery`` under the supervisor."""
+    # the console itself: start() only, bound_address() stays light
     from kafkalite.console.http import Console, bind
 
     value = state.config.get_str(LISTEN_KEY) if hasattr(state.config, "get_str") else None

@@ -25,9 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkalite.config.describe import validate_topic_configs
 from kafkalite.console.api import timestamp_param
+from kafkalite.coordinator.classic.group import OffsetAndMetadata
 from kafkalite.httpd.server import HttpError as ApiError
 from kafkalite.httpd.server import Request
+from kafkalite.metadata import RESERVED_TOPICS, invalid_topic_name
+from kafkalite.metrics.requests import error_name
 from kafkalite.runtime.slices import Slices
 
 if TYPE_CHECKING:
@@ -61,9 +65,6 @@ def _int(body: dict[str, Any], name: str, default: int | None = None) -> int:
 
 
 async def create_topic(state: BrokerState, body: dict[str, Any]) -> dict[str, Any]:
-    from kafkalite.config.describe import validate_topic_configs
-    from kafkalite.metadata import RESERVED_TOPICS, invalid_topic_name
-
     name = body.get("name")
     if not isinstance(name, str):
         raise ApiError(400, "name must be a string")
@@ -123,9 +124,6 @@ async def delete_topic(state: BrokerState, name: str, body: dict[str, Any]) -> d
 
 
 async def reset_offsets(state: BrokerState, gid: str, body: dict[str, Any]) -> dict[str, Any]:
-    from kafkalite.coordinator.classic.group import OffsetAndMetadata
-    from kafkalite.metrics.requests import error_name
-
     svc = state.groups
     if svc is None:
         raise ApiError(503, "the group coordinator is not running")

@@ -25,10 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkalite.config.describe import describe_broker, describe_topic
 from kafkalite.console.render import show
+from kafkalite.coordinator.views import all_groups, consumer_group, share_group, share_partitions
 from kafkalite.httpd.server import HttpError as ApiError
 from kafkalite.httpd.server import Request
 from kafkalite.runtime.slices import Slices
+from kafkalite_storage.batch import batch_records, iter_batches
 from kafkalite_storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -125,8 +128,6 @@ def _mask(name: str, value: str | None) -> str | None:
 
 
 def overview(state: BrokerState) -> dict[str, Any]:
-    from kafkalite.config.describe import describe_broker
-
     configs = [{"name": e.name, "value": None if e.sensitive else _mask(e.name, e.value), "source": e.source,
                 "read_only": e.read_only} for e in describe_broker(state)]
     return {
@@ -189,8 +190,6 @@ async def topics(state: BrokerState) -> dict[str, Any]:
 
 
 async def topic(state: BrokerState, name: str) -> dict[str, Any]:
-    from kafkalite.config.describe import describe_topic
-
     info = _topic_info(state, name)
     shown = min(info.partitions, MAX_PARTITIONS_SHOWN)
     await state.ensure_loaded([(name, p) for p in range(shown)])
@@ -298,8 +297,6 @@ class _Scan:
         self.stopped: str | None = None
 
     def decode(self, regions: list[tuple[Any, int, int]]) -> None:
-        from kafkalite_storage.batch import batch_records, iter_batches
-
         for handle, pos, n in regions:
             data = memoryview(handle.pread(n, pos))
             for bpos, hdr in iter_batches(data):
@@ -370,8 +367,6 @@ async def _high_watermarks(state: BrokerState, work: Slices) -> dict[tuple[str, 
 
 async def groups(state: BrokerState) -> dict[str, Any]:
     """Every group of every type (classic, consumer = KIP-848, share = KIP-932): state, members, lag."""
-    from kafkalite.coordinator.views import all_groups
-
     work = Slices()
     ends = await _high_watermarks(state, work)
     out = []
@@ -395,8 +390,6 @@ def _names_by_id(state: BrokerState) -> dict[Any, str]:
 
 def _typed_members(state: BrokerState, gid: str) -> tuple[str, str, list[dict[str, Any]], dict[tuple[str, int], str]] | None:
     """(type, state, members, owner of each assigned partition) of a consumer or share group, else None."""
-    from kafkalite.coordinator.views import consumer_group, share_group
-
     names = _names_by_id(state)
     members: list[dict[str, Any]] = []
     owner: dict[tuple[str, int], str] = {}
@@ -459,8 +452,6 @@ async def _typed_group(state: BrokerState, gid: str, store: Any, gtype: str, st:
            "generation": None, "leader": None, "members": members,
            "offsets": await _offsets(state, store, owner, lag=gtype != "share"), "time_ms": int(time.time() * 1000)}
     if gtype == "share":
-        from kafkalite.coordinator.views import share_partitions
-
         out["share_partitions"] = [{"topic": t, "partition": p, "start_offset": start, "in_flight": n}
                                    for _g, t, p, start, n in share_partitions(state, gid)[:MAX_PARTITIONS_SHOWN]]
     return out

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkalite.console import api
 from kafkalite.httpd.server import HttpError, Request, Streaming
 
 if TYPE_CHECKING:
@@ -45,8 +46,6 @@ def _view_request(req: Request) -> Request:
 
 def stream(state: BrokerState, req: Request) -> Streaming:
     """The event stream of one view (a 400 for an unknown view is raised before anything is sent)."""
-    from kafkalite.console import api
-
     sub = _view_request(req)
 
     async def write(send: Callable[[bytes], Awaitable[None]]) -> None:

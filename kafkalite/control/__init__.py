@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkalite.config.addresses import parse_address
 from kafkalite.config.sidecars import CONTROL_LISTEN
 from kafkalite.errors import StartupError
+from kafkalite.faults.control import SingleBrokerControl
 from kafkalite.httpd.server import is_loopback
 
 if TYPE_CHECKING:
@@ -49,6 +51,7 @@ async def serve_control(control: Any, plans: Callable[[], dict[int, Any]], host:
     """Bind ``host:port`` and serve the control API in ``nursery`` for ``control`` (a ClusterControl) and
     ``plans()`` (node id -> FaultPlan). Returns the bound address. A non-loopback host is refused unless
     ``allow_remote``; a bind failure is a StartupError (like a listener's)."""
+    # the server itself: when serving only, bound_address() stays light
     from kafkalite.control.http import ControlServer, bind
 
     if not allow_remote and not is_loopback(host):
@@ -81,9 +84,6 @@ async def start(state: BrokerState, nursery: trio.Nursery) -> None:
     value = state.config.get_str(LISTEN_KEY) if hasattr(state.config, "get_str") else None
     if not value:
         return
-    from kafkalite.config.addresses import parse_address
-    from kafkalite.faults.control import SingleBrokerControl
-
     host, port = parse_address(value)
     await serve_control(SingleBrokerControl(state), lambda: {int(state.node_id): state.faults}, host, port,
                         nursery, allow_remote=state.config.get_bool(REMOTE_KEY), supervisor=state.supervisor,

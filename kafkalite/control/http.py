@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from kafkalite.control.api import dispatch
 from kafkalite.httpd import server as httpserve
 from kafkalite.httpd.server import HttpError, HttpServer, Request, Response, is_loopback
 
@@ -53,8 +54,6 @@ class ControlServer:
         await self._http.serve(sock)
 
     async def _answer(self, req: Request) -> Response:
-        from kafkalite.control.api import dispatch
-
         if self.loopback and req.headers.get("host", "").lower() not in self.hosts:
             raise HttpError(421, "the control API answers only to its own address (Host header)")
         try:

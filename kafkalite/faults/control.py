@@ -102,6 +102,6 @@ class SingleBrokerControl:
         self._refuse("move_coordinator")
 
     async def describe(self) -> dict[str, Any]:
-        from kafkalite.faults.describe import describe_single_broker
+        from kafkalite.faults.describe import describe_single_broker  # one broker only: not at cluster start
 
         return describe_single_broker(self._state)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kafkalite.faults import plan_for
 from kafkalite.faults.plan import FaultPlan
 
 if TYPE_CHECKING:
@@ -35,8 +36,6 @@ class BrokerFaults:
         self._broker = broker
 
     def _plan(self) -> FaultPlan:
-        from kafkalite.faults import plan_for
-
         plan = plan_for(self._broker.data_dir)
         if plan is None or self._broker._token is None:
             raise RuntimeError("the broker is not running (call start() first)")

@@ -38,6 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkalite.errors import ConnectionClosed
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import REGISTRY
+
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
 
@@ -53,8 +57,6 @@ class FaultError(ValueError):
 
 def api_key_of(api: int | str) -> int:
     """A Kafka API by key (0, "0") or name ("Produce", "produce", "OffsetCommit"); FaultError if unknown."""
-    from kafkalite_wire.messages import REGISTRY
-
     if isinstance(api, bool):
         raise FaultError(f"unknown API {api!r}")
     if isinstance(api, int) or (isinstance(api, str) and api.strip().isdigit()):
@@ -72,16 +74,12 @@ def api_key_of(api: int | str) -> int:
 def api_name(key: int | None) -> str:
     if key is None:
         return "every API"
-    from kafkalite_wire.messages import REGISTRY
-
     info = REGISTRY.get(key)
     return info.name if info is not None else str(key)
 
 
 def error_code_of(error: int | str) -> int:
     """A Kafka error by name (NOT_LEADER_OR_FOLLOWER, case-insensitive) or code (6, "6", -1)."""
-    from kafkalite_wire.errors import ErrorCode
-
     if isinstance(error, bool):
         raise FaultError(f"unknown error {error!r}")
     text = str(error).strip()
@@ -98,8 +96,6 @@ def error_code_of(error: int | str) -> int:
 
 
 def error_name(code: int) -> str:
-    from kafkalite_wire.errors import ErrorCode
-
     try:
         return ErrorCode(code).name
     except ValueError:
@@ -199,6 +195,7 @@ class FaultPlan:
         """Answer the next ``count`` requests of ``api`` (naming one of ``partitions``, if given) with
         ``error``. ``mode`` "answer": the request (those partitions) is not carried out; "through": it is,
         and its answer is replaced by the error."""
+        # inject (and the error responses) only once a fault is set
         from kafkalite.faults.inject import PARTITION_APIS
 
         key = api_key_of(api)
@@ -328,8 +325,6 @@ class FaultPlan:
 
     async def intercept(self, conn: Any, spec: Any, ctx: Any, body: Any) -> Any:
         """Handle one request under the plan's rules; returns the response (None: nothing to send)."""
-        from kafkalite.errors import ConnectionClosed
-
         key = ctx.header.api_key
         await self._hold()
         rule = self._find("drop", key)
@@ -347,7 +342,7 @@ class FaultPlan:
         return response
 
     async def _errors(self, conn: Any, spec: Any, ctx: Any, body: Any, key: int) -> Any:
-        from kafkalite.faults import inject
+        from kafkalite.faults import inject  # inject (and the error responses) only once a fault is set
 
         scoped = key in inject.PARTITION_APIS
         topics_by_id = getattr(self.state, "topics_by_id", None)
@@ -374,14 +369,10 @@ class FaultPlan:
         else:
             response = await conn.call_handler(spec, ctx, rest) if rest is not None else None
         if acks0:   # no response to carry the error: Kafka closes the connection so the client looks again
-            from kafkalite.errors import ConnectionClosed
-
             raise ConnectionClosed(f"fault: {error_name(rule.error)} on an acks=0 Produce (rule #{rule.id})")
         errors = inject.partition_errors(key, response_class, matched, rule.error)
         return inject.merge(key, response, errors)
 
 
 def _response_class(key: int) -> type:
-    from kafkalite_wire.messages import REGISTRY
-
     return REGISTRY[key].response_class

@@ -32,6 +32,9 @@ import uuid
 from functools import cache
 from typing import Any
 
+from kafkalite.errors import ConnectionClosed
+from kafkalite_wire.messages import REGISTRY
+
 _log = logging.getLogger("kafkalite.server.connection")
 
 UNKNOWN_SERVER_ERROR = -1
@@ -226,9 +229,6 @@ async def answer_failure(conn: Any, header: Any, body: Any, exc: Exception, offl
     A request big enough to have been decoded off the loop gets its error response built off the loop too
     (one entry per partition of a million-partition request)."""
     import trio
-
-    from kafkalite.errors import ConnectionClosed
-    from kafkalite_wire.messages import REGISTRY
 
     info = REGISTRY[header.api_key]
     log_failure(_log, conn, info.name, header.api_version, header.api_key, exc)

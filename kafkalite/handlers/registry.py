@@ -23,8 +23,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.errors import StartupError
 from kafkalite.handlers._index import INDEX
+from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
+from kafkalite_wire.messages import REGISTRY
 
 if TYPE_CHECKING:
     from kafkalite.security.authenticator import SaslAuthenticator
@@ -100,8 +103,6 @@ _BROKEN: set[int] = set()   # api keys not served: no handler module, or its mod
 
 
 def _api_info_for(request_class: type) -> Any:
-    from kafkalite_wire.messages import REGISTRY
-
     # Look up by API_KEY: scanning REGISTRY for the class would import every generated message module.
     info = REGISTRY.get(getattr(request_class, "API_KEY", -1))
     if info is not None and info.request_class is request_class:
@@ -147,8 +148,6 @@ def lookup(api_key: int) -> HandlerSpec | None:
         _BROKEN.add(api_key)
         log.exception("failed to load the handler module of api key %d (%s)", api_key, INDEX[api_key][0])
         return None
-    from kafkalite.runtime.gcpolicy import freeze_long_lived
-
     freeze_long_lived()   # the module's functions and classes live as long as the process, like those loaded at start
     return spec
 
@@ -164,8 +163,6 @@ def check_index() -> None:
     """Every handler module the index names is there (found, not imported: they load on first use). A missing
     one stops the start with one line, instead of a broker that advertises an API it cannot serve."""
     import os
-
-    from kafkalite.errors import StartupError
 
     here = {name.rsplit(".", 1)[0] for name in os.listdir(os.path.dirname(__file__)) if name.endswith(".py")}
     missing = [f"{module} (api key {key})" for key, (module, _lo, _hi) in sorted(INDEX.items())

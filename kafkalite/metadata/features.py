@@ -44,6 +44,7 @@ from pathlib import Path
 
 import trio
 
+from kafkalite.metadata import atomic_write
 from kafkalite_wire.messages import ApiVersionsResponse
 
 log = logging.getLogger(__name__)
@@ -186,8 +187,6 @@ class FeatureLevels:
         """Set the levels (already checked) and persist them with the next epoch; no change, no new epoch. The
         file is written (and fsynced) in a worker thread, one writer at a time, never an older epoch over a newer
         one; the caller answers after it is on disk."""
-        from kafkalite.metadata import atomic_write
-
         changed = {n: lv for n, lv in changes.items() if n in self.rows and self.levels.get(n) != lv}
         if not changed:
             return

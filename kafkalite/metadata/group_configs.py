@@ -30,6 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.config.entries import ConfigEntry
+from kafkalite.config.share_reset import validation_error
+from kafkalite.metadata import atomic_write
+from kafkalite_wire.errors import ErrorCode
+
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
 
@@ -132,8 +137,6 @@ def _parse(d: GroupConfigDef, raw: str) -> str:
                                      f"{d.at_least}")
         return str(n)
     if d.name == "share.auto.offset.reset":   # earliest, latest, by_duration:<ISO-8601> (KIP-1106), exactly
-        from kafkalite.config.share_reset import validation_error
-
         value = raw.strip("".join(map(chr, range(33))))   # java.lang.String.trim, as ConfigDef parses a STRING
         if (message := validation_error(value)) is not None:
             raise InvalidGroupConfig(message)
@@ -220,8 +223,6 @@ class GroupConfigStore:
         writer at a time and never an older state over a newer one; the caller answers once it is on disk."""
         import trio
 
-        from kafkalite.metadata import atomic_write
-
         if not self._dirty:
             return
         self._dirty = False
@@ -251,9 +252,6 @@ class GroupConfigStore:
 # -- the handlers' side (DescribeConfigs, IncrementalAlterConfigs, AlterConfigs) ----------------------------------
 def describe_group(state: BrokerState, group_id: str) -> tuple[int, str | None, list[Any] | None]:
     """(error code, message, entries as ``topic_configs.ConfigEntry``) for a DescribeConfigs GROUP resource."""
-    from kafkalite.config.entries import ConfigEntry
-    from kafkalite_wire.errors import ErrorCode
-
     if not group_id:
         return ErrorCode.INVALID_REQUEST, "Group name must not be empty", None
     conf = state.configs.effective()
@@ -267,8 +265,6 @@ def alter_group(state: BrokerState, group_id: str, overrides: Mapping[str, str] 
     """Check and (unless ``validate_only``) store a group's new overrides: ``overrides`` replaces them all (legacy
     AlterConfigs), or ``apply(current) -> (code, message)`` edits a copy of them (IncrementalAlterConfigs).
     The caller flushes the store once the whole request is done."""
-    from kafkalite_wire.errors import ErrorCode
-
     if not group_id:
         return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
     store: GroupConfigStore = state.group_config_store

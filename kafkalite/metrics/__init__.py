@@ -54,6 +54,7 @@ def bound_address(log_dir: str | Path) -> tuple[str, int] | None:
 async def start(state: BrokerState, nursery: trio.Nursery) -> None:
     """If ``kafkalite.metrics.listen`` is set: bind it (a failure is a StartupError, like a listener's),
     set ``state.metrics`` and serve HTTP in ``nursery`` under the supervisor."""
+    # the endpoint itself: start() only, bound_address() stays light
     from kafkalite.metrics.http import bind, serve_http
 
     value = state.config.get_str(LISTEN_KEY) if hasattr(state.config, "get_str") else None

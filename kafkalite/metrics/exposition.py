@@ -21,6 +21,7 @@ import resource
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from kafkalite.coordinator.views import all_groups, share_partitions
 from kafkalite.metrics.requests import (
     BUCKETS_MS,
     BYTES_IN,
@@ -193,8 +194,6 @@ async def _groups(w: Writer, state: BrokerState, work: Slices) -> None:
     """Groups of every type (classic, consumer = KIP-848, share = KIP-932; kafkalite.coordinator.views): members and
     state as kafka_exporter names them, plus ``kafkalite_group_type``; offsets and lag for the types that
     commit offsets (classic and consumer)."""
-    from kafkalite.coordinator.views import all_groups
-
     ends = {key: plog for key, plog in (state.logs.loaded_logs())}
     states: list[tuple[str, str, int]] = []
     types: list[tuple[str, str]] = []
@@ -212,8 +211,6 @@ async def _groups(w: Writer, state: BrokerState, work: Slices) -> None:
     w.family(name, "gauge", "1 for the group's type: classic, consumer (KIP-848) or share (KIP-932)")
     for gid, t in types:
         w.sample(name, 1, (("consumergroup", gid), ("type", t)))
-    from kafkalite.coordinator.views import share_partitions
-
     shares = share_partitions(state)
     name = "kafkalite_sharegroup_start_offset"
     w.family(name, "gauge", "A share group's share-partition start offset (every record below it is delivered)")

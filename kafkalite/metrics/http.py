@@ -16,6 +16,7 @@ import trio
 
 from kafkalite.httpd import server as httpserve
 from kafkalite.httpd.server import HttpError, HttpServer, Request, Response
+from kafkalite.metrics.exposition import CONTENT_TYPE, render
 
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
@@ -56,7 +57,5 @@ async def _answer(state: BrokerState, req: Request) -> Response:
             return Response(503, _TEXT, b"draining\n")
         return Response(200, _TEXT, b"ok\n")
     if req.path == "/metrics" and state.metrics is not None:   # set before this server starts
-        from kafkalite.metrics.exposition import CONTENT_TYPE, render
-
         return Response(200, CONTENT_TYPE, (await render(state, state.metrics)).encode("utf-8"))
     return Response(404, _TEXT, b"try /metrics or /health\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from kafkalite import authz
 from kafkalite.metadata.quotas import CLIENT_ID, USER, Entity, entity_of, invalid_entity, invalid_value
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (
@@ -31,8 +32,6 @@ EXACT, DEFAULT, ANY = 0, 1, 2
 
 def describe(ctx: RequestContext, req: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
     state = ctx.broker
-    from kafkalite import authz
-
     R = DescribeClientQuotasResponse
     if err := authz.cluster_error(ctx, authz.Op.DESCRIBE_CONFIGS):
         return R(throttle_time_ms=0, error_code=err, error_message="Cluster authorization failed.", entries=None)
@@ -67,8 +66,6 @@ def describe(ctx: RequestContext, req: DescribeClientQuotasRequest) -> DescribeC
 
 def alter(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
     state = ctx.broker
-    from kafkalite import authz
-
     R = AlterClientQuotasResponse
     cluster_err = authz.cluster_error(ctx, authz.Op.ALTER_CONFIGS)
     results = []

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.errors import StartupError
 from kafkalite.metadata.quotas import CONSUMER, MUTATION, PRODUCER, REQUEST, QuotaStore
 from kafkalite.quotas.rate import Rate, TokenBucket
 
@@ -140,6 +141,4 @@ def from_config(config: Any, data_dir: Path | str | None, room: Any = None) -> Q
     try:
         return QuotaManager(config, make() if room is None else room.shared("quota-store", make))
     except RuntimeError as exc:
-        from kafkalite.errors import StartupError
-
         raise StartupError(str(exc)) from exc

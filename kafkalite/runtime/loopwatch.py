@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkalite_wire.messages import REGISTRY
+
 if TYPE_CHECKING:
     from kafkalite.state import BrokerState
 
@@ -204,8 +206,6 @@ def _blame(frame: Any) -> tuple[tuple[int, int, int] | None, str | None]:
 def describe(what: tuple[int, int, int] | None) -> str | None:
     if what is None:
         return None
-    from kafkalite_wire.messages import REGISTRY
-
     key, version, conn_id = what
     info = REGISTRY.get(key)
     name = info.name if info is not None else f"api key {key}"

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalite.security.errors import SaslFailure
 from kafkalite.security.principal import USER_TYPE, KafkaPrincipal
+from kafkalite_wire.messages import REGISTRY
 
 if TYPE_CHECKING:
     from kafkalite.security.listeners import ListenerSecurity
@@ -35,8 +36,6 @@ API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 
 def _api_name(api_key: int) -> str:
     """Kafka's ApiKeys enum name (``PRODUCE``, ``SASL_HANDSHAKE``) of a key, for the log."""
-    from kafkalite_wire.messages import REGISTRY
-
     info = REGISTRY.get(api_key)
     if info is None:
         return f"api key {api_key}"

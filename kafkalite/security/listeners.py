@@ -68,14 +68,17 @@ class ListenerSecurity:
 
     def new_server(self, mechanism: str) -> Any:
         if mechanism == "PLAIN":
+            # a SASL mechanism: on its first handshake, not at start
             from kafkalite.security.plain import PlainServer
 
             return PlainServer(self.plain_users)
         if mechanism.startswith("SCRAM-"):
+            # a SASL mechanism: on its first handshake, not at start
             from kafkalite.security.scram import ScramServer
 
             assert self.scram_lookup is not None
             return ScramServer(mechanism, self.scram_lookup)
+        # a SASL mechanism: on its first handshake, not at start
         from kafkalite.security.oauthbearer import OAuthBearerServer
 
         return OAuthBearerServer(self.oauth_options)
@@ -87,10 +90,11 @@ def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None) ->
     sec = ListenerSecurity(listener.name, proto)
     name = listener.name
     if proto in TLS_PROTOCOLS:
-        from kafkalite.security import tls_config as tls
+        from kafkalite.security import tls_config as tls  # TLS listeners only: not at start otherwise
 
         sec.ssl_context, sec.client_auth = tls.server_context(config, name)
         if proto == "SSL":
+            # SSL listeners only: not at start otherwise
             from kafkalite.security.ssl_principal import SslPrincipalMapper
 
             rules = listener_value(config, name, "ssl.principal.mapping.rules") or "DEFAULT"

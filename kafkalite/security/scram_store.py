@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from kafkalite_storage.checkpoints import write_atomic
+
 if TYPE_CHECKING:   # the SCRAM module is imported only when a stored credential is read
     from kafkalite.security.scram import ScramCredential
 
@@ -52,6 +54,7 @@ class ScramStore:
             return {}
         except OSError as exc:
             raise ScramStoreError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        # the SCRAM module: only once a stored credential is read
         from kafkalite.security.scram import MECHANISMS, ScramCredential
 
         try:
@@ -79,8 +82,6 @@ class ScramStore:
         return json.dumps(doc, indent=1).encode()
 
     def _write(self, data: bytes) -> None:
-        from kafkalite_storage.checkpoints import write_atomic
-
         write_atomic(str(self.path), data)
 
     async def apply(self, deletions: list[tuple[str, str]],

@@ -157,6 +157,7 @@ class Connection:
         if security is not None:
             self.security_protocol = security.protocol
             if security.sasl:
+                # SASL listeners only: not at start
                 from kafkalite.security.authenticator import SaslAuthenticator
 
                 self.sasl = SaslAuthenticator(security, self)
@@ -187,8 +188,7 @@ class Connection:
             self.cancel_scope.cancel()
 
     async def run(self) -> None:
-        from kafkalite_wire.errors import DecodeError
-        from kafkalite_wire.framing import FrameBuffer
+        from kafkalite_wire.framing import FrameBuffer  # on the first connection: not at start
 
         frames = FrameBuffer(self.state.config.max_frame_size)
         sock = self.sock
@@ -393,7 +393,7 @@ class Connection:
     def _sasl_gate(self, sasl: SaslAuthenticator, frame: memoryview) -> None:
         """Before a request is even decoded: is its API allowed in the connection's SASL state? Until the
         client has authenticated, frames are limited to ``sasl.server.max.receive.size`` (Kafka: 512 KiB)."""
-        from kafkalite.security.authenticator import Closing
+        from kafkalite.security.authenticator import Closing  # SASL listeners only: not at start
 
         if sasl.state != "complete" and len(frame) > sasl.security.max_receive:
             raise ConnectionClosed(f"a {len(frame)}-byte request before SASL authentication completed "
@@ -406,7 +406,7 @@ class Connection:
     async def _raw_sasl_token(self, frame: memoryview) -> None:
         """A SASL token without a Kafka request header (after SaslHandshake v0); the answer is the bare
         server token, size-prefixed. A failure closes the connection without an answer, as Kafka does."""
-        from kafkalite.security.errors import SaslFailure
+        from kafkalite.security.errors import SaslFailure  # SASL listeners only: not at start
 
         assert self.sasl is not None
         try:
@@ -417,6 +417,7 @@ class Connection:
 
     async def send_unsupported_api_versions(self, header: Any) -> None:
         """KIP-511: a v0 body with UNSUPPORTED_VERSION plus every api key we serve, under response header v0."""
+        # a handler module, imported on the first too-new ApiVersions: not at start
         from kafkalite.handlers.api_versions import unsupported_version_response
 
         body = unsupported_version_response(self.state)

@@ -38,12 +38,17 @@ from kafkalite.config.addresses import Listener
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN, SCHEMA_REGISTRY_LISTEN
 from kafkalite.errors import ConfigError, StartupError
+from kafkalite.handlers.registry import check_index
 from kafkalite.metadata import MetadataRoom
 from kafkalite.runtime import loopwatch
+from kafkalite.runtime.gcpolicy import freeze_long_lived
+from kafkalite.security import listeners as security_listeners
+from kafkalite.security.scram_store import ScramStore, ScramStoreError
 from kafkalite.server.connection import Connection, RequestMemoryPool, reap_idle
 from kafkalite.server.connection_quotas import ConnectionQuotas
 from kafkalite.server.request_memory import relieve
 from kafkalite.state import BrokerState
+from kafkalite_storage import LogConfig, LogManager, handles
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +59,9 @@ def open_state(config: BrokerConfig, metadata: Any = None) -> BrokerState:
     """Open (and recover) storage and build the broker state. Blocking: call from a worker thread. Handler
     modules are not imported here: each is imported when its API is first requested (handlers.registry).
     ``metadata``: the shared metadata room of a cluster's brokers (kafkalite.cluster); None: the broker's own."""
-    from kafkalite_storage import LogManager
-
     _descriptor_budget(config)
     log_dir = config.log_dir
     _prepare_log_dir(log_dir)
-    from kafkalite_storage import LogConfig
-
     cluster_id = getattr(metadata, "cluster_id", None)
     lm = LogManager.open(str(log_dir), LogConfig(), node_id=config.node_id, cluster_id=cluster_id)
     try:
@@ -78,15 +79,13 @@ def _authorizer(config: BrokerConfig, room: MetadataRoom) -> Any:
     the first request is checked against the saved ACLs); a cluster's brokers share it."""
     if not config.get_str("authorizer.class.name").strip():
         return None
-    from kafkalite import authz
+    from kafkalite import authz  # only with an authorizer configured: not at start
 
     return room.shared("authorizer", lambda: authz.from_config(config, room.dir))
 
 
 def _scram_store(room: MetadataRoom) -> Any:
     """SCRAM credentials (AlterUserScramCredentials), one store per metadata room."""
-    from kafkalite.security.scram_store import ScramStore, ScramStoreError
-
     def make() -> ScramStore:
         try:
             return ScramStore(room.dir)
@@ -98,7 +97,7 @@ def _scram_store(room: MetadataRoom) -> Any:
 
 def _quota_manager(state: BrokerState) -> Any:
     """This broker's client quota manager (rates measured here) over the room's quota configs."""
-    from kafkalite import quotas
+    from kafkalite import quotas  # at start only with saved quotas, else on first use (BrokerState.quotas)
 
     return quotas.from_config(state.config, state.metadata.dir, state.metadata)
 
@@ -121,8 +120,6 @@ def _prepare_log_dir(log_dir: Path) -> None:
 
 def _descriptor_budget(config: BrokerConfig) -> None:
     """Raise the soft RLIMIT_NOFILE to the hard limit and size storage's cache of open files from it."""
-    from kafkalite_storage import handles
-
     old, soft, hard = handles.raise_nofile_limit()
     capacity = handles.configure(config.get_int("kafkalite.storage.max.open.files"))
     log.info("RLIMIT_NOFILE soft limit %d -> %d (hard %d); storage keeps at most %d files open",
@@ -174,7 +171,7 @@ async def _accept_loop(state: BrokerState, sock: trio.socket.SocketType, listene
     security = state.listener_security.get(listener.name)
     conn_class: type[Connection] = Connection
     if security is not None and security.tls:
-        from kafkalite.server.tls import TlsConnection
+        from kafkalite.server.tls import TlsConnection  # TLS listeners only: not at start otherwise
 
         conn_class = TlsConnection
     quotas = state.connection_quotas
@@ -260,8 +257,6 @@ async def _load_pending(state: BrokerState) -> None:
         before = getattr(state.logs, "pending_loads", 0)
         left = await trio.to_thread.run_sync(fn, 500)   # a failure: the supervisor logs it and retries
         if before > left:   # logs were loaded: they live until deleted
-            from kafkalite.runtime.gcpolicy import freeze_long_lived
-
             freeze_long_lived()
         if not left:
             return
@@ -324,8 +319,6 @@ class OnFirstUse:
                 service.loaded.set()
             nursery.start_soon(service.run)
             self._service = service
-            from kafkalite.runtime.gcpolicy import freeze_long_lived
-
             freeze_long_lived()   # its modules live as long as the process (see kafkalite.cli.serve)
             log.debug("%s started on first use", cls_name)
         return service
@@ -396,15 +389,12 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
     shutdown = trio.Event() if shutdown is None else shutdown
     for line in config.startup_warnings():
         log.warning("%s", line)
-    from kafkalite.handlers.registry import check_index
-    from kafkalite.security import listeners as security
-
     check_index()   # every API the broker will advertise has its handler module (imported on first use)
     state = await trio.to_thread.run_sync(open_state, config, metadata)
     if attach is not None:
         attach(state)
     try:   # TLS contexts and SASL settings per listener (reads key stores): a bad one is a config error
-        state.listener_security = security.build_all(config, state.scram)
+        state.listener_security = security_listeners.build_all(config, state.scram)
     except BaseException:
         state.logs.close()
         raise
@@ -432,15 +422,15 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
             # imported only then
             state.metrics = None
             if config.get_str(METRICS_LISTEN):
-                from kafkalite import metrics
+                from kafkalite import metrics  # only with a metrics address: not at start otherwise
 
                 await metrics.start(state, background)
             if config.get_str(CONSOLE_LISTEN):
-                from kafkalite import console
+                from kafkalite import console  # only with a console address: not at start otherwise
 
                 await console.start(state, background)
             if config.get_str(CONTROL_LISTEN):
-                from kafkalite import control
+                from kafkalite import control  # only with a control address: not at start otherwise
 
                 await control.start(state, background)
             if config.get_str(SCHEMA_REGISTRY_LISTEN):

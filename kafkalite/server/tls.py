@@ -23,6 +23,7 @@ from trio.lowlevel import wait_readable, wait_writable
 
 from kafkalite.errors import ConnectionClosed
 from kafkalite.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
+from kafkalite.security.ssl_principal import NoMatchingRule, subject_rfc2253
 from kafkalite.server.connection import Connection
 
 log = logging.getLogger(__name__)
@@ -94,8 +95,6 @@ class TlsConnection(Connection):
         security = getattr(self, "security", None)
         if not der or security is None or security.principal_mapper is None:
             return ANONYMOUS
-        from kafkalite.security.ssl_principal import NoMatchingRule, subject_rfc2253
-
         dn = subject_rfc2253(der)
         try:
             name = security.principal_mapper.name_of(dn)

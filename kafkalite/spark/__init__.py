@@ -24,6 +24,7 @@ __all__ = ["FORMAT", "register"]
 
 def register(spark: Any) -> None:
     """Make ``spark.read/readStream/write/writeStream.format("kafkalite")`` available in ``spark``."""
+    # optional: pyspark (the spark extra), only when registering
     from kafkalite.spark.source import KafkaLiteDataSource
 
     spark.dataSource.register(KafkaLiteDataSource)

@@ -32,6 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import kafkalite
+import kafkalite.spark
+from kafkalite.spark.cluster import StandaloneCluster
+
 TOPIC = "order_events"
 
 
@@ -42,8 +46,6 @@ def run_job(bootstrap: str, checkpoint: str, out: str) -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
-
-    import kafkalite.spark
 
     master = os.environ.get("KAFKALITE_SPARK_MASTER", "local[2]")  # spark://... with --cluster
     spark = (SparkSession.builder.master(master).appName("shopflow-revenue")
@@ -173,8 +175,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the job on a Spark standalone cluster (a master and two workers) started here")
     opts = ap.parse_args(argv)
     if opts.cluster:
-        from kafkalite.spark.cluster import StandaloneCluster
-
         work = Path(opts.keep or tempfile.mkdtemp(prefix="shopflow-"))
         with StandaloneCluster(work / "cluster", workers=2) as url:
             print(f"cluster     Spark standalone master {url}, 2 workers (1 core each)")
@@ -188,8 +188,6 @@ def main(argv: list[str] | None = None) -> int:
         return rc
 
     from confluent_kafka.admin import AdminClient, NewTopic
-
-    import kafkalite
 
     work = Path(opts.keep or tempfile.mkdtemp(prefix="shopflow-"))
     work.mkdir(parents=True, exist_ok=True)

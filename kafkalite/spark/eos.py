@@ -61,6 +61,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
 from kafkalite.spark.options import KafkaOptionError, SinkOptions
+from kafkalite.spark.produce import produce_rows
 
 _lock = threading.Lock()
 _open: dict[str, Any] = {}  # transactional id -> the producer whose transaction the driver will commit
@@ -157,6 +158,7 @@ def roll_forward(opts: SinkOptions, query: str, batch: int, partition: int, txn_
     """Re-run of ``batch``: commit this task's transaction of the recorded decision, if any. True if it did."""
     import logging
 
+    # our codec's client: on a re-run only (spark.source/sink import none)
     from kafkalite.spark.txnclient import TxnCommitError
 
     decision = read_decision(opts, query)
@@ -272,8 +274,6 @@ def write_task(batches: Iterator[pa.RecordBatch], opts: SinkOptions) -> TxnCommi
     """Executor side of batch ``b``: rows + marker ``b + 1`` in one transaction, left open for the driver."""
     from confluent_kafka import Consumer, Producer
     from confluent_kafka import TopicPartition as KTP
-
-    from kafkalite.spark.produce import produce_rows
 
     query, batch, partition, _attempt = task_context()
     if opts.test_hook_dir and (Path(opts.test_hook_dir) / f"fail-task-always-{batch}-{partition}").exists():

@@ -79,6 +79,7 @@ def librdkafka_params(params: Mapping[str, str]) -> dict[str, str]:
     ``ssl.endpoint.identification.algorithm`` (Java's "no host name check") becomes ``none``."""
     out = dict(params)
     if "sasl.jaas.config" in out:
+        # our codec's client: only for sasl.jaas.config (spark.source/sink import none)
         from kafkalite.spark.txnclient import Security
 
         sec = Security.from_params({"sasl.jaas.config": out.pop("sasl.jaas.config")})
@@ -368,6 +369,7 @@ class SinkOptions:
 
     def txn_client(self, **kw: Any) -> Any:
         """The sink's own transaction-coordinator client, with the same security settings as librdkafka's."""
+        # our codec's client: exactly-once only (spark.source/sink import none)
         from kafkalite.spark.txnclient import Security, TxnClient
 
         return TxnClient(self.kafka["bootstrap.servers"], security=Security.from_params(self.kafka), **kw)

@@ -31,6 +31,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from kafkalite.spark.eos import abort_batch, commit_batch, maybe_fail_task, task_context, write_task
 from kafkalite.spark.options import KafkaOptionError, SinkOptions
 from kafkalite.spark.produce import produce_rows
 
@@ -137,13 +138,9 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         if self.opts.exactly_once:
-            from kafkalite.spark.eos import write_task
-
             return write_task(iterator, self.opts)
         rows = write_batches(iterator, self.opts)
         if self.opts.test_hook_dir:
-            from kafkalite.spark.eos import maybe_fail_task, task_context
-
             _, batch, partition, _ = task_context()
             maybe_fail_task(self.opts, batch, partition)
         return KafkaCommitMessage(rows=rows)
@@ -152,8 +149,6 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         """At-least-once: rows are already durable in Kafka when the tasks finish, nothing is left to commit.
         Exactly-once: commit every task's open transaction (see :mod:`kafkalite.spark.eos`)."""
         if self.opts.exactly_once:
-            from kafkalite.spark.eos import commit_batch
-
             commit_batch(self.opts, list(messages), batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -161,6 +156,4 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         Exactly-once: abort the successful tasks' open transactions, so their rows never reach read_committed
         readers and stop holding the last stable offset back."""
         if self.opts.exactly_once:
-            from kafkalite.spark.eos import abort_batch
-
             abort_batch(self.opts, list(messages), batchId)

@@ -44,6 +44,7 @@ from kafkalite.spark.options import (
 )
 from kafkalite.spark.ranges import OffsetRange, make_ranges, rate_limit, report_data_loss, resolve
 from kafkalite.spark.schema import spark_schema
+from kafkalite.spark.sink import KafkaBatchWriter, KafkaStreamWriter
 
 
 class KafkaInputPartition(InputPartition):
@@ -203,16 +204,12 @@ class KafkaLiteDataSource(DataSource):
         return KafkaStreamReader(SourceOptions.parse(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from kafkalite.spark.sink import KafkaBatchWriter
-
         if overwrite:
             raise KafkaOptionError("Save mode Overwrite not allowed for Kafka. Allowed save modes are Append "
                                    "and ErrorIfExists (default).")
         return KafkaBatchWriter(SinkOptions.parse(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from kafkalite.spark.sink import KafkaStreamWriter
-
         return KafkaStreamWriter(SinkOptions.parse(self.options), schema)
 
 

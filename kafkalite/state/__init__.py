@@ -147,6 +147,7 @@ class BrokerState:
     def group_config_store(self) -> GroupConfigStore:
         """Per-group config overrides (GROUP config resources, kafkalite.metadata.group_configs), persisted; read on
         first use (an unreadable file is ignored with a warning, as it was at start)."""
+        # on first use (a group's config is read or altered): not at start
         from kafkalite.metadata.group_configs import GroupConfigStore
 
         room = self.metadata
@@ -156,6 +157,7 @@ class BrokerState:
     def features(self) -> FeatureLevels:
         """Finalized feature levels (UpdateFeatures, kafkalite.metadata.features), persisted; read on first use (the
         first ApiVersions; an unreadable file is ignored with a warning, as it was at start)."""
+        # on first use (the first ApiVersions): not at start
         from kafkalite.metadata.features import FeatureLevels
 
         room = self.metadata

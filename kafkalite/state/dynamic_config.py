@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kafkalite.config.topic_defs import BROKER_TO_TOPIC
+from kafkalite_storage import LogConfig
 
 if TYPE_CHECKING:
     from kafkalite.config.broker import BrokerConfig
     from kafkalite.state import BrokerState
-    from kafkalite_storage import LogConfig
 
 
 class DynamicConfigs:
@@ -37,8 +37,6 @@ class DynamicConfigs:
         return config.with_overrides(dyn) if dyn else config
 
     def _default_log_config(self, config: BrokerConfig | None = None) -> LogConfig:
-        from kafkalite_storage import LogConfig  # (storage's config module: cheap, already loaded at start)
-
         cfg = self.effective() if config is None else config
         props: dict[str, str] = {}
         for broker_key, topic_key in BROKER_TO_TOPIC.items():
@@ -51,14 +49,10 @@ class DynamicConfigs:
 
     def log_config_for(self, overrides: Mapping[str, str]) -> LogConfig:
         """A topic's effective log config: its overrides over the broker's current defaults."""
-        from kafkalite_storage import LogConfig  # (as above)
-
         return LogConfig.from_props(dict(overrides), base=self.default_log_config)
 
     def check(self, resource: str, values: Mapping[str, str]) -> None:
         """Raise ValueError unless ``values`` may become the dynamic settings of ``resource``."""
-        from kafkalite_storage import LogConfig  # (as above)
-
         st = self._state
         trial = dict(self.by_resource)
         trial[resource] = dict(values)

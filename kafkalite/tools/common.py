@@ -96,6 +96,7 @@ def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
         # says what went wrong in its own one line
         conf["log_level"] = 0
     if getattr(args, "command_config", None):
+        # --command-config only: config.broker (and storage behind it) costs a tool ~40 ms
         from kafkalite.config.broker import parse_properties
 
         try:

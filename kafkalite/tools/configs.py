@@ -29,6 +29,7 @@ import argparse
 import sys
 from typing import Any
 
+from kafkalite.tools import scram
 from kafkalite.tools.common import (
     ToolError,
     add_connection_options,
@@ -42,6 +43,7 @@ from kafkalite.tools.common import (
     timeout_s,
     usage,
 )
+from kafkalite_wire.errors import ErrorCode
 
 SOURCE_NAMES = {0: "UNKNOWN_CONFIG", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                 3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
@@ -116,8 +118,6 @@ def _run(args: argparse.Namespace) -> int:
     elif sets or deletes:
         usage("--add-config/--delete-config are for --alter")
     if kind == "user":
-        from kafkalite.tools import scram
-
         if args.action == "alter":
             scram.alter(args, name, sets, deletes)
         else:
@@ -172,7 +172,7 @@ def _raw(args: argparse.Namespace, restype: int, name: str, label: str, sets: di
          deletes: list[str]) -> tuple[list[dict[str, Any]], bool]:
     """Group configs and the broker defaults through the project's codec: DescribeConfigs v1 /
     IncrementalAlterConfigs v0, which every broker since Kafka 2.3 serves (GROUP resources since 3.8)."""
-    from kafkalite_wire.errors import ErrorCode
+    # our codec: group and broker-default configs only (the rest go through confluent-kafka)
     from kafkalite_wire.messages import (
         DescribeConfigsRequest,
         DescribeConfigsResponse,
@@ -207,6 +207,7 @@ def _raw(args: argparse.Namespace, restype: int, name: str, label: str, sets: di
 def _roundtrip(args: argparse.Namespace, body: Any, response_class: Any, version: int) -> Any:
     """One request to the first bootstrap server with the project's wire client (``--command-config``'s
     security.protocol / sasl.* / ssl.* apply, as they do to the AdminClient)."""
+    # our codec's client: group and broker-default configs only
     from kafkalite.client.wire import Security, WireError, bootstrap, call
 
     try:

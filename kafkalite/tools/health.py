@@ -18,6 +18,11 @@ import sys
 import urllib.error
 import urllib.request
 
+from kafkalite.config.addresses import parse_address
+from kafkalite.config.broker import BrokerConfig, parse_overrides
+from kafkalite.config.sidecars import METRICS_LISTEN
+from kafkalite.errors import ConfigError
+
 _WILDCARD = {"", "0.0.0.0", "::", "[::]"}
 
 
@@ -39,10 +44,6 @@ def target(args: argparse.Namespace) -> tuple[str, str]:
     """("http", url) or ("tcp", "host:port"): what to ask, from --url or the broker's configuration."""
     if args.url:
         return "http", args.url
-    from kafkalite.config.addresses import parse_address
-    from kafkalite.config.broker import BrokerConfig, parse_overrides
-    from kafkalite.config.sidecars import METRICS_LISTEN
-
     config = BrokerConfig.load(args.config, parse_overrides(args.override))
     metrics = config.get(METRICS_LISTEN)
     if metrics:
@@ -53,8 +54,6 @@ def target(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkalite.errors import ConfigError
-
     try:
         kind, where = target(args)
     except (ConfigError, ValueError) as exc:

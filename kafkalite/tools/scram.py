@@ -21,7 +21,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kafkalite.tools.common import ToolError, admin, emit, result, timeout_s, usage
+from kafkalite.tools.common import (
+    ToolError,
+    add_connection_options,
+    admin,
+    emit,
+    result,
+    run_tool,
+    split_kv,
+    split_names,
+    timeout_s,
+    usage,
+)
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_ITERATIONS = 4096
@@ -103,8 +114,6 @@ def describe(args: argparse.Namespace, user: str | None) -> None:
 
 # ``kafkalite scram``: the same, without naming the entity type.
 def configure(p: argparse.ArgumentParser) -> None:
-    from kafkalite.tools.common import add_connection_options
-
     add_connection_options(p)
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", dest="action", action="store_const", const="describe")
@@ -116,8 +125,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkalite.tools.common import run_tool, split_kv, split_names
-
     def body(a: argparse.Namespace) -> int:
         sets, deletes = split_kv(a.add_config, "--add-config"), split_names(a.delete_config)
         if a.action == "describe":

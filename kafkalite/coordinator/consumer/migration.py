@@ -36,6 +36,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kafkalite.coordinator.classic.group import Group, GroupState, JoinResult, Member, SyncResult
+from kafkalite.coordinator.classic.records import (
+    GroupValue,
+    MemberRecord,
+    encode_group_key,
+    encode_group_value,
+)
 from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.consumer import records as R
 from kafkalite.coordinator.consumer.classic_members import (
@@ -242,14 +249,11 @@ class ClassicBridge:
             for m in g.members.values()])
 
     def tombstones(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
-        from kafkalite.coordinator.classic.records import encode_group_key
         return [(encode_group_key(group_id), None)]
 
     def detach(self, group_id: str, now: int) -> None:
         """The classic group gives up its members (their parked JoinGroup / SyncGroup answered
         REBALANCE_IN_PROGRESS) and stays an Empty shell holding the group's committed offsets."""
-        from kafkalite.coordinator.classic.group import JoinResult, SyncResult
-
         g = self.classic.groups.get(group_id)
         if g is None:
             return
@@ -266,13 +270,6 @@ class ClassicBridge:
                members: list[ClassicMemberInfo]) -> list[tuple[bytes, bytes | None]]:
         """ClassicGroup.fromConsumerGroup: a Stable classic group (the Empty shell holding the offsets, or a new
         one); returns its GroupMetadata record."""
-        from kafkalite.coordinator.classic.group import Group, GroupState, Member
-        from kafkalite.coordinator.classic.records import (
-            GroupValue,
-            MemberRecord,
-            encode_group_key,
-            encode_group_value,
-        )
 
         g = self.classic.groups.get(group_id)
         if g is None:

@@ -37,8 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from kafkalite.coordinator.classic.records import iter_records
+from kafkalite.coordinator.common.config import OFFSETS_TOPIC
+from kafkalite.coordinator.common.internal_topics import read_chunks
 from kafkalite.coordinator.share.config import STATE_TOPIC
 from kafkalite.coordinator.share.records import ShareKey, partition_for
+from kafkalite.metadata import partitions as placement
 
 if TYPE_CHECKING:
     from kafkalite.cluster.runtime import ClusterRuntime
@@ -65,8 +69,6 @@ class ShareClusterLinks:
         runtime = state.cluster
         if runtime is None:
             return None
-        from kafkalite.metadata import partitions as placement
-
         def group_partition(group: str) -> int:
             info = state.topics.get(placement.OFFSETS_TOPIC)
             return placement.coordinator_partition(group, info.partitions if info is not None else 50)
@@ -93,8 +95,6 @@ class ShareClusterLinks:
 
     def group_service(self, group: str) -> Any:
         """The ShareService coordinating ``group`` (None: no live leader)."""
-        from kafkalite.coordinator.common.config import OFFSETS_TOPIC
-
         return self.peer(OFFSETS_TOPIC, self.group_partition(group))
 
     def owner(self, svc: Any, topic: str | None, p: int) -> Any:
@@ -202,8 +202,7 @@ def _install(svc: Any, key: ShareKey, found: Any, epoch: int) -> None:
 
 def _replay(plog: Any, keys: set[ShareKey]) -> dict[ShareKey, Any]:
     """The persisted state of ``keys`` in a ``__share_group_state`` partition's log (blocking)."""
-    from kafkalite.coordinator.classic.records import iter_records
-    from kafkalite.coordinator.common.internal_topics import read_chunks
+    # the share-partition state (share.partition): first adoption, not a leader move
     from kafkalite.coordinator.share.state import StateReplay
 
     replay = StateReplay()

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.share.cluster import adopt
 from kafkalite.coordinator.share.records import ShareKey
 
 TP = tuple[uuid.UUID, int]
@@ -32,8 +33,6 @@ def keys_of(svc: Any, group: str, partitions: Sequence[TP] | None) -> list[Share
 async def adopt_at_owners(svc: Any, keys: Sequence[ShareKey]) -> None:
     """In a cluster: each partition leader takes the latest persisted state of its share-partitions among
     ``keys`` first (``cluster.adopt``), so that the answer is not from a copy older than a leader move."""
-    from kafkalite.coordinator.share.cluster import adopt
-
     if svc.cluster is None:
         return
     by_owner: dict[int, tuple[Any, list[ShareKey]]] = {}

@@ -41,6 +41,7 @@ from kafkalite.coordinator.share.records import ShareKey
 from kafkalite.coordinator.share.sessions import Context, ShareSessionCache
 from kafkalite.coordinator.share.state import StateReplay
 from kafkalite.errors import error_code_for
+from kafkalite.runtime.close_hooks import on_close
 from kafkalite.runtime.supervisor import supervise
 from kafkalite_storage.errors import StorageError
 
@@ -325,7 +326,6 @@ class ShareService(CoordinatorRuntime):
             keys = self._by_conn.get(conn_id)
             if keys is None:
                 keys = self._by_conn[conn_id] = set()
-                from kafkalite.runtime.close_hooks import on_close
                 on_close(conn_id, lambda: self.connection_closed(conn_id))
             keys.add((group, member))
         return ctx

@@ -186,6 +186,7 @@ class TransactionService(CoordinatorRuntime):
 
     # -- API entry points (handlers) ---------------------------------------------------------------
     async def init_producer_id(self, ctx: Any, req: Any) -> Any:
+        # loads the generated InitProducerId codec: not at start
         from kafkalite_wire.messages import InitProducerIdResponse
 
         if ctx.version >= 3 and (req.producer_id == -1) != (req.producer_epoch == -1):

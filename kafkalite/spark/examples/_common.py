@@ -7,13 +7,13 @@ import sys
 import time
 from typing import Any
 
+import kafkalite.spark
+
 
 def spark_session(app: str, master: str = "local[2]") -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-
-    import kafkalite.spark
 
     spark = (SparkSession.builder.master(master).appName(app)
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")

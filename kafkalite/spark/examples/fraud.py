@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import kafkalite
 from kafkalite.spark.examples._common import create_topic, produce, read_topic, spark_session
 
 IN_TOPIC, OUT_TOPIC = "card_tx", "card_windows"
@@ -111,8 +112,6 @@ def run(spark: Any, bootstrap: str, checkpoint: str, *, in_topic: str = IN_TOPIC
 
 
 def main() -> None:
-    import kafkalite
-
     with kafkalite.Broker() as broker, tempfile.TemporaryDirectory() as tmp:
         bs = broker.bootstrap_servers
         spark = spark_session("fraud-windows")

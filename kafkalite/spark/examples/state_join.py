@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import kafkalite
 from kafkalite.spark.examples._common import create_topic, produce, read_topic, spark_session
 
 TABLE, STREAM, OUT = "customers", "orders", "orders_enriched"
@@ -107,8 +108,6 @@ def run(spark: Any, bootstrap: str, checkpoint: str) -> dict[str, tuple[str, int
 
 
 def main() -> None:
-    import kafkalite
-
     with kafkalite.Broker() as broker, tempfile.TemporaryDirectory() as tmp:
         bs = broker.bootstrap_servers
         create_topic(bs, TABLE, 2, COMPACTED)

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import kafkalite
 from kafkalite.spark.examples._common import create_topic, produce, spark_session
 
 TOPIC = "events"
@@ -59,8 +60,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=3000)
     args = ap.parse_args()
-    import kafkalite
-
     with kafkalite.Broker() as broker, tempfile.TemporaryDirectory() as tmp:
         bs = broker.bootstrap_servers
         create_topic(bs, TOPIC, 3)
