@@ -2,8 +2,8 @@
 
     python compat-tests/make_matrix.py            # runs pytest over compat-tests/, writes MATRIX.md
     python compat-tests/make_matrix.py --from-xml report.xml   # only re-tabulate an existing report
-    python compat-tests/make_matrix.py --section ecosystem -- compat-tests/test_spark_kafka.py \
-        compat-tests/test_kafka_streams.py   # run those, rewrite only the ecosystem section of MATRIX.md
+    python compat-tests/make_matrix.py --section ecosystem   # run only test_spark_kafka.py and
+        # test_kafka_streams.py, rewrite only the ecosystem section of MATRIX.md
 
 Cells count the test cases of that (scenario, client): "5/5" all passed; failures name the failing variants.
 Client limitations (features a client does not have, so no test exists) and known gaps with their root causes
@@ -266,8 +266,8 @@ class Case:
     params: str = field(default="")
 
 
-def run_suite(xml_path: Path, extra: list[str]) -> int:
-    cmd = [sys.executable, "-m", "pytest", str(HERE), "-q", "-p", "no:cacheprovider",
+def run_suite(xml_path: Path, extra: list[str], targets: list[Path] | None = None) -> int:
+    cmd = [sys.executable, "-m", "pytest", *map(str, targets or [HERE]), "-q", "-p", "no:cacheprovider",
            f"--junitxml={xml_path}", "-o", "junit_family=xunit1", *extra]
     print("+", " ".join(cmd), flush=True)
     return subprocess.call(cmd, cwd=str(REPO))
@@ -463,7 +463,8 @@ def main() -> int:
     else:
         xml = Path(tempfile.mkdtemp(prefix="kafkalite-matrix-")) / "report.xml"
         t0 = _dt.datetime.now()
-        rc = run_suite(xml, a.pytest_args)
+        targets = [HERE / f"{m}.py" for m in ECOSYSTEM_MODULES] if a.section == "ecosystem" else None
+        rc = run_suite(xml, a.pytest_args, targets)
         took = (_dt.datetime.now() - t0).total_seconds()
         if not xml.exists():
             print("pytest wrote no report", file=sys.stderr)

@@ -160,13 +160,15 @@ def test_batch_offsets_by_timestamp(spark: Any, source: str, fmt: str) -> None:
     assert rows(df) == expect({0: range(25, 27), 1: range(25, 27), 2: range(25, 27)})
 
 
-@pytest.fixture(scope="module")
-def txn_topic(broker: Any) -> Iterator[str]:
+@pytest.fixture
+def txn_topic(broker: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     """One partition: 5 committed (offsets 0-4, marker 5), 4 aborted (6-9, marker 10), 3 committed (11-13,
-    marker 14), then 2 in a transaction left open while the tests read (15-16)."""
-    name = "eco-txn"
+    marker 14), then 2 in a transaction left open while the test reads (15-16), aborted after it (well within
+    its timeout: a transaction the coordinator times out fences its producer, as Kafka does)."""
+    name = f"eco-txn-{request.node.callspec.params['fmt']}"
     create_topic(broker.bootstrap, name, 1)
-    pr = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "eco-txn-producer"})
+    pr = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{name}-producer",
+                   "transaction.timeout.ms": 300_000})
     pr.init_transactions(30)
     for prefix, n, commit in (("a", 5, True), ("b", 4, False), ("c", 3, True)):
         pr.begin_transaction()
