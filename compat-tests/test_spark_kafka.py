@@ -262,8 +262,8 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(30)
 
 
-# the kafkalite source's streaming is also covered by kafkalite/tests/test_spark_stream.py: its run here (two
-# more Spark driver starts) is in `make ecosystem`, not `make test`
+# the kafkalite source's streaming is also covered by kafkalite/tests/clients/test_spark_stream.py: its run
+# here (two more Spark driver starts) is in `make ecosystem`, not `make test`
 @pytest.mark.parametrize("fmt", ["kafka", pytest.param("kafkalite", marks=pytest.mark.ecosystem)])
 def test_stream_rate_limited_resumes_after_driver_sigkill(spark: Any, broker: Any, tmp_path: Path,
                                                           fmt: str) -> None:
