@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-unit test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples
+.PHONY: run test test-unit ecosystem test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples
 
 run:
 	@tools/bootstrap.sh venv
@@ -13,12 +13,18 @@ run:
 	$(PY) -m kafkalite serve $(ARGS)
 
 test:
-	@tools/bootstrap.sh venv clients spark console
+	@tools/bootstrap.sh venv clients spark console eco
 	$(VENV)/bin/lint-imports
 	$(PY) tools/import_cycles.py
 	$(PY) tools/mypy_baseline.py
 	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench tools
-	$(PY) -m pytest -q -p no:cacheprovider $(TEST_PATHS) $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not ecosystem" $(TEST_PATHS) $(PYTEST_ARGS)
+
+# Kafka's ecosystem on kafkalite (#25): Spark's own Kafka connector and the kafkalite data source, Kafka Streams;
+# everything, including the scenarios marked `ecosystem` that make test leaves out (a few minutes)
+ecosystem:
+	@tools/bootstrap.sh venv clients spark eco
+	$(PY) -m pytest -q -p no:cacheprovider compat-tests/test_spark_kafka.py compat-tests/test_kafka_streams.py $(PYTEST_ARGS)
 
 # every tier of the project's own tests, and the real clients of compat-tests (CI runs `make test`)
 TEST_PATHS ?= kafkalite_wire/tests kafkalite_storage/tests kafkalite/tests bench/tests compat-tests

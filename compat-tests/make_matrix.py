@@ -2,6 +2,8 @@
 
     python compat-tests/make_matrix.py            # runs pytest over compat-tests/, writes MATRIX.md
     python compat-tests/make_matrix.py --from-xml report.xml   # only re-tabulate an existing report
+    python compat-tests/make_matrix.py --section ecosystem   # run only test_spark_kafka.py and
+        # test_kafka_streams.py, rewrite only the ecosystem section of MATRIX.md
 
 Cells count the test cases of that (scenario, client): "5/5" all passed; failures name the failing variants.
 Client limitations (features a client does not have, so no test exists) and known gaps with their root causes
@@ -137,6 +139,75 @@ CLUSTER = {
     "test_dropped_connections_clients_reconnect": "Connections dropped: clients reconnect (confluent-kafka)",
 }
 
+# Kafka's ecosystem (#25): Spark's Kafka connector and kafkalite's data source (one column each), Kafka Streams.
+ECOSYSTEM_MODULES = ("test_spark_kafka", "test_kafka_streams")
+ECOSYSTEM_HEADER = "## Kafka's ecosystem on kafkalite (compat-tests/test_spark_kafka.py, test_kafka_streams.py)"
+ECOSYSTEM = {
+    "test_batch_json_offsets_with_headers":
+        "Spark batch read: startingOffsets/endingOffsets as JSON (-2/-1), includeHeaders (repeated names, null value)",
+    "test_batch_offsets_by_timestamp":
+        "Spark batch read: startingOffsetsByTimestamp/endingOffsetsByTimestamp, startingTimestamp/endingTimestamp",
+    "test_read_committed_over_transactions":
+        "Spark batch read: kafka.isolation.level=read_committed over committed, aborted and open transactions",
+    "test_sink_key_value_headers_topic_partition": "Spark sink: key, value, headers, topic and partition columns",
+    "test_stream_rate_limited_resumes_after_driver_sigkill":
+        "Spark streaming: maxOffsetsPerTrigger, driver SIGKILLed, resumed from its checkpoint, file sink exactly once",
+    "test_wordcount_exactly_once_v2_across_sigkill":
+        "Streams word count, RocksDB store, exactly_once_v2, SIGKILL + restart; internal topics with Streams' configs",
+    "test_windowed_count_with_grace_across_sigkill": "Streams windowed count with grace, SIGKILL + restart",
+    "test_foreign_key_join_follows_both_tables": "Streams foreign-key table join following updates to both tables",
+}
+ECOSYSTEM_LIMITATIONS = [
+    "Spark's connector: spark-sql-kafka-0-10_2.13 4.3.0 (pyspark's version) is not on Maven Central; 4.2.0 (with "
+    "kafka-clients 3.9.2) is used with pyspark 4.3.0. It takes JSON numbers only in startingOffsetsByTimestamp "
+    "(a quoted timestamp is an IllegalArgumentException; kafkalite's source also takes strings). Save modes: "
+    "Spark's connector refuses overwrite and ignore (KafkaSourceProvider.createRelation); Spark lets a Python "
+    "data source take only append and overwrite, so `df.write.format(\"kafkalite\").save()` needs "
+    "`.mode(\"append\")` where `format(\"kafka\")` takes the default errorifexists "
+    "(UNSUPPORTED_DATA_SOURCE_SAVE_MODE).",
+    "Kafka Streams 4.4: a windowed aggregate's grace check uses the processor's own observedStreamTime "
+    "(AbstractKStreamTimeWindowAggregateProcessor: -1 when built, raised only by processed records), not the "
+    "partition time restored from the committed offset's metadata (which kafkalite stores and returns; the test "
+    "checks it), so the first record after a restart is never dropped as late. Same on Apache Kafka.",
+]
+
+
+def render_ecosystem(cases: list[Case]) -> list[str]:
+    eco = [c for c in cases if c.module in ECOSYSTEM_MODULES]
+    if not eco:
+        return []
+    lines = [ECOSYSTEM_HEADER, "",
+             "Real frameworks from Maven Central (`tools/bootstrap.sh eco`, `make ecosystem`) against a kafkalite "
+             "process: Spark's built-in `kafka` format (spark-sql-kafka-0-10_2.13 4.2.0 on pyspark 4.3.0) and "
+             "the same jobs through kafkalite's `kafkalite` data source; Kafka Streams 4.4.0 apps built with "
+             "javac (compat-tests/streams/).", "",
+             "| Scenario | Spark `format(\"kafka\")` | `format(\"kafkalite\")` | Kafka Streams 4.4 |", "|---|---|---|---|"]
+    funcs = [f for f in ECOSYSTEM if any(c.func == f for c in eco)]
+    funcs += sorted({c.func for c in eco} - set(funcs))
+    for f in funcs:
+        fc = [c for c in eco if c.func == f]
+        if fc[0].module == "test_kafka_streams":
+            cells = ["—", "—", _cell(fc)]
+        else:
+            cells = [_cell([c for c in fc if c.params == fmt]) for fmt in ("kafka", "kafkalite")] + ["—"]
+        lines.append(f"| {ECOSYSTEM.get(f, f'`{f}`')} | " + " | ".join(cells) + " |")
+    lines += ["", "Limitations found (verified in the framework's source):", ""]
+    lines += [f"- {x}" for x in ECOSYSTEM_LIMITATIONS]
+    return lines + [""]
+
+
+def splice_section(text: str, header: str, section: list[str]) -> str:
+    """``text`` (a MATRIX.md) with the section under ``header`` replaced by ``section``, or inserted before the
+    client limitations when it has none."""
+    lines = text.splitlines()
+    if header in lines:
+        i = lines.index(header)
+        j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+    else:
+        i = j = next((k for k, x in enumerate(lines) if x.startswith("## Client limitations")), len(lines))
+    return "\n".join(lines[:i] + section + lines[j:]) + "\n"
+
+
 # Client limitations: features the client does not have (no test is generated for them).
 LIMITATIONS = {
     "kcat": "reads records as text lines: no binary keys/values, no per-record headers (one -H set per run), "
@@ -195,8 +266,8 @@ class Case:
     params: str = field(default="")
 
 
-def run_suite(xml_path: Path, extra: list[str]) -> int:
-    cmd = [sys.executable, "-m", "pytest", str(HERE), "-q", "-p", "no:cacheprovider",
+def run_suite(xml_path: Path, extra: list[str], targets: list[Path] | None = None) -> int:
+    cmd = [sys.executable, "-m", "pytest", *map(str, targets or [HERE]), "-q", "-p", "no:cacheprovider",
            f"--junitxml={xml_path}", "-o", "junit_family=xunit1", *extra]
     print("+", " ".join(cmd), flush=True)
     return subprocess.call(cmd, cwd=str(REPO))
@@ -263,6 +334,8 @@ def _cell(cs: list[Case]) -> str:
 
 def render(cases: list[Case], took_s: float | None) -> str:
     cluster = [c for c in cases if c.module in CLUSTER_MODULES]
+    ecosystem = render_ecosystem(cases)
+    cases = [c for c in cases if c.module not in ECOSYSTEM_MODULES]
     mine = [c for c in cases if not c.module.startswith("test_groups_") and c.module not in CLUSTER_MODULES]
     groups = [c for c in cases if c.module.startswith("test_groups_")]
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
@@ -353,6 +426,7 @@ def render(cases: list[Case], took_s: float | None) -> str:
                 cells = [f"{_cell(fc)} (whole test)"] + [""] * (len(CLIENT_NAMES) - 1)
             lines.append(f"| `{f}` | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += ecosystem
     lines += ["## Client limitations (no test generated)", ""]
     for n in CLIENT_NAMES:
         codecs = [f.split(":")[1] for f in sorted(FEATURES[n]) if f.startswith("codec:")]
@@ -378,6 +452,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--from-xml", type=Path, help="tabulate this junit report instead of running the suite")
     ap.add_argument("--out", type=Path, default=HERE / "MATRIX.md")
+    ap.add_argument("--section", choices=["ecosystem"],
+                    help="rewrite only this section of the existing --out file (run just its test modules)")
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     a = ap.parse_args()
     took = None
@@ -387,12 +463,16 @@ def main() -> int:
     else:
         xml = Path(tempfile.mkdtemp(prefix="kafkalite-matrix-")) / "report.xml"
         t0 = _dt.datetime.now()
-        rc = run_suite(xml, a.pytest_args)
+        targets = [HERE / f"{m}.py" for m in ECOSYSTEM_MODULES] if a.section == "ecosystem" else None
+        rc = run_suite(xml, a.pytest_args, targets)
         took = (_dt.datetime.now() - t0).total_seconds()
         if not xml.exists():
             print("pytest wrote no report", file=sys.stderr)
             return rc or 1
-    a.out.write_text(render(parse(xml), took))
+    if a.section == "ecosystem":
+        a.out.write_text(splice_section(a.out.read_text(), ECOSYSTEM_HEADER, render_ecosystem(parse(xml))))
+    else:
+        a.out.write_text(render(parse(xml), took))
     print(f"wrote {a.out.relative_to(REPO) if a.out.is_relative_to(REPO) else a.out}")
     return 0 if rc in (0, 1) else rc
 

@@ -5,6 +5,8 @@
 #   tools/bootstrap.sh spark     pyspark + pyarrow + pandas
 #   tools/bootstrap.sh console   headless Chromium (Debian) for the web console's browser tests
 #   tools/bootstrap.sh peers     peer brokers for `make bench` (tansu, noida-db)
+#   tools/bootstrap.sh eco       Kafka's ecosystem from Maven Central (Spark's Kafka connector, Kafka Streams) into
+#                                .deps/eco/<set>/ (Maven's local repository: .deps/m2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -117,6 +119,48 @@ peers() {
   noida_bin=$(ls "$DEPS"/peers-venv/lib/python3*/site-packages/noida_db/noida-db | head -1)
   chmod +x "$noida_bin"
   stamp_set peers "$pins"
+}
+
+# Kafka's ecosystem (#25): each set is one generated pom whose runtime dependencies Maven copies into
+# .deps/eco/<set>/, pinned and stamped. Maven's local repository is .deps/m2, so nothing lands in ~/.m2.
+#  - spark-kafka: Spark's built-in Kafka connector for `spark.jars`. Maven Central serves no
+#    spark-sql-kafka-0-10_2.13 4.3.0 (pyspark's version); 4.2.0 is the closest served. The jars pyspark already
+#    ships (scala, hadoop-client, spark-tags, the compression codecs, slf4j, jsr305) are left out, so the
+#    classpath holds one copy of each.
+#  - streams: Kafka Streams 4.4.0 (kafka-clients 4.4.0, RocksDB) with slf4j-simple 2 (and its slf4j-api) for its logs.
+ECO_SETS=(
+  "spark-kafka|org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0|spark-tags_2.13,hadoop-client-api,hadoop-client-runtime,scala-library,scala-parallel-collections_2.13,jsr305,lz4-java,snappy-java,slf4j-api,zstd-jni"
+  "streams|org.apache.kafka:kafka-streams:4.4.0 org.slf4j:slf4j-api:2.0.17 org.slf4j:slf4j-simple:2.0.17|"
+)
+
+eco_pom() {  # eco_pom "g:a:v g:a:v ..." -> a pom on stdout
+  echo '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+  echo '<groupId>kafkalite.deps</groupId><artifactId>eco</artifactId><version>1</version><packaging>pom</packaging>'
+  echo '<dependencies>'
+  local c g a v
+  for c in $1; do
+    IFS=: read -r g a v <<<"$c"
+    echo "<dependency><groupId>$g</groupId><artifactId>$a</artifactId><version>$v</version></dependency>"
+  done
+  echo '</dependencies></project>'
+}
+
+eco() {
+  command -v mvn >/dev/null || { echo "bootstrap eco: mvn (Maven) not on PATH" >&2; return 1; }
+  local entry name coords excl h dir
+  for entry in "${ECO_SETS[@]}"; do
+    IFS='|' read -r name coords excl <<<"$entry"
+    h=$(echo "$entry" | sha1sum | cut -c1-16)
+    dir=$DEPS/eco/$name
+    if stamp_ok "eco-$name" "$h" && compgen -G "$dir/*.jar" >/dev/null; then continue; fi
+    rm -rf "$dir" "$DEPS/eco/$name.pom.d"
+    mkdir -p "$DEPS/eco/$name.pom.d"
+    eco_pom "$coords" > "$DEPS/eco/$name.pom.d/pom.xml"
+    mvn -B -q -f "$DEPS/eco/$name.pom.d/pom.xml" -Dmaven.repo.local="$DEPS/m2" \
+      org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$dir" ${excl:+-DexcludeArtifactIds="$excl"}
+    stamp_set "eco-$name" "$h"
+  done
 }
 
 for step in "${@:-venv}"; do "$step"; done

@@ -1,0 +1,296 @@
+"""Spark's built-in Kafka connector (``format("kafka")``, spark-sql-kafka-0-10) against a kafkalite process,
+and the same jobs through kafkalite's own PySpark data source (``format("kafkalite")``), with the same results.
+
+Every test runs once per format. The connector's jars come from ``tools/bootstrap.sh eco`` through
+``spark.jars`` (nothing is downloaded at run time). One SparkSession (local[2], 512 MB driver) for the module;
+the streaming test runs its driver as a subprocess so it can be SIGKILLed mid-run and resumed from its
+checkpoint.
+
+What is checked, exactly (every row's partition, offset, key, value, timestamp and headers):
+- batch reads bounded by JSON offsets (-2 earliest, -1 latest), by per-partition timestamps and by one global
+  timestamp;
+- headers, including repeated names and a null header value;
+- ``kafka.isolation.level=read_committed`` over a topic with committed, aborted and open transactions (and
+  what read_uncommitted shows of the same topic);
+- the sink with key, value, headers, topic and partition columns, read back with confluent-kafka;
+- a streaming query with ``maxOffsetsPerTrigger`` whose driver is SIGKILLed after two micro-batches and
+  restarted on its checkpoint: the batches continue where the checkpoint says, each of the size Spark's rate
+  limit gives, and the file sink holds every record exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import eco
+
+from conftest import missing
+
+pytest.importorskip("confluent_kafka")
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+FORMATS = ["kafka", "kafkalite"]
+IN = "eco-in"
+PARTS = 3
+PER_PART = 30
+T0 = 1_700_000_000_000  # record j of partition p has timestamp T0 + 1000 * j + p
+WAIT_S = 240.0  # a hang bound on 2 shared cores, not a speed assertion
+
+Row = tuple[int, int, str | None, str, int, list[tuple[str, bytes | None]]]
+
+
+def _headers(p: int, j: int) -> list[tuple[str, bytes | None]]:
+    if j % 3 == 0:
+        return []
+    if j % 3 == 1:
+        return [("h", f"p{p}j{j}".encode())]
+    return [("a", b"1"), ("a", None), ("b", bytes([0, 255, p, j]))]  # repeated name, null value, binary
+
+
+def _record(p: int, j: int) -> Row:
+    key = None if j % 7 == 4 else f"k{p}-{j}"
+    return (p, j, key, f"v{p}-{j}", T0 + 1000 * j + p, _headers(p, j))
+
+
+RECORDS: dict[tuple[int, int], Row] = {(p, j): _record(p, j) for p in range(PARTS) for j in range(PER_PART)}
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, 1, config=config or {})]).values():
+        f.result(timeout=30)
+
+
+def produce(bootstrap: str, topic: str, rows: list[Row]) -> None:
+    """Each row to its partition, idempotently, checking that row (p, j) is stored at offset j."""
+    got: list[tuple[int, int]] = []
+    errors: list[Any] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        (errors.append(err) if err else got.append((msg.partition(), msg.offset())))
+
+    pr = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    for p, _j, key, value, ts, headers in rows:
+        pr.produce(topic, key=key, value=value, partition=p, timestamp=ts, headers=headers,
+                   on_delivery=on_delivery)
+    assert pr.flush(60) == 0
+    assert not errors, errors
+    assert sorted(got) == sorted((r[0], r[1]) for r in rows)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    reason = eco.spark_missing()
+    if reason:
+        missing(reason)
+    s = eco.make_spark("eco-spark-kafka")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def source(broker: Any) -> str:
+    create_topic(broker.bootstrap, IN, PARTS)
+    produce(broker.bootstrap, IN, [RECORDS[(p, j)] for j in range(PER_PART) for p in range(PARTS)])
+    return broker.bootstrap
+
+
+def rows(df: Any, headers: bool = True) -> list[Row]:
+    """(partition, offset, key, value, timestamp ms, headers) of every row, ordered by partition and offset."""
+    cols = ["partition", "offset", "CAST(key AS STRING) AS k", "CAST(value AS STRING) AS v",
+            "unix_millis(timestamp) AS ts"] + (["headers"] if headers else [])
+    out: list[Row] = []
+    for r in df.selectExpr(*cols).collect():
+        hs = [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in (r["headers"] or [])] \
+            if headers else []
+        out.append((r["partition"], r["offset"], r["k"], r["v"], r["ts"], hs))
+    return sorted(out, key=lambda x: (x[0], x[1]))
+
+
+def expect(ranges: dict[int, range]) -> list[Row]:
+    return [RECORDS[(p, j)] for p in sorted(ranges) for j in ranges[p]]
+
+
+def reader(spark: Any, fmt: str, bootstrap: str, topic: str, **options: str) -> Any:
+    r = spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+# -- batch reads -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_batch_json_offsets_with_headers(spark: Any, source: str, fmt: str) -> None:
+    df = reader(spark, fmt, source, IN, includeHeaders="true",
+                startingOffsets=json.dumps({IN: {"0": 5, "1": -2, "2": 10}}),
+                endingOffsets=json.dumps({IN: {"0": 15, "1": -1, "2": 12}}))
+    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+                          "headers"]
+    assert rows(df) == expect({0: range(5, 15), 1: range(0, PER_PART), 2: range(10, 12)})
+    assert {(r["topic"], r["timestampType"]) for r in df.select("topic", "timestampType").collect()} == {(IN, 0)}
+    # without includeHeaders there is no headers column; earliest..latest is every record
+    plain = reader(spark, fmt, source, IN)
+    assert plain.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+    assert rows(plain, headers=False) == [r[:5] + ([],) for r in expect({p: range(PER_PART) for p in range(3)})]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_batch_offsets_by_timestamp(spark: Any, source: str, fmt: str) -> None:
+    # per partition: the first offset whose timestamp is >= the given one; an ending timestamp past the last
+    # record means latest
+    start = {IN: {"0": T0 + 7000, "1": T0 + 3500, "2": T0 + 20002}}
+    end = {IN: {"0": T0 + 9000, "1": T0 + 6000, "2": T0 + 40000}}
+    df = reader(spark, fmt, source, IN, includeHeaders="true", startingOffsetsByTimestamp=json.dumps(start),
+                endingOffsetsByTimestamp=json.dumps(end))
+    assert rows(df) == expect({0: range(7, 9), 1: range(4, 6), 2: range(20, PER_PART)})
+    # one timestamp for every partition
+    df = reader(spark, fmt, source, IN, includeHeaders="true", startingTimestamp=str(T0 + 25000),
+                endingTimestamp=str(T0 + 27000))
+    assert rows(df) == expect({0: range(25, 27), 1: range(25, 27), 2: range(25, 27)})
+
+
+@pytest.fixture
+def txn_topic(broker: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """One partition: 5 committed (offsets 0-4, marker 5), 4 aborted (6-9, marker 10), 3 committed (11-13,
+    marker 14), then 2 in a transaction left open while the test reads (15-16), aborted after it (well within
+    its timeout: a transaction the coordinator times out fences its producer, as Kafka does)."""
+    name = f"eco-txn-{request.node.callspec.params['fmt']}"
+    create_topic(broker.bootstrap, name, 1)
+    pr = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{name}-producer",
+                   "transaction.timeout.ms": 300_000})
+    pr.init_transactions(30)
+    for prefix, n, commit in (("a", 5, True), ("b", 4, False), ("c", 3, True)):
+        pr.begin_transaction()
+        for i in range(n):
+            pr.produce(name, key=f"{prefix}{i}", value=f"{prefix}-value-{i}", partition=0, timestamp=T0 + i)
+        pr.flush(30)
+        (pr.commit_transaction if commit else pr.abort_transaction)(30)
+    pr.begin_transaction()
+    for i in range(2):
+        pr.produce(name, key=f"d{i}", value=f"d-value-{i}", partition=0, timestamp=T0 + i)
+    pr.flush(30)
+    yield name
+    pr.abort_transaction(30)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_read_committed_over_transactions(spark: Any, broker: Any, txn_topic: str, fmt: str) -> None:
+    df = reader(spark, fmt, broker.bootstrap, txn_topic, **{"kafka.isolation.level": "read_committed"})
+    got = [(r[1], r[2], r[3]) for r in rows(df, headers=False)]
+    assert got == [(i, f"a{i}", f"a-value-{i}") for i in range(5)] + \
+        [(11 + i, f"c{i}", f"c-value-{i}") for i in range(3)]
+    # read_uncommitted (the default) sees the aborted and the open transaction's records, never the markers
+    df = reader(spark, fmt, broker.bootstrap, txn_topic)
+    got = [(r[1], r[2]) for r in rows(df, headers=False)]
+    assert got == [(i, f"a{i}") for i in range(5)] + [(6 + i, f"b{i}") for i in range(4)] + \
+        [(11 + i, f"c{i}") for i in range(3)] + [(15 + i, f"d{i}") for i in range(2)]
+
+
+# -- the sink --------------------------------------------------------------------------------------------------
+def _read_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tuple[Any, ...]]]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}", "enable.auto.commit": False,
+                  "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: dict[int, list[tuple[Any, ...]]] = {p: [] for p in range(partitions)}
+    eof: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(eof) < partitions and time.monotonic() < deadline:
+        for m in c.consume(100, 1.0):
+            if m.error():
+                eof.add(m.partition())
+                continue
+            out[m.partition()].append((m.offset(), m.key(), m.value(), m.headers() or []))
+    c.close()
+    assert len(eof) == partitions, f"no end of partition seen on {topic}"
+    return out
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_sink_key_value_headers_topic_partition(spark: Any, broker: Any, fmt: str) -> None:
+    from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
+
+    ta, tb = f"eco-sink-{fmt}-a", f"eco-sink-{fmt}-b"
+    create_topic(broker.bootstrap, ta, 2)
+    create_topic(broker.bootstrap, tb, 3)
+    schema = StructType([
+        StructField("key", BinaryType()), StructField("value", BinaryType()),
+        StructField("headers", ArrayType(StructType([StructField("key", StringType()),
+                                                     StructField("value", BinaryType())]))),
+        StructField("topic", StringType()), StructField("partition", IntegerType())])
+    data = []
+    for i in range(24):
+        topic, part = (ta, i % 2) if i % 2 == 0 else (tb, i % 3)
+        key = None if i % 5 == 0 else f"k{i}".encode()
+        headers = [("n", str(i).encode())] + ([("x", None), ("n", b"again")] if i % 4 == 0 else [])
+        data.append((key, f"v{i}".encode(), headers, topic, part))
+    # one Spark partition: the rows reach Kafka in this order. "append" is the one save mode both take: Spark's
+    # connector refuses overwrite/ignore, and Spark lets a Python data source take only append/overwrite (not
+    # the default errorifexists; MATRIX.md)
+    df = spark.createDataFrame(data, schema).coalesce(1)
+    df.write.format(fmt).mode("append").option("kafka.bootstrap.servers", broker.bootstrap).save()
+    got = {ta: _read_all(broker.bootstrap, ta, 2), tb: _read_all(broker.bootstrap, tb, 3)}
+    want: dict[str, dict[int, list[tuple[Any, ...]]]] = {ta: {0: [], 1: []}, tb: {0: [], 1: [], 2: []}}
+    for key, value, headers, topic, part in data:
+        want[topic][part].append((len(want[topic][part]), key, value, headers))
+    assert got == want
+
+
+# -- streaming: maxOffsetsPerTrigger, a SIGKILLed driver, its checkpoint ------------------------------------
+def _start_job(fmt: str, bootstrap: str, topic: str, ckpt: Path, out: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    with open(log, "ab") as f:
+        return subprocess.Popen([sys.executable, "-m", "harness.spark_stream_job", fmt, bootstrap, topic,
+                                 str(ckpt), str(out), "30"], cwd=eco.HERE, env=env, stdout=f,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the driver and the JVM it started (its own session: the group is ours)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+
+
+# the kafkalite source's streaming is also covered by kafkalite/tests/clients/test_spark_stream.py: its run
+# here (two more Spark driver starts) is in `make ecosystem`, not `make test`
+@pytest.mark.parametrize("fmt", ["kafka", pytest.param("kafkalite", marks=pytest.mark.ecosystem)])
+def test_stream_rate_limited_resumes_after_driver_sigkill(spark: Any, broker: Any, tmp_path: Path,
+                                                          fmt: str) -> None:
+    topic, per_part = f"eco-stream-{fmt}", 100
+    create_topic(broker.bootstrap, topic, PARTS)
+    produce(broker.bootstrap, topic, [(p, j, f"k{p}-{j}", f"v{p}-{j}", T0 + j, [])
+                                      for j in range(per_part) for p in range(PARTS)])
+    ckpt, out, log = tmp_path / "ckpt", tmp_path / "out", tmp_path / "driver.log"
+    job = _start_job(fmt, broker.bootstrap, topic, ckpt, out, log)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while eco.committed_batches(ckpt) < 2 if ckpt.exists() else True:
+            assert job.poll() is None, f"driver exited early ({job.returncode}):\n{log.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, f"no 2 micro-batches in {WAIT_S}s:\n{log.read_text()[-4000:]}"
+            time.sleep(0.1)
+    finally:
+        _kill(job)
+    killed_at = eco.committed_batches(ckpt)
+    assert 2 <= killed_at < 10, f"the driver was to die mid-run: {killed_at} batches committed"
+    job = _start_job(fmt, broker.bootstrap, topic, ckpt, out, log)
+    try:
+        assert job.wait(WAIT_S) == 0, log.read_text()[-4000:]
+    finally:
+        _kill(job)
+    # Spark's rate limit shares 30 offsets among 3 equal backlogs: 10 each, 10 batches, ids 0..9 across the kill
+    ends = eco.read_offsets_log(ckpt)
+    assert ends == [{topic: {str(p): 10 * (b + 1) for p in range(PARTS)}} for b in range(10)]
+    assert eco.committed_batches(ckpt) == 10
+    got = sorted((r["partition"], r["offset"], r["k"], r["v"]) for r in spark.read.parquet(str(out)).collect())
+    assert got == [(p, j, f"k{p}-{j}", f"v{p}-{j}") for p in range(PARTS) for j in range(per_part)]
