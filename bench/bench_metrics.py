@@ -23,7 +23,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from bench import _load, _proc
 
@@ -90,7 +90,7 @@ def _hook_cost(n: int = 50_000) -> dict[str, float]:
     from kafkalite_wire.messages import FetchResponse, ProduceRequest, ProduceResponse
 
     class _State:
-        topics_by_id: dict[Any, Any] = {}
+        topics_by_id: ClassVar[dict[Any, Any]] = {}
 
     m = RequestMetrics(_State())
     batch = encode_batch([b"v" * 100] * 100)

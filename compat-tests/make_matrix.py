@@ -193,7 +193,7 @@ def render_ecosystem(cases: list[Case]) -> list[str]:
         lines.append(f"| {ECOSYSTEM.get(f, f'`{f}`')} | " + " | ".join(cells) + " |")
     lines += ["", "Limitations found (verified in the framework's source):", ""]
     lines += [f"- {x}" for x in ECOSYSTEM_LIMITATIONS]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def splice_section(text: str, header: str, section: list[str]) -> str:

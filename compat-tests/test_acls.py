@@ -258,7 +258,7 @@ def test_kafka_python_create_acls_then_produce(acl_broker: BrokerProcess) -> Non
         acl = ACL(ANON, "*", ACLOperation.WRITE, ACLPermissionType.ALLOW, ResourcePattern(KR.TOPIC, topic))
         result = adm.create_acls([acl])
         assert not result["failed"] and len(result["succeeded"]) == 1
-        listed, err = adm.describe_acls(ACLFilter(ANON, "*", ACLOperation.ANY, ACLPermissionType.ANY,
+        listed, _err = adm.describe_acls(ACLFilter(ANON, "*", ACLOperation.ANY, ACLPermissionType.ANY,
                                                   ResourcePattern(KR.TOPIC, topic)))
         assert [a.operation for a in listed] == [ACLOperation.WRITE]
     finally:

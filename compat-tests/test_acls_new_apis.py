@@ -113,7 +113,7 @@ def test_elect_leaders_needs_cluster_alter(sasl_broker: str) -> None:  # noqa: F
     assert elect() == KafkaError.ELECTION_NOT_NEEDED
 
 
-def test_replication_admin_apis_java(tmp_path, get_client) -> None:  # noqa: ANN001
+def test_replication_admin_apis_java(tmp_path, get_client) -> None:
     """Java Admin 3.9.1 as User:ANONYMOUS, with DESCRIBE on the cluster and READ on topic ``r`` written to the
     data directory before the broker starts: listing reassignments and the quorum work, electing leaders
     and reading the producers of an unreadable topic are refused with Kafka's exceptions."""
@@ -151,7 +151,7 @@ def test_replication_admin_apis_java(tmp_path, get_client) -> None:  # noqa: ANN
         b.kill()
 
 
-def test_share_consumer_needs_group_read(tmp_path) -> None:  # noqa: ANN001
+def test_share_consumer_needs_group_read(tmp_path) -> None:
     """confluent-kafka's ShareConsumer (KIP-932) as User:ANONYMOUS against a broker emulating Kafka 4.3: with
     only DESCRIBE on its group (FindCoordinator passes) ShareGroupHeartbeat refuses it (a fatal
     GROUP_AUTHORIZATION_FAILED in librdkafka); a group with READ reads the records."""

@@ -27,7 +27,7 @@ class _Runner(threading.Thread):
     def run(self):
         try:
             self.result = self.fn()
-        except BaseException as e:  # noqa: BLE001 - reported by the test
+        except BaseException as e:
             self.error = e
 
 

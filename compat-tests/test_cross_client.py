@@ -29,7 +29,7 @@ def produced(broker, get_client):
                 sent = records_for(prod.features, N, partitions=2, prefix=f"from-{name}")
                 prod.produce(broker.bootstrap, topic, sent)
                 cache[name] = (topic, sent)
-            except BaseException as e:  # noqa: BLE001 - remembered and re-raised in every cell
+            except BaseException as e:
                 cache[name] = e
         got = cache[name]
         if isinstance(got, BaseException):

@@ -8,7 +8,7 @@ The scenarios are the ones of the default profile, re-collected here with this m
 from __future__ import annotations
 
 from test_admin import (  # noqa: F401 - re-collected
-    offsets_topic,  # noqa: F401 - fixture used by test_list_offsets
+    offsets_topic,
     test_list_offsets,
     test_metadata,
     test_topic_lifecycle,

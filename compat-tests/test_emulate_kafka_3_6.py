@@ -4,7 +4,7 @@ ListOffsets <= v8, no DescribeTopicPartitions), over a subset of the default pro
 from __future__ import annotations
 
 from test_admin import (  # noqa: F401 - re-collected
-    offsets_topic,  # noqa: F401 - fixture used by test_list_offsets
+    offsets_topic,
     test_list_offsets,
     test_metadata,
 )

@@ -119,7 +119,7 @@ def _confluent(bs: str, step: str, group: str, topic: str) -> dict:
         try:
             adm.delete_consumer_groups([group])[group].result(30)
             out["delete_error"] = "none"
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             out["delete_error"] = str(e)
         return out
     req = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in (0, 1)])]

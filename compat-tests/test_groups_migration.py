@@ -29,7 +29,7 @@ from test_groups_consumer_protocol import (
     values,
     wait_for,
 )
-from test_groups_consumer_protocol import kip848_broker as kip848_broker  # noqa: F401 -- a fixture
+from test_groups_consumer_protocol import kip848_broker as kip848_broker
 from test_groups_support import produce
 
 

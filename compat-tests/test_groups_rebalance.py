@@ -330,7 +330,7 @@ def wait_for(cond, timeout: float, what: str, members: list[Member]) -> None:  #
 def wait_committed(bootstrap: str, group: str, topic: str, total: int, members: list[Member]) -> None:
     """Wait until the group's committed offsets cover the first ``total`` records (``total / PARTITIONS``
     per partition: records are produced round-robin over the partitions)."""
-    want = {p: total // PARTITIONS for p in range(PARTITIONS)}
+    want = dict.fromkeys(range(PARTITIONS), total // PARTITIONS)
     wait_for(lambda: committed(bootstrap, group, topic, PARTITIONS) == want, 60,
              f"committed offsets {want}", members)
 

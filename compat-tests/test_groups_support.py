@@ -99,7 +99,7 @@ def _kafka_python(bootstrap: str, topic: str, group: str, count: int, timeout_s:
     out = GroupRead()
     try:
         while len(out.records) < count and time.monotonic() - t0 < timeout_s:
-            for _tp, msgs in c.poll(timeout_ms=200).items():
+            for msgs in c.poll(timeout_ms=200).values():
                 for m in msgs:
                     if out.first_s is None:
                         out.first_s = time.monotonic() - t0
@@ -154,7 +154,7 @@ def _aiokafka(bootstrap: str, topic: str, group: str, count: int, timeout_s: flo
         try:
             while len(out.records) < count and time.monotonic() - t0 < timeout_s:
                 batch = await c.getmany(timeout_ms=200)
-                for _tp, msgs in batch.items():
+                for msgs in batch.values():
                     for m in msgs:
                         if out.first_s is None:
                             out.first_s = time.monotonic() - t0
@@ -333,7 +333,7 @@ def run_members(fns: list) -> list:  # type: ignore[type-arg]
     def wrap(i: int) -> None:
         try:
             results[i] = fns[i]()
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=wrap, args=(i,)) for i in range(len(fns))]

@@ -31,8 +31,8 @@ from harness import eco
 from conftest import missing
 
 pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 WAIT_S = 180.0  # a hang bound on 2 shared cores, not a speed assertion
 VOCAB = ["kafka", "streams", "lite", "broker", "topic", "record", "offset", "commit", "state", "store", "join"]

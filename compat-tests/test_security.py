@@ -177,7 +177,7 @@ def test_wrong_password_is_rejected_with_kafkas_message(sec_broker: dict[str, st
                                                         caplog: pytest.LogCaptureFixture) -> None:
     _create(sec_broker["PLAINTEXT"], topic)
     s = Sec(sec_broker["SASL_PLAINTEXT"], mechanism="PLAIN", user="alice", password="wrong")
-    with pytest.raises(Exception) as info:   # noqa: PT011 - each client raises its own type
+    with pytest.raises(Exception) as info:
         roundtrip(client_name, client, s, certs, topic, _values(topic), consume=False, timeout_s=4)
     # the broker's message: in the error (confluent-kafka, Java, kcat, kafkajs) or logged by the client
     # (kafka-python and aiokafka raise a generic connection error after logging it)

@@ -85,7 +85,7 @@ def test_four_consumers_share_one_partition_each_record_once_confluent_kafka(bro
                     got[i].extend(m.offset() for m in messages(c, 0.5))   # implicit: accepted at the next poll
             finally:
                 c.close()
-        except BaseException as e:  # noqa: BLE001 - reported by the test
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(4)]
@@ -423,7 +423,7 @@ def test_share_group_on_a_three_broker_cluster_confluent_kafka(kafkalite_cluster
                     got[i].extend((m.partition(), m.offset()) for m in messages(c, 0.5))
             finally:
                 c.close()      # implicit mode: the last records are acknowledged here
-        except BaseException as e:  # noqa: BLE001 - reported by the test
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(2)]
@@ -509,7 +509,7 @@ def test_share_group_across_leader_moves_and_a_broker_stop_confluent_kafka(kafka
                     done.update(k for k in keys if k[0] in ok)
             finally:
                 c.close()
-        except BaseException as e:  # noqa: BLE001 - reported by the test
+        except BaseException as e:
             errors.append(e)
 
     def wait_all_acked() -> None:

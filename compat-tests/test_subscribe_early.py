@@ -118,7 +118,7 @@ def test_subscribe_before_topic_exists(broker, client, client_name, topic, get_c
     def run():
         try:
             box["got"] = fn(broker.bootstrap, topic, stop)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             box["err"] = e
 
     t = threading.Thread(target=run, daemon=True)

@@ -159,7 +159,7 @@ def raise_nofile_limit() -> tuple[int, int, int]:
 class FileHandle:
     """A storage file opened on demand through `CACHE`; every I/O call pins it while it runs."""
 
-    __slots__ = ("path", "flags", "_fd", "_pins", "_closed", "_held", "dirty", "__weakref__")
+    __slots__ = ("__weakref__", "_closed", "_fd", "_held", "_pins", "dirty", "flags", "path")
 
     def __init__(self, path: str, flags: int = os.O_RDWR | os.O_CREAT) -> None:
         self.path = path

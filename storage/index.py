@@ -41,7 +41,7 @@ class _Col:
     Inactive indexes of any size then cost page cache, not Python heap, and open in O(1), like Kafka's
     mmap'ed indexes."""
 
-    __slots__ = ("_mm", "_st", "_off", "_es", "_n")
+    __slots__ = ("_es", "_mm", "_n", "_off", "_st")
 
     def __init__(self, mm: mmap.mmap, fmt: str, off: int, entry_size: int, n: int) -> None:
         self._mm = mm
@@ -351,7 +351,7 @@ class OffsetIndex(_Index):
         return self.base_offset + self._keys[i], self._vals[i]
 
     def append(self, offset: int, position: int) -> None:
-        keys, vals = self._arrays()
+        keys, _vals = self._arrays()
         rel = offset - self.base_offset
         if keys and rel <= keys[-1]:
             raise CorruptRecordError(f"offset index entry {offset} is not larger than {self.last_offset}")

@@ -112,16 +112,16 @@ class ApiInfo:
     """
 
     __slots__ = (
-        "key",
-        "name",
-        "min_version",
-        "max_version",
+        "_classes",
         "flexible_min",
+        "key",
+        "latest_version_unstable",
+        "max_version",
+        "min_version",
         "module",
+        "name",
         "request_name",
         "response_name",
-        "latest_version_unstable",
-        "_classes",
     )
     key: int
     name: str

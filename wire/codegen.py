@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out_dir: Path = args.out_dir
     files = generate(out_dir)
-    existing = {p for p in out_dir.glob("_gen_*.py")}
+    existing = set(out_dir.glob("_gen_*.py"))
     stale = sorted(str(p) for p, text in files.items() if not p.exists() or p.read_text() != text)
     extra = sorted(str(p) for p in existing - set(files))
     if args.check:

@@ -20,9 +20,23 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["Authorizer", "Op", "ResourceType", "allowed", "cluster_allowed", "denied", "from_config",
-           "group_ops", "idempotent_write_allowed", "topic_ops", "cluster_ops", "TOPIC", "GROUP", "CLUSTER",
-           "TXN"]
+__all__ = [
+    "CLUSTER",
+    "GROUP",
+    "TOPIC",
+    "TXN",
+    "Authorizer",
+    "Op",
+    "ResourceType",
+    "allowed",
+    "cluster_allowed",
+    "cluster_ops",
+    "denied",
+    "from_config",
+    "group_ops",
+    "idempotent_write_allowed",
+    "topic_ops",
+]
 
 TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP

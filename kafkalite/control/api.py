@@ -67,7 +67,7 @@ def _required(body: dict[str, Any], name: str) -> Any:
 
 
 def _api_or_error(value: Any) -> Any:
-    if value is None or isinstance(value, (str, int)) and not isinstance(value, bool):
+    if value is None or (isinstance(value, (str, int)) and not isinstance(value, bool)):
         return value
     raise ApiError(400, f"expected a name or a number, got {value!r}")
 

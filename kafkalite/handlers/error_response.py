@@ -73,7 +73,7 @@ def _is_key_field(name: str, tp: Any) -> bool:
 class _Shape:
     """What the builder needs to know of one generated class: its fields' types, split by role."""
 
-    __slots__ = ("cls", "errors", "keys", "lists", "has_errors")
+    __slots__ = ("cls", "errors", "has_errors", "keys", "lists")
 
     def __init__(self, cls: type) -> None:
         hints = typing.get_type_hints(cls)

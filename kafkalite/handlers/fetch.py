@@ -276,7 +276,7 @@ async def _fetch(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse,
             resp, total, errored = await _collect_sliced(state, req, version, denied)
         else:
             resp, total, errored = _collect(state, req, version, denied)
-        if total >= min_bytes or total > 0 and min_bytes <= 1 or errored or state.purgatory.draining:
+        if total >= min_bytes or (total > 0 and min_bytes <= 1) or errored or state.purgatory.draining:
             return resp, total
         if trio.current_time() >= deadline:
             return resp, total

@@ -126,7 +126,7 @@ def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: di
 
 
 @handler(ProduceRequest, min_version=3, max_version=11)
-async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:  # noqa: C901 (Kafka's per-partition checks, in Kafka's order, on the hot path)
     state = ctx.broker
     acks = req.acks
     now = ctx.now_ms()

@@ -194,7 +194,7 @@ async def _groups(w: Writer, state: BrokerState, work: Slices) -> None:
     """Groups of every type (classic, consumer = KIP-848, share = KIP-932; kafkalite.coordinator.views): members and
     state as kafka_exporter names them, plus ``kafkalite_group_type``; offsets and lag for the types that
     commit offsets (classic and consumer)."""
-    ends = {key: plog for key, plog in (state.logs.loaded_logs())}
+    ends = dict(state.logs.loaded_logs())
     states: list[tuple[str, str, int]] = []
     types: list[tuple[str, str]] = []
     offsets: list[tuple[str, str, int, int, int | None]] = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 
 class Rate:
-    __slots__ = ("samples", "window_ms", "_starts", "_values", "_current")
+    __slots__ = ("_current", "_starts", "_values", "samples", "window_ms")
 
     def __init__(self, samples: int, window_ms: int) -> None:
         self.samples = max(samples, 1)
@@ -72,7 +72,7 @@ class Rate:
 
 
 class TokenBucket:
-    __slots__ = ("burst_s", "tokens", "last_ms")
+    __slots__ = ("burst_s", "last_ms", "tokens")
 
     def __init__(self, samples: int, window_ms: int) -> None:
         self.burst_s = max(samples, 1) * max(window_ms, 1) / 1000.0   # bucket size, in seconds of quota

@@ -215,7 +215,7 @@ class Registry:
         version that is not there (or soft-deleted, unless ``deleted``), 42202 for a bad version."""
         v = parse_version(text)
         per = self.versions.get(subject)
-        if not per or not deleted and not any(not x.deleted for x in per.values()):
+        if not per or (not deleted and not any(not x.deleted for x in per.values())):
             raise subject_not_found(subject)
         if v == -1:
             candidates = self.all_versions(subject) if deleted else self.live(subject)
@@ -223,7 +223,7 @@ class Registry:
                 raise version_not_found(text)
             return candidates[-1]
         found = per.get(v)
-        if found is None or found.deleted and not deleted:
+        if found is None or (found.deleted and not deleted):
             raise version_not_found(v)
         return found
 
@@ -297,7 +297,7 @@ class Registry:
             raise subject_not_found(subject)
         old = self.get_config(subject, default_to_global=subject is None)
         self._check_writable(subject)
-        if (subject in self.configs) or subject is None and None in self.configs:
+        if (subject in self.configs) or (subject is None and None in self.configs):
             self._commit([(R.config_key(subject), None)])
         return old
 
@@ -455,7 +455,7 @@ class Registry:
                deleted: bool = False) -> R.SchemaValue:
         """POST /subjects/{s}: the version of ``subject`` holding this schema (40401, 40403 otherwise)."""
         per = self.versions.get(subject)
-        if not per or not deleted and not any(not v.deleted for v in per.values()):
+        if not per or (not deleted and not any(not v.deleted for v in per.values())):
             raise subject_not_found(subject)
         new, _ = self._request(subject, body, normalize)
         ident = _identity(new)
@@ -467,7 +467,7 @@ class Registry:
     def check_compatibility(self, subject: str, version: str | None, body: dict[str, Any],
                             normalize: bool = False) -> list[str]:
         """POST /compatibility/subjects/{s}/versions[/{v}]: the reasons it is not compatible (empty: it is)."""
-        new, parsed = self._request(subject, body, normalize)
+        _new, parsed = self._request(subject, body, normalize)
         live = self.live(subject)
         level = str(self.config_in_scope(subject).get("compatibilityLevel", "BACKWARD"))
         if version is None:
@@ -569,5 +569,5 @@ def _identity(v: R.SchemaValue) -> str:
 
 
 def _check_subject(subject: str) -> None:
-    if not subject or any(ord(c) < 32 for c in subject) or subject.strip() != subject and not subject.strip():
+    if not subject or any(ord(c) < 32 for c in subject) or (subject.strip() != subject and not subject.strip()):
         raise RegistryError(422, 42208, f"The specified subject '{subject}' is not a valid.")

@@ -91,7 +91,7 @@ def decode_key(data: bytes) -> Key:
         raise RecordError(f"unknown keytype {keytype!r}")
     subject = obj.get("subject")
     magic = obj.get("magic", 0)
-    if subject is not None and not isinstance(subject, str) or not isinstance(magic, int):
+    if (subject is not None and not isinstance(subject, str)) or not isinstance(magic, int):
         raise RecordError("bad subject or magic in key")
     version = obj.get("version")
     if keytype == SCHEMA:

@@ -187,7 +187,7 @@ class Connection:
         if self.idle:
             self.cancel_scope.cancel()
 
-    async def run(self) -> None:
+    async def run(self) -> None:  # noqa: C901 (the request loop: framing, memory, auth, dispatch, in one place)
         from kafkalite_wire.framing import FrameBuffer  # on the first connection: not at start
 
         frames = FrameBuffer(self.state.config.max_frame_size)

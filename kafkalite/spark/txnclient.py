@@ -26,7 +26,7 @@ from typing import Any
 from kafkalite.client.wire import Security, WireError, bootstrap, call
 from kafkalite_wire.messages import DescribeTransactionsRequest, EndTxnRequest, FindCoordinatorRequest
 
-__all__ = ["RETRIABLE", "FENCED", "Security", "TxnClient", "TxnCommitError"]
+__all__ = ["FENCED", "RETRIABLE", "Security", "TxnClient", "TxnCommitError"]
 
 # Kafka error codes that mean "ask again" for these requests.
 RETRIABLE = {7, 14, 15, 16, 51}  # REQUEST_TIMED_OUT, COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS

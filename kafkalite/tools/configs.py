@@ -102,7 +102,7 @@ def _resource(args: argparse.Namespace) -> tuple[str, str]:
         if not args.user and args.action == "alter":
             usage("--alter --user needs a user name")
         return "user", args.user
-    usage("name a resource: --topic, --broker, --broker-defaults or --group (or --entity-type/--entity-name)")
+    return usage("name a resource: --topic, --broker, --broker-defaults or --group (or --entity-type/--entity-name)")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -125,10 +125,10 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     label = f"{kind} {name!r}" if name else "broker defaults"
     if kind == "group" or not name:   # librdkafka can name neither a group resource nor the broker defaults
-        entries, done = _raw(args, GROUP_RESOURCE if kind == "group" else BROKER_RESOURCE, name, label, sets,
+        entries, _done = _raw(args, GROUP_RESOURCE if kind == "group" else BROKER_RESOURCE, name, label, sets,
                              deletes)
     else:
-        entries, done = _admin(args, kind, name, sets, deletes, label)
+        entries, _done = _admin(args, kind, name, sets, deletes, label)
     if args.action == "alter":
         if args.json:
             emit(args, {"resource": {"type": kind, "name": name}, "set": sets, "deleted": deletes}, [], [])

@@ -38,7 +38,7 @@ MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_ITERATIONS = 4096
 
 
-def _mechanism(key: str):  # noqa: ANN202 -- confluent_kafka.admin.ScramMechanism
+def _mechanism(key: str):
     from confluent_kafka.admin import ScramMechanism
 
     if key.upper() not in MECHANISMS:

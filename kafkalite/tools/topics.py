@@ -106,7 +106,7 @@ def _describe(client: Any, args: argparse.Namespace) -> int:
     for spec, slot in ((OffsetSpec.earliest(), 0), (OffsetSpec.latest(), 1)):
         if not tps:
             break
-        futures = client.list_offsets({tp: spec for tp in tps}, request_timeout=t)
+        futures = client.list_offsets(dict.fromkeys(tps, spec), request_timeout=t)
         for tp, fut in futures.items():
             with contextlib.suppress(Exception):   # a partition that cannot answer shows '-'
                 offsets.setdefault((tp.topic, tp.partition), [-1, -1])[slot] = fut.result(timeout=t).offset

@@ -46,8 +46,8 @@ def _varint(buf: bytes | memoryview, p: int, end: int, max_bytes: int, bits: int
         del i
     raise _Bad("Found invalid record structure: varint too long")
 
-
-def walk(buf: bytes | bytearray | memoryview, pos: int, final: bool, index: int, count: int, base_ts: int,
+# (complex on purpose: the C walk's twin, line for line)
+def walk(buf: bytes | bytearray | memoryview, pos: int, final: bool, index: int, count: int, base_ts: int,  # noqa: C901
          lo: int, hi: int, max_ts: int, bad_index: int, bad_ts: int, nokey: int
          ) -> tuple[str | None, int, int, int, int, int, int]:
     n = len(buf)

@@ -61,7 +61,7 @@ ASSIGNMENT = (F("assignedPartitions", _TP, array=True), F("userData", "bytes", n
 TXN_LOG_KEY = (F("transactionalId", "string"),)
 TXN_LOG_VALUE = (F("producerId", "int64"), F("producerEpoch", "int16"), F("transactionTimeoutMs", "int32"),
                  F("transactionStatus", "int8"),
-                 F("transactionPartitions", _TP[:1] + (F("partitionIds", "[int32]"),), nullable=(0, 32767),
+                 F("transactionPartitions", (*_TP[:1], F("partitionIds", "[int32]")), nullable=(0, 32767),
                    array=True),
                  F("transactionLastUpdateTimestampMs", "int64"), F("transactionStartTimestampMs", "int64"))
 

@@ -96,7 +96,7 @@ def iter_file_batches(buf: LogBytes, start: int, end: int) -> Iterator[Batch]:
 class _Buf:
     """A ByteBuffer-like reader: ``get`` past ``limit`` raises BufferUnderflowException."""
 
-    __slots__ = ("data", "pos", "limit")
+    __slots__ = ("data", "limit", "pos")
 
     def __init__(self, data: bytes, pos: int = 0, limit: int | None = None) -> None:
         self.data, self.pos = data, pos

@@ -113,7 +113,7 @@ def test_disk_usage_drops(compacted: dict) -> None:
 
 def test_rebuilt_batches_keep_their_codec_and_header_fields(compacted: dict) -> None:
     log: PartitionLog = compacted["log"]
-    seen = {c: 0 for c in range(5)}
+    seen = dict.fromkeys(range(5), 0)
     for off, data in _batches(log):
         hdr = validate_batch(data, exact_count=False)
         want = compacted["codec_of"].get(off, 0)
@@ -141,7 +141,7 @@ def test_tombstones_vanish_after_delete_retention(compacted: dict, tmp_path: Pat
     # the log is intact for readers: from the log start, every record in order, then the active segment
     data = log.read_bytes(log.log_start_offset, 10**9)
     offsets = [r.offset for pos, h in iter_batches(data) for r in batch_records(data[pos : pos + h.size])]
-    assert offsets == sorted(o for o, _k, _v in got) + [log.log_end_offset - 1]
+    assert offsets == [*sorted(o for o, _k, _v in got), log.log_end_offset - 1]
     assert not [n for n in os.listdir(log.dir) if n.endswith((".deleted", ".cleaned", ".swap"))]
 
     # cleaned segments read by kafka-clients 3.9.1 (FileRecords.batches + ensureValid + record iteration)

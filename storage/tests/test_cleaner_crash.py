@@ -87,8 +87,8 @@ def _abandon(log: PartitionLog) -> None:
 def _instrument(monkeypatch: pytest.MonkeyPatch, fail_at: int | None, steps: list[str]) -> None:
     def wrap(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def fn(*args: Any, **kwargs: Any) -> Any:
-            if name in ("open", "write") and not (name == "open" and str(args[0]).endswith(".cleaned")
-                                                  or name == "write" and args[0] in cleaned_fds):
+            if name in ("open", "write") and not ((name == "open" and str(args[0]).endswith(".cleaned"))
+                                                  or (name == "write" and args[0] in cleaned_fds)):
                 return real(*args, **kwargs)
             steps.append(f"{name}{args[:2] if name in ('rename', 'replace') else args[:1]!r}")
             if fail_at is not None and len(steps) - 1 == fail_at:

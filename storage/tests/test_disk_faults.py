@@ -105,7 +105,7 @@ OPS = _ops(14)
 
 
 def test_the_workload_reaches_every_append_step(tmp_path: Path) -> None:
-    _content_, calls, txns = _reference(tmp_path, OPS)
+    _content, calls, txns = _reference(tmp_path, OPS)
     steps = {(op, step) for op, step, _p in calls}
     for want in [("write", "log"), ("write", "offset_index"), ("write", "time_index"), ("write", "txn_index"),
                  ("write", "producer_snapshot"), ("write", "leader_epoch"), ("rename", "leader_epoch"),

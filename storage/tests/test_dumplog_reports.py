@@ -85,7 +85,7 @@ def test_index_dump_stops_at_a_zero_entry(metadata_copy: Path) -> None:
 def test_empty_index(tmp_path: Path) -> None:
     (tmp_path / f"{SEG}.log").write_bytes(encode_batch([b"a"]))
     (tmp_path / f"{SEG}.index").write_bytes(b"")
-    rc, out, _ = _dump([tmp_path / f"{SEG}.index"])
+    _rc, out, _ = _dump([tmp_path / f"{SEG}.index"])
     assert out == f"Dumping {tmp_path}/{SEG}.index\n{tmp_path}/{SEG}.index is empty.\n"
     # an empty index is "empty" even with --index-sanity-check (that check comes after the emptiness test)
     assert _dump([tmp_path / f"{SEG}.index"], index_sanity_check=True)[1] == out

@@ -162,7 +162,7 @@ def test_leftover_files_are_handled(tmp_path: Path) -> None:
     log = PartitionLog.open(str(d), "t", 0, LogConfig(segment_bytes=1000), clean=True)
     names = sorted(os.listdir(d))
     assert not [n for n in names if n.endswith((".deleted", ".cleaned", ".swap"))]
-    assert [s.base_offset for s in log.segments] == [segs[0]] + segs[2:]
+    assert [s.base_offset for s in log.segments] == [segs[0], *segs[2:]]
     assert log.read_bytes(0, 10**6).startswith(kept[0])
     assert log.log_end_offset == 20
     log.close()

@@ -72,7 +72,7 @@ def test_time_retention_deletes_old_segments_only(tmp_path: Path) -> None:
 
     assert log.delete_old_segments(NOW + 100_000 + 5_000) == len(old)
     assert log.log_start_offset == young_first.base_offset
-    assert {k: v for k, v in _digests(log).items()} == kept_before  # byte for byte
+    assert dict(_digests(log).items()) == kept_before  # byte for byte
     names = os.listdir(log.dir)
     assert all(f"{s.base_offset:020d}.log.deleted" in names for s in old)
     assert not any(f"{s.base_offset:020d}.log" in names for s in old)

@@ -138,7 +138,7 @@ def _rand_struct(gen: SpecStrategies, s: StructSpec, v: int, rng: Any, depth: in
         kw[f.snake] = _rand_field(gen, f, v, rng, depth)
     obj = gen._class(s.name)(**kw)
     if flex and rng.random() < 0.3:
-        free = [t for t in range(0, 40) if t not in tags]
+        free = [t for t in range(40) if t not in tags]
         obj.unknown_tagged_fields = {t: rng.randbytes(rng.randint(0, 5)) for t in rng.sample(free, 2)}
     return obj
 

@@ -144,7 +144,7 @@ def test_records_chunks_and_file_regions(tmp_path: object) -> None:
         chunks = api.encode_response(RequestHeader(1, 11, 3), resp)
         assert (fd, 10, 5000) in chunks  # the region is passed through for sendfile, not read
         data = api.join_chunks(chunks)
-        cid, back = api.parse_response(1, 11, data[4:])
+        _cid, back = api.parse_response(1, 11, data[4:])
         rec = back.responses[0].partitions[0].records
         assert bytes(rec) == b"head" + (b"0123456789" * 1000)[10:5010] + b"t"
         assert resp.encode(11) == data[8:]  # encode() reads regions with pread
@@ -180,7 +180,7 @@ def test_trailing_bytes_are_ignored_like_kafka() -> None:
     decode_from reports where the message ended."""
     req = MetadataRequest(topics=None, allow_auto_topic_creation=True)
     frame = api.encode_request(RequestHeader(3, 9, 1, "c"), req)[4:] + b"\xde\xad"
-    hdr, body = api.parse_request(frame)
+    _hdr, body = api.parse_request(frame)
     assert body == req
     raw = req.encode(9)
     obj, end = MetadataRequest.decode_from(raw + b"junk", 9)

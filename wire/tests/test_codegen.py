@@ -44,8 +44,8 @@ def test_every_spec_is_generated_and_registered(specs: Path) -> None:
         info = REGISTRY[m.api_key]
         cls = info.request_class if m.type == "request" else info.response_class
         assert cls.__name__ == m.name
-        assert (cls.MIN_VERSION, cls.MAX_VERSION) == (m.min_version, m.max_version)
-        assert cls.API_KEY == m.api_key
+        assert (m.min_version, m.max_version) == (cls.MIN_VERSION, cls.MAX_VERSION)
+        assert m.api_key == cls.API_KEY
     assert len(msgs) == 2 * len(REGISTRY)
 
 

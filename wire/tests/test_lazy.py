@@ -62,7 +62,7 @@ def test_every_exported_name_resolves() -> None:
 
 def test_registry_classes_match_keys() -> None:
     for key, info in REGISTRY.items():
-        assert info.request_class.API_KEY == key and info.response_class.API_KEY == key
+        assert key == info.request_class.API_KEY and key == info.response_class.API_KEY
         assert info.request_class is getattr(messages, info.request_name)
         assert info.request_class.__module__ == info.module
 

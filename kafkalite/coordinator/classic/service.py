@@ -287,7 +287,7 @@ class GroupService(CoordinatorRuntime):
         except Exception:
             self._contain(group_id, "OffsetCommit")
             err = E.UNKNOWN_MEMBER_ID if generation_id >= 0 else E.UNKNOWN_SERVER_ERROR
-            return {tp: err for tp in offsets} | refused
+            return dict.fromkeys(offsets, err) | refused
         self._kick()
         return out | refused
 

@@ -131,7 +131,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
                   topic_filter: Callable[[set[str]], set[str]] | None = None) -> HeartbeatResult:
         """``topic_filter`` (None: no authorizer) keeps the topics this member may describe; the group's regexes
         resolve through the filter of the member whose heartbeat last refreshed them (Kafka 4.x)."""
-        if not self.active or self.owns is not None and not self.owns(group_id):
+        if not self.active or (self.owns is not None and not self.owns(group_id)):
             return HeartbeatResult(E.NOT_COORDINATOR)
         if self.loading:
             return HeartbeatResult(E.COORDINATOR_LOAD_IN_PROGRESS)
@@ -446,7 +446,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
         if group.group_epoch <= group.assignment_epoch:
             return
         subs = {mid: group.member_topic_ids(m) for mid, m in group.members.items()}
-        parts = {tid: n for tid, n in group.topics.values()}
+        parts = dict(group.topics.values())
         names = {tid: name for name, (tid, _n) in group.topics.items()}
         racks_of = None
         if self.partition_racks is not None:

@@ -132,7 +132,7 @@ def _assignment(w: Writer, a: Assignment, epochs: dict[tuple[uuid.UUID, int], in
         w.uvarint(0)
         w.uvarint(len(raw))
         w.buf += raw
-    return None
+    return
 
 
 def _rassignment(r: Reader, epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> Assignment:

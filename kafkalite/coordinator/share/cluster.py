@@ -76,7 +76,7 @@ class ShareClusterLinks:
         def owns(group: str) -> bool:   # as the group coordinators' test (cluster.coordinators.install)
             tp = (placement.OFFSETS_TOPIC, group_partition(group))
             ps = runtime.meta.partitions.get(tp)
-            return ps is None or ps.leader == state.node_id and tp not in runtime.loading.get(state.node_id, ())
+            return ps is None or (ps.leader == state.node_id and tp not in runtime.loading.get(state.node_id, ()))
 
         def peer(topic: str, p: int) -> Any:
             other = runtime.state_of(runtime.leader_of(topic, p))

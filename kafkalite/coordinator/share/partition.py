@@ -99,7 +99,7 @@ def runs(items: Iterable[tuple[int, int, int]]) -> list[StateBatch]:
 
 
 class SharePartition:
-    __slots__ = ("limits", "start", "_st", "_cnt", "_owner", "_dl", "_heap")
+    __slots__ = ("_cnt", "_dl", "_heap", "_owner", "_st", "limits", "start")
 
     def __init__(self, start: int, batches: Sequence[StateBatch] = (), limits: Limits | None = None) -> None:
         self.limits = limits or Limits()

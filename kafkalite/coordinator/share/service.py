@@ -407,7 +407,7 @@ class ShareService(CoordinatorRuntime):
         if name is None or not 0 <= p < st.topics[name].partitions:
             return limit
         plog = st.get_log(name, p)
-        if plog is None or self.cluster is not None and not self.cluster.leads(name, p):
+        if plog is None or (self.cluster is not None and not self.cluster.leads(name, p)):
             return limit
         if stale(self, ShareKey(group, tid, p)):
             return 0

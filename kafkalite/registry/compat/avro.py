@@ -150,7 +150,7 @@ class _Parser:
         own_space = name.rsplit(".", 1)[0] if "." in name else (ns if ns is not None else space)
         full = _full(name, own_space or None)
         _check_name(full)
-        if full in PRIMITIVES or full.rsplit(".", 1)[-1] in PRIMITIVES and "." not in full:
+        if full in PRIMITIVES or (full.rsplit(".", 1)[-1] in PRIMITIVES and "." not in full):
             raise AvroError(f"Schemas may not be named after primitives: {full}")
         if full in self.named:
             raise AvroError(f"Can't redefine: {full}")
@@ -228,7 +228,7 @@ def _default_ok(s: Schema, v: Any, depth: int) -> bool:
     if t in ("int", "long"):
         return isinstance(v, int) and not isinstance(v, bool)
     if t in ("float", "double"):
-        return isinstance(v, (int, float)) and not isinstance(v, bool) or v in ("NaN", "Infinity", "-Infinity")
+        return (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in ("NaN", "Infinity", "-Infinity")
     if t in ("bytes", "string", "fixed"):
         return isinstance(v, str)
     if t == "enum":

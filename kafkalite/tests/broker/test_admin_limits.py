@@ -36,7 +36,7 @@ def test_create_topics_over_the_record_bound_fails_whole(tmp_path: Path) -> None
         for topics in ({"huge": 2**31 - 1}, {"ok": 3, "big": 9_999}, {"a": 5_000, "b": 4_999}):
             for validate_only in (True, False):
                 res = _create(c, topics, validate_only)
-                assert res == {n: (ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE) for n in topics}
+                assert res == dict.fromkeys(topics, (ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE))
         assert _dirs(tmp_path) == before
         assert not {"huge", "ok", "big", "a", "b"} & set(_topics(c))
         # the names were not left reserved: a request within the bound creates them (a: 1 + 2, b: 1 + 3 records)
@@ -55,8 +55,7 @@ def test_create_partitions_over_the_bound_fails_whole(tmp_path: Path) -> None:
         for counts in ({"p": 2**31 - 1}, {"p": 5_001, "q": 5_002}):   # 5,000 + 5,001 new
             r = c.request(CP(timeout_ms=5000, validate_only=False, topics=[
                 CP.CreatePartitionsTopic(name=n, count=k, assignments=None) for n, k in counts.items()]), 3)
-            assert {t.name: (t.error_code, t.error_message) for t in r.results} == {
-                n: (ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE) for n in counts}
+            assert {t.name: (t.error_code, t.error_message) for t in r.results} == dict.fromkeys(counts, (ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE))
         assert _topics(c) == {"p": 1, "q": 1}
         r = c.request(CP(timeout_ms=5000, validate_only=False, topics=[CP.CreatePartitionsTopic(name="p", count=4, assignments=None)]), 3)
         assert r.results[0].error_code == 0 and _topics(c)["p"] == 4

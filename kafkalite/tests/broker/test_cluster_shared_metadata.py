@@ -141,7 +141,7 @@ def _check_everywhere(cluster: Cluster, mutations_left: bool) -> None:
             assert _acls(admin) == {("open", "User:alice", READ), ("open", "User:alice", DESCRIBE)}, node
             assert _scram_users(admin) == {"alice": [(1, 4096)]}, node
             assert _quotas(admin) == {(("client-id", "raw"),): {"controller_mutation_rate": 1.0}}, node
-            epoch, levels = _features(admin)
+            _epoch, levels = _features(admin)
             assert levels["metadata.version"] == 18, (node, levels)
             assert _group_config(admin, "g1")["consumer.session.timeout.ms"] == ("50000", 8), node
         # the SCRAM user logs in at every broker, and the ACLs decide what she sees there

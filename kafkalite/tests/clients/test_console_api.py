@@ -83,7 +83,7 @@ def test_search_by_key_and_substring_within_window(env):
     hit = c.get("topics/browse/partitions/0/messages?from=beginning&q=NEEDLE&in=value").json()
     assert [r["offset"] for r in hit["records"]] == [32]
     by_key = c.get("topics/browse/partitions/0/messages?from=beginning&q=k2&in=key").json()
-    assert [r["offset"] for r in by_key["records"]] == [2] + list(range(20, 30))
+    assert [r["offset"] for r in by_key["records"]] == [2, *list(range(20, 30))]
     # a window of 10 records from offset 0 does not reach offset 32: nothing found, and it says where it stopped
     short = c.get("topics/browse/partitions/0/messages?from=beginning&q=NEEDLE&window=10").json()
     assert short["records"] == [] and short["scanned"] == 10 and short["next_offset"] == 10

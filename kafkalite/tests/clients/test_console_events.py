@@ -107,7 +107,7 @@ def test_stream_carries_what_the_endpoint_answers(env):
 
 
 def test_streams_are_capped_and_a_closed_client_frees_its_slot(env):
-    broker, c = env
+    _broker, c = env
     streams = [_open(c, "view=groups") for _ in range(MAX_STREAMS)]
     try:
         for s in streams:

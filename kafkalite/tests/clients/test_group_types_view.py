@@ -67,7 +67,7 @@ def groups_env():
 
 
 def test_console_api_lists_every_type(groups_env):
-    broker, c, ck, _share = groups_env
+    broker, c, _ck, _share = groups_env
     rows = _wait("three typed groups, the live ones Stable", lambda: (lambda d: d if {
         (g["group_id"], g["type"], g["state"]) for g in d} >= {("g-classic", "classic", "Empty"),
                                                                 ("g-848", "consumer", "Stable"),
@@ -93,7 +93,7 @@ def test_console_api_lists_every_type(groups_env):
 
 
 def test_metrics_cover_every_type(groups_env):
-    broker, c, ck, _share = groups_env
+    broker, _c, _ck, _share = groups_env
     s = _wait("consumer and share groups Stable in metrics", lambda: (lambda s: s if val(
         s, "kafka_consumergroup_state", consumergroup="g-848", state="Stable") == 1 and val(
         s, "kafka_consumergroup_state", consumergroup="g-share", state="Stable") == 1 else None)(scrape(broker)))
@@ -106,7 +106,7 @@ def test_metrics_cover_every_type(groups_env):
 
 def test_share_partitions_start_offset_and_in_flight(groups_env):
     """A share group's share-partitions: start offset and in-flight records, in the console and in metrics."""
-    broker, c, ck, share = groups_env
+    broker, c, _ck, share = groups_env
     # share.auto.offset.reset=latest is resolved by the first ShareFetch of the partition (as in Kafka), which
     # may come after the membership the fixture waited for: records produced before it would be skipped
     _wait("the share-partition initialised by a fetch", lambda: share.poll(0.5) is not None and any(
@@ -132,7 +132,7 @@ def test_groups_tool_shows_types(groups_env):
     """``kafkalite groups --list --type --state`` (kafka-consumer-groups.sh 4.x's columns) and --describe."""
     from kafkalite.tests.support.tools_helpers import cli
 
-    broker, c, ck, _share = groups_env
+    broker, _c, _ck, _share = groups_env
     bs = broker.bootstrap_servers
     rows = cli(bs, "groups", "--list", "--type", "--state").rows()
     assert ["g-848", "Consumer", "Stable"] in rows and ["g-classic", "Classic", "Empty"] in rows
@@ -147,7 +147,7 @@ def test_groups_page_shows_types_in_chromium(groups_env, tmp_path):
     from kafkalite.tests.support.chromium import Chromium, need_chromium
 
     exe = need_chromium()
-    broker, c, ck, _share = groups_env
+    _broker, c, _ck, _share = groups_env
     with Chromium.launch(exe) as browser:
         page = browser.new_page()
         open_page(page, c, "#/groups")

@@ -160,7 +160,7 @@ def test_specific_offsets_min_partitions_and_assign(spark: Any, broker: Any, pro
     assert df.rdd.getNumPartitions() >= 7
     got = sorted((r["partition"], r["offset"]) for r in df.select("partition", "offset").collect())
     last2 = max(off for part, off in produced if part == 2) + 1
-    want = sorted([(0, o) for o in range(10, 110)] + [(1, o) for o in range(0, 5)]
+    want = sorted([(0, o) for o in range(10, 110)] + [(1, o) for o in range(5)]
                   + [(2, o) for o in range(30_000, last2)])
     assert got == want
 

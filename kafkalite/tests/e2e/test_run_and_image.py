@@ -39,7 +39,7 @@ def _dockerfile() -> list[tuple[str, str]]:
             continue
         op, _, rest = line.partition(" ")
         if op.upper() == "FROM":
-            out = [("FROM", rest)] if " AS " not in rest.upper() else out + [("FROM", rest)]
+            out = [("FROM", rest)] if " AS " not in rest.upper() else [*out, ("FROM", rest)]
             continue
         out.append((op.upper(), rest.strip()))
     return out

@@ -53,7 +53,7 @@ from kafkalite_wire.messages import (
 )
 
 BAD_KINDS = ("traceback", "unlogged_close", "hang", "bad_response", "decoder", "stall")
-OUTCOMES = ("answered", "closed", "parked", "abandoned", "skipped") + BAD_KINDS
+OUTCOMES = ("answered", "closed", "parked", "abandoned", "skipped", *BAD_KINDS)
 LONG_POLLS = frozenset({1, 11, 14})     # Fetch, JoinGroup, SyncGroup may legitimately wait
 CANARY = "fuzz-canary"
 FUZZ_TOPICS = ("fuzz-a", "fuzz-b")
@@ -309,7 +309,7 @@ class Fuzzer:
         deadline = time.monotonic() + duration if duration else float("inf")
         try:
             for i, frame in self.frames():
-                if frames is not None and i > frames or time.monotonic() >= deadline:
+                if (frames is not None and i > frames) or time.monotonic() >= deadline:
                     break
                 if frame is not None:
                     self.one(frame, i)
@@ -334,7 +334,7 @@ class Fuzzer:
         self.stats.frames += 1
         try:
             expected = mutate.parse(frame)
-        except Exception as exc:   # noqa: BLE001 -- the codec raised something other than DecodeError
+        except Exception as exc:
             return self._record(frame, index, "decoder", repr(exc))
         known = None
         if expected is not None and expected[1] is not None:
@@ -438,7 +438,7 @@ class Fuzzer:
         key, version, cid = (18, 0, 424242) if silent else (hdr.api_key, hdr.api_version, hdr.correlation_id)
         try:
             got_cid, _body = api.parse_response(key, version, resp)
-        except Exception as exc:   # noqa: BLE001 -- any decoding failure is a finding
+        except Exception as exc:
             if key == 18:   # an unsupported ApiVersions version is answered at v0 (KIP-511)
                 with contextlib.suppress(Exception):
                     got_cid, _body = api.parse_response(18, 0, resp)

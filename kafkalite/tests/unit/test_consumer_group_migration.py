@@ -182,7 +182,7 @@ def test_classic_join_rules() -> None:
 
 def test_classic_leave_and_offset_commit_validation() -> None:
     w = World()
-    a, b = w.classic_group()
+    a, _b = w.classic_group()
     gen = w.classic.groups["g"].generation_id
     w.hb("n", 0)
     c = w.consumer

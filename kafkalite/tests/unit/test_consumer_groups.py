@@ -46,7 +46,7 @@ class World:
         if epoch == 0 and owned is None:
             owned = {}
         return self.coord.heartbeat(self.now, group, member, epoch, instance, None, 30_000 if epoch == 0 else -1,
-                                    topics if epoch == 0 and topics is None and regex is None else topics, regex,
+                                    topics, regex,
                                     assignor, owned, version=1)
 
 
@@ -339,7 +339,7 @@ def test_rack_awareness_never_beats_balance() -> None:
     from kafkalite.coordinator.consumer.assignors import assign
 
     t = uuid.uuid4()
-    layout = {p: "r1" for p in range(6)} | {5: "r2"}
+    layout = dict.fromkeys(range(6), "r1") | {5: "r2"}
     out = assign("uniform", {"a": {t}, "b": {t}}, {t: 6}, {}, {"a": "r1", "b": "r2"}, _racks(layout))
     assert sorted(len(a[t]) for a in out.values()) == [3, 3] and 5 in out["b"][t]
     out = assign("range", {"a": {t}, "b": {t}}, {t: 6}, {}, {"a": "r1", "b": "r2"}, _racks(layout))

@@ -72,7 +72,7 @@ def test_schema_versions_match_kafka_spec() -> None:
 def test_batch_is_valid_record_batch_v2() -> None:
     recs = [(b"k1", b"v1"), (b"k2", None)]
     batch = build_batch(recs, now_ms=1234)
-    base, length, _ple, magic, crc = struct.unpack_from(">qiibI", batch)
+    _base, length, _ple, magic, crc = struct.unpack_from(">qiibI", batch)
     assert magic == 2 and length == len(batch) - 12
     assert crc == crc32c.crc32c(batch[21:])
     assert list(iter_records(batch + batch)) == [(0, b"k1", b"v1"), (1, b"k2", None)] * 2

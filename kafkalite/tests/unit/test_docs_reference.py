@@ -56,7 +56,7 @@ def test_reference_pages_name_what_the_code_serves() -> None:
         assert f"| `{name}` |" in configs, name
     cli = (ROOT / "docs/reference/cli.md").read_text()
     for name in COMMANDS:
-        assert f"\n## kafkalite {name}\n" in cli and f"usage: kafkalite {name}" in cli or name == "dump-log"
+        assert (f"\n## kafkalite {name}\n" in cli and f"usage: kafkalite {name}" in cli) or name == "dump-log"
     metrics = (ROOT / "docs/reference/metrics.md").read_text()
     assert "| `kafka_server_brokertopicmetrics_messagesin_total` | counter |" in metrics
 

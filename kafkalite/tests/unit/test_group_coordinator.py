@@ -223,12 +223,12 @@ def test_static_member_rejoin_keeps_generation_and_fences_old_id() -> None:
     assert c.heartbeat(150, "g", r.member_id, "i-1", 1) == E.NONE
     s = c.sync_group(150, "g", 1, r.member_id, "i-1", None, None, {})
     assert s.result.assignment == b"A"
-    err, per = c.leave_group(200, "g", [("", "i-1")])
+    _err, per = c.leave_group(200, "g", [("", "i-1")])
     assert per == [E.NONE] and c.groups["g"].state is S.EMPTY
 
 
 def test_offsets_simple_commit_fetch_and_validation() -> None:
-    c, log = make()
+    c, _log = make()
     om = OffsetAndMetadata(42, 3, "meta", 1000)
     assert c.commit_offsets(0, "simple", "", None, -1, {("t", 0): om}) == {("t", 0): E.NONE}
     err, rows = c.fetch_offsets(0, "simple", [("t", 0), ("t", 1)])
@@ -266,7 +266,7 @@ def test_delete_groups_and_offsets() -> None:
 
 
 def test_offset_retention_after_group_empty() -> None:
-    c, log = make(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
+    c, _log = make(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
     c.commit_offsets(0, "s", "", None, -1, {("t", 0): OffsetAndMetadata(1, commit_timestamp=0)})
     c.poll(0)
     c.poll(30_000)

@@ -65,7 +65,7 @@ class Harness:
                 assignments = {}
                 g = c.groups.get("g")
                 if g is not None and g.leader_id == slot["id"]:
-                    assignments = {m: b"x" for m in g.members}
+                    assignments = dict.fromkeys(g.members, b"x")
                 slot["sync"] = c.sync_group(now, "g", slot["gen"], slot["id"], None, None, None, assignments)
             elif kind == "heartbeat":
                 err = c.heartbeat(now, "g", slot["id"], None, slot["gen"])

@@ -58,11 +58,11 @@ def test_fencing_max_size_and_topic_growth() -> None:
 
 def test_simple_assignor_balance_and_stickiness() -> None:
     parts = {(T1, p) for p in range(6)}
-    one = simple_assign({m: parts for m in "abc"}, {})
+    one = simple_assign(dict.fromkeys("abc", parts), {})
     assert sorted(len(v) for v in one.values()) == [2, 2, 2]
     assert set().union(*one.values()) == parts
     # d joins: the others keep what they had as far as balance allows
-    two = simple_assign({m: parts for m in "abcd"}, one)
+    two = simple_assign(dict.fromkeys("abcd", parts), one)
     assert sorted(len(v) for v in two.values()) == [1, 1, 2, 2]
     assert sum(len(two[m] & one[m]) for m in "abc") >= 4
     # more members than partitions: every partition shared, every member busy

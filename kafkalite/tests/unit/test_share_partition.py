@@ -90,7 +90,7 @@ def test_release_at_limit_archives():
     sp = SharePartition(0, limits=Limits(delivery_limit=2))
     for n in (1, 2):
         assert sp.acquire("m", log_from(sp, 1), 10, now=0)[0] == [Acquired(0, 0, n)]
-        code, changed = sp.acknowledge("m", [(0, 0, [RELEASE])], now=0)
+        _code, changed = sp.acknowledge("m", [(0, 0, [RELEASE])], now=0)
     assert changed == [StateBatch(0, 0, ARCHIVED, 2)] and sp.start == 1
 
 
@@ -194,7 +194,7 @@ def test_persisted_batches_and_restore():
     # after a restart every unacknowledged record is delivered again, none of the acknowledged ones
     got, _, _ = again.acquire("b", [LogBatch(o, o) for o in range(10, 25)], 100, now=0)
     delivered = [o for r in got for o in range(r.first, r.last + 1)]
-    assert delivered == [10, 11, 14] + list(range(16, 25))
+    assert delivered == [10, 11, 14, *list(range(16, 25))]
     assert again.state_of(10) == (ACQUIRED, 2) and again.state_of(11) == (ACQUIRED, 1)
 
 
@@ -249,7 +249,7 @@ def test_random_workload_never_loses_or_duplicates_accepted_records():
             break
     assert len(accepted) == len(set(accepted))
     assert not set(accepted) & rejected
-    for o in range(0, sp.start):
+    for o in range(sp.start):
         assert o in accepted or o in rejected or counts[o] == lim.delivery_limit
     assert sp.start > 100
 

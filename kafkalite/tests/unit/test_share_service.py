@@ -121,7 +121,7 @@ async def test_state_survives_a_crash(tmp_path: Path, autojump_clock: trio.testi
         assert "g" in svc2.groups.groups                       # the group is known (Empty) from its state
         got = await fetch(svc2, "b", tid)
         counts = {o: a.delivery_count for a in got[(tid, 0)].acquired for o in range(a.first, a.last + 1)}
-        assert sorted(counts) == [6, 7, 9] + list(range(10, 20))
+        assert sorted(counts) == [6, 7, 9, *list(range(10, 20))]
         assert counts[6] == 2 and counts[7] == 1 and counts[10] == 1
         n.cancel_scope.cancel()
     state2.logs.close()

@@ -142,14 +142,14 @@ def test_an_older_epoch_commits_only_partitions_held_since_then() -> None:
 
 def test_no_member_id_and_generation_minus_one_skips_the_check() -> None:
     """A producer given no group metadata (or TxnOffsetCommit v0-v2) commits even while the group has members."""
-    w, tid = consumer_group_of_two()
+    w, _tid = consumer_group_of_two()
     assert w.txn("", -1, [("t", 0), ("t", 3)]) == {E.NONE}
     # but -2 with no member id is not the "unknown generation": the member "" is looked up
     assert w.txn("", -2, [("t", 0)], pid=PID + 1) == {ErrorCode.UNKNOWN_MEMBER_ID}
 
 
 def test_a_member_that_left_or_was_fenced_or_replaced_is_unknown() -> None:
-    w, tid = consumer_group_of_two()
+    w, _tid = consumer_group_of_two()
     w.hb("m1", -1)                                         # m1 leaves
     assert w.txn("m1", 2, [("t", 0)]) == {ErrorCode.UNKNOWN_MEMBER_ID}
     w.now += 20_000                                        # m2's session expires: fenced

@@ -54,7 +54,7 @@ def _extra_jars() -> list[str]:
         return []
     if spec is None or not spec.submodule_search_locations:
         return []
-    jars_dir = Path(list(spec.submodule_search_locations)[0]) / "jars"
+    jars_dir = Path(next(iter(spec.submodule_search_locations))) / "jars"
     return sorted(p for p in glob.glob(str(jars_dir / "jackson-*.jar")) if "scala" not in os.path.basename(p)
                   and "yaml" not in p and "jsr310" not in p)
 
@@ -170,7 +170,7 @@ def scala_library_jar() -> str | None:
         return None
     if spec is None or not spec.submodule_search_locations:
         return None
-    found = sorted(glob.glob(os.path.join(list(spec.submodule_search_locations)[0], "jars",
+    found = sorted(glob.glob(os.path.join(next(iter(spec.submodule_search_locations)), "jars",
                                           "scala-library-2.13.*.jar")))
     return found[-1] if found else None
 
