@@ -56,6 +56,27 @@ def spark_conf() -> dict[str, str]:
     }
 
 
+def _fresh_jvm() -> None:
+    """Stop a Spark JVM this process started earlier (another test module's session): ``spark.jars`` reach only a
+    JVM launched with them, and PySpark reuses its first JVM for every later session, so in one pytest run after
+    kafkalite's own Spark tests ``format("kafka")`` would not be found. The next session launches a new JVM."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:   # the JVM process PySpark launched: gone before the next one starts
+            proc.stdin.close() if proc.stdin else None
+            proc.wait(timeout=60)
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
 def make_spark(app: str) -> Any:
     """A local[2] SparkSession with Spark's ``kafka`` format and kafkalite's ``kafkalite`` format."""
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -63,6 +84,7 @@ def make_spark(app: str) -> Any:
 
     import kafkalite.spark
 
+    _fresh_jvm()
     b = SparkSession.builder.master("local[2]").appName(app)
     for k, v in spark_conf().items():
         b = b.config(k, v)
