@@ -47,6 +47,14 @@ def reference_run() -> bool:
     return os.environ.get("KAFKALITE_COMPAT_BROKER", "kafkalite") == "kafka"
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the test process dies (PR_SET_PDEATHSIG), so a JVM broker never
+    outlives a killed pytest (it would hold its ports and 512 MB)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -117,7 +125,8 @@ class BrokerProcess:
             log.flush()
             env = dict(os.environ, PYTHONUNBUFFERED="1")
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=str(REPO), env=env, start_new_session=True)
+                                         cwd=str(REPO), env=env, start_new_session=True,
+                                         preexec_fn=_die_with_parent if self.kind == "kafka" else None)
         self.starts += 1
         if self.kind == "kafka":
             self._wait_mark(start_pos, reference.READY_MARK)
