@@ -44,13 +44,12 @@ KNOWN: list[tuple[str, str, str]] = [
      "Kafka 4.x's format writes a cluster-level min.insync.replicas (KIP-966, eligible leader replicas): "
      "DYNAMIC_DEFAULT_BROKER_CONFIG there, DEFAULT_CONFIG on kafkalite"),
     ("describe_configs_topic.*", r"\[name=(flush\.ms|segment\.jitter\.ms|segment\.ms)\]\.synonyms",
-     "FIX: kafkalite lists a broker-default synonym (log.flush.interval.ms / log.roll.jitter.ms / "
-     "log.roll.ms) whose value is unset; Kafka leaves an unset synonym out"),
+     "FIX: for flush.ms, segment.jitter.ms and segment.ms (not set on the topic) kafkalite lists one broker "
+     "synonym where Kafka 4.4 lists none (the broker settings behind them have no default value there)"),
     ("describe_configs_topic.*", r"retention\.ms\]\.synonyms.*only kafkalite has name log\.retention\.hours|"
      r"configs\[0\]\.synonyms: only kafkalite has name log\.retention\.hours",
-     "FIX: kafkalite lists log.retention.hours as a synonym of retention.ms beside log.retention.ms; Kafka "
-     "lists only the synonym that is set (log.retention.ms is unset in both, so Kafka lists only "
-     "log.retention.hours ... when it is the one in force; to be checked against Kafka's ordering)"),
+     "FIX: for retention.ms set on the topic, Kafka 4.4 lists only the topic's own synonym; kafkalite adds "
+     "log.retention.hours=168 (DEFAULT_CONFIG)"),
     # error messages and null vs empty
     ("create_topics_.*", r"topics\[0\]\.configs: None != \[\]",
      "FIX: on a CreateTopics error (v5+) Kafka sends an empty configs array, kafkalite null"),

@@ -211,6 +211,16 @@ def render(pair: Pair, outcomes: list[Outcome], bounded: bool, took_s: float) ->
         lines.append(f"| {name_of(key)} ({key}) | {_ranges(vs)} | {cnt['identical']} | "
                      f"{cnt['identical after normalising']} | {cnt['differs: error message text only']} | "
                      f"{cnt['differs']} |")
+    fixes: dict[str, list[str]] = defaultdict(list)
+    for o in outcomes:
+        for r in o.reason.split(" | ") if o.reason else []:
+            if r.startswith("FIX:") and o.case not in fixes[r]:
+                fixes[r].append(o.case)
+    lines += ["", "## kafkalite differences to fix (from `differential/known.py`)", ""]
+    lines += [f"- {r[4:].strip()} (cases: {', '.join(f'`{c}`' for c in cs)})" for r, cs in fixes.items()] or ["- none"]
+    unexplained = sorted({o.case for o in outcomes if o.unexplained})
+    lines += ["", "Cases with UNEXPLAINED differences: "
+              + (", ".join(f"`{c}`" for c in unexplained) if unexplained else "none") + "."]
     lines += ["", "## Advertised version ranges that differ", ""]
     seen = set()
     for case in CASES:
