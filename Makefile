@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-unit ecosystem test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples
+.PHONY: run test test-unit ecosystem test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples \
+	matrix-reference test-reference differential
 
 run:
 	@tools/bootstrap.sh venv
@@ -13,7 +14,7 @@ run:
 	$(PY) -m kafkalite serve $(ARGS)
 
 test:
-	@tools/bootstrap.sh venv clients spark console eco
+	@tools/bootstrap.sh venv clients spark console eco reference
 	$(VENV)/bin/lint-imports
 	$(PY) tools/import_cycles.py
 	$(PY) tools/mypy_baseline.py
@@ -89,6 +90,22 @@ spark-examples:
 matrix:
 	@tools/bootstrap.sh venv clients
 	$(PY) compat-tests/make_matrix.py
+
+# Apache Kafka 4.4 as the reference broker (compat-tests/harness/reference.py): the compat suite against it.
+# MATRIX-kafka.md says which scenarios pass there; kafkalite-only ones are skipped with their reason.
+matrix-reference:
+	@tools/bootstrap.sh venv clients reference
+	KAFKALITE_COMPAT_BROKER=kafka $(PY) compat-tests/make_matrix.py --out compat-tests/MATRIX-kafka.md $(ARGS)
+
+# the compat tests (or PYTEST_ARGS=compat-tests/test_x.py) against Apache Kafka 4.4 instead of kafkalite
+test-reference:
+	@tools/bootstrap.sh venv clients reference
+	KAFKALITE_COMPAT_BROKER=kafka $(PY) -m pytest -q -p no:cacheprovider $(or $(PYTEST_ARGS),compat-tests)
+
+# raw frames to kafkalite and to Kafka 4.4, every common version: rewrites compat-tests/DIFFERENTIAL.md
+differential:
+	@tools/bootstrap.sh venv reference
+	$(PY) compat-tests/differential/run.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .deps compat-tests/node_modules

@@ -8,6 +8,11 @@
   test loudly, or FAILS it under ``CI=true``.
 - ``topic``: a unique topic name per test; ``create_topic`` creates one through confluent-kafka's admin.
 
+``KAFKALITE_COMPAT_BROKER=kafka`` (``make matrix-reference``) runs the same tests against Apache Kafka 4.4
+(``harness/reference.py``). A test that needs what only kafkalite has is marked
+``@pytest.mark.kafkalite_only("reason")`` (or its module sets ``KAFKALITE_ONLY = "reason"``) and is skipped
+there with that reason; tests using the in-process ``kafkalite_cluster`` fixture are kafkalite-only so far.
+
 On any failure the broker's log (stdout+stderr) written during that test is attached to the report as a
 section, as are the Java/kafkajs driver logs.
 """
@@ -27,7 +32,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from harness.broker import BrokerProcess  # noqa: E402
+from harness import reference  # noqa: E402
+from harness.broker import BrokerProcess, reference_run  # noqa: E402
 from harness.clients import Client, make_client  # noqa: E402
 
 from kafkalite.tests.support.requires import missing  # noqa: E402  (skip loudly; fail under CI=true)
@@ -43,6 +49,8 @@ _counter = itertools.count()
 def _broker_missing() -> str | None:
     import os
 
+    if reference_run():
+        return reference.missing()
     if os.environ.get("KAFKALITE_COMPAT_PEER"):
         return None
     if importlib.util.find_spec("kafkalite.__main__") is None:
@@ -64,6 +72,11 @@ def _start_broker(base: Path, emulate: str | None, extra_args: list[str] | None 
     _LIVE.append(b)
     try:
         b.start()
+    except reference.ReferenceUnsupported as e:
+        _LIVE.remove(b)
+        b.kill()
+        pytest.fail(f"this test asks the reference broker for {e}: mark it kafkalite_only with the reason",
+                    pytrace=False)
     except BaseException:
         _LIVE.remove(b)  # the error message carries the log tail
         b.kill()
@@ -170,7 +183,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     pos = item.stash.get(_LOG_POS, {})
     for b in _LIVE:
         text = b.log_since(pos.get(_log_key(b), 0))
-        rep.sections.append((f"kafkalite broker log ({b.log_path}) during {rep.when}", text or "(empty)"))
+        rep.sections.append((f"{b.kind} broker log ({b.log_path}) during {rep.when}", text or "(empty)"))
     for p in _DRIVER_LOGS:
         if p.exists():
             start = pos.get(str(p), 0)
@@ -185,7 +198,34 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _MATRIX_PARAMS = ("client_name", "producer", "consumer", "codec", "sig")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kafkalite_only(reason): the test needs what only kafkalite has; "
+                                       "skipped when KAFKALITE_COMPAT_BROKER=kafka")
+
+
+def kafkalite_only_reason(item: pytest.Item) -> str | None:
+    """Why ``item`` cannot run against Apache Kafka, or None."""
+    marker = item.get_closest_marker("kafkalite_only")
+    if marker is not None:
+        return str(marker.args[0] if marker.args else marker.kwargs.get("reason", "kafkalite-only"))
+    reason = getattr(getattr(item, "module", None), "KAFKALITE_ONLY", None)
+    if reason:
+        return str(reason)
+    if "kafkalite_cluster" in getattr(item, "fixturenames", ()):
+        return "a kafkalite.cluster.Cluster in the test's process (no 3-node Kafka in the harness yet)"
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    ref = reference_run()
+    for item in items:
+        if HERE not in Path(str(item.fspath)).resolve().parents:
+            continue
+        if ref:
+            reason = kafkalite_only_reason(item)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=f"kafkalite-only: {reason}"))
+            item.user_properties.append(("broker", "kafka-" + reference.KAFKA_VERSION))
     for item in items:
         if HERE not in Path(str(item.fspath)).resolve().parents:
             continue

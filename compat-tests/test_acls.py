@@ -35,6 +35,9 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
+KAFKALITE_ONLY = ("builds kafkalite command lines for its authorizer brokers (the reference broker's "
+                  'authorizer and super.users properties are not written yet)')
+
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ANON = "User:ANONYMOUS"
 _n = itertools.count()

@@ -23,6 +23,9 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
+KAFKALITE_ONLY = ("SASL listeners from a kafkalite --config file (the reference broker's SASL "
+                  'server.properties is not written yet)')
+
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" '
         'user_alice="alice-secret" user_bob="bob-secret";')
 

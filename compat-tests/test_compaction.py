@@ -26,6 +26,9 @@ from harness.broker import BrokerProcess
 from harness.clients import Client
 from harness.records import Rec
 
+KAFKALITE_ONLY = ('topics with segment.bytes of 200000 and 2000 (Apache Kafka 4.x refuses segment.bytes '
+                  "below 1048576); to port: Kafka's test-only topic config internal.segment.bytes")
+
 OVERRIDES = {"log.retention.check.interval.ms": "200", "log.cleaner.backoff.ms": "200",
              "log.segment.delete.delay.ms": "0"}
 TOPIC = "compacted-100k"

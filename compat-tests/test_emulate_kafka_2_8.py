@@ -17,6 +17,8 @@ from test_produce_consume import test_idempotent_producer, test_roundtrip  # noq
 
 from kafkalite.tests.support.requires import require
 
+KAFKALITE_ONLY = "--emulate-kafka 2.8: kafkalite imitating an older release's API versions"
+
 KAFKALITE_EMULATE = "2.8"
 
 # Client bugs that real Kafka 2.8 triggers just the same; written down in MATRIX.md ("Known gaps").

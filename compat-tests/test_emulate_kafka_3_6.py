@@ -10,6 +10,8 @@ from test_admin import (  # noqa: F401 - re-collected
 )
 from test_produce_consume import test_idempotent_producer, test_roundtrip  # noqa: F401 - re-collected
 
+KAFKALITE_ONLY = "--emulate-kafka 3.6: kafkalite imitating an older release's API versions"
+
 KAFKALITE_EMULATE = "3.6"
 
 # Kafka 3.6 also has only DescribeCluster v0 (v1 came in 3.7): same client bug as under 2.8.

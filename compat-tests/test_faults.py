@@ -33,6 +33,8 @@ from test_groups_support import ALL_CLIENTS, committed, group_consume, produce
 
 from kafkalite.tests.support.requires import require
 
+KAFKALITE_ONLY = "fault injection through kafkalite's control port (--control)"
+
 require("confluent_kafka")   # a loud skip, or a failure under CI=true
 import confluent_kafka as ck  # noqa: E402
 

@@ -37,12 +37,11 @@ def _record_startup(client: str, seconds: float | None, kind: str) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
-def _warm(bootstrap: str) -> None:
-    """Make the broker create __consumer_offsets (a FindCoordinator for a group) before anything is timed."""
-    from test_groups_support import admin
-
-    adm = admin(bootstrap)
-    adm.describe_consumer_groups(["warm-up"])["warm-up"].result(60)
+def _warm(bootstrap: str, topic: str) -> None:
+    """Make the broker create __consumer_offsets (a FindCoordinator for a group) before anything is timed.
+    ``committed`` asks until the coordinator answers: Apache Kafka says NOT_COORDINATOR while it creates and
+    loads the topic."""
+    committed(bootstrap, "warm-up", topic, 1)
 
 
 @pytest.mark.parametrize("client_name", [*ALL_CLIENTS, "kcat"])
@@ -50,7 +49,7 @@ def test_group_reads_commits_and_resumes(client_name: str, broker, topic: str) -
     bs = broker.bootstrap
     create_topic(bs, topic, PARTITIONS)
     produce(bs, topic, _values("a", 0, 30))
-    _warm(bs)
+    _warm(bs, topic)
     group = f"g-{uuid.uuid4().hex[:8]}"
     first = group_consume(client_name, bs, topic, group, 30)
     assert sorted(first.values) == sorted(v for _, v in _values("a", 0, 30))

@@ -34,8 +34,11 @@ from harness.topics import create_topic
 from test_groups_support import CACHE, JAVA_DEPS, committed, missing, produce, write_script
 
 PARTITIONS = 6
+# the minimums too: Apache Kafka refuses to start (and to format) with an interval or timeout below its minimum
 BROKER_ARGS = ["--override", "group.consumer.heartbeat.interval.ms=500",
-               "--override", "group.consumer.session.timeout.ms=6000"]
+               "--override", "group.consumer.min.heartbeat.interval.ms=500",
+               "--override", "group.consumer.session.timeout.ms=6000",
+               "--override", "group.consumer.min.session.timeout.ms=6000"]
 if os.environ.get("KIP848_BROKER_LOG_LEVEL"):   # e.g. DEBUG: the coordinator logs every assignment and commit
     BROKER_ARGS += ["--log-level", os.environ["KIP848_BROKER_LOG_LEVEL"]]
 
@@ -368,6 +371,7 @@ def commit_start_offsets(bootstrap: str, group: str, topic: str, partitions: int
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
+    committed(bootstrap, group, topic, partitions)   # waits out a new Kafka's NOT_COORDINATOR (offsets loading)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, 0) for p in range(partitions)])
     result = admin.alter_consumer_group_offsets([request])[group].result(30)

@@ -9,6 +9,8 @@ import pytest
 from harness.topics import create_topic
 from test_groups_support import ALL_CLIENTS, committed, group_consume, produce
 
+KAFKALITE_ONLY = "--emulate-kafka 2.8: kafkalite imitating an older release's API versions"
+
 KAFKALITE_EMULATE = "2.8"
 
 

@@ -70,13 +70,31 @@ def admin(bootstrap: str):  # type: ignore[no-untyped-def]
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    """The group's committed offsets (OffsetFetch through a consumer that never joins the group).
 
-    adm = admin(bootstrap)  # keep a reference: a collected AdminClient never completes its futures
-    fut = adm.list_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])])
-    res = fut[group].result(30)
-    return {tp.partition: tp.offset for tp in res.topic_partitions}
+    A freshly (re)started Apache Kafka answers NOT_COORDINATOR and then COORDINATOR_LOAD_IN_PROGRESS until it
+    has loaded its ``__consumer_offsets`` partitions; clients retry those, and so does this helper. (Through a
+    consumer, not the admin API: retrying list_consumer_group_offsets crashed librdkafka 2.16 with an unserved
+    background event.)"""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    retriable = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                 KafkaError.COORDINATOR_NOT_AVAILABLE}
+    deadline = time.monotonic() + 30
+    while True:
+        # read_uncommitted: librdkafka then asks OffsetFetch with require_stable=false, as the admin API does
+        # (offsets pending in an open transaction do not hold the answer back)
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                      "isolation.level": "read_uncommitted"})
+        try:
+            got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+            return {tp.partition: tp.offset for tp in got}
+        except KafkaException as e:
+            if e.args[0].code() not in retriable or time.monotonic() > deadline:
+                raise
+        finally:
+            c.close()
+        time.sleep(0.2)
 
 
 # -- python clients --------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSe
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 from harness.broker import _free_port  # noqa: E402
 
+KAFKALITE_ONLY = "kafkalite's built-in schema registry (kafkalite serve --schema-registry); Apache Kafka has none"
+
 USER_V1 = {"type": "record", "name": "User", "namespace": "com.example",
            "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
 USER_V2 = {**USER_V1, "fields": USER_V1["fields"] + [{"name": "email", "type": ["null", "string"], "default": None}]}

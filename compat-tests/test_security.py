@@ -18,6 +18,9 @@ from harness.broker import BrokerProcess, BrokerStartError, _free_port
 from harness.clients import Client
 from harness.security import Sec, roundtrip
 
+KAFKALITE_ONLY = ("SASL/TLS listeners from a kafkalite --config file (the reference broker's SASL/TLS "
+                  'server.properties is not written yet)')
+
 ALL = ("confluent-kafka", "kafka-python", "aiokafka", "java", "kcat", "kafkajs")
 OAUTH = ALL    # every client can log in with an unsecured token (kafka-python/aiokafka: a token provider)
 REAUTH = ("confluent-kafka", "kafka-python", "java", "kafkajs")   # the clients that re-authenticate (KIP-368)

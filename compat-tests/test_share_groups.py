@@ -33,6 +33,9 @@ from kafkalite.tests.support.requires import require
 require("confluent_kafka")   # a loud skip, or a failure under CI=true
 import confluent_kafka as ck  # noqa: E402
 
+KAFKALITE_ONLY = ('sets kafkalite.share.auto.offset.reset (on Kafka: the group config share.auto.offset.reset '
+                  'through IncrementalAlterConfigs) and 3-broker kafkalite clusters: to port')
+
 KAFKALITE_EMULATE = "4.3"
 LOCK_MS = 3000
 LIMIT = 3

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from kafkalite.tests.support.requires import require
 
+KAFKALITE_ONLY = 'tools/soak.py starts and SIGKILLs kafkalite processes of its own'
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -262,6 +262,24 @@ def test_java_second_producer_fences_the_first(broker, topic: str, get_client) -
     assert read_confluent(bs, topic, "read_uncommitted") == [b"zombie", b"live"]
 
 
+def _wait_for_abort_marker(bs: str, topic: str, timeout_s: float = 30.0) -> None:
+    """Until the coordinator has aborted the timed-out transaction on partition 0: the last stable offset
+    (what a read_committed consumer's ListOffsets sees) passes the record and its abort marker. kafkalite aborts
+    at the deadline; Apache Kafka looks for expired transactions every
+    transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by default)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bs, "group.id": f"lso-{uuid.uuid4().hex[:6]}",
+                  "isolation.level": "read_committed"})
+    try:
+        deadline = time.monotonic() + timeout_s
+        while c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)[1] < 2:
+            assert time.monotonic() < deadline, "the timed-out transaction was not aborted"
+            time.sleep(0.2)
+    finally:
+        c.close()
+
+
 def test_java_transaction_timeout_aborts_and_fences(broker, topic: str, get_client) -> None:
     """A transaction left open past transaction.timeout.ms is aborted by the coordinator with an epoch bump:
     the producer's late commit fails (fenced) and nothing of the transaction becomes visible."""
@@ -274,7 +292,7 @@ def test_java_transaction_timeout_aborts_and_fences(broker, topic: str, get_clie
         assert j.txn_step(name, "begin")["exception"] is None
         assert j.txn_step(name, "send", records=[{"topic": topic, "partition": 0, "value": _b64(b"late")}])[
             "exception"] is None
-        time.sleep(2.0)
+        _wait_for_abort_marker(bs, topic)
         r = j.txn_step(name, "commit")
         assert r["exception"] in ("ProducerFencedException", "InvalidProducerEpochException"), r
     finally:
@@ -410,12 +428,24 @@ def test_aiokafka_transactional_producer_and_read_committed(broker, topic: str) 
 # -- (f) a transaction's offsets against a later plain commit of the group ---------------------------------
 def _plain_commit_from_another_consumer(bs: str, group: str, topic: str, offset: int) -> None:
     """Another consumer of the group (confluent-kafka, assigned) commits ``offset`` synchronously."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+    # a just restarted Apache Kafka answers NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS until it has loaded
+    # __consumer_offsets; librdkafka hands those to a synchronous commit's caller, who retries
+    retriable = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                 KafkaError.COORDINATOR_NOT_AVAILABLE}
+    deadline = time.monotonic() + 30
     c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
     try:
         c.assign([TopicPartition(topic, 0)])
-        res = c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        while True:
+            try:
+                res = c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+                break
+            except KafkaException as e:
+                if e.args[0].code() not in retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         assert [(tp.offset, tp.error) for tp in res] == [(offset, None)]
     finally:
         c.close()

@@ -12,6 +12,11 @@ data directory and the *same* port, so clients that keep their bootstrap address
 
 For developing the harness against a peer broker, ``KAFKALITE_COMPAT_PEER=tansu`` starts the Tansu binary from
 ``.deps/peers/tansu`` instead (in-memory storage: a restart loses data there).
+
+``KAFKALITE_COMPAT_BROKER=kafka`` starts Apache Kafka 4.4 (``.deps/kafka-4.4``, see ``harness/reference.py``) in
+kafkalite's place: the same data dir (Kafka's ``log.dirs``, formatted on the first start), a fixed port kept across
+restarts, ``--override`` settings as server.properties entries; other kafkalite-only arguments raise
+``ReferenceUnsupported``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness import reference
+
 REPO = Path(__file__).resolve().parents[2]
 READY_RE = re.compile(rb"kafkalite ready on (\S+):(\d+)")
 # a hang bound only (a restart after SIGKILL recovers the logs first, on 2 loaded cores in CI)
@@ -33,6 +40,19 @@ READY_TIMEOUT_S = float(os.environ.get("KAFKALITE_COMPAT_READY_TIMEOUT", "90"))
 
 class BrokerStartError(RuntimeError):
     pass
+
+
+def reference_run() -> bool:
+    """True when the compat tests run against Apache Kafka (KAFKALITE_COMPAT_BROKER=kafka)."""
+    return os.environ.get("KAFKALITE_COMPAT_BROKER", "kafkalite") == "kafka"
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the test process dies (PR_SET_PDEATHSIG), so a JVM broker never
+    outlives a killed pytest (it would hold its ports and 512 MB)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 def _free_port() -> int:
@@ -45,12 +65,15 @@ class BrokerProcess:
     """One broker process (and its successors after restarts) over one data directory."""
 
     def __init__(self, data_dir: Path, log_path: Path, emulate: str | None = None,
-                 extra_args: list[str] | None = None) -> None:
+                 extra_args: list[str] | None = None, kind: str | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.log_path = Path(log_path)
         self.emulate = emulate
         self.extra_args = list(extra_args or [])
         self.peer = os.environ.get("KAFKALITE_COMPAT_PEER", "")
+        # kafkalite or kafka (the reference); None: as KAFKALITE_COMPAT_BROKER says
+        self.kind = kind or ("kafka" if reference_run() else "kafkalite")
+        self._ref: reference.ReferenceConfig | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.host = "127.0.0.1"
         self.port = 0
@@ -63,6 +86,8 @@ class BrokerProcess:
         return f"{self.host}:{self.port}"
 
     def _command(self) -> list[str]:
+        if self.kind == "kafka":
+            return self._reference_command()
         if self.peer == "tansu":
             if not self.port:
                 self.port = _free_port()
@@ -75,6 +100,21 @@ class BrokerProcess:
             cmd += ["--emulate-kafka", self.emulate]
         return cmd + self.extra_args
 
+    def _reference_command(self) -> list[str]:
+        """Kafka's command; on the first start also its server.properties and the formatted data dir."""
+        props = reference.translate_args(self.extra_args, self.emulate)
+        if self._ref is None or self._ref.overrides != props:
+            if self._ref is None:
+                self.port = self.port or _free_port()
+                cport = _free_port()
+            else:
+                cport = self._ref.controller_port
+            self._ref = reference.ReferenceConfig(self.data_dir, self.port, cport, props)
+            self._ref.write()
+        if not self._ref.formatted():
+            self._ref.format(self.log_path)
+        return self._ref.broker_command()
+
     def start(self) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -85,13 +125,32 @@ class BrokerProcess:
             log.flush()
             env = dict(os.environ, PYTHONUNBUFFERED="1")
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=str(REPO), env=env, start_new_session=True)
+                                         cwd=str(REPO), env=env, start_new_session=True,
+                                         preexec_fn=_die_with_parent if self.kind == "kafka" else None)
         self.starts += 1
-        if self.peer:
+        if self.kind == "kafka":
+            self._wait_mark(start_pos, reference.READY_MARK)
+            self._wait_port()
+        elif self.peer:
             self._wait_port()
         else:
             self._wait_ready(start_pos)
         return self.bootstrap
+
+    def _wait_mark(self, start_pos: int, mark: bytes) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        assert self.proc is not None
+        while time.monotonic() < deadline:
+            with open(self.log_path, "rb") as f:
+                f.seek(start_pos)
+                if mark in f.read():
+                    return
+            if self.proc.poll() is not None:
+                raise BrokerStartError(f"{self.kind} exited with {self.proc.returncode} before it was ready:\n"
+                                       + self.log_tail())
+            time.sleep(0.1)
+        self.kill()
+        raise BrokerStartError(f"no {mark.decode()!r} line within {READY_TIMEOUT_S}s:\n" + self.log_tail())
 
     def _wait_ready(self, start_pos: int) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -128,6 +187,10 @@ class BrokerProcess:
         proc.send_signal(sig)
         try:
             self.last_exit = proc.wait(timeout)
+            if self.kind == "kafka" and sig == signal.SIGTERM and self.last_exit == 128 + signal.SIGTERM:
+                self.last_exit = 0   # the JVM's status after its shutdown hook ran the controlled shutdown
+            with open(self.log_path, "ab") as log:
+                log.write(f"\n===== compat harness: stopped with signal {sig}: exit {self.last_exit}\n".encode())
             return self.last_exit
         except subprocess.TimeoutExpired:
             proc.kill()
