@@ -98,8 +98,12 @@ def translate_args(args: list[str], emulate: str | None) -> dict[str, str]:
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 characters). Never one that starts
+    with '-' (Kafka's Uuid.randomUuid draws again for the same reason: a command line would read it as an option)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 class ReferenceConfig:
@@ -152,7 +156,7 @@ class ReferenceConfig:
     def format(self, log: Path) -> None:
         """``kafka-storage format`` for a fresh data dir (kafka.tools.StorageTool)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = self.java_command("kafka.tools.StorageTool", "format", "-t", cluster_id(),
+        cmd = self.java_command("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id()}",
                                 "-c", str(self.props_path))
         with open(log, "ab") as out:
             out.write(f"\n===== compat harness: format: {' '.join(cmd)}\n".encode())
