@@ -476,8 +476,11 @@ def test_group_member_continues_across_coordinator_move_and_stop(kafkalite_clust
     else:
         assert sorted(got) == sorted(want), \
             f"{client_name}: {len(got)} records, {len(set(got))} distinct across {steps}"
-    _wait(lambda: _committed_total(cluster, group, topic) == total, f"the group's offsets after {steps}",
-          timeout=30)
+    try:
+        _wait(lambda: _committed_total(cluster, group, topic) == total, f"the group's offsets after {steps}",
+              timeout=30)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last answer {_LAST_COMMITTED.get(group)!r}") from None
 
 
 def _committed_total(cluster, group: str, topic: str) -> int:
@@ -485,9 +488,15 @@ def _committed_total(cluster, group: str, topic: str) -> int:
     from test_groups_support import committed
 
     try:
-        return sum(max(o, 0) for o in committed(cluster.bootstrap_servers, group, topic, PARTS).values())
-    except (KafkaException, TimeoutError):   # a lookup during a coordinator move: the caller asks again
+        got = committed(cluster.bootstrap_servers, group, topic, PARTS)
+    except (KafkaException, TimeoutError) as e:   # a lookup during a coordinator move: the caller asks again
+        _LAST_COMMITTED[group] = repr(e)
         return -1
+    _LAST_COMMITTED[group] = got
+    return sum(max(o, 0) for o in got.values())
+
+
+_LAST_COMMITTED: dict[str, object] = {}   # the last answer per group, for a timeout's message
 
 
 def _group_stable(cluster, group: str) -> bool:

@@ -152,20 +152,33 @@ async function groupConsume (c) {
     await finished
     if (crash) throw crash
     const offsets = Object.entries(next).map(([p, o]) => ({ topic: c.topic, partition: Number(p), offset: String(o) }))
+    // kafkajs' commitOffsets returns without committing (and without an error) while its runner is not running,
+    // e.g. while it restarts after losing its coordinator: so the commit is read back through the admin API and
+    // sent again until the group holds it
     for (let attempt = 1; offsets.length > 0; attempt++) {
+      let error = null
       try {
         await consumer.commitOffsets(offsets)
-        break
+        if (await holdsOffsets(c, offsets)) break
       } catch (e) {
-        if (attempt >= 30) throw e
-        await new Promise(resolve => setTimeout(resolve, 300))
+        error = e
       }
+      if (attempt >= 40) throw error || new Error(`the group never held the commit ${JSON.stringify(offsets)}`)
+      await new Promise(resolve => setTimeout(resolve, 300))
     }
   } finally {
     clearTimeout(timer)
     await consumer.disconnect()
   }
   return { records }
+}
+
+// whether group c.group has committed at least `offsets` (read through the admin API)
+async function holdsOffsets (c, offsets) {
+  const got = await withAdmin(c, admin => admin.fetchOffsets({ groupId: c.group, topics: [c.topic] }))
+  const held = {}
+  for (const t of got) for (const p of t.partitions) held[p.partition] = Number(p.offset)
+  return offsets.every(o => (held[o.partition] ?? -1) >= Number(o.offset))
 }
 
 async function withAdmin (c, fn) {
