@@ -13,6 +13,11 @@
   It keeps the log in memory and writes ``DIR/kafka.json`` only on shutdown (nothing on disk while it
   runs: checked after 100k produced records). Its binary wants glibc 2.39 symbols "weakly" and prints a
   warning on Debian 12's 2.36, but runs.
+- **kafka** (Apache Kafka 4.4.0, the reference broker: ``tools/bootstrap.sh reference`` puts its jars in
+  ``.deps/kafka-4.4``): a one-node KRaft broker+controller configured by ``compat-tests/harness/reference.py``
+  (the compat suite's reference harness: same server.properties, ``kafka-storage format`` first), with a 1 GiB
+  heap (Kafka's own default in ``kafka-server-start.sh``). Its data goes to disk in the same format as
+  kafkalite's. ``kafka-storage format`` runs before the clock starts (a once-per-data-dir step, ~1-2 s of JVM).
 
 "Ready" is measured the same way for all three: spawn -> the first ApiVersions+Metadata round trip that
 succeeds on the broker's port (``_kprobe``), polled every few milliseconds. For kafkalite the port is only
@@ -41,13 +46,28 @@ TANSU = DEPS / "peers" / "tansu"
 NOIDA_VENV = DEPS / "peers-venv"
 _READY_RE = re.compile(rb"kafkalite ready on ([0-9.]+):(\d+)")
 
-ALL = ("kafkalite", "tansu", "noida")
+ALL = ("kafkalite", "tansu", "noida", "kafka")
 
 STORAGE_NOTE = {
     "kafkalite": "disk (Kafka log format)",
     "tansu": "memory (memory://)",
     "noida": "memory (JSON snapshot at shutdown)",
+    "kafka": "disk (Kafka log format)",
 }
+KAFKA_HEAP = "1g"
+
+
+def _reference():  # type: ignore[no-untyped-def]
+    """compat-tests/harness/reference.py, loaded by path (compat-tests is not a package on bench's path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_kafkalite_reference",
+                                                  ROOT / "compat-tests" / "harness" / "reference.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.HEAP = KAFKA_HEAP
+    return mod
 
 
 def _free_port() -> int:
@@ -93,6 +113,8 @@ def available(name: str) -> str | None:
         return None if os.access(TANSU, os.X_OK) else f"{TANSU} missing (run tools/bootstrap.sh peers)"
     if name == "noida":
         return None if noida_binary() else f"noida-db binary missing under {NOIDA_VENV} (bootstrap peers)"
+    if name == "kafka":
+        return _reference().missing()
     return f"unknown broker {name!r} (known: {', '.join(ALL)})"
 
 
@@ -146,6 +168,12 @@ def _command(name: str, port: int, data_dir: Path) -> list[str]:
         assert binary is not None
         return [str(binary), "start", "--data-dir", str(data_dir), "--host", "127.0.0.1",
                 "--only", "kafka", "--kafka-port", str(port)]
+    if name == "kafka":
+        ref = _reference()
+        cfg = ref.ReferenceConfig(data_dir, port, _free_port(), {})
+        cfg.write()
+        cfg.format(data_dir.parent / "format.log")
+        return cfg.broker_command()
     raise ValueError(name)
 
 
@@ -167,8 +195,9 @@ def start(name: str, timeout: float = 60.0) -> Running:
     tree = source_tree(name)
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
+    command = _command(name, port, data_dir)   # (Kafka's storage format runs here, outside the clock)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(_command(name, port, data_dir), stdout=log, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, cwd=workdir, env=env, start_new_session=True)
     log.close()
     running = Running(name, proc, "127.0.0.1", port, workdir, log_path, spawn_to_ready_s=float("nan"))

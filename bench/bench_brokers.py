@@ -1,4 +1,4 @@
-"""kafkalite against peer brokers (Tansu, noida-db) in one run, with confluent-kafka as the client.
+"""kafkalite against peer brokers (Apache Kafka 4.4, Tansu, noida-db) in one run, with confluent-kafka as the client.
 
 All on 127.0.0.1; the machine is small and shared, so every step is run on each broker in turn
 (alternating the order) rather than one broker's whole suite after another's:
@@ -58,7 +58,7 @@ def _on_sigterm(_signum: int, _frame: Any) -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="bench.bench_brokers", description=__doc__.split("\n")[0])
-    ap.add_argument("--brokers", default=",".join(_brokers.ALL), help="comma list of kafkalite,tansu,noida")
+    ap.add_argument("--brokers", default=",".join(_brokers.ALL), help="comma list of kafkalite,tansu,noida,kafka")
     ap.add_argument("--quick", action="store_true", help="100k records, 5 s latency run")
     ap.add_argument("--records", type=int, help="records per produce run (default 1M, quick 100k)")
     ap.add_argument("--repeats", type=int,
