@@ -4,6 +4,7 @@
     GET    /schemas/types                                 ["JSON","PROTOBUF","AVRO"]
     GET    /schemas                                       every version (subjectPrefix, deleted, latestOnly)
     GET    /schemas/ids/{id}[/schema|/subjects|/versions] by id (subject: its context; deleted)
+    (``format=serialized`` on a schema's GETs and lookups: a Protobuf schema as its base64 FileDescriptorProto)
     GET    /subjects                                      subject names (subjectPrefix, deleted)
     POST   /subjects/{s}                                  look a schema up (normalize, deleted)
     DELETE /subjects/{s}                                  soft or permanent (permanent) delete
@@ -115,7 +116,7 @@ def _subjects(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
     if len(rest) == 1:
         if method == "POST":
             v = reg.lookup(subject, body_json(req), _flag(req, "normalize"), deleted)
-            return schema_json(v)
+            return schema_json(reg.formatted(v, req.query.get("format")))
         if method == "DELETE":
             return reg.delete_subject(subject, _flag(req, "permanent"))
         raise _method()
@@ -133,14 +134,14 @@ def _subjects(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
     version = rest[2]
     if len(rest) == 3:
         if method == "GET":
-            return schema_json(reg.version(subject, version, deleted))
+            return schema_json(reg.formatted(reg.version(subject, version, deleted), req.query.get("format")))
         if method == "DELETE":
             return reg.delete_version(subject, version, _flag(req, "permanent"))
         raise _method()
     if method != "GET":
         raise _method()
     if rest[3] == "schema":
-        return _raw(reg.version(subject, version, deleted).schema)
+        return _raw(reg.formatted(reg.version(subject, version, deleted), req.query.get("format")).schema)
     if rest[3] == "referencedby":
         v = reg.version(subject, version, True)
         return sorted({x.id for x in reg.referenced_by(subject, v.version, deleted)})
@@ -158,7 +159,7 @@ def _schemas(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
         for name in reg.subjects(prefix, deleted):
             versions = reg.all_versions(name) if deleted else reg.live(name)
             for v in versions[-1:] if latest_only else versions:
-                out.append(schema_json(v))
+                out.append(schema_json(reg.formatted(v, req.query.get("format"))))
         return out
     if rest == ["types"]:
         return list(compat.TYPES)
@@ -167,14 +168,14 @@ def _schemas(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
     sid = _schema_id(rest[1])
     subject = req.query.get("subject")
     if len(rest) == 2:
-        v = reg.by_schema_id(sid, subject)
+        v = reg.formatted(reg.by_schema_id(sid, subject), req.query.get("format"))
         out_one = schema_json(v, subject=False)
         if _flag(req, "fetchMaxId"):
             out_one["maxId"] = reg.max_id.get(context_of(subject), 0)
         return out_one
     what = rest[2]
     if what == "schema":
-        return _raw(reg.by_schema_id(sid, subject).schema)
+        return _raw(reg.formatted(reg.by_schema_id(sid, subject), req.query.get("format")).schema)
     if what == "subjects":
         return sorted({v.subject for v in reg.id_versions(sid, subject, deleted)})
     if what == "versions":
