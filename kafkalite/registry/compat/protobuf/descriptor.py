@@ -90,14 +90,14 @@ class _Writer:
     def __init__(self) -> None:
         self.buf = bytearray()
 
-    def int(self, num: int, v: int) -> None:
+    def varint(self, num: int, v: int) -> None:
         self.buf += _varint(num << 3) + _varint(v)
 
-    def bytes(self, num: int, v: bytes) -> None:
+    def chunk(self, num: int, v: bytes) -> None:
         self.buf += _varint((num << 3) | 2) + _varint(len(v)) + v
 
-    def str(self, num: int, v: str) -> None:
-        self.bytes(num, v.encode("utf-8"))
+    def text(self, num: int, v: str) -> None:
+        self.chunk(num, v.encode("utf-8"))
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -390,31 +390,31 @@ def encode(f: ProtoFile, symbols: Symbols, name: str = "default") -> bytes:
     """The ``FileDescriptorProto`` of ``f`` (types resolved through ``symbols``, which holds ``f`` itself
     and its imports)."""
     w = _Writer()
-    w.str(1, name)
+    w.text(1, name)
     pkg = f.package or ""
     if pkg:
-        w.str(2, pkg)
+        w.text(2, pkg)
     deps = f.imports + f.public_imports + f.weak_imports
     for d in deps:
-        w.str(3, d)
+        w.text(3, d)
     for m in f.messages:
-        w.bytes(4, _encode_message(m, f, symbols, pkg))
+        w.chunk(4, _encode_message(m, f, symbols, pkg))
     for e in f.enums:
-        w.bytes(5, _encode_enum(e))
+        w.chunk(5, _encode_enum(e))
     for s in f.services:
-        w.bytes(6, _encode_service(s, symbols, pkg))
+        w.chunk(6, _encode_service(s, symbols, pkg))
     for ext in f.extends:
         for fld in ext.fields:
-            w.bytes(7, _encode_field(fld, f, symbols, pkg, None, False, _extendee(ext, symbols, pkg)))
+            w.chunk(7, _encode_field(fld, f, symbols, pkg, None, False, _extendee(ext, symbols, pkg)))
     opts = _encode_options(f.options, FILE_OPTIONS)
     if opts:
-        w.bytes(8, opts)
+        w.chunk(8, opts)
     for i in range(len(f.imports), len(f.imports) + len(f.public_imports)):
-        w.int(10, i)
+        w.varint(10, i)
     for i in range(len(f.imports) + len(f.public_imports), len(deps)):
-        w.int(11, i)
+        w.varint(11, i)
     if f.syntax == "proto3":
-        w.str(12, "proto3")
+        w.text(12, "proto3")
     return bytes(w.buf)
 
 
@@ -431,13 +431,13 @@ def _encode_options(options: list[Option], spec: _OptSpec) -> bytes:
             continue
         num, kind, enums = known
         if kind == "string" and o.kind == "string":
-            w.str(num, str(o.value))
+            w.text(num, str(o.value))
         elif kind == "bool" and o.kind == "bool":
-            w.int(num, 1 if o.value in ("true", True) else 0)
+            w.varint(num, 1 if o.value in ("true", True) else 0)
         elif kind == "enum":
             by_name = {v: k for k, v in (enums or {}).items()}
             if str(o.value) in by_name:
-                w.int(num, by_name[str(o.value)])
+                w.varint(num, by_name[str(o.value)])
     return bytes(w.buf)
 
 
@@ -464,15 +464,15 @@ def _split_map(type_: str) -> tuple[str, str]:
 def _encode_field(fld: Field, f: ProtoFile, symbols: Symbols, scope: str, oneof: int | None, p3opt: bool,
                   extendee: str | None = None, type_override: str | None = None) -> bytes:
     w = _Writer()
-    w.str(1, fld.name)
+    w.text(1, fld.name)
     if extendee is not None:
-        w.str(2, extendee)
-    w.int(3, fld.number)
+        w.text(2, extendee)
+    w.varint(3, fld.number)
     label = 3 if fld.is_map else _LABELS.get(fld.label or "", 1)
-    w.int(4, label)
+    w.varint(4, label)
     type_ = type_override or fld.type
     if type_ in SCALAR_TYPES:
-        w.int(5, TYPE_NUMBERS[type_])
+        w.varint(5, TYPE_NUMBERS[type_])
     else:
         if type_override is not None:
             full: str | None = type_override.lstrip(".")
@@ -483,27 +483,27 @@ def _encode_field(fld: Field, f: ProtoFile, symbols: Symbols, scope: str, oneof:
                 raise DescriptorError(f"Could not resolve type: {type_}")
             full = info.full
             kind = 14 if isinstance(info.element, Enum) else 11
-        w.int(5, kind)
-        w.str(6, "." + str(full))
+        w.varint(5, kind)
+        w.text(6, "." + str(full))
     if fld.default is not None and not f.proto3:
-        w.str(7, fld.default)
+        w.text(7, fld.default)
     opts = _encode_options(fld.options, FIELD_OPTIONS)
     if opts:
-        w.bytes(8, opts)
+        w.chunk(8, opts)
     if oneof is not None:
-        w.int(9, oneof)
+        w.varint(9, oneof)
     if fld.json_name is not None:
-        w.str(10, fld.json_name)
+        w.text(10, fld.json_name)
     if p3opt:
-        w.int(17, 1)
+        w.varint(17, 1)
     return bytes(w.buf)
 
 
 def _encode_message(m: Message, f: ProtoFile, symbols: Symbols, scope: str) -> bytes:
     full = f"{scope}.{m.name}" if scope else m.name
     w = _Writer()
-    w.str(1, m.name)
-    entries: list[Message] = []
+    w.text(1, m.name)
+    entries: list[tuple[int, Message]] = []
     synthetic_next = len(m.oneofs)
     for fld in m.fields:
         p3opt = f.proto3 and fld.label == "optional"
@@ -512,42 +512,42 @@ def _encode_message(m: Message, f: ProtoFile, symbols: Symbols, scope: str) -> b
             key, value = _split_map(fld.type)
             entry.fields = [Field("optional", key, "key", 1), Field("optional", value, "value", 2)]
             entries.append((m.map_slots.get(fld.name, len(m.messages)), entry))
-            w.bytes(2, _encode_field(fld, f, symbols, full, None, False, type_override=f".{full}.{entry.name}"))
+            w.chunk(2, _encode_field(fld, f, symbols, full, None, False, type_override=f".{full}.{entry.name}"))
         else:
             synthetic = None
             if p3opt:
                 synthetic = synthetic_next
                 synthetic_next += 1
-            w.bytes(2, _encode_field(fld, f, symbols, full, synthetic, p3opt))
+            w.chunk(2, _encode_field(fld, f, symbols, full, synthetic, p3opt))
     for i, o in enumerate(m.oneofs):
         for fld in o.fields:
-            w.bytes(2, _encode_field(fld, f, symbols, full, i, False))
+            w.chunk(2, _encode_field(fld, f, symbols, full, i, False))
     for i in range(len(m.messages) + 1):
         for slot, entry in entries:
             if slot == i:
-                w.bytes(3, _encode_message(entry, _as_proto2(f), symbols, full))
+                w.chunk(3, _encode_message(entry, _as_proto2(f), symbols, full))
         if i < len(m.messages):
-            w.bytes(3, _encode_message(m.messages[i], f, symbols, full))
+            w.chunk(3, _encode_message(m.messages[i], f, symbols, full))
     for e in m.enums:
-        w.bytes(4, _encode_enum(e))
+        w.chunk(4, _encode_enum(e))
     for group in m.extensions:
         for start, end in group:
             r = _Writer()
-            r.int(1, start)
-            r.int(2, min(end, MAX_TAG) + 1)
-            w.bytes(5, bytes(r.buf))
+            r.varint(1, start)
+            r.varint(2, min(end, MAX_TAG) + 1)
+            w.chunk(5, bytes(r.buf))
     for ext in m.extends:
         for fld in ext.fields:
-            w.bytes(6, _encode_field(fld, f, symbols, full, None, False, _extendee(ext, symbols, full)))
+            w.chunk(6, _encode_field(fld, f, symbols, full, None, False, _extendee(ext, symbols, full)))
     opts = _encode_options(m.options, MESSAGE_OPTIONS)
     if opts:
-        w.bytes(7, opts)
+        w.chunk(7, opts)
     for o in m.oneofs:
-        w.bytes(8, _name_only(o.name))
+        w.chunk(8, _name_only(o.name))
     if f.proto3:
         for fld in m.fields:
             if fld.label == "optional" and not fld.is_map:
-                w.bytes(8, _name_only("_" + fld.name))
+                w.chunk(8, _name_only("_" + fld.name))
     _encode_reserved(w, m.reserved, 9, 10, exclusive=True)
     return bytes(w.buf)
 
@@ -559,7 +559,7 @@ def _as_proto2(f: ProtoFile) -> ProtoFile:
 
 def _name_only(name: str) -> bytes:
     w = _Writer()
-    w.str(1, name)
+    w.text(1, name)
     return bytes(w.buf)
 
 
@@ -568,52 +568,52 @@ def _encode_reserved(w: _Writer, reserved: list[list[Reserved]], range_num: int,
     for group in reserved:
         for r in group:
             if isinstance(r, str):
-                w.str(name_num, r)
+                w.text(name_num, r)
             else:
                 rw = _Writer()
-                rw.int(1, r[0])
-                rw.int(2, r[1] + 1 if exclusive else r[1])
-                w.bytes(range_num, bytes(rw.buf))
+                rw.varint(1, r[0])
+                rw.varint(2, r[1] + 1 if exclusive else r[1])
+                w.chunk(range_num, bytes(rw.buf))
 
 
 def _encode_enum(e: Enum) -> bytes:
     w = _Writer()
-    w.str(1, e.name)
+    w.text(1, e.name)
     for v in e.values:
         vw = _Writer()
-        vw.str(1, v.name)
-        vw.int(2, v.number)
+        vw.text(1, v.name)
+        vw.varint(2, v.number)
         opts = _encode_options(v.options, ENUM_VALUE_OPTIONS)
         if opts:
-            vw.bytes(3, opts)
-        w.bytes(2, bytes(vw.buf))
+            vw.chunk(3, opts)
+        w.chunk(2, bytes(vw.buf))
     opts = _encode_options(e.options, ENUM_OPTIONS)
     if opts:
-        w.bytes(3, opts)
+        w.chunk(3, opts)
     _encode_reserved(w, e.reserved, 4, 5, exclusive=False)
     return bytes(w.buf)
 
 
 def _encode_service(s: Service, symbols: Symbols, scope: str) -> bytes:
     w = _Writer()
-    w.str(1, s.name)
+    w.text(1, s.name)
     for rpc in s.rpcs:
         rw = _Writer()
-        rw.str(1, rpc.name)
+        rw.text(1, rpc.name)
         for num, type_ in ((2, rpc.request), (3, rpc.response)):
             full = symbols.resolve(type_, scope)
             if full is None:
                 raise DescriptorError(f"Could not resolve type: {type_}")
-            rw.str(num, "." + full)
+            rw.text(num, "." + full)
         opts = _encode_options(rpc.options, METHOD_OPTIONS)
         if opts:
-            rw.bytes(4, opts)
+            rw.chunk(4, opts)
         if rpc.request_stream:
-            rw.int(5, 1)
+            rw.varint(5, 1)
         if rpc.response_stream:
-            rw.int(6, 1)
-        w.bytes(2, bytes(rw.buf))
+            rw.varint(6, 1)
+        w.chunk(2, bytes(rw.buf))
     opts = _encode_options(s.options, SERVICE_OPTIONS)
     if opts:
-        w.bytes(3, opts)
+        w.chunk(3, opts)
     return bytes(w.buf)

@@ -182,7 +182,7 @@ def compare_messages(ctx: Context, original: Message, update: Message) -> None:
     compare_types(ctx, original.messages, original.enums, update.messages, update.enums)
 
 
-def _compare_fields(ctx: Context, original: Message, update: Message) -> None:   # noqa: C901 - Confluent's one pass
+def _compare_fields(ctx: Context, original: Message, update: Message) -> None:
     o_tags, o_oneof, o_oneofs = _collect(original)
     u_tags, u_oneof, u_oneofs = _collect(update)
     deleted = {name for name, fields in o_oneofs.items()

@@ -64,7 +64,7 @@ TEXTS = {
 
 @cache
 def known(path: str) -> ProtoFile | None:
-    from kafkalite.registry.compat.protobuf.parser import parse   # parsed on first use
+    from kafkalite.registry.compat.protobuf.parser import parse  # parsed on first use
 
     text = TEXTS.get(path)
     return parse(text) if text is not None else None
