@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import sys
@@ -175,14 +176,12 @@ def _show_version(args: argparse.Namespace, v: dict[str, Any]) -> None:
         head.append(f"reference: {r.get('name')} = {r.get('subject')} version {r.get('version')}")
     schema = v.get("schema", "")
     if v.get("schemaType", "AVRO") != "PROTOBUF" and args.format is None:
-        try:
+        with contextlib.suppress(ValueError):
             schema = json.dumps(json.loads(schema), indent=2)
-        except ValueError:
-            pass
     _show(args, v, "\n".join(head) + "\n" + schema)
 
 
-def run(args: argparse.Namespace) -> int:   # noqa: C901 - one branch per operation, each a few lines
+def run(args: argparse.Namespace) -> int:
     url = args.url or os.environ.get("KAFKALITE_SCHEMA_REGISTRY_URL") or DEFAULT_URL
     password = args.password if args.password is not None else os.environ.get("KAFKALITE_SCHEMA_REGISTRY_PASSWORD")
     c = Client(url, args.user, password, args.timeout)
