@@ -97,7 +97,11 @@ class Users:
             expected = users.get(user)
             if expected is not None and hmac.compare_digest(expected.encode(), password.encode()):
                 return ("PLAIN", expected)
-        from kafkalite.security.scram import MECHANISMS, credential_from_salted, salted_password
+        from kafkalite.security.scram import (  # SCRAM hashing: only for a password no PLAIN user matched
+            MECHANISMS,
+            credential_from_salted,
+            salted_password,
+        )
 
         for mech in _SCRAM:
             cred: object = self.scram(user, mech)

@@ -69,7 +69,16 @@ class RegistryServer:
                 raise RegistryError(500, 50001, f"Error in the backend data store: {self.service.error}")
             if not self.service.loaded.is_set():
                 raise RegistryError(500, 50002, f"{self.service.topic} is still being read back")
-            result = dispatch(self.service.registry, req, await self._access(req))
+            access = await self._access(req)
+            if _mutates(req):
+                writer = self.service.writer()   # the broker leading _schemas-0 makes every change
+                result = dispatch(writer.registry, req, access)
+                end = writer.end_offset()
+                await writer.wait_committed(end)
+                await self.service.wait_applied(end)
+            else:
+                self.service.catch_up()
+                result = dispatch(self.service.registry, req, access)
         except RegistryError as exc:
             return _registry_error(exc)
         except HttpError:
@@ -98,6 +107,13 @@ class RegistryServer:
                     raise unauthorized()
             principal = f"User:{user}"
         return Access(self.service.state.authorizer, principal, req.peer)
+
+
+def _mutates(req: Request) -> bool:
+    """A change (made by the writer): PUT and DELETE, and POST but for a lookup and a compatibility check."""
+    if req.method in ("PUT", "DELETE"):
+        return True
+    return req.method == "POST" and len(req.parts) == 3 and req.parts[0] == "subjects"
 
 
 def _registry_error(exc: RegistryError) -> Response:
