@@ -48,7 +48,8 @@ clients() {
   venv
   local h; h=$(cat pyproject.toml tools/bootstrap.sh compat-tests/package.json 2>/dev/null | sha1sum | cut -c1-16)
   if stamp_ok clients "$h" && [[ -f "$DEPS/java/kafka-clients.jar" ]] && command -v kcat >/dev/null \
-     && [[ -d compat-tests/node_modules/kafkajs ]]; then return; fi
+     && [[ -d compat-tests/node_modules/kafkajs ]] \
+     && [[ -d compat-tests/node_modules/@kafkajs/confluent-schema-registry ]]; then return; fi
   "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,tls,tools,compat]"
   if ! command -v kcat >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
@@ -79,7 +80,8 @@ if missing:
 PYEOF
     rm -rf "$tmp"
   fi
-  if [[ ! -d compat-tests/node_modules/kafkajs ]]; then
+  if [[ ! -d compat-tests/node_modules/kafkajs || ! -d compat-tests/node_modules/@kafkajs/confluent-schema-registry ]]
+  then
     (cd compat-tests && npm install --silent --no-audit --no-fund >/dev/null)
   fi
   stamp_set clients "$h"
