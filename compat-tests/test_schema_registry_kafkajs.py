@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from harness.broker import _free_port
 from harness.clients.base import which
+
 from kafkalite.tests.support.requires import missing
 
 HERE = Path(__file__).resolve().parent
