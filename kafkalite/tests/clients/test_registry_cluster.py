@@ -5,6 +5,7 @@ takes over and ids continue; a restarted broker catches up. Driven with confluen
 from __future__ import annotations
 
 import json
+import random
 import socket
 
 from kafkalite import Cluster
@@ -45,9 +46,22 @@ def test_every_broker_serves_one_registry_with_one_writer(tmp_path) -> None:  # 
         assert back.register_schema("again-value", Schema(schema("Again"), "AVRO")) == 8
 
 
+def _two_free_ports() -> int:
+    """A port p with p and p+1 free, below Linux's ephemeral range (32768-60999), so the brokers' own listeners
+    (port 0: the kernel picks from that range) cannot take p+1 meanwhile."""
+    for _ in range(200):
+        base = random.randrange(20000, 30000)
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", base))
+                b.bind(("127.0.0.1", base + 1))
+        except OSError:
+            continue
+        return base
+    raise AssertionError("no two consecutive free ports")
+
+
 def test_a_fixed_port_gives_each_broker_the_next_one(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        base = int(s.getsockname()[1])
+    base = _two_free_ports()
     with Cluster(brokers=2, data_dir=tmp_path, overrides={"kafkalite.schema.registry.listen": f"127.0.0.1:{base}"}) as c:
         assert c.schema_registry_urls() == {1: f"http://127.0.0.1:{base}", 2: f"http://127.0.0.1:{base + 1}"}
