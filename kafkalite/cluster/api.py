@@ -82,6 +82,19 @@ class Cluster(LoopOwner):
         node = self.runtime.node(node_id)
         return BrokerFaults(_BrokerHandle(node.config.log_dir, self))
 
+    def schema_registry_urls(self) -> dict[int, str]:
+        """Each running broker's schema registry URL when ``kafkalite.schema.registry.listen`` is set (every
+        broker serves it; the leader of ``_schemas-0`` makes the changes)."""
+        from kafkalite.registry import bound_address  # only when asked: not imported otherwise
+
+        out = {}
+        for nid, node in sorted(self.runtime.nodes.items()):
+            bound = bound_address(node.config.log_dir)
+            if bound is not None:
+                host, port = bound
+                out[nid] = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        return out
+
     @property
     def control_address(self) -> tuple[str, int] | None:
         """(host, port) of the cluster's HTTP control API when ``kafkalite.control.listen`` is set."""

@@ -30,7 +30,7 @@ from kafkalite.cluster import coordinators, replication
 from kafkalite.cluster.views import ClusterPlacement
 from kafkalite.config.addresses import parse_address
 from kafkalite.config.broker import BrokerConfig
-from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN
+from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN, SCHEMA_REGISTRY_LISTEN
 from kafkalite.errors import describe
 from kafkalite.faults.control import ClusterOpError as ClusterOpError  # (re-exported: the fault tools' seam)
 from kafkalite.metadata import MetadataRoom, PartitionState
@@ -94,6 +94,11 @@ class ClusterRuntime:
             if i:
                 v.pop(METRICS_LISTEN, None)
                 v.pop(CONSOLE_LISTEN, None)
+            registry = (v.get(SCHEMA_REGISTRY_LISTEN) or "").strip()
+            if registry and i:   # every broker serves the schema registry: a fixed port p gives p, p+1, ...
+                host, port = parse_address(registry)
+                shown = f"[{host}]" if ":" in host else host
+                v[SCHEMA_REGISTRY_LISTEN] = f"{shown}:{port + i if port else 0}"
             # one PLAINTEXT listener each: a fixed port p gives brokers p, p+1, ...; port 0 a free one each
             v["listeners"] = f"PLAINTEXT://{listener.host or '127.0.0.1'}:{listener.port + i if listener.port else 0}"
             v["node.id"] = str(nid)

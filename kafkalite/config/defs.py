@@ -430,6 +430,10 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("kafkalite.schema.registry.listen", "string", None,
          "HOST:PORT of the built-in Confluent-compatible Schema Registry (unset or empty: off; the schemas are kept "
          "in the _schemas topic)", _metrics_rule()),
+    _def("kafkalite.schema.registry.authentication.method", "string", "NONE",
+         "NONE, or BASIC: the schema registry asks for HTTP Basic credentials, checked against the broker's SASL "
+         "users (PLAIN JAAS users, SCRAM credentials); with an authorizer on, subjects are authorized as their "
+         "topics' ACLs say (kafkalite.registry.auth)", one_of("NONE", "BASIC")),
     _def("kafkalite.control.allow.remote", "boolean", "false",
          "let kafkalite.control.listen bind a non-loopback address (anyone who reaches it can inject faults)"),
 )}

@@ -8,6 +8,7 @@
                                                     &limit= &q= &in=any|key|value &window=
     /api/groups                                     groups of every type: type, state, members, total lag
     /api/groups/<g>                                 members with their assignment, offsets and lag
+    /api/schemas[/<subject>]                        the built-in schema registry (kafkalite.console.schemas)
 
 Bounded work, as everything on the broker's loop must be: topic and group walks yield every
 ``kafkalite.runtime.slices`` slice; a topic's detail loads at most its own partitions (in a worker thread, as
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from kafkalite.config.describe import describe_broker, describe_topic
+from kafkalite.console import schemas
 from kafkalite.console.render import show
 from kafkalite.coordinator.views import all_groups, consumer_group, share_group, share_partitions
 from kafkalite.httpd.server import HttpError as ApiError
@@ -68,6 +70,10 @@ async def dispatch(state: BrokerState, req: Request) -> Any:
         return await groups(state)
     if len(p) == 2 and p[0] == "groups":
         return await group(state, p[1])
+    if p == ["schemas"]:
+        return schemas.subjects(state)
+    if len(p) == 2 and p[0] == "schemas":
+        return schemas.subject(state, p[1])
     raise ApiError(404, f"no such endpoint: {req.path}")
 
 

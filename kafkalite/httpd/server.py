@@ -41,8 +41,12 @@ class HttpError(Exception):
         self.message = message
 
 
+def _host_of(addr: Any) -> str:
+    return str(addr[0]) if isinstance(addr, tuple) and addr else ""
+
+
 class Request:
-    __slots__ = ("body", "headers", "method", "parts", "path", "query")
+    __slots__ = ("body", "headers", "method", "parts", "path", "peer", "query")
 
     def __init__(self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes):
         self.method = method
@@ -52,6 +56,7 @@ class Request:
         self.query = query
         self.headers = headers
         self.body = body
+        self.peer = ""       # the client's address (set by the server once read)
 
     def json(self) -> dict[str, Any]:
         """The body as a JSON object (415 without the JSON content type, 400 for anything but an object)."""
@@ -205,15 +210,15 @@ class HttpServer:
             while True:
                 await limiter.acquire()
                 try:
-                    client, _ = await sock.accept()
+                    client, addr = await sock.accept()
                 except OSError as exc:
                     limiter.release()
                     log.info("%s: accept failed: %s", self.name, exc)
                     await trio.sleep(0.1)
                     continue
-                nursery.start_soon(self._client, client, limiter)
+                nursery.start_soon(self._client, client, limiter, _host_of(addr))
 
-    async def _client(self, client: trio.socket.SocketType, limiter: trio.Semaphore) -> None:
+    async def _client(self, client: trio.socket.SocketType, limiter: trio.Semaphore, peer: str = "") -> None:
         stream = trio.SocketStream(client)
         released = False
         try:
@@ -225,6 +230,7 @@ class HttpServer:
             if isinstance(req, HttpError):
                 answer: Response | Streaming = self.on_error(req)
             else:
+                req.peer = peer
                 try:
                     answer = await self.handler(req)
                 except HttpError as exc:

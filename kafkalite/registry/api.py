@@ -4,6 +4,7 @@
     GET    /schemas/types                                 ["JSON","PROTOBUF","AVRO"]
     GET    /schemas                                       every version (subjectPrefix, deleted, latestOnly)
     GET    /schemas/ids/{id}[/schema|/subjects|/versions] by id (subject: its context; deleted)
+    (``format=serialized`` on a schema's GETs and lookups: a Protobuf schema as its base64 FileDescriptorProto)
     GET    /subjects                                      subject names (subjectPrefix, deleted)
     POST   /subjects/{s}                                  look a schema up (normalize, deleted)
     DELETE /subjects/{s}                                  soft or permanent (permanent) delete
@@ -16,15 +17,19 @@
     POST   /compatibility/subjects/{s}/versions[/{v}]     {"is_compatible": bool} (verbose: + "messages")
     GET    /contexts                                      the contexts in use
 
-A path that is not one of these is 404 (error_code 404), a known path with another method 405.
+A path that is not one of these is 404 (error_code 404), a known path with another method 405. Each route
+checks what :mod:`kafkalite.registry.auth` maps its Confluent operation to (403, 40301 when denied); lists
+show only the subjects the caller may see.
 """
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from kafkalite.authz.acl import Op
 from kafkalite.httpd.server import Request, Response
 from kafkalite.registry import compat
+from kafkalite.registry.auth import OPEN, Access
 from kafkalite.registry.core import (
     DEFAULT_CONTEXT,
     Registry,
@@ -75,7 +80,7 @@ def _method() -> RegistryError:
     return RegistryError(405, 405, "HTTP 405 Method Not Allowed")
 
 
-def dispatch(reg: Registry, req: Request) -> Any:
+def dispatch(reg: Registry, req: Request, access: Access = OPEN) -> Any:
     parts = req.parts
     method = "GET" if req.method == "HEAD" else req.method
     if not parts:
@@ -84,16 +89,23 @@ def dispatch(reg: Registry, req: Request) -> Any:
         return {}
     head, rest = parts[0], parts[1:]
     if head == "subjects":
-        return _subjects(reg, req, method, rest)
+        return _subjects(reg, req, method, rest, access)
     if head == "schemas":
-        return _schemas(reg, req, method, rest)
-    if head == "config" and len(rest) <= 1:
-        return _config(reg, req, method, rest[0] if rest else None)
-    if head == "mode" and len(rest) <= 1:
-        return _mode(reg, req, method, rest[0] if rest else None)
+        return _schemas(reg, req, method, rest, access)
+    if head in ("config", "mode") and len(rest) <= 1:
+        subject = rest[0] if rest else None
+        op = Op.DESCRIBE_CONFIGS if method == "GET" else Op.ALTER_CONFIGS
+        if subject is None:
+            access.cluster(op)
+        else:
+            access.subject(op, subject)
+        if head == "config":
+            return _config(reg, req, method, subject)
+        return _mode(reg, req, method, subject)
     if head == "compatibility" and len(rest) in (3, 4) and rest[0] == "subjects" and rest[2] == "versions":
         if method != "POST":
             raise _method()
+        access.subject(Op.WRITE, rest[1])
         msgs = reg.check_compatibility(rest[1], rest[3] if len(rest) == 4 else None, body_json(req),
                                        _flag(req, "normalize"))
         out: dict[str, Any] = {"is_compatible": not msgs}
@@ -105,17 +117,19 @@ def dispatch(reg: Registry, req: Request) -> Any:
     raise _not_found()
 
 
-def _subjects(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
+def _subjects(reg: Registry, req: Request, method: str, rest: list[str], access: Access) -> Any:
     deleted = _flag(req, "deleted")
     if not rest:
         if method != "GET":
             raise _method()
-        return reg.subjects(req.query.get("subjectPrefix", ""), deleted)
+        return access.visible(reg.subjects(req.query.get("subjectPrefix", ""), deleted))
     subject = rest[0]
+    access.subject(Op.DELETE if method == "DELETE" else Op.WRITE if method == "POST" and len(rest) == 2
+                   else Op.READ, subject)
     if len(rest) == 1:
         if method == "POST":
             v = reg.lookup(subject, body_json(req), _flag(req, "normalize"), deleted)
-            return schema_json(v)
+            return schema_json(reg.formatted(v, req.query.get("format")))
         if method == "DELETE":
             return reg.delete_subject(subject, _flag(req, "permanent"))
         raise _method()
@@ -133,21 +147,21 @@ def _subjects(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
     version = rest[2]
     if len(rest) == 3:
         if method == "GET":
-            return schema_json(reg.version(subject, version, deleted))
+            return schema_json(reg.formatted(reg.version(subject, version, deleted), req.query.get("format")))
         if method == "DELETE":
             return reg.delete_version(subject, version, _flag(req, "permanent"))
         raise _method()
     if method != "GET":
         raise _method()
     if rest[3] == "schema":
-        return _raw(reg.version(subject, version, deleted).schema)
+        return _raw(reg.formatted(reg.version(subject, version, deleted), req.query.get("format")).schema)
     if rest[3] == "referencedby":
         v = reg.version(subject, version, True)
         return sorted({x.id for x in reg.referenced_by(subject, v.version, deleted)})
     raise _not_found()
 
 
-def _schemas(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
+def _schemas(reg: Registry, req: Request, method: str, rest: list[str], access: Access) -> Any:
     if method != "GET":
         raise _method()
     deleted = _flag(req, "deleted")
@@ -156,9 +170,11 @@ def _schemas(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
         latest_only = _flag(req, "latestOnly")
         out = []
         for name in reg.subjects(prefix, deleted):
+            if not access.subject_allowed(Op.READ, name):
+                continue
             versions = reg.all_versions(name) if deleted else reg.live(name)
             for v in versions[-1:] if latest_only else versions:
-                out.append(schema_json(v))
+                out.append(schema_json(reg.formatted(v, req.query.get("format"))))
         return out
     if rest == ["types"]:
         return list(compat.TYPES)
@@ -166,19 +182,24 @@ def _schemas(reg: Registry, req: Request, method: str, rest: list[str]) -> Any:
         raise _not_found()
     sid = _schema_id(rest[1])
     subject = req.query.get("subject")
+    if access.authorizer is not None:   # SCHEMA_READ: READ on any subject holding the id
+        holders = {v.subject for v in reg.id_versions(sid, subject, deleted=True)}
+        if not any(access.subject_allowed(Op.READ, s) for s in holders):
+            raise RegistryError(403, 40301, f"User {access.principal} is denied operation READ on Schema: {sid}")
     if len(rest) == 2:
-        v = reg.by_schema_id(sid, subject)
+        v = reg.formatted(reg.by_schema_id(sid, subject), req.query.get("format"))
         out_one = schema_json(v, subject=False)
         if _flag(req, "fetchMaxId"):
             out_one["maxId"] = reg.max_id.get(context_of(subject), 0)
         return out_one
     what = rest[2]
     if what == "schema":
-        return _raw(reg.by_schema_id(sid, subject).schema)
+        return _raw(reg.formatted(reg.by_schema_id(sid, subject), req.query.get("format")).schema)
     if what == "subjects":
-        return sorted({v.subject for v in reg.id_versions(sid, subject, deleted)})
+        return access.visible(sorted({v.subject for v in reg.id_versions(sid, subject, deleted)}))
     if what == "versions":
-        return [{"subject": v.subject, "version": v.version} for v in reg.id_versions(sid, subject, deleted)]
+        return [{"subject": v.subject, "version": v.version} for v in reg.id_versions(sid, subject, deleted)
+                if access.subject_allowed(Op.DESCRIBE, v.subject)]
     raise _not_found()
 
 

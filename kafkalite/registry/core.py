@@ -389,6 +389,17 @@ class Registry:
     def parsed(self, v: R.SchemaValue) -> compat.Parsed:
         return self._parse(v.schema_type, v.schema, v.references)
 
+    def formatted(self, v: R.SchemaValue, fmt: str | None) -> R.SchemaValue:
+        """``v`` with its schema in ``?format=fmt`` (``serialized``: a Protobuf schema's descriptor, base64);
+        other formats, and other types, as stored."""
+        if not fmt or v.schema_type != "PROTOBUF":
+            return v
+        text = compat.formatted(self.parsed(v), fmt)
+        if text is None:
+            return v
+        return R.SchemaValue(v.subject, v.version, v.id, text, v.schema_type, v.references, v.metadata,
+                             v.rule_set, v.deleted, v.md5)
+
     def register(self, subject: str, body: dict[str, Any], normalize: bool = False) -> dict[str, Any]:
         """POST /subjects/{s}/versions: the schema's id (an existing version's, or a new version's)."""
         _check_subject(subject)

@@ -17,9 +17,11 @@ from typing import Any
 
 import trio
 
+from kafkalite.config.sidecars import SCHEMA_REGISTRY_AUTH
 from kafkalite.httpd import server as httpserve
 from kafkalite.httpd.server import HttpError, HttpServer, Request, Response, is_loopback
 from kafkalite.registry.api import CONTENT_TYPE, dispatch
+from kafkalite.registry.auth import ANONYMOUS, Access, Users, basic_credentials, unauthorized
 from kafkalite.registry.core import RegistryError
 
 log = logging.getLogger("kafkalite.registry")
@@ -40,6 +42,10 @@ async def bind(host: str, port: int) -> tuple[trio.socket.SocketType, tuple[str,
 class RegistryServer:
     def __init__(self, service: Any, bound: tuple[str, int]) -> None:
         self.service = service
+        state = service.state
+        self.basic = (state.config.get_str(SCHEMA_REGISTRY_AUTH) or "NONE").upper() == "BASIC"
+        self.users = Users(lambda: [sec.plain_users for sec in state.listener_security.values() if sec.plain_users],
+                           state.scram.get if state.scram is not None else (lambda user, mech: None))
         host, port = bound
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{port}"
@@ -63,7 +69,16 @@ class RegistryServer:
                 raise RegistryError(500, 50001, f"Error in the backend data store: {self.service.error}")
             if not self.service.loaded.is_set():
                 raise RegistryError(500, 50002, f"{self.service.topic} is still being read back")
-            result = dispatch(self.service.registry, req)
+            access = await self._access(req)
+            if _mutates(req):
+                writer = self.service.writer()   # the broker leading _schemas-0 makes every change
+                result = dispatch(writer.registry, req, access)
+                end = writer.end_offset()
+                await writer.wait_committed(end)
+                await self.service.wait_applied(end)
+            else:
+                self.service.catch_up()
+                result = dispatch(self.service.registry, req, access)
         except RegistryError as exc:
             return _registry_error(exc)
         except HttpError:
@@ -77,9 +92,34 @@ class RegistryServer:
                                                       ensure_ascii=False).encode("utf-8"))
 
 
+    async def _access(self, req: Request) -> Access:
+        """The caller's principal (HTTP Basic against the broker's SASL users when BASIC is on) and the broker's
+        authorizer; 401 for missing or wrong credentials."""
+        principal = ANONYMOUS
+        if self.basic:
+            header = req.headers.get("authorization")
+            if not header:
+                raise unauthorized()
+            user, password = basic_credentials(header)
+            if not self.users.cached(user, password):
+                ok = await trio.to_thread.run_sync(self.users.verify, user, password)   # PBKDF2 for SCRAM
+                if not ok:
+                    raise unauthorized()
+            principal = f"User:{user}"
+        return Access(self.service.state.authorizer, principal, req.peer)
+
+
+def _mutates(req: Request) -> bool:
+    """A change (made by the writer): PUT and DELETE, and POST but for a lookup and a compatibility check."""
+    if req.method in ("PUT", "DELETE"):
+        return True
+    return req.method == "POST" and len(req.parts) == 3 and req.parts[0] == "subjects"
+
+
 def _registry_error(exc: RegistryError) -> Response:
     body = json.dumps({"error_code": exc.code, "message": exc.message}, ensure_ascii=False).encode("utf-8")
-    return Response(exc.status, CONTENT_TYPE, body)
+    extra = 'WWW-Authenticate: Basic realm="kafkalite schema registry"\r\n' if exc.status == 401 else ""
+    return Response(exc.status, CONTENT_TYPE, body, extra)
 
 
 def _error(exc: HttpError) -> Response:

@@ -332,6 +332,39 @@ async function pageGroup(gid) {
   liveEvents("view=group&id=" + enc(gid), render, "groups/" + enc(gid), 1000);
 }
 
+// -- schema registry ------------------------------------------------------------------------------------
+async function pageSchemas() {
+  const d = await api("schemas");
+  if (!d.enabled) {
+    main.replaceChildren(el("h1", { text: "Schemas" }),
+      el("p", { class: "muted", id: "schemas-off", text: "The built-in schema registry is off: start the broker with --schema-registry." }));
+    return;
+  }
+  const body = el("tbody", {}, d.subjects.map((s) => el("tr", { "data-subject": s.subject, class: s.deleted ? "deleted" : "" },
+    el("td", {}, el("a", { href: "#/schema/" + enc(s.subject), text: s.subject })), td(s.type, "type"), nd(s.versions),
+    nd(s.latest), ident(s.id), td(s.compatibility, "compatibility"), td(s.mode, "mode"))));
+  main.replaceChildren(el("h1", { text: "Schemas" }),
+    el("p", { class: "muted", id: "schemas-url", text: "Schema Registry at " + (d.url || "–") + " · " + num(d.count) + " subject(s)" + (d.count > d.subjects.length ? " (first " + num(d.subjects.length) + " shown)" : "") }),
+    el("table", { id: "schemas" }, el("thead", {}, el("tr", {}, ["subject", "type", "versions", "latest", "id", "compatibility", "mode"].map((h) => el("th", { text: h })))), body),
+    el("p", { class: "muted", text: "Subjects of the _schemas topic; soft-deleted subjects are greyed out. The same registry answers Confluent's REST API and `kafkalite schemas`." }));
+}
+
+async function pageSchema(subject) {
+  const d = await api("schemas/" + enc(subject));
+  const versions = d.versions.map((v) => el("section", { class: "schema-version" + (v.deleted ? " deleted" : ""), "data-version": String(v.version) },
+    el("h2", { text: "version " + v.version + " · id " + v.id + " · " + v.type + (v.deleted ? " · soft-deleted" : "") }),
+    v.references.length ? el("p", { class: "muted", text: "references: " + v.references.map((r) => r.name + " → " + r.subject + " v" + r.version).join(", ") }) : "",
+    el("pre", { class: "schema", text: prettySchema(v) })));
+  main.replaceChildren(el("h1", { text: "Subject " + d.subject }),
+    el("p", { id: "schema-config", text: "compatibility " + d.compatibility + " · mode " + d.mode + " · " + d.versions.length + " version(s)" }),
+    ...versions.reverse());
+}
+
+function prettySchema(v) {
+  if (v.type === "PROTOBUF") return v.schema;
+  try { return JSON.stringify(JSON.parse(v.schema), null, 2); } catch (e) { return v.schema; }
+}
+
 // -- router -------------------------------------------------------------------------------------------
 async function route() {
   generation++;
@@ -339,7 +372,7 @@ async function route() {
   closeDialog();
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   for (const a of document.querySelectorAll("header nav a")) a.classList.remove("active");
-  const nav = { brokers: "nav-brokers", topics: "nav-topics", topic: "nav-topics", messages: "nav-topics", groups: "nav-groups", group: "nav-groups" }[parts[0]];
+  const nav = { brokers: "nav-brokers", topics: "nav-topics", topic: "nav-topics", messages: "nav-topics", groups: "nav-groups", group: "nav-groups", schemas: "nav-schemas", schema: "nav-schemas" }[parts[0]];
   if (nav) document.getElementById(nav).classList.add("active");
   main.setAttribute("data-page", parts[0] || "topics");
   main.removeAttribute("data-ready");
@@ -349,6 +382,8 @@ async function route() {
     else if (parts[0] === "messages" && parts[1] && parts[2] !== undefined) await pageMessages(parts[1], Number(parts[2]));
     else if (parts[0] === "groups") await pageGroups();
     else if (parts[0] === "group" && parts[1]) await pageGroup(parts.slice(1).join("/"));
+    else if (parts[0] === "schemas") await pageSchemas();
+    else if (parts[0] === "schema" && parts[1]) await pageSchema(parts.slice(1).join("/"));
     else { main.setAttribute("data-page", "topics"); await pageTopics(); }
   } catch (e) { showError(main, e); }
   main.setAttribute("data-ready", String(generation));

@@ -51,8 +51,8 @@ def parse(schema_type: str, text: str, references: list[Resolved] | None = None)
             return Parsed("JSON", jsonschema.canonical(doc), jsonschema.canonical(doc, normalize=True),
                           jsonschema.Resolved(doc, {name: jsonschema.parse(t) for name, t, _ in refs}))
         if schema_type == "PROTOBUF":
-            proto = protobuf.parse(text)
-            return Parsed("PROTOBUF", protobuf.canonical(text), protobuf.canonical(text), proto)
+            proto = protobuf.parse(text, refs)
+            return Parsed("PROTOBUF", protobuf.canonical(proto), protobuf.normalized(proto), proto)
     except ValueError as exc:
         raise InvalidSchema(str(exc)) from None
     raise InvalidSchema(f"Invalid schema type {schema_type}")
@@ -68,15 +68,24 @@ def _avro_refs(refs: list[Resolved], named: dict[str, Any], depth: int) -> None:
         avro.parse(text, named)
 
 
-def can_read(reader: Parsed, writer: Parsed) -> list[str]:
+def can_read(reader: Parsed, writer: Parsed, names: tuple[str, str] = ("new", "old")) -> list[str]:
+    """Why ``reader`` cannot read data written with ``writer``; ``names`` are what the messages call the
+    reader and the writer (Confluent's "new"/"old", swapped for FORWARD)."""
     if reader.schema_type != writer.schema_type:
-        return [f"{{errorType:'TYPE_MISMATCH', description:'schema type changed from {writer.schema_type} to "
-                f"{reader.schema_type}'}}"]
+        return ["Incompatible because of different schema type"]
     if reader.schema_type == "AVRO":
         return avro.can_read(reader.tree, writer.tree)
     if reader.schema_type == "JSON":
         return jsonschema.can_read(reader.tree, writer.tree)
-    return protobuf.can_read(reader.tree, writer.tree)
+    return protobuf.can_read(reader.tree, writer.tree, *names)
+
+
+def formatted(parsed: Parsed, fmt: str | None) -> str | None:
+    """The schema in a ``?format=`` other than its stored text (None: the stored text): ``serialized`` for
+    Protobuf (the base64 of its FileDescriptorProto). Unknown formats are ignored, as Confluent does."""
+    if fmt == "serialized" and parsed.schema_type == "PROTOBUF":
+        return protobuf.serialized(parsed.tree)
+    return None
 
 
 def check(level: str, new: Parsed, previous: list[tuple[int, str, Callable[[], Parsed]]]) -> list[str]:
@@ -87,16 +96,19 @@ def check(level: str, new: Parsed, previous: list[tuple[int, str, Callable[[], P
     targets = previous if level.endswith("_TRANSITIVE") else previous[-1:]
     base = level.removesuffix("_TRANSITIVE")
     out: list[str] = []
-    for version, text, load in reversed(targets):
+    for version, text, load in reversed(targets):   # newest first; the first failing version is reported
         old = load()
         msgs: list[str] = []
-        if base in ("BACKWARD", "FULL"):
-            msgs += can_read(new, old)
         if base in ("FORWARD", "FULL"):
-            msgs += can_read(old, new)
+            msgs += can_read(old, new, ("old", "new"))
+        if base in ("BACKWARD", "FULL"):
+            msgs += can_read(new, old, ("new", "old"))
         if msgs:
+            shown = text if len(text) <= 10 * 1024 else None
             out += msgs
             out.append(f"{{oldSchemaVersion: {version}}}")
-            out.append(f"{{oldSchema: '{text}'}}")
+            out.append(f"{{oldSchema: '{text}'}}" if shown is not None
+                       else f"{{oldSchema: <truncated> '{text[:10 * 1024]}...'}}")
             out.append(f"{{compatibility: '{level}'}}")
+            return out
     return out

@@ -83,11 +83,12 @@ def test_dockerfile_commands_are_real_entry_points() -> None:
     env = _image_env()
     keys = env_overrides({k: v for k, v in env.items() if k.startswith("KAFKALITE_")})
     assert keys and all(k in DEFAULTS for k in keys), sorted(set(keys) - set(DEFAULTS))
-    # the exposed ports are the ones the broker, console and metrics listen on
+    # the exposed ports are the ones the broker, console, metrics and schema registry listen on
     exposed = {int(p) for op, r in steps if op == "EXPOSE" for p in r.split()}
     ports = {int(env["KAFKALITE_LISTENERS"].rsplit(":", 1)[1]),
              int(env["KAFKALITE_CONSOLE_LISTEN"].rsplit(":", 1)[1]),
-             int(env["KAFKALITE_METRICS_LISTEN"].rsplit(":", 1)[1])}
+             int(env["KAFKALITE_METRICS_LISTEN"].rsplit(":", 1)[1]),
+             int(env["KAFKALITE_SCHEMA_REGISTRY_LISTEN"].rsplit(":", 1)[1])}
     assert exposed == ports
     # the wheel is installed with extras that exist
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
@@ -191,7 +192,8 @@ def test_run_prints_where_console_and_metrics_are(tmp_path: Path) -> None:
 
 def test_container_command_with_the_image_environment(tmp_path: Path) -> None:
     """The image's ENTRYPOINT and HEALTHCHECK, run as processes with its ENV (0.0.0.0 -> 127.0.0.1, the ports
-    -> free ones, /data -> a temporary directory): the log names the console and metrics, the health check
+    -> free ones, /data -> a temporary directory): the log names the console, metrics and schema registry (which
+    answers), the health check
     passes while the broker runs and fails once it is gone."""
     steps = _dockerfile()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALITE_")}
@@ -207,8 +209,11 @@ def test_container_command_with_the_image_environment(tmp_path: Path) -> None:
     proc, q = _serve(env, *entry[2:])
     try:
         assert proc.stdout is not None and proc.stdout.readline().startswith("kafkalite ready on 127.0.0.1:")
-        found = _wait_for(q, "console at ", "metrics at ")
+        found = _wait_for(q, "console at ", "metrics at ", "schema registry at ")
         assert f":{ports['8080']}/" in found["console at "] and f":{ports['9404']}/metrics" in found["metrics at "]
+        assert f":{ports['8081']}/" in found["schema registry at "]
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports['8081']}/schemas/types", timeout=TIMEOUT) as resp:
+            assert json.loads(resp.read()) == ["JSON", "PROTOBUF", "AVRO"]
         ok = _health(env, *health[2:])
         assert ok.returncode == 0 and f":{ports['9404']}/health" in ok.stdout, ok
         # with metrics off, the check falls back to the broker's listener
