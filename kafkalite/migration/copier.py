@@ -30,13 +30,14 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.client.wire import error_name
 from kafkalite.migration.offsetmap import Journal, PartitionMap
 from kafkalite.migration.props import Side
-from kafkalite.migration.source import RETRIABLE, Rec, Source, SourceError
+from kafkalite.migration.source import RETRIABLE, RawRead, Rec, Source, SourceError
 
 TP = tuple[str, int]
 OFFSET_OUT_OF_RANGE = 1
@@ -115,18 +116,21 @@ class Copier:
 
     # -- delivery reports ------------------------------------------------------------------------------------
     def _delivered(self, err: Any, msg: Any) -> None:
-        tp = (msg.topic(), msg.partition())
-        part = self._parts.get(tp)
-        if part is None:
-            return
-        if not part.inflight:   # a filler record (padding): not a copied record
+        part = self._parts.get((msg.topic(), msg.partition()))
+        if part is None or not part.inflight:   # not ours, or a filler record (padding): not a copied record
             return
         src = part.inflight.popleft()
         if err is not None:
             if self._error is None:
-                self._error = f"{tp[0]}-{tp[1]}: the target refused the record at source offset {src}: {err.str()}"
+                self._error = (f"{msg.topic()}-{msg.partition()}: the target refused the record at source offset "
+                               f"{src}: {err.str()}")
             return
-        part.map.add(src, msg.offset())
+        m = part.map
+        tgt = msg.offset()
+        if m.lens and src == m.srcs[-1] + m.lens[-1] and tgt == m.tgts[-1] + m.lens[-1]:
+            m.lens[-1] += 1   # the common case, inline: the record continues the last run
+        else:
+            m.add(src, tgt)
         self.stats.records += 1
 
     def _check(self) -> None:
@@ -278,32 +282,52 @@ class Copier:
                 self.journal.copied_through(tp, part.plan.end)
         self.checkpoint()   # the starting point of the progress
         last_ckpt = time.monotonic()
-        while active:
-            if self._inflight() > MAX_IN_FLIGHT:
-                self.producer.poll(0.05)
+        with ThreadPoolExecutor(1, thread_name_prefix="migrate-fetch") as pool:
+            ahead: Future[dict[TP, RawRead]] | None = None
+            while active:
+                if self._inflight() > MAX_IN_FLIGHT:
+                    self.producer.poll(0.05)
+                    self._check()
+                else:
+                    if ahead is None:
+                        ahead = pool.submit(self.source.fetch_raw, {tp: p.fetch_at for tp, p in active.items()})
+                    try:
+                        raws = ahead.result()
+                    except SourceError as exc:
+                        raise CopyError(str(exc)) from None
+                    ahead = None
+                    # the next Fetch goes out while this answer is decoded and produced (only when no partition
+                    # needs the source for something else this round: one connection, one request at a time)
+                    if all(r.error == 0 for r in raws.values()) and self._inflight() < MAX_IN_FLIGHT // 2:
+                        nxt = {tp: min(r.next_offset, active[tp].plan.end) for tp, r in raws.items()}
+                        nxt = {tp: o for tp, o in nxt.items() if o < active[tp].plan.end}
+                        if nxt:
+                            ahead = pool.submit(self.source.fetch_raw, nxt)
+                    self._process(active, raws)
+                self.producer.poll(0)
                 self._check()
-            else:
-                self._fetch_round(active)
-            self.producer.poll(0)
-            self._check()
-            now = time.monotonic()
-            if now - last_ckpt >= CHECKPOINT_S:
-                self.checkpoint()
-                last_ckpt = now
+                now = time.monotonic()
+                if now - last_ckpt >= CHECKPOINT_S:
+                    self.checkpoint()
+                    last_ckpt = now
+            if ahead is not None:
+                ahead.cancel()
         self._flush(self.producer)
         for part in self._parts.values():
             part.done = True
         self.checkpoint()
         return self.stats
 
-    def _fetch_round(self, active: dict[TP, _Part]) -> None:
-        wants = {tp: part.fetch_at for tp, part in active.items()}
-        try:
-            reads = self.source.fetch(wants)
-        except SourceError as exc:
-            raise CopyError(str(exc)) from None
-        for tp, r in reads.items():
-            part = active[tp]
+    def _process(self, active: dict[TP, _Part], raws: dict[TP, RawRead]) -> None:
+        for tp, raw in raws.items():
+            part = active.get(tp)
+            if part is None or raw.fetch_offset != part.fetch_at:
+                continue   # a partition finished, or moved (an error) since the Fetch was sent
+            try:
+                r = raw.decode(tp)
+            except SourceError as exc:
+                raise CopyError(str(exc)) from None
+            wants_at = raw.fetch_offset
             if r.error == OFFSET_OUT_OF_RANGE:
                 start = self._log_start(tp)
                 if start <= part.fetch_at:
@@ -338,7 +362,7 @@ class Copier:
             if aborted_run:
                 self._write_aborted(part, aborted_run)
             part.fetch_at = max(part.fetch_at, min(r.next_offset, part.plan.end))
-            if r.next_offset <= wants[tp]:
+            if r.next_offset <= wants_at:
                 part.stalls += 1
                 if part.stalls > 50:
                     raise CopyError(f"{tp[0]}-{tp[1]}: no progress at source offset {part.fetch_at} (its high "

@@ -127,7 +127,12 @@ class Journal:
 
     def __init__(self, state_dir: Path) -> None:
         self.path = Path(state_dir) / FILE_NAME
-        self.maps: dict[TP, PartitionMap] = load(self.path)
+        self.maps, committed = _load(self.path)
+        if self.path.exists() and self.path.stat().st_size > committed:
+            # a crash left an incomplete group (or a cut line): drop it, so new lines start on a line of their own
+            with open(self.path, "r+b") as f:
+                f.truncate(committed)
+                os.fsync(f.fileno())
         self._lines: list[str] = []
         # per partition: (runs, length of the last run) already in the journal
         self._marks: dict[TP, tuple[int, int]] = {
@@ -204,25 +209,35 @@ def _fsync_dir(path: Path) -> None:
 
 def load(path: Path | str) -> dict[TP, PartitionMap]:
     """The maps of a journal file (missing: empty); lines after the last ``k`` are ignored."""
+    return _load(path)[0]
+
+
+def _load(path: Path | str) -> tuple[dict[TP, PartitionMap], int]:
+    """The maps, and the length in bytes of the file up to its last complete group."""
     try:
-        text = Path(path).read_text()
+        data = Path(path).read_bytes()
     except FileNotFoundError:
-        return {}
+        return {}, 0
     maps: dict[TP, PartitionMap] = {}
     pending: list[list[str]] = []
-    lines = text.split("\n")
-    if not text.endswith("\n"):
-        lines.pop()   # a line cut by a crash
-    for line in lines:
-        parts = line.split()
+    pos = committed = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        if end < 0:
+            break   # a line cut by a crash
+        parts = data[pos:end].decode().split()
+        pos = end + 1
         if not parts or parts[0].startswith("#"):
+            if not pending:
+                committed = pos
             continue
         if parts[0] == "k":
             _apply(maps, pending)
             pending = []
+            committed = pos
         else:
             pending.append(parts)
-    return maps
+    return maps, committed
 
 
 def _apply(maps: dict[TP, PartitionMap], lines: Iterable[list[str]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TextIO
 
 WIDTH = 30
@@ -23,13 +24,15 @@ def _clock(seconds: float) -> str:
 
 class ProgressBar:
     def __init__(self, total: int, *, out: TextIO | None = None, tty: bool | None = None,
-                 interval: float = 5.0, enabled: bool = True) -> None:
+                 interval: float = 5.0, enabled: bool = True,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         self.total = max(total, 0)
         self.out = out or sys.stderr
         self.tty = self.out.isatty() if tty is None else tty
         self.interval = 0.25 if self.tty else interval
         self.enabled = enabled
-        self.start = time.monotonic()
+        self.start = clock()
         self._last = 0.0
         self._samples: deque[tuple[float, int, int]] = deque()
         self._shown = False
@@ -54,7 +57,7 @@ class ProgressBar:
 
     def update(self, done: int, records: int, force: bool = False) -> None:
         self.done, self.records = done, records
-        now = time.monotonic()
+        now = self.clock()
         if not self._samples:
             self._samples.append((self.start, done, records))
         self._samples.append((now, done, records))
@@ -85,4 +88,4 @@ class ProgressBar:
 
     @property
     def elapsed(self) -> float:
-        return time.monotonic() - self.start
+        return self.clock() - self.start

@@ -216,6 +216,10 @@ class Migration:
             start = _offsets(src_admin, tps, "earliest", o.timeout)
             for p in plans:
                 topics.ensure(tgt_admin, p, state, o.timeout)
+            try:
+                topics.wait_ready(tgt_admin, plans, o.timeout)
+            except RuntimeError as exc:
+                raise MigrateError(str(exc)) from None
             tstart = _offsets(tgt_admin, tps, "earliest", o.timeout)
             tend = _offsets(tgt_admin, tps, "latest", o.timeout)
             self._copy(state, plans, tps, start, ends, tstart, tend)

@@ -32,7 +32,6 @@ from kafkalite_storage.batch import (
     batch_payload,
     compute_crc,
     iter_batches,
-    iter_records,
     parse_control_marker,
 )
 from kafkalite_wire.messages import FetchRequest, ListOffsetsRequest, MetadataRequest
@@ -73,6 +72,26 @@ class PartitionRead:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     error: int = 0
+
+
+@dataclass
+class RawRead:
+    """One partition of a Fetch answer before its records are decoded."""
+
+    data: bytes
+    aborted: list[tuple[int, int]]
+    fetch_offset: int
+    next_offset: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    error: int = 0
+
+    def decode(self, tp: TP) -> PartitionRead:
+        if self.error:
+            return PartitionRead([], self.fetch_offset, error=self.error)
+        recs, nxt = decode_partition(self.data, self.aborted, self.fetch_offset, f"{tp[0]}-{tp[1]}")
+        return PartitionRead(recs, nxt, self.high_watermark, self.last_stable_offset, self.log_start_offset)
 
 
 @dataclass
@@ -128,12 +147,103 @@ def decode_partition(data: bytes, aborted: list[tuple[int, int]], fetch_offset: 
         next_offset = max(next_offset, hdr.next_offset)
         if kind == "control" or hdr.records_count == 0 or hdr.last_offset < fetch_offset:
             continue
-        aborted_batch = kind == "aborted"
-        lat = hdr.is_log_append_time
-        for r in iter_records(hdr, batch_payload(batch, hdr)):
-            if r.offset >= fetch_offset:
-                out.append(Rec(r.offset, r.timestamp, r.key, r.value, r.headers, aborted_batch, lat))
+        try:
+            _records(bytes(batch_payload(batch, hdr)), hdr, fetch_offset, kind == "aborted", out)
+        except (IndexError, ValueError, UnicodeDecodeError) as exc:
+            raise SourceError(f"{where}: the batch at offset {hdr.base_offset} does not parse ({exc})") from None
     return out, next_offset
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint at ``pos``: (value, position after it)."""
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    raw, shift = b & 0x7F, 7
+    while True:
+        pos += 1
+        b = buf[pos]
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos + 1
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _records(buf: bytes, hdr: BatchHeader, fetch_offset: int, aborted: bool, out: list[Rec]) -> None:
+    """The records of one (decompressed) batch payload, appended to ``out``. The hot loop of the copy: the same
+    format as kafkalite_storage.batch reads (length, attributes, timestamp delta, offset delta, key, value,
+    headers; every integer a zig-zag varint), in one function with the single-byte varints read inline, about
+    three times cheaper per record than the general reader."""
+    pos = 0
+    base_offset, base_ts, max_ts = hdr.base_offset, hdr.base_timestamp, hdr.max_timestamp
+    lat = hdr.is_log_append_time
+    append = out.append
+    varint = _varint
+    for _ in range(hdr.records_count):
+        b = buf[pos]
+        if b < 0x80:
+            end = pos + 1 + ((b >> 1) ^ -(b & 1))
+            pos += 2   # the length byte and the attributes (unused in v2)
+        else:
+            length, pos = varint(buf, pos)
+            end = pos + length
+            pos += 1
+        b = buf[pos]
+        if b < 0x80:
+            ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            ts_delta, pos = varint(buf, pos)
+        b = buf[pos]
+        if b < 0x80:
+            off_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            off_delta, pos = varint(buf, pos)
+        b = buf[pos]
+        if b < 0x80:
+            n, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            n, pos = varint(buf, pos)
+        if n < 0:
+            key = None
+        else:
+            key = buf[pos:pos + n]
+            pos += n
+        b = buf[pos]
+        if b < 0x80:
+            n, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            n, pos = varint(buf, pos)
+        if n < 0:
+            value = None
+        else:
+            value = buf[pos:pos + n]
+            pos += n
+        headers: tuple[tuple[str, bytes | None], ...] = ()
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count, pos = varint(buf, pos)
+            hs: list[tuple[str, bytes | None]] = []
+            for _h in range(count):
+                n, pos = varint(buf, pos)
+                if n < 0:
+                    raise ValueError("a header without a name")
+                name = buf[pos:pos + n].decode()
+                pos += n
+                n, pos = varint(buf, pos)
+                if n < 0:
+                    hs.append((name, None))
+                else:
+                    hs.append((name, buf[pos:pos + n]))
+                    pos += n
+            headers = tuple(hs)
+        if pos != end or pos > len(buf):
+            raise ValueError("a record's length does not match its fields")
+        offset = base_offset + off_delta
+        if offset >= fetch_offset:
+            append(Rec(offset, max_ts if lat else base_ts + ts_delta, key, value, headers, aborted, lat))
 
 
 class Source:
@@ -203,11 +313,19 @@ class Source:
 
     def fetch(self, wants: dict[TP, int], *, partition_max_bytes: int = 1 << 20, max_bytes: int = 16 << 20,
               max_wait_ms: int = 100) -> dict[TP, PartitionRead]:
-        """One read_committed Fetch per leader for ``wants`` (partition -> offset)."""
+        """One read_committed Fetch per leader for ``wants`` (partition -> offset), records decoded."""
+        raw = self.fetch_raw(wants, partition_max_bytes=partition_max_bytes, max_bytes=max_bytes,
+                             max_wait_ms=max_wait_ms)
+        return {tp: r.decode(tp) for tp, r in raw.items()}
+
+    def fetch_raw(self, wants: dict[TP, int], *, partition_max_bytes: int = 1 << 20, max_bytes: int = 16 << 20,
+                  max_wait_ms: int = 100) -> dict[TP, RawRead]:
+        """The Fetch alone: the batches' bytes, not decoded (little work under the GIL: the copy runs it in a
+        thread of its own while it decodes and produces the previous answer)."""
         by_leader: dict[tuple[str, int], dict[TP, int]] = {}
         for tp, off in wants.items():
             by_leader.setdefault(self.leader_addr(tp), {})[tp] = off
-        out: dict[TP, PartitionRead] = {}
+        out: dict[TP, RawRead] = {}
         for addr, parts in by_leader.items():
             topics: dict[str, list[Any]] = {}
             for (t, p), off in parts.items():
@@ -228,12 +346,14 @@ class Source:
                     if pd.error_code:
                         if pd.error_code in RETRIABLE:
                             self.meta = None
-                        out[tp] = PartitionRead([], off, error=pd.error_code)
+                        out[tp] = RawRead(b"", [], off, off, error=pd.error_code)
                         continue
-                    aborted = [(a.producer_id, a.first_offset) for a in (pd.aborted_transactions or [])]
-                    recs, nxt = decode_partition(bytes(pd.records or b""), aborted, off, f"{t.topic}-{pd.partition_index}")
-                    out[tp] = PartitionRead(recs, nxt, pd.high_watermark, pd.last_stable_offset,
-                                            pd.log_start_offset)
+                    data = bytes(pd.records or b"")
+                    nxt = off
+                    for _pos, hdr in iter_batches(data):
+                        nxt = max(nxt, hdr.next_offset)
+                    out[tp] = RawRead(data, [(a.producer_id, a.first_offset) for a in (pd.aborted_transactions or [])],
+                                      off, nxt, pd.high_watermark, pd.last_stable_offset, pd.log_start_offset)
         return out
 
     def list_offset(self, tp: TP, timestamp: int) -> int:

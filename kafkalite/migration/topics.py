@@ -19,6 +19,7 @@ the target, as on the source. A topic that already existed on the target gets it
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -195,3 +196,19 @@ def finalize(admin: Any, plan: TopicPlan, state: State, timeout: float) -> None:
     set_configs(admin, plan.name, final, timeout)
     st["finalized"] = True
     state.save()
+
+
+def wait_ready(admin: Any, plans: list[TopicPlan], timeout: float) -> None:
+    """Until the target's metadata shows every planned topic with a leader for each partition (a topic just
+    created is known to the controller before every broker has it)."""
+    deadline = time.monotonic() + max(timeout, 30.0)
+    for p in plans:
+        while True:
+            md = admin.list_topics(topic=p.name, timeout=timeout).topics.get(p.name)
+            ok = (md is not None and md.error is None and len(md.partitions) >= p.partitions
+                  and all(pm.leader >= 0 for pm in md.partitions.values()))
+            if ok:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"topic {p.name} has no leader on the target for every partition yet")
+            time.sleep(0.2)
