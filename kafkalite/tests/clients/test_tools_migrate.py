@@ -141,3 +141,42 @@ def test_usage_errors() -> None:
     assert migrate("--to", "h:1", "--scram-passwords", "p").code == 2
     bad = migrate("--to", "127.0.0.1:1", "--from", "127.0.0.1:1", "--timeout-ms", "2000")
     assert bad.code == 1 and "kafkalite migrate: error:" in bad.err
+
+
+def test_a_target_partition_with_records_of_its_own_gets_a_map(pair: tuple[str, str, Path]) -> None:
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    src, dst, state = pair
+    _produce(src, "shared", [f"s{i}".encode() for i in range(10)])
+    _produce(dst, "shared", [b"theirs-0", b"theirs-1", b"theirs-2"])
+    c = Consumer({"bootstrap.servers": src, "group.id": "g2", "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition("shared", 0, 4)], asynchronous=False)
+    c.close()
+    r = migrate("--from", src, "--to", dst, "--state-dir", str(state), "--json", "--verify")
+    assert r.code == 0, r.out + r.err
+    assert r.json()["topics"][0]["offsets"] == "mapped"
+    assert [v for _o, v in _values(dst, "shared")][3:] == [f"s{i}".encode() for i in range(10)]
+    admin = AdminClient({"bootstrap.servers": dst})
+    g = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g2")])["g2"].result(30)
+    assert [(tp.partition, tp.offset) for tp in g.topic_partitions] == [(0, 7)], "source offset 4 + 3"
+
+
+def test_an_open_transaction_is_waited_for_then_reported(pair: tuple[str, str, Path]) -> None:
+    from confluent_kafka import Producer
+
+    src, dst, state = pair
+    _produce(src, "open", [b"before"])
+    tx = Producer({"bootstrap.servers": src, "transactional.id": "still-open"})
+    tx.init_transactions(30)
+    tx.begin_transaction()
+    tx.produce("open", b"undecided", partition=0)
+    tx.flush(30)
+    r = migrate("--from", src, "--to", dst, "--state-dir", str(state), "--transaction-wait", "1", "--no-progress")
+    assert r.code == 1 and "open-0: a transaction is still open; copied up to its last stable offset" in r.out, \
+        r.out + r.err
+    assert [v for _o, v in _values(dst, "open")] == [b"before"]
+    tx.commit_transaction(30)
+    r2 = migrate("--from", src, "--to", dst, "--state-dir", str(state), "--no-progress")
+    assert r2.code == 0, r2.out + r2.err
+    assert [v for _o, v in _values(dst, "open")] == [b"before", b"undecided"]
