@@ -182,14 +182,20 @@ def _records(buf: bytes, hdr: BatchHeader, fetch_offset: int, aborted: bool, out
     append = out.append
     varint = _varint
     for _ in range(hdr.records_count):
+        # each varint: one byte or two inline (a record's length, offset delta and 100-byte values take two),
+        # longer ones through _varint
         b = buf[pos]
         if b < 0x80:
-            end = pos + 1 + ((b >> 1) ^ -(b & 1))
-            pos += 2   # the length byte and the attributes (unused in v2)
+            pos += 1
+            end = pos + ((b >> 1) ^ -(b & 1))
+        elif buf[pos + 1] < 0x80:
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
+            end = pos + ((raw >> 1) ^ -(raw & 1))
         else:
             length, pos = varint(buf, pos)
             end = pos + length
-            pos += 1
+        pos += 1   # attributes (unused in v2)
         b = buf[pos]
         if b < 0x80:
             ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
@@ -198,11 +204,17 @@ def _records(buf: bytes, hdr: BatchHeader, fetch_offset: int, aborted: bool, out
         b = buf[pos]
         if b < 0x80:
             off_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif buf[pos + 1] < 0x80:
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            off_delta, pos = (raw >> 1) ^ -(raw & 1), pos + 2
         else:
             off_delta, pos = varint(buf, pos)
         b = buf[pos]
         if b < 0x80:
             n, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif buf[pos + 1] < 0x80:
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            n, pos = (raw >> 1) ^ -(raw & 1), pos + 2
         else:
             n, pos = varint(buf, pos)
         if n < 0:
@@ -213,6 +225,9 @@ def _records(buf: bytes, hdr: BatchHeader, fetch_offset: int, aborted: bool, out
         b = buf[pos]
         if b < 0x80:
             n, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif buf[pos + 1] < 0x80:
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            n, pos = (raw >> 1) ^ -(raw & 1), pos + 2
         else:
             n, pos = varint(buf, pos)
         if n < 0:
@@ -221,18 +236,30 @@ def _records(buf: bytes, hdr: BatchHeader, fetch_offset: int, aborted: bool, out
             value = buf[pos:pos + n]
             pos += n
         headers: tuple[tuple[str, bytes | None], ...] = ()
-        if buf[pos] == 0:
+        b = buf[pos]
+        if b == 0:
             pos += 1
         else:
-            count, pos = varint(buf, pos)
+            if b < 0x80:
+                count, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                count, pos = varint(buf, pos)
             hs: list[tuple[str, bytes | None]] = []
             for _h in range(count):
-                n, pos = varint(buf, pos)
+                b = buf[pos]
+                if b < 0x80:
+                    n, pos = (b >> 1) ^ -(b & 1), pos + 1
+                else:
+                    n, pos = varint(buf, pos)
                 if n < 0:
                     raise ValueError("a header without a name")
                 name = buf[pos:pos + n].decode()
                 pos += n
-                n, pos = varint(buf, pos)
+                b = buf[pos]
+                if b < 0x80:
+                    n, pos = (b >> 1) ^ -(b & 1), pos + 1
+                else:
+                    n, pos = varint(buf, pos)
                 if n < 0:
                     hs.append((name, None))
                 else:
