@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from kafkalite.client.wire import WireError
 from kafkalite.migration import access, groups, topics, txns
 from kafkalite.migration.copier import Copier, CopyError, PartPlan
 from kafkalite.migration.progress import ProgressBar
@@ -132,9 +133,16 @@ class Migration:
 
     # -- 1. plan ---------------------------------------------------------------------------------------------
     def run(self) -> int:
+        from confluent_kafka import KafkaException  # confluent-kafka: checked by the CLI
+
         try:
             return self._run()
-        except (SourceError, CopyError, txns.TxnError) as exc:
+        except (SourceError, CopyError, txns.TxnError, WireError) as exc:
+            raise MigrateError(str(exc)) from None
+        except KafkaException as exc:   # an admin request the target or the source refused
+            err: Any = exc.args[0] if exc.args else None
+            raise MigrateError(f"{err.name()}: {err.str()}" if hasattr(err, "str") else str(exc)) from None
+        except (OSError, ValueError) as exc:   # the state directory, a passwords or credentials file
             raise MigrateError(str(exc)) from None
         finally:
             self.source.close()
