@@ -457,11 +457,17 @@ def test_kill_mid_copy_and_resume_writes_each_record_once(world: World) -> None:
     proc.wait(30)
     assert killed_at, "the copy finished (or never started) before the kill"
     assert proc.returncode == -signal.SIGKILL
+    from kafkalite.migration.offsetmap import load
+
+    journaled = sum(m.records for (t, _p), m in load(journal).items() if t == "bulk")
     again = subprocess.run([*cmd, "--verify", "--json"], capture_output=True, text=True, timeout=240,
                            cwd=str(REPO))
     assert again.returncode == 0, f"{again.stdout}\n{again.stderr}"
     report = json.loads(again.stdout)
     assert report["records"] < n, "the second run copied everything again"
+    # every record is accounted for once: journaled by the killed run, found on the target after its journal
+    # (delivered, or in flight, when it died), or written by the second run
+    assert journaled + report["matched"] + report["records"] == n, (journaled, report["matched"], report["records"])
     values = [m.value() for m in _read_all(_target(world), "bulk")]
     assert len(values) == n and len(set(values)) == n, "duplicates or losses after the resume"
     assert report["verify"]["differences"] == []

@@ -73,7 +73,8 @@ class Report:
     acls: int = 0
     scram: list[str] = field(default_factory=list)
     quotas: int = 0
-    records: int = 0
+    records: int = 0                 # written by this run
+    matched: int = 0                 # found on the target after a killed run's journal, not written again
     seconds: float = 0.0
     not_carried: list[str] = field(default_factory=list)    # by nature or by choice: reported, exit 0
     problems: list[str] = field(default_factory=list)       # should have been carried and was not: exit 1
@@ -309,6 +310,7 @@ class Migration:
             bar.finish()
             copier.close()
         self.report.records = stats.records
+        self.report.matched = stats.matched
         self.report.seconds = round(bar.elapsed, 3)
         self.report.problems += stats.lost
         if stats.matched:
