@@ -56,6 +56,7 @@ SOURCE_ARGS = [
     "--override", "allow.everyone.if.no.acl.found=true",
     "--override", "log.cleaner.backoff.ms=200",
     "--override", "log.retention.check.interval.ms=200",
+    "--override", "kafkalite.share.auto.offset.reset=earliest",
 ]
 ALICE_PW, BOB_PW = "alice-old-password", "bob-old-password"
 PLAIN_N = 300   # per partition, 3 partitions
@@ -238,6 +239,22 @@ def _wait_cleaned(bs: str) -> None:
                          f"{len(compacted)} compacted records)")
 
 
+def _share_group(bs: str, group: str, topic: str) -> None:
+    """A share group (KIP-932) that has consumed a few records: its state is what migrate cannot carry."""
+    import confluent_kafka as ck
+
+    c = ck.ShareConsumer({"bootstrap.servers": bs, "group.id": group})
+    try:
+        c.subscribe([topic])
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 3 and time.monotonic() < deadline:
+            got += sum(1 for m in c.poll(0.5) if m.error() is None)
+        assert got >= 3, "the share consumer got no records"
+    finally:
+        c.close()
+
+
 @pytest.fixture(scope="module")
 def world(kafka_cluster: reference.ReferenceCluster, tmp_path_factory: pytest.TempPathFactory, get_client
           ) -> Iterator[World]:
@@ -257,6 +274,7 @@ def world(kafka_cluster: reference.ReferenceCluster, tmp_path_factory: pytest.Te
         w.read["g-consumer"] = _consume_group(bs, "g-consumer", "plain", 400, protocol="consumer")
         w.read["g-compacted"] = _consume_group(bs, "g-compacted", "compacted", 3)
         w.read["g-txn"] = _consume_group(bs, "g-txn", "txn", 12, isolation="read_committed")
+        _share_group(bs, "share-g", "secret")
         java = get_client("java")
         w.read["g-java"] = [(r.partition, r.key, r.value) for r in
                             java.subscribe_consume(bs, "plain", 100, "g-java", commit=True)]
@@ -293,6 +311,7 @@ def test_migration_succeeds_and_verifies(world: World) -> None:
     v = world.report["verify"]
     assert v["differences"] == [] and v["records"] > PLAIN_N * 3
     assert any("migrate-open" in n and "aborted" in n for n in world.report["not_carried"])
+    assert any(n.startswith("share group share-g:") for n in world.report["not_carried"])
 
 
 def test_topics_have_the_source_partitions_and_configs(world: World) -> None:
