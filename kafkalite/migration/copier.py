@@ -102,14 +102,14 @@ class Copier:
         self.stats = CopyStats()
         self._error: str | None = None
         self._parts: dict[TP, _Part] = {}
-        from confluent_kafka import (
-            Producer,  # confluent-kafka: a dependency of the tools (checked by the CLI)
-        )
+        # confluent-kafka: a dependency of the tools (the CLI checks it is there)
+        from confluent_kafka import Producer
 
         base = {"enable.idempotence": True, "acks": "all", "linger.ms": 20, "compression.type": compression,
                 "queue.buffering.max.messages": MAX_IN_FLIGHT + 10_000, "queue.buffering.max.kbytes": 512 * 1024,
                 "message.max.bytes": max(max_message_bytes + 1024, 1_000_000),
-                "message.timeout.ms": 0, "on_delivery": self._delivered}
+                # a record the target has not acknowledged in 5 minutes stops the run (a re-run resumes)
+                "message.timeout.ms": 300_000, "on_delivery": self._delivered}
         self.producer = Producer(target.client_config(**base))
         self._txn_conf = dict(base, **{"transactional.id": txn_id, "transaction.timeout.ms": 60_000})
         self._txn: Any = None
