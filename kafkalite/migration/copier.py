@@ -111,7 +111,8 @@ class Copier:
                 # a record the target has not acknowledged in 5 minutes stops the run (a re-run resumes)
                 "message.timeout.ms": 300_000, "on_delivery": self._delivered}
         self.producer = Producer(target.client_config(**base))
-        self._txn_conf = dict(base, **{"transactional.id": txn_id, "transaction.timeout.ms": 60_000})
+        self._txn_conf = dict(base, **{"transactional.id": txn_id, "transaction.timeout.ms": 60_000,
+                                       "message.timeout.ms": 60_000})
         self._txn: Any = None
 
     # -- delivery reports ------------------------------------------------------------------------------------
