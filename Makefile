@@ -6,7 +6,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: run test test-unit ecosystem test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples \
-	matrix-reference test-reference differential
+	matrix-reference test-reference differential test-migrate
 
 run:
 	@tools/bootstrap.sh venv
@@ -101,6 +101,12 @@ matrix-reference:
 test-reference:
 	@tools/bootstrap.sh venv clients reference
 	KAFKALITE_COMPAT_BROKER=kafka $(PY) -m pytest -q -p no:cacheprovider $(or $(PYTEST_ARGS),compat-tests)
+
+# kafkalite migrate: its unit and client tests, and the migration into a 3-node Apache Kafka 4.4 (also in make test)
+test-migrate:
+	@tools/bootstrap.sh venv clients reference
+	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/unit/test_migration.py \
+		kafkalite/tests/clients/test_tools_migrate.py compat-tests/test_migrate.py $(PYTEST_ARGS)
 
 # raw frames to kafkalite and to Kafka 4.4, every common version: rewrites compat-tests/DIFFERENTIAL.md
 differential:

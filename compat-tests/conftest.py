@@ -99,6 +99,33 @@ def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         _LIVE.remove(b)
 
 
+@pytest.fixture(scope="module")
+def kafka_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[reference.ReferenceCluster]:
+    """Apache Kafka 4.4 as a KRaft cluster of 3 combined broker+controller nodes on loopback, for the module;
+    whatever KAFKALITE_COMPAT_BROKER says (it is a target of its own, e.g. for ``kafkalite migrate``). A module
+    sets ``KAFKA_CLUSTER = {"nodes": 3, "sasl_users": {"admin": "..."}, "overrides": {...}}`` to shape it
+    (``harness.reference.AUTHORIZER`` turns on the StandardAuthorizer). Its nodes' logs are attached to a failed
+    test's report like the broker's."""
+    reason = reference.missing()
+    if reason:
+        missing(reason)
+    spec = dict(getattr(request.module, "KAFKA_CLUSTER", {}))
+    base = tmp_path_factory.mktemp(f"kafka-cluster-{request.module.__name__.rsplit('.', 1)[-1]}")
+    cluster = reference.ReferenceCluster(base, spec.pop("nodes", 3), **spec)
+    _LIVE.extend(cluster.nodes)
+    try:
+        cluster.start()
+        yield cluster
+        codes = cluster.stop()
+        if any(c not in (0, None) for c in codes):
+            pytest.fail(f"a Kafka node exited with {codes} on SIGTERM after this module", pytrace=False)
+    finally:
+        cluster.kill()
+        for n in cluster.nodes:
+            _LIVE.remove(n)
+
+
 @pytest.fixture
 def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
     started: list[BrokerProcess] = []
@@ -212,7 +239,8 @@ def kafkalite_only_reason(item: pytest.Item) -> str | None:
     if reason:
         return str(reason)
     if "kafkalite_cluster" in getattr(item, "fixturenames", ()):
-        return "a kafkalite.cluster.Cluster in the test's process (no 3-node Kafka in the harness yet)"
+        return ("a kafkalite.cluster.Cluster in the test's process (a Kafka cluster is the kafka_cluster fixture, "
+                "a target of its own)")
     return None
 
 

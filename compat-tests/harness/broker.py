@@ -65,7 +65,8 @@ class BrokerProcess:
     """One broker process (and its successors after restarts) over one data directory."""
 
     def __init__(self, data_dir: Path, log_path: Path, emulate: str | None = None,
-                 extra_args: list[str] | None = None, kind: str | None = None) -> None:
+                 extra_args: list[str] | None = None, kind: str | None = None,
+                 reference_config: reference.ReferenceConfig | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.log_path = Path(log_path)
         self.emulate = emulate
@@ -73,12 +74,14 @@ class BrokerProcess:
         self.peer = os.environ.get("KAFKALITE_COMPAT_PEER", "")
         # kafkalite or kafka (the reference); None: as KAFKALITE_COMPAT_BROKER says
         self.kind = kind or ("kafka" if reference_run() else "kafkalite")
-        self._ref: reference.ReferenceConfig | None = None
+        self._ref: reference.ReferenceConfig | None = reference_config
+        self._fixed_ref = reference_config is not None   # a cluster's node: its config is given whole
         self.proc: subprocess.Popen[bytes] | None = None
         self.host = "127.0.0.1"
         self.port = 0
         self.starts = 0
         self.last_exit: int | None = None  # exit status of the previous process (after stop/restart)
+        self._start_pos = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     @property
@@ -103,7 +106,9 @@ class BrokerProcess:
     def _reference_command(self) -> list[str]:
         """Kafka's command; on the first start also its server.properties and the formatted data dir."""
         props = reference.translate_args(self.extra_args, self.emulate)
-        if self._ref is None or self._ref.overrides != props:
+        if self._fixed_ref and self._ref is not None:
+            self._ref.write()
+        elif self._ref is None or self._ref.overrides != props:
             if self._ref is None:
                 self.port = self.port or _free_port()
                 cport = _free_port()
@@ -116,11 +121,17 @@ class BrokerProcess:
         return self._ref.broker_command()
 
     def start(self) -> str:
+        self.launch()
+        return self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the process (not waiting for it to be ready: :meth:`wait_ready`)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         cmd = self._command()
         with open(self.log_path, "ab") as log:
             start_pos = log.tell()
+            self._start_pos = start_pos
             log.write(f"\n===== compat harness: start #{self.starts + 1}: {' '.join(cmd)}\n".encode())
             log.flush()
             env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -128,6 +139,9 @@ class BrokerProcess:
                                          cwd=str(REPO), env=env, start_new_session=True,
                                          preexec_fn=_die_with_parent if self.kind == "kafka" else None)
         self.starts += 1
+
+    def wait_ready(self) -> str:
+        start_pos = self._start_pos
         if self.kind == "kafka":
             self._wait_mark(start_pos, reference.READY_MARK)
             self._wait_port()

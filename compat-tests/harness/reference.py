@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -107,28 +108,52 @@ def cluster_id() -> str:
 
 
 class ReferenceConfig:
-    """The files and commands of one reference broker over one data dir (its successors after restarts)."""
+    """The files and commands of one reference broker over one data dir (its successors after restarts).
 
-    def __init__(self, data_dir: Path, port: int, controller_port: int, overrides: dict[str, str]) -> None:
+    One node by default (node id 1, its own one-voter quorum); a node of a :class:`ReferenceCluster` gets its
+    node id, the cluster's voters and cluster id, and optionally a SASL_PLAINTEXT listener (SCRAM-SHA-256/512)
+    whose users are created when the data dir is formatted (``kafka-storage format --add-scram``)."""
+
+    def __init__(self, data_dir: Path, port: int, controller_port: int, overrides: dict[str, str], *,
+                 node_id: int = 1, voters: str | None = None, sasl_port: int | None = None,
+                 cluster: str | None = None, scram_users: dict[str, str] | None = None,
+                 base: dict[str, str] | None = None, heap: str = HEAP) -> None:
         self.data_dir = Path(data_dir)
+        self.heap = heap
         self.port = port
         self.controller_port = controller_port
         self.overrides = dict(overrides)
+        self.node_id = node_id
+        self.voters = voters or f"{node_id}@127.0.0.1:{controller_port}"
+        self.sasl_port = sasl_port
+        self.cluster = cluster
+        self.scram_users = dict(scram_users or {})
+        self.base = BASE_PROPERTIES if base is None else base
         self.props_path = self.data_dir.parent / f"{self.data_dir.name}-server.properties"
 
     def properties(self) -> dict[str, str]:
+        listeners = [f"PLAINTEXT://127.0.0.1:{self.port}"]
+        protocols = ["PLAINTEXT:PLAINTEXT"]
+        if self.sasl_port:
+            listeners.append(f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}")
+            protocols.append("SASL_PLAINTEXT:SASL_PLAINTEXT")
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": self.voters,
+            "listeners": ",".join([*listeners, f"CONTROLLER://127.0.0.1:{self.controller_port}"]),
+            "advertised.listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": ",".join([*protocols, "CONTROLLER:PLAINTEXT"]),
             "log.dirs": str(self.data_dir),
-            **BASE_PROPERTIES,
+            **self.base,
         }
+        if self.sasl_port:
+            props["sasl.enabled.mechanisms"] = "SCRAM-SHA-256,SCRAM-SHA-512"
+            for mech in ("scram-sha-256", "scram-sha-512"):
+                props[f"listener.name.sasl_plaintext.{mech}.sasl.jaas.config"] = \
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
         props.update(self.overrides)
         return props
 
@@ -139,7 +164,7 @@ class ReferenceConfig:
 
     def java_command(self, main: str, *args: str) -> list[str]:
         java = _java() or "java"
-        return [java, f"-Xmx{HEAP}", "-Xms128m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        return [java, f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                 "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
                 # WARN and above, plus the broker's start/stop lines (INFO writes ~4 lines per partition created)
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
@@ -156,8 +181,10 @@ class ReferenceConfig:
     def format(self, log: Path) -> None:
         """``kafka-storage format`` for a fresh data dir (kafka.tools.StorageTool)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = self.java_command("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id()}",
-                                "-c", str(self.props_path))
+        scram = [arg for user, password in self.scram_users.items() for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+                 for arg in ("--add-scram", f"{mech}=[name={user},password={password}]")]
+        cmd = self.java_command("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster or cluster_id()}",
+                                "-c", str(self.props_path), *scram)
         with open(log, "ab") as out:
             out.write(f"\n===== compat harness: format: {' '.join(cmd)}\n".encode())
             out.flush()
@@ -168,3 +195,113 @@ class ReferenceConfig:
 
     def broker_command(self) -> list[str]:
         return self.java_command("kafka.Kafka", str(self.props_path))
+
+
+# A cluster keeps Kafka's own replication of the internal topics (3 replicas, min ISR 2), with fewer partitions
+# than Kafka's 50 (each is 3 replicas to create on 2 shared cores); the rest as for one node.
+CLUSTER_PROPERTIES: dict[str, str] = {
+    **BASE_PROPERTIES,
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "10",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "transaction.state.log.num.partitions": "10",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
+    "num.io.threads": "2",
+    "num.network.threads": "1",
+}
+CLUSTER_HEAP = os.environ.get("KAFKALITE_REFERENCE_CLUSTER_HEAP", "384m")
+# Kafka's StandardAuthorizer, with the PLAINTEXT listener's ANONYMOUS (brokers and controllers among themselves,
+# and the tests' own admin) and the SASL admin as super users; no ACL on a resource = allowed, as without one
+AUTHORIZER: dict[str, str] = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS;User:admin",
+    "allow.everyone.if.no.acl.found": "true",
+}
+
+
+class ReferenceCluster:
+    """A KRaft cluster of ``nodes`` combined broker+controller nodes of Apache Kafka on loopback: one static
+    quorum of all of them (``controller.quorum.voters``), one cluster id, a PLAINTEXT listener per node and,
+    with ``sasl_users``, a SASL_PLAINTEXT one (SCRAM-SHA-256/512) whose users exist from the start (the
+    ``admin`` user of :data:`AUTHORIZER` among them). Each node is a harness ``BrokerProcess`` (bounded heap,
+    its log file, SIGKILL if pytest dies); :meth:`start` launches all, then waits for each one's ``Kafka Server
+    started``; :meth:`stop` stops them together (SIGTERM: controlled shutdown, SIGKILL after a bound) and
+    writes each start and stop in the nodes' logs."""
+
+    def __init__(self, base_dir: Path, nodes: int = 3, *, sasl_users: dict[str, str] | None = None,
+                 overrides: dict[str, str] | None = None, heap: str = CLUSTER_HEAP) -> None:
+        from harness.broker import BrokerProcess, _free_port  # broker.py imports this module at its top
+
+        self.base_dir = Path(base_dir)
+        ports = [(_free_port(), _free_port(), _free_port() if sasl_users else None) for _ in range(nodes)]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, (_p, c, _s) in enumerate(ports))
+        cid = cluster_id()
+        self.nodes: list[BrokerProcess] = []
+        for i, (port, cport, sport) in enumerate(ports):
+            ref = ReferenceConfig(self.base_dir / f"node{i + 1}", port, cport, dict(overrides or {}),
+                                  node_id=i + 1, voters=voters, sasl_port=sport, cluster=cid,
+                                  scram_users=sasl_users, base=CLUSTER_PROPERTIES, heap=heap)
+            b = BrokerProcess(ref.data_dir, self.base_dir / f"node{i + 1}.log", kind="kafka", reference_config=ref)
+            b.port = port
+            self.nodes.append(b)
+        self.cluster_id = cid
+        self.sasl_ports = [s for _p, _c, s in ports if s]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.sasl_ports)
+
+    def start(self) -> str:
+        try:
+            for n in self.nodes:
+                n.launch()
+            for n in self.nodes:
+                n.wait_ready()
+        except BaseException:
+            self.kill()
+            raise
+        return self.bootstrap
+
+    def stop(self, timeout: float = 60.0) -> list[int | None]:
+        """SIGTERM every node at once (one alone would wait for the others' quorum), then wait for each; a node
+        still running after ``timeout`` is SIGKILLed. The exit statuses (0 for a clean controlled shutdown)."""
+        import signal
+        import subprocess
+
+        procs = [(n, n.proc) for n in self.nodes]
+        for _n, proc in procs:
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        codes: list[int | None] = []
+        for n, proc in procs:
+            n.proc = None
+            if proc is None:
+                codes.append(None)
+                continue
+            try:
+                rc: int | None = proc.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+                rc = None
+            code = 0 if rc == 128 + signal.SIGTERM else rc
+            n.last_exit = code
+            with open(n.log_path, "ab") as log:
+                log.write(f"\n===== compat harness: cluster stopped (SIGTERM): exit "
+                          f"{code if rc is not None else 'none: SIGKILL after ' + str(timeout) + ' s'}\n".encode())
+            codes.append(code)
+        return codes
+
+    def kill(self) -> None:
+        for n in self.nodes:
+            n.kill()
+
+    def log_tail(self, max_bytes: int = 4000) -> str:
+        return "\n".join(f"--- node {i + 1}\n{n.log_tail(max_bytes)}" for i, n in enumerate(self.nodes))

@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schemas": ("kafkalite.tools.schemas", "list, get, register, check, delete schemas; set compatibility and "
                                            "mode (a Confluent-compatible schema registry's REST API)"),
     "scram": ("kafkalite.tools.scram", "describe, set, delete users' SCRAM credentials (kafka-configs --entity-type users)"),
+    "migrate": ("kafkalite.cli.migrate", "move topics, records, committed offsets, ACLs, SCRAM users and quotas "
+                                         "into an Apache Kafka cluster, online and resumably"),
 }
 _RAW = {"dump-log", "certs"}
 
