@@ -26,7 +26,7 @@ test:
 ecosystem:
 	@tools/bootstrap.sh venv clients spark eco
 	$(PY) -m pytest -q -p no:cacheprovider compat-tests/test_spark_kafka.py compat-tests/test_kafka_streams.py \
-		compat-tests/test_kafka_connect.py $(PYTEST_ARGS)
+		compat-tests/test_kafka_connect.py compat-tests/test_mirrormaker.py $(PYTEST_ARGS)
 
 # every tier of the project's own tests, and the real clients of compat-tests (CI runs `make test`)
 TEST_PATHS ?= kafkalite_wire/tests kafkalite_storage/tests kafkalite/tests bench/tests compat-tests
