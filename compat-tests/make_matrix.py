@@ -193,8 +193,8 @@ ECOSYSTEM_LIMITATIONS = [
     "(AppInfoParser moved to org.apache.kafka.common.utils.internals), so Connect and MM2 run as 4.3.1 "
     "throughout. The FileStreamSink is at least once: after a SIGKILLed worker it may write lines again "
     "(the test checks none is lost or reordered); the source side is exactly once.",
-    "Connect runs zombie fencing through Admin.fenceProducers only when a connector's task count goes from more "
-    "than one task (DistributedHerder: one task to one task fences itself through InitProducerId); "
+    "Connect's leader fences zombie tasks through Admin.fenceProducers unless the old and the new task generation "
+    "both have one task (DistributedHerder: then the new task's InitProducerId fences the old one); "
     "FileStreamSource has one task, so the test fences from outside with kafka-transactions "
     "forceTerminateTransaction, which KafkaAdminClient 4.4 implements with fenceProducers.",
 ]
