@@ -21,7 +21,8 @@ test:
 	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench tools
 	$(PY) -m pytest -q -p no:cacheprovider -m "not ecosystem" $(TEST_PATHS) $(PYTEST_ARGS)
 
-# Kafka's ecosystem on kafkalite (#25): Spark's own Kafka connector and the kafkalite data source, Kafka Streams;
+# Kafka's ecosystem on kafkalite (#25): Spark's own Kafka connector and the kafkalite data source, Kafka Streams,
+# Kafka Connect and MirrorMaker 2;
 # everything, including the scenarios marked `ecosystem` that make test leaves out (a few minutes)
 ecosystem:
 	@tools/bootstrap.sh venv clients spark eco
