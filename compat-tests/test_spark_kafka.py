@@ -385,8 +385,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     from conftest import _LIVE, _broker_missing
     from kafkalite.cli.certs import write_certs
 
-    if (why := _broker_missing()) or os.environ.get("KAFKALITE_COMPAT_BROKER", "kafkalite") != "kafkalite":
-        pytest.skip(why or "a secured kafkalite (server.properties with kafkalite's PEM listeners)")
+    if why := _broker_missing():
+        missing(why)
     base = tmp_path_factory.mktemp("broker-secured")
     certs = write_certs(base / "certs")
     ports = {"PLAINTEXT": _free_port(), "SASL_SSL": _free_port()}
@@ -427,6 +427,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.ecosystem
+@pytest.mark.kafkalite_only("the secured broker is a kafkalite started from a server.properties with PEM listeners")
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_sasl_ssl_scram_through_kafka_prefixed_options(spark: Any, secured: dict[str, Any], fmt: str) -> None:
     """The options a Spark user writes for Java's client (kafka.security.protocol, kafka.sasl.mechanism,
