@@ -21,11 +21,13 @@ test:
 	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench tools
 	$(PY) -m pytest -q -p no:cacheprovider -m "not ecosystem" $(TEST_PATHS) $(PYTEST_ARGS)
 
-# Kafka's ecosystem on kafkalite (#25): Spark's own Kafka connector and the kafkalite data source, Kafka Streams;
+# Kafka's ecosystem on kafkalite (#25): Spark's own Kafka connector and the kafkalite data source, Kafka Streams,
+# Kafka Connect and MirrorMaker 2;
 # everything, including the scenarios marked `ecosystem` that make test leaves out (a few minutes)
 ecosystem:
 	@tools/bootstrap.sh venv clients spark eco
-	$(PY) -m pytest -q -p no:cacheprovider compat-tests/test_spark_kafka.py compat-tests/test_kafka_streams.py $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider compat-tests/test_spark_kafka.py compat-tests/test_kafka_streams.py \
+		compat-tests/test_kafka_connect.py compat-tests/test_mirrormaker.py $(PYTEST_ARGS)
 
 # every tier of the project's own tests, and the real clients of compat-tests (CI runs `make test`)
 TEST_PATHS ?= kafkalite_wire/tests kafkalite_storage/tests kafkalite/tests bench/tests compat-tests

@@ -2,8 +2,9 @@
 
     python compat-tests/make_matrix.py            # runs pytest over compat-tests/, writes MATRIX.md
     python compat-tests/make_matrix.py --from-xml report.xml   # only re-tabulate an existing report
-    python compat-tests/make_matrix.py --section ecosystem   # run only test_spark_kafka.py and
-        # test_kafka_streams.py, rewrite only the ecosystem section of MATRIX.md
+    python compat-tests/make_matrix.py --section ecosystem   # run only test_spark_kafka.py,
+        # test_kafka_streams.py, test_kafka_connect.py and test_mirrormaker.py (with the tests marked
+        # ecosystem), rewrite only the ecosystem section of MATRIX.md
 
 Cells count the test cases of that (scenario, client): "5/5" all passed; failures name the failing variants.
 Client limitations (features a client does not have, so no test exists) and known gaps with their root causes
@@ -139,9 +140,11 @@ CLUSTER = {
     "test_dropped_connections_clients_reconnect": "Connections dropped: clients reconnect (confluent-kafka)",
 }
 
-# Kafka's ecosystem (#25): Spark's Kafka connector and kafkalite's data source (one column each), Kafka Streams.
-ECOSYSTEM_MODULES = ("test_spark_kafka", "test_kafka_streams")
-ECOSYSTEM_HEADER = "## Kafka's ecosystem on kafkalite (compat-tests/test_spark_kafka.py, test_kafka_streams.py)"
+# Kafka's ecosystem (#25): Spark's Kafka connector and kafkalite's data source (one column each), Kafka Streams,
+# Kafka Connect and MirrorMaker 2.
+ECOSYSTEM_MODULES = ("test_spark_kafka", "test_kafka_streams", "test_kafka_connect", "test_mirrormaker")
+ECOSYSTEM_HEADER = ("## Kafka's ecosystem on kafkalite (compat-tests/test_spark_kafka.py, test_kafka_streams.py, "
+                    "test_kafka_connect.py, test_mirrormaker.py)")
 ECOSYSTEM = {
     "test_batch_json_offsets_with_headers":
         "Spark batch read: startingOffsets/endingOffsets as JSON (-2/-1), includeHeaders (repeated names, null value)",
@@ -156,6 +159,22 @@ ECOSYSTEM = {
         "Streams word count, RocksDB store, exactly_once_v2, SIGKILL + restart; internal topics with Streams' configs",
     "test_windowed_count_with_grace_across_sigkill": "Streams windowed count with grace, SIGKILL + restart",
     "test_foreign_key_join_follows_both_tables": "Streams foreign-key table join following updates to both tables",
+    "test_min_partitions_splits_offset_ranges": "Spark batch read: minPartitions splits offset ranges as Spark does",
+    "test_fail_on_data_loss_after_retention":
+        "Spark batch read: failOnDataLoss=true fails, =false skips, after retention deleted records",
+    "test_sasl_ssl_scram_through_kafka_prefixed_options":
+        "Spark source and sink over SASL_SSL + SCRAM-SHA-512 through kafka.-prefixed Java options; wrong password",
+    "test_standby_takes_over_after_sigkill_and_survives_a_broker_sigkill":
+        "Streams standbys on two instances; one SIGKILLed (the other takes over), the broker SIGKILLed",
+    "test_application_reset_tool_reprocesses_from_scratch":
+        "kafka-streams-application-reset 4.4: input offsets to earliest, internal topics deleted, rerun exact",
+    "test_filestream_exactly_once_source_across_graceful_and_sigkill_restarts":
+        "Connect distributed worker: compacted internal topics, FileStream source (exactly.once.source.support) "
+        "and sink, graceful and SIGKILL restarts, zombie fencing (Admin.fenceProducers)",
+    "test_config_topic_must_be_compacted": "Connect refuses a config topic that is not compacted",
+    "test_mirror_topic_configs_records_heartbeats_and_group_offsets":
+        "MirrorMaker 2 kafkalite -> kafkalite: A.<topic>, configs, records with keys/headers/timestamps, "
+        "heartbeats, checkpoints with sync.group.offsets (a moved consumer resumes exactly)",
 }
 ECOSYSTEM_LIMITATIONS = [
     "Spark's connector: spark-sql-kafka-0-10_2.13 4.3.0 (pyspark's version) is not on Maven Central; 4.2.0 (with "
@@ -169,6 +188,15 @@ ECOSYSTEM_LIMITATIONS = [
     "(AbstractKStreamTimeWindowAggregateProcessor: -1 when built, raised only by processed records), not the "
     "partition time restored from the committed offset's metadata (which kafkalite stores and returns; the test "
     "checks it), so the first record after a restart is never dropped as late. Same on Apache Kafka.",
+    "Kafka Connect and MirrorMaker 2: Maven Central serves connect-runtime 4.4.0 but no connect-file, "
+    "connect-mirror or connect-mirror-client 4.4.0, and 4.3.1's connectors do not load on kafka-clients 4.4.0 "
+    "(AppInfoParser moved to org.apache.kafka.common.utils.internals), so Connect and MM2 run as 4.3.1 "
+    "throughout. The FileStreamSink is at least once: after a SIGKILLed worker it may write lines again "
+    "(the test checks none is lost or reordered); the source side is exactly once.",
+    "Connect's leader fences zombie tasks through Admin.fenceProducers unless the old and the new task generation "
+    "both have one task (DistributedHerder: then the new task's InitProducerId fences the old one); "
+    "FileStreamSource has one task, so the test fences from outside with kafka-transactions "
+    "forceTerminateTransaction, which KafkaAdminClient 4.4 implements with fenceProducers.",
 ]
 
 
@@ -180,16 +208,20 @@ def render_ecosystem(cases: list[Case]) -> list[str]:
              "Real frameworks from Maven Central (`tools/bootstrap.sh eco`, `make ecosystem`) against a kafkalite "
              "process: Spark's built-in `kafka` format (spark-sql-kafka-0-10_2.13 4.2.0 on pyspark 4.3.0) and "
              "the same jobs through kafkalite's `kafkalite` data source; Kafka Streams 4.4.0 apps built with "
-             "javac (compat-tests/streams/).", "",
-             "| Scenario | Spark `format(\"kafka\")` | `format(\"kafkalite\")` | Kafka Streams 4.4 |", "|---|---|---|---|"]
+             "javac (compat-tests/streams/); a Kafka Connect 4.3.1 distributed worker and a dedicated "
+             "MirrorMaker 2 4.3.1 between two kafkalite processes.", "",
+             "| Scenario | Spark `format(\"kafka\")` | `format(\"kafkalite\")` | Kafka Streams 4.4 | Connect / MM2 |",
+             "|---|---|---|---|---|"]
     funcs = [f for f in ECOSYSTEM if any(c.func == f for c in eco)]
     funcs += sorted({c.func for c in eco} - set(funcs))
     for f in funcs:
         fc = [c for c in eco if c.func == f]
         if fc[0].module == "test_kafka_streams":
-            cells = ["—", "—", _cell(fc)]
+            cells = ["—", "—", _cell(fc), "—"]
+        elif fc[0].module in ("test_kafka_connect", "test_mirrormaker"):
+            cells = ["—", "—", "—", _cell(fc)]
         else:
-            cells = [_cell([c for c in fc if c.params == fmt]) for fmt in ("kafka", "kafkalite")] + ["—"]
+            cells = [_cell([c for c in fc if c.params == fmt]) for fmt in ("kafka", "kafkalite")] + ["—", "—"]
         lines.append(f"| {ECOSYSTEM.get(f, f'`{f}`')} | " + " | ".join(cells) + " |")
     lines += ["", "Limitations found (verified in the framework's source):", ""]
     lines += [f"- {x}" for x in ECOSYSTEM_LIMITATIONS]

@@ -6,7 +6,11 @@
   Streams JVM is SIGKILLed mid-run and restarted (its store restored from the changelog); the committed output
   holds every word's counts strictly increasing and ending at the exact count;
 - a windowed count (10 s tumbling windows, 5 s grace) where records later than the grace are dropped;
-- a foreign-key table join whose results follow updates to both tables.
+- a foreign-key table join whose results follow updates to both tables;
+- two instances with ``num.standby.replicas=1``: each count task active on one and a standby on the other; one
+  instance SIGKILLed (the other takes every task over), then the broker SIGKILLed and restarted; counts exact;
+- Kafka 4.4's ``kafka-streams-application-reset`` (StreamsResetter) resets the stopped application's input
+  offsets and deletes its internal topics; the next run counts everything again, exactly.
 
 Exact expectations are computed here from what was produced.
 """
@@ -294,4 +298,119 @@ def test_foreign_key_join_follows_both_tables(broker: Any, streams_ready: None, 
     for t in set(topics) - set(subs):
         assert t.endswith("-changelog"), topics
         assert dynamic_configs(bs, t) == {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}, t
+    stop_cleanly(apps[-1])
+
+
+# -- standbys, a SIGKILLed instance and a SIGKILLed broker; the application reset tool -------------------------
+def word_counts(bs: str, topic: str, since: dict[int, int] | None = None) -> dict[str, int]:
+    """The last committed count of each word in ``topic`` (only records at or after ``since[partition]``)."""
+    last: dict[str, int] = {}
+    for p, off, k, v in sorted(read_all(bs, topic), key=lambda r: (r[0], r[1])):
+        if since is None or off >= since.get(p, 0):
+            last[k.decode()] = struct.unpack(">q", v)[0]
+    return last
+
+
+def tasks_of(app: StreamsApp) -> tuple[set[str], set[str]] | None:
+    """This instance's (active, standby) task ids as it last printed them on becoming RUNNING."""
+    lines = [ln for ln in app.text().splitlines() if ln.startswith("TASKS ")]
+    if not lines:
+        return None
+    act, sb = (part.split("=", 1)[1] for part in lines[-1].split()[1:])
+    return set(filter(None, act.split(","))), set(filter(None, sb.split(",")))
+
+
+def running(app: StreamsApp) -> bool:
+    states = [ln for ln in app.text().splitlines() if ln.startswith("STATE ")]
+    return bool(states) and states[-1] == "STATE RUNNING"
+
+
+@pytest.mark.ecosystem
+def test_standby_takes_over_after_sigkill_and_survives_a_broker_sigkill(
+        broker: Any, streams_ready: None, tmp_path: Path, apps: list[StreamsApp]) -> None:
+    """Two instances with num.standby.replicas=1: each stateful task (sub-topology 1, the count) is active on
+    one instance and a standby on the other. Instance 1 is SIGKILLed: instance 2 takes every task over (its
+    standbys become active). The broker is SIGKILLed and restarted on its data dir: Streams goes on. The
+    committed counts end exact, each word's counts only growing."""
+    bs, app_id = broker.bootstrap, "eco-sb"
+    create_topics(bs, {"sb-in": 2, "sb-out": 2})
+    lines = [_line(i) for i in range(900)]
+    want = Counter(w for line in lines for w in line.lower().replace(",", " ").replace("!", " ").split())
+    props = ("eco.in=sb-in", "eco.out=sb-out", "processing.guarantee=exactly_once_v2", "num.standby.replicas=1")
+    for n in (1, 2):
+        apps.append(StreamsApp("wordcount", bs, app_id, tmp_path / f"state{n}", tmp_path / f"streams{n}.log",
+                               *props))
+    one, two = apps
+
+    def balanced() -> bool:
+        t1, t2 = tasks_of(one), tasks_of(two)
+        if t1 is None or t2 is None or not (running(one) and running(two)):
+            return False
+        (a1, s1), (a2, s2) = t1, t2
+        stateful = {"1_0", "1_1"}
+        return (a1 | a2 == {"0_0", "0_1", "1_0", "1_1"} and not a1 & a2 and s1 == a2 & stateful
+                and s2 == a1 & stateful and bool(a1 & stateful) and bool(a2 & stateful))
+
+    wait_until(balanced, "each count task active on one instance and a standby on the other", two)
+    produce(bs, "sb-in", [(f"l{i}", lines[i]) for i in range(300)])
+    wait_until(lambda: len(word_counts(bs, "sb-out")) > 0, "first committed counts", two)
+
+    assert one.kill(signal.SIGKILL) == -signal.SIGKILL
+    wait_until(lambda: (tasks_of(two) or (set(), set()))[0] == {"0_0", "0_1", "1_0", "1_1"},
+               "instance 2 running every task", two)
+    produce(bs, "sb-in", [(f"l{i}", lines[i]) for i in range(300, 600)])
+    broker.restart(signal.SIGKILL)
+    produce(bs, "sb-in", [(f"l{i}", lines[i]) for i in range(600, 900)])
+    wait_until(lambda: word_counts(bs, "sb-out") == dict(want), "the exact final counts", two)
+    seen: dict[str, list[int]] = {}
+    for _, _, k, v in sorted(read_all(bs, "sb-out"), key=lambda r: (r[0], r[1])):
+        seen.setdefault(k.decode(), []).append(struct.unpack(">q", v)[0])
+    for word, counts in seen.items():
+        assert counts == sorted(set(counts)), (word, counts)
+    stop_cleanly(two)
+
+
+@pytest.mark.ecosystem
+def test_application_reset_tool_reprocesses_from_scratch(broker: Any, streams_ready: None, tmp_path: Path,
+                                                          apps: list[StreamsApp]) -> None:
+    """Kafka 4.4's kafka-streams-application-reset (org.apache.kafka.tools.StreamsResetter) against kafkalite:
+    the stopped application's committed input offsets go back to the earliest, its repartition and changelog
+    topics are deleted; run again on a fresh state dir it counts everything from the start, exactly once."""
+    from harness import connect
+
+    reason = connect.tools_missing()
+    if reason:
+        missing(reason)
+    bs, app_id = broker.bootstrap, "eco-reset"
+    create_topics(bs, {"rs-in": 2, "rs-out": 2})
+    lines = [_line(i) for i in range(400)]
+    want = Counter(w for line in lines for w in line.lower().replace(",", " ").replace("!", " ").split())
+    produce(bs, "rs-in", [(f"l{i}", line) for i, line in enumerate(lines)])
+    props = ("eco.in=rs-in", "eco.out=rs-out", "processing.guarantee=exactly_once_v2")
+    apps.append(StreamsApp("wordcount", bs, app_id, tmp_path / "state", tmp_path / "streams.log", *props))
+    wait_until(lambda: word_counts(bs, "rs-out") == dict(want), "the exact counts", apps[-1])
+    stop_cleanly(apps[-1])
+    internal = {f"{app_id}-words-repartition", f"{app_id}-counts-changelog"}
+    assert set(internal_topics(bs, app_id)) == internal
+
+    p = connect.run_tool("tools", "org.apache.kafka.tools.StreamsResetter", "--bootstrap-server", bs,
+                         "--application-id", app_id, "--input-topics", "rs-in", "--force")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Done." in p.stdout, p.stdout
+    c = Consumer({"bootstrap.servers": bs, "group.id": app_id})
+    committed = c.committed([TopicPartition("rs-in", q) for q in range(2)], timeout=30)
+    c.close()
+    assert [(t.partition, t.offset) for t in committed] == [(0, 0), (1, 0)]
+    deadline = time.monotonic() + WAIT_S
+    while set(internal_topics(bs, app_id)) & internal:
+        assert time.monotonic() < deadline, internal_topics(bs, app_id)
+        time.sleep(0.2)
+
+    # the output so far ends here; a second run on a fresh state dir counts every line again
+    meta = Consumer({"bootstrap.servers": bs, "group.id": "eco-check"})
+    ends = {q: meta.get_watermark_offsets(TopicPartition("rs-out", q), timeout=30)[1] for q in range(2)}
+    meta.close()
+    apps.append(StreamsApp("wordcount", bs, app_id, tmp_path / "state-2", tmp_path / "streams.log", *props))
+    wait_until(lambda: word_counts(bs, "rs-out", since=ends) == dict(want), "the exact counts, again", apps[-1])
+    assert set(internal_topics(bs, app_id)) == internal
     stop_cleanly(apps[-1])

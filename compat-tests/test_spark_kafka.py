@@ -15,7 +15,13 @@ What is checked, exactly (every row's partition, offset, key, value, timestamp a
 - the sink with key, value, headers, topic and partition columns, read back with confluent-kafka;
 - a streaming query with ``maxOffsetsPerTrigger`` whose driver is SIGKILLed after two micro-batches and
   restarted on its checkpoint: the batches continue where the checkpoint says, each of the size Spark's rate
-  limit gives, and the file sink holds every record exactly once.
+  limit gives, and the file sink holds every record exactly once;
+- ``minPartitions``: offset ranges split as Spark's KafkaOffsetRangeCalculator splits them;
+- ``failOnDataLoss`` after retention deleted the first records: true fails with Spark's message, false reads
+  what is left;
+- ``kafka.``-prefixed Java security options (SASL_SSL, SCRAM-SHA-512, a PEM truststore) for the sink and the
+  source, and a wrong password failing the job with the authentication error.
+The last three are marked ``ecosystem`` (``make ecosystem``).
 """
 
 from __future__ import annotations
@@ -294,3 +300,161 @@ def test_stream_rate_limited_resumes_after_driver_sigkill(spark: Any, broker: An
     assert eco.committed_batches(ckpt) == 10
     got = sorted((r["partition"], r["offset"], r["k"], r["v"]) for r in spark.read.parquet(str(out)).collect())
     assert got == [(p, j, f"k{p}-{j}", f"v{p}-{j}") for p in range(PARTS) for j in range(per_part)]
+
+
+# -- minPartitions ---------------------------------------------------------------------------------------------
+@pytest.mark.ecosystem
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_min_partitions_splits_offset_ranges(spark: Any, source: str, fmt: str) -> None:
+    """Spark's KafkaOffsetRangeCalculator: with fewer offset ranges than minPartitions each range is split into
+    max(round(size / total * minPartitions), 1) pieces, piece i starting at start + size * i / pieces."""
+    df = reader(spark, fmt, source, IN, minPartitions="9",
+                startingOffsets=json.dumps({IN: {"0": 0, "1": 20, "2": 25}}))
+    # sizes 30, 10, 5 of 45: 6, 2 and 1 pieces
+    pieces = df.select("partition", "offset").rdd.glom().collect()
+    assert len(pieces) == 9
+    got = sorted((rs[0]["partition"], rs[0]["offset"], rs[-1]["offset"] + 1, len(rs)) for rs in pieces if rs)
+    assert got == sorted([(0, 5 * i, 5 * i + 5, 5) for i in range(6)] + [(1, 20, 25, 5), (1, 25, 30, 5),
+                                                                        (2, 25, 30, 5)])
+    assert rows(df, headers=False) == [(*r[:5], []) for r in expect({0: range(30), 1: range(20, 30),
+                                                                     2: range(25, 30)})]
+    # as many ranges as minPartitions or more: one Spark partition per Kafka partition
+    assert reader(spark, fmt, source, IN, minPartitions="3").rdd.getNumPartitions() == 3
+
+
+# -- failOnDataLoss after retention deleted records -------------------------------------------------------------
+RETENTION_ARGS = ["--override", "log.retention.check.interval.ms=200", "--override", "log.segment.delete.delay.ms=0"]
+DATA_LOSS = "Some data may have been lost because they are not available in Kafka any more"
+
+
+@pytest.fixture(scope="module")
+def lossy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A broker checking retention every 200 ms, and a one-partition topic whose records 0-19 retention deleted
+    (three batches stamped in 2023, 10 s apart, each in a segment of its own under segment.ms=1000: Kafka rolls
+    when a batch's timestamp is past the segment's first by segment.ms; lowering retention.ms to a day deletes
+    all but the active segment)."""
+    from conftest import _LIVE, _start_broker
+
+    b = _start_broker(tmp_path_factory.mktemp("broker-lossy"), None, RETENTION_ARGS)
+    try:
+        name = "eco-lossy"
+        create_topic(b.bootstrap, name, 1, {"retention.ms": "-1", "segment.ms": "1000"})
+        for k in range(3):
+            produce(b.bootstrap, name, [(0, 10 * k + j, f"k{10 * k + j}", f"v{10 * k + j}", T0 + 10_000 * k + j, [])
+                                        for j in range(10)])
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+        res = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=[
+            ConfigEntry("retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([res])[res].result(30)
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lossy-check"})
+        deadline = time.monotonic() + 60
+        while c.get_watermark_offsets(TopicPartition(name, 0), timeout=10) != (20, 30):
+            assert time.monotonic() < deadline, c.get_watermark_offsets(TopicPartition(name, 0), timeout=10)
+            time.sleep(0.2)
+        c.close()
+        yield b.bootstrap, name
+    finally:
+        b.kill()
+        _LIVE.remove(b)
+
+
+@pytest.mark.ecosystem
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_fail_on_data_loss_after_retention(spark: Any, lossy: tuple[str, str], fmt: str) -> None:
+    bs, name = lossy
+    start = json.dumps({name: {"0": 0}})
+    # failOnDataLoss=true (the default): offsets 0-19 are gone, the job fails with Spark's message
+    with pytest.raises(Exception) as err:
+        reader(spark, fmt, bs, name, startingOffsets=start).collect()
+    assert DATA_LOSS in str(err.value), str(err.value)[-3000:]
+    # false: the records still there, nothing else
+    df = reader(spark, fmt, bs, name, startingOffsets=start, failOnDataLoss="false")
+    assert [(r[1], r[2], r[3]) for r in rows(df, headers=False)] == [(j, f"k{j}", f"v{j}") for j in range(20, 30)]
+
+
+# -- kafka.-prefixed security options: SASL_SSL with SCRAM-SHA-512 -------------------------------------------
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A kafkalite with a PLAINTEXT listener (to create the SCRAM user) and a SASL_SSL one (SCRAM-SHA-512 only),
+    its TLS material from ``kafkalite certs``."""
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+    from harness.broker import BrokerProcess
+
+    from conftest import _LIVE, _broker_missing
+    from kafkalite.cli.certs import write_certs
+
+    if why := _broker_missing():
+        missing(why)
+    base = tmp_path_factory.mktemp("broker-secured")
+    certs = write_certs(base / "certs")
+    ports = {"PLAINTEXT": _free_port(), "SASL_SSL": _free_port()}
+    props = base / "server.properties"
+    props.write_text("\n".join([
+        "listeners=" + ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
+        "sasl.enabled.mechanisms=SCRAM-SHA-512",
+        f"ssl.keystore.location={certs['broker.pem']}", f"ssl.truststore.location={certs['ca.pem']}"]) + "\n")
+
+    class Secured(BrokerProcess):
+        def _command(self) -> list[str]:
+            cmd = super()._command()
+            i = cmd.index("--listen")
+            return [*cmd[:i], *cmd[i + 2:], "--config", str(props)]
+
+    b = Secured(base / "data", base / "broker.log")
+    _LIVE.append(b)
+    try:
+        b.start()
+        plain, sasl = (f"127.0.0.1:{ports[n]}" for n in ("PLAINTEXT", "SASL_SSL"))
+        admin = AdminClient({"bootstrap.servers": plain})
+        for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                "spark", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"spark-pw")]).values():
+            f.result(30)
+        create_topic(plain, "eco-secured", 2)
+        yield {"plain": plain, "sasl": sasl, "ca": str(certs["ca.pem"])}
+    finally:
+        b.kill()
+        _LIVE.remove(b)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.ecosystem
+@pytest.mark.kafkalite_only("the secured broker is a kafkalite started from a server.properties with PEM listeners")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_sasl_ssl_scram_through_kafka_prefixed_options(spark: Any, secured: dict[str, Any], fmt: str) -> None:
+    """The options a Spark user writes for Java's client (kafka.security.protocol, kafka.sasl.mechanism,
+    kafka.sasl.jaas.config, a PEM truststore): the sink writes over SASL_SSL, the source reads it back over
+    SASL_SSL; a wrong password fails the job with Kafka's authentication error."""
+    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+
+    def sec(password: str) -> dict[str, str]:
+        return {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+                "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                          f'username="spark" password="{password}";',
+                "kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": secured["ca"]}
+
+    topic = "eco-secured"
+    schema = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
+                         StructField("partition", IntegerType())])
+    data = [(f"{fmt}-k{i}".encode(), f"{fmt}-v{i}".encode(), i % 2) for i in range(20)]
+    w = spark.createDataFrame(data, schema).coalesce(1).write.format(fmt).mode("append") \
+        .option("kafka.bootstrap.servers", secured["sasl"]).option("topic", topic)
+    for k, v in sec("spark-pw").items():
+        w = w.option(k, v)
+    w.save()
+    df = reader(spark, fmt, secured["sasl"], topic, **sec("spark-pw"))
+    got = [(r[2], r[3], r[0]) for r in rows(df, headers=False) if r[2].startswith(fmt)]
+    assert sorted(got) == sorted((k.decode(), v.decode(), p) for k, v, p in data)
+    # the plaintext listener has the same records (one topic, two listeners)
+    assert sorted(rows(reader(spark, fmt, secured["plain"], topic), headers=False)) == sorted(rows(df, headers=False))
+    with pytest.raises(Exception) as err:
+        reader(spark, fmt, secured["sasl"], topic, **sec("wrong")).collect()
+    assert "Authentication failed" in str(err.value), str(err.value)[-3000:]

@@ -160,9 +160,18 @@ peers() {
 #    ships (scala, hadoop-client, spark-tags, the compression codecs, slf4j, jsr305) are left out, so the
 #    classpath holds one copy of each.
 #  - streams: Kafka Streams 4.4.0 (kafka-clients 4.4.0, RocksDB) with slf4j-simple 2 (and its slf4j-api) for its logs.
+#  - connect: Kafka Connect (the distributed worker, the JSON converter, the FileStream connectors) and
+#    MirrorMaker 2 (connect-mirror, connect-mirror-client), with slf4j-simple 2 for the logs. One release
+#    throughout, 4.3.1: Maven Central serves connect-runtime 4.4.0 but no connect-file, connect-mirror or
+#    connect-mirror-client 4.4.0, and 4.3.1's connectors do not load on 4.4.0's kafka-clients (AppInfoParser
+#    moved to org.apache.kafka.common.utils.internals in 4.4).
+#  - tools: Kafka 4.4.0's command-line tools (kafka-streams-application-reset is
+#    org.apache.kafka.tools.StreamsResetter in kafka-tools).
 ECO_SETS=(
   "spark-kafka|org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0|spark-tags_2.13,hadoop-client-api,hadoop-client-runtime,scala-library,scala-parallel-collections_2.13,jsr305,lz4-java,snappy-java,slf4j-api,zstd-jni"
   "streams|org.apache.kafka:kafka-streams:4.4.0 org.slf4j:slf4j-api:2.0.17 org.slf4j:slf4j-simple:2.0.17|"
+  "connect|org.apache.kafka:connect-runtime:4.3.1 org.apache.kafka:connect-json:4.3.1 org.apache.kafka:connect-file:4.3.1 org.apache.kafka:connect-mirror:4.3.1 org.apache.kafka:connect-mirror-client:4.3.1 org.slf4j:slf4j-api:2.0.17 org.slf4j:slf4j-simple:2.0.17|"
+  "tools|org.apache.kafka:kafka-tools:4.4.0 org.slf4j:slf4j-api:2.0.17 org.slf4j:slf4j-simple:2.0.17|"
 )
 
 eco_pom() {  # eco_pom "g:a:v g:a:v ..." -> a pom on stdout

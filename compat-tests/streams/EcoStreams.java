@@ -5,9 +5,10 @@
 // MODE: wordcount (lines -> words, repartitioned by word, counted in a persistent RocksDB store named
 // "counts": topics <app>-words-repartition and <app>-counts-changelog), windowed (events counted per key in
 // 10 s tumbling windows with 5 s grace, store "win-counts"), fkjoin (orders table joined to products table by
-// foreign key). Topics: wc-in -> wc-out, win-in -> win-out, orders + products -> enriched.
+// foreign key). Topics: wc-in -> wc-out (or eco.in=... eco.out=...), win-in -> win-out, orders + products -> enriched.
 // The extra key=value pairs are Streams configs (processing.guarantee, ...). Prints "STATE <new state>" on
-// every state change; runs until SIGTERM (closes cleanly) or SIGKILL.
+// every state change and "TASKS active=... standby=..." (this instance's task ids) on each change to RUNNING;
+// runs until SIGTERM (closes cleanly) or SIGKILL.
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Properties;
@@ -29,16 +30,16 @@ import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.WindowStore;
 
 public class EcoStreams {
-    static Topology wordcount() {
+    static Topology wordcount(String in, String out) {
         StreamsBuilder b = new StreamsBuilder();
-        b.stream("wc-in", Consumed.with(Serdes.String(), Serdes.String()))
+        b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
             .flatMapValues(line -> Arrays.asList(line.toLowerCase().split("\\W+")))
             .filter((k, w) -> !w.isEmpty())
             .groupBy((k, w) -> w, Grouped.with("words", Serdes.String(), Serdes.String()))
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
                 .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
             .toStream()
-            .to("wc-out", Produced.with(Serdes.String(), Serdes.Long()));
+            .to(out, Produced.with(Serdes.String(), Serdes.Long()));
         return b.build();
     }
 
@@ -83,8 +84,10 @@ public class EcoStreams {
             String[] kv = args[i].split("=", 2);
             p.put(kv[0], kv[1]);
         }
+        // the word count's topics (eco.in / eco.out are the harness's, not Streams configs)
+        String in = (String) p.remove("eco.in"), out = (String) p.remove("eco.out");
         Topology t = switch (mode) {
-            case "wordcount" -> wordcount();
+            case "wordcount" -> wordcount(in == null ? "wc-in" : in, out == null ? "wc-out" : out);
             case "windowed" -> windowed();
             case "fkjoin" -> fkjoin();
             default -> throw new IllegalArgumentException("mode " + mode);
@@ -93,6 +96,14 @@ public class EcoStreams {
         CountDownLatch done = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {
             System.out.println("STATE " + now);
+            if (now == KafkaStreams.State.RUNNING) {  // "TASKS active=0_0,1_0 standby=1_1": this instance's tasks
+                java.util.TreeSet<String> active = new java.util.TreeSet<>(), standby = new java.util.TreeSet<>();
+                streams.metadataForLocalThreads().forEach(th -> {
+                    th.activeTasks().forEach(m -> active.add(m.taskId().toString()));
+                    th.standbyTasks().forEach(m -> standby.add(m.taskId().toString()));
+                });
+                System.out.println("TASKS active=" + String.join(",", active) + " standby=" + String.join(",", standby));
+            }
             System.out.flush();
             if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) done.countDown();
         });

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkalite.spark.options import TopicPartition
+from kafkalite.spark.options import TopicPartition, librdkafka_params
 
 _RETRIES = 5
 
@@ -24,13 +24,16 @@ class OffsetReader:
     """Thin, lazily-connected wrapper over ``AdminClient``; safe to pickle (the client is recreated)."""
 
     def __init__(self, kafka_params: Mapping[str, str], timeout_s: float = 30.0) -> None:
-        self._conf = dict(kafka_params)
+        # the user's kafka.* options are Java client settings (a PEM truststore, sasl.jaas.config): librdkafka's
+        # names for them, as the executors' consumers get
+        self._conf = librdkafka_params(kafka_params)
         for key in ("group.id", "isolation.level", "auto.offset.reset", "enable.auto.commit",
                     "enable.partition.eof", "partitioner", "enable.idempotence", "linger.ms"):
             self._conf.pop(key, None)
         self._read_committed = str(kafka_params.get("isolation.level", "read_uncommitted")) == "read_committed"
         self._timeout = timeout_s
         self._admin: Any = None
+        self._auth_error: Any = None  # an authentication failure librdkafka reported (error_cb)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -41,8 +44,22 @@ class OffsetReader:
         if self._admin is None:
             from confluent_kafka.admin import AdminClient
 
-            self._admin = AdminClient(self._conf)
+            self._admin = AdminClient({**self._conf, "error_cb": self._on_error})
         return self._admin
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka reports a failed SASL login only here (the request itself fails as a transport error):
+        kept so the query fails with it at once, as Java's client fails on SaslAuthenticationException."""
+        from confluent_kafka import KafkaError
+
+        if err.code() == KafkaError._AUTHENTICATION:
+            self._auth_error = err
+
+    def _check_auth(self) -> None:
+        if self._admin is not None:
+            self._admin.poll(0)  # serves error_cb
+        if self._auth_error is not None:
+            raise KafkaMetadataError(f"authentication failed: {self._auth_error.str()}")
 
     def close(self) -> None:
         self._admin = None
@@ -56,6 +73,7 @@ class OffsetReader:
                 return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
             except Exception as exc:  # KafkaException: transport errors while a broker restarts
                 last = exc
+                self._check_auth()
                 time.sleep(1.0)
         raise KafkaMetadataError(f"cannot fetch topic metadata: {last}") from last
 
@@ -75,6 +93,7 @@ class OffsetReader:
                 return {(ktp.topic, ktp.partition): int(f.result().offset) for ktp, f in futures.items()}
             except Exception as exc:
                 last = exc
+                self._check_auth()
                 time.sleep(1.0)
         raise KafkaMetadataError(f"cannot list offsets: {last}") from last
 
