@@ -181,6 +181,25 @@ class LogSegment:
             if written or not isinstance(exc, TooManyOpenFilesError):   # (a file that did not open is intact)
                 self._cut_log(pos, exc)
             raise KafkaStorageError(f"write to {self.log_path} failed: {exc}") from exc
+        self._account(pos, size, last_offset, max_timestamp, offset_of_max_timestamp, prev_next, old_max)
+        return pos
+
+    def adopt_file(self, file: FileHandle, size: int, last_offset: int, max_timestamp: int) -> None:
+        """Make `file`, which holds exactly one batch of `size` bytes ending at `last_offset`, this empty
+        segment's `.log` (kafkalite_storage.staging): it is renamed over the empty one (OSError: nothing
+        changed), then the indexes and memory are as after `append` of that batch."""
+        if self.size != 0:
+            raise ValueError(f"{self.log_path}: only an empty segment adopts a file")
+        prev_next = self.next_offset
+        old_max = self.max_timestamp_and_offset
+        file.rename(self.log_path)
+        old, self.file = self.file, file
+        old.close()
+        self._account(0, size, last_offset, max_timestamp, last_offset, prev_next, old_max)
+
+    def _account(self, pos: int, size: int, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int,
+                 prev_next: int, old_max: tuple[int, int]) -> None:
+        """The batch of `size` bytes at `pos` is written: index entries if due, then memory."""
         new_max = (max_timestamp, offset_of_max_timestamp) if max_timestamp > old_max[0] else old_max
         n_off = n_time = -1
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
@@ -212,7 +231,6 @@ class LogSegment:
         if n_off >= 0:
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += size
-        return pos
 
     def _cut_log(self, pos: int, cause: OSError) -> None:
         """Undo a failed write: the .log back to `pos` bytes (RollbackFailedError if even that fails)."""
