@@ -296,7 +296,7 @@ class PartitionLog(LogReads, LeaderEpochs):
         hdr = validate_batch(mv, exact_count=assign_offsets)
         lat = self.config.log_append_time and assign_offsets   # a reproduced batch keeps its own timestamps
         marker = self._admit(mv, hdr, now, lat, validate_producer, records_checked)
-        if type(marker) is AppendInfo:   # a duplicate of a recent idempotent batch
+        if isinstance(marker, AppendInfo):   # a duplicate of a recent idempotent batch
             return marker
         base = self._leo if assign_offsets else hdr.base_offset
         if base < self._leo:
@@ -402,7 +402,7 @@ class PartitionLog(LogReads, LeaderEpochs):
                 _now() if now_ms is None else now_ms)
             hdr = staged.header
             marker = self._admit(staged.batch, hdr, now, lat, True, records_checked)
-            if type(marker) is AppendInfo:
+            if isinstance(marker, AppendInfo):
                 return marker
             base = self._leo
             last = base + hdr.last_offset_delta

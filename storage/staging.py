@@ -85,7 +85,7 @@ def stage(directory: str, batch: bytes | bytearray | memoryview, *,
     f = FileHandle(os.path.join(directory, f"{uuid.uuid4().hex}.log.tmp"), os.O_RDWR | os.O_CREAT | os.O_TRUNC)
     staged = StagedBatch(mv, hdr, bytes(head), log_append_time_ms, f)
     try:
-        chunks = [head, mv[HEADER_SIZE:]]
+        chunks: list[bytes | bytearray | memoryview] = [head, mv[HEADER_SIZE:]]
         written = f.pwritev(chunks, 0)
         while written < hdr.size:  # short write: finish from the rest
             n = f.pwrite(mv[written:] if written >= HEADER_SIZE else bytes(head[written:]) + bytes(mv[HEADER_SIZE:]),

@@ -36,17 +36,19 @@ from __future__ import annotations
 
 import functools
 import logging
-
-import trio
+from collections.abc import Callable
+from typing import Any
 
 from kafkalite import authz, validation
 from kafkalite.errors import ConnectionClosed, error_code_for
+from kafkalite.handlers import produce_offload as offload
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.runtime.slices import Slices
 from kafkalite.state import leader_epoch
 from kafkalite.validation import Rejection, frame_problem
 from kafkalite_storage import LogConfig, PartitionLog
 from kafkalite_storage.errors import StorageError
+from kafkalite_storage.log import AppendInfo
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import ProduceRequest, ProduceResponse
 
@@ -54,19 +56,8 @@ log = logging.getLogger(__name__)
 
 _PartResp = ProduceResponse.PartitionProduceResponse
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
-# at most two batches inflate in worker threads at once: memory <= 2 x kafkalite.max.uncompressed.batch.bytes
-_THREADS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("produce_validation_threads")
 #: requests of more partition entries than this are walked in slices
 SLICE_AFTER = 128
-
-
-def _limiter() -> trio.CapacityLimiter:
-    try:
-        return _THREADS.get()
-    except LookupError:
-        limiter = trio.CapacityLimiter(2)
-        _THREADS.set(limiter)
-        return limiter
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> ProduceResponse.PartitionProduceResponse:
@@ -86,9 +77,20 @@ def _max_inflated(ctx: RequestContext, config: LogConfig) -> int:
     return int(raw) if raw else 64 * max(config.max_message_bytes, 1)
 
 
+def _checker(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes, config: LogConfig, tp: str,
+             now: int) -> Callable[..., Rejection | None]:
+    return functools.partial(validation.validate, records, config=config, now=now, version=ctx.version,
+                             transactional_id=req.transactional_id, max_inflated=_max_inflated(ctx, config),
+                             topic_partition=tp)
+
+
 async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
-                    plog: PartitionLog, tp: str, now: int) -> Rejection | None:
-    """Run the validator, in a worker thread for large compressed batches (never stall the event loop)."""
+                    plog: PartitionLog, tp: str, now: int, *, threads: bool = True,
+                    deferred: bool = False) -> Rejection | None:
+    """Run the validator, in a worker thread for large compressed batches (never stall the event loop).
+    With ``threads=False`` raise validation.Deferred instead of going to a thread (the caller takes the
+    partition's turn first: kafkalite.handlers.produce_offload); ``deferred``: it did, after an inline
+    attempt that raised Deferred (straight to the thread)."""
     problem = frame_problem(records)
     if problem is not None or records is None:
         return problem
@@ -96,15 +98,75 @@ async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryvie
     if not records[22] & 0x07:   # uncompressed: the compiled walk takes ~10 ns a record, inline
         return validation.validate(records, config=config, now=now, version=ctx.version,
                                    transactional_id=req.transactional_id, topic_partition=tp)
-    check = functools.partial(validation.validate, records, config=config, now=now, version=ctx.version,
-                              transactional_id=req.transactional_id, max_inflated=_max_inflated(ctx, config),
-                              topic_partition=tp)
-    if len(records) < validation.THREAD_THRESHOLD_BYTES:   # small: inline while it inflates little
+    check = _checker(ctx, req, records, config, tp, now)
+    if len(records) < validation.THREAD_THRESHOLD_BYTES and not deferred:   # small: inline while it inflates little
         try:
             return check(inline_budget=validation.INLINE_INFLATE_BYTES)
         except validation.Deferred:
-            pass
-    return await trio.to_thread.run_sync(check, limiter=_limiter())
+            if not threads:
+                raise
+    elif not threads:
+        raise validation.Deferred
+    return await offload.validate(check)
+
+
+async def _produce_partition(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
+                             plog: PartitionLog, name: str, idx: int, now: int, txns: Any,
+                             ) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
+    """One partition's batch, validated and appended; work that leaves the loop runs in the partition's
+    turn, so appends to a partition keep request order (kafkalite.handlers.produce_offload)."""
+    turns = offload.turns()
+    deferred = False
+    if plog not in turns and not offload.off_loop(records):
+        try:   # the hot path: nothing awaits
+            return await _checked_append(ctx, req, records, plog, name, idx, now, txns, threads=False)
+        except validation.Deferred:   # a small batch that inflates a lot: its turn, then a worker thread
+            deferred = True
+    async with turns.turn(plog):
+        return await _checked_append(ctx, req, records, plog, name, idx, now, txns, threads=True, deferred=deferred)
+
+
+async def _checked_append(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
+                          plog: PartitionLog, name: str, idx: int, now: int, txns: Any, *, threads: bool,
+                          deferred: bool = False) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
+    tp = f"{name}-{idx}"
+    staged = None
+    try:
+        if threads and records is not None and len(records) >= offload.STAGE_BYTES and frame_problem(records) is None:
+            try:
+                rejection, staged = await offload.validate_and_stage(
+                    _checker(ctx, req, records, plog.config, tp, now), records, plog, now)
+            except StorageError as exc:   # staging checks the CRC and writes: what append would raise
+                return _error(idx, error_code_for(exc), str(exc) or None), None
+        else:
+            rejection = await _validate(ctx, req, records, plog, tp, now, threads=threads, deferred=deferred)
+        if rejection is None and req.transactional_id is not None:
+            check = getattr(txns, "check_produce", None)
+            if txns is None:
+                rejection = Rejection(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                      "transactions are not supported by this broker")
+            elif check is not None:
+                code = check(req.transactional_id, name, idx, records)
+                if code:
+                    rejection = Rejection(ErrorCode(code), "")
+        if rejection is not None:
+            return _rejected(idx, rejection), None
+        try:
+            if staged is not None:
+                appended = plog.append_staged(staged, leader_epoch=leader_epoch(plog), now_ms=now,
+                                              records_checked=True)
+                staged = None   # adopted or discarded by the log
+            else:
+                appended = plog.append(records, leader_epoch=leader_epoch(plog),  # type: ignore[arg-type]
+                                       now_ms=now, records_checked=True)   # validated above (keys too)
+        except StorageError as exc:
+            return _error(idx, error_code_for(exc), str(exc) or None), None
+        return _PartResp(index=idx, error_code=ErrorCode.NONE, base_offset=appended.base_offset,
+                         log_append_time_ms=appended.log_append_time_ms,
+                         log_start_offset=appended.log_start_offset), appended
+    finally:
+        if staged is not None:   # refused, or cancelled on the way (a server shutting down)
+            staged.discard()
 
 
 def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: dict[str, int]) -> bool:
@@ -126,7 +188,7 @@ def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: di
 
 
 @handler(ProduceRequest, min_version=3, max_version=11)
-async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:  # noqa: C901 (Kafka's per-partition checks, in Kafka's order, on the hot path)
+async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     state = ctx.broker
     acks = req.acks
     now = ctx.now_ms()
@@ -185,33 +247,15 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(idx, ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {name}"))
                 failed = True
                 continue
-            rejection = await _validate(ctx, req, pd.records, plog, f"{name}-{idx}", now)
-            if rejection is None and req.transactional_id is not None:
-                check = getattr(txns, "check_produce", None)
-                if txns is None:
-                    rejection = Rejection(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                          "transactions are not supported by this broker")
-                elif check is not None:
-                    code = check(req.transactional_id, name, idx, pd.records)
-                    if code:
-                        rejection = Rejection(ErrorCode(code), "")
-            if rejection is not None:
-                parts.append(_rejected(idx, rejection))
-                failed = True
-                continue
-            try:
-                appended = plog.append(pd.records, leader_epoch=leader_epoch(plog), now_ms=now,
-                                       records_checked=True)   # validated above (keys of compacted topics too)
-            except StorageError as exc:
-                parts.append(_error(idx, error_code_for(exc), str(exc) or None))
+            answer, appended = await _produce_partition(ctx, req, pd.records,  # type: ignore[arg-type]
+                                                        plog, name, idx, now, txns)
+            parts.append(answer)
+            if appended is None:
                 failed = True
                 continue
             state.notify_append(name, idx)
-            parts.append(_PartResp(index=idx, error_code=ErrorCode.NONE, base_offset=appended.base_offset,
-                                   log_append_time_ms=appended.log_append_time_ms,
-                                   log_start_offset=appended.log_start_offset))
             if wait_for_isr:
-                waits.append((name, idx, appended.last_offset + 1, parts[-1]))
+                waits.append((name, idx, appended.last_offset + 1, answer))
     if waits:
         await placement.await_acks(waits, req.timeout_ms)
     if acks == 0:
