@@ -251,17 +251,28 @@ def _zstd_stream(data: bytes | bytearray | memoryview, chunk: int) -> Iterator[b
         yield bytes(out)
 
 
-def _lz4_stream(data: bytes | bytearray | memoryview, chunk: int) -> Iterator[bytes]:
+def _lz4_stream(data: bytes | bytearray | memoryview, chunk: int, step: int = 65536) -> Iterator[bytes]:
+    """One LZ4 frame (bytes after it are ignored). Input goes in `step`-byte slices: given the whole payload,
+    the decompressor keeps (and copies again on every call) all of it that is not consumed yet: 1.9 s and
+    twice the payload's memory for a 29 MB batch, against ~0.1 s this way."""
     import lz4.frame
 
     d = lz4.frame.LZ4FrameDecompressor()
-    out = d.decompress(data, max_length=chunk)
-    while True:
+    mv = memoryview(data)
+    pos = 0
+    stalled = False   # the last call gave nothing: it needs more input whatever needs_input says
+    while not d.eof:
+        if d.needs_input or stalled:
+            if pos >= len(mv):
+                return   # input ended inside the frame: the record walk judges what is missing
+            piece = mv[pos : pos + step]
+            pos += len(piece)
+            out = d.decompress(piece, max_length=chunk)
+        else:
+            out = d.decompress(b"", max_length=chunk)
+        stalled = not out
         if out:
             yield bytes(out)
-        if d.eof or (not out and d.needs_input):
-            return
-        out = d.decompress(b"", max_length=chunk)
 
 
 def _snappy_block_size(block: bytes | memoryview) -> int:

@@ -60,13 +60,64 @@ def _old_snappy(data: bytes, limit: int) -> Iterator[bytes]:
         pos += n
 
 
+def _old_gzip(data: bytes, chunk: int = 65536, step: int = 16384) -> Iterator[bytes]:
+    d = zlib.decompressobj(47)
+    member_start = True
+    members = 0
+    pos = 0
+    pending = b""
+    while True:
+        if not pending:
+            if pos >= len(data):
+                return
+            pending = data[pos : pos + step]
+            pos += len(pending)
+        try:
+            out = d.decompress(pending, chunk)
+        except zlib.error:
+            if members and member_start:
+                return
+            raise
+        member_start = member_start and not out
+        if out:
+            yield out
+        if d.eof:
+            members += 1
+            rest = d.unused_data + data[pos:]
+            if not rest:
+                return
+            data, pos, pending = rest, 0, b""
+            d = zlib.decompressobj(47)
+            member_start = True
+            continue
+        pending = d.unconsumed_tail
+        while pending == b"" and not d.eof:
+            more = d.decompress(b"", chunk)
+            if not more:
+                break
+            yield more
+
+
+def _old_lz4(data: bytes, chunk: int = 65536) -> Iterator[bytes]:
+    import lz4.frame
+
+    d = lz4.frame.LZ4FrameDecompressor()
+    out = d.decompress(data, max_length=chunk)
+    while True:
+        if out:
+            yield bytes(out)
+        if d.eof or (not out and d.needs_input):
+            return
+        out = d.decompress(b"", max_length=chunk)
+
+
 def _old_pieces(codec: int, data: bytes, limit: int) -> Iterator[bytes]:
-    if codec != 2:
+    if codec == 4:   # zstd's stream did not change
         yield from inflate(codec, data, limit)
         return
     total = 0
     try:
-        for piece in _old_snappy(data, limit):
+        for piece in (_old_snappy(data, limit) if codec == 2 else _old_gzip(data) if codec == 1 else _old_lz4(data)):
             total += len(piece)
             if total > limit:
                 raise InflateLimitError(f"compressed batch inflates to more than {limit} bytes")
@@ -74,7 +125,7 @@ def _old_pieces(codec: int, data: bytes, limit: int) -> Iterator[bytes]:
     except (CorruptRecordError, InflateLimitError):
         raise
     except Exception as exc:
-        raise CorruptRecordError(f"cannot decompress snappy payload: {exc}") from exc
+        raise CorruptRecordError(f"cannot decompress {('', 'gzip', 'snappy', 'lz4')[codec]} payload: {exc}") from exc
 
 
 def _old_walk_compressed(codec: int, mv: memoryview, count: int, base_ts: int, lo: int, hi: int, limit: int,
