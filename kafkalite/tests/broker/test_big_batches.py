@@ -247,10 +247,11 @@ def test_large_compressed_batches_of_the_other_codecs_are_staged_and_stored(brok
 def test_gzip_bomb_still_refused_without_inflating_it(broker: Broker) -> None:
     c = _client(broker)
     create(c, "bomb", {})
-    body = b"\x00" + _zz(0) + _zz(0) + _zz(1) + b"k" + _zz(1 << 30)
+    size = 128 << 20   # twice the bound of 64 x max.message.bytes (1 MiB)
+    body = b"\x00" + _zz(0) + _zz(0) + _zz(1) + b"k" + _zz(size)
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
     mib = bytes(1 << 20)
-    payload = z.compress(_zz(len(body) + (1 << 30) + 1) + body) + b"".join(z.compress(mib) for _ in range(1024))
+    payload = z.compress(_zz(len(body) + size + 1) + body) + b"".join(z.compress(mib) for _ in range(size >> 20))
     batch = raw_batch(payload + z.flush(), count=1, attrs=1)
     p = c.request(produce_req("bomb", batch, acks=1), 9).responses[0].partition_responses[0]
     assert p.error_code == 10   # MESSAGE_TOO_LARGE: past 64 x max.message.bytes
