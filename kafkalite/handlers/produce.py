@@ -44,6 +44,7 @@ from kafkalite.errors import ConnectionClosed, error_code_for
 from kafkalite.handlers import produce_offload as offload
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.runtime.slices import Slices
+from kafkalite.runtime.turns import Turns
 from kafkalite.state import leader_epoch
 from kafkalite.validation import Rejection, frame_problem
 from kafkalite_storage import LogConfig, PartitionLog
@@ -110,18 +111,11 @@ async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryvie
     return await offload.validate(check)
 
 
-async def _produce_partition(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
-                             plog: PartitionLog, name: str, idx: int, now: int, txns: Any,
-                             ) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
-    """One partition's batch, validated and appended; work that leaves the loop runs in the partition's
-    turn, so appends to a partition keep request order (kafkalite.handlers.produce_offload)."""
-    turns = offload.turns()
-    deferred = False
-    if plog not in turns and not offload.off_loop(records):
-        try:   # the hot path: nothing awaits
-            return await _checked_append(ctx, req, records, plog, name, idx, now, txns, threads=False)
-        except validation.Deferred:   # a small batch that inflates a lot: its turn, then a worker thread
-            deferred = True
+async def _in_turn(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
+                   plog: PartitionLog, name: str, idx: int, now: int, txns: Any, turns: Turns, deferred: bool,
+                   ) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
+    """One partition's batch whose work leaves the loop (or that must wait for one that did), in the
+    partition's turn, so appends to a partition keep request order (kafkalite.handlers.produce_offload)."""
     async with turns.turn(plog):
         return await _checked_append(ctx, req, records, plog, name, idx, now, txns, threads=True, deferred=deferred)
 
@@ -206,6 +200,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             entries += len(t.partition_data)
     work = Slices(every=16) if entries >= SLICE_AFTER else None   # an append may open files: a few per clock read
     denied: dict[str, int] = authz.produce_denied(ctx, req) if state.authorizer is not None else {}
+    turns = offload.turns()   # partitions with a batch off the loop
     if unknown_codec_before_v7(ctx, req, denied):
         if acks == 0:
             raise ConnectionClosed("acks=0 produce with an unknown compression codec id")
@@ -247,8 +242,15 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(idx, ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {name}"))
                 failed = True
                 continue
-            answer, appended = await _produce_partition(ctx, req, pd.records,  # type: ignore[arg-type]
-                                                        plog, name, idx, now, txns)
+            records: memoryview | bytes | None = pd.records   # type: ignore[assignment]
+            if plog in turns or offload.off_loop(records):
+                answer, appended = await _in_turn(ctx, req, records, plog, name, idx, now, txns, turns, False)
+            else:
+                try:   # the hot path: nothing awaits
+                    answer, appended = await _checked_append(ctx, req, records, plog, name, idx, now, txns,
+                                                             threads=False)
+                except validation.Deferred:   # a small batch that inflates a lot: its turn, then a thread
+                    answer, appended = await _in_turn(ctx, req, records, plog, name, idx, now, txns, turns, True)
             parts.append(answer)
             if appended is None:
                 failed = True

@@ -260,7 +260,8 @@ def test_streams_corrupted_or_cut_after_compression(flips: list[tuple[int, int]]
 def test_a_record_error_inside_a_corrupt_snappy_block_is_still_corrupt() -> None:
     # the records go bad at once, the block's corruption is at its end: the block was decoded whole, so
     # CORRUPT_MESSAGE, as before (settle() decodes the rest of the block)
-    payload = record(1) + _payload(2000)
+    payload = record(1) + _payload(2000, value=1000)   # a 2 MB block: streamed (1 MiB or less: decoded whole)
+    assert len(payload) > compression.SNAPPY_WHOLE_BYTES
     block = _raw_snappy(payload)[:-3]   # shorter than the block declares
     r = _same(raw_batch(block, count=2001, attrs=2))
     assert r is not None and r.code == 2
