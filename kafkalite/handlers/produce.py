@@ -44,12 +44,12 @@ from kafkalite.errors import ConnectionClosed, error_code_for
 from kafkalite.handlers import produce_offload as offload
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.runtime.slices import Slices
-from kafkalite.runtime.turns import Turns
 from kafkalite.state import leader_epoch
 from kafkalite.validation import Rejection, frame_problem
 from kafkalite_storage import LogConfig, PartitionLog
 from kafkalite_storage.errors import StorageError
 from kafkalite_storage.log import AppendInfo
+from kafkalite_storage.staging import StagedBatch
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import ProduceRequest, ProduceResponse
 
@@ -85,55 +85,42 @@ def _checker(ctx: RequestContext, req: ProduceRequest, records: memoryview | byt
                              topic_partition=tp)
 
 
-async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
-                    plog: PartitionLog, tp: str, now: int, *, threads: bool = True,
-                    deferred: bool = False) -> Rejection | None:
-    """Run the validator, in a worker thread for large compressed batches (never stall the event loop).
-    With ``threads=False`` raise validation.Deferred instead of going to a thread (the caller takes the
-    partition's turn first: kafkalite.handlers.produce_offload); ``deferred``: it did, after an inline
-    attempt that raised Deferred (straight to the thread)."""
+def _validate_inline(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
+                     plog: PartitionLog, tp: str, now: int) -> Rejection | None:
+    """The validator on the event loop (uncompressed batches: the compiled walk takes ~10 ns a record; small
+    compressed ones while they inflate little): raises validation.Deferred when a compressed batch is too
+    large for the loop or inflates past INLINE_INFLATE_BYTES."""
     problem = frame_problem(records)
     if problem is not None or records is None:
         return problem
     config = plog.config
-    if not records[22] & 0x07:   # uncompressed: the compiled walk takes ~10 ns a record, inline
+    if not records[22] & 0x07:
         return validation.validate(records, config=config, now=now, version=ctx.version,
                                    transactional_id=req.transactional_id, topic_partition=tp)
-    check = _checker(ctx, req, records, config, tp, now)
-    if len(records) < validation.THREAD_THRESHOLD_BYTES and not deferred:   # small: inline while it inflates little
-        try:
-            return check(inline_budget=validation.INLINE_INFLATE_BYTES)
-        except validation.Deferred:
-            if not threads:
-                raise
-    elif not threads:
+    if len(records) >= validation.THREAD_THRESHOLD_BYTES:
         raise validation.Deferred
-    return await offload.validate(check)
+    return validation.validate(records, config=config, now=now, version=ctx.version,
+                               transactional_id=req.transactional_id, max_inflated=_max_inflated(ctx, config),
+                               topic_partition=tp, inline_budget=validation.INLINE_INFLATE_BYTES)
 
 
-async def _in_turn(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
-                   plog: PartitionLog, name: str, idx: int, now: int, txns: Any, turns: Turns, deferred: bool,
-                   ) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
-    """One partition's batch whose work leaves the loop (or that must wait for one that did), in the
-    partition's turn, so appends to a partition keep request order (kafkalite.handlers.produce_offload)."""
-    async with turns.turn(plog):
-        return await _checked_append(ctx, req, records, plog, name, idx, now, txns, threads=True, deferred=deferred)
+async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
+                    plog: PartitionLog, tp: str, now: int, *, deferred: bool = False) -> Rejection | None:
+    """Run the validator, in a worker thread for large compressed batches (never stall the event loop);
+    ``deferred``: an inline attempt raised validation.Deferred already (straight to the thread)."""
+    if not deferred:
+        try:
+            return _validate_inline(ctx, req, records, plog, tp, now)
+        except validation.Deferred:
+            pass
+    return await offload.validate(_checker(ctx, req, records, plog.config, tp, now))  # type: ignore[arg-type]
 
 
-async def _checked_append(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
-                          plog: PartitionLog, name: str, idx: int, now: int, txns: Any, *, threads: bool,
-                          deferred: bool = False) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
-    tp = f"{name}-{idx}"
-    staged = None
+def _append(req: ProduceRequest, records: memoryview | bytes | None, plog: PartitionLog, name: str, idx: int,
+            now: int, txns: Any, rejection: Rejection | None, staged: StagedBatch | None,
+            ) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
+    """After validation: the transaction check, then the append (or the staged batch's adoption)."""
     try:
-        if threads and records is not None and len(records) >= offload.STAGE_BYTES and frame_problem(records) is None:
-            try:
-                rejection, staged = await offload.validate_and_stage(
-                    _checker(ctx, req, records, plog.config, tp, now), records, plog, now)
-            except StorageError as exc:   # staging checks the CRC and writes: what append would raise
-                return _error(idx, error_code_for(exc), str(exc) or None), None
-        else:
-            rejection = await _validate(ctx, req, records, plog, tp, now, threads=threads, deferred=deferred)
         if rejection is None and req.transactional_id is not None:
             check = getattr(txns, "check_produce", None)
             if txns is None:
@@ -159,8 +146,33 @@ async def _checked_append(ctx: RequestContext, req: ProduceRequest, records: mem
                          log_append_time_ms=appended.log_append_time_ms,
                          log_start_offset=appended.log_start_offset), appended
     finally:
-        if staged is not None:   # refused, or cancelled on the way (a server shutting down)
+        if staged is not None:   # refused
             staged.discard()
+
+
+async def _off_loop(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
+                    plog: PartitionLog, name: str, idx: int, now: int, txns: Any, deferred: bool,
+                    ) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
+    """One partition's batch whose work leaves the loop (or that must wait for one that did), in the
+    partition's turn, so appends to a partition keep request order (kafkalite.handlers.produce_offload)."""
+    tp = f"{name}-{idx}"
+    async with offload.TURNS.turn(plog):
+        staged = None
+        try:
+            if records is not None and len(records) >= offload.STAGE_BYTES and frame_problem(records) is None:
+                try:
+                    rejection, staged = await offload.validate_and_stage(
+                        _checker(ctx, req, records, plog.config, tp, now), records, plog, now)
+                except StorageError as exc:   # staging checks the CRC and writes: what append would raise
+                    return _error(idx, error_code_for(exc), str(exc) or None), None
+            else:
+                rejection = await _validate(ctx, req, records, plog, tp, now, deferred=deferred)
+            result = _append(req, records, plog, name, idx, now, txns, rejection, staged)
+            staged = None   # used up by _append
+            return result
+        finally:
+            if staged is not None:   # cancelled on the way (a server shutting down)
+                staged.discard()
 
 
 def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: dict[str, int]) -> bool:
@@ -200,7 +212,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             entries += len(t.partition_data)
     work = Slices(every=16) if entries >= SLICE_AFTER else None   # an append may open files: a few per clock read
     denied: dict[str, int] = authz.produce_denied(ctx, req) if state.authorizer is not None else {}
-    turns = offload.turns()   # partitions with a batch off the loop
+    busy = offload.BUSY   # partitions with a batch off the loop
     if unknown_codec_before_v7(ctx, req, denied):
         if acks == 0:
             raise ConnectionClosed("acks=0 produce with an unknown compression codec id")
@@ -243,14 +255,15 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 failed = True
                 continue
             records: memoryview | bytes | None = pd.records   # type: ignore[assignment]
-            if plog in turns or offload.off_loop(records):
-                answer, appended = await _in_turn(ctx, req, records, plog, name, idx, now, txns, turns, False)
+            if plog in busy or (records is not None and len(records) >= offload.THREAD_THRESHOLD_BYTES
+                                and offload.off_loop(records)):
+                answer, appended = await _off_loop(ctx, req, records, plog, name, idx, now, txns, False)
             else:
-                try:   # the hot path: nothing awaits
-                    answer, appended = await _checked_append(ctx, req, records, plog, name, idx, now, txns,
-                                                             threads=False)
+                try:   # the hot path: no await, no coroutine
+                    rejection = _validate_inline(ctx, req, records, plog, f"{name}-{idx}", now)
+                    answer, appended = _append(req, records, plog, name, idx, now, txns, rejection, None)
                 except validation.Deferred:   # a small batch that inflates a lot: its turn, then a thread
-                    answer, appended = await _in_turn(ctx, req, records, plog, name, idx, now, txns, turns, True)
+                    answer, appended = await _off_loop(ctx, req, records, plog, name, idx, now, txns, True)
             parts.append(answer)
             if appended is None:
                 failed = True

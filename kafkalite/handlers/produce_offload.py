@@ -33,6 +33,9 @@ import trio
 
 from kafkalite.runtime.turns import Turns
 from kafkalite.validation import THREAD_THRESHOLD_BYTES, Rejection
+
+__all__ = ["BUSY", "STAGE_BYTES", "THREADS", "THREAD_THRESHOLD_BYTES", "TURNS", "limiter", "off_loop", "validate",
+           "validate_and_stage"]
 from kafkalite_storage import PartitionLog
 from kafkalite_storage.staging import StagedBatch, stage
 
@@ -42,7 +45,12 @@ STAGE_BYTES = 4 * 1024 * 1024
 THREADS = 2
 
 _LIMITER: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("produce_offload_threads")
-_TURNS: trio.lowlevel.RunVar[Turns] = trio.lowlevel.RunVar("produce_turns")
+#: the partitions with a batch off the loop, keyed by their PartitionLog objects (one per broker, so the brokers
+#: of a cluster in one process, or brokers in several trio runs, never share a key); a key leaves the table
+#: when its last task does
+TURNS = Turns()
+#: the table's keys, live: the hot path's ``plog in BUSY`` is one C-level lookup
+BUSY = TURNS.keys()
 
 
 def limiter() -> trio.CapacityLimiter:
@@ -52,16 +60,6 @@ def limiter() -> trio.CapacityLimiter:
         lim = trio.CapacityLimiter(THREADS)
         _LIMITER.set(lim)
         return lim
-
-
-def turns() -> Turns:
-    """The partitions (their PartitionLog objects: one per broker of a cluster) with a batch off the loop."""
-    try:
-        return _TURNS.get()
-    except LookupError:
-        t = Turns()
-        _TURNS.set(t)
-        return t
 
 
 def off_loop(records: memoryview | bytes | None) -> bool:

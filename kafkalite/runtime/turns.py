@@ -9,7 +9,7 @@ lookup: ``key in turns``; a task that finds its key free and does not await may 
 """
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Hashable, KeysView
 from contextlib import asynccontextmanager
 
 import trio
@@ -26,6 +26,10 @@ class Turns:
 
     def __len__(self) -> int:
         return len(self._locks)
+
+    def keys(self) -> KeysView[Hashable]:
+        """The keys with a turn in flight, live (``key in turns.keys()`` skips a Python-level call)."""
+        return self._locks.keys()
 
     @asynccontextmanager
     async def turn(self, key: Hashable) -> AsyncIterator[None]:
