@@ -275,6 +275,7 @@ class PartitionLog(LogReads, LeaderEpochs):
         validate_producer: bool = True,
         assign_offsets: bool = True,
         records_checked: bool = False,
+        staged: StagedBatch | None = None,
     ) -> AppendInfo:
         """Append exactly one record batch.
 
@@ -288,55 +289,20 @@ class PartitionLog(LogReads, LeaderEpochs):
         LogAppendTime (the leader stamped them), so the stored bytes are the source's.
         `leader_epoch=None` keeps the batch's PartitionLeaderEpoch; otherwise the batch gets
         max(leader_epoch, latest epoch in leader-epoch-checkpoint), so epochs never decrease.
+        `staged`: the batch was checked and written by `kafkalite_storage.staging.stage` (call `append_staged`).
         """
         if self.closed or self.offline is not None:
             self._refuse()
         now = _now() if now_ms is None else now_ms
         mv = memoryview(batch)
-        hdr = validate_batch(mv, exact_count=assign_offsets)
-        lat = self.config.log_append_time and assign_offsets   # a reproduced batch keeps its own timestamps
-        marker = self._admit(mv, hdr, now, lat, validate_producer, records_checked)
-        if isinstance(marker, AppendInfo):   # a duplicate of a recent idempotent batch
-            return marker
-        base = self._leo if assign_offsets else hdr.base_offset
-        if base < self._leo:
-            raise InvalidRecordError(f"batch base offset {base} is below the log end offset {self._leo}")
-        last = base + hdr.last_offset_delta
-        head = bytearray(mv[:HEADER_SIZE])
-        epoch = self._patch_head(head, base, leader_epoch)
-        max_ts = hdr.max_timestamp
-        append_time = -1
-        if lat:
-            append_time = max_ts = now
-            stamp_log_append_time(head, now)
-            crc = crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
-            _UI.pack_into(head, 17, crc)
-        seg = self.active
-        try:
-            # fallible steps first; each leaves the log as it was when it fails (see the module docstring)
-            if seg.should_roll(hdr.size, max_ts, last, now, self.config.segment_bytes,
-                               self.config.segment_ms - self.config.segment_jitter_ms):
-                seg = self._roll(base, now)
-            if epoch >= 0:
-                self._assign_epoch(epoch, base)  # before the data, as Kafka's UnifiedLog.append
-            seg.append([head, mv[HEADER_SIZE:]], hdr.size, last, max_ts, last)
-        except RollbackFailedError as exc:
-            self._go_offline(str(exc))
-            raise
-        except OSError as exc:
-            raise KafkaStorageError(f"append to {self.topic}-{self.partition} failed: {exc}") from exc
-        return self._appended(seg, hdr, marker, base, last, max_ts, append_time, now)
-
-    def _admit(self, mv: memoryview, hdr: BatchHeader, now: int, lat: bool, validate_producer: bool,
-               records_checked: bool) -> tuple[int, int] | AppendInfo | None:
-        """The checks of an append against the log as it is (size, control, timestamps, keys, producer
-        state): the control marker (or None) of an acceptable batch, the earlier answer for a duplicate."""
+        hdr = validate_batch(mv, exact_count=assign_offsets) if staged is None else staged.header
         if hdr.size > self.config.max_message_bytes:
             raise RecordTooLargeError(
                 f"batch of {hdr.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
             )
         if hdr.is_control and validate_producer:
             raise InvalidRecordError("clients may not send control batches")
+        lat = self.config.log_append_time and assign_offsets   # a reproduced batch keeps its own timestamps
         if not lat and hdr.max_timestamp >= 0 and (
             min(hdr.base_timestamp, hdr.max_timestamp) < now - self.config.message_timestamp_before_max_ms
             or hdr.max_timestamp > now + self.config.message_timestamp_after_max_ms
@@ -356,21 +322,42 @@ class PartitionLog(LogReads, LeaderEpochs):
                 if dup is not None:
                     return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp if lat else -1,
                                       self.log_start_offset, duplicate=True)
-        return marker
-
-    def _patch_head(self, head: bytearray, base: int, leader_epoch: int | None) -> int:
-        """BaseOffset and PartitionLeaderEpoch (outside the CRC) of a batch header; returns the epoch."""
+        base = self._leo if assign_offsets else hdr.base_offset
+        if base < self._leo:
+            raise InvalidRecordError(f"batch base offset {base} is below the log end offset {self._leo}")
+        last = base + hdr.last_offset_delta
+        head = bytearray(mv[:HEADER_SIZE] if staged is None else staged.head)
         _Q.pack_into(head, 0, base)
         if leader_epoch is not None:
             # epochs in a log never go down: a directory written by Kafka may already be at epoch N > 0
             leader_epoch = max(leader_epoch, self.latest_epoch())
             _I.pack_into(head, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
-        epoch: int = _I.unpack_from(head, PARTITION_LEADER_EPOCH_OFFSET)[0]
-        return epoch
-
-    def _appended(self, seg: LogSegment, hdr: BatchHeader, marker: tuple[int, int] | None, base: int, last: int,
-                  max_ts: int, append_time: int, now: int) -> AppendInfo:
-        """The batch is in `seg`: flush if due, then the in-memory state (log end offset, producer state)."""
+        epoch = _I.unpack_from(head, PARTITION_LEADER_EPOCH_OFFSET)[0]
+        max_ts = hdr.max_timestamp
+        append_time = -1
+        if lat:
+            append_time = max_ts = now
+            if staged is None:   # (a staged batch was stamped, its CRC computed, by stage())
+                stamp_log_append_time(head, now)
+                crc = crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
+                _UI.pack_into(head, 17, crc)
+        seg = self.active
+        try:
+            # fallible steps first; each leaves the log as it was when it fails (see the module docstring)
+            if staged is None and seg.should_roll(hdr.size, max_ts, last, now, self.config.segment_bytes,
+                                                  self.config.segment_ms - self.config.segment_jitter_ms):
+                seg = self._roll(base, now)
+            if epoch >= 0:
+                self._assign_epoch(epoch, base)  # before the data, as Kafka's UnifiedLog.append
+            if staged is None:
+                seg.append([head, mv[HEADER_SIZE:]], hdr.size, last, max_ts, last)
+            else:
+                seg = self._adopt(staged, head, base, last, max_ts, now)
+        except RollbackFailedError as exc:
+            self._go_offline(str(exc))
+            raise
+        except OSError as exc:
+            raise KafkaStorageError(f"append to {self.topic}-{self.partition} failed: {exc}") from exc
         self._unflushed += hdr.records_count
         if marker is not None or self._unflushed >= self.config.flush_messages or (
                 now - self._last_flush_ms >= self.config.flush_ms):
@@ -391,38 +378,16 @@ class PartitionLog(LogReads, LeaderEpochs):
         offset (see kafkalite_storage.staging). The stage is used up either way (adopted, or discarded when the
         batch is refused, a duplicate, or the append fails). If the topic's timestamp type changed since
         the batch was staged, it is appended the ordinary way instead."""
-        adopted = False
         try:
             if self.closed or self.offline is not None:
                 self._refuse()
-            lat = self.config.log_append_time
-            if lat != (staged.log_append_time is not None):
+            stamped = staged.log_append_time
+            if self.config.log_append_time != (stamped is not None):
                 return self.append(staged.batch, leader_epoch, now_ms, records_checked=records_checked)
-            now = staged.log_append_time if staged.log_append_time is not None else (
-                _now() if now_ms is None else now_ms)
-            hdr = staged.header
-            marker = self._admit(staged.batch, hdr, now, lat, True, records_checked)
-            if isinstance(marker, AppendInfo):
-                return marker
-            base = self._leo
-            last = base + hdr.last_offset_delta
-            head = bytearray(staged.head)
-            epoch = self._patch_head(head, base, leader_epoch)
-            max_ts = now if lat else hdr.max_timestamp
-            try:
-                if epoch >= 0:
-                    self._assign_epoch(epoch, base)  # before the data, as Kafka's UnifiedLog.append
-                seg = self._adopt(staged, head, base, last, max_ts, now)
-                adopted = True
-            except RollbackFailedError as exc:
-                self._go_offline(str(exc))
-                raise
-            except OSError as exc:
-                raise KafkaStorageError(f"append to {self.topic}-{self.partition} failed: {exc}") from exc
-            return self._appended(seg, hdr, None, base, last, max_ts, now if lat else -1, now)
+            return self.append(staged.batch, leader_epoch, stamped if stamped is not None else now_ms,
+                               records_checked=records_checked, staged=staged)
         finally:
-            if not adopted:
-                staged.discard()
+            staged.discard()   # (nothing to do once adopted)
 
     def _adopt(self, staged: StagedBatch, head: bytearray, base: int, last: int, max_ts: int,
                now: int) -> LogSegment:
@@ -432,7 +397,10 @@ class PartitionLog(LogReads, LeaderEpochs):
         if f.pwrite(head, 0) != HEADER_SIZE:
             raise OSError(28, "short write of a staged batch's header")
         seg = self._roll(base, now)   # OSError: the old segment stays active, the stage is discarded
-        seg.adopt_file(f, staged.header.size, last, max_ts)   # OSError: an empty active segment, as after a roll
+        try:
+            seg.adopt_file(f, staged.header.size, last, max_ts)   # OSError: an empty active segment, as after a roll
+        finally:
+            staged.adopted = seg.file is f   # the segment owns the file from its rename on
         self._dir_dirty = True
         return seg
 

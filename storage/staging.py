@@ -55,9 +55,12 @@ class StagedBatch:
     head: bytes                  # the first 61 bytes as written (LogAppendTime stamped, if asked)
     log_append_time: int | None  # the LogAppendTime stamped, or None (CreateTime)
     file: FileHandle
+    adopted: bool = False        # the file is a segment's `.log` now (discard leaves it alone)
 
     def discard(self) -> None:
-        """Remove the file (never adopted); errors are ignored (the loader deletes leftovers)."""
+        """Remove the file unless a log adopted it; errors are ignored (the loader deletes leftovers)."""
+        if self.adopted:
+            return
         self.file.close()
         with contextlib.suppress(OSError):
             fs.unlink(self.file.path)

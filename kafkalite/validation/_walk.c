@@ -110,13 +110,17 @@ static inline void account(WState *s, int64_t delta) {
     }
 }
 
-/* Walk whole records of b[*pos..n) (see pywalk.walk); *pos ends at the first record not walked. */
+/* Walk whole records of b[*pos..n) (see pywalk.walk); *pos ends at the first record not walked. The state is
+ * kept in locals while walking (a store through `s` could alias the bytes read: the compiler would reload). */
 static int walk_core(const unsigned char *b, Py_ssize_t n, Py_ssize_t *pos_io, int final, WState *s, WError *err) {
     Py_ssize_t pos = *pos_io < 0 ? 0 : *pos_io;
-    err->code = E_NONE;
-    while (s->index < s->count) {
+    Py_ssize_t index = s->index, count = s->count, bad_index = s->bad_index, nokey = s->nokey;
+    int64_t base_ts = s->base_ts, lo = s->lo, hi = s->hi, max_ts = s->max_ts, bad_ts = s->bad_ts;
+    int code = E_NONE;
+    int64_t ea = 0, eb = 0;
+    while (index < count) {
         if (pos >= n) {
-            if (final) err->code = E_PREMATURE;
+            if (final) code = E_PREMATURE;
             break;
         }
         Py_ssize_t p = pos;
@@ -130,62 +134,71 @@ static int walk_core(const unsigned char *b, Py_ssize_t n, Py_ssize_t *pos_io, i
             rc = rd_varint(b, &p, n, 5, 32, &length);
         }
         if (rc == SHORT) {
-            if (final) err->code = E_PREMATURE;
+            if (final) code = E_PREMATURE;
             break;
         }
-        if (rc == BAD) { err->code = E_TOO_LONG; break; }
-        if (length < 0) { err->code = E_NEGLEN; err->a = length; break; }
+        if (rc == BAD) { code = E_TOO_LONG; break; }
+        if (length < 0) { code = E_NEGLEN; ea = length; break; }
         Py_ssize_t end = p + (Py_ssize_t)length;
         if (end > n) {
-            if (final) { err->code = E_TRUNC; err->a = length; err->b = n - p; }
+            if (final) { code = E_TRUNC; ea = length; eb = n - p; }
             break;
         }
         Py_ssize_t start = p;
         int64_t delta, off, klen, vlen, nh, hk, hv;
-        if (p >= end) { err->code = E_STRUCT; break; }
+        if (p >= end) { code = E_STRUCT; break; }
         p++; /* attributes */
         VARINT(delta, 10, 64);
         VARINT(off, 5, 32);
-        if (off != (int64_t)s->index) { err->code = E_OFFSET; err->a = off; break; }
+        if (off != (int64_t)index) { code = E_OFFSET; ea = off; break; }
         VARINT(klen, 5, 32);
         if (klen >= 0) {
-            if (klen > end - p) { err->code = E_STRUCT; break; }
+            if (klen > end - p) { code = E_STRUCT; break; }
             p += klen;
-        } else if (s->nokey < 0) {
-            s->nokey = s->index;
+        } else if (nokey < 0) {
+            nokey = index;
         }
         VARINT(vlen, 5, 32);
         if (vlen >= 0) {
-            if (vlen > end - p) { err->code = E_STRUCT; break; }
+            if (vlen > end - p) { code = E_STRUCT; break; }
             p += vlen;
         }
         VARINT(nh, 5, 32);
-        if (nh < 0) { err->code = E_NH_NEG; err->a = nh; break; }
-        if (nh > end - p) { err->code = E_NH_BIG; err->a = nh; break; }
+        if (nh < 0) { code = E_NH_NEG; ea = nh; break; }
+        if (nh > end - p) { code = E_NH_BIG; ea = nh; break; }
         for (int64_t h = 0; h < nh; h++) {
             VARINT(hk, 5, 32);
-            if (hk < 0) { err->code = E_HK_NEG; err->a = hk; goto out; }
-            if (hk > end - p) { err->code = E_STRUCT; goto out; }
+            if (hk < 0) { code = E_HK_NEG; ea = hk; goto out; }
+            if (hk > end - p) { code = E_STRUCT; goto out; }
             p += hk;
             VARINT(hv, 5, 32);
             if (hv >= 0) {
-                if (hv > end - p) { err->code = E_STRUCT; goto out; }
+                if (hv > end - p) { code = E_STRUCT; goto out; }
                 p += hv;
             }
         }
-        if (p != end) { err->code = E_SIZE; err->a = length; err->b = p - start; break; }
-        account(s, delta);
-        s->index++;
+        if (p != end) { code = E_SIZE; ea = length; eb = p - start; break; }
+        {
+            int64_t ts = (int64_t)((uint64_t)base_ts + (uint64_t)delta);
+            if (ts > max_ts) max_ts = ts;
+            if (bad_index < 0 && ts != -1 && (ts < lo || ts > hi)) {
+                bad_index = index;
+                bad_ts = ts;
+            }
+        }
+        index++;
         pos = end;
         continue;
     structural:
-        err->code = rc == BAD ? E_TOO_LONG : E_STRUCT;
+        code = rc == BAD ? E_TOO_LONG : E_STRUCT;
         break;
     }
 out:
-    if (err->code == E_NONE && s->index >= s->count && pos < n) err->code = E_REMAINING;
+    if (code == E_NONE && index >= count && pos < n) code = E_REMAINING;
+    s->index = index; s->bad_index = bad_index; s->nokey = nokey; s->max_ts = max_ts; s->bad_ts = bad_ts;
+    err->code = code; err->a = ea; err->b = eb;
     *pos_io = pos;
-    return err->code;
+    return code;
 }
 
 static PyObject *walk(PyObject *self, PyObject *args) {
