@@ -16,7 +16,8 @@
 # SASL users.
 # Extra `kafkalite serve` options go after the image name (docker run ... kafkalite --log-level DEBUG).
 
-# build stage: the wheel (gcc builds the produce validator's record walk, kafkalite/validation/_walk.c).
+# build stage: the wheel (gcc builds the produce validator's record walk, kafkalite/validation/_walk.c, and
+# storage's streaming snappy decoder, storage/_snappy.c).
 # The whole context is copied so the symlinks kafkalite_wire -> wire and kafkalite_storage -> storage,
 # which give the folders their installed names, come along (see tools/rename_packages.py).
 FROM python:3.11-slim AS build

@@ -45,9 +45,7 @@ from kafkalite_storage.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_ABORT,
     HEADER_SIZE,
-    MAX_TIMESTAMP_OFFSET,
     PARTITION_LEADER_EPOCH_OFFSET,
-    TIMESTAMP_TYPE_FLAG,
     BatchHeader,
     crc32c,
     parse_control_marker,
@@ -68,13 +66,13 @@ from kafkalite_storage.log_epochs import LeaderEpochs
 from kafkalite_storage.log_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LogReads
 from kafkalite_storage.producer_state import CompletedTxn, ProducerStateManager
 from kafkalite_storage.segment import LogSegment, segment_name
+from kafkalite_storage.staging import StagedBatch, stamp_log_append_time
 from kafkalite_storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
-_H = struct.Struct(">h")
 _UI = struct.Struct(">I")
 
 FD_GRACE_S = 1.0  # minimum time a removed segment's descriptors stay open
@@ -277,6 +275,7 @@ class PartitionLog(LogReads, LeaderEpochs):
         validate_producer: bool = True,
         assign_offsets: bool = True,
         records_checked: bool = False,
+        staged: StagedBatch | None = None,
     ) -> AppendInfo:
         """Append exactly one record batch.
 
@@ -290,12 +289,13 @@ class PartitionLog(LogReads, LeaderEpochs):
         LogAppendTime (the leader stamped them), so the stored bytes are the source's.
         `leader_epoch=None` keeps the batch's PartitionLeaderEpoch; otherwise the batch gets
         max(leader_epoch, latest epoch in leader-epoch-checkpoint), so epochs never decrease.
+        `staged`: the batch was checked and written by `kafkalite_storage.staging.stage` (call `append_staged`).
         """
         if self.closed or self.offline is not None:
             self._refuse()
         now = _now() if now_ms is None else now_ms
         mv = memoryview(batch)
-        hdr = validate_batch(mv, exact_count=assign_offsets)
+        hdr = validate_batch(mv, exact_count=assign_offsets) if staged is None else staged.header
         if hdr.size > self.config.max_message_bytes:
             raise RecordTooLargeError(
                 f"batch of {hdr.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
@@ -326,7 +326,7 @@ class PartitionLog(LogReads, LeaderEpochs):
         if base < self._leo:
             raise InvalidRecordError(f"batch base offset {base} is below the log end offset {self._leo}")
         last = base + hdr.last_offset_delta
-        head = bytearray(mv[:HEADER_SIZE])
+        head = bytearray(mv[:HEADER_SIZE] if staged is None else staged.head)
         _Q.pack_into(head, 0, base)
         if leader_epoch is not None:
             # epochs in a log never go down: a directory written by Kafka may already be at epoch N > 0
@@ -337,20 +337,22 @@ class PartitionLog(LogReads, LeaderEpochs):
         append_time = -1
         if lat:
             append_time = max_ts = now
-            attrs = _H.unpack_from(head, ATTRIBUTES_OFFSET)[0] | TIMESTAMP_TYPE_FLAG
-            _H.pack_into(head, ATTRIBUTES_OFFSET, attrs)
-            _Q.pack_into(head, MAX_TIMESTAMP_OFFSET, now)
-            crc = crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
-            _UI.pack_into(head, 17, crc)
+            if staged is None:   # (a staged batch was stamped, its CRC computed, by stage())
+                stamp_log_append_time(head, now)
+                crc = crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
+                _UI.pack_into(head, 17, crc)
         seg = self.active
         try:
             # fallible steps first; each leaves the log as it was when it fails (see the module docstring)
-            if seg.should_roll(hdr.size, max_ts, last, now, self.config.segment_bytes,
-                               self.config.segment_ms - self.config.segment_jitter_ms):
+            if staged is None and seg.should_roll(hdr.size, max_ts, last, now, self.config.segment_bytes,
+                                                  self.config.segment_ms - self.config.segment_jitter_ms):
                 seg = self._roll(base, now)
             if epoch >= 0:
                 self._assign_epoch(epoch, base)  # before the data, as Kafka's UnifiedLog.append
-            seg.append([head, mv[HEADER_SIZE:]], hdr.size, last, max_ts, last)
+            if staged is None:
+                seg.append([head, mv[HEADER_SIZE:]], hdr.size, last, max_ts, last)
+            else:
+                seg = self._adopt(staged, head, base, last, max_ts, now)
         except RollbackFailedError as exc:
             self._go_offline(str(exc))
             raise
@@ -368,6 +370,39 @@ class PartitionLog(LogReads, LeaderEpochs):
             else:
                 self.producer_state.update(hdr, base, max_ts)
         return AppendInfo(base, last, append_time, self.log_start_offset)
+
+    def append_staged(self, staged: StagedBatch, leader_epoch: int | None = 0, now_ms: int | None = None, *,
+                      records_checked: bool = False) -> AppendInfo:
+        """Append a client batch that `kafkalite_storage.staging.stage` wrote to this log's directory: the
+        checks of `append` against the log as it is now, then its file becomes a new segment at the log end
+        offset (see kafkalite_storage.staging). The stage is used up either way (adopted, or discarded when the
+        batch is refused, a duplicate, or the append fails). If the topic's timestamp type changed since
+        the batch was staged, it is appended the ordinary way instead."""
+        try:
+            if self.closed or self.offline is not None:
+                self._refuse()
+            stamped = staged.log_append_time
+            if self.config.log_append_time != (stamped is not None):
+                return self.append(staged.batch, leader_epoch, now_ms, records_checked=records_checked)
+            return self.append(staged.batch, leader_epoch, stamped if stamped is not None else now_ms,
+                               records_checked=records_checked, staged=staged)
+        finally:
+            staged.discard()   # (nothing to do once adopted)
+
+    def _adopt(self, staged: StagedBatch, head: bytearray, base: int, last: int, max_ts: int,
+               now: int) -> LogSegment:
+        """Roll to a new segment at `base` (or keep an empty active one there) whose `.log` becomes the
+        staged file, its header patched first."""
+        f = staged.file
+        if f.pwrite(head, 0) != HEADER_SIZE:
+            raise OSError(28, "short write of a staged batch's header")
+        seg = self._roll(base, now)   # OSError: the old segment stays active, the stage is discarded
+        try:
+            seg.adopt_file(f, staged.header.size, last, max_ts)   # OSError: an empty active segment, as after a roll
+        finally:
+            staged.adopted = seg.file is f   # the segment owns the file from its rename on
+        self._dir_dirty = True
+        return seg
 
     def _finish_append(self, seg: LogSegment, hdr: BatchHeader, marker: tuple[int, int] | None, last: int,
                        now: int) -> None:

@@ -152,13 +152,14 @@ class LogSegment:
     # ---- append ----------------------------------------------------------------------------------
     def append(
         self,
-        chunks: list[bytes | bytearray | memoryview],
+        chunks: list[bytes | bytearray | memoryview] | None,
         size: int,
         last_offset: int,
         max_timestamp: int,
         offset_of_max_timestamp: int,
     ) -> int:
         """Write one append (a batch, possibly split in header + body chunks) at the end; update indexes.
+        `chunks=None`: the batch is in the file already (`adopt_file`).
 
         Returns the position the append starts at.
         """
@@ -168,11 +169,12 @@ class LogSegment:
         # Transactional: every fallible write (log bytes, then the index entries) happens before any memory
         # state changes; a failed one is undone on disk (the .log cut back to `pos`, index entries dropped)
         # and raised as KafkaStorageError, so memory and files never disagree and no orphan bytes remain.
-        written = 0
+        written = size if chunks is None else 0
         try:
-            written = self.file.pwritev(chunks, pos)
+            if chunks is not None:
+                written = self.file.pwritev(chunks, pos)
             while written < size:  # short write: finish from a joined copy
-                rest = b"".join(bytes(c) for c in chunks)[written:]
+                rest = b"".join(bytes(c) for c in chunks or ())[written:]
                 n = self.file.pwrite(rest, pos + written)
                 if n <= 0:
                     raise OSError(28, "no progress writing the log")
@@ -213,6 +215,18 @@ class LogSegment:
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += size
         return pos
+
+    def adopt_file(self, file: FileHandle, size: int, last_offset: int, max_timestamp: int) -> None:
+        """Make `file`, which holds exactly one batch of `size` bytes ending at `last_offset`, this empty
+        segment's `.log` (kafkalite_storage.staging): it is renamed over the empty one (OSError: nothing
+        changed), then the indexes and memory are as after `append` of that batch."""
+        if self.size != 0:
+            raise ValueError(f"{self.log_path}: only an empty segment adopts a file")
+        _ = self.next_offset, self.max_timestamp_and_offset   # (cached now: their reads may fail, the rename not undone)
+        file.rename(self.log_path)
+        old, self.file = self.file, file
+        old.close()
+        self.append(None, size, last_offset, max_timestamp, last_offset)
 
     def _cut_log(self, pos: int, cause: OSError) -> None:
         """Undo a failed write: the .log back to `pos` bytes (RollbackFailedError if even that fails)."""

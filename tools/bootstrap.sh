@@ -25,10 +25,12 @@ stamp_set() { echo "$2" > "$DEPS/$1.stamp"; }
 EDITABLE=(--config-settings editable_mode=compat -e)
 
 venv() {
-  # setup.py builds the produce validator's C record walk in place (kafkalite/validation/_walk*.so): a change
-  # to it, or a missing build, reinstalls
-  local h; h=$( (cat pyproject.toml setup.py kafkalite/validation/_walk.c; echo "${EDITABLE[*]}") | sha1sum | cut -c1-16)
-  if [[ -x "$VENV/bin/python" ]] && stamp_ok venv "$h" && compgen -G "kafkalite/validation/_walk*.so" >/dev/null; then
+  # setup.py builds the produce validator's C record walk and storage's streaming snappy decoder in place
+  # (kafkalite/validation/_walk*.so, storage/_snappy*.so): a change to them, or a missing build, reinstalls
+  local h; h=$( (cat pyproject.toml setup.py kafkalite/validation/_walk.c storage/_snappy.c; echo "${EDITABLE[*]}") \
+    | sha1sum | cut -c1-16)
+  if [[ -x "$VENV/bin/python" ]] && stamp_ok venv "$h" && compgen -G "kafkalite/validation/_walk*.so" >/dev/null \
+     && compgen -G "storage/_snappy*.so" >/dev/null; then
     compile; return
   fi
   [[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"

@@ -38,11 +38,12 @@ PACKAGES = {"kafkalite_wire": "wire", "kafkalite_storage": "storage", "kafkalite
 
 
 def modules() -> dict[str, Path]:
-    """Every module of the three packages: dotted name -> file."""
+    """Every module of the three packages: dotted name -> file. A C extension's source (``_walk.c`` next to
+    the package it is built into, see setup.py) is a module too, one that imports nothing of the project."""
     found: dict[str, Path] = {}
     for name, folder in PACKAGES.items():
         base = ROOT / folder
-        for path in base.rglob("*.py"):
+        for path in [*base.rglob("*.py"), *base.rglob("*.c")]:
             if "__pycache__" in path.parts or "node_modules" in path.parts:
                 continue
             rel = path.relative_to(base).with_suffix("")
@@ -90,6 +91,8 @@ def graph(known: dict[str, Path]) -> tuple[dict[str, dict[str, int]], list[tuple
     edges: dict[str, dict[str, int]] = {m: {} for m in known}
     lazy: list[tuple[str, int, str]] = []
     for mod, path in known.items():
+        if path.suffix != ".py":   # a C extension: a leaf
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         is_pkg = path.name == "__init__.py"
         for node, in_func in _imports(tree):

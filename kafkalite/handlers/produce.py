@@ -36,17 +36,20 @@ from __future__ import annotations
 
 import functools
 import logging
-
-import trio
+from collections.abc import Callable
+from typing import Any
 
 from kafkalite import authz, validation
 from kafkalite.errors import ConnectionClosed, error_code_for
+from kafkalite.handlers import produce_offload as offload
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.runtime.slices import Slices
 from kafkalite.state import leader_epoch
 from kafkalite.validation import Rejection, frame_problem
 from kafkalite_storage import LogConfig, PartitionLog
 from kafkalite_storage.errors import StorageError
+from kafkalite_storage.log import AppendInfo
+from kafkalite_storage.staging import StagedBatch
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import ProduceRequest, ProduceResponse
 
@@ -54,19 +57,8 @@ log = logging.getLogger(__name__)
 
 _PartResp = ProduceResponse.PartitionProduceResponse
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
-# at most two batches inflate in worker threads at once: memory <= 2 x kafkalite.max.uncompressed.batch.bytes
-_THREADS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("produce_validation_threads")
 #: requests of more partition entries than this are walked in slices
 SLICE_AFTER = 128
-
-
-def _limiter() -> trio.CapacityLimiter:
-    try:
-        return _THREADS.get()
-    except LookupError:
-        limiter = trio.CapacityLimiter(2)
-        _THREADS.set(limiter)
-        return limiter
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> ProduceResponse.PartitionProduceResponse:
@@ -86,25 +78,101 @@ def _max_inflated(ctx: RequestContext, config: LogConfig) -> int:
     return int(raw) if raw else 64 * max(config.max_message_bytes, 1)
 
 
-async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
-                    plog: PartitionLog, tp: str, now: int) -> Rejection | None:
-    """Run the validator, in a worker thread for large compressed batches (never stall the event loop)."""
+def _checker(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes, config: LogConfig, tp: str,
+             now: int) -> Callable[..., Rejection | None]:
+    return functools.partial(validation.validate, records, config=config, now=now, version=ctx.version,
+                             transactional_id=req.transactional_id, max_inflated=_max_inflated(ctx, config),
+                             topic_partition=tp)
+
+
+def _validate_inline(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
+                     plog: PartitionLog, tp: str, now: int) -> Rejection | None:
+    """The validator on the event loop (uncompressed batches: the compiled walk takes ~10 ns a record; small
+    compressed ones while they inflate little): raises validation.Deferred when a compressed batch is too
+    large for the loop or inflates past INLINE_INFLATE_BYTES."""
     problem = frame_problem(records)
     if problem is not None or records is None:
         return problem
     config = plog.config
-    if not records[22] & 0x07:   # uncompressed: the compiled walk takes ~10 ns a record, inline
+    if not records[22] & 0x07:
         return validation.validate(records, config=config, now=now, version=ctx.version,
                                    transactional_id=req.transactional_id, topic_partition=tp)
-    check = functools.partial(validation.validate, records, config=config, now=now, version=ctx.version,
-                              transactional_id=req.transactional_id, max_inflated=_max_inflated(ctx, config),
-                              topic_partition=tp)
-    if len(records) < validation.THREAD_THRESHOLD_BYTES:   # small: inline while it inflates little
+    if len(records) >= validation.THREAD_THRESHOLD_BYTES:
+        raise validation.Deferred
+    return validation.validate(records, config=config, now=now, version=ctx.version,
+                               transactional_id=req.transactional_id, max_inflated=_max_inflated(ctx, config),
+                               topic_partition=tp, inline_budget=validation.INLINE_INFLATE_BYTES)
+
+
+async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
+                    plog: PartitionLog, tp: str, now: int, *, deferred: bool = False) -> Rejection | None:
+    """Run the validator, in a worker thread for large compressed batches (never stall the event loop);
+    ``deferred``: an inline attempt raised validation.Deferred already (straight to the thread)."""
+    if not deferred:
         try:
-            return check(inline_budget=validation.INLINE_INFLATE_BYTES)
+            return _validate_inline(ctx, req, records, plog, tp, now)
         except validation.Deferred:
             pass
-    return await trio.to_thread.run_sync(check, limiter=_limiter())
+    return await offload.validate(_checker(ctx, req, records, plog.config, tp, now))  # type: ignore[arg-type]
+
+
+def _append(req: ProduceRequest, records: memoryview | bytes | None, plog: PartitionLog, name: str, idx: int,
+            now: int, txns: Any, rejection: Rejection | None, staged: StagedBatch | None,
+            ) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
+    """After validation: the transaction check, then the append (or the staged batch's adoption)."""
+    try:
+        if rejection is None and req.transactional_id is not None:
+            check = getattr(txns, "check_produce", None)
+            if txns is None:
+                rejection = Rejection(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                      "transactions are not supported by this broker")
+            elif check is not None:
+                code = check(req.transactional_id, name, idx, records)
+                if code:
+                    rejection = Rejection(ErrorCode(code), "")
+        if rejection is not None:
+            return _rejected(idx, rejection), None
+        try:
+            if staged is not None:
+                appended = plog.append_staged(staged, leader_epoch=leader_epoch(plog), now_ms=now,
+                                              records_checked=True)
+                staged = None   # adopted or discarded by the log
+            else:
+                appended = plog.append(records, leader_epoch=leader_epoch(plog),  # type: ignore[arg-type]
+                                       now_ms=now, records_checked=True)   # validated above (keys too)
+        except StorageError as exc:
+            return _error(idx, error_code_for(exc), str(exc) or None), None
+        return _PartResp(index=idx, error_code=ErrorCode.NONE, base_offset=appended.base_offset,
+                         log_append_time_ms=appended.log_append_time_ms,
+                         log_start_offset=appended.log_start_offset), appended
+    finally:
+        if staged is not None:   # refused
+            staged.discard()
+
+
+async def _off_loop(ctx: RequestContext, req: ProduceRequest, records: memoryview | bytes | None,
+                    plog: PartitionLog, name: str, idx: int, now: int, txns: Any, deferred: bool,
+                    ) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
+    """One partition's batch whose work leaves the loop (or that must wait for one that did), in the
+    partition's turn, so appends to a partition keep request order (kafkalite.handlers.produce_offload)."""
+    tp = f"{name}-{idx}"
+    async with offload.TURNS.turn(plog):
+        staged = None
+        try:
+            if records is not None and len(records) >= offload.STAGE_BYTES and frame_problem(records) is None:
+                try:
+                    rejection, staged = await offload.validate_and_stage(
+                        _checker(ctx, req, records, plog.config, tp, now), records, plog, now)
+                except StorageError as exc:   # staging checks the CRC and writes: what append would raise
+                    return _error(idx, error_code_for(exc), str(exc) or None), None
+            else:
+                rejection = await _validate(ctx, req, records, plog, tp, now, deferred=deferred)
+            result = _append(req, records, plog, name, idx, now, txns, rejection, staged)
+            staged = None   # used up by _append
+            return result
+        finally:
+            if staged is not None:   # cancelled on the way (a server shutting down)
+                staged.discard()
 
 
 def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: dict[str, int]) -> bool:
@@ -126,7 +194,7 @@ def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: di
 
 
 @handler(ProduceRequest, min_version=3, max_version=11)
-async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:  # noqa: C901 (Kafka's per-partition checks, in Kafka's order, on the hot path)
+async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     state = ctx.broker
     acks = req.acks
     now = ctx.now_ms()
@@ -144,6 +212,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             entries += len(t.partition_data)
     work = Slices(every=16) if entries >= SLICE_AFTER else None   # an append may open files: a few per clock read
     denied: dict[str, int] = authz.produce_denied(ctx, req) if state.authorizer is not None else {}
+    busy = offload.BUSY   # partitions with a batch off the loop
     if unknown_codec_before_v7(ctx, req, denied):
         if acks == 0:
             raise ConnectionClosed("acks=0 produce with an unknown compression codec id")
@@ -185,33 +254,23 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(idx, ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {name}"))
                 failed = True
                 continue
-            rejection = await _validate(ctx, req, pd.records, plog, f"{name}-{idx}", now)
-            if rejection is None and req.transactional_id is not None:
-                check = getattr(txns, "check_produce", None)
-                if txns is None:
-                    rejection = Rejection(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                          "transactions are not supported by this broker")
-                elif check is not None:
-                    code = check(req.transactional_id, name, idx, pd.records)
-                    if code:
-                        rejection = Rejection(ErrorCode(code), "")
-            if rejection is not None:
-                parts.append(_rejected(idx, rejection))
-                failed = True
-                continue
-            try:
-                appended = plog.append(pd.records, leader_epoch=leader_epoch(plog), now_ms=now,
-                                       records_checked=True)   # validated above (keys of compacted topics too)
-            except StorageError as exc:
-                parts.append(_error(idx, error_code_for(exc), str(exc) or None))
+            records: memoryview | bytes | None = pd.records   # type: ignore[assignment]
+            if plog in busy or (records is not None and len(records) >= offload.THREAD_THRESHOLD_BYTES
+                                and offload.off_loop(records)):
+                answer, appended = await _off_loop(ctx, req, records, plog, name, idx, now, txns, False)
+            else:
+                try:   # the hot path: no await, no coroutine
+                    rejection = _validate_inline(ctx, req, records, plog, f"{name}-{idx}", now)
+                    answer, appended = _append(req, records, plog, name, idx, now, txns, rejection, None)
+                except validation.Deferred:   # a small batch that inflates a lot: its turn, then a thread
+                    answer, appended = await _off_loop(ctx, req, records, plog, name, idx, now, txns, True)
+            parts.append(answer)
+            if appended is None:
                 failed = True
                 continue
             state.notify_append(name, idx)
-            parts.append(_PartResp(index=idx, error_code=ErrorCode.NONE, base_offset=appended.base_offset,
-                                   log_append_time_ms=appended.log_append_time_ms,
-                                   log_start_offset=appended.log_start_offset))
             if wait_for_isr:
-                waits.append((name, idx, appended.last_offset + 1, parts[-1]))
+                waits.append((name, idx, appended.last_offset + 1, answer))
     if waits:
         await placement.await_acks(waits, req.timeout_ms)
     if acks == 0:

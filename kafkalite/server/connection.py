@@ -35,7 +35,8 @@ The socket is a plain non-blocking stdlib socket: ``recv``/``sendmsg`` are tried
 on trio's ``wait_readable``/``wait_writable`` only when they would block. trio's socket wrapper adds a
 scheduler round trip to every call that succeeds (its checkpoint), three per request on a tailing consumer's
 path; here a request costs one (the wait for the next request), and a connection that has answered
-``_YIELD_EVERY`` pipelined requests without waiting yields explicitly so it cannot starve the others.
+``_YIELD_EVERY`` pipelined requests, or read ``_YIELD_BYTES`` of a large frame, without waiting yields
+explicitly so it cannot starve the others.
 
 Responses are sent zero-copy where it matters: in-memory chunks go out with ``sendmsg`` (scatter/gather, no
 joining), file-region chunks ``(fd, offset, length)`` with ``os.sendfile`` from the segment file, so record
@@ -92,6 +93,9 @@ _SSL_WANT_WRITE = _ssl.SSLWantWriteError
 _CORK: int | None = getattr(_stdsocket, "TCP_CORK", None)
 # requests answered back to back without waiting on the socket before the connection yields to other tasks
 _YIELD_EVERY = 8
+# a connection whose client keeps the socket full (a 50 MB Produce frame arriving over loopback) yields after
+# reading this much without waiting: ~2-4 ms of the loop's CPU (recv and buffering)
+_YIELD_BYTES = 4 * 1024 * 1024
 # requests larger than this are decoded, and their responses encoded, in a worker thread (wire is pure), so a
 # request of a million small entries does not hold the event loop while it is parsed; Produce frames are mostly
 # record bytes (sliced, not parsed), so theirs is higher, unless they name many partitions (bulk.produce_entries)
@@ -195,6 +199,7 @@ class Connection:
         pool = self.pool
         scratch = _scratch()
         unyielded = 0
+        unyielded_bytes = 0   # read since the task last waited or yielded
         with self.cancel_scope:
             try:
                 while not self.closing:
@@ -236,7 +241,7 @@ class Connection:
                             else:
                                 await wait_readable(sock)
                             self.waiting_since = None
-                            unyielded = 0
+                            unyielded = unyielded_bytes = 0
                             continue
                         self.idle = False
                         if not n:
@@ -246,6 +251,10 @@ class Connection:
                             held = frames.buffered
                             pool.settle(self.reserved, held)  # type: ignore[union-attr]
                             self.reserved = held
+                        unyielded_bytes += n
+                        if unyielded_bytes >= _YIELD_BYTES:   # a 50 MB frame read without a pause: ~35 ms
+                            unyielded_bytes = 0
+                            await trio.lowlevel.checkpoint()
                         continue
                     self.partial_since = None
                     if pool is not None:

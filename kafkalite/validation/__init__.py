@@ -17,7 +17,8 @@ per-record errors for ProduceResponse v8+ ``record_errors``). Checks, in order:
    transactional bit needs a producer id (INVALID_RECORD) and a transactional id in the request
    (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis answers);
 4. every record (``walk``; compressed payloads through kafkalite_storage.compression.inflate, a bounded streaming
-   decompression fed to the walk chunk by chunk): structure errors are INVALID_RECORD with Kafka's
+   decompression whose pieces go to ``Walker``, the streaming walk, which keeps no record bytes: a 1 GiB record
+   costs a 64 KiB piece of memory, as Kafka's skipKeyValueIterator): structure errors are INVALID_RECORD with Kafka's
    InvalidRecordException text; RecordsCount must match the records present exactly; offset deltas must be
    0..n-1 (INVALID_RECORD with a record error, since we cannot renumber without re-encoding); a payload
    inflating beyond ``max_inflated`` bytes is MESSAGE_TOO_LARGE (non-retriable: the batch can never pass);
@@ -61,11 +62,11 @@ from kafkalite_storage.errors import CorruptRecordError
 from kafkalite_wire.errors import ErrorCode
 
 try:
-    from kafkalite.validation._walk import walk  # type: ignore[import-not-found]
+    from kafkalite.validation._walk import Walker, walk  # type: ignore[import-not-found]
 
     WALK_IMPL = "c"
 except ImportError:  # no compiler at install time: same results, ~100x slower per record
-    from kafkalite.validation.pywalk import walk
+    from kafkalite.validation.pywalk import Walker, walk
 
     WALK_IMPL = "python"
     logging.getLogger(__name__).warning(
@@ -229,22 +230,22 @@ def _check(mv: memoryview, config: LogConfig, now: int, version: int, transactio
 
 def _walk_compressed(codec: int, mv: memoryview, count: int, base_ts: int, lo: int, hi: int, limit: int,
                      budget: int | None) -> tuple[str | None, int, int, int, int, int, int]:
-    """Feed the inflated payload to the walk piece by piece; only an unfinished record is carried over."""
-    state: tuple[str | None, int, int, int, int, int, int] = (None, 0, 0, -1, -1, -1, -1)
-    pending = bytearray()
+    """Feed the inflated payload to the streaming walk piece by piece: nothing is kept but the piece (a record
+    longer than a piece is read field by field, its key, value and headers skipped by counting)."""
+    walker = Walker(count, base_ts, lo, hi)
+    pieces = inflate(codec, mv[HEADER_SIZE:], limit)
     total = 0
-    for piece in inflate(codec, mv[HEADER_SIZE:], limit):
+    for piece in pieces:
         total += len(piece)
         if budget is not None and total > budget:
             raise Deferred
-        pending += piece   # amortised: a record longer than a piece grows here until it is complete
-        _e, _p, index, max_ts, bad_index, bad_ts, nokey = state
-        state = walk(pending, 0, False, index, count, base_ts, lo, hi, max_ts, bad_index, bad_ts, nokey)
-        if state[0] is not None:
-            return state
-        del pending[:state[1]]
-    _e, _p, index, max_ts, bad_index, bad_ts, nokey = state
-    return walk(pending, 0, True, index, count, base_ts, lo, hi, max_ts, bad_index, bad_ts, nokey)
+        if walker.feed(piece):
+            # a verdict inside a snappy block: the block's corruption, if any, comes first (as when blocks
+            # were decoded whole before their records were looked at)
+            if not pieces.settle(None if budget is None else budget - total):
+                raise Deferred
+            break
+    return walker.finish()
 
 
 def _record_errors_text(errors: list[tuple[int, str]]) -> str:

@@ -152,3 +152,224 @@ def walk(buf: bytes | bytearray | memoryview, pos: int, final: bool, index: int,
         return ("Incorrect declared batch size, records still remaining in file", pos, index, max_ts, bad_index,
                 bad_ts, nokey)
     return None, pos, index, max_ts, bad_index, bad_ts, nokey
+
+
+# ---- the streaming walk ------------------------------------------------------------------------------------
+# Phases of the record the Walker is inside of (between records: _LEN with no varint byte read yet)
+_LEN, _ATTR, _DELTA, _OFF, _KLEN, _VLEN, _NH, _HK, _HV, _SKIP, _END, _DRAIN = range(12)
+_OK, _NEED, _SHORT, _TOO_LONG = range(4)
+_STRUCT = "Found invalid record structure"
+_VARINT_TOO_LONG = "Found invalid record structure: varint too long"
+
+
+class Walker:
+    """``walk`` over a stream: ``feed(piece)`` the decompressed records piece by piece, then ``finish()``.
+
+    The verdict is the one ``walk(whole, 0, True, ...)`` gives on the concatenation of the pieces, but nothing is
+    buffered: the records lying wholly inside a piece go through ``walk`` (final=False), and the one record a
+    piece boundary cuts is read field by field by a small state machine, which skips key, value and header
+    bytes by counting them. So a record of 1 GiB costs no memory (Kafka's ``skipKeyValueIterator`` does the
+    same). To give the same verdict as the whole-buffer walk, an error found inside such a record is only
+    reported once all of the record's ``length`` bytes have arrived (``_DRAIN``): if the stream ends first, the
+    answer is the truncated-record message, as ``walk`` gives for a record cut by the end of the data.
+
+    ``feed`` returns True once the verdict is known (an error: feed no more); ``finish()`` returns the 7-tuple
+    ``walk`` returns (``pos`` is 0).
+    """
+
+    __slots__ = ("bad_index", "bad_ts", "base_ts", "count", "delta", "error", "hi", "hleft", "index", "length",
+                 "lo", "max_ts", "next", "nokey", "pend", "phase", "rem", "skip", "vn", "vraw")
+
+    def __init__(self, count: int, base_ts: int, lo: int, hi: int) -> None:
+        self.count, self.base_ts, self.lo, self.hi = count, base_ts, lo, hi
+        self.index = 0
+        self.max_ts = self.bad_index = self.bad_ts = self.nokey = -1
+        self.error: str | None = None
+        self.pend: str | None = None        # the current record's error, reported at its end
+        self.phase = _LEN
+        self.vraw = self.vn = 0             # a varint cut by a piece boundary: bits and bytes so far
+        self.length = self.rem = 0          # the current record's length, and its bytes still to come
+        self.delta = self.hleft = self.skip = 0
+        self.next = _LEN                    # the phase after _SKIP
+
+    def feed(self, buf: bytes | bytearray | memoryview) -> bool:
+        if self.error is not None:
+            return True
+        n = len(buf)
+        pos = 0
+        while True:
+            if self.phase == _LEN and self.vn == 0:   # between records: whole ones straight from the piece
+                (self.error, pos, self.index, self.max_ts, self.bad_index, self.bad_ts, self.nokey) = walk(
+                    buf, pos, False, self.index, self.count, self.base_ts, self.lo, self.hi, self.max_ts,
+                    self.bad_index, self.bad_ts, self.nokey)
+                if self.error is not None:
+                    return True
+                if pos >= n:
+                    return False
+            pos = self._record(buf, pos, n)   # the record the piece's end cuts (or this one's rest)
+            if self.error is not None:
+                return True
+            if pos >= n:
+                return False
+
+    def finish(self) -> tuple[str | None, int, int, int, int, int, int]:
+        if self.error is None:
+            if self.phase == _LEN:
+                if self.vn or self.index < self.count:
+                    self.error = "Incorrect declared batch size, premature EOF reached"
+            else:
+                self.error = (f"Invalid record size: expected {self.length} bytes in record payload, but instead "
+                              f"the buffer has only {self.length - self.rem} remaining bytes.")
+        return self.error, 0, self.index, self.max_ts, self.bad_index, self.bad_ts, self.nokey
+
+    def _varint(self, buf: bytes | bytearray | memoryview, pos: int, n: int, max_bytes: int, bits: int,
+                bounded: bool) -> tuple[int, int, int]:
+        """(status, pos, value) of a varint that may have started in an earlier piece; ``bounded``: inside the
+        record (its bytes count against ``rem``; running out of them is _SHORT)."""
+        raw, k = self.vraw, self.vn
+        while True:
+            if bounded and self.rem == 0:
+                self.vraw = self.vn = 0
+                return _SHORT, pos, 0
+            if pos >= n:
+                self.vraw, self.vn = raw, k
+                return _NEED, pos, 0
+            b = buf[pos]
+            pos += 1
+            if bounded:
+                self.rem -= 1
+            raw |= (b & 0x7F) << (7 * k)
+            k += 1
+            if not b & 0x80:
+                self.vraw = self.vn = 0
+                raw &= (1 << bits) - 1
+                return _OK, pos, (raw >> 1) ^ -(raw & 1)
+            if k == max_bytes:
+                self.vraw = self.vn = 0
+                return _TOO_LONG, pos, 0
+
+    def _fail(self, message: str) -> None:
+        """The current record is bad: say so once its last byte has arrived."""
+        self.pend = message
+        self.phase = _DRAIN
+        if self.rem == 0:
+            self.error = message
+
+    def _skip(self, n: int, then: int) -> None:
+        if n > 0:
+            self.skip, self.next, self.phase = n, then, _SKIP
+        else:
+            self.phase = then
+
+    # (one branch per field of Kafka's DefaultRecord, in order)
+    def _record(self, buf: bytes | bytearray | memoryview, pos: int, n: int) -> int:  # noqa: C901
+        """Advance through the current record; return where the piece was left (its end, or the byte after
+        the record once it is complete: phase _LEN again)."""
+        while True:
+            ph = self.phase
+            if ph == _SKIP:
+                take = min(self.skip, n - pos)
+                pos += take
+                self.rem -= take
+                self.skip -= take
+                if self.skip:
+                    return pos
+                self.phase = self.next
+                continue
+            if ph == _DRAIN:
+                take = min(self.rem, n - pos)
+                pos += take
+                self.rem -= take
+                if self.rem == 0:
+                    self.error = self.pend
+                return pos
+            if ph == _END:
+                if self.rem:
+                    self._fail(f"Invalid record size: expected to read {self.length} bytes in record payload, "
+                               f"but instead read {self.length - self.rem}")
+                    continue
+                ts = self.base_ts + self.delta
+                if ts > _LONG_MAX or ts < _LONG_MIN:
+                    ts = (ts - _LONG_MIN) % _ULONG + _LONG_MIN
+                if ts > self.max_ts:
+                    self.max_ts = ts
+                if self.bad_index < 0 and ts != -1 and (ts < self.lo or ts > self.hi):
+                    self.bad_index = self.index
+                    self.bad_ts = ts
+                self.index += 1
+                self.phase = _LEN
+                return pos
+            if ph == _ATTR:
+                if pos >= n:
+                    return pos
+                pos += 1
+                self.rem -= 1
+                self.phase = _DELTA
+                continue
+            if ph == _LEN:
+                status, pos, v = self._varint(buf, pos, n, 5, 32, False)
+                if status == _NEED:
+                    return pos
+                if status == _TOO_LONG:
+                    self.error = _VARINT_TOO_LONG
+                    return pos
+                if v < 0:
+                    self.error = f"Invalid record size: negative length {v}"
+                    return pos
+                self.length = self.rem = v
+                self.pend = None
+                if v == 0:
+                    self._fail(_STRUCT)
+                    return pos
+                self.phase = _ATTR
+                continue
+            status, pos, v = self._varint(buf, pos, n, 10 if ph == _DELTA else 5, 64 if ph == _DELTA else 32,
+                                          True)
+            if status == _NEED:
+                return pos
+            if status != _OK:
+                self._fail(_STRUCT if status == _SHORT else _VARINT_TOO_LONG)
+                continue
+            if ph == _DELTA:
+                self.delta = v
+                self.phase = _OFF
+            elif ph == _OFF:
+                if v != self.index:
+                    self._fail(f"Inner record offset delta {v} of the record at index {self.index} does not "
+                               f"match its position (expected {self.index})")
+                else:
+                    self.phase = _KLEN
+            elif ph == _KLEN:
+                if v > self.rem:
+                    self._fail(_STRUCT)
+                else:
+                    if v < 0 and self.nokey < 0:
+                        self.nokey = self.index
+                    self._skip(v, _VLEN)
+            elif ph == _VLEN:
+                if v > self.rem:
+                    self._fail(_STRUCT)
+                else:
+                    self._skip(v, _NH)
+            elif ph == _NH:
+                if v < 0:
+                    self._fail(f"Found invalid number of record headers {v}")
+                elif v > self.rem:
+                    self._fail(f"Found invalid number of record headers. {v} is larger than the remaining size "
+                               "of the buffer")
+                else:
+                    self.hleft = v
+                    self.phase = _HK if v else _END
+            elif ph == _HK:
+                if v < 0:
+                    self._fail(f"Invalid negative header key size {v}")
+                elif v > self.rem:
+                    self._fail(_STRUCT)
+                else:
+                    self._skip(v, _HV)
+            else:   # _HV
+                if v > self.rem:
+                    self._fail(_STRUCT)
+                else:
+                    self.hleft -= 1
+                    self._skip(v, _HK if self.hleft else _END)

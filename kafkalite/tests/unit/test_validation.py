@@ -181,6 +181,7 @@ def test_validate_gives_the_same_verdict_with_either_walk(name: str, monkeypatch
     batch = CASES[name][0]
     compiled = check(batch, transactional_id="t")
     monkeypatch.setattr(validation, "walk", pywalk.walk)
+    monkeypatch.setattr(validation, "Walker", pywalk.Walker)
     assert check(batch, transactional_id="t") == compiled
 
 
@@ -194,11 +195,11 @@ def test_validate_agrees_on_mutated_compressed_batches(flips: list[tuple[int, in
             payload[pos] = val
     batch = raw_batch(compress(codec, bytes(payload)), count=12, attrs=codec, max_ts=NOW + 11)
     compiled = check(batch)
-    saved = validation.walk
-    validation.walk = pywalk.walk
+    saved = validation.walk, validation.Walker
+    validation.walk, validation.Walker = pywalk.walk, pywalk.Walker
     try:
         assert check(batch) == compiled
     finally:
-        validation.walk = saved
+        validation.walk, validation.Walker = saved
     if not flips:
         assert compiled is None
