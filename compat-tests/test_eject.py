@@ -11,6 +11,8 @@ and retention checks every 200 ms) gets:
 - ``trimmed``: records stamped two hours ago, then current ones, retention.ms one hour: retention has moved the
   log start offset before the eject;
 - ``secret``: readable by ``User:*``, denied to ``User:bob`` (a literal DENY), plus a prefixed group ACL;
+- ``shared``: a share group (confluent-kafka's ShareConsumer; kafkalite emulating Kafka 4.3) that accepted the
+  first 10 of 30 records;
 - SCRAM users alice (SHA-256, 4096 iterations) and bob (SHA-512, 8192); client quotas; dynamic broker configs
   (cluster default and node 1); a group config;
 - four consumer groups with offsets committed at known positions of ``plain``: two of the classic protocol and
@@ -21,7 +23,7 @@ the copy, and Kafka 4.4 (``.deps/kafka-4.4``) starts on ``NEW/server.properties`
 record of every topic at the same offset with the same key, value, headers, timestamp and timestamp type (gaps,
 tombstones, transaction markers and the trimmed log start included); read_committed readers (confluent-kafka and
 Java) see no aborted record; each group resumes exactly after its committed offsets (the four combinations of
-client and protocol); ``kafka-topics --describe`` shows the same topic ids and configs; alice logs in with her old
+client and protocol); the share group gets exactly the records it had not acknowledged; ``kafka-topics --describe`` shows the same topic ids and configs; alice logs in with her old
 password (and not with a wrong one); bob is still denied; the ACLs, quotas and dynamic configs are Kafka's now;
 a new idempotent producer gets an id above every id kafkalite handed out; and ``kafka-dump-log
 --cluster-metadata-decoder`` reads the metadata snapshot cleanly.
@@ -78,7 +80,8 @@ GROUPS = {
     "eject-java-classic": ("java", "classic", {0: 39, 1: 20, 2: 1}),
     "eject-java-consumer": ("java", "consumer", {0: 7, 1: 28, 2: 15}),
 }
-TOPICS = ("plain", "compacted", "txn", "trimmed", "secret")
+TOPICS = ("plain", "compacted", "txn", "trimmed", "secret", "shared")
+SHARE_GROUP, SHARE_ACKED = "eject-share", 10
 
 Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...], int, int]
 
@@ -295,9 +298,31 @@ def commit_groups(bs: str) -> None:
             c.close()
 
 
+def share_consume(bs: str, limit: int, timeout: float) -> list[int]:
+    """A share consumer (confluent-kafka's ShareConsumer, explicit acknowledgement) of group SHARE_GROUP that
+    accepts up to ``limit`` records of ``shared`` and releases any more it is given; the accepted offsets."""
+    c = ck.ShareConsumer({"bootstrap.servers": bs, "group.id": SHARE_GROUP, "share.acknowledgement.mode": "explicit",
+                          "max.poll.records": 5})
+    accepted: list[int] = []
+    try:
+        c.subscribe(["shared"])
+        deadline = time.monotonic() + timeout
+        while len(accepted) < limit and time.monotonic() < deadline:
+            for m in c.poll(0.5):
+                assert m.error() is None, m.error()
+                if len(accepted) < limit:
+                    c.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+                    accepted.append(m.offset())
+                else:
+                    c.acknowledge(m, ck.AcknowledgeType.RELEASE)
+    finally:
+        c.close()
+    return accepted
+
+
 def populate(bs: str, data_dir: Path, java: JavaClient) -> None:
     admin = AdminClient({"bootstrap.servers": bs})
-    new = [NewTopic("plain", 3, 1), NewTopic("txn", 1, 1), NewTopic("secret", 1, 1),
+    new = [NewTopic("plain", 3, 1), NewTopic("txn", 1, 1), NewTopic("secret", 1, 1), NewTopic("shared", 1, 1),
            NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact", "segment.ms": "100",
                                                 "min.cleanable.dirty.ratio": "0.01", "max.message.bytes": "500000"}),
            NewTopic("trimmed", 1, 1, config={"retention.ms": "3600000", "segment.ms": "100"})]
@@ -310,7 +335,10 @@ def populate(bs: str, data_dir: Path, java: JavaClient) -> None:
     p = ck.Producer({"bootstrap.servers": bs})
     for i in range(3):
         p.produce("secret", value=f"s{i}".encode())
+    for i in range(30):
+        p.produce("shared", value=f"q{i}".encode())
     assert p.flush(30) == 0
+    assert share_consume(bs, SHARE_ACKED, 60) == list(range(SHARE_ACKED))
     ups = [UserScramCredentialUpsertion(u, ScramCredentialInfo(getattr(ScramMechanism, m.replace("-", "_")), it),
                                         pw.encode()) for u, (m, pw, it) in USERS.items()]
     for f in admin.alter_user_scram_credentials(ups).values():
@@ -354,6 +382,9 @@ def ejected(tmp_path_factory: pytest.TempPathFactory, compat_log_dir: Path) -> I
         "log.retention.check.interval.ms=200",
         "log.cleaner.backoff.ms=200",
         "log.segment.delete.delay.ms=0",
+        # the share group APIs confluent-kafka's ShareConsumer speaks (v1) are Kafka 4.3's
+        "kafkalite.emulate.kafka=4.3",
+        "kafkalite.share.auto.offset.reset=earliest",
     ]) + "\n")
     java = JavaClient(compat_log_dir)
     if java.missing():
@@ -403,7 +434,7 @@ def _all_led(bs: str) -> bool:
 # -- the checks ------------------------------------------------------------------------------------------------------
 def test_eject_reports_what_it_carried(ejected: Ejected) -> None:
     r = ejected.report
-    assert "ejected" in r and "topics 7 (" in r, r        # 5 topics + __consumer_offsets, __transaction_state
+    assert "ejected" in r and "topics 9 (" in r, r        # 6 topics and the three internal ones
     assert "ACLs 4" in r and "SCRAM credentials 2" in r and "client quotas 2" in r, r
     assert "bin/kafka-server-start.sh" in r and str(ejected.new_dir / "server.properties") in r, r
     assert not (ejected.data_dir / "__cluster_metadata-0").exists(), "the source directory is only read"
@@ -567,6 +598,14 @@ def test_new_producer_ids_are_above_kafkalites(ejected: Ejected) -> None:
     assert pids and max(pids) >= next_pid, (pids, next_pid)
 
 
+def test_share_group_resumes_from_its_state(ejected: Ejected) -> None:
+    """Kafka's share coordinator reads kafkalite's __share_group_state (and the group's records in
+    __consumer_offsets): the records the group acknowledged on kafkalite are not delivered again, the released
+    ones are (with share.auto.offset.reset at Kafka's default, latest, a group without state would get nothing)."""
+    got = share_consume(ejected.plain_bs, 30 - SHARE_ACKED, 60)
+    assert sorted(got) == list(range(SHARE_ACKED, 30))
+
+
 def test_kafka_dump_log_decodes_the_metadata_snapshot(ejected: Ejected) -> None:
     snaps = sorted((ejected.new_dir / "__cluster_metadata-0").glob("*.checkpoint"))
     assert snaps
@@ -577,7 +616,7 @@ def test_kafka_dump_log_decodes_the_metadata_snapshot(ejected: Ejected) -> None:
     out = p.stdout
     assert "Exception" not in out and "isvalid: false" not in out, out[-3000:]
     types = [json.loads(line.split("payload: ", 1)[1])["type"] for line in out.splitlines() if "payload: " in line]
-    for t, n in (("TOPIC_RECORD", 7), ("USER_SCRAM_CREDENTIAL_RECORD", 2), ("ACCESS_CONTROL_ENTRY_RECORD", 4),
+    for t, n in (("TOPIC_RECORD", 9), ("USER_SCRAM_CREDENTIAL_RECORD", 2), ("ACCESS_CONTROL_ENTRY_RECORD", 4),
                  ("CLIENT_QUOTA_RECORD", 2), ("PRODUCER_IDS_RECORD", 1), ("REGISTER_BROKER_RECORD", 1)):
         assert types.count(t) == n, (t, types.count(t))
     assert types[0] == "FEATURE_LEVEL_RECORD" and "SnapshotHeader" in out and "SnapshotFooter" in out

@@ -177,10 +177,6 @@ def eject(src: Source, new_dir: Path, config: BrokerConfig, *, controller: str |
 
 def _not_carried(src: Source) -> list[str]:
     out = []
-    if SHARE_STATE_TOPIC in src.topics:
-        out.append("share groups: __share_group_state and the share groups' records in __consumer_offsets are "
-                   "copied as they are (Kafka's formats); see docs/user/moving-to-kafka.md for what Kafka makes "
-                   "of them")
     out.append("feature levels set with UpdateFeatures (Kafka 4.4 starts at its own defaults: metadata.version "
                "4.4-IV2)")
     return out
