@@ -143,11 +143,11 @@ def _scan_topics(data_dir: Path, skipped: list[str]) -> dict[str, TopicSource]:
         if name.endswith(("-delete", "-future", "-stray")):
             skipped.append(f"{name} (a directory Kafka {'removes' if name.endswith('-delete') else 'leaves alone'})")
             continue
+        if name.startswith("broker-") and name[7:].isdigit() and (data_dir / name / META).exists():
+            raise EjectError(f"{data_dir} is the data directory of a kafkalite cluster (--brokers N): eject "
+                             "takes one broker's data directory")
         tp = parse_partition_dir(name)
         if tp is None:
-            if name.startswith("broker-") and name[7:].isdigit():
-                raise EjectError(f"{data_dir} is the data directory of a kafkalite cluster (--brokers N): eject "
-                                 "takes one broker's data directory")
             skipped.append(f"{name} (not a partition directory)")
             continue
         topic, p = tp
