@@ -305,3 +305,28 @@ def test_a_cluster_data_dir_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_uuid_helpers_agree_with_kafka() -> None:
     assert uuid_to_base64(uuid.UUID(int=1)) == "AAAAAAAAAAAAAAAAAAAAAQ"     # Kafka's METADATA_TOPIC_ID
+
+
+def test_link_shares_closed_segments_and_copies_the_active_one(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from kafkalite_storage.config import LogConfig
+
+    d = _data_dir(tmp_path)
+    lm = LogManager.open(str(d), node_id=3)
+    log = lm.create_log("rolled", 0, uuid.uuid4(), LogConfig(segment_bytes=200))
+    for i in range(6):
+        log.append(encode_batch([Rec(value=b"x" * 100, key=b"%d" % i)]))
+    lm.close()
+    segments = sorted(f.name for f in (d / "rolled-0").glob("*.log"))
+    assert len(segments) > 2
+    rc, out, err = _eject(capsys, str(d), "--to", str(tmp_path / "kafka"), "--link")
+    assert rc == 0, err
+    assert "hard-linked" in out and "read-only" in out
+    new = tmp_path / "kafka" / "rolled-0"
+    for name in segments:
+        base = name[:-4]
+        for ext in (".log", ".index", ".timeindex"):
+            same = (new / (base + ext)).stat().st_ino == (d / "rolled-0" / (base + ext)).stat().st_ino
+            assert same == (name != segments[-1]), (name, ext)      # linked unless active
+            assert (new / (base + ext)).read_bytes() == (d / "rolled-0" / (base + ext)).read_bytes()
+    assert (new / "leader-epoch-checkpoint").stat().st_ino != (d / "rolled-0" / "leader-epoch-checkpoint").stat().st_ino
