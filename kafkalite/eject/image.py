@@ -162,8 +162,8 @@ def build(src: Source, *, node_id: int, directory_id: uuid.UUID, endpoints: list
         for key, value in sorted(src.group_configs[group].items()):
             cfg(records.CONFIG_GROUP, group, key, value)
     for entity, values in sorted(src.quotas.items(), key=lambda kv: repr(kv[0])):
-        for key, value in sorted(values.items()):
-            out.append(records.client_quota(list(entity), key, value))
+        for qkey, qvalue in sorted(values.items()):
+            out.append(records.client_quota(list(entity), qkey, qvalue))
             counts["quotas"] += 1
     out.append(records.producer_ids(src.next_producer_id))
     for b in sorted(src.acls, key=lambda b: (int(b.resource_type), b.name, int(b.pattern_type), b.principal,
