@@ -40,7 +40,8 @@ REPEATS = 3
 def build(data: Path, partitions: int) -> int:
     """A cleanly stopped data dir with ``partitions`` partitions; returns its size in bytes."""
     lm = LogManager.open(str(data), node_id=1)
-    batch = encode_batch([Rec(value=os.urandom(50).hex().encode(), key=b"k%d" % i) for i in range(10)])
+    batch = encode_batch([Rec(value=os.urandom(50).hex().encode(), key=b"k%d" % i) for i in range(10)],
+                         base_timestamp=int(time.time() * 1000))    # within retention (Kafka would delete old ones)
     configs = {}
     for n in range(0, partitions, PER_TOPIC):
         topic, topic_id = f"topic-{n // PER_TOPIC:04d}", uuid.uuid4()

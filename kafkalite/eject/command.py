@@ -108,10 +108,27 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$
 
 
 def _copy_file(src: Path, dst: Path) -> int:
-    """Copy one file's bytes and times (the mode is Kafka's default; no extended attributes)."""
-    shutil.copyfile(src, dst)
-    st = src.stat()
-    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+    """Copy one file's bytes and times, with the fewest system calls (shutil.copyfile stats each file four times:
+    most of its cost here, where the files are many and small): copy_file_range, else sendfile, in the kernel."""
+    fin = os.open(src, os.O_RDONLY)
+    try:
+        st = os.fstat(fin)
+        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            offset = 0
+            while offset < st.st_size:
+                try:
+                    n = os.copy_file_range(fin, fout, st.st_size - offset, offset, offset)
+                except OSError:      # not across these file systems: sendfile
+                    n = os.sendfile(fout, fin, offset, st.st_size - offset)
+                if n <= 0:
+                    raise OSError(f"{src} shrank while it was copied")
+                offset += n
+            os.utime(fout, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(fout)
+    finally:
+        os.close(fin)
     return st.st_size
 
 
