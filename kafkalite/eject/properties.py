@@ -18,6 +18,7 @@ super users, and every other explicit setting (kafkalite's own ``kafkalite.*`` l
 from __future__ import annotations
 
 import secrets
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -92,17 +93,28 @@ def build(config: BrokerConfig, *, node_id: int, new_dir: str, internal_partitio
     """``controller`` / ``internal``: HOST:PORT of the two added listeners (default: loopback, the first ports
     above the first client listener's that no client listener uses)."""
     listeners = config.listeners()
+    names = {lst.name for lst in listeners}
+    # Kafka's own two listeners, named apart from the client listeners
+    controller_name = next(n for n in (CONTROLLER, "KRAFT_CONTROLLER", "EJECT_CONTROLLER") if n not in names)
+    internal_name = next(n for n in (INTERNAL, "BROKER_INTERNAL", "EJECT_INTERNAL") if n not in names)
     if any(lst.port == 0 for lst in listeners):
         raise ValueError("the kafkalite listener has port 0 (a free port picked at each start); give the port "
                          "Kafka should listen on with --listen HOST:PORT")
     advertised = config.advertised_listeners() or listeners
+    notes: list[str] = []
+    if any(lst.host in ("", "0.0.0.0", "::") for lst in advertised):
+        # Kafka refuses to advertise the wildcard address (kafkalite answers with the address a client used)
+        host = socket.getfqdn()
+        notes.append(f"advertised.listeners: the wildcard address is advertised as {host} (set advertised.listeners "
+                     "to change it)")
+        advertised = [Listener(lst.name, host, lst.port) if lst.host in ("", "0.0.0.0", "::") else lst
+                      for lst in advertised]
     protocols = parse_protocol_map(get(config, "listener.security.protocol.map"))
     taken = {lst.port for lst in listeners}
     chost, cport = _address(controller, taken, listeners[0].port + 1)
     ihost, iport = _address(internal, taken, listeners[0].port + 1)
     secured = bool(get(config, "authorizer.class.name").strip())
     inner = "SASL_PLAINTEXT" if secured else "PLAINTEXT"
-    notes: list[str] = []
 
     def proto(lst: Listener) -> str:
         return protocols.get(lst.name, "PLAINTEXT")
@@ -111,15 +123,15 @@ def build(config: BrokerConfig, *, node_id: int, new_dir: str, internal_partitio
         "process.roles": "broker,controller",
         "node.id": str(node_id),
         "controller.quorum.voters": f"{node_id}@{chost}:{cport}",
-        "controller.listener.names": CONTROLLER,
-        "listeners": ",".join([*(str(lst) for lst in listeners), f"{INTERNAL}://{ihost}:{iport}",
-                               f"{CONTROLLER}://{chost}:{cport}"]),
-        "advertised.listeners": ",".join([*(str(lst) for lst in advertised), f"{INTERNAL}://{ihost}:{iport}"]),
-        "inter.broker.listener.name": INTERNAL,
+        "controller.listener.names": controller_name,
+        "listeners": ",".join([*(str(lst) for lst in listeners), f"{internal_name}://{ihost}:{iport}",
+                               f"{controller_name}://{chost}:{cport}"]),
+        "advertised.listeners": ",".join([*(str(lst) for lst in advertised), f"{internal_name}://{ihost}:{iport}"]),
+        "inter.broker.listener.name": internal_name,
         "listener.security.protocol.map": ",".join(
-            [*(f"{n}:{p}" for n, p in protocols.items() if n not in (INTERNAL, CONTROLLER)),
+            [*(f"{n}:{p}" for n, p in protocols.items() if n not in (internal_name, controller_name)),
              *(f"{lst.name}:PLAINTEXT" for lst in listeners if lst.name not in protocols),
-             f"{INTERNAL}:{inner}", f"{CONTROLLER}:{inner}"]),
+             f"{internal_name}:{inner}", f"{controller_name}:{inner}"]),
         "log.dirs": new_dir,
     }
     for key in sorted(config.values):
@@ -158,7 +170,7 @@ def build(config: BrokerConfig, *, node_id: int, new_dir: str, internal_partitio
         password = secrets.token_urlsafe(24)
         jaas = (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{INTERNAL_USER}" '
                 f'password="{password}" user_{INTERNAL_USER}="{password}";')
-        for name in (INTERNAL, CONTROLLER):
+        for name in (internal_name, controller_name):
             v[f"listener.name.{name.lower()}.sasl.enabled.mechanisms"] = "PLAIN"
             v[f"listener.name.{name.lower()}.plain.sasl.jaas.config"] = jaas
         v["sasl.mechanism.inter.broker.protocol"] = "PLAIN"
@@ -167,5 +179,5 @@ def build(config: BrokerConfig, *, node_id: int, new_dir: str, internal_partitio
         supers = [s.strip() for s in get(config, "super.users").split(";") if s.strip()]
         v["super.users"] = ";".join([*supers, f"User:{INTERNAL_USER}"])
     endpoints = [Endpoint(lst.name, lst.host, lst.port, proto(lst)) for lst in advertised]
-    endpoints.append(Endpoint(INTERNAL, ihost, iport, inner))
+    endpoints.append(Endpoint(internal_name, ihost, iport, inner))
     return KafkaProperties(v, endpoints, listeners, notes)

@@ -330,3 +330,21 @@ def test_link_shares_closed_segments_and_copies_the_active_one(tmp_path: Path,
             assert same == (name != segments[-1]), (name, ext)      # linked unless active
             assert (new / (base + ext)).read_bytes() == (d / "rolled-0" / (base + ext)).read_bytes()
     assert (new / "leader-epoch-checkpoint").stat().st_ino != (d / "rolled-0" / "leader-epoch-checkpoint").stat().st_ino
+
+
+def test_kafkas_own_listeners_are_named_apart_and_the_wildcard_is_not_advertised(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    d = _data_dir(tmp_path)
+    props = tmp_path / "kafkalite.properties"
+    props.write_text("listeners=INTERNAL://0.0.0.0:29092,CONTROLLER://127.0.0.1:29093\n"
+                     "listener.security.protocol.map=INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT\n")
+    rc, out, err = _eject(capsys, str(d), "--to", str(tmp_path / "kafka"), "--config", str(props))
+    assert rc == 0, err
+    p = read_properties(str(tmp_path / "kafka" / "server.properties"))
+    assert p["controller.listener.names"] == "KRAFT_CONTROLLER" and p["inter.broker.listener.name"] == "BROKER_INTERNAL"
+    assert p["listeners"].startswith("INTERNAL://0.0.0.0:29092,CONTROLLER://127.0.0.1:29093,BROKER_INTERNAL://")
+    assert p["advertised.listeners"].startswith(f"INTERNAL://{socket.getfqdn()}:29092,CONTROLLER://127.0.0.1:29093,")
+    assert "KRAFT_CONTROLLER" not in p["advertised.listeners"]
+    assert "the wildcard address is advertised as" in out
