@@ -107,6 +107,21 @@ def cluster_id() -> str:
             return cid
 
 
+def java_command(main: str, *args: str, heap: str = HEAP) -> list[str]:
+    """``java ... MAIN ARGS`` on Kafka's classpath (the broker ``kafka.Kafka``, or one of its tools)."""
+    java = _java() or "java"
+    return [java, f"-Xmx{heap}", "-Xms128m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+            # WARN and above, plus the broker's start/stop lines (INFO writes ~4 lines per partition created)
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-Dorg.slf4j.simpleLogger.log.kafka.server.KafkaRaftServer=info",
+            "-Dorg.slf4j.simpleLogger.log.kafka.server.BrokerServer=info",
+            "-Dorg.slf4j.simpleLogger.log.kafka.server.ControllerServer=info",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+            "-cp", str(LIBS / "*"), main, *args]
+
+
 class ReferenceConfig:
     """The files and commands of one reference broker over one data dir (its successors after restarts).
 
@@ -163,17 +178,7 @@ class ReferenceConfig:
         self.props_path.write_text("\n".join(lines) + "\n")
 
     def java_command(self, main: str, *args: str) -> list[str]:
-        java = _java() or "java"
-        return [java, f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-                "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-                # WARN and above, plus the broker's start/stop lines (INFO writes ~4 lines per partition created)
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                "-Dorg.slf4j.simpleLogger.log.kafka.server.KafkaRaftServer=info",
-                "-Dorg.slf4j.simpleLogger.log.kafka.server.BrokerServer=info",
-                "-Dorg.slf4j.simpleLogger.log.kafka.server.ControllerServer=info",
-                "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
-                "-cp", str(LIBS / "*"), main, *args]
+        return java_command(main, *args, heap=self.heap)
 
     def formatted(self) -> bool:
         return (self.data_dir / "meta.properties").exists()

@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                          "listener); for container health checks"),
     "schemas": ("kafkalite.tools.schemas", "list, get, register, check, delete schemas; set compatibility and "
                                            "mode (a Confluent-compatible schema registry's REST API)"),
+    "eject": ("kafkalite.eject.command", "copy a stopped broker's data dir into one Apache Kafka 4.4 starts on "
+                                         "(topics, offsets, groups, ACLs, users)"),
     "scram": ("kafkalite.tools.scram", "describe, set, delete users' SCRAM credentials (kafka-configs --entity-type users)"),
     "migrate": ("kafkalite.cli.migrate", "move topics, records, committed offsets, ACLs, SCRAM users and quotas "
                                          "into an Apache Kafka cluster, online and resumably"),

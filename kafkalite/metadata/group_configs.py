@@ -211,6 +211,10 @@ class GroupConfigStore:
     def get(self, group_id: str) -> dict[str, str]:
         return self._groups.get(group_id, {})
 
+    def all(self) -> dict[str, dict[str, str]]:
+        """Every group's overrides (a copy)."""
+        return {g: dict(c) for g, c in self._groups.items()}
+
     def put(self, group_id: str, overrides: Mapping[str, str]) -> None:
         if overrides:
             self._groups[group_id] = dict(overrides)
