@@ -68,12 +68,13 @@ def offsets_topic(broker, get_client):
 def test_list_offsets(broker, client, offsets_topic):
     """earliest = 0, latest = 20 (last offset + 1), by timestamp: first offset whose timestamp >= the target;
     a target after every record gives -1 (kafka-python/aiokafka report None, mapped to -1; kafkajs's
-    fetchTopicOffsetsByTimestamp replaces -1 by the high watermark itself)."""
+    fetchTopicOffsetsByTimestamp and franz-go's kadm ListOffsetsAfterMilli replace -1 by the end offset
+    themselves: ``offset_after_last_timestamp = "end"``)."""
     bs = broker.bootstrap
     assert client.list_offsets(bs, offsets_topic, 0, "earliest") == 0
     assert client.list_offsets(bs, offsets_topic, 0, "latest") == 20
     assert client.list_offsets(bs, offsets_topic, 0, TS_BASE) == 0
     assert client.list_offsets(bs, offsets_topic, 0, TS_BASE + 5000) == 5
     assert client.list_offsets(bs, offsets_topic, 0, TS_BASE + 5500) == 6
-    none_found = 20 if client.name == "kafkajs" else -1
+    none_found = 20 if getattr(client, "offset_after_last_timestamp", "-1") == "end" else -1
     assert client.list_offsets(bs, offsets_topic, 0, TS_BASE + 10**9) == none_found

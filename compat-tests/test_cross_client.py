@@ -1,4 +1,4 @@
-"""6 x 6: what each client produces, every client consumes correctly.
+"""Every client x every client: what each client produces, every client consumes correctly.
 
 Each producer writes 50 records once (two partitions; keys, null keys, tombstones, headers and explicit
 timestamps as far as the producer can send them), into its own topic; each cell then reads that topic with
@@ -8,7 +8,7 @@ one consumer and compares record by record, per partition, in order.
 from __future__ import annotations
 
 import pytest
-from harness.clients import CLIENT_NAMES, clients_with
+from harness.clients import CLIENT_NAMES, FEATURES, clients_with
 from harness.records import Rec, assert_same_records, records_for
 from harness.topics import create_topic
 
@@ -38,8 +38,14 @@ def produced(broker, get_client):
     return get
 
 
-@pytest.mark.parametrize("consumer", clients_with("consume"))
-@pytest.mark.parametrize("producer", clients_with("produce"))
+def _readable(producer: str, consumer: str) -> bool:
+    """A consumer whose headers are a map (rskafka) cannot read per-record headers with duplicate names and null
+    values: no cell for those producers (a client limitation in MATRIX.md)."""
+    return not ("map_headers" in FEATURES[consumer] and "headers" in FEATURES[producer])
+
+
+@pytest.mark.parametrize(("producer", "consumer"), [
+    (p, c) for p in clients_with("produce") for c in clients_with("consume") if _readable(p, c)])
 def test_cross_client(broker, produced, get_client, producer, consumer):
     cons = get_client(consumer)
     topic, sent = produced(producer)

@@ -96,14 +96,17 @@ def test_consume_from_middle_offset(broker, client, topic, get_client):
     """Seek into the middle of a batch: the broker returns the whole batch and the client drops the records
     before the requested offset, so the first record delivered is exactly the one asked for."""
     create_topic(broker.bootstrap, topic, 1)
-    sent = records_for(get_client("confluent-kafka").features, 100, prefix="mid")
+    feats = get_client("confluent-kafka").features
+    if "map_headers" in client.features:   # rskafka cannot read duplicate header names or null header values
+        feats = (feats - {"headers", "null_header"}) | {"fixed_headers"}
+    sent = records_for(feats, 100, prefix="mid")
     get_client("confluent-kafka").produce(broker.bootstrap, topic, sent, compression="gzip")  # few big batches
     got = client.consume(broker.bootstrap, topic, [0], 63, start=37, timeout_s=30)
     assert got and got[0].offset == 37, [r.offset for r in got[:5]]
     assert_same_records(sent[37:], got, what=f"{client.name} from offset 37")
 
 
-@pytest.mark.parametrize("client_name", clients_with("produce", "consume", "timestamps"))
+@pytest.mark.parametrize("client_name", clients_with("produce", "consume", "timestamps", "log_append_time"))
 def test_log_append_time(broker, client, topic):
     """A topic with message.timestamp.type=LogAppendTime: consumers see the broker's append time, not the
     producer's explicit timestamps."""
