@@ -7,6 +7,8 @@ one consumer and compares record by record, per partition, in order.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from harness.clients import CLIENT_NAMES, FEATURES, clients_with
 from harness.records import Rec, assert_same_records, records_for
@@ -50,6 +52,8 @@ def test_cross_client(broker, produced, get_client, producer, consumer):
     cons = get_client(consumer)
     topic, sent = produced(producer)
     got = cons.consume(broker.bootstrap, topic, [0, 1], len(sent), timeout_s=30)
+    if "empty_is_null" in FEATURES[consumer]:   # kafka-go reads b"" back as null (its limitation in MATRIX.md)
+        sent = [replace(r, headers=tuple((k, v or None) for k, v in r.headers)) for r in sent]
     assert_same_records(sent, got, what=f"{producer} -> {consumer}")
 
 

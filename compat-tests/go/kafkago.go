@@ -9,6 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -167,7 +170,7 @@ func kgoGroupConsume(c cmd) (map[string]any, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers(c), GroupID: c.str("group"),
 		Topic: c.str("topic"), StartOffset: kafka.FirstOffset, MinBytes: 1, MaxBytes: 10 << 20,
 		MaxWait: 200 * time.Millisecond, IsolationLevel: kgoIsolation(c), HeartbeatInterval: time.Second,
-		SessionTimeout: 10 * time.Second})
+		SessionTimeout: 10 * time.Second, ErrorLogger: kafka.LoggerFunc(log.Printf)})
 	count := int(c.num("count", 0))
 	out := []rec{}
 	seen := map[[2]int64]bool{}
@@ -186,7 +189,7 @@ func kgoGroupConsume(c cmd) (map[string]any, error) {
 		}
 		out = append(out, kgoRec(m))
 		seen[[2]int64{int64(m.Partition), m.Offset}] = true
-		if err := r.CommitMessages(ctx, m); err != nil {
+		if err := kgoCommit(ctx, r, m); err != nil {
 			failure = fmt.Errorf("commit: %w", err)
 			break
 		}
@@ -202,6 +205,23 @@ func kgoGroupConsume(c cmd) (map[string]any, error) {
 
 // kgoClient: a Client on a Transport of its own. kafka-go's DefaultTransport, shared by the whole process, caches
 // metadata (MetadataTTL 6 s): a topic created since its last refresh is unknown to it.
+// kgoCommit: CommitMessages, retried (for up to 10 s) after a temporary Kafka error or a network error: kafka-go
+// hands NOT_COORDINATOR (after a coordinator move) and the coordinator's closed connection (after it stopped) to
+// the application instead of finding the coordinator again itself.
+func kgoCommit(ctx context.Context, r *kafka.Reader, m kafka.Message) error {
+	for attempt := 1; ; attempt++ {
+		err := r.CommitMessages(ctx, m)
+		var ke kafka.Error
+		var ne net.Error
+		retriable := (errors.As(err, &ke) && ke.Temporary()) || errors.As(err, &ne) || errors.Is(err, io.EOF)
+		if err == nil || attempt >= 50 || !retriable || ctx.Err() != nil {
+			return err
+		}
+		log.Printf("kafka-go commit of %d/%d (retrying): %v", m.Partition, m.Offset, err)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func kgoClient(c cmd) (*kafka.Client, context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	tr := &kafka.Transport{}

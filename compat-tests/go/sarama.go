@@ -152,7 +152,6 @@ func saramaConsume(c cmd) (map[string]any, error) {
 		start = c.num("start", 0)
 	}
 	msgs := make(chan *sarama.ConsumerMessage, 1024)
-	errs := make(chan error, 16)
 	var pcs []sarama.PartitionConsumer
 	for _, p := range c.ints("partitions") {
 		pc, err := cons.ConsumePartition(c.str("topic"), p, start)
@@ -166,9 +165,9 @@ func saramaConsume(c cmd) (map[string]any, error) {
 				msgs <- m
 			}
 		}()
-		go func() {
+		go func() { // Sarama's partition consumers retry by themselves: errors are reported, not fatal
 			for e := range pc.Errors() {
-				errs <- e
+				log.Printf("sarama partition consumer (continuing): %v", e)
 			}
 		}()
 	}
@@ -179,8 +178,6 @@ func saramaConsume(c cmd) (map[string]any, error) {
 		select {
 		case m := <-msgs:
 			out = append(out, saramaRec(m))
-		case e := <-errs:
-			return nil, e
 		case <-deadline:
 			return map[string]any{"records": recsJSON(out)}, nil
 		}
@@ -188,8 +185,10 @@ func saramaConsume(c cmd) (map[string]any, error) {
 	return map[string]any{"records": recsJSON(out)}, nil
 }
 
-// saramaGroup: a ConsumerGroupHandler that marks every message and commits when its claim has nothing
-// buffered (Consumer.Offsets.AutoCommit is off), until the wanted number of distinct records.
+// saramaGroup: a ConsumerGroupHandler that marks every message and commits when its claim has nothing buffered,
+// and every 200 ms besides (Consumer.Offsets.AutoCommit is off): Sarama drops a commit the coordinator refused
+// (NOT_COORDINATOR after a coordinator move: it only releases the coordinator), so the marked offsets go out again
+// at the next Commit, to the new coordinator.
 type saramaGroup struct {
 	mu      sync.Mutex
 	out     []rec
@@ -205,24 +204,36 @@ func (g *saramaGroup) Setup(sarama.ConsumerGroupSession) error   { return nil }
 func (g *saramaGroup) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 
 func (g *saramaGroup) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
-	for m := range claim.Messages() {
-		g.mu.Lock()
-		if g.firstMs < 0 {
-			g.firstMs = time.Since(g.t0).Milliseconds()
-		}
-		g.out = append(g.out, saramaRec(m))
-		g.seen[[2]int64{int64(m.Partition), m.Offset}] = true
-		complete := len(g.seen) >= g.count
-		g.mu.Unlock()
-		s.MarkMessage(m, "")
-		if len(claim.Messages()) == 0 || complete {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	defer s.Commit()
+	for {
+		select {
+		case m, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			g.mu.Lock()
+			if g.firstMs < 0 {
+				g.firstMs = time.Since(g.t0).Milliseconds()
+			}
+			g.out = append(g.out, saramaRec(m))
+			g.seen[[2]int64{int64(m.Partition), m.Offset}] = true
+			complete := len(g.seen) >= g.count
+			g.mu.Unlock()
+			s.MarkMessage(m, "")
+			if len(claim.Messages()) == 0 || complete {
+				s.Commit()
+			}
+			if complete {
+				g.once.Do(func() { close(g.done) })
+			}
+		case <-tick.C:
 			s.Commit()
-		}
-		if complete {
-			g.once.Do(func() { close(g.done) })
+		case <-s.Context().Done():
+			return nil
 		}
 	}
-	return nil
 }
 
 func saramaGroupConsume(c cmd) (map[string]any, error) {
@@ -249,11 +260,15 @@ func saramaGroupConsume(c cmd) (map[string]any, error) {
 		}
 		stopped <- nil
 	}()
+	go func() { // errors the group recovers from itself (a broker gone, a refused commit): reported, not fatal
+		for e := range cg.Errors() {
+			log.Printf("sarama consumer group (continuing): %v", e)
+		}
+	}()
 	var failure error
 	select {
 	case <-g.done:
 	case failure = <-stopped:
-	case failure = <-cg.Errors():
 	case <-time.After(c.timeout()):
 	}
 	cancel()

@@ -10,6 +10,7 @@ Feature names:
   headers                     per-record headers incl. null header values and duplicate names
   null_header                 a header whose value is null (kafka-python and kafkajs refuse one)
   fixed_headers               only one header set for a whole produce call (kcat -H)
+  empty_is_null               the consumer reads a zero-length key, value or header value as null (kafka-go)
   map_headers                 headers are a map (rskafka): unique names, no null values, read back sorted by
                               name; such a consumer cannot read records with duplicate names or null values
   timestamps                  explicit per-record CreateTime timestamps on produce

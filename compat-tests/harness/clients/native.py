@@ -169,9 +169,11 @@ class SaramaClient(_GoClient):
 
 
 class KafkaGoClient(_GoClient):
-    """segmentio/kafka-go v0.4.51: no idempotent or transactional producer; classic groups only."""
+    """segmentio/kafka-go v0.4.51: no idempotent or transactional producer; classic groups only; reads empty
+    bytes as null."""
     name = lib = "kafka-go"
-    features = frozenset({*_ALL_RECORDS, *_ADMIN, *_CODECS, "group_consume"})
+    # its reader turns a zero-length bytes field into nil (read.go readNewBytes): empty reads back as null
+    features = frozenset({*_ALL_RECORDS, *_ADMIN, *_CODECS, "group_consume", "empty_is_null"})
 
 
 class _RustClient(_LineDriverClient):

@@ -167,7 +167,7 @@ fn consume(c: &Value) -> Res {
     while out.len() < count && Instant::now() < deadline {
         match cons.poll(Duration::from_millis(200)) {
             None => {}
-            Some(Err(err)) => return Err(e(err)),
+            Some(Err(err)) => transient(err)?,
             Some(Ok(m)) => out.push(rec_json(&from_message(&m))),
         }
     }
@@ -191,7 +191,7 @@ fn group_consume(c: &Value) -> Res {
     while seen.len() < count && Instant::now() < deadline {
         match cons.poll(Duration::from_millis(200)) {
             None => {}
-            Some(Err(err)) => return Err(e(err)),
+            Some(Err(err)) => transient(err)?,
             Some(Ok(m)) => {
                 if first_ms < 0 {
                     first_ms = t0.elapsed().as_millis() as i64;
@@ -199,12 +199,48 @@ fn group_consume(c: &Value) -> Res {
                 let r = from_message(&m);
                 seen.insert((r.partition, r.offset));
                 out.push(rec_json(&r));
-                cons.commit_message(&m, CommitMode::Sync).map_err(|err| format!("commit: {err}"))?;
+                commit(&cons, &m)?;
             }
         }
     }
     cons.unsubscribe();
     Ok(obj(json!({"records": out, "first_ms": first_ms})))
+}
+
+/// librdkafka reports a broker going away (transport failure, all brokers down) through the consumer's poll as
+/// an error it recovers from itself: logged, not fatal. Anything else ends the command.
+fn transient(err: KafkaError) -> Result<(), String> {
+    use rdkafka::types::RDKafkaErrorCode::*;
+    match err.rdkafka_error_code() {
+        Some(BrokerTransportFailure | AllBrokersDown | NotCoordinator | CoordinatorNotAvailable) => {
+            eprintln!("rdkafka consumer (continuing): {err}");
+            Ok(())
+        }
+        _ => Err(e(err)),
+    }
+}
+
+/// A synchronous commit of one message's offset, retried (for 10 s) while the group's coordinator moves.
+fn commit(cons: &BaseConsumer, m: &BorrowedMessage<'_>) -> Result<(), String> {
+    let mut attempt = 0;
+    loop {
+        match cons.commit_message(m, CommitMode::Sync) {
+            Ok(()) => return Ok(()),
+            Err(err) if attempt < 50 && transient_code(&err) => {
+                eprintln!("rdkafka commit (retrying): {err}");
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(err) => return Err(format!("commit: {err}")),
+        }
+    }
+}
+
+fn transient_code(err: &KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode::*;
+    matches!(err.rdkafka_error_code(),
+             Some(BrokerTransportFailure | AllBrokersDown | NotCoordinator | CoordinatorNotAvailable
+                  | CoordinatorLoadInProgress | RequestTimedOut))
 }
 
 fn txn_batches(rt: &tokio::runtime::Runtime, c: &Value) -> Res {
