@@ -2,6 +2,7 @@
 
     python compat-tests/make_matrix.py            # runs pytest over compat-tests/, writes MATRIX.md
     python compat-tests/make_matrix.py --from-xml report.xml   # only re-tabulate an existing report
+    python compat-tests/make_matrix.py --from-xml a.xml --from-xml b.xml   # reports of disjoint slices together
     python compat-tests/make_matrix.py --section ecosystem   # run only test_spark_kafka.py,
         # test_kafka_streams.py, test_kafka_connect.py and test_mirrormaker.py (with the tests marked
         # ecosystem), rewrite only the ecosystem section of MATRIX.md
@@ -531,7 +532,9 @@ def render(cases: list[Case], took_s: float | None) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--from-xml", type=Path, help="tabulate this junit report instead of running the suite")
+    ap.add_argument("--from-xml", type=Path, action="append",
+                    help="tabulate this junit report instead of running the suite (repeatable: the reports of "
+                         "disjoint runs, e.g. `-k` slices, are tabulated together)")
     ap.add_argument("--out", type=Path, default=HERE / "MATRIX.md")
     ap.add_argument("--section", choices=["ecosystem"],
                     help="rewrite only this section of the existing --out file (run just its test modules)")
@@ -539,9 +542,8 @@ def main() -> int:
     a = ap.parse_args()
     took = None
     rc = 0
-    if a.from_xml:
-        xml = a.from_xml
-    else:
+    xmls: list[Path] = list(a.from_xml or [])
+    if not xmls:
         xml = Path(tempfile.mkdtemp(prefix="kafkalite-matrix-")) / "report.xml"
         t0 = _dt.datetime.now()
         targets = [HERE / f"{m}.py" for m in ECOSYSTEM_MODULES] if a.section == "ecosystem" else None
@@ -550,10 +552,12 @@ def main() -> int:
         if not xml.exists():
             print("pytest wrote no report", file=sys.stderr)
             return rc or 1
+        xmls = [xml]
+    cases = [c for x in xmls for c in parse(x)]
     if a.section == "ecosystem":
-        a.out.write_text(splice_section(a.out.read_text(), ECOSYSTEM_HEADER, render_ecosystem(parse(xml))))
+        a.out.write_text(splice_section(a.out.read_text(), ECOSYSTEM_HEADER, render_ecosystem(cases)))
     else:
-        a.out.write_text(render(parse(xml), took))
+        a.out.write_text(render(cases, took))
     print(f"wrote {a.out.relative_to(REPO) if a.out.is_relative_to(REPO) else a.out}")
     return 0 if rc in (0, 1) else rc
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 from harness.clients import clients_with
-from harness.records import TS_BASE, Rec
+from harness.records import KEEP_OLD_TIMESTAMPS, TS_BASE, Rec
 from harness.topics import create_topic
 
 
@@ -58,7 +58,7 @@ def test_create_existing_topic_fails(broker, client, topic):
 def offsets_topic(broker, get_client):
     """20 records with timestamps TS_BASE, TS_BASE+1000, ... on partition 0 of a fresh topic."""
     name = "list-offsets-topic"
-    create_topic(broker.bootstrap, name, 1)
+    create_topic(broker.bootstrap, name, 1, KEEP_OLD_TIMESTAMPS)   # read by every client of the module
     recs = [Rec(b"k", f"v{i}".encode(), (), TS_BASE + 1000 * i, 0) for i in range(20)]
     get_client("confluent-kafka").produce(broker.bootstrap, name, recs)
     return name

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 from harness.clients import CLIENT_NAMES, FEATURES, clients_with
-from harness.records import Rec, assert_same_records, records_for
+from harness.records import KEEP_OLD_TIMESTAMPS, Rec, assert_same_records, records_for
 from harness.topics import create_topic
 
 N = 50
@@ -27,7 +27,7 @@ def produced(broker, get_client):
             try:
                 prod = get_client(name)
                 topic = f"cross-from-{name}"
-                create_topic(broker.bootstrap, topic, 2)
+                create_topic(broker.bootstrap, topic, 2, KEEP_OLD_TIMESTAMPS)   # read for minutes
                 sent = records_for(prod.features, N, partitions=2, prefix=f"from-{name}")
                 prod.produce(broker.bootstrap, topic, sent)
                 cache[name] = (topic, sent)

@@ -111,6 +111,10 @@ func saramaProduce(c cmd) (map[string]any, error) {
 	if c.has("max_request_bytes") {
 		cfg.Producer.MaxMessageBytes = int(c.num("max_request_bytes", 0))
 	}
+	// retries over the whole timeout, as the other drivers' delivery timeouts do (Sarama's default: 3 retries
+	// 100 ms apart, which a restarting broker outlasts)
+	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
+	cfg.Producer.Retry.Max = max(3, int(c.timeout()/cfg.Producer.Retry.Backoff))
 	p, err := sarama.NewSyncProducer(brokers(c), cfg)
 	if err != nil {
 		return nil, err
