@@ -405,7 +405,7 @@ def _cell(cs: list[Case]) -> str:
     return f"✅ {ok}/{run}"
 
 
-def render(cases: list[Case], took_s: float | None) -> str:
+def render(cases: list[Case], took_s: float | None, note: str = "") -> str:
     cluster = [c for c in cases if c.module in CLUSTER_MODULES]
     ecosystem = render_ecosystem(cases)
     cases = [c for c in cases if c.module not in ECOSYSTEM_MODULES]
@@ -427,7 +427,7 @@ def render(cases: list[Case], took_s: float | None) -> str:
         "scenarios that need what only kafkalite has are listed as skipped with the reason (`kafkalite-only: ...`).",
         f"Run: {_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} at commit `{head}`"
         + (f", {took_s:.0f} s" if took_s else "") + ". Totals: "
-        + ", ".join(f"{v} {k}" for k, v in sorted(total.items())) + ".",
+        + ", ".join(f"{v} {k}" for k, v in sorted(total.items())) + "." + (f" {note}" if note else ""),
         "",
         "Clients: kafka-python 3.0.12, confluent-kafka 2.16.1 (librdkafka 2.16), aiokafka 0.14.0, Java "
         "kafka-clients 3.9.1, kcat 1.7.1 (librdkafka 2.0.2), kafkajs 2.2.4; since #24: Java kafka-clients 4.4.0 "
@@ -534,7 +534,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--from-xml", type=Path, action="append",
                     help="tabulate this junit report instead of running the suite (repeatable: the reports of "
-                         "disjoint runs, e.g. `-k` slices, are tabulated together)")
+                         "several runs, e.g. `-k` slices, are tabulated together; a case in a later report "
+                         "replaces the same case of an earlier one)")
     ap.add_argument("--out", type=Path, default=HERE / "MATRIX.md")
     ap.add_argument("--section", choices=["ecosystem"],
                     help="rewrite only this section of the existing --out file (run just its test modules)")
@@ -553,11 +554,18 @@ def main() -> int:
             print("pytest wrote no report", file=sys.stderr)
             return rc or 1
         xmls = [xml]
-    cases = [c for x in xmls for c in parse(x)]
+    # several reports: a test case in a later one replaces the same case of an earlier one (a re-run)
+    by_id: dict[tuple[str, str, str], Case] = {}
+    for x in xmls:
+        for c in parse(x):
+            by_id[(c.module, c.func, c.params)] = c
+    cases = list(by_id.values())
     if a.section == "ecosystem":
         a.out.write_text(splice_section(a.out.read_text(), ECOSYSTEM_HEADER, render_ecosystem(cases)))
     else:
-        a.out.write_text(render(cases, took))
+        note = (f"Tabulated from {len(xmls)} junit reports (`--from-xml`, a later report's case replacing the same "
+                "case of an earlier one): " + ", ".join(f"`{x.name}`" for x in xmls) + ".") if len(xmls) > 1 else ""
+        a.out.write_text(render(cases, took, note))
     print(f"wrote {a.out.relative_to(REPO) if a.out.is_relative_to(REPO) else a.out}")
     return 0 if rc in (0, 1) else rc
 
