@@ -555,10 +555,10 @@ def main() -> int:
             return rc or 1
         xmls = [xml]
     # several reports: a test case in a later one replaces the same case of an earlier one (a re-run)
-    by_id: dict[tuple[str, str, str], Case] = {}
+    by_id: dict[tuple[str, str, str, str], Case] = {}
     for x in xmls:
         for c in parse(x):
-            by_id[(c.module, c.func, c.params)] = c
+            by_id[(c.module, c.func, c.params, c.props.get("client_name", ""))] = c
     cases = list(by_id.values())
     if a.section == "ecosystem":
         a.out.write_text(splice_section(a.out.read_text(), ECOSYSTEM_HEADER, render_ecosystem(cases)))
