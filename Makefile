@@ -14,12 +14,12 @@ run:
 	$(PY) -m kafkalite serve $(ARGS)
 
 test:
-	@tools/bootstrap.sh venv clients spark console eco reference
+	@tools/bootstrap.sh venv clients spark console eco reference java4 golang rust
 	$(VENV)/bin/lint-imports
 	$(PY) tools/import_cycles.py
 	$(PY) tools/mypy_baseline.py
 	$(VENV)/bin/ruff check wire storage kafkalite compat-tests bench tools
-	$(PY) -m pytest -q -p no:cacheprovider -m "not ecosystem" $(TEST_PATHS) $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not ecosystem and not matrix" $(TEST_PATHS) $(PYTEST_ARGS)
 
 # Kafka's ecosystem on kafkalite (#25): Spark's own Kafka connector and the kafkalite data source, Kafka Streams,
 # Kafka Connect and MirrorMaker 2;
@@ -90,18 +90,18 @@ spark-examples:
 	$(PY) -m kafkalite.spark.examples.to_parquet
 
 matrix:
-	@tools/bootstrap.sh venv clients
+	@tools/bootstrap.sh venv clients java4 golang rust
 	$(PY) compat-tests/make_matrix.py
 
 # Apache Kafka 4.4 as the reference broker (compat-tests/harness/reference.py): the compat suite against it.
 # MATRIX-kafka.md says which scenarios pass there; kafkalite-only ones are skipped with their reason.
 matrix-reference:
-	@tools/bootstrap.sh venv clients reference
+	@tools/bootstrap.sh venv clients reference java4 golang rust
 	KAFKALITE_COMPAT_BROKER=kafka $(PY) compat-tests/make_matrix.py --out compat-tests/MATRIX-kafka.md $(ARGS)
 
 # the compat tests (or PYTEST_ARGS=compat-tests/test_x.py) against Apache Kafka 4.4 instead of kafkalite
 test-reference:
-	@tools/bootstrap.sh venv clients reference
+	@tools/bootstrap.sh venv clients reference java4 golang rust
 	KAFKALITE_COMPAT_BROKER=kafka $(PY) -m pytest -q -p no:cacheprovider $(or $(PYTEST_ARGS),compat-tests)
 
 # kafkalite migrate: its unit and client tests, and the migration into a 3-node Apache Kafka 4.4 (also in make test)

@@ -34,7 +34,7 @@ if str(HERE) not in sys.path:
 
 from harness import reference  # noqa: E402
 from harness.broker import BrokerProcess, reference_run  # noqa: E402
-from harness.clients import Client, make_client  # noqa: E402
+from harness.clients import NEW_CLIENTS, Client, make_client  # noqa: E402
 
 from kafkalite.tests.support.requires import missing  # noqa: E402  (skip loudly; fail under CI=true)
 
@@ -168,7 +168,7 @@ def get_client(_client_pool: dict[str, Client], compat_log_dir: Path) -> Callabl
             if reason:
                 missing(f"client {name}: {reason}")
             _client_pool[name] = c
-            for log in ("java-driver.log", "kafkajs-driver.log"):
+            for log in ("java-driver.log", "kafkajs-driver.log", f"{name}-driver.log"):
                 if (compat_log_dir / log) not in _DRIVER_LOGS:
                     _DRIVER_LOGS.append(compat_log_dir / log)
         return _client_pool[name]
@@ -244,8 +244,37 @@ def kafkalite_only_reason(item: pytest.Item) -> str | None:
     return None
 
 
+# The scenarios `make test` runs for each client added in #24 (Java 4.4, Go, Rust): the rest of their cases
+# (compression besides zstd, limits, many partitions, cross-client cells, faults, clusters, restarts) carry the
+# `matrix` marker: `make matrix` runs them, `make test` deselects them (-m "not matrix"), keeping its share bounded.
+NEW_CLIENT_CORE = {"test_roundtrip", "test_idempotent_producer", "test_metadata", "test_topic_lifecycle",
+                   "test_list_offsets", "test_group_reads_commits_and_resumes", "test_transactional_commit_abort",
+                   "test_consumer_protocol_group_reads_commits_and_resumes"}
+
+
+def _new_client_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec else {}
+    for k in ("client_name", "producer", "consumer", "kind"):
+        if params.get(k) in NEW_CLIENTS:
+            return str(params[k])
+    return None
+
+
+def _core_case(item: pytest.Item) -> bool:
+    if getattr(getattr(item, "module", None), "KAFKALITE_EMULATE", None):
+        return False   # the --emulate-kafka profiles: make matrix
+    name = getattr(item, "originalname", item.name)
+    if name == "test_compression":
+        return item.callspec.params.get("codec") == "zstd"   # type: ignore[attr-defined]
+    return name in NEW_CLIENT_CORE
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ref = reference_run()
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents and _new_client_of(item) and not _core_case(item):
+            item.add_marker(pytest.mark.matrix)
     for item in items:
         if HERE not in Path(str(item.fspath)).resolve().parents:
             continue

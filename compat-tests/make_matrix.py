@@ -2,6 +2,7 @@
 
     python compat-tests/make_matrix.py            # runs pytest over compat-tests/, writes MATRIX.md
     python compat-tests/make_matrix.py --from-xml report.xml   # only re-tabulate an existing report
+    python compat-tests/make_matrix.py --from-xml a.xml --from-xml b.xml   # reports of disjoint slices together
     python compat-tests/make_matrix.py --section ecosystem   # run only test_spark_kafka.py,
         # test_kafka_streams.py, test_kafka_connect.py and test_mirrormaker.py (with the tests marked
         # ecosystem), rewrite only the ecosystem section of MATRIX.md
@@ -62,6 +63,8 @@ SCENARIOS = {  # test function -> row label (in this order)
     "test_broker_configs": "DescribeConfigs broker: every Kafka 3.9 config",
     "test_empty_cleanup_policy": "Empty cleanup.policy (SUBTRACT / SET \"\" / create)",
     "test_txn_offsets_do_not_overwrite_a_later_plain_commit": "Txn offsets vs a later plain commit (+ restart)",
+    "test_transactional_commit_abort":
+        "Transactional producer: commit, abort, commit; read_committed readers (incl. the client's own) skip the abort",
     "test_secured_round_trip": "Security: SSL, mTLS, SASL_PLAINTEXT/SASL_SSL with PLAIN, SCRAM-SHA-256/512",
     "test_oauthbearer_unsecured_token": "Security: OAUTHBEARER with an unsecured token",
     "test_wrong_password_is_rejected_with_kafkas_message": "Security: wrong password -> Kafka's message",
@@ -80,9 +83,9 @@ SCENARIOS = {  # test function -> row label (in this order)
         "Share group: share.isolation.level=read_committed (aborted/open transactions not delivered)",
 }
 
-# KIP-848 consumer groups (group.protocol=consumer): test function -> row label (in this order). Only
-# confluent-kafka 2.16.1 and the Java client 3.9.1 speak the protocol; a test without a client parameter runs
-# confluent-kafka.
+# KIP-848 consumer groups (group.protocol=consumer): test function -> row label (in this order). These member
+# programs exist for confluent-kafka 2.16.1 and the Java clients 3.9.1 and 4.4.0; a test without a client parameter
+# runs confluent-kafka (franz-go and rdkafka's KIP-848 members: test_consumer_protocol_group_reads_commits_and_resumes).
 KIP848 = {
     "test_three_members_join_and_leave":
         "Subscribe; rebalance across 3 members joining and leaving (no partition owned twice, every record once)",
@@ -101,7 +104,7 @@ KIP848 = {
         "Exactly-once consume-transform-produce (sendOffsetsToTransaction with the member epoch) across a join, "
         "a leave and a crash mid-transaction: read_committed outputs once each, offsets = consumed",
 }
-KIP848_CLIENTS = ("confluent-kafka", "java")
+KIP848_CLIENTS = ("confluent-kafka", "java", "java4")
 
 # Several brokers in one process and faults on command (#17): test function -> row label (in this order).
 # A test without a client parameter runs the client its label names.
@@ -116,7 +119,7 @@ CLUSTER = {
         "3 brokers: a group across a coordinator move and the coordinator's broker stopping (confluent-kafka)",
     "test_group_member_continues_across_coordinator_move_and_stop":
         "3 brokers: a committing group member across a coordinator move and a stop: every record read, "
-        "commits at each coordinator (kafkajs: at-least-once, see its limitations)",
+        "commits at each coordinator (kafkajs, kafka-go: at-least-once, see their limitations)",
     "test_confluent_transactions_survive_a_coordinator_move_and_stop":
         "3 brokers: transactions with offsets across a transaction coordinator move and stop (confluent-kafka)",
     "test_transactions_survive_a_coordinator_move_and_stop":
@@ -271,6 +274,44 @@ LIMITATIONS = {
                     "Apache Kafka). Its cluster transaction test moves the coordinator twice instead.",
     "aiokafka": "refuses a record whose key and value are both null; no "
                 "KIP-368 re-authentication (the broker closes its connection when a session expires; it reconnects).",
+    "java4": "kafka-clients 4.4.0 running the `java` driver's sources (compat-tests/java, compiled against it): it "
+             "refuses brokers older than 2.1 (KIP-896: Produce v3+, Fetch v4+ ...) and speaks KIP-848 groups "
+             "as a released feature. Only its KIP-848 members and the #24 core scenarios run in `make test`.",
+    "franz-go": "measures RecordDeliveryTimeout from each record's own Timestamp (kgo sink.go isTimedOut), so a "
+                "record with an explicit past timestamp times out before it is sent when that timeout is set (the "
+                "driver leaves it off); kadm's ListOffsetsAfterMilli answers the end offset instead of Kafka's -1 "
+                "for a timestamp after the last record; KIP-848 through kgo.ServerSideBalancer (with the range "
+                "balancer).",
+    "sarama": "run at sarama.MaxVersion (Kafka 4.3.1); no KIP-848 consumer (classic groups only); its admin API "
+              "exposes no cluster id; idempotence is off unless asked for. With AutoCommit off, a commit the "
+              "coordinator refuses (NOT_COORDINATOR after a move) is dropped (the offset manager only releases "
+              "the coordinator): the marked offsets go out at the next Commit(), so the driver commits every "
+              "200 ms. Consumer errors (a broker gone) are reported on Errors() and recovered from.",
+    "kafka-go": "no idempotent or transactional producer, no KIP-848 consumer; its reader takes a record's "
+                "timestamp as the batch's first timestamp + delta and ignores the batch's LogAppendTime type (same "
+                "against Apache Kafka), so no LogAppendTime scenario; the Writer returns no offsets and picks "
+                "partitions by a Balancer (the driver's reads each message's WriterData); the process-wide "
+                "DefaultTransport caches metadata for 6 s (MetadataTTL), so a topic created meanwhile is "
+                "UNKNOWN_TOPIC_OR_PARTITION to it: the driver uses a Transport per command. Its reader turns a "
+                "zero-length key, value or header value into nil (read.go readNewBytes), so an empty header "
+                "value reads back as null (the cross-client cells compare it so). CommitMessages hands "
+                "NOT_COORDINATOR and a stopped coordinator's closed connection to the application (the driver "
+                "retries for 10 s); across a coordinator move or stop it is at-least-once: it commits only through "
+                "its generation's coordinator connection (reader.go commitOffsetsWithRetry) and ends the generation "
+                "when that coordinator stops answering (consumergroup.go heartbeatLoop), so the next generation "
+                "re-reads what was read but not yet committed.",
+    "rust-rdkafka": "librdkafka 2.12.1 compiled from the crate's bundled sources (Debian's librdkafka-dev is 2.0.2, "
+                    "below rdkafka-sys' minimum for dynamic linking, 2.12.1); AdminClient has only the "
+                    "non-incremental AlterConfigs (the driver sends the topic's current overrides with the change). "
+                    "Its consumer's poll reports a stopped broker (BrokerTransportFailure) as an error it recovers "
+                    "from itself (the driver goes on polling).",
+    "rskafka": "a partition client (produce, fetch, list offsets) and a controller client (create/delete topic) "
+               "only: no consumer groups, no idempotent or transactional producer, no topic configs (create "
+               "without configs), no partition growth, no broker list (no metadata scenario), acks=all and "
+               "read_uncommitted only. Headers are a map: no duplicate names, no null values - it cannot decode "
+               "a null header value ('out of range integral type conversion'), so it reads only records without "
+               "duplicate or null headers (no cross-client cell for producers that send them). It takes a record's "
+               "timestamp as first timestamp + delta, ignoring LogAppendTime (same against Apache Kafka).",
 }
 
 # Known gaps: id, where, root cause. Tests for these are xfail(strict=True) with the same id in the reason.
@@ -364,7 +405,7 @@ def _cell(cs: list[Case]) -> str:
     return f"✅ {ok}/{run}"
 
 
-def render(cases: list[Case], took_s: float | None) -> str:
+def render(cases: list[Case], took_s: float | None, note: str = "") -> str:
     cluster = [c for c in cases if c.module in CLUSTER_MODULES]
     ecosystem = render_ecosystem(cases)
     cases = [c for c in cases if c.module not in ECOSYSTEM_MODULES]
@@ -386,11 +427,14 @@ def render(cases: list[Case], took_s: float | None) -> str:
         "scenarios that need what only kafkalite has are listed as skipped with the reason (`kafkalite-only: ...`).",
         f"Run: {_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} at commit `{head}`"
         + (f", {took_s:.0f} s" if took_s else "") + ". Totals: "
-        + ", ".join(f"{v} {k}" for k, v in sorted(total.items())) + ".",
+        + ", ".join(f"{v} {k}" for k, v in sorted(total.items())) + "." + (f" {note}" if note else ""),
         "",
         "Clients: kafka-python 3.0.12, confluent-kafka 2.16.1 (librdkafka 2.16), aiokafka 0.14.0, Java "
-        "kafka-clients 3.9.1, kcat 1.7.1 (librdkafka 2.0.2), kafkajs 2.2.4. `—` = the client lacks the feature "
-        "(see limitations) or the scenario is not run for it.",
+        "kafka-clients 3.9.1, kcat 1.7.1 (librdkafka 2.0.2), kafkajs 2.2.4; since #24: Java kafka-clients 4.4.0 "
+        "(`java4`), Go: franz-go 1.22.3 (kadm 1.20.0), Sarama 1.61.1, kafka-go 0.4.51; Rust: the rdkafka crate 0.39.0 "
+        "(`rust-rdkafka`, librdkafka 2.12.1 bundled), rskafka 0.6.0. `—` = the client lacks the feature "
+        "(see limitations) or the scenario is not run for it. `make test` runs a core slice of the #24 clients "
+        "(compat-tests/conftest.py NEW_CLIENT_CORE), `make matrix` all of it.",
         "",
     ]
     for profile in ("default", "4.3", "3.6", "2.8"):
@@ -430,7 +474,9 @@ def render(cases: list[Case], took_s: float | None) -> str:
     groups = [c for c in groups if c.func not in KIP848]
     if k848:
         lines += ["## KIP-848 consumer groups (`group.protocol=consumer`)", "",
-                  "Only confluent-kafka and the Java client speak the protocol; `—` elsewhere.", "",
+                  "Member programs of confluent-kafka and the Java clients 3.9.1 and 4.4.0; `—` elsewhere (franz-go and "
+                  "rdkafka as KIP-848 members: `test_consumer_protocol_group_reads_commits_and_resumes` under "
+                  "Consumer groups).", "",
                   "| Scenario | " + " | ".join(CLIENT_NAMES) + " |", "|---|" + "---|" * len(CLIENT_NAMES)]
         for f in [f for f in KIP848 if any(c.func == f for c in k848)]:
             fc = [c for c in k848 if c.func == f]
@@ -486,7 +532,10 @@ def render(cases: list[Case], took_s: float | None) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--from-xml", type=Path, help="tabulate this junit report instead of running the suite")
+    ap.add_argument("--from-xml", type=Path, action="append",
+                    help="tabulate this junit report instead of running the suite (repeatable: the reports of "
+                         "several runs, e.g. `-k` slices, are tabulated together; a case in a later report "
+                         "replaces the same case of an earlier one)")
     ap.add_argument("--out", type=Path, default=HERE / "MATRIX.md")
     ap.add_argument("--section", choices=["ecosystem"],
                     help="rewrite only this section of the existing --out file (run just its test modules)")
@@ -494,9 +543,8 @@ def main() -> int:
     a = ap.parse_args()
     took = None
     rc = 0
-    if a.from_xml:
-        xml = a.from_xml
-    else:
+    xmls: list[Path] = list(a.from_xml or [])
+    if not xmls:
         xml = Path(tempfile.mkdtemp(prefix="kafkalite-matrix-")) / "report.xml"
         t0 = _dt.datetime.now()
         targets = [HERE / f"{m}.py" for m in ECOSYSTEM_MODULES] if a.section == "ecosystem" else None
@@ -505,10 +553,19 @@ def main() -> int:
         if not xml.exists():
             print("pytest wrote no report", file=sys.stderr)
             return rc or 1
+        xmls = [xml]
+    # several reports: a test case in a later one replaces the same case of an earlier one (a re-run)
+    by_id: dict[tuple[str, str, str, str], Case] = {}
+    for x in xmls:
+        for c in parse(x):
+            by_id[(c.module, c.func, c.params, c.props.get("client_name", ""))] = c
+    cases = list(by_id.values())
     if a.section == "ecosystem":
-        a.out.write_text(splice_section(a.out.read_text(), ECOSYSTEM_HEADER, render_ecosystem(parse(xml))))
+        a.out.write_text(splice_section(a.out.read_text(), ECOSYSTEM_HEADER, render_ecosystem(cases)))
     else:
-        a.out.write_text(render(parse(xml), took))
+        note = (f"Tabulated from {len(xmls)} junit reports (`--from-xml`, a later report's case replacing the same "
+                "case of an earlier one): " + ", ".join(f"`{x.name}`" for x in xmls) + ".") if len(xmls) > 1 else ""
+        a.out.write_text(render(cases, took, note))
     print(f"wrote {a.out.relative_to(REPO) if a.out.is_relative_to(REPO) else a.out}")
     return 0 if rc in (0, 1) else rc
 

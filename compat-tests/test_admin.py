@@ -6,7 +6,7 @@ import time
 
 import pytest
 from harness.clients import clients_with
-from harness.records import TS_BASE, Rec
+from harness.records import KEEP_OLD_TIMESTAMPS, TS_BASE, Rec
 from harness.topics import create_topic
 
 
@@ -58,7 +58,7 @@ def test_create_existing_topic_fails(broker, client, topic):
 def offsets_topic(broker, get_client):
     """20 records with timestamps TS_BASE, TS_BASE+1000, ... on partition 0 of a fresh topic."""
     name = "list-offsets-topic"
-    create_topic(broker.bootstrap, name, 1)
+    create_topic(broker.bootstrap, name, 1, KEEP_OLD_TIMESTAMPS)   # read by every client of the module
     recs = [Rec(b"k", f"v{i}".encode(), (), TS_BASE + 1000 * i, 0) for i in range(20)]
     get_client("confluent-kafka").produce(broker.bootstrap, name, recs)
     return name
@@ -68,12 +68,13 @@ def offsets_topic(broker, get_client):
 def test_list_offsets(broker, client, offsets_topic):
     """earliest = 0, latest = 20 (last offset + 1), by timestamp: first offset whose timestamp >= the target;
     a target after every record gives -1 (kafka-python/aiokafka report None, mapped to -1; kafkajs's
-    fetchTopicOffsetsByTimestamp replaces -1 by the high watermark itself)."""
+    fetchTopicOffsetsByTimestamp and franz-go's kadm ListOffsetsAfterMilli replace -1 by the end offset
+    themselves: ``offset_after_last_timestamp = "end"``)."""
     bs = broker.bootstrap
     assert client.list_offsets(bs, offsets_topic, 0, "earliest") == 0
     assert client.list_offsets(bs, offsets_topic, 0, "latest") == 20
     assert client.list_offsets(bs, offsets_topic, 0, TS_BASE) == 0
     assert client.list_offsets(bs, offsets_topic, 0, TS_BASE + 5000) == 5
     assert client.list_offsets(bs, offsets_topic, 0, TS_BASE + 5500) == 6
-    none_found = 20 if client.name == "kafkajs" else -1
+    none_found = 20 if getattr(client, "offset_after_last_timestamp", "-1") == "end" else -1
     assert client.list_offsets(bs, offsets_topic, 0, TS_BASE + 10**9) == none_found

@@ -16,8 +16,18 @@ import time
 import uuid
 
 import pytest
+from harness.clients import clients_with
 from harness.topics import create_topic
-from test_groups_support import ALL_CLIENTS, CACHE, committed, group_consume, produce
+from test_groups_support import (
+    ALL_CLIENTS,
+    CACHE,
+    NEW_GROUP_CLIENTS,
+    admin,
+    committed,
+    group_consume,
+    line_driver_group_consume,
+    produce,
+)
 
 PARTITIONS = 3
 
@@ -44,7 +54,7 @@ def _warm(bootstrap: str, topic: str) -> None:
     committed(bootstrap, "warm-up", topic, 1)
 
 
-@pytest.mark.parametrize("client_name", [*ALL_CLIENTS, "kcat"])
+@pytest.mark.parametrize("client_name", [*ALL_CLIENTS, "kcat", *NEW_GROUP_CLIENTS])
 def test_group_reads_commits_and_resumes(client_name: str, broker, topic: str) -> None:
     bs = broker.bootstrap
     create_topic(bs, topic, PARTITIONS)
@@ -64,7 +74,31 @@ def test_group_reads_commits_and_resumes(client_name: str, broker, topic: str) -
     assert committed(bs, group, topic, PARTITIONS) == dict.fromkeys(range(PARTITIONS), 12)
 
 
-@pytest.mark.parametrize("client_name", ALL_CLIENTS)
+@pytest.mark.parametrize("client_name", clients_with("group_consume", "kip848"))
+def test_consumer_protocol_group_reads_commits_and_resumes(client_name: str, broker, topic: str) -> None:
+    """The same with group.protocol=consumer (KIP-848: ConsumerGroupHeartbeat, the broker assigns): a member reads
+    everything and commits, a second member of the group resumes exactly at the committed offsets; the group is a
+    consumer-protocol group in ListGroups."""
+    bs = broker.bootstrap
+    create_topic(bs, topic, PARTITIONS)
+    produce(bs, topic, _values("k", 0, 30))
+    _warm(bs, topic)
+    group = f"k-{uuid.uuid4().hex[:8]}"
+    cfg = {"group.protocol": "consumer"}
+    first = line_driver_group_consume(client_name, bs, topic, group, 30, 60.0, cfg)
+    assert sorted(first.values) == sorted(v for _, v in _values("k", 0, 30))
+    assert committed(bs, group, topic, PARTITIONS) == dict.fromkeys(range(PARTITIONS), 10)
+    adm = admin(bs)   # kept referenced: a collected AdminClient never completes its futures
+    listed = {g.group_id: g.type.name for g in adm.list_consumer_groups(request_timeout=30).result(30).valid}
+    assert listed.get(group) == "CONSUMER", listed
+
+    produce(bs, topic, _values("k", 30, 6))
+    again = line_driver_group_consume(client_name, bs, topic, group, 6, 60.0, cfg)
+    assert sorted((p, o) for p, o, _ in again.records) == [(p, o) for p in range(PARTITIONS) for o in (10, 11)]
+    assert committed(bs, group, topic, PARTITIONS) == dict.fromkeys(range(PARTITIONS), 12)
+
+
+@pytest.mark.parametrize("client_name", [*ALL_CLIENTS, *NEW_GROUP_CLIENTS])
 def test_offsets_and_groups_survive_restarts(client_name: str, broker_factory, topic: str,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A clean restart (SIGTERM), then a crash (SIGKILL): each time the group is still listed, its

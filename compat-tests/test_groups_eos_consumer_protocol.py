@@ -34,7 +34,7 @@ import pytest
 from harness.broker import BrokerProcess
 from harness.topics import create_topic
 from test_groups_consumer_protocol import BROKER_ARGS, Member, commit_start_offsets, wait_for
-from test_groups_support import CACHE, JAVA_DEPS, committed, missing, produce, write_script
+from test_groups_support import CACHE, JAVA4_DEPS, JAVA_DEPS, committed, missing, produce, write_script
 
 PARTITIONS = 4
 TXN_TIMEOUT_MS = 10_000
@@ -229,14 +229,15 @@ class EosMember(Member):
                 self.closed = True
 
 
-def _java_cp() -> str:
+def _java_cp(deps: Path = JAVA_DEPS) -> str:
+    """The member compiled against the jars of ``deps`` (.deps/java: 3.9.1; .deps/java4: 4.4.0)."""
     import shutil
 
     javac = shutil.which("javac")
-    jars = sorted(JAVA_DEPS.glob("*.jar"))
+    jars = sorted(deps.glob("*.jar"))
     if javac is None or not jars:
-        missing("javac or the Java kafka-clients jars (.deps/java) are not installed")
-    out = CACHE / "kip848-java-eos"
+        missing(f"javac or the Java kafka-clients jars ({deps}) are not installed")
+    out = CACHE / f"kip848-{deps.name}-eos"
     src = out / "Kip848Eos.java"
     if not ((out / "Kip848Eos.class").exists() and src.exists() and src.read_text() == JAVA_EOS):
         out.mkdir(parents=True, exist_ok=True)
@@ -248,8 +249,9 @@ def _java_cp() -> str:
 
 def start_eos_member(kind: str, bootstrap: str, src: str, dst: str, group: str, name: str) -> EosMember:
     txn_id = f"{group}-{name}"   # KIP-447: each member its own transactional id
-    if kind == "java":
-        return EosMember(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", _java_cp(), "Kip848Eos",
+    if kind in ("java", "java4"):
+        cp = _java_cp(JAVA4_DEPS if kind == "java4" else JAVA_DEPS)
+        return EosMember(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "Kip848Eos",
                           bootstrap, src, dst, group, txn_id, str(int(HOLD_S * 1000)), str(TXN_TIMEOUT_MS)], name)
     try:
         import confluent_kafka  # noqa: F401
@@ -306,7 +308,7 @@ def _end_offsets(inputs: dict[int, int]) -> dict[int, int]:
     return {p: inputs.get(p, 0) for p in range(PARTITIONS)}
 
 
-@pytest.mark.parametrize("kind", ["confluent-kafka", "java"])
+@pytest.mark.parametrize("kind", ["confluent-kafka", "java", "java4"])
 def test_eos_consume_transform_produce_across_rebalances(kind: str, eos_broker: BrokerProcess, get_client,
                                                          topic: str) -> None:
     b = eos_broker

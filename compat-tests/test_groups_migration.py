@@ -46,7 +46,7 @@ def _member_types(b: BrokerProcess, group: str) -> list[int]:
                       .groups[0].members)
 
 
-@pytest.mark.parametrize("kind", ["confluent-kafka", "java"])
+@pytest.mark.parametrize("kind", ["confluent-kafka", "java", "java4"])
 def test_classic_group_upgrades_online_and_downgrades_back(kind: str, kip848_broker: BrokerProcess,
                                                            topic: str) -> None:
     bs = kip848_broker.bootstrap

@@ -22,11 +22,15 @@ from kafkalite.tests.support.requires import missing  # skip loudly; fail under 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 JAVA_DEPS = REPO / ".deps" / "java"
+JAVA4_DEPS = REPO / ".deps" / "java4"   # kafka-clients 4.4.0 (tools/bootstrap.sh java4)
 NODE_MODULES = HERE / "node_modules"
 CACHE = Path(os.environ.get("KAFKALITE_GROUPS_CACHE", "/tmp/kafkalite-groups-compat"))
 
 PY_CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
 ALL_CLIENTS = (*PY_CLIENTS, "java", "kafkajs")
+# the group members of the clients added in #24: Java 4.4 (GroupConsume compiled against it) and the Go and Rust
+# drivers' group_consume (harness/clients/native.py); rskafka has no consumer groups
+NEW_GROUP_CLIENTS = ("java4", "franz-go", "sarama", "kafka-go", "rust-rdkafka")
 
 
 def write_script(path: Path, text: str) -> None:
@@ -240,12 +244,12 @@ public class GroupConsume {
 """
 
 
-def _java_classes() -> Path:
+def _java_classes(deps: Path = JAVA_DEPS) -> Path:
     javac = shutil.which("javac")
-    jars = sorted(JAVA_DEPS.glob("*.jar"))
+    jars = sorted(deps.glob("*.jar"))
     if javac is None or not jars:
-        missing("javac or the Java kafka-clients jars (.deps/java) are not installed")
-    out = CACHE / "java"
+        missing(f"javac or the Java kafka-clients jars ({deps}) are not installed")
+    out = CACHE / deps.name
     cls = out / "GroupConsume.class"
     src = out / "GroupConsume.java"
     if not (cls.exists() and src.exists() and src.read_text() == JAVA_SRC):
@@ -257,9 +261,9 @@ def _java_classes() -> Path:
 
 
 def _java(bootstrap: str, topic: str, group: str, count: int, timeout_s: float, assignor: str | None,
-          instance_id: str | None = None) -> GroupRead:
-    classes = _java_classes()
-    cp = ":".join([str(classes), *map(str, sorted(JAVA_DEPS.glob("*.jar")))])
+          instance_id: str | None = None, deps: Path = JAVA_DEPS) -> GroupRead:
+    classes = _java_classes(deps)
+    cp = ":".join([str(classes), *map(str, sorted(deps.glob("*.jar")))])
     strategy = {"cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
                 "range": "org.apache.kafka.clients.consumer.RangeAssignor",
                 "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor"}.get(assignor or "", "default")
@@ -338,8 +342,38 @@ def _kcat(bootstrap: str, topic: str, group: str, count: int, timeout_s: float, 
     return out
 
 
+def _java4(bootstrap: str, topic: str, group: str, count: int, timeout_s: float, assignor: str | None,
+           instance_id: str | None = None) -> GroupRead:
+    return _java(bootstrap, topic, group, count, timeout_s, assignor, instance_id, deps=JAVA4_DEPS)
+
+
+def line_driver_group_consume(name: str, bootstrap: str, topic: str, group: str, count: int, timeout_s: float,
+                              config: dict[str, str] | None = None) -> GroupRead:
+    """The client's driver (one process for this call): group_consume, committing after every poll."""
+    from harness.clients import make_client
+
+    c = make_client(name, CACHE / "driver-logs")
+    reason = c.missing()
+    if reason:
+        missing(f"client {name}: {reason}")
+    try:
+        recs = c.group_consume(bootstrap, topic, count, group, timeout_s=timeout_s, config=config)  # type: ignore[attr-defined]
+    finally:
+        c.close()
+    first = getattr(c, "last_first_ms", None)
+    return GroupRead([(r.partition, r.offset or 0, r.value or b"") for r in recs],
+                     first / 1000 if first is not None and first >= 0 else None)
+
+
+def _line_driver(name: str):  # type: ignore[no-untyped-def]
+    def run(bootstrap: str, topic: str, group: str, count: int, timeout_s: float, assignor: str | None) -> GroupRead:
+        return line_driver_group_consume(name, bootstrap, topic, group, count, timeout_s)
+    return run
+
+
 DRIVERS = {"kcat": _kcat, "kafka-python": _kafka_python, "confluent-kafka": _confluent, "aiokafka": _aiokafka,
-           "java": _java, "kafkajs": _kafkajs}
+           "java": _java, "kafkajs": _kafkajs, "java4": _java4,
+           **{n: _line_driver(n) for n in NEW_GROUP_CLIENTS if n != "java4"}}
 
 
 def group_consume(client: str, bootstrap: str, topic: str, group: str, count: int, *, timeout_s: float = 60.0,

@@ -52,8 +52,8 @@ def test_restart_mid_stream(broker_factory, client, client_name, sig, topic, com
     sent = make_records(n, partitions=PARTS, prefix=f"rs-{client_name}",
                         headers="headers" in client.features, per_record_headers=False,
                         timestamps="timestamps" in client.features, nulls=False)
-    # Java and kafkajs drivers serve one command at a time: the consumer gets its own driver process.
-    consumer = make_client(client_name, compat_log_dir) if client_name in ("java", "kafkajs") else client
+    # A JSON-lines driver (Java, kafkajs, Go, Rust) serves one command at a time: the consumer gets its own process.
+    consumer = make_client(client_name, compat_log_dir) if hasattr(client, "_call") else client
     try:
         cons = _Runner(lambda: consumer.consume(bs, topic, list(range(PARTS)), n, timeout_s=90))
         prod = _Runner(lambda: client.produce(bs, topic, sent, idempotent=True, timeout_s=90))

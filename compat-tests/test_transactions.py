@@ -12,6 +12,8 @@
 (e) SIGKILL with a transaction open: after the restart the transaction is aborted when its timeout passes,
     read_committed readers get past it (the LSO advances) and the committed transaction survived.
 (f) aiokafka's transactional producer (v0 of every transaction API) and read_committed consumer.
+(g) the transactional producers of the clients added in #24 (Java 4.4, franz-go, Sarama, rdkafka): commit, abort,
+    commit; the readers of (a) and the client's own read_committed consumer.
 
 Every partition's last record is a committed one, so a consumer asked for exactly the committed count would
 have returned an aborted record among them if it leaked.
@@ -25,6 +27,8 @@ import uuid
 from typing import Any
 
 import pytest
+from harness.clients import NEW_CLIENTS, clients_with
+from harness.records import Rec
 from harness.topics import create_topic
 from test_groups_support import committed, produce
 
@@ -158,6 +162,25 @@ def test_confluent_transactional_producer_commit_abort(broker, topic: str, get_c
         else:
             p.abort_transaction(30)
     check_readers(get_client, bs, topic, COMMITTED, [*COMMITTED[:2], *ABORTED, COMMITTED[2]])
+
+
+# -- (g) the transactional producers of the clients added in #24 ---------------------------------------------
+@pytest.mark.parametrize("client_name", [n for n in clients_with("transactions") if n in NEW_CLIENTS])
+def test_transactional_commit_abort(broker, topic: str, client, get_client) -> None:
+    bs = broker.bootstrap
+    create_topic(bs, topic, 1)
+
+    def recs(values: list[bytes]) -> list[Rec]:
+        return [Rec(None, v, partition=0) for v in values]
+
+    client.txn_batches(bs, topic, f"tx-{topic}", [(recs(COMMITTED[:2]), True), (recs(ABORTED), False),
+                                                  (recs(COMMITTED[2:]), True)])
+    everything = [*COMMITTED[:2], *ABORTED, COMMITTED[2]]
+    check_readers(get_client, bs, topic, COMMITTED, everything)
+    own = client.consume(bs, topic, [0], len(COMMITTED), isolation="read_committed", timeout_s=20)
+    assert [r.value for r in own] == COMMITTED
+    # the control records (commit/abort markers) take offsets 2, 5 and 7: the committed records are 0, 1, 6
+    assert [r.offset for r in own] == [0, 1, 6]
 
 
 # -- (c) consume-transform-produce ------------------------------------------------------------------------

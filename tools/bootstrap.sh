@@ -8,6 +8,9 @@
 #   tools/bootstrap.sh eco       Kafka's ecosystem from Maven Central (Spark's Kafka connector, Kafka Streams) into
 #                                .deps/eco/<set>/ (Maven's local repository: .deps/m2)
 #   tools/bootstrap.sh reference Apache Kafka 4.4.0 (broker, tools, clients + runtime deps) from Maven Central
+#   tools/bootstrap.sh java4     the Java client kafka-clients 4.4.0 (+ runtime deps) from Maven Central -> .deps/java4/
+#   tools/bootstrap.sh golang    the Go clients' driver (compat-tests/go: franz-go, Sarama, kafka-go) -> .deps/go-driver/
+#   tools/bootstrap.sh rust      the Rust clients' driver (compat-tests/rust: rdkafka, rskafka) -> .deps/rust-driver/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -248,6 +251,75 @@ POMEOF
   compgen -G "$dir/libs/kafka_2.13-$KAFKA_REF_VERSION.jar" >/dev/null \
     || { echo "bootstrap reference: kafka_2.13-$KAFKA_REF_VERSION.jar missing after Maven" >&2; return 1; }
   stamp_set "kafka-${KAFKA_REF_VERSION%.*}" "$pins"
+}
+
+# The Java client 4.4 for the compat tests' `java4` column (the same driver sources as `java`, compiled against
+# these jars): kafka-clients and its runtime dependencies, resolved by Maven into .deps/java4/.
+JAVA4_COORDS="org.apache.kafka:kafka-clients:4.4.0"
+java4() {
+  local dir=$DEPS/java4
+  if stamp_ok java4 "$JAVA4_COORDS" && compgen -G "$dir/kafka-clients-*.jar" >/dev/null; then return; fi
+  command -v mvn >/dev/null || { echo "bootstrap java4: mvn (Maven) is not installed" >&2; return 1; }
+  rm -rf "$dir.tmp" "$DEPS/java4.pom.d" && mkdir -p "$DEPS/java4.pom.d"
+  eco_pom "$JAVA4_COORDS" > "$DEPS/java4.pom.d/pom.xml"
+  mvn -B -q -f "$DEPS/java4.pom.d/pom.xml" -Dmaven.repo.local="$DEPS/m2" \
+    org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$dir.tmp"
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  stamp_set java4 "$JAVA4_COORDS"
+}
+
+# src_hash DIR PATTERN... : sha1 of the matching files (each pattern's matches in byte order), as
+# compat-tests/harness/clients/native.py computes it to tell a stale driver binary
+src_hash() {
+  local dir=$1; shift
+  (cd "$dir" && for pat in "$@"; do compgen -G "$pat" | LC_ALL=C sort; done | while read -r f; do cat "$f"; done) \
+    | sha1sum | cut -d' ' -f1
+}
+
+# The Go clients (franz-go, Sarama, kafka-go; versions pinned in compat-tests/go/go.mod + go.sum) in one driver
+# binary. The module and build caches live in .deps/go/. The machine's Go (1.26 here) is used; where there is
+# none, Debian's golang-go (1.19, too old for these modules) fetches a Go toolchain from the Go module proxy
+# (golang.org/toolchain, the way the go command itself gets one) and that builds.
+GO_TOOLCHAIN_FALLBACK=v0.0.1-go1.26.8.linux-amd64
+golang() {
+  local src=compat-tests/go out=$DEPS/go-driver/kclients-go h
+  h=$(src_hash "$src" go.mod go.sum '*.go')
+  if [[ -x "$out" && "$(cat "$out.src" 2>/dev/null)" == "$h" ]]; then return; fi
+  export GOMODCACHE=$DEPS/go/mod GOCACHE=$DEPS/go/cache GOFLAGS=-modcacherw GOTOOLCHAIN=local
+  local gobin; gobin=$(command -v go || true)
+  if [[ -z "$gobin" ]] || ! "$gobin" version | grep -qE 'go1\.(2[3-9]|[3-9][0-9])'; then
+    if [[ -z "$gobin" ]]; then
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq && apt-get install -y -qq golang-go >/dev/null
+      gobin=$(command -v go)
+    fi
+    local tc; tc=$(cd /tmp && GO111MODULE=on "$gobin" mod download -json "golang.org/toolchain@$GO_TOOLCHAIN_FALLBACK" \
+      | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    gobin=$tc/bin/go
+    chmod +x "$gobin" "$tc"/pkg/tool/*/* 2>/dev/null || true
+  fi
+  mkdir -p "$DEPS/go-driver"
+  (cd "$src" && "$gobin" build -trimpath -o "$out.tmp" .)
+  mv "$out.tmp" "$out"
+  echo "$h" > "$out.src"
+}
+
+# The Rust clients (the rdkafka crate with librdkafka built from its bundled sources, and rskafka; versions pinned
+# in compat-tests/rust/Cargo.lock) in one driver binary. CARGO_HOME (registry cache) and the target directory live
+# in .deps/ so a rebuild after a driver change compiles only the driver (the cold build compiles librdkafka and
+# ~130 crates: minutes on 2 cores).
+rust() {
+  local src=compat-tests/rust out=$DEPS/rust-driver/kclients-rust h
+  h=$(src_hash "$src" Cargo.toml Cargo.lock 'src/*.rs')
+  if [[ -x "$out" && "$(cat "$out.src" 2>/dev/null)" == "$h" ]]; then return; fi
+  command -v cargo >/dev/null || { echo "bootstrap rust: cargo is not installed (rustup's stable toolchain)" >&2; return 1; }
+  CARGO_HOME=$DEPS/cargo-home CARGO_TARGET_DIR=$DEPS/rust-target \
+    cargo build --locked -q --manifest-path "$src/Cargo.toml"
+  mkdir -p "$DEPS/rust-driver"
+  cp "$DEPS/rust-target/debug/kclients-rust" "$out.tmp"
+  mv "$out.tmp" "$out"
+  echo "$h" > "$out.src"
 }
 
 for step in "${@:-venv}"; do "$step"; done

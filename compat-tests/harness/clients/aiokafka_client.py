@@ -28,7 +28,7 @@ def _errors(obj: Any, path: str = "") -> list[str]:
 
 class AiokafkaClient(Client):
     name = "aiokafka"
-    features = frozenset({"produce", "consume", "headers", "null_header", "timestamps", "null_key", "null_value", "binary",
+    features = frozenset({"produce", "consume", "headers", "null_header", "timestamps", "log_append_time", "null_key", "null_value", "binary",
                           "idempotent", "metadata", "admin", "configs", "list_offsets", "offsets_by_time",
                           *(f"codec:{c}" for c in CODECS)})
 

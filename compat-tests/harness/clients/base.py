@@ -10,7 +10,12 @@ Feature names:
   headers                     per-record headers incl. null header values and duplicate names
   null_header                 a header whose value is null (kafka-python and kafkajs refuse one)
   fixed_headers               only one header set for a whole produce call (kcat -H)
+  empty_is_null               the consumer reads a zero-length key, value or header value as null (kafka-go)
+  map_headers                 headers are a map (rskafka): unique names, no null values, read back sorted by
+                              name; such a consumer cannot read records with duplicate names or null values
   timestamps                  explicit per-record CreateTime timestamps on produce
+  log_append_time             the consumer reports a LogAppendTime batch's broker timestamp (the batch's
+                              timestamp type and max timestamp), not the records' CreateTime deltas
   null_key, null_value        Kafka nulls (tombstones) on produce
   binary                      arbitrary bytes in keys/values (kcat reads text lines)
   idempotent                  enable.idempotence producer
@@ -41,6 +46,9 @@ class ClientError(RuntimeError):
 class Client(ABC):
     name: str = ""
     features: frozenset[str] = frozenset()
+    # what list_offsets answers for a timestamp after the last record: Kafka's -1, or "end" where the client's
+    # admin API replaces -1 by the end offset itself (kafkajs, franz-go's kadm)
+    offset_after_last_timestamp: str = "-1"
 
     def has(self, *features: str) -> bool:
         return all(f in self.features for f in features)

@@ -10,7 +10,7 @@ from harness.records import Rec
 
 class ConfluentClient(Client):
     name = "confluent-kafka"
-    features = frozenset({"produce", "consume", "headers", "null_header", "timestamps", "null_key", "null_value", "binary",
+    features = frozenset({"produce", "consume", "headers", "null_header", "timestamps", "log_append_time", "null_key", "null_value", "binary",
                           "idempotent", "metadata", "admin", "configs", "list_offsets", "offsets_by_time",
                           *(f"codec:{c}" for c in CODECS)})
 

@@ -21,25 +21,34 @@ JARS = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar", 
 CACHE = Path(os.environ.get("KAFKALITE_COMPAT_CACHE", REPO / ".deps" / "compat-cache"))
 
 
+JAR_DIR4 = Path(os.environ.get("KAFKALITE_JAVA4_JARS", REPO / ".deps" / "java4"))
+
+
 def _classpath() -> list[Path]:
     return [JAR_DIR / j for j in JARS]
 
 
-def compile_driver() -> Path:
+def _classpath4() -> list[Path]:
+    """kafka-clients 4.4.0 and its runtime dependencies (tools/bootstrap.sh java4)."""
+    return sorted(JAR_DIR4.glob("*.jar"))
+
+
+def compile_driver(classpath: list[Path] | None = None, prefix: str = "java") -> Path:
     """javac the driver into a directory named after the hash of sources + jars; reuse it if present."""
+    classpath = _classpath() if classpath is None else classpath
     sources = sorted((HERE / "java").glob("*.java"))
     h = hashlib.sha256()
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes())
-    for jar in _classpath():
+    for jar in classpath:
         st = jar.stat()
         h.update(f"{jar.name}:{st.st_size}".encode())
-    out = CACHE / f"java-{h.hexdigest()[:16]}"
+    out = CACHE / f"{prefix}-{h.hexdigest()[:16]}"
     if (out / "Driver.class").exists():
         return out
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="java-build-", dir=CACHE))
-    cp = os.pathsep.join(str(j) for j in _classpath())
+    cp = os.pathsep.join(str(j) for j in classpath)
     p = subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(tmp),
                         *map(str, sources)], capture_output=True, text=True)
     if p.returncode != 0:
@@ -56,7 +65,11 @@ class JavaClient(Client):
     name = "java"
     features = frozenset({"produce", "consume", "headers", "null_header", "timestamps", "null_key", "null_value", "binary",
                           "idempotent", "metadata", "admin", "configs", "list_offsets", "offsets_by_time",
+                          "transactions", "log_append_time", "group_consume", "kip848",
                           *(f"codec:{c}" for c in CODECS)})
+
+    def classpath(self) -> list[Path]:
+        return _classpath()
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
@@ -65,17 +78,17 @@ class JavaClient(Client):
     def missing(self) -> str | None:
         if not which("java") or not which("javac"):
             return "java/javac not on PATH (need a JDK >= 11)"
-        absent = [str(j) for j in _classpath() if not j.exists()]
+        absent = [str(j) for j in self.classpath() if not j.exists()]
         if absent:
             return f"kafka-clients jars missing ({', '.join(absent)}): run tools/bootstrap.sh clients"
         return None
 
     def _call(self, cmd: dict, timeout: float = 120.0) -> dict:
         if self._proc is None:
-            classes = compile_driver()
-            cp = os.pathsep.join([str(classes), *(str(j) for j in _classpath())])
+            classes = compile_driver(self.classpath(), self.name)
+            cp = os.pathsep.join([str(classes), *(str(j) for j in self.classpath())])
             self._proc = JsonLineProcess(["java", "-Xss4m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                                          "-cp", cp, "Driver"], self.log_dir / "java-driver.log")
+                                          "-cp", cp, "Driver"], self.log_dir / f"{self.name}-driver.log")
         return self._proc.request(cmd, timeout)
 
     def close(self) -> None:
@@ -92,7 +105,9 @@ class JavaClient(Client):
         return [tuple(x) for x in r["offsets"]]
 
     def consume(self, bootstrap, topic, partitions, count, *, start="earliest", timeout_s=60.0,
-                max_fetch_bytes=None, config=None):
+                max_fetch_bytes=None, config=None, isolation=None):
+        if isolation:
+            config = {**(config or {}), "isolation.level": isolation}
         r = self._call({"op": "consume", "bootstrap": bootstrap, "topic": topic, "partitions": list(partitions),
                         "count": count, "start": start, "timeout_ms": int(timeout_s * 1000),
                         "max_fetch_bytes": max_fetch_bytes, "config": config}, timeout_s + 60)
@@ -104,6 +119,34 @@ class JavaClient(Client):
         r = self._call({"op": "subscribe_consume", "bootstrap": bootstrap, "topic": topic, "count": count,
                         "group": group, "timeout_ms": int(timeout_s * 1000), "commit": commit}, timeout_s + 60)
         return [Rec.from_json(d) for d in r["records"]]
+
+    def group_consume(self, bootstrap, topic, count, group, timeout_s=60.0, config=None) -> list[Rec]:
+        """subscribe_consume with a commitSync after every poll that returned records (``config`` e.g.
+        {"group.protocol": "consumer"})."""
+        r = self._call({"op": "subscribe_consume", "bootstrap": bootstrap, "topic": topic, "count": count,
+                        "group": group, "timeout_ms": int(timeout_s * 1000), "commit": True,
+                        "config": config or {}}, timeout_s + 60)
+        return [Rec.from_json(d) for d in r["records"]]
+
+    def txn_batches(self, bootstrap: str, topic: str, transactional_id: str,
+                    batches: list[tuple[list[Rec], bool]], timeout_s: float = 60.0) -> None:
+        """One KafkaProducer with ``transactional.id``: each (records, commit) batch is one transaction, its
+        records sent (acknowledged) before commitTransaction / abortTransaction."""
+        name = f"batches-{transactional_id}"
+        opened = self.txn_open(bootstrap, name, transactional_id)
+        try:
+            if opened["exception"] is not None:
+                raise ClientError(f"initTransactions: {opened}")
+            for recs, commit in batches:
+                for action, args in (("begin", {}),
+                                     ("send", {"records": [{"topic": topic, "partition": r.partition,
+                                                            "value": r.to_json()["value"]} for r in recs]}),
+                                     ("commit" if commit else "abort", {})):
+                    got = self.txn_step(name, action, **args)
+                    if got["exception"] is not None:
+                        raise ClientError(f"{action}: {got}")
+        finally:
+            self.txn_close(name)
 
     def metadata(self, bootstrap, topics=None):
         r = self._call({"op": "metadata", "bootstrap": bootstrap, "topics": list(topics) if topics else None})
@@ -180,3 +223,21 @@ class JavaClient(Client):
         return self._call({"op": "txn_ctp", "bootstrap": bootstrap, "transactional_id": transactional_id,
                            "group": group, "src": src, "dst": dst, "batch": batch, "total": total,
                            "abort_first": abort_first}, 120)
+
+
+class Java4Client(JavaClient):
+    """The same driver sources compiled against kafka-clients 4.4.0 (``tools/bootstrap.sh java4``): Kafka 4's
+    client, which refuses brokers older than 2.1 (Produce v3+, Fetch v4+ ...) and speaks KIP-848 groups
+    (``group.protocol=consumer``) as a released feature."""
+
+    name = "java4"
+
+    def classpath(self) -> list[Path]:
+        return _classpath4()
+
+    def missing(self) -> str | None:
+        if not which("java") or not which("javac"):
+            return "java/javac not on PATH (need a JDK >= 11)"
+        if not any(j.name.startswith("kafka-clients-4.") for j in self.classpath()):
+            return f"kafka-clients 4.4 jars missing in {JAR_DIR4}: run tools/bootstrap.sh java4"
+        return None

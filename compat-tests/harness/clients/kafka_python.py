@@ -10,7 +10,7 @@ from harness.records import Rec
 
 class KafkaPythonClient(Client):
     name = "kafka-python"
-    features = frozenset({"produce", "consume", "headers", "timestamps", "null_key", "null_value", "binary",
+    features = frozenset({"produce", "consume", "headers", "timestamps", "log_append_time", "null_key", "null_value", "binary",
                           "idempotent", "metadata", "admin", "configs", "list_offsets", "offsets_by_time",
                           *(f"codec:{c}" for c in CODECS)})
 

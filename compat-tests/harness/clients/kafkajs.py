@@ -18,9 +18,10 @@ HERE = Path(__file__).resolve().parents[2]  # compat-tests/
 class KafkajsClient(Client):
     name = "kafkajs"
     # snappy/lz4/zstd need codec plugins kafkajs does not ship: see MATRIX.md.
-    features = frozenset({"produce", "consume", "headers", "timestamps", "null_key", "null_value", "binary",
+    features = frozenset({"produce", "consume", "headers", "timestamps", "log_append_time", "null_key", "null_value", "binary",
                           "idempotent", "metadata", "admin", "configs", "list_offsets", "offsets_by_time",
                           "codec:none", "codec:gzip", "group_consume"})
+    offset_after_last_timestamp = "end"   # fetchTopicOffsetsByTimestamp gives the high watermark instead of -1
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir

@@ -231,8 +231,10 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
         if names is not None and sorted(names) != sorted(member.subscribed_topic_names):
             member.subscribed_topic_names = list(names)
             sub_changed = True
-        if regex is not None and (regex or None) != member.subscribed_topic_regex:
-            member.subscribed_topic_regex = regex or None
+        # kept as sent, "" included (Kafka's maybeUpdateSubscribedTopicRegex; ConsumerGroupDescribe answers it back):
+        # an empty regex subscribes to nothing (the Java client 4.x sends "" with a java.util.regex.Pattern)
+        if regex is not None and regex != member.subscribed_topic_regex:
+            member.subscribed_topic_regex = regex
             sub_changed = True
         member.client_id, member.client_host = client_id, client_host
         joined = member.member_id not in group.members

@@ -60,7 +60,7 @@ class ConsumerMember:
     client_id: str = ""
     client_host: str = ""
     subscribed_topic_names: list[str] = field(default_factory=list)
-    subscribed_topic_regex: str | None = None
+    subscribed_topic_regex: str | None = ""   # Kafka's member builder default: "" until a regex is sent
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
     member_epoch: int = 0
@@ -147,12 +147,12 @@ class ConsumerGroup:
         names: set[str] = set()
         for m in self.members.values():
             names.update(m.subscribed_topic_names)
-            if m.subscribed_topic_regex is not None:
+            if m.subscribed_topic_regex:   # "" is no regex
                 names.update(self.resolved.get(m.subscribed_topic_regex, ()))
         return names
 
     def member_topic_ids(self, m: ConsumerMember) -> set[uuid.UUID]:
         names = set(m.subscribed_topic_names)
-        if m.subscribed_topic_regex is not None:
+        if m.subscribed_topic_regex:   # "" is no regex
             names |= self.resolved.get(m.subscribed_topic_regex, set())
         return {self.topics[n][0] for n in names if n in self.topics}
