@@ -33,8 +33,8 @@ from kafkalite_storage.dumplog.java import (
     _jname,
     _jparse_long,
     _optional_long,
-    _Writer,
     _unjava,
+    _Writer,
     plain_text,
 )
 from kafkalite_storage.dumplog.lines import _control_suffix, batch_head, batch_tail

@@ -402,7 +402,7 @@ def iter_legacy_records(batch: Batch) -> Iterator[Record]:
             raise JavaError(_CORRUPT_RECORD, "Record size is less than the minimum record overhead (14)")
         if size >= _OOM_MESSAGE_SIZE:
             raise JavaError("java.lang.OutOfMemoryError", "Java heap space",
-                        detail=f"a batch claims {count} records, more than this tool will load")
+                            detail=f"a wrapped message claims {size} bytes, more than this tool will load")
         if len(data) - pos - _LOG_OVERHEAD < size:
             if opened.failure is not None:
                 raise stream_failed()
