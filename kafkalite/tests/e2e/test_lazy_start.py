@@ -57,6 +57,10 @@ NOT_AT_START = [
     "kafkalite.handlers.share_fetch", "kafkalite.handlers.alter_user_scram_credentials",
     "kafkalite.handlers.describe_client_quotas", "kafkalite_wire.messages._gen_share_fetch", "kafkalite_wire.messages._gen_produce",
     "kafkalite.coordinator.share.service", "kafkalite.coordinator.share.partition",
+    # no __consumer_offsets / __transaction_state yet: the coordinators start on the first group / producer-id
+    # request (kafkalite.server.serve.OnFirstUse)
+    "kafkalite.coordinator.classic.service", "kafkalite.coordinator.consumer.service",
+    "kafkalite.coordinator.txn.service",
     "kafkalite.metrics", "kafkalite.metrics.http", "kafkalite.console", "kafkalite.console.http",
     "kafkalite.handlers.error_response", "kafkalite.security.scram",
     # BrokerState builds these on first use (no authorizer configured, no quota file saved)
