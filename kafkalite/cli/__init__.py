@@ -14,11 +14,21 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from kafkalite.cli.serve import config_from_args  # re-exported (tests build configs from argv)
+if TYPE_CHECKING:
+    from kafkalite.cli.serve import config_from_args
 
 __all__ = ["COMMANDS", "config_from_args", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "config_from_args":   # re-exported for tests that build configs from argv
+        # lazy attribute: importing kafkalite.cli (every command does) must not load the broker's config and storage
+        from kafkalite.cli.serve import config_from_args
+
+        return config_from_args
+    raise AttributeError(f"module 'kafkalite.cli' has no attribute {name!r}")
 
 # name -> (module with configure(parser) and run(args), help line). ``dump-log`` forwards its arguments as
 # they are to kafkalite_storage.dumplog (argparse would claim its option-like arguments such as --files).
@@ -123,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         _overview().parse_args(argv)   # prints help (exit 0) or the usage error (exit 2)
         return 2
+    if name == "serve":
+        return _serve(argv)
     parser = _build_parser(name)
     command = _command_parser(parser, name)
     command.argv = argv[1:]
@@ -130,6 +142,27 @@ def main(argv: list[str] | None = None) -> int:
     if extra:   # the command's own usage line, not the top-level one
         command.error(f"unrecognized arguments: {' '.join(extra)}")
     return int(importlib.import_module(COMMANDS[name][0]).run(args) or 0)
+
+
+def _serve(argv: list[str]) -> int:
+    """``kafkalite serve``: no garbage collection until the broker is ready (kafkalite.cli.serve turns it back on
+    then): a start allocates a few hundred thousand objects that all live on (modules, classes, the config),
+    and CPython's collector would walk them again and again, some 5-10 % of the start, to find no garbage."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        parser = _build_parser("serve")
+        command = _command_parser(parser, "serve")
+        command.argv = argv[1:]
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            command.error(f"unrecognized arguments: {' '.join(extra)}")
+        return int(importlib.import_module(COMMANDS["serve"][0]).run(args) or 0)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 if __name__ == "__main__":
