@@ -22,12 +22,13 @@ test:
 	$(PY) -m pytest -q -p no:cacheprovider -m "not ecosystem" $(TEST_PATHS) $(PYTEST_ARGS)
 
 # Kafka's ecosystem on kafkalite (#25): Spark's own Kafka connector and the kafkalite data source, Kafka Streams,
-# Kafka Connect and MirrorMaker 2;
+# Kafka Connect and MirrorMaker 2, the Spark snippet of docs/user/spark.md;
 # everything, including the scenarios marked `ecosystem` that make test leaves out (a few minutes)
 ecosystem:
 	@tools/bootstrap.sh venv clients spark eco
 	$(PY) -m pytest -q -p no:cacheprovider compat-tests/test_spark_kafka.py compat-tests/test_kafka_streams.py \
-		compat-tests/test_kafka_connect.py compat-tests/test_mirrormaker.py $(PYTEST_ARGS)
+		compat-tests/test_kafka_connect.py compat-tests/test_mirrormaker.py \
+		"kafkalite/tests/e2e/test_docs_code.py::test_page_blocks_run[docs/user/spark.md]" $(PYTEST_ARGS)
 
 # every tier of the project's own tests, and the real clients of compat-tests (CI runs `make test`)
 TEST_PATHS ?= kafkalite_wire/tests kafkalite_storage/tests kafkalite/tests bench/tests compat-tests
