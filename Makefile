@@ -6,7 +6,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: run test test-unit ecosystem test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples \
-	matrix-reference test-reference differential test-migrate
+	matrix-reference test-reference differential test-migrate quickstart
 
 run:
 	@tools/bootstrap.sh venv
@@ -48,6 +48,12 @@ test-fast:
 install-test:
 	@tools/bootstrap.sh venv
 	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/e2e/test_install_wheel.py $(PYTEST_ARGS)
+
+# the README's quick start as a newcomer types it, from a clean clone of HEAD: make run (a fresh .venv: minutes),
+# then the README's CLI commands, each checked (make test runs the same commands in this checkout's venv)
+quickstart:
+	@tools/bootstrap.sh venv
+	$(PY) -m pytest -q -s -p no:cacheprovider kafkalite/tests/e2e/quickstart_clone.py $(PYTEST_ARGS)
 
 # rewrite imports of wire/storage to their installed names kafkalite_wire/kafkalite_storage (idempotent)
 rename-packages:
