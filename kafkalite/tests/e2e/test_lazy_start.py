@@ -61,6 +61,8 @@ NOT_AT_START = [
     # request (kafkalite.server.serve.OnFirstUse)
     "kafkalite.coordinator.classic.service", "kafkalite.coordinator.consumer.service",
     "kafkalite.coordinator.txn.service",
+    # no partition log open yet (a fresh data dir): storage's log, segment and producer-state modules wait for one
+    "kafkalite_storage.log", "kafkalite_storage.segment", "kafkalite_storage.producer_state",
     "kafkalite.metrics", "kafkalite.metrics.http", "kafkalite.console", "kafkalite.console.http",
     "kafkalite.handlers.error_response", "kafkalite.security.scram",
     # BrokerState builds these on first use (no authorizer configured, no quota file saved)
