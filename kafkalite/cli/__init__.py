@@ -153,6 +153,10 @@ def _serve(argv: list[str]) -> int:
     enabled = gc.isenabled()
     gc.disable()
     try:
+        # serve only: trio without the `ldconfig -p` subprocess its import runs (kafkalite.runtime.trio_import)
+        from kafkalite.runtime.trio_import import import_trio
+
+        import_trio()
         parser = _build_parser("serve")
         command = _command_parser(parser, "serve")
         command.argv = argv[1:]
