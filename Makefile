@@ -6,7 +6,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: run test test-unit ecosystem test-fast install-test rename-packages bench fuzz lint codegen pipeline-demo matrix clean soak spark-crash spark-examples \
-	matrix-reference test-reference differential test-migrate
+	matrix-reference test-reference differential test-migrate quickstart
 
 run:
 	@tools/bootstrap.sh venv
@@ -22,12 +22,13 @@ test:
 	$(PY) -m pytest -q -p no:cacheprovider -m "not ecosystem and not matrix" $(TEST_PATHS) $(PYTEST_ARGS)
 
 # Kafka's ecosystem on kafkalite (#25): Spark's own Kafka connector and the kafkalite data source, Kafka Streams,
-# Kafka Connect and MirrorMaker 2;
+# Kafka Connect and MirrorMaker 2, the Spark snippet of docs/user/spark.md;
 # everything, including the scenarios marked `ecosystem` that make test leaves out (a few minutes)
 ecosystem:
 	@tools/bootstrap.sh venv clients spark eco
 	$(PY) -m pytest -q -p no:cacheprovider compat-tests/test_spark_kafka.py compat-tests/test_kafka_streams.py \
-		compat-tests/test_kafka_connect.py compat-tests/test_mirrormaker.py $(PYTEST_ARGS)
+		compat-tests/test_kafka_connect.py compat-tests/test_mirrormaker.py \
+		"kafkalite/tests/e2e/test_docs_code.py::test_page_blocks_run[docs/user/spark.md]" $(PYTEST_ARGS)
 
 # every tier of the project's own tests, and the real clients of compat-tests (CI runs `make test`)
 TEST_PATHS ?= kafkalite_wire/tests kafkalite_storage/tests kafkalite/tests bench/tests compat-tests
@@ -47,6 +48,12 @@ test-fast:
 install-test:
 	@tools/bootstrap.sh venv
 	$(PY) -m pytest -q -p no:cacheprovider kafkalite/tests/e2e/test_install_wheel.py $(PYTEST_ARGS)
+
+# the README's quick start as a newcomer types it, from a clean clone of HEAD: make run (a fresh .venv: minutes),
+# then the README's CLI commands, each checked (make test runs the same commands in this checkout's venv)
+quickstart:
+	@tools/bootstrap.sh venv
+	$(PY) -m pytest -q -s -p no:cacheprovider kafkalite/tests/e2e/quickstart_clone.py $(PYTEST_ARGS)
 
 # rewrite imports of wire/storage to their installed names kafkalite_wire/kafkalite_storage (idempotent)
 rename-packages:

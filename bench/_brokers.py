@@ -155,9 +155,9 @@ def _rmtree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _command(name: str, port: int, data_dir: Path) -> list[str]:
+def _command(name: str, port: int, data_dir: Path, python: str | None = None) -> list[str]:
     if name == "kafkalite" or source_tree(name) is not None:
-        return [sys.executable, "-m", "kafkalite", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
+        return [python or sys.executable, "-m", "kafkalite", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
                 "--log-level", "WARNING"]
     if name == "tansu":
         url = f"tcp://127.0.0.1:{port}"
@@ -177,10 +177,11 @@ def _command(name: str, port: int, data_dir: Path) -> list[str]:
     raise ValueError(name)
 
 
-def start(name: str, timeout: float = 60.0) -> Running:
+def start(name: str, timeout: float = 60.0, python: str | None = None) -> Running:
     """Spawn ``name`` on a loopback port and block until it answers Metadata; raises on failure.
 
-    On any failure the process is killed before the exception propagates."""
+    ``python``: kafkalite run by another interpreter (a venv with the wheel installed), with no PYTHONPATH,
+    so it imports what that venv holds. On any failure the process is killed before the exception propagates."""
     reason = available(name)
     if reason:
         raise RuntimeError(reason)
@@ -193,9 +194,11 @@ def start(name: str, timeout: float = 60.0) -> Running:
     env = broker_env()
     env.setdefault("RUST_LOG", "warn")
     tree = source_tree(name)
+    if python is not None:
+        env.pop("PYTHONPATH", None)
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
-    command = _command(name, port, data_dir)   # (Kafka's storage format runs here, outside the clock)
+    command = _command(name, port, data_dir, python)   # (Kafka's storage format runs here, outside the clock)
     t0 = time.perf_counter()
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, cwd=workdir, env=env, start_new_session=True)

@@ -21,8 +21,21 @@ fs (the file operations every write goes through; `fs.faults()` injects ENOSPC/E
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from kafkalite_storage.config import LogConfig
-from kafkalite_storage.log import AppendInfo, PartitionLog
 from kafkalite_storage.manager import LogManager
 
+if TYPE_CHECKING:
+    from kafkalite_storage.log import AppendInfo, PartitionLog
+
 __all__ = ["AppendInfo", "LogConfig", "LogManager", "PartitionLog"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("AppendInfo", "PartitionLog"):
+        # lazy attribute: the log module comes with the first partition log (see manager._fd_grace_s)
+        from kafkalite_storage import log
+
+        return getattr(log, name)
+    raise AttributeError(f"module 'kafkalite_storage' has no attribute {name!r}")

@@ -53,6 +53,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafkalite_storage import fs
 from kafkalite_storage.checkpoints import (
@@ -68,8 +69,10 @@ from kafkalite_storage.checkpoints import (
 from kafkalite_storage.config import LogConfig
 from kafkalite_storage.errors import StorageError
 from kafkalite_storage.handles import TooManyOpenFilesError
-from kafkalite_storage.log import FD_GRACE_S, PartitionLog
-from kafkalite_storage.segment import LogSegment
+
+if TYPE_CHECKING:
+    from kafkalite_storage.log import PartitionLog
+    from kafkalite_storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,18 @@ META = "meta.properties"
 LEADER_EPOCHS = "kafkalite-leader-epochs"
 BULK_SYNC_LOGS = 64   # a checkpoint with more logs to fsync than this syncs the file system once instead
 METADATA_LOG = "__cluster_metadata"
+
+
+def _fd_grace_s() -> float:
+    """How long a removed segment's descriptors stay open (the log module's FD_GRACE_S).
+
+    The log module (and the segment, index, producer-state modules under it) is imported with the first partition
+    log this manager opens or creates, not with the manager: a broker that starts fresh, or after a clean stop
+    (when partitions are registered by name and loaded on first use), answers its first requests without it."""
+    from kafkalite_storage.log import FD_GRACE_S  # only with segments of a deleted log: see above
+
+    return FD_GRACE_S
+
 _DIR_RE = re.compile(r"^(.+)-(\d+)$")
 
 
@@ -257,6 +272,8 @@ class LogManager:
             if spec is None or self._closing:
                 return None
             cfg = self.config_for(key[0]) if self.config_for is not None else self.default_config
+            from kafkalite_storage.log import PartitionLog  # the first partition log: see _fd_grace_s
+
             plog = PartitionLog.open(spec.path, key[0], key[1], cfg, clean=spec.clean,
                                      recovery_point=spec.recovery_point or 0,
                                      log_start_offset=spec.log_start_offset or 0)
@@ -351,6 +368,8 @@ class LogManager:
             path = os.path.join(self.log_dir, f"{topic}-{partition}")
             fresh = not os.path.exists(path)
             try:
+                from kafkalite_storage.log import PartitionLog  # the first partition log: see _fd_grace_s
+
                 plog = PartitionLog.create(path, topic, partition, topic_id, config or self.default_config)
             except (OSError, StorageError) as exc:
                 if fresh:
@@ -447,7 +466,7 @@ class LogManager:
             zombies, self._zombies = self._zombies, []
         keep = []
         for deadline, seg in zombies:
-            if force or deadline + FD_GRACE_S <= now:
+            if force or deadline + _fd_grace_s() <= now:
                 seg.close_without_final_entry()
             else:
                 keep.append((deadline, seg))

@@ -261,12 +261,20 @@ def cli() -> str:
              "everyday tools do, with examples: [command-line tools](../operator/cli-tools.md); "
              "`kafkalite serve`: [running kafkalite](../operator/running.md).\n\n",
              "Commands: " + ", ".join(f"[`{name}`](#kafkalite-{name})" for name in COMMANDS) + ".\n\n",
-             "## kafkalite\n\n```\n", _help(["--help"]), "```\n"]
+             "## kafkalite\n\n", _help_block(["--help"])]
     for name in COMMANDS:
-        parts += [f"\n## kafkalite {name}\n\n```\n", _help([name, "--help"]), "```\n"]
+        parts += [f"\n## kafkalite {name}\n\n", _help_block([name, "--help"])]
         for sub in _subcommands([name]):
-            parts += [f"\n### kafkalite {name} {sub}\n\n```\n", _help([name, sub, "--help"]), "```\n"]
+            parts += [f"\n### kafkalite {name} {sub}\n\n", _help_block([name, sub, "--help"])]
     return "".join(parts)
+
+
+def _help_block(argv: list[str]) -> str:
+    """A help text as a code block, marked as output for the docs' code-block test
+    (kafkalite/tests/e2e/test_docs_code.py runs every block that is not marked)."""
+    command = " ".join(["kafkalite", *argv])
+    return (f"<!-- docs-test: skip: the output of `{command}` (tools/gen_reference.py --check keeps it current) -->\n"
+            f"```text\n{_help(argv)}```\n")
 
 
 PAGES: dict[str, Callable[[], str]] = {"apis.md": apis, "configs.md": configs, "metrics.md": metrics,

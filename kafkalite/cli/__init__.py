@@ -13,17 +13,29 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from kafkalite.cli.serve import config_from_args  # re-exported (tests build configs from argv)
+if TYPE_CHECKING:
+    from kafkalite.cli.serve import config_from_args
 
 __all__ = ["COMMANDS", "config_from_args", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "config_from_args":   # re-exported for tests that build configs from argv
+        # lazy attribute: importing kafkalite.cli (every command does) must not load the broker's config and storage
+        from kafkalite.cli.serve import config_from_args
+
+        return config_from_args
+    raise AttributeError(f"module 'kafkalite.cli' has no attribute {name!r}")
 
 # name -> (module with configure(parser) and run(args), help line). ``dump-log`` forwards its arguments as
 # they are to kafkalite_storage.dumplog (argparse would claim its option-like arguments such as --files).
 COMMANDS: dict[str, tuple[str, str]] = {
+    # the broker first, then the tools in the order a newcomer meets them: make a topic, write to it, read it,
+    # see the group that read it; then settings, security, operations and debugging
     "serve": ("kafkalite.cli.serve", "run the broker"),
-    "dump-log": ("kafkalite_storage.dumplog", "print segment/index contents (like kafka-dump-log.sh)"),
     "topics": ("kafkalite.tools.topics", "list, describe, create, delete topics, add partitions (kafka-topics)"),
     "produce": ("kafkalite.tools.produce", "write lines from stdin or a file to a topic (kafka-console-producer)"),
     "consume": ("kafkalite.tools.consume", "print records of a topic (kafka-console-consumer)"),
@@ -31,26 +43,48 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                          "(kafka-consumer-groups)"),
     "configs": ("kafkalite.tools.configs", "describe and alter topic, broker and group configs, users' SCRAM "
                                            "credentials (kafka-configs)"),
-    "certs": ("kafkalite.cli.certs", "write a dev CA and broker/client TLS certificates"),
-    "acls": ("kafkalite.tools.acls", "add, remove, list ACLs (kafka-acls)"),
-    "fault": ("kafkalite.cli.fault", "inject errors, latency, drops, pauses; cluster operations (serve --control)"),
-    "health": ("kafkalite.tools.health", "exit 0 if the local broker is up (/health with metrics on, else its "
-                                         "listener); for container health checks"),
     "schemas": ("kafkalite.tools.schemas", "list, get, register, check, delete schemas; set compatibility and "
                                            "mode (a Confluent-compatible schema registry's REST API)"),
-    "eject": ("kafkalite.eject.command", "copy a stopped broker's data dir into one Apache Kafka 4.4 starts on "
-                                         "(topics, offsets, groups, ACLs, users)"),
+    "acls": ("kafkalite.tools.acls", "add, remove, list ACLs (kafka-acls)"),
     "scram": ("kafkalite.tools.scram", "describe, set, delete users' SCRAM credentials (kafka-configs --entity-type users)"),
+    "certs": ("kafkalite.cli.certs", "write a dev CA and broker/client TLS certificates"),
+    "health": ("kafkalite.tools.health", "exit 0 if the local broker is up (/health with metrics on, else its "
+                                         "listener); for container health checks"),
+    "fault": ("kafkalite.cli.fault", "inject errors, latency, drops, pauses; cluster operations (serve --control)"),
     "migrate": ("kafkalite.cli.migrate", "move topics, records, committed offsets, ACLs, SCRAM users and quotas "
                                          "into an Apache Kafka cluster, online and resumably"),
+    "eject": ("kafkalite.eject.command", "copy a stopped broker's data dir into one Apache Kafka 4.4 starts on "
+                                         "(topics, offsets, groups, ACLs, users)"),
+    "dump-log": ("kafkalite_storage.dumplog", "print segment/index contents (like kafka-dump-log.sh)"),
 }
-_RAW = {"dump-log", "certs"}
+_RAW = {"dump-log"}
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser. An option it does not know is the error it reports (with the command's usage), even
+    when argparse would first complain about a required option the unknown one was probably meant to be
+    (``kafkalite topics --lst``: "unrecognized arguments: --lst", not "one of --list ... is required")."""
+
+    argv: Sequence[str] = ()   # the command's own arguments, set by main() on the command's parser only
+
+    def _known(self, arg: str) -> bool:
+        opt = arg.split("=", 1)[0]
+        if opt in self._option_string_actions:
+            return True
+        return self.allow_abbrev and sum(o.startswith(opt) for o in self._option_string_actions) == 1
+
+    def error(self, message: str) -> NoReturn:
+        if self.argv and not message.startswith("unrecognized arguments") and not self._subparsers:
+            unknown = [a for a in self.argv if a.startswith("--") and a != "--" and not self._known(a)]
+            if unknown:
+                message = f"unrecognized arguments: {' '.join(unknown)}"
+        super().error(message)
 
 
 def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command (or of ``only``, which alone is imported)."""
     parser = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker and its tools")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
     for name, (module, help_) in COMMANDS.items():
         if only is not None and name != only:
             continue
@@ -61,6 +95,11 @@ def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
         importlib.import_module(module).configure(p)
     return parser
+
+
+def _command_parser(parser: argparse.ArgumentParser, name: str) -> _CommandParser:
+    commands: Any = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    return cast(_CommandParser, commands[name])
 
 
 def _overview() -> argparse.ArgumentParser:
@@ -96,12 +135,40 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         _overview().parse_args(argv)   # prints help (exit 0) or the usage error (exit 2)
         return 2
+    if name == "serve":
+        return _serve(argv)
     parser = _build_parser(name)
+    command = _command_parser(parser, name)
+    command.argv = argv[1:]
     args, extra = parser.parse_known_args(argv)
     if extra:   # the command's own usage line, not the top-level one
-        commands: Any = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-        commands[name].error(f"unrecognized arguments: {' '.join(extra)}")
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     return int(importlib.import_module(COMMANDS[name][0]).run(args) or 0)
+
+
+def _serve(argv: list[str]) -> int:
+    """``kafkalite serve``: no garbage collection until the broker is ready (kafkalite.cli.serve turns it back on
+    then): a start allocates a few hundred thousand objects that all live on (modules, classes, the config),
+    and CPython's collector would walk them again and again, some 5-10 % of the start, to find no garbage."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        # serve only: trio without the `ldconfig -p` subprocess its import runs (kafkalite.runtime.trio_import)
+        from kafkalite.runtime.trio_import import import_trio
+
+        import_trio()
+        parser = _build_parser("serve")
+        command = _command_parser(parser, "serve")
+        command.argv = argv[1:]
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            command.error(f"unrecognized arguments: {' '.join(extra)}")
+        return int(importlib.import_module(COMMANDS["serve"][0]).run(args) or 0)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 if __name__ == "__main__":

@@ -157,15 +157,22 @@ kafkajs:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kafkalite certs", description="write a dev CA, a broker certificate "
-                                     "and a client certificate (PEM) plus ready-to-use properties")
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", help="output directory (created)")
     parser.add_argument("--host", action="append", default=[],
                         help="another name or IP address for the broker certificate (repeatable)")
     parser.add_argument("--days", type=int, default=825, help="validity in days (default 825)")
     parser.add_argument("--force", action="store_true", help="overwrite existing files")
-    args = parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kafkalite certs", description="write a dev CA, a broker certificate "
+                                     "and a client certificate (PEM) plus ready-to-use properties")
+    configure(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     out = Path(args.dir)
     if (out / "ca.pem").exists() and not args.force:
         sys.stderr.write(f"kafkalite: error: {out / 'ca.pem'} exists (use --force to overwrite)\n")

@@ -22,7 +22,6 @@ from pathlib import Path
 
 from kafkalite.config.addresses import Listener, parse_listeners, parse_protocol_map
 from kafkalite.config.defs import BROKER, InvalidConfig
-from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS
 from kafkalite.config.listeners import (
     check_listener,
     is_listener_setting,
@@ -151,7 +150,12 @@ class BrokerConfig:
         out = []
         own = [k for k in self.values if k not in BROKER]
         own = [k for k in own if not is_listener_setting(k)]
-        kafka = sorted(k for k in own if k in KAFKA_39_BROKER_CONFIGS or k.startswith("listener.name."))
+        kafka: list[str] = []
+        if own:
+            # only for settings kafkalite does not define: Kafka 3.9's table tells its own from unknown names
+            from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS
+
+            kafka = sorted(k for k in own if k in KAFKA_39_BROKER_CONFIGS or k.startswith("listener.name."))
         unknown = sorted(k for k in own if k not in kafka)
         if unknown:
             out.append(f"unknown config keys, ignored: {', '.join(unknown)}")

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from kafkalite.config import jaas
 from kafkalite.config.addresses import Listener, parse_protocol_map
 from kafkalite.config.defs import BROKER
 from kafkalite.errors import ConfigError
 
 if TYPE_CHECKING:
+    from kafkalite.config import jaas
     from kafkalite.config.broker import BrokerConfig
 
 #: the values ``ssl.enabled.protocols`` and ``ssl.client.auth`` take (the TLS layer maps them to ``ssl``'s)
@@ -98,6 +98,9 @@ def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> jaas.JaasEntry
     text = config.values.get(key)
     if text is None or not text.strip():
         return None
+    # SASL listeners only: the JAAS parser is not needed at a plain start
+    from kafkalite.config import jaas
+
     try:
         return jaas.parse_jaas_config(text)
     except jaas.JaasError as exc:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
 _loaded = False
 
@@ -13,6 +12,8 @@ def load_all() -> None:
     global _loaded
     if _loaded:
         return
+    import pkgutil  # load_all only (tests, tools): a broker's start, which imports this package, does not need it
+
     for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if mod.name.startswith("_") or mod.name == "registry":
             continue

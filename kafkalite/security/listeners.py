@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.config import jaas
 from kafkalite.config.addresses import Listener
 from kafkalite.config.listeners import (
     SASL_PROTOCOLS,
@@ -113,6 +112,9 @@ def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None) ->
             raise ConfigError(f"sasl.enabled.mechanisms of listener {name} is empty")
         sec.mechanisms = mechs
         if "PLAIN" in mechs:
+            # SASL listeners only: the JAAS parser is not needed at a plain start
+            from kafkalite.config import jaas
+
             entry = _jaas(config, name, "PLAIN")
             sec.plain_users = jaas.plain_users(entry) if entry is not None else {}
         if "OAUTHBEARER" in mechs:

@@ -98,8 +98,9 @@ class BrokerState:
         # kafkalite.cluster installs its ClusterPlacement (handlers ask only this, never ``cluster``)
         self.placement: Placement = SingleNode(self)
         # the coordinators, set by the server as it starts them (kafkalite.server.serve._start_services); None
-        # before. ``shares`` may be the server's ``OnFirstUse`` stand-in, which builds the ShareService when first
-        # used (it forwards every attribute, and answers the calls made before that with the service's signatures)
+        # before. Each may be the server's ``OnFirstUse`` stand-in while its state topic does not exist, which
+        # builds the service when first used (it forwards every attribute, and answers the few calls that need no
+        # service with the service's signatures)
         self.groups: GroupService | None = None
         self.txns: TransactionService | None = None
         self.shares: ShareService | None = None          # share groups (kafkalite.coordinator.share.service)

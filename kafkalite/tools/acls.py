@@ -52,22 +52,28 @@ HEADERS = ["RESOURCE-TYPE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION",
 def configure(p: argparse.ArgumentParser) -> None:
     add_connection_options(p)
     action = p.add_mutually_exclusive_group(required=True)
-    for name in ("add", "remove", "list"):
-        action.add_argument(f"--{name}", dest="action", action="store_const", const=name)
-    p.add_argument("--allow-principal", action="append", default=[], metavar="P", help="e.g. User:alice")
-    p.add_argument("--deny-principal", action="append", default=[], metavar="P")
+    for name, help_ in (("add", "create ACLs"), ("remove", "delete ACLs (asks first unless --force)"),
+                        ("list", "show ACLs (every one, or those of the named resources)")):
+        action.add_argument(f"--{name}", dest="action", action="store_const", const=name, help=help_)
+    p.add_argument("--allow-principal", action="append", default=[], metavar="P",
+                   help="a principal the ACLs allow, e.g. User:alice (repeatable)")
+    p.add_argument("--deny-principal", action="append", default=[], metavar="P",
+                   help="a principal the ACLs deny, e.g. User:mallory (repeatable)")
     p.add_argument("--principal", action="append", default=[], metavar="P", help="--list: only these principals")
     p.add_argument("--allow-host", action="append", default=[], metavar="H", help="default * (any host)")
     p.add_argument("--deny-host", action="append", default=[], metavar="H", help="default * (any host)")
     p.add_argument("--operation", action="append", default=[], metavar="OP",
                    help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, "
                         "AlterConfigs, IdempotentWrite, All")
-    p.add_argument("--topic", action="append", default=[], metavar="T")
-    p.add_argument("--group", action="append", default=[], metavar="G")
-    p.add_argument("--transactional-id", action="append", default=[], metavar="T")
+    p.add_argument("--topic", action="append", default=[], metavar="T", help="a topic resource (repeatable)")
+    p.add_argument("--group", action="append", default=[], metavar="G", help="a group resource (repeatable)")
+    p.add_argument("--transactional-id", action="append", default=[], metavar="T",
+                   help="a transactional id resource (repeatable)")
     p.add_argument("--cluster", action="store_true", help="the cluster resource")
     p.add_argument("--resource-pattern-type", default="literal", type=str.lower,
-                   choices=("literal", "prefixed", "match", "any"))
+                   choices=("literal", "prefixed", "match", "any"),
+                   help="how resource names match: literal (default), prefixed; --list/--remove also match "
+                        "(every ACL that applies) and any")
     p.add_argument("--producer", action="store_true", help="the ACLs a producer needs")
     p.add_argument("--idempotent", action="store_true", help="with --producer: IDEMPOTENT_WRITE on the cluster")
     p.add_argument("--consumer", action="store_true", help="the ACLs a consumer needs (with --group)")

@@ -96,22 +96,28 @@ def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
         # says what went wrong in its own one line
         conf["log_level"] = 0
     if getattr(args, "command_config", None):
-        # --command-config only: config.broker (and storage behind it) costs a tool ~40 ms
-        from kafkalite.config.broker import parse_properties
-
-        try:
-            with open(args.command_config, encoding="utf-8") as fh:
-                conf.update(parse_properties(fh.read()))
-        except OSError as exc:
-            usage(f"--command-config {args.command_config}: {exc.strerror or exc}")
+        conf.update(properties_file(args.command_config, "--command-config"))
     conf.update(extra)
-    # --producer-property / --consumer-property K=V (Kafka's console tools): applied last, they win
+    # --command-property / --producer-property / --consumer-property K=V (Kafka's console tools): applied last
     for item in getattr(args, "client_properties", None) or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             usage(f"client property {item!r}: expected KEY=VALUE")
         conf[key.strip()] = value
     return conf
+
+
+def properties_file(path: str, option: str) -> dict[str, str]:
+    """A Java properties file's settings (``--command-config``, ``--formatter-config``, ...); a file that cannot
+    be read is a usage error naming ``option``."""
+    # only a tool given a file: config.broker (and storage behind it) costs a tool ~40 ms
+    from kafkalite.config.broker import parse_properties
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return dict(parse_properties(fh.read()))
+    except OSError as exc:
+        usage(f"{option} {path}: {exc.strerror or exc}")
 
 
 def timeout_s(args: argparse.Namespace) -> float:

@@ -56,8 +56,10 @@ BROKER_RESOURCE = 4
 def configure(p: argparse.ArgumentParser) -> None:
     add_connection_options(p)
     action = p.add_mutually_exclusive_group(required=True)
-    action.add_argument("--describe", dest="action", action="store_const", const="describe")
-    action.add_argument("--alter", dest="action", action="store_const", const="alter")
+    action.add_argument("--describe", dest="action", action="store_const", const="describe",
+                        help="show an entity's configs (those set, or --all)")
+    action.add_argument("--alter", dest="action", action="store_const", const="alter",
+                        help="set (--add-config) or remove (--delete-config) an entity's configs")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--topic", help="a topic")
     which.add_argument("--broker", help="a broker (its node id)")

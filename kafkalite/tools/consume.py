@@ -1,8 +1,13 @@
 """``kafkalite consume``: print a topic's records, like kafka-console-consumer.sh.
 
     kafkalite consume --topic T [--group G | --partition P[,P2]] [--from-beginning | --offset O | --timestamp TS]
-                      [--format value|kv|json] [--property print.key=true ...] [--max-messages N]
+                      [--format value|kv|json] [--formatter-property print.key=true ...] [--max-messages N]
                       [--timeout-ms MS] [--isolation-level read_committed] [--progress]
+
+A topic that does not exist yet is waited for, as kafka-console-consumer waits: the consumer asks for it the
+way Kafka's Java consumer does (``allow.auto.create.topics``, so a broker with ``auto.create.topics.enable``
+creates it), and where the broker does not create topics one line on stderr says the tool is waiting, until
+the topic appears, Ctrl-C, or ``--timeout-ms`` passes without it.
 
 Where it starts: ``--from-beginning`` (earliest), ``--offset`` (a number, ``earliest`` or ``latest``, on every
 chosen partition), ``--timestamp`` (milliseconds or an ISO date/time: the first record at or after it, by
@@ -13,10 +18,15 @@ assigns partitions itself (all, or ``--partition``) and commits nothing, so no g
 
 Output, one line per record: ``--format value`` (default), ``kv`` (``key<TAB>value``), ``json`` (one JSON
 object a line: topic, partition, offset, timestamp, timestamp_type, key, value, headers; bytes that are not
-UTF-8 come as ``{"base64": ...}``), or kafka-console-consumer's ``--property`` set (DefaultMessageFormatter):
+UTF-8 come as ``{"base64": ...}``), or kafka-console-consumer's ``--formatter-property`` set (Kafka's
+DefaultMessageFormatter; ``--property`` is its older name, ``--formatter-config FILE`` reads them from a file):
 print.timestamp (``CreateTime:ms``), print.partition (``Partition:p``), print.offset (``Offset:o``),
-print.headers (``k:v,k2:v2`` or ``NO_HEADERS``), print.key, print.value (true), key.separator (tab, between every
-field), headers.separator, headers.key.separator, line.separator, null.literal (``null``).
+print.delivery (``Delivery:NOT_PRESENT``: a share group's delivery count, which a plain consumer has not),
+print.epoch (``Epoch:e``, the record's leader epoch), print.headers (``k:v,k2:v2`` or ``NO_HEADERS``),
+print.key, print.value (true), key.separator (tab, between every field), headers.separator,
+headers.key.separator, line.separator, null.literal (``null``), and key.deserializer / value.deserializer /
+headers.deserializer naming one of Kafka's deserializers (``org.apache.kafka.common.serialization.``
+String/ByteArray/Integer/Long/Short/UUID``Deserializer``; the default prints the bytes as text).
 
 It follows the topic until Ctrl-C, ``--max-messages`` records, or ``--timeout-ms`` without a new record
 (Kafka's consumer timeout); then it prints ``Processed a total of N messages`` on stderr and exits 0.
@@ -40,6 +50,7 @@ from kafkalite.tools.common import (
     kafka_message,
     parse_datetime_ms,
     parse_properties_args,
+    properties_file,
     run_tool,
     split_names,
     truthy,
@@ -49,9 +60,21 @@ from kafkalite.tools.common import (
 )
 
 FORMATTER_PROPERTIES = {"print.timestamp": "false", "print.key": "false", "print.value": "true",
-                        "print.partition": "false", "print.offset": "false", "print.headers": "false",
+                        "print.partition": "false", "print.offset": "false", "print.delivery": "false",
+                        "print.epoch": "false", "print.headers": "false",
                         "key.separator": "\t", "line.separator": "\n", "headers.separator": ",",
-                        "headers.key.separator": ":", "null.literal": "null"}
+                        "headers.key.separator": ":", "null.literal": "null", "key.deserializer": "",
+                        "value.deserializer": "", "headers.deserializer": ""}
+_SERDE = "org.apache.kafka.common.serialization."
+# Kafka's deserializers as the formatter prints them: (name, width in bytes or None, bytes -> text)
+DESERIALIZERS: dict[str, tuple[int | None, Any]] = {
+    _SERDE + "StringDeserializer": (None, lambda b: b.decode("utf-8", "replace")),
+    _SERDE + "ByteArrayDeserializer": (None, lambda b: b.decode("utf-8", "replace")),
+    _SERDE + "IntegerDeserializer": (4, lambda b: str(int.from_bytes(b, "big", signed=True))),
+    _SERDE + "LongDeserializer": (8, lambda b: str(int.from_bytes(b, "big", signed=True))),
+    _SERDE + "ShortDeserializer": (2, lambda b: str(int.from_bytes(b, "big", signed=True))),
+    _SERDE + "UUIDDeserializer": (None, lambda b: b.decode("utf-8", "replace")),
+}
 TIMESTAMP_TYPES = {0: "NO_TIMESTAMP", 1: "CreateTime", 2: "LogAppendTime"}
 
 
@@ -59,9 +82,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", default=None,
                    help="broker to connect to (default $KAFKALITE_BOOTSTRAP_SERVER or localhost:9092)")
     p.add_argument("--command-config", "--consumer.config", dest="command_config", metavar="FILE",
-                   help="a properties file of client settings (--consumer.config: kafka-console-consumer's name)")
-    p.add_argument("--consumer-property", action="append", default=[], metavar="K=V", dest="client_properties",
-                   help="a consumer setting (librdkafka name), applied last; repeatable")
+                   help="a properties file of client settings (--consumer.config: kafka-console-consumer's older "
+                        "name)")
+    p.add_argument("--command-property", "--consumer-property", action="append", default=[], metavar="K=V",
+                   dest="client_properties",
+                   help="a consumer setting (librdkafka name), applied last; repeatable (--consumer-property: "
+                        "the older name)")
     p.add_argument("--topic", required=True, help="topic to read")
     who = p.add_mutually_exclusive_group()
     who.add_argument("--group", help="consume as a member of this group (committing offsets)")
@@ -74,8 +100,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                                                          "(ms since the epoch or ISO date/time)")
     p.add_argument("--format", choices=("value", "kv", "json"), default=None, help="output format")
     p.add_argument("--json", action="store_const", const="json", dest="format", help="the same as --format json")
-    p.add_argument("--property", nargs="+", action="extend", default=[], metavar="K=V",
-                   help="formatter setting (print.key, print.timestamp, print.headers, ...)")
+    p.add_argument("--formatter-property", "--property", nargs="+", action="extend", default=[], metavar="K=V",
+                   dest="property", help="output setting: print.key=true, print.timestamp, print.partition, "
+                                         "print.offset, print.headers, key.separator, ... (--property: the older "
+                                         "name)")
+    p.add_argument("--formatter-config", metavar="FILE",
+                   help="a properties file of output settings (as --formatter-property), applied first")
     p.add_argument("--max-messages", type=int, metavar="N", help="stop after N records")
     p.add_argument("--timeout-ms", type=int, metavar="MS", help="stop after MS without a record")
     p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),
@@ -110,8 +140,33 @@ class Formatter:
         self.hsep = unescape(props["headers.separator"])
         self.hkv = unescape(props["headers.key.separator"])
         self.null = props["null.literal"]
+        self.deser = {what: self._deserializer(props[f"{what}.deserializer"], f"{what}.deserializer")
+                      for what in ("key", "value", "headers")}
         if fmt == "kv":
             self.p["print.key"] = True
+
+    @staticmethod
+    def _deserializer(name: str, prop: str) -> Any:
+        if not name:
+            return None
+        if name not in DESERIALIZERS:
+            usage(f"--formatter-property {prop}={name}: unknown (known: "
+                  f"{', '.join(n.removeprefix(_SERDE) for n in DESERIALIZERS)}, in {_SERDE.rstrip('.')})")
+        width, decode = DESERIALIZERS[name]
+
+        def deserialize(b: bytes, msg: Any) -> str:
+            if width is not None and len(b) != width:
+                raise ToolError(f"partition {msg.partition()} offset {msg.offset()}: {len(b)} bytes, "
+                                f"{name.removeprefix(_SERDE)} reads {width}")
+            return str(decode(b))
+
+        return deserialize
+
+    def _field(self, b: bytes | None, what: str, msg: Any) -> str:
+        deser = self.deser[what]
+        if b is None or deser is None:
+            return _text(b, self.null)
+        return str(deser(b, msg))
 
     def __call__(self, msg: Any) -> str:
         if self.fmt == "json":
@@ -130,14 +185,22 @@ class Formatter:
             fields.append(f"Partition:{msg.partition()}")
         if p["print.offset"]:
             fields.append(f"Offset:{msg.offset()}")
+        if p["print.delivery"]:
+            count = msg.delivery_count() if hasattr(msg, "delivery_count") else None
+            fields.append(f"Delivery:{'NOT_PRESENT' if count is None else count}")
+        if p["print.epoch"]:
+            epoch = msg.leader_epoch() if hasattr(msg, "leader_epoch") else None
+            fields.append(f"Epoch:{'NOT_PRESENT' if epoch is None or epoch < 0 else epoch}")
         if p["print.headers"]:
             hs = msg.headers() or []
-            fields.append(self.hsep.join(f"{k}{self.hkv}{_text(v, self.null)}" for k, v in hs) if hs
+            fields.append(self.hsep.join(f"{k}{self.hkv}{self._field(v, 'headers', msg)}" for k, v in hs) if hs
                           else "NO_HEADERS")
         if p["print.key"]:
-            fields.append(_text(msg.key(), self.null))
+            fields.append(self._field(msg.key(), "key", msg))
         if p["print.value"]:
-            fields.append(_text(msg.value(), self.null))
+            fields.append(self._field(msg.value(), "value", msg))
+        if not fields:   # Kafka's formatter writes nothing at all for a record when every field is off
+            return ""
         return self.sep.join(fields) + self.line
 
 
@@ -166,7 +229,11 @@ def _run(args: argparse.Namespace) -> int:
 
     args.bootstrap_server = args.bootstrap_server or os.environ.get("KAFKALITE_BOOTSTRAP_SERVER",
                                                                     "localhost:9092")
-    props = parse_properties_args(args.property, FORMATTER_PROPERTIES)
+    known = dict(FORMATTER_PROPERTIES)
+    if args.formatter_config:
+        known.update({k: v for k, v in properties_file(args.formatter_config, "--formatter-config").items()
+                      if k in FORMATTER_PROPERTIES})
+    props = parse_properties_args(args.property, known)
     fmt = Formatter(args.format, props)
     if args.group and (args.offset is not None or args.timestamp is not None):
         usage("--offset and --timestamp assign partitions; they cannot be used with --group "
@@ -184,12 +251,45 @@ def _run(args: argparse.Namespace) -> int:
         "group.id": args.group or f"kafkalite-consume-{os.getpid()}",
         "enable.auto.commit": bool(args.group), "auto.offset.reset": "earliest" if args.from_beginning else "latest",
         "isolation.level": args.isolation_level, "enable.partition.eof": False,
-        "socket.connection.setup.timeout.ms": 10_000})
+        # as Kafka's Java consumer (allow.auto.create.topics=true): a broker that auto-creates topics
+        # creates a missing one when the tool asks for it
+        "allow.auto.create.topics": True, "socket.connection.setup.timeout.ms": 10_000})
     consumer = ck.Consumer(conf)
     try:
         return _consume(ck, consumer, args, fmt, wanted, start, ts_ms)
     finally:
         consumer.close()
+
+
+def _missing(ck: Any, tmd: Any) -> bool:
+    """The topic does not exist (yet): no metadata, UNKNOWN_TOPIC_OR_PARTITION, or no partitions so far."""
+    if tmd is None:
+        return True
+    if tmd.error is not None:
+        return bool(tmd.error.code() in (ck.KafkaError.UNKNOWN_TOPIC_OR_PART, ck.KafkaError._UNKNOWN_TOPIC))
+    return not tmd.partitions
+
+
+def _await_topic(ck: Any, consumer: Any, args: argparse.Namespace, tmd: Any) -> Any:
+    """The topic's metadata once it exists, as kafka-console-consumer waits for a topic that is not there yet
+    (one line on stderr says so); None when ``--timeout-ms`` passes first. Other errors (not authorized, ...)
+    end the tool."""
+    if _missing(ck, tmd):
+        sys.stderr.write(f"Topic '{args.topic}' does not exist yet: waiting for it (Ctrl-C to stop"
+                         + (f", or --timeout-ms {args.timeout_ms}" if args.timeout_ms is not None else "") + ")\n")
+        sys.stderr.flush()
+        deadline = time.monotonic() + args.timeout_ms / 1000 if args.timeout_ms is not None else None
+        while _missing(ck, tmd):
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            time.sleep(0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic())))
+            try:
+                tmd = consumer.list_topics(topic=args.topic, timeout=bootstrap_s(args)).topics.get(args.topic)
+            except ck.KafkaException:
+                continue   # the broker is restarting, say: keep waiting, as the Java consumer does
+    if tmd.error is not None:
+        raise ToolError(f"Topic '{args.topic}' is not available: {kafka_message(ck.KafkaException(tmd.error))}")
+    return tmd
 
 
 def _consume(ck: Any, consumer: Any, args: argparse.Namespace, fmt: Formatter, wanted: list[int],
@@ -198,10 +298,10 @@ def _consume(ck: Any, consumer: Any, args: argparse.Namespace, fmt: Formatter, w
         md = consumer.list_topics(topic=args.topic, timeout=bootstrap_s(args))
     except ck.KafkaException as exc:
         raise unreachable(args, exc) from None
-    tmd = md.topics.get(args.topic)
-    if tmd is None or tmd.error is not None or not tmd.partitions:
-        why = kafka_message(ck.KafkaException(tmd.error)) if tmd is not None and tmd.error else "unknown topic"
-        raise ToolError(f"Topic '{args.topic}' is not available: {why}")
+    tmd = _await_topic(ck, consumer, args, md.topics.get(args.topic))
+    if tmd is None:   # --timeout-ms passed before the topic appeared
+        sys.stderr.write("Processed a total of 0 messages\n")
+        return 0
     if args.group:
         consumer.subscribe([args.topic])
     else:

@@ -83,13 +83,17 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "(repeatable)")
     p.add_argument("--all-topics", action="store_true", help="--reset-offsets: every topic the group has offsets for")
     to = p.add_mutually_exclusive_group()
-    to.add_argument("--to-earliest", action="store_true")
-    to.add_argument("--to-latest", action="store_true")
-    to.add_argument("--to-current", action="store_true")
-    to.add_argument("--to-offset", type=int, metavar="N")
-    to.add_argument("--shift-by", type=int, metavar="N")
-    to.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss")
-    to.add_argument("--by-duration", metavar="PnDTnHnMnS")
+    to.add_argument("--to-earliest", action="store_true", help="--reset-offsets: to each partition's first offset")
+    to.add_argument("--to-latest", action="store_true", help="--reset-offsets: to each partition's end")
+    to.add_argument("--to-current", action="store_true",
+                    help="--reset-offsets: to the committed offsets (for --export, or to clamp them)")
+    to.add_argument("--to-offset", type=int, metavar="N", help="--reset-offsets: to offset N (clamped to the log)")
+    to.add_argument("--shift-by", type=int, metavar="N",
+                    help="--reset-offsets: the committed offset plus N (negative: back; clamped to the log)")
+    to.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
+                    help="--reset-offsets: to the first record at or after this time (no zone: local time)")
+    to.add_argument("--by-duration", metavar="PnDTnHnMnS",
+                    help="--reset-offsets: to the first record at or after now minus this ISO-8601 duration")
     to.add_argument("--from-file", metavar="CSV", help="offsets from lines topic,partition,offset (as --export writes)")
     p.add_argument("--export", action="store_true", help="--reset-offsets: print the plan as CSV lines "
                                                          "topic,partition,offset (for --from-file)")

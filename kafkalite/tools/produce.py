@@ -1,13 +1,14 @@
 """``kafkalite produce``: one record per input line, like kafka-console-producer.sh.
 
-    kafkalite produce --topic T [--file F] [--property parse.key=true key.separator=: ...]
+    kafkalite produce --topic T [--file F] [--reader-property parse.key=true key.separator=: ...]
                       [--header k=v ...] [--partition N] [--compression-codec gzip|snappy|lz4|zstd|none]
                       [--acks all|1|0] [--no-idempotence] [--linger-ms MS] [--progress]
 
 Lines come from stdin, or from ``--file`` (progress on stderr: on a terminal, or with ``--progress``). Line
 ends (``\\n``, ``\\r\\n``) are not part of the value; values are bytes as read (any encoding).
 
-``--property`` takes Kafka's LineMessageReader keys: ``parse.key`` (false), ``key.separator`` (tab),
+``--reader-property`` (``--property``, its older name; ``--reader-config FILE`` reads them from a file) takes
+Kafka's LineMessageReader keys: ``parse.key`` (false), ``key.separator`` (tab),
 ``parse.headers`` (false), ``headers.delimiter`` (tab, between the headers and the rest of the line),
 ``headers.separator`` (``,``), ``headers.key.separator`` (``:``), ``null.marker`` (a key or value equal to it
 is sent as null), ``ignore.error`` (false: a line without the key separator is an error naming the line;
@@ -38,6 +39,7 @@ from kafkalite.tools.common import (
     emit,
     kafka_message,
     parse_properties_args,
+    properties_file,
     run_tool,
     split_kv,
     timeout_s,
@@ -56,16 +58,22 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 def configure(p: argparse.ArgumentParser) -> None:
     add_connection_options(p)
     p.add_argument("--producer.config", dest="command_config", metavar="FILE",
-                   help="the same as --command-config (kafka-console-producer's name)")
-    p.add_argument("--producer-property", action="append", default=[], metavar="K=V", dest="client_properties",
-                   help="a producer setting (librdkafka name), applied last; repeatable")
+                   help="the same as --command-config (kafka-console-producer's older name)")
+    p.add_argument("--command-property", "--producer-property", action="append", default=[], metavar="K=V",
+                   dest="client_properties",
+                   help="a producer setting (librdkafka name), applied last; repeatable (--producer-property: "
+                        "the older name)")
     p.add_argument("--topic", required=True, help="topic to write to")
     p.add_argument("--file", metavar="PATH", help="read lines from this file instead of stdin")
-    p.add_argument("--property", nargs="+", action="extend", default=[], metavar="K=V",
-                   help="line reader setting (parse.key, key.separator, parse.headers, ...)")
+    p.add_argument("--reader-property", "--property", nargs="+", action="extend", default=[], metavar="K=V",
+                   dest="property", help="how lines are read: parse.key=true, key.separator, parse.headers, "
+                                         "null.marker, ... (--property: the older name)")
+    p.add_argument("--reader-config", metavar="FILE",
+                   help="a properties file of line reader settings (as --reader-property), applied first")
     p.add_argument("--header", action="append", default=[], metavar="K=V", help="header on every record")
     p.add_argument("--partition", type=int, metavar="N", help="write every record to this partition")
-    p.add_argument("--compression-codec", choices=CODECS, default="none", help="batch compression")
+    p.add_argument("--compression-codec", choices=CODECS, default="none", nargs="?", const="gzip",
+                   help="batch compression (default none; the flag alone means gzip, as in Kafka)")
     p.add_argument("--acks", "--request-required-acks", default="all", choices=("all", "-1", "1", "0"),
                    help="acks (default all)")
     p.add_argument("--no-idempotence", action="store_true", help="turn the idempotent producer off")
@@ -138,7 +146,11 @@ def _open(args: argparse.Namespace) -> tuple[BinaryIO, int | None]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    props = parse_properties_args(args.property, READER_PROPERTIES)
+    known = dict(READER_PROPERTIES)
+    if args.reader_config:
+        known.update({k: v for k, v in properties_file(args.reader_config, "--reader-config").items()
+                      if k in READER_PROPERTIES})
+    props = parse_properties_args(args.property, known)
     fixed = [(k, v.encode()) for k, v in split_kv(args.header, "--header").items()]
     parser = LineParser(props, fixed)
     ck = confluent()

@@ -116,8 +116,10 @@ def describe(args: argparse.Namespace, user: str | None) -> None:
 def configure(p: argparse.ArgumentParser) -> None:
     add_connection_options(p)
     action = p.add_mutually_exclusive_group(required=True)
-    action.add_argument("--describe", dest="action", action="store_const", const="describe")
-    action.add_argument("--alter", dest="action", action="store_const", const="alter")
+    action.add_argument("--describe", dest="action", action="store_const", const="describe",
+                        help="list users' SCRAM mechanisms and iterations (never the passwords)")
+    action.add_argument("--alter", dest="action", action="store_const", const="alter",
+                        help="set (--add-config) or remove (--delete-config) a user's credentials")
     p.add_argument("--user", help="the user (--describe without it: every user)")
     p.add_argument("--add-config", action="append", default=[], metavar="MECH=[iterations=N,password=P]",
                    help="SCRAM-SHA-256 / SCRAM-SHA-512 credentials to set")

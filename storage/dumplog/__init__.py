@@ -23,8 +23,10 @@ Where Kafka's values come from (all reproduced here from the bytes, never from o
   (the rest is reported as "Found N invalid bytes at the end of NAME"); a size field below 14 is a
   ``CorruptRecordException`` that ends the tool.
 
-When Kafka's tool would die with an exception we print the exception's first line the way the JVM does
-(``Exception in thread "main" <class>: <message>``), without the stack trace, and return exit status 1.
+Where Kafka's tool would die with an exception, we stop at the same point with the same output before it and
+print one line of our own instead, ``kafkalite dump-log: error: FILE: what is wrong`` (no Java class names, no
+stack trace), with exit status 1; the exception Kafka would throw (class and message) is kept on ``JavaError``
+and ``dump_files(errors="java")`` prints it as the JVM does, which is what the tests compare with Kafka.
 
 How each output was verified (storage/tests/test_dumplog*.py, test_java_checker.py):
 

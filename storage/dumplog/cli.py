@@ -56,7 +56,8 @@ def _expand_abbreviation(opt: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """``kafka-dump-log.sh`` flags: ``--files F[,F2]`` (required), ``--print-data-log``, ``--deep-iteration``,
     ``--index-sanity-check``, ``--verify-index-only``, ``--skip-record-metadata``, ``--max-message-size N``,
-    ``--max-bytes N``. Output is written as UTF-8 like a JVM in a UTF-8 locale."""
+    ``--max-bytes N``. Output is written as UTF-8 like a JVM in a UTF-8 locale. Errors are one line each
+    (``kafkalite dump-log: error: ...``): exit status 2 for a usage error, 1 when a file cannot be dumped."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["--"]:  # `kafkalite dump-log -- --files ...` (argparse REMAINDER keeps the separator)
         args = args[1:]
@@ -83,23 +84,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not eq:
                 i += 1
                 if i >= len(args):
-                    sys.stderr.write(f"Option {opt} requires an argument\n")
-                    return 1
+                    return _usage(f"{opt} needs a value")
                 val = args[i]
             flags[_VALUED[opt]] = val
         else:
-            sys.stderr.write(f"{a} is not a recognized option\n")
-            return 1
+            return _usage(f"unrecognized option {a} (kafkalite dump-log --help lists the options)")
         i += 1
     if "files" not in flags:
-        sys.stderr.write('Missing required argument "[files]"\n' + _USAGE)
-        return 1
+        return _usage("--files is required: the comma-separated segment, index or snapshot files to dump")
     files = flags.pop("files").split(",")
     while files and files[-1] == "":  # Java's String.split drops trailing empty strings
         files.pop()
     for k in ("max_message_size", "max_bytes"):
         if k in flags:
-            flags[k] = int(flags[k])
+            try:
+                flags[k] = int(flags[k])
+            except ValueError:
+                return _usage(f"--{k.replace('_', '-')} {flags[k]!r}: expected a number of bytes")
     out = _utf8_text(sys.stdout)
     err = _utf8_text(sys.stderr)
     try:
@@ -112,6 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             wrapped.flush()
             if wrapped is not orig:
                 wrapped.detach()  # type: ignore[attr-defined]
+
+
+def _usage(message: str) -> int:
+    """A usage error: one line, exit status 2, as for every ``kafkalite`` command (Kafka's tool prints jopt-simple's
+    message and its whole help, and exits 1)."""
+    sys.stderr.write(f"kafkalite dump-log: error: {message}\n")
+    return 2
 
 
 def _utf8_text(stream: IO[str]) -> IO[str]:

@@ -25,7 +25,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from kafkalite_storage.dumplog.java import _KAFKA_EXC, JavaError
+from kafkalite_storage.dumplog.java import _KAFKA_EXC, JavaError, _unjava
 
 
 @dataclass
@@ -83,7 +83,7 @@ def xxh32(data: bytes, seed: int = 0) -> int:
 
 
 def _open_failure(cause: str) -> JavaError:
-    return JavaError(_KAFKA_EXC, cause)
+    return JavaError(_KAFKA_EXC, cause, detail=f"a compressed batch cannot be decompressed: {_unjava(cause)}")
 
 
 def _gzip_header(buf: bytes, pos: int) -> int:

@@ -327,7 +327,9 @@ DECODER_CLASSES = {
 def decoder_announcement(class_name: str) -> str:
     """What ``newDecoder(className)`` prints (a deprecation notice) or raises (an unknown class)."""
     if class_name not in DECODER_CLASSES:
-        raise JavaError("java.lang.ClassNotFoundException", class_name)
+        raise JavaError("java.lang.ClassNotFoundException", class_name,
+                        plain=f"{class_name}: unknown decoder class (--key-decoder-class and --value-decoder-class "
+                              "take org.apache.kafka.tools.api.StringDecoder, IntegerDecoder or LongDecoder)")
     replacement = DECODER_CLASSES[class_name][1]
     if replacement is None:
         return ""

@@ -33,7 +33,9 @@ from kafkalite_storage.dumplog.java import (
     _jname,
     _jparse_long,
     _optional_long,
+    _unjava,
     _Writer,
+    plain_text,
 )
 from kafkalite_storage.dumplog.lines import _control_suffix, batch_head, batch_tail
 from kafkalite_storage.dumplog.records import Batch, LogBytes, _Legacy, iter_file_batches, iter_records
@@ -78,12 +80,24 @@ class _State:
         seq.append(pair)
 
 
+def _open_error(path: str, exc: OSError) -> JavaError:
+    """What Files.newByteChannel / FileInputStream throw for a file that cannot be read, and our line for it."""
+    if isinstance(exc, FileNotFoundError):
+        return JavaError("java.nio.file.NoSuchFileException", path, plain=f"{path}: no such file")
+    if isinstance(exc, IsADirectoryError):
+        return JavaError("java.io.IOException", "Is a directory", plain=f"{path} is a directory, not a file")
+    if isinstance(exc, PermissionError):
+        return JavaError("java.nio.file.AccessDeniedException", path, plain=f"{path}: permission denied")
+    reason = exc.strerror or str(exc)
+    return JavaError("java.io.IOException", reason, plain=f"{path}: {reason}")
+
+
 def _read_file(path: str) -> bytes:
     try:
         with open(path, "rb") as f:
             return f.read()
-    except FileNotFoundError:
-        raise JavaError("java.nio.file.NoSuchFileException", path) from None
+    except OSError as exc:
+        raise _open_error(path, exc) from None
 
 
 def _map_file(path: str) -> LogBytes:
@@ -93,8 +107,8 @@ def _map_file(path: str) -> LogBytes:
             if os.fstat(f.fileno()).st_size == 0:
                 return b""
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except FileNotFoundError:
-        raise JavaError("java.nio.file.NoSuchFileException", path) from None
+    except OSError as exc:
+        raise _open_error(path, exc) from None
 
 
 def _corrupt_with_file(e: JavaError, path: str, start: int = 0, end: int | None = None) -> JavaError:
@@ -102,8 +116,14 @@ def _corrupt_with_file(e: JavaError, path: str, start: int = 0, end: int | None 
     (a slice ``[start, end)`` of the file)."""
     if e.message and ("{file}" in e.message or "{records}" in e.message):
         records = f"FileRecords(size={(end or 0) - start}, file={path}, start={start}, end={end})"
-        return JavaError(e.java_class, e.message.replace("{file}", path).replace("{records}", records))
+        return JavaError(e.java_class, e.message.replace("{file}", path).replace("{records}", records),
+                         plain=e.plain, detail=e.detail)
     return e
+
+
+def _outside(position: int, log_path: str, size: int) -> str:
+    return (f"an index entry points at position {position}, outside {log_path} ({size} bytes): the index or its "
+            "segment is corrupt")
 
 
 def _dump_log(path: str, opts: Options, st: _State, w: _Writer) -> None:
@@ -193,10 +213,12 @@ def _first_batch_last_offset(log: LogBytes, position: int, max_size: int, log_pa
     size = len(log)
     if position < 0:
         raise JavaError(_ILLEGAL_ARG, f"Invalid position: {position} in read from FileRecords(size={size}, "
-                                      f"file={log_path}, start=0, end={_INT_MAX})")
+                                      f"file={log_path}, start=0, end={_INT_MAX})",
+                        detail=_outside(position, log_path, size))
     if position > size:
         raise JavaError(_ILLEGAL_ARG, f"Slice from position {position} exceeds end position of "
-                                      f"FileRecords(size={size}, file={log_path}, start=0, end={_INT_MAX})")
+                                      f"FileRecords(size={size}, file={log_path}, start=0, end={_INT_MAX})",
+                        detail=_outside(position, log_path, size))
     end = position + max_size
     if end > size or end > _INT_MAX:
         end = size
@@ -205,7 +227,9 @@ def _first_batch_last_offset(log: LogBytes, position: int, max_size: int, log_pa
             return _batch_last_offset(batch)
     except JavaError as e:
         raise _corrupt_with_file(e, log_path, position, end) from None
-    raise JavaError("java.util.NoSuchElementException")
+    raise JavaError("java.util.NoSuchElementException",
+                    detail=f"an index entry points at position {position} of {log_path}, where no batch of at "
+                           f"most {max_size} bytes (--max-message-size) starts")
 
 
 def _dump_index(path: str, opts: Options, st: _State, w: _Writer) -> None:
@@ -244,7 +268,7 @@ def _dump_index(path: str, opts: Options, st: _State, w: _Writer) -> None:
 def _read_index(path: str, entry_size: int) -> bytes:
     if not os.path.exists(path):
         # Kafka's AbstractIndex would create the file, then fail: maxIndexSize -1 < entry size.
-        raise JavaError(_ILLEGAL_ARG, "Invalid max index size: -1")
+        raise JavaError(_ILLEGAL_ARG, "Invalid max index size: -1", plain=f"{path}: no such file")
     with open(path, "rb") as f:
         return f.read()
 
@@ -317,9 +341,11 @@ def _dump_time_index(path: str, opts: Options, st: _State, w: _Writer) -> None:
         position = _offset_index_lookup(index, base, offset)
         whole = f"FileRecords(size={len(log)}, file={log_path}, start=0, end={_INT_MAX})"
         if position < 0:
-            raise JavaError(_ILLEGAL_ARG, f"Invalid position: {position} in read from {whole}")
+            raise JavaError(_ILLEGAL_ARG, f"Invalid position: {position} in read from {whole}",
+                            detail=_outside(position, log_path, len(log)))
         if position > len(log):
-            raise JavaError(_ILLEGAL_ARG, f"Slice from position {position} exceeds end position of {whole}")
+            raise JavaError(_ILLEGAL_ARG, f"Slice from position {position} exceeds end position of {whole}",
+                            detail=_outside(position, log_path, len(log)))
         found: Batch | None = None
         try:
             for batch in iter_file_batches(log, position, len(log)):
@@ -356,7 +382,8 @@ def _batch_last_offset(batch: Batch) -> int:
 
 
 def _dump_producer_snapshot(path: str, w: _Writer, e: _Writer) -> None:
-    """``ProducerStateManager.readSnapshot`` + the tool's line per producer entry."""
+    """``ProducerStateManager.readSnapshot`` + the tool's line per producer entry; ``e`` gets Kafka's one line
+    (with its newline) when the snapshot cannot be read, and the tool goes on with the next file."""
     data = _read_file(path)
     schema_err = "Snapshot failed schema validation: "
     if len(data) < 2:
@@ -421,7 +448,9 @@ def _dump_txn_index(path: str, w: _Writer) -> None:
         version, pid, first, last, lso = struct.unpack_from(">hqqqq", data, pos)
         if version > 0:
             raise JavaError(_KAFKA_EXC, f"Unexpected aborted transaction version {version} in transaction index "
-                                        f"{_jabs(path)}, current version is 0")
+                                        f"{_jabs(path)}, current version is 0",
+                            detail=f"entry version {version} at position {pos} (a transaction index holds version "
+                                   "0 entries): not a transaction index, or corrupt")
         w(f"version: {version} producerId: {pid} firstOffset: {first} lastOffset: {last} "
           f"lastStableOffset: {lso}\n")
 
@@ -454,11 +483,20 @@ def dump_files(paths: Sequence[str], print_data_log: bool = False, deep_iteratio
                err: IO[str] = sys.stderr, *, skip_record_metadata: bool = False,
                max_message_size: int = _MAX_MESSAGE_SIZE_DEFAULT, max_bytes: int = _INT_MAX,
                decoder: str = "string", key_decoder_class: str | None = None,
-               value_decoder_class: str | None = None) -> int:
+               value_decoder_class: str | None = None, errors: str = "kafkalite") -> int:
     """Dump ``paths`` exactly as ``kafka-dump-log.sh --files`` would; returns the process exit status.
     ``decoder`` "offsets" / "transaction-log" are --offsets-decoder / --transaction-log-decoder;
     ``key_decoder_class`` / ``value_decoder_class`` name Kafka's String/Integer/Long decoders. Any of them implies
-    --print-data-log, as in Kafka."""
+    --print-data-log, as in Kafka.
+
+    What goes to stdout is Kafka's, byte for byte, and so are the reports Kafka prints after a complete run
+    (index mismatches, gaps, trailing invalid bytes). An error that stops Kafka's tool (a missing file, a corrupt
+    batch, ...) or a snapshot it cannot read is, with ``errors="kafkalite"``, one line of our own on ``err``:
+    ``kafkalite dump-log: error: FILE: what is wrong`` (exit status 1); ``errors="java"`` prints the JVM's
+    ``Exception in thread "main" <class>: <message>`` (and Kafka's snapshot lines, exit status 0) instead,
+    which is what the tests compare with Kafka's own tool."""
+    if errors not in ("kafkalite", "java"):
+        raise ValueError(f"unknown errors style {errors!r}")
     if decoder not in ("string", "offsets", "transaction-log"):
         raise ValueError(f"unknown decoder {decoder!r}")
     print_data_log = (print_data_log or decoder != "string" or key_decoder_class is not None
@@ -469,6 +507,19 @@ def dump_files(paths: Sequence[str], print_data_log: bool = False, deep_iteratio
                    value_decoder_class or default)
     st = _State()
     w, e = out.write, err.write
+    java = errors == "java"
+    failed = False
+    path = ""
+
+    def snapshot_error(text: str) -> None:
+        nonlocal failed
+        if java:
+            e(text)
+            return
+        failed = True
+        out.flush()
+        e(f"{_ERROR_PREFIX}{path}: not a valid producer-state snapshot: {_unjava(text.strip())}\n")
+
     try:
         for arg in paths:
             path = _jfile(arg)
@@ -486,16 +537,19 @@ def dump_files(paths: Sequence[str], print_data_log: bool = False, deep_iteratio
             elif suffix == ".timeindex":
                 _dump_time_index(path, opts, st, w)
             elif suffix == ".snapshot":
-                _dump_producer_snapshot(path, w, e)
+                _dump_producer_snapshot(path, w, snapshot_error)
             elif suffix == ".txnindex":
                 _dump_txn_index(path, w)
             else:
                 e(f"Ignoring unknown file {path}\n")
     except JavaError as exc:
         out.flush()
-        e(exc.render() + "\n")
+        e((exc.render() if java else _ERROR_PREFIX + plain_text(exc, path)) + "\n")
         return 1
     _print_errors(st, e)
-    return 0
+    return 1 if failed else 0
+
+
+_ERROR_PREFIX = "kafkalite dump-log: error: "
 
 

@@ -1,6 +1,7 @@
 """Java and Scala behaviours kafka-dump-log's output depends on, reproduced in Python.
 
-* ``JavaError``: an exception that ends the tool; the JVM prints ``Exception in thread "main" <class>: <msg>``.
+* ``JavaError``: an exception that ends the tool; the JVM prints ``Exception in thread "main" <class>: <msg>``,
+  ``kafkalite dump-log`` one line of its own (``plain_text``: what is wrong with which file, no Java names).
 * ``java.io.File`` path text (``_jfile``/``_jname``/``_jabs``) and ``Long.parseLong`` errors.
 * ``java_utf8_decode``: ``new String(bytes, UTF_8)`` including Java 17's replacement rules for malformed input
   (checked against the JVM in storage/tests/test_java_checker.py).
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -35,16 +37,69 @@ _ILLEGAL_ARG = "java.lang.IllegalArgumentException"
 
 
 class JavaError(Exception):
-    """An exception Kafka's tool would throw out of ``main`` (the JVM prints it and exits with status 1)."""
+    """An exception Kafka's tool would throw out of ``main`` (the JVM prints it and exits with status 1).
 
-    def __init__(self, java_class: str, message: str | None = None) -> None:
+    ``java_class`` and ``message`` are Kafka's (the tests hold them against the JVM's); ``plain`` (the whole
+    line) or ``detail`` (what follows ``FILE: ``) say the same in our own words where the raise site knows more
+    than Kafka's message tells (see ``plain_text``)."""
+
+    def __init__(self, java_class: str, message: str | None = None, *, plain: str | None = None,
+                 detail: str | None = None) -> None:
         super().__init__(message)
         self.java_class = java_class
         self.message = message
+        self.plain = plain
+        self.detail = detail
 
     def render(self) -> str:
         head = f'Exception in thread "main" {self.java_class}'
         return head if self.message is None else f"{head}: {self.message}"
+
+
+# Java names in Kafka's messages (a cause's class, a FileRecords' toString) and what our line says instead
+_FILE_RECORDS = re.compile(r"FileRecords\(size=-?\d+, file=(.*?), start=-?\d+, end=-?\d+\)")
+_JAVA_NAME = re.compile(r"\b(?:java|javax|org\.apache\.kafka|scala)(?:\.\w+)*\.([A-Z]\w*)(:\s*)?")
+_JAVA_WORDS = {"EOFException": "unexpected end of data", "BufferUnderflowException": "unexpected end of data",
+               "NoSuchElementException": "no batch where one was expected",
+               "IndexOutOfBoundsException": "a length reaches past the data",
+               "NullPointerException": "a required field is missing",
+               "OutOfMemoryError": "a batch larger than this tool will load"}
+_SUFFIXES = ".log, .index, .timeindex, .snapshot, .txnindex or .checkpoint"
+
+
+def _unjava(text: str) -> str:
+    """Kafka's message without Java class names: ``java.io.EOFException`` -> ``unexpected end of data``,
+    ``java.util.zip.ZipException: Not in GZIP format`` -> ``Not in GZIP format``, ``FileRecords(...)`` -> its file."""
+    text = _FILE_RECORDS.sub(lambda m: m.group(1), text)
+
+    def word(m: re.Match[str]) -> str:
+        known = _JAVA_WORDS.get(m.group(1))
+        return known + (": " if m.group(2) else "") if known else ""
+
+    return _JAVA_NAME.sub(word, text).strip().rstrip(":").strip()
+
+
+def plain_text(exc: JavaError, path: str) -> str:
+    """The one line (without the ``kafkalite dump-log: error: `` prefix) for an error that ended the dump of
+    ``path``: what is wrong with which file, in our words, never a Java class name or a stack trace."""
+    if exc.plain:
+        return exc.plain
+    if exc.detail:
+        return f"{path}: {exc.detail}"
+    cls = exc.java_class.rsplit(".", 1)[-1]
+    name = _jname(path)
+    if cls == "StringIndexOutOfBoundsException":   # a name without a dot: Kafka cannot tell the file's kind
+        if os.path.isdir(path):
+            return (f"{path} is a directory: name the files in it to dump "
+                    f"(e.g. {path}/00000000000000000000.log)")
+        return f"{path}: not a file kafka-dump-log reads (expected a {_SUFFIXES} file)"
+    if cls == "NumberFormatException":
+        suffix = name[name.rfind("."):] if "." in name else ".log"
+        return (f"{path}: not a segment file name: Kafka names a segment's files by its base offset, "
+                f"20 digits (e.g. 00000000000000000000{suffix})")
+    what = _unjava(exc.message or "") or _JAVA_WORDS.get(cls, "")
+    kind = "corrupt index" if cls == "CorruptIndexException" else "corrupt or truncated data"
+    return f"{path}: {kind}: {what}" if what else f"{path}: {kind}"
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -241,7 +241,8 @@ def iter_records(batch: Batch) -> Iterator[Record]:
     if count < 0:
         raise JavaError(_INVALID_RECORD, f"Found invalid record count {count} in magic v{batch.magic} batch")
     if count >= _OOM_RECORD_COUNT:
-        raise JavaError("java.lang.OutOfMemoryError", "Java heap space")
+        raise JavaError("java.lang.OutOfMemoryError", "Java heap space",
+                        detail=f"a batch claims {count} records, more than this tool will load")
 
     def stream_failed(context: str) -> JavaError:
         if isinstance(opened.failure, JavaError):
@@ -400,7 +401,8 @@ def iter_legacy_records(batch: Batch) -> Iterator[Record]:
         if size < _RECORD_OVERHEAD_V0:
             raise JavaError(_CORRUPT_RECORD, "Record size is less than the minimum record overhead (14)")
         if size >= _OOM_MESSAGE_SIZE:
-            raise JavaError("java.lang.OutOfMemoryError", "Java heap space")
+            raise JavaError("java.lang.OutOfMemoryError", "Java heap space",
+                            detail=f"a wrapped message claims {size} bytes, more than this tool will load")
         if len(data) - pos - _LOG_OVERHEAD < size:
             if opened.failure is not None:
                 raise stream_failed()

@@ -19,6 +19,7 @@ SEG = "00000000000000000000"
 
 def _dump(paths: list[Path], **kw: object) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
+    kw.setdefault("errors", "java")   # an error that stops the tool as the JVM prints Kafka's exception
     rc = dump_files([str(p) for p in paths], out=out, err=err, **kw)  # type: ignore[arg-type]
     return rc, out.getvalue(), err.getvalue()
 

@@ -24,6 +24,7 @@ SEG = "00000000000000000000"
 
 def _dump(paths: list[Path], **kw: object) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
+    kw.setdefault("errors", "java")   # an error that stops the tool as the JVM prints Kafka's exception
     rc = dump_files([str(p) for p in paths], out=out, err=err, **kw)  # type: ignore[arg-type]
     return rc, out.getvalue(), err.getvalue()
 
@@ -334,10 +335,17 @@ def test_cli_main(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) ->
     assert "payload: ключ-значение".encode() in got.out
     assert main([f"--files={log}", "--deep"]) == 0  # jopt-simple style abbreviation
     assert b"| offset: 0 " in capsysbinary.readouterr().out
-    assert main(["--print-data-log"]) == 1
-    assert b'Missing required argument "[files]"' in capsysbinary.readouterr().err
-    assert main(["--files", str(log), "--bogus"]) == 1
-    assert b"--bogus is not a recognized option" in capsysbinary.readouterr().err
+    # usage errors: one line of our own and exit status 2, like every kafkalite command
+    assert main(["--print-data-log"]) == 2
+    assert capsysbinary.readouterr().err == (b"kafkalite dump-log: error: --files is required: the comma-separated "
+                                             b"segment, index or snapshot files to dump\n")
+    assert main(["--files", str(log), "--bogus"]) == 2
+    assert capsysbinary.readouterr().err == (b"kafkalite dump-log: error: unrecognized option --bogus "
+                                             b"(kafkalite dump-log --help lists the options)\n")
+    assert main(["--files"]) == 2
+    assert capsysbinary.readouterr().err == b"kafkalite dump-log: error: --files needs a value\n"
+    assert main(["--files", str(log), "--max-bytes", "lots"]) == 2
+    assert capsysbinary.readouterr().err == b"kafkalite dump-log: error: --max-bytes 'lots': expected a number of bytes\n"
 
 
 def test_max_bytes_and_max_message_size(tmp_path: Path) -> None:

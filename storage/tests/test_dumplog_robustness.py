@@ -1,5 +1,6 @@
-"""Whatever the bytes, ``dump_files`` ends like Kafka's tool does: output plus exit status 0, or the JVM's
-one-line exception report and status 1 — never a Python traceback."""
+"""Whatever the bytes, ``dump_files`` ends where Kafka's tool does: output plus exit status 0, or status 1 with
+the JVM's one-line exception report (``errors="java"``) or one line of our own (the CLI's default) that names
+the file and never a Java class — never a Python traceback."""
 
 from __future__ import annotations
 
@@ -31,11 +32,22 @@ def _run(files: dict[str, bytes], targets: list[str], **opts: object) -> None:
         for name, data in files.items():
             with open(os.path.join(d, name), "wb") as f:
                 f.write(data)
+        paths = [os.path.join(d, t) for t in targets]
         out, err = io.StringIO(), io.StringIO()
-        rc = dump_files([os.path.join(d, t) for t in targets], out=out, err=err, **opts)  # type: ignore[arg-type]
+        rc = dump_files(paths, out=out, err=err, errors="java", **opts)  # type: ignore[arg-type]
         assert rc in (0, 1)
         if rc == 1:
             assert err.getvalue().splitlines()[-1].startswith('Exception in thread "main" ')
+        out2, err2 = io.StringIO(), io.StringIO()
+        rc2 = dump_files(paths, out=out2, err=err2, **opts)  # type: ignore[arg-type]
+        assert out2.getvalue() == out.getvalue()    # stdout is Kafka's either way
+        ours = [line for line in err2.getvalue().splitlines() if line.startswith("kafkalite dump-log: error: ")]
+        assert rc2 == (1 if rc == 1 or ours else 0)
+        for line in ours:   # a snapshot error goes on with the next file; anything else ends the run
+            assert line.split(": error: ", 1)[1].startswith(tuple(paths)), line
+            assert not any(word in line for word in ("Exception", "java.", "FileRecords(", "Traceback")), line
+        if rc == 1:
+            assert err2.getvalue().splitlines()[-1] == ours[-1]
 
 
 _edits = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=6)

@@ -344,7 +344,7 @@ def test_snapshot_schema_errors_match_kafka(reference: Path, tmp_path: Path) -> 
     schema_failures = 0
     for p, verdict in zip(paths, java, strict=True):
         out, err = io.StringIO(), io.StringIO()
-        assert dump_files([str(p)], out=out, err=err) == 0
+        assert dump_files([str(p)], out=out, err=err, errors="java") == 0
         if verdict.startswith("ok"):
             assert "schema validation" not in err.getvalue()
         else:
@@ -402,7 +402,7 @@ def test_corrupted_batches_fail_like_kafka(reference: Path, tmp_path: Path, kind
     failures = 0
     for p in paths:
         out, err = io.StringIO(), io.StringIO()
-        rc = dump_files([str(p)], print_data_log=True, out=out, err=err)
+        rc = dump_files([str(p)], print_data_log=True, out=out, err=err, errors="java")
         ours = "".join(line for line in out.getvalue().splitlines(keepends=True)
                        if not line.startswith("Log starting offset: "))
         exc = [line for line in err.getvalue().splitlines(keepends=True) if line.startswith("Exception in thread")]

@@ -57,6 +57,12 @@ NOT_AT_START = [
     "kafkalite.handlers.share_fetch", "kafkalite.handlers.alter_user_scram_credentials",
     "kafkalite.handlers.describe_client_quotas", "kafkalite_wire.messages._gen_share_fetch", "kafkalite_wire.messages._gen_produce",
     "kafkalite.coordinator.share.service", "kafkalite.coordinator.share.partition",
+    # no __consumer_offsets / __transaction_state yet: the coordinators start on the first group / producer-id
+    # request (kafkalite.server.serve.OnFirstUse)
+    "kafkalite.coordinator.classic.service", "kafkalite.coordinator.consumer.service",
+    "kafkalite.coordinator.txn.service",
+    # no partition log open yet (a fresh data dir): storage's log, segment and producer-state modules wait for one
+    "kafkalite_storage.log", "kafkalite_storage.segment", "kafkalite_storage.producer_state",
     "kafkalite.metrics", "kafkalite.metrics.http", "kafkalite.console", "kafkalite.console.http",
     "kafkalite.handlers.error_response", "kafkalite.security.scram",
     # BrokerState builds these on first use (no authorizer configured, no quota file saved)
@@ -113,3 +119,32 @@ def test_a_handler_missing_from_the_index_is_still_served() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[3])
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+_TRIO_SCRIPT = textwrap.dedent('''
+    import ctypes.util, subprocess, sys
+    spawned = []
+    real_popen = subprocess.Popen
+    class Recording(real_popen):
+        def __init__(self, args, *a, **k):
+            spawned.append(args)
+            super().__init__(args, *a, **k)
+    subprocess.Popen = Recording
+    search = ctypes.util.find_library
+    from kafkalite.runtime.trio_import import import_trio
+    import_trio()
+    import trio._core._thread_cache as cache
+    print(repr((spawned, cache.set_os_thread_name is not None, ctypes.util.find_library is search,
+                "trio" in sys.modules)))
+''')
+
+
+def test_serve_imports_trio_without_a_subprocess() -> None:
+    """trio's import asks ctypes.util.find_library("pthread"), which runs `ldconfig -p` in a subprocess;
+    kafkalite serve answers it from the dynamic loader (kafkalite.runtime.trio_import): no subprocess, thread names
+    still set, find_library itself again afterwards."""
+    proc = subprocess.run([sys.executable, "-c", _TRIO_SCRIPT], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    spawned, named, restored, imported = eval(proc.stdout.strip().splitlines()[-1])
+    assert spawned == [] and named and restored and imported
