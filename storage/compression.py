@@ -35,6 +35,7 @@ a content size).
 from __future__ import annotations
 
 import gzip
+import importlib
 import struct
 import threading
 import zlib
@@ -43,8 +44,9 @@ from typing import Any
 
 from kafkalite_storage.errors import CorruptRecordError, RecordTooLargeError
 
-try:
-    from kafkalite_storage import _snappy  # type: ignore[attr-defined]
+_snappy: Any
+try:   # the C extension, typed Any (no stubs), whether built or not
+    _snappy = importlib.import_module("kafkalite_storage._snappy")
 except ImportError:  # not built (no C compiler at install): raw snappy blocks are decoded whole, by cramjam
     _snappy = None
 
