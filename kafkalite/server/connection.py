@@ -391,9 +391,8 @@ class Connection:
             await self.send_chunks(chunks)
             raise ConnectionClosed(sasl.close_reason)
         await self.send_chunks(chunks)
-        if sasl is not None:
-            if header.api_key == _API_VERSIONS_KEY:
-                sasl.api_versions_answered()
+        if sasl is not None and header.api_key == _API_VERSIONS_KEY:
+            sasl.api_versions_answered()
         if throttle:
             await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
 
