@@ -59,7 +59,8 @@ SCENARIOS = {  # test function -> row label (in this order)
     "test_alter_replica_log_dirs": "AlterReplicaLogDirs (the log dir; others LOG_DIR_NOT_FOUND)",
     "test_describe_producers": "DescribeProducers (idempotent + open transaction)",
     "test_describe_quorum": "DescribeQuorum (this node the only voter)",
-    "test_list_config_resources": "ListConfigResources (3.9: v0; 4.3: v1)",
+    "test_list_config_resources": "ListConfigResources (4.3 and default profile: v1)",
+    "test_list_config_resources_3_9": "ListConfigResources under --emulate-kafka 3.9 (v0 only)",
     "test_broker_configs": "DescribeConfigs broker: every Kafka 3.9 config",
     "test_empty_cleanup_policy": "Empty cleanup.policy (SUBTRACT / SET \"\" / create)",
     "test_txn_offsets_do_not_overwrite_a_later_plain_commit": "Txn offsets vs a later plain commit (+ restart)",
@@ -530,6 +531,94 @@ def render(cases: list[Case], took_s: float | None, note: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- the Kafka 4.4 column of MATRIX.md, from MATRIX-kafka.md (make matrix-reference) ----------------------------
+KAFKA_COLUMN = "Kafka 4.4"
+REFERENCE_MD = HERE / "MATRIX-kafka.md"
+_KAFKA_NOTE = "The **Kafka 4.4** column"
+_CELL = re.compile(r"(✅|❌|⚠️) (\d+)/(\d+)")
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _is_separator(line: str) -> bool:
+    return line.startswith("|") and set(line.strip()) <= set("|-")
+
+
+def _tables(lines: list[str]):  # type: ignore[no-untyped-def]
+    """(section header, index of a table's header line, index of its last row) for every table."""
+    section = ""
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("## "):
+            section = lines[i]
+        if lines[i].startswith("|") and i + 1 < len(lines) and _is_separator(lines[i + 1]):
+            j = i + 2
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            yield section, i, j - 1
+            i = j
+            continue
+        i += 1
+
+
+def reference_cells(text: str) -> dict[tuple[str, str], str]:
+    """Per (section, row label) of a reference run's matrix, one cell for all the row's clients together:
+    "✅ passed/run" ("❌" if any failed), "+ kafkalite-only" when some of its cases were skipped there,
+    "kafkalite-only" when all were."""
+    lines = text.splitlines()
+    out: dict[tuple[str, str], str] = {}
+    for section, head, last in _tables(lines):
+        for line in lines[head + 2:last + 1]:
+            label, *rest = _cells(line)
+            passed = run = 0
+            failed = warned = skipped = False
+            for c in rest:
+                c = c.replace("(whole test)", "").strip()
+                m = _CELL.match(c)
+                if m:
+                    passed, run = passed + int(m[2]), run + int(m[3])
+                    failed, warned = failed or m[1] == "❌", warned or m[1] == "⚠️"
+                elif c == "skipped":
+                    skipped = True
+            if run == 0:
+                out[(section, label)] = "kafkalite-only" if skipped else "—"
+                continue
+            mark = "❌" if failed else ("⚠️" if warned else "✅")
+            out[(section, label)] = f"{mark} {passed}/{run}" + (" + kafkalite-only" if skipped else "")
+    return out
+
+
+def add_kafka_column(text: str, reference: str) -> str:
+    """``text`` (MATRIX.md) with a last column per table: the row's result against Apache Kafka 4.4, from
+    ``reference`` (MATRIX-kafka.md); rewritten in place when the column is there already."""
+    cells = reference_cells(reference)
+    run = next((x for x in reference.splitlines() if x.startswith("Run: ")), "Run: ?").rstrip(".")
+    lines = text.splitlines()
+    for section, head, last in list(_tables(lines)):
+        had = _cells(lines[head])[-1] == KAFKA_COLUMN
+
+        def base(line: str, had: bool = had) -> str:   # the line up to its last "|" (before the column)
+            text = line.rstrip()
+            return text[: text[:-1].rfind("|") + 1] if had else text
+
+        lines[head] = base(lines[head]) + f" {KAFKA_COLUMN} |"
+        lines[head + 1] = base(lines[head + 1]) + "---|"
+        for k in range(head + 2, last + 1):
+            label = _cells(lines[k])[0]
+            lines[k] = base(lines[k]) + f" {cells.get((section, label), '—')} |"
+    note = (f"{_KAFKA_NOTE}: the same scenarios against Apache Kafka 4.4 (`make matrix-reference`, "
+            f"compat-tests/MATRIX-kafka.md; {run[len('Run: '):]}), all the row's clients together; "
+            "`kafkalite-only`: skipped there, with the reason listed in MATRIX-kafka.md; `—`: not in that run.")
+    old = next((i for i, x in enumerate(lines) if x.startswith(_KAFKA_NOTE)), None)
+    if old is not None:
+        del lines[old:old + 2]   # the note and its blank line
+    at = next((i for i, x in enumerate(lines) if x.startswith("Clients: ")), 1)
+    lines[at:at] = [note, ""]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--from-xml", type=Path, action="append",
@@ -539,8 +628,14 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=HERE / "MATRIX.md")
     ap.add_argument("--section", choices=["ecosystem"],
                     help="rewrite only this section of the existing --out file (run just its test modules)")
+    ap.add_argument("--kafka-column", action="store_true",
+                    help=f"only (re)write the {KAFKA_COLUMN} column of --out from {REFERENCE_MD.name}")
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     a = ap.parse_args()
+    if a.kafka_column:
+        a.out.write_text(add_kafka_column(a.out.read_text(), REFERENCE_MD.read_text()))
+        print(f"wrote the {KAFKA_COLUMN} column of {a.out}")
+        return 0
     took = None
     rc = 0
     xmls: list[Path] = list(a.from_xml or [])
@@ -567,6 +662,12 @@ def main() -> int:
                 "case of an earlier one): " + ", ".join(f"`{x.name}`" for x in xmls) + ".") if len(xmls) > 1 else ""
         a.out.write_text(render(cases, took, note))
     print(f"wrote {a.out.relative_to(REPO) if a.out.is_relative_to(REPO) else a.out}")
+    matrix = HERE / "MATRIX.md"
+    if a.out.resolve() == REFERENCE_MD.resolve() and matrix.exists():    # a reference run: MATRIX.md's column
+        matrix.write_text(add_kafka_column(matrix.read_text(), REFERENCE_MD.read_text()))
+        print(f"wrote the {KAFKA_COLUMN} column of {matrix.relative_to(REPO)}")
+    elif a.out.resolve() == matrix.resolve() and REFERENCE_MD.exists():
+        matrix.write_text(add_kafka_column(matrix.read_text(), REFERENCE_MD.read_text()))
     return 0 if rc in (0, 1) else rc
 
 

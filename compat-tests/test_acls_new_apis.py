@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import pytest
 from test_acls_sasl import _conf, sasl_broker  # noqa: F401 -- the module's broker fixture
 
 from kafkalite.tests.support.requires import require
@@ -26,6 +27,7 @@ from confluent_kafka import (  # noqa: E402
 )
 from confluent_kafka.admin import (  # noqa: E402
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -34,13 +36,19 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
-KAFKALITE_ONLY = ('builds kafkalite command lines for its authorizer brokers, one with --emulate-kafka 4.3 '
-                  "and 3.9 (the reference broker's authorizer properties are not written yet)")
+SEEDED = ("ACLs written into kafkalite's data directory before the broker starts (kafkalite.authz.Authorizer's "
+          "file): a Kafka broker takes ACLs only through its controller")
 
 
 def _allow(admin: AdminClient, rtype: ResourceType, name: str, op: AclOperation, user: str = "alice") -> None:
     acl = AclBinding(rtype, name, ResourcePatternType.LITERAL, f"User:{user}", "*", op, AclPermissionType.ALLOW)
     admin.create_acls([acl])[acl].result(30)
+    # Kafka's broker applies it when it replays its controller's record; DescribeAcls reads the same authorizer
+    flt = AclBindingFilter(rtype, name, ResourcePatternType.LITERAL, f"User:{user}", "*", op, AclPermissionType.ALLOW)
+    deadline = time.monotonic() + 30
+    while not admin.describe_acls(flt).result(30):
+        assert time.monotonic() < deadline, f"{acl} not in effect after 30 s"
+        time.sleep(0.1)
 
 
 def _members(admin: AdminClient, group: str) -> int:
@@ -116,6 +124,7 @@ def test_elect_leaders_needs_cluster_alter(sasl_broker: str) -> None:  # noqa: F
     assert elect() == KafkaError.ELECTION_NOT_NEEDED
 
 
+@pytest.mark.kafkalite_only(SEEDED)
 def test_replication_admin_apis_java(tmp_path, get_client) -> None:
     """Java Admin 3.9.1 as User:ANONYMOUS, with DESCRIBE on the cluster and READ on topic ``r`` written to the
     data directory before the broker starts: listing reassignments and the quorum work, electing leaders
@@ -154,6 +163,7 @@ def test_replication_admin_apis_java(tmp_path, get_client) -> None:
         b.kill()
 
 
+@pytest.mark.kafkalite_only(SEEDED + "; and kafkalite.share.auto.offset.reset")
 def test_share_consumer_needs_group_read(tmp_path) -> None:
     """confluent-kafka's ShareConsumer (KIP-932) as User:ANONYMOUS against a broker emulating Kafka 4.3: with
     only DESCRIBE on its group (FindCoordinator passes) ShareGroupHeartbeat refuses it (a fatal

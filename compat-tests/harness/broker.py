@@ -116,6 +116,7 @@ class BrokerProcess:
                 cport = self._ref.controller_port
             self._ref = reference.ReferenceConfig(self.data_dir, self.port, cport, props)
             self._ref.write()
+            self.port = self._ref.client_port()   # a test's own listeners (--config) name it
         if not self._ref.formatted():
             self._ref.format(self.log_path)
         return self._ref.broker_command()

@@ -65,8 +65,10 @@ def _unb64(s: str | None) -> bytes | None:
 
 def make_records(n: int, *, partitions: int = 1, prefix: str = "r", headers: bool = True,
                  timestamps: bool = True, nulls: bool = True, per_record_headers: bool = True,
-                 value_size: int = 0, null_headers: bool = True) -> list[Rec]:
+                 value_size: int = 0, null_headers: bool = True, ts_base: int = TS_BASE) -> list[Rec]:
     """Deterministic printable records spread round-robin over ``partitions``.
+
+    Timestamps are ``ts_base + i * 1000`` (``TS_BASE`` unless given).
 
     With ``nulls`` every 7th record has a null key and every 11th a null value (a tombstone). With
     ``per_record_headers`` headers vary per record (one of them a null value, one duplicated name);
@@ -90,7 +92,7 @@ def make_records(n: int, *, partitions: int = 1, prefix: str = "r", headers: boo
                     hdrs += (("h-null", None if null_headers else b""),)
             else:
                 hdrs = (("h-one", b"1"), ("h-two", b"zwei"))
-        ts = TS_BASE + i * 1000 if timestamps else None
+        ts = ts_base + i * 1000 if timestamps else None
         out.append(Rec(key, value, hdrs, ts, i % partitions))
     return out
 

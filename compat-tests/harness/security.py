@@ -28,6 +28,7 @@ class Sec:
     mechanism: str | None = None    # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
     user: str = ""
     password: str = ""
+    reauth_threshold_ms: int | None = None   # kafkajs: re-authenticate this long before the session ends
 
     @property
     def protocol(self) -> str:
@@ -130,6 +131,8 @@ def kafkajs_opts(s: Sec, certs: dict[str, Path]) -> dict[str, object]:
         out["sasl"] = {"mechanism": "oauthbearer", "token": unsecured_jwt(s.user)}
     elif s.mechanism:
         out["sasl"] = {"mechanism": s.mechanism.lower(), "username": s.user, "password": s.password}
+    if s.reauth_threshold_ms is not None:
+        out["reauthentication_threshold_ms"] = s.reauth_threshold_ms
     return out
 
 

@@ -25,6 +25,7 @@ function security (c) {
       : c.sasl
   }
   if (c.retries != null) out.retry = { retries: c.retries, initialRetryTime: 200 }
+  if (c.reauthentication_threshold_ms != null) out.reauthenticationThreshold = c.reauthentication_threshold_ms
   return out
 }
 

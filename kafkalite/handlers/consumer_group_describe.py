@@ -2,7 +2,8 @@
 
 Per group: state (Empty, Assigning, Reconciling, Stable), group epoch, target assignment epoch, the assignor,
 and per member its epoch, client, subscription, current assignment and target assignment (topic ids and names).
-v1 adds MemberType (1: a consumer-protocol member, 0: a classic-protocol member of a converted group). An unknown group, or a classic one, is GROUP_ID_NOT_FOUND;
+v1 adds MemberType (1: a consumer-protocol member, 0: a classic-protocol member of a converted group). A member
+that subscribed by names has SubscribedTopicRegex "" (Kafka's ConsumerGroupMember default), not null. An unknown group, or a classic one, is GROUP_ID_NOT_FOUND;
 while the coordinator loads __consumer_offsets at start, COORDINATOR_LOAD_IN_PROGRESS (retriable).
 The group ids are walked in slices (kafkalite.runtime.slices): each answer reads the coordinator's state only.
 
@@ -71,7 +72,7 @@ async def consumer_group_describe(ctx: RequestContext,
                 R.Member(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                          member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
                          subscribed_topic_names=sorted(m.subscribed_topic_names),
-                         subscribed_topic_regex=m.subscribed_topic_regex,
+                         subscribed_topic_regex=m.subscribed_topic_regex or "",   # Kafka: "" for none
                          assignment=_assignment(m.assigned, names),
                          target_assignment=_assignment(g.target.get(m.member_id, {}), names),
                          member_type=(0 if m.classic is not None else 1) if ctx.version >= 1 else -1)

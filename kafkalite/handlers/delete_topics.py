@@ -13,7 +13,8 @@ its own, as Kafka's controller handles them: 2,000 topics held the loop ~0.2 s);
 out of storage in one pass and their directories removed in worker threads while their names stay reserved
 (a CreateTopics of such a name meanwhile answers TOPIC_ALREADY_EXISTS, "marked for deletion", as in Kafka),
 so deleting thousands of partitions never holds other clients up.
-- Authorization: DELETE on each topic (by name or id), else TOPIC_AUTHORIZATION_FAILED.
+- Authorization: DELETE on the cluster allows every topic (KRaft Kafka's ControllerApis.deleteTopics, checked
+  against Kafka 4.4); else DELETE on each topic (by name or id), else TOPIC_AUTHORIZATION_FAILED.
 - controller_mutation_rate: v5+ answers THROTTLING_QUOTA_EXCEEDED while the quota is used up (kafkalite.quotas).
 """
 from __future__ import annotations
@@ -50,7 +51,7 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     results = []
     forgotten: list[str] = []
     enabled = state.config.get_bool("delete.topic.enable")
-    denied = authz.denied(ctx, authz.Op.DELETE, authz.TOPIC, (
+    denied = set() if authz.cluster_allowed(ctx, authz.Op.DELETE) else authz.denied(ctx, authz.Op.DELETE, authz.TOPIC, (
         name or getattr(state.topics_by_id.get(topic_id), "name", None) for name, topic_id in wanted))
     work = Slices() if len(wanted) >= SLICE_AFTER else None
     try:

@@ -8,8 +8,11 @@
 - Topics: null (v1+) or an empty list at v0 means "all topics". From v10 a topic may be named by id alone;
   an unknown id answers UNKNOWN_TOPIC_ID.
 - Unknown topics are auto-created with ``num.partitions`` when ``auto.create.topics.enable`` is on and the
-  request allows it (AllowAutoTopicCreation, v4+; always before v4). We create synchronously, so the topic is
-  returned complete at once instead of Kafka's transient LEADER_NOT_AVAILABLE. Illegal names answer
+  request allows it (AllowAutoTopicCreation, v4+; always before v4). The request that creates a topic is
+  answered UNKNOWN_TOPIC_OR_PARTITION for it, as a KRaft Kafka answers while its controller creates the topic
+  (AutoTopicCreationManager.sendCreateTopicRequest; checked against Kafka 4.4 at v1, v3 and v12); the next
+  Metadata request finds it (we create it synchronously). Clients retry that error; one that does not (kafkajs
+  2.2.4's consumer.subscribe) fails the same way on both brokers. Illegal names answer
   INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION.
 - v10+ carries non-zero topic ids, which lets Java/librdkafka use Fetch v13+ (topic ids instead of names).
 - v10 and v11 let a topic name be null on the wire but may not use it (nor a non-zero topic id): Kafka
@@ -123,7 +126,9 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
                 if name in state.pending_topics:   # being created or deleted in a worker thread
                     topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
                     continue
-                info = state.topics.ensure(name)
+                state.topics.ensure(name)
+                topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))   # Kafka's KRaft answer
+                continue
             topics.append(topic_metadata(state, info, include_ops))
 
     if include_ops and state.authorizer is not None:

@@ -14,7 +14,9 @@ States and what each admits (anything else closes the connection, as Kafka does)
   ``connections.max.reauth.ms`` > 0 (or a credential that expires, OAUTHBEARER) the session has a lifetime,
   given to the client in SaslAuthenticate v1+ ``session_lifetime_ms``; a SaslHandshake starts an in-band
   re-authentication (same mechanism, same principal: else the connection closes) and any other request
-  after the expiry closes the connection without an answer.
+  after the expiry closes the connection without an answer. As in Kafka, a SaslHandshake on a session without
+  a lifetime, or less than a second after the previous re-authentication began, is no re-authentication: it
+  is answered ILLEGAL_SASL_STATE and the session goes on.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+MIN_REAUTH_INTERVAL_S = 1.0   # Kafka's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS
 
 
 def _api_name(api_key: int) -> str:
@@ -58,14 +61,21 @@ class SaslAuthenticator:
         self.expires_at: float | None = None    # time.monotonic() when the session ends
         self.client_reauth = False          # the client speaks SaslAuthenticate v1+ (KIP-368)
         self._previous: tuple[str, KafkaPrincipal] | None = None   # re-authenticating: mechanism, principal
+        self._reauth_started: float | None = None   # time.monotonic() the last re-authentication began
 
     # -- the gate, called by the connection for every request ------------------------------------------
     def admit(self, api_key: int) -> None:
         """Raise Closing unless a request of ``api_key`` may be handled now."""
         state = self.state
         if state == "complete":
-            if api_key == SASL_HANDSHAKE:       # KIP-368: in-band re-authentication
+            now = time.monotonic()
+            if api_key == SASL_HANDSHAKE and self.expires_at is not None and (
+                    self._reauth_started is None or now - self._reauth_started >= MIN_REAUTH_INTERVAL_S):
+                # KIP-368: in-band re-authentication (Kafka's KafkaChannel.maybeBeginServerReauthentication: only
+                # when the session has a lifetime, and at most one a second; otherwise the handshake goes to the
+                # request handler, which answers ILLEGAL_SASL_STATE on a live session)
                 assert self.mechanism is not None
+                self._reauth_started = now
                 self._previous = (self.mechanism, self.conn.principal)
                 self.state = "handshake"
                 return

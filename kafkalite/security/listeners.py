@@ -56,6 +56,7 @@ class ListenerSecurity:
     max_receive: int = 524288       # sasl.server.max.receive.size: largest frame before authentication
     failure_delay_ms: int = 100     # connection.failed.authentication.delay.ms: close this long after failing
     scram_lookup: Callable[[str, str], Any] | None = field(default=None, repr=False)
+    strict_scram_nonce: bool = False  # Kafka 4.x's SCRAM nonce check (the --emulate-kafka 4.x profiles)
 
     @property
     def sasl(self) -> bool:
@@ -76,17 +77,24 @@ class ListenerSecurity:
             from kafkalite.security.scram import ScramServer
 
             assert self.scram_lookup is not None
-            return ScramServer(mechanism, self.scram_lookup)
+            return ScramServer(mechanism, self.scram_lookup, strict_nonce=self.strict_scram_nonce)
         # a SASL mechanism: on its first handshake, not at start
         from kafkalite.security.oauthbearer import OAuthBearerServer
 
         return OAuthBearerServer(self.oauth_options)
 
 
+def kafka_4(profile: str | None) -> bool:
+    """Whether an emulation profile presents a Kafka 4.x release ("4.3"; the default "3.9+4.3" is Kafka 3.9)."""
+    first = (profile or "").split("+", 1)[0]
+    return first.split(".", 1)[0].isdigit() and int(first.split(".", 1)[0]) >= 4
+
+
 def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None) -> ListenerSecurity:
     """The security of one listener; ConfigError (one line) for anything it cannot serve."""
     proto = protocol_of(config, listener)
     sec = ListenerSecurity(listener.name, proto)
+    sec.strict_scram_nonce = kafka_4(config.emulate_kafka)
     name = listener.name
     if proto in TLS_PROTOCOLS:
         from kafkalite.security import tls_config as tls  # TLS listeners only: not at start otherwise

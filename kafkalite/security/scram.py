@@ -88,8 +88,9 @@ class ScramServer:
     """One SCRAM exchange. ``lookup(user, mechanism)`` returns the stored credential or None."""
 
     def __init__(self, mechanism: str, lookup: Callable[[str, str], ScramCredential | None],
-                 server_nonce: str | None = None) -> None:
+                 server_nonce: str | None = None, strict_nonce: bool = False) -> None:
         self.mechanism = mechanism
+        self.strict_nonce = strict_nonce     # Kafka 4.x: the final nonce must be the server-first one exactly
         self.hash = MECHANISMS[mechanism][0]
         self.lookup = lookup
         self.complete = False
@@ -152,9 +153,12 @@ class ScramServer:
         cred = self._credential
         if m is None or cred is None:
             raise self._fail("Invalid SCRAM client final message format")
-        # Kafka checks only that the nonce ends with the server-first one: librdkafka before 2.2 (Debian's kcat)
-        # sends client nonce + the whole server nonce (which already starts with the client's)
-        if not m["nonce"].endswith(self._nonce):
+        # Kafka 3.8.1-3.9 check only that the nonce ends with the server-first one: librdkafka before 2.6.1
+        # (Debian's kcat) sends client nonce + the whole server nonce (which already starts with the client's).
+        # Kafka 4.x compares it whole (RFC 5802; ScramSaslServer, checked against Kafka 4.4), so those clients
+        # cannot log in with SCRAM there: strict_nonce under the 4.x profiles.
+        ok = m["nonce"] == self._nonce if self.strict_nonce else m["nonce"].endswith(self._nonce)
+        if not ok:
             raise self._fail("Invalid client nonce in the final client message.")
         if base64.b64decode(m["channel"]) != self._gs2.encode():
             raise self._fail("channel binding data does not match the client first message")

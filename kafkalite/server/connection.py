@@ -382,15 +382,17 @@ class Connection:
             from kafkalite.handlers import error_response  # imported when first needed: not at start
 
             chunks = await error_response.encode_failure(self, header, body, exc, offload)
+        if sasl is not None and sasl.close_reason is not None:
+            # a failed handshake/authentication: answered ``connection.failed.authentication.delay.ms`` later and
+            # closed right after the answer, as Kafka does (KIP-306: Selector delays the close, and
+            # KafkaChannel.completeCloseOnAuthenticationFailure sends the failure response only then); no tight
+            # reconnect loops, and no answer before the delay for a password guesser
+            await trio.sleep(sasl.security.failure_delay_ms / 1000)
+            await self.send_chunks(chunks)
+            raise ConnectionClosed(sasl.close_reason)
         await self.send_chunks(chunks)
-        if sasl is not None:
-            if sasl.close_reason is not None:   # a failed handshake/authentication: closed after its answer,
-                # ``connection.failed.authentication.delay.ms`` later (KIP-306: no tight reconnect loops; the
-                # client reads the answer before it sees the connection end)
-                await trio.sleep(sasl.security.failure_delay_ms / 1000)
-                raise ConnectionClosed(sasl.close_reason)
-            if header.api_key == _API_VERSIONS_KEY:
-                sasl.api_versions_answered()
+        if sasl is not None and header.api_key == _API_VERSIONS_KEY:
+            sasl.api_versions_answered()
         if throttle:
             await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
 

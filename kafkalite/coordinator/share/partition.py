@@ -16,8 +16,8 @@ Theory of operation, as Kafka's ``SharePartition``:
   REJECT(3) and GAP(0, an offset the client found no record at) -> ARCHIVED, RENEW(4, KIP-1222) extends the
   lock. A release and an expired lock make a record AVAILABLE again — unless its delivery count has
   reached ``group.share.delivery.count.limit``, then it is ARCHIVED (never delivered again). A share
-  session that ends (connection closed, final epoch, member gone) makes its records AVAILABLE with the
-  delivery count taken back by one, never archived (``release_member``). Acknowledgements of one request are validated as a whole first: any offset not ACQUIRED by that
+  session that ends (connection closed, final epoch, member gone) releases its records the same way, the
+  delivery counted (``release_member``, Kafka 4.2+). Acknowledgements of one request are validated as a whole first: any offset not ACQUIRED by that
   member fails the partition with INVALID_RECORD_STATE and nothing changes.
 - The start moves past the contiguous prefix of ACKNOWLEDGED/ARCHIVED records.
 - Control batches (transaction markers) and, for ``read_committed``, batches of aborted transactions are
@@ -345,18 +345,15 @@ class SharePartition:
 
     def release_member(self, member: str) -> list[StateBatch]:
         """A member's share session ended (its connection closed, it sent the final epoch, it was replaced
-        by a new session, or the member left): its acquired records are AVAILABLE again at once, and that
-        delivery does not count — the delivery count goes back down by one, and the delivery limit does
-        not archive them. This is Kafka's ``SharePartition.releaseAcquiredRecords`` (``DeliveryCountOps
-        .DECREASE``: "fetched but not actually delivered to the client"), unlike an expired lock or a
-        RELEASE acknowledgement, which keep the count and archive at the limit."""
+        by a new session, or the member left): its acquired records are released at once, the delivery
+        counted, as an expired lock or a RELEASE acknowledgement: AVAILABLE, or ARCHIVED at the delivery limit.
+        This is Kafka 4.2+'s ``SharePartition.releaseAcquiredRecords`` (``DeliveryCountOps.NO_OP``,
+        KAFKA-19972: a consumer crashing on a record must not get it forever; checked against Kafka 4.4, whose
+        next consumer saw delivery count 2). Kafka before took the count back by one (``DECREASE``)."""
         changed: list[tuple[int, int, int]] = []
         for i, owner in enumerate(self._owner):
             if owner == member and self._st[i] == ACQUIRED:
-                cnt = self._cnt[i] = max(self._cnt[i] - 1, 0)
-                self._st[i] = AVAILABLE
-                self._owner[i] = None
-                changed.append((self.start + i, AVAILABLE, cnt))
+                changed.append((self.start + i, self._release(i), self._cnt[i]))
         self._advance()
         return runs(changed)
 

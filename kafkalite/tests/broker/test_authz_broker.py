@@ -11,6 +11,8 @@ from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (
     CreateAclsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
     DescribeClusterRequest,
     DescribeGroupsRequest,
     InitProducerIdRequest,
@@ -59,3 +61,25 @@ def test_what_a_principal_without_rights_sees(tmp_path: Path) -> None:
             resource_type=2, resource_name="r", resource_pattern_type=3, principal=ANON, host="*", operation=4,
             permission_type=3)]), 3)
         assert ca.results[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED   # no ALTER on the cluster
+
+
+def test_delete_on_the_cluster_deletes_any_topic(tmp_path: Path) -> None:
+    """DeleteTopics: DELETE on the cluster allows every topic, as KRaft Kafka's controller does
+    (ControllerApis.deleteTopics; Kafka 4.4 answered so in compat-tests/test_acls.py); without it, DELETE on the
+    topic is needed."""
+    Authorizer(tmp_path).create([
+        AclBinding(ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL, ANON, "*", Op.CREATE,
+                   Permission.ALLOW)])
+    with Broker(data_dir=tmp_path, overrides=STANDARD) as b, RawClient("127.0.0.1", b.port) as c:
+        for t in ("d1", "d2"):
+            r = c.request(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name=t, num_partitions=1, replication_factor=1)], timeout_ms=5000), 5)
+            assert r.topics[0].error_code == 0
+        r = c.request(DeleteTopicsRequest(topic_names=["d1"], timeout_ms=5000), 5)
+        assert r.responses[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    Authorizer(tmp_path).create([
+        AclBinding(ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL, ANON, "*", Op.DELETE,
+                   Permission.ALLOW)])
+    with Broker(data_dir=tmp_path, overrides=STANDARD) as b, RawClient("127.0.0.1", b.port) as c:
+        r = c.request(DeleteTopicsRequest(topic_names=["d1", "d2"], timeout_ms=5000), 5)
+        assert [(x.name, x.error_code) for x in r.responses] == [("d1", 0), ("d2", 0)]

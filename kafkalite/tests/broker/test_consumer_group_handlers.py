@@ -63,6 +63,8 @@ def test_consumer_group_through_the_handlers() -> None:
         assert c.request(DescribeGroupsRequest(groups=["g"]), 5).groups[0].group_state == "Dead"
         d = c.request(ConsumerGroupDescribeRequest(group_ids=["g", "nope"]), 1).groups
         assert (d[0].group_state, d[0].group_epoch, [m.member_id for m in d[0].members]) == ("Stable", 1, ["m1"])
+        # subscribed by names: the regex is "" as Kafka 4.4 describes it (ConsumerGroupMember's default), not null
+        assert (d[0].members[0].subscribed_topic_names, d[0].members[0].subscribed_topic_regex) == (["t"], "")
         assert d[1].error_code == ErrorCode.GROUP_ID_NOT_FOUND
         # a classic JoinGroup is served by the consumer group (a classic-protocol member, Kafka 4.0): a member id
         # first (v4+), and only the "consumer" embedded protocol

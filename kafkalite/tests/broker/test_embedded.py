@@ -37,12 +37,15 @@ def test_embedded_broker_persists_topics_and_writes_clean_marker(tmp_path: Path)
 def test_pytest_fixtures(kafkalite_broker: Broker, kafkalite_broker_factory: Callable[..., Broker]) -> None:
     other = kafkalite_broker_factory(overrides={"num.partitions": "3"})
     assert other.port != kafkalite_broker.port
+    def auto_created(c: RawClient, name: str) -> object:
+        req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)])
+        c.request(req, 12)             # creates it (answered UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers)
+        return c.request(req, 12).topics[0]
+
     with RawClient(other.host, other.port) as c:
-        t = c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="three")]), 12).topics[0]
-        assert len(t.partitions) == 3
+        assert len(auto_created(c, "three").partitions) == 3
     with RawClient(kafkalite_broker.host, kafkalite_broker.port) as c:
-        t = c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="one")]), 12).topics[0]
-        assert len(t.partitions) == 1
+        assert len(auto_created(c, "one").partitions) == 1
 
 
 def test_two_listeners_each_advertise_their_own_address(tmp_path: Path) -> None:

@@ -27,9 +27,15 @@ from kafkalite_wire.messages import (
 Connect = Callable[[], RawClient]
 
 
-def metadata(c: RawClient, *names: str, version: int = 12, auto: bool = True) -> object:
+def metadata(c: RawClient, *names: str, version: int = 12, auto: bool = True, again: bool = True) -> object:
+    """Metadata for ``names``; with ``again`` asked a second time when the first answer auto-created one (the
+    creating request answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka's does: clients ask again)."""
     topics = [MetadataRequest.MetadataRequestTopic(name=n) for n in names]
-    return c.request(MetadataRequest(topics=topics, allow_auto_topic_creation=auto), version)
+    resp = c.request(MetadataRequest(topics=topics, allow_auto_topic_creation=auto), version)
+    if again and (auto or version < 4) and any(
+            t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for t in resp.topics):
+        resp = c.request(MetadataRequest(topics=topics, allow_auto_topic_creation=auto), version)
+    return resp
 
 
 def produce_req(topic: str, batch: bytes | None, acks: int = -1, partition: int = 0) -> ProduceRequest:
@@ -243,12 +249,21 @@ def test_unknown_topic_and_partition(raw: Connect) -> None:
 # -- metadata --------------------------------------------------------------------------------------------------
 def test_metadata_autocreate_ids_and_errors(raw: Connect) -> None:
     c = raw()
-    resp = metadata(c, "auto-created", "bad name!", version=12)
+    resp = metadata(c, "auto-created", "bad name!", version=12, again=False)
     by_name = {t.name: t for t in resp.topics}
+    # the creating request is answered UNKNOWN_TOPIC_OR_PARTITION, as a KRaft Kafka 4.4 answers it while its
+    # controller creates the topic; the next request finds the topic
     t = by_name["auto-created"]
+    assert (t.error_code, t.topic_id, t.partitions) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, uuid.UUID(int=0), [])
+    assert by_name["bad name!"].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    for v in (1, 3):   # before v4 every request may create (no AllowAutoTopicCreation field): the same answer
+        assert metadata(c, f"auto-created-v{v}", version=v, again=False).topics[0].error_code == \
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert metadata(c, f"auto-created-v{v}", version=v, again=False).topics[0].error_code == 0
+    resp = metadata(c, "auto-created", version=12)
+    t = resp.topics[0]
     assert t.error_code == 0 and t.topic_id != uuid.UUID(int=0) and len(t.partitions) == 1
     assert t.partitions[0].leader_id == resp.brokers[0].node_id
-    assert by_name["bad name!"].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     resp = metadata(c, "not-auto", version=12, auto=False)
     assert resp.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     # by id (v10+)

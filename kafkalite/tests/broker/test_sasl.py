@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.embedded import Broker
+from kafkalite.security.errors import SaslFailure
 from kafkalite.security.principal import KafkaPrincipal
 from kafkalite.security.scram import ScramServer, credential_from_password, salted_password
 from kafkalite.tests.support import saslclient as sc
@@ -284,3 +287,73 @@ def test_secrets_are_never_described_or_shown(broker: Broker) -> None:
         assert all(s.value is None for s in got[key].synonyms)
         assert got["sasl.enabled.mechanisms"].value == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
     assert "alice-secret" not in repr(broker.config)
+
+
+def test_scram_doubled_client_nonce_kafka_3_9_and_4() -> None:
+    """librdkafka before 2.6.1 sends r=<client nonce><server-first nonce> (the latter already starts with the
+    client's). Kafka 3.8.1-3.9 accept it (endsWith), Kafka 4.x refuse it (equals; Kafka 4.4 answered
+    SASL_AUTHENTICATION_FAILED "... due to invalid credentials ..."): kafkalite's 4.x profiles do as 4.x."""
+    from kafkalite.security.listeners import kafka_4
+
+    salt = b"0123456789abcdef"
+    cred = credential_from_password("SCRAM-SHA-256", "pw", 4096, salt)
+    assert (kafka_4("4.3"), kafka_4("3.9+4.3"), kafka_4("3.9"), kafka_4(""), kafka_4(None)) == (
+        True, False, False, False, False)
+    for strict in (False, True):
+        server = ScramServer("SCRAM-SHA-256", lambda u, m: cred, server_nonce="SNONCE", strict_nonce=strict)
+        first = server.evaluate(b"n,,n=user,r=CNONCE").decode()
+        nonce = "CNONCE" + dict(x.split("=", 1) for x in first.split(","))["r"]   # the doubled client nonce
+        without = f"c=biws,r={nonce}"
+        auth = f"n=user,r=CNONCE,{first},{without}".encode()
+        key = salted_password("SCRAM-SHA-256", "pw", salt, 4096)
+        client_key = hmac.new(key, b"Client Key", "sha256").digest()
+        sig = hmac.new(hashlib.sha256(client_key).digest(), auth, "sha256").digest()
+        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, sig, strict=True))).decode()
+        if strict:
+            with pytest.raises(SaslFailure):
+                server.evaluate(f"{without},p={proof}".encode())
+        else:
+            assert server.evaluate(f"{without},p={proof}".encode()).startswith(b"v=") and server.complete
+
+
+def test_failed_authentication_is_answered_as_the_connection_closes(tmp_path: Path) -> None:
+    """KIP-306 as Kafka does it: the SaslAuthenticate failure is sent when the delayed close happens
+    (connection.failed.authentication.delay.ms later), immediately followed by the close; not at once with the
+    close a delay later. (kafka-python 3.0.12 then reports only a lost connection, on Kafka 4.4 too.)"""
+    b = _start(tmp_path, **{"connection.failed.authentication.delay.ms": "3000"})
+    try:
+        with _conn(b) as c:
+            sc.api_versions(c)
+            r = sc.login_plain(c, "alice", "wrong")
+            assert r.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+            c.sock.settimeout(2.5)   # well under the 3 s delay: the end comes with the answer, not after it
+            assert c.is_closed_by_peer()
+    finally:
+        b.stop()
+
+
+def test_handshake_that_is_no_reauthentication(broker: Broker, tmp_path: Path) -> None:
+    """Kafka's KafkaChannel.maybeBeginServerReauthentication: a SaslHandshake after authentication begins a
+    re-authentication only on a session with a lifetime, and at most once a second; otherwise the request
+    handler answers it ILLEGAL_SASL_STATE and the session goes on (kafkajs 2.2.4, whose default
+    reauthenticationThreshold of 10 s exceeds a 5 s session, met it on Kafka 4.4 before each request)."""
+    with _conn(broker) as c:                       # no connections.max.reauth.ms: no lifetime
+        assert sc.login_plain(c, "alice", "alice-secret").error_code == 0
+        assert sc.handshake(c, "PLAIN").error_code == ErrorCode.ILLEGAL_SASL_STATE
+        assert _metadata(c).brokers
+    b = _start(tmp_path, **{"connections.max.reauth.ms": "60000"})
+    try:
+        for _attempt in range(3):   # the second handshake must come within a second of the first re-auth's start
+            with _conn(b) as c:
+                assert sc.login_plain(c, "alice", "alice-secret").error_code == 0
+                started = time.monotonic()
+                assert sc.login_plain(c, "alice", "alice-secret").error_code == 0   # a re-authentication
+                code = sc.handshake(c, "PLAIN").error_code
+                if time.monotonic() - started < 0.9:
+                    assert code == ErrorCode.ILLEGAL_SASL_STATE
+                    assert _metadata(c).brokers                                     # the session goes on
+                    break
+        else:
+            pytest.fail("no two handshakes within a second in three attempts")
+    finally:
+        b.stop()
