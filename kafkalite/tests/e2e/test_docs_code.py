@@ -67,8 +67,8 @@ def blocks(page: Path) -> list[Block]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line.startswith("<!-- docs-test"):
-            m = _MARKER.match(line)
+        if line.lstrip().startswith("<!-- docs-test"):   # indented with its block inside a list item
+            m = _MARKER.match(line.strip())
             assert m, f"{page.relative_to(ROOT)}:{i + 1}: malformed docs-test marker {line!r}"
             pending.append((i + 1, m.group(1), m.group(2) or ""))
             i += 1
