@@ -186,6 +186,16 @@ def _cases() -> list[Case]:
         topic_of("zero-partitions", f"-v{v}"), 0), doc="INVALID_PARTITIONS")
     add("create_topics_replication_3", m.CreateTopicsRequest, lambda v, ctx: _create_req(
         topic_of("rf3", f"-v{v}"), 1, rf=3), doc="INVALID_REPLICATION_FACTOR on one broker")
+    for label, key, value in (("segment_bytes_below_1mib", "segment.bytes", "1048575"),
+                              ("removed_in_4", "message.format.version", "3.0-IV1"),
+                              ("timestamp_difference", "message.timestamp.difference.max.ms", "1000"),
+                              ("tiered_storage_off", "remote.storage.enable", "true"),
+                              ("decompressed_zero", "max.decompressed.message.bytes", "0"),
+                              ("gzip_level", "compression.gzip.level", "0"),
+                              ("copy_lag", "remote.copy.lag.ms", "-2")):
+        add(f"create_topics_config_{label}", m.CreateTopicsRequest, lambda v, ctx, label=label, key=key,
+            value=value: _create_req(topic_of(f"cfg-{label}", f"-v{v}"), configs={key: value}, validate_only=True),
+            doc=f"{key}={value} (validate_only)", min_version=5)
     add("create_topics_validate_only", m.CreateTopicsRequest, lambda v, ctx: _create_req(
         topic_of("validate", f"-v{v}"), 2, validate_only=True), doc="validate_only: nothing created", min_version=1)
 
@@ -249,7 +259,7 @@ def _cases() -> list[Case]:
     add("describe_configs_unknown_topic", m.DescribeConfigsRequest,
         lambda v, ctx: _describe(TOPIC, "diff-no-such-topic"), doc="UNKNOWN_TOPIC_OR_PARTITION")
     add("describe_configs_broker", m.DescribeConfigsRequest, lambda v, ctx: _describe(BROKER, "1"),
-        doc="every config of broker 1, with synonyms", fast=False)
+        doc="every config of broker 1, with synonyms")
     add("describe_configs_broker_keys", m.DescribeConfigsRequest,
         lambda v, ctx: _describe(BROKER, "1", ["num.partitions", "log.retention.hours", "message.max.bytes",
                                                "auto.create.topics.enable", "log.segment.bytes"]),

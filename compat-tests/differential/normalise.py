@@ -82,7 +82,7 @@ def diff(a: Any, b: Any, path: str = "") -> list[str]:
                 out += diff(a[k], b[k], p)
         return out
     if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b) and a and b and all(isinstance(x, dict) for x in a + b):
+        if a and b and all(isinstance(x, dict) for x in a + b) and _unique_key(a, b) is not None:
             return _diff_named(a, b, path)
         out = []
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
@@ -93,11 +93,21 @@ def diff(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {_short(a)} != {_short(b)}"]
 
 
-def _diff_named(a: list[Any], b: list[Any], path: str) -> list[str]:
-    """Lists of named elements of different lengths: which names only one side has, then the common ones."""
+def _unique_key(a: list[Any], b: list[Any]) -> str | None:
+    """The key that names every element of both lists, once each on each side (then elements pair by it)."""
     key = next((k for k in _ORDER_KEYS if all(k in x for x in a + b)), None)
     if key is None:
-        return [f"{path}: {len(a)} items != {len(b)} items"]
+        return None
+    for side in (a, b):
+        if len({str(x[key]) for x in side}) != len(side):
+            return None
+    return key
+
+
+def _diff_named(a: list[Any], b: list[Any], path: str) -> list[str]:
+    """Lists of named elements: which names only one side has, then the common ones, by name."""
+    key = _unique_key(a, b)
+    assert key is not None
     am = {str(x[key]): x for x in a}
     bm = {str(x[key]): x for x in b}
     out = []

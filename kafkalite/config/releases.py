@@ -51,17 +51,30 @@ KAFKA_4_3_FLOORS: dict[int, int] = {
     38: 1, 39: 1, 40: 1, 41: 1, 76: 1, 77: 1, 78: 1, 79: 1,
 }
 
-#: the default: every version Kafka 3.9 or 4.3 serves (each API up to the higher of the two stable caps, no
-#: floors), so old clients keep KIP-896's removed versions and new ones get 4.x's (ConsumerGroupHeartbeat v1,
+#: the previous default: every version Kafka 3.9 or 4.3 serves (each API up to the higher of the two stable caps,
+#: no floors), so old clients keep KIP-896's removed versions and new ones get 4.x's (ConsumerGroupHeartbeat v1,
 #: which librdkafka 2.16 needs for group.protocol=consumer, and the share group APIs)
 KAFKA_3_9_AND_4_3: dict[int, int] = {k: max(KAFKA_3_9.get(k, -1), KAFKA_4_3.get(k, -1))
                                      for k in sorted(set(KAFKA_3_9) | set(KAFKA_4_3))}
-DEFAULT_PROFILE = "3.9+4.3"
+#: the default: Kafka 4.4 (its configs), serving also every version Kafka 3.9 served
+DEFAULT_PROFILE = "3.9+4.4"
 
 RELEASES: dict[str, dict[int, int]] = {
-    "2.8": KAFKA_2_8, "3.6": KAFKA_3_6, "3.9": KAFKA_3_9, "4.3": KAFKA_4_3, DEFAULT_PROFILE: KAFKA_3_9_AND_4_3,
+    "2.8": KAFKA_2_8, "3.6": KAFKA_3_6, "3.9": KAFKA_3_9, "4.3": KAFKA_4_3, "3.9+4.3": KAFKA_3_9_AND_4_3,
+    DEFAULT_PROFILE: KAFKA_3_9_AND_4_3,
 }
 FLOORS: dict[str, dict[int, int]] = {"4.3": KAFKA_4_3_FLOORS}
+
+#: profile -> the Kafka release whose configs it presents: topic and broker config names, defaults, validation
+#: and how DescribeConfigs lists them (``kafkalite.config.defs.topic_defs``/``broker_defs``). Kafka 4.0 removed
+#: and changed configs (KIP-724, KIP-1030); profiles of older releases keep Kafka 3.9's tables.
+CONFIG_RELEASE: dict[str, str] = {"2.8": "3.9", "3.6": "3.9", "3.9": "3.9", "3.9+4.3": "3.9", "4.3": "4.3",
+                                  DEFAULT_PROFILE: "4.4"}
+
+
+def config_release(profile: str | None) -> str:
+    """The config release ("3.9", "4.3", "4.4") of a profile; ``None``/"" is the default profile."""
+    return CONFIG_RELEASE.get(profile or DEFAULT_PROFILE, "3.9")
 
 
 def caps_for(release: str | None) -> dict[int, int] | None:

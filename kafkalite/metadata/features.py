@@ -72,9 +72,10 @@ FEATURES: dict[str | None, tuple[Feature, ...]] = {
             Feature("share.version", 0, 1, 1)),
 }
 FEATURES[None] = FEATURES["3.9"]
-# the default profile ("3.9+4.3", kafkalite.config.releases.DEFAULT_PROFILE) presents itself as Kafka 3.9: its extra
-# 4.x versions (ConsumerGroupHeartbeat v1, the share APIs) need no feature flag with the clients measured here
+# the previous default profile ("3.9+4.3") presents itself as Kafka 3.9: its extra 4.x versions
+# (ConsumerGroupHeartbeat v1, the share APIs) need no feature flag with the clients measured here
 FEATURES["3.9+4.3"] = FEATURES["3.9"]
+FEATURES["3.9+4.4"] = FEATURES["3.9"]
 
 
 def features_for(profile: str | None) -> tuple[Feature, ...]:
