@@ -62,7 +62,7 @@ def _code(text: object) -> str:
 # -- apis.md -------------------------------------------------------------------------------------------------
 
 def apis() -> str:
-    from kafkalite.config.releases import DEFAULT_PROFILE, RELEASES, caps_for, floors_for
+    from kafkalite.config.releases import DEFAULT_PROFILE, RELEASES, below_served, table_for
     from kafkalite.handlers import load_all, registry
     from kafkalite_wire.messages import REGISTRY
 
@@ -70,7 +70,7 @@ def apis() -> str:
     served = {key: (spec.min_version, spec.max_version, spec.fn.__module__.rsplit(".", 1)[1])
               for key, spec in dict.items(registry.HANDLERS)}
     profiles = sorted(RELEASES, key=lambda r: (r == DEFAULT_PROFILE, [int(x) for x in r.split("+")[0].split(".")]))
-    by_profile = {r: {k: (lo, hi) for k, lo, hi in registry.advertised(caps_for(r), floors_for(r))}
+    by_profile = {r: {k: (lo, hi) for k, lo, hi in registry.advertised(table_for(r), below_served(r))}
                   for r in profiles}
 
     def rng(pair: tuple[int, int] | None) -> str:
@@ -95,9 +95,11 @@ def apis() -> str:
         f"kafkalite serves {len(served)} Kafka APIs. **served** is the version range its handler registers "
         "(`@handler(..., min_version=, max_version=)` in `kafkalite/handlers/<api>.py`); **codec** what the "
         "generated codec (`wire/`) can decode and encode; each profile column is what ApiVersions advertises "
-        "under `kafkalite serve --emulate-kafka <profile>` (the served range capped at that Kafka release's "
-        "highest stable version and, for 4.3, raised to its lowest served version after KIP-896; "
-        "– : not advertised, as that release has no such API or no overlap). Tables: "
+        "under `kafkalite serve --emulate-kafka <profile>`: the overlap of the served range with what that Kafka "
+        "release advertises (4.3's and 4.4's: their real brokers' ApiVersions answers, KIP-896's raised minimums "
+        "included; Produce is listed from v0 there as Kafka 4.x lists it, though v0-2 are not served; the default "
+        "`3.9+4.4` widens 4.4's ranges to every version Kafka 3.9 served); "
+        "– : not advertised, as that release has no such API or no overlap. Tables: "
         "`kafkalite/handlers/_index.py`, `kafkalite/config/releases.py`; how the profiles are chosen: "
         "[running kafkalite](../operator/running.md#emulating-another-kafka-release).\n\n",
         _table(header, rows),

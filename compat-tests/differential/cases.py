@@ -36,6 +36,7 @@ class Case:
     min_version: int = 0                                  # below this the case has no meaning
     fast: bool = True                                     # part of the bounded slice in `make test`
     tags: tuple[str, ...] = field(default=())
+    profile: str | None = None                            # kafkalite's --emulate-kafka (None: the default)
 
 
 def topic_of(case: str, suffix: str = "") -> str:
@@ -162,6 +163,10 @@ def _cases() -> list[Case]:
         lambda v, ctx: m.ApiVersionsRequest(client_software_name="kafkalite-differential",
                                             client_software_version="1.0"),
         doc="the advertised API ranges and features")
+    add("api_versions_profile_4_4", m.ApiVersionsRequest,
+        lambda v, ctx: m.ApiVersionsRequest(client_software_name="kafkalite-differential",
+                                            client_software_version="1.0"),
+        doc="the same, kafkalite started with `--emulate-kafka 4.4` (Kafka 4.4's exact table)", profile="4.4")
 
     # Metadata
     t_md = topic_of("metadata")

@@ -21,11 +21,27 @@ _HARNESS_SET = (r"(advertised\.listeners|listeners|log\.dirs|node\.id|broker\.id
                 r"num\.network\.threads|num\.io\.threads)")
 
 KNOWN: list[tuple[str, str, str]] = [
-    # ApiVersions: issue #24's "exact version tables" part (the default profile is 3.9 + 4.3 API versions)
-    ("api_versions", r"^(api_keys|supported_features|finalized_features)",
-     "kafkalite's default profile advertises Kafka 3.9's ranges plus 4.3's additions, not 4.4's (issue #24: "
-     "exact version tables per profile)"),
-    ("api_versions", r"^finalized_features_epoch",
+    # ApiVersions (the default profile, and --emulate-kafka 4.4)
+    ("api_versions", r"^api_keys\[api_key=(\d+)\]\.min_version: 0 != [12]$",
+     "the default profile (3.9+4.4) still serves the versions Kafka 4.0 removed (KIP-896) and the share group "
+     "APIs' early-access v0, for older clients; `--emulate-kafka 4.4` advertises Kafka 4.4's minimums"),
+    ("api_versions.*", r"^api_keys: only Kafka has api_key 27, 38, 39, 40, 41, 64, 80, 81, 83, 84, 85, 86 "
+     r"\(\+5 more\)$",
+     "APIs kafkalite does not serve: broker-to-broker and KRaft ones (WriteTxnMarkers 27, UnregisterBroker 64, "
+     "Add/RemoveRaftVoter 80-81, the share group state RPCs 83-87, UnregisterController 94), delegation tokens "
+     "(38-41) and KIP-1071 streams groups (88, 89, 93)"),
+    ("api_versions.*", r"^api_keys\[api_key=(24|26|28)\]\.max_version: [34] != [56]$",
+     "transaction.version 2 (KIP-890 part 2) is not implemented: EndTxn v5 and TxnOffsetCommit v5-6 (epoch bump "
+     "per transaction, implicit AddOffsetsToTxn) and AddPartitionsToTxn v4-5 (broker-to-coordinator "
+     "verification) are not served; clients use them only when that feature is finalized, which kafkalite "
+     "does not report"),
+    ("api_versions.*", r"^(finalized|supported)_features: only Kafka has name (eligible\.leader\.replicas\.version"
+     r"|, |streams\.version|transaction\.version)+$|^(finalized|supported)_features\[name=share\.version\]\."
+     r"(max_version_level|min_version_level|max_version): 1 != 2$",
+     "features kafkalite does not implement: transaction.version 2 (KIP-890 part 2), streams.version (KIP-1071), "
+     "eligible.leader.replicas.version (KIP-966), share.version 2 (the share group dead-letter queue, "
+     "KIP-1191; kafkalite stops at 1)"),
+    ("api_versions.*", r"^finalized_features_epoch",
      "the finalized features' epoch is the metadata offset that set them: a per-cluster value"),
     # topic configs (CreateTopics v5+ and DescribeConfigs)
     ("create_topics_ok|create_topics_validate_only|describe_configs_.*",

@@ -1,4 +1,5 @@
-"""AlterPartitionReassignments (key 45): v0 (flexible).
+"""AlterPartitionReassignments (key 45): v0–v1 (flexible; v1, KIP-860, may forbid a change of replication
+factor: the only valid target, this node, never changes it; the flag is echoed in the response).
 
 Kafka 3.9's controller (``ReplicationControlManager.alterPartitionReassignment``) on one node:
 
@@ -25,13 +26,14 @@ from kafkalite_wire.messages import AlterPartitionReassignmentsRequest, AlterPar
 R = AlterPartitionReassignmentsResponse
 
 
-@handler(AlterPartitionReassignmentsRequest, min_version=0, max_version=0)
+@handler(AlterPartitionReassignmentsRequest, min_version=0, max_version=1)
 async def alter_partition_reassignments(ctx: RequestContext,
                                         req: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     state = ctx.broker
     if err := authz.cluster_error(ctx, authz.Op.ALTER):
         msg = authz.CLUSTER_DENIED_MESSAGE
-        return R(throttle_time_ms=0, error_code=err, error_message=msg, responses=[
+        return R(throttle_time_ms=0, error_code=err, error_message=msg,
+                 allow_replication_factor_change=req.allow_replication_factor_change, responses=[
             R.ReassignableTopicResponse(name=t.name, partitions=[R.ReassignablePartitionResponse(
                 partition_index=p.partition_index, error_code=err, error_message=msg) for p in t.partitions])
             for t in req.topics])
@@ -58,4 +60,5 @@ async def alter_partition_reassignments(ctx: RequestContext,
             parts.append(R.ReassignablePartitionResponse(partition_index=p.partition_index, error_code=code,
                                                          error_message=msg))
         responses.append(R.ReassignableTopicResponse(name=t.name, partitions=parts))
-    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, responses=responses)
+    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
+             allow_replication_factor_change=req.allow_replication_factor_change, responses=responses)

@@ -1,4 +1,5 @@
-"""DescribeCluster (key 60): v0–v1 (v1 must be offered: kafka-python 3.0's describe_cluster() breaks on v0 only).
+"""DescribeCluster (key 60): v0–v2 (v1 must be offered: kafka-python 3.0's describe_cluster() breaks on v0 only).
+v2 (KIP-1073) may ask for fenced brokers too and marks each broker IsFenced: kafkalite's brokers are never fenced.
 
 One broker, which is also reported as the controller. EndpointType (v1+): 1 = brokers (answered),
 2 = controllers (UNSUPPORTED_ENDPOINT_TYPE: clients must ask a controller, and we have none separately).
@@ -12,7 +13,7 @@ from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DescribeClusterRequest, DescribeClusterResponse
 
 
-@handler(DescribeClusterRequest, min_version=0, max_version=1)
+@handler(DescribeClusterRequest, min_version=0, max_version=2)
 async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
     state = ctx.broker
     endpoint_type = req.endpoint_type if ctx.version >= 1 else 1

@@ -1,4 +1,6 @@
-"""Fetch (key 1): v4–v17 (v4 is the first with isolation level and LSO; every client sends ≥4 when offered).
+"""Fetch (key 1): v4–v18 (v4 is the first with isolation level and LSO; every client sends ≥4 when offered).
+v18 adds a follower's known high watermark (KIP-1166, tagged): a consumer's fetch never carries one and kafkalite
+has no Kafka followers, so it is read and ignored.
 
 - Long poll: if fewer than MinBytes are available (and no partition errored), wait until an append to one of
   the requested partitions (per-partition events set by Produce, see BrokerState.append_waiter) or until
@@ -246,7 +248,7 @@ def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str
     return keys
 
 
-@handler(FetchRequest, min_version=4, max_version=17)
+@handler(FetchRequest, min_version=4, max_version=18)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     state = ctx.broker
     quotas = state.quotas

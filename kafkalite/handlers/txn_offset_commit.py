@@ -68,7 +68,7 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
         if offsets:
             errors.update(groups.txn_commit_offsets(
                 req.group_id, req.producer_id, req.member_id if v >= 3 else "",
-                req.group_instance_id if v >= 3 else None, req.generation_id if v >= 3 else -1, offsets,
+                req.group_instance_id if v >= 3 else None, req.generation_id_or_member_epoch if v >= 3 else -1, offsets,
                 producer_epoch=req.producer_epoch))
     topics = []
     for t in req.topics:

@@ -22,7 +22,7 @@ from kafkalite_wire.messages import (
 )
 
 Connect = Callable[[], RawClient]
-NEW_KEYS = {34: (0, 2), 43: (0, 2), 45: (0, 0), 46: (0, 0), 55: (0, 2), 61: (0, 0)}
+NEW_KEYS = {34: (0, 2), 43: (0, 2), 45: (0, 1), 46: (0, 0), 55: (0, 2), 61: (0, 0)}
 
 
 def test_advertised(raw: Connect) -> None:
