@@ -3,9 +3,10 @@
 ``normalise(tree)`` rewrites a response tree so that two correct brokers give equal trees:
 
 - values that name the deployment: ``cluster_id``, ``host``, ``port`` (and the listener strings and log dirs
-  among DescribeConfigs values), UUIDs (topic ids), producer ids;
-- values that name the moment: ``throttle_time_ms``, ``log_append_time_ms`` and other append timestamps that
-  are not -1;
+  among DescribeConfigs values), UUIDs (topic ids), producer ids, the member ids a broker gives, log dir paths
+  and the file system's sizes;
+- values that name the moment: ``throttle_time_ms``, ``log_append_time_ms``, a transaction's start, a voter's
+  last fetch, when they are not -1;
 - order the protocol leaves free: lists of named things (topics, partitions, configs, api keys, coordinators,
   features, brokers) are sorted by their name or index.
 
@@ -30,6 +31,14 @@ _PLACEHOLDERS = {
     "log_append_time_ms": "<time>",
     "throttle_time_ms": 0,
     "session_id": "<session-id>",
+    "member_id": "<member-id>",          # a classic group's member ids are the broker's: client id + random
+    "leader": "<member-id>",
+    "log_dir": "<log-dir>",
+    "total_bytes": "<bytes>",
+    "usable_bytes": "<bytes>",
+    "transaction_start_time_ms": "<time>",
+    "last_fetch_timestamp": "<time>",
+    "last_caught_up_timestamp": "<time>",
 }
 # DescribeConfigs values that name the machine or the deployment, not behaviour
 _DEPLOYMENT_CONFIGS = {"log.dirs", "log.dir", "listeners", "advertised.listeners", "controller.quorum.voters",

@@ -100,10 +100,21 @@ def _share_reset_rule() -> tuple[Validator, str]:
     return check, "[earliest, latest, by_duration:<PnDTnHnMn.nS.>]"
 
 
+class BadElement(ValueError):
+    """A list element a validator refuses: Kafka's ValidList names the element, not the whole list."""
+
+    def __init__(self, value: str, why: str) -> None:
+        super().__init__(why)
+        self.value = value
+        self.why = why
+
+
 def each_of(*values: str) -> tuple[Validator, str]:
     def check(v: list[str]) -> str | None:
         bad = [x for x in v if x not in values]
-        return f"Invalid value(s) {', '.join(bad)}: must be among {', '.join(values)}" if bad else None
+        if bad:   # ConfigDef.ValidString's wording, for the first element refused
+            raise BadElement(bad[0], f"String must be one of: {', '.join(values)}")
+        return None
     return check, f"[{', '.join(values)}]"
 
 
@@ -155,7 +166,10 @@ def parse(d: ConfigDef, raw: object) -> Any:
             raise
         raise InvalidConfig(d.name, raw, f"Not a number of type {t.upper()}") from None
     if d.validator is not None:
-        why = d.validator(value)
+        try:
+            why = d.validator(value)
+        except BadElement as exc:
+            raise InvalidConfig(d.name, exc.value, exc.why) from None
         if why is not None:
             raise InvalidConfig(d.name, raw, why)
     return value

@@ -158,7 +158,7 @@ def check_broker_configs(state: BrokerState, resource: str, values: Mapping[str,
             return ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {name}"
     static = sorted(n for n in values if n not in DYNAMIC_BROKER_CONFIGS)
     if static:
-        return ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: {', '.join(static)}"
+        return ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: [{', '.join(static)}]"
     try:
         state.configs.check(resource, values)
     except ValueError as exc:

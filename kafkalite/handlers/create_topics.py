@@ -93,15 +93,18 @@ def _check(state: BrokerState, t: Any, node: int, taken: dict[str, str]) -> tupl
         partitions = len(indexes)
     else:
         partitions = state.config.num_partitions if t.num_partitions == -1 else t.num_partitions
-        if partitions < 1:
-            return ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", 0
         rf = 1 if t.replication_factor == -1 else t.replication_factor
-        if rf < 1:
-            return ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.", 0
+        if rf < 1:   # ReplicationControlManager checks the factor first
+            return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                    "Replication factor must be larger than 0, or -1 to use the default value.", 0)
+        if partitions < 1:
+            return ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.", 0
         if rf > 1 and not state.placement.replicated:   # several brokers: capped at their number
+            cordoned = "" if state.config.release == "3.9" else \
+                " or some brokers have all their log directories cordoned"   # 4.x's StripedReplicaPlacer
             return (ErrorCode.INVALID_REPLICATION_FACTOR,
                     f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
-                    "cannot be reached because only 1 broker(s) are registered.", 0)
+                    f"cannot be reached because only 1 broker(s) are registered{cordoned}.", 0)
     if nulls := [c.name for c in t.configs if c.value is None]:   # ReplicationControlManager's wording
         return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}", 0
     overrides = {c.name: c.value for c in t.configs}

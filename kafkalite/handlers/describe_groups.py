@@ -5,7 +5,8 @@
   metadata and assignments are only filled in while the group is Stable, and the protocol name likewise, as
   Kafka's GroupMetadata.summary.
 - v3 adds AuthorizedOperations (asked with IncludeAuthorizedOperations): without ACLs every group
-  operation is allowed (READ, DELETE, DESCRIBE); v4 adds GroupInstanceId; v5 is flexible.
+  operation is allowed (READ, DELETE, DESCRIBE, and under a 4.x profile DESCRIBE_CONFIGS, ALTER_CONFIGS);
+  v4 adds GroupInstanceId; v5 is flexible.
 - Authorization: DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED); authorized_operations (v3+, when
   asked) are the principal's.
 """
@@ -17,7 +18,6 @@ from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
 
 R = DescribeGroupsResponse
-ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
 NOT_REQUESTED = -(2**31)
 
 
@@ -25,11 +25,10 @@ NOT_REQUESTED = -(2**31)
 async def describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
     state = ctx.broker
     svc = state.groups
-    ops = ALL_GROUP_OPERATIONS if ctx.version >= 3 and req.include_authorized_operations else NOT_REQUESTED
+    asked = ctx.version >= 3 and req.include_authorized_operations
     out = []
     for gid in req.groups:
-        if ops != NOT_REQUESTED and state.authorizer is not None:
-            ops = authz.group_ops(ctx, gid)
+        ops = authz.group_ops(ctx, gid) if asked else NOT_REQUESTED
         if authz.group_error(ctx, authz.Op.DESCRIBE, gid):
             out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=gid,
                                         authorized_operations=ops))

@@ -38,6 +38,14 @@ def test_the_kafka_names_kafkalite_reads_are_kafka_39_names() -> None:
     assert set(DEFAULTS) == set(BROKER)
 
 
+def test_a_bad_list_element_is_named_as_kafka_names_it() -> None:
+    """ConfigDef.ValidList checks each element with ValidString: the message names the element refused."""
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig({"log.cleanup.policy": "compact,forever"})
+    assert str(info.value).endswith("Invalid value forever for configuration log.cleanup.policy: "
+                                    "String must be one of: compact, delete")
+
+
 @pytest.mark.parametrize(("key", "value", "why"), [
     ("num.partitions", "0", "Value must be at least 1"),
     ("log.segment.bytes", "13", "Value must be at least 1048576"),      # Kafka 4.x (the default profile)
@@ -47,7 +55,7 @@ def test_the_kafka_names_kafkalite_reads_are_kafka_39_names() -> None:
     ("log.cleaner.min.cleanable.ratio", "1.5", "Value must be no more than 1"),
     ("log.cleaner.min.cleanable.ratio", "nan", "Not a finite number"),
     ("delete.topic.enable", "1", "Expected value to be either true or false"),
-    ("log.cleanup.policy", "compact,forever", "forever"),
+    ("log.cleanup.policy", "forever", "String must be one of: compact, delete"),
     ("compression.type", "brotli", "String must be one of"),
     ("kafkalite.emulate.kafka", "1.0", "String must be one of"),
     ("listeners", "PLAINTEXT://localhost:65536", "port 65536 is outside 0-65535"),

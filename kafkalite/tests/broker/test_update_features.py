@@ -80,7 +80,9 @@ def test_downgrade_upgrade_epoch_validate_only_and_restart(tmp_path: Path) -> No
         assert finalized(c)[0] == 2
     with Broker(data_dir=tmp_path, emulate_kafka="3.9") as b, RawClient(b.host, b.port) as c:
         assert finalized(c) == (2, {"metadata.version": 20, "kraft.version": 1})
-        assert update(c, ("metadata.version", 19, SAFE), version=0) == [("metadata.version", 0, None)]
+        # v0's AllowDowngrade is not read (the controller takes v1's UpgradeType, UPGRADE in a v0 request)
+        assert update(c, ("metadata.version", 19, SAFE), version=0)[0][1] == IUV
+        assert update(c, ("metadata.version", 19, SAFE)) == [("metadata.version", 0, None)]
         assert finalized(c) == (3, {"metadata.version": 19, "kraft.version": 1})
 
 
