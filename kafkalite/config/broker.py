@@ -192,8 +192,8 @@ class BrokerConfig:
         if own:
             # only for settings kafkalite does not define: the release's table (and 3.9's) tells Kafka's own
             # settings from unknown names
-            from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS
-            from kafkalite.config.kafka_releases import broker_table
+            from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS  # big tables: loaded when needed
+            from kafkalite.config.kafka_releases import broker_table  # big tables: loaded when needed
 
             known = broker_table(self.release)
             kafka = sorted(k for k in own if k in known or k in KAFKA_39_BROKER_CONFIGS

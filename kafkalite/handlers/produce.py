@@ -213,7 +213,7 @@ def _resolve_topic_ids(ctx: RequestContext, req: ProduceRequest) -> set[int]:
 
 
 @handler(ProduceRequest, min_version=3, max_version=13)
-async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:  # noqa: C901 (Kafka's per-partition checks, in Kafka's order, on the hot path)
+async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     state = ctx.broker
     unknown_ids = _resolve_topic_ids(ctx, req) if ctx.version >= 13 else set()
     acks = req.acks
