@@ -64,8 +64,13 @@ _GROUP_RULES: tuple[tuple[str, str, str], ...] = (
 _WORDS = {">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}
 
 ENV_PREFIX = "KAFKALITE_"
-# Environment variables with our prefix that are not broker settings.
-_ENV_IGNORED = {"KAFKALITE_REFERENCE"}
+# Environment variables with our prefix that are not broker settings: those of the project's own test, bench and
+# build tooling (the compat harness, the reference broker, benches, fuzzers, the client builds, the console's
+# browser tests), so a broker started under them does not take them for settings.
+_ENV_IGNORED = ("KAFKALITE_REFERENCE", "KAFKALITE_COMPAT_", "KAFKALITE_BENCH_", "KAFKALITE_FUZZ_",
+                "KAFKALITE_ADMIN_FUZZ_", "KAFKALITE_JAVA", "KAFKALITE_CONSOLE_SCREENSHOTS", "KAFKALITE_CHROMIUM",
+                "KAFKALITE_SCALA_LIBRARY", "KAFKALITE_ECO_JARS", "KAFKALITE_GO_DRIVER", "KAFKALITE_RUST_DRIVER",
+                "KAFKALITE_GROUPS_CACHE", "KAFKALITE_SPARK_MASTER", "KAFKALITE_TESTS")
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -114,7 +119,7 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, str]:
 def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, value in environ.items():
-        if name.startswith(ENV_PREFIX) and name not in _ENV_IGNORED:
+        if name.startswith(ENV_PREFIX) and not name.startswith(_ENV_IGNORED):
             key = name[len(ENV_PREFIX):].lower().replace("_", ".")
             if key and key not in DEFAULTS and f"kafkalite.{key}" in DEFAULTS:
                 key = f"kafkalite.{key}"    # KAFKALITE_EMULATE_KAFKA -> kafkalite.emulate.kafka
