@@ -61,7 +61,7 @@ SCENARIOS = {  # test function -> row label (in this order)
     "test_describe_quorum": "DescribeQuorum (this node the only voter)",
     "test_list_config_resources": "ListConfigResources (4.3 and default profile: v1)",
     "test_list_config_resources_3_9": "ListConfigResources under --emulate-kafka 3.9 (v0 only)",
-    "test_broker_configs": "DescribeConfigs broker: every Kafka 3.9 config",
+    "test_broker_configs": "DescribeConfigs broker: every Kafka 4.4 config",
     "test_empty_cleanup_policy": "Empty cleanup.policy (SUBTRACT / SET \"\" / create)",
     "test_txn_offsets_do_not_overwrite_a_later_plain_commit": "Txn offsets vs a later plain commit (+ restart)",
     "test_transactional_commit_abort":

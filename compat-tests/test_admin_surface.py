@@ -88,19 +88,20 @@ def test_create_partitions_assignments_java(broker, get_client) -> None:
 
 # -- finalized features (ApiVersions v3+) ------------------------------------------------------------------
 # What each broker advertises, (supported, finalized) per feature. kafkalite's default profile presents Kafka
-# 3.9's features (kafkalite.metadata.features; a node formatted with --standalone: kraft.version 1, and
-# FinalizedFeaturesEpoch 0). The reference broker is Kafka 4.4 as harness/reference.py formats it: static
-# controller.quorum.voters, so kraft.version is supported but not finalized (level 0); its epoch is the offset of
-# the metadata image the levels were read from (it grows, e.g. with the controller's no-op records).
-FEATURES_3_9 = {"metadata.version": ((1, 21), (21, 21)), "kraft.version": ((0, 1), (1, 1))}
-FEATURES_4_4 = {"metadata.version": ((7, 33), (33, 33)), "kraft.version": ((0, 1), None),
+# 4.4's features that it implements (kafkalite.metadata.features; a node formatted with --standalone:
+# kraft.version 1, and FinalizedFeaturesEpoch 0; share.version stops at 1). The reference broker is Kafka 4.4 as
+# harness/reference.py formats it (one node: --standalone, so kraft.version is finalized at 1 too); its epoch is
+# the offset of the metadata image the levels were read from (it grows, e.g. with the controller's no-op records).
+FEATURES_KAFKALITE = {"metadata.version": ((7, 33), (33, 33)), "kraft.version": ((0, 1), (1, 1)),
+                      "group.version": ((0, 1), (1, 1)), "share.version": ((0, 1), (1, 1))}
+FEATURES_4_4 = {"metadata.version": ((7, 33), (33, 33)), "kraft.version": ((0, 1), (1, 1)),
                 "group.version": ((0, 1), (1, 1)), "share.version": ((0, 2), (2, 2)),
                 "streams.version": ((0, 1), (1, 1)), "transaction.version": ((0, 2), (2, 2)),
                 "eligible.leader.replicas.version": ((0, 1), (1, 1))}
 
 
 def advertised_features(broker) -> dict[str, tuple[tuple[int, int], tuple[int, int] | None]]:
-    return FEATURES_4_4 if broker.kind == "kafka" else FEATURES_3_9
+    return FEATURES_4_4 if broker.kind == "kafka" else FEATURES_KAFKALITE
 
 
 def _epoch_ok(broker, epoch: int) -> bool:
@@ -366,7 +367,7 @@ def test_describe_quorum_kafka_python(broker) -> None:
 
 # -- ListConfigResources (key 74, Kafka 4.1+) ----------------------------------------------------------------
 def test_list_config_resources_kafka_python(broker, broker_factory) -> None:
-    """Under --emulate-kafka 4.3, and the default 3.9+4.3 profile, key 74 is ListConfigResources v1 and lists the
+    """Under --emulate-kafka 4.3, and the default 3.9+4.4 profile, key 74 is ListConfigResources v1 and lists the
     broker and the topics (on the reference broker both are Kafka 4.4)."""
     from kafka import KafkaAdminClient
 
@@ -396,18 +397,19 @@ def test_list_config_resources_3_9_kafka_python(broker_factory) -> None:
         a.close()
 
 
-# -- DescribeConfigs of the broker: every Kafka 3.9 broker config ----------------------------------------
+# -- DescribeConfigs of the broker: every broker config of the profile's Kafka release (4.4 by default) ---
 def test_broker_configs_java(broker, get_client) -> None:
     cfg = _java(get_client).admin(broker.bootstrap, "describe_broker_configs", broker=1)["configs"]
     assert len(cfg) >= 314
     e = cfg["ssl.truststore.password"]
     assert (e["value"], e["sensitive"], e["type"], e["source"]) == (None, True, "PASSWORD", "DEFAULT_CONFIG")
-    e = cfg["advertised.listeners"]
-    assert (e["type"], e["read_only"], e["source"]) == ("STRING", False, "DEFAULT_CONFIG")
+    e = cfg["advertised.listeners"]   # Kafka 4.x: a read-only list (3.9: a per-broker dynamic string)
+    assert (e["type"], e["read_only"]) == ("LIST", True)
     e = cfg["log.retention.hours"]
     assert (e["value"], e["read_only"], e["type"], e["synonyms"]) == (
         "168", True, "INT", [["log.retention.hours", "168", "DEFAULT_CONFIG"]])
-    assert (cfg["num.io.threads"]["read_only"], cfg["zookeeper.connect"]["read_only"]) == (False, True)
+    assert (cfg["num.io.threads"]["read_only"], cfg["broker.id"]["read_only"]) == (False, True)
+    assert "zookeeper.connect" not in cfg   # gone in Kafka 4.0
     assert cfg["log.segment.bytes"]["documentation"] and cfg["num.io.threads"]["documentation"]
     assert cfg["principal.builder.class"]["type"] == "CLASS"
 

@@ -652,7 +652,9 @@ def test_transactions_survive_a_coordinator_move_and_stop(kafkalite_cluster, cli
 
 
 @pytest.mark.kafkalite_cluster(brokers=3, overrides={"group.consumer.heartbeat.interval.ms": "500",
-                                                     "group.consumer.session.timeout.ms": "6000"})
+                                                     "group.consumer.min.heartbeat.interval.ms": "500",
+                                                     "group.consumer.session.timeout.ms": "6000",
+                                                     "group.consumer.min.session.timeout.ms": "6000"})
 def test_confluent_eos_consumer_protocol_across_coordinator_moves(kafkalite_cluster):
     """Issue #30 on 3 brokers: consume-transform-produce with a ``group.protocol=consumer`` (KIP-848) member and
     a transactional producer whose sendOffsetsToTransaction carries the member id and epoch. The TxnOffsetCommit

@@ -1,7 +1,8 @@
 """Time and size retention and DeleteRecords with real clients.
 
 The broker runs its retention check every 200 ms and deletes `.deleted` files at once, topics roll every
-1000 bytes, so each produce call below (one batch of a few 300-byte records) fills its own segment.
+2000 bytes (Kafka 4.x's test-only topic config internal.segment.bytes: segment.bytes may not go below 1 MiB),
+so each produce call below (one batch of five 300-byte records) fills its own segment.
 - time: records stamped an hour ago are kept under the 7-day default; lowering retention.ms to 60 s (an admin
   client) deletes every segment but the active one. Old files leave the disk, the kept segment is byte for
   byte what it was, ListOffsets EARLIEST answers the new start, and consumers asked to start at offset 0 get
@@ -23,8 +24,9 @@ from harness.broker import BrokerProcess
 from harness.clients import Client
 from harness.records import Rec
 
-KAFKALITE_ONLY = ('topics with segment.bytes=1000 (Apache Kafka 4.x refuses segment.bytes below 1048576); '
-                  "to port: Kafka's test-only topic config internal.segment.bytes")
+KAFKALITE_ONLY = ("topics of 2000-byte segments (internal.segment.bytes) are accepted by Apache Kafka 4.4, but its "
+                  "time retention did not remove the hour-old segments within the test's wait (not investigated "
+                  "yet): to port")
 
 OVERRIDES = {"log.retention.check.interval.ms": "200", "log.cleaner.backoff.ms": "200",
              "log.segment.delete.delay.ms": "0", "log.flush.offset.checkpoint.interval.ms": "500"}
@@ -71,7 +73,7 @@ def value(p: int, i: int) -> bytes:
 @pytest.fixture(scope="module")
 def time_topic(broker: BrokerProcess, get_client: Callable[[str], Client]) -> dict[str, Any]:
     topic = "retention-time"
-    get_client("java").create_topic(broker.bootstrap, topic, len(PRODUCERS), {"segment.bytes": "1000"})
+    get_client("java").create_topic(broker.bootstrap, topic, len(PRODUCERS), {"internal.segment.bytes": "2000"})
     hour_ago = int(time.time() * 1000) - 3_600_000
     for p, name in enumerate(PRODUCERS):
         client = get_client(name)
@@ -80,7 +82,8 @@ def time_topic(broker: BrokerProcess, get_client: Callable[[str], Client]) -> di
                     for i in range(call * PER_CALL, (call + 1) * PER_CALL)]
             client.produce(broker.bootstrap, topic, recs)
     before = {p: segment_files(broker.data_dir, topic, p) for p in range(len(PRODUCERS))}
-    # each call's batch (clients may split one) overflows a 1000-byte segment: the last one is the active one
+    # each call's batch (~1.6 kB; clients may split one) fills a 2000-byte segment (Kafka refuses a batch larger
+    # than the segment: RECORD_LIST_TOO_LARGE): the next call rolls, and the last segment is the active one
     active = {p: max(int(n[:20]) for n in before[p] if n.endswith(".log")) for p in before}
     for p in range(len(PRODUCERS)):
         assert len([n for n in before[p] if n.endswith(".log")]) >= CALLS and active[p] > 0
@@ -134,7 +137,7 @@ def test_size_retention(broker: BrokerProcess, get_client: Callable[[str], Clien
     topic = "retention-size"
     limit = 4000
     get_client("confluent-kafka").create_topic(broker.bootstrap, topic, 1,
-                                               {"segment.bytes": "1000", "retention.bytes": str(limit)})
+                                               {"internal.segment.bytes": "2000", "retention.bytes": str(limit)})
     java = get_client("java")
     for call in range(10):
         java.produce(broker.bootstrap, topic, [Rec(b"k", value(0, i), partition=0)
@@ -166,7 +169,7 @@ def test_delete_records(broker: BrokerProcess, get_client: Callable[[str], Clien
 
     topic = "retention-delete-records"
     confluent = get_client("confluent-kafka")
-    confluent.create_topic(broker.bootstrap, topic, 2, {"segment.bytes": "1000"})
+    confluent.create_topic(broker.bootstrap, topic, 2, {"internal.segment.bytes": "2000"})
     for p in range(2):
         for call in range(3):
             confluent.produce(broker.bootstrap, topic, [Rec(b"k", value(p, i), partition=p)

@@ -18,6 +18,7 @@ from kafkalite_wire.errors import ErrorCode
 STORAGE_ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     se.CorruptRecordError: ErrorCode.CORRUPT_MESSAGE,
     se.RecordTooLargeError: ErrorCode.MESSAGE_TOO_LARGE,
+    se.RecordBatchTooLargeError: ErrorCode.RECORD_LIST_TOO_LARGE,
     se.InvalidRecordError: ErrorCode.INVALID_RECORD,
     se.InvalidTimestampError: ErrorCode.INVALID_TIMESTAMP,
     se.OffsetOutOfRangeError: ErrorCode.OFFSET_OUT_OF_RANGE,

@@ -19,6 +19,10 @@ class RecordTooLargeError(StorageError):
     """A batch is larger than max.message.bytes (MESSAGE_TOO_LARGE)."""
 
 
+class RecordBatchTooLargeError(StorageError):
+    """A batch larger than the log's segment size: it could never fit one segment (RECORD_LIST_TOO_LARGE)."""
+
+
 class InvalidRecordError(StorageError):
     """A well-formed batch the broker refuses, e.g. a client-sent control batch (INVALID_RECORD)."""
 

@@ -58,6 +58,7 @@ from kafkalite_storage.errors import (
     InvalidTimestampError,
     KafkaStorageError,
     LogOfflineError,
+    RecordBatchTooLargeError,
     RecordTooLargeError,
     RollbackFailedError,
     StorageError,
@@ -311,6 +312,11 @@ class PartitionLog(LogReads, LeaderEpochs):
             raise InvalidTimestampError(f"timestamps of the batch are outside the accepted range at {now}")
         if validate_producer and self.config.compact and not records_checked:
             require_keys(mv)
+        if hdr.size > self.config.segment_bytes:   # Kafka's UnifiedLog.append, after validation
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {hdr.size} bytes, which exceeds the maximum configured segment size of "
+                f"{self.config.segment_bytes}."
+            )
         marker: tuple[int, int] | None = None
         if hdr.is_control:
             marker = parse_control_marker(mv)

@@ -213,7 +213,7 @@ eco() {
 # jars and their runtime dependencies, resolved by Maven from a generated pom into .deps/kafka-<v>/libs. Maven's
 # local repository is .deps/m2 (not ~/.m2) so the project's cache is the only place they live; after the first
 # run the step touches no network (the stamp names the pinned coordinates).
-KAFKA_REF_VERSION=4.4.0
+KAFKA_REF_VERSION=${KAFKALITE_REFERENCE_KAFKA:-4.4.0}   # another release for a one-off capture (tools/capture_kafka.py)
 KAFKA_REF_ARTIFACTS="kafka_2.13 kafka-server kafka-storage kafka-metadata kafka-raft kafka-tools kafka-clients"
 KAFKA_REF_SLF4J_SIMPLE=1.7.36  # the logging backend (stderr); 1.7 because kafka-clients pins slf4j-api 1.7.36
 reference() {

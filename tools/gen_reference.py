@@ -62,7 +62,7 @@ def _code(text: object) -> str:
 # -- apis.md -------------------------------------------------------------------------------------------------
 
 def apis() -> str:
-    from kafkalite.config.releases import DEFAULT_PROFILE, RELEASES, caps_for, floors_for
+    from kafkalite.config.releases import DEFAULT_PROFILE, RELEASES, below_served, table_for
     from kafkalite.handlers import load_all, registry
     from kafkalite_wire.messages import REGISTRY
 
@@ -70,7 +70,7 @@ def apis() -> str:
     served = {key: (spec.min_version, spec.max_version, spec.fn.__module__.rsplit(".", 1)[1])
               for key, spec in dict.items(registry.HANDLERS)}
     profiles = sorted(RELEASES, key=lambda r: (r == DEFAULT_PROFILE, [int(x) for x in r.split("+")[0].split(".")]))
-    by_profile = {r: {k: (lo, hi) for k, lo, hi in registry.advertised(caps_for(r), floors_for(r))}
+    by_profile = {r: {k: (lo, hi) for k, lo, hi in registry.advertised(table_for(r), below_served(r))}
                   for r in profiles}
 
     def rng(pair: tuple[int, int] | None) -> str:
@@ -95,9 +95,11 @@ def apis() -> str:
         f"kafkalite serves {len(served)} Kafka APIs. **served** is the version range its handler registers "
         "(`@handler(..., min_version=, max_version=)` in `kafkalite/handlers/<api>.py`); **codec** what the "
         "generated codec (`wire/`) can decode and encode; each profile column is what ApiVersions advertises "
-        "under `kafkalite serve --emulate-kafka <profile>` (the served range capped at that Kafka release's "
-        "highest stable version and, for 4.3, raised to its lowest served version after KIP-896; "
-        "– : not advertised, as that release has no such API or no overlap). Tables: "
+        "under `kafkalite serve --emulate-kafka <profile>`: the overlap of the served range with what that Kafka "
+        "release advertises (4.3's and 4.4's: their real brokers' ApiVersions answers, KIP-896's raised minimums "
+        "included; Produce is listed from v0 there as Kafka 4.x lists it, though v0-2 are not served; the default "
+        "`3.9+4.4` widens 4.4's ranges to every version Kafka 3.9 served); "
+        "– : not advertised, as that release has no such API or no overlap. Tables: "
         "`kafkalite/handlers/_index.py`, `kafkalite/config/releases.py`; how the profiles are chosen: "
         "[running kafkalite](../operator/running.md#emulating-another-kafka-release).\n\n",
         _table(header, rows),
@@ -120,9 +122,11 @@ def _default(value: str | None) -> str:
 
 
 def configs() -> str:
-    from kafkalite.config.defs import BROKER, TOPIC
-    from kafkalite.config.kafka39 import KAFKA_39_BROKER
+    from kafkalite.config.defs import broker_defs, topic_defs
+    from kafkalite.config.kafka_releases import broker_table
     from kafkalite.config.topic_defs import BROKER_TO_TOPIC
+
+    BROKER, TOPIC = broker_defs("4.4"), topic_defs("4.4")
     from kafkalite.metadata.group_configs import DEFS
 
     broker_rows = [[_code(d.name), d.type, _default(d.default), d.valid, d.doc]
@@ -145,20 +149,24 @@ def configs() -> str:
         group_rows.append([_code(g.name), "int" if g.is_int else "string", _default(g.default),
                            _code(g.broker_key) if g.broker_key else "", valid, g.doc])
     passive = [[_code(r.name), r.type, _default(r.default), {"ro": "read-only"}.get(r.mode, r.mode)]
-               for _name, r in sorted(KAFKA_39_BROKER.items()) if r.name not in BROKER]
+               for _name, r in sorted(broker_table("4.4").items()) if r.name not in BROKER]
     return "".join([
         BANNER,
         "# Reference: configuration\n\n",
         "Every setting kafkalite reads, from its definition tables. Broker settings come from a "
         "`server.properties` file, `KAFKALITE_*` environment variables and `--override KEY=VALUE` "
-        "([running kafkalite](../operator/running.md)); values are checked at start with Kafka 3.9's types and "
-        "ranges. Types: `int` 32-bit, `long` 64-bit, `short` 16-bit, `double` a float, `boolean` true/false, "
+        "([running kafkalite](../operator/running.md)); values are checked at start with Kafka 4.4's types and "
+        "ranges (the tables below: the default profile's). Profiles of Kafka 3.9 and older (`--emulate-kafka 3.9`, "
+        "...) follow Kafka 3.9's tables instead: `message.timestamp.difference.max.ms`, `message.format.version` and "
+        "`message.downconversion.enable` exist there, `message.timestamp.after.max.ms` defaults to "
+        "9223372036854775807, `segment.bytes` may go down to 14 and the 4.4-only topic settings do not exist "
+        "(`kafkalite/config/defs.py`). Types: `int` 32-bit, `long` 64-bit, `short` 16-bit, `double` a float, `boolean` true/false, "
         "`list` comma-separated, `password` never shown. Defaults are kafkalite's (the doc line says where they "
         "differ from Kafka's).\n\n",
-        "## Broker settings\n\n", f"{len(broker_rows)} settings, `kafkalite/config/defs.py` BROKER.\n\n",
+        "## Broker settings\n\n", f"{len(broker_rows)} settings, `kafkalite/config/defs.py` `broker_defs(\"4.4\")`.\n\n",
         _table(["name", "type", "default", "valid values", "doc"], broker_rows),
         "\n## Topic settings\n\n",
-        f"{len(topic_rows)} settings, `kafkalite/config/defs.py` TOPIC. Set by CreateTopics, AlterConfigs / IncrementalAlterConfigs or `kafkalite topics --config`; a topic "
+        f"{len(topic_rows)} settings, `kafkalite/config/defs.py` `topic_defs(\"4.4\")`. Set by CreateTopics, AlterConfigs / IncrementalAlterConfigs or `kafkalite topics --config`; a topic "
         "without an override takes the broker setting named in the third column (`kafkalite/config/topic_defs.py`), "
         "else the default here.\n\n",
         _table(["name", "type", "default", "broker setting", "valid values", "doc"], topic_rows),
@@ -168,7 +176,9 @@ def configs() -> str:
         "named here; the default applies when that is unset too.\n\n",
         _table(["name", "type", "default", "broker setting", "valid values", "doc"], group_rows),
         "\n## Kafka settings accepted, not acted on\n\n",
-        f"{len(passive)} Kafka 3.9 broker settings (`kafkalite/config/kafka39.py`): Kafka settings kafkalite knows by name: a properties file may carry them (they are named in one "
+        f"{len(passive)} Kafka 4.4 broker settings (`kafkalite/config/kafka_releases/kafka_4_4.py`, captured from the "
+        "real broker by `tools/capture_kafka.py`; Kafka 3.9's: `kafkalite/config/kafka39.py`): Kafka settings "
+        "kafkalite knows by name: a properties file may carry them (they are named in one "
         "warning line at start) and DescribeConfigs of the broker lists them with Kafka's type, default and "
         "mode, but kafkalite does not act on them. A name in neither table is an unknown key (another warning "
         "line).\n\n",

@@ -12,7 +12,7 @@ nullability/compactness, same nested layouts) share one function. Runs of consec
 (zero copy). Tagged fields are written only when they differ from their default (as Kafka does; librdkafka < 2.2
 mis-parses explicitly written defaults) and unknown tags are kept in `unknown_tagged_fields` and written back.
 
-The specs are Kafka 3.9.0's and 4.3's, merged per API by `kafkalite_wire.specmerge` (every version either release
+The specs are Kafka 3.9.0's and 4.x's (the trunk snapshot: 4.3's and 4.4's versions), merged per API by `kafkalite_wire.specmerge` (every version either release
 serves, each as the release defining it says).
 
 `wire/messages/__init__.py` is lazy: it holds `REGISTRY` (ApiInfo per api key, classes resolved on first use) and

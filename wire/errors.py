@@ -1,6 +1,6 @@
 """Kafka protocol error codes and the codec's exception types.
 
-`ErrorCode` lists every error code of Apache Kafka's protocol (the `Errors` enum of kafka-clients, codes -1..128),
+`ErrorCode` lists every error code of Apache Kafka's protocol (the `Errors` enum of kafka-clients, codes -1..135),
 so handlers can write `ErrorCode.UNKNOWN_TOPIC_OR_PARTITION` instead of magic numbers. `.retriable` is True when
 the Java client treats the error as transient (its exception class derives from `RetriableException`): clients
 retry those on their own, so prefer them for "try again later" conditions (e.g. COORDINATOR_LOAD_IN_PROGRESS).
@@ -156,6 +156,13 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
+    GROUP_DELETION_FAILED = 134
+    STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135
 
     @property
     def retriable(self) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 KAFKA_VERSION = "3.9.0"  # the release whose old versions the codec keeps (KIP-896 removed them in 4.0)
 #: the releases whose specs the codec is generated from (`kafkalite_wire.specmerge` merges them per API)
-RELEASES = ("3.9.0", "4.3")
+RELEASES = ("3.9.0", "trunk-4.5.0-SNAPSHOT")
 
 PRIMITIVES = frozenset(
     {

@@ -1,6 +1,10 @@
 """One message spec per API covering the versions of two Kafka releases: 3.9.0 (every old version, KIP-896 had
-not yet removed any) and 4.3 (new versions and APIs: ConsumerGroupHeartbeat v1, OffsetCommit v10, ShareFetch v1-2,
-StreamsGroup*, ListConfigResources, ...).
+not yet removed any) and 4.x (new versions and APIs: ConsumerGroupHeartbeat v1, OffsetCommit v10, ShareFetch v1-2,
+StreamsGroup*, ListConfigResources, ...). 4.x is the trunk snapshot (4.5.0-SNAPSHOT of 2026-08-22, the newest
+spec set in the shared reference data): its stable versions are exactly those Apache Kafka 4.4.0 advertises
+(ApiVersions 5, TxnOffsetCommit 6, DeleteGroups 3, StreamsGroup*, ...; ``kafkalite/tests/unit/test_releases.py``
+compares them with the captured 4.4 table) and every version 4.3 defines is the same bytes there
+(``test_specmerge``). Below, "4.3" names that newer side.
 
 Kafka 4.0 removed old versions (KIP-896: Produce v0-2, Fetch v0-3, OffsetCommit v0-1, ...) and with them the
 fields only those versions carried, and later releases added versions and fields. A broker that serves clients
@@ -31,7 +35,7 @@ from typing import cast
 from kafkalite_wire.spec import NONE, FieldSpec, MessageSpec, StructSpec, Versions, load_dir, reference_dir
 
 OLD = "3.9.0"
-NEW = "4.3"
+NEW = "trunk-4.5.0-SNAPSHOT"   # 4.3 + 4.4 (see above)
 #: Kafka renamed these APIs between the releases; the generated class is the newer name.
 RENAMED = {"ListClientMetricsResources": "ListConfigResources"}
 

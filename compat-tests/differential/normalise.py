@@ -3,9 +3,10 @@
 ``normalise(tree)`` rewrites a response tree so that two correct brokers give equal trees:
 
 - values that name the deployment: ``cluster_id``, ``host``, ``port`` (and the listener strings and log dirs
-  among DescribeConfigs values), UUIDs (topic ids), producer ids;
-- values that name the moment: ``throttle_time_ms``, ``log_append_time_ms`` and other append timestamps that
-  are not -1;
+  among DescribeConfigs values), UUIDs (topic ids), producer ids, the member ids a broker gives, log dir paths
+  and the file system's sizes;
+- values that name the moment: ``throttle_time_ms``, ``log_append_time_ms``, a transaction's start, a voter's
+  last fetch, when they are not -1;
 - order the protocol leaves free: lists of named things (topics, partitions, configs, api keys, coordinators,
   features, brokers) are sorted by their name or index.
 
@@ -30,6 +31,14 @@ _PLACEHOLDERS = {
     "log_append_time_ms": "<time>",
     "throttle_time_ms": 0,
     "session_id": "<session-id>",
+    "member_id": "<member-id>",          # a classic group's member ids are the broker's: client id + random
+    "leader": "<member-id>",
+    "log_dir": "<log-dir>",
+    "total_bytes": "<bytes>",
+    "usable_bytes": "<bytes>",
+    "transaction_start_time_ms": "<time>",
+    "last_fetch_timestamp": "<time>",
+    "last_caught_up_timestamp": "<time>",
 }
 # DescribeConfigs values that name the machine or the deployment, not behaviour
 _DEPLOYMENT_CONFIGS = {"log.dirs", "log.dir", "listeners", "advertised.listeners", "controller.quorum.voters",
@@ -82,7 +91,7 @@ def diff(a: Any, b: Any, path: str = "") -> list[str]:
                 out += diff(a[k], b[k], p)
         return out
     if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b) and a and b and all(isinstance(x, dict) for x in a + b):
+        if a and b and all(isinstance(x, dict) for x in a + b) and _unique_key(a, b) is not None:
             return _diff_named(a, b, path)
         out = []
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
@@ -93,11 +102,21 @@ def diff(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {_short(a)} != {_short(b)}"]
 
 
-def _diff_named(a: list[Any], b: list[Any], path: str) -> list[str]:
-    """Lists of named elements of different lengths: which names only one side has, then the common ones."""
+def _unique_key(a: list[Any], b: list[Any]) -> str | None:
+    """The key that names every element of both lists, once each on each side (then elements pair by it)."""
     key = next((k for k in _ORDER_KEYS if all(k in x for x in a + b)), None)
     if key is None:
-        return [f"{path}: {len(a)} items != {len(b)} items"]
+        return None
+    for side in (a, b):
+        if len({str(x[key]) for x in side}) != len(side):
+            return None
+    return key
+
+
+def _diff_named(a: list[Any], b: list[Any], path: str) -> list[str]:
+    """Lists of named elements: which names only one side has, then the common ones, by name."""
+    key = _unique_key(a, b)
+    assert key is not None
     am = {str(x[key]): x for x in a}
     bm = {str(x[key]): x for x in b}
     out = []

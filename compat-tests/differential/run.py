@@ -62,6 +62,28 @@ class Pair:
         self.brokers: dict[str, BrokerProcess] = {}
         self.ranges: dict[str, dict[int, tuple[int, int]]] = {}
         self.ctx: dict[tuple[str, str], dict[str, Any]] = {}
+        self.profiles: dict[str, BrokerProcess] = {}   # kafkalite under another --emulate-kafka, started on demand
+
+    def kafkalite_for(self, profile: str | None) -> BrokerProcess:
+        """The kafkalite broker of a profile (the default one, or one started for ``profile``)."""
+        if profile is None:
+            return self.brokers["kafkalite"]
+        b = self.profiles.get(profile)
+        if b is None:
+            d = self.base / f"kafkalite-{profile}"
+            b = self.profiles[profile] = BrokerProcess(d / "data", d / "broker.log", kind="kafkalite", emulate=profile)
+            b.start()
+            with WireConn(b.bootstrap) as conn:
+                r = conn.request(m.ApiVersionsRequest(client_software_name="kafkalite-differential",
+                                                      client_software_version="1.0"), 3)
+            self.ranges[f"kafkalite-{profile}"] = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+        return b
+
+    def _side_ranges(self, side: str, case: Case) -> dict[int, tuple[int, int]]:
+        if side == "kafkalite" and case.profile is not None:
+            self.kafkalite_for(case.profile)
+            return self.ranges[f"kafkalite-{case.profile}"]
+        return self.ranges[side]
 
     def start(self) -> None:
         for side in SIDES:
@@ -75,7 +97,7 @@ class Pair:
             warm_up(b.bootstrap)
 
     def stop(self) -> None:
-        for b in self.brokers.values():
+        for b in [*self.brokers.values(), *self.profiles.values()]:
             try:
                 b.stop()
             finally:
@@ -97,7 +119,7 @@ class Pair:
         info = REGISTRY[case.api_key]
         lo, hi = max(info.min_version, case.min_version), info.max_version
         for side in SIDES:
-            r = self.ranges[side].get(case.api_key)
+            r = self._side_ranges(side, case).get(case.api_key)
             if r is None:
                 return []
             lo, hi = max(lo, r[0]), min(hi, r[1])
@@ -106,7 +128,7 @@ class Pair:
 
     def not_common(self, case: Case) -> list[str]:
         """Lines naming versions one broker serves and the other does not (for the report)."""
-        r = {s: self.ranges[s].get(case.api_key) for s in SIDES}
+        r = {s: self._side_ranges(s, case).get(case.api_key) for s in SIDES}
         if r["kafkalite"] == r["kafka"]:
             return []
         def fmt(x: tuple[int, int] | None) -> str:
@@ -118,7 +140,8 @@ class Pair:
         for side in SIDES:
             ctx = self.ctx.setdefault((case.name, side), {})
             ctx["version"] = version
-            with WireConn(self.brokers[side].bootstrap) as conn:
+            broker = self.kafkalite_for(case.profile) if side == "kafkalite" else self.brokers[side]
+            with WireConn(broker.bootstrap) as conn:
                 if case.setup is not None:
                     case.setup(conn, ctx)
                 trees[side] = conn.tree(case.build(version, ctx), version)

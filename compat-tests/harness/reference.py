@@ -1,6 +1,8 @@
 """Apache Kafka itself as the reference broker: a one-node KRaft broker+controller on loopback.
 
-``tools/bootstrap.sh reference`` puts Kafka's jars and their runtime dependencies in ``.deps/kafka-4.4/libs``.
+``tools/bootstrap.sh reference`` puts Kafka's jars and their runtime dependencies in ``.deps/kafka-4.4/libs``
+(another release: ``KAFKALITE_REFERENCE_KAFKA=4.3.1`` for both, e.g. to capture its tables with
+``tools/capture_kafka.py``).
 This module turns a compat test's broker request (data dir, kafkalite command-line arguments) into what Kafka
 needs:
 
@@ -8,8 +10,9 @@ needs:
    PLAINTEXT listener on a free loopback port, a CONTROLLER listener on another, and kafkalite's defaults where
    they differ from Kafka's (replication factors 1 for the internal topics; ``group.initial.rebalance.delay.ms``
    0), then the test's ``--override key=value`` settings;
-2. ``kafka.tools.StorageTool format`` once per data dir (a fresh cluster id each time: a new broker object is a
-   new cluster, a restart keeps its data);
+2. ``kafka.tools.StorageTool format --standalone`` once per data dir (a fresh cluster id each time: a new broker
+   object is a new cluster, a restart keeps its data), with ``controller.quorum.bootstrap.servers``: the
+   quickstart's dynamic quorum (KIP-853), so ``kraft.version`` is finalized at 1 as kafkalite reports it;
 3. the broker command ``java ... kafka.Kafka server.properties`` with a bounded heap.
 
 Kafka's readiness line is ``Kafka Server started`` (slf4j-simple writes it to stderr, which the harness puts in
@@ -31,7 +34,8 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-KAFKA_VERSION = "4.4.0"
+#: the release (``KAFKALITE_REFERENCE_KAFKA``, default 4.4.0; ``tools/bootstrap.sh reference`` fetches the same one)
+KAFKA_VERSION = os.environ.get("KAFKALITE_REFERENCE_KAFKA", "4.4.0")
 KAFKA_HOME = REPO / ".deps" / f"kafka-{KAFKA_VERSION.rsplit('.', 1)[0]}"
 LIBS = KAFKA_HOME / "libs"
 READY_MARK = b"Kafka Server started"
@@ -146,6 +150,9 @@ class ReferenceConfig:
         self.overrides = dict(overrides)
         self.node_id = node_id
         self.voters = voters or f"{node_id}@127.0.0.1:{controller_port}"
+        #: one node on its own: a dynamic quorum formatted --standalone, as Kafka 4.x's quick start does
+        #: (kraft.version 1, DescribeQuorum's nodes); a cluster's nodes share a static voter set
+        self.standalone = voters is None and cluster is None
         self.sasl_port = sasl_port
         self.cluster = cluster
         self.scram_users = dict(scram_users or {})
@@ -161,7 +168,8 @@ class ReferenceConfig:
         props = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
-            "controller.quorum.voters": self.voters,
+            **({"controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}"} if self.standalone
+               else {"controller.quorum.voters": self.voters}),
             "listeners": ",".join([*listeners, f"CONTROLLER://127.0.0.1:{self.controller_port}"]),
             "advertised.listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
@@ -207,7 +215,7 @@ class ReferenceConfig:
         scram = [arg for user, password in self.scram_users.items() for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
                  for arg in ("--add-scram", f"{mech}=[name={user},password={password}]")]
         cmd = self.java_command("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster or cluster_id()}",
-                                "-c", str(self.props_path), *scram)
+                                *(["--standalone"] if self.standalone else []), "-c", str(self.props_path), *scram)
         with open(log, "ab") as out:
             out.write(f"\n===== compat harness: format: {' '.join(cmd)}\n".encode())
             out.flush()

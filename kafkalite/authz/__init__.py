@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
-from kafkalite.authz.acl import ALL_OPS_BITS, CLUSTER_NAME, Op, ResourceType
+from kafkalite.authz.acl import (
+    ALL_OPS_BITS,
+    ALL_OPS_BITS_4,
+    CLUSTER_NAME,
+    SUPPORTED_OPS,
+    SUPPORTED_OPS_4,
+    Op,
+    ResourceType,
+)
 from kafkalite.authz.authorizer import Authorizer, from_config
 from kafkalite_wire.errors import ErrorCode
 
@@ -65,10 +73,13 @@ def denied(ctx: RequestContext, op: Op, rtype: ResourceType, names: Iterable[str
 
 
 def ops(ctx: RequestContext, rtype: ResourceType, name: str) -> int:
+    """The operations the principal may do on a resource, as the profile's Kafka release lists them."""
+    kafka4 = ctx.broker.config.release != "3.9"
     az = ctx.broker.authorizer
     if az is None:
-        return ALL_OPS_BITS[rtype]
-    return az.authorized_ops(str(ctx.principal), ctx.client_host, rtype, name)
+        return (ALL_OPS_BITS_4 if kafka4 else ALL_OPS_BITS)[rtype]
+    return az.authorized_ops(str(ctx.principal), ctx.client_host, rtype, name,
+                             SUPPORTED_OPS_4 if kafka4 else SUPPORTED_OPS)
 
 
 def topic_ops(ctx: RequestContext, name: str) -> int:

@@ -82,6 +82,10 @@ def ops_bitfield(ops: Iterable[int]) -> int:
 
 
 ALL_OPS_BITS: dict[ResourceType, int] = {rt: ops_bitfield(ops) for rt, ops in SUPPORTED_OPS.items()}
+#: Kafka 4.x adds a group's configs (KIP-848 group configs) to the operations a group supports (AclEntry)
+SUPPORTED_OPS_4: dict[ResourceType, tuple[Op, ...]] = {
+    **SUPPORTED_OPS, ResourceType.GROUP: (*SUPPORTED_OPS[ResourceType.GROUP], Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS)}
+ALL_OPS_BITS_4: dict[ResourceType, int] = {rt: ops_bitfield(ops) for rt, ops in SUPPORTED_OPS_4.items()}
 
 # an ALLOW of any of these grants DESCRIBE / DESCRIBE_CONFIGS too (Kafka's implied operations)
 IMPLIES_DESCRIBE = frozenset({Op.DESCRIBE, Op.READ, Op.WRITE, Op.DELETE, Op.ALTER})

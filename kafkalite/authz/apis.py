@@ -98,6 +98,8 @@ def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsRespon
 def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
     state = ctx.broker
     code, msg = _cluster_check(ctx, Op.DESCRIBE)
+    if code == ErrorCode.SECURITY_DISABLED:   # KafkaApis.handleDescribeAcls' own wording
+        msg = "No Authorizer is configured on the broker"
     az = state.authorizer
     if code or az is None:   # (no authorizer: code is SECURITY_DISABLED)
         return DescribeAclsResponse(throttle_time_ms=0, error_code=code, error_message=msg, resources=[])

@@ -231,10 +231,12 @@ class Authorizer:
             allowed = True
         return allowed
 
-    def authorized_ops(self, principal: str, host: str, rtype: ResourceType, name: str) -> int:
-        """The authorized_operations bit field of a resource (Kafka's AuthHelper.authorizedOperations)."""
+    def authorized_ops(self, principal: str, host: str, rtype: ResourceType, name: str,
+                       supported: dict[ResourceType, tuple[Op, ...]] = SUPPORTED_OPS) -> int:
+        """The authorized_operations bit field of a resource (Kafka's AuthHelper.authorizedOperations), over the
+        operations ``supported`` (Kafka 3.9's by default; ``acl.SUPPORTED_OPS_4`` for a 4.x profile)."""
         bits = 0
-        for op in SUPPORTED_OPS[rtype]:
+        for op in supported[rtype]:
             if self.authorize(principal, host, op, rtype, name):
                 bits |= 1 << int(op)
         return bits

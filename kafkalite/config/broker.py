@@ -21,21 +21,56 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from kafkalite.config.addresses import Listener, parse_listeners, parse_protocol_map
-from kafkalite.config.defs import BROKER, InvalidConfig
+from kafkalite.config.defs import BROKER, InvalidConfig, broker_defs
 from kafkalite.config.listeners import (
     check_listener,
     is_listener_setting,
     is_sensitive,
     unmapped_listeners,
 )
+from kafkalite.config.releases import config_release
 from kafkalite.errors import ConfigError
 
-# kafkalite's defaults, as properties strings ("" = unset), from the one definition table
+# kafkalite's defaults under Kafka 3.9's table, as properties strings ("" = unset), from the one definition table;
+# a BrokerConfig's own ``defaults`` are those of the release its profile follows (``defs.broker_defs``)
 DEFAULTS: dict[str, str] = {name: d.default or "" for name, d in BROKER.items()}
+_DEFAULTS_BY_RELEASE: dict[str, dict[str, str]] = {}
+
+
+def defaults_for(release: str) -> dict[str, str]:
+    out = _DEFAULTS_BY_RELEASE.get(release)
+    if out is None:
+        out = _DEFAULTS_BY_RELEASE[release] = {n: d.default or "" for n, d in broker_defs(release).items()}
+    return out
+
+
+# Kafka's GroupCoordinatorConfig.checkConstraints and ShareGroupConfig: a broker with these out of order does not
+# start
+_GROUP_RULES: tuple[tuple[str, str, str], ...] = (
+    *((a.replace("@", p), op, b.replace("@", p)) for p in ("group.consumer.", "group.share.") for a, op, b in (
+        ("@max.heartbeat.interval.ms", ">=", "@min.heartbeat.interval.ms"),
+        ("@heartbeat.interval.ms", ">=", "@min.heartbeat.interval.ms"),
+        ("@heartbeat.interval.ms", "<=", "@max.heartbeat.interval.ms"),
+        ("@max.session.timeout.ms", ">=", "@min.session.timeout.ms"),
+        ("@session.timeout.ms", ">=", "@min.session.timeout.ms"),
+        ("@session.timeout.ms", "<=", "@max.session.timeout.ms"),
+        ("@heartbeat.interval.ms", "<", "@session.timeout.ms"),
+    )),
+    # ShareGroupConfig's
+    ("group.share.record.lock.duration.ms", ">=", "group.share.min.record.lock.duration.ms"),
+    ("group.share.max.record.lock.duration.ms", ">=", "group.share.record.lock.duration.ms"),
+    ("group.share.max.share.sessions", ">=", "group.share.max.size"),
+)
+_WORDS = {">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}
 
 ENV_PREFIX = "KAFKALITE_"
-# Environment variables with our prefix that are not broker settings.
-_ENV_IGNORED = {"KAFKALITE_REFERENCE"}
+# Environment variables with our prefix that are not broker settings: those of the project's own test, bench and
+# build tooling (the compat harness, the reference broker, benches, fuzzers, the client builds, the console's
+# browser tests), so a broker started under them does not take them for settings.
+_ENV_IGNORED = ("KAFKALITE_REFERENCE", "KAFKALITE_COMPAT_", "KAFKALITE_BENCH_", "KAFKALITE_FUZZ_",
+                "KAFKALITE_ADMIN_FUZZ_", "KAFKALITE_JAVA", "KAFKALITE_CONSOLE_SCREENSHOTS", "KAFKALITE_CHROMIUM",
+                "KAFKALITE_SCALA_LIBRARY", "KAFKALITE_ECO_JARS", "KAFKALITE_GO_DRIVER", "KAFKALITE_RUST_DRIVER",
+                "KAFKALITE_GROUPS_CACHE", "KAFKALITE_SPARK_MASTER", "KAFKALITE_TESTS")
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -84,7 +119,7 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, str]:
 def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, value in environ.items():
-        if name.startswith(ENV_PREFIX) and name not in _ENV_IGNORED:
+        if name.startswith(ENV_PREFIX) and not name.startswith(_ENV_IGNORED):
             key = name[len(ENV_PREFIX):].lower().replace("_", ".")
             if key and key not in DEFAULTS and f"kafkalite.{key}" in DEFAULTS:
                 key = f"kafkalite.{key}"    # KAFKALITE_EMULATE_KAFKA -> kafkalite.emulate.kafka
@@ -108,6 +143,10 @@ class BrokerConfig:
 
     def __init__(self, values: Mapping[str, str] | None = None) -> None:
         self.values: dict[str, str] = {str(k): str(v) for k, v in (values or {}).items()}
+        #: the Kafka release whose configs the emulated profile follows, its definitions and defaults
+        self.release = config_release((self.values.get("kafkalite.emulate.kafka") or "").strip() or None)
+        self.defs = broker_defs(self.release)
+        self.defaults = defaults_for(self.release)
         # validate eagerly so a bad config fails at startup, not on the first request
         errors = self.problems()
         if errors:
@@ -119,7 +158,7 @@ class BrokerConfig:
         (``kafkalite.config.defs``), then the rules that involve more than one key."""
         errors: list[str] = []
         for key, raw in self.values.items():
-            d = BROKER.get(key)
+            d = self.defs.get(key)
             if d is None or (raw.strip() == "" and d.type not in ("string", "list")):
                 continue            # unknown keys are warnings; an empty number means "unset"
             try:
@@ -143,19 +182,27 @@ class BrokerConfig:
         retention = self.get_str("log.retention.ms").strip()
         if retention and int(retention) == 0:
             errors.append("Invalid value 0 for configuration log.retention.ms: must be unlimited (-1) or at least 1")
+        for a, op, b in _GROUP_RULES:
+            x, y = self.get_int(a), self.get_int(b)
+            if not (x >= y if op == ">=" else x <= y if op == "<=" else x < y):
+                errors.append(f"{a} must be {_WORDS[op]} {b}")
         return errors
 
     def startup_warnings(self) -> list[str]:
         """One line each for keys nobody knows and for Kafka settings kafkalite accepts but does not act on."""
         out = []
-        own = [k for k in self.values if k not in BROKER]
+        own = [k for k in self.values if k not in self.defs]
         own = [k for k in own if not is_listener_setting(k)]
         kafka: list[str] = []
         if own:
-            # only for settings kafkalite does not define: Kafka 3.9's table tells its own from unknown names
-            from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS
+            # only for settings kafkalite does not define: the release's table (and 3.9's) tells Kafka's own
+            # settings from unknown names
+            from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS  # big tables: loaded when needed
+            from kafkalite.config.kafka_releases import broker_table  # big tables: loaded when needed
 
-            kafka = sorted(k for k in own if k in KAFKA_39_BROKER_CONFIGS or k.startswith("listener.name."))
+            known = broker_table(self.release)
+            kafka = sorted(k for k in own if k in known or k in KAFKA_39_BROKER_CONFIGS
+                           or k.startswith("listener.name."))
         unknown = sorted(k for k in own if k not in kafka)
         if unknown:
             out.append(f"unknown config keys, ignored: {', '.join(unknown)}")
@@ -189,8 +236,8 @@ class BrokerConfig:
     def get(self, key: str, default: str | None = None) -> str | None:
         if key in self.values:
             return self.values[key]
-        if key in DEFAULTS:
-            return DEFAULTS[key]
+        if key in self.defaults:
+            return self.defaults[key]
         return default
 
     def get_str(self, key: str) -> str:

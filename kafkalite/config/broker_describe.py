@@ -1,9 +1,10 @@
-"""DescribeConfigs of the BROKER resource, as Kafka 3.9's ``ConfigHelper.createBrokerConfigEntry`` builds it.
+"""DescribeConfigs of the BROKER resource, as Kafka's ``ConfigHelper.createBrokerConfigEntry`` builds it.
 
-* Which configs: for resource ``"<node id>"`` every broker config Kafka 3.9 defines (non-internal; the
-  table of ``kafkalite.config.kafka39``), every kafkalite setting (``config_defs.BROKER``, e.g.
-  ``kafkalite.*``), every name set statically or dynamically; for resource ``""`` only the cluster-wide
-  dynamic defaults.
+* Which configs: for resource ``"<node id>"`` every broker config the profile's Kafka release defines
+  (non-internal; Kafka 3.9's table is ``kafkalite.config.kafka39``, 4.3's and 4.4's were captured from the real
+  brokers: ``kafkalite.config.kafka_releases``), every kafkalite setting (``config_defs.broker_defs``, e.g.
+  ``kafkalite.*``; those Kafka lists only when set, :data:`UNLISTED`, likewise), every name set statically or
+  dynamically; for resource ``""`` only the cluster-wide dynamic defaults.
 * Value: the config's own value through Kafka's precedence (dynamic per-broker, dynamic cluster default,
   static ``server.properties`` / overrides, default), null where none; a password -- and a name with no
   definition, whose type is unknown -- is sensitive: value null, ``is_sensitive`` true. Booleans and lists
@@ -15,7 +16,7 @@
   own name (``dropWhile``), so ``log.retention.ms`` left unset has no synonyms and DEFAULT_CONFIG, while
   ``log.retention.hours`` shows ``log.retention.ms`` above it when that one is set. The source is the first
   synonym's, DEFAULT_CONFIG when there is none.
-* Read-only: every config Kafka 3.9 cannot change without a restart (its update mode ``read-only``);
+* Read-only: every config that Kafka release cannot change without a restart (its update mode ``read-only``);
   kafkalite's own settings are read-only unless kafkalite changes them dynamically.
 * ConfigType (v3+) from the definition; Documentation (v3+, when asked) is kafkalite's doc line for the
   settings it reads and, for the Kafka settings it accepts without acting on them, a sentence saying so.
@@ -30,9 +31,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kafkalite.config.defs import BROKER as OURS
+from kafkalite.config.defs import ConfigDef, broker_defs
 from kafkalite.config.entries import ConfigEntry
-from kafkalite.config.kafka39 import KAFKA_39_BROKER, KAFKA_39_DYNAMIC_BROKER_CONFIGS
+from kafkalite.config.kafka39 import KafkaBrokerConfig
+from kafkalite.config.kafka_releases import broker_table, dynamic_broker_configs
 from kafkalite.config.listeners import is_sensitive
 
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 4, 5
@@ -43,6 +45,11 @@ _SYNONYM_GROUPS = (
     ("log.roll.jitter.ms", "log.roll.jitter.hours"),
     ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
 )
+#: settings kafkalite reads that Kafka's DescribeConfigs lists only when set: Kafka's internal ones
+#: (``defineInternal``) and the authorizer's own (not KafkaConfig's)
+UNLISTED = frozenset({"share.coordinator.state.topic.prune.interval.ms",
+                      "share.coordinator.cold.partition.snapshot.interval.ms",
+                      "super.users", "allow.everyone.if.no.acl.found"})
 _LISTENER = re.compile(r"^listener\.name\.[^.]*\.(.*)$")
 _MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.class", "sasl.login.callback.handler.class",
                       "sasl.server.callback.handler.class", "connections.max.reauth.ms",
@@ -63,33 +70,33 @@ def synonyms_of(name: str) -> tuple[str, ...]:
     return (name,)
 
 
-def config_type(name: str) -> str | None:
-    k = KAFKA_39_BROKER.get(name)
+def config_type(name: str, release: str = "3.9") -> str | None:
+    k = broker_table(release).get(name)
     if k is not None:
         return k.type
-    d = OURS.get(name) or _listener_base_def(name)
+    d = broker_defs(release).get(name) or _listener_base_def(name, release)
     return d.type if d is not None else None
 
 
-def _listener_base_def(name: str) -> Any:
+def _listener_base_def(name: str, release: str) -> KafkaBrokerConfig | None:
     m = _LISTENER.match(name)
     if m is None:
         return None
-    return KAFKA_39_BROKER.get(synonyms_of(name)[1])
+    return broker_table(release).get(synonyms_of(name)[1])
 
 
-def _default(name: str) -> str | None:
-    d = OURS.get(name)
-    if d is not None:
-        return d.default
-    k = KAFKA_39_BROKER.get(name)
-    return k.default if k is not None else None
+def default_of(name: str, release: str = "3.9") -> str | None:
+    """The default kafkalite uses for a broker setting: its own definition's, else the Kafka release's."""
+    d: ConfigDef | KafkaBrokerConfig | None = broker_defs(release).get(name)
+    if d is None:
+        d = broker_table(release).get(name)
+    return d.default if d is not None else None
 
 
-def _render(name: str, raw: str | None) -> str | None:
+def _render(name: str, raw: str | None, release: str) -> str | None:
     if raw is None:
         return None
-    t = config_type(name)
+    t = config_type(name, release)
     if t == "boolean":
         return raw.strip().lower()
     if t == "list":
@@ -97,22 +104,25 @@ def _render(name: str, raw: str | None) -> str | None:
     return raw
 
 
-def documentation(name: str) -> str | None:
-    d = OURS.get(name)
+def documentation(name: str, release: str = "3.9") -> str | None:
+    d = broker_defs(release).get(name)
     if d is not None:
         return d.doc
-    k = KAFKA_39_BROKER.get(name)
+    k = broker_table(release).get(name)
     if k is not None:
-        return (f"Kafka 3.9 broker setting ({k.type}); kafkalite accepts it and does not act on it (one node, "
-                "no ZooKeeper, no replication).")
+        return (f"Kafka {release} broker setting ({k.type}); kafkalite accepts it and does not act on it (one "
+                "node, no replication).")
     return None
 
 
 def describe_broker_configs(node_id: int, static: Mapping[str, str], dynamic: Mapping[str, Mapping[str, str]],
-                            kafkalite_dynamic: frozenset[str], *, per_broker: bool = True) -> list[Any]:
-    """Entries (``kafkalite.config.entries.ConfigEntry``) for BROKER ``str(node_id)`` (or ``""``)."""
+                            kafkalite_dynamic: frozenset[str], *, per_broker: bool = True,
+                            release: str = "3.9") -> list[Any]:
+    """Entries (``kafkalite.config.entries.ConfigEntry``) for BROKER ``str(node_id)`` (or ``""``), as the
+    Kafka release ``release`` ("3.9", "4.3", "4.4") lists them."""
+    table, ours = broker_table(release), broker_defs(release)
     per_node, cluster = dynamic.get(str(node_id), {}), dynamic.get("", {})
-    defaults = {n: v for n in (*KAFKA_39_BROKER, *OURS) if (v := _default(n)) is not None}
+    defaults = {n: v for n in (*table, *ours) if (v := default_of(n, release)) is not None}
     static = dict(static)
     if "broker.id" not in static and "node.id" in static:
         static["broker.id"] = static["node.id"]
@@ -121,29 +131,29 @@ def describe_broker_configs(node_id: int, static: Mapping[str, str], dynamic: Ma
     levels = ((per_node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG),
               (static, STATIC_BROKER_CONFIG), (defaults, DEFAULT_CONFIG))
     if per_broker:
-        names = sorted({*KAFKA_39_BROKER, *OURS, *static, *per_node, *cluster})
+        names = sorted({*table, *(n for n in ours if n not in UNLISTED), *static, *per_node, *cluster})
     else:
         names = sorted(cluster)
     out = []
     for name in names:
-        ctype = config_type(name)
+        ctype = config_type(name, release)
         sensitive = ctype is None or ctype == "password" or is_sensitive(name)
         syn: list[tuple[str, str | None, int]] = []
         for values, source in levels:
             for n in synonyms_of(name):
                 if n in values:
-                    syn.append((n, None if sensitive else _render(n, values[n]), source))
+                    syn.append((n, None if sensitive else _render(n, values[n], release), source))
         while syn and syn[0][0] != name:        # Kafka's dropWhile: listener overrides, stronger units
             syn.pop(0)
         if not per_broker:
             syn = [s for s in syn if s[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
         own = next((s for s in syn if s[0] == name), None)
         value = None if sensitive or own is None else own[1]
-        if name in KAFKA_39_BROKER:
-            read_only = name not in KAFKA_39_DYNAMIC_BROKER_CONFIGS
+        if name in table:
+            read_only = name not in dynamic_broker_configs(release)
         else:
             read_only = name not in kafkalite_dynamic
         out.append(ConfigEntry(name, value, syn[0][2] if syn else DEFAULT_CONFIG,
                                CONFIG_TYPES.get(ctype or "", 0), read_only=read_only, sensitive=sensitive,
-                               synonyms=tuple(syn), documentation=documentation(name)))
+                               synonyms=tuple(syn), documentation=documentation(name, release)))
     return out

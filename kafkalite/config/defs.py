@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.config.addresses import check_listener_list, parse_address
-from kafkalite.config.releases import RELEASES
+from kafkalite.config.releases import DEFAULT_PROFILE, RELEASES
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
@@ -100,10 +100,21 @@ def _share_reset_rule() -> tuple[Validator, str]:
     return check, "[earliest, latest, by_duration:<PnDTnHnMn.nS.>]"
 
 
+class BadElement(ValueError):
+    """A list element a validator refuses: Kafka's ValidList names the element, not the whole list."""
+
+    def __init__(self, value: str, why: str) -> None:
+        super().__init__(why)
+        self.value = value
+        self.why = why
+
+
 def each_of(*values: str) -> tuple[Validator, str]:
     def check(v: list[str]) -> str | None:
         bad = [x for x in v if x not in values]
-        return f"Invalid value(s) {', '.join(bad)}: must be among {', '.join(values)}" if bad else None
+        if bad:   # ConfigDef.ValidString's wording, for the first element refused
+            raise BadElement(bad[0], f"String must be one of: {', '.join(values)}")
+        return None
     return check, f"[{', '.join(values)}]"
 
 
@@ -155,7 +166,10 @@ def parse(d: ConfigDef, raw: object) -> Any:
             raise
         raise InvalidConfig(d.name, raw, f"Not a number of type {t.upper()}") from None
     if d.validator is not None:
-        why = d.validator(value)
+        try:
+            why = d.validator(value)
+        except BadElement as exc:
+            raise InvalidConfig(d.name, exc.value, exc.why) from None
         if why is not None:
             raise InvalidConfig(d.name, raw, why)
     return value
@@ -379,9 +393,9 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("group.share.max.heartbeat.interval.ms", "int", "15000", "largest share.heartbeat.interval.ms a group "
          "config may set", at_least(1)),
     _def("group.share.min.record.lock.duration.ms", "int", "15000", "smallest share.record.lock.duration.ms a "
-         "group config may set", at_least(1000)),
+         "group config may set", between(1000, 30000)),
     _def("group.share.max.record.lock.duration.ms", "int", "60000", "largest share.record.lock.duration.ms a "
-         "group config may set", at_least(1000)),
+         "group config may set", between(30000, 3600000)),
     _def("group.share.max.size", "int", "200", "most members of one share group", between(1, 1000)),
     _def("group.share.max.share.sessions", "int", "2000", "most share sessions on the broker", at_least(1)),
     _def("share.coordinator.state.topic.num.partitions", "int", "50", "partitions of __share_group_state",
@@ -401,8 +415,8 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("kafkalite.share.isolation.level", "string", "read_uncommitted", "share.isolation.level of groups "
          "that do not set it (Kafka: read_uncommitted)", one_of("read_uncommitted", "read_committed")),
     # -- kafkalite's own
-    _def("kafkalite.emulate.kafka", "string", "3.9+4.3", "advertise only this Kafka release's API versions "
-         "(default: what Kafka 3.9 or 4.3 serves)",
+    _def("kafkalite.emulate.kafka", "string", DEFAULT_PROFILE, "the Kafka release to present: its API versions, "
+         "features and configs (default: Kafka 4.4's, serving also the versions Kafka 3.9 served)",
          _release_rule()),
     _def("kafkalite.shutdown.drain.ms", "long", "5000", "how long in-flight requests may finish at shutdown",
          at_least(0)),
@@ -443,7 +457,8 @@ TOPIC: dict[str, ConfigDef] = {d.name: d for d in (
     _def("cleanup.policy", "list", "delete", "delete and/or compact", each_of(*CLEANUP_POLICIES)),
     _def("compression.type", "string", "producer", "codec", one_of(*COMPRESSION_TYPES)),
     _def("compression.gzip.level", "int", "-1", "gzip level (accepted, not used: batches are stored as sent)",
-         (lambda v: None if v == -1 or 1 <= v <= 9 else "Value must be between 1 and 9, or -1", "[1,...,9] or -1")),
+         (lambda v: None if v == -1 or 1 <= v <= 9 else "Value must be between 1 and 9 or equal to -1",
+          "[1,...,9] or -1")),
     _def("compression.lz4.level", "int", "9", "lz4 level (accepted, not used)", between(1, 17)),
     _def("compression.zstd.level", "int", "3", "zstd level (accepted, not used)", between(-131072, 22)),
     _def("delete.retention.ms", "long", "86400000", "keep tombstones this long", at_least(0)),
@@ -486,10 +501,11 @@ TOPIC: dict[str, ConfigDef] = {d.name: d for d in (
 )}
 
 
-def check_topic_configs(values: Mapping[str, object]) -> str | None:
+def check_topic_configs(values: Mapping[str, object], release: str = "3.9") -> str | None:
     """Why these topic config overrides are not acceptable (unknown name or bad value), or None."""
+    defs = _TOPIC_BY_RELEASE[release]
     for name, raw in values.items():
-        d = TOPIC.get(name)
+        d = defs.get(name)
         if d is None:
             return f"Unknown topic config name: {name}"
         if raw is None:
@@ -498,4 +514,70 @@ def check_topic_configs(values: Mapping[str, object]) -> str | None:
             d.parse(raw)
         except InvalidConfig as exc:
             return str(exc)
+    if str(values.get("remote.storage.enable", "")).strip().lower() == "true":   # LogConfig.validate
+        return ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "
+                "log storage.")
     return None
+
+
+# -- the tables of later releases ------------------------------------------------------------------------------
+# ``BROKER`` and ``TOPIC`` above are Kafka 3.9's. A profile follows the configs of one release
+# (``kafkalite.config.releases.config_release``); Kafka 4.x changed these (LogConfig, ServerLogConfigs):
+# - removed message.timestamp.difference.max.ms (deprecated in 3.6 by the before/after pair),
+#   message.format.version and message.downconversion.enable (KIP-724) and their broker settings: unknown names;
+# - message.timestamp.after.max.ms defaults to one hour (KIP-1030: far-future timestamps are refused);
+# - segment.bytes / log.segment.bytes must be at least 1 MiB (KIP-1030); tests set the internal topic config
+#   internal.segment.bytes instead, which DescribeConfigs lists only when set;
+# - 4.4 added errors.deadletterqueue.group.enable (KIP-1191), remote.copy.lag.ms/.bytes (tiered storage) and
+#   max.decompressed.message.bytes.
+ONE_MIB = 1024 * 1024
+_REMOVED_IN_4 = ("message.timestamp.difference.max.ms", "message.format.version", "message.downconversion.enable")
+
+
+def _topic_4(release: str) -> dict[str, ConfigDef]:
+    out = {n: d for n, d in TOPIC.items() if n not in _REMOVED_IN_4}
+    out["segment.bytes"] = _def("segment.bytes", "int", str(1024**3), "segment file size", at_least(ONE_MIB))
+    out["message.timestamp.after.max.ms"] = _def(
+        "message.timestamp.after.max.ms", "long", "3600000", "how far in the future a CreateTime may be",
+        at_least(0))
+    out["internal.segment.bytes"] = _def("internal.segment.bytes", "int", None,
+                                         "segment file size below segment.bytes' minimum, for tests (Kafka's "
+                                         "internal config, which wins over segment.bytes; Kafka checks no range, "
+                                         "kafkalite storage's own minimum applies)", at_least(RECORD_OVERHEAD_V0))
+    if release != "4.3":
+        for d in (
+            _def("errors.deadletterqueue.group.enable", "boolean", "false",
+                 "accepted, not used (no share group dead-letter queue)"),
+            _def("max.decompressed.message.bytes", "int", "2147483639",
+                 "accepted, not used (kafkalite.max.uncompressed.batch.bytes bounds decompression)",
+                 between(1, 2147483639)),
+            _def("remote.copy.lag.bytes", "long", "-1", "accepted, not used (no tiered storage)", at_least(-1)),
+            _def("remote.copy.lag.ms", "long", "0", "accepted, not used (no tiered storage)", at_least(-1)),
+        ):
+            out[d.name] = d
+    return dict(sorted(out.items()))
+
+
+def _broker_4() -> dict[str, ConfigDef]:
+    out = {n: d for n, d in BROKER.items() if n != "log.message.timestamp.difference.max.ms"}
+    out["log.segment.bytes"] = _def("log.segment.bytes", "int", str(1024**3), "segment file size",
+                                    at_least(ONE_MIB))
+    out["log.message.timestamp.after.max.ms"] = _def(
+        "log.message.timestamp.after.max.ms", "long", "3600000", "how far in the future a CreateTime may be",
+        at_least(0))
+    return out
+
+
+_TOPIC_BY_RELEASE = {"3.9": TOPIC, "4.3": _topic_4("4.3"), "4.4": _topic_4("4.4")}
+_BROKER_4 = _broker_4()
+_BROKER_BY_RELEASE = {"3.9": BROKER, "4.3": _BROKER_4, "4.4": _BROKER_4}
+
+
+def topic_defs(release: str) -> dict[str, ConfigDef]:
+    """The topic configs of a config release ("3.9", "4.3", "4.4"; ``releases.config_release``)."""
+    return _TOPIC_BY_RELEASE[release]
+
+
+def broker_defs(release: str) -> dict[str, ConfigDef]:
+    """The broker settings kafkalite reads, as a config release defines them."""
+    return _BROKER_BY_RELEASE[release]

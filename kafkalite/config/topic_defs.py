@@ -29,6 +29,10 @@ BROKER_TO_TOPIC = {
 }
 
 
+#: Kafka 4.x's internal topic config (LogConfig.defineInternal): a segment size below segment.bytes' 1 MiB minimum,
+#: for tests; listed by DescribeConfigs only when set
+INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
+
 # broker settings AlterConfigs may change at runtime (Kafka's DynamicLogConfig: those behind topic defaults)
 DYNAMIC_BROKER_CONFIGS = frozenset(BROKER_TO_TOPIC) | {
     "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms", "log.roll.hours"}

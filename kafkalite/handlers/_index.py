@@ -9,21 +9,21 @@ from __future__ import annotations
 
 # api_key -> (module in kafkalite.handlers, min_version, max_version)
 INDEX: dict[int, tuple[str, int, int]] = {
-    0: ("produce", 3, 11),  # Produce
-    1: ("fetch", 4, 17),  # Fetch
-    2: ("list_offsets", 0, 9),  # ListOffsets
-    3: ("metadata", 0, 12),  # Metadata
-    8: ("offset_commit", 0, 9),  # OffsetCommit
-    9: ("offset_fetch", 0, 9),  # OffsetFetch
+    0: ("produce", 3, 13),  # Produce
+    1: ("fetch", 4, 18),  # Fetch
+    2: ("list_offsets", 0, 11),  # ListOffsets
+    3: ("metadata", 0, 13),  # Metadata
+    8: ("offset_commit", 0, 10),  # OffsetCommit
+    9: ("offset_fetch", 0, 10),  # OffsetFetch
     10: ("find_coordinator", 0, 6),  # FindCoordinator
     11: ("join_group", 0, 9),  # JoinGroup
     12: ("heartbeat", 0, 4),  # Heartbeat
     13: ("leave_group", 0, 5),  # LeaveGroup
     14: ("sync_group", 0, 5),  # SyncGroup
-    15: ("describe_groups", 0, 5),  # DescribeGroups
+    15: ("describe_groups", 0, 6),  # DescribeGroups
     16: ("list_groups", 0, 5),  # ListGroups
     17: ("sasl_handshake", 0, 1),  # SaslHandshake
-    18: ("api_versions", 0, 4),  # ApiVersions
+    18: ("api_versions", 0, 5),  # ApiVersions
     19: ("create_topics", 0, 7),  # CreateTopics
     20: ("delete_topics", 0, 6),  # DeleteTopics
     21: ("delete_records", 0, 2),  # DeleteRecords
@@ -39,13 +39,13 @@ INDEX: dict[int, tuple[str, int, int]] = {
     32: ("describe_configs", 0, 4),  # DescribeConfigs
     33: ("alter_configs", 0, 2),  # AlterConfigs
     34: ("alter_replica_log_dirs", 0, 2),  # AlterReplicaLogDirs
-    35: ("describe_log_dirs", 0, 4),  # DescribeLogDirs
+    35: ("describe_log_dirs", 0, 5),  # DescribeLogDirs
     36: ("sasl_authenticate", 0, 2),  # SaslAuthenticate
     37: ("create_partitions", 0, 3),  # CreatePartitions
-    42: ("delete_groups", 0, 2),  # DeleteGroups
+    42: ("delete_groups", 0, 3),  # DeleteGroups
     43: ("elect_leaders", 0, 2),  # ElectLeaders
     44: ("incremental_alter_configs", 0, 1),  # IncrementalAlterConfigs
-    45: ("alter_partition_reassignments", 0, 0),  # AlterPartitionReassignments
+    45: ("alter_partition_reassignments", 0, 1),  # AlterPartitionReassignments
     46: ("list_partition_reassignments", 0, 0),  # ListPartitionReassignments
     47: ("offset_delete", 0, 0),  # OffsetDelete
     48: ("describe_client_quotas", 0, 1),  # DescribeClientQuotas
@@ -53,11 +53,11 @@ INDEX: dict[int, tuple[str, int, int]] = {
     50: ("describe_user_scram_credentials", 0, 0),  # DescribeUserScramCredentials
     51: ("alter_user_scram_credentials", 0, 0),  # AlterUserScramCredentials
     55: ("describe_quorum", 0, 2),  # DescribeQuorum
-    57: ("update_features", 0, 1),  # UpdateFeatures
-    60: ("describe_cluster", 0, 1),  # DescribeCluster
+    57: ("update_features", 0, 2),  # UpdateFeatures
+    60: ("describe_cluster", 0, 2),  # DescribeCluster
     61: ("describe_producers", 0, 0),  # DescribeProducers
     65: ("describe_transactions", 0, 0),  # DescribeTransactions
-    66: ("list_transactions", 0, 1),  # ListTransactions
+    66: ("list_transactions", 0, 2),  # ListTransactions
     68: ("consumer_group_heartbeat", 0, 1),  # ConsumerGroupHeartbeat
     69: ("consumer_group_describe", 0, 1),  # ConsumerGroupDescribe
     74: ("list_config_resources", 0, 1),  # ListConfigResources

@@ -41,7 +41,7 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
             pass
         elif r.resource_type == TOPIC_RESOURCE:
             if r.resource_name not in state.topics:
-                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."
+                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{r.resource_name}' does not exist."
             else:
                 overrides = {c.name: c.value for c in r.configs if c.value is not None}
                 why = validate_topic_configs(state, overrides)

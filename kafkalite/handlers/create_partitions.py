@@ -62,7 +62,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
         elif t.name in denied:
             code, msg = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
         elif info is None:
-            code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic does not exist."
+            code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None   # Kafka's controller sets no message
         elif info.internal or t.name in INTERNAL_TOPICS:
             code, msg = ErrorCode.INVALID_REQUEST, (
                 f"The partition count of internal topic {t.name} cannot be changed (the broker manages it).")

@@ -20,7 +20,8 @@
   configs; ``kafkalite.handlers.limits``) fails whole: every topic answers POLICY_VIOLATION "Unable to perform
   excessively large batch operation.", as Kafka's controller answers it.
 - ValidateOnly (v1+) runs every check and creates nothing.
-- v5+ echo the resulting partition count, replication factor and full config list; v7+ the topic id.
+- v5+ echo the resulting partition count, replication factor and full config list (an error result carries
+  an empty list, as Kafka's); v7+ the topic id, for ValidateOnly too (the id the topic would have had).
 - The topics are checked in slices (each one on its own, as Kafka's controller checks them: 2,000 topics held
   the loop ~0.1 s), each valid name reserved as it passes; the name-collision map is rebuilt after a pause
   in which other requests created or deleted topics. Partition directories are made in a worker thread, one
@@ -92,15 +93,18 @@ def _check(state: BrokerState, t: Any, node: int, taken: dict[str, str]) -> tupl
         partitions = len(indexes)
     else:
         partitions = state.config.num_partitions if t.num_partitions == -1 else t.num_partitions
-        if partitions < 1:
-            return ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", 0
         rf = 1 if t.replication_factor == -1 else t.replication_factor
-        if rf < 1:
-            return ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.", 0
+        if rf < 1:   # ReplicationControlManager checks the factor first
+            return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                    "Replication factor must be larger than 0, or -1 to use the default value.", 0)
+        if partitions < 1:
+            return ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.", 0
         if rf > 1 and not state.placement.replicated:   # several brokers: capped at their number
+            cordoned = "" if state.config.release == "3.9" else \
+                " or some brokers have all their log directories cordoned"   # 4.x's StripedReplicaPlacer
             return (ErrorCode.INVALID_REPLICATION_FACTOR,
                     f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
-                    "cannot be reached because only 1 broker(s) are registered.", 0)
+                    f"cannot be reached because only 1 broker(s) are registered{cordoned}.", 0)
     if nulls := [c.name for c in t.configs if c.value is None]:   # ReplicationControlManager's wording
         return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}", 0
     overrides = {c.name: c.value for c in t.configs}
@@ -134,35 +138,34 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         if counts[t.name] > 1:
             results.append(_Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
                                    error_message="Create topics request from client contains a duplicate topic",
-                                   configs=None))
+                                   configs=[]))
             continue
         if t.name in denied:
             results.append(_Result(name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                   error_message="Authorization failed.", configs=None))
+                                   error_message="Authorization failed.", configs=[]))
             continue
         code, message, partitions = _check(state, t, state.node_id, taken)
         if code != ErrorCode.NONE:
-            results.append(_Result(name=t.name, error_code=code, error_message=message, configs=None))
+            results.append(_Result(name=t.name, error_code=code, error_message=message, configs=[]))
             continue
         if state.quotas.active and not req.validate_only and state.quotas.mutation_refused(
                 ctx, partitions, ctx.version >= 6):
             results.append(_Result(name=t.name, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
-                                   error_message="The throttling quota has been exceeded.", configs=None))
+                                   error_message="The throttling quota has been exceeded.", configs=[]))
             continue
         records += topic_records(partitions, len(t.configs))
         if records > MAX_RECORDS_PER_USER_OP:
             break
         overrides = {c.name: c.value for c in t.configs if c.value is not None}
-        topic_id = None if req.validate_only else uuid.uuid4()
-        res = _Result(name=t.name, error_code=ErrorCode.NONE, error_message=None, num_partitions=partitions,
-                      replication_factor=state.placement.replication_factor(t.name, t.replication_factor),
-                      configs=[])
+        topic_id = uuid.uuid4()   # validate_only too: Kafka answers the id the topic would have had (v7+)
+        res = _Result(name=t.name, error_code=ErrorCode.NONE, error_message=None, configs=[], topic_id=topic_id)
         if authz.allowed(ctx, authz.Op.DESCRIBE_CONFIGS, authz.TOPIC, t.name):
+            res.num_partitions = partitions
+            res.replication_factor = state.placement.replication_factor(t.name, t.replication_factor)
             described.append((res, overrides))
-        else:   # created, but its configs are not shown (v5+ topic_config_error_code, as Kafka)
+        else:   # created, but its configs and sizes are not shown (v5+ topic_config_error_code, as Kafka)
             res.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        if topic_id is not None:
-            res.topic_id = topic_id
+        if not req.validate_only:
             state.pending_topics.add(t.name)   # reserved before any await: no second creator can pass _check
             state.placement.plan_replication(t.name, t.replication_factor)
             taken[t.name.replace(".", "_")] = t.name
@@ -173,7 +176,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
             state.pending_topics.discard(name)
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
             _Result(name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE,
-                    configs=None) for t in req.topics])
+                    configs=[]) for t in req.topics])
     try:
         await _describe(state, described)
     except BaseException:   # cancelled (connection closed, shutdown): the names are free again
@@ -214,7 +217,7 @@ async def _create(state: BrokerState, todo: list[tuple[int, str, int, dict[str, 
             except StorageError as exc:
                 log.error("cannot create topic %s: %s", name, exc)
                 results[i] = _Result(name=name, error_code=error_code_for(exc), error_message=str(exc),
-                                     configs=None)
+                                     configs=[])
             else:
                 state.topics.register(name, partitions, overrides, topic_id, write_configs=False)
                 with_configs = with_configs or bool(overrides)

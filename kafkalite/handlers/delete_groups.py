@@ -1,4 +1,4 @@
-"""DeleteGroups (key 42): v0–v2.
+"""DeleteGroups (key 42): v0–v3 (v3 adds a per-group ErrorMessage).
 
 Only Empty groups can be deleted (NON_EMPTY_GROUP otherwise; GROUP_ID_NOT_FOUND for unknown ones).
 Deleting writes tombstones for the group's offsets and metadata to ``__consumer_offsets``; a share group's
@@ -13,7 +13,7 @@ from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DeleteGroupsRequest, DeleteGroupsResponse
 
 
-@handler(DeleteGroupsRequest, min_version=0, max_version=2)
+@handler(DeleteGroupsRequest, min_version=0, max_version=3)
 async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     state = ctx.broker
     svc = state.groups

@@ -1,14 +1,16 @@
 """DescribeConfigs (key 32): v0–v4.
 
-Resources: TOPIC (2) — every topic config with its effective value and source (1 topic override, 2/3 dynamic
-broker setting, 4 static broker setting, 5 default); BROKER (4) — every broker config Kafka 3.9 lists, with
+Resources: TOPIC (2) — every topic config of the profile's Kafka release with its effective value and source (1
+topic override, 2/3 dynamic broker setting, 4 static broker setting, 5 default); BROKER (4) — every broker config
+the profile's Kafka release lists (3.9's, or 4.3's / 4.4's as captured from the real brokers), with
 Kafka's sources, synonyms, types, sensitivity and read-only flags (``kafkalite.config.broker_describe``; resource
 name = our node id, or "" for the cluster-wide dynamic defaults only); BROKER_LOGGER (8) — an empty list;
 GROUP (32) — every group config (``kafkalite.metadata.group_configs``): an override with source DYNAMIC_GROUP_CONFIG,
 else the broker's default with DEFAULT_CONFIG, whether or not the group exists.
-ConfigurationKeys (nullable) filters by name. v0 reports IsDefault instead of ConfigSource; Synonyms (v1+)
-are returned when asked for (a topic config: its override, then the broker settings that give its default,
-e.g. retention.ms -> log.retention.ms/.minutes/.hours where set or defaulted; a broker config: itself);
+ConfigurationKeys (nullable) filters by name. A result without a message carries "" (never null), as Kafka's:
+success, and an unknown topic (ConfigHelper sets no message there). v0 reports IsDefault instead of ConfigSource;
+Synonyms (v1+) are returned when asked for (a topic config: its override, then the broker settings that give its default,
+e.g. retention.ms -> log.retention.ms/.minutes/.hours where set, cut as Kafka cuts them; a broker config: itself);
 ConfigType (v3+) carries the type; Documentation (v3+, IncludeDocumentation) a doc line per broker config.
 Resources are described one by one in slices (``kafkalite.runtime.slices``): a request can name a million of them.
 - Authorization: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for broker and broker-logger
@@ -38,10 +40,8 @@ _Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 
 
 def _entry(e: ConfigEntry, synonyms: bool, documentation: bool, broker: bool) -> Any:
-    # a topic config's synonyms are its override and the broker settings behind its default (Kafka's order);
-    # a broker config's are exactly Kafka's (possibly none: an unset log.retention.ms)
-    pairs = e.synonyms if broker else (e.synonyms or ((e.name, e.value, e.source),))
-    syn = [DescribeConfigsResponse.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in pairs] \
+    # exactly Kafka's synonyms (possibly none: an unset log.retention.ms, a topic's retention.ms at its default)
+    syn = [DescribeConfigsResponse.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms] \
         if synonyms else []
     return _Entry(name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default,
                   config_source=e.source, is_sensitive=e.sensitive, synonyms=syn, config_type=e.config_type,
@@ -65,7 +65,7 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
         elif r.resource_type == TOPIC_RESOURCE:
             info = state.topics.get(r.resource_name)
             if info is None:
-                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."
+                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ""   # Kafka's ConfigHelper sets no message
             else:
                 entries = describe_topic(state, info.config)
         elif r.resource_type == BROKER_RESOURCE:
@@ -84,6 +84,6 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
             keys = set(r.configuration_keys) if r.configuration_keys else None
             broker = r.resource_type == BROKER_RESOURCE
             configs = [_entry(e, synonyms, documentation, broker) for e in entries if keys is None or e.name in keys]
-        results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,
+        results.append(_Result(error_code=code, error_message="" if msg is None else msg, resource_type=r.resource_type,
                                resource_name=r.resource_name, configs=configs))
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)

@@ -1,10 +1,12 @@
-"""DescribeGroups (key 15): v0–v5.
+"""DescribeGroups (key 15): v0–v6.
 
-- A group that does not exist is described as state "Dead" with no error (v6, Kafka 4.0, would say
-  GROUP_ID_NOT_FOUND). Member metadata and assignments are only filled in while the group is
-  Stable, and the protocol name likewise, as Kafka's GroupMetadata.summary.
+- A group that does not exist, or is not a classic group (a KIP-848 consumer group), is described as state
+  "Dead": with no error before v6, with GROUP_ID_NOT_FOUND and Kafka's message from v6 (KIP-1043). Member
+  metadata and assignments are only filled in while the group is Stable, and the protocol name likewise, as
+  Kafka's GroupMetadata.summary.
 - v3 adds AuthorizedOperations (asked with IncludeAuthorizedOperations): without ACLs every group
-  operation is allowed (READ, DELETE, DESCRIBE); v4 adds GroupInstanceId; v5 is flexible.
+  operation is allowed (READ, DELETE, DESCRIBE, and under a 4.x profile DESCRIBE_CONFIGS, ALTER_CONFIGS);
+  v4 adds GroupInstanceId; v5 is flexible.
 - Authorization: DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED); authorized_operations (v3+, when
   asked) are the principal's.
 """
@@ -16,19 +18,17 @@ from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
 
 R = DescribeGroupsResponse
-ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
 NOT_REQUESTED = -(2**31)
 
 
-@handler(DescribeGroupsRequest, min_version=0, max_version=5)
+@handler(DescribeGroupsRequest, min_version=0, max_version=6)
 async def describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
     state = ctx.broker
     svc = state.groups
-    ops = ALL_GROUP_OPERATIONS if ctx.version >= 3 and req.include_authorized_operations else NOT_REQUESTED
+    asked = ctx.version >= 3 and req.include_authorized_operations
     out = []
     for gid in req.groups:
-        if ops != NOT_REQUESTED and state.authorizer is not None:
-            ops = authz.group_ops(ctx, gid)
+        ops = authz.group_ops(ctx, gid) if asked else NOT_REQUESTED
         if authz.group_error(ctx, authz.Op.DESCRIBE, gid):
             out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=gid,
                                         authorized_operations=ops))
@@ -39,6 +39,10 @@ async def describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> De
         err, summary = svc.describe_group(gid)
         if err != ErrorCode.NONE:
             out.append(R.DescribedGroup(error_code=err, group_id=gid, authorized_operations=ops))
+        elif summary is None and ctx.version >= 6:
+            what = "is not a classic group" if gid in svc.consumer.coordinator.groups else "not found"
+            out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {gid} {what}.",
+                                        group_id=gid, group_state="Dead", authorized_operations=ops))
         elif summary is None:
             out.append(R.DescribedGroup(error_code=ErrorCode.NONE, group_id=gid, group_state="Dead",
                                         authorized_operations=ops))

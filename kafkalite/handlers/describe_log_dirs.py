@@ -1,9 +1,9 @@
-"""DescribeLogDirs (key 35): v0–v4 (admin tools and UIs use it for topic sizes).
+"""DescribeLogDirs (key 35): v0–v5 (admin tools and UIs use it for topic sizes).
 
 One log dir (the first of ``log.dirs``). Topics null means every partition; otherwise only the listed
 partitions that exist are reported. PartitionSize is the bytes of the partition's segments, OffsetLag 0 (no
 replication, no future replicas). v3+ carry a top-level ErrorCode; v4+ the file system's total and usable
-bytes for the log dir.
+bytes for the log dir; v5+ IsCordoned (KIP-1066: a log dir closed to new partitions; kafkalite's one never is).
 - Authorization: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (v3+ top-level) and no results.
 
 Bounded work on the event loop: after a clean start partition logs load on first use (0.3-1 ms of file reads
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 R = DescribeLogDirsResponse
 
 
-@handler(DescribeLogDirsRequest, min_version=0, max_version=4)
+@handler(DescribeLogDirsRequest, min_version=0, max_version=5)
 async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     state = ctx.broker
     if err := authz.cluster_error(ctx, authz.Op.DESCRIBE):

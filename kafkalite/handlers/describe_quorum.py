@@ -60,10 +60,10 @@ async def describe_quorum(ctx: RequestContext, req: DescribeQuorumRequest) -> De
     now = ctx.now_ms()
     voter = R.ReplicaState(replica_id=state.node_id, replica_directory_id=_directory_id(str(state.log_dir)),
                            log_end_offset=HIGH_WATERMARK, last_fetch_timestamp=now, last_caught_up_timestamp=now)
-    part = R.PartitionData(partition_index=0, error_code=ErrorCode.NONE, error_message=None,
+    part = R.PartitionData(partition_index=0, error_code=ErrorCode.NONE, error_message="",
                            leader_id=state.node_id, leader_epoch=LEADER_EPOCH, high_watermark=HIGH_WATERMARK,
                            current_voters=[voter], observers=[])
     lst = state.advertised_for(ctx.listener)
     nodes = [R.Node(node_id=state.node_id, listeners=[R.Listener(name=lst.name, host=lst.host, port=lst.port)])]
-    return R(error_code=ErrorCode.NONE, error_message=None,
+    return R(error_code=ErrorCode.NONE, error_message="",   # "" (v2), as Kafka
              topics=[R.TopicData(topic_name=METADATA_TOPIC, partitions=[part])], nodes=nodes)

@@ -4,14 +4,17 @@ Per group and partition: the share-partition start offset (-1 where the group ha
 leader epoch, and (v1) the lag — records from the start offset to the high watermark whose delivery is not
 complete (-1 when unknown). Null Topics means every partition the group has state for or was assigned (Kafka 4.x
 initialises a share-partition at assignment with start offset -1, resolved by the first ShareFetch: -1 and lag -1
-until then). An unknown group is
-GROUP_ID_NOT_FOUND; an unknown topic's partitions carry UNKNOWN_TOPIC_OR_PARTITION.
+until then). A group id no share group has answers as Kafka 4.4 reads absent state: no error, each named
+partition with start offset -1, leader epoch 0 and lag -1 (a classic group's id: GROUP_ID_NOT_FOUND); in an
+existing group an unknown topic's partitions carry UNKNOWN_TOPIC_OR_PARTITION.
 
 Authorization (``KafkaApis.handleDescribeShareGroupOffsetsRequest``): DESCRIBE on each group (else
 GROUP_AUTHORIZATION_FAILED); a named topic without DESCRIBE answers TOPIC_AUTHORIZATION_FAILED per partition
 (start offset -1, Kafka's message), and null Topics (all) leaves such topics out.
 """
 from __future__ import annotations
+
+import uuid
 
 from kafkalite import authz
 from kafkalite.coordinator.common.keys import group_id_error
@@ -21,6 +24,11 @@ from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
 
 _Resp = DescribeShareGroupOffsetsResponse
+
+
+def _topic_id(state: object, name: str) -> uuid.UUID:
+    info = state.topics.get(name)  # type: ignore[attr-defined]
+    return info.topic_id if info is not None else uuid.UUID(int=0)
 
 
 @handler(DescribeShareGroupOffsetsRequest, min_version=0, max_version=1)
@@ -44,8 +52,17 @@ async def describe_share_group_offsets(ctx: RequestContext,
         if svc.loading:
             out.append(error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
             continue
-        if g.group_id not in svc.groups.groups or classic_group_exists(ctx, g.group_id):
+        if classic_group_exists(ctx, g.group_id):
             out.append(error(ErrorCode.GROUP_ID_NOT_FOUND))
+            continue
+        if g.group_id not in svc.groups.groups:   # Kafka 4.4 reads the (absent) state: no error, nothing known
+            out.append(_Resp.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, error_code=0, topics=[
+                _Resp.DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=t.topic_name, topic_id=_topic_id(state, t.topic_name), partitions=[
+                        _Resp.DescribeShareGroupOffsetsResponsePartition(partition_index=p, start_offset=-1,
+                                                                         leader_epoch=0, lag=-1, error_code=0)
+                        for p in t.partitions])
+                for t in g.topics or []]))
             continue
         topics: dict = {}
         if g.topics is None:

@@ -46,8 +46,9 @@ async def describe_topic_partitions(ctx: RequestContext,
                 error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, partitions=[]))
             continue
         if info is None:
-            topics.append(R.DescribeTopicPartitionsResponseTopic(
-                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[]))
+            topics.append(R.DescribeTopicPartitionsResponseTopic(   # Kafka fills in the operations here too
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[],
+                topic_authorized_operations=authz.topic_ops(ctx, name)))
             continue
         first = start_partition if name == start_topic else 0
         if budget == 0:

@@ -25,12 +25,12 @@ async def describe_transactions(ctx: RequestContext,
     for tid in req.transactional_ids:
         if txns is None or authz.txn_error(ctx, authz.Op.DESCRIBE, tid):
             out.append(Resp.TransactionState(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                             transactional_id=tid, producer_id=-1, producer_epoch=-1))
+                                             transactional_id=tid, producer_id=0, producer_epoch=0))
             continue
         err, meta = txns.coordinator.describe(tid)
         if meta is None:
-            out.append(Resp.TransactionState(error_code=err, transactional_id=tid, producer_id=-1,
-                                             producer_epoch=-1))
+            out.append(Resp.TransactionState(error_code=err, transactional_id=tid, producer_id=0,
+                                             producer_epoch=0))   # the fields' defaults, as Kafka leaves them
             continue
         by_topic: dict[str, list[int]] = {}
         hidden = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t for t, _p in meta.partitions))

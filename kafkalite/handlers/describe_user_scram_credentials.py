@@ -46,4 +46,4 @@ async def describe_user_scram_credentials(ctx: RequestContext, req: DescribeUser
         results.append(Result(user=user, error_code=ErrorCode.NONE, error_message=None, credential_infos=[
             Info(mechanism=MECHANISMS[m][1], iterations=c.iterations) for m, c in sorted(mechs.items())]))
     return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
-                                                error_message=None, results=results)
+                                                error_message="", results=results)   # "" on success, as Kafka

@@ -1,4 +1,6 @@
-"""Fetch (key 1): v4–v17 (v4 is the first with isolation level and LSO; every client sends ≥4 when offered).
+"""Fetch (key 1): v4–v18 (v4 is the first with isolation level and LSO; every client sends ≥4 when offered).
+v18 adds a follower's known high watermark (KIP-1166, tagged): a consumer's fetch never carries one and kafkalite
+has no Kafka followers, so it is read and ignored.
 
 - Long poll: if fewer than MinBytes are available (and no partition errored), wait until an append to one of
   the requested partitions (per-partition events set by Produce, see BrokerState.append_waiter) or until
@@ -9,7 +11,10 @@
   connection (which pins the handle's descriptor while it sends). An
   offset inside a batch returns the whole batch; clients skip the earlier records.
 - v13+: topics are named by topic id; an unknown id answers UNKNOWN_TOPIC_ID.
-- OFFSET_OUT_OF_RANGE below the log start offset or beyond the log end offset.
+- OFFSET_OUT_OF_RANGE below the log start offset or beyond the log end offset. An error partition carries
+  -1 for the high watermark, last stable offset and log start offset (the client resets with ListOffsets),
+  as Kafka's; AbortedTransactions is empty when the partition was refused before a read, null when its read
+  failed (``_error_part``).
 - Several brokers (``kafkalite.cluster``): a partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER
   with the KIP-951 current leader (v12+) and its endpoint (v16+); consumers never read past the high
   watermark (records the ISR does not all hold yet are cut off at the batch boundary).
@@ -53,9 +58,13 @@ INLINE_BYTES = 16 * 1024
 INLINE_TOTAL = 4 * 1024 * 1024
 
 
-def _error_part(index: int, code: ErrorCode, hw: int = -1, log_start: int = -1, version: int = 4) -> Any:
-    return _Part(partition_index=index, error_code=code, high_watermark=hw, last_stable_offset=hw,
-                 log_start_offset=log_start, aborted_transactions=None, preferred_read_replica=-1,
+def _error_part(index: int, code: ErrorCode, read: bool = False) -> Any:
+    """A partition that failed carries no offsets (-1). One refused before any read (unknown topic or partition,
+    authorization) is Kafka's ``FetchResponse.partitionResponse``: an empty AbortedTransactions list; one whose
+    read failed (``read``: OFFSET_OUT_OF_RANGE, a storage error, not the leader) is ReplicaManager's
+    ``createLogReadResult(e)``: no aborted transactions at all (null)."""
+    return _Part(partition_index=index, error_code=code, high_watermark=-1, last_stable_offset=-1,
+                 log_start_offset=-1, aborted_transactions=None if read else [], preferred_read_replica=-1,
                  records=b"")
 
 
@@ -132,7 +141,7 @@ def _partition(state: BrokerState, name: str | None, missing: ErrorCode, p: Any,
         code = state.placement.leader_error(name, p.partition)   # several brokers: only the leader answers
         if code:
             budget.errored = True
-            part = _error_part(p.partition, ErrorCode(code))
+            part = _error_part(p.partition, ErrorCode(code), read=True)
             part.current_leader = state.placement.current_leader(name, p.partition, FetchResponse.LeaderIdAndEpoch)
             return part
     plog = state.logs.get_log(name, p.partition) if name is not None and name in state.topics else None
@@ -145,7 +154,7 @@ def _partition(state: BrokerState, name: str | None, missing: ErrorCode, p: Any,
     offset = p.fetch_offset
     if offset < log_start or offset > plog.log_end_offset:
         budget.errored = True
-        return _error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, log_start)
+        return _error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, read=True)
     total = budget.total
     limit = min(p.partition_max_bytes, budget.remaining)
     records: Any = b""
@@ -154,10 +163,10 @@ def _partition(state: BrokerState, name: str | None, missing: ErrorCode, p: Any,
             regions = plog.read(offset, max(limit, 0), min_one=(total == 0))
         except OffsetOutOfRangeError:
             budget.errored = True
-            return _error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, log_start)
+            return _error_part(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, read=True)
         except StorageError as exc:
             budget.errored = True
-            return _error_part(p.partition, error_code_for(exc), hw, log_start)
+            return _error_part(p.partition, error_code_for(exc), read=True)
         if regions and committed and lso < hw:
             regions = trim_regions(regions, lso)
         elif regions and hw < plog.log_end_offset:   # replicated: nothing past the high watermark
@@ -239,7 +248,7 @@ def _keys(state: BrokerState, req: FetchRequest, version: int) -> list[tuple[str
     return keys
 
 
-@handler(FetchRequest, min_version=4, max_version=17)
+@handler(FetchRequest, min_version=4, max_version=18)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
     state = ctx.broker
     quotas = state.quotas

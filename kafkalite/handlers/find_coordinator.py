@@ -3,7 +3,8 @@
 - v0: ``key`` is a group id; v1+: ``key_type`` 0 = group, 1 = transactional id (answered with this same
   node: a single broker coordinates everything); other key types get INVALID_REQUEST.
 - v4+ batches keys in ``coordinator_keys`` and answers one ``Coordinator`` per key; v0–v3 answer in the
-  top-level fields. ``error_message`` exists from v1.
+  top-level fields. ``error_message`` exists from v1: v1-v3 send 'NONE' on success (Kafka sets the error's
+  message, which for NONE is its name) and kafkalite's text on an error; v4+ never set one (""), as Kafka.
 - As in Kafka, looking up a group coordinator creates the internal ``__consumer_offsets`` topic
   (``offsets.topic.num.partitions``, compacted) if it does not exist yet; the answer waits for the
   creation (Kafka answers COORDINATOR_NOT_AVAILABLE meanwhile and lets the client retry).
@@ -82,9 +83,9 @@ async def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> 
             if node < 0 and err == ErrorCode.NONE:
                 err, msg = ErrorCode.COORDINATOR_NOT_AVAILABLE, None
             ok = err == ErrorCode.NONE
-            coords.append(FindCoordinatorResponse.Coordinator(
+            coords.append(FindCoordinatorResponse.Coordinator(   # v4+: Kafka never sets a message ("")
                 key=key, node_id=node if ok else -1, host=host if ok else "", port=port if ok else -1,
-                error_code=err, error_message=msg))
+                error_code=err, error_message=""))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coords)
     err, msg = await _lookup(ctx, key_type, req.key)
     node, host, port = _placed(ctx, key_type, req.key, err, node, lst)
@@ -92,6 +93,8 @@ async def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> 
         err, msg = ErrorCode.COORDINATOR_NOT_AVAILABLE, None
     lst = Listener(lst.name, host, port)
     ok = err == ErrorCode.NONE
+    if ok:
+        msg = "NONE"   # v1-v3: Kafka sends the error's message, which for NONE is its name
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=err, error_message=msg if ctx.version >= 1 else "",
                                    node_id=node if ok else -1, host=lst.host if ok else "",
                                    port=lst.port if ok else -1)

@@ -47,7 +47,8 @@ def _apply(current: dict[str, str], configs: list, defaults: dict[str, str]) -> 
             current.pop(c.name, None)
         elif c.config_operation in (APPEND, SUBTRACT):
             if c.name not in LIST_CONFIGS:
-                return ErrorCode.INVALID_CONFIG, f"Config {c.name} is not a list config"
+                op = "APPEND" if c.config_operation == APPEND else "SUBTRACT"
+                return ErrorCode.INVALID_CONFIG, f"Can't {op} to key {c.name} because its type is not LIST."
             base = current.get(c.name, defaults.get(c.name, ""))
             items = [x for x in base.split(",") if x]
             for v in (c.value or "").split(","):
@@ -76,7 +77,7 @@ async def incremental_alter_configs(ctx: RequestContext,
         elif r.resource_type == TOPIC_RESOURCE:
             info = state.topics.get(r.resource_name)
             if info is None:
-                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist."
+                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{r.resource_name}' does not exist."
             else:
                 updated = dict(info.config)
                 code, msg = _apply(updated, list(r.configs), state.configs.default_log_config.to_props())

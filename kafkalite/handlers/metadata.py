@@ -1,4 +1,5 @@
-"""Metadata (key 3): v0–v12.
+"""Metadata (key 3): v0–v13 (v13 adds a top-level ErrorCode, KIP-1102: REBOOTSTRAP_REQUIRED when a broker wants
+its clients to re-bootstrap; kafkalite never does, so it is always NONE).
 
 - This broker is the only node: it leads every partition (at the log's latest leader epoch, 0 for new logs) and is the sole replica and ISR member;
   the broker list holds the advertised address of the listener the client came in on.
@@ -66,7 +67,7 @@ def _error_topic(name: str | None, code: ErrorCode, topic_id: uuid.UUID = _ZERO_
     return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
 
 
-@handler(MetadataRequest, min_version=0, max_version=12)
+@handler(MetadataRequest, min_version=0, max_version=13)
 async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     state = ctx.broker
     version = ctx.version

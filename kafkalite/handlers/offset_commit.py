@@ -1,11 +1,13 @@
-"""OffsetCommit (key 8): v0–v9.
+"""OffsetCommit (key 8): v0–v10.
 
 - v0 has no generation/member (a "simple" commit); v1 adds GenerationId, MemberId and a per-partition
   CommitTimestamp; v2–v4 carry RetentionTimeMs (an explicit expiry; -1 = broker default); v5 drops
   it; v6 adds CommittedLeaderEpoch; v7 GroupInstanceId; v8 is flexible; v9 (KIP-848) renames the
   generation to a member epoch, which for classic groups still means the generation. For a KIP-848
   consumer group the member must exist (UNKNOWN_MEMBER_ID), commit with v9+ (UNSUPPORTED_VERSION) and
-  send its current member epoch (STALE_MEMBER_EPOCH); epoch -1 commits only to an empty group.
+  send its current member epoch (STALE_MEMBER_EPOCH); epoch -1 commits only to an empty group. v10 names
+  topics by id (KIP-848): an id no topic has answers UNKNOWN_TOPIC_ID for its partitions; the answer names
+  topics by id.
 - Partitions of topics the broker does not know get UNKNOWN_TOPIC_OR_PARTITION (as Kafka's
   metadata-cache check); the rest go to the coordinator, which accepts generation -1 commits only for
   an Empty (or new) group and accepts member commits in Stable and PreparingRebalance.
@@ -19,6 +21,8 @@
   (else TOPIC_AUTHORIZATION_FAILED on its partitions).
 """
 from __future__ import annotations
+
+from typing import Any
 
 from kafkalite import authz
 from kafkalite.coordinator.classic.group import OffsetAndMetadata
@@ -34,7 +38,20 @@ def _expiry(base_ms: int, retention_ms: int) -> int:
     return min(base_ms + retention_ms, _INT64_MAX)
 
 
-@handler(OffsetCommitRequest, min_version=0, max_version=9)
+def resolve_topic_ids(state: object, topics: list[Any]) -> set[int]:
+    """Name each topic entry named by id (v10+, Kafka's ``topic.setName``); the positions of unknown ids."""
+    by_id = state.topics_by_id  # type: ignore[attr-defined]
+    unknown = set()
+    for i, t in enumerate(topics):
+        info = by_id.get(t.topic_id)
+        if info is None:
+            unknown.add(i)
+        else:
+            t.name = info.name
+    return unknown
+
+
+@handler(OffsetCommitRequest, min_version=0, max_version=10)
 async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
     state = ctx.broker
     v = ctx.version
@@ -43,9 +60,13 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
     retention_ms = svc.config.offsets_retention_ms if svc is not None else 0
     errors: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    unknown_ids = resolve_topic_ids(state, req.topics) if v >= 10 else set()
     group_err = authz.group_error(ctx, authz.Op.READ, req.group_id)
-    denied = authz.denied(ctx, authz.Op.READ, authz.TOPIC, (t.name for t in req.topics)) if not group_err else ()
-    for t in req.topics:
+    denied = authz.denied(ctx, authz.Op.READ, authz.TOPIC, (t.name for i, t in enumerate(req.topics)
+                                                             if i not in unknown_ids)) if not group_err else ()
+    for ti, t in enumerate(req.topics):
+        if ti in unknown_ids:
+            continue
         known = t.name in state.topics
         for p in t.partitions:
             tp = (t.name, p.partition_index)
@@ -72,9 +93,11 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
         instance = req.group_instance_id if v >= 7 else None
         errors.update(svc.commit_offsets(req.group_id, member_id, instance, generation, offsets, version=v))
     topics = []
-    for t in req.topics:
-        topics.append(Resp.OffsetCommitResponseTopic(name=t.name, partitions=[
-            Resp.OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                               error_code=errors.get((t.name, p.partition_index), ErrorCode.NONE))
+    for ti, t in enumerate(req.topics):
+        topics.append(Resp.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
+            Resp.OffsetCommitResponsePartition(
+                partition_index=p.partition_index,
+                error_code=ErrorCode.UNKNOWN_TOPIC_ID if ti in unknown_ids
+                else errors.get((t.name, p.partition_index), ErrorCode.NONE))
             for p in t.partitions]))
     return Resp(throttle_time_ms=0, topics=topics)

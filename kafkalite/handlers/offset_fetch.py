@@ -1,11 +1,13 @@
-"""OffsetFetch (key 9): v0–v9.
+"""OffsetFetch (key 9): v0–v10.
 
 - v0–v7: one group. Topics null (v2+) means "every committed offset of the group". A group-level
   error is in the top-level ErrorCode from v2; v0–v1 put it on every requested partition.
 - v5 adds CommittedLeaderEpoch; v7 RequireStable (partitions with pending transactional commits get
   UNSTABLE_OFFSET_COMMIT); v8 batches several groups (each with its own error); v9 adds member
   id/epoch, which only KIP-848 groups check (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH unless the epoch is the
-  member's current one; member epoch -1 without a member id is an admin fetch).
+  member's current one; member epoch -1 without a member id is an admin fetch). v10 names topics by id
+  (KIP-848): an id no topic has answers UNKNOWN_TOPIC_ID on its partitions; asking for all topics leaves out
+  offsets of topics that no longer exist (they have no id to name them by).
 - Partitions without a committed offset answer offset -1, metadata "" and no error, whatever the
   group state (Kafka answers offsets "blindly": a group may use Kafka only to store offsets).
 - Authorization: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), DESCRIBE on each named topic (else
@@ -13,6 +15,7 @@
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kafkalite import authz
@@ -87,7 +90,38 @@ async def _topics(chunks: list[list], work: Slices, topic_cls: Any, partition_cl
     return [topic_cls(name=topic, partitions=parts) for topic, parts in grouped.items()]
 
 
-@handler(OffsetFetchRequest, min_version=0, max_version=9)
+_UNKNOWN = "\0unknown-topic-id:"   # the row name of a topic asked for by an id no topic has (v10+)
+
+
+def _by_id(state: Any, topics: list[Any] | None) -> list[Any] | None:
+    """v10+: name the requested topics from their ids; an unknown id gets a name no topic can have."""
+    if topics is None:
+        return None
+    for t in topics:
+        info = state.topics_by_id.get(t.topic_id)
+        t.name = info.name if info is not None else f"{_UNKNOWN}{t.topic_id}"
+    return topics
+
+
+def _with_ids(state: Any, topics: list[Any]) -> list[Any]:
+    """v10+: each response topic carries its id; unknown ids their error, topics gone (no id) are left out."""
+    out = []
+    for t in topics:
+        if t.name.startswith(_UNKNOWN):
+            t.topic_id = uuid.UUID(t.name[len(_UNKNOWN):])
+            for p in t.partitions:
+                p.error_code, p.committed_offset, p.committed_leader_epoch = ErrorCode.UNKNOWN_TOPIC_ID, -1, -1
+            t.name = ""
+        else:
+            info = state.topics.get(t.name)
+            if info is None:
+                continue
+            t.topic_id = info.topic_id
+        out.append(t)
+    return out
+
+
+@handler(OffsetFetchRequest, min_version=0, max_version=10)
 async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     state = ctx.broker
     v = ctx.version
@@ -101,9 +135,11 @@ async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFe
                 if bad:
                     groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=bad))
                     continue
-            err, rows = await _fetch(ctx, g.group_id, g.topics, req.require_stable, work)
-            groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err, topics=await _topics(
-                rows, work, R.OffsetFetchResponseTopics, R.OffsetFetchResponsePartitions)))
+            wanted = _by_id(state, g.topics) if v >= 10 else g.topics
+            err, rows = await _fetch(ctx, g.group_id, wanted, req.require_stable, work)
+            found = await _topics(rows, work, R.OffsetFetchResponseTopics, R.OffsetFetchResponsePartitions)
+            groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err,
+                                                     topics=_with_ids(state, found) if v >= 10 else found))
         return R(throttle_time_ms=0, groups=groups)
     topics = req.topics if (v >= 2 or req.topics is not None) else []
     err, rows = await _fetch(ctx, req.group_id, topics, req.require_stable if v >= 7 else False, work)

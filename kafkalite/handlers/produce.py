@@ -1,5 +1,10 @@
-"""Produce (key 0): v3–v11 (v3 is the first with magic-2 record batches; every client sends ≥3 when the
+"""Produce (key 0): v3–v13 (v3 is the first with magic-2 record batches; every client sends ≥3 when the
 broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write magic 2).
+
+- v12 is v11 (KIP-890: a client in a transaction.version 2 transaction would add partitions by producing; kafkalite
+  does not finalize that feature, so clients in a transaction send at most v11 and add partitions explicitly).
+  v13 names topics by id (KIP-516): an id no topic has answers UNKNOWN_TOPIC_ID for each of its partitions, and
+  the response names topics by id too.
 
 - acks must be 0, 1 or -1 (INVALID_REQUIRED_ACKS otherwise). With one replica, acks=-1 is acks=1.
 - acks=0 gets no response at all; if any partition failed, the connection is closed instead (as Kafka does),
@@ -193,9 +198,24 @@ def unknown_codec_before_v7(ctx: RequestContext, req: ProduceRequest, denied: di
     return False
 
 
-@handler(ProduceRequest, min_version=3, max_version=11)
+def _resolve_topic_ids(ctx: RequestContext, req: ProduceRequest) -> set[int]:
+    """v13+: the topics are named by id. Give each entry its topic's name (as Kafka's handleProduceRequest does
+    before anything else); the positions of entries whose id no topic has are returned."""
+    by_id = ctx.broker.topics_by_id
+    unknown = set()
+    for i, t in enumerate(req.topic_data):
+        info = by_id.get(t.topic_id)
+        if info is None:
+            unknown.add(i)
+        else:
+            t.name = info.name
+    return unknown
+
+
+@handler(ProduceRequest, min_version=3, max_version=13)
 async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     state = ctx.broker
+    unknown_ids = _resolve_topic_ids(ctx, req) if ctx.version >= 13 else set()
     acks = req.acks
     now = ctx.now_ms()
     failed = False
@@ -205,7 +225,8 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     wait_for_isr = acks == -1 and placement.replicated
     waits: list = []   # acks=-1 in a cluster: (topic, partition, offset the high watermark must pass, answer)
     if state.logs.pending_loads:   # some logs not loaded since a clean start
-        await state.ensure_loaded([(t.name, pd.index) for t in req.topic_data for pd in t.partition_data])
+        await state.ensure_loaded([(t.name, pd.index) for i, t in enumerate(req.topic_data) if i not in unknown_ids
+                                   for pd in t.partition_data])
     entries = len(req.topic_data)   # topics and partition entries the walk below visits
     if entries < SLICE_AFTER:
         for t in req.topic_data:
@@ -220,13 +241,18 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             ProduceResponse.TopicProduceResponse(name=t.name, partition_responses=[
                 _error(pd.index, ErrorCode.UNKNOWN_SERVER_ERROR) for pd in t.partition_data])
             for t in req.topic_data])
-    for topic in req.topic_data:
+    for ti, topic in enumerate(req.topic_data):
         if work is not None and work.due():
             await work.pause()
         name = topic.name
-        topic_info = state.topics.get(name)
         parts: list[ProduceResponse.PartitionProduceResponse] = []
-        responses.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=parts))
+        responses.append(ProduceResponse.TopicProduceResponse(name=name, topic_id=topic.topic_id,
+                                                              partition_responses=parts))
+        if ti in unknown_ids:
+            parts += [_error(pd.index, ErrorCode.UNKNOWN_TOPIC_ID) for pd in topic.partition_data]
+            failed = True
+            continue
+        topic_info = state.topics.get(name)
         for pd in topic.partition_data:
             if work is not None and work.due():
                 await work.pause()

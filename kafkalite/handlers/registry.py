@@ -171,25 +171,27 @@ def check_index() -> None:
         raise StartupError(f"handler modules missing: {', '.join(missing)}")
 
 
-def advertised(caps: dict[int, int] | None = None,
-               floors: dict[int, int] | None = None) -> list[tuple[int, int, int]]:
-    """``(api_key, min_version, max_version)`` for every registered API, capped by ``caps`` (a release table)
-    and raised to ``floors`` (the release's lowest served versions, KIP-896).
+def advertised(table: dict[int, tuple[int, int]] | None = None,
+               below_served: dict[int, int] | None = None) -> list[tuple[int, int, int]]:
+    """``(api_key, min_version, max_version)`` for every registered API: the overlap of what its handler serves
+    with ``table`` (the emulated release's ranges, ``kafkalite.config.releases.table_for``).
 
-    An API whose cap is missing or below our minimum is left out, as that release would not have it.
+    An API the table lacks, or whose overlap is empty, is left out, as that release would not have it.
+    ``below_served``: APIs the release advertises from a version lower than any it serves (Kafka 4.x's Produce
+    v0, KAFKA-18659): their minimum is the table's.
     """
     out: list[tuple[int, int, int]] = []
     versions = _versions()
     for key in sorted(versions):
         lo, hi = versions[key]
-        if caps is not None:
-            cap = caps.get(key)
-            if cap is None or cap < lo:
+        if table is not None:
+            if key not in table:
                 continue
-            hi = min(hi, cap)
-        if floors:
-            lo = max(lo, floors.get(key, lo))
+            tlo, thi = table[key]
+            lo, hi = max(lo, tlo), min(hi, thi)
             if lo > hi:
                 continue
+            if below_served and below_served.get(key) == tlo:
+                lo = tlo
         out.append((key, lo, hi))
     return out

@@ -29,7 +29,7 @@ async def share_group_describe(ctx: RequestContext, req: ShareGroupDescribeReque
     out = []
     for gid in req.group_ids:
         def failed(code: int, msg: str | None = None, gid: str = gid) -> _Resp.DescribedGroup:
-            return _Resp.DescribedGroup(error_code=code, error_message=msg, group_id=gid, group_state="Dead",
+            return _Resp.DescribedGroup(error_code=code, error_message=msg, group_id=gid, group_state="",
                                         authorized_operations=_UNKNOWN_OPERATIONS)
         if err := authz.group_error(ctx, authz.Op.DESCRIBE, gid):
             out.append(_Resp.DescribedGroup(group_id=gid, error_code=err))

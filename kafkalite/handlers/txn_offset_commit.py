@@ -7,8 +7,9 @@
   (member "", generation -1, no instance; always so before v3) is accepted; a share group's id is
   GROUP_ID_NOT_FOUND; an unknown group with a generation >= 0 is ILLEGAL_GENERATION.
 - The producer must be in an Ongoing transaction that added the group (AddOffsetsToTxn), else
-  INVALID_TXN_STATE; unknown producer id -> INVALID_PRODUCER_ID_MAPPING; other epoch -> PRODUCER_FENCED
-  (INVALID_PRODUCER_EPOCH before v3).
+  TRANSACTION_ABORTABLE (v4+; INVALID_TXN_STATE before); unknown producer id -> INVALID_PRODUCER_ID_MAPPING;
+  other epoch -> INVALID_PRODUCER_EPOCH; a transaction completing -> CONCURRENT_TRANSACTIONS (Kafka's
+  partition verification with the transaction coordinator, at every version).
 - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
   coordinator and become visible (OffsetFetch) only when the transaction commits; an abort drops them.
 - The partition list is walked in slices (``kafkalite.runtime.slices``): a request may name a million partitions. Only
@@ -22,7 +23,6 @@ from __future__ import annotations
 from kafkalite import authz
 from kafkalite.coordinator.classic.group import OffsetAndMetadata
 from kafkalite.coordinator.common.keys import group_id_error
-from kafkalite.coordinator.txn.service import fenced_error
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
@@ -52,8 +52,10 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
     elif group_id_error(req.group_id) is not None:   # empty, or too long to store
         common = int(ErrorCode.INVALID_GROUP_ID)
     else:
-        common = fenced_error(txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
-                                                           req.producer_epoch, req.group_id), v, 3)
+        common = txns.check_txn_offset_commit(req.transactional_id, req.producer_id, req.producer_epoch,
+                                              req.group_id)
+        if common == ErrorCode.TRANSACTION_ABORTABLE and v < 4:   # AddPartitionsToTxnManager's DEFAULT_ERROR
+            common = int(ErrorCode.INVALID_TXN_STATE)
     work = Slices()
     if not common and groups is not None:   # (groups is None: common is set)
         for t in req.topics:
@@ -68,7 +70,7 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
         if offsets:
             errors.update(groups.txn_commit_offsets(
                 req.group_id, req.producer_id, req.member_id if v >= 3 else "",
-                req.group_instance_id if v >= 3 else None, req.generation_id if v >= 3 else -1, offsets,
+                req.group_instance_id if v >= 3 else None, req.generation_id_or_member_epoch if v >= 3 else -1, offsets,
                 producer_epoch=req.producer_epoch))
     topics = []
     for t in req.topics:

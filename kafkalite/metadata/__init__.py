@@ -42,7 +42,7 @@ T = TypeVar("T")
 TOPIC_CONFIGS_FILE = "kafkalite-topic-configs.json"
 BROKER_CONFIGS_FILE = "kafkalite-broker-configs.json"
 MAX_TOPIC_NAME_LENGTH = 249
-_TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
+_TOPIC_NAME_RE = re.compile(r"[a-zA-Z0-9._-]+\Z")
 #: Kafka's ``Topic.isInternal`` names: topics the broker's coordinators own (clients cannot produce to them,
 #: delete their records, resize or delete them, nor create them)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
@@ -55,16 +55,18 @@ RESERVED_TOPICS = INTERNAL_TOPICS | {METADATA_TOPIC}
 
 
 def invalid_topic_name(name: str | None) -> str | None:
-    """Why ``name`` is not a legal topic name (Kafka's Topic.validate rules), or None if it is legal."""
+    """Why ``name`` is not a legal topic name, in Kafka's words (``Topic.validate``), or None if it is legal."""
     if not name:
-        return "topic name is empty"
-    if name in (".", ".."):
-        return "topic name cannot be '.' or '..'"
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        return f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters"
-    if not _TOPIC_NAME_RE.match(name):
-        return "topic name may contain only ASCII alphanumerics, '.', '_' and '-'"
-    return None
+        why = "the empty string is not allowed"
+    elif name in (".", ".."):
+        why = f"'{name}' is not allowed"
+    elif len(name) > MAX_TOPIC_NAME_LENGTH:
+        why = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    elif not _TOPIC_NAME_RE.match(name):
+        why = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    else:
+        return None
+    return f"Topic name is invalid: {why}"
 
 
 @dataclass(slots=True)

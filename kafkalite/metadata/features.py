@@ -19,12 +19,15 @@ for the cluster (``FinalizedFeatures``; 0 = not finalized). Kafka 3.9 builds the
   (:class:`FeatureLevels`, persisted in the log dir).
 * Kafka 2.8 (ZooKeeper mode, feature versioning off) reports no features and epoch -1: the tagged fields
   stay at their defaults and the codec leaves them out.
-* Kafka 4.3 (``--emulate-kafka 4.3``): ``metadata.version`` 7 (3.3-IV3, its minimum) to 30 (4.3-IV0),
+* Kafka 4.3 and 4.4 (``--emulate-kafka 4.3``/``4.4`` and the default ``3.9+4.4``): the features the real
+  brokers report (captured by ``tools/capture_kafka.py``, ``kafkalite.config.kafka_releases``), as far as
+  kafkalite implements them: ``metadata.version`` 7 (3.3-IV3, the minimum) to 30 (4.3-IV0) / 33 (4.4-IV2),
   ``kraft.version`` 1 (dynamic quorum, KIP-853), ``group.version`` 1 (the KIP-848 consumer group protocol;
   4.0 brokers refuse ConsumerGroupHeartbeat below it), ``share.version`` 1 (share groups, KIP-932, GA in
-  4.2); levels from 4.3's ``server-common``. ``transaction.version`` stays out in every profile:
-  kafkalite serves the classic (pre-KIP-890 v2) transaction flow and a client seeing level 2 would
-  switch to the new one.
+  4.2). Left out (:data:`NOT_IMPLEMENTED`): ``transaction.version`` (kafkalite serves the classic transaction
+  flow; a client seeing level 2 would switch to KIP-890 part 2's), ``streams.version`` (KIP-1071 streams
+  groups), ``eligible.leader.replicas.version`` (KIP-966); ``share.version`` stops at 1 (4.4's level 2 is the
+  share group dead-letter queue, KIP-1191).
 
 librdkafka 2.0.2 (kcat 1.7.1) reads these tagged fields correctly (compat-tests/test_admin_surface.py
 runs kcat against them). What it cannot read is a tagged field written out while it holds its default (librdkafka
@@ -44,6 +47,8 @@ from pathlib import Path
 
 import trio
 
+from kafkalite.config.kafka_releases import module as _release_module
+from kafkalite.config.releases import config_release
 from kafkalite.metadata import atomic_write
 from kafkalite_wire.messages import ApiVersionsResponse
 
@@ -66,15 +71,32 @@ FEATURES: dict[str | None, tuple[Feature, ...]] = {
     "3.6": (Feature("metadata.version", 1, 14, 14),),                   # 3.6-IV2
     "3.9": (Feature("metadata.version", 1, 21, 21),                     # 3.9-IV0
             Feature("kraft.version", 0, 1, 1)),
-    "4.3": (Feature("metadata.version", 7, 30, 30),                     # 3.3-IV3 .. 4.3-IV0
-            Feature("kraft.version", 0, 1, 1),
-            Feature("group.version", 0, 1, 1),
-            Feature("share.version", 0, 1, 1)),
 }
+#: feature -> the highest level kafkalite implements of the features a captured 4.x release reports (0: none)
+NOT_IMPLEMENTED = {"transaction.version": 0, "streams.version": 0, "eligible.leader.replicas.version": 0,
+                   "share.version": 1}
+
+
+def _captured(release: str) -> tuple[Feature, ...]:
+    """The release's reported features (ApiVersions v4 order), capped at what kafkalite implements."""
+    mod = _release_module(release)
+    finalized = dict(mod.FINALIZED_FEATURES)
+    out = []
+    for name, lo, hi in mod.SUPPORTED_FEATURES:
+        cap = NOT_IMPLEMENTED.get(name, hi)
+        if cap > 0:
+            out.append(Feature(name, lo, min(hi, cap), min(finalized.get(name, 0), cap)))
+    return tuple(out)
+
+
+FEATURES["4.3"] = _captured("4.3")
+FEATURES["4.4"] = _captured("4.4")
 FEATURES[None] = FEATURES["3.9"]
-# the default profile ("3.9+4.3", kafkalite.config.releases.DEFAULT_PROFILE) presents itself as Kafka 3.9: its extra
-# 4.x versions (ConsumerGroupHeartbeat v1, the share APIs) need no feature flag with the clients measured here
+# the previous default profile ("3.9+4.3") presents itself as Kafka 3.9: its extra 4.x versions
+# (ConsumerGroupHeartbeat v1, the share APIs) need no feature flag with the clients measured here
 FEATURES["3.9+4.3"] = FEATURES["3.9"]
+# the default presents itself as Kafka 4.4
+FEATURES["3.9+4.4"] = FEATURES["4.4"]
 
 
 def features_for(profile: str | None) -> tuple[Feature, ...]:
@@ -103,8 +125,8 @@ def apply_features(resp: ApiVersionsResponse, profile: str | None, version: int,
 
 # -- UpdateFeatures (key 57): finalized levels that change, persisted --------------------------------------------
 #: metadata.version levels whose metadata changed (Kafka's MetadataVersion.didMetadataChange): downgrading across
-#: one of them could lose metadata, so only an upgrade crosses it (3.0-IV1 .. 4.3-IV0)
-METADATA_CHANGED = frozenset({1, 3, 4, 5, 6, 7, 8, 11, 13, 14, 15, 17, 23, 30})
+#: one of them could lose metadata, so only an upgrade crosses it (3.0-IV1 .. 4.4-IV2)
+METADATA_CHANGED = frozenset({1, 3, 4, 5, 6, 7, 8, 11, 13, 14, 15, 17, 23, 30, 32, 33})
 MIN_BOOTSTRAP_METADATA_VERSION = 4     # 3.3-IV0: the first level with FeatureLevelRecord
 FEATURES_FILE = "kafkalite-features.json"
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
@@ -124,6 +146,7 @@ class FeatureLevels:
     def __init__(self, log_dir: str | Path, profile: str | None, node_id: int = 1) -> None:
         self.path = Path(log_dir) / FEATURES_FILE
         self.rows = {f.name: f for f in features_for(profile)}
+        self.kafka4 = config_release(profile) != "3.9"   # Kafka 4.x's messages
         self.node_id = node_id
         self.levels = {f.name: f.finalized for f in self.rows.values()}
         self.epoch = FINALIZED_EPOCH
@@ -171,16 +194,23 @@ class FeatureLevels:
             return invalid("Can't downgrade to a newer version.")
         if name == "metadata.version":
             def bad_mv(why: str) -> str:
+                if self.kafka4:   # Kafka 4.x's FeatureControlManager.unsupportedMetadataDowngrade
+                    return f"Unsupported metadata.version downgrade from {current} to {level}. {why}"
                 return f"Invalid metadata.version {level}. {why}"
             if level < MIN_BOOTSTRAP_METADATA_VERSION:
-                return bad_mv(f"Unable to set a metadata.version less than "
-                              f"{_mv_name(MIN_BOOTSTRAP_METADATA_VERSION)}")
+                return f"Invalid metadata.version {level}. Unable to set a metadata.version less than " \
+                       f"{_mv_name(MIN_BOOTSTRAP_METADATA_VERSION)}"
             if level < current and any(v in METADATA_CHANGED for v in range(level + 1, current + 1)):
                 if upgrade_type == UNSAFE_DOWNGRADE:
                     return bad_mv("Unsafe metadata downgrade is not supported in this version.")
+                if self.kafka4:   # 4.x dropped the retry advice (unsafe downgrades are not implemented)
+                    return bad_mv("Refusing to perform the requested downgrade because it might delete metadata "
+                                  "information.")
                 return bad_mv("Refusing to perform the requested downgrade because it might delete metadata "
                               "information. Retry using UNSAFE_DOWNGRADE if you want to force the downgrade to "
                               "proceed.")
+        elif name == "kraft.version" and self.kafka4 and level != current and upgrade_type != UPGRADE:
+            return invalid("Can't downgrade the version of this feature.")
         return None
 
     async def apply(self, changes: dict[str, int]) -> None:

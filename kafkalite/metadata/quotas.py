@@ -38,26 +38,33 @@ def entity_of(pairs: list[tuple[str, str | None]]) -> Entity:
 
 
 def invalid_entity(pairs: list[tuple[str, str | None]]) -> str | None:
-    types = [t for t, _n in pairs]
+    """Why an entity is refused, in Kafka's words (``ClientQuotaControlManager.validateEntity``)."""
     if not pairs:
         return "Invalid empty client quota entity"
-    if len(set(types)) != len(types):
-        return f"Duplicate entity type in {types}"
-    if IP in types:
-        return "IP quotas (connection_creation_rate) are not supported by kafkalite"
-    for t in types:
+    seen: set[str] = set()
+    for t, name in pairs:
+        if t in seen:
+            return f"Invalid client quota entity, duplicate entity entry {t}"
+        seen.add(t)
+        if t == IP:
+            return "IP quotas (connection_creation_rate) are not supported by kafkalite"
         if t not in (USER, CLIENT_ID):
-            return f"Unknown entity type {t}"
+            return f"Unhandled client quota entity type: {t}"
+        if name is not None and not name:
+            return f"Empty {t} not supported"
     return None
 
 
 def invalid_value(key: str, value: float) -> str | None:
+    """Why a quota value is refused, in Kafka's words (``ClientQuotaControlManager.validateQuotaKeyValue``)."""
     if key not in KEYS:
         return f"Invalid configuration key {key}"
-    if not math.isfinite(value) or value <= 0:
-        return f"Invalid value {value} for configuration {key}: value must be positive"
-    if key in _WHOLE and value != int(value):
-        return f"Invalid value {value} for configuration {key}: value must be an integer"
+    if value <= 0:
+        return f"Quota {key} must be greater than 0"
+    if not math.isfinite(value):
+        return f"Invalid value {value} for configuration {key}: value must be finite"
+    if key in _WHOLE and abs(value % 1.0) > 1e-6:
+        return f"{key} cannot be a fractional value."
     return None
 
 

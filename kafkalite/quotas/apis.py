@@ -45,6 +45,8 @@ def describe(ctx: RequestContext, req: DescribeClientQuotasRequest) -> DescribeC
             why = why or f"Custom entity type {t!r} not supported"
         if m not in (EXACT, DEFAULT, ANY):
             why = why or f"Unknown match type {m}"
+        if m == EXACT and _n is None:   # ClientQuotaFilterComponent's check, in Kafka's words
+            why = why or "Request specified MATCH_TYPE_EXACT, but set match string to null."
     if why is not None:
         return R(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, error_message=why, entries=None)
     entries = []
@@ -61,7 +63,7 @@ def describe(ctx: RequestContext, req: DescribeClientQuotasRequest) -> DescribeC
             entries.append(R.EntryData(
                 entity=[R.EntityData(entity_type=t, entity_name=n) for t, n in ent],
                 values=[R.ValueData(key=k, value=v) for k, v in sorted(values.items())]))
-    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, entries=entries)
+    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message="", entries=entries)   # "" as Kafka
 
 
 def alter(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterClientQuotasResponse:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from kafkalite.config.topic_defs import BROKER_TO_TOPIC
+from kafkalite.config.topic_defs import BROKER_TO_TOPIC, INTERNAL_SEGMENT_BYTES
 from kafkalite_storage import LogConfig
 
 if TYPE_CHECKING:
@@ -48,8 +48,14 @@ class DynamicConfigs:
         return LogConfig.from_props(props)
 
     def log_config_for(self, overrides: Mapping[str, str]) -> LogConfig:
-        """A topic's effective log config: its overrides over the broker's current defaults."""
-        return LogConfig.from_props(dict(overrides), base=self.default_log_config)
+        """A topic's effective log config: its overrides over the broker's current defaults. Kafka 4.x's
+        ``internal.segment.bytes`` (a topic config for tests, below segment.bytes' 1 MiB minimum) wins over
+        segment.bytes, as in its LogConfig.segmentSize()."""
+        props = dict(overrides)
+        internal = props.get(INTERNAL_SEGMENT_BYTES)
+        if internal is not None and str(internal).strip():
+            props["segment.bytes"] = internal
+        return LogConfig.from_props(props, base=self.default_log_config)
 
     def check(self, resource: str, values: Mapping[str, str]) -> None:
         """Raise ValueError unless ``values`` may become the dynamic settings of ``resource``."""

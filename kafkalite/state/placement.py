@@ -129,9 +129,8 @@ class SingleNode:
     def states(self) -> list[BrokerState]:
         return [self.state]
 
-#: Errors.ELECTION_NOT_NEEDED / NO_REASSIGNMENT_IN_PROGRESS default messages (ApiError(Errors) carries them)
+#: Errors.ELECTION_NOT_NEEDED default message (ApiError(Errors) carries it)
 ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
-NO_REASSIGNMENT_MESSAGE = "No partition reassignment is in progress."
 
 
 def partition_exists(state: BrokerState, topic: str, partition: int) -> bool:

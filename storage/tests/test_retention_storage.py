@@ -21,7 +21,7 @@ import pytest
 
 from kafkalite_storage import LogConfig, LogManager, PartitionLog
 from kafkalite_storage.batch import batch_records, iter_batches
-from kafkalite_storage.errors import OffsetOutOfRangeError
+from kafkalite_storage.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
 from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = 1_700_000_000_000
@@ -202,16 +202,20 @@ def test_manager_retention_respects_cleanup_policy(tmp_path: Path) -> None:
     lm.close()
 
 
-def test_batches_larger_than_segment_bytes_get_one_segment_each(tmp_path: Path) -> None:
-    """Kafka rolls even an empty segment when the batch exceeds segment.bytes, replacing it by one at the same
-    offset (KAFKA-6388): there must never be two segments with one base offset (retention stalled on it)."""
+def test_a_batch_larger_than_segment_bytes_is_refused_and_full_segments_roll(tmp_path: Path) -> None:
+    """Kafka refuses a batch larger than segment.bytes (UnifiedLog.append: RecordBatchTooLargeException,
+    RECORD_LIST_TOO_LARGE) and leaves the log as it was; batches that each fit but not together roll a segment
+    per batch, and there are never two segments with one base offset (KAFKA-6388: retention stalled on it)."""
     log = PartitionLog.create(str(tmp_path / "b-0"), "b", 0, uuid.uuid4(), _cfg(segment_bytes=500, retention_ms=1000))
+    with pytest.raises(RecordBatchTooLargeError):
+        log.append(encode_batch([Rec(b"x" * 200) for _ in range(5)], base_timestamp=NOW), now_ms=NOW)
+    assert log.log_end_offset == 0 and [s.base_offset for s in log.segments] == [0]
     for i in range(4):
-        log.append(encode_batch([Rec(b"x" * 200) for _ in range(5)], base_timestamp=NOW + i), now_ms=NOW + i)
-    assert [s.base_offset for s in log.segments] == [0, 5, 10, 15]
-    assert sorted(n for n in os.listdir(log.dir) if n.endswith(".log")) == [f"{b:020d}.log" for b in (0, 5, 10, 15)]
-    assert log.delete_old_segments(NOW + 10**6) == 3 and log.log_start_offset == 15
+        log.append(encode_batch([Rec(b"x" * 150) for _ in range(2)], base_timestamp=NOW + i), now_ms=NOW + i)
+    assert [s.base_offset for s in log.segments] == [0, 2, 4, 6]
+    assert sorted(n for n in os.listdir(log.dir) if n.endswith(".log")) == [f"{b:020d}.log" for b in (0, 2, 4, 6)]
+    assert log.delete_old_segments(NOW + 10**6) == 3 and log.log_start_offset == 6
     log.close()
     reopened = PartitionLog.open(str(tmp_path / "b-0"), "b", 0, _cfg(segment_bytes=500), clean=True)
-    assert [s.base_offset for s in reopened.segments] == [15] and _offsets(reopened) == list(range(15, 20))
+    assert [s.base_offset for s in reopened.segments] == [6] and _offsets(reopened) == list(range(6, 8))
     reopened.close()

@@ -23,7 +23,7 @@ from kafkalite_storage.batch import iter_batches, patch_batch, validate_batch
 from kafkalite_storage.testing import Rec, encode_batch
 
 NOW = time.time_ns() // 1_000_000
-CFG = LogConfig(segment_bytes=3000, index_interval_bytes=300, segment_index_bytes=120)
+CFG = LogConfig(segment_bytes=4000, index_interval_bytes=300, segment_index_bytes=120)   # 5 records of 700 bytes fit a segment (Kafka refuses a larger batch)
 
 
 class LogModel(RuleBasedStateMachine):

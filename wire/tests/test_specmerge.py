@@ -1,4 +1,5 @@
-"""The codec covers Kafka 3.9.0's and 4.3's versions, each version as the release defining it says.
+"""The codec covers Kafka 3.9.0's and 4.x's versions (the trunk snapshot 4.5.0-SNAPSHOT, a superset of 4.3's and
+exactly 4.4's stable versions), each version as the release defining it says.
 
 * ranges: every API's versions are the union of the two releases' ranges (KIP-896's removed versions kept, 4.x's
   new versions and APIs added);
@@ -24,8 +25,10 @@ from kafkalite_wire.tests.strategies import class_for, message_specs, random_mes
 
 MSGS = message_specs()
 
-#: (message, version, kind): where 3.9.0 and 4.3 define a version differently and 4.3's definition is used.
+#: (message, version, kind): where 3.9.0 and 4.x define a version differently and 4.x's definition is used.
 EXPECTED_DIFFERENCES = {
+    ("TxnOffsetCommitRequest", 3, "names"),  # GenerationId -> GenerationIdOrMemberEpoch (4.4), same bytes
+    ("TxnOffsetCommitRequest", 4, "names"),
     ("VoteRequest", 0, "names"),  # Candidate* -> Replica* (KIP-996), same bytes
     ("VoteRequest", 1, "names"),
     ("ListConfigResourcesResponse", 0, "names"),  # was ListClientMetricsResourcesResponse (KIP-1142)
@@ -50,6 +53,24 @@ def test_version_ranges_are_the_union(specs: Path) -> None:
     assert got[8] == set(range(11))  # OffsetCommit v0-10
     assert got[68] == {0, 1}  # ConsumerGroupHeartbeat v0-1
     assert {74, 88, 89, 90, 91, 92} <= set(got)
+
+
+def test_the_newer_specs_define_every_43_version_as_43_does(specs: Path) -> None:
+    """The codec takes 4.x's versions from the trunk snapshot: every version 4.3 defines is the same bytes there
+    (only these fields were renamed)."""
+    from kafkalite_wire.spec import load_dir
+
+    old = {m.name: m for m in load_dir(specmerge.spec_dir("4.3")) if m.valid.lo >= 0}
+    new = {m.name: m for m in load_dir(specmerge.spec_dir(specmerge.NEW)) if m.valid.lo >= 0}
+    renamed = set()
+    for name, m in old.items():
+        assert name in new, name
+        for v in m.versions:
+            assert v in new[name].versions, (name, v)
+            assert specmerge.wire_layout(m, v) == specmerge.wire_layout(new[name], v), (name, v)
+            if specmerge.layout(m, v) != specmerge.layout(new[name], v):
+                renamed.add((name, v))
+    assert renamed == {("TxnOffsetCommitRequest", v) for v in (3, 4, 5)} | {("StreamsGroupHeartbeatResponse", 0)}
 
 
 def test_differences_between_releases_are_the_known_ones(specs: Path) -> None:

@@ -66,6 +66,10 @@ class ConsumerConfig:
     assignors: tuple[str, ...] = ASSIGNORS  # group.consumer.assignors (the first is the default)
     max_size: int = 2**31 - 1               # group.consumer.max.size
     migration_policy: str = "bidirectional"  # group.consumer.migration.policy (migration.py)
+    #: the epoch a new group starts at: Kafka 4.1+ starts modern groups at 1 (ModernGroup: a member joining
+    #: without a subscription gets epoch 1, one with a subscription bumps it to 2); 3.9 started at 0 and its
+    #: first member's join bumped it to 1
+    initial_epoch: int = 0
     #: the broker's group config store (IncrementalAlterConfigs on GROUP resources), when it has one: a group's
     #: consumer.session.timeout.ms / consumer.heartbeat.interval.ms override the broker's (Kafka's GroupConfig)
     group_configs: Callable[[str], Mapping[str, str]] | None = None
@@ -203,7 +207,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             # a non-empty classic group converts online (migration.py) or the heartbeat is refused
             converting = self._classic_busy(group_id)
-            group = self._upgrade(now, group_id, out) if converting else ConsumerGroup(group_id)
+            group = self._upgrade(now, group_id, out) if converting else self._new_group(group_id)
         else:
             converting = False
         if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -239,7 +243,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
         member.client_id, member.client_host = client_id, client_host
         joined = member.member_id not in group.members
         group.members[member.member_id] = member
-        bump = joined or sub_changed
+        bump = sub_changed or (joined and self.config.initial_epoch == 0)
         if self._refresh_metadata(group, now, force=bump):
             bump = True
         if bump:
@@ -268,6 +272,10 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
             heartbeat_interval_ms=self.config.heartbeat_interval(group_id),
             assignment={t: set(ps) for t, ps in member.assigned.items()} if epoch == 0 or full or changed
             else None)
+
+    def _new_group(self, group_id: str) -> ConsumerGroup:
+        epoch = self.config.initial_epoch
+        return ConsumerGroup(group_id, group_epoch=epoch, assignment_epoch=epoch)
 
     def _member(self, group: ConsumerGroup, member_id: str, epoch: int, instance_id: str | None,
                 owned: Assignment | None, out: list[tuple[bytes, bytes | None]]) -> ConsumerMember:
@@ -544,7 +552,7 @@ class ConsumerGroupCoordinator(ClassicMembersMixin, MigrationMixin, AdminMixin):
                 if g is None:
                     if value is None:
                         continue
-                    g = groups[k.group_id] = ConsumerGroup(k.group_id)
+                    g = groups[k.group_id] = self._new_group(k.group_id)
                 self._replay(g, k, None if value is None else R.decode_value(k.type, value))
                 if k.type == R.GROUP_METADATA and value is None:
                     del groups[k.group_id]

@@ -34,6 +34,7 @@ def consumer_config(conf: Any) -> ConsumerConfig:
     cfg.heartbeat_interval_ms = int(conf.get("group.consumer.heartbeat.interval.ms") or cfg.heartbeat_interval_ms)
     cfg.session_timeout_ms = int(conf.get("group.consumer.session.timeout.ms") or cfg.session_timeout_ms)
     cfg.max_size = int(conf.get("group.consumer.max.size") or cfg.max_size)
+    cfg.initial_epoch = 0 if getattr(conf, "release", "3.9") == "3.9" else 1
     policy = str(conf.get("group.consumer.migration.policy") or cfg.migration_policy).strip().lower()
     if policy in POLICIES:
         cfg.migration_policy = policy

@@ -65,6 +65,8 @@ class ShareConfig:
     prune_interval_ms: int = 300_000
     cold_snapshot_interval_ms: int = 300_000
     group_configs: Callable[[str], Mapping[str, str]] | None = None   # the broker's group config store
+    #: the epoch a new group starts at (Kafka 4.1+: 1, ModernGroup; the first member's join bumps it to 2)
+    initial_epoch: int = 0
 
     @classmethod
     def from_broker(cls, conf: Any) -> ShareConfig:
@@ -92,7 +94,8 @@ class ShareConfig:
                    get("share.coordinator.state.topic.segment.bytes", 100 * 1024 * 1024),
                    get("share.coordinator.snapshot.update.records.per.snapshot", 500),
                    get("share.coordinator.state.topic.prune.interval.ms", 300_000),
-                   get("share.coordinator.cold.partition.snapshot.interval.ms", 300_000))
+                   get("share.coordinator.cold.partition.snapshot.interval.ms", 300_000),
+                   initial_epoch=0 if getattr(conf, "release", "3.9") == "3.9" else 1)
 
     def for_group(self, group_id: str) -> GroupSettings:
         overrides = self.group_configs(group_id) if self.group_configs is not None else None

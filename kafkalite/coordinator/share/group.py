@@ -4,7 +4,8 @@ As Kafka's ``GroupMetadataManager.shareGroupHeartbeat``:
 
 - Members name themselves (a client-generated id, required in v1) and join with epoch 0 and their subscribed
   topic names; they leave with epoch -1. Any other epoch must be the member's current one
-  (FENCED_MEMBER_EPOCH otherwise); an unknown member id with a non-zero epoch gets UNKNOWN_MEMBER_ID.
+  (FENCED_MEMBER_EPOCH otherwise); an unknown member id with a non-zero epoch gets UNKNOWN_MEMBER_ID, or
+  GROUP_ID_NOT_FOUND when the group does not exist (Kafka creates a group only for a joining member).
 - The group epoch is bumped whenever membership, a subscription or the subscribed topics' partitions
   change; the target assignment is then recomputed and every member moves to the group epoch with its new
   partitions at its next heartbeat. Share groups need no revocation phase: a partition may be shared by
@@ -117,7 +118,8 @@ class ShareGroupCoordinator:
     def ensure_group(self, group_id: str) -> ShareGroup:
         g = self.groups.get(group_id)
         if g is None:
-            g = self.groups[group_id] = ShareGroup(group_id)
+            epoch = self.config.initial_epoch
+            g = self.groups[group_id] = ShareGroup(group_id, epoch, epoch)
         return g
 
     def heartbeat(self, now: int, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
@@ -141,12 +143,20 @@ class ShareGroupCoordinator:
             return HeartbeatResult(E.NONE, member_id=member_id, member_epoch=-1,
                                    interval_ms=settings.heartbeat_interval_ms)
         m = g.members.get(member_id) if g is not None else None
+        if g is None and member_epoch != 0:   # Kafka creates a group only for a joining member (epoch 0)
+            return HeartbeatResult(E.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
         if m is None and member_epoch != 0:
             return HeartbeatResult(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
-        if m is not None and member_epoch not in (0, m.member_epoch):
+        if m is not None and member_epoch > m.member_epoch:   # GroupMetadataManager's wording
+            return HeartbeatResult(FENCED_MEMBER_EPOCH, f"The share group member has a greater member epoch "
+                                   f"({member_epoch}) than the one known by the group coordinator "
+                                   f"({m.member_epoch}). The member must abandon all its partitions and rejoin.")
+        if m is not None and 0 < member_epoch < m.member_epoch and member_epoch != m.previous_epoch:
+            # the previous epoch is accepted: the response that bumped it may have been lost
             return HeartbeatResult(FENCED_MEMBER_EPOCH, f"The share group member has a smaller member epoch "
                                    f"({member_epoch}) than the one known by the group coordinator "
-                                   f"({m.member_epoch}).")
+                                   f"({m.member_epoch}), and it does not match the previous member epoch "
+                                   f"({m.previous_epoch}). The member must abandon all its partitions and rejoin.")
         if g is None:
             g = self.ensure_group(group_id)
         if m is None:

@@ -13,6 +13,7 @@ from kafkalite.coordinator.share.records import ShareKey
 
 TP = tuple[uuid.UUID, int]
 UNKNOWN_TOPIC_ID = 100
+NO_OFFSETS = 3   # UNKNOWN_TOPIC_OR_PARTITION: a topic the group has no share-partition state of
 
 
 def owner_of(svc: Any, tid: uuid.UUID, p: int) -> Any:
@@ -79,7 +80,10 @@ def alter_offsets(svc: Any, group: str, offsets: Mapping[TP, int]) -> tuple[int,
             svc.membership.initialized(group, tid, p)
         except E.AppendError:
             out[(tid, p)] = E.KAFKA_STORAGE_ERROR
-    svc.groups.ensure_group(group)
+    if any(code == E.NONE for code in out.values()):
+        # Kafka creates an unknown group here: its share-partition records bring it into being on replay
+        # (with no partition to initialise it writes nothing and the group is not created)
+        svc.groups.ensure_group(group)
     return E.NONE, out
 
 
@@ -99,6 +103,9 @@ def delete_offsets(svc: Any, group: str, topic_ids: Sequence[uuid.UUID]) -> tupl
         # one the coordinator lists as initialised as well (a tombstone of unknown state changes nothing)
         listed = {ShareKey(group, tid, p) for p in svc.membership.initialized_parts.get(group, {}).get(tid, ("", ()))[1]
                   if 0 <= p < parts}
+        if not listed and not any(k.topic_id == tid for o in owners.values() for k in o.states.keys(group)):
+            out[tid] = NO_OFFSETS   # Kafka: "There is no offset information to delete."
+            continue
         for owner in owners.values():
             mine = {k for k in listed if owner_of(svc, tid, k.partition) is owner}
             for k in sorted(set(owner.states.keys(group)) | mine, key=lambda k: k.partition):

@@ -61,6 +61,7 @@ CONCURRENT_TRANSACTIONS = 51
 OPERATION_NOT_ATTEMPTED = 55
 PRODUCER_FENCED = 90
 TRANSACTIONAL_ID_NOT_FOUND = 105
+TRANSACTION_ABORTABLE = 120
 
 
 class TxnState(IntEnum):
@@ -328,12 +329,19 @@ class TransactionCoordinator:
 
     def check_txn_offset_commit(self, txn_id: str, producer_id: int, producer_epoch: int,
                                 offsets_partition: int) -> int:
-        """TxnOffsetCommit is valid only inside the producer's Ongoing transaction that added the group."""
+        """TxnOffsetCommit is valid only inside the producer's Ongoing transaction that added the group: Kafka
+        verifies the group's ``__consumer_offsets`` partition with the transaction coordinator
+        (``TransactionCoordinator.handleVerifyPartitionsInTransaction``, then ``AddPartitionsToTxnManager``):
+        another epoch is PRODUCER_FENCED there, answered as INVALID_PRODUCER_EPOCH; a transaction completing is
+        CONCURRENT_TRANSACTIONS; a partition not in the transaction TRANSACTION_ABORTABLE (the handler answers
+        INVALID_TXN_STATE to versions before 4)."""
         err, meta = self._check_producer(txn_id, producer_id, producer_epoch)
         if meta is None:
-            return err
+            return INVALID_PRODUCER_EPOCH if err == PRODUCER_FENCED else err
+        if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return CONCURRENT_TRANSACTIONS
         if meta.state != TxnState.ONGOING or (OFFSETS_TOPIC, offsets_partition) not in meta.partitions:
-            return INVALID_TXN_STATE
+            return TRANSACTION_ABORTABLE
         return E.NONE
 
     # -- timers ------------------------------------------------------------------------------------

@@ -1,8 +1,12 @@
-"""DescribeConfigs of the broker as Kafka 3.9 lists it: every config of its ConfigDef, with its source, type,
-sensitivity (passwords read back null), read-only flag (Kafka's update mode), synonyms and documentation."""
+"""DescribeConfigs of the broker as the profile's Kafka release lists it (3.9's table, 4.4's captured from the real
+broker for the default profile): every config of its ConfigDef, with its source, type, sensitivity (passwords
+read back null), read-only flag (Kafka's update mode), synonyms and documentation."""
 from __future__ import annotations
 
+import pytest
+
 from kafkalite.config.kafka39 import KAFKA_39_BROKER
+from kafkalite.config.kafka_releases import broker_table
 from kafkalite.embedded import Broker
 from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.messages import DescribeConfigsRequest
@@ -19,16 +23,23 @@ def _describe(b: Broker, name: str, version: int = 4, docs: bool = True) -> dict
     return {e.name: e for e in r.results[0].configs}
 
 
-def test_every_kafka_broker_config_with_its_metadata() -> None:
-    with Broker(overrides={"ssl.keystore.password": "s3cret", "log.retention.ms": "7200000"}) as b:
+@pytest.mark.parametrize("profile", ["3.9", None])
+def test_every_kafka_broker_config_with_its_metadata(profile: str | None) -> None:
+    with Broker(overrides={"ssl.keystore.password": "s3cret", "log.retention.ms": "7200000"},
+                emulate_kafka=profile) as b:
         got = _describe(b, "1")
-        assert set(KAFKA_39_BROKER) <= set(got)            # all 314 of Kafka 3.9's
+        if profile == "3.9":
+            assert set(KAFKA_39_BROKER) <= set(got)        # all 314 of Kafka 3.9's
+        else:
+            assert set(broker_table("4.4")) <= set(got)    # every one Kafka 4.4 lists
+            assert "zookeeper.connect" not in got          # gone in 4.0
         e = got["ssl.keystore.password"]                   # set, but a password: never read back
         assert (e.value, e.is_sensitive, e.config_type, e.config_source) == (None, True, PASSWORD, 4)
         assert [(s.name, s.value, s.source) for s in e.synonyms] == [("ssl.keystore.password", None, 4)]
         assert "s3cret" not in repr(got)
-        e = got["advertised.listeners"]                    # per-broker dynamic in Kafka, unset here
-        assert (e.value, e.config_source, e.read_only, e.config_type) == (None, 5, False, STRING)
+        e = got["advertised.listeners"]       # 3.9: per-broker dynamic, a string; 4.x: read-only, a list
+        assert (e.value, e.config_source, e.read_only, e.config_type) == (
+            (None, 5, False, STRING) if profile == "3.9" else (None, 5, True, LIST))
         e = got["listeners"]
         assert (e.config_source, e.read_only) == (4, False) and e.value.startswith("PLAINTEXT://")
         e = got["background.threads"]                      # a Kafka setting kafkalite does not act on

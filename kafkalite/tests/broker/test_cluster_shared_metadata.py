@@ -118,7 +118,7 @@ def _set_everything(c: RawClient) -> None:
     assert r.entries[0].error_code == 0
     F = UpdateFeaturesRequest
     r = c.request(F(timeout_ms=5000, feature_updates=[F.FeatureUpdateKey(
-        feature="metadata.version", max_version_level=18, upgrade_type=2)]), 1)
+        feature="share.version", max_version_level=0, upgrade_type=2)]), 1)
     assert (r.error_code, [x.error_code for x in r.results]) == (0, [0])
     IA = IncrementalAlterConfigsRequest
     r = c.request(IA(resources=[IA.AlterConfigsResource(resource_type=GROUP_RESOURCE, resource_name="g1", configs=[
@@ -142,7 +142,7 @@ def _check_everywhere(cluster: Cluster, mutations_left: bool) -> None:
             assert _scram_users(admin) == {"alice": [(1, 4096)]}, node
             assert _quotas(admin) == {(("client-id", "raw"),): {"controller_mutation_rate": 1.0}}, node
             _epoch, levels = _features(admin)
-            assert levels["metadata.version"] == 18, (node, levels)
+            assert "share.version" not in levels and levels["metadata.version"] == 33, (node, levels)
             assert _group_config(admin, "g1")["consumer.session.timeout.ms"] == ("50000", 8), node
         # the SCRAM user logs in at every broker, and the ACLs decide what she sees there
         with _conn(cluster, node, "alice", "alice-pw") as alice:

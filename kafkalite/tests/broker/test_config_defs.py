@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.config.broker import DEFAULTS, BrokerConfig
-from kafkalite.config.defs import BROKER, TOPIC, InvalidConfig, check_topic_configs
+from kafkalite.config.defs import BROKER, TOPIC, InvalidConfig, broker_defs, check_topic_configs, topic_defs
 from kafkalite.config.kafka39 import KAFKA_39_BROKER_CONFIGS
 from kafkalite.embedded import Broker
 from kafkalite.errors import ConfigError
@@ -38,16 +38,24 @@ def test_the_kafka_names_kafkalite_reads_are_kafka_39_names() -> None:
     assert set(DEFAULTS) == set(BROKER)
 
 
+def test_a_bad_list_element_is_named_as_kafka_names_it() -> None:
+    """ConfigDef.ValidList checks each element with ValidString: the message names the element refused."""
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig({"log.cleanup.policy": "compact,forever"})
+    assert str(info.value).endswith("Invalid value forever for configuration log.cleanup.policy: "
+                                    "String must be one of: compact, delete")
+
+
 @pytest.mark.parametrize(("key", "value", "why"), [
     ("num.partitions", "0", "Value must be at least 1"),
-    ("log.segment.bytes", "13", "Value must be at least 14"),
+    ("log.segment.bytes", "13", "Value must be at least 1048576"),      # Kafka 4.x (the default profile)
     ("log.segment.bytes", "2147483648", "Not a number of type INT"),      # Kafka's INT is 32-bit
     ("socket.request.max.bytes", "1e6", "Not a number of type INT"),
     ("queued.max.request.bytes", "9223372036854775808", "Not a number of type LONG"),
     ("log.cleaner.min.cleanable.ratio", "1.5", "Value must be no more than 1"),
     ("log.cleaner.min.cleanable.ratio", "nan", "Not a finite number"),
     ("delete.topic.enable", "1", "Expected value to be either true or false"),
-    ("log.cleanup.policy", "compact,forever", "forever"),
+    ("log.cleanup.policy", "forever", "String must be one of: compact, delete"),
     ("compression.type", "brotli", "String must be one of"),
     ("kafkalite.emulate.kafka", "1.0", "String must be one of"),
     ("listeners", "PLAINTEXT://localhost:65536", "port 65536 is outside 0-65535"),
@@ -118,6 +126,62 @@ def test_unknown_and_unimplemented_keys_are_one_warning_line_each() -> None:
 def test_topic_config_table_refuses(name: str, value: str) -> None:
     why = check_topic_configs({name: value})
     assert why is not None and name in why
+
+
+def test_kafka_4_configs_differ_from_39_where_kafka_changed_them() -> None:
+    """Kafka 4.0 removed three topic configs, raised segment.bytes' minimum to 1 MiB and made far-future
+    timestamps an hour's grace (KIP-1030); 4.4 added four. Profiles of older releases keep 3.9's table."""
+    for release in ("4.3", "4.4"):
+        assert check_topic_configs({"message.format.version": "3.0"}, release) == \
+            "Unknown topic config name: message.format.version"
+        assert "at least 1048576" in (check_topic_configs({"segment.bytes": "1048575"}, release) or "")
+        assert check_topic_configs({"segment.bytes": "1048576"}, release) is None
+        assert topic_defs(release)["message.timestamp.after.max.ms"].default == "3600000"
+        assert broker_defs(release)["log.message.timestamp.after.max.ms"].default == "3600000"
+    assert check_topic_configs({"segment.bytes": "1048575"}, "3.9") is None
+    assert check_topic_configs({"message.timestamp.difference.max.ms": "1000"}, "3.9") is None
+    assert "max.decompressed.message.bytes" in topic_defs("4.4") and "remote.copy.lag.ms" not in topic_defs("4.3")
+    assert BrokerConfig({}).release == "4.4" and BrokerConfig({"kafkalite.emulate.kafka": "3.9"}).release == "3.9"
+    with pytest.raises(ConfigError):
+        BrokerConfig({"log.segment.bytes": "1000"})
+    BrokerConfig({"log.segment.bytes": "1000", "kafkalite.emulate.kafka": "3.9"})
+
+
+def test_topic_configs_match_what_kafka_44_lists() -> None:
+    """Names, types and defaults of the 4.4 table are those the real Kafka 4.4 broker describes (captured by
+    tools/capture_kafka.py)."""
+    from kafkalite.config.kafka_releases import module
+
+    for release in ("4.3", "4.4"):
+        kafka = module(release).TOPIC_CONFIGS
+        ours = {n: d for n, d in topic_defs(release).items() if n != "internal.segment.bytes"}   # listed when set
+        assert set(ours) == set(kafka), (release, set(ours) ^ set(kafka))
+        for name, (typ, default, _syn) in kafka.items():
+            assert (ours[name].type, ours[name].default) == (typ, default), (release, name)
+
+
+@pytest.mark.parametrize(("overrides", "why"), [
+    ({"group.consumer.session.timeout.ms": "1000"},
+     "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+    ({"group.consumer.heartbeat.interval.ms": "500"},
+     "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"),
+    ({"group.share.session.timeout.ms": "600000"},
+     "group.share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms"),
+    ({"group.consumer.heartbeat.interval.ms": "50000", "group.consumer.max.heartbeat.interval.ms": "50000"},
+     "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
+])
+def test_group_timeouts_outside_their_bounds_stop_the_broker_as_kafka(overrides: dict[str, str], why: str) -> None:
+    """Kafka's GroupCoordinatorConfig refuses to start with a group heartbeat or session setting outside its
+    min/max settings, or a heartbeat not below the session timeout."""
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig(overrides)
+    assert why in str(info.value)
+
+
+def test_group_timeouts_below_the_defaults_start_with_their_minimums_lowered() -> None:
+    BrokerConfig({"group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500",
+                  "group.consumer.session.timeout.ms": "6000", "group.consumer.min.session.timeout.ms": "6000",
+                  "group.share.session.timeout.ms": "600000", "group.share.max.session.timeout.ms": "600000"})
 
 
 def test_invalid_config_message_is_kafkas() -> None:

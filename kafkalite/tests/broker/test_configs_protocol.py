@@ -89,11 +89,13 @@ def test_sources_synonyms_types_and_flags(c: RawClient) -> None:
             "max.message.bytes", "message.timestamp.type", "file.delete.delay.ms"} <= set(cfg)
     r = cfg["retention.ms"]
     assert (r.value, r.config_source, r.read_only, r.is_sensitive) == ("1234", 1, False, False)
-    assert [(s.name, s.value, s.source) for s in r.synonyms] == [("retention.ms", "1234", 1),
-                                                                  ("log.retention.hours", "100", 4)]
+    # Kafka cuts the broker synonyms before the first log.retention.ms (ConfigHelper's dropWhile): with only
+    # log.retention.hours set, none are listed
+    assert [(s.name, s.value, s.source) for s in r.synonyms] == [("retention.ms", "1234", 1)]
     s = cfg["segment.bytes"]
     assert (s.value, s.config_source) == ("5000000", 4)
-    assert [(x.name, x.value, x.source) for x in s.synonyms] == [("log.segment.bytes", "5000000", 4)]
+    assert [(x.name, x.value, x.source) for x in s.synonyms] == [("log.segment.bytes", "5000000", 4),
+                                                                  ("log.segment.bytes", "1073741824", 5)]
     d = cfg["delete.retention.ms"]
     assert (d.value, d.config_source) == ("86400000", 5)
     assert all(not e.read_only and not e.is_sensitive for e in cfg.values())
@@ -108,7 +110,7 @@ def test_sources_synonyms_types_and_flags(c: RawClient) -> None:
     assert v0["retention.ms"].is_default is False and v0["delete.retention.ms"].is_default is True
     assert list(configs(c, "desc", keys=["retention.ms", "no.such"])) == ["retention.ms"]
     missing = describe(c, "no-such-topic")
-    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and missing.error_message
+    assert (missing.error_code, missing.error_message) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")   # as Kafka
 
 
 def test_broker_resource(c: RawClient, broker: Broker) -> None:
@@ -151,7 +153,7 @@ def test_dynamic_broker_configs(c: RawClient) -> None:
     t = configs(c, "dyn", synonyms=True)["retention.ms"]
     assert (t.value, t.config_source) == ("80000", 2)
     assert [(s.name, s.source) for s in t.synonyms] == [("log.retention.ms", 2), ("log.retention.ms", 3),
-                                                        ("log.retention.hours", 4)]
+                                                        ("log.retention.hours", 4), ("log.retention.hours", 5)]
     # the running logs follow at once: LogAppendTime now, except where the topic overrides it
     assert produce_append_time("dyn") > 1_000_000_000_000
     assert produce_append_time("dyn-own") == -1
@@ -177,7 +179,7 @@ def test_dynamic_broker_configs(c: RawClient) -> None:
     assert incremental(c, "", ("log.message.timestamp.type", DELETE, None), ("log.retention.ms", DELETE, None),
                        rtype=BROKER) == (0, None)
     assert (configs(c, "dyn")["retention.ms"].value, configs(c, "dyn")["retention.ms"].config_source) == (
-        str(100 * 3600 * 1000), 4)
+        str(100 * 3600 * 1000), 5)   # the static log.retention.hours gives the value; Kafka lists no synonym
     assert produce_append_time("dyn") == -1
 
 
@@ -207,9 +209,13 @@ def test_invalid_configs_are_rejected_with_a_message(c: RawClient, cfg: dict[str
     assert describe(c, name + "-new").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def test_every_kafka_39_topic_config_name_is_accepted(c: RawClient) -> None:
-    """The names of Kafka 3.9's topic configs are known (storage interprets some, the rest are kept)."""
-    names = {"cleanup.policy": "delete", "compression.type": "producer", "compression.gzip.level": "-1",
+def test_every_kafka_topic_config_name_is_accepted(c: RawClient) -> None:
+    """The names of the topic configs Kafka 4.4 lists (the default profile) are known, and Kafka 3.9's under a 3.9
+    profile (storage interprets some, the rest are kept)."""
+    from kafkalite.config.defs import check_topic_configs
+    from kafkalite.config.kafka_releases import module
+
+    names_39 = {"cleanup.policy": "delete", "compression.type": "producer", "compression.gzip.level": "-1",
              "compression.lz4.level": "9", "compression.zstd.level": "3", "delete.retention.ms": "86400000",
              "file.delete.delay.ms": "60000", "flush.messages": "100", "flush.ms": "1000",
              "follower.replication.throttled.replicas": "", "index.interval.bytes": "4096",
@@ -221,6 +227,8 @@ def test_every_kafka_39_topic_config_name_is_accepted(c: RawClient) -> None:
              "preallocate": "false", "remote.storage.enable": "false", "retention.bytes": "-1",
              "retention.ms": "604800000", "segment.bytes": "1073741824", "segment.index.bytes": "10485760",
              "segment.jitter.ms": "0", "segment.ms": "604800000", "unclean.leader.election.enable": "false"}
+    assert check_topic_configs(names_39, "3.9") is None
+    names = {n: d for n, (_t, d, _s) in module("4.4").TOPIC_CONFIGS.items() if d is not None}
     r = create(c, topic("all-names", 1, configs=names))["all-names"]
     assert r.error_code == 0, r.error_message
     cfg = configs(c, "all-names")
@@ -236,7 +244,7 @@ def test_legacy_alter_replaces_all_overrides(c: RawClient) -> None:
     cfg = configs(c, "legacy")
     assert (cfg["retention.bytes"].value, cfg["retention.bytes"].config_source) == ("99999", 1)
     # the earlier overrides are gone: back to the broker / default values
-    assert (cfg["retention.ms"].value, cfg["retention.ms"].config_source) == (str(100 * 3600 * 1000), 4)
+    assert (cfg["retention.ms"].value, cfg["retention.ms"].config_source) == (str(100 * 3600 * 1000), 5)
     assert (cfg["cleanup.policy"].value, cfg["cleanup.policy"].config_source) == ("delete", 5)
     assert legacy(c, "nope", {"retention.ms": "1"})[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
@@ -253,7 +261,7 @@ def test_incremental_operations(c: RawClient) -> None:
     assert cfg["retention.ms"].value == "1000" and cfg["segment.ms"].config_source == 5
     assert incremental(c, "incr", ("retention.ms", DELETE, None), ("segment.ms", SET, "60000")) == (0, None)
     cfg = configs(c, "incr")
-    assert cfg["retention.ms"].config_source == 4 and cfg["segment.ms"].value == "60000"
+    assert cfg["retention.ms"].config_source == 5 and cfg["segment.ms"].value == "60000"
     assert cfg["cleanup.policy"].value == "compact"  # untouched by the later request
     assert incremental(c, "incr", ("retention.ms", APPEND, "5"))[0] == ErrorCode.INVALID_CONFIG
     assert incremental(c, "incr", ("segment.ms", SET, "1"), ("segment.ms", SET, "2"))[0] == ErrorCode.INVALID_REQUEST
@@ -280,7 +288,7 @@ def test_changes_take_effect_on_the_running_log(c: RawClient, broker: Broker) ->
 
 def test_overrides_survive_restart(tmp_path: Path) -> None:
     with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
-        assert incremental(c, "1", ("log.segment.bytes", SET, "777777"), rtype=BROKER) == (0, None)
+        assert incremental(c, "1", ("log.segment.bytes", SET, "7777777"), rtype=BROKER) == (0, None)
         create(c, topic("keep", 1, configs={"retention.ms": "4242", "cleanup.policy": "compact"}))
         assert incremental(c, "keep", ("segment.ms", SET, "123456"), ("retention.ms", DELETE, None))[0] == 0
         create(c, topic("keep2", 1, configs={"retention.ms": "1"}))
@@ -289,7 +297,7 @@ def test_overrides_survive_restart(tmp_path: Path) -> None:
         cfg = configs(c, "keep")
         assert {k: e.value for k, e in cfg.items() if e.config_source == 1} == {
             "cleanup.policy": "compact", "segment.ms": "123456"}
-        assert (cfg["segment.bytes"].value, cfg["segment.bytes"].config_source) == ("777777", 2)
+        assert (cfg["segment.bytes"].value, cfg["segment.bytes"].config_source) == ("7777777", 2)
         cfg2 = configs(c, "keep2")
         assert {k: e.value for k, e in cfg2.items() if e.config_source == 1} == {"max.message.bytes": "5000"}
         # the restarted logs run with their topic's settings, not bare defaults

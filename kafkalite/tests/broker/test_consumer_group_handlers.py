@@ -41,18 +41,19 @@ def test_consumer_group_through_the_handlers() -> None:
         hb = c.request(ConsumerGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=0,
                                                      rebalance_timeout_ms=5000, subscribed_topic_names=["t"],
                                                      topic_partitions=[]), 1)
-        assert hb.error_code == 0 and hb.member_epoch == 1 and hb.heartbeat_interval_ms == 5000
+        # Kafka 4.1+ starts a new group at epoch 1; the first member's subscription bumps it to 2
+        assert hb.error_code == 0 and hb.member_epoch == 2 and hb.heartbeat_interval_ms == 5000
         assert sorted(hb.assignment.topic_partitions[0].partitions) == [0, 1]
         # v1 requires a client-generated member id
         bad = c.request(ConsumerGroupHeartbeatRequest(group_id="g", member_epoch=0, rebalance_timeout_ms=1,
                                                       subscribed_topic_names=["t"], topic_partitions=[]), 1)
         assert bad.error_code == ErrorCode.INVALID_REQUEST
         # offsets: the member's epoch must be current, v9+, members only while the group has members
-        assert _commit(c, 1, "m1") == 0
-        assert _commit(c, 0, "m1") == ErrorCode.STALE_MEMBER_EPOCH
-        assert _commit(c, 1, "m1", version=8) == ErrorCode.UNSUPPORTED_VERSION
+        assert _commit(c, 2, "m1") == 0
+        assert _commit(c, 1, "m1") == ErrorCode.STALE_MEMBER_EPOCH
+        assert _commit(c, 2, "m1", version=8) == ErrorCode.UNSUPPORTED_VERSION
         assert _commit(c, -1, "") == ErrorCode.UNKNOWN_MEMBER_ID
-        assert _fetch(c, "m1", 1) == (0, 5)
+        assert _fetch(c, "m1", 2) == (0, 5)
         assert _fetch(c, "m1", 7)[0] == ErrorCode.STALE_MEMBER_EPOCH
         assert _fetch(c, None, -1) == (0, 5)     # an admin fetch
         # the group as the other group APIs see it
@@ -62,7 +63,7 @@ def test_consumer_group_through_the_handlers() -> None:
         assert c.request(ListGroupsRequest(types_filter=["classic"]), 5).groups == []
         assert c.request(DescribeGroupsRequest(groups=["g"]), 5).groups[0].group_state == "Dead"
         d = c.request(ConsumerGroupDescribeRequest(group_ids=["g", "nope"]), 1).groups
-        assert (d[0].group_state, d[0].group_epoch, [m.member_id for m in d[0].members]) == ("Stable", 1, ["m1"])
+        assert (d[0].group_state, d[0].group_epoch, [m.member_id for m in d[0].members]) == ("Stable", 2, ["m1"])
         # subscribed by names: the regex is "" as Kafka 4.4 describes it (ConsumerGroupMember's default), not null
         assert (d[0].members[0].subscribed_topic_names, d[0].members[0].subscribed_topic_regex) == (["t"], "")
         assert d[1].error_code == ErrorCode.GROUP_ID_NOT_FOUND

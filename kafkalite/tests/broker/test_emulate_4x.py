@@ -1,62 +1,74 @@
-"""``--emulate-kafka 4.3``: KIP-896's removed versions not advertised, Kafka 4.x's features advertised
-(ApiVersions v3+ tagged fields; the 3.9 and 2.8 profiles' features are in test_features.py)."""
+"""The 4.x profiles (``--emulate-kafka 4.3``/``4.4``, the default ``3.9+4.4``): the version ranges and features the
+real Kafka brokers advertise (captured by tools/capture_kafka.py), where kafkalite serves them; every difference
+is one of the listed, explained ones (the 3.9 and 2.8 profiles' features are in test_features.py)."""
 from __future__ import annotations
 
 import pytest
 
-from kafkalite.config.releases import FLOORS, KAFKA_4_3
+from kafkalite.config.kafka_releases import module
+from kafkalite.config.releases import KAFKA_3_9
 from kafkalite.embedded import Broker
 from kafkalite.metadata.features import FINALIZED_EPOCH
 from kafkalite.tests.support.rawclient import RawClient
-from kafkalite.tests.support.requires import reference
 from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
+#: what Kafka 4.3/4.4 advertise that kafkalite does not (key -> kafkalite's highest version, None: not at all)
+NOT_SERVED = {
+    24: 3,      # AddPartitionsToTxn v4-5: broker-to-coordinator verification (KIP-890 part 1)
+    26: 4,      # EndTxn v5: transaction.version 2 (KIP-890 part 2)
+    28: 4,      # TxnOffsetCommit v5-6: transaction.version 2
+    27: None,   # WriteTxnMarkers: broker to broker
+    38: None, 39: None, 40: None, 41: None,   # delegation tokens
+    64: None, 80: None, 81: None, 94: None,   # KRaft registration and voters
+    83: None, 84: None, 85: None, 86: None, 87: None,   # share group state: broker to share coordinator
+    88: None, 89: None, 93: None,              # streams groups (KIP-1071)
+}
 
-def _api_versions(release: str) -> ApiVersionsResponse:
+
+def _api_versions(release: str | None, version: int = 4) -> ApiVersionsResponse:
     with Broker(emulate_kafka=release) as b, RawClient(b.host, b.port) as c:
         resp: ApiVersionsResponse = c.request(
-            ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
+            ApiVersionsRequest(client_software_name="t", client_software_version="1"), version)
         return resp
 
 
-def test_4_3_profile_drops_kip_896_versions_and_advertises_features() -> None:
-    resp = _api_versions("4.3")
+@pytest.mark.parametrize("release", ["4.3", "4.4"])
+def test_4x_profiles_advertise_what_kafka_does(release: str) -> None:
+    resp = _api_versions(release)
     keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-    assert keys[2][0] == 1 and keys[19][0] == 2 and keys[20][0] == 1 and keys[32][0] == 1   # KIP-896
-    assert keys[8][0] == 2 and keys[9][0] == 1 and keys[23][0] == 2
-    for k, (lo, hi) in keys.items():
-        assert k in KAFKA_4_3 and hi <= KAFKA_4_3[k] and lo >= FLOORS["4.3"].get(k, 0)
-    finalized = {f.name: (f.min_version_level, f.max_version_level) for f in resp.finalized_features}
-    assert finalized == {"metadata.version": (30, 30), "kraft.version": (1, 1), "group.version": (1, 1),
-                         "share.version": (1, 1)}
-    assert "transaction.version" not in {f.name for f in resp.supported_features}
-    # v3: the features whose supported minimum is 0 are left out (KAFKA-17492)
+    kafka = module(release).API_VERSIONS
+    for k, (lo, hi) in kafka.items():
+        if k in NOT_SERVED and NOT_SERVED[k] is None:
+            assert k not in keys, k
+        else:
+            assert keys[k] == (lo, min(hi, NOT_SERVED.get(k) or hi)), (k, keys[k], (lo, hi))
+    assert set(keys) <= set(kafka)
+    assert keys[0] == (0, 13) and keys[1] == (4, 18) and keys[2] == (1, 11)   # Produce listed from v0, as Kafka
+    finalized = {f.name: f.max_version_level for f in resp.finalized_features}
+    mv = 30 if release == "4.3" else 33
+    assert finalized == {"metadata.version": mv, "kraft.version": 1, "group.version": 1, "share.version": 1}
     assert {f.name: (f.min_version, f.max_version) for f in resp.supported_features} == {
-        "metadata.version": (7, 30)}
+        "metadata.version": (7, mv), "kraft.version": (0, 1), "group.version": (0, 1), "share.version": (0, 1)}
     assert resp.finalized_features_epoch == FINALIZED_EPOCH
+    # v3: the features whose supported minimum is 0 are left out (KAFKA-17492)
+    v3 = _api_versions(release, 3)
+    assert {f.name for f in v3.supported_features} == {"metadata.version"}
+
+
+def test_default_profile_is_kafka_44_widened_to_39s_versions() -> None:
+    resp = _api_versions(None)
+    keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    kafka = module("4.4").API_VERSIONS
+    for k, (_lo, hi) in keys.items():
+        assert k in kafka or k in KAFKA_3_9, k
+        assert hi == min(max(kafka.get(k, (0, -1))[1], KAFKA_3_9.get(k, -1)), NOT_SERVED.get(k) or hi), k
+    assert keys[2] == (0, 11) and keys[8] == (0, 10) and keys[19] == (0, 7)   # KIP-896's removed versions kept
+    assert keys[0] == (0, 13) and keys[76] == (0, 1)   # Produce from v0 as 4.4; share v0 early access kept
+    assert {f.name: f.max_version_level for f in resp.finalized_features}["metadata.version"] == 33
 
 
 @pytest.mark.parametrize("release", ["3.9", "2.8"])
 def test_older_profiles_keep_old_versions(release: str) -> None:
     resp = _api_versions(release)
-    assert min(k.min_version for k in resp.api_keys if k.api_key == 2) == 0
-
-
-def test_4_3_tables_match_kafka_4_3_specs() -> None:
-    """Caps = the newest stable version of every API Kafka 4.3 serves on a broker listener; floors = its oldest."""
-    from pathlib import Path
-
-    from kafkalite_wire.spec import Versions, load_json
-
-    d = reference("kafka-message-specs", "4.3")
-    caps, floors = {}, {}
-    for p in sorted(Path(d).glob("*Request.json")):
-        spec = load_json(p)
-        valid = Versions.parse(str(spec["validVersions"]))
-        if "broker" not in spec.get("listeners", []) or valid.lo < 0:  # type: ignore[operator]
-            continue
-        assert valid.hi is not None
-        caps[spec["apiKey"]] = valid.hi - (1 if spec.get("latestVersionUnstable") else 0)
-        if valid.lo > 0:
-            floors[spec["apiKey"]] = valid.lo
-    assert caps == KAFKA_4_3 and floors == FLOORS["4.3"]
+    keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert keys[2][0] == 0 and keys[0][0] == 3   # ListOffsets v0; Produce from v3 (v0-2: magic 0/1, not served)

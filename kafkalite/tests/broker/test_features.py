@@ -1,4 +1,5 @@
-"""Finalized features in ApiVersions v3+ as Kafka 3.9 reports them (kafkalite.metadata.features), per emulated release."""
+"""Finalized features in ApiVersions v3+ as Kafka 3.9 reports them (kafkalite.metadata.features), per emulated release
+(the 4.x profiles and the default, which report Kafka 4.x's: test_emulate_4x.py)."""
 from __future__ import annotations
 
 from kafkalite.embedded import Broker
@@ -15,7 +16,7 @@ def _features(b: Broker, version: int) -> tuple:
 
 
 def test_kafka_3_9_features_by_api_versions_version() -> None:
-    with Broker() as b:
+    with Broker(emulate_kafka="3.9") as b:
         # v4: kraft.version's supported minimum 0 is shown; v3 omits such a feature (KAFKA-17492)
         assert _features(b, 4) == ({"metadata.version": (1, 21), "kraft.version": (0, 1)}, 0,
                                    {"metadata.version": (21, 21), "kraft.version": (1, 1)})

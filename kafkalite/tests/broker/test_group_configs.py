@@ -102,7 +102,8 @@ def test_incremental_set_delete_and_validate_only(c: RawClient) -> None:
     ((("share.auto.offset.reset", SET, "none"),), "Invalid value `none` for configuration share.auto.offset.reset"),
     ((("share.auto.offset.reset", SET, "Earliest"),), "Invalid value `Earliest` for configuration"),
     ((("share.auto.offset.reset", SET, "by_duration"),), "Invalid value `by_duration` for configuration"),
-    ((("share.auto.offset.reset", APPEND, "earliest"),), "Config share.auto.offset.reset is not a list config"),
+    ((("share.auto.offset.reset", APPEND, "earliest"),),
+     "Can't APPEND to key share.auto.offset.reset because its type is not LIST."),
 ])
 def test_invalid_group_configs(c: RawClient, ops: tuple[tuple[str, int, str], ...], message: str) -> None:
     code, msg = incremental(c, "bad", *ops, rtype=GROUP)

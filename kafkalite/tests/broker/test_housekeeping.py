@@ -21,7 +21,7 @@ def earliest(c: RawClient, name: str) -> int:
 def test_retention_runs_in_the_background(tmp_path: Path) -> None:
     with Broker(data_dir=tmp_path, overrides={"log.retention.check.interval.ms": "100"}) as b, \
             RawClient(b.host, b.port) as c:
-        create(c, topic("ret", 1, configs={"retention.ms": "60000", "segment.bytes": "200"}))
+        create(c, topic("ret", 1, configs={"retention.ms": "60000", "internal.segment.bytes": "200"}))
         old = 1_000_000_000_000   # year 2001: far past retention
         for i in range(6):
             r = c.request(produce_req("ret", encode_batch([b"x" * 100], base_timestamp=old + i)), 9)

@@ -1,7 +1,7 @@
 """Retention, DeleteRecords and compaction driven by the running broker's housekeeping loops.
 
-- Fetch below the log start offset answers OFFSET_OUT_OF_RANGE with the new LogStartOffset (clients then apply
-  auto.offset.reset); ListOffsets EARLIEST answers the new start.
+- Fetch below the log start offset answers OFFSET_OUT_OF_RANGE carrying no offsets (-1, as Kafka: clients then
+  apply auto.offset.reset); ListOffsets EARLIEST answers the new start.
 - Lowering retention.ms / retention.bytes on a live topic (IncrementalAlterConfigs) lets the retention loop
   delete the old segments; the start survives a restart (checkpoint) after DeleteRecords.
 - cleanup.policy=compact topics and `__consumer_offsets` are compacted by the cleaner loop: the latest record of
@@ -80,7 +80,7 @@ def produce(c: RawClient, name: str, recs: list[Rec], ts: int | None = None) -> 
 
 def test_time_and_size_retention_with_live_config_changes(tmp_path: Path) -> None:
     with Broker(data_dir=tmp_path, overrides=FAST) as b, RawClient(b.host, b.port) as c:
-        create(c, topic("tr", 1, configs={"segment.bytes": "1000"}), topic("sr", 1, configs={"segment.bytes": "1000"}))
+        create(c, topic("tr", 1, configs={"internal.segment.bytes": "1000"}), topic("sr", 1, configs={"internal.segment.bytes": "1000"}))
         for i in range(30):
             produce(c, "tr", [Rec(b"old-%d" % i + b"x" * 200)], ts=HOUR_AGO + i)
             produce(c, "sr", [Rec(b"new-%d" % i + b"x" * 200)])
@@ -96,7 +96,7 @@ def test_time_and_size_retention_with_live_config_changes(tmp_path: Path) -> Non
         assert [o for o, _k, _v in kept] == list(range(s_start, 30))
         assert 2000 // 260 <= len(kept) <= 2000 // 200 + 1000 // 200 + 1
         below = fetch(c, "sr", s_start - 1)
-        assert below.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and below.log_start_offset == s_start
+        assert (below.error_code, below.high_watermark, below.log_start_offset) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1, -1)
         ok = fetch(c, "sr", s_start)
         assert ok.error_code == 0 and ok.log_start_offset == s_start
         assert [v for _o, _k, v in records(c, "tr", start)][-1] == b"old-29" + b"x" * 200
@@ -104,7 +104,7 @@ def test_time_and_size_retention_with_live_config_changes(tmp_path: Path) -> Non
 
 def test_delete_records_survives_restart(tmp_path: Path) -> None:
     with Broker(data_dir=tmp_path, overrides=FAST) as b, RawClient(b.host, b.port) as c:
-        create(c, topic("dr", 1, configs={"segment.bytes": "1000"}))
+        create(c, topic("dr", 1, configs={"internal.segment.bytes": "1000"}))
         for i in range(20):
             produce(c, "dr", [Rec(b"v%d" % i + b"y" * 150)])
         R = DeleteRecordsRequest
@@ -138,7 +138,7 @@ def test_delete_records_needs_the_delete_policy(tmp_path: Path) -> None:
 
 
 def test_compacted_topic_is_cleaned_by_the_broker(tmp_path: Path) -> None:
-    cfg = {"cleanup.policy": "compact", "segment.bytes": "1000", "min.cleanable.dirty.ratio": "0.01",
+    cfg = {"cleanup.policy": "compact", "internal.segment.bytes": "1000", "min.cleanable.dirty.ratio": "0.01",
            "delete.retention.ms": "0", "file.delete.delay.ms": "0"}
     with Broker(data_dir=tmp_path, overrides=FAST) as b, RawClient(b.host, b.port) as c:
         create(c, topic("cmp", 1, configs=cfg))

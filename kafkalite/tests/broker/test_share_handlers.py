@@ -68,13 +68,14 @@ def test_heartbeat_membership_and_assignment(raw: RawClient) -> None:
     tid = topic_id(raw, "hb")
     assert hb(raw, "sg1", "", 0, ["hb"]).error_code == ErrorCode.INVALID_REQUEST
     assert hb(raw, "sg1", "m1", 0, None).error_code == ErrorCode.INVALID_REQUEST
-    assert hb(raw, "sg1", "nobody", 3).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert hb(raw, "sg1", "nobody", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND   # no such group yet
     members = {}
     for m in ("m1", "m2", "m3", "m4"):
         r = hb(raw, "sg1", m, 0, ["hb"])
         assert r.error_code == 0 and r.member_id == m and r.heartbeat_interval_ms > 0
         assert [(tp.topic_id, list(tp.partitions)) for tp in r.assignment.topic_partitions] == [(tid, [0])]
         members[m] = r.member_epoch
+    assert hb(raw, "sg1", "nobody", 3).error_code == ErrorCode.UNKNOWN_MEMBER_ID
     # m1 is behind: its next heartbeat moves it to the group epoch, keeping the shared partition
     r = hb(raw, "sg1", "m1", members["m1"])
     assert r.error_code == 0 and r.member_epoch == members["m4"]

@@ -37,7 +37,7 @@ def one_error(lines: list[str]) -> str:
     (["--listen", "127.0.0.1:99999"], "port 99999 is outside 0-65535"),
     (["--log-level", "LOUD"], "--log-level 'LOUD'"),
     (["--override", "log.segment.bytes=10"],
-     "Invalid value 10 for configuration log.segment.bytes: Value must be at least 14"),
+     "Invalid value 10 for configuration log.segment.bytes: Value must be at least 1048576"),
     (["--override", "num.partitions=-1"], "num.partitions: Value must be at least 1"),
     (["--override", "message.max.bytes=lots"], "message.max.bytes: Not a number of type INT"),
     (["--override", "auto.create.topics.enable=yes"], "auto.create.topics.enable: Expected value to be either"),

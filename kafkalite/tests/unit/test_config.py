@@ -35,7 +35,10 @@ def test_precedence_file_env_override(tmp_path: Path) -> None:
     f = tmp_path / "server.properties"
     f.write_text("num.partitions=3\nlog.retention.hours=1\nnode.id=7\nlog.dirs=/from/file\n")
     env = {"KAFKALITE_NUM_PARTITIONS": "4", "KAFKALITE_ADVERTISED_LISTENERS": "PLAINTEXT://example.com:19092",
-           "KAFKALITE_REFERENCE": "/not/a/setting", "OTHER": "x", "KAFKALITE_EMULATE_KAFKA": "2.8"}
+           "KAFKALITE_REFERENCE": "/not/a/setting", "OTHER": "x", "KAFKALITE_EMULATE_KAFKA": "2.8",
+           # the project's test tooling's variables are not settings
+           "KAFKALITE_CONSOLE_SCREENSHOTS": "/tmp/shots", "KAFKALITE_COMPAT_BROKER": "kafka",
+           "KAFKALITE_REFERENCE_HEAP": "1g"}
     cfg = BrokerConfig.load(f, {"node.id": "9"}, environ=env)
     assert cfg.num_partitions == 4          # env beats file
     assert cfg.node_id == 9                 # override beats file
@@ -43,6 +46,7 @@ def test_precedence_file_env_override(tmp_path: Path) -> None:
     assert str(cfg.log_dir) == "/from/file"
     assert cfg.advertised_listeners() == [Listener("PLAINTEXT", "example.com", 19092)]
     assert "reference" not in cfg.values
+    assert not {k for k in cfg.values if k.startswith(("console.", "compat.", "reference."))}
     assert cfg.emulate_kafka == "2.8"
 
 

@@ -93,6 +93,23 @@ def test_single_member_gets_everything() -> None:
     assert r.error_code == 0 and r.member_epoch == 1 and r.assignment is None   # unchanged: not sent
 
 
+def test_groups_start_at_epoch_one_as_kafka_4_does() -> None:
+    """Kafka 4.1+ (ModernGroup) starts a new group at epoch 1 and bumps it only for a subscription (or metadata)
+    change: a member joining without topics gets epoch 1 and no epoch record, one with topics epoch 2."""
+    w = World()
+    w.coord.config.initial_epoch = 1
+    tid = w.topic("t", 2)
+    r = w.hb("m1", 0, topics=[], group="empty")
+    assert (r.error_code, r.member_epoch) == (0, 1)
+    assert not [k for k, _ in w.log if R.decode_key(k).type == R.GROUP_METADATA]
+    r = w.hb("m1", 0, topics=["t"], group="g")
+    assert (r.error_code, r.member_epoch, r.assignment) == (0, 2, {tid: {0, 1}})
+    g = w.coord.groups["g"]
+    assert (g.group_epoch, g.assignment_epoch) == (2, 2)
+    r = w.hb("m1", 1, topics=["t"], group="empty")   # subscribing later: one bump
+    assert (r.error_code, r.member_epoch) == (0, 2)
+
+
 def test_revocation_before_reassignment() -> None:
     """A partition moves to the new member only after its owner stops reporting it."""
     w = World()

@@ -56,6 +56,29 @@ def test_fencing_max_size_and_topic_growth() -> None:
     assert r.member_epoch > epoch and T2 in r.assignment
 
 
+def test_kafka_4_epochs_and_the_previous_epoch() -> None:
+    """Kafka 4.1+: a new group starts at epoch 1 (the first member's join bumps it to 2); a member coming back
+    with its previous epoch is accepted (the response that bumped it may have been lost), an older one or a
+    greater one is fenced with Kafka's messages."""
+    topics = {"a": (T1, 2)}
+    c = ShareGroupCoordinator(ShareConfig(GroupSettings(session_timeout_ms=1000), initial_epoch=1),
+                              lambda: topics)
+    x = c.heartbeat(0, "g", "x", 0, None, ["a"])
+    assert (x.error, x.member_epoch) == (0, 2)
+    y = c.heartbeat(0, "g", "y", 0, None, ["a"])
+    assert y.member_epoch == 3
+    x = c.heartbeat(1, "g", "x", 2, None, None)   # moves to epoch 3
+    assert (x.error, x.member_epoch) == (0, 3)
+    again = c.heartbeat(2, "g", "x", 2, None, None)   # its previous epoch: accepted
+    assert (again.error, again.member_epoch) == (0, 3)
+    old = c.heartbeat(3, "g", "y", 1, None, None)
+    assert old.error == 110 and old.message.startswith("The share group member has a smaller member epoch (1)")
+    ahead = c.heartbeat(3, "g", "y", 9, None, None)
+    assert ahead.error == 110 and ahead.message == (
+        "The share group member has a greater member epoch (9) than the one known by the group coordinator (3). "
+        "The member must abandon all its partitions and rejoin.")
+
+
 def test_simple_assignor_balance_and_stickiness() -> None:
     parts = {(T1, p) for p in range(6)}
     one = simple_assign(dict.fromkeys("abc", parts), {})

@@ -74,6 +74,7 @@ async def test_members_share_records_each_delivered_once(tmp_path: Path, autojum
 async def test_lock_expiry_redelivers_then_archives(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     state = make_state(tmp_path, **{"kafkalite.share.auto.offset.reset": "earliest",
                                     "group.share.record.lock.duration.ms": "2000",
+                                    "group.share.min.record.lock.duration.ms": "1000",
                                     "group.share.delivery.count.limit": "2"})
     tid = state.topics.create("t", 1).topic_id
     produce(state, "t", 1)

@@ -13,6 +13,7 @@ from kafkalite.coordinator.txn.coordinator import (
     INVALID_TRANSACTION_TIMEOUT,
     INVALID_TXN_STATE,
     PRODUCER_FENCED,
+    TRANSACTION_ABORTABLE,
     TRANSACTIONAL_ID_NOT_FOUND,
     TransactionCoordinator,
     TxnMetadata,
@@ -182,11 +183,13 @@ def test_produce_verification(tc: TransactionCoordinator) -> None:
 
 
 def test_txn_offset_commit_needs_the_group_partition(tc: TransactionCoordinator, be: Backend) -> None:
+    """Kafka's verification of the group's partition: TRANSACTION_ABORTABLE when the transaction has not added
+    it (the handler answers INVALID_TXN_STATE before v4), INVALID_PRODUCER_EPOCH for another epoch."""
     pid, ep = init(tc)
-    assert tc.check_txn_offset_commit("tx", pid, ep, 7) == INVALID_TXN_STATE
+    assert tc.check_txn_offset_commit("tx", pid, ep, 7) == TRANSACTION_ABORTABLE
     assert tc.add_offsets(T0, "tx", pid, ep, "g", 7) == E.NONE
     assert tc.check_txn_offset_commit("tx", pid, ep, 7) == E.NONE
-    assert tc.check_txn_offset_commit("tx", pid, ep + 1, 7) == PRODUCER_FENCED
+    assert tc.check_txn_offset_commit("tx", pid, ep + 1, 7) == INVALID_PRODUCER_EPOCH
     assert tc.end_txn(T0, "tx", pid, ep, True) == E.NONE
     assert be.markers == [((OFFSETS_TOPIC, 7), pid, ep, True)]
     assert be.group_completions == [(pid, True)]

@@ -1,0 +1,148 @@
+"""Differential cases of the transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+DescribeTransactions, ListTransactions and DescribeProducers, on the success path and with the errors a producer
+meets (unknown producer id, fenced epoch, no transaction to end, offsets for a group not in the transaction).
+
+Each case uses a transactional id of its own per version (``diff-<case>-v<N>``): setup runs InitProducerId and puts
+the producer id and epoch each broker gave into ``ctx``, and, where the case needs it, adds a partition or a group
+to the transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from differential.helpers import Ctx, create, produce_records, topic_of, warm_coordinator
+from differential.wireconn import WireConn
+from kafkalite_wire import messages as m
+
+A, AO, E, T = m.AddPartitionsToTxnRequest, m.AddOffsetsToTxnRequest, m.EndTxnRequest, m.TxnOffsetCommitRequest
+
+
+def txn_of(case: str, ctx: Ctx) -> str:
+    return f"diff-{case}-v{ctx['version']}"
+
+
+def add_partitions(v: int, ctx: Ctx, topic: str, pid: int | None = None, epoch: int | None = None) -> Any:
+    return A(v3_and_below_transactional_id=ctx["txn"],
+             v3_and_below_producer_id=ctx["pid"] if pid is None else pid,
+             v3_and_below_producer_epoch=ctx["epoch"] if epoch is None else epoch,
+             v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=[0])])
+
+
+def add_cases(add: Callable[..., None]) -> None:
+    topic = topic_of("txn")
+    group = "diff-txn-group"
+
+    def init(name: str, *, partition: bool = False, offsets: bool = False) -> Callable[[WireConn, Ctx], None]:
+        def setup(conn: WireConn, ctx: Ctx) -> None:
+            create(conn, ctx, topic, 1)
+            warm_coordinator(conn, ctx, "diff-warm", 1)
+            txn = txn_of(name, ctx)
+            warm_coordinator(conn, ctx, txn, 1)
+            warm_coordinator(conn, ctx, group, 0)
+            r = conn.request(m.InitProducerIdRequest(transactional_id=txn, transaction_timeout_ms=60_000), 3)
+            if r.error_code:
+                raise RuntimeError(f"setup: InitProducerId {txn}: error {r.error_code}")
+            ctx.update(txn=txn, pid=r.producer_id, epoch=r.producer_epoch)
+            if partition:
+                a = conn.request(add_partitions(3, ctx, topic), 3)
+                if a.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code:
+                    raise RuntimeError(f"setup: AddPartitionsToTxn {txn}: {a}")
+            if offsets:
+                o = conn.request(AO(transactional_id=txn, producer_id=ctx["pid"], producer_epoch=ctx["epoch"],
+                                    group_id=group), 3)
+                if o.error_code:
+                    raise RuntimeError(f"setup: AddOffsetsToTxn {txn}: {o}")
+        return setup
+
+    # AddPartitionsToTxn (v0-3: the client's form)
+    add("add_partitions_to_txn_ok", m.AddPartitionsToTxnRequest, lambda v, ctx: add_partitions(v, ctx, topic),
+        init("apt-ok"), doc="a partition added to a new transaction")
+    add("add_partitions_to_txn_unknown_topic", m.AddPartitionsToTxnRequest,
+        lambda v, ctx: add_partitions(v, ctx, "diff-no-such-topic"), init("apt-topic"),
+        doc="a topic that does not exist")
+    add("add_partitions_to_txn_fenced", m.AddPartitionsToTxnRequest,
+        lambda v, ctx: add_partitions(v, ctx, topic, epoch=ctx["epoch"] + 1), init("apt-fenced"),
+        doc="an epoch above the producer's")
+    add("add_partitions_to_txn_unknown_producer", m.AddPartitionsToTxnRequest,
+        lambda v, ctx: add_partitions(v, ctx, topic, pid=ctx["pid"] + 1000), init("apt-pid"),
+        doc="a producer id the transactional id does not have: INVALID_PRODUCER_ID_MAPPING")
+
+    # AddOffsetsToTxn
+    def add_offsets(v: int, ctx: Ctx, epoch_delta: int = 0) -> Any:
+        return AO(transactional_id=ctx["txn"], producer_id=ctx["pid"], producer_epoch=ctx["epoch"] + epoch_delta,
+                  group_id=group)
+
+    add("add_offsets_to_txn_ok", m.AddOffsetsToTxnRequest, lambda v, ctx: add_offsets(v, ctx), init("aot-ok"),
+        doc="the consumer group added to a new transaction")
+    add("add_offsets_to_txn_fenced", m.AddOffsetsToTxnRequest, lambda v, ctx: add_offsets(v, ctx, 1),
+        init("aot-fenced"), doc="an epoch above the producer's")
+
+    # EndTxn
+    def end(v: int, ctx: Ctx, committed: bool = True, epoch_delta: int = 0) -> Any:
+        return E(transactional_id=ctx["txn"], producer_id=ctx["pid"], producer_epoch=ctx["epoch"] + epoch_delta,
+                 committed=committed)
+
+    add("end_txn_commit", m.EndTxnRequest, lambda v, ctx: end(v, ctx), init("end-commit", partition=True),
+        doc="commit a transaction holding one (empty) partition")
+    add("end_txn_abort", m.EndTxnRequest, lambda v, ctx: end(v, ctx, committed=False),
+        init("end-abort", partition=True), doc="abort it")
+    add("end_txn_no_transaction", m.EndTxnRequest, lambda v, ctx: end(v, ctx), init("end-none"),
+        doc="commit with no transaction ongoing: INVALID_TXN_STATE")
+    add("end_txn_fenced", m.EndTxnRequest, lambda v, ctx: end(v, ctx, epoch_delta=1),
+        init("end-fenced", partition=True), doc="an epoch above the producer's")
+
+    # TxnOffsetCommit
+    def txn_commit(v: int, ctx: Ctx, name: str = topic, epoch_delta: int = 0) -> Any:
+        return T(transactional_id=ctx["txn"], group_id=group, producer_id=ctx["pid"],
+                 producer_epoch=ctx["epoch"] + epoch_delta,
+                 topics=[T.TxnOffsetCommitRequestTopic(name=name, partitions=[T.TxnOffsetCommitRequestPartition(
+                     partition_index=0, committed_offset=3, committed_metadata="diff")])])
+
+    add("txn_offset_commit_ok", m.TxnOffsetCommitRequest, lambda v, ctx: txn_commit(v, ctx),
+        init("toc-ok", offsets=True), doc="offsets of a group added to the transaction")
+    add("txn_offset_commit_unknown_topic", m.TxnOffsetCommitRequest,
+        lambda v, ctx: txn_commit(v, ctx, "diff-no-such-topic"), init("toc-topic", offsets=True),
+        doc="a topic that does not exist")
+    add("txn_offset_commit_fenced", m.TxnOffsetCommitRequest,
+        lambda v, ctx: txn_commit(v, ctx, epoch_delta=1), init("toc-fenced", offsets=True),
+        doc="an epoch above the producer's")
+    add("txn_offset_commit_not_added", m.TxnOffsetCommitRequest,
+        lambda v, ctx: txn_commit(v, ctx), init("toc-not-added"),
+        doc="offsets of a group the transaction has not added (no AddOffsetsToTxn)")
+
+    # DescribeTransactions, ListTransactions
+    add("describe_transactions_ongoing", m.DescribeTransactionsRequest,
+        lambda v, ctx: m.DescribeTransactionsRequest(transactional_ids=[ctx["txn"]]),
+        init("dt-ongoing", partition=True), doc="an Ongoing transaction holding one partition")
+    add("describe_transactions_unknown", m.DescribeTransactionsRequest,
+        lambda v, ctx: m.DescribeTransactionsRequest(transactional_ids=["diff-no-such-txn"]),
+        lambda conn, ctx: warm_coordinator(conn, ctx, "diff-no-such-txn", 1), doc="TRANSACTIONAL_ID_NOT_FOUND")
+    add("list_transactions_ongoing", m.ListTransactionsRequest,
+        lambda v, ctx: m.ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[ctx["pid"]]),
+        init("lt-ongoing", partition=True), doc="the Ongoing transaction of this producer id")
+    add("list_transactions_pattern", m.ListTransactionsRequest,
+        lambda v, ctx: m.ListTransactionsRequest(state_filters=[], producer_id_filters=[],
+                                                 transactional_id_pattern="diff-lt-pattern-v.*"),
+        init("lt-pattern"), doc="the transactional ids matching a pattern (v2)", min_version=2)
+    add("list_transactions_bad_pattern", m.ListTransactionsRequest,
+        lambda v, ctx: m.ListTransactionsRequest(state_filters=[], producer_id_filters=[],
+                                                 transactional_id_pattern="(diff"),
+        lambda conn, ctx: warm_coordinator(conn, ctx, "diff-warm", 1),
+        doc="a pattern that does not compile: INVALID_REGULAR_EXPRESSION", min_version=2)
+    add("list_transactions_unknown_state", m.ListTransactionsRequest,
+        lambda v, ctx: m.ListTransactionsRequest(state_filters=["Sleeping"], producer_id_filters=[]),
+        lambda conn, ctx: warm_coordinator(conn, ctx, "diff-warm", 1), doc="a state Kafka does not have")
+
+    # DescribeProducers
+    t_prod = topic_of("producers")
+
+    def producers_setup(conn: WireConn, ctx: Ctx) -> None:
+        if create(conn, ctx, t_prod, 1):
+            produce_records(conn, t_prod, 0, [b"p0", b"p1"])
+
+    add("describe_producers_none", m.DescribeProducersRequest,
+        lambda v, ctx: m.DescribeProducersRequest(topics=[m.DescribeProducersRequest.TopicRequest(
+            name=t_prod, partition_indexes=[0, 3])]), producers_setup,
+        doc="a partition written without a producer id, and one that does not exist")
