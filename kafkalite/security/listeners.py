@@ -85,7 +85,8 @@ class ListenerSecurity:
 
 
 def kafka_4(profile: str | None) -> bool:
-    """Whether an emulation profile presents a Kafka 4.x release ("4.3"; the default "3.9+4.3" is Kafka 3.9)."""
+    """Whether an emulation profile is a Kafka 4.x release for SASL ("4.3", "4.4"). The default "3.9+4.4" is not:
+    it keeps Kafka 3.9's lenient SCRAM nonce check, which kcat 1.7.1 (librdkafka 2.0.2) needs."""
     first = (profile or "").split("+", 1)[0]
     return first.split(".", 1)[0].isdigit() and int(first.split(".", 1)[0]) >= 4
 
