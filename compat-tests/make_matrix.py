@@ -51,6 +51,7 @@ SCENARIOS = {  # test function -> row label (in this order)
     "test_100k_keyed_records": "Issue #4: 100k keyed records x codec, acks=all, idempotent",
     "test_100k_java_defaults": "Issue #4: 100k records, Java producer defaults + assign/seek",
     "test_clients_see_kafka_2_8": "Clients infer Kafka 2.8 from ApiVersions",
+    "test_kafka_python_infers_kafka_4x": "kafka-python infers Kafka 4.2+ from ApiVersions (--emulate-kafka 4.3, 4.4, default)",
     "test_create_partitions_assignments": "CreatePartitions with replica assignments ([[1]] ok, others: Kafka's errors)",
     "test_describe_features": "Finalized features in ApiVersions (describe features)",
     "test_api_versions_with_features": "ApiVersions v3 with feature tags parsed (librdkafka 2.0.2)",
