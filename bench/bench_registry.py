@@ -9,16 +9,17 @@ connection per request (the registry answers ``Connection: close``, as every kaf
 - lookup by id (``GET /schemas/ids/{id}``) and lookup by schema (``POST /subjects/{s}``: parse, canonicalise,
   find): p50/p99, next to ``GET /`` (``{}``: the same HTTP server, no registry work) as the floor;
 - lookups/s: ``GET /schemas/ids/{id}`` from 1 and from ``--clients`` client processes for ``--seconds`` each,
-  next to ``GET /`` from as many: the ratio is what the registry work costs over the bare HTTP round trip;
+  next to ``GET /`` from as many, alternating, medians of ``--rounds``: the ratio is what the registry work costs
+  over the bare HTTP round trip;
 - start-up: the broker restarted over the data dir whose ``_schemas`` holds the schemas, with the registry
   (ready = ``GET /subjects`` answers with every subject) and without it (ready = the broker answers Metadata:
-  the same storage, no replay), alternating, medians of ``--starts``; plus an empty registry's start and the
+  the same storage, no replay) and over an empty ``_schemas``, alternating, medians of ``--starts``; plus the
   replay time the broker logs ("... records in X s").
 
 No peer registry runs here: Karapace is not on PyPI (its project page is 404 from this machine) and Confluent
 Schema Registry is neither on PyPI nor on Maven Central (the bench has nothing to compare against but itself).
 
-    python -m bench.bench_registry [--schemas 10000] [--seconds 3] [--clients 4] [--starts 3] [--quick]
+    python -m bench.bench_registry [--schemas 10000] [--seconds 3] [--clients 4] [--starts 3] [--rounds 3] [--quick]
 """
 from __future__ import annotations
 
@@ -180,10 +181,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seconds", type=float, default=3.0, help="per lookups/s run")
     ap.add_argument("--clients", type=int, default=4, help="client processes of the concurrent lookups/s runs")
     ap.add_argument("--starts", type=int, default=3, help="restarts of each kind (medians)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating lookups/s runs of each kind (medians)")
     ap.add_argument("--quick", action="store_true")
     args, _ = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.quick or os.environ.get("BENCH_QUICK"):
-        args.schemas, args.seconds, args.starts = min(args.schemas, 500), min(args.seconds, 1.0), 1
+        args.schemas, args.seconds, args.starts, args.rounds = min(args.schemas, 500), min(args.seconds, 1.0), 1, 1
     work = Path(tempfile.mkdtemp(prefix="bench-registry-"))
     try:
         return _run(args, work)
@@ -196,9 +198,6 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     rnd = random.Random(1)
     empty_dir, data = work / "empty", work / "data"
     Broker(empty_dir, registry=True).stop()   # creates _schemas
-    empty = Broker(empty_dir, registry=True, expect_subjects=0)
-    empty_ready = empty.ready_s
-    empty.stop()
 
     reg = Broker(data, registry=True)
     port = reg.port
@@ -210,17 +209,20 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         by_schema = _timed([("POST", f"/subjects/s{i}", _schema(i)) for i in sample], port)
         root = _timed([("GET", "/", None)] * len(sample), port)
         id_paths = [f"/schemas/ids/{1 + i}" for i in sample]
-        rates = {}
-        for k in sorted({1, args.clients}):
-            rates[f"by_id_per_s_{k}_clients"] = rate(port, id_paths, args.seconds, k)
-            rates[f"root_per_s_{k}_clients"] = rate(port, ["/"], args.seconds, k)
+        runs: dict[str, list[float]] = {}
+        for _ in range(args.rounds):   # alternating, so drift on the shared cores hits both kinds alike
+            for k in sorted({1, args.clients}):
+                runs.setdefault(f"by_id_per_s_{k}_clients", []).append(rate(port, id_paths, args.seconds, k))
+                runs.setdefault(f"root_per_s_{k}_clients", []).append(rate(port, ["/"], args.seconds, k))
+        rates = {key: statistics.median(v) for key, v in runs.items()}
     finally:
         reg.stop()
 
     plain_s: list[float] = []
     full_s: list[float] = []
+    empty_s: list[float] = []
     replay: list[float] = []
-    for _ in range(args.starts):   # alternating, so drift on the shared cores hits both kinds alike
+    for _ in range(args.starts):   # alternating, so drift on the shared cores hits every kind alike
         b = Broker(data, registry=False)
         plain_s.append(b.ready_s)
         b.stop()
@@ -228,7 +230,10 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         full_s.append(b.ready_s)
         replay.append(b.replay_s() or float("nan"))
         b.stop()
-    plain, full = statistics.median(plain_s), statistics.median(full_s)
+        b = Broker(empty_dir, registry=True, expect_subjects=0)
+        empty_s.append(b.ready_s)
+        b.stop()
+    plain, full, empty_ready = (statistics.median(x) for x in (plain_s, full_s, empty_s))
     out: dict[str, Any] = {
         "schemas": n, "clients": args.clients,
         "register_ms_p50": _pct(register, 50), "register_ms_p99": _pct(register, 99),

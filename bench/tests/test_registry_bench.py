@@ -11,7 +11,8 @@ from bench import _proc, bench_registry
 
 def test_tiny_run_reports_every_figure_and_leaves_nothing_running() -> None:
     before = set(_proc.descendants(os.getpid()))
-    out = bench_registry.main(["--schemas", "40", "--seconds", "0.3", "--clients", "2", "--starts", "1"])
+    out = bench_registry.main(["--schemas", "40", "--seconds", "0.3", "--clients", "2", "--starts", "1",
+                               "--rounds", "1"])
     assert out["schemas"] == 40
     for key in ("register", "lookup_by_id", "lookup_by_schema", "root"):
         assert 0 < out[f"{key}_ms_p50"] <= out[f"{key}_ms_p99"]
