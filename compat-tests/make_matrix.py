@@ -6,6 +6,8 @@
     python compat-tests/make_matrix.py --section ecosystem   # run only test_spark_kafka.py,
         # test_kafka_streams.py, test_kafka_connect.py and test_mirrormaker.py (with the tests marked
         # ecosystem), rewrite only the ecosystem section of MATRIX.md
+    python compat-tests/make_matrix.py --section registry    # run only test_schema_registry*.py, rewrite
+        # only the schema registry section of MATRIX.md (a few minutes)
 
 Cells count the test cases of that (scenario, client): "5/5" all passed; failures name the failing variants.
 Client limitations (features a client does not have, so no test exists) and known gaps with their root causes
@@ -203,6 +205,96 @@ ECOSYSTEM_LIMITATIONS = [
     "FileStreamSource has one task, so the test fences from outside with kafka-transactions "
     "forceTerminateTransaction, which KafkaAdminClient 4.4 implements with fenceProducers.",
 ]
+
+
+# The built-in Schema Registry (#27): Confluent's registry clients and serializers against `kafkalite serve
+# --schema-registry`, records through kafkalite topics. Test function -> (client, scenario), in this order; a
+# module's tests not listed here are shown under REGISTRY_MODULES' client with the function's name.
+REGISTRY_MODULES = {
+    "test_schema_registry": "confluent-kafka 2.16.1 (Python)",
+    "test_schema_registry_kafkajs": "@kafkajs/confluent-schema-registry 4.1.0",
+    "test_schema_registry_confluent_js": "@confluentinc/schemaregistry 1.10.1",
+    "test_schema_registry_java": "Java KafkaAvroSerializer 7.0.16",
+}
+REGISTRY_HEADER = ("## Schema Registry clients on kafkalite's registry (compat-tests/test_schema_registry*.py, "
+                   "`--section registry`)")
+REGISTRY = {
+    "test_avro_round_trip_through_a_topic":
+        ("confluent-kafka AvroSerializer / AvroDeserializer", "auto-register, produce, consume, decode by id"),
+    "test_json_schema_round_trip_through_a_topic":
+        ("confluent-kafka JSONSerializer / JSONDeserializer", "auto-register, produce, consume, decode by id"),
+    "test_protobuf_round_trip_with_references_through_a_topic":
+        ("confluent-kafka ProtobufSerializer / ProtobufDeserializer",
+         "an imported file registered as a reference, map/oneof/enum/Timestamp, two message indexes, round trip"),
+    "test_protobuf_evolution_and_text_schemas":
+        ("confluent-kafka SchemaRegistryClient (Protobuf)",
+         "compatible evolution, 409 FIELD_SCALAR_KIND_CHANGED, normalize, ?format=serialized"),
+    "test_evolution_compatible_then_incompatible":
+        ("confluent-kafka SchemaRegistryClient (Avro)",
+         "compatible evolution, 409 incompatible, config NONE, lookup, delete version/subject"),
+    "test_references_and_normalisation":
+        ("confluent-kafka SchemaRegistryClient (Avro)", "references resolved by the serializer, normalize"),
+    "test_schemas_topic_holds_confluents_records":
+        ("confluent-kafka Consumer on `_schemas`", "Confluent's SCHEMA and CONFIG records"),
+    "test_sigkill_loses_nothing_acknowledged":
+        ("confluent-kafka SchemaRegistryClient (Avro)", "broker SIGKILL: every acknowledged schema kept, ids go on"),
+    "test_kafkajs_schema_registry_client_round_trips":
+        ("@kafkajs/confluent-schema-registry 4.1.0 + kafkajs 2.2.4",
+         "Avro, JSON Schema, Protobuf (+ a reference): register, encode, produce, consume, decode; 409"),
+    "test_avro_register_lookup_and_round_trip":
+        ("@confluentinc/schemaregistry 1.10.1 AvroSerializer / AvroDeserializer (+ kafkajs 2.2.4)",
+         "register, look up (id, subject, version), evolve, auto-register, produce, consume, decode"),
+    "test_json_schema_register_lookup_and_round_trip":
+        ("@confluentinc/schemaregistry 1.10.1 JsonSerializer / JsonDeserializer (+ kafkajs 2.2.4)",
+         "register, look up, validate, produce, consume, decode"),
+    "test_protobuf_with_a_reference_round_trip":
+        ("@confluentinc/schemaregistry 1.10.1 ProtobufSerializer / ProtobufDeserializer (+ kafkajs 2.2.4)",
+         "descriptors from protoc, auto-register with a reference, produce, consume, decode"),
+    "test_incompatible_schemas_are_refused_with_409":
+        ("@confluentinc/schemaregistry 1.10.1 SchemaRegistryClient",
+         "Avro, JSON Schema, Protobuf: incompatible -> RestError 409 / 409, compatibility checks, NONE"),
+    "test_kafka_avro_serializer_round_trip":
+        ("Java KafkaAvroSerializer / KafkaAvroDeserializer 7.0.16 + kafka-clients",
+         "auto-register, produce (Java producer), consume, decode GenericRecords by id"),
+}
+
+
+SECTION_MODULES = {"ecosystem": list(ECOSYSTEM_MODULES), "registry": list(REGISTRY_MODULES)}
+
+
+def render_registry(cases: list[Case]) -> list[str]:
+    reg = [c for c in cases if c.module in REGISTRY_MODULES]
+    if not reg:
+        return []
+    lines = [REGISTRY_HEADER, "",
+             "Confluent's registry clients and serializers against kafkalite's built-in Schema Registry "
+             "(`kafkalite serve --schema-registry`), records produced and consumed through kafkalite topics; a "
+             "fresh client decodes each record with the schema fetched by id. Apache Kafka has no registry: "
+             "against it these are skipped (kafkalite-only).", "",
+             f"Run: {_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} at commit `{_head()}`.", "",
+             "| Client | Scenario | Result |", "|---|---|---|"]
+    order = {m: i for i, m in enumerate(REGISTRY_MODULES)}
+    funcs = sorted({(c.module, c.func) for c in reg},
+                   key=lambda mf: (order[mf[0]], list(REGISTRY).index(mf[1]) if mf[1] in REGISTRY else len(REGISTRY),
+                                   mf[1]))
+    for module, f in funcs:
+        client, scenario = REGISTRY.get(f, (REGISTRY_MODULES[module], f"`{f}`"))
+        fc = [c for c in reg if c.func == f and c.module == module]
+        lines.append(f"| {client} | {scenario} | {_cell(fc)} |")
+    return [*lines, ""]
+
+
+def _head() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def drop_rows_of(text: str, modules: list[str]) -> str:
+    """``text`` (a MATRIX.md) without the "Not per client" rows of ``modules`` (``| `test_x` (module) | ...``),
+    which a section of their own now shows."""
+    keep = [line for line in text.splitlines()
+            if not any(line.startswith("| `") and f"` ({m}) |" in line for m in modules)]
+    return "\n".join(keep) + "\n"
 
 
 def render_ecosystem(cases: list[Case]) -> list[str]:
@@ -409,8 +501,8 @@ def _cell(cs: list[Case]) -> str:
 
 def render(cases: list[Case], took_s: float | None, note: str = "") -> str:
     cluster = [c for c in cases if c.module in CLUSTER_MODULES]
-    ecosystem = render_ecosystem(cases)
-    cases = [c for c in cases if c.module not in ECOSYSTEM_MODULES]
+    ecosystem = render_ecosystem(cases) + render_registry(cases)
+    cases = [c for c in cases if c.module not in ECOSYSTEM_MODULES and c.module not in REGISTRY_MODULES]
     mine = [c for c in cases if not c.module.startswith("test_groups_") and c.module not in CLUSTER_MODULES]
     groups = [c for c in cases if c.module.startswith("test_groups_")]
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
@@ -627,7 +719,7 @@ def main() -> int:
                          "several runs, e.g. `-k` slices, are tabulated together; a case in a later report "
                          "replaces the same case of an earlier one)")
     ap.add_argument("--out", type=Path, default=HERE / "MATRIX.md")
-    ap.add_argument("--section", choices=["ecosystem"],
+    ap.add_argument("--section", choices=["ecosystem", "registry"],
                     help="rewrite only this section of the existing --out file (run just its test modules)")
     ap.add_argument("--kafka-column", action="store_true",
                     help=f"only (re)write the {KAFKA_COLUMN} column of --out from {REFERENCE_MD.name}")
@@ -643,7 +735,7 @@ def main() -> int:
     if not xmls:
         xml = Path(tempfile.mkdtemp(prefix="kafkalite-matrix-")) / "report.xml"
         t0 = _dt.datetime.now()
-        targets = [HERE / f"{m}.py" for m in ECOSYSTEM_MODULES] if a.section == "ecosystem" else None
+        targets = [HERE / f"{m}.py" for m in SECTION_MODULES[a.section]] if a.section else None
         rc = run_suite(xml, a.pytest_args, targets)
         took = (_dt.datetime.now() - t0).total_seconds()
         if not xml.exists():
@@ -656,8 +748,12 @@ def main() -> int:
         for c in parse(x):
             by_id[(c.module, c.func, c.params, c.props.get("client_name", ""))] = c
     cases = list(by_id.values())
+    had = a.out.read_text() if a.out.exists() else ""
     if a.section == "ecosystem":
         a.out.write_text(splice_section(a.out.read_text(), ECOSYSTEM_HEADER, render_ecosystem(cases)))
+    elif a.section == "registry":
+        text = drop_rows_of(a.out.read_text(), list(REGISTRY_MODULES))
+        a.out.write_text(splice_section(text, REGISTRY_HEADER, render_registry(cases)))
     else:
         note = (f"Tabulated from {len(xmls)} junit reports (`--from-xml`, a later report's case replacing the same "
                 "case of an earlier one): " + ", ".join(f"`{x.name}`" for x in xmls) + ".") if len(xmls) > 1 else ""
@@ -667,7 +763,8 @@ def main() -> int:
     if a.out.resolve() == REFERENCE_MD.resolve() and matrix.exists():    # a reference run: MATRIX.md's column
         matrix.write_text(add_kafka_column(matrix.read_text(), REFERENCE_MD.read_text()))
         print(f"wrote the {KAFKA_COLUMN} column of {matrix.relative_to(REPO)}")
-    elif a.out.resolve() == matrix.resolve() and REFERENCE_MD.exists():
+    elif a.out.resolve() == matrix.resolve() and REFERENCE_MD.exists() and (
+            not a.section or _KAFKA_NOTE in had):   # a section run keeps the rest of the file as it was
         matrix.write_text(add_kafka_column(matrix.read_text(), REFERENCE_MD.read_text()))
     return 0 if rc in (0, 1) else rc
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bootstraps everything `make test` needs on a fresh machine, idempotently.
 #   tools/bootstrap.sh venv      python venv with the project (editable), its CLI's client library and dev tools
-#   tools/bootstrap.sh clients   real Kafka clients: PyPI, kcat (Debian), kafkajs (npm), Java kafka-clients jar
+#   tools/bootstrap.sh clients   real Kafka clients: PyPI, kcat (Debian), kafkajs and the registry clients (npm), Java
+#                                kafka-clients jar
 #   tools/bootstrap.sh spark     pyspark + pyarrow + pandas
 #   tools/bootstrap.sh console   headless Chromium (Debian) for the web console's browser tests
 #   tools/bootstrap.sh peers     peer brokers for `make bench` (tansu, noida-db)
@@ -55,6 +56,7 @@ clients() {
   if stamp_ok clients "$h" && [[ -f "$DEPS/java/kafka-clients.jar" ]] && command -v kcat >/dev/null \
      && [[ -d compat-tests/node_modules/kafkajs ]] \
      && [[ -d compat-tests/node_modules/@kafkajs/confluent-schema-registry ]] \
+     && [[ -d compat-tests/node_modules/@confluentinc/schemaregistry ]] \
      && [[ -f "$DEPS/java/confluent/kafka-avro-serializer.jar" ]]; then return; fi
   "$VENV/bin/python" -m pip install -q "${EDITABLE[@]}" ".[dev,tls,tools,compat]"
   if ! command -v kcat >/dev/null; then
@@ -114,7 +116,8 @@ if missing:
 PYEOF
     rm -rf "$tmp"
   fi
-  if [[ ! -d compat-tests/node_modules/kafkajs || ! -d compat-tests/node_modules/@kafkajs/confluent-schema-registry ]]
+  if [[ ! -d compat-tests/node_modules/kafkajs || ! -d compat-tests/node_modules/@kafkajs/confluent-schema-registry \
+        || ! -d compat-tests/node_modules/@confluentinc/schemaregistry ]]
   then
     (cd compat-tests && npm install --silent --no-audit --no-fund >/dev/null)
   fi
