@@ -268,7 +268,8 @@ def test_open_transaction_and_idempotent_producer_after_their_data_expired(tmp_p
 
 
 def test_staged_batches_and_the_rolled_active_segment(tmp_path: Path) -> None:
-    log = PartitionLog.create(str(tmp_path / "s-0"), "s", 0, uuid.uuid4(), _cfg())
+    # segments large enough for the staged batches (Kafka refuses a batch larger than segment.bytes)
+    log = PartitionLog.create(str(tmp_path / "s-0"), "s", 0, uuid.uuid4(), _cfg(segment_bytes=10**6))
     _append(log, 5, OLD)
     young = stage(log.dir, encode_batch([Rec(b"y" * 5000)], base_timestamp=_now()))
     assert log.delete_old_segments() == 1   # retention rolls and deletes while the batch is staged
