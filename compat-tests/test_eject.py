@@ -71,7 +71,7 @@ KAFKALITE_ONLY = ("ejects a kafkalite data directory into Apache Kafka 4.4: the 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ADMIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";'
 USERS = {"alice": ("SCRAM-SHA-256", "alice-pw", 4096), "bob": ("SCRAM-SHA-512", "bob-pw", 8192)}
-# an hour ago, whole seconds: within every retention (Kafka deletes an expired active segment, kafkalite keeps it)
+# an hour ago, whole seconds: within every retention (both brokers delete an expired active segment)
 T0 = (int(time.time()) - 3600) * 1000
 # committed offsets per group and partition of ``plain`` (40 records in each partition)
 GROUPS = {

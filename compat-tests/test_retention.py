@@ -3,12 +3,19 @@
 The broker runs its retention check every 200 ms and deletes `.deleted` files at once, topics roll every
 2000 bytes (Kafka 4.x's test-only topic config internal.segment.bytes: segment.bytes may not go below 1 MiB),
 so each produce call below (one batch of five 300-byte records) fills its own segment.
-- time: records stamped an hour ago are kept under the 7-day default; lowering retention.ms to 60 s (an admin
-  client) deletes every segment but the active one. Old files leave the disk, the kept segment is byte for
-  byte what it was, ListOffsets EARLIEST answers the new start, and consumers asked to start at offset 0 get
-  OFFSET_OUT_OF_RANGE and (auto.offset.reset=earliest) read from the new log start offset.
+- time: records stamped an hour ago, then a last call stamped now, are kept under the 7-day default; lowering
+  retention.ms to 60 s (an admin client) deletes every segment before the first that holds a young record.
+  Old files leave the disk, the kept segments are byte for byte what they were, ListOffsets EARLIEST answers
+  the new start, and consumers asked to start at offset 0 get OFFSET_OUT_OF_RANGE and
+  (auto.offset.reset=earliest) read from the new log start offset.
 - size: retention.bytes keeps the newest segments that fit; consumers from "earliest" read exactly those.
 - DeleteRecords (confluent-kafka and kafka-python admin) moves the start in the middle of a segment.
+- an expired *active* segment (records stamped in 2023, Kafka's default segment.bytes, so every record is in the
+  active segment): once retention.ms applies, the broker rolls a new segment at the log end offset and deletes
+  the old one: EARLIEST = LATEST, only `<log end offset>.log` stays, new records continue at that offset, and a
+  restart keeps it.
+Every test runs against Apache Kafka 4.4 too (KAFKALITE_COMPAT_BROKER=kafka) with the same outcome. (Kafka deletes
+an expired active segment: the time fixture's last call is stamped now, so that its segment is kept.)
 """
 
 from __future__ import annotations
@@ -23,10 +30,6 @@ import pytest
 from harness.broker import BrokerProcess
 from harness.clients import Client
 from harness.records import Rec
-
-KAFKALITE_ONLY = ("topics of 2000-byte segments (internal.segment.bytes) are accepted by Apache Kafka 4.4, but its "
-                  "time retention did not remove the hour-old segments within the test's wait (not investigated "
-                  "yet): to port")
 
 OVERRIDES = {"log.retention.check.interval.ms": "200", "log.cleaner.backoff.ms": "200",
              "log.segment.delete.delay.ms": "0", "log.flush.offset.checkpoint.interval.ms": "500"}
@@ -75,19 +78,24 @@ def time_topic(broker: BrokerProcess, get_client: Callable[[str], Client]) -> di
     topic = "retention-time"
     get_client("java").create_topic(broker.bootstrap, topic, len(PRODUCERS), {"internal.segment.bytes": "2000"})
     hour_ago = int(time.time() * 1000) - 3_600_000
+    young = (CALLS - 1) * PER_CALL   # the last call's records are stamped now: not expired
     for p, name in enumerate(PRODUCERS):
         client = get_client(name)
         for call in range(CALLS):
-            recs = [Rec(b"k%d" % i, value(p, i), timestamp=hour_ago + i, partition=p)
+            now = int(time.time() * 1000)
+            recs = [Rec(b"k%d" % i, value(p, i), timestamp=hour_ago + i if i < young else now + i, partition=p)
                     for i in range(call * PER_CALL, (call + 1) * PER_CALL)]
             client.produce(broker.bootstrap, topic, recs)
     before = {p: segment_files(broker.data_dir, topic, p) for p in range(len(PRODUCERS))}
     # each call's batch (~1.6 kB; clients may split one) fills a 2000-byte segment (Kafka refuses a batch larger
-    # than the segment: RECORD_LIST_TOO_LARGE): the next call rolls, and the last segment is the active one
-    active = {p: max(int(n[:20]) for n in before[p] if n.endswith(".log")) for p in before}
+    # than the segment: RECORD_LIST_TOO_LARGE), the next call rolls; retention deletes every segment before the
+    # one holding the first young record (Kafka's rule: the first segment it may not delete stops it)
+    bases = {p: sorted(int(n[:20]) for n in before[p] if n.endswith(".log")) for p in before}
+    active = {p: max(b for b in bases[p] if b <= young) for p in before}
     for p in range(len(PRODUCERS)):
-        assert len([n for n in before[p] if n.endswith(".log")]) >= CALLS and active[p] > 0
-    kept = {p: sha(broker.data_dir / f"{topic}-{p}" / f"{active[p]:020d}.log") for p in range(len(PRODUCERS))}
+        assert len(bases[p]) >= CALLS and active[p] > 0
+    kept = {p: {b: sha(broker.data_dir / f"{topic}-{p}" / f"{b:020d}.log") for b in bases[p] if b >= active[p]}
+            for p in range(len(PRODUCERS))}
     time.sleep(0.6)  # a few retention passes: nothing is older than the 7-day default
     assert {p: segment_files(broker.data_dir, topic, p) for p in range(len(PRODUCERS))} == before
     get_client("kafka-python").alter_config(broker.bootstrap, topic, {"retention.ms": "60000"})
@@ -97,7 +105,8 @@ def time_topic(broker: BrokerProcess, get_client: Callable[[str], Client]) -> di
                  f"retention of partition {p}")
         # renamed .deleted first, removed once file.delete.delay.ms (0 here) has passed
         wait_for(lambda p=p: [n for n in segment_files(broker.data_dir, topic, p) if ".log" in n]
-                 == [f"{active[p]:020d}.log"], f"old segments of partition {p} to leave the disk")
+                 == [f"{b:020d}.log" for b in bases[p] if b >= active[p]],
+                 f"old segments of partition {p} to leave the disk")
     return {"topic": topic, "kept": kept, "start": active}
 
 
@@ -107,7 +116,8 @@ def test_old_segments_leave_the_disk_and_kept_ones_are_untouched(broker: BrokerP
     for p in range(len(PRODUCERS)):
         files = segment_files(broker.data_dir, topic, p)
         assert not [n for n in files if int(n[:20]) < start[p]], files  # no .log, .index, .deleted left
-        assert sha(broker.data_dir / f"{topic}-{p}" / f"{start[p]:020d}.log") == time_topic["kept"][p]
+        for base, digest in time_topic["kept"][p].items():
+            assert sha(broker.data_dir / f"{topic}-{p}" / f"{base:020d}.log") == digest
         for name in ("kafka-python", "java"):
             c = get_client(name)
             assert c.list_offsets(broker.bootstrap, topic, p, "earliest") == start[p]
@@ -195,3 +205,36 @@ def test_delete_records(broker: BrokerProcess, get_client: Callable[[str], Clien
     # the segment below the new start is gone; the one holding it stays whole
     files = segment_files(broker.data_dir, topic, 0)
     assert f"{0:020d}.log" not in files and f"{5:020d}.log" in files
+
+
+STAMPED_2023 = 1_690_000_000_000   # 2023-07-22, far past a day's retention.ms
+
+
+def test_expired_active_segment_is_rolled_and_deleted(broker: BrokerProcess,
+                                                      get_client: Callable[[str], Client]) -> None:
+    topic = "retention-expired-active"
+    confluent = get_client("confluent-kafka")
+    confluent.create_topic(broker.bootstrap, topic, 1, {"retention.ms": "-1"})   # kept while producing
+    get_client("java").produce(broker.bootstrap, topic, [Rec(b"k", b"old-%d" % i, timestamp=STAMPED_2023 + i,
+                                                             partition=0) for i in range(10)])
+    part = broker.data_dir / f"{topic}-0"
+    assert [n.name for n in part.iterdir() if n.name.endswith(".log")] == [f"{0:020d}.log"]   # the active one
+    assert [confluent.list_offsets(broker.bootstrap, topic, 0, s) for s in ("earliest", "latest")] == [0, 10]
+    get_client("kafka-python").alter_config(broker.bootstrap, topic, {"retention.ms": "86400000"})
+    wait_for(lambda: confluent.list_offsets(broker.bootstrap, topic, 0, "earliest") == 10,
+             "retention of the expired active segment")
+    # the new active segment is named by its base offset, the log end offset; the old files leave the disk
+    # (log.segment.delete.delay.ms=0)
+    wait_for(lambda: sorted(n.name for n in part.iterdir() if ".log" in n.name) == [f"{10:020d}.log"],
+             "the old segment to leave the disk")
+    for name in ("kafka-python", "java"):
+        c = get_client(name)
+        assert [c.list_offsets(broker.bootstrap, topic, 0, s) for s in ("earliest", "latest")] == [10, 10]
+    confluent.produce(broker.bootstrap, topic, [Rec(b"k", b"new-%d" % i, partition=0) for i in range(3)])
+    got = get_client("java").consume(broker.bootstrap, topic, [0], 3, start="earliest", timeout_s=30)
+    assert [(r.offset, r.value) for r in got] == [(10 + i, b"new-%d" % i) for i in range(3)]
+    broker.restart()
+    wait_for(lambda: [confluent.list_offsets(broker.bootstrap, topic, 0, s) for s in ("earliest", "latest")]
+             == [10, 13], "the offsets after a restart")
+    got = get_client("kafka-python").consume(broker.bootstrap, topic, [0], 3, start=0, timeout_s=30)
+    assert [r.offset for r in got] == [10, 11, 12]   # offset 0 is out of range: auto.offset.reset=earliest

@@ -330,17 +330,19 @@ DATA_LOSS = "Some data may have been lost because they are not available in Kafk
 @pytest.fixture(scope="module")
 def lossy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """A broker checking retention every 200 ms, and a one-partition topic whose records 0-19 retention deleted
-    (three batches stamped in 2023, 10 s apart, each in a segment of its own under segment.ms=1000: Kafka rolls
-    when a batch's timestamp is past the segment's first by segment.ms; lowering retention.ms to a day deletes
-    all but the active segment)."""
+    (two batches stamped in 2023, 10 s apart, then one stamped now, each in a segment of its own under
+    segment.ms=1000: Kafka rolls when a batch's timestamp is past the segment's first by segment.ms; lowering
+    retention.ms to a day deletes the two old segments; the active one holds young records and stays)."""
     from conftest import _LIVE, _start_broker
 
     b = _start_broker(tmp_path_factory.mktemp("broker-lossy"), None, RETENTION_ARGS)
     try:
         name = "eco-lossy"
         create_topic(b.bootstrap, name, 1, {"retention.ms": "-1", "segment.ms": "1000"})
+        now = int(time.time() * 1000)
         for k in range(3):
-            produce(b.bootstrap, name, [(0, 10 * k + j, f"k{10 * k + j}", f"v{10 * k + j}", T0 + 10_000 * k + j, [])
+            ts = T0 + 10_000 * k if k < 2 else now
+            produce(b.bootstrap, name, [(0, 10 * k + j, f"k{10 * k + j}", f"v{10 * k + j}", ts + j, [])
                                         for j in range(10)])
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource

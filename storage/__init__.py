@@ -10,6 +10,7 @@ directory written here opens in Kafka and vice versa.
     regions = log.read(offset, max_bytes)                       # [(fd, position, length)] for sendfile
     log.offset_for_timestamp(ts) ; log.max_timestamp_offset() ; log.flush()
     lm.checkpoint() ; lm.enforce_retention() ; lm.cleanup()     # housekeeping, from a worker thread
+    lm.run_on_owner = fn                                        # how retention there rolls on the appending thread
     lm.close()                                                  # checkpoints + .kafka_cleanshutdown
 
 Also: `append(..., validate_producer=False)` / `append_control(...)` for coordinators, `last_stable_offset`,

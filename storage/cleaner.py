@@ -16,7 +16,8 @@ checkpoint, kept in `cleaner-offset-checkpoint`) make up at least min.cleanable.
    Records are read by bounded streaming decompression (kafkalite_storage.batch.stream_records): a batch that inflates
    beyond kafkalite_storage.compression.MAX_INFLATED_BYTES or cannot be decoded is kept verbatim and its keys are not
    mapped (logged), so a decompression bomb on disk costs the cleaner one bounded attempt, never the memory.
-3. The file is fsynced and renamed `.swap`; then, under the log's lock, the old segments are renamed
+3. The file is fsynced, takes the last source segment's modification time (Kafka's cleaner keeps it, and
+   retention judges a segment the cleaner emptied by it), and is renamed `.swap`; then, under the log's lock, the old segments are renamed
    `.deleted` (their descriptors stay open for in-flight reads and are closed after file.delete.delay.ms),
    the swap file takes the final `<base>.log` name and its indexes are built. A crash before the swap leaves
    a `.cleaned` file (deleted at open); after it, a `.swap` file (completed at open).
@@ -84,7 +85,14 @@ def first_uncleanable_offset(plog: PartitionLog, now_ms: int) -> int:
 
 
 def clean_log(plog: PartitionLog, now_ms: int | None = None, *, force: bool = False) -> CleanResult | None:
-    """One compaction pass over `plog` (call from a worker thread); None when there is nothing to do."""
+    """One compaction pass over `plog` (call from a worker thread); None when there is nothing to do. It
+    waits for a retention pass on the same log to finish (`plog.housekeeping`), as Kafka's cleaner and
+    retention take turns on a compact,delete log."""
+    with plog.housekeeping:
+        return _clean_log(plog, now_ms, force)
+
+
+def _clean_log(plog: PartitionLog, now_ms: int | None, force: bool) -> CleanResult | None:
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     segs = plog.segments
     if len(segs) < 2 or plog.closed:
@@ -206,6 +214,7 @@ def _clean_group(
             fs.fsync(fd)
         finally:
             os.close(fd)
+        _keep_mtime(group[-1], cleaned)
         fs.rename(cleaned, swap)
     except OSError:  # a full disk: the log is untouched; drop the partial copy and try again next time
         for leftover in (cleaned, swap):
@@ -238,6 +247,14 @@ def _clean_group(
         plog._view = (tuple(current), tuple(s.base_offset for s in current))
     plog.doom(group)
     return removed, written
+
+
+def _keep_mtime(last: LogSegment, path: str) -> None:
+    """The cleaned file takes the modification time of the group's last segment, as Kafka's cleaner sets it:
+    retention judges a segment without timestamps (one the cleaner emptied) by it."""
+    with contextlib.suppress(OSError):   # (then judged by the cleaning time: kept a little longer)
+        st = os.stat(last.log_path)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def _contiguous(current: list[LogSegment], group: list[LogSegment]) -> bool:

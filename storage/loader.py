@@ -167,6 +167,7 @@ def load_log(
     if not epochs_ok:
         self.rebuild_leader_epochs()
     self._truncate_epochs(self._leo, keep_at_end=True)
+    self._truncate_epochs_from_start(self.log_start_offset)   # as Kafka's LogLoader
     if not clean:
         self.producer_state.delete_snapshots_after(self._leo)
     rebuild_producer_state(self, rebuild_txn_index_from=recovered_from)

@@ -118,6 +118,8 @@ class PartitionLog(LogReads, LeaderEpochs):
         self.producer_state = ProducerStateManager(directory)
         self.leader_epochs: list[tuple[int, int]] = []
         self._lock = threading.Lock()  # guards the segment list against a concurrent flush()
+        # one retention or compaction pass at a time (both run in worker threads; never taken by the owner)
+        self.housekeeping = threading.Lock()
         self._unflushed = 0
         self._last_flush_ms = _now()
         self._meta_dirty: set[str] = set()
@@ -140,9 +142,11 @@ class PartitionLog(LogReads, LeaderEpochs):
 
     @property
     def last_stable_offset(self) -> int:
+        """min(first unstable offset, high watermark); an open transaction whose first batch retention or
+        DeleteRecords removed counts from the log start offset (Kafka's maybeIncrementFirstUnstableOffset)."""
         first = self.producer_state.first_unstable_offset()
         hw = self.high_watermark
-        return hw if first is None else min(first, hw)
+        return hw if first is None else min(max(first, self.log_start_offset), hw)
 
     def update_config(self, config: LogConfig) -> None:
         """Apply new topic settings (AlterConfigs); they take effect from the next append/roll."""
@@ -221,9 +225,11 @@ class PartitionLog(LogReads, LeaderEpochs):
 
     def _remove_segments(self, dropped: list[LogSegment], *, defer: bool) -> None:
         """Take segments out of the list (by identity, against the list as it is now: a concurrent roll in
-        the owner thread is kept); they are renamed `.deleted` and closed later if `defer`."""
+        the owner thread is kept); they are renamed `.deleted` and closed later if `defer`. Segments no
+        longer in the list (another thread removed them meanwhile) are left alone."""
         gone = {id(s) for s in dropped}
         with self._lock:
+            dropped = [s for s in self._view[0] if id(s) in gone]
             keep = tuple(s for s in self._view[0] if id(s) not in gone)
             self._view = (keep, tuple(s.base_offset for s in keep))
         for seg in dropped:
@@ -494,9 +500,38 @@ class PartitionLog(LogReads, LeaderEpochs):
         """DeleteRecords: move the log start offset forward (<= high watermark); drop whole segments below."""
         return retention.delete_records_before(self, offset)
 
-    def delete_old_segments(self, now_ms: int | None = None) -> int:
-        """Retention by retention.ms / retention.bytes (never the active segment); returns segments deleted."""
-        return retention.delete_old_segments(self, _now() if now_ms is None else now_ms)
+    def delete_old_segments(self, now_ms: int | None = None, *,
+                            run_on_owner: retention.RunOnOwner | None = None) -> int:
+        """One retention pass (log start offset, retention.bytes, retention.ms: kafkalite_storage.retention);
+        returns the number of segments deleted. When every segment is expired the active one is rolled first
+        and deleted too: from a worker thread, pass `run_on_owner` (runs a function on the thread that
+        appends), as the roll belongs to that thread."""
+        return retention.delete_old_segments(self, _now() if now_ms is None else now_ms, run_on_owner)
+
+    def roll_for_retention(self, expected: LogSegment, log_end_offset: int, now_ms: int) -> LogSegment | None:
+        """(Owner thread.) Kafka's roll before retention deletes every segment: a new empty active segment at
+        the log end offset, if `expected` is still the active segment and nothing was appended since it was
+        judged (the log end offset is still `log_end_offset`). None when not so, or when the roll failed
+        (logged; the next pass tries again)."""
+        if (self.closed or self.offline is not None or self.active is not expected or expected.size == 0
+                or self._leo != log_end_offset):
+            return None
+        try:
+            seg = self._roll(log_end_offset, now_ms)
+        except OSError as exc:
+            log.warning("%s-%d: could not roll the expired active segment %d: %s", self.topic, self.partition,
+                        expected.base_offset, exc)
+            return None
+        log.info("%s-%d: rolled the expired active segment %d at %d to delete it", self.topic, self.partition,
+                 expected.base_offset, log_end_offset)
+        return seg
+
+    def advance_log_start(self, offset: int) -> None:
+        """(Owner thread.) Move the log start offset forward to `offset` (never back); the leader epochs
+        follow (Kafka's maybeIncrementLogStartOffset)."""
+        if offset > self.log_start_offset and not self.closed:
+            self.log_start_offset = offset
+            self._truncate_epochs_from_start(offset)
 
     # ---- durability ------------------------------------------------------------------------------
     def flush(self) -> None:

@@ -3,8 +3,10 @@
 
 Theory of operation. Each (epoch, start offset) entry says from which offset on a leader epoch's batches are;
 entries grow in both. A new epoch is appended by the append path when a batch carries a higher epoch than
-the last; truncation (recovery, truncate_to) drops entries past the new log end. A damaged or missing file is
-rebuilt from the batches' PartitionLeaderEpoch fields at load. The small files are replaced atomically at
+the last; truncation (recovery, truncate_to) drops entries past the new log end, and a log start offset moved
+forward (retention, DeleteRecords, at load) drops those before it, keeping the epoch in force there as starting
+at the log start offset. A damaged or missing file is rebuilt from the batches' PartitionLeaderEpoch fields at
+load. The small files are replaced atomically at
 once but made durable by the next flush or checkpoint (`_sync_meta`), off the appending thread, as Kafka
 3.7+ defers the leader-epoch checkpoint's fsync.
 """
@@ -99,6 +101,20 @@ class LeaderEpochs:
                 # the file keeps epochs past the log end; they are dropped again at the next load
                 log.warning("%s: could not rewrite leader-epoch-checkpoint: %s", self.dir, exc)
 
+    def _truncate_epochs_from_start(self, start_offset: int) -> None:
+        """The log start offset moved to `start_offset` (retention, DeleteRecords): entries starting at or
+        below it go, the last of them kept as starting at `start_offset` (Kafka's truncateFromStart)."""
+        below = [e for e in self.leader_epochs if e[1] <= start_offset]
+        if not below or below == [(below[-1][0], start_offset)]:
+            return
+        keep = [(below[-1][0], start_offset)] + [e for e in self.leader_epochs if e[1] > start_offset]
+        self.leader_epochs = keep
+        try:
+            self._write_meta("leader-epoch-checkpoint", lambda p: write_leader_epochs(p, keep, False))
+        except OSError as exc:
+            # the file keeps the older entries; the next load truncates them again
+            log.warning("%s: could not rewrite leader-epoch-checkpoint: %s", self.dir, exc)
+
     def set_topic_id(self, topic_id: uuid.UUID) -> None:
         """Record the topic id in `partition.metadata` (fsynced with the next flush)."""
         self.topic_id = topic_id
@@ -133,7 +149,9 @@ class LeaderEpochs:
             if e <= epoch:
                 best = i
         if best < 0:
-            return -1, -1
+            # older than every known epoch (the log start moved past it): Kafka answers the requested epoch and
+            # the first known epoch's start offset
+            return (epoch, self.leader_epochs[0][1]) if self.leader_epochs and epoch >= 0 else (-1, -1)
         e = self.leader_epochs[best][0]
         end = self.leader_epochs[best + 1][1] if best + 1 < len(self.leader_epochs) else self._leo
         return e, end

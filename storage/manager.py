@@ -53,7 +53,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkalite_storage import fs
 from kafkalite_storage.checkpoints import (
@@ -169,6 +169,10 @@ class LogManager:
         self._load_lock = threading.RLock()
         #: the config a log gets when it is loaded lazily (the broker sets it: topic overrides over defaults)
         self.config_for: Callable[[str], LogConfig] | None = None
+        #: runs a function on the thread that appends to the logs (the broker's event loop) and returns its
+        #: result; retention, in a worker thread, rolls an expired active segment through it. None: the
+        #: caller of enforce_retention is that thread (tests, tools)
+        self.run_on_owner: Callable[[Callable[[], Any]], Any] | None = None
         self._closing = False
         self._removals: list[str] = []   # directories whose removal failed (out of descriptors): retried
         self._zombies: list[tuple[float, LogSegment]] = []  # segments of deleted logs, fds still open
@@ -539,8 +543,10 @@ class LogManager:
                 self._attempt(f"flush of {k[0]}-{k[1]}", plog.flush)
 
     def cleanup(self, now_ms: int | None = None) -> None:
-        """Housekeeping (worker thread): compact `cleanup.policy=compact` logs, remove `.deleted` segments
-        past file.delete.delay.ms, flush logs due per flush.ms."""
+        """Housekeeping (worker thread): compact `cleanup.policy=compact` logs, then apply their retention (as
+        Kafka's cleaner thread runs deleteOldSegments for the compacted logs: retention.ms / retention.bytes
+        when the policy includes delete), remove `.deleted` segments past file.delete.delay.ms, flush logs due
+        per flush.ms."""
         from kafkalite_storage.cleaner import clean_log  # first housekeeping pass: not at start
 
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
@@ -549,17 +555,24 @@ class LogManager:
                 continue
             if plog.config.compact and plog.offline is None:
                 self._attempt(f"compaction of {key[0]}-{key[1]}", functools.partial(clean_log, plog, now))
+                self._attempt(f"retention of {key[0]}-{key[1]}", functools.partial(
+                    plog.delete_old_segments, now, run_on_owner=self.run_on_owner))
             self._attempt(f"removing deleted segments of {key[0]}-{key[1]}", plog.purge_deleted)
             plog.producer_state.remove_expired(now, self.producer_id_expiration_ms)
         self._close_zombies()
         self._retry_removals()
         self.flush_dirty(now)
 
-    def enforce_retention(self) -> None:
-        """retention.ms / retention.bytes for logs whose cleanup.policy includes delete."""
+    def enforce_retention(self, now_ms: int | None = None) -> None:
+        """Kafka's retention check (worker thread) for the logs that are not compacted (those are `cleanup`'s,
+        as in Kafka): each drops the segments below its log start offset and, when its cleanup.policy includes
+        delete, applies retention.bytes and retention.ms, an expired active segment included (rolled first
+        through `run_on_owner`; kafkalite_storage.retention)."""
         for k, plog in list(self._logs.items()):
-            if not plog.closed and plog.offline is None and plog.config.delete:
-                self._attempt(f"retention of {k[0]}-{k[1]}", plog.delete_old_segments)
+            if not plog.closed and plog.offline is None and not plog.config.compact:
+                now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+                self._attempt(f"retention of {k[0]}-{k[1]}", functools.partial(
+                    plog.delete_old_segments, now, run_on_owner=self.run_on_owner))
 
     # ---- close -----------------------------------------------------------------------------------
     def close(self, clean: bool = True) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import itertools
 import logging
 import os
@@ -266,6 +267,11 @@ async def _load_pending(state: BrokerState) -> None:
 
 
 def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
+    if hasattr(state.logs, "run_on_owner"):
+        # retention runs in a worker thread; the roll of an expired active segment belongs to this thread, which
+        # appends (a few file operations, as a roll during a produce)
+        state.logs.run_on_owner = functools.partial(trio.from_thread.run_sync,
+                                                    trio_token=trio.lowlevel.current_trio_token())
     state.supervisor.start_soon(nursery, "storage.load_pending", _load_pending, state)
     for method, key, default in HOUSEKEEPING:
         interval = max(state.config.get_int(key, default), 100) / 1000

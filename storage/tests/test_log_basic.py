@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -130,8 +131,8 @@ def test_delete_topic_removes_directory(tmp_path: Path) -> None:
 def test_retention_deletes_old_segments_but_keeps_fds_valid(tmp_path: Path) -> None:
     lm = _open(tmp_path, segment_bytes=1000, retention_bytes=3000, file_delete_delay_ms=60000)
     log = lm.create_log("r", 0, uuid.uuid4(), None)
-    for _ in range(40):
-        log.append(encode_batch([b"x" * 100]))
+    for _ in range(40):   # stamped now: retention.bytes decides, not the 7-day retention.ms
+        log.append(encode_batch([b"x" * 100], base_timestamp=time.time_ns() // 1_000_000))
     regions = log.read(0, 10**6)  # a fetch in flight over the first segment
     first = log.segments[0]
     lm.enforce_retention()

@@ -1,4 +1,5 @@
-"""Retention and DeleteRecords in storage: whole segments from the front, never the active one.
+"""Retention and DeleteRecords in storage: whole segments from the front (an expired active segment too:
+test_retention_active.py).
 
 - retention.ms: a segment goes once its largest timestamp is older than the limit (file mtime when it has no
   timestamp); retention.bytes: leading segments go while the log stays at or above the limit without them.
@@ -98,19 +99,6 @@ def test_time_retention_deletes_old_segments_only(tmp_path: Path) -> None:
     lm.close()
 
 
-def test_the_active_segment_is_never_deleted(tmp_path: Path) -> None:
-    log = PartitionLog.create(str(tmp_path / "t-0"), "t", 0, uuid.uuid4(), _cfg(retention_ms=1, retention_bytes=1))
-    _fill(log, 5, NOW)
-    assert len(log.segments) == 1
-    assert log.delete_old_segments(NOW + 10**9) == 0
-    assert _offsets(log) == [0, 1, 2, 3, 4]
-    _fill(log, 60, NOW)
-    n = len(log.segments)
-    assert log.delete_old_segments(NOW + 10**9) == n - 1
-    assert len(log.segments) == 1 and log.log_start_offset == log.active.base_offset
-    log.close()
-
-
 def test_size_retention(tmp_path: Path) -> None:
     limit = 5 * SEG
     log = PartitionLog.create(str(tmp_path / "s-0"), "s", 0, uuid.uuid4(), _cfg(retention_bytes=limit))
@@ -195,9 +183,12 @@ def test_manager_retention_respects_cleanup_policy(tmp_path: Path) -> None:
     _fill(none, 60, NOW + 60)   # the same keys again: compaction would drop the first 60
     n = {log.topic: len(log.segments) for log in (plain, compact, both, none)}
     lm.enforce_retention()  # now >> NOW + retention.ms
-    assert len(plain.segments) == 1 and len(both.segments) == 1
-    assert len(compact.segments) == n["cmp"]  # compact-only topics are never deleted by time
+    assert len(plain.segments) == 1 and plain.log_start_offset == plain.log_end_offset == 60
+    # compacted logs are the cleaner's (Kafka's cleaner thread applies their retention after cleaning)
+    assert len(both.segments) == n["both"] and len(compact.segments) == n["cmp"]
     lm.cleanup()
+    assert len(both.segments) == 1 and both.log_start_offset == both.log_end_offset == 60
+    assert compact.log_start_offset == 0 and _offsets(compact) == list(range(60))  # never deleted by time
     assert len(none.segments) == n["none"] and _offsets(none) == list(range(120))
     lm.close()
 
@@ -210,8 +201,9 @@ def test_a_batch_larger_than_segment_bytes_is_refused_and_full_segments_roll(tmp
     with pytest.raises(RecordBatchTooLargeError):
         log.append(encode_batch([Rec(b"x" * 200) for _ in range(5)], base_timestamp=NOW), now_ms=NOW)
     assert log.log_end_offset == 0 and [s.base_offset for s in log.segments] == [0]
-    for i in range(4):
-        log.append(encode_batch([Rec(b"x" * 150) for _ in range(2)], base_timestamp=NOW + i), now_ms=NOW + i)
+    for i in range(4):   # the last batch is young: the active segment is not expired
+        ts = NOW + i if i < 3 else NOW + 10**6
+        log.append(encode_batch([Rec(b"x" * 150) for _ in range(2)], base_timestamp=ts), now_ms=ts)
     assert [s.base_offset for s in log.segments] == [0, 2, 4, 6]
     assert sorted(n for n in os.listdir(log.dir) if n.endswith(".log")) == [f"{b:020d}.log" for b in (0, 2, 4, 6)]
     assert log.delete_old_segments(NOW + 10**6) == 3 and log.log_start_offset == 6

@@ -27,7 +27,7 @@ def test_retention_runs_in_the_background(tmp_path: Path) -> None:
             r = c.request(produce_req("ret", encode_batch([b"x" * 100], base_timestamp=old + i)), 9)
             assert r.responses[0].partition_responses[0].error_code == 0
         deadline = time.monotonic() + 60
-        while earliest(c, "ret") == 0 and time.monotonic() < deadline:
+        while earliest(c, "ret") < 6 and time.monotonic() < deadline:
             time.sleep(0.1)
-        # every segment but the active one is gone
-        assert earliest(c, "ret") == 5
+        # every segment is gone, the active one too (Kafka rolls an expired active segment and deletes it)
+        assert earliest(c, "ret") == 6

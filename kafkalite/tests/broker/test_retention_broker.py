@@ -4,6 +4,9 @@
   apply auto.offset.reset); ListOffsets EARLIEST answers the new start.
 - Lowering retention.ms / retention.bytes on a live topic (IncrementalAlterConfigs) lets the retention loop
   delete the old segments; the start survives a restart (checkpoint) after DeleteRecords.
+- An expired active segment goes too (Kafka rolls a new one at the log end offset first): ListOffsets EARLIEST
+  = LATEST = the log end offset, Fetch there reports it as LogStartOffset (below it: OFFSET_OUT_OF_RANGE), new
+  records continue at that offset, and a restart keeps it.
 - cleanup.policy=compact topics and `__consumer_offsets` are compacted by the cleaner loop: the latest record of
   each key remains at its original offset, and committed offsets survive a restart after compaction.
 """
@@ -90,7 +93,7 @@ def test_time_and_size_retention_with_live_config_changes(tmp_path: Path) -> Non
         assert incremental(c, "sr", ("retention.bytes", SET, "2000"))[0] == 0
         start = wait_for(lambda: earliest(c, "tr") or None, "time retention")
         active = max(int(n.name[:20]) for n in (tmp_path / "tr-0").iterdir() if n.name.endswith(".log"))
-        assert start == active > 0  # every segment but the active one is gone
+        assert start == active == 30  # every segment is gone, the expired active one too (rolled first)
         s_start = wait_for(lambda: earliest(c, "sr") or None, "size retention")
         kept = records(c, "sr", s_start)
         assert [o for o, _k, _v in kept] == list(range(s_start, 30))
@@ -99,7 +102,42 @@ def test_time_and_size_retention_with_live_config_changes(tmp_path: Path) -> Non
         assert (below.error_code, below.high_watermark, below.log_start_offset) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1, -1)
         ok = fetch(c, "sr", s_start)
         assert ok.error_code == 0 and ok.log_start_offset == s_start
-        assert [v for _o, _k, v in records(c, "tr", start)][-1] == b"old-29" + b"x" * 200
+        assert records(c, "tr", start) == []
+
+
+def latest(c: RawClient, name: str, partition: int = 0) -> int:
+    req = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+        name=name, partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=partition, timestamp=-1)])])
+    return c.request(req, 7).topics[0].partitions[0].offset
+
+
+def test_expired_active_segment_is_rolled_and_deleted(tmp_path: Path) -> None:
+    stamped_2023 = 1_690_000_000_000
+    with Broker(data_dir=tmp_path, overrides=FAST) as b, RawClient(b.host, b.port) as c:
+        # default segment.bytes: every record is in the active segment; retention.ms off while producing
+        create(c, topic("aged", 1, configs={"retention.ms": "-1", "file.delete.delay.ms": "0"}))
+        for i in range(3):
+            produce(c, "aged", [Rec(b"old-%d" % i)], ts=stamped_2023 + i)
+        assert (earliest(c, "aged"), latest(c, "aged")) == (0, 3)
+        assert incremental(c, "aged", ("retention.ms", SET, str(86_400_000)))[0] == 0
+        wait_for(lambda: earliest(c, "aged") == 3, "retention of the expired active segment")
+        assert latest(c, "aged") == 3
+        part = tmp_path / "aged-0"
+        wait_for(lambda: sorted(n.name for n in part.iterdir() if ".log" in n.name) == [f"{3:020d}.log"],
+                 "the old segment to leave the disk")
+        assert {f"{3:020d}.index", f"{3:020d}.timeindex"} <= {n.name for n in part.iterdir()}
+        below = fetch(c, "aged", 0)
+        assert (below.error_code, below.log_start_offset) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1)   # as Kafka
+        at = fetch(c, "aged", 3)
+        assert (at.error_code, at.log_start_offset, at.high_watermark, bytes(at.records or b"")) == (0, 3, 3, b"")
+        assert produce(c, "aged", [Rec(b"new-3")]) == 3   # appends continue at the same offset
+        assert records(c, "aged", 3) == [(3, None, b"new-3")]
+        assert (earliest(c, "aged"), latest(c, "aged")) == (3, 4)
+    with Broker(data_dir=tmp_path, overrides=FAST) as b, RawClient(b.host, b.port) as c:
+        assert (earliest(c, "aged"), latest(c, "aged")) == (3, 4)
+        assert fetch(c, "aged", 0).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert fetch(c, "aged", 3).log_start_offset == 3
+        assert records(c, "aged", 3) == [(3, None, b"new-3")]
 
 
 def test_delete_records_survives_restart(tmp_path: Path) -> None:
