@@ -7,6 +7,12 @@ The brokers are a ``kafkalite.cluster.Cluster`` in the test's process (a new one
 ``KAFKALITE_COMPAT_BROKER=kafka``, a 3-node KRaft Apache Kafka shared by the module (``kafka_cluster``); the
 ``cluster_control`` fixture acts on either (``harness/cluster.py``: leader and coordinator moves, broker stops and
 starts) and starts again, before each test, any node an earlier test left stopped.
+
+Open on Kafka 4.4 (first full run, 2026-11-28, on a loaded machine: 12 of 26 pass, kafkajs' group case xfail): the
+producer case of kafka-python, aiokafka and kafkajs reads back only the first third of one partition, sarama's
+replicas never converge, and the group-member case times out waiting for a Stable group for every client. The
+nodes' logs show followers "marked as failed" (ReplicaFetcherThread) after leader moves and restarts, which stalls
+a partition's high watermark until the ISR shrinks; not yet known whether the harness's moves or the tests cause it.
 """
 
 from __future__ import annotations
