@@ -11,7 +11,8 @@
 ``KAFKALITE_COMPAT_BROKER=kafka`` (``make matrix-reference``) runs the same tests against Apache Kafka 4.4
 (``harness/reference.py``). A test that needs what only kafkalite has is marked
 ``@pytest.mark.kafkalite_only("reason")`` (or its module sets ``KAFKALITE_ONLY = "reason"``) and is skipped
-there with that reason; tests using the in-process ``kafkalite_cluster`` fixture are kafkalite-only so far.
+there with that reason; tests using the in-process ``kafkalite_cluster`` fixture are kafkalite-only (a test that
+asks for ``cluster_control`` runs on either: a kafkalite cluster, or a 3-node Kafka shared by its module).
 
 On any failure the broker's log (stdout+stderr) written during that test is attached to the report as a
 section, as are the Java/kafkajs driver logs.
@@ -124,6 +125,23 @@ def kafka_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
         cluster.kill()
         for n in cluster.nodes:
             _LIVE.remove(n)
+
+
+@pytest.fixture
+def cluster_control(request: pytest.FixtureRequest) -> Iterator[object]:
+    """Three brokers and the actions a cluster test takes on them (``harness.cluster.ClusterControl``: move a
+    leader or a coordinator, stop/start a broker): a fresh in-process ``kafkalite_cluster`` per test (its
+    ``@pytest.mark.kafkalite_cluster(...)`` marker applies), or with KAFKALITE_COMPAT_BROKER=kafka the module's
+    3-node ``kafka_cluster`` (shaped by the module's ``KAFKA_CLUSTER``), whose stopped nodes are started again
+    before each test."""
+    from harness.cluster import KafkaControl, KafkaliteControl
+
+    if reference_run():
+        ctl = KafkaControl(request.getfixturevalue("kafka_cluster"))
+        ctl.heal()
+        yield ctl
+    else:
+        yield KafkaliteControl(request.getfixturevalue("kafkalite_cluster"))
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -332,20 +333,35 @@ def test_describe_topic_and_broker(admin: Admin, broker: BrokerProcess, get_clie
 @pytest.mark.parametrize("admin", CLIENTS, indirect=True)
 def test_dynamic_broker_config(admin: Admin, broker: BrokerProcess, get_client: Callable[[str], Client],
                                topic: str) -> None:
-    """A broker-level log.* setting changes the default of every topic without its own override."""
+    """A broker-level log.* setting changes the default of every topic without its own override. Apache Kafka's
+    IncrementalAlterConfigs returns once its controller has committed the change; the broker applies it from the
+    metadata log a moment later (describing it meanwhile shows the old value, or the new source with no value yet),
+    so the describes wait for it as a client of Kafka must."""
     _create(get_client, broker.bootstrap, topic, {})
     assert admin.incremental("1", [("SET", "log.retention.ms", "123456")], rtype="broker") is None
     try:
-        b = admin.describe("broker", "1")["log.retention.ms"]
+        b = _describe_when(admin, "broker", "1", "log.retention.ms", "123456")
         assert (b["value"], b["source"], b["read_only"]) == ("123456", "DYNAMIC_BROKER_CONFIG", False)
-        t = admin.describe("topic", topic)["retention.ms"]
+        t = _describe_when(admin, "topic", topic, "retention.ms", "123456")
         assert (t["value"], t["source"]) == ("123456", "DYNAMIC_BROKER_CONFIG")
         assert t["synonyms"][0] == ("log.retention.ms", "123456", "DYNAMIC_BROKER_CONFIG")
         err = admin.incremental("1", [("SET", "num.partitions", "4")], rtype="broker")
         assert err is not None and "num.partitions" in err  # static-only: refused, with the reason
     finally:
         assert admin.incremental("1", [("DELETE", "log.retention.ms", None)], rtype="broker") is None
-    assert admin.describe("topic", topic)["retention.ms"]["value"] == str(168 * 3600 * 1000)
+    assert _describe_when(admin, "topic", topic, "retention.ms", str(168 * 3600 * 1000))["value"] == \
+        str(168 * 3600 * 1000)
+
+
+def _describe_when(admin: Admin, rtype: str, name: str, key: str, value: str, timeout: float = 30) -> dict:
+    """``key``'s entry once it has ``value`` (or the last answer after ``timeout`` seconds): a change applied by
+    the broker after the alter call returned (Kafka applies broker configs from its metadata log)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        e = admin.describe(rtype, name)[key]
+        if e["value"] == value or time.monotonic() > deadline:
+            return e
+        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("admin", CLIENTS, indirect=True)
