@@ -11,6 +11,7 @@ stderr), 2 a usage error (argparse's own message, or ours in the same form).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -113,8 +114,22 @@ def _overview() -> argparse.ArgumentParser:
 
 
 def version() -> str:
-    """The installed distribution's version (pyproject's ``version``)."""
-    from importlib.metadata import PackageNotFoundError  # lazy: only --version reads the metadata
+    """The installed distribution's version (pyproject's ``version``): read from the ``METADATA`` of the one
+    ``kafkalite-*.dist-info`` the installer wrote next to this package (a wheel install), else through
+    ``importlib.metadata``, whose import alone (email, zipfile, csv, ...) was twice the rest of ``--version``."""
+    import os
+
+    site = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with contextlib.suppress(OSError):
+        infos = [n for n in os.listdir(site) if n.startswith("kafkalite-") and n.endswith(".dist-info")]
+        if len(infos) == 1:
+            with open(os.path.join(site, infos[0], "METADATA"), encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+                    if not line.strip():   # the end of the headers
+                        break
+    from importlib.metadata import PackageNotFoundError  # lazy: an editable install or a source tree only
     from importlib.metadata import version as dist_version
 
     try:

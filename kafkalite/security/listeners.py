@@ -20,7 +20,6 @@ and ``listener.name.<l>.<mechanism>.connections.max.reauth.ms`` bound a SASL ses
 """
 from __future__ import annotations
 
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,6 +36,8 @@ from kafkalite.config.listeners import (
 from kafkalite.errors import ConfigError
 
 if TYPE_CHECKING:
+    import ssl  # annotations only: a broker without TLS listeners never imports ssl (tls_config does, for one)
+
     from kafkalite.config.broker import BrokerConfig
     from kafkalite.security.scram_store import ScramStore
     from kafkalite.security.ssl_principal import SslPrincipalMapper

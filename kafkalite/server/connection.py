@@ -56,7 +56,6 @@ import errno
 import logging
 import os
 import socket as _stdsocket
-import ssl as _ssl
 import threading
 import time
 from collections.abc import Sequence
@@ -87,9 +86,6 @@ __all__ = ["RECV_SIZE", "Connection", "ConnectionClosed", "RequestMemoryPool", "
 
 _IOV_MAX = 1024
 _API_VERSIONS_KEY = 18
-# a TLS socket (kafkalite.server.tls) would block: wait for readability / writability and try again
-_SSL_WANT_READ = _ssl.SSLWantReadError
-_SSL_WANT_WRITE = _ssl.SSLWantWriteError
 _CORK: int | None = getattr(_stdsocket, "TCP_CORK", None)
 # requests answered back to back without waiting on the socket before the connection yields to other tasks
 _YIELD_EVERY = 8
@@ -129,6 +125,12 @@ def _scratch() -> memoryview:
 
 
 class Connection:
+    # what a read of the non-blocking socket raises when it would block: wait for readability and try again.
+    # TlsConnection adds ssl's two (WANT_WRITE: a TLS record must be sent first), so that a broker without TLS
+    # listeners never imports ssl (OpenSSL: ~5 ms of a start)
+    WOULD_BLOCK: tuple[type[Exception], ...] = (BlockingIOError,)
+    WANT_WRITE: type[Exception] | None = None
+
     def __init__(self, state: BrokerState, sock: _stdsocket.socket, listener: str, conn_id: int,
                  security: ListenerSecurity | None = None) -> None:
         self.state = state
@@ -197,6 +199,7 @@ class Connection:
         frames = FrameBuffer(self.state.config.max_frame_size)
         sock = self.sock
         pool = self.pool
+        would_block_errors, want_write = self.WOULD_BLOCK, self.WANT_WRITE
         scratch = _scratch()
         unyielded = 0
         unyielded_bytes = 0   # read since the task last waited or yielded
@@ -227,7 +230,7 @@ class Connection:
                             admitted = True
                         try:
                             n = sock.recv_into(scratch, limit)
-                        except (BlockingIOError, _SSL_WANT_READ, _SSL_WANT_WRITE) as would_block:
+                        except would_block_errors as would_block:
                             if admitted:
                                 self.reserved -= limit
                                 pool.settle(limit, 0)  # type: ignore[union-attr]
@@ -236,7 +239,7 @@ class Connection:
                                     self.partial_since = trio.current_time()
                             else:
                                 self.waiting_since = trio.current_time()
-                            if type(would_block) is _SSL_WANT_WRITE:   # TLS: a record to send first
+                            if type(would_block) is want_write:   # TLS: a record to send first
                                 await wait_writable(sock)
                             else:
                                 await wait_readable(sock)

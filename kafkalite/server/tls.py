@@ -36,6 +36,9 @@ class TlsConnection(Connection):
     """A connection on an SSL / SASL_SSL listener: the handshake first, then the request loop over the
     SSLSocket; responses are encrypted from memory (no sendfile)."""
 
+    WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+    WANT_WRITE = ssl.SSLWantWriteError
+
     async def run(self) -> None:
         sock: ssl.SSLSocket = self.sock  # type: ignore[assignment]
         timeout = self.state.config.get_int("kafkalite.ssl.handshake.timeout.ms") / 1000

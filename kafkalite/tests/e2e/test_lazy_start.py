@@ -148,3 +148,66 @@ def test_serve_imports_trio_without_a_subprocess() -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     spawned, named, restored, imported = eval(proc.stdout.strip().splitlines()[-1])
     assert spawned == [] and named and restored and imported
+
+
+_DEFERRED_SCRIPT = textwrap.dedent('''
+    import sys
+    from kafkalite.runtime.trio_import import DEFERRED, import_trio
+    import_trio()
+    loaded = sorted(n for n in ("ssl", "_ssl", "hmac", "_hashlib", "idna") if n in sys.modules)
+    import hmac, ssl
+    import trio._dtls, trio._socket, trio._ssl
+    print(repr((loaded, DEFERRED, trio._ssl._stdlib_ssl.SSLError is ssl.SSLError and sys.modules["ssl"] is ssl,
+                trio._dtls.hmac.compare_digest is hmac.compare_digest,
+                trio._socket._idna.encode("bücher.example", uts46=True))))
+''')
+
+
+def test_trio_is_imported_without_openssl_and_idna_which_load_on_first_use() -> None:
+    """trio imports ssl, hmac and idna at the top of its modules for TLS, DTLS and non-ASCII host names only;
+    kafkalite serve imports trio with stand-ins that import the real module when trio first uses one."""
+    proc = subprocess.run([sys.executable, "-c", _DEFERRED_SCRIPT], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded, deferred, same_ssl, same_hmac, idna = eval(proc.stdout.strip().splitlines()[-1])
+    assert loaded == [] and deferred == ("ssl", "hmac", "idna")
+    assert same_ssl and same_hmac and idna == b"xn--bcher-kva.example"
+
+
+_SERVE_SCRIPT = textwrap.dedent('''
+    import atexit, json, runpy, sys
+    atexit.register(lambda: sys.stderr.write("MODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+    sys.argv = ["kafkalite", "serve", "--listen", "127.0.0.1:0", "--data-dir", sys.argv[1], "--log-level", "WARNING"]
+    runpy.run_module("kafkalite", run_name="__main__", alter_sys=True)
+''')
+
+
+def test_a_plaintext_broker_answers_without_loading_openssl(tmp_path: Path) -> None:
+    """`kafkalite serve` on a PLAINTEXT listener starts and answers ApiVersions and Metadata without ssl, hmac,
+    hashlib or idna; a TLS listener's modules import ssl themselves (kafkalite.server.tls, security.tls_config)."""
+    import json
+    import re
+    import signal
+
+    from kafkalite.tests.support.rawclient import RawClient
+    from kafkalite_wire.messages import ApiVersionsRequest, MetadataRequest
+
+    proc = subprocess.Popen([sys.executable, "-c", _SERVE_SCRIPT, str(tmp_path / "data")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3])
+    try:
+        assert proc.stdout is not None
+        m = re.search(r"ready on ([0-9.]+):(\d+)", proc.stdout.readline())
+        assert m, proc.stderr.read() if proc.stderr else ""
+        with RawClient(m.group(1), int(m.group(2))) as c:
+            assert c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3).error_code == 0
+            assert c.request(MetadataRequest(topics=None), 12).brokers
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    modules = set(json.loads(err.split("MODULES ", 1)[1].splitlines()[0]))
+    assert {"kafkalite.handlers.api_versions", "kafkalite.handlers.metadata"} <= modules
+    assert sorted(modules & {"ssl", "_ssl", "hmac", "hashlib", "_hashlib", "idna"}) == []
