@@ -117,14 +117,18 @@ public class Kip848Member {
         if (pattern) p.put("metadata.max.age.ms", "1000");
         final KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p);
         final Thread main = Thread.currentThread();
+        // SIGTERM ends the loop after the poll in progress and its commit: no wakeup(), which would make that
+        // commitSync (or the revocation's) throw WakeupException after the records were printed; close() then
+        // commits nothing for partitions it gives up as lost (a rebalance in progress), and the next owner would
+        // read those records again
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            stop = true; c.wakeup();
+            stop = true;
             try { main.join(30000); } catch (InterruptedException e) { }
         }));
         final Set<String> owned = new TreeSet<>();
         ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
             public void onPartitionsRevoked(Collection<TopicPartition> parts) {
-                if (!parts.isEmpty()) c.commitSync();
+                if (!parts.isEmpty()) commit(c, "commit on revoke of " + parts);
                 for (TopicPartition tp : parts) owned.remove(tp.topic() + ":" + tp.partition());
                 report(owned);
             }
@@ -144,14 +148,24 @@ public class Kip848Member {
                 for (ConsumerRecord<byte[], byte[]> r : rs)
                     System.out.println("{\"r\":[\"" + r.topic() + "\"," + r.partition() + "," + r.offset() + ",\""
                         + new String(r.value(), "UTF-8") + "\"],\"t\":" + System.currentTimeMillis() / 1000.0 + "}");
-                if (!rs.isEmpty()) c.commitSync();
+                if (!rs.isEmpty()) commit(c, "commit after poll");
                 System.out.flush();
             }
-        } catch (org.apache.kafka.common.errors.WakeupException e) {
         } finally {
             c.close();
             System.out.println("{\"closed\":true,\"t\":" + System.currentTimeMillis() / 1000.0 + "}");
             System.out.flush();
+        }
+    }
+    // a refused commit is reported (the test's diagnosis names it) and thrown on, as before
+    static void commit(KafkaConsumer<byte[], byte[]> c, String what) {
+        try {
+            c.commitSync();
+        } catch (RuntimeException e) {
+            String msg = (what + ": " + e).replace("\\", "/").replace("\"", "'");
+            System.out.println("{\"e\":\"" + msg + "\",\"t\":" + System.currentTimeMillis() / 1000.0 + "}");
+            System.out.flush();
+            throw e;
         }
     }
     static void report(Set<String> owned) {

@@ -25,6 +25,7 @@ from test_groups_consumer_protocol import (
     assert_never_shared,
     commit_start_offsets,
     covers,
+    diagnose,
     start_member,
     values,
     wait_for,
@@ -46,13 +47,18 @@ def _member_types(b: BrokerProcess, group: str) -> list[int]:
                       .groups[0].members)
 
 
-# The Java member read 14 of 120 records twice in one loaded full run (CI run at b255701; it passed in the runs
-# before): open, not investigated yet; not counted as a pass while it is.
-_JAVA_REREAD = pytest.mark.xfail(strict=False, reason="Java member re-read records once under load (open)")
+# The Java client 3.9.1 as a consumer-protocol member (AsyncKafkaConsumer) sometimes starts a partition it is given
+# ~150 ms after its first one at offset 0 (auto.offset.reset) although the group holds a committed offset for it,
+# and reads that partition's records again (12-14 of 120). Seen under load against kafkalite (b-consumer/a-consumer
+# given [4] then [4, 5], or [3] then [3, 5]: partition 5 read from 0 while the broker had answered every commit of
+# it, the last at 14) and the same way against Apache Kafka 4.4 (KAFKALITE_COMPAT_BROKER=kafka: 132 read, 120
+# distinct, partition 5 from 0 right after [4] -> [4, 5]); the 4.4.0 client (java4) never did in 42 loaded runs on
+# both brokers. A client fault, not the broker's: not counted as a pass while the 3.9.1 client is the one tested.
+_JAVA39_RESET = pytest.mark.xfail(strict=False, reason="Java 3.9.1 consumer-protocol member sometimes resets a "
+                                                       "newly added partition to offset 0 (also on Kafka 4.4)")
 
 
-@pytest.mark.parametrize("kind", ["confluent-kafka", pytest.param("java", marks=_JAVA_REREAD),
-                                  pytest.param("java4", marks=_JAVA_REREAD)])
+@pytest.mark.parametrize("kind", ["confluent-kafka", pytest.param("java", marks=_JAVA39_RESET), "java4"])
 def test_classic_group_upgrades_online_and_downgrades_back(kind: str, kip848_broker: BrokerProcess,
                                                            topic: str) -> None:
     bs = kip848_broker.bootstrap
@@ -126,7 +132,7 @@ def test_classic_group_upgrades_online_and_downgrades_back(kind: str, kip848_bro
             m.stop(signal.SIGTERM)
         got = values(members)
         assert got == sorted(sent), (f"every record read exactly once: {len(got)} read, {len(set(got))} distinct, "
-                                     f"{len(sent)} sent")
+                                     f"{len(sent)} sent\n{diagnose(members)}")
         assert_never_shared(members)
     finally:
         for m in members:

@@ -244,13 +244,18 @@ class GroupService(CoordinatorRuntime):
 
     def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
         if self.consumer.serves_classic(group_id):
-            return self.consumer.classic_heartbeat(group_id, member_id, group_instance_id, generation_id)
-        try:
-            err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id, generation_id)
-        except Exception:
-            self._contain(group_id, "Heartbeat")
-            return E.UNKNOWN_MEMBER_ID
-        self._kick()
+            err = self.consumer.classic_heartbeat(group_id, member_id, group_instance_id, generation_id)
+        else:
+            try:
+                err = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, group_instance_id,
+                                                 generation_id)
+            except Exception:
+                self._contain(group_id, "Heartbeat")
+                return E.UNKNOWN_MEMBER_ID
+            self._kick()
+        if err and log.isEnabledFor(logging.DEBUG):
+            log.debug("group %s: member %s heartbeat at generation %d answered %d", group_id, member_id,
+                      generation_id, err)
         return err
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
@@ -288,6 +293,9 @@ class GroupService(CoordinatorRuntime):
             self._contain(group_id, "OffsetCommit")
             err = E.UNKNOWN_MEMBER_ID if generation_id >= 0 else E.UNKNOWN_SERVER_ERROR
             return dict.fromkeys(offsets, err) | refused
+        if errs is None and log.isEnabledFor(logging.DEBUG):   # a classic group's commit and its answer
+            log.debug("group %s: member %s generation %d commits %s", group_id, member_id, generation_id,
+                      " ".join(f"{t}:{p}@{om.offset}={out.get((t, p))}" for (t, p), om in sorted(offsets.items())))
         self._kick()
         return out | refused
 

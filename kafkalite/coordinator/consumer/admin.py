@@ -4,14 +4,16 @@ OffsetCommit / OffsetFetch, ListGroups and DeleteGroups use).
 * OffsetCommit (ConsumerGroup.validateOffsetCommit): an empty group takes admin commits (epoch < 0); a member
   must exist (UNKNOWN_MEMBER_ID); a consumer-protocol member must use OffsetCommit v9+ (UNSUPPORTED_VERSION);
   its epoch must be its member epoch, or older for partitions it has held since then (Kafka 4.3, KIP-1251),
-  else STALE_MEMBER_EPOCH; a classic-protocol member's generation must be its member epoch (ILLEGAL_GENERATION).
+  else STALE_MEMBER_EPOCH. A classic-protocol member's generation is checked the same way (Kafka 4.4 builds the
+  same assignment-epoch validator for both kinds of member) and refused with ILLEGAL_GENERATION: newer than its
+  member epoch, or older than the epoch a partition was given to it at, or for a partition it does not hold.
 * TxnOffsetCommit (ConsumerGroup.validateOffsetCommit with isTransactional, as Kafka 4.x's
   OffsetMetadataManager.validateTransactionalOffsetCommit calls it): an epoch < 0 commits to an empty group; no
   member id, no instance id and generation -1 (a producer given no group metadata, or TxnOffsetCommit v0-v2)
   skips the member check; otherwise the member must exist (UNKNOWN_MEMBER_ID: a member that left, was fenced or
   was replaced under its static instance id by a new member id) and the generation is its member epoch: equal
   commits, newer is refused, older commits only partitions a consumer-protocol member has held since then
-  (KIP-1251, as for its OffsetCommit; a classic-protocol member's generation must match). No version floor and no
+  (KIP-1251, as for its OffsetCommit, for both kinds of member). No version floor and no
   group.instance.id check (Kafka checks neither for consumer groups). A refused epoch answers ILLEGAL_GENERATION
   for both kinds of member: Kafka turns STALE_MEMBER_EPOCH into ILLEGAL_GENERATION on this API (a transactional
   producer aborts on ILLEGAL_GENERATION and treats an error it does not know as fatal).
@@ -59,12 +61,13 @@ class AdminMixin:
     def offset_commit_errors(self, group_id: str, member_id: str, member_epoch: int, version: int,
                              partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int] | None:
         """Per-partition codes of an OffsetCommit (None: not a consumer group). Kafka 4.3 (KIP-1251) relaxes the
-        strict epoch match for consumer-protocol members: a commit with an older member epoch is accepted for a
-        partition the member has held since that epoch or before (``assignmentEpoch <= epoch <= memberEpoch``),
-        so a member whose epoch was bumped before it heard of it is not falsely fenced; the other partitions get
-        STALE_MEMBER_EPOCH."""
+        strict epoch match: a commit with an older member epoch (a classic-protocol member's older generation)
+        is accepted for a partition the member has held since that epoch or before (``assignmentEpoch <= epoch
+        <= memberEpoch``), so a member whose epoch was bumped before it heard of it is not falsely fenced; the
+        other partitions get STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for a classic-protocol member). Kafka 4.4's
+        ConsumerGroup.validateOffsetCommit applies this to both kinds of member."""
         err = self.validate_offset_commit(group_id, member_id, member_epoch, version)
-        if err is None or err != STALE_MEMBER_EPOCH:
+        if err is None or err not in (STALE_MEMBER_EPOCH, ILLEGAL_GENERATION):
             return None if err is None else dict.fromkeys(partitions, err)
         group = self.groups[group_id]
         member = group.members[member_id]
@@ -74,7 +77,7 @@ class AdminMixin:
         out = {}
         for t, p in partitions:
             since = member.held_since(ids[t], p) if t in ids else None
-            out[(t, p)] = 0 if since is not None and since <= member_epoch else STALE_MEMBER_EPOCH
+            out[(t, p)] = 0 if since is not None and since <= member_epoch else err
         return out
 
     def txn_offset_commit_error(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
@@ -93,8 +96,8 @@ class AdminMixin:
             return E.UNKNOWN_MEMBER_ID
         if member_epoch == member.member_epoch:
             return 0
-        if member_epoch > member.member_epoch or member.classic is not None:   # (classic members: exact match,
-            return ILLEGAL_GENERATION                                           # as their OffsetCommit)
+        if member_epoch > member.member_epoch:
+            return ILLEGAL_GENERATION
         ids = {name: tid for name, (tid, _n) in group.topics.items()}
         for t, p in partitions:
             since = member.held_since(ids[t], p) if t in ids else None

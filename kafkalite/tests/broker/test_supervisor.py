@@ -77,7 +77,6 @@ def test_base_exceptions_are_not_swallowed() -> None:
         trio.run(sup.run, "kbd", interrupt)
 
 
-@pytest.mark.xfail(strict=False, reason="the group coordinator now starts on first use (#28); the test must start it first (open)")
 def test_failing_cleanup_job_is_restarted_and_the_broker_keeps_serving(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
@@ -93,6 +92,7 @@ def test_failing_cleanup_job_is_restarted_and_the_broker_keeps_serving(tmp_path:
     with Broker(data_dir=tmp_path, overrides={"log.cleaner.backoff.ms": "100"}) as b, \
             RawClient(b.host, b.port) as c:
         state = _broker_state(b)
+        _start_coordinators(c, state)   # they start on first use (#28); their timer loops run supervised too
         deadline = time.monotonic() + 30
         while len(calls) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -107,6 +107,25 @@ def test_failing_cleanup_job_is_restarted_and_the_broker_keeps_serving(tmp_path:
                 "transaction-coordinator.timers", "idle-connection-reaper"} <= set(state.supervisor.tasks)
 
 
+def _start_coordinators(c: RawClient, state, *, groups: bool = True, txns: bool = True) -> None:
+    """Start the group and/or transaction coordinator the way a client does (a FindCoordinator for a group /
+    a transactional id: since #28 a coordinator whose state topic does not exist yet starts on first use), and
+    wait until each one's timer loop runs under the supervisor."""
+    from kafkalite_wire.messages import FindCoordinatorRequest
+
+    wanted = []
+    if groups:
+        assert c.request(FindCoordinatorRequest(key="sup-g", key_type=0), 1).error_code == 0
+        wanted.append("group-coordinator.timers")
+    if txns:
+        assert c.request(FindCoordinatorRequest(key="sup-t", key_type=1), 1).error_code == 0
+        wanted.append("transaction-coordinator.timers")
+    deadline = time.monotonic() + 30
+    while not set(wanted) <= set(state.supervisor.tasks) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert set(wanted) <= set(state.supervisor.tasks), sorted(state.supervisor.tasks)
+
+
 def _broker_state(b: Broker):
     import gc
 
@@ -117,7 +136,6 @@ def _broker_state(b: Broker):
     return found[0]
 
 
-@pytest.mark.xfail(strict=False, reason="the group coordinator now starts on first use (#28); the test must start it first (open)")
 def test_group_timer_loop_failure_is_restarted_and_groups_keep_working(monkeypatch: pytest.MonkeyPatch) -> None:
     from kafkalite.coordinator.classic.coordinator import GroupCoordinator
     from kafkalite.tests.broker.test_group_handlers import join
@@ -134,6 +152,8 @@ def test_group_timer_loop_failure_is_restarted_and_groups_keep_working(monkeypat
     monkeypatch.setattr(GroupCoordinator, "next_deadline", next_deadline_failing_once)
     with Broker() as b, RawClient(b.host, b.port) as c:
         state = _broker_state(b)
+        # the coordinator starts on first use (#28): its timer loop (failing once) runs from then on
+        _start_coordinators(c, state, txns=False)
         deadline = time.monotonic() + 30
         rec = state.supervisor.tasks.get("group-coordinator.timers")
         while (rec is None or rec.starts < 2) and time.monotonic() < deadline:

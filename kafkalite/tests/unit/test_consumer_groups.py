@@ -11,6 +11,7 @@ import pytest
 from kafkalite.coordinator.consumer import records as R
 from kafkalite.coordinator.consumer.assignors import range_assign, uniform_assign
 from kafkalite.coordinator.consumer.coordinator import ConsumerConfig, ConsumerGroupCoordinator
+from kafkalite.coordinator.consumer.model import ClassicMeta
 from kafkalite.coordinator.consumer.regex import RegexError, compile_re2
 from kafkalite_wire.errors import ErrorCode
 
@@ -422,6 +423,14 @@ def test_assignment_epochs_relax_offset_commits_and_survive_a_reload() -> None:
     assert c.offset_commit_errors("g", "m2", 2, 9, [("t", moved)]) == {("t", moved): 0}
     assert c.offset_commit_errors("g", "m1", 3, 9, [("t", kept[0])]) == {("t", kept[0]): stale}   # from the future
     assert c.offset_commit_errors("nope", "m1", 1, 9, [("t", 0)]) is None
+    # a classic-protocol member's generation is checked the same way (Kafka 4.4), refused as ILLEGAL_GENERATION
+    m1.classic = m2.classic = ClassicMeta(10_000, [("range", b"")])
+    illegal = int(ErrorCode.ILLEGAL_GENERATION)
+    assert c.offset_commit_errors("g", "m1", 1, 2, [("t", kept[0]), ("t", moved)]) == {("t", kept[0]): 0,
+                                                                                       ("t", moved): illegal}
+    assert c.offset_commit_errors("g", "m2", 1, 2, [("t", moved)]) == {("t", moved): illegal}
+    assert c.offset_commit_errors("g", "m1", 3, 2, [("t", kept[0])]) == {("t", kept[0]): illegal}
+    m1.classic = m2.classic = None
     # the epochs are in the CurrentMemberAssignment records (AssignmentEpochs, tag 0) and come back on a load
     again = w.make()
     again.load(list(w.log), w.now)
@@ -432,7 +441,7 @@ def test_tagged_fields_match_kafkas_generated_layout() -> None:
     """Hand-checked bytes of the two tagged fields written here, laid out as Kafka's generated code does: the
     AssignmentEpochs array (tag 0 of TopicPartitions: size, compact array) and the nullable ClassicMemberMetadata
     struct (tag 0 of MemberMetadata: size, presence varint 1, the struct)."""
-    from kafkalite.coordinator.consumer.model import ClassicMeta, ConsumerMember, MemberState
+    from kafkalite.coordinator.consumer.model import ConsumerMember, MemberState
 
     tid = uuid.UUID(int=1)
     m = ConsumerMember("m", member_epoch=5, previous_member_epoch=4, state=MemberState.STABLE,

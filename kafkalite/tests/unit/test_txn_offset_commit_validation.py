@@ -189,12 +189,18 @@ def test_rebalance_mid_transaction() -> None:
     assert w.txn("m1", 2, [("t", p) for p in sorted(m1.assigned[tid])], pid=PID + 1) == {E.NONE}
 
 
-def test_classic_protocol_member_of_a_consumer_group_needs_its_exact_epoch() -> None:
+def test_classic_protocol_member_of_a_consumer_group_commits_as_a_consumer_protocol_member() -> None:
+    """Kafka 4.4's ConsumerGroup.validateOffsetCommit builds the same assignment-epoch validator for a
+    classic-protocol member: its older generation commits the partitions it has held since then."""
     w, tid = consumer_group_of_two()
-    m1 = w.consumer.groups["g"].members["m1"]
-    m1.classic = ClassicMeta(10_000, [("range", b"")])
-    assert w.txn("m1", 1, owned_by(w, tid, "m1")) == {ErrorCode.ILLEGAL_GENERATION}
-    assert w.txn("m1", 2, owned_by(w, tid, "m1")) == {E.NONE}
+    for mid in ("m1", "m2"):
+        w.consumer.groups["g"].members[mid].classic = ClassicMeta(10_000, [("range", b"")])
+    m1, m2 = owned_by(w, tid, "m1"), owned_by(w, tid, "m2")
+    assert w.txn("m1", 2, m1) == {E.NONE}
+    assert w.txn("m1", 1, m1, pid=PID + 1) == {E.NONE}                              # held since epoch 1
+    assert w.txn("m1", 1, [*m1, m2[0]], pid=PID + 2) == {ErrorCode.ILLEGAL_GENERATION}   # not its own
+    assert w.txn("m2", 1, m2, pid=PID + 3) == {ErrorCode.ILLEGAL_GENERATION}        # given to it at epoch 2
+    assert w.txn("m1", 3, m1, pid=PID + 4) == {ErrorCode.ILLEGAL_GENERATION}        # newer than its epoch
 
 
 # -- classic groups ----------------------------------------------------------------------------------------------
