@@ -76,7 +76,7 @@ codegen:
 	$(PY) -m kafkalite_wire.codegen
 
 bench:
-	@tools/bootstrap.sh venv clients peers
+	@tools/bootstrap.sh venv clients peers reference
 	$(PY) -m bench.run_all $(ARGS)
 
 # SIGKILL soak: a broker process killed repeatedly under an idempotent producer and a committing group;

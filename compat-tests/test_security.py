@@ -282,3 +282,42 @@ def _consume_for(client_name: str, client: object, s: Sec, certs: dict[str, Path
 
 
 
+
+
+def test_reference_node_tls_listeners(tmp_path_factory: pytest.TempPathFactory,
+                                      get_client: Callable[[str], Client]) -> None:
+    """The reference harness's own SSL and SASL_SSL listeners (``ReferenceCluster(tls=True)``, the certificates of
+    ``kafkalite certs``, SCRAM users from ``kafka-storage format``): a one-node Apache Kafka 4.4, whatever
+    KAFKALITE_COMPAT_BROKER says (it is the reference itself under test), with a round trip over each listener
+    through librdkafka and the Java client."""
+    from harness import reference
+
+    from conftest import _LIVE, missing
+
+    if reason := reference.missing():
+        missing(reason)
+    one_node = {"offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+                "transaction.state.log.min.isr": "1", "share.coordinator.state.topic.replication.factor": "1",
+                "share.coordinator.state.topic.min.isr": "1"}
+    cluster = reference.ReferenceCluster(tmp_path_factory.mktemp("kafka-tls"), 1, sasl_users={"scram512": "pw-512"},
+                                         overrides=one_node, tls=True)
+    assert cluster.certs is not None
+    _LIVE.extend(cluster.nodes)
+    try:
+        cluster.start()
+        for i, (name, s) in enumerate((
+                ("confluent-kafka", Sec(cluster.ssl_bootstrap, tls=True)),
+                ("confluent-kafka", Sec(cluster.sasl_ssl_bootstrap, tls=True, mechanism="SCRAM-SHA-512",
+                                        user="scram512", password="pw-512")),
+                ("java", Sec(cluster.sasl_ssl_bootstrap, tls=True, mechanism="SCRAM-SHA-256", user="scram512",
+                             password="pw-512")))):
+            topic = f"tls-roundtrip-{i}"
+            _create(cluster.bootstrap, topic)
+            values = _values(topic)
+            assert sorted(roundtrip(name, get_client(name), s, cluster.certs, topic, values)) == values, \
+                (name, s.protocol, s.mechanism)
+        assert cluster.stop() == [0]
+    finally:
+        cluster.kill()
+        for n in cluster.nodes:
+            _LIVE.remove(n)

@@ -379,8 +379,10 @@ def test_fail_on_data_loss_after_retention(spark: Any, lossy: tuple[str, str], f
 # -- kafka.-prefixed security options: SASL_SSL with SCRAM-SHA-512 -------------------------------------------
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A kafkalite with a PLAINTEXT listener (to create the SCRAM user) and a SASL_SSL one (SCRAM-SHA-512 only),
-    its TLS material from ``kafkalite certs``."""
+    """The broker with a PLAINTEXT listener (to create the SCRAM user) and a SASL_SSL one (SCRAM-SHA-512 only),
+    its TLS material from ``kafkalite certs``. The same server.properties serves Apache Kafka (the reference run):
+    PEM stores named (Kafka's default type is JKS) and the listener's SCRAM login module, which Kafka requires
+    and kafkalite does without."""
     from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
     from harness.broker import BrokerProcess
 
@@ -396,10 +398,16 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     props.write_text("\n".join([
         "listeners=" + ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
         "sasl.enabled.mechanisms=SCRAM-SHA-512",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "ssl.keystore.type=PEM", "ssl.truststore.type=PEM",
         f"ssl.keystore.location={certs['broker.pem']}", f"ssl.truststore.location={certs['ca.pem']}"]) + "\n")
 
     class Secured(BrokerProcess):
         def _command(self) -> list[str]:
+            if self.kind == "kafka":   # harness/reference.py takes the file as Kafka's server.properties
+                self.extra_args = ["--config", str(props)]
+                return super()._command()
             cmd = super()._command()
             i = cmd.index("--listen")
             return [*cmd[:i], *cmd[i + 2:], "--config", str(props)]
@@ -429,7 +437,6 @@ def _free_port() -> int:
 
 
 @pytest.mark.ecosystem
-@pytest.mark.kafkalite_only("the secured broker is a kafkalite started from a server.properties with PEM listeners")
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_sasl_ssl_scram_through_kafka_prefixed_options(spark: Any, secured: dict[str, Any], fmt: str) -> None:
     """The options a Spark user writes for Java's client (kafka.security.protocol, kafka.sasl.mechanism,

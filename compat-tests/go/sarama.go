@@ -115,6 +115,11 @@ func saramaProduce(c cmd) (map[string]any, error) {
 	// 100 ms apart, which a restarting broker outlasts)
 	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
 	cfg.Producer.Retry.Max = max(3, int(c.timeout()/cfg.Producer.Retry.Backoff))
+	// and the leader look-up too: a retried message whose partition has no broker fails at once when the metadata
+	// refresh gives up (async_producer.go updateLeaderIfBrokerProducerIsNil: returnError, not retried), after 3
+	// tries 250 ms apart by default; Apache Kafka takes ~10 s to come back from a SIGKILL
+	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
+	cfg.Metadata.Retry.Max = max(3, int(c.timeout()/cfg.Metadata.Retry.Backoff))
 	p, err := sarama.NewSyncProducer(brokers(c), cfg)
 	if err != nil {
 		return nil, err

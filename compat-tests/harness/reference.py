@@ -137,12 +137,19 @@ class ReferenceConfig:
 
     One node by default (node id 1, its own one-voter quorum); a node of a :class:`ReferenceCluster` gets its
     node id, the cluster's voters and cluster id, and optionally a SASL_PLAINTEXT listener (SCRAM-SHA-256/512)
-    whose users are created when the data dir is formatted (``kafka-storage format --add-scram``)."""
+    whose users are created when the data dir is formatted (``kafka-storage format --add-scram``).
+
+    With ``tls`` (the files of ``kafkalite certs``, :func:`kafkalite.cli.certs.write_certs`: ``broker.pem`` = the
+    broker's PKCS#8 key, its certificate and the CA; ``ca.pem``) the node also has an SSL listener on
+    ``ssl_port`` and, with SASL, a SASL_SSL one on ``sasl_ssl_port`` (the same SCRAM mechanisms), both with PEM
+    key and trust stores (Kafka's default store type is JKS, kafkalite's PEM: written out), no client
+    certificate asked for."""
 
     def __init__(self, data_dir: Path, port: int, controller_port: int, overrides: dict[str, str], *,
                  node_id: int = 1, voters: str | None = None, sasl_port: int | None = None,
                  cluster: str | None = None, scram_users: dict[str, str] | None = None,
-                 base: dict[str, str] | None = None, heap: str = HEAP) -> None:
+                 base: dict[str, str] | None = None, heap: str = HEAP, tls: dict[str, Path] | None = None,
+                 ssl_port: int | None = None, sasl_ssl_port: int | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.heap = heap
         self.port = port
@@ -158,6 +165,9 @@ class ReferenceConfig:
         self.scram_users = dict(scram_users or {})
         self.base = BASE_PROPERTIES if base is None else base
         self.props_path = self.data_dir.parent / f"{self.data_dir.name}-server.properties"
+        self.tls = dict(tls) if tls else None
+        self.ssl_port = ssl_port if tls else None
+        self.sasl_ssl_port = sasl_ssl_port if tls else None
 
     def properties(self) -> dict[str, str]:
         listeners = [f"PLAINTEXT://127.0.0.1:{self.port}"]
@@ -165,6 +175,12 @@ class ReferenceConfig:
         if self.sasl_port:
             listeners.append(f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}")
             protocols.append("SASL_PLAINTEXT:SASL_PLAINTEXT")
+        if self.ssl_port:
+            listeners.append(f"SSL://127.0.0.1:{self.ssl_port}")
+            protocols.append("SSL:SSL")
+        if self.sasl_ssl_port:
+            listeners.append(f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}")
+            protocols.append("SASL_SSL:SASL_SSL")
         props = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
@@ -178,11 +194,16 @@ class ReferenceConfig:
             "log.dirs": str(self.data_dir),
             **self.base,
         }
-        if self.sasl_port:
+        sasl_listeners = [n for n, port in (("sasl_plaintext", self.sasl_port), ("sasl_ssl", self.sasl_ssl_port))
+                          if port]
+        if sasl_listeners:
             props["sasl.enabled.mechanisms"] = "SCRAM-SHA-256,SCRAM-SHA-512"
-            for mech in ("scram-sha-256", "scram-sha-512"):
-                props[f"listener.name.sasl_plaintext.{mech}.sasl.jaas.config"] = \
-                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            for name in sasl_listeners:
+                for mech in ("scram-sha-256", "scram-sha-512"):
+                    props[f"listener.name.{name}.{mech}.sasl.jaas.config"] = \
+                        "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        if self.tls:
+            props.update(tls_properties(self.tls))
         props.update(self.overrides)
         if self.cluster is not None:   # a ReferenceCluster's node: its listeners are the cluster's
             return props
@@ -228,6 +249,13 @@ class ReferenceConfig:
         return self.java_command("kafka.Kafka", str(self.props_path))
 
 
+def tls_properties(certs: dict[str, Path]) -> dict[str, str]:
+    """A broker's key and trust stores from ``kafkalite certs`` files, as PEM stores (Kafka reads an unencrypted
+    PKCS#8 key with no ``ssl.key.password``)."""
+    return {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs["broker.pem"]),
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs["ca.pem"])}
+
+
 # A cluster keeps Kafka's own replication of the internal topics (3 replicas, min ISR 2), with fewer partitions
 # than Kafka's 50 (each is 3 replicas to create on 2 shared cores); the rest as for one node.
 CLUSTER_PROPERTIES: dict[str, str] = {
@@ -256,29 +284,41 @@ class ReferenceCluster:
     """A KRaft cluster of ``nodes`` combined broker+controller nodes of Apache Kafka on loopback: one static
     quorum of all of them (``controller.quorum.voters``), one cluster id, a PLAINTEXT listener per node and,
     with ``sasl_users``, a SASL_PLAINTEXT one (SCRAM-SHA-256/512) whose users exist from the start (the
-    ``admin`` user of :data:`AUTHORIZER` among them). Each node is a harness ``BrokerProcess`` (bounded heap,
+    ``admin`` user of :data:`AUTHORIZER` among them); with ``tls``, an SSL listener per node and (with
+    ``sasl_users``) a SASL_SSL one, on certificates ``kafkalite certs`` writes into ``base_dir/certs``
+    (:attr:`certs`: ``ca.pem`` is what clients trust). Each node is a harness ``BrokerProcess`` (bounded heap,
     its log file, SIGKILL if pytest dies); :meth:`start` launches all, then waits for each one's ``Kafka Server
     started``; :meth:`stop` stops them together (SIGTERM: controlled shutdown, SIGKILL after a bound) and
     writes each start and stop in the nodes' logs."""
 
     def __init__(self, base_dir: Path, nodes: int = 3, *, sasl_users: dict[str, str] | None = None,
-                 overrides: dict[str, str] | None = None, heap: str = CLUSTER_HEAP) -> None:
+                 overrides: dict[str, str] | None = None, heap: str = CLUSTER_HEAP, tls: bool = False) -> None:
         from harness.broker import BrokerProcess, _free_port  # broker.py imports this module at its top
 
         self.base_dir = Path(base_dir)
-        ports = [(_free_port(), _free_port(), _free_port() if sasl_users else None) for _ in range(nodes)]
-        voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, (_p, c, _s) in enumerate(ports))
+        self.certs: dict[str, Path] | None = None
+        if tls:
+            from kafkalite.cli.certs import write_certs
+
+            self.certs = write_certs(self.base_dir / "certs")
+        ports = [(_free_port(), _free_port(), _free_port() if sasl_users else None,
+                  _free_port() if tls else None, _free_port() if tls and sasl_users else None)
+                 for _ in range(nodes)]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, (_p, c, *_rest) in enumerate(ports))
         cid = cluster_id()
         self.nodes: list[BrokerProcess] = []
-        for i, (port, cport, sport) in enumerate(ports):
+        for i, (port, cport, sport, tport, stport) in enumerate(ports):
             ref = ReferenceConfig(self.base_dir / f"node{i + 1}", port, cport, dict(overrides or {}),
                                   node_id=i + 1, voters=voters, sasl_port=sport, cluster=cid,
-                                  scram_users=sasl_users, base=CLUSTER_PROPERTIES, heap=heap)
+                                  scram_users=sasl_users, base=CLUSTER_PROPERTIES, heap=heap, tls=self.certs,
+                                  ssl_port=tport, sasl_ssl_port=stport)
             b = BrokerProcess(ref.data_dir, self.base_dir / f"node{i + 1}.log", kind="kafka", reference_config=ref)
             b.port = port
             self.nodes.append(b)
         self.cluster_id = cid
-        self.sasl_ports = [s for _p, _c, s in ports if s]
+        self.sasl_ports = [p[2] for p in ports if p[2]]
+        self.ssl_ports = [p[3] for p in ports if p[3]]
+        self.sasl_ssl_ports = [p[4] for p in ports if p[4]]
 
     @property
     def bootstrap(self) -> str:
@@ -287,6 +327,14 @@ class ReferenceCluster:
     @property
     def sasl_bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{p}" for p in self.sasl_ports)
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.ssl_ports)
+
+    @property
+    def sasl_ssl_bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.sasl_ssl_ports)
 
     def start(self) -> str:
         try:
