@@ -160,6 +160,9 @@ ECOSYSTEM = {
     "test_read_committed_over_transactions":
         "Spark batch read: kafka.isolation.level=read_committed over committed, aborted and open transactions",
     "test_sink_key_value_headers_topic_partition": "Spark sink: key, value, headers, topic and partition columns",
+    "test_java_client_options_taken_and_sparks_refusals":
+        "Spark batch read and sink with Java client settings (kafka.default.api.timeout.ms, kafka.max.poll.records, "
+        "kafka.buffer.memory, ...); the kafka.* keys Spark refuses are refused in Spark's words",
     "test_stream_rate_limited_resumes_after_driver_sigkill":
         "Spark streaming: maxOffsetsPerTrigger, driver SIGKILLed, resumed from its checkpoint, file sink exactly once",
     "test_wordcount_exactly_once_v2_across_sigkill":
@@ -180,8 +183,9 @@ ECOSYSTEM = {
         "and sink, graceful and SIGKILL restarts, zombie fencing (Admin.fenceProducers)",
     "test_config_topic_must_be_compacted": "Connect refuses a config topic that is not compacted",
     "test_mirror_topic_configs_records_heartbeats_and_group_offsets":
-        "MirrorMaker 2 kafkalite -> kafkalite: A.<topic>, configs, records with keys/headers/timestamps, "
-        "heartbeats, checkpoints with sync.group.offsets (a moved consumer resumes exactly)",
+        "MirrorMaker 2 kafkalite -> kafkalite and kafkalite -> Apache Kafka 4.4: A.<topic>, configs, records with "
+        "keys/headers/timestamps, heartbeats, checkpoints with sync.group.offsets (a moved consumer resumes "
+        "exactly)",
 }
 ECOSYSTEM_LIMITATIONS = [
     "Spark's connector: spark-sql-kafka-0-10_2.13 4.3.0 (pyspark's version) is not on Maven Central; 4.2.0 (with "
@@ -190,7 +194,12 @@ ECOSYSTEM_LIMITATIONS = [
     "Spark's connector refuses overwrite and ignore (KafkaSourceProvider.createRelation); Spark lets a Python "
     "data source take only append and overwrite, so `df.write.format(\"kafkalite\").save()` needs "
     "`.mode(\"append\")` where `format(\"kafka\")` takes the default errorifexists "
-    "(UNSUPPORTED_DATA_SOURCE_SAVE_MODE).",
+    "(UNSUPPORTED_DATA_SOURCE_SAVE_MODE). Spark hands every `kafka.*` option to Java's client, which warns "
+    "about names it does not know; the `kafkalite` source runs on librdkafka, so it renames the Java settings "
+    "librdkafka has under another name (fetch.max.wait.ms, receive.buffer.bytes, buffer.memory, "
+    "max.request.size, sasl.jaas.config, a PEM truststore, ...) and drops the Java-only ones that cannot change "
+    "what it reads or writes (default.api.timeout.ms, max.poll.records, max.block.ms, metrics, group membership "
+    "settings of a consumer that only assigns) with one logged line each (kafkalite/spark/javaconf.py).",
     "Kafka Streams 4.4: a windowed aggregate's grace check uses the processor's own observedStreamTime "
     "(AbstractKStreamTimeWindowAggregateProcessor: -1 when built, raised only by processed records), not the "
     "partition time restored from the committed offset's metadata (which kafkalite stores and returns; the test "
@@ -306,7 +315,7 @@ def render_ecosystem(cases: list[Case]) -> list[str]:
              "process: Spark's built-in `kafka` format (spark-sql-kafka-0-10_2.13 4.2.0 on pyspark 4.3.0) and "
              "the same jobs through kafkalite's `kafkalite` data source; Kafka Streams 4.4.0 apps built with "
              "javac (compat-tests/streams/); a Kafka Connect 4.3.1 distributed worker and a dedicated "
-             "MirrorMaker 2 4.3.1 between two kafkalite processes.", "",
+             "MirrorMaker 2 4.3.1 between two kafkalite processes and from kafkalite into Apache Kafka 4.4.", "",
              "| Scenario | Spark `format(\"kafka\")` | `format(\"kafkalite\")` | Kafka Streams 4.4 | Connect / MM2 |",
              "|---|---|---|---|---|"]
     funcs = [f for f in ECOSYSTEM if any(c.func == f for c in eco)]

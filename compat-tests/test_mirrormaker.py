@@ -1,12 +1,15 @@
 """MirrorMaker 2 (a dedicated ``connect-mirror-maker``, connect-mirror from ``tools/bootstrap.sh eco``) mirroring one
-kafkalite (alias ``A``) into another (``B``) with the default replication policy.
+kafkalite (alias ``A``) into another (``B``), and into the reference Apache Kafka 4.4 (``B`` a one-node KRaft
+Kafka from ``tools/bootstrap.sh reference``: a user moving off kafkalite), with the default replication policy.
 
 - MirrorSourceConnector: ``A``'s topic arrives on ``B`` as ``A.<topic>`` with its partitions, its non-default
   configs, and every record's key, value, headers and timestamp at the same partition and offset;
 - MirrorHeartbeatConnector: heartbeats from ``A`` to ``B`` in ``B``'s ``heartbeats`` topic;
 - MirrorCheckpointConnector with ``sync.group.offsets.enabled``: the committed offsets of a consumer group on ``A``
   are translated through the offset syncs and committed on ``B``, so the group's consumer moved to ``B`` resumes
-  exactly where it left off on ``A`` (it reads exactly the records produced after it stopped).
+  exactly where it left off on ``A`` (it reads exactly the records produced after it stopped); the checkpoint
+  records on ``B`` say so in MM2's own encoding (``Checkpoint``: group, renamed topic, partition; upstream and
+  downstream offset), as do the heartbeats (``Heartbeat``: source and target alias, a timestamp).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import connect
+from harness import connect, reference
+from harness.broker import BrokerProcess
 
+import conftest
 from conftest import missing
 
 pytest.importorskip("confluent_kafka")
@@ -37,6 +42,26 @@ def mm2s() -> Iterator[list[connect.MirrorMaker]]:
     yield started
     for m in started:
         m.kill()
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest, broker_factory: Callable[..., Any], tmp_path: Path) -> Iterator[str]:
+    """Cluster ``B``: another kafkalite, or (``kafka``) a one-node Apache Kafka 4.4 whatever
+    KAFKALITE_COMPAT_BROKER says (the reference bootstrapped by make test; missing: skipped, failed under CI)."""
+    if request.param == "kafkalite":
+        yield broker_factory().bootstrap
+        return
+    reason = reference.missing()
+    if reason:
+        missing(reason)
+    kafka = BrokerProcess(tmp_path / "kafka", tmp_path / "kafka.log", kind="kafka")
+    conftest._LIVE.append(kafka)   # its log joins a failed test's report
+    try:
+        yield kafka.start()
+        kafka.stop()
+    finally:
+        kafka.kill()
+        conftest._LIVE.remove(kafka)
 
 
 def mm2_properties(a: str, b: str, **extra: str) -> dict[str, str]:
@@ -97,6 +122,41 @@ def read(bootstrap: str, topic: str, parts: int, group: str | None = None, want:
     return sorted(out, key=lambda r: (r[0], r[1]))
 
 
+def _string(buf: bytes, at: int) -> tuple[str, int]:
+    """A string of Kafka's protocol types (MM2's Schema.write): an int16 length, then UTF-8."""
+    (n,) = struct.unpack_from(">h", buf, at)
+    return buf[at + 2:at + 2 + n].decode(), at + 2 + n
+
+
+def checkpoints(bootstrap: str) -> dict[tuple[str, str, int], tuple[int, int, str]]:
+    """The latest checkpoint per (group, topic, partition) in ``A.checkpoints.internal``: MirrorCheckpointConnector's
+    records, key = group, topic (the remote name), partition; value = version 0, upstream offset, downstream
+    offset, metadata."""
+    out: dict[tuple[str, str, int], tuple[int, int, str]] = {}
+    for _p, _o, key, value, _ts, _h in read(bootstrap, "A.checkpoints.internal", 1):
+        group, at = _string(key, 0)
+        topic, at = _string(key, at)
+        (part,) = struct.unpack_from(">i", key, at)
+        version, upstream, downstream = struct.unpack_from(">hqq", value, 0)
+        assert version == 0, value
+        meta, _ = _string(value, 18)
+        out[(group, topic, part)] = (upstream, downstream, meta)
+    return out
+
+
+def heartbeats(bootstrap: str) -> list[tuple[str, str, int]]:
+    """(source alias, target alias, timestamp) of every record in ``heartbeats`` (MirrorHeartbeatConnector's:
+    key = the two aliases, value = version 0 and the time it was emitted)."""
+    out = []
+    for _p, _o, key, value, _ts, _h in read(bootstrap, "heartbeats", topics(bootstrap)["heartbeats"]):
+        source, at = _string(key, 0)
+        tgt, _ = _string(key, at)
+        version, stamp = struct.unpack_from(">hq", value, 0)
+        assert version == 0, value
+        out.append((source, tgt, stamp))
+    return out
+
+
 def wait_for(cond: Callable[[], Any], what: str, mm: connect.MirrorMaker) -> Any:
     deadline = time.monotonic() + WAIT_S
     while not (v := cond()):
@@ -111,14 +171,24 @@ def topics(bootstrap: str) -> dict[str, int]:
     return {t: len(m.partitions) for t, m in md.topics.items()}
 
 
-def test_mirror_topic_configs_records_heartbeats_and_group_offsets(
-        broker_factory: Callable[..., Any], tmp_path: Path, mm2s: list[connect.MirrorMaker]) -> None:
+@pytest.fixture
+def mm2_ready() -> None:
     reason = connect.connect_missing()
     if reason:
         missing(reason)
-    a, b = broker_factory().bootstrap, broker_factory().bootstrap
+
+
+CONFIGS = {"retention.ms": "123456789", "max.message.bytes": "2000000"}
+
+
+@pytest.mark.parametrize("target", ["kafkalite", "kafka"], indirect=True)
+def test_mirror_topic_configs_records_heartbeats_and_group_offsets(
+        mm2_ready: None, broker_factory: Callable[..., Any], target: str, tmp_path: Path,
+        mm2s: list[connect.MirrorMaker]) -> None:
+    started = int(time.time() * 1000)
+    a, b = broker_factory().bootstrap, target
     admin_a, admin_b = AdminClient({"bootstrap.servers": a}), AdminClient({"bootstrap.servers": b})
-    admin_a.create_topics([NewTopic(TOPIC, PARTS, 1, config={"retention.ms": "123456789"})])[TOPIC].result(30)
+    admin_a.create_topics([NewTopic(TOPIC, PARTS, 1, config=CONFIGS)])[TOPIC].result(30)
     produce(a, 0, 120)
     # the group reads everything there is on A, commits, and goes away
     consumed = read(a, TOPIC, PARTS, group=GROUP, want=120)
@@ -136,12 +206,13 @@ def test_mirror_topic_configs_records_heartbeats_and_group_offsets(
     # same partition, same offset, same key, value, timestamp and headers
     assert read(b, remote, PARTS) == expected(0, 120)
 
-    # the topic's non-default config follows (sync.topic.configs)
-    def remote_retention() -> bool:
+    # the topic's non-default configs follow (sync.topic.configs)
+    def remote_configs() -> bool:
         res = ConfigResource(ConfigResource.Type.TOPIC, remote)
-        return admin_b.describe_configs([res])[res].result(30)["retention.ms"].value == "123456789"
+        got = admin_b.describe_configs([res])[res].result(30)
+        return {k: got[k].value for k in CONFIGS} == CONFIGS
 
-    wait_for(remote_retention, "retention.ms synced to B", mm)
+    wait_for(remote_configs, f"{sorted(CONFIGS)} synced to B", mm)
 
     # checkpoints: B's copy of the group has the translated offsets (60 on each partition of A.mm-orders)
     def group_on_b() -> bool:
@@ -151,12 +222,13 @@ def test_mirror_topic_configs_records_heartbeats_and_group_offsets(
         return [(t.partition, t.offset) for t in got] == [(p, 60) for p in range(PARTS)]
 
     wait_for(group_on_b, f"{GROUP}'s offsets translated onto B", mm)
-    ckpt = read(b, "A.checkpoints.internal", 1)
-    assert ckpt, "no checkpoint records on B"
-    # heartbeats from A, emitted into B's heartbeats topic
-    assert "heartbeats" in topics(b)
-    beats = read(b, "heartbeats", topics(b)["heartbeats"])
-    assert beats, "no heartbeats on B"
+    # the checkpoints say the same: upstream 60 on A is downstream 60 on B, for each partition of the remote topic
+    assert {k: v for k, v in checkpoints(b).items() if k[0] == GROUP} == {
+        (GROUP, remote, p): (60, 60, "") for p in range(PARTS)}
+    # heartbeats from A, emitted into B's heartbeats topic, stamped while this test ran
+    beats = wait_for(lambda: "heartbeats" in topics(b) and heartbeats(b), "heartbeats on B", mm)
+    assert {(s, t) for s, t, _ in beats} == {("A", "B")}
+    assert all(started <= stamp <= int(time.time() * 1000) for _, _, stamp in beats)
 
     # more records on A while the group is away; the consumer moved to B resumes exactly after what it read on A
     produce(a, 120, 200)

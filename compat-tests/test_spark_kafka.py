@@ -19,6 +19,9 @@ What is checked, exactly (every row's partition, offset, key, value, timestamp a
 - ``minPartitions``: offset ranges split as Spark's KafkaOffsetRangeCalculator splits them;
 - ``failOnDataLoss`` after retention deleted the first records: true fails with Spark's message, false reads
   what is left;
+- Java client settings a Spark job carries (``kafka.default.api.timeout.ms``, ``kafka.max.poll.records``,
+  ``kafka.buffer.memory``, ...) taken by both for a batch read and a write, and the ``kafka.*`` keys Spark refuses
+  refused by both in Spark's words;
 - ``kafka.``-prefixed Java security options (SASL_SSL, SCRAM-SHA-512, a PEM truststore) for the sink and the
   source, and a wrong password failing the job with the authentication error.
 The last three are marked ``ecosystem`` (``make ecosystem``).
@@ -250,6 +253,62 @@ def test_sink_key_value_headers_topic_partition(spark: Any, broker: Any, fmt: st
     for key, value, headers, topic, part in data:
         want[topic][part].append((len(want[topic][part]), key, value, headers))
     assert got == want
+
+
+# -- kafka.* options: what Spark's connector takes, the kafkalite data source takes --------------------------
+# Java client settings a Spark job carries (Java's consumer takes them, or warns about the ones it does not
+# know); the kafkalite source maps the ones librdkafka has and drops the rest with a logged line. Timeouts are
+# generous: 2 shared cores, not a speed assertion
+JAVA_CONSUMER_OPTIONS = {
+    "kafka.default.api.timeout.ms": "180000", "kafka.request.timeout.ms": "120000", "kafka.max.poll.records": "100",
+    "kafka.fetch.max.wait.ms": "100", "kafka.receive.buffer.bytes": "-1", "kafka.send.buffer.bytes": "131072",
+    "kafka.partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor",
+    "kafka.session.timeout.ms": "45000", "kafka.exclude.internal.topics": "true",
+    "kafka.client.dns.lookup": "use_all_dns_ips", "kafka.metadata.max.age.ms": "60000", "kafka.check.crcs": "true",
+    "kafka.metrics.recording.level": "INFO", "kafka.retry.backoff.max.ms": "1000",
+    "kafka.socket.connection.setup.timeout.max.ms": "30000", "kafka.client.id": "eco-java-options",
+}
+JAVA_PRODUCER_OPTIONS = {
+    "kafka.max.block.ms": "180000", "kafka.buffer.memory": "16777216", "kafka.delivery.timeout.ms": "300000",
+    "kafka.request.timeout.ms": "120000", "kafka.compression.type": "lz4", "kafka.compression.lz4.level": "9",
+    "kafka.max.request.size": "2097152", "kafka.acks": "all", "kafka.batch.size": "32768", "kafka.linger.ms": "5",
+    "kafka.metrics.num.samples": "3", "kafka.send.buffer.bytes": "-1",
+}
+# what Spark refuses (KafkaSourceProvider), in its words: the kafkalite source refuses the same
+SPARK_REFUSES = {
+    "kafka.auto.offset.reset": "Kafka option 'auto.offset.reset' is not supported.",
+    "kafka.key.deserializer": "Kafka option 'key.deserializer' is not supported as keys are deserialized as byte "
+                              "arrays with ByteArrayDeserializer.",
+    "kafka.enable.auto.commit": "Kafka option 'enable.auto.commit' is not supported",
+    "kafka.interceptor.classes": "Kafka option 'interceptor.classes' is not supported",
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_java_client_options_taken_and_sparks_refusals(spark: Any, source: str, broker: Any, fmt: str) -> None:
+    df = reader(spark, fmt, source, IN, includeHeaders="true", endingOffsets=json.dumps({IN: {"0": 10, "1": 5,
+                                                                                               "2": 10}}),
+                **JAVA_CONSUMER_OPTIONS)
+    assert rows(df) == expect({0: range(10), 1: range(5), 2: range(10)})
+    # the sink with the Java producer's settings: every row in its partition, in order
+    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+
+    topic = f"eco-java-options-{fmt}"
+    create_topic(broker.bootstrap, topic, 2)
+    schema = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
+                         StructField("partition", IntegerType())])
+    data = [(f"k{i}".encode(), f"v{i}".encode(), i % 2) for i in range(20)]
+    w = spark.createDataFrame(data, schema).coalesce(1).write.format(fmt).mode("append") \
+        .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic)
+    for k, v in JAVA_PRODUCER_OPTIONS.items():
+        w = w.option(k, v)
+    w.save()
+    assert _read_all(broker.bootstrap, topic, 2) == {
+        p: [(j, f"k{i}".encode(), f"v{i}".encode(), []) for j, i in enumerate(range(p, 20, 2))] for p in range(2)}
+    for key, words in SPARK_REFUSES.items():
+        with pytest.raises(Exception) as err:
+            reader(spark, fmt, source, IN, **{key: "x"}).collect()
+        assert words in str(err.value), str(err.value)[-3000:]
 
 
 # -- streaming: maxOffsetsPerTrigger, a SIGKILLed driver, its checkpoint ------------------------------------

@@ -25,23 +25,38 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.spark import javaconf
+
 EARLIEST = -2
 LATEST = -1
 
 TopicPartition = tuple[str, int]
 
+# Spark's KafkaSourceProvider refuses these kafka.* keys, with these words (IllegalArgumentException); every other
+# key goes to the client (javaconf.py says how each reaches librdkafka)
 _UNSUPPORTED_SOURCE_KEYS = {
-    "auto.offset.reset": "Instead set the source option 'startingOffsets' to 'earliest' or 'latest' to "
-    "specify where to start. Structured Streaming manages which offsets are consumed internally, rather "
-    "than relying on the kafkaConsumer to do it.",
-    "enable.auto.commit": "Structured Streaming tracks offsets in its checkpoint, not in Kafka.",
-    "key.deserializer": "Keys are always returned as binary; use DataFrame operations to deserialize them.",
-    "value.deserializer": "Values are always returned as binary; use DataFrame operations to deserialize them.",
-    "interceptor.classes": "Kafka source does not support interceptors.",
+    "auto.offset.reset": (
+        "\nKafka option 'auto.offset.reset' is not supported.\n"
+        "Instead set the source option 'startingoffsets' to 'earliest' or 'latest'\n"
+        "to specify where to start. Structured Streaming manages which offsets are consumed\n"
+        "internally, rather than relying on the kafkaConsumer to do it. This will ensure that no\n"
+        "data is missed when new topics/partitions are dynamically subscribed. Note that\n"
+        "'startingoffsets' only applies when a new Streaming query is started, and\n"
+        "that resuming will always pick up from where the query left off. See the docs for more\n"
+        "details.\n"),
+    "key.deserializer": "Kafka option 'key.deserializer' is not supported as keys are deserialized as byte arrays "
+                        "with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the keys.",
+    "value.deserializer": "Kafka option 'value.deserializer' is not supported as values are deserialized as byte "
+                          "arrays with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize "
+                          "the values.",
+    "enable.auto.commit": "Kafka option 'enable.auto.commit' is not supported",
+    "interceptor.classes": "Kafka option 'interceptor.classes' is not supported",
 }
 _UNSUPPORTED_SINK_KEYS = {
-    "key.serializer": "Keys are written as binary; cast string keys with DataFrame operations.",
-    "value.serializer": "Values are written as binary; cast string values with DataFrame operations.",
+    "key.serializer": "Kafka option 'key.serializer' is not supported as keys are serialized with "
+                      "ByteArraySerializer.",
+    "value.serializer": "Kafka option 'value.serializer' is not supported as value are serialized with "
+                        "ByteArraySerializer.",
 }
 
 OFFSETS_EXAMPLE = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
@@ -56,16 +71,17 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def kafka_params(options: Mapping[str, str], *, sink: bool = False) -> dict[str, str]:
-    """The ``kafka.*`` options with the prefix removed; refuses the keys Spark refuses."""
+    """The ``kafka.*`` options with the prefix removed (Java client settings); refuses the keys Spark refuses,
+    in Spark's order (the refused keys, then a missing ``bootstrap.servers``)."""
     params = {k[len("kafka."):]: v for k, v in _lower(options).items() if k.startswith("kafka.")}
+    refused = _UNSUPPORTED_SINK_KEYS if sink else _UNSUPPORTED_SOURCE_KEYS
+    for key, message in refused.items():
+        if key in params:
+            raise KafkaOptionError(message)
     if "bootstrap.servers" not in params:
         raise KafkaOptionError(
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer"
             if not sink else "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer")
-    refused = _UNSUPPORTED_SINK_KEYS if sink else _UNSUPPORTED_SOURCE_KEYS
-    for key, why in refused.items():
-        if key in params:
-            raise KafkaOptionError(f"Kafka option '{key}' is not supported. {why}")
     return params
 
 
@@ -73,26 +89,13 @@ _SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 
 
 def librdkafka_params(params: Mapping[str, str]) -> dict[str, str]:
-    """``params`` with the security settings a Spark (Java) user writes renamed to librdkafka's: Java's
-    ``sasl.jaas.config`` (``... username="u" password="p";``) becomes ``sasl.username`` / ``sasl.password``,
-    a (PEM) ``ssl.truststore.location`` becomes ``ssl.ca.location``, an empty
-    ``ssl.endpoint.identification.algorithm`` (Java's "no host name check") becomes ``none``."""
-    out = dict(params)
-    if "sasl.jaas.config" in out:
-        # our codec's client: only for sasl.jaas.config (spark.source/sink import none)
-        from kafkalite.spark.txnclient import Security
-
-        sec = Security.from_params({"sasl.jaas.config": out.pop("sasl.jaas.config")})
-        if sec.username is not None:
-            out.setdefault("sasl.username", sec.username)
-        if sec.password is not None:
-            out.setdefault("sasl.password", sec.password)
-    if "ssl.truststore.location" in out:
-        out.setdefault("ssl.ca.location", out.pop("ssl.truststore.location"))
-        out.pop("ssl.truststore.type", None)
-    if out.get("ssl.endpoint.identification.algorithm") == "":
-        out["ssl.endpoint.identification.algorithm"] = "none"
-    return out
+    """``params``, Java client settings as Spark's connector takes them, as librdkafka settings
+    (:mod:`kafkalite.spark.javaconf`: same names pass, Java names with an equivalent are renamed or converted,
+    Java-only ones are dropped with one logged line)."""
+    try:
+        return javaconf.translate(params)
+    except ValueError as exc:
+        raise KafkaOptionError(f"Invalid value for a kafka.* option: {exc}") from exc
 
 
 def security_params(params: Mapping[str, str]) -> dict[str, str]:
@@ -180,6 +183,8 @@ def _positive_int(value: str | None, name: str) -> int | None:
     except ValueError:
         raise KafkaOptionError(f"Invalid value '{value}' for option '{name}', must be a positive integer") from None
     if n <= 0:
+        if name == "minPartitions":   # Spark's words
+            raise KafkaOptionError("minPartitions must be positive")
         raise KafkaOptionError(f"Invalid value '{value}' for option '{name}', must be a positive integer")
     return n
 
@@ -196,7 +201,7 @@ def _duration_ms(value: str) -> int:
 def _subscription(opts: Mapping[str, str]) -> Subscription:
     given = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
     if len(given) != 1:
-        names = "subscribe, subscribePattern, assign"
+        names = "subscribe, subscribepattern, assign"   # Spark's STRATEGY_OPTION_KEYS, as it prints them
         if not given:
             raise KafkaOptionError(f"One of the following options must be specified for Kafka source: {names}. "
                                    "See the docs for more details.")
@@ -214,6 +219,8 @@ def _subscription(opts: Mapping[str, str]) -> Subscription:
             raise KafkaOptionError("Pattern to subscribe is empty as specified value for option "
                                    f"'subscribePattern' is '{value}'")
         return Subscription("subscribePattern", pattern=value.strip())
+    if not value.strip().startswith("{"):
+        raise KafkaOptionError(f"No topicpartitions to assign as specified value for option 'assign' is '{value}'")
     try:
         raw = json.loads(value)
         parts = tuple(sorted((str(t), int(p)) for t, ps in raw.items() for p in ps))
@@ -230,7 +237,7 @@ def _offset_spec(opts: Mapping[str, str], prefix: str, default: str) -> OffsetSp
         try:
             return OffsetSpec("timestamp", timestamp=int(ts_global))
         except ValueError:
-            raise KafkaOptionError(f"Invalid value '{ts_global}' for option '{prefix}Timestamp'") from None
+            raise KafkaOptionError(f"Expected a single long value, got {ts_global.strip()}") from None
     by_ts = opts.get(f"{prefix}offsetsbytimestamp")
     if by_ts is not None:
         return OffsetSpec("timestamps", offsets=parse_offsets_json(by_ts))
@@ -260,40 +267,53 @@ class SourceOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+        """Spark's checks in Spark's order and words (KafkaSourceProvider): a streaming query's ending options, or
+        a batch query's starting/ending bounds; then the subscription, minPartitions, the kafka.* keys Spark
+        refuses, kafka.bootstrap.servers, minOffsetsPerTrigger against maxOffsetsPerTrigger."""
         opts = _lower(options)
-        kafka = kafka_params(options)
         starting = _offset_spec(opts, "starting", "latest" if streaming else "earliest")
         if streaming:
-            if any(k in opts for k in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp")):
-                raise KafkaOptionError("Ending offset not valid in streaming queries")
+            # Spark's words; it says nothing of endingTimestamp in a streaming query (ignored, as there)
+            if "endingoffsets" in opts:
+                raise KafkaOptionError("ending offset not valid in streaming queries")
+            if "endingoffsetsbytimestamp" in opts:
+                raise KafkaOptionError("ending timestamp not valid in streaming queries")
             ending = None
         else:
             ending = _offset_spec(opts, "ending", "latest")
             if starting.kind == "latest":
-                raise KafkaOptionError("Starting offset can't be latest for batch queries on Kafka")
-            if starting.kind == "offsets" and any(o == LATEST for o in starting.offsets.values()):
-                bad = [f"{t}-{p}" for (t, p), o in starting.offsets.items() if o == LATEST]
-                raise KafkaOptionError(f"startingOffsets for {', '.join(bad)} can't be latest for batch queries on Kafka")
+                raise KafkaOptionError("starting offset can't be latest for batch queries on Kafka")
+            if starting.kind == "offsets":
+                for (t, p), o in starting.offsets.items():
+                    if o == LATEST:
+                        raise KafkaOptionError(f"startingOffsets for {t}-{p} can't be latest for batch queries on "
+                                               "Kafka")
             if ending.kind == "earliest":
-                raise KafkaOptionError("Ending offset can't be earliest for batch queries on Kafka")
-            if ending.kind == "offsets" and any(o == EARLIEST for o in ending.offsets.values()):
-                bad = [f"{t}-{p}" for (t, p), o in ending.offsets.items() if o == EARLIEST]
-                raise KafkaOptionError(f"endingOffsets for {', '.join(bad)} can't be earliest for batch queries on Kafka")
+                raise KafkaOptionError("ending offset can't be earliest for batch queries on Kafka")
+            if ending.kind == "offsets":
+                for (t, p), o in ending.offsets.items():
+                    if o == EARLIEST:
+                        raise KafkaOptionError(f"ending offset for {t}-{p} can't be earliest for batch queries on "
+                                               "Kafka")
+        subscription = _subscription(opts)
+        min_partitions = _positive_int(opts.get("minpartitions"), "minPartitions")
+        kafka = kafka_params(options)
         strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
         if strategy not in ("error", "latest"):
             raise KafkaOptionError(f"Invalid value '{strategy}' for option 'startingOffsetsByTimestampStrategy'")
         min_per = _positive_int(opts.get("minoffsetspertrigger"), "minOffsetsPerTrigger")
         max_per = _positive_int(opts.get("maxoffsetspertrigger"), "maxOffsetsPerTrigger")
         if min_per is not None and max_per is not None and min_per > max_per:
-            raise KafkaOptionError("The value of minOffsetPerTrigger exceeds the maxOffsetsPerTrigger")
+            raise KafkaOptionError(f"The value of minOffsetPerTrigger({min_per}) is higher than the "
+                                   f"maxOffsetsPerTrigger({max_per}).")
         return cls(
             kafka=kafka,
-            subscription=_subscription(opts),
+            subscription=subscription,
             starting=starting,
             ending=ending,
             fail_on_data_loss=_bool(opts.get("failondataloss"), True, "failOnDataLoss"),
             include_headers=_bool(opts.get("includeheaders"), False, "includeHeaders"),
-            min_partitions=_positive_int(opts.get("minpartitions"), "minPartitions"),
+            min_partitions=min_partitions,
             max_offsets_per_trigger=max_per,
             min_offsets_per_trigger=min_per,
             max_trigger_delay_ms=_duration_ms(opts.get("maxtriggerdelay", "15m")),

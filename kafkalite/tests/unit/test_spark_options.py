@@ -67,20 +67,33 @@ def test_options_are_case_insensitive_and_kafka_params_pass_through() -> None:
     ({"subscribe": "a"}, False, "kafka.bootstrap.servers"),
     ({"kafka.bootstrap.servers": "h:1"}, False, "One of the following options must be specified"),
     ({**BASE, "assign": '{"a":[0]}'}, False, "Only one of the following options"),
-    ({**BASE, "startingOffsets": "latest"}, False, "can't be latest for batch"),
-    ({**BASE, "startingOffsets": '{"a":{"0":-1}}'}, False, "can't be latest for batch"),
-    ({**BASE, "endingOffsets": "earliest"}, False, "can't be earliest for batch"),
-    ({**BASE, "endingOffsets": '{"a":{"0":-2}}'}, False, "can't be earliest for batch"),
-    ({**BASE, "endingOffsets": "latest"}, True, "Ending offset not valid in streaming"),
-    ({**BASE, "kafka.auto.offset.reset": "earliest"}, True, "'auto.offset.reset' is not supported"),
-    ({**BASE, "kafka.enable.auto.commit": "true"}, True, "'enable.auto.commit' is not supported"),
+    ({**BASE, "startingOffsets": "latest"}, False, "^starting offset can't be latest for batch queries on Kafka$"),
+    ({**BASE, "startingOffsets": '{"a":{"0":-1}}'}, False,
+     "^startingOffsets for a-0 can't be latest for batch queries on Kafka$"),
+    ({**BASE, "endingOffsets": "earliest"}, False, "^ending offset can't be earliest for batch queries on Kafka$"),
+    ({**BASE, "endingOffsets": '{"a":{"0":-2}}'}, False,
+     "^ending offset for a-0 can't be earliest for batch queries on Kafka$"),
+    ({**BASE, "endingOffsets": "latest"}, True, "^ending offset not valid in streaming queries$"),
+    ({**BASE, "endingOffsetsByTimestamp": '{"a":{"0":5}}'}, True, "^ending timestamp not valid in streaming"),
+    ({**BASE, "startingTimestamp": "soon"}, True, "^Expected a single long value, got soon$"),
+    ({**BASE, "kafka.auto.offset.reset": "earliest"}, True, "^\nKafka option 'auto.offset.reset' is not supported"),
+    ({**BASE, "kafka.enable.auto.commit": "true"}, True, "^Kafka option 'enable.auto.commit' is not supported$"),
+    ({**BASE, "kafka.interceptor.classes": "x"}, True, "^Kafka option 'interceptor.classes' is not supported$"),
+    ({**BASE, "kafka.key.deserializer": "x"}, True, "^Kafka option 'key.deserializer' is not supported as keys "),
+    ({"subscribe": "a", "kafka.value.deserializer": "x"}, True, "^Kafka option 'value.deserializer' is not"),
+    ({**BASE, "minPartitions": "0"}, False, "^minPartitions must be positive$"),
+    ({**BASE, "subscribe": None, "assign": "a:0"}, False,
+     "^No topicpartitions to assign as specified value for option 'assign' is 'a:0'$"),
     ({**BASE, "maxOffsetsPerTrigger": "0"}, True, "must be a positive integer"),
     ({**BASE, "failOnDataLoss": "maybe"}, True, "must be 'true' or 'false'"),
-    ({**BASE, "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"}, True, "exceeds"),
+    ({**BASE, "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"}, True,
+     "^The value of minOffsetPerTrigger\\(10\\) is higher than the maxOffsetsPerTrigger\\(5\\).$"),
 ])
-def test_invalid_options(options: dict[str, str], streaming: bool, message: str) -> None:
+def test_invalid_options(options: dict[str, str | None], streaming: bool, message: str) -> None:
+    """Spark's words, and Spark's order (the refused kafka.* keys before a missing bootstrap.servers)."""
+    given = {k: v for k, v in options.items() if v is not None}
     with pytest.raises(KafkaOptionError, match=message):
-        SourceOptions.parse(options, streaming=streaming)
+        SourceOptions.parse(given, streaming=streaming)
 
 
 def test_subscriptions_select_partitions() -> None:
@@ -103,6 +116,78 @@ def test_sink_options_default_to_java_producer_behaviour() -> None:
     assert conf["partitioner"] == "murmur2_random" and conf["enable.idempotence"] is True
     with pytest.raises(KafkaOptionError, match="'value.serializer' is not supported"):
         SinkOptions.parse({"kafka.bootstrap.servers": "h:1", "kafka.value.serializer": "x"})
+
+
+JAVA_CONSUMER = {
+    "kafka.default.api.timeout.ms": "60000", "kafka.request.timeout.ms": "30000", "kafka.max.poll.records": "7",
+    "kafka.fetch.max.wait.ms": "250", "kafka.receive.buffer.bytes": "-1", "kafka.send.buffer.bytes": "131072",
+    "kafka.partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor",
+    "kafka.session.timeout.ms": "45000", "kafka.heartbeat.interval.ms": "50000", "kafka.client.id": "me",
+    "kafka.metadata.max.age.ms": "60000", "kafka.retry.backoff.ms": "100", "kafka.check.crcs": "true",
+    "kafka.fetch.min.bytes": "1", "kafka.max.partition.fetch.bytes": "1048576", "kafka.metrics.num.samples": "2",
+    "kafka.exclude.internal.topics": "true", "kafka.no.such.setting.anywhere": "x",
+    "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+    "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" '
+                              'password="p";',
+    "kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": "/ca.pem",
+    "kafka.ssl.endpoint.identification.algorithm": "", "kafka.ssl.enabled.protocols": "TLSv1.3",
+}
+
+
+def test_java_consumer_settings_become_librdkafkas(monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """Every kafka.* key Spark's source takes is taken: renamed where librdkafka has it under another name,
+    dropped with one logged line where it is Java's alone (librdkafka itself accepts the result)."""
+    from confluent_kafka import Consumer
+
+    from kafkalite.spark import javaconf
+
+    monkeypatch.setattr(javaconf, "_said", set())
+    caplog.set_level("INFO", logger="kafkalite.spark")
+    opts = SourceOptions.parse({**BASE, **JAVA_CONSUMER}, streaming=False)
+    conf = opts.consumer_config(role="executor")
+    opts.consumer_config(role="driver")  # a second client from the same options: nothing said twice
+    assert {k: conf[k] for k in ("fetch.wait.max.ms", "socket.receive.buffer.bytes", "socket.send.buffer.bytes",
+                                 "client.id", "metadata.max.age.ms", "retry.backoff.ms", "check.crcs",
+                                 "fetch.min.bytes", "max.partition.fetch.bytes", "security.protocol",
+                                 "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location",
+                                 "ssl.endpoint.identification.algorithm")} == {
+        "fetch.wait.max.ms": "250", "socket.receive.buffer.bytes": "0", "socket.send.buffer.bytes": "131072",
+        "client.id": "me", "metadata.max.age.ms": "60000", "retry.backoff.ms": "100", "check.crcs": "true",
+        "fetch.min.bytes": "1", "max.partition.fetch.bytes": "1048576", "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p",
+        "ssl.ca.location": "/ca.pem", "ssl.endpoint.identification.algorithm": "none"}
+    dropped = {"default.api.timeout.ms", "request.timeout.ms", "max.poll.records", "partition.assignment.strategy",
+               "session.timeout.ms", "heartbeat.interval.ms", "metrics.num.samples", "exclude.internal.topics",
+               "no.such.setting.anywhere", "ssl.truststore.type", "ssl.enabled.protocols", "sasl.jaas.config",
+               "ssl.truststore.location", "fetch.max.wait.ms", "receive.buffer.bytes", "send.buffer.bytes"}
+    assert not dropped & set(conf)
+    said = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert sorted(m.split("'")[1] for m in said) == sorted(
+        f"kafka.{k}" for k in dropped - {"sasl.jaas.config", "ssl.truststore.location", "fetch.max.wait.ms",
+                                         "receive.buffer.bytes", "send.buffer.bytes"})
+    # librdkafka takes the translation as it is (security off: no CA file to open)
+    plain = {k: v for k, v in conf.items() if not k.startswith(("ssl.", "sasl.", "security."))}
+    Consumer(plain).close()
+
+
+def test_java_producer_settings_become_librdkafkas() -> None:
+    from confluent_kafka import Producer
+
+    conf = SinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "t", "kafka.max.block.ms": "1000",
+                              "kafka.buffer.memory": "33554432", "kafka.compression.type": "lz4",
+                              "kafka.compression.lz4.level": "9", "kafka.compression.zstd.level": "3",
+                              "kafka.max.request.size": "2097152", "kafka.partitioner.ignore.keys": "true",
+                              "kafka.acks": "all", "kafka.delivery.timeout.ms": "60000",
+                              "kafka.batch.size": "32768"}).producer_config()
+    assert {k: conf[k] for k in ("queue.buffering.max.kbytes", "compression.type", "compression.level",
+                                 "message.max.bytes", "partitioner", "acks", "delivery.timeout.ms",
+                                 "batch.size")} == {
+        "queue.buffering.max.kbytes": "32768", "compression.type": "lz4", "compression.level": "9",
+        "message.max.bytes": "2097152", "partitioner": "random", "acks": "all", "delivery.timeout.ms": "60000",
+        "batch.size": "32768"}
+    assert "max.block.ms" not in conf and "compression.zstd.level" not in conf
+    Producer(conf).flush(0)
 
 
 class FakeLookup:
