@@ -289,9 +289,11 @@ def test_state_survives_broker_sigkill_confluent_kafka(broker_factory, topic):
         c.close()
 
 
-def set_group_config(bootstrap: str, group: str, name: str, value: str) -> None:
+def set_group_config(bootstrap: str, group: str, name: str, value: str,
+                     client_conf: dict[str, object] | None = None) -> None:
     """Set a GROUP config with IncrementalAlterConfigs (confluent-kafka's admin client), as against Kafka;
-    raises the client's KafkaException when the broker refuses it."""
+    raises the client's KafkaException when the broker refuses it. ``client_conf``: more admin client settings
+    (SASL, ...)."""
     from confluent_kafka.admin import (
         AdminClient,
         AlterConfigOpType,
@@ -302,7 +304,7 @@ def set_group_config(bootstrap: str, group: str, name: str, value: str) -> None:
 
     res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
         ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
-    admin = AdminClient({"bootstrap.servers": bootstrap})   # kept alive until the answers are in
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(client_conf or {})})   # kept alive until answered
     for f in admin.incremental_alter_configs([res]).values():
         f.result(30)
     if name == "share.auto.offset.reset":
