@@ -505,8 +505,13 @@ def test_share_group_on_a_three_broker_cluster_confluent_kafka(three_brokers):
     (``kafkalite.cluster``): heartbeats go to the group's coordinator, ShareFetch and ShareAcknowledge to each
     partition's leader, which keeps that share-partition and writes its state through the leader of its
     ``__share_group_state`` partition. Every record is delivered exactly once, and all are acknowledged: the
-    group's start offsets (DescribeShareGroupOffsets at the coordinator) end at each partition's end, lag 0.
-    (Kafka: the same on its 3-node cluster, ``ThreeBrokers``.)"""
+    group's lag (DescribeShareGroupOffsets v1 at the coordinator, KIP-1226) is 0 on each partition.
+    (Kafka: the same on its 3-node cluster, ``ThreeBrokers``.)
+
+    The start offsets are not compared with the partitions' ends: Kafka 4.4 reports the start offset its share
+    coordinator persisted, which its SharePartition writes before the acknowledgement moves it (one write late:
+    10 records acknowledged leave start 0 and lag 0 there; 5 more then show start 10). kafkalite reports the
+    moved start (10, then 15): a difference kafkalite's share coordinator still has."""
     from kafkalite.client.shareadmin import ShareAdmin
 
     cluster = three_brokers
@@ -551,12 +556,13 @@ def test_share_group_on_a_three_broker_cluster_confluent_kafka(three_brokers):
         deadline = time.monotonic() + 30
         while True:
             starts = admin.start_offsets("share-cluster-g")
-            if {k: v[0] for k, v in starts.items()} == {(topic, q): n // 3 for q in range(3)} \
+            if {k: v[2] for k, v in starts.items()} == {(topic, q): 0 for q in range(3)} \
                     or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         assert [g for g, _state in admin.list_groups()] == ["share-cluster-g"]   # ListGroups at every broker
-    assert {k: (v[0], v[2]) for k, v in starts.items()} == {(topic, q): (n // 3, 0) for q in range(3)}
+    assert {k: v[2] for k, v in starts.items()} == {(topic, q): 0 for q in range(3)}, starts
+    assert all(0 <= v[0] <= n // 3 for v in starts.values()), starts
 
 
 @pytest.mark.kafkalite_cluster(brokers=3, emulate_kafka=KAFKALITE_EMULATE,
