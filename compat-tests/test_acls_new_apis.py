@@ -4,13 +4,13 @@ its group (DESCRIBE only) gets GROUP_AUTHORIZATION_FAILED from ConsumerGroupHear
 granted; ElectLeaders from the AdminClient is
 CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster and reaches the controller logic with it; the Java
 Admin (3.9.1) sees the replication admin APIs refused or served per ACL; a ShareConsumer needs READ on its
-group."""
+group. Every ACL is granted through the admin API by the super user, so the same tests run against Apache Kafka
+(KAFKALITE_COMPAT_BROKER=kafka: the listener file becomes Kafka's server.properties, harness/reference.py)."""
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-import pytest
 from test_acls_sasl import _conf, sasl_broker  # noqa: F401 -- the module's broker fixture
 
 from kafkalite.tests.support.requires import require
@@ -35,9 +35,6 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourcePatternType,
     ResourceType,
 )
-
-SEEDED = ("ACLs written into kafkalite's data directory before the broker starts (kafkalite.authz.Authorizer's "
-          "file): a Kafka broker takes ACLs only through its controller")
 
 
 def _allow(admin: AdminClient, rtype: ResourceType, name: str, op: AclOperation, user: str = "alice") -> None:
@@ -124,103 +121,82 @@ def test_elect_leaders_needs_cluster_alter(sasl_broker: str) -> None:  # noqa: F
     assert elect() == KafkaError.ELECTION_NOT_NEEDED
 
 
-@pytest.mark.kafkalite_only(SEEDED)
-def test_replication_admin_apis_java(tmp_path, get_client) -> None:
-    """Java Admin 3.9.1 as User:ANONYMOUS, with DESCRIBE on the cluster and READ on topic ``r`` written to the
-    data directory before the broker starts: listing reassignments and the quorum work, electing leaders
-    and reading the producers of an unreadable topic are refused with Kafka's exceptions."""
-    from harness.broker import BrokerProcess
-    from harness.topics import create_topic
+def _java_sasl(user: str) -> dict[str, str]:
+    """The Java client's settings for ``user`` on the module's SASL PLAIN listener."""
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                                f'username="{user}" password="{user}-secret";'}
 
-    from kafkalite.authz.acl import AclBinding as Acl
-    from kafkalite.authz.acl import Op, PatternType, Permission
-    from kafkalite.authz.acl import ResourceType as RT
-    from kafkalite.authz.authorizer import Authorizer
+
+def test_replication_admin_apis_java(sasl_broker: str, get_client) -> None:  # noqa: F811
+    """Java Admin 3.9.1 as User:bob, granted DESCRIBE on the cluster and READ on topic ``repl-r`` (DESCRIBE only on
+    ``repl-hidden``) by the admin through the admin API: listing reassignments and the quorum work, electing
+    leaders and reading the producers of an unreadable topic are refused with Kafka's exceptions."""
+    from harness.topics import create_topic
 
     j = get_client("java")
-    anon = "User:ANONYMOUS"
-    (tmp_path / "data").mkdir()
-    Authorizer(tmp_path / "data").create([
-        Acl(RT.CLUSTER, "kafka-cluster", PatternType.LITERAL, anon, "*", Op.DESCRIBE, Permission.ALLOW),
-        Acl(RT.CLUSTER, "kafka-cluster", PatternType.LITERAL, anon, "*", Op.CREATE, Permission.ALLOW),
-        Acl(RT.TOPIC, "r", PatternType.LITERAL, anon, "*", Op.READ, Permission.ALLOW),
-        Acl(RT.TOPIC, "hidden", PatternType.LITERAL, anon, "*", Op.DESCRIBE, Permission.ALLOW)])   # not READ
-    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", extra_args=[
-        "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"])
-    b.start()
-    try:
-        bs = b.bootstrap
-        for t in ("r", "hidden"):
-            create_topic(bs, t, 1)
-        assert j.admin(bs, "list_reassignments", partitions=None) == {"reassignments": {}, "ok": True}
-        assert j.admin(bs, "describe_quorum")["leader_id"] == 1
-        r = j.admin(bs, "elect_leaders", partitions=[["r", 0]])
-        assert "ClusterAuthorizationException" in str(r), r
-        assert j.admin(bs, "describe_producers", topic="r", partition=0)["producers"] == []
-        r = j.admin(bs, "describe_producers", topic="hidden", partition=0)
-        assert r["error"].startswith("TopicAuthorizationException"), r
-    finally:
-        b.kill()
+    bs = sasl_broker
+    admin = AdminClient(_conf(bs, "admin"))
+    for t in ("repl-r", "repl-hidden"):
+        create_topic(bs, t, 1, client_conf=_conf(bs, "admin"))
+    _allow(admin, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE, user="bob")
+    _allow(admin, ResourceType.TOPIC, "repl-r", AclOperation.READ, user="bob")
+    _allow(admin, ResourceType.TOPIC, "repl-hidden", AclOperation.DESCRIBE, user="bob")   # not READ
+    bob = _java_sasl("bob")
+    assert j.admin(bs, "list_reassignments", partitions=None, config=bob) == {"reassignments": {}, "ok": True}
+    assert j.admin(bs, "describe_quorum", config=bob)["leader_id"] == 1
+    r = j.admin(bs, "elect_leaders", partitions=[["repl-r", 0]], config=bob)
+    assert "ClusterAuthorizationException" in str(r), r
+    assert j.admin(bs, "describe_producers", topic="repl-r", partition=0, config=bob)["producers"] == []
+    r = j.admin(bs, "describe_producers", topic="repl-hidden", partition=0, config=bob)
+    assert r["error"].startswith("TopicAuthorizationException"), r
 
 
-@pytest.mark.kafkalite_only(SEEDED + "; and kafkalite.share.auto.offset.reset")
-def test_share_consumer_needs_group_read(tmp_path) -> None:
-    """confluent-kafka's ShareConsumer (KIP-932) as User:ANONYMOUS against a broker emulating Kafka 4.3: with
-    only DESCRIBE on its group (FindCoordinator passes) ShareGroupHeartbeat refuses it (a fatal
-    GROUP_AUTHORIZATION_FAILED in librdkafka); a group with READ reads the records."""
-    from harness.broker import BrokerProcess
+def test_share_consumer_needs_group_read(sasl_broker: str) -> None:  # noqa: F811
+    """confluent-kafka's ShareConsumer (KIP-932) as User:alice: with only DESCRIBE on its group (FindCoordinator
+    passes) ShareGroupHeartbeat refuses it (a fatal GROUP_AUTHORIZATION_FAILED in librdkafka); a group with
+    READ reads the records. Both groups read from the beginning: share.auto.offset.reset=earliest, a group config
+    the admin sets with IncrementalAlterConfigs."""
     from harness.topics import create_topic
+    from test_share_groups import set_group_config
 
-    from kafkalite.authz.acl import AclBinding as Acl
-    from kafkalite.authz.acl import Op, PatternType, Permission
-    from kafkalite.authz.acl import ResourceType as RT
-    from kafkalite.authz.authorizer import Authorizer
+    bs = sasl_broker
+    admin_conf = _conf(bs, "admin")
+    create_topic(bs, "sq", 1, client_conf=admin_conf)
+    p = Producer(admin_conf)
+    for i in range(3):
+        p.produce("sq", b"q%d" % i)
+    assert p.flush(20) == 0
+    admin = AdminClient(admin_conf)
+    _allow(admin, ResourceType.TOPIC, "sq", AclOperation.READ)
+    _allow(admin, ResourceType.GROUP, "share-denied", AclOperation.DESCRIBE)
+    _allow(admin, ResourceType.GROUP, "share-ok", AclOperation.READ)
+    for group in ("share-denied", "share-ok"):
+        set_group_config(bs, group, "share.auto.offset.reset", "earliest", client_conf=admin_conf)
 
-    def allow(rtype: RT, name: str, op: Op) -> Acl:
-        return Acl(rtype, name, PatternType.LITERAL, "User:ANONYMOUS", "*", op, Permission.ALLOW)
+    def read(group: str, deadline_s: float) -> tuple[list[bytes], set[int]]:
+        c = ck.ShareConsumer({**_conf(bs, "alice"), "group.id": group})
+        got: list[bytes] = []
+        errors: set[int] = set()
+        try:
+            c.subscribe(["sq"])
+            end = time.monotonic() + deadline_s
+            while len(got) < 3 and time.monotonic() < end:
+                try:
+                    batch = c.poll(0.5)
+                except KafkaException as exc:   # librdkafka: a fatal error naming the refusal
+                    errors.add(exc.args[0].code())
+                    break
+                for m in batch:
+                    if m.error():
+                        errors.add(m.error().code())
+                    else:
+                        got.append(m.value())
+        finally:
+            c.close()
+        return got, errors
 
-    (tmp_path / "data").mkdir()
-    Authorizer(tmp_path / "data").create([
-        allow(RT.CLUSTER, "kafka-cluster", Op.CREATE), allow(RT.CLUSTER, "kafka-cluster", Op.IDEMPOTENT_WRITE),
-        allow(RT.TOPIC, "sq", Op.READ), allow(RT.TOPIC, "sq", Op.WRITE),
-        allow(RT.GROUP, "share-denied", Op.DESCRIBE), allow(RT.GROUP, "share-ok", Op.READ)])
-    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", emulate="4.3", extra_args=[
-        "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "--override", "kafkalite.share.auto.offset.reset=earliest"])
-    b.start()
-    try:
-        bs = b.bootstrap
-        create_topic(bs, "sq", 1)
-        p = Producer({"bootstrap.servers": bs})
-        for i in range(3):
-            p.produce("sq", b"q%d" % i)
-        assert p.flush(20) == 0
-
-        def read(group: str, deadline_s: float) -> tuple[list[bytes], set[int]]:
-            c = ck.ShareConsumer({"bootstrap.servers": bs, "group.id": group})
-            got: list[bytes] = []
-            errors: set[int] = set()
-            try:
-                c.subscribe(["sq"])
-                end = time.monotonic() + deadline_s
-                while len(got) < 3 and time.monotonic() < end:
-                    try:
-                        batch = c.poll(0.5)
-                    except KafkaException as exc:   # librdkafka: a fatal error naming the refusal
-                        errors.add(exc.args[0].code())
-                        break
-                    for m in batch:
-                        if m.error():
-                            errors.add(m.error().code())
-                        else:
-                            got.append(m.value())
-            finally:
-                c.close()
-            return got, errors
-
-        got, errors = read("share-denied", 30)
-        assert got == [] and errors == {KafkaError.GROUP_AUTHORIZATION_FAILED}, (got, errors)
-        got, errors = read("share-ok", 60)
-        assert sorted(got) == [b"q0", b"q1", b"q2"], errors
-    finally:
-        b.kill()
+    got, errors = read("share-denied", 30)
+    assert got == [] and errors == {KafkaError.GROUP_AUTHORIZATION_FAILED}, (got, errors)
+    got, errors = read("share-ok", 60)
+    assert sorted(got) == [b"q0", b"q1", b"q2"], errors

@@ -8,9 +8,9 @@ from kafkalite.tests.support.requires import missing
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None,
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, client_conf: dict[str, object] | None = None) -> None:
     """Create a topic with confluent-kafka's admin and wait until metadata shows every partition with a leader
-    and every leader answers ListOffsets for it.
+    and every leader answers ListOffsets for it. ``client_conf``: more admin client settings (SASL, ...).
 
     Apache Kafka publishes a new partition's leader in its metadata cache a moment before the replica manager
     has made the local replica the leader: a Produce in that window gets NOT_LEADER_OR_FOLLOWER (kafkajs then
@@ -20,7 +20,7 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[st
         from confluent_kafka.admin import AdminClient, NewTopic
     except ImportError as e:
         missing(f"confluent-kafka (used to create topics) missing: {e}")
-    adm = AdminClient({"bootstrap.servers": bootstrap})
+    adm = AdminClient({"bootstrap.servers": bootstrap, **(client_conf or {})})
     fut = adm.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
                                       config=dict(config or {}))], operation_timeout=timeout_s)[name]
     fut.result(timeout_s)

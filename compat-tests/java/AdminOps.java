@@ -41,6 +41,9 @@ final class AdminOps {
         p.put("bootstrap.servers", c.get("bootstrap"));
         p.put("default.api.timeout.ms", "30000");
         p.put("request.timeout.ms", "20000");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> extra = (Map<String, Object>) c.get("config");   // e.g. SASL settings
+        if (extra != null) for (Map.Entry<String, Object> e : extra.entrySet()) p.put(e.getKey(), String.valueOf(e.getValue()));
         try (Admin a = Admin.create(p)) {
             String action = (String) c.get("action");
             switch (action) {

@@ -205,7 +205,8 @@ class JavaClient(Client):
         return self._call({"op": "txn_step", "name": name, "action": action, **args})
 
     def admin(self, bootstrap: str, action: str, **args: object) -> dict:
-        """One Java Admin call of the admin surface (compat-tests/java/AdminOps.java)."""
+        """One Java Admin call of the admin surface (compat-tests/java/AdminOps.java); ``config={...}``: more
+        Admin client settings (SASL, ...)."""
         return self._call({"op": "admin", "bootstrap": bootstrap, "action": action, **args})
 
     def txn_close(self, name: str) -> None:
