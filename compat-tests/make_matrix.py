@@ -540,13 +540,13 @@ def render(cases: list[Case], took_s: float | None, note: str = "") -> str:
         "(compat-tests/conftest.py NEW_CLIENT_CORE), `make matrix` all of it.",
         "",
     ]
-    for profile in ("default", "4.3", "3.6", "2.8"):
+    for profile in ("default", "4.4", "4.3", "3.6", "2.8"):
         rows = [c for c in mine if c.props.get("profile", "default") == profile and "producer" not in c.props]
         if not rows:
             continue
-        title = "Default profile (Kafka 3.9 + 4.3 API versions)" if profile == "default" else (
-            f"`--emulate-kafka {profile}` profile (API versions capped at Kafka {profile}"
-            + (", KIP-896's removed versions gone)" if profile == "4.3" else ")"))
+        title = "Default profile (Kafka 4.4, serving also the versions Kafka 3.9 served)" if profile == "default" else (
+            f"`--emulate-kafka {profile}` profile (Kafka {profile}'s API versions"
+            + (", KIP-896's removed versions gone)" if profile in ("4.3", "4.4") else ")"))
         lines += [f"## {title}", "", "| Scenario | " + " | ".join(CLIENT_NAMES) + " |",
                   "|---|" + "---|" * len(CLIENT_NAMES)]
         funcs = [f for f in SCENARIOS if any(c.func == f for c in rows)]
