@@ -33,7 +33,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 WAIT_S = connect.WAIT_S
 TOPIC, GROUP, PARTS = "mm-orders", "mm-group", 2
-T0 = 1_700_000_000_000
+T0 = int(time.time() * 1000) - 3_600_000   # an hour ago: within every broker's retention
 
 
 @pytest.fixture
