@@ -9,6 +9,7 @@ to the transaction.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -23,11 +24,18 @@ def txn_of(case: str, ctx: Ctx) -> str:
     return f"diff-{case}-v{ctx['version']}"
 
 
-def add_partitions(v: int, ctx: Ctx, topic: str, pid: int | None = None, epoch: int | None = None) -> Any:
-    return A(v3_and_below_transactional_id=ctx["txn"],
-             v3_and_below_producer_id=ctx["pid"] if pid is None else pid,
-             v3_and_below_producer_epoch=ctx["epoch"] if epoch is None else epoch,
-             v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=[0])])
+def add_partitions(v: int, ctx: Ctx, topic: str, pid: int | None = None, epoch: int | None = None,
+                   verify_only: bool = False) -> Any:
+    """v0-3: the client's form; v4+: the broker-to-coordinator batch form, one transaction."""
+    pid = ctx["pid"] if pid is None else pid
+    epoch = ctx["epoch"] if epoch is None else epoch
+    topics = [A.AddPartitionsToTxnTopic(name=topic, partitions=[0])]
+    if v >= 4:
+        return A(transactions=[A.AddPartitionsToTxnTransaction(
+            transactional_id=ctx["txn"], producer_id=pid, producer_epoch=epoch, verify_only=verify_only,
+            topics=topics)])
+    return A(v3_and_below_transactional_id=ctx["txn"], v3_and_below_producer_id=pid,
+             v3_and_below_producer_epoch=epoch, v3_and_below_topics=topics)
 
 
 def add_cases(add: Callable[..., None]) -> None:
@@ -68,6 +76,9 @@ def add_cases(add: Callable[..., None]) -> None:
     add("add_partitions_to_txn_unknown_producer", m.AddPartitionsToTxnRequest,
         lambda v, ctx: add_partitions(v, ctx, topic, pid=ctx["pid"] + 1000), init("apt-pid"),
         doc="a producer id the transactional id does not have: INVALID_PRODUCER_ID_MAPPING")
+    add("add_partitions_to_txn_verify_only", m.AddPartitionsToTxnRequest,
+        lambda v, ctx: add_partitions(v, ctx, topic, verify_only=True), init("apt-verify"), min_version=4,
+        doc="v4+ VerifyOnly for a partition not in the transaction: TRANSACTION_ABORTABLE")
 
     # AddOffsetsToTxn
     def add_offsets(v: int, ctx: Ctx, epoch_delta: int = 0) -> Any:
@@ -95,10 +106,13 @@ def add_cases(add: Callable[..., None]) -> None:
 
     # TxnOffsetCommit
     def txn_commit(v: int, ctx: Ctx, name: str = topic, epoch_delta: int = 0) -> Any:
+        # v6 names topics by id: each broker's own id for the topic (an unknown topic: an id no topic has)
+        tid = ctx.get("topic_ids", {}).get(name, uuid.UUID(int=0x5EED)) if v >= 6 else uuid.UUID(int=0)
         return T(transactional_id=ctx["txn"], group_id=group, producer_id=ctx["pid"],
                  producer_epoch=ctx["epoch"] + epoch_delta,
-                 topics=[T.TxnOffsetCommitRequestTopic(name=name, partitions=[T.TxnOffsetCommitRequestPartition(
-                     partition_index=0, committed_offset=3, committed_metadata="diff")])])
+                 topics=[T.TxnOffsetCommitRequestTopic(name=name, topic_id=tid, partitions=[
+                     T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=3,
+                                                       committed_metadata="diff")])])
 
     add("txn_offset_commit_ok", m.TxnOffsetCommitRequest, lambda v, ctx: txn_commit(v, ctx),
         init("toc-ok", offsets=True), doc="offsets of a group added to the transaction")

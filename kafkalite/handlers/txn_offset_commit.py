@@ -13,7 +13,8 @@
 - v5 (KIP-890 part 2, transaction.version 2): the request also does what AddOffsetsToTxn did: the group's
   ``__consumer_offsets`` partition is added to the transaction first (Kafka's verification with
   AddPartitionsToTxn v5), so an Empty or completed transaction becomes Ongoing; a fenced epoch is
-  INVALID_PRODUCER_EPOCH. v6 names topics by id (KIP-1319): an id no topic has is UNKNOWN_TOPIC_ID.
+  INVALID_PRODUCER_EPOCH. v6 names topics by id (KIP-1319): an id no topic has is UNKNOWN_TOPIC_ID, before any
+  other error (Kafka resolves the ids first; when none is known the coordinators are not asked).
 - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
   coordinator and become visible (OffsetFetch) only when the transaction commits; an abort drops them.
 - The partition list is walked in slices (``kafkalite.runtime.slices``): a request may name a million partitions. Only
@@ -64,6 +65,8 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
         common = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     elif group_id_error(req.group_id) is not None:   # empty, or too long to store
         common = int(ErrorCode.INVALID_GROUP_ID)
+    elif req.topics and len(unknown_ids) == len(req.topics):
+        pass   # v6, no topic id known: nothing reaches the coordinators (each partition: UNKNOWN_TOPIC_ID)
     else:
         common = txns.check_txn_offset_commit(req.transactional_id, req.producer_id, req.producer_epoch,
                                               req.group_id, implicit_add=v >= 5)
@@ -96,7 +99,9 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
             if work.due():
                 await work.pause()
             code = common
-            if not common:
+            if i in unknown_ids:   # Kafka resolves topic ids before anything else
+                code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+            elif not common:
                 code = (topic_code if topic_code is not None
                         else errors.get((t.name, p.partition_index), 0) if 0 <= p.partition_index < count
                         else int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
