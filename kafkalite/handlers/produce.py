@@ -5,7 +5,8 @@ broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write m
   AddPartitionsToTxn did; Kafka's ReplicaManager asks the coordinator with AddPartitionsToTxn v5), so a
   transaction.version 2 client sends no AddPartitionsToTxn. A fenced epoch there is INVALID_PRODUCER_EPOCH; a
   coordinator busy completing the previous transaction NOT_ENOUGH_REPLICAS (retried). Before v12 the partition
-  must have been added (else INVALID_TXN_STATE).
+  must have been added, else INVALID_TXN_STATE with the message "Partition was not added to the transaction"
+  (v8+ carry messages), and from v11 TRANSACTION_ABORTABLE (KIP-890 part 1), as Kafka 4.4 answers.
   v13 names topics by id (KIP-516): an id no topic has answers UNKNOWN_TOPIC_ID for each of its partitions, and
   the response names topics by id too.
 
@@ -68,6 +69,8 @@ _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 #: requests of more partition entries than this are walked in slices
 SLICE_AFTER = 128
 
+
+NOT_ADDED = "Partition was not added to the transaction"   # Kafka 4.4's message for it before v11
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> ProduceResponse.PartitionProduceResponse:
     return _PartResp(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
@@ -137,7 +140,10 @@ def _append(req: ProduceRequest, records: memoryview | bytes | None, plog: Parti
             elif check is not None:
                 # v12+ (KIP-890 part 2): producing adds the partition to the transaction
                 code = check(req.transactional_id, name, idx, records, implicit_add=version >= 12)
-                if code:
+                if code == ErrorCode.INVALID_TXN_STATE:   # not in the transaction (Kafka's verification)
+                    rejection = (Rejection(ErrorCode.TRANSACTION_ABORTABLE, "") if version >= 11 else
+                                 Rejection(ErrorCode.INVALID_TXN_STATE, NOT_ADDED))
+                elif code:
                     rejection = Rejection(ErrorCode(code), "")
         if rejection is not None:
             return _rejected(idx, rejection), None
