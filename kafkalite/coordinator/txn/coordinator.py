@@ -1,5 +1,5 @@
-"""The transaction coordinator as a pure state machine (Kafka 3.9's TransactionCoordinator +
-TransactionMetadata, single broker, transaction protocol v1).
+"""The transaction coordinator as a pure state machine (Kafka's TransactionCoordinator + TransactionMetadata:
+3.9's rules for the classic protocol, 4.x's for transaction.version 2).
 
 Every method takes ``now_ms``; I/O goes through a :class:`TxnBackend` (persist a TransactionLogValue,
 write a COMMIT/ABORT marker, allocate a producer id, complete a group's transactional offsets), all
@@ -27,6 +27,12 @@ Kafka's rules kept here:
   let it expire: its next write or EndTxn fails with an epoch error).
 - On load, PrepareCommit/PrepareAbort are completed (markers written again: markers are idempotent for
   readers); Ongoing ones wait for their timeout.
+- transaction.version 2 (KIP-890 part 2; EndTxn v5, ``client_tv`` 2): every EndTxn bumps the epoch, the markers
+  carry the bumped one and the answer names the id and epoch to go on with (``_end_txn_v2``); partitions and the
+  group's offsets partition are added implicitly by Produce v12+ / TxnOffsetCommit v5+ (``add_partitions`` with
+  ``client_tv`` 2, the producer sees PRODUCER_FENCED as INVALID_PRODUCER_EPOCH); AddPartitionsToTxn v4+'s
+  VerifyOnly is ``verify_partitions``. A coordinator abort (timeout, a new producer) bumps once under either
+  version. The client version is stored (TransactionLogValue version 1, ``records.py``).
 """
 from __future__ import annotations
 
