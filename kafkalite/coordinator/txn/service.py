@@ -86,8 +86,8 @@ class TransactionService(CoordinatorRuntime):
         self._values: dict[str, TxnLogValue | None] = {}
 
     def transaction_version(self) -> int:
-        """The cluster's finalized ``transaction.version`` (``kafkalite.metadata.features``): 2 under the Kafka 4.4
-        profiles. Read when the service starts (an UpdateFeatures change applies from the next start)."""
+        """The cluster's finalized ``transaction.version`` (``kafkalite.metadata.features``): 2 under the Kafka 4.x
+        profiles and the default, as UpdateFeatures left it."""
         st = self.state
         if st is None or getattr(st, "config", None) is None:
             return 0
@@ -170,6 +170,8 @@ class TransactionService(CoordinatorRuntime):
             raise E.AppendError(int(error_code_for(exc)), f"{TXN_STATE_TOPIC}-{p}: {exc}") from exc
 
     def _value_version(self) -> int:
+        """TransactionLogValue's version by the finalized level now (UpdateFeatures may have changed it)."""
+        self.coordinator.transaction_version = self.transaction_version()
         return 1 if self.coordinator.transaction_version >= 1 else 0
 
     def write_marker(self, tp: TP, producer_id: int, producer_epoch: int, commit: bool) -> None:
