@@ -575,7 +575,7 @@ class _KafkaPythonTxn:
 TXN_STOP_CLIENT_BUG = {"kafka-python"}
 
 
-@pytest.mark.parametrize("client_name", ["java", "kafka-python"])
+@pytest.mark.parametrize("client_name", ["java", "java4", "kafka-python"])   # java4: transaction.version 2
 def test_transactions_survive_a_coordinator_move_and_stop(cluster_control, client_name, get_client):
     """A transactional producer of each client commits and aborts while its transaction coordinator moves to
     another broker and then that broker stops (kafka-python: moves again, see TXN_STOP_CLIENT_BUG): it finds
@@ -590,7 +590,7 @@ def test_transactions_survive_a_coordinator_move_and_stop(cluster_control, clien
     _create(cluster, topic)
     bs = cluster.bootstrap_servers
     client = get_client(client_name)
-    producer = _JavaTxn(client, bs, txn_id) if client_name == "java" else _KafkaPythonTxn(bs, txn_id)
+    producer = _JavaTxn(client, bs, txn_id) if client_name in ("java", "java4") else _KafkaPythonTxn(bs, txn_id)
     committed: list[bytes] = []
     steps: list[str] = []
 

@@ -44,6 +44,12 @@ def _java(get_client: Any) -> Any:
     return get_client("java")
 
 
+#: the Java producers: 3.9.1 (the classic transaction protocol) and 4.4.0, which uses transaction.version 2
+#: (KIP-890 part 2: an epoch bump per EndTxn v5, partitions added by Produce v12+ and TxnOffsetCommit v5+) when
+#: the broker finalizes it, as Kafka 4.4 and kafkalite's 4.4 profiles do
+JAVAS = ("java", "java4")
+
+
 # -- readers --------------------------------------------------------------------------------------------
 def read_confluent(bs: str, topic: str, isolation: str, timeout_s: float = 20.0) -> list[bytes]:
     """Everything up to the end of partition 0 (the LSO for read_committed: EOF is reported there)."""
@@ -122,10 +128,11 @@ def check_readers(get_client: Any, bs: str, topic: str, committed_values: list[b
 
 
 # -- (a) Java producer ----------------------------------------------------------------------------------
-def test_java_transactional_producer_commit_abort(broker, topic: str, get_client) -> None:
+@pytest.mark.parametrize("java_name", JAVAS)
+def test_java_transactional_producer_commit_abort(broker, topic: str, get_client, java_name: str) -> None:
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
-    j = _java(get_client)
+    j = get_client(java_name)
     name = f"p-{topic}"
     assert j.txn_open(bs, name, f"tx-{topic}")["exception"] is None
 
@@ -139,6 +146,9 @@ def test_java_transactional_producer_commit_abort(broker, topic: str, get_client
         txn(COMMITTED[:2], "commit")
         txn(ABORTED, "abort")
         txn(COMMITTED[2:], "commit")
+        d = j.txn_describe(bs, [f"tx-{topic}"])["described"][f"tx-{topic}"]
+        # transaction.version 2 (Java 4.4): every EndTxn bumped the epoch; the classic protocol keeps it
+        assert (d["state"], d["producer_epoch"]) == ("CompleteCommit", 3 if java_name == "java4" else 0), d
     finally:
         j.txn_close(name)
     check_readers(get_client, bs, topic, COMMITTED, [*COMMITTED[:2], *ABORTED, COMMITTED[2]])
@@ -184,7 +194,8 @@ def test_transactional_commit_abort(broker, topic: str, client, get_client) -> N
 
 
 # -- (c) consume-transform-produce ------------------------------------------------------------------------
-def test_consume_transform_produce_exactly_once(broker, topic: str, get_client) -> None:
+@pytest.mark.parametrize("java_name", JAVAS)
+def test_consume_transform_produce_exactly_once(broker, topic: str, get_client, java_name: str) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
     bs = broker.bootstrap
@@ -192,7 +203,7 @@ def test_consume_transform_produce_exactly_once(broker, topic: str, get_client) 
     create_topic(bs, src, 1)
     create_topic(bs, dst, 1)
     produce(bs, src, [(0, f"m{i}".encode()) for i in range(6)])
-    j = _java(get_client)
+    j = get_client(java_name)
     name = f"p-{topic}"
     assert j.txn_open(bs, name, f"tx-{topic}")["exception"] is None
 
@@ -237,14 +248,15 @@ def test_consume_transform_produce_exactly_once(broker, topic: str, get_client) 
     assert len(read_confluent(bs, dst, "read_uncommitted")) == 9      # the aborted attempt's 3 are in the log
 
 
-def test_java_consume_transform_produce_in_a_group(broker, topic: str, get_client) -> None:
+@pytest.mark.parametrize("java_name", JAVAS)
+def test_java_consume_transform_produce_in_a_group(broker, topic: str, get_client, java_name: str) -> None:
     """KIP-447: TxnOffsetCommit carries the consumer's generation and member id (consumer.groupMetadata())."""
     bs = broker.bootstrap
     src, dst, group = f"{topic}-in", f"{topic}-out", f"g-{topic}"
     create_topic(bs, src, 1)
     create_topic(bs, dst, 1)
     produce(bs, src, [(0, f"m{i}".encode()) for i in range(6)])
-    r = _java(get_client).txn_consume_transform_produce(bs, f"tx-{topic}", group, src, dst, batch=3, total=6,
+    r = get_client(java_name).txn_consume_transform_produce(bs, f"tx-{topic}", group, src, dst, batch=3, total=6,
                                                         abort_first=True)
     assert (r["processed"], r["aborts"]) == (6, 1) and r["commits"] >= 2, r
     assert committed(bs, group, src, 1) == {0: 6}
@@ -254,10 +266,11 @@ def test_java_consume_transform_produce_in_a_group(broker, topic: str, get_clien
 
 
 # -- (d) fencing -----------------------------------------------------------------------------------------
-def test_java_second_producer_fences_the_first(broker, topic: str, get_client) -> None:
+@pytest.mark.parametrize("java_name", JAVAS)
+def test_java_second_producer_fences_the_first(broker, topic: str, get_client, java_name: str) -> None:
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
-    j = _java(get_client)
+    j = get_client(java_name)
     tid = f"tx-{topic}"
     a, b = f"a-{topic}", f"b-{topic}"
     assert j.txn_open(bs, a, tid)["exception"] is None
@@ -303,12 +316,13 @@ def _wait_for_abort_marker(bs: str, topic: str, timeout_s: float = 30.0) -> None
         c.close()
 
 
-def test_java_transaction_timeout_aborts_and_fences(broker, topic: str, get_client) -> None:
+@pytest.mark.parametrize("java_name", JAVAS)
+def test_java_transaction_timeout_aborts_and_fences(broker, topic: str, get_client, java_name: str) -> None:
     """A transaction left open past transaction.timeout.ms is aborted by the coordinator with an epoch bump:
     the producer's late commit fails (fenced) and nothing of the transaction becomes visible."""
     bs = broker.bootstrap
     create_topic(bs, topic, 1)
-    j = _java(get_client)
+    j = get_client(java_name)
     name = f"p-{topic}"
     assert j.txn_open(bs, name, f"tx-{topic}", {"transaction.timeout.ms": 1000})["exception"] is None
     try:
@@ -317,7 +331,13 @@ def test_java_transaction_timeout_aborts_and_fences(broker, topic: str, get_clie
             "exception"] is None
         _wait_for_abort_marker(bs, topic)
         r = j.txn_step(name, "commit")
-        assert r["exception"] in ("ProducerFencedException", "InvalidProducerEpochException"), r
+        if java_name == "java4":
+            # transaction.version 2: the coordinator's abort bumped the epoch by one, so the late EndTxn v5 (at the
+            # epoch below) reads as a retry of that abort asking for the other result: INVALID_TXN_STATE, fatal
+            # to the producer (Kafka 4.4 answers the same)
+            assert r["exception"] == "InvalidTxnStateException", r
+        else:
+            assert r["exception"] in ("ProducerFencedException", "InvalidProducerEpochException"), r
     finally:
         j.txn_close(name)
     assert read_confluent(bs, topic, "read_committed") == []

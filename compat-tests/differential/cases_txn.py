@@ -9,11 +9,14 @@ to the transaction.
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
-from differential.helpers import Ctx, create, produce_records, topic_of, warm_coordinator
+from differential.helpers import TS, Ctx, create, produce_records, produce_request, topic_of, warm_coordinator
 from differential.wireconn import WireConn
+from kafkalite_storage.testing import Rec, encode_batch
 from kafkalite_wire import messages as m
 
 A, AO, E, T = m.AddPartitionsToTxnRequest, m.AddOffsetsToTxnRequest, m.EndTxnRequest, m.TxnOffsetCommitRequest
@@ -23,11 +26,18 @@ def txn_of(case: str, ctx: Ctx) -> str:
     return f"diff-{case}-v{ctx['version']}"
 
 
-def add_partitions(v: int, ctx: Ctx, topic: str, pid: int | None = None, epoch: int | None = None) -> Any:
-    return A(v3_and_below_transactional_id=ctx["txn"],
-             v3_and_below_producer_id=ctx["pid"] if pid is None else pid,
-             v3_and_below_producer_epoch=ctx["epoch"] if epoch is None else epoch,
-             v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=[0])])
+def add_partitions(v: int, ctx: Ctx, topic: str, pid: int | None = None, epoch: int | None = None,
+                   verify_only: bool = False) -> Any:
+    """v0-3: the client's form; v4+: the broker-to-coordinator batch form, one transaction."""
+    pid = ctx["pid"] if pid is None else pid
+    epoch = ctx["epoch"] if epoch is None else epoch
+    topics = [A.AddPartitionsToTxnTopic(name=topic, partitions=[0])]
+    if v >= 4:
+        return A(transactions=[A.AddPartitionsToTxnTransaction(
+            transactional_id=ctx["txn"], producer_id=pid, producer_epoch=epoch, verify_only=verify_only,
+            topics=topics)])
+    return A(v3_and_below_transactional_id=ctx["txn"], v3_and_below_producer_id=pid,
+             v3_and_below_producer_epoch=epoch, v3_and_below_topics=topics)
 
 
 def add_cases(add: Callable[..., None]) -> None:
@@ -68,6 +78,9 @@ def add_cases(add: Callable[..., None]) -> None:
     add("add_partitions_to_txn_unknown_producer", m.AddPartitionsToTxnRequest,
         lambda v, ctx: add_partitions(v, ctx, topic, pid=ctx["pid"] + 1000), init("apt-pid"),
         doc="a producer id the transactional id does not have: INVALID_PRODUCER_ID_MAPPING")
+    add("add_partitions_to_txn_verify_only", m.AddPartitionsToTxnRequest,
+        lambda v, ctx: add_partitions(v, ctx, topic, verify_only=True), init("apt-verify"), min_version=4,
+        doc="v4+ VerifyOnly for a partition not in the transaction: TRANSACTION_ABORTABLE")
 
     # AddOffsetsToTxn
     def add_offsets(v: int, ctx: Ctx, epoch_delta: int = 0) -> Any:
@@ -92,13 +105,54 @@ def add_cases(add: Callable[..., None]) -> None:
         doc="commit with no transaction ongoing: INVALID_TXN_STATE")
     add("end_txn_fenced", m.EndTxnRequest, lambda v, ctx: end(v, ctx, epoch_delta=1),
         init("end-fenced", partition=True), doc="an epoch above the producer's")
+    add("end_txn_abort_no_transaction", m.EndTxnRequest, lambda v, ctx: end(v, ctx, committed=False),
+        init("end-abort-none"), doc="abort with no transaction ongoing: INVALID_TXN_STATE before v5; from v5 "
+        "(transaction.version 2) allowed, with the epoch bumped")
+
+    def ended(name: str) -> Callable[[WireConn, Ctx], None]:
+        base = init(name, partition=True)
+
+        def setup(conn: WireConn, ctx: Ctx) -> None:
+            base(conn, ctx)
+            r = conn.request(end(ctx["version"], ctx), ctx["version"])
+            if r.error_code:
+                raise RuntimeError(f"setup: EndTxn {ctx['txn']}: error {r.error_code}")
+            # Kafka writes the markers after answering: wait until the transaction is complete, so the retry
+            # below does not race them (a retry during PrepareCommit is CONCURRENT_TRANSACTIONS)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                d = conn.request(m.DescribeTransactionsRequest(transactional_ids=[ctx["txn"]]), 0)
+                if d.transaction_states[0].transaction_state == "CompleteCommit":
+                    return
+                time.sleep(0.05)
+            raise RuntimeError(f"setup: {ctx['txn']} did not complete")
+        return setup
+
+    add("end_txn_retry", m.EndTxnRequest, lambda v, ctx: end(v, ctx), ended("end-retry"),
+        doc="the same commit again at the same epoch: a retry (from v5: the epoch one below the bumped one)")
+
+    # Produce (transactional): a partition not added to the transaction
+    def txn_produce(v: int, ctx: Ctx) -> Any:
+        batch = encode_batch([Rec(value=b"t", key=b"k", timestamp=TS)], base_timestamp=TS, producer_id=ctx["pid"],
+                             producer_epoch=ctx["epoch"], base_sequence=0, transactional=True)
+        tid = ctx.get("topic_ids", {}).get(topic) if v >= 13 else None
+        req = produce_request(topic if v < 13 else "", 0, batch, topic_id=tid)
+        req.transactional_id = ctx["txn"]
+        return req
+
+    add("produce_transactional_not_added", m.ProduceRequest, txn_produce, init("prod-txn"),
+        doc="a transactional batch for a partition not added to the transaction: refused before v12; from v12 "
+        "(KIP-890 part 2) the produce adds it")
 
     # TxnOffsetCommit
     def txn_commit(v: int, ctx: Ctx, name: str = topic, epoch_delta: int = 0) -> Any:
+        # v6 names topics by id: each broker's own id for the topic (an unknown topic: an id no topic has)
+        tid = ctx.get("topic_ids", {}).get(name, uuid.UUID(int=0x5EED)) if v >= 6 else uuid.UUID(int=0)
         return T(transactional_id=ctx["txn"], group_id=group, producer_id=ctx["pid"],
                  producer_epoch=ctx["epoch"] + epoch_delta,
-                 topics=[T.TxnOffsetCommitRequestTopic(name=name, partitions=[T.TxnOffsetCommitRequestPartition(
-                     partition_index=0, committed_offset=3, committed_metadata="diff")])])
+                 topics=[T.TxnOffsetCommitRequestTopic(name=name, topic_id=tid, partitions=[
+                     T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=3,
+                                                       committed_metadata="diff")])])
 
     add("txn_offset_commit_ok", m.TxnOffsetCommitRequest, lambda v, ctx: txn_commit(v, ctx),
         init("toc-ok", offsets=True), doc="offsets of a group added to the transaction")

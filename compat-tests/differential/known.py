@@ -30,15 +30,10 @@ KNOWN: list[tuple[str, str, str]] = [
      "APIs kafkalite does not serve: broker-to-broker and KRaft ones (WriteTxnMarkers 27, UnregisterBroker 64, "
      "Add/RemoveRaftVoter 80-81, the share group state RPCs 83-87, UnregisterController 94), delegation tokens "
      "(38-41) and KIP-1071 streams groups (88, 89, 93)"),
-    ("api_versions.*", r"^api_keys\[api_key=(24|26|28)\]\.max_version: [34] != [56]$",
-     "transaction.version 2 (KIP-890 part 2) is not implemented: EndTxn v5 and TxnOffsetCommit v5-6 (epoch bump "
-     "per transaction, implicit AddOffsetsToTxn) and AddPartitionsToTxn v4-5 (broker-to-coordinator "
-     "verification) are not served; clients use them only when that feature is finalized, which kafkalite "
-     "does not report"),
     ("api_versions.*", r"^(finalized|supported)_features: only Kafka has name (eligible\.leader\.replicas\.version"
-     r"|, |streams\.version|transaction\.version)+$|^(finalized|supported)_features\[name=share\.version\]\."
+     r"|, |streams\.version)+$|^(finalized|supported)_features\[name=share\.version\]\."
      r"(max_version_level|min_version_level|max_version): 1 != 2$",
-     "features kafkalite does not implement: transaction.version 2 (KIP-890 part 2), streams.version (KIP-1071), "
+     "features kafkalite does not implement: streams.version (KIP-1071), "
      "eligible.leader.replicas.version (KIP-966), share.version 2 (the share group dead-letter queue, "
      "KIP-1191; kafkalite stops at 1)"),
     ("api_versions.*", r"^finalized_features_epoch",

@@ -18,7 +18,7 @@ empty, is not advertised at all.
 
 Broker-internal APIs (LeaderAndIsr, Vote, WriteTxnMarkers, the share group state RPCs, ...) appear in the
 captured tables but kafkalite has no handler for them, so they are not advertised; neither are versions above a
-handler's maximum (e.g. EndTxn v5: kafkalite serves the classic transaction protocol, not KIP-890 part 2).
+handler's maximum.
 """
 from __future__ import annotations
 

@@ -29,10 +29,10 @@ INDEX: dict[int, tuple[str, int, int]] = {
     21: ("delete_records", 0, 2),  # DeleteRecords
     22: ("init_producer_id", 0, 5),  # InitProducerId
     23: ("offset_for_leader_epoch", 0, 4),  # OffsetForLeaderEpoch
-    24: ("add_partitions_to_txn", 0, 3),  # AddPartitionsToTxn
+    24: ("add_partitions_to_txn", 0, 5),  # AddPartitionsToTxn
     25: ("add_offsets_to_txn", 0, 4),  # AddOffsetsToTxn
-    26: ("end_txn", 0, 4),  # EndTxn
-    28: ("txn_offset_commit", 0, 4),  # TxnOffsetCommit
+    26: ("end_txn", 0, 5),  # EndTxn
+    28: ("txn_offset_commit", 0, 6),  # TxnOffsetCommit
     29: ("describe_acls", 0, 3),  # DescribeAcls
     30: ("create_acls", 0, 3),  # CreateAcls
     31: ("delete_acls", 0, 3),  # DeleteAcls

@@ -10,7 +10,8 @@
 - v3+ tagged fields SupportedFeatures / FinalizedFeaturesEpoch / FinalizedFeatures come from the feature
   table of the emulated release (``kafkalite.metadata.features``: metadata.version and kraft.version as Kafka 3.9
   reports them, group.version / share.version under 4.3, none for 2.8); ZkMigrationReady stays false
-  (omitted). Leaving ``transaction.version`` out keeps clients on the classic (pre-KIP-890) transaction flow.
+  (omitted). ``transaction.version`` 2 (finalized under the 4.x profiles and the default) moves the Java client
+  4.x to KIP-890 part 2's transaction flow; the 3.x profiles leave it out (classic flow).
 - The 4.x tables also raise each API's minimum to what that release still serves (KIP-896).
 - v5 (KIP-1242): a client may name the cluster and node it means to reach; both or neither (else
   INVALID_REQUEST), and a cluster id or node id that is not this broker's answers REBOOTSTRAP_REQUIRED.

@@ -1,8 +1,12 @@
 """Produce (key 0): v3–v13 (v3 is the first with magic-2 record batches; every client sends ≥3 when the
 broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write magic 2).
 
-- v12 is v11 (KIP-890: a client in a transaction.version 2 transaction would add partitions by producing; kafkalite
-  does not finalize that feature, so clients in a transaction send at most v11 and add partitions explicitly).
+- v12 (KIP-890 part 2): a transactional batch adds its partition to the producer's transaction (what
+  AddPartitionsToTxn did; Kafka's ReplicaManager asks the coordinator with AddPartitionsToTxn v5), so a
+  transaction.version 2 client sends no AddPartitionsToTxn. A fenced epoch there is INVALID_PRODUCER_EPOCH; a
+  coordinator busy completing the previous transaction NOT_ENOUGH_REPLICAS (retried). Before v12 the partition
+  must have been added, else INVALID_TXN_STATE with the message "Partition was not added to the transaction"
+  (v8+ carry messages), and from v11 TRANSACTION_ABORTABLE (KIP-890 part 1), as Kafka 4.4 answers.
   v13 names topics by id (KIP-516): an id no topic has answers UNKNOWN_TOPIC_ID for each of its partitions, and
   the response names topics by id too.
 
@@ -19,7 +23,7 @@ broker advertises it, and librdkafka also needs Fetch ≥4 advertised to write m
 - Produce never auto-creates topics (only Metadata does): unknown topic/partition -> UNKNOWN_TOPIC_OR_PARTITION.
 - Transactional produce needs a transaction coordinator (``state.txns``); without one it answers
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED. If the coordinator has ``check_produce(txn_id, topic, partition,
-  records) -> error code | 0`` it vets each partition (e.g. "was it added to the transaction?").
+  records, implicit_add) -> error code | 0`` it vets each partition (e.g. "was it added to the transaction?").
 - Authorization (an authorizer configured): a transactional produce needs WRITE on its transactional id
   (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE (else
   TOPIC_AUTHORIZATION_FAILED, before existence is checked), as KafkaApis.handleProduceRequest.
@@ -65,6 +69,8 @@ _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 #: requests of more partition entries than this are walked in slices
 SLICE_AFTER = 128
 
+
+NOT_ADDED = "Partition was not added to the transaction"   # Kafka 4.4's message for it before v11
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> ProduceResponse.PartitionProduceResponse:
     return _PartResp(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
@@ -122,7 +128,7 @@ async def _validate(ctx: RequestContext, req: ProduceRequest, records: memoryvie
 
 
 def _append(req: ProduceRequest, records: memoryview | bytes | None, plog: PartitionLog, name: str, idx: int,
-            now: int, txns: Any, rejection: Rejection | None, staged: StagedBatch | None,
+            now: int, txns: Any, rejection: Rejection | None, staged: StagedBatch | None, version: int = 11,
             ) -> tuple[ProduceResponse.PartitionProduceResponse, AppendInfo | None]:
     """After validation: the transaction check, then the append (or the staged batch's adoption)."""
     try:
@@ -132,8 +138,12 @@ def _append(req: ProduceRequest, records: memoryview | bytes | None, plog: Parti
                 rejection = Rejection(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                       "transactions are not supported by this broker")
             elif check is not None:
-                code = check(req.transactional_id, name, idx, records)
-                if code:
+                # v12+ (KIP-890 part 2): producing adds the partition to the transaction
+                code = check(req.transactional_id, name, idx, records, implicit_add=version >= 12)
+                if code == ErrorCode.INVALID_TXN_STATE:   # not in the transaction (Kafka's verification)
+                    rejection = (Rejection(ErrorCode.TRANSACTION_ABORTABLE, "") if version >= 11 else
+                                 Rejection(ErrorCode.INVALID_TXN_STATE, NOT_ADDED))
+                elif code:
                     rejection = Rejection(ErrorCode(code), "")
         if rejection is not None:
             return _rejected(idx, rejection), None
@@ -172,7 +182,7 @@ async def _off_loop(ctx: RequestContext, req: ProduceRequest, records: memoryvie
                     return _error(idx, error_code_for(exc), str(exc) or None), None
             else:
                 rejection = await _validate(ctx, req, records, plog, tp, now, deferred=deferred)
-            result = _append(req, records, plog, name, idx, now, txns, rejection, staged)
+            result = _append(req, records, plog, name, idx, now, txns, rejection, staged, ctx.version)
             staged = None   # used up by _append
             return result
         finally:
@@ -287,7 +297,8 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             else:
                 try:   # the hot path: no await, no coroutine
                     rejection = _validate_inline(ctx, req, records, plog, f"{name}-{idx}", now)
-                    answer, appended = _append(req, records, plog, name, idx, now, txns, rejection, None)
+                    answer, appended = _append(req, records, plog, name, idx, now, txns, rejection, None,
+                                               ctx.version)
                 except validation.Deferred:   # a small batch that inflates a lot: its turn, then a thread
                     answer, appended = await _off_loop(ctx, req, records, plog, name, idx, now, txns, True)
             parts.append(answer)

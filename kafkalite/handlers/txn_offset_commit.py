@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28): v0–v4.
+"""TxnOffsetCommit (key 28): v0–v6.
 
 - v2 adds CommittedLeaderEpoch; v3 adds GenerationId, MemberId, GroupInstanceId (KIP-447); v3 is flexible.
   The group coordinator checks them per group type as Kafka 4.x's validateTransactionalOffsetCommit
@@ -10,6 +10,11 @@
   TRANSACTION_ABORTABLE (v4+; INVALID_TXN_STATE before); unknown producer id -> INVALID_PRODUCER_ID_MAPPING;
   other epoch -> INVALID_PRODUCER_EPOCH; a transaction completing -> CONCURRENT_TRANSACTIONS (Kafka's
   partition verification with the transaction coordinator, at every version).
+- v5 (KIP-890 part 2, transaction.version 2): the request also does what AddOffsetsToTxn did: the group's
+  ``__consumer_offsets`` partition is added to the transaction first (Kafka's verification with
+  AddPartitionsToTxn v5), so an Empty or completed transaction becomes Ongoing; a fenced epoch is
+  INVALID_PRODUCER_EPOCH. v6 names topics by id (KIP-1319): an id no topic has is UNKNOWN_TOPIC_ID, before any
+  other error (Kafka resolves the ids first; when none is known the coordinators are not asked).
 - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION. The offsets stay pending in the group
   coordinator and become visible (OffsetFetch) only when the transaction commits; an abort drops them.
 - The partition list is walked in slices (``kafkalite.runtime.slices``): a request may name a million partitions. Only
@@ -31,10 +36,19 @@ from kafkalite_wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitRespo
 Resp = TxnOffsetCommitResponse
 
 
-@handler(TxnOffsetCommitRequest, min_version=0, max_version=4)
+@handler(TxnOffsetCommitRequest, min_version=0, max_version=6)
 async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     v = ctx.version
     state = ctx.broker
+    unknown_ids: set[int] = set()   # v6: positions of topics whose id no topic has
+    if v >= 6:
+        by_id = state.topics_by_id
+        for i, t in enumerate(req.topics):
+            info_by_id = by_id.get(t.topic_id)
+            if info_by_id is None:
+                unknown_ids.add(i)
+            else:
+                t.name = info_by_id.name
     groups = state.groups
     txns = state.placement.txn_service(req.transactional_id)   # in a cluster its coordinator may be another broker
     now = ctx.now_ms()
@@ -51,15 +65,17 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
         common = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     elif group_id_error(req.group_id) is not None:   # empty, or too long to store
         common = int(ErrorCode.INVALID_GROUP_ID)
+    elif req.topics and len(unknown_ids) == len(req.topics):
+        pass   # v6, no topic id known: nothing reaches the coordinators (each partition: UNKNOWN_TOPIC_ID)
     else:
         common = txns.check_txn_offset_commit(req.transactional_id, req.producer_id, req.producer_epoch,
-                                              req.group_id)
+                                              req.group_id, implicit_add=v >= 5)
         if common == ErrorCode.TRANSACTION_ABORTABLE and v < 4:   # AddPartitionsToTxnManager's DEFAULT_ERROR
             common = int(ErrorCode.INVALID_TXN_STATE)
     work = Slices()
     if not common and groups is not None:   # (groups is None: common is set)
-        for t in req.topics:
-            info = state.topics.get(t.name)
+        for i, t in enumerate(req.topics):
+            info = state.topics.get(t.name) if i not in unknown_ids else None
             for p in t.partitions:
                 if work.due():
                     await work.pause()
@@ -73,19 +89,22 @@ async def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) ->
                 req.group_instance_id if v >= 3 else None, req.generation_id_or_member_epoch if v >= 3 else -1, offsets,
                 producer_epoch=req.producer_epoch))
     topics = []
-    for t in req.topics:
+    for i, t in enumerate(req.topics):
         parts = []
-        info = state.topics.get(t.name)
+        info = state.topics.get(t.name) if i not in unknown_ids else None
         count = info.partitions if info is not None else 0
-        topic_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED) if t.name in denied else None
+        topic_code = (int(ErrorCode.UNKNOWN_TOPIC_ID) if i in unknown_ids
+                      else int(ErrorCode.TOPIC_AUTHORIZATION_FAILED) if t.name in denied else None)
         for p in t.partitions:
             if work.due():
                 await work.pause()
             code = common
-            if not common:
+            if i in unknown_ids:   # Kafka resolves topic ids before anything else
+                code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+            elif not common:
                 code = (topic_code if topic_code is not None
                         else errors.get((t.name, p.partition_index), 0) if 0 <= p.partition_index < count
                         else int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             parts.append(Resp.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code))
-        topics.append(Resp.TxnOffsetCommitResponseTopic(name=t.name, partitions=parts))
+        topics.append(Resp.TxnOffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=parts))
     return Resp(throttle_time_ms=0, topics=topics)

@@ -1,5 +1,5 @@
-"""The transaction coordinator as a pure state machine (Kafka 3.9's TransactionCoordinator +
-TransactionMetadata, single broker, transaction protocol v1).
+"""The transaction coordinator as a pure state machine (Kafka's TransactionCoordinator + TransactionMetadata:
+3.9's rules for the classic protocol, 4.x's for transaction.version 2).
 
 Every method takes ``now_ms``; I/O goes through a :class:`TxnBackend` (persist a TransactionLogValue,
 write a COMMIT/ABORT marker, allocate a producer id, complete a group's transactional offsets), all
@@ -27,6 +27,12 @@ Kafka's rules kept here:
   let it expire: its next write or EndTxn fails with an epoch error).
 - On load, PrepareCommit/PrepareAbort are completed (markers written again: markers are idempotent for
   readers); Ongoing ones wait for their timeout.
+- transaction.version 2 (KIP-890 part 2; EndTxn v5, ``client_tv`` 2): every EndTxn bumps the epoch, the markers
+  carry the bumped one and the answer names the id and epoch to go on with (``_end_txn_v2``); partitions and the
+  group's offsets partition are added implicitly by Produce v12+ / TxnOffsetCommit v5+ (``add_partitions`` with
+  ``client_tv`` 2, the producer sees PRODUCER_FENCED as INVALID_PRODUCER_EPOCH); AddPartitionsToTxn v4+'s
+  VerifyOnly is ``verify_partitions``. A coordinator abort (timeout, a new producer) bumps once under either
+  version. The client version is stored (TransactionLogValue version 1, ``records.py``).
 """
 from __future__ import annotations
 
@@ -109,19 +115,25 @@ class TxnMetadata:
     abort_retry_ms: int | None = None
     # consecutive failures of this id's timer work (containment backoff; 0 once it succeeds)
     failures: int = 0
+    # the transaction version of the client's last transition (2: KIP-890 part 2, EndTxn v5 bumps the epoch)
+    client_tv: int = 0
+    # TV2: the producer id a PrepareCommit/PrepareAbort whose epoch bump exhausted the epochs moves to
+    next_producer_id: int = NO_PRODUCER_ID
 
     def to_value(self) -> TxnLogValue:
         parts: dict[str, list[int]] = {}
         for topic, p in self.partitions:
             parts.setdefault(topic, []).append(p)
         return TxnLogValue(self.producer_id, self.producer_epoch, self.timeout_ms, int(self.state), parts,
-                           self.last_update_ms, self.start_ms)
+                           self.last_update_ms, self.start_ms, previous_producer_id=self.last_producer_id,
+                           next_producer_id=self.next_producer_id, client_transaction_version=self.client_tv)
 
     @classmethod
     def from_value(cls, txn_id: str, v: TxnLogValue) -> TxnMetadata:
         return cls(txn_id, v.producer_id, v.timeout_ms, v.producer_epoch, state=TxnState(v.status),
                    partitions={(t, p) for t, ps in v.partitions.items() for p in ps},
-                   start_ms=v.start_ms, last_update_ms=v.last_update_ms)
+                   start_ms=v.start_ms, last_update_ms=v.last_update_ms, last_producer_id=v.previous_producer_id,
+                   client_tv=v.client_transaction_version, next_producer_id=v.next_producer_id)
 
 
 class TxnBackend(Protocol):
@@ -143,6 +155,9 @@ class TransactionCoordinator:
         self.max_timeout_ms = max_timeout_ms
         self.txns: dict[str, TxnMetadata] = {}
         self.loading = False
+        # the finalized transaction.version: 1+ writes TransactionLogValue version 1 (its tagged fields carry the
+        # client transaction version), as Kafka's TransactionVersion.transactionLogValueVersion
+        self.transaction_version = 0
         # several brokers (kafkalite.cluster): whether this broker coordinates a transactional id
         self.owns: Callable[[str], bool] | None = None
 
@@ -221,8 +236,10 @@ class TransactionCoordinator:
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ----------------------------------------------------
     def add_partitions(self, now_ms: int, txn_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[TP]) -> int:
-        """One error for the whole request (Kafka applies it to every partition)."""
+                       partitions: Iterable[TP], client_tv: int = 0) -> int:
+        """One error for the whole request (Kafka applies it to every partition). ``client_tv`` 2: added
+        implicitly by a TV2 client's Produce v12+ or TxnOffsetCommit v5+ (the broker's AddPartitionsToTxn v5),
+        recorded as the transaction's client version."""
         err, meta = self._check_producer(txn_id, producer_id, producer_epoch)
         if meta is None:
             return err
@@ -233,40 +250,156 @@ class TransactionCoordinator:
             return E.NONE
         start = meta.start_ms if meta.state == TxnState.ONGOING else now_ms
         try:
-            self._transit(meta, now_ms, state=TxnState.ONGOING, partitions=meta.partitions | wanted, start_ms=start)
+            self._transit(meta, now_ms, state=TxnState.ONGOING, partitions=meta.partitions | wanted, start_ms=start,
+                          client_tv=client_tv)
         except Exception as exc:
             log.exception("could not persist transaction %r", txn_id)
             return E.txn_write_error(exc)
         return E.NONE
 
     def add_offsets(self, now_ms: int, txn_id: str, producer_id: int, producer_epoch: int, group_id: str,
-                    offsets_partition: int) -> int:
+                    offsets_partition: int, client_tv: int = 0) -> int:
         err = group_id_error(group_id)
         if err is not None:
             return err
-        return self.add_partitions(now_ms, txn_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, offsets_partition)])
+        return self.add_partitions(now_ms, txn_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, offsets_partition)],
+                                   client_tv)
+
+    def verify_partitions(self, txn_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[TP]) -> tuple[int, dict[TP, int]]:
+        """AddPartitionsToTxn v4+ with VerifyOnly (Kafka's handleVerifyPartitionsInTransaction) -> (error for
+        every partition, or NONE and per partition NONE / TRANSACTION_ABORTABLE when not in the transaction)."""
+        err = self._lookup_error(txn_id)
+        if err is not None:
+            return err, {}
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.state == TxnState.DEAD or meta.producer_id != producer_id:
+            return INVALID_PRODUCER_ID_MAPPING, {}
+        if meta.producer_epoch != producer_epoch:
+            return PRODUCER_FENCED, {}
+        if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return CONCURRENT_TRANSACTIONS, {}
+        return E.NONE, {tp: E.NONE if tp in meta.partitions else TRANSACTION_ABORTABLE for tp in partitions}
 
     # -- EndTxn ------------------------------------------------------------------------------------
-    def end_txn(self, now_ms: int, txn_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
+    def end_txn(self, now_ms: int, txn_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                client_tv: int = 0) -> tuple[int, int, int]:
+        """-> (error, producer id, epoch). ``client_tv`` 2 (EndTxn v5, KIP-890 part 2): the transaction ends with
+        the epoch bumped (markers carry the bumped epoch) and the answer names the id and epoch the producer
+        goes on with; an error answers -1, -1. Before v5 the answer's id and epoch are not sent."""
+        if client_tv >= 2:
+            return self._end_txn_v2(now_ms, txn_id, producer_id, producer_epoch, commit)
         err, meta = self._check_producer(txn_id, producer_id, producer_epoch)
         if meta is None:
-            return err
+            return err, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         st = meta.state
         if st == TxnState.ONGOING:
-            return self._end(now_ms, meta, commit)
-        if st == TxnState.COMPLETE_COMMIT:
-            return E.NONE if commit else INVALID_TXN_STATE
-        if st == TxnState.COMPLETE_ABORT:
-            return E.NONE if not commit else INVALID_TXN_STATE
-        if st == TxnState.PREPARE_COMMIT:
-            return CONCURRENT_TRANSACTIONS if commit else INVALID_TXN_STATE
-        if st == TxnState.PREPARE_ABORT:
-            return CONCURRENT_TRANSACTIONS if not commit else INVALID_TXN_STATE
-        return INVALID_TXN_STATE   # Empty, Dead, PrepareEpochFence
+            err = self._end(now_ms, meta, commit)
+        elif st == TxnState.COMPLETE_COMMIT:
+            err = E.NONE if commit else INVALID_TXN_STATE
+        elif st == TxnState.COMPLETE_ABORT:
+            err = E.NONE if not commit else INVALID_TXN_STATE
+        elif st == TxnState.PREPARE_COMMIT:
+            err = CONCURRENT_TRANSACTIONS if commit else INVALID_TXN_STATE
+        elif st == TxnState.PREPARE_ABORT:
+            err = CONCURRENT_TRANSACTIONS if not commit else INVALID_TXN_STATE
+        else:
+            err = INVALID_TXN_STATE   # Empty, Dead, PrepareEpochFence
+        return self._answer(err, txn_id)
 
-    def _end(self, now_ms: int, meta: TxnMetadata, commit: bool) -> int:
+    def _answer(self, err: int, txn_id: str) -> tuple[int, int, int]:
+        """The id and epoch EndTxn v5 returns: those the producer's next transaction uses (after an epoch
+        overflow the next producer id at epoch 0, even while the markers are still being retried)."""
+        meta = self.txns.get(txn_id)
+        if err != E.NONE or meta is None:
+            return err, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            return err, meta.next_producer_id, 0
+        return err, meta.producer_id, meta.producer_epoch
+
+    def _end_txn_v2(self, now_ms: int, txn_id: str, producer_id: int, producer_epoch: int,
+                    commit: bool) -> tuple[int, int, int]:
+        """Kafka 4.x's TransactionCoordinator.endTransaction for a TV2 client. Every EndTxn bumps the epoch, so
+        the same epoch no longer tells a retry from the next transaction's end: a retry is the request whose
+        epoch is one below the stored one (the bump it caused), or one that overflowed (the previous producer
+        id at epoch 32766 while the new id sits at epoch 0). Ongoing / Empty need the current epoch;
+        PrepareX only a retry (CONCURRENT_TRANSACTIONS while it completes); CompleteX a retry (answered NONE
+        with the current id and epoch for the same result) or the current epoch: an abort then starts and
+        ends an empty transaction with its own bump, as an abort in Empty does (the client cannot know whether
+        its Produce v12 requests added partitions). Any other epoch is PRODUCER_FENCED."""
+        err = self._lookup_error(txn_id)
+        if err is not None:
+            return err, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.state == TxnState.DEAD:
+            return INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        st = meta.state
+        retry_on_overflow = (meta.last_producer_id == producer_id and producer_epoch == MAX_EPOCH - 1
+                             and meta.producer_epoch == 0)
+        retry_on_bump = meta.producer_epoch == producer_epoch + 1
+        if st in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            valid = retry_on_bump
+        elif st in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid = retry_on_bump or retry_on_overflow or producer_epoch == meta.producer_epoch
+        else:
+            valid = producer_epoch == meta.producer_epoch
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if not valid:
+            return PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        retry = retry_on_bump or retry_on_overflow
+        if st == TxnState.ONGOING:
+            err = self._end(now_ms, meta, commit, client_tv=2)
+        elif st == TxnState.COMPLETE_COMMIT:
+            if commit:
+                err = E.NONE if retry else INVALID_TXN_STATE
+            else:
+                err = INVALID_TXN_STATE if retry else self._end(now_ms, meta, False, client_tv=2, empty=True)
+        elif st == TxnState.COMPLETE_ABORT:
+            if commit:
+                err = INVALID_TXN_STATE
+            else:
+                err = E.NONE if retry else self._end(now_ms, meta, False, client_tv=2, empty=True)
+        elif st == TxnState.PREPARE_COMMIT:
+            err = CONCURRENT_TRANSACTIONS if commit else INVALID_TXN_STATE
+        elif st == TxnState.PREPARE_ABORT:
+            err = CONCURRENT_TRANSACTIONS if not commit else INVALID_TXN_STATE
+        elif st == TxnState.EMPTY and not commit:
+            err = self._end(now_ms, meta, False, client_tv=2, empty=True)
+        else:
+            err = INVALID_TXN_STATE   # commit in Empty, PrepareEpochFence
+        return self._answer(err, txn_id)
+
+    def _lookup_error(self, txn_id: str) -> int | None:
+        if self.loading:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        err = txn_id_error(txn_id)
+        if err is not None:
+            return err
+        if self.owns is not None and not self.owns(txn_id):
+            return E.NOT_COORDINATOR
+        return None
+
+    def _end(self, now_ms: int, meta: TxnMetadata, commit: bool, client_tv: int = 0, empty: bool = False,
+             bump: bool | None = None) -> int:
+        """Ongoing (or, TV2's abort, Empty/CompleteX with no partitions) -> PrepareX -> markers -> CompleteX.
+        TV2 (Kafka's prepareAbortOrCommit): the prepared epoch is the current one + 1, the last epoch the
+        current one; when that bump reaches the last usable epoch a new producer id is allocated first and
+        taken, at epoch 0, on completion (prepareComplete)."""
+        changes: dict[str, object] = {"state": TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+                                      "client_tv": client_tv}
+        if client_tv >= 2 if bump is None else bump:
+            if epoch_exhausted(meta.producer_epoch):
+                try:
+                    changes["next_producer_id"] = self.backend.allocate_producer_id()
+                except OSError as exc:   # no id block could be persisted (a full disk): retriable
+                    log.error("cannot allocate a producer id for %r: %s", meta.transactional_id, exc)
+                    return E.COORDINATOR_LOAD_IN_PROGRESS
+            changes.update(producer_epoch=meta.producer_epoch + 1, last_producer_epoch=meta.producer_epoch)
+        if empty:
+            changes.update(partitions=set(), start_ms=now_ms)
         try:
-            prepared = self._transit(meta, now_ms, state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT)
+            prepared = self._transit(meta, now_ms, **changes)
         except Exception as exc:
             log.exception("could not persist transaction %r", meta.transactional_id)
             return E.txn_write_error(exc)
@@ -297,13 +430,17 @@ class TransactionCoordinator:
             meta.marker_retry_ms = now_ms + MARKER_RETRY_MS
             return
         meta.marker_retry_ms = None
+        done: dict[str, object] = {"state": TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
+                                   "partitions": set()}
+        if meta.client_tv >= 2 and meta.next_producer_id != NO_PRODUCER_ID:   # the epochs overflowed: rotate
+            done.update(producer_id=meta.next_producer_id, producer_epoch=0, last_producer_id=meta.producer_id,
+                        last_producer_epoch=meta.producer_epoch, next_producer_id=NO_PRODUCER_ID)
         try:
-            self._transit(meta, now_ms, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
-                          partitions=set())
+            self._transit(meta, now_ms, **done)
         except Exception:   # stays PrepareX in memory; completed again on the next load
             log.exception("could not persist completion of %r", meta.transactional_id)
-            meta.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-            meta.partitions = set()
+            for k, v in done.items():
+                setattr(meta, k, v)
 
     def _fence_and_abort(self, now_ms: int, meta: TxnMetadata) -> int:
         """Abort an Ongoing transaction on the coordinator's own behalf: bump the epoch (unless exhausted) so
@@ -311,7 +448,9 @@ class TransactionCoordinator:
         epoch = meta.producer_epoch if epoch_exhausted(meta.producer_epoch) else meta.producer_epoch + 1
         fenced = dataclasses.replace(meta, producer_epoch=epoch, last_producer_epoch=NO_PRODUCER_EPOCH,
                                      partitions=set(meta.partitions))
-        return self._end(now_ms, fenced, commit=False)
+        # one bump for either transaction version (Kafka 4.x lets TV2's prepareAbortOrCommit make it); the
+        # client's transaction version is kept
+        return self._end(now_ms, fenced, commit=False, client_tv=meta.client_tv, bump=False)
 
     # -- transactional produce / offsets ---------------------------------------------------------
     def check_produce(self, txn_id: str, tp: TP, producer_id: int, producer_epoch: int) -> int:

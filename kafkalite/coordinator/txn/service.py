@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalite.coordinator.classic.records import RecordDecodeError, build_batch, iter_records
 from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.common.config import OFFSETS_TOPIC
 from kafkalite.coordinator.common.runtime import CoordinatorRuntime
 from kafkalite.coordinator.txn.coordinator import (
     DEFAULT_MAX_TIMEOUT_MS,
+    INVALID_PRODUCER_EPOCH,
     PRODUCER_FENCED,
     TP,
     TransactionCoordinator,
@@ -80,7 +82,19 @@ class TransactionService(CoordinatorRuntime):
             if cfg is not None else 104_857_600
         self.coordinator = TransactionCoordinator(self, max_timeout)
         self.coordinator.loading = True
+        self.coordinator.transaction_version = self.transaction_version()
         self._values: dict[str, TxnLogValue | None] = {}
+
+    def transaction_version(self) -> int:
+        """The cluster's finalized ``transaction.version`` (``kafkalite.metadata.features``): 2 under the Kafka 4.x
+        profiles and the default, as UpdateFeatures left it."""
+        st = self.state
+        if st is None or getattr(st, "config", None) is None:
+            return 0
+        try:
+            return int(st.features.finalized().get("transaction.version", 0))
+        except Exception:   # no log dir to read feature levels from (a unit test's state)
+            return 0
 
     # -- lifecycle (CoordinatorRuntime) ------------------------------------------------------------
     async def before_load(self) -> None:
@@ -148,11 +162,17 @@ class TransactionService(CoordinatorRuntime):
         if getattr(st, "cluster", None) is not None and not st.leads(TXN_STATE_TOPIC, p):
             raise E.AppendError(E.NOT_LEADER_OR_FOLLOWER, f"{TXN_STATE_TOPIC}-{p} is led by another broker")
         now = time.time_ns() // 1_000_000
-        batch = build_batch([(encode_txn_key(meta.transactional_id), encode_txn_value(meta.to_value()))], now)
+        batch = build_batch([(encode_txn_key(meta.transactional_id), encode_txn_value(meta.to_value(),
+                                                                            self._value_version()))], now)
         try:
             plog.append(batch, leader_epoch=0, now_ms=now)
         except StorageError as exc:   # the coordinator maps the append error as Kafka does (txn_write_error)
             raise E.AppendError(int(error_code_for(exc)), f"{TXN_STATE_TOPIC}-{p}: {exc}") from exc
+
+    def _value_version(self) -> int:
+        """TransactionLogValue's version by the finalized level now (UpdateFeatures may have changed it)."""
+        self.coordinator.transaction_version = self.transaction_version()
+        return 1 if self.coordinator.transaction_version >= 1 else 0
 
     def write_marker(self, tp: TP, producer_id: int, producer_epoch: int, commit: bool) -> None:
         st = self.state
@@ -207,27 +227,44 @@ class TransactionService(CoordinatorRuntime):
         return InitProducerIdResponse(throttle_time_ms=0, error_code=fenced_error(err, ctx.version, 4),
                                       producer_id=pid, producer_epoch=epoch)
 
-    def check_produce(self, txn_id: str, topic: str, partition: int, records: Any) -> int:
+    def check_produce(self, txn_id: str, topic: str, partition: int, records: Any, implicit_add: bool = False) -> int:
         """Partition verification for a transactional Produce (records = one v2 batch): the partition must
-        be in the producer's Ongoing transaction (else INVALID_TXN_STATE), at the current epoch."""
+        be in the producer's Ongoing transaction (else INVALID_TXN_STATE), at the current epoch.
+        ``implicit_add`` (Produce v12+, KIP-890 part 2): the partition is first added to the transaction, as
+        Kafka's ReplicaManager does through AddPartitionsToTxnManager (AddPartitionsToTxn v5 to the
+        coordinator); PRODUCER_FENCED from there is INVALID_PRODUCER_EPOCH to the producer."""
         if records is None or len(records) < 61:
             return 0   # produce reports the malformed batch itself
         attributes = int.from_bytes(records[21:23], "big")
         if not attributes & _TRANSACTIONAL_FLAG:
             return 0
         pid, epoch = _PID.unpack_from(bytes(records[43:53]))
-        err = self.coordinator.check_produce(txn_id, (topic, partition), pid, epoch)
+        err = 0
+        if implicit_add:
+            err = self._implicit_add(txn_id, pid, epoch, [(topic, partition)])
+        if not err:
+            err = self.coordinator.check_produce(txn_id, (topic, partition), pid, epoch)
         # Kafka's ReplicaManager turns the coordinator's transient errors into NOT_ENOUGH_REPLICAS, which
         # every producer retries
         return _NOT_ENOUGH_REPLICAS if err in _RETRY_AS_NOT_ENOUGH_REPLICAS else err
 
-    def add_partitions(self, txn_id: str, producer_id: int, producer_epoch: int, partitions: list[TP]) -> int:
+    def _implicit_add(self, txn_id: str, producer_id: int, producer_epoch: int, partitions: list[TP]) -> int:
+        err = self.add_partitions(txn_id, producer_id, producer_epoch, partitions, client_tv=2)
+        return INVALID_PRODUCER_EPOCH if err == PRODUCER_FENCED else err
+
+    def add_partitions(self, txn_id: str, producer_id: int, producer_epoch: int, partitions: list[TP],
+                       client_tv: int = 0) -> int:
         try:
-            err = self.coordinator.add_partitions(self.now_ms(), txn_id, producer_id, producer_epoch, partitions)
+            err = self.coordinator.add_partitions(self.now_ms(), txn_id, producer_id, producer_epoch, partitions,
+                                                  client_tv)
         except Exception:
             return self._failed(txn_id, "AddPartitionsToTxn")
         self.kick()
         return err
+
+    def verify_partitions(self, txn_id: str, producer_id: int, producer_epoch: int,
+                          partitions: list[TP]) -> tuple[int, dict[TP, int]]:
+        return self.coordinator.verify_partitions(txn_id, producer_id, producer_epoch, partitions)
 
     def add_offsets(self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
         try:
@@ -238,13 +275,15 @@ class TransactionService(CoordinatorRuntime):
         self.kick()
         return err
 
-    def end_txn(self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
+    def end_txn(self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                client_tv: int = 0) -> tuple[int, int, int]:
+        """-> (error, producer id, epoch): the id and epoch EndTxn v5 answers."""
         try:
-            err = self.coordinator.end_txn(self.now_ms(), txn_id, producer_id, producer_epoch, commit)
+            out = self.coordinator.end_txn(self.now_ms(), txn_id, producer_id, producer_epoch, commit, client_tv)
         except Exception:
-            return self._failed(txn_id, "EndTxn")
+            return self._failed(txn_id, "EndTxn"), -1, -1
         self.kick()
-        return err
+        return out
 
     def _failed(self, txn_id: str | None, api: str) -> int:
         """An unexpected exception for one transactional id's request: logged with its traceback and answered
@@ -253,9 +292,16 @@ class TransactionService(CoordinatorRuntime):
         self.kick()
         return E.UNKNOWN_SERVER_ERROR
 
-    def check_txn_offset_commit(self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
-        return self.coordinator.check_txn_offset_commit(txn_id, producer_id, producer_epoch,
-                                                        self._offsets_partition(group_id))
+    def check_txn_offset_commit(self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str,
+                                implicit_add: bool = False) -> int:
+        """``implicit_add`` (TxnOffsetCommit v5+, KIP-890 part 2): the group's ``__consumer_offsets`` partition is
+        added to the transaction first (the AddOffsetsToTxn a TV2 client no longer sends)."""
+        part = self._offsets_partition(group_id)
+        if implicit_add:
+            err = self._implicit_add(txn_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, part)])
+            if err:
+                return err
+        return self.coordinator.check_txn_offset_commit(txn_id, producer_id, producer_epoch, part)
 
     def _offsets_partition(self, group_id: str) -> int:
         """The group's ``__consumer_offsets`` partition, by the group coordinator's partition count."""

@@ -150,5 +150,5 @@ def test_an_unexpected_error_in_one_transactional_request_is_an_error_code(monke
     monkeypatch.setattr(svc.coordinator, "add_partitions", boom)
     monkeypatch.setattr(svc.coordinator, "end_txn", boom)
     assert svc.add_partitions("tx", pid, ep, [("a", 0)]) == E.UNKNOWN_SERVER_ERROR
-    assert svc.end_txn("tx", pid, ep, True) == E.UNKNOWN_SERVER_ERROR
+    assert svc.end_txn("tx", pid, ep, True)[0] == E.UNKNOWN_SERVER_ERROR
     assert svc.coordinator.txns["tx"].state is TxnState.EMPTY

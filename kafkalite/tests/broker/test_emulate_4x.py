@@ -14,9 +14,6 @@ from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
 #: what Kafka 4.3/4.4 advertise that kafkalite does not (key -> kafkalite's highest version, None: not at all)
 NOT_SERVED = {
-    24: 3,      # AddPartitionsToTxn v4-5: broker-to-coordinator verification (KIP-890 part 1)
-    26: 4,      # EndTxn v5: transaction.version 2 (KIP-890 part 2)
-    28: 4,      # TxnOffsetCommit v5-6: transaction.version 2
     27: None,   # WriteTxnMarkers: broker to broker
     38: None, 39: None, 40: None, 41: None,   # delegation tokens
     64: None, 80: None, 81: None, 94: None,   # KRaft registration and voters
@@ -46,9 +43,11 @@ def test_4x_profiles_advertise_what_kafka_does(release: str) -> None:
     assert keys[0] == (0, 13) and keys[1] == (4, 18) and keys[2] == (1, 11)   # Produce listed from v0, as Kafka
     finalized = {f.name: f.max_version_level for f in resp.finalized_features}
     mv = 30 if release == "4.3" else 33
-    assert finalized == {"metadata.version": mv, "kraft.version": 1, "group.version": 1, "share.version": 1}
+    assert finalized == {"metadata.version": mv, "kraft.version": 1, "group.version": 1, "share.version": 1,
+                         "transaction.version": 2}
     assert {f.name: (f.min_version, f.max_version) for f in resp.supported_features} == {
-        "metadata.version": (7, mv), "kraft.version": (0, 1), "group.version": (0, 1), "share.version": (0, 1)}
+        "metadata.version": (7, mv), "kraft.version": (0, 1), "group.version": (0, 1), "share.version": (0, 1),
+        "transaction.version": (0, 2)}
     assert resp.finalized_features_epoch == FINALIZED_EPOCH
     # v3: the features whose supported minimum is 0 are left out (KAFKA-17492)
     v3 = _api_versions(release, 3)

@@ -95,7 +95,7 @@ def test_empty_transactional_id_and_loading(tc: TransactionCoordinator) -> None:
     assert tc.init_producer_id(T0, "", 1000)[0] == E.INVALID_REQUEST
     tc.loading = True
     assert tc.init_producer_id(T0, "tx", 1000)[0] == E.COORDINATOR_LOAD_IN_PROGRESS
-    assert tc.end_txn(T0, "tx", 1, 0, True) == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert tc.end_txn(T0, "tx", 1, 0, True)[0] == E.COORDINATOR_LOAD_IN_PROGRESS
 
 
 def test_commit_writes_markers_to_every_partition_then_completes(tc: TransactionCoordinator, be: Backend) -> None:
@@ -105,7 +105,7 @@ def test_commit_writes_markers_to_every_partition_then_completes(tc: Transaction
     assert tc.add_partitions(T0 + 2, "tx", pid, ep, [("a", 1)]) == E.NONE
     assert tc.txns["tx"].start_ms == T0 + 1   # the timer starts with the first partition
     assert tc.check_produce("tx", ("a", 1), pid, ep) == E.NONE
-    assert tc.end_txn(T0 + 3, "tx", pid, ep, True) == E.NONE
+    assert tc.end_txn(T0 + 3, "tx", pid, ep, True)[0] == E.NONE
     assert sorted(be.markers) == [(("a", 0), pid, ep, True), (("a", 1), pid, ep, True), (("b", 1), pid, ep, True)]
     meta = tc.txns["tx"]
     assert meta.state == TxnState.COMPLETE_COMMIT and meta.partitions == set()
@@ -116,17 +116,17 @@ def test_commit_writes_markers_to_every_partition_then_completes(tc: Transaction
 
 def test_end_txn_retries_and_wrong_states(tc: TransactionCoordinator, be: Backend) -> None:
     pid, ep = init(tc)
-    assert tc.end_txn(T0, "tx", pid, ep, True) == INVALID_TXN_STATE        # Empty: nothing to end
+    assert tc.end_txn(T0, "tx", pid, ep, True)[0] == INVALID_TXN_STATE        # Empty: nothing to end
     tc.add_partitions(T0, "tx", pid, ep, [("a", 0)])
-    assert tc.end_txn(T0, "tx", pid, ep, False) == E.NONE
+    assert tc.end_txn(T0, "tx", pid, ep, False)[0] == E.NONE
     n = len(be.markers)
-    assert tc.end_txn(T0, "tx", pid, ep, False) == E.NONE                  # retried abort succeeds
-    assert tc.end_txn(T0, "tx", pid, ep, True) == INVALID_TXN_STATE        # commit after abort does not
+    assert tc.end_txn(T0, "tx", pid, ep, False)[0] == E.NONE                  # retried abort succeeds
+    assert tc.end_txn(T0, "tx", pid, ep, True)[0] == INVALID_TXN_STATE        # commit after abort does not
     assert len(be.markers) == n                                            # and writes nothing
     tc.add_partitions(T0, "tx", pid, ep, [("a", 0)])
-    assert tc.end_txn(T0, "tx", pid, ep, True) == E.NONE
-    assert tc.end_txn(T0, "tx", pid, ep, True) == E.NONE
-    assert tc.end_txn(T0, "tx", pid, ep, False) == INVALID_TXN_STATE
+    assert tc.end_txn(T0, "tx", pid, ep, True)[0] == E.NONE
+    assert tc.end_txn(T0, "tx", pid, ep, True)[0] == E.NONE
+    assert tc.end_txn(T0, "tx", pid, ep, False)[0] == INVALID_TXN_STATE
 
 
 def test_unknown_id_wrong_producer_and_fenced_epoch(tc: TransactionCoordinator) -> None:
@@ -134,7 +134,7 @@ def test_unknown_id_wrong_producer_and_fenced_epoch(tc: TransactionCoordinator) 
     assert tc.add_partitions(T0, "nope", pid, ep, [("a", 0)]) == INVALID_PRODUCER_ID_MAPPING
     assert tc.add_partitions(T0, "tx", pid + 7, ep, [("a", 0)]) == INVALID_PRODUCER_ID_MAPPING
     assert tc.add_partitions(T0, "tx", pid, ep + 1, [("a", 0)]) == PRODUCER_FENCED
-    assert tc.end_txn(T0, "tx", pid, ep - 1, True) == PRODUCER_FENCED
+    assert tc.end_txn(T0, "tx", pid, ep - 1, True)[0] == PRODUCER_FENCED
     assert tc.add_offsets(T0, "tx", pid, ep, "", 0) == E.INVALID_GROUP_ID
 
 
@@ -150,7 +150,7 @@ def test_second_producer_fences_the_first_and_aborts_its_transaction(tc: Transac
     assert (err, pid2, ep2) == (E.NONE, pid, ep + 2)
     # the old producer is fenced everywhere
     assert tc.add_partitions(T0, "tx", pid, ep, [("a", 0)]) == PRODUCER_FENCED
-    assert tc.end_txn(T0, "tx", pid, ep, True) == PRODUCER_FENCED
+    assert tc.end_txn(T0, "tx", pid, ep, True)[0] == PRODUCER_FENCED
     assert tc.check_produce("tx", ("a", 0), pid, ep) == INVALID_PRODUCER_EPOCH
     # ... and its KIP-360 re-init with its old epoch too
     assert tc.init_producer_id(T0, "tx", 60_000, pid, ep)[0] == PRODUCER_FENCED
@@ -190,7 +190,7 @@ def test_txn_offset_commit_needs_the_group_partition(tc: TransactionCoordinator,
     assert tc.add_offsets(T0, "tx", pid, ep, "g", 7) == E.NONE
     assert tc.check_txn_offset_commit("tx", pid, ep, 7) == E.NONE
     assert tc.check_txn_offset_commit("tx", pid, ep + 1, 7) == INVALID_PRODUCER_EPOCH
-    assert tc.end_txn(T0, "tx", pid, ep, True) == E.NONE
+    assert tc.end_txn(T0, "tx", pid, ep, True)[0] == E.NONE
     assert be.markers == [((OFFSETS_TOPIC, 7), pid, ep, True)]
     assert be.group_completions == [(pid, True)]
 
@@ -207,7 +207,7 @@ def test_timeout_aborts_with_an_epoch_bump(tc: TransactionCoordinator, be: Backe
     assert be.markers == [(("a", 0), pid, ep + 1, False)]
     assert tc.next_deadline() is None
     # the producer that let it expire is fenced
-    assert tc.end_txn(T0 + 1200, "tx", pid, ep, True) == PRODUCER_FENCED
+    assert tc.end_txn(T0 + 1200, "tx", pid, ep, True)[0] == PRODUCER_FENCED
     assert tc.add_partitions(T0 + 1200, "tx", pid, ep, [("a", 0)]) == PRODUCER_FENCED
 
 
@@ -216,8 +216,8 @@ def test_concurrent_transactions_while_preparing(tc: TransactionCoordinator) -> 
     tc.txns["tx"].state = TxnState.PREPARE_COMMIT
     assert tc.init_producer_id(T0, "tx", 60_000)[0] == CONCURRENT_TRANSACTIONS
     assert tc.add_partitions(T0, "tx", pid, ep, [("a", 0)]) == CONCURRENT_TRANSACTIONS
-    assert tc.end_txn(T0, "tx", pid, ep, True) == CONCURRENT_TRANSACTIONS
-    assert tc.end_txn(T0, "tx", pid, ep, False) == INVALID_TXN_STATE
+    assert tc.end_txn(T0, "tx", pid, ep, True)[0] == CONCURRENT_TRANSACTIONS
+    assert tc.end_txn(T0, "tx", pid, ep, False)[0] == INVALID_TXN_STATE
 
 
 def test_failed_persist_changes_nothing(tc: TransactionCoordinator, be: Backend) -> None:
@@ -243,7 +243,7 @@ def test_persistence_round_trip(tc: TransactionCoordinator, be: Backend) -> None
     assert (o.state, o.partitions, o.start_ms, o.timeout_ms) == (TxnState.ONGOING, {("a", 1), ("b", 0)},
                                                                   T0 + 10, 5000)
     assert again.next_deadline() == T0 + 5010
-    assert again.end_txn(T0 + 30, "open", pid2, ep2, True) == E.NONE   # the producer carries on
+    assert again.end_txn(T0 + 30, "open", pid2, ep2, True)[0] == E.NONE   # the producer carries on
 
 
 def test_prepare_commit_found_on_load_is_completed(be: Backend) -> None:
@@ -300,11 +300,11 @@ def test_a_marker_that_fails_to_write_is_retried_before_the_transaction_complete
     be.write_marker = flaky  # type: ignore[method-assign]
     pid, ep = init(tc)
     assert tc.add_partitions(T0 + 1, "tx", pid, ep, [("a", 0), ("b", 1)]) == E.NONE
-    assert tc.end_txn(T0 + 2, "tx", pid, ep, True) == E.NONE
+    assert tc.end_txn(T0 + 2, "tx", pid, ep, True)[0] == E.NONE
     assert be.markers == [(("a", 0), pid, ep, True)]
     meta = tc.txns["tx"]
     assert meta.state == TxnState.PREPARE_COMMIT and meta.partitions == {("b", 1)}
-    assert tc.end_txn(T0 + 3, "tx", pid, ep, True) == CONCURRENT_TRANSACTIONS   # the client retries
+    assert tc.end_txn(T0 + 3, "tx", pid, ep, True)[0] == CONCURRENT_TRANSACTIONS   # the client retries
     deadline = tc.next_deadline()
     assert deadline is not None and deadline > T0 + 2
     tc.poll(deadline - 1)
@@ -316,4 +316,4 @@ def test_a_marker_that_fails_to_write_is_retried_before_the_transaction_complete
     tc.poll(later)                                  # third attempt succeeds
     assert be.markers == [(("a", 0), pid, ep, True), (("b", 1), pid, ep, True)]
     assert tc.txns["tx"].state == TxnState.COMPLETE_COMMIT and tc.next_deadline() is None
-    assert tc.end_txn(later + 1, "tx", pid, ep, True) == E.NONE
+    assert tc.end_txn(later + 1, "tx", pid, ep, True)[0] == E.NONE
