@@ -8,11 +8,14 @@ The brokers are a ``kafkalite.cluster.Cluster`` in the test's process (a new one
 ``cluster_control`` fixture acts on either (``harness/cluster.py``: leader and coordinator moves, broker stops and
 starts) and starts again, before each test, any node an earlier test left stopped.
 
-Open on Kafka 4.4 (first full run, 2026-11-28, on a loaded machine: 12 of 26 pass, kafkajs' group case then xfail): the
-producer case of kafka-python, aiokafka and kafkajs reads back only the first third of one partition, sarama's
-replicas never converge, and the group-member case times out waiting for a Stable group for every client. The
-nodes' logs show followers "marked as failed" (ReplicaFetcherThread) after leader moves and restarts, which stalls
-a partition's high watermark until the ISR shrinks; not yet known whether the harness's moves or the tests cause it.
+On Kafka 4.4 the first full run (2026-11-28) passed 12 of 26; the causes were the tests' and the harness's, not
+the brokers': the producer case's 2023-stamped records were deleted by Kafka's retention check (30 s after a
+broker starts, then every 5 minutes; now retention.ms=-1), kafkajs' send() over several leaders loses and
+duplicates records when a leader stops (now one partition per send, see ONE_PARTITION_PER_SEND), and the group
+case's "Stable" probe asked a kept AdminClient that stayed on the group's old coordinator after a move (now
+FindCoordinator + DescribeGroups afresh, harness/cluster.py). The followers' "marked as failed" (WARN,
+ReplicaFetcherThread) in the nodes' logs are Kafka's normal fencing of a fetch with an older leader epoch during
+a leader change: each such partition's fetcher is added again once the follower applies the new epoch.
 """
 
 from __future__ import annotations
