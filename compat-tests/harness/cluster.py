@@ -27,7 +27,10 @@ from typing import Any, Protocol
 from kafkalite.client.wire import WireError, call, error_name
 from kafkalite_wire.messages import (
     AlterPartitionReassignmentsRequest,
+    ConsumerGroupDescribeRequest,
+    DescribeGroupsRequest,
     ElectLeadersRequest,
+    FindCoordinatorRequest,
     MetadataRequest,
 )
 
@@ -160,7 +163,6 @@ class KafkaControl:
         self.nodes = {i + 1: n for i, n in enumerate(cluster.nodes)}   # node ids are 1..N (ReferenceCluster)
         self.bootstrap_servers: str = cluster.bootstrap
         self.timeout = timeout
-        self._admin: Any = None
 
     # -- requests ---------------------------------------------------------------------------------------------
     def _live(self) -> list[int]:
@@ -307,16 +309,34 @@ class KafkaControl:
         return stopped
 
     def group_stable(self, group: str) -> bool:
-        from confluent_kafka import ConsumerGroupState, KafkaException
-        from confluent_kafka.admin import AdminClient
-
-        if self._admin is None:   # kept: a collected AdminClient never completes its futures
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        """Asks the group's coordinator now: FindCoordinator, then DescribeGroups to that node (for a KIP-848
+        group, ConsumerGroupDescribe), afresh each time. A kept confluent-kafka AdminClient (as this was) does
+        not do: after a move its describe_consumer_groups went on asking the old coordinator and raising
+        NOT_COORDINATOR for as long as it was watched (40 s alone; past the group test's 60 s waits in every
+        run of the module), while this saw the group Stable at the new coordinator within 5 s."""
         try:
-            desc = self._admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
-        except KafkaException:   # NOT_COORDINATOR / loading during a move: not stable yet
+            coordinator = self._find_group_coordinator(group)
+            if coordinator is None:
+                return False
+            described = self._request(DescribeGroupsRequest(groups=[group]), 5, coordinator).groups
+            if described and described[0].error_code == 0 and described[0].group_state == "Stable":
+                return True
+            if described and described[0].error_code == 0 and described[0].group_state != "Dead":
+                return False   # a classic group, not (yet) Stable
+            # Dead / GROUP_ID_NOT_FOUND from DescribeGroups: no classic group; a consumer (KIP-848) group?
+            consumer = self._request(ConsumerGroupDescribeRequest(group_ids=[group]), 0, coordinator).groups
+        except AssertionError:   # its node stopped between the two requests: not stable yet
             return False
-        return bool(desc.state == ConsumerGroupState.STABLE)
+        return bool(consumer and consumer[0].error_code == 0 and consumer[0].group_state == "Stable")
+
+    def _find_group_coordinator(self, group: str) -> int | None:
+        """The node a client's FindCoordinator is told coordinates ``group`` now, or None while there is none
+        (COORDINATOR_NOT_AVAILABLE during a move, or a node that just stopped)."""
+        resp = self._request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4)
+        c = resp.coordinators[0] if resp.coordinators else None
+        if c is None or c.error_code or c.node_id not in self.nodes or not self.nodes[c.node_id].alive:
+            return None
+        return int(c.node_id)
 
     def replica_logs(self, topic: str, partition: int) -> dict[int, bytes]:
         """The segments of each running node's replica, read from its log dir (Kafka's own files: a follower

@@ -18,7 +18,8 @@ Header = tuple[str, bytes | None]
 # A fixed base timestamp (2023-11-14T22:13:20Z) so explicit timestamps are recognisably not "now".
 TS_BASE = 1_700_000_000_000
 # Topic config for records stamped TS_BASE: they are far past the default retention.ms (7 days), and both brokers
-# check retention every 5 minutes (log.retention.check.interval.ms): in a module running longer than that, the
+# check retention every 5 minutes (log.retention.check.interval.ms; Kafka also 30 s after each start,
+# log.initial.task.delay.ms, so right after a broker restart): in a module running longer than that, the
 # check deletes such a topic's records between the produce and the read (seen against Apache Kafka, whose modules
 # run slower). Time retention off keeps them for the test.
 KEEP_OLD_TIMESTAMPS = {"retention.ms": "-1"}

@@ -40,6 +40,9 @@ KAFKA_HOME = REPO / ".deps" / f"kafka-{KAFKA_VERSION.rsplit('.', 1)[0]}"
 LIBS = KAFKA_HOME / "libs"
 READY_MARK = b"Kafka Server started"
 HEAP = os.environ.get("KAFKALITE_REFERENCE_HEAP", "512m")
+#: more of Kafka's logging for a look into one run: ``logger=level`` pairs, comma-separated, e.g.
+#: ``KAFKALITE_REFERENCE_LOG=kafka.server.ReplicaFetcherThread=debug,kafka.cluster.Partition=info``
+EXTRA_LOG = [kv.strip().split("=", 1) for kv in os.environ.get("KAFKALITE_REFERENCE_LOG", "").split(",") if "=" in kv]
 # Emulation profiles a Kafka 4.4 broker stands in for: it serves a superset of what kafkalite's 4.x profiles
 # advertise. Older profiles (2.8, 3.x) advertise less on purpose and are kafkalite-only.
 COMPATIBLE_EMULATION = {"4.0", "4.1", "4.2", "4.3", "4.4"}
@@ -127,6 +130,7 @@ def java_command(main: str, *args: str, heap: str = HEAP) -> list[str]:
             # "Beginning re-authentication" (KIP-368; test_security's re-authentication cycle looks for it)
             "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.common.security.authenticator."
             "SaslServerAuthenticator=debug",
+            *(f"-Dorg.slf4j.simpleLogger.log.{name.strip()}={level.strip()}" for name, level in EXTRA_LOG),
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
             "-cp", str(LIBS / "*"), main, *args]
