@@ -43,9 +43,12 @@ from typing import TYPE_CHECKING
 from kafkalite_storage import fs
 from kafkalite_storage.batch import (
     ATTRIBUTES_OFFSET,
+    CONTROL_FLAG,
     DELETE_HORIZON_FLAG,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    TIMESTAMP_TYPE_FLAG,
+    TRANSACTIONAL_FLAG,
     BatchHeader,
     crc32c,
     stream_records,
@@ -53,6 +56,7 @@ from kafkalite_storage.batch import (
 from kafkalite_storage.compression import compress
 from kafkalite_storage.errors import CorruptRecordError, RecordTooLargeError
 from kafkalite_storage.segment import LogSegment, segment_name
+from kafkalite_storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from kafkalite_storage.log import PartitionLog
@@ -62,6 +66,7 @@ log = logging.getLogger(__name__)
 _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
 _H = struct.Struct(">h")
+_CONTROL_KEY = struct.Struct(">hh")   # control record key: version, type (0 ABORT, 1 COMMIT)
 _UI = struct.Struct(">I")
 
 
@@ -73,6 +78,58 @@ class CleanResult:
     bytes_after: int
     records_removed: int
     first_uncleanable_offset: int
+
+
+class _TxnMarkers:
+    """Which transaction markers of one pass may go (Kafka's CleanedTransactionMetadata): a COMMIT marker when
+    no batch of its transaction was read before it, an ABORT marker when none of its aborted batches was
+    (kafkalite keeps transactional data as it is, so only markers of transactions without data left in the
+    log qualify). Such a marker batch gets a delete horizon like a tombstone and is removed once it has passed -
+    kept as an empty batch header if it is the last word of a still active producer (its epoch fences)."""
+
+    def __init__(self, aborted: list[AbortedTxn], last_records: dict[int, tuple[int | None, int]]) -> None:
+        self.aborted = sorted(aborted, key=lambda t: t.first_offset)
+        self.next = 0
+        self.ongoing_aborted: dict[int, bool] = {}   # pid -> a batch of it was read
+        self.ongoing_committed: set[int] = set()
+        self.last_records = last_records              # active pid -> (last data offset or None, epoch)
+        self.dropped: set[tuple[int, int]] = set()    # (pid, marker offset) of ABORT markers removed
+
+    def _consume_up_to(self, offset: int) -> None:
+        while self.next < len(self.aborted) and self.aborted[self.next].first_offset <= offset:
+            self.ongoing_aborted.setdefault(self.aborted[self.next].producer_id, False)
+            self.next += 1
+
+    def on_data(self, hdr: BatchHeader) -> None:
+        self._consume_up_to(hdr.last_offset)
+        if hdr.is_transactional:
+            if hdr.producer_id in self.ongoing_aborted:
+                self.ongoing_aborted[hdr.producer_id] = True
+            else:
+                self.ongoing_committed.add(hdr.producer_id)
+
+    def on_control(self, hdr: BatchHeader, marker_type: int | None) -> bool:
+        """True if the marker's transaction has no data left in the group (the marker may go)."""
+        self._consume_up_to(hdr.last_offset)
+        pid = hdr.producer_id
+        if marker_type is None:   # an empty control batch: already cleaned
+            return True
+        if marker_type == 0:   # ABORT
+            return not self.ongoing_aborted.pop(pid, False)
+        if marker_type == 1:   # COMMIT
+            if pid in self.ongoing_committed:
+                self.ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
+
+    def last_of_producer(self, hdr: BatchHeader) -> bool:
+        last = self.last_records.get(hdr.producer_id)
+        if last is None:
+            return False
+        if last[0] is not None:
+            return hdr.last_offset == last[0]
+        return hdr.is_control and hdr.producer_epoch == last[1]
 
 
 def _keep_verbatim(hdr: BatchHeader) -> bool:
@@ -137,8 +194,15 @@ def _clean_log(plog: PartitionLog, now_ms: int | None, force: bool) -> CleanResu
             groups.append([seg])
     removed = 0
     after = 0
+    # one transaction state for the whole pass (Kafka keeps one per group, but it also removes aborted data:
+    # kafkalite keeps it, so an ABORT marker must see its data in any earlier group to stay); the producers'
+    # last records are Kafka's activeProducers, copied as appends go on meanwhile
+    last_records = {pid: (e.batches[-1].last_offset if e.batches else None, e.epoch)
+                    for pid, e in list(plog.producer_state.producers.items())}
+    txn_state = _TxnMarkers(plog.aborted_transactions(cleanable[0].base_offset, cleanable[-1].next_offset),
+                            last_records)
     for group in groups:
-        r = _clean_group(plog, group, latest, now)
+        r = _clean_group(plog, group, latest, now, txn_state)
         if r is None:
             return None  # the log changed under us (retention, truncation): try again next time
         removed += r[0]
@@ -163,11 +227,16 @@ def _overdue(plog: PartitionLog, cleanable: list[LogSegment], now: int) -> bool:
 
 
 def filter_batch(data: bytes, hdr: BatchHeader, latest: dict[bytes, int], now: int,
-                 delete_retention_ms: int) -> tuple[bytes | None, int]:
+                 delete_retention_ms: int, txns: _TxnMarkers | None = None) -> tuple[bytes | None, int]:
     """(the batch with only surviving records or None, number of records removed), as Kafka's
     MemoryRecords.filterTo with the LogCleaner's filter (KIP-534): a tombstone stays until the batch's delete
     horizon has passed; a batch that keeps a tombstone and has no horizon yet gets one (`now` +
-    delete.retention.ms), so a later change of delete.retention.ms does not move it."""
+    delete.retention.ms), so a later change of delete.retention.ms does not move it. Transaction markers go the
+    same way when `txns` (the group's transaction state, fed every batch in order) says theirs is done."""
+    if hdr.is_control:
+        return _filter_marker(data, hdr, now, delete_retention_ms, txns)
+    if txns is not None:
+        txns.on_data(hdr)
     if _keep_verbatim(hdr):
         return data, 0
     kept: list[tuple[bytes, int]] = []
@@ -194,6 +263,42 @@ def filter_batch(data: bytes, hdr: BatchHeader, latest: dict[bytes, int], now: i
     else:
         horizon = hdr.base_timestamp if hdr.has_delete_horizon else None
     return _rebuild(data, hdr, kept, horizon), hdr.records_count - n
+
+
+def _filter_marker(data: bytes, hdr: BatchHeader, now: int, delete_retention_ms: int,
+                   txns: _TxnMarkers | None) -> tuple[bytes | None, int]:
+    if txns is None:
+        return data, 0
+    try:
+        recs = list(stream_records(data, hdr))
+    except (CorruptRecordError, RecordTooLargeError):
+        return data, 0
+    kept = [(raw, rec.timestamp) for raw, rec in recs]
+    key = recs[0][1].key if recs else None
+    marker = _CONTROL_KEY.unpack_from(key)[1] if key is not None and len(key) >= 4 else None
+    if not txns.on_control(hdr, marker if recs else None):
+        return data, 0
+    if not kept or (hdr.has_delete_horizon and now >= hdr.base_timestamp):
+        if txns.last_of_producer(hdr):   # Kafka's RETAIN_EMPTY: the producer's epoch stays in the log
+            return _empty_header(data, hdr), len(kept)
+        if marker == 0:
+            txns.dropped.add((hdr.producer_id, hdr.last_offset))
+        return None, len(kept)
+    if hdr.has_delete_horizon:
+        return data, 0
+    return _rebuild(data, hdr, kept, now + delete_retention_ms), 0
+
+
+def _empty_header(data: bytes, hdr: BatchHeader) -> bytes:
+    """Kafka's DefaultRecordBatch.writeEmptyHeader: the batch's offsets, producer fields and flags, no records,
+    no codec, BaseTimestamp -1 and its MaxTimestamp."""
+    head = bytearray(data[:HEADER_SIZE])
+    _I.pack_into(head, 8, HEADER_SIZE - LOG_OVERHEAD)
+    _H.pack_into(head, ATTRIBUTES_OFFSET, hdr.attributes & (TIMESTAMP_TYPE_FLAG | TRANSACTIONAL_FLAG | CONTROL_FLAG))
+    _Q.pack_into(head, 27, -1)
+    _I.pack_into(head, 57, 0)
+    _UI.pack_into(head, 17, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
+    return bytes(head)
 
 
 def _rebuild(data: bytes, hdr: BatchHeader, kept: list[tuple[bytes, int]], horizon: int | None) -> bytes:
@@ -245,7 +350,7 @@ def _zigzag(n: int) -> bytes:
 
 
 def _clean_group(
-    plog: PartitionLog, group: list[LogSegment], latest: dict[bytes, int], now: int
+    plog: PartitionLog, group: list[LogSegment], latest: dict[bytes, int], now: int, txn_state: _TxnMarkers
 ) -> tuple[int, int] | None:
     base = group[0].base_offset
     final = os.path.join(plog.dir, segment_name(base, ".log"))
@@ -259,7 +364,7 @@ def _clean_group(
             for seg in group:
                 for pos, hdr in seg.batches():
                     out, gone = filter_batch(seg.read_batch(pos, hdr), hdr, latest, now,
-                                             plog.config.delete_retention_ms)
+                                             plog.config.delete_retention_ms, txn_state)
                     removed += gone
                     if out is not None:
                         view = memoryview(out)
@@ -276,7 +381,8 @@ def _clean_group(
             with contextlib.suppress(OSError):
                 fs.unlink(leftover)
         raise
-    txns = [t for seg in group for t in seg.txn_index.entries]
+    txns = [t for seg in group for t in seg.txn_index.entries
+            if (t.producer_id, t.last_offset) not in txn_state.dropped]   # with their ABORT markers
     cfg = plog.config
     with plog._lock:
         if not _contiguous(list(plog._view[0]), group):

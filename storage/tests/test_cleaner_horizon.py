@@ -17,7 +17,13 @@ import uuid
 from pathlib import Path
 
 from kafkalite_storage import LogConfig, LogManager, PartitionLog
-from kafkalite_storage.batch import DELETE_HORIZON_FLAG, batch_records, compute_crc, iter_batches, validate_batch
+from kafkalite_storage.batch import (
+    DELETE_HORIZON_FLAG,
+    batch_records,
+    compute_crc,
+    iter_batches,
+    validate_batch,
+)
 from kafkalite_storage.cleaner import clean_log
 from kafkalite_storage.dumplog import dump_files
 from kafkalite_storage.testing import Rec, encode_batch
@@ -151,4 +157,91 @@ def test_batches_without_tombstones_get_no_horizon(tmp_path: Path) -> None:
     assert not hdr.has_delete_horizon and hdr.base_timestamp == T0 + 1 and hdr.records_count == 1
     assert [(r.offset, r.timestamp) for r in batch_records(first)] == [(1, T0 + 1)]
     assert second == untouched   # a batch that keeps everything and has no tombstone is copied verbatim
+    log.close()
+
+
+ABORT, COMMIT = 0, 1
+
+
+def _markers_log(tmp_path: Path) -> PartitionLog:
+    log = PartitionLog.create(str(tmp_path / "m-0"), "m", 0, uuid.uuid4(), CFG)
+    # offset 0: pid 9 commits a transaction with no data here; offset 1: pid 9 writes on (idempotent)
+    log.append_control(COMMIT, producer_id=9, producer_epoch=0, coordinator_epoch=1, now_ms=T0)
+    log.append(encode_batch([Rec(b"v", key=b"k", timestamp=T0 + 1)], base_timestamp=T0 + 1, producer_id=9,
+                            producer_epoch=0, base_sequence=0), now_ms=T0 + 1)
+    # offsets 2-3: pid 11 commits data (its marker must stay); offset 4: pid 10 aborts with no data, its last word
+    log.append(encode_batch([Rec(b"t", key=b"t", timestamp=T0 + 2)], base_timestamp=T0 + 2, producer_id=11,
+                            producer_epoch=0, base_sequence=0, transactional=True), now_ms=T0 + 2)
+    log.append_control(COMMIT, producer_id=11, producer_epoch=0, coordinator_epoch=1, now_ms=T0 + 3)
+    log.append_control(ABORT, producer_id=10, producer_epoch=3, coordinator_epoch=1, now_ms=T0 + 4)
+    log.roll()
+    log.append(encode_batch([Rec(b"x", key=b"z")], base_timestamp=T0 + 20), now_ms=T0 + 20)
+    return log
+
+
+def _headers(log: PartitionLog) -> dict[int, tuple[bool, int, int, bool, int]]:
+    """base offset -> (control, records, BaseTimestamp, horizon flag, attributes)."""
+    return {h.base_offset: (h.is_control, h.records_count, h.base_timestamp, h.has_delete_horizon, h.attributes)
+            for h in (validate_batch(b, exact_count=False) for b in _batches(log))}
+
+
+def test_markers_of_finished_transactions_get_a_horizon_then_go(tmp_path: Path) -> None:
+    log = _markers_log(tmp_path)
+    assert log.last_stable_offset == log.log_end_offset
+    before = _headers(log)
+    assert clean_log(log, FIRST, force=True) is not None
+    first = _headers(log)
+    # markers whose transaction left no data in the log: horizon written, the marker record unchanged
+    assert first[0][:4] == (True, 1, HORIZON, True) and first[0][4] == 0x70
+    assert first[4][:4] == (True, 1, HORIZON, True)
+    assert first[3] == before[3]   # pid 11's marker: its transaction's data is there, so it stays as it is
+    assert clean_log(log, HORIZON - 1, force=True) is not None
+    assert _headers(log) == first
+    res = clean_log(log, HORIZON, force=True)
+    assert res is not None and res.records_removed == 2
+    last = _headers(log)
+    assert 0 not in last   # pid 9's marker is gone (pid 9 wrote after it)
+    # pid 10's abort was its last word: an empty batch header keeps its epoch (Kafka's RETAIN_EMPTY)
+    assert last[4] == (True, 0, -1, False, 0x30)
+    hdr = validate_batch(_batches(log)[-2], exact_count=False)
+    assert (hdr.base_offset, hdr.producer_id, hdr.producer_epoch, hdr.length) == (4, 10, 3, 49)
+    assert last[3] == before[3] and 1 in last and 2 in last
+    log.close()
+
+
+def test_markers_whose_transaction_has_data_keep_no_horizon(tmp_path: Path) -> None:
+    log = PartitionLog.create(str(tmp_path / "m-0"), "m", 0, uuid.uuid4(), CFG)
+    log.append(encode_batch([Rec(b"a", key=b"a", timestamp=T0)], base_timestamp=T0, producer_id=9,
+                            producer_epoch=0, base_sequence=0, transactional=True), now_ms=T0)
+    log.append_control(ABORT, producer_id=9, producer_epoch=0, coordinator_epoch=1, now_ms=T0 + 1)
+    log.roll()
+    log.append(encode_batch([Rec(b"x", key=b"z")], base_timestamp=T0 + 20), now_ms=T0 + 20)
+    before = _batches(log)
+    aborted = log.aborted_transactions(0, log.log_end_offset)
+    assert clean_log(log, FIRST, force=True) is not None
+    assert clean_log(log, HORIZON + 10**9, force=True) is not None
+    assert _batches(log) == before and log.aborted_transactions(0, log.log_end_offset) == aborted
+    log.close()
+
+
+def test_an_abort_marker_stays_while_its_data_is_in_an_earlier_group(tmp_path: Path) -> None:
+    """kafkalite keeps aborted data (Kafka removes it), so the marker and its aborted range must stay even when
+    the data sits in another group of the pass: READ_COMMITTED readers still need them."""
+    cfg = dataclasses.replace(CFG, segment_bytes=400)
+    log = PartitionLog.create(str(tmp_path / "m-0"), "m", 0, uuid.uuid4(), cfg)
+    log.append(encode_batch([Rec(b"a" * 250, key=b"a", timestamp=T0)], base_timestamp=T0, producer_id=9,
+                            producer_epoch=0, base_sequence=0, transactional=True), now_ms=T0)
+    log.roll()
+    log.append_control(ABORT, producer_id=9, producer_epoch=0, coordinator_epoch=1, now_ms=T0 + 1)
+    log.append(encode_batch([Rec(b"f" * 250, key=b"f", timestamp=T0 + 2)], base_timestamp=T0 + 2), now_ms=T0 + 2)
+    log.roll()
+    log.append(encode_batch([Rec(b"x", key=b"z")], base_timestamp=T0 + 20), now_ms=T0 + 20)
+    aborted = log.aborted_transactions(0, log.log_end_offset)
+    assert [t.producer_id for t in aborted] == [9]
+    res = clean_log(log, FIRST, force=True)
+    assert res is not None and res.segments_after == 2   # two groups
+    assert clean_log(log, HORIZON + 10**9, force=True) is not None
+    assert [(o, k) for o, k, _v, _t in _records(log)] == [(0, b"a"), (1, b"\x00\x00\x00\x00"), (2, b"f"), (3, b"z")]
+    assert not _headers(log)[1][3]   # no horizon on it
+    assert log.aborted_transactions(0, log.log_end_offset) == aborted
     log.close()
