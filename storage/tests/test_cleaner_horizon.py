@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import os
 import uuid
 from pathlib import Path
+
+import pytest
 
 from kafkalite_storage import LogConfig, LogManager, PartitionLog
 from kafkalite_storage.batch import (
@@ -245,3 +248,21 @@ def test_an_abort_marker_stays_while_its_data_is_in_an_earlier_group(tmp_path: P
     assert not _headers(log)[1][3]   # no horizon on it
     assert log.aborted_transactions(0, log.log_end_offset) == aborted
     log.close()
+
+
+def test_an_emptied_marker_reloads_quietly(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    lm = LogManager.open(str(tmp_path), CFG)
+    log = lm.create_log("m", 0, uuid.uuid4(), CFG)
+    log.append_control(ABORT, producer_id=10, producer_epoch=3, coordinator_epoch=1, now_ms=T0)
+    log.roll()
+    log.append(encode_batch([Rec(b"x", key=b"z")], base_timestamp=T0 + 20), now_ms=T0 + 20)
+    assert clean_log(log, FIRST, force=True) is not None
+    assert clean_log(log, HORIZON, force=True) is not None
+    assert validate_batch(_batches(log)[0], exact_count=False).records_count == 0
+    lm.close(clean=False)
+    with caplog.at_level(logging.WARNING):
+        lm = LogManager.open(str(tmp_path), CFG)   # unclean: producer state rebuilt from the log
+    log2 = lm.get_log("m", 0)
+    assert log2 is not None and not [r for r in caplog.records if "control batch" in r.getMessage()]
+    assert log2.log_end_offset == 2 and log2.log_start_offset == 0
+    lm.close()
