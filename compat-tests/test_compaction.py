@@ -9,8 +9,11 @@ switches it to compact. After the broker's cleaner ran:
   key, at its original offset, across the offset gaps; the tombstones are still there;
 - the surviving batches kept their codecs (xerial-framed snappy, LZ4 frames, ...), the cleaned segments pass
   kafka-clients' FileRecords validation and kafka-dump-log's index checks, and the disk usage dropped;
-- tombstones outlive the cleaning that first sees them by delete.retention.ms; on a topic where that is one
-  second, a later cleaning (more data makes the log dirty again) removes them.
+- tombstones outlive the cleaning that first sees them by delete.retention.ms (KIP-534): that cleaning writes
+  the delete horizon into their batches on disk (attribute bit 6, BaseTimestamp = cleaning time +
+  delete.retention.ms), and lowering delete.retention.ms afterwards does not remove them in the next cleaning;
+  on a topic where it is one second, a later cleaning (more data makes the log dirty again) removes them, every
+  other record staying at its offset.
 kafkajs (which decodes only gzip) reads a small compacted topic it wrote itself.
 
 Segments are small through ``internal.segment.bytes``, the test-only topic config of Kafka 4.x's LogConfig (it
@@ -124,6 +127,7 @@ def compacted(broker: BrokerProcess, get_client: Callable[[str], Client]) -> dic
     assert len(log_files(broker.data_dir, TOPIC)) > 5
     # kafka-python's AlterConfigs replaces the topic's whole config: the segment size is named again. Tombstones
     # stay for an hour after the cleaning that first sees them (the readers below must find them all).
+    altered_ms = time.time_ns() // 1_000_000
     get_client("kafka-python").alter_config(broker.bootstrap, TOPIC, {
         "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "3600000",
         "internal.segment.bytes": str(SEGMENT)})
@@ -133,7 +137,60 @@ def compacted(broker: BrokerProcess, get_client: Callable[[str], Client]) -> dic
         return disk_bytes(broker.data_dir, TOPIC) < before / 4
 
     wait_for(cleaned, "the cleaner to compact the topic")
-    return {"want": want, "before": before, "codec_at": codec_at}
+    return {"want": want, "before": before, "codec_at": codec_at, "altered_ms": altered_ms}
+
+
+def files_with_tombstones(data_dir: Path, topic: str) -> dict[Path, int]:
+    """The log files holding a tombstone, with their inode numbers (a cleaning rewrites every file it cleans,
+    in Kafka and in kafkalite: a new file renamed into place)."""
+    from kafkalite_storage.batch import batch_records, iter_batches
+
+    for attempt in range(100):   # read while the cleaner may rename files: list again if one went
+        out = {}
+        try:
+            for f in log_files(data_dir, topic):
+                data = f.read_bytes()
+                if any(r.value is None for pos, h in iter_batches(data)
+                       for r in batch_records(data[pos : pos + h.size])):
+                    out[f] = f.stat().st_ino
+        except FileNotFoundError:
+            if attempt == 99:
+                raise
+            time.sleep(0.05)
+            continue
+        return out
+    raise AssertionError("unreachable")
+
+
+def rewritten(files: dict[Path, int]) -> bool:
+    for f, ino in files.items():
+        try:
+            if f.stat().st_ino == ino:
+                return False
+        except FileNotFoundError:
+            pass
+    return True
+
+
+def tombstone_batches(data_dir: Path, topic: str) -> list[tuple[int, bool, int]]:
+    """(base offset, delete horizon flag, BaseTimestamp) of each on-disk batch holding a tombstone."""
+    from kafkalite_storage.batch import batch_records, iter_batches
+
+    for attempt in range(100):   # read while the cleaner may rename files: list again if one went
+        out = []
+        try:
+            for f in log_files(data_dir, topic):
+                data = f.read_bytes()
+                for pos, h in iter_batches(data):
+                    if any(r.value is None for r in batch_records(data[pos : pos + h.size])):
+                        out.append((h.base_offset, h.has_delete_horizon, h.base_timestamp))
+        except FileNotFoundError:
+            if attempt == 99:
+                raise
+            time.sleep(0.05)
+            continue
+        return out
+    raise AssertionError("unreachable")
 
 
 @pytest.mark.parametrize("client_name", ["kafka-python", "confluent-kafka", "java", "aiokafka", "kcat"])
@@ -179,42 +236,79 @@ def test_disk_usage_codecs_and_kafka_checks(broker: BrokerProcess, compacted: di
         assert err.getvalue() == "", err.getvalue()
 
 
+def test_tombstones_carry_a_delete_horizon(broker: BrokerProcess, compacted: dict) -> None:
+    """The cleaning that kept the tombstones wrote their delete horizon into each of their batches."""
+    batches = tombstone_batches(broker.data_dir, TOPIC)
+    assert batches and sum(1 for _ in batches) <= len(DELETED)
+    now = time.time_ns() // 1_000_000
+    for off, flag, horizon in batches:
+        assert flag, f"batch {off} has tombstones but no delete horizon"
+        assert compacted["altered_ms"] + 3_600_000 <= horizon <= now + 3_600_000, (off, horizon)
+
+
+def test_lowering_delete_retention_does_not_remove_tombstones_sooner(
+        broker: BrokerProcess, compacted: dict, get_client: Callable[[str], Client]) -> None:
+    """delete.retention.ms goes from an hour to one second after the first cleaning: a further cleaning keeps
+    every tombstone (and every other record at its offset), their horizons unchanged."""
+    horizons = tombstone_batches(broker.data_dir, TOPIC)
+    files = files_with_tombstones(broker.data_dir, TOPIC)
+    assert files
+    get_client("kafka-python").alter_config(broker.bootstrap, TOPIC, {
+        "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "1000",
+        "internal.segment.bytes": str(SEGMENT)})
+    time.sleep(1.2)
+    confluent = get_client("confluent-kafka")
+    more = [Rec(b"more-%04d" % i, b"m" * 400, partition=0) for i in range(FILLER)]  # dirties (and rolls) the log
+    offs = confluent.produce(broker.bootstrap, TOPIC, more, max_request_bytes=BATCH_MAX)
+    wait_for(lambda: rewritten(files), "another cleaning of the files with the tombstones")
+    time.sleep(1.0)   # (the rest of that cleaning: files after those renamed; not a timed assertion)
+    assert tombstone_batches(broker.data_dir, TOPIC) == horizons
+    want = compacted["want"]
+    got = confluent.consume(broker.bootstrap, TOPIC, [0], len(want) + len(more), timeout_s=30)
+    assert sorted((r.offset, r.key, r.value) for r in got if not r.key.startswith(b"more-")) == want
+    assert sorted(r.offset for r in got if r.key.startswith(b"more-")) == [o for _p, o in offs]
+
+
 def test_tombstones_vanish_after_delete_retention(broker: BrokerProcess,
                                                   get_client: Callable[[str], Client]) -> None:
     """A compacted topic with delete.retention.ms of one second: the tombstones go in a cleaning after that
-    second, while every other key keeps its latest value. (Kafka keeps a tombstone for delete.retention.ms from
-    the cleaning that first sees it: KIP-534's delete horizon, written into the batch then; lowering
-    delete.retention.ms afterwards does not bring that horizon closer. So this topic has it from the start.)"""
+    second, while every other key keeps its latest value at its offset. (Kafka keeps a tombstone for
+    delete.retention.ms from the cleaning that first sees it: KIP-534's delete horizon, written into the batch
+    then; lowering delete.retention.ms afterwards does not bring that horizon closer - the test above. So this
+    topic has it from the start.)"""
     confluent = get_client("confluent-kafka")
     bs = broker.bootstrap
     topic = "compacted-tombstones"
     confluent.create_topic(bs, topic, 1, {"cleanup.policy": "compact", "internal.segment.bytes": "20000",
                                           "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "1000"})
     n_keys = 100
+    latest: dict[bytes, tuple[int, bytes | None]] = {}
     updates = [Rec(key(k), b"v%d-%04d" % (run, k), partition=0) for run in range(3) for k in range(n_keys)]
-    confluent.produce(bs, topic, updates, max_request_bytes=15_000)
     deleted = range(0, n_keys, 10)
-    confluent.produce(bs, topic, [Rec(key(k), None, partition=0) for k in deleted], max_request_bytes=15_000)
+    tombs = [Rec(key(k), None, partition=0) for k in deleted]
     filler = [Rec(b"filler-%04d" % i, b"f" * 400, partition=0) for i in range(100)]   # rolls the keys out
-    confluent.produce(bs, topic, filler, max_request_bytes=15_000)
-    want = sorted([(key(k), b"v2-%04d" % k) for k in range(n_keys) if k % 10]
-                  + [(b"filler-%04d" % i, b"f" * 400) for i in range(len(filler))])
-    more = 0
+    for recs in (updates, tombs, filler):
+        for r, (_p, o) in zip(recs, confluent.produce(bs, topic, recs, max_request_bytes=15_000), strict=True):
+            assert r.key is not None
+            latest[r.key] = (o, r.value)
+    want = sorted((o, k, v) for k, (o, v) in latest.items() if v is not None)
+    assert len(want) == n_keys - len(deleted) + len(filler)
+    more: list[int] = []
     deadline = time.monotonic() + 120
     while True:
         # more data dirties the log again (and rolls its segment), so the cleaner runs once more
-        batch = [Rec(b"more-%06d" % i, b"m" * 400, partition=0) for i in range(more, more + 60)]
-        confluent.produce(bs, topic, batch, max_request_bytes=15_000)
-        more += len(batch)
-        got = confluent.consume(bs, topic, [0], len(want) + more, timeout_s=20)
-        older = sorted((r.key, r.value) for r in got if not (r.key or b"").startswith(b"more-"))
+        batch = [Rec(b"more-%06d" % i, b"m" * 400, partition=0) for i in range(len(more), len(more) + 60)]
+        more += [o for _p, o in confluent.produce(bs, topic, batch, max_request_bytes=15_000)]
+        got = confluent.consume(bs, topic, [0], len(want) + len(more), timeout_s=20)
+        older = sorted((r.offset, r.key, r.value) for r in got if not (r.key or b"").startswith(b"more-"))
         if older == want:
             break
         assert time.monotonic() < deadline, f"tombstones still there: {[r.key for r in got if r.value is None]}"
         time.sleep(1.0)
-    got = get_client("java").consume(bs, topic, [0], len(want) + more, timeout_s=30)
+    assert sorted(r.offset for r in got if (r.key or b"").startswith(b"more-")) == more
+    got = get_client("java").consume(bs, topic, [0], len(want) + len(more), timeout_s=30)
     assert not [r for r in got if r.value is None]
-    assert sorted((r.key, r.value) for r in got if not (r.key or b"").startswith(b"more-")) == want
+    assert sorted((r.offset, r.key, r.value) for r in got if not (r.key or b"").startswith(b"more-")) == want
 
 
 def test_kafkajs_reads_a_compacted_topic(broker: BrokerProcess, get_client: Callable[[str], Client]) -> None:

@@ -7,12 +7,17 @@ checkpoint, kept in `cleaner-offset-checkpoint`) make up at least min.cleanable.
 
 1. Offset map: for every keyed record in the range, its key -> the largest offset holding it.
 2. Consecutive segments are grouped so a group's original size fits segment.bytes; each group is rewritten to
-   `<first base>.log.cleaned`: a batch whose records all survive is copied verbatim; a batch that loses some
-   is rebuilt with the same BaseOffset, BaseTimestamp, LastOffsetDelta, producer fields and codec, holding
-   the surviving records' bytes unchanged (their offset and timestamp deltas stay valid), a new count,
-   MaxTimestamp and CRC (Kafka keeps LastOffsetDelta too, so the batch keeps its offset range); a batch that
-   loses all is dropped. A record survives if it has a key, is the latest for that key and is not a tombstone
-   (null value) older than delete.retention.ms. Transactional and control batches are kept as they are.
+   `<first base>.log.cleaned`: a batch whose records all survive (and that needs no new delete horizon) is
+   copied verbatim; otherwise it is rebuilt as Kafka's MemoryRecords.filterTo does: same BaseOffset,
+   LastOffsetDelta (so the batch keeps its offset range and last sequence), producer fields and codec, the
+   surviving records re-encoded against a new BaseTimestamp, a new count, MaxTimestamp and CRC; a batch that
+   loses all is dropped. A record survives if it has a key and is the latest for that key; a tombstone (null
+   value) also needs its batch's delete horizon not to have passed (KIP-534). The first pass that keeps a
+   tombstone in a batch without a horizon writes one: attribute bit 6 (0x40) set and BaseTimestamp = the
+   cleaning time + delete.retention.ms (record timestamps stay, their deltas now count from the horizon); a
+   later pass removes the tombstone once its time >= that horizon, whatever delete.retention.ms says by then.
+   Transactional and control batches are kept as they are (Kafka also compacts committed transactional data
+   and drops markers of finished transactions after their horizon; kafkalite does not yet).
    Records are read by bounded streaming decompression (kafkalite_storage.batch.stream_records): a batch that inflates
    beyond kafkalite_storage.compression.MAX_INFLATED_BYTES or cannot be decoded is kept verbatim and its keys are not
    mapped (logged), so a decompression bomb on disk costs the cleaner one bounded attempt, never the memory.
@@ -38,8 +43,12 @@ from typing import TYPE_CHECKING
 from kafkalite_storage import fs
 from kafkalite_storage.batch import (
     ATTRIBUTES_OFFSET,
+    CONTROL_FLAG,
+    DELETE_HORIZON_FLAG,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    TIMESTAMP_TYPE_FLAG,
+    TRANSACTIONAL_FLAG,
     BatchHeader,
     crc32c,
     stream_records,
@@ -47,6 +56,7 @@ from kafkalite_storage.batch import (
 from kafkalite_storage.compression import compress
 from kafkalite_storage.errors import CorruptRecordError, RecordTooLargeError
 from kafkalite_storage.segment import LogSegment, segment_name
+from kafkalite_storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from kafkalite_storage.log import PartitionLog
@@ -55,6 +65,8 @@ log = logging.getLogger(__name__)
 
 _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
+_H = struct.Struct(">h")
+_CONTROL_KEY = struct.Struct(">hh")   # control record key: version, type (0 ABORT, 1 COMMIT)
 _UI = struct.Struct(">I")
 
 
@@ -66,6 +78,58 @@ class CleanResult:
     bytes_after: int
     records_removed: int
     first_uncleanable_offset: int
+
+
+class _TxnMarkers:
+    """Which transaction markers of one pass may go (Kafka's CleanedTransactionMetadata): a COMMIT marker when
+    no batch of its transaction was read before it, an ABORT marker when none of its aborted batches was
+    (kafkalite keeps transactional data as it is, so only markers of transactions without data left in the
+    log qualify). Such a marker batch gets a delete horizon like a tombstone and is removed once it has passed -
+    kept as an empty batch header if it is the last word of a still active producer (its epoch fences)."""
+
+    def __init__(self, aborted: list[AbortedTxn], last_records: dict[int, tuple[int | None, int]]) -> None:
+        self.aborted = sorted(aborted, key=lambda t: t.first_offset)
+        self.next = 0
+        self.ongoing_aborted: dict[int, bool] = {}   # pid -> a batch of it was read
+        self.ongoing_committed: set[int] = set()
+        self.last_records = last_records              # active pid -> (last data offset or None, epoch)
+        self.dropped: set[tuple[int, int]] = set()    # (pid, marker offset) of ABORT markers removed
+
+    def _consume_up_to(self, offset: int) -> None:
+        while self.next < len(self.aborted) and self.aborted[self.next].first_offset <= offset:
+            self.ongoing_aborted.setdefault(self.aborted[self.next].producer_id, False)
+            self.next += 1
+
+    def on_data(self, hdr: BatchHeader) -> None:
+        self._consume_up_to(hdr.last_offset)
+        if hdr.is_transactional:
+            if hdr.producer_id in self.ongoing_aborted:
+                self.ongoing_aborted[hdr.producer_id] = True
+            else:
+                self.ongoing_committed.add(hdr.producer_id)
+
+    def on_control(self, hdr: BatchHeader, marker_type: int | None) -> bool:
+        """True if the marker's transaction has no data left in the group (the marker may go)."""
+        self._consume_up_to(hdr.last_offset)
+        pid = hdr.producer_id
+        if marker_type is None:   # an empty control batch: already cleaned
+            return True
+        if marker_type == 0:   # ABORT
+            return not self.ongoing_aborted.pop(pid, False)
+        if marker_type == 1:   # COMMIT
+            if pid in self.ongoing_committed:
+                self.ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
+
+    def last_of_producer(self, hdr: BatchHeader) -> bool:
+        last = self.last_records.get(hdr.producer_id)
+        if last is None:
+            return False
+        if last[0] is not None:
+            return hdr.last_offset == last[0]
+        return hdr.is_control and hdr.producer_epoch == last[1]
 
 
 def _keep_verbatim(hdr: BatchHeader) -> bool:
@@ -120,7 +184,6 @@ def _clean_log(plog: PartitionLog, now_ms: int | None, force: bool) -> CleanResu
             except (CorruptRecordError, RecordTooLargeError) as exc:   # filter_batch keeps it verbatim
                 log.warning("%s-%d: batch at offset %d is kept as it is by the cleaner: %s", plog.topic,
                             plog.partition, hdr.base_offset, exc)
-    horizon = now - plog.config.delete_retention_ms
     groups: list[list[LogSegment]] = []
     for seg in cleanable:
         if groups and sum(s.size for s in groups[-1]) + seg.size <= plog.config.segment_bytes and (
@@ -131,8 +194,15 @@ def _clean_log(plog: PartitionLog, now_ms: int | None, force: bool) -> CleanResu
             groups.append([seg])
     removed = 0
     after = 0
+    # one transaction state for the whole pass (Kafka keeps one per group, but it also removes aborted data:
+    # kafkalite keeps it, so an ABORT marker must see its data in any earlier group to stay); the producers'
+    # last records are Kafka's activeProducers, copied as appends go on meanwhile
+    last_records = {pid: (e.batches[-1].last_offset if e.batches else None, e.epoch)
+                    for pid, e in list(plog.producer_state.producers.items())}
+    txn_state = _TxnMarkers(plog.aborted_transactions(cleanable[0].base_offset, cleanable[-1].next_offset),
+                            last_records)
     for group in groups:
-        r = _clean_group(plog, group, latest, horizon)
+        r = _clean_group(plog, group, latest, now, txn_state)
         if r is None:
             return None  # the log changed under us (retention, truncation): try again next time
         removed += r[0]
@@ -156,42 +226,131 @@ def _overdue(plog: PartitionLog, cleanable: list[LogSegment], now: int) -> bool:
     return False
 
 
-def filter_batch(data: bytes, hdr: BatchHeader, latest: dict[bytes, int], horizon: int) -> tuple[bytes | None, int]:
-    """(the batch with only surviving records or None, number of records removed)."""
+def filter_batch(data: bytes, hdr: BatchHeader, latest: dict[bytes, int], now: int,
+                 delete_retention_ms: int, txns: _TxnMarkers | None = None) -> tuple[bytes | None, int]:
+    """(the batch with only surviving records or None, number of records removed), as Kafka's
+    MemoryRecords.filterTo with the LogCleaner's filter (KIP-534): a tombstone stays until the batch's delete
+    horizon has passed; a batch that keeps a tombstone and has no horizon yet gets one (`now` +
+    delete.retention.ms), so a later change of delete.retention.ms does not move it. Transaction markers go the
+    same way when `txns` (the group's transaction state, fed every batch in order) says theirs is done."""
+    if hdr.is_control:
+        return _filter_marker(data, hdr, now, delete_retention_ms, txns)
+    if txns is not None:
+        txns.on_data(hdr)
     if _keep_verbatim(hdr):
         return data, 0
-    kept: list[bytes] = []
-    max_ts = -1
+    kept: list[tuple[bytes, int]] = []
+    tombstones = False
     try:
         for raw, rec in stream_records(data, hdr):   # bounded streaming decompression
             if rec.key is None or latest.get(rec.key) != rec.offset:
                 continue
-            if rec.value is None and rec.timestamp < horizon:
-                continue
-            kept.append(raw)
-            max_ts = max(max_ts, rec.timestamp)
+            if rec.value is None:
+                if hdr.has_delete_horizon and now >= hdr.base_timestamp:
+                    continue
+                tombstones = True
+            kept.append((raw, rec.timestamp))
     except (CorruptRecordError, RecordTooLargeError):
         return data, 0   # unreadable within the bound: kept as it is (logged by the offset-map pass)
     n = len(kept)
-    if n == hdr.records_count:
-        return data, 0
     if n == 0:
         return None, hdr.records_count
-    body = b"".join(kept)
-    if hdr.compression:
-        body = compress(hdr.compression, body)
+    set_horizon = tombstones and not hdr.has_delete_horizon
+    if n == hdr.records_count and not set_horizon:
+        return data, 0
+    if set_horizon:
+        horizon: int | None = now + delete_retention_ms
+    else:
+        horizon = hdr.base_timestamp if hdr.has_delete_horizon else None
+    return _rebuild(data, hdr, kept, horizon), hdr.records_count - n
+
+
+def _filter_marker(data: bytes, hdr: BatchHeader, now: int, delete_retention_ms: int,
+                   txns: _TxnMarkers | None) -> tuple[bytes | None, int]:
+    if txns is None:
+        return data, 0
+    try:
+        recs = list(stream_records(data, hdr))
+    except (CorruptRecordError, RecordTooLargeError):
+        return data, 0
+    kept = [(raw, rec.timestamp) for raw, rec in recs]
+    key = recs[0][1].key if recs else None
+    marker = _CONTROL_KEY.unpack_from(key)[1] if key is not None and len(key) >= 4 else None
+    if not txns.on_control(hdr, marker if recs else None):
+        return data, 0
+    if not kept or (hdr.has_delete_horizon and now >= hdr.base_timestamp):
+        if txns.last_of_producer(hdr):   # Kafka's RETAIN_EMPTY: the producer's epoch stays in the log
+            return _empty_header(data, hdr), len(kept)
+        if marker == 0:
+            txns.dropped.add((hdr.producer_id, hdr.last_offset))
+        return None, len(kept)
+    if hdr.has_delete_horizon:
+        return data, 0
+    return _rebuild(data, hdr, kept, now + delete_retention_ms), 0
+
+
+def _empty_header(data: bytes, hdr: BatchHeader) -> bytes:
+    """Kafka's DefaultRecordBatch.writeEmptyHeader: the batch's offsets, producer fields and flags, no records,
+    no codec, BaseTimestamp -1 and its MaxTimestamp."""
     head = bytearray(data[:HEADER_SIZE])
-    _I.pack_into(head, 8, HEADER_SIZE + len(body) - LOG_OVERHEAD)
-    if not hdr.is_log_append_time:
-        _Q.pack_into(head, 35, max_ts)
-    _I.pack_into(head, 57, n)
-    crc = crc32c(body, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
+    _I.pack_into(head, 8, HEADER_SIZE - LOG_OVERHEAD)
+    _H.pack_into(head, ATTRIBUTES_OFFSET, hdr.attributes & (TIMESTAMP_TYPE_FLAG | TRANSACTIONAL_FLAG | CONTROL_FLAG))
+    _Q.pack_into(head, 27, -1)
+    _I.pack_into(head, 57, 0)
+    _UI.pack_into(head, 17, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
+    return bytes(head)
+
+
+def _rebuild(data: bytes, hdr: BatchHeader, kept: list[tuple[bytes, int]], horizon: int | None) -> bytes:
+    """The batch as Kafka's MemoryRecordsBuilder writes the retained records: same BaseOffset, LastOffsetDelta,
+    producer fields, epoch and codec; BaseTimestamp is the delete horizon (attribute bit 6 set) or else the
+    first record's timestamp; each record re-encoded with attributes 0 and its timestamp delta from the new
+    BaseTimestamp (offset delta, key, value and headers copied); MaxTimestamp the largest record timestamp
+    (LogAppendTime batches keep theirs); a new count, length and CRC."""
+    base_ts = horizon if horizon is not None else kept[0][1]
+    parts: list[bytes] = []
+    max_ts = -1
+    for raw, ts in kept:
+        pos = _skip_varint(raw, 0) + 1                 # record length, attributes
+        rest = memoryview(raw)[_skip_varint(raw, pos):]  # offset delta .. headers, unchanged
+        body = b"\x00" + _zigzag(ts - base_ts) + rest
+        parts.append(_zigzag(len(body)) + body)
+        max_ts = max(max_ts, ts)
+    records = b"".join(parts)
+    if hdr.compression:
+        records = compress(hdr.compression, records)
+    head = bytearray(data[:HEADER_SIZE])
+    _I.pack_into(head, 8, HEADER_SIZE + len(records) - LOG_OVERHEAD)
+    attrs = hdr.attributes & ~DELETE_HORIZON_FLAG
+    if horizon is not None:
+        attrs |= DELETE_HORIZON_FLAG
+    _H.pack_into(head, ATTRIBUTES_OFFSET, attrs)
+    _Q.pack_into(head, 27, base_ts)
+    _Q.pack_into(head, 35, hdr.max_timestamp if hdr.is_log_append_time else max_ts)
+    _I.pack_into(head, 57, len(kept))
+    crc = crc32c(records, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
     _UI.pack_into(head, 17, crc)
-    return bytes(head) + body, hdr.records_count - n
+    return bytes(head) + records
+
+
+def _skip_varint(buf: bytes, pos: int) -> int:
+    while buf[pos] & 0x80:
+        pos += 1
+    return pos + 1
+
+
+def _zigzag(n: int) -> bytes:
+    v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while v & ~0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
 
 
 def _clean_group(
-    plog: PartitionLog, group: list[LogSegment], latest: dict[bytes, int], horizon: int
+    plog: PartitionLog, group: list[LogSegment], latest: dict[bytes, int], now: int, txn_state: _TxnMarkers
 ) -> tuple[int, int] | None:
     base = group[0].base_offset
     final = os.path.join(plog.dir, segment_name(base, ".log"))
@@ -204,7 +363,8 @@ def _clean_group(
         try:
             for seg in group:
                 for pos, hdr in seg.batches():
-                    out, gone = filter_batch(seg.read_batch(pos, hdr), hdr, latest, horizon)
+                    out, gone = filter_batch(seg.read_batch(pos, hdr), hdr, latest, now,
+                                             plog.config.delete_retention_ms, txn_state)
                     removed += gone
                     if out is not None:
                         view = memoryview(out)
@@ -221,7 +381,8 @@ def _clean_group(
             with contextlib.suppress(OSError):
                 fs.unlink(leftover)
         raise
-    txns = [t for seg in group for t in seg.txn_index.entries]
+    txns = [t for seg in group for t in seg.txn_index.entries
+            if (t.producer_id, t.last_offset) not in txn_state.dropped]   # with their ABORT markers
     cfg = plog.config
     with plog._lock:
         if not _contiguous(list(plog._view[0]), group):

@@ -193,6 +193,8 @@ def rebuild_producer_state(plog: PartitionLog, rebuild_txn_index_from: int | Non
         if hdr.base_offset < start or not hdr.has_producer_id:
             continue
         if hdr.is_control:
+            if hdr.records_count == 0:   # a marker the cleaner emptied (Kafka's RETAIN_EMPTY): nothing to replay
+                continue
             try:
                 ctype, coord = parse_control_marker(seg.read_batch(pos, hdr))
             except Exception as exc:   # an unreadable marker: the rest of the partition's state still loads

@@ -142,7 +142,8 @@ def decode_partition(data: bytes, aborted: list[tuple[int, int]], fetch_offset: 
         batch = view[pos:pos + hdr.size]
         if compute_crc(batch) != hdr.crc:
             raise SourceError(f"{where}: the batch at offset {hdr.base_offset} fails its CRC-32C")
-        control = parse_control_marker(batch)[0] if hdr.is_control else None
+        # an empty control batch (a cleaned marker kept as a header) has no type
+        control = parse_control_marker(batch)[0] if hdr.is_control and hdr.records_count else None
         kind = tracker.classify(hdr, control)
         next_offset = max(next_offset, hdr.next_offset)
         if kind == "control" or hdr.records_count == 0 or hdr.last_offset < fetch_offset:

@@ -72,13 +72,18 @@ def test_compaction_keeps_latest_value_per_key(tmp_path: Path) -> None:
     res2 = clean_log(log, NOW + 10**6, force=True)
     assert res2 is not None and res2.records_removed == 0 and len(log.segments) < nseg
     assert log.log_end_offset == leo and log.size_bytes < size_before
-    after = _contents(log)
-    # below the active segment: exactly the latest record of each key there, minus expired tombstones
+    # below the active segment: exactly the latest record of each key there, tombstones included: the first
+    # pass gave their batches a delete horizon (pass time + delete.retention.ms), which has not passed yet
     # (a newer value in the active segment does not count: that segment is not cleanable yet)
     in_range: dict[bytes | None, tuple[int, bytes | None, bytes | None]] = {}
     for o, k, v in before:
         if o < active_base:
             in_range[k] = (o, k, v)
+    assert any(v is None for _o, _k, v in in_range.values())
+    assert {x for x in _contents(log) if x[0] < active_base} == set(in_range.values())
+    res3 = clean_log(log, NOW + 10**6 + CFG.delete_retention_ms, force=True)  # at the horizon: they go
+    assert res3 is not None and res3.records_removed == sum(v is None for _o, _k, v in in_range.values())
+    after = _contents(log)
     cleaned = {(o, k, v) for o, k, v in after if o < active_base}
     assert cleaned == {x for x in in_range.values() if x[2] is not None}
     assert set(latest) == {k for _o, k, _v in before}
@@ -88,7 +93,7 @@ def test_compaction_keeps_latest_value_per_key(tmp_path: Path) -> None:
     for off, _k, _v in after:
         got = log.read_bytes(off, 1)
         assert any(r.offset == off for r in batch_records(got[: validate_len(got)]))
-    lm.cleanup(NOW + 10**6)  # purges the .deleted files (file.delete.delay.ms=0)
+    lm.cleanup(NOW + 10**6 + CFG.delete_retention_ms)  # purges the .deleted files (file.delete.delay.ms=0)
     assert not [n for n in os.listdir(log.dir) if n.endswith(".deleted")]
     lm.close()
     assert (tmp_path / "cleaner-offset-checkpoint").read_text().split("\n")[2] == f"c 0 {active_base}"

@@ -1,9 +1,10 @@
 """Compaction at scale and with every codec: 100,000 updates over 1,000 keys plus tombstones.
 
 After a pass exactly the latest record of each key below the active segment remains (offsets unchanged,
-gaps expected); tombstones stay while younger than delete.retention.ms and vanish in a later pass; every
-batch that lost records is rebuilt with its own codec (gzip, snappy in xerial framing, lz4 frame, zstd) and
-keeps BaseOffset, LastOffsetDelta and producer fields; the directory shrinks accordingly; and the cleaned
+gaps expected); the first pass gives the tombstones' batch a delete horizon (pass time +
+delete.retention.ms, KIP-534) and they vanish in a pass at or after it; every batch that lost records is
+rebuilt with its own codec (gzip, snappy in xerial framing, lz4 frame, zstd) and keeps BaseOffset,
+LastOffsetDelta and producer fields, its BaseTimestamp the first kept record's (as Kafka's builder writes it); the directory shrinks accordingly; and the cleaned
 segments pass kafka-clients' FileRecords validation and kafka-dump-log's index checks like fresh ones.
 """
 
@@ -32,6 +33,7 @@ PER_BATCH = 100
 DELETED = range(0, KEYS, 10)  # every tenth key ends with a tombstone
 CFG = LogConfig(segment_bytes=256 * 1024, cleanup_policy="compact", delete_retention_ms=60_000,
                 file_delete_delay_ms=0, index_interval_bytes=4096, min_cleanable_dirty_ratio=0.5)
+FIRST_PASS = NOW + UPDATES + 1000   # the first cleaning, 1 s after the tombstones
 # payload magic of each codec: gzip member, snappy-java xerial stream, LZ4 frame, zstd frame
 MAGIC = {1: b"\x1f\x8b", 2: XERIAL_MAGIC, 3: b"\x04\x22\x4d\x18", 4: b"\x28\xb5\x2f\xfd"}
 
@@ -79,19 +81,20 @@ def compacted(tmp_path_factory: pytest.TempPathFactory) -> dict:
     for i, k in enumerate(DELETED):
         latest[b"key-%04d" % k] = (info.base_offset + i, None)
     header_of[info.base_offset] = (len(DELETED) - 1, -1, -1, -1, tomb_ts)
+    tomb_base = info.base_offset
     log.roll()
     log.append(encode_batch([Rec(b"tail", key=b"other")], base_timestamp=tomb_ts + 1), now_ms=tomb_ts + 1)
     before_bytes = _dir_bytes(log.dir)
     before_batches = _batches(log)
-    # first pass: the tombstones are younger than delete.retention.ms and stay
-    res = clean_log(log, tomb_ts + 1000)
+    # first pass: the tombstones stay and their batch gets a delete horizon
+    res = clean_log(log, FIRST_PASS)
     assert res is not None
     after_first = [(r.offset, r.key, r.value) for _o, d in _batches(log) for r in batch_records(d)]
-    lm.cleanup(tomb_ts + 1000)  # purges the .deleted files
+    lm.cleanup(FIRST_PASS)  # purges the .deleted files
     mid_bytes = _dir_bytes(log.dir)
     yield dict(lm=lm, log=log, latest=latest, codec_of=codec_of, header_of=header_of, tomb_ts=tomb_ts,
                before_bytes=before_bytes, mid_bytes=mid_bytes, after_first=after_first,
-               before_batches=before_batches, result=res)
+               before_batches=before_batches, result=res, tomb_base=tomb_base)
     lm.close()
 
 
@@ -120,8 +123,14 @@ def test_rebuilt_batches_keep_their_codec_and_header_fields(compacted: dict) -> 
         assert hdr.compression == want, f"batch {off}: codec {hdr.compression}, written with {want}"
         if want:
             assert data[HEADER_SIZE : HEADER_SIZE + len(MAGIC[want])] == MAGIC[want]
-        assert (hdr.last_offset_delta, hdr.producer_id, hdr.producer_epoch, hdr.base_sequence,
-                hdr.base_timestamp) == compacted["header_of"][off]
+        assert (hdr.last_offset_delta, hdr.producer_id, hdr.producer_epoch,
+                hdr.base_sequence) == compacted["header_of"][off][:4]
+        first_ts = next(iter(batch_records(data))).timestamp
+        if off == compacted["tomb_base"]:
+            assert hdr.has_delete_horizon and hdr.base_timestamp == FIRST_PASS + CFG.delete_retention_ms
+            assert first_ts == compacted["tomb_ts"]   # record timestamps unchanged
+        else:
+            assert not hdr.has_delete_horizon and hdr.base_timestamp == first_ts
         assert 0 < hdr.records_count <= PER_BATCH
         seen[want] += 1
     assert all(seen.values()), seen
@@ -131,9 +140,12 @@ def test_rebuilt_batches_keep_their_codec_and_header_fields(compacted: dict) -> 
 def test_tombstones_vanish_after_delete_retention(compacted: dict, tmp_path: Path, requirement: Any) -> None:
     log: PartitionLog = compacted["log"]
     lm: LogManager = compacted["lm"]
-    later = compacted["tomb_ts"] + CFG.delete_retention_ms + 1
+    later = FIRST_PASS + CFG.delete_retention_ms   # the delete horizon
     assert clean_log(log, later) is None  # nothing new is dirty ...
-    assert clean_log(log, later, force=True) is not None  # ... but a forced pass drops expired tombstones
+    res = clean_log(log, later - 1, force=True)   # ... a forced pass just before the horizon keeps them
+    assert res is not None and res.records_removed == 0
+    res = clean_log(log, later, force=True)   # ... and one at the horizon drops them
+    assert res is not None and res.records_removed == len(DELETED)
     lm.cleanup(later)
     got = [(r.offset, r.key, r.value) for _o, d in _batches(log) for r in batch_records(d)]
     live = {(o, k, v) for k, (o, v) in compacted["latest"].items() if v is not None}
