@@ -126,7 +126,7 @@ def librdkafka_knows(name: str) -> bool:
         known = True
     except KafkaException as exc:
         known = "No such configuration property" not in str(exc)
-    except Exception:  # a value librdkafka refuses for a name it knows (a TypeError, ValueError)
+    except (TypeError, ValueError):  # a value librdkafka refuses for a name it knows
         known = True
     with _lock:
         _known[name] = known

@@ -74,6 +74,7 @@ class TransactionService(CoordinatorRuntime):
 
     def __init__(self, state: BrokerState | None) -> None:
         super().__init__(state)
+        self._tv_warned = False   # transaction.version unreadable: said once
         cfg = getattr(state, "config", None)
         self.num_partitions = cfg.get_int("transaction.state.log.num.partitions") if cfg is not None else 50
         max_timeout = cfg.get_int("transaction.max.timeout.ms") if cfg is not None \
@@ -93,7 +94,11 @@ class TransactionService(CoordinatorRuntime):
             return 0
         try:
             return int(st.features.finalized().get("transaction.version", 0))
-        except Exception:   # no log dir to read feature levels from (a unit test's state)
+        except Exception as exc:   # no log dir to read feature levels from (a unit test's state): logged, TV1
+            if not self._tv_warned:
+                self._tv_warned = True
+                log.warning("transaction.version unreadable (%s: %s): transactions use version 0",
+                            type(exc).__name__, exc)
             return 0
 
     # -- lifecycle (CoordinatorRuntime) ------------------------------------------------------------
