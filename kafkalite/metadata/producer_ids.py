@@ -101,10 +101,16 @@ class ProducerIdAllocator:
         start = self._saved_start()
         if start is None:
             own = [i for i in handed_out() if in_range(i)]
-            start = skip_in_use(max(own, default=-1) + 1, in_use())
-            log.warning("%s and its copy are missing or damaged; producer ids continue at %d (after the ids "
-                        "kafkalite handed out that it can still see, clear of the ids in use in the logs)",
-                        self.path, start)
+            used = [i for i in in_use() if in_range(i)]
+            start = skip_in_use(max(own, default=-1) + 1, used)
+            fresh = not own and not used and not any(
+                (self.dir / name).exists() for name in (PRODUCER_IDS_FILE, PRODUCER_IDS_COPY))
+            if fresh:   # a new data directory: nothing was ever handed out, nothing to warn about
+                log.debug("first producer-id block starts at %d (%s)", start, self.path)
+            else:
+                log.warning("%s and its copy are missing or damaged; producer ids continue at %d (after the ids "
+                            "kafkalite handed out that it can still see, clear of the ids in use in the logs)",
+                            self.path, start)
         start = max(start, self._limit)
         if start > LAST_BLOCK_START:
             raise ProducerIdsExhausted(f"no producer-id block left: the next would start at {start}, past "

@@ -83,6 +83,22 @@ def test_a_missing_or_damaged_file_is_rebuilt_from_the_copy_or_from_own_ids(tmp_
     assert int(main.read_text()) == 44 + PRODUCER_ID_BLOCK
 
 
+def test_a_new_data_directory_is_not_warned_about_a_lost_file_is(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger=pids.__name__):
+        assert ProducerIdAllocator(tmp_path).allocate(_none, _none) == 0   # fresh: nothing to warn about
+        assert not caplog.records
+        (tmp_path / PRODUCER_IDS_FILE).unlink()
+        (tmp_path / PRODUCER_IDS_COPY).unlink()
+        assert ProducerIdAllocator(tmp_path).allocate(_none, lambda: [3]) == 4   # ids in use: they were lost
+        assert [r.getMessage() for r in caplog.records if "missing or damaged" in r.getMessage()]
+        caplog.clear()
+        (tmp_path / PRODUCER_IDS_COPY).write_bytes(b"x")   # only a damaged copy left: warned too
+        (tmp_path / PRODUCER_IDS_FILE).unlink()
+        ProducerIdAllocator(tmp_path).allocate(_none, _none)
+        assert caplog.records
+
+
 def test_the_range_ends_at_2_63_minus_1(tmp_path: Path) -> None:
     last = pids.LAST_BLOCK_START
     (tmp_path / PRODUCER_IDS_FILE).write_text(f"{last}\n")
