@@ -112,6 +112,41 @@ def add_cases(add: Callable[..., None]) -> None:
         lambda v, ctx: incremental(ctx, 4, "1", ("num.partitions", SET, "3"), validate_only=True),
         doc="a broker setting that cannot change at run time (validate_only)")
 
+    # broker loggers (KIP-412): resource type 8, Kafka's answers and messages (kafkalite.loggers); the root level
+    # is set first so both sides hold the same one (the reference runs with root at ERROR)
+    logger = 8
+
+    def root_warn(conn: WireConn, ctx: Ctx) -> None:
+        conn.request(incremental(ctx, logger, "1", ("root", SET, "WARN")), 1)
+
+    add("describe_configs_broker_logger_keys", m.DescribeConfigsRequest,
+        lambda v, ctx: m.DescribeConfigsRequest(resources=[m.DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=logger, resource_name="1", configuration_keys=["root", "no.such.logger"])],
+            include_synonyms=True, include_documentation=True), root_warn, min_version=1,
+        doc="the root logger's level after SET root=WARN; an unknown logger is left out")
+    for case, name in (("empty", ""), ("not_a_number", "x"), ("other_broker", "2")):
+        add(f"describe_configs_broker_logger_{case}", m.DescribeConfigsRequest,
+            lambda v, ctx, name=name: m.DescribeConfigsRequest(resources=[
+                m.DescribeConfigsRequest.DescribeConfigsResource(resource_type=logger, resource_name=name,
+                                                                 configuration_keys=None)]),
+            min_version=1, doc=f"broker logger resource name {name!r}: INVALID_REQUEST")
+    for case, ops, doc in (
+            ("set_root", (("root", SET, "WARN"),), "SET root=WARN"),
+            ("unknown_logger", (("no.such.logger", SET, "DEBUG"),), "INVALID_CONFIG"),
+            ("bad_level", (("root", SET, "debug"),), "a level Kafka does not know (lower case): INVALID_CONFIG"),
+            ("null_level", (("root", SET, None),), "INVALID_REQUEST"),
+            ("delete_root", (("root", DELETE, None),), "INVALID_REQUEST"),
+            ("append", (("root", APPEND, "WARN"),), "INVALID_REQUEST"),
+            ("duplicate", (("root", SET, "WARN"), ("root", SET, "INFO")), "INVALID_REQUEST")):
+        add(f"incremental_alter_configs_broker_logger_{case}", m.IncrementalAlterConfigsRequest,
+            lambda v, ctx, ops=ops: incremental(ctx, logger, "1", *ops, validate_only=True), doc=doc)
+    for case, name in (("empty", ""), ("other_broker", "2")):
+        add(f"incremental_alter_configs_broker_logger_{case}", m.IncrementalAlterConfigsRequest,
+            lambda v, ctx, name=name: incremental(ctx, logger, name, ("root", SET, "WARN"), validate_only=True),
+            doc=f"broker logger resource name {name!r}: INVALID_REQUEST")
+    add("alter_configs_broker_logger", m.AlterConfigsRequest,
+        lambda v, ctx: legacy(ctx, logger, "1", {"root": "WARN"}, True), doc="legacy AlterConfigs: INVALID_REQUEST")
+
     # DescribeCluster
     add("describe_cluster", m.DescribeClusterRequest,
         lambda v, ctx: m.DescribeClusterRequest(include_cluster_authorized_operations=True, endpoint_type=1),

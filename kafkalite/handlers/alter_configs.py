@@ -57,6 +57,8 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
         elif r.resource_type == GROUP_RESOURCE:
             code, msg = alter_group(state, r.resource_name, {c.name: c.value for c in r.configs if c.value is not None},
                                     req.validate_only)
+        elif r.resource_type == 8:   # BROKER_LOGGER: only IncrementalAlterConfigs changes loggers (Kafka's wording)
+            code, msg = ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}"
         else:
             code, msg = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
         results.append(_Result(error_code=code, error_message=msg, resource_type=r.resource_type,

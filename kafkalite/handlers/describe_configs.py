@@ -4,7 +4,8 @@ Resources: TOPIC (2) — every topic config of the profile's Kafka release with 
 topic override, 2/3 dynamic broker setting, 4 static broker setting, 5 default); BROKER (4) — every broker config
 the profile's Kafka release lists (3.9's, or 4.3's / 4.4's as captured from the real brokers), with
 Kafka's sources, synonyms, types, sensitivity and read-only flags (``kafkalite.config.broker_describe``; resource
-name = our node id, or "" for the cluster-wide dynamic defaults only); BROKER_LOGGER (8) — an empty list;
+name = our node id, or "" for the cluster-wide dynamic defaults only); BROKER_LOGGER (8) — every logger of the
+process with its level (``kafkalite.loggers``, Kafka's answers and messages);
 GROUP (32) — every group config (``kafkalite.metadata.group_configs``): an override with source DYNAMIC_GROUP_CONFIG,
 else the broker's default with DEFAULT_CONFIG, whether or not the group exists.
 ConfigurationKeys (nullable) filters by name. A result without a message carries "" (never null), as Kafka's:
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite import authz
+from kafkalite import authz, loggers
 from kafkalite.config.describe import (
     BROKER_LOGGER_RESOURCE,
     BROKER_RESOURCE,
@@ -74,7 +75,10 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
             else:
                 entries = describe_broker(state, r.resource_name)
         elif r.resource_type == BROKER_LOGGER_RESOURCE:
-            entries = []
+            code, msg = loggers.node_id_error(r.resource_name, state.node_id, describing=True)
+            if code == ErrorCode.NONE:
+                entries = [ConfigEntry(name=n, value=v, source=loggers.DYNAMIC_BROKER_LOGGER_CONFIG, config_type=0,
+                                       documentation="") for n, v in loggers.describe(r.configuration_keys)]
         elif r.resource_type == GROUP_RESOURCE:
             code, msg, entries = describe_group(state, r.resource_name)
         else:

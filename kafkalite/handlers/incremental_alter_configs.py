@@ -7,15 +7,17 @@ INVALID_CONFIG; the same name twice in one resource answers INVALID_REQUEST. BRO
 default, or our node id) take the same operations on the dynamic settings (the log.* topic defaults, applied
 to every log at once and persisted); static-only settings answer INVALID_REQUEST. GROUP resources (32) take
 SET / DELETE on the group configs (``kafkalite.metadata.group_configs``: Kafka 4.3's names, bounds and messages; APPEND /
-SUBTRACT answer INVALID_CONFIG, none is a list), persisted once per request. ValidateOnly checks without
+SUBTRACT answer INVALID_CONFIG, none is a list), persisted once per request. BROKER_LOGGER resources (8, our node
+id) take SET / DELETE of a logger's level (``kafkalite.loggers``: in memory, as Kafka). ValidateOnly checks without
 applying.
 - Authorization: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for broker resources
   (CLUSTER_AUTHORIZATION_FAILED), or the group (GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
-from kafkalite import authz
+from kafkalite import authz, loggers
 from kafkalite.config.describe import (
+    BROKER_LOGGER_RESOURCE,
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
     check_broker_configs,
@@ -95,6 +97,10 @@ async def incremental_alter_configs(ctx: RequestContext,
                 code, msg = check_broker_configs(state, r.resource_name, current)
                 if code == ErrorCode.NONE and not req.validate_only:
                     state.configs.set(r.resource_name, current)
+        elif r.resource_type == BROKER_LOGGER_RESOURCE:
+            code, msg = loggers.node_id_error(r.resource_name, state.node_id, describing=False)
+            if code == ErrorCode.NONE:
+                code, msg = loggers.alter(list(r.configs), req.validate_only)
         elif r.resource_type == GROUP_RESOURCE:
             ops = list(r.configs)
             code, msg = alter_group(state, r.resource_name, None, req.validate_only,

@@ -66,6 +66,7 @@ from trio.lowlevel import wait_readable, wait_writable
 
 from kafkalite.errors import ConnectionClosed
 from kafkalite.handlers import registry
+from kafkalite.loggers import TRACE, request_log
 from kafkalite.runtime import close_hooks
 from kafkalite.runtime import gcpolicy as bulk
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
@@ -357,6 +358,7 @@ class Connection:
         )
         quotas = self.quotas
         cpu0 = time.thread_time_ns() if quotas is not None and quotas.active else -1
+        t0 = time.perf_counter() if request_log.isEnabledFor(logging.DEBUG) else 0.0   # kafka.request.logger
         try:
             if self.faults.active:   # an injected error, latency, drop or pause (kafkalite.faults)
                 response = await self.faults.intercept(self, spec, ctx, body)
@@ -370,6 +372,8 @@ class Connection:
 
             response = await error_response.answer_failure(self, header, body, exc, offload)
         throttle = 0 if cpu0 < 0 else _throttle(quotas, ctx, len(frame), time.thread_time_ns() - cpu0, response)
+        if t0:
+            self._log_request(spec, ctx, body, len(frame), t0, throttle, response is None)
         if response is None:
             if throttle:
                 await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
@@ -398,6 +402,21 @@ class Connection:
             sasl.api_versions_answered()
         if throttle:
             await trio.sleep(throttle / 1000)   # muted (KIP-219): the next request is not read meanwhile
+
+    def _log_request(self, spec: Any, ctx: Any, body: Any, size: int, t0: float, throttle: int,
+                     no_response: bool) -> None:
+        """One line per completed request on ``kafka.request.logger`` at DEBUG (the request itself at TRACE),
+        as Kafka's RequestChannel logs it: the time is to the response, before it is sent."""
+        h = ctx.header
+        line = (f"Completed request: {spec.name} v{h.api_version} correlation id {h.correlation_id} client id "
+                f"{h.client_id!r} from connection {self.conn_id} ({self.peer_host}:{self.peer_port}); total "
+                f"{(time.perf_counter() - t0) * 1000:.3f} ms, {size} B, throttle {throttle} ms"
+                f"{', no response (acks=0)' if no_response else ''}; security protocol {self.security_protocol}, "
+                f"principal {self.principal}, listener {self.listener}")
+        if request_log.isEnabledFor(TRACE):
+            text = repr(body)
+            line += f"; request: {text[:4000]}{' ...' if len(text) > 4000 else ''}"
+        request_log.debug(line)
 
     def call_handler(self, spec: Any, ctx: Any, body: Any) -> Any:
         """The handler's coroutine for ``body`` (through the metrics when on): what kafkalite.faults runs
