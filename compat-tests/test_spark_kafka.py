@@ -381,6 +381,32 @@ def test_min_partitions_splits_offset_ranges(spark: Any, source: str, fmt: str) 
     assert reader(spark, fmt, source, IN, minPartitions="3").rdd.getNumPartitions() == 3
 
 
+@pytest.mark.ecosystem
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_max_records_per_partition_splits_offset_ranges(spark: Any, source: str, fmt: str) -> None:
+    """Spark 4.2's maxRecordsPerPartition: each range in ceil(size / max) pieces; with minPartitions above the
+    count that gives, pieces whose share of minPartitions rounds to one stay whole, the others are cut again. A
+    batch read decides whether to cut on the offsets as the options state them (latest is -1): with
+    endingOffsets latest, maxRecordsPerPartition alone cuts nothing."""
+    starting = json.dumps({IN: {"0": 0, "1": 20, "2": 25}})   # sizes 30, 10, 5
+    ending = json.dumps({IN: {"0": 30, "1": 30, "2": 30}})
+
+    def cuts(df: Any) -> list[tuple[int, int, int]]:
+        return sorted((rs[0]["partition"], rs[0]["offset"], rs[-1]["offset"] + 1)
+                      for rs in df.select("partition", "offset").rdd.glom().collect() if rs)
+
+    df = reader(spark, fmt, source, IN, maxRecordsPerPartition="7", startingOffsets=starting)
+    assert cuts(df) == [(0, 0, 30), (1, 20, 30), (2, 25, 30)]
+    df = reader(spark, fmt, source, IN, maxRecordsPerPartition="7", startingOffsets=starting, endingOffsets=ending)
+    assert cuts(df) == [(0, 0, 6), (0, 6, 12), (0, 12, 18), (0, 18, 24), (0, 24, 30), (1, 20, 25), (1, 25, 30),
+                        (2, 25, 30)]
+    assert rows(df, headers=False) == [(*r[:5], []) for r in expect({0: range(30), 1: range(20, 30),
+                                                                     2: range(25, 30)})]
+    # 8 pieces < 12: the 6-offset pieces (share 1.6 -> 2) are halved, the 5-offset ones (1.33 -> 1) kept
+    df = reader(spark, fmt, source, IN, maxRecordsPerPartition="7", minPartitions="12", startingOffsets=starting)
+    assert cuts(df) == sorted([(0, 3 * i, 3 * i + 3) for i in range(10)] + [(1, 20, 25), (1, 25, 30), (2, 25, 30)])
+
+
 # -- failOnDataLoss after retention deleted records -------------------------------------------------------------
 RETENTION_ARGS = ["--override", "log.retention.check.interval.ms=200", "--override", "log.segment.delete.delay.ms=0"]
 DATA_LOSS = "Some data may have been lost because they are not available in Kafka any more"

@@ -11,7 +11,7 @@ Spark's ``kafka`` format (``KafkaSourceProvider``) takes:
   where -2 means earliest and -1 latest. Batch queries may not start at ``latest`` nor end at ``earliest``;
   streaming queries have no ending offsets. ``startingTimestamp`` / ``startingOffsetsByTimestamp`` (JSON of
   millisecond timestamps per partition) take precedence over ``startingOffsets``, likewise for ending.
-- ``failOnDataLoss`` (default true), ``includeHeaders`` (default false), ``minPartitions``,
+- ``failOnDataLoss`` (default true), ``includeHeaders`` (default false), ``minPartitions``, ``maxRecordsPerPartition``,
   ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` + ``maxTriggerDelay``, ``kafkaConsumer.pollTimeoutMs``.
 
 The option map Spark hands a Python data source is case-insensitive; we look keys up in lower case.
@@ -183,8 +183,8 @@ def _positive_int(value: str | None, name: str) -> int | None:
     except ValueError:
         raise KafkaOptionError(f"Invalid value '{value}' for option '{name}', must be a positive integer") from None
     if n <= 0:
-        if name == "minPartitions":   # Spark's words
-            raise KafkaOptionError("minPartitions must be positive")
+        if name in ("minPartitions", "maxRecordsPerPartition"):   # Spark's words
+            raise KafkaOptionError(f"{name} must be positive")
         raise KafkaOptionError(f"Invalid value '{value}' for option '{name}', must be a positive integer")
     return n
 
@@ -258,6 +258,7 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60_000
@@ -297,6 +298,7 @@ class SourceOptions:
                                                "Kafka")
         subscription = _subscription(opts)
         min_partitions = _positive_int(opts.get("minpartitions"), "minPartitions")
+        max_records = _positive_int(opts.get("maxrecordsperpartition"), "maxRecordsPerPartition")
         kafka = kafka_params(options)
         strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
         if strategy not in ("error", "latest"):
@@ -314,6 +316,7 @@ class SourceOptions:
             fail_on_data_loss=_bool(opts.get("failondataloss"), True, "failOnDataLoss"),
             include_headers=_bool(opts.get("includeheaders"), False, "includeHeaders"),
             min_partitions=min_partitions,
+            max_records_per_partition=max_records,
             max_offsets_per_trigger=max_per,
             min_offsets_per_trigger=min_per,
             max_trigger_delay_ms=_duration_ms(opts.get("maxtriggerdelay", "15m")),

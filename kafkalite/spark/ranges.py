@@ -1,9 +1,9 @@
 """Offset ranges: resolving where a read starts/ends, rate limiting and splitting (pure logic, no Spark).
 
 A read is planned as one :class:`OffsetRange` ``[from, until)`` per topic partition, as in Spark's
-``KafkaOffsetRangeCalculator``: empty ranges are dropped, and when ``minPartitions`` asks for more Spark
-partitions than there are Kafka partitions, each range is cut into pieces in proportion to its share of the
-total. ``maxOffsetsPerTrigger`` is spread over partitions in proportion to their backlog (a partition whose
+``KafkaOffsetRangeCalculator``: empty ranges are dropped, ``maxRecordsPerPartition`` cuts each into pieces of at
+most that many offsets, and when ``minPartitions`` asks for more Spark partitions than that gives, the large
+ranges are cut into pieces in proportion to their share of the total. ``maxOffsetsPerTrigger`` is spread over partitions in proportion to their backlog (a partition whose
 share rounds below one still advances by one), so no partition starves.
 """
 from __future__ import annotations
@@ -110,23 +110,48 @@ def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartiti
     return out
 
 
+def _java_round(x: float) -> int:
+    """Scala's ``math.round`` (Java's Math.round): halves round up, not to even as Python's round() does."""
+    return math.floor(x + 0.5)
+
+
+def _divide(r: OffsetRange, parts: int) -> list[OffsetRange]:
+    """``r`` cut into ``parts`` consecutive pieces, the remainder going to the last ones (Spark's
+    getDividedPartition: integer division of what remains by the pieces left)."""
+    out: list[OffsetRange] = []
+    remaining, lo = r.size, r.from_offset
+    for i in range(parts):
+        step = remaining // (parts - i)
+        remaining -= step
+        hi = min(lo + step, r.until_offset)
+        out.append(OffsetRange(r.topic, r.partition, lo, hi))
+        lo = hi
+    return out
+
+
+def _part_count(size: int, total: int, parts: int) -> int:
+    return max(_java_round(size / total * parts), 1)
+
+
 def make_ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
-                min_partitions: int | None = None) -> list[OffsetRange]:
-    """Non-empty ``[start, end)`` ranges, split further when ``minPartitions`` asks for more tasks."""
+                min_partitions: int | None = None, max_records_per_partition: int | None = None) -> list[OffsetRange]:
+    """Non-empty ``[start, end)`` ranges, as Spark 4.2's KafkaOffsetRangeCalculator plans them: each range cut
+    into ``ceil(size / maxRecordsPerPartition)`` pieces; then, while ``minPartitions`` asks for more tasks than
+    that gives, the ranges whose share of ``minPartitions`` rounds to one stay whole and the others are cut in
+    proportion to their share of the rest."""
     ranges = [OffsetRange(t, p, start[(t, p)], until) for (t, p), until in sorted(end.items())
               if (t, p) in start and until > start[(t, p)]]
-    if not min_partitions or len(ranges) >= min_partitions:
+    if (not min_partitions or len(ranges) >= min_partitions) and not max_records_per_partition:
+        return ranges
+    if max_records_per_partition:
+        ranges = [piece for r in ranges for piece in _divide(r, math.ceil(r.size / max_records_per_partition))
+                  if piece.size > 0]
+    if not min_partitions or min_partitions <= len(ranges):
         return ranges
     total = sum(r.size for r in ranges)
-    out: list[OffsetRange] = []
-    for r in ranges:
-        pieces = max(round(r.size / total * min_partitions), 1)
-        remaining, lo = r.size, r.from_offset
-        for i in range(pieces):
-            step = remaining // (pieces - i)
-            remaining -= step
-            hi = min(lo + step, r.until_offset)
-            if hi > lo:
-                out.append(OffsetRange(r.topic, r.partition, lo, hi))
-            lo = hi
-    return out
+    whole = {id(r) for r in ranges if _part_count(r.size, total, min_partitions) == 1}
+    split_total = total - sum(r.size for r in ranges if id(r) in whole)
+    split_parts = max(min_partitions - len(whole), 1)
+    return [piece for r in ranges
+            for piece in ([r] if id(r) in whole else _divide(r, _part_count(r.size, split_total, split_parts)))
+            if piece.size > 0]

@@ -35,7 +35,10 @@ from pyspark.sql.types import StructType
 from kafkalite.spark.admin import OffsetReader
 from kafkalite.spark.fetch import read_range
 from kafkalite.spark.options import (
+    EARLIEST,
+    LATEST,
     KafkaOptionError,
+    OffsetSpec,
     SinkOptions,
     SourceOptions,
     TopicPartition,
@@ -90,7 +93,31 @@ class KafkaBatchReader(_ReaderBase, DataSourceReader):
                     f"Beginning offset {start[tp]} is after the ending offset {end[tp]} for topic {tp[0]} "
                     f"partition {tp[1]}. You either provided an invalid fromOffset, or the Kafka topic has "
                     "been damaged")
-        return [KafkaInputPartition(r) for r in make_ranges(start, end, o.min_partitions)]
+        if not _divvy_batch(o, start, end):
+            return [KafkaInputPartition(r) for r in make_ranges(start, end)]
+        return [KafkaInputPartition(r) for r in make_ranges(start, end, o.min_partitions, o.max_records_per_partition)]
+
+
+def _divvy_batch(o: SourceOptions, start: dict[TopicPartition, int], end: dict[TopicPartition, int]) -> bool:
+    """Whether Spark 4.2's batch read splits its ranges (KafkaOffsetReaderAdmin.getOffsetRangesFromUnresolvedOffsets):
+    when minPartitions is above the number of partitions, or when a range is longer than maxRecordsPerPartition
+    *as the options state it*: there earliest is -2 and latest -1, so ``endingOffsets`` latest (the default) never
+    triggers maxRecordsPerPartition in a batch read, only offsets given as numbers (or found by timestamp) do.
+    Spark's own connector reads the same data in the same pieces this way (compat-tests/test_spark_kafka.py)."""
+    if o.min_partitions is not None and o.min_partitions > len(end):
+        return True
+    if o.max_records_per_partition is None:
+        return False
+    assert o.ending is not None
+
+    def stated(spec: OffsetSpec, resolved: dict[TopicPartition, int], tp: TopicPartition) -> int:
+        if spec.kind == "earliest":
+            return EARLIEST
+        if spec.kind == "latest":
+            return LATEST
+        return spec.offsets[tp] if spec.kind == "offsets" else resolved[tp]
+
+    return any(stated(o.ending, end, tp) - stated(o.starting, start, tp) > o.max_records_per_partition for tp in end)
 
 
 class KafkaStreamReader(_ReaderBase, DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -175,7 +202,7 @@ class KafkaStreamReader(_ReaderBase, DataSourceStreamReader, SupportsTriggerAvai
             if off < begin[tp]:
                 report_data_loss(o.fail_on_data_loss, f"Partition {tp[0]}-{tp[1]}'s offset was changed from "
                                  f"{begin[tp]} to {off}, some data may have been missed.")
-        return [KafkaInputPartition(r) for r in make_ranges(begin, until, o.min_partitions)]
+        return [KafkaInputPartition(r) for r in make_ranges(begin, until, o.min_partitions, o.max_records_per_partition)]
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the checkpoint is the only record of progress (Spark never commits to Kafka)."""

@@ -158,8 +158,17 @@ def test_specific_offsets_min_partitions_and_assign(spark: Any, broker: Any, pro
           .option("endingOffsets", offsets_to_json(end))
           .option("minPartitions", "7").load())
     assert df.rdd.getNumPartitions() >= 7
-    got = sorted((r["partition"], r["offset"]) for r in df.select("partition", "offset").collect())
+    capped = (spark.read.format("kafkalite")
+              .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+              .option("subscribe", "batch100k")
+              .option("startingOffsets", offsets_to_json(start))
+              .option("endingOffsets", offsets_to_json(end))
+              .option("maxRecordsPerPartition", "25").load())
+    pieces = [len(rs) for rs in capped.select("offset").rdd.glom().collect()]
     last2 = max(off for part, off in produced if part == 2) + 1
+    assert len(pieces) == 4 + 1 + -(-(last2 - 30_000) // 25) and max(pieces) <= 25   # ceil(size / 25) each
+    assert sum(pieces) == 100 + 5 + last2 - 30_000
+    got = sorted((r["partition"], r["offset"]) for r in df.select("partition", "offset").collect())
     want = sorted([(0, o) for o in range(10, 110)] + [(1, o) for o in range(5)]
                   + [(2, o) for o in range(30_000, last2)])
     assert got == want

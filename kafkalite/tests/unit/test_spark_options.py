@@ -251,6 +251,40 @@ def test_make_ranges_and_min_partitions() -> None:
         assert all(x.until_offset == y.from_offset for x, y in zip(pieces, pieces[1:], strict=False))
 
 
+def _cuts(ranges: list[OffsetRange]) -> list[tuple[str, int, int, int]]:
+    return [(r.topic, r.partition, r.from_offset, r.until_offset) for r in ranges]
+
+
+def test_ranges_as_spark_plans_them() -> None:
+    """Spark 4.2's KafkaOffsetRangeCalculator, worked by hand: maxRecordsPerPartition first (ceil(size / max)
+    pieces), then minPartitions over the result, a range whose share rounds to one kept whole."""
+    start = {("a", 0): 0, ("b", 0): 5}
+    end = {("a", 0): 100, ("b", 0): 25}
+    # minPartitions 6: b's share is 20/120*6 = 1 -> whole; a gets the other 5
+    assert _cuts(make_ranges(start, end, min_partitions=6)) == [
+        ("a", 0, 0, 20), ("a", 0, 20, 40), ("a", 0, 40, 60), ("a", 0, 60, 80), ("a", 0, 80, 100), ("b", 0, 5, 25)]
+    # maxRecordsPerPartition 30: a in ceil(100/30) = 4 pieces, b in 1
+    assert _cuts(make_ranges(start, end, max_records_per_partition=30)) == [
+        ("a", 0, 0, 25), ("a", 0, 25, 50), ("a", 0, 50, 75), ("a", 0, 75, 100), ("b", 0, 5, 25)]
+    # both: 5 pieces < 8, so each 25-offset piece of a (share 1.67 -> 2) is halved again, b (1.33 -> 1) kept
+    assert _cuts(make_ranges(start, end, min_partitions=8, max_records_per_partition=30)) == [
+        ("a", 0, 0, 12), ("a", 0, 12, 25), ("a", 0, 25, 37), ("a", 0, 37, 50), ("a", 0, 50, 62), ("a", 0, 62, 75),
+        ("a", 0, 75, 87), ("a", 0, 87, 100), ("b", 0, 5, 25)]
+    # enough pieces already: minPartitions changes nothing
+    assert len(make_ranges(start, end, min_partitions=3, max_records_per_partition=30)) == 5
+    # halves round up as Java's Math.round does: a's share 30/40*6 = 4.5 -> 5 pieces (Python's round: 4)
+    start, end = {("a", 0): 0, ("b", 0): 0}, {("a", 0): 30, ("b", 0): 10}
+    assert [r.size for r in make_ranges(start, end, min_partitions=6)] == [6, 6, 6, 6, 6, 5, 5]
+
+
+def test_max_records_per_partition_must_be_positive() -> None:
+    base = {"subscribe": "t", "kafka.bootstrap.servers": "h:1"}
+    assert SourceOptions.parse({**base, "maxRecordsPerPartition": "7"}, streaming=False).max_records_per_partition == 7
+    for bad in ("0", "-3"):
+        with pytest.raises(KafkaOptionError, match="^maxRecordsPerPartition must be positive$"):
+            SourceOptions.parse({**base, "maxRecordsPerPartition": bad}, streaming=True)
+
+
 def test_report_data_loss() -> None:
     with pytest.raises(DataLossError, match='set the source option "failOnDataLoss" to "false"'):
         report_data_loss(True, "gone.")
