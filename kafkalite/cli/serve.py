@@ -1,10 +1,10 @@
 """``kafkalite serve``: run the broker.
 
     kafkalite serve [--config FILE] [--override K=V ...] [--listen HOST:PORT] [--data-dir DIR]
-                    [--emulate-kafka 2.8|3.6|3.9] [--metrics [HOST:PORT]] [--console [HOST:PORT]]
+                    [--emulate-kafka X.Y] [--metrics [HOST:PORT]] [--console [HOST:PORT]]
                     [--control [HOST:PORT] [--control-allow-remote]] [--schema-registry [HOST:PORT]]
                     [--brokers N]
-                    [--log-level LEVEL]
+                    [--log-level LEVEL] [--logger NAME=LEVEL ...]
 
 Prints exactly one line to stdout, ``kafkalite ready on HOST:PORT`` (first listener; flushed), once clients
 can connect (``--brokers N``: N brokers in this process, ``kafkalite ready on H:P,H:P,...``, one address per
@@ -52,6 +52,10 @@ def configure(serve: argparse.ArgumentParser) -> None:
                        help="run N brokers in this process with replicated partitions (kafkalite.cluster)")
     serve.add_argument("--log-level", default="INFO",
                        help=f"logging level: {', '.join(LOG_LEVELS)} (default INFO)")
+    serve.add_argument("--logger", metavar="NAME=LEVEL", action="append", default=[],
+                       help="the level of one logger, e.g. kafka.request.logger=DEBUG (one line per request) or "
+                            "kafkalite.coordinator=DEBUG; TRACE, DEBUG, INFO, WARN, ERROR, FATAL (repeatable; "
+                            "changeable at run time with kafka-configs --entity-type broker-loggers)")
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
@@ -144,6 +148,24 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
+def _set_logger_levels(specs: list[str]) -> str | None:
+    """``--logger NAME=LEVEL`` (Kafka's level names, or Python's WARNING/CRITICAL); the first bad one's message."""
+    from kafkalite import loggers
+
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        level = value.strip().upper()
+        number = loggers.KAFKA_LEVELS.get(level) or {"WARNING": logging.WARNING,
+                                                     "CRITICAL": logging.CRITICAL}.get(level)
+        if not sep or not name.strip() or number is None:
+            return (f"--logger {spec!r}: expected NAME=LEVEL with LEVEL one of "
+                    f"{', '.join(sorted(loggers.KAFKA_LEVELS))}")
+        if number == loggers.TRACE:
+            logging.addLevelName(loggers.TRACE, "TRACE")
+        logging.getLogger(None if name.strip() == loggers.ROOT else name.strip()).setLevel(number)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit codes: 0 after a clean shutdown, 2 for a usage or configuration error, 1 when the broker could
     not run (address in use, data dir held by another broker, ...); each failure is one line on stderr."""
@@ -154,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(USAGE, f"--log-level {args.log_level!r}: expected one of {', '.join(LOG_LEVELS)}")
     logging.basicConfig(level=getattr(logging, level), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    why = _set_logger_levels(args.logger)
+    if why:
+        return _fail(USAGE, why)
     try:
         config = config_from_args(args)
     except ConfigError as exc:

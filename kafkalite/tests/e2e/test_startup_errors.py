@@ -36,6 +36,8 @@ def one_error(lines: list[str]) -> str:
 @pytest.mark.parametrize(("args", "expected"), [
     (["--listen", "127.0.0.1:99999"], "port 99999 is outside 0-65535"),
     (["--log-level", "LOUD"], "--log-level 'LOUD'"),
+    (["--logger", "kafka.request.logger=LOUD"], "--logger 'kafka.request.logger=LOUD': expected NAME=LEVEL"),
+    (["--logger", "kafka.request.logger"], "--logger 'kafka.request.logger': expected NAME=LEVEL"),
     (["--override", "log.segment.bytes=10"],
      "Invalid value 10 for configuration log.segment.bytes: Value must be at least 1048576"),
     (["--override", "num.partitions=-1"], "num.partitions: Value must be at least 1"),
@@ -116,6 +118,27 @@ def test_unknown_and_unimplemented_keys_are_warned_and_a_fresh_dir_is_not_unclea
     assert "unknown config keys, ignored: no.such.setting" in err
     assert "Kafka settings kafkalite does not implement, ignored: background.threads, zookeeper.connect" in err
     assert "unclean" not in err and "new log dir" in err
+
+
+def test_logger_option_sets_one_loggers_level(tmp_path: Path) -> None:
+    """``--logger kafka.request.logger=DEBUG``: Kafka's request log on from the start, the rest at --log-level."""
+    from kafkalite.tests.support.rawclient import RawClient
+    from kafkalite_wire.messages import MetadataRequest
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALITE_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafkalite", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path),
+         "--log-level", "WARN", "--logger", "kafka.request.logger=debug"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    host, _, port = proc.stdout.readline().strip().rpartition(" ")[2].rpartition(":")
+    with RawClient(host, int(port)) as c:
+        c.request(MetadataRequest(topics=[]), 12)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert "DEBUG kafka.request.logger: Completed request: Metadata v12 correlation id" in err, err
+    assert "INFO" not in err   # everything else at WARN
 
 
 # -- the embedded broker -------------------------------------------------------------------------------
