@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -194,15 +195,24 @@ func franzGroupConsume(c cmd) (map[string]any, error) {
 			n++
 		})
 		if n > 0 {
-			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
-				return nil, fmt.Errorf("commit: %w", err)
+			// a commit that fails while the coordinator moves or its broker is down (franz-go returns the dial
+			// error) leaves the offsets uncommitted: the next commit carries them, as an application would do
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				fmt.Fprintf(os.Stderr, "franz-go group_consume: commit failed, retried with the next one: %v\n", err)
 			}
 		}
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
-	if err := cl.CommitUncommittedOffsets(cctx); err != nil {
-		return nil, fmt.Errorf("final commit: %w", err)
+	for { // the final commit is retried until it succeeds or 30 s pass
+		err := cl.CommitUncommittedOffsets(cctx)
+		if err == nil {
+			break
+		}
+		if cctx.Err() != nil {
+			return nil, fmt.Errorf("final commit: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	cl.LeaveGroup()
 	return map[string]any{"records": recsJSON(out), "first_ms": firstMs}, nil
