@@ -200,3 +200,44 @@ def add_cases(add: Callable[..., None]) -> None:
         lambda v, ctx: m.DescribeProducersRequest(topics=[m.DescribeProducersRequest.TopicRequest(
             name=t_prod, partition_indexes=[0, 3])]), producers_setup,
         doc="a partition written without a producer id, and one that does not exist")
+
+    # WriteTxnMarkers: what Admin.abortTransaction sends (KIP-664), on a partition with a producer's markers
+    W = m.WriteTxnMarkersRequest
+    t_markers = topic_of("markers")
+
+    def marker(ctx: Ctx, topic: str, partitions: list[int], *, epoch_delta: int = 0, coordinator_epoch: int = 0,
+               commit: bool = False) -> Any:
+        return W(markers=[W.WritableTxnMarker(
+            producer_id=ctx["pid"], producer_epoch=ctx["epoch"] + epoch_delta, transaction_result=commit,
+            topics=[W.WritableTxnMarkerTopic(name=topic, partition_indexes=partitions)],
+            coordinator_epoch=coordinator_epoch)])
+
+    def markers_setup(case: str, *, epoch_delta: int = 0, coordinator_epoch: int = 0) -> Callable[[WireConn, Ctx], None]:
+        first = init(case)
+
+        def setup(conn: WireConn, ctx: Ctx) -> None:
+            create(conn, ctx, t_markers, 1)
+            first(conn, ctx)
+            r = conn.request(marker(ctx, t_markers, [0], epoch_delta=epoch_delta,
+                                    coordinator_epoch=coordinator_epoch), 1)
+            if r.markers[0].topics[0].partitions[0].error_code:
+                raise RuntimeError(f"setup: WriteTxnMarkers: {r}")
+        return setup
+
+    add("write_txn_markers_abort", m.WriteTxnMarkersRequest, lambda v, ctx: marker(ctx, t_markers, [0]),
+        markers_setup("wtm-abort"), doc="an ABORT marker at the producer's epoch (what kafka-transactions abort sends)")
+    add("write_txn_markers_commit", m.WriteTxnMarkersRequest,
+        lambda v, ctx: marker(ctx, t_markers, [0], commit=True), markers_setup("wtm-commit"), doc="a COMMIT marker")
+    add("write_txn_markers_unknown", m.WriteTxnMarkersRequest,
+        lambda v, ctx: W(markers=[W.WritableTxnMarker(
+            producer_id=ctx["pid"], producer_epoch=ctx["epoch"], transaction_result=False, coordinator_epoch=0,
+            topics=[W.WritableTxnMarkerTopic(name="diff-no-such-topic", partition_indexes=[0]),
+                    W.WritableTxnMarkerTopic(name=t_markers, partition_indexes=[7])])]),
+        markers_setup("wtm-unknown"), doc="an unknown topic and an unknown partition: UNKNOWN_TOPIC_OR_PARTITION")
+    add("write_txn_markers_old_epoch", m.WriteTxnMarkersRequest, lambda v, ctx: marker(ctx, t_markers, [0]),
+        markers_setup("wtm-old-epoch", epoch_delta=1),
+        doc="an epoch older than the producer's last marker: INVALID_PRODUCER_EPOCH")
+    add("write_txn_markers_old_coordinator", m.WriteTxnMarkersRequest,
+        lambda v, ctx: marker(ctx, t_markers, [0], coordinator_epoch=3),
+        markers_setup("wtm-old-coordinator", coordinator_epoch=5),
+        doc="a coordinator epoch older than the last marker's: TRANSACTION_COORDINATOR_FENCED")

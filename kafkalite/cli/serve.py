@@ -150,7 +150,7 @@ def _fail(code: int, message: str) -> int:
 
 def _set_logger_levels(specs: list[str]) -> str | None:
     """``--logger NAME=LEVEL`` (Kafka's level names, or Python's WARNING/CRITICAL); the first bad one's message."""
-    from kafkalite import loggers
+    from kafkalite import loggers  # the CLI imports only the command being run: the broker's modules on use
 
     for spec in specs:
         name, sep, value = spec.partition("=")

@@ -32,6 +32,7 @@ INDEX: dict[int, tuple[str, int, int]] = {
     24: ("add_partitions_to_txn", 0, 5),  # AddPartitionsToTxn
     25: ("add_offsets_to_txn", 0, 4),  # AddOffsetsToTxn
     26: ("end_txn", 0, 5),  # EndTxn
+    27: ("write_txn_markers", 0, 2),  # WriteTxnMarkers
     28: ("txn_offset_commit", 0, 6),  # TxnOffsetCommit
     29: ("describe_acls", 0, 3),  # DescribeAcls
     30: ("create_acls", 0, 3),  # CreateAcls
