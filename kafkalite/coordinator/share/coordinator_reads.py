@@ -85,5 +85,5 @@ async def read_summaries(state: Any, keys: Sequence[ShareKey], op: str) -> dict[
 def _known(state: Any, topic_id: uuid.UUID, partition: int) -> bool:
     for info in state.topics.values():
         if info.topic_id == topic_id:
-            return partition < info.partitions
+            return bool(partition < info.partitions)
     return False
