@@ -392,3 +392,23 @@ def add_share_cases(add: Callable[..., None], topic: str, with_topic: Callable[[
         lambda v, ctx: DSO(group_id=ctx["group"], topics=[DSO.DeleteShareGroupOffsetsRequestTopic(
             topic_name=other)]), no_state,
         doc="a topic the Empty share group never consumed: no offset information to delete")
+
+    # ReadShareGroupStateSummary: the share coordinator's read of the persisted state (what Kafka's persister
+    # sends for DescribeShareGroupOffsets); both brokers have __share_group_state once an offset was set
+    RSS = m.ReadShareGroupStateSummaryRequest
+
+    def summary(ctx: Ctx, group: str, partitions: list[int]) -> Any:
+        return RSS(group_id=group, topics=[RSS.ReadStateSummaryData(topic_id=topic_id(ctx), partitions=[
+            RSS.PartitionData(partition=p, leader_epoch=0) for p in partitions])])
+
+    add("read_share_group_state_summary", m.ReadShareGroupStateSummaryRequest,
+        lambda v, ctx: summary(ctx, ctx["group"], [0]), offsets_set("rss-set"),
+        doc="a share-partition whose state AlterShareGroupOffsets initialised at 0")
+    add("read_share_group_state_summary_errors", m.ReadShareGroupStateSummaryRequest,
+        lambda v, ctx: summary(ctx, ctx["group"], [5, -1]), offsets_set("rss-errors"),
+        doc="an unknown partition (UNKNOWN_TOPIC_OR_PARTITION) and a negative one (INVALID_REQUEST)")
+    add("read_share_group_state_summary_no_state", m.ReadShareGroupStateSummaryRequest,
+        lambda v, ctx: summary(ctx, "diff-no-such-group", [0]), offsets_set("rss-nostate"),
+        doc="a group without state: Kafka's uninitialised answer (start offset -1)")
+    add("read_share_group_state_summary_empty_group_id", m.ReadShareGroupStateSummaryRequest,
+        lambda v, ctx: summary(ctx, "", [0]), offsets_set("rss-emptyid"), doc="an empty group id: an empty answer")

@@ -25,6 +25,7 @@ class PersistedState:
     updates: int = 0                 # updates written since the last snapshot
     snapshot_offset: int = -1        # where in its state-topic partition the last snapshot is
     offsets: dict[int, tuple[int, int]] = field(default_factory=dict)   # offset -> (state, count)
+    delivery_complete_count: int = -1   # as last written (a ShareUpdate's replaces it, as Kafka's merge)
 
     def apply(self, batches: list[StateBatch]) -> None:
         for b in batches:
@@ -67,7 +68,7 @@ class StateReplay:
     def replay(self, snapshot: bool, k: ShareKey, v: ShareValue, offset: int = -1) -> None:
         if snapshot:
             snap = PersistedState(v.start_offset, v.state_epoch, v.snapshot_epoch, v.leader_epoch, v.create_ts,
-                                  snapshot_offset=offset)
+                                  snapshot_offset=offset, delivery_complete_count=v.delivery_complete_count)
             snap.apply(v.batches)
             snap.prune()
             self.states[k] = snap
@@ -78,5 +79,8 @@ class StateReplay:
         st.updates += 1
         if v.start_offset >= 0:
             st.start = v.start_offset
+        if v.leader_epoch != -1:
+            st.leader_epoch = v.leader_epoch
+        st.delivery_complete_count = v.delivery_complete_count
         st.apply(v.batches)
         st.prune()
