@@ -84,7 +84,8 @@ class _Broker:
         self.log_path = self.work / "broker.log"
         cmd = [sys.executable, "-m", "kafkalite", "serve", "--listen", "127.0.0.1:0", "--data-dir",
                str(self.work / "data"), "--log-level", "INFO", "--override", "log.cleaner.backoff.ms=50",
-               "--override", "log.retention.check.interval.ms=1000"]
+               "--override", "log.retention.check.interval.ms=1000",
+               "--override", "log.initial.task.delay.ms=1000"]
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)

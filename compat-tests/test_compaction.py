@@ -35,7 +35,8 @@ from harness.broker import BrokerProcess
 from harness.clients import Client
 from harness.records import Rec
 
-OVERRIDES = {"log.retention.check.interval.ms": "200", "log.cleaner.backoff.ms": "200",
+OVERRIDES = {"log.retention.check.interval.ms": "200", "log.initial.task.delay.ms": "0",
+             "log.cleaner.backoff.ms": "200",
              "log.segment.delete.delay.ms": "0"}
 TOPIC = "compacted-100k"
 SEGMENT = 200_000

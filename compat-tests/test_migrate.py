@@ -56,6 +56,7 @@ SOURCE_ARGS = [
     "--override", "allow.everyone.if.no.acl.found=true",
     "--override", "log.cleaner.backoff.ms=200",
     "--override", "log.retention.check.interval.ms=200",
+    "--override", "log.initial.task.delay.ms=0",
     "--override", "kafkalite.share.auto.offset.reset=earliest",
 ]
 ALICE_PW, BOB_PW = "alice-old-password", "bob-old-password"

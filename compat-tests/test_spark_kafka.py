@@ -408,7 +408,8 @@ def test_max_records_per_partition_splits_offset_ranges(spark: Any, source: str,
 
 
 # -- failOnDataLoss after retention deleted records -------------------------------------------------------------
-RETENTION_ARGS = ["--override", "log.retention.check.interval.ms=200", "--override", "log.segment.delete.delay.ms=0"]
+RETENTION_ARGS = ["--override", "log.retention.check.interval.ms=200", "--override", "log.initial.task.delay.ms=0",
+                  "--override", "log.segment.delete.delay.ms=0"]
 DATA_LOSS = "Some data may have been lost because they are not available in Kafka any more"
 
 

@@ -49,7 +49,7 @@ _SYNONYM_GROUPS = (
 #: (``defineInternal``) and the authorizer's own (not KafkaConfig's)
 UNLISTED = frozenset({"share.coordinator.state.topic.prune.interval.ms",
                       "share.coordinator.cold.partition.snapshot.interval.ms",
-                      "super.users", "allow.everyone.if.no.acl.found"})
+                      "log.initial.task.delay.ms", "super.users", "allow.everyone.if.no.acl.found"})
 _LISTENER = re.compile(r"^listener\.name\.[^.]*\.(.*)$")
 _MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.class", "sasl.login.callback.handler.class",
                       "sasl.server.callback.handler.class", "connections.max.reauth.ms",

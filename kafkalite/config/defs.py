@@ -277,6 +277,8 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
     _def("log.retention.hours", "int", "168", "as log.retention.ms, in hours"),
     _def("log.retention.bytes", "long", "-1", "delete old segments beyond this size per partition (-1: no limit)"),
     _def("log.retention.check.interval.ms", "long", "300000", "how often retention runs", at_least(1)),
+    _def("log.initial.task.delay.ms", "long", "30000",
+         "how long after start retention first runs (Kafka's internal config, for tests)", at_least(0)),
     _def("log.cleaner.backoff.ms", "long", "15000", "how often the cleaner looks for work", at_least(0)),
     _def("log.cleaner.delete.retention.ms", "long", "86400000", "keep tombstones this long", at_least(0)),
     _def("log.cleaner.min.compaction.lag.ms", "long", "0", "minimum age before compaction", at_least(0)),

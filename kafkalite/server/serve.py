@@ -232,24 +232,32 @@ async def _run_connection(conn: Connection, connections: set[Connection], quotas
 
 
 HOUSEKEEPING = (
-    # (storage method, interval setting, default ms): Kafka's schedulers for the same jobs
-    ("cleanup", "log.cleaner.backoff.ms", 15_000),            # compaction, .deleted purge, flush.ms
-    ("enforce_retention", "log.retention.check.interval.ms", 300_000),
-    ("checkpoint", "log.flush.offset.checkpoint.interval.ms", 60_000),
+    # (storage method, interval setting, default ms, first run after start): Kafka's schedulers for the same jobs
+    ("cleanup", "log.cleaner.backoff.ms", 15_000, False),            # compaction, .deleted purge, flush.ms
+    # LogManager.startup schedules kafka-log-retention log.initial.task.delay.ms after start, then every interval
+    ("enforce_retention", "log.retention.check.interval.ms", 300_000, True),
+    ("checkpoint", "log.flush.offset.checkpoint.interval.ms", 60_000, False),
 )
+INITIAL_TASK_DELAY = ("log.initial.task.delay.ms", 30_000)
 
 
-async def _periodic(state: BrokerState, method: str, interval_s: float) -> None:
-    """Run one storage housekeeping job every ``interval_s``, in a worker thread. A failure propagates to
-    the supervisor, which logs and records it and starts this loop again (the job runs again one interval
-    after the restart)."""
+async def _periodic(state: BrokerState, method: str, interval_s: float, first_s: float | None = None,
+                    ran: set[str] | None = None) -> None:
+    """Run one storage housekeeping job ``first_s`` after the start (one interval when None), then every
+    ``interval_s``, in a worker thread. A failure propagates to the supervisor, which logs and records it and
+    starts this loop again: the job runs again one interval after the restart (``ran``, shared by the restarts,
+    holds the jobs that have run once; the first delay is the broker start's, not the loop's)."""
     fn = getattr(state.logs, method, None)
     if fn is None:
         log.debug("storage has no %s(); not scheduled", method)
         return
+    ran = set() if ran is None else ran
+    delay = interval_s if first_s is None or method in ran else first_s
     while True:
-        await trio.sleep(interval_s)
+        await trio.sleep(delay)
+        ran.add(method)
         await trio.to_thread.run_sync(fn)
+        delay = interval_s
 
 
 async def _load_pending(state: BrokerState) -> None:
@@ -273,9 +281,11 @@ def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
         state.logs.run_on_owner = functools.partial(trio.from_thread.run_sync,
                                                     trio_token=trio.lowlevel.current_trio_token())
     state.supervisor.start_soon(nursery, "storage.load_pending", _load_pending, state)
-    for method, key, default in HOUSEKEEPING:
+    first, ran = state.config.get_int(*INITIAL_TASK_DELAY) / 1000, set[str]()
+    for method, key, default, initial in HOUSEKEEPING:
         interval = max(state.config.get_int(key, default), 100) / 1000
-        state.supervisor.start_soon(nursery, f"storage.{method}", _periodic, state, method, interval)
+        state.supervisor.start_soon(nursery, f"storage.{method}", _periodic, state, method, interval,
+                                    first if initial else None, ran)
 
 
 # Coordinators started in the background nursery when their modules exist: (module, class, state attribute).

@@ -33,7 +33,7 @@ from kafkalite_wire.messages import (
     OffsetFetchRequest,
 )
 
-FAST = {"log.retention.check.interval.ms": "100", "log.cleaner.backoff.ms": "100",
+FAST = {"log.retention.check.interval.ms": "100", "log.initial.task.delay.ms": "0", "log.cleaner.backoff.ms": "100",
         "log.flush.offset.checkpoint.interval.ms": "200"}
 HOUR_AGO = int(time.time() * 1000) - 3_600_000  # within the 7-day default, beyond 60 s
 
