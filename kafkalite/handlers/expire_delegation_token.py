@@ -2,7 +2,7 @@
 
 As Kafka 4.4: PLAINTEXT, 1-way SSL or a token-authenticated session DELEGATION_TOKEN_REQUEST_NOT_ALLOWED (expiry
 -1); without ``delegation.token.secret.key`` DELEGATION_TOKEN_AUTH_DISABLED; then, by HMAC, NOT_FOUND, EXPIRED,
-OWNER_MISMATCH as renew. A negative period removes the token at once and answers that period as the expiry;
+OWNER_MISMATCH as renew. A negative period removes the token at once and answers now as the expiry (Kafka 4.4's answer);
 otherwise the expiry becomes ``min(max, now + period)``.
 """
 from __future__ import annotations

@@ -9,7 +9,7 @@ HMAC (renew, expire) or its id (SCRAM). Rules, as Kafka 4.4:
 - renew / expire: unknown HMAC DELEGATION_TOKEN_NOT_FOUND; past its expiry or max DELEGATION_TOKEN_EXPIRED; a
   principal that is neither the owner nor a renewer DELEGATION_TOKEN_OWNER_MISMATCH. Renew: ``expiry = min(max,
   now + min(expiry.time.ms, period if > 0))``. Expire with a negative period removes the token (the answer's
-  expiry is that period, as Kafka answers); else ``expiry = min(max, now + period)``.
+  expiry is now, as Kafka 4.4 answers); else ``expiry = min(max, now + period)``.
 - describe: a token is listed if (owners given) one of them is its owner, requester or a renewer, and the caller
   is its owner, requester or a renewer, or may DESCRIBE the token or DESCRIBE_TOKENS its owner.
 - the expiry task removes tokens whose expiry (or max) has passed, every ``expiry.check.interval.ms``.
@@ -202,7 +202,7 @@ class TokenManager:
             tokens = dict(self.tokens)
             if period_ms < 0:
                 del tokens[info.token_id]
-                expiry = period_ms
+                expiry = now   # Kafka 4.4 answers the time of the removal (checked against it)
             else:
                 expiry = min(info.max_ms, now + period_ms)
                 tokens[info.token_id] = replace(info, expiry_ms=expiry)
