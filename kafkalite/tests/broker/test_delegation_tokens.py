@@ -193,3 +193,36 @@ def test_tokens_survive_a_restart(tmp_path: Path) -> None:
             assert login.error_code == 0
     finally:
         b.stop()
+
+
+def test_a_clusters_brokers_share_tokens(tmp_path: Path) -> None:
+    """A token created on one broker of ``kafkalite serve --brokers 3`` is listed by, and logs in to, the others."""
+    from kafkalite.cluster import Cluster
+
+    overrides = {"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT",
+                 "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+                 "listener.name.plaintext.plain.sasl.jaas.config": OVERRIDES[
+                     "listener.name.sasl_plaintext.plain.sasl.jaas.config"],
+                 "delegation.token.secret.key": SECRET, "offsets.topic.num.partitions": "3"}
+    with Cluster(brokers=3, data_dir=tmp_path, overrides=overrides) as cluster:
+        first, *others = cluster.node_ids()
+
+        def conn(node: int) -> RawClient:
+            host, port = cluster.addresses()[node]
+            c = RawClient(host, port, timeout=15)
+            sc.api_versions(c)
+            return c
+
+        with conn(first) as c:
+            assert sc.login_plain(c, "alice", "alice-pw").error_code == 0
+            r = _create(c)
+            assert r.error_code == 0
+        for node in others:
+            with conn(node) as c:
+                assert sc.login_plain(c, "alice", "alice-pw").error_code == 0
+                d = c.request(DescribeDelegationTokenRequest(owners=None), 3)
+                assert [t.token_id for t in d.tokens] == [r.token_id]
+            with conn(node) as c:
+                login = sc.login_scram(c, "SCRAM-SHA-512", r.token_id, base64.b64encode(bytes(r.hmac)).decode(),
+                                       extensions="tokenauth=true")
+                assert login.error_code == 0
