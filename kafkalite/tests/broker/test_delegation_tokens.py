@@ -16,6 +16,7 @@ from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (
     CreateDelegationTokenRequest,
+    CreateTopicsRequest,
     DescribeDelegationTokenRequest,
     ExpireDelegationTokenRequest,
     MetadataRequest,
@@ -123,6 +124,8 @@ def test_token_authentication(broker: Broker, mechanism: str) -> None:
     login, c = _token_login(broker, r.token_id, bytes(r.hmac), mechanism)
     with c:
         assert login.error_code == 0
+        # KIP-368: the session ends at the token's expiry (Kafka's CREDENTIAL_LIFETIME_MS of a token login)
+        assert 0 < login.session_lifetime_ms <= r.expiry_timestamp_ms - r.issue_timestamp_ms
         assert c.request(MetadataRequest(topics=[], allow_auto_topic_creation=False), 9).brokers
         # a token-authenticated session may not ask for tokens
         assert _create(c).error_code == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
@@ -163,6 +166,16 @@ def test_owner_for_another_user_and_disabled(tmp_path: Path) -> None:
         with _sasl(b) as c:   # a super user may
             r = _create(c, owner="carol")
             assert (r.error_code, r.principal_name, r.token_requester_principal_name) == (0, "carol", "alice")
+            mine = _create(c)
+        # a token session is its owner: carol (no ACLs) may not create a topic, alice (a super user) may
+        for token, expected in ((r, ErrorCode.TOPIC_AUTHORIZATION_FAILED), (mine, ErrorCode.NONE)):
+            login, c = _token_login(b, token.token_id, bytes(token.hmac))
+            with c:
+                assert login.error_code == 0
+                made = c.request(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                    name=f"t-{token.principal_name}", num_partitions=1, replication_factor=1, assignments=[],
+                    configs=[])], timeout_ms=10000, validate_only=False), 5)
+                assert made.topics[0].error_code == expected
     finally:
         b.stop()
     off = _start(tmp_path / "off", **{"delegation.token.secret.key": ""})
