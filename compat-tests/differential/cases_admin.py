@@ -277,6 +277,28 @@ def add_cases(add: Callable[..., None]) -> None:
     add("alter_user_scram_credentials_empty_name", m.AlterUserScramCredentialsRequest,
         lambda v, ctx: AU(deletions=[], upsertions=[upsert("")]), doc="an empty user name")
 
+    # delegation tokens on PLAINTEXT (the runner's listener): DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, whatever follows
+    CT = m.CreateDelegationTokenRequest
+    add("create_delegation_token_plaintext", m.CreateDelegationTokenRequest,
+        lambda v, ctx: CT(owner_principal_type=None, owner_principal_name=None,
+                          renewers=[CT.CreatableRenewers(principal_type="User", principal_name="bob")],
+                          max_lifetime_ms=-1), doc="DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", min_version=1)
+    add("create_delegation_token_plaintext_owner", m.CreateDelegationTokenRequest,
+        lambda v, ctx: CT(owner_principal_type="User", owner_principal_name="carol", renewers=[],
+                          max_lifetime_ms=1000), doc="another owner (KIP-373): still not allowed", min_version=3)
+    add("renew_delegation_token_plaintext", m.RenewDelegationTokenRequest,
+        lambda v, ctx: m.RenewDelegationTokenRequest(hmac=b"diff-hmac", renew_period_ms=-1),
+        doc="DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", min_version=1)
+    add("expire_delegation_token_plaintext", m.ExpireDelegationTokenRequest,
+        lambda v, ctx: m.ExpireDelegationTokenRequest(hmac=b"diff-hmac", expiry_time_period_ms=-1),
+        doc="DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", min_version=1)
+    DT = m.DescribeDelegationTokenRequest
+    add("describe_delegation_token_plaintext", m.DescribeDelegationTokenRequest,
+        lambda v, ctx: DT(owners=None), doc="every owner: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", min_version=1)
+    add("describe_delegation_token_plaintext_owners", m.DescribeDelegationTokenRequest,
+        lambda v, ctx: DT(owners=[DT.DescribeDelegationTokenOwner(principal_type="User", principal_name="alice")]),
+        doc="one owner: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", min_version=1)
+
     # features, config resources, quorum, SASL on PLAINTEXT
     U = m.UpdateFeaturesRequest
     add("update_features_refused_downgrade", m.UpdateFeaturesRequest,

@@ -29,6 +29,7 @@ class Sec:
     user: str = ""
     password: str = ""
     reauth_threshold_ms: int | None = None   # kafkajs: re-authenticate this long before the session ends
+    token: bool = False             # SCRAM with a delegation token (tokenauth=true; user = token id, password = HMAC)
 
     @property
     def protocol(self) -> str:
@@ -74,7 +75,7 @@ def java_conf(s: Sec, certs: dict[str, Path]) -> dict[str, str]:
         module = "plain.PlainLoginModule" if s.mechanism == "PLAIN" else "scram.ScramLoginModule"
         conf.update({"sasl.mechanism": s.mechanism, "sasl.jaas.config":
                      f'org.apache.kafka.common.security.{module} required username="{s.user}" '
-                     f'password="{s.password}";'})
+                     f'password="{s.password}"' + (' tokenauth="true";' if s.token else ";")})
     return conf
 
 

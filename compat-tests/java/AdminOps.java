@@ -58,6 +58,10 @@ final class AdminOps {
                 case "describe_features": return describeFeatures(a);
                 case "update_features": return updateFeatures(a, c);
                 case "describe_broker_configs": return describeBrokerConfigs(a, c);
+                case "create_token": return createToken(a, c);
+                case "renew_token": return renewToken(a, c);
+                case "expire_token": return expireToken(a, c);
+                case "describe_tokens": return describeTokens(a, c);
                 default: throw new IllegalArgumentException("unknown admin action " + action);
             }
         }
@@ -182,6 +186,77 @@ final class AdminOps {
             out.put(e.getKey(), parts);
         }
         return one("dirs", out);
+    }
+
+    // -- delegation tokens: each answers {"token": ...} / {"expiry": ms} / {"tokens": [...]}, or {"error": ...}
+    private static org.apache.kafka.common.security.auth.KafkaPrincipal principal(String s) {   // "User:alice"
+        int i = s.indexOf(':');
+        return new org.apache.kafka.common.security.auth.KafkaPrincipal(s.substring(0, i), s.substring(i + 1));
+    }
+
+    private static List<org.apache.kafka.common.security.auth.KafkaPrincipal> principals(Object names) {
+        List<org.apache.kafka.common.security.auth.KafkaPrincipal> out = new ArrayList<>();
+        if (names != null) for (Object n : (List<?>) names) out.add(principal((String) n));
+        return out;
+    }
+
+    private static Map<String, Object> token(org.apache.kafka.common.security.token.delegation.DelegationToken t) {
+        org.apache.kafka.common.security.token.delegation.TokenInformation i = t.tokenInfo();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("token_id", i.tokenId());
+        m.put("hmac", t.hmacAsBase64String());
+        m.put("owner", i.owner().toString());
+        m.put("requester", i.tokenRequester().toString());
+        List<Object> renewers = new ArrayList<>();
+        for (org.apache.kafka.common.security.auth.KafkaPrincipal r : i.renewers()) renewers.add(r.toString());
+        m.put("renewers", renewers);
+        m.put("issue", i.issueTimestamp());
+        m.put("expiry", i.expiryTimestamp());
+        m.put("max", i.maxTimestamp());
+        return m;
+    }
+
+    private static Map<String, Object> createToken(Admin a, Map<String, Object> c) {
+        org.apache.kafka.clients.admin.CreateDelegationTokenOptions o = new org.apache.kafka.clients.admin.CreateDelegationTokenOptions()
+            .renewers(principals(c.get("renewers")));
+        if (c.get("owner") != null) o.owner(principal((String) c.get("owner")));
+        try {
+            return one("token", token(a.createDelegationToken(o).delegationToken().get()));
+        } catch (Exception e) {
+            return one("error", err(e));
+        }
+    }
+
+    private static Map<String, Object> renewToken(Admin a, Map<String, Object> c) {
+        byte[] hmac = java.util.Base64.getDecoder().decode((String) c.get("hmac"));
+        try {
+            return one("expiry", a.renewDelegationToken(hmac, new org.apache.kafka.clients.admin.RenewDelegationTokenOptions()
+                .renewTimePeriodMs(((Number) c.get("period_ms")).longValue())).expiryTimestamp().get());
+        } catch (Exception e) {
+            return one("error", err(e));
+        }
+    }
+
+    private static Map<String, Object> expireToken(Admin a, Map<String, Object> c) {
+        byte[] hmac = java.util.Base64.getDecoder().decode((String) c.get("hmac"));
+        try {
+            return one("expiry", a.expireDelegationToken(hmac, new org.apache.kafka.clients.admin.ExpireDelegationTokenOptions()
+                .expiryTimePeriodMs(((Number) c.get("period_ms")).longValue())).expiryTimestamp().get());
+        } catch (Exception e) {
+            return one("error", err(e));
+        }
+    }
+
+    private static Map<String, Object> describeTokens(Admin a, Map<String, Object> c) {
+        org.apache.kafka.clients.admin.DescribeDelegationTokenOptions o = new org.apache.kafka.clients.admin.DescribeDelegationTokenOptions();
+        if (c.get("owners") != null) o.owners(principals(c.get("owners")));
+        try {
+            List<Object> out = new ArrayList<>();
+            for (org.apache.kafka.common.security.token.delegation.DelegationToken t : a.describeDelegationToken(o).delegationTokens().get()) out.add(token(t));
+            return one("tokens", out);
+        } catch (Exception e) {
+            return one("error", err(e));
+        }
     }
 
     private static Map<String, Object> describeProducers(Admin a, Map<String, Object> c) {

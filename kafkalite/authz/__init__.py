@@ -50,6 +50,8 @@ TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP
 CLUSTER = ResourceType.CLUSTER
 TXN = ResourceType.TRANSACTIONAL_ID
+USER = ResourceType.USER
+DELEGATION_TOKEN = ResourceType.DELEGATION_TOKEN
 
 
 def allowed(ctx: RequestContext, op: Op, rtype: ResourceType, name: str) -> bool:

@@ -233,6 +233,15 @@ BROKER: dict[str, ConfigDef] = {d.name: d for d in (
          "close a connection this long after its authentication failed (KIP-306)", at_least(0)),
     _def("connections.max.reauth.ms", "long", "0",
          "KIP-368: a SASL session lasts at most this long, then the client must re-authenticate (0: for ever)"),
+    # -- delegation tokens (kafkalite.security.tokens)
+    _def("delegation.token.secret.key", "password", None,
+         "secret that signs delegation tokens (HMAC-SHA512); unset: the feature is off"),
+    _def("delegation.token.max.lifetime.ms", "long", "604800000",
+         "a token cannot be renewed past this age", at_least(1)),
+    _def("delegation.token.expiry.time.ms", "long", "86400000",
+         "a token expires this long after its creation or renewal unless renewed", at_least(1)),
+    _def("delegation.token.expiry.check.interval.ms", "long", "3600000",
+         "how often expired tokens are removed", at_least(1)),
     # -- TLS (kafkalite.security.tls_config; each may be per listener: listener.name.<l>.ssl.*)
     _def("ssl.keystore.type", "string", "PEM", "key store format; kafkalite reads PEM only (Kafka: JKS)"),
     _def("ssl.keystore.location", "string", None, "PEM file with the private key and the certificate chain"),

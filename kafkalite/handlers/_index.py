@@ -43,6 +43,10 @@ INDEX: dict[int, tuple[str, int, int]] = {
     35: ("describe_log_dirs", 0, 5),  # DescribeLogDirs
     36: ("sasl_authenticate", 0, 2),  # SaslAuthenticate
     37: ("create_partitions", 0, 3),  # CreatePartitions
+    38: ("create_delegation_token", 1, 3),  # CreateDelegationToken
+    39: ("renew_delegation_token", 1, 2),  # RenewDelegationToken
+    40: ("expire_delegation_token", 1, 2),  # ExpireDelegationToken
+    41: ("describe_delegation_token", 1, 3),  # DescribeDelegationToken
     42: ("delete_groups", 0, 3),  # DeleteGroups
     43: ("elect_leaders", 0, 2),  # ElectLeaders
     44: ("incremental_alter_configs", 0, 1),  # IncrementalAlterConfigs

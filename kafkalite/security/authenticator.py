@@ -131,7 +131,8 @@ class SaslAuthenticator:
             raise
         lifetime = 0
         if self.server.complete:
-            principal = KafkaPrincipal(USER_TYPE, self.server.authorization_id)
+            principal = KafkaPrincipal(USER_TYPE, self.server.authorization_id,
+                                       getattr(self.server, "token_id", None))
             if self._previous is not None and self._previous[1] != principal:
                 self.state = "failed"
                 old = self._previous[1]

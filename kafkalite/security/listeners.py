@@ -20,6 +20,7 @@ and ``listener.name.<l>.<mechanism>.connections.max.reauth.ms`` bound a SASL ses
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from kafkalite.config.broker import BrokerConfig
     from kafkalite.security.scram_store import ScramStore
     from kafkalite.security.ssl_principal import SslPrincipalMapper
+    from kafkalite.security.tokens.manager import TokenManager
 
 
 @dataclass
@@ -57,6 +59,8 @@ class ListenerSecurity:
     max_receive: int = 524288       # sasl.server.max.receive.size: largest frame before authentication
     failure_delay_ms: int = 100     # connection.failed.authentication.delay.ms: close this long after failing
     scram_lookup: Callable[[str, str], Any] | None = field(default=None, repr=False)
+    # delegation tokens (kafkalite.security.tokens): token id, mechanism -> (credential, owner, expiry ms) or None
+    token_lookup: Callable[[str, str], Any] | None = field(default=None, repr=False)
     strict_scram_nonce: bool = False  # Kafka 4.x's SCRAM nonce check (the --emulate-kafka 4.x profiles)
 
     @property
@@ -78,7 +82,8 @@ class ListenerSecurity:
             from kafkalite.security.scram import ScramServer
 
             assert self.scram_lookup is not None
-            return ScramServer(mechanism, self.scram_lookup, strict_nonce=self.strict_scram_nonce)
+            return ScramServer(mechanism, self.scram_lookup, strict_nonce=self.strict_scram_nonce,
+                               token_lookup=self.token_lookup)
         # a SASL mechanism: on its first handshake, not at start
         from kafkalite.security.oauthbearer import OAuthBearerServer
 
@@ -92,7 +97,8 @@ def kafka_4(profile: str | None) -> bool:
     return first.split(".", 1)[0].isdigit() and int(first.split(".", 1)[0]) >= 4
 
 
-def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None) -> ListenerSecurity:
+def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None,
+          tokens: TokenManager | None = None) -> ListenerSecurity:
     """The security of one listener; ConfigError (one line) for anything it cannot serve."""
     proto = protocol_of(config, listener)
     sec = ListenerSecurity(listener.name, proto)
@@ -139,8 +145,22 @@ def build(config: BrokerConfig, listener: Listener, scram: ScramStore | None) ->
         sec.failure_delay_ms = max(0, config.get_int("connection.failed.authentication.delay.ms"))
         if scram is not None:
             sec.scram_lookup = scram.get
+        if tokens is not None and tokens.enabled:
+            sec.token_lookup = _token_lookup(tokens)
     return sec
 
 
-def build_all(config: BrokerConfig, scram: ScramStore | None) -> dict[str, ListenerSecurity]:
-    return {lst.name: build(config, lst, scram) for lst in config.listeners()}
+def _token_lookup(tokens: TokenManager) -> Callable[[str, str], Any]:
+    def lookup(token_id: str, mechanism: str) -> Any:
+        found = tokens.scram_lookup(token_id, mechanism, time.time_ns() // 1_000_000)
+        if found is None:
+            return None
+        cred, info = found
+        return cred, info.owner.name, info.expiry_ms
+
+    return lookup
+
+
+def build_all(config: BrokerConfig, scram: ScramStore | None,
+              tokens: TokenManager | None = None) -> dict[str, ListenerSecurity]:
+    return {lst.name: build(config, lst, scram, tokens) for lst in config.listeners()}

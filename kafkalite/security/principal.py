@@ -7,7 +7,7 @@ client certificate's subject.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 USER_TYPE = "User"
 
@@ -16,6 +16,13 @@ USER_TYPE = "User"
 class KafkaPrincipal:
     principal_type: str
     name: str
+    # authenticated with a delegation token (SCRAM tokenauth=true): Kafka's tokenAuthenticated, and the token's id;
+    # neither takes part in equality (Kafka's KafkaPrincipal.equals compares type and name)
+    token_id: str | None = field(default=None, compare=False)
+
+    @property
+    def token_authenticated(self) -> bool:
+        return self.token_id is not None
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"

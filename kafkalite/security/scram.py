@@ -10,8 +10,10 @@ server-first ``r=<cnonce+snonce>,s=<b64 salt>,i=<iterations>``; client-final ``c
 p=<b64 proof>``; server-final ``v=<b64 server signature>``. Kafka answers every failure here (unknown user,
 bad proof, malformed message) with one message that does not tell which: "Authentication failed during
 authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256" (the detail goes to its log).
-Delegation-token authentication (the ``tokenauth`` extension) is not supported: such a client fails as an
-unknown user.
+Delegation-token authentication (the ``tokenauth=true`` extension, Kafka's ScramExtensions): the user name is a
+token id and the password the base64 of the token's HMAC; ``token_lookup(token_id, mechanism)`` gives the token's
+credential, owner and expiry; the authorization id becomes the owner, ``token_id`` is set, and the session lasts at
+most until the token's expiry (``lifetime_ms``, KIP-368). An unknown or expired token fails as invalid credentials.
 """
 from __future__ import annotations
 
@@ -88,11 +90,14 @@ class ScramServer:
     """One SCRAM exchange. ``lookup(user, mechanism)`` returns the stored credential or None."""
 
     def __init__(self, mechanism: str, lookup: Callable[[str, str], ScramCredential | None],
-                 server_nonce: str | None = None, strict_nonce: bool = False) -> None:
+                 server_nonce: str | None = None, strict_nonce: bool = False,
+                 token_lookup: Callable[[str, str], tuple[ScramCredential, str, int] | None] | None = None) -> None:
         self.mechanism = mechanism
         self.strict_nonce = strict_nonce     # Kafka 4.x: the final nonce must be the server-first one exactly
         self.hash = MECHANISMS[mechanism][0]
         self.lookup = lookup
+        self.token_lookup = token_lookup    # token id, mechanism -> (credential, owner name, expiry ms) or None
+        self.token_id: str | None = None
         self.complete = False
         self.authorization_id: str | None = None
         self.lifetime_ms: int | None = None
@@ -126,9 +131,17 @@ class ScramServer:
             user = username_of(m["saslname"])
         except ValueError:
             raise self._fail("Invalid username") from None
-        if ",tokenauth=" in (m["ext"] or ""):
-            raise self._fail("delegation tokens are not supported")
-        cred = self.lookup(user, self.mechanism)
+        exts = dict(e.split("=", 1) for e in (m["ext"] or "").split(",") if e)
+        token_auth = exts.get("tokenauth", "").lower() == "true"
+        owner = user
+        cred: ScramCredential | None
+        if token_auth:
+            found = self.token_lookup(user, self.mechanism) if self.token_lookup is not None else None
+            if found is None:
+                raise self._fail(f"Token Authentication failed: Invalid tokenId : {user}")
+            cred, owner, self.lifetime_ms = found
+        else:
+            cred = self.lookup(user, self.mechanism)
         if cred is None:
             raise self._fail("Authentication failed: Invalid user credentials")
         authzid = m["authzid"]
@@ -139,7 +152,8 @@ class ScramServer:
         if cred.iterations < MIN_ITERATIONS:
             raise self._fail(f"Iterations {cred.iterations} is less than the minimum {MIN_ITERATIONS}")
         self._credential = cred
-        self.authorization_id = user
+        self.authorization_id = owner
+        self.token_id = user if token_auth else None
         self._gs2 = m["gs2"]
         self._client_first_bare = m["bare"]
         # Kafka: new BigInteger(130, random).toString(36); any printable non-comma string will do

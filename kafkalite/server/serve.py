@@ -67,8 +67,10 @@ def open_state(config: BrokerConfig, metadata: Any = None) -> BrokerState:
     lm = LogManager.open(str(log_dir), LogConfig(), node_id=config.node_id, cluster_id=cluster_id)
     try:
         room = MetadataRoom(log_dir) if metadata is None else metadata
-        return BrokerState(config, lm, cluster_id=cluster_id, metadata=room, authorizer=_authorizer(config, room),
-                           scram=_scram_store(room), make_quotas=_quota_manager)
+        state = BrokerState(config, lm, cluster_id=cluster_id, metadata=room,
+                            authorizer=_authorizer(config, room), scram=_scram_store(room), make_quotas=_quota_manager)
+        state.tokens = _token_manager(config, room)
+        return state
     except BaseException:
         lm.close()
         raise
@@ -94,6 +96,24 @@ def _scram_store(room: MetadataRoom) -> Any:
             raise StartupError(str(exc)) from None
 
     return room.shared("scram", make)
+
+
+def _token_manager(config: BrokerConfig, room: MetadataRoom) -> Any:
+    """Delegation tokens (kafkalite.security.tokens), one manager per metadata room; None (the module not even
+    imported) unless ``delegation.token.secret.key`` is set and no token file is saved."""
+    from kafkalite.security.tokens import FILE_NAME  # a name only; the manager only with tokens configured
+
+    if not config.get("delegation.token.secret.key") and not (room.dir / FILE_NAME).exists():
+        return None
+    from kafkalite.security.tokens.manager import TokenManager, TokenStoreError  # as above
+
+    def make() -> TokenManager:
+        try:
+            return TokenManager(room.dir, config)
+        except TokenStoreError as exc:
+            raise StartupError(str(exc)) from None
+
+    return room.shared("tokens", make)
 
 
 def _quota_manager(state: BrokerState) -> Any:
@@ -281,6 +301,10 @@ def _start_housekeeping(state: BrokerState, nursery: trio.Nursery) -> None:
         state.logs.run_on_owner = functools.partial(trio.from_thread.run_sync,
                                                     trio_token=trio.lowlevel.current_trio_token())
     state.supervisor.start_soon(nursery, "storage.load_pending", _load_pending, state)
+    if state.tokens is not None:
+        from kafkalite.security.tokens.manager import expiry_task  # only with delegation tokens configured
+
+        state.supervisor.start_soon(nursery, "delegation-token-expiry", expiry_task, state.tokens)
     first, ran = state.config.get_int(*INITIAL_TASK_DELAY) / 1000, set[str]()
     for method, key, default, initial in HOUSEKEEPING:
         interval = max(state.config.get_int(key, default), 100) / 1000
@@ -442,7 +466,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
     if attach is not None:
         attach(state)
     try:   # TLS contexts and SASL settings per listener (reads key stores): a bad one is a config error
-        state.listener_security = security_listeners.build_all(config, state.scram)
+        state.listener_security = security_listeners.build_all(config, state.scram, state.tokens)
     except BaseException:
         state.logs.close()
         raise

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from kafkalite.runtime.loopwatch import LoopWatch
     from kafkalite.security.listeners import ListenerSecurity
     from kafkalite.security.scram_store import ScramStore
+    from kafkalite.security.tokens.manager import TokenManager
     from kafkalite.server.connection import Connection
     from kafkalite.server.connection_quotas import ConnectionQuotas
     from kafkalite.server.request_memory import RequestMemoryPool
@@ -119,6 +120,8 @@ class BrokerState:
             self.__dict__["quotas"] = make_quotas(self)
         # SCRAM users (AlterUserScramCredentials), kept in the metadata room; each listener's security (server)
         self.scram = scram
+        # delegation tokens (kafkalite.security.tokens), one manager per metadata room; None unless configured
+        self.tokens: TokenManager | None = None
         self.listener_security: dict[str, ListenerSecurity] = {}
         # dynamic broker settings (AlterConfigs on BROKER resources) and the topic defaults that follow from them
         self.configs = DynamicConfigs(self)

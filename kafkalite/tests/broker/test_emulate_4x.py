@@ -15,7 +15,6 @@ from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 #: what Kafka 4.3/4.4 advertise that kafkalite does not (key -> kafkalite's highest version, None: not at all)
 NOT_SERVED = {
     # 27 WriteTxnMarkers: served (Admin.abortTransaction)
-    38: None, 39: None, 40: None, 41: None,   # delegation tokens
     64: None, 80: None, 81: None, 94: None,   # KRaft registration and voters
     83: None, 84: None, 85: None, 86: None,   # share group state: broker to share coordinator (87 served)
     88: None, 89: None, 93: None,              # streams groups (KIP-1071)

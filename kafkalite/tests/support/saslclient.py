@@ -16,7 +16,9 @@ from kafkalite_wire.messages import ApiVersionsRequest, SaslAuthenticateRequest,
 
 
 class ScramClient:
-    def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None) -> None:
+    def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None,
+                 extensions: str = "") -> None:
+        self.extensions = extensions    # e.g. "tokenauth=true" (a delegation token: user = id, password = HMAC)
         self.hash = MECHANISMS[mechanism][0]
         self.user, self.password = user, password
         self.nonce = nonce or secrets.token_urlsafe(18)
@@ -24,6 +26,8 @@ class ScramClient:
 
     def first(self) -> bytes:
         self.bare = f"n={self.user.replace('=', '=3D').replace(',', '=2C')},r={self.nonce}"
+        if self.extensions:
+            self.bare += "," + self.extensions
         return ("n,," + self.bare).encode()
 
     def final(self, server_first: bytes) -> bytes:
@@ -75,9 +79,10 @@ def login_plain(c: RawClient, user: str, password: str) -> Any:
     return authenticate(c, f"\0{user}\0{password}".encode())
 
 
-def login_scram(c: RawClient, mechanism: str, user: str, password: str, version: int = 2) -> Any:
+def login_scram(c: RawClient, mechanism: str, user: str, password: str, version: int = 2,
+                extensions: str = "") -> Any:
     handshake(c, mechanism)
-    sc = ScramClient(mechanism, user, password)
+    sc = ScramClient(mechanism, user, password, extensions=extensions)
     r1 = authenticate(c, sc.first(), version)
     if r1.error_code:
         return r1
