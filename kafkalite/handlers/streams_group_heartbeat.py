@@ -41,6 +41,10 @@ def _tasks(ts: list[Q.TaskIds] | None) -> TaskMap | None:
     return out
 
 
+def _offsets(ts: list[Q.TaskOffset] | None) -> list[tuple[str, int, int]] | None:
+    return None if ts is None else [(t.subtopology_id, t.partition, t.offset) for t in ts]
+
+
 def _topology(t: Q.Topology | None) -> Topology | None:
     if t is None:
         return None
@@ -90,7 +94,8 @@ async def streams_group_heartbeat(ctx: RequestContext, req: StreamsGroupHeartbea
         warmup_tasks=_tasks(req.warmup_tasks), process_id=req.process_id,
         user_endpoint=(ep.host, ep.port) if ep is not None else None,
         client_tags=None if req.client_tags is None else {kv.key: kv.value for kv in req.client_tags},
-        shutdown_application=req.shutdown_application, client_id=ctx.client_id or "",
+        shutdown_application=req.shutdown_application,
+        task_offsets=_offsets(req.task_offsets), task_end_offsets=_offsets(req.task_end_offsets), client_id=ctx.client_id or "",
         client_host=f"/{ctx.client_host}")
     res = await svc.streams.heartbeat(hb, lambda names: sorted(authz.create_denied(ctx, names)))
     if res.error_code:
@@ -99,10 +104,8 @@ async def streams_group_heartbeat(ctx: RequestContext, req: StreamsGroupHeartbea
             heartbeat_interval_ms=res.heartbeat_interval_ms, task_offset_interval_ms=res.task_offset_interval_ms,
             endpoint_information_epoch=res.endpoint_information_epoch,
             status=[R.Status(status_code=c, status_detail=d) for c, d in res.statuses or []])
-    if ctx.version >= 1:
+    if ctx.version >= 1:   # v0's AcceptableRecoveryLagLegacy stays 0, as Kafka 4.4 answers it
         out.acceptable_recovery_lag = res.acceptable_recovery_lag
-    else:
-        out.acceptable_recovery_lag_legacy = min(res.acceptable_recovery_lag, 2**31 - 1)
     if res.tasks is not None:
         out.active_tasks = _task_ids(res.tasks.active)
         out.standby_tasks = _task_ids(res.tasks.standby)

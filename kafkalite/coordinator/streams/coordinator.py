@@ -75,6 +75,7 @@ class StreamsConfig:
     num_standby_replicas: int = 0            # group.streams.num.standby.replicas
     max_standby_replicas: int = 2            # group.streams.max.standby.replicas
     max_size: int = 2**31 - 1                # group.streams.max.size
+    initial_rebalance_delay_ms: int = 3_000  # group.streams.initial.rebalance.delay.ms
     acceptable_recovery_lag: int = 10_000    # streams.acceptable.recovery.lag
     task_offset_interval_ms: int = 60_000    # streams.task.offset.interval.ms
     group_configs: Callable[[str], Mapping[str, str]] | None = None
@@ -105,6 +106,8 @@ class HeartbeatRequest:
     user_endpoint: tuple[str, int] | None = None
     client_tags: dict[str, str] | None = None
     shutdown_application: bool = False
+    task_offsets: list[tuple[str, int, int]] | None = None
+    task_end_offsets: list[tuple[str, int, int]] | None = None
     client_id: str = ""
     client_host: str = ""
 
@@ -160,6 +163,10 @@ class StreamsGroupCoordinator:
                 raise HeartbeatError(E.UNKNOWN_MEMBER_ID if req.member_epoch > 0 else GROUP_ID_NOT_FOUND,
                                      f"Streams group {gid} not found.")
             group = self.groups[gid] = StreamsGroup(gid)
+            delay = self.config.group_int(gid, "streams.initial.rebalance.delay.ms",
+                                          self.config.initial_rebalance_delay_ms)
+            if delay > 0:   # the first assignment waits for more members (Kafka's streamsInitialRebalanceKey timer)
+                group.initial_delay_until = now + delay
         if req.member_epoch in (LEAVE, LEAVE_STATIC):
             return self._leave(now, group, req)
 
@@ -180,35 +187,32 @@ class StreamsGroupCoordinator:
         if group.topology is not None and member.topology_epoch < group.topology.epoch:
             statuses.append((T.STALE_TOPOLOGY, f"The member's topology epoch {member.topology_epoch} is behind the "
                              f"group's topology epoch {group.topology.epoch}."))
-        # member fields that change the assignment's input
-        if req.process_id is not None and req.process_id != member.process_id:
-            member.process_id, bump = req.process_id, True
-        if req.rack_id is not None:
-            member.rack_id = req.rack_id
-        if req.rebalance_timeout_ms > 0:
-            member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        if req.client_tags is not None:
-            member.client_tags = dict(req.client_tags)
-        if req.user_endpoint is not None and req.user_endpoint != member.user_endpoint:
-            member.user_endpoint = req.user_endpoint
-            group.endpoint_information_epoch += 1
-        if req.shutdown_application:
-            group.shutdown_requested = True
-        member.client_id, member.client_host = req.client_id or member.client_id, req.client_host or member.client_host
+        bump |= _update_member(group, member, req)
 
         create = self._configure(group, topics)
         if create is not None:
             bump = True
         if bump:
             group.group_epoch += 1
+        target_epoch, target = group.target_epoch, group.target.get(member.member_id, Tasks())
+        if group.group_epoch > group.target_epoch or group.initial_delay_until is not None:
+            if group.initial_delay_until is not None and now < group.initial_delay_until:
+                # the first members get an empty assignment at epoch max(1, assignment epoch) meanwhile
+                group.target_epoch = target_epoch = max(1, group.target_epoch)
+                group.target, target = {}, Tasks()
+                statuses.append((T.ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial "
+                                 "rebalance delay."))
+            else:
+                group.initial_delay_until = None
+                self._maybe_assign(group)
+                target_epoch, target = group.target_epoch, group.target.get(member.member_id, Tasks())
         if group.configured is not None:
             statuses += group.configured.statuses
         if group.shutdown_requested:
             statuses.append((T.SHUTDOWN_APPLICATION, "A KafkaStreams instance encountered a fatal error and "
                              "requested a shutdown for the entire application."))
-        self._maybe_assign(group)
         before = (member.member_epoch, member.assigned.copy())
-        self._reconcile(now, group, member)
+        self._reconcile(now, group, member, target_epoch, target)
         member.session_deadline_ms = now + self._session_ms(gid)
 
         changed = req.member_epoch == 0 or before != (member.member_epoch, member.assigned)
@@ -232,9 +236,9 @@ class StreamsGroupCoordinator:
     def _join(self, now: int, group: StreamsGroup, req: HeartbeatRequest,
               member: StreamsMember | None) -> tuple[StreamsMember, bool]:
         gid = group.group_id
-        if member is not None:   # a member rejoining under its id: it starts over
-            member.member_epoch, member.state = 0, STABLE
-            member.pending_revocation = Tasks()
+        if member is not None:   # a member rejoining under its id: it starts over, owning nothing
+            member.member_epoch, member.previous_member_epoch, member.state = 0, -1, STABLE
+            member.assigned, member.pending_revocation, member.owned_active = Tasks(), Tasks(), None
             return member, False
         old: StreamsMember | None = None
         if req.instance_id is not None:
@@ -306,6 +310,9 @@ class StreamsGroupCoordinator:
         group.metadata_signature = sig
         before = group.configured.tasks if group.configured is not None else None
         group.configured = T.configure(group.topology, topics)
+        if group.reconfigure_bumped:   # topics_changed bumped the epoch for this already
+            group.reconfigure_bumped = False
+            return None
         return {} if group.configured.tasks != before else None
 
     def _maybe_assign(self, group: StreamsGroup) -> None:
@@ -320,13 +327,13 @@ class StreamsGroupCoordinator:
         log.debug("streams group %s: target assignment at epoch %d: %s", group.group_id, group.target_epoch,
                   {m: (normal(t.active), normal(t.standby)) for m, t in group.target.items()})
 
-    def _reconcile(self, now: int, group: StreamsGroup, member: StreamsMember) -> None:
-        target = group.target.get(member.member_id, Tasks())
+    def _reconcile(self, now: int, group: StreamsGroup, member: StreamsMember, target_epoch: int,
+                   target: Tasks) -> None:
         owned = member.owned_active if member.owned_active is not None else member.assigned.active
         if member.state == UNREVOKED_TASKS:
             if intersect(owned, member.pending_revocation.active):
                 return   # still owns tasks it must give up
-        elif member.member_epoch == group.target_epoch and member.state == STABLE:
+        elif member.member_epoch == target_epoch and member.state == STABLE:
             return
         revoke = minus(member.assigned.active, target.active)
         if revoke and intersect(owned, revoke) and member.state != UNREVOKED_TASKS:
@@ -340,8 +347,8 @@ class StreamsGroupCoordinator:
         new_active = {s: {p for p in ps if (s, p) not in others} for s, ps in target.active.items()}
         new_active = {s: ps for s, ps in new_active.items() if ps}
         unreleased = minus(target.active, new_active)
-        if member.member_epoch != group.target_epoch:
-            member.previous_member_epoch, member.member_epoch = member.member_epoch, group.target_epoch
+        if member.member_epoch != target_epoch:
+            member.previous_member_epoch, member.member_epoch = member.member_epoch, target_epoch
         member.assigned = Tasks(new_active, copy_tasks(target.standby), copy_tasks(target.warmup))
         member.pending_revocation = Tasks()
         member.revocation_deadline_ms = None
@@ -357,7 +364,7 @@ class StreamsGroupCoordinator:
             member.session_deadline_ms = now + self._session_ms(group.group_id)
         else:
             self._remove(group, member.member_id)
-        return HeartbeatResult(member_id=req.member_id, member_epoch=req.member_epoch)
+        return HeartbeatResult(member_id=req.member_id, member_epoch=req.member_epoch, acceptable_recovery_lag=-1)
 
     def _remove(self, group: StreamsGroup, member_id: str) -> None:
         m = group.members.pop(member_id, None)
@@ -371,7 +378,8 @@ class StreamsGroupCoordinator:
             group.shutdown_requested = False
         if m.user_endpoint is not None:
             group.endpoint_information_epoch += 1
-        self._maybe_assign(group)
+        if group.initial_delay_until is None:
+            self._maybe_assign(group)
 
     def _endpoints(self, group: StreamsGroup) -> list[tuple[tuple[str, int], dict[str, set[int]],
                                                             dict[str, set[int]]]]:
@@ -386,14 +394,33 @@ class StreamsGroupCoordinator:
         return [(m.user_endpoint, parts(m.assigned.active), parts({**m.assigned.standby, **m.assigned.warmup}))
                 for _mid, m in sorted(group.members.items()) if m.user_endpoint is not None]
 
+    def topics_changed(self, now: int, group_id: str, topics: Mapping[str, int]) -> None:
+        """The broker's topics changed under a group (its internal topics were just created): as Kafka does on a
+        new metadata image, the group epoch is bumped at once, and the topology is configured again on the
+        group's next heartbeat (without a second bump)."""
+        group = self.groups.get(group_id)
+        if group is None or group.topology is None:
+            return
+        group.group_epoch += 1
+        group.metadata_signature = None
+        group.reconfigure_bumped = True
+
     # -- timers ----------------------------------------------------------------------------------------------
     def next_deadline(self) -> int | None:
         ds = [d for g in self.groups.values() for m in g.members.values()
               for d in (m.session_deadline_ms, m.revocation_deadline_ms) if d is not None]
+        ds += [g.initial_delay_until for g in self.groups.values() if g.initial_delay_until is not None]
         return min(ds) if ds else None
 
     def poll(self, now: int) -> None:
         for group in list(self.groups.values()):
+            if group.initial_delay_until is not None and group.initial_delay_until <= now:
+                # the delay is over: a new group epoch, and its target assignment computed now (the members
+                # that reconciled to the delay's empty assignment move on to it)
+                group.initial_delay_until = None
+                if group.members:
+                    group.group_epoch += 1
+                    self._maybe_assign(group)
             for mid, m in list(group.members.items()):
                 expired = m.session_deadline_ms <= now
                 stuck = m.revocation_deadline_ms is not None and m.revocation_deadline_ms <= now
@@ -447,31 +474,65 @@ class StreamsGroupCoordinator:
         return 0
 
 
+def _update_member(group: StreamsGroup, member: StreamsMember, req: HeartbeatRequest) -> bool:
+    """Take the member's fields the heartbeat sent (null: unchanged); True when its process changed (an input of
+    the assignment)."""
+    bump = False
+    if req.process_id is not None and req.process_id != member.process_id:
+        member.process_id, bump = req.process_id, True
+    if req.rack_id is not None:
+        member.rack_id = req.rack_id
+    if req.rebalance_timeout_ms > 0:
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+    if req.client_tags is not None:
+        member.client_tags = dict(req.client_tags)
+    if req.user_endpoint is not None and req.user_endpoint != member.user_endpoint:
+        member.user_endpoint = req.user_endpoint
+        group.endpoint_information_epoch += 1
+    if req.shutdown_application:
+        group.shutdown_requested = True
+    if req.task_offsets is not None:
+        member.task_offsets = list(req.task_offsets)
+    if req.task_end_offsets is not None:
+        member.task_end_offsets = list(req.task_end_offsets)
+    member.client_id, member.client_host = req.client_id or member.client_id, req.client_host or member.client_host
+    return bump
+
+
 def _validate(req: HeartbeatRequest) -> None:
-    """Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid."""
+    """Kafka's throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures and
+    throwIfStreamsGroupHeartbeatRequestIsInvalid, in their order and words."""
     def bad(msg: str) -> HeartbeatError:
         return HeartbeatError(INVALID_REQUEST, msg)
-    if not req.group_id.strip():
-        raise bad("GroupId can't be empty.")
-    if req.instance_id is not None and not req.instance_id.strip():
-        raise bad("InstanceId can't be empty.")
-    if req.rack_id is not None and not req.rack_id.strip():
-        raise bad("RackId can't be empty.")
-    if not req.member_id.strip():
-        raise bad("MemberId can't be empty.")
+    if req.topology is not None and any(s.source_topic_regex for s in req.topology.subtopologies):
+        raise bad("Regular expressions for source topics are not supported yet.")
+    for value, what in ((req.member_id, "MemberId"), (req.group_id, "GroupId"), (req.instance_id, "InstanceId"),
+                        (req.rack_id, "RackId")):
+        if value is not None and not value.strip():
+            raise bad(f"{what} can't be empty.")
     if req.member_epoch == 0:
         if req.rebalance_timeout_ms == -1:
-            raise bad("RebalanceTimeoutMs must be provided when joining.")
+            raise bad("RebalanceTimeoutMs must be provided in first request.")
+        for tasks, what in ((req.active_tasks, "ActiveTasks"), (req.standby_tasks, "StandbyTasks"),
+                            (req.warmup_tasks, "WarmupTasks")):
+            if tasks is None or any(tasks.values()):
+                raise bad(f"{what} must be empty when (re-)joining.")
         if req.topology is None:
-            raise bad("Topology must be non-empty when joining.")
-        if req.process_id is None:
-            raise bad("ProcessId can't be null.")
-        if req.active_tasks or req.standby_tasks or req.warmup_tasks:
-            raise bad("ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
+            raise bad("Topology must be non-null when (re-)joining.")
+        for s in req.topology.subtopologies:
+            for name, parts, *_ in s.state_changelog_topics:
+                if parts != 0:
+                    raise T.InvalidTopology(f"Changelog topic {name} must have an undefined partition count, but "
+                                            f"it is set to {parts}.")
     elif req.member_epoch == LEAVE_STATIC and req.instance_id is None:
-        raise bad("InstanceId can't be null when MemberEpoch is -2.")
+        raise bad("InstanceId can't be null.")
     elif req.member_epoch < LEAVE_STATIC:
         raise bad(f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2.")
+    given = [t is not None for t in (req.active_tasks, req.standby_tasks, req.warmup_tasks)]
+    if any(given) and not all(given):
+        raise bad("If one task-type is non-null, all must be non-null.")
+    if req.member_epoch != 0 and req.topology is not None:
+        raise bad("Topology can only be provided when (re-)joining.")
 
 
 def topology_from(subtopologies: list[Subtopology], epoch: int) -> Topology:

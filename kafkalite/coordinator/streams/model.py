@@ -74,6 +74,9 @@ class StreamsMember:
     pending_revocation: Tasks = field(default_factory=Tasks)
     #: what the member last reported it owns (None: not reported yet)
     owned_active: TaskMap | None = None
+    #: (subtopology, partition, offset) of the member's tasks' changelogs, as last reported (StreamsGroupDescribe)
+    task_offsets: list[tuple[str, int, int]] = field(default_factory=list)
+    task_end_offsets: list[tuple[str, int, int]] = field(default_factory=list)
     session_deadline_ms: int = 0
     revocation_deadline_ms: int | None = None
 
@@ -105,6 +108,10 @@ class Configured:
     ready: bool
     #: subtopology -> its source and repartition source topics (for endpoints' partitions)
     inputs: dict[str, list[str]] = field(default_factory=dict)
+    #: every internal topic with its configured partitions, replication factor and configs
+    internal: dict[str, tuple[int, int, dict[str, str]]] = field(default_factory=dict)
+    #: subtopology -> its source topics (regexes resolved)
+    sources: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -120,6 +127,10 @@ class StreamsGroup:
     endpoint_information_epoch: int = 0
     shutdown_requested: bool = False
     static: dict[str, str] = field(default_factory=dict)   # instance id -> member id
+    #: while the initial rebalance delay runs (wall ms), the first members get no tasks
+    initial_delay_until: int | None = None
+    #: the epoch was bumped for a topic change the configured topology has not seen yet
+    reconfigure_bumped: bool = False
 
     def state(self) -> str:
         """Empty, NotReady (topology not configurable), Assigning, Reconciling, Stable (Kafka's StreamsGroupState)."""

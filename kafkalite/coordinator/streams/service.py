@@ -38,6 +38,7 @@ def streams_config(conf: Any) -> StreamsConfig:
     cfg.num_standby_replicas = num("group.streams.num.standby.replicas", cfg.num_standby_replicas)
     cfg.max_standby_replicas = num("group.streams.max.standby.replicas", cfg.max_standby_replicas)
     cfg.max_size = num("group.streams.max.size", cfg.max_size)
+    cfg.initial_rebalance_delay_ms = num("group.streams.initial.rebalance.delay.ms", cfg.initial_rebalance_delay_ms)
     return cfg
 
 
@@ -99,4 +100,6 @@ class StreamsGroupService:
                 log.exception("streams group %s: creating internal topic %s failed", req.group_id, name)
             finally:
                 self._creating.discard(name)
+        self.coordinator.topics_changed(self.now_ms(), req.group_id, self._topics())
+        self.timers.kick()
         return res

@@ -115,7 +115,8 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
     if to_create:
         statuses.append((MISSING_INTERNAL_TOPICS, f"Internal topics are missing: [{', '.join(sorted(to_create))}]"))
     ready = not statuses
-    return Configured(tasks if ready else {s.subtopology_id: 0 for s in subs}, to_create, statuses, ready, inputs)
+    return Configured(tasks if ready else {s.subtopology_id: 0 for s in subs}, to_create, statuses, ready, inputs,
+                      wanted, sources)
 
 
 def _fixed(subs: list, name: str) -> bool:   # type: ignore[type-arg]

@@ -18,7 +18,6 @@ NOT_SERVED = {
     38: None, 39: None, 40: None, 41: None,   # delegation tokens
     64: None, 80: None, 81: None, 94: None,   # KRaft registration and voters
     83: None, 84: None, 85: None, 86: None,   # share group state: broker to share coordinator (87 served)
-    89: None, 93: None,                        # streams group describe, topology description (KIP-1071)
 }
 
 

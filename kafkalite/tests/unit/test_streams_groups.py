@@ -35,7 +35,9 @@ def join(c: StreamsGroupCoordinator, now: int, mid: str, topics: dict[str, int],
 
 def hb(c: StreamsGroupCoordinator, now: int, mid: str, epoch: int, topics: dict[str, int], active=None,
        **kw):  # type: ignore[no-untyped-def]
-    return c.heartbeat(now, HeartbeatRequest("app", mid, epoch, active_tasks=active, **kw), topics)
+    """A heartbeat; with ``active`` the member reports its owned tasks (all three task lists, as Kafka requires)."""
+    lists = {} if active is None else {"active_tasks": active, "standby_tasks": {}, "warmup_tasks": {}}
+    return c.heartbeat(now, HeartbeatRequest("app", mid, epoch, **lists, **kw), topics)
 
 
 def act(res) -> dict[str, set[int]]:  # type: ignore[no-untyped-def]
@@ -46,7 +48,7 @@ READY = {"in": 2, "app-rep": 2, "app-changelog": 2}
 
 
 def test_missing_source_topics_then_internal_topics_then_tasks() -> None:
-    c = StreamsGroupCoordinator()
+    c = StreamsGroupCoordinator(StreamsConfig(initial_rebalance_delay_ms=0))
     r = join(c, 0, "m1", {})
     assert r.error_code == 0 and r.member_epoch == 1
     assert r.statuses == [(T.MISSING_SOURCE_TOPICS, "Source topics in are missing.")]
@@ -63,7 +65,7 @@ def test_missing_source_topics_then_internal_topics_then_tasks() -> None:
 
 
 def test_incorrectly_partitioned_internal_topic() -> None:
-    c = StreamsGroupCoordinator()
+    c = StreamsGroupCoordinator(StreamsConfig(initial_rebalance_delay_ms=0))
     r = join(c, 0, "m1", {"in": 2, "app-rep": 3, "app-changelog": 2})
     assert r.statuses == [(T.INCORRECTLY_PARTITIONED_TOPICS, "Existing internal topic app-rep has invalid number "
                            "of partitions: expected: 2; actual: 3")]
@@ -71,21 +73,26 @@ def test_incorrectly_partitioned_internal_topic() -> None:
 
 
 def test_invalid_requests() -> None:
-    c = StreamsGroupCoordinator()
+    c = StreamsGroupCoordinator(StreamsConfig(initial_rebalance_delay_ms=0))
     assert c.heartbeat(0, HeartbeatRequest("app", "", 0), READY).error_code == INVALID_REQUEST
-    r = c.heartbeat(0, HeartbeatRequest("app", "m", 0, rebalance_timeout_ms=1, process_id="p"), READY)
-    assert (r.error_code, r.error_message) == (INVALID_REQUEST, "Topology must be non-empty when joining.")
+    empty: dict[str, set[int]] = {}
+    r = c.heartbeat(0, HeartbeatRequest("app", "m", 0, rebalance_timeout_ms=1, process_id="p", active_tasks=empty,
+                                        standby_tasks=empty, warmup_tasks=empty), READY)
+    assert (r.error_code, r.error_message) == (INVALID_REQUEST, "Topology must be non-null when (re-)joining.")
     r = c.heartbeat(0, HeartbeatRequest("app", "m", 0, rebalance_timeout_ms=1, topology=wordcount()), READY)
-    assert (r.error_code, r.error_message) == (INVALID_REQUEST, "ProcessId can't be null.")
+    assert (r.error_code, r.error_message) == (INVALID_REQUEST, "ActiveTasks must be empty when (re-)joining.")
+    r = c.heartbeat(0, HeartbeatRequest("app", "m", 3, topology=wordcount()), READY)
+    assert (r.error_code, r.error_message) == (INVALID_REQUEST, "Topology can only be provided when (re-)joining.")
     assert c.heartbeat(0, HeartbeatRequest("app", "m", -3), READY).error_code == INVALID_REQUEST
     bad = Topology(1, [Subtopology("0", ["app-rep"], [], [], [("app-rep", 0, -1, {})], [], [])])
-    r = c.heartbeat(0, HeartbeatRequest("app", "m", 0, rebalance_timeout_ms=1, topology=bad, process_id="p"), READY)
+    r = c.heartbeat(0, HeartbeatRequest("app", "m", 0, rebalance_timeout_ms=1, topology=bad, process_id="p",
+                                        active_tasks=empty, standby_tasks=empty, warmup_tasks=empty), READY)
     assert r.error_code == STREAMS_INVALID_TOPOLOGY
     assert hb(c, 0, "nobody", 5, READY).error_code == UNKNOWN_MEMBER_ID
 
 
 def test_second_member_waits_for_revocation_then_gets_its_share() -> None:
-    c = StreamsGroupCoordinator()
+    c = StreamsGroupCoordinator(StreamsConfig(initial_rebalance_delay_ms=0))
     r1 = join(c, 0, "a", READY)
     assert act(r1) == {"0": {0, 1}, "1": {0, 1}}
     e1 = r1.member_epoch
@@ -108,7 +115,7 @@ def test_second_member_waits_for_revocation_then_gets_its_share() -> None:
 
 
 def test_standby_on_another_process() -> None:
-    c = StreamsGroupCoordinator(StreamsConfig(num_standby_replicas=1))
+    c = StreamsGroupCoordinator(StreamsConfig(num_standby_replicas=1, initial_rebalance_delay_ms=0))
     join(c, 0, "a", READY, process="p1")
     join(c, 0, "b", READY, process="p2")
     target = c.groups["app"].target
@@ -120,7 +127,7 @@ def test_standby_on_another_process() -> None:
 
 
 def test_fencing_leave_and_session_timeout() -> None:
-    c = StreamsGroupCoordinator(StreamsConfig(session_timeout_ms=1000))
+    c = StreamsGroupCoordinator(StreamsConfig(session_timeout_ms=1000, initial_rebalance_delay_ms=0))
     ra = join(c, 0, "a", READY)
     assert hb(c, 1, "a", ra.member_epoch + 1, READY).error_code == FENCED_MEMBER_EPOCH
     join(c, 0, "b", READY)
@@ -139,7 +146,7 @@ def test_fencing_leave_and_session_timeout() -> None:
 
 
 def test_offset_commit_validation() -> None:
-    c = StreamsGroupCoordinator()
+    c = StreamsGroupCoordinator(StreamsConfig(initial_rebalance_delay_ms=0))
     assert c.offset_commit_error("other", "x", 3) is None
     r = join(c, 0, "a", READY)
     assert c.offset_commit_error("app", "a", r.member_epoch) == 0
@@ -149,9 +156,23 @@ def test_offset_commit_validation() -> None:
 
 
 def test_shutdown_application_reaches_every_member() -> None:
-    c = StreamsGroupCoordinator()
+    c = StreamsGroupCoordinator(StreamsConfig(initial_rebalance_delay_ms=0))
     ra = join(c, 0, "a", READY)
     rb = join(c, 0, "b", READY)
     hb(c, 1, "b", rb.member_epoch, READY, shutdown_application=True)
     r = hb(c, 2, "a", ra.member_epoch, READY)
     assert any(code == T.SHUTDOWN_APPLICATION for code, _ in r.statuses or [])
+
+
+def test_initial_rebalance_delay_holds_the_first_assignment() -> None:
+    """Kafka 4.4: a new group's first members get no tasks (status ASSIGNMENT_DELAYED) until
+    group.streams.initial.rebalance.delay.ms has passed; the timer then computes the assignment."""
+    c = StreamsGroupCoordinator(StreamsConfig(initial_rebalance_delay_ms=3000))
+    r = join(c, 0, "a", READY)
+    assert (r.member_epoch, r.statuses) == (1, [(T.ASSIGNMENT_DELAYED, "Assignment delayed due to the configured "
+                                                                       "initial rebalance delay.")])
+    assert r.tasks is not None and r.tasks.empty()
+    assert c.next_deadline() == 3000
+    c.poll(3000)   # the delay is over: a new group epoch and its assignment
+    r = hb(c, 3001, "a", 1, READY, active={})
+    assert r.statuses == [] and r.member_epoch == 2 and act(r) == {"0": {0, 1}, "1": {0, 1}}
