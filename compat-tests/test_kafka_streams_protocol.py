@@ -3,19 +3,23 @@ StreamsGroupHeartbeat) against kafkalite, and against Apache Kafka 4.4 with KAFK
 
 - one instance of the word count: the broker creates the repartition and changelog topics the topology asks
   for (2 partitions each, from the 2-partition input), the instance runs all four tasks, counts are exact;
-- a second instance joins: the tasks are split between the two (each runs some, none twice); the first leaves
-  (closed cleanly: it leaves the group with epoch -1): the second runs all four; counts stay exact.
+- a second instance joins: the tasks are split between the two (each runs some, none twice); Kafka 4.4's
+  kafka-streams-groups.sh (the Java Admin's describeStreamsGroups) lists and describes the group: its state,
+  members, their tasks and the committed offsets; the first instance leaves (closed cleanly: it leaves the group
+  with epoch -1): the second runs all four; counts stay exact.
 
 Expectations are computed here from what was produced.
 """
 
 from __future__ import annotations
 
+import re
 import signal
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from harness import connect
 from test_kafka_streams import (  # the Streams harness (fixtures included) of the classic-protocol tests
     StreamsApp,
     _line,
@@ -30,6 +34,8 @@ from test_kafka_streams import (  # the Streams harness (fixtures included) of t
     word_counts,
 )
 
+from conftest import missing
+
 __all__ = ["apps", "streams_ready"]   # fixtures used by name
 ALL = {"0_0", "0_1", "1_0", "1_1"}
 PROTOCOL = "group.protocol=streams"
@@ -37,6 +43,44 @@ PROTOCOL = "group.protocol=streams"
 
 def _want(lines: list[str]) -> dict[str, int]:
     return dict(Counter(w for line in lines for w in line.lower().replace(",", " ").replace("!", " ").split()))
+
+
+def streams_groups_tool(bs: str, *args: str) -> str:
+    """Kafka 4.4's kafka-streams-groups.sh (org.apache.kafka.tools.streams.StreamsGroupCommand): the Java Admin's
+    listGroups / describeStreamsGroups (StreamsGroupDescribe) / listStreamsGroupOffsets."""
+    p = connect.run_tool("tools", "org.apache.kafka.tools.streams.StreamsGroupCommand", "--bootstrap-server", bs,
+                         *args)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def member_tasks(line: str) -> set[str]:
+    """A member line's current active tasks (``ACTIVE: 0:[0,1]; ...``) as Streams' task ids (``0_0``, ``0_1``)."""
+    m = re.search(r"(?<!TARGET-)ACTIVE: (.*?);", line)
+    if m is None:
+        return set()
+    return {f"{sub}_{p}" for sub, ps in re.findall(r"(\w+):\[([\d,]*)\]", m.group(1)) for p in ps.split(",") if p}
+
+
+def describe_with_kafka_tools(bs: str, app_id: str, one: StreamsApp, two: StreamsApp) -> None:
+    """kafka-streams-groups.sh --list / --describe (--members, --state, --offsets) see the group as it runs:
+    two members at the target assignment epoch, each running the tasks its instance reports."""
+    if connect.tools_missing():
+        missing(connect.tools_missing() or "")
+    assert app_id in streams_groups_tool(bs, "--list").split()
+    members = [ln.split() for ln in streams_groups_tool(bs, "--describe", "--group", app_id, "--members",
+                                                        "--verbose").splitlines() if ln.startswith(app_id + " ")]
+    assert len(members) == 2, members
+    target_epoch = {m[1] for m in members}
+    assert len(target_epoch) == 1 and all(m[4] == "streams" and m[5] == m[1] for m in members), members
+    got = sorted(sorted(member_tasks(" ".join(m))) for m in members)
+    assert got == sorted(sorted((tasks_of(a) or (set(), set()))[0]) for a in (one, two)), got
+    state = [ln.split() for ln in streams_groups_tool(bs, "--describe", "--group", app_id, "--state").splitlines()
+             if ln.startswith(app_id + " ")]
+    assert [(s[3], s[4], s[5]) for s in state] == [("sticky", "Stable", "2")], state
+    offsets = [ln.split() for ln in streams_groups_tool(bs, "--describe", "--group", app_id, "--offsets")
+               .splitlines() if ln.startswith(app_id + " ")]
+    assert {(o[1], o[2]) for o in offsets} >= {("k1071-in", "0"), ("k1071-in", "1")}, offsets
 
 
 def test_streams_protocol_one_instance_then_two(broker: Any, streams_ready: None, tmp_path: Path,
@@ -68,6 +112,7 @@ def test_streams_protocol_one_instance_then_two(broker: Any, streams_ready: None
     wait_until(split, "the tasks split between two instances", two)
     produce(bs, "k1071-in", [(f"l{i}", lines[i]) for i in range(300, 600)])
     wait_until(lambda: word_counts(bs, "k1071-out") == _want(lines[:600]), "exact counts (two instances)", two)
+    describe_with_kafka_tools(bs, app_id, one, two)
 
     stop_cleanly(one)
     wait_until(lambda: running(two) and (tasks_of(two) or (set(), set()))[0] == ALL,
