@@ -55,8 +55,9 @@ def streams_groups_tool(bs: str, *args: str) -> str:
 
 
 def member_tasks(line: str) -> set[str]:
-    """A member line's current active tasks (``ACTIVE: 0:[0,1]; ...``) as Streams' task ids (``0_0``, ``0_1``)."""
-    m = re.search(r"(?<!TARGET-)ACTIVE: (.*?);", line)
+    """A member line's current active tasks (``ACTIVE: 0:[0]; 1:[0]; TARGET-ACTIVE: ...``) as Streams' task ids
+    (``0_0``, ``1_0``)."""
+    m = re.search(r"(?<![-\w])ACTIVE: ((?:\w+:\[[\d,]*\];? ?)*)", line)
     if m is None:
         return set()
     return {f"{sub}_{p}" for sub, ps in re.findall(r"(\w+):\[([\d,]*)\]", m.group(1)) for p in ps.split(",") if p}

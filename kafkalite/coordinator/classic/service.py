@@ -38,6 +38,7 @@ from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.common.config import OFFSETS_TOPIC, GroupConfig
 from kafkalite.coordinator.common.runtime import CoordinatorRuntime
 from kafkalite.coordinator.consumer.records import consumer_split
+from kafkalite.coordinator.streams.records import streams_split
 from kafkalite.errors import error_code_for
 from kafkalite.runtime.supervisor import supervise
 from kafkalite_storage.errors import StorageError
@@ -96,15 +97,18 @@ class GroupService(CoordinatorRuntime):
     # -- lifecycle (CoordinatorRuntime) ------------------------------------------------------------
     async def load(self) -> None:
         consumer_records: list[tuple[bytes, bytes | None]] = []
+        streams_records: list[tuple[bytes, bytes | None]] = []
         loader = StateLoader()
         partitions = await self.read_state_topic(
-            lambda data: loader.feed_entries(consumer_split(iter_entries(data), consumer_records)))
+            lambda data: loader.feed_entries(streams_split(consumer_split(iter_entries(data), consumer_records),
+                                                           streams_records)))
         if partitions is None:
             return
         # an existing topic decides the partition count (as in Kafka), whatever the config says now
         self.config.offsets_topic_num_partitions = partitions
         self.coordinator.groups = loader.build(self.now_ms())
         self.consumer.coordinator.load(consumer_records, self.now_ms())
+        self.streams.coordinator.load(streams_records, self.now_ms())
         log.info("loaded %d groups from %d %s records", len(self.coordinator.groups), loader.records,
                  OFFSETS_TOPIC)
 

@@ -15,7 +15,9 @@ def assign(members: dict[str, StreamsMember], tasks: dict[str, int], num_standby
     out = {m: Tasks() for m in ids}
     if not ids:
         return out
-    all_tasks = [(s, p) for s in sorted(tasks) for p in range(tasks[s])]
+    # partition-major order: a member's share spreads over the subtopologies (0_0, 1_0 | 0_1, 1_1), as Kafka's
+    # sticky assignor spreads them
+    all_tasks = sorted(((s, p) for s in tasks for p in range(tasks[s])), key=lambda t: (t[1], t[0]))
     quota = math.ceil(len(all_tasks) / len(ids)) if all_tasks else 0
     load = dict.fromkeys(ids, 0)
     proc = {m: members[m].process_id for m in ids}

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.coordinator.common import errors as E
+from kafkalite.coordinator.streams import records as REC
 from kafkalite.coordinator.streams import topology as T
 from kafkalite.coordinator.streams.assignor import assign
 from kafkalite.coordinator.streams.model import (
@@ -139,12 +140,45 @@ class StreamsGroupCoordinator:
         self.other_group = other_group or (lambda _g: False)
         self.loading = False
         self.active = True
+        #: appends records to the group's ``__consumer_offsets`` partition (None: nothing is persisted)
+        self.write: Callable[[str, list[tuple[bytes, bytes | None]]], None] | None = None
+        self._written: dict[str, dict[bytes, bytes]] = {}
+
+    # -- persistence -----------------------------------------------------------------------------------------
+    def persist(self, group_id: str) -> None:
+        """Write what changed in the group since its last write (records.diff); a deleted group's tombstones."""
+        if self.write is None:
+            return
+        g = self.groups.get(group_id)
+        after = REC.group_records(g) if g is not None else {}
+        before = self._written.get(group_id, {})
+        out = REC.diff(before, after)
+        if not out:
+            return
+        try:
+            self.write(group_id, out)
+        except Exception:   # the state stays in memory; the next change writes the difference again
+            log.exception("streams group %s: writing its records failed", group_id)
+            return
+        if after:
+            self._written[group_id] = after
+        else:
+            self._written.pop(group_id, None)
+
+    def load(self, records: list[tuple[bytes, bytes | None]], now: int) -> None:
+        try:
+            self.groups, self._written = REC.load(records, now, self.config.session_timeout_ms)
+        except Exception:
+            log.exception("streams groups: their records could not be read back; starting without them")
+            self.groups, self._written = {}, {}
 
     # -- heartbeat -------------------------------------------------------------------------------------------
     def heartbeat(self, now: int, req: HeartbeatRequest, topics: Mapping[str, int]) -> HeartbeatResult:
         try:
             _validate(req)
-            return self._heartbeat(now, req, topics)
+            res = self._heartbeat(now, req, topics)
+            self.persist(req.group_id)
+            return res
         except HeartbeatError as e:
             return HeartbeatResult(e.code, e.message)
         except T.InvalidTopology as e:
@@ -404,6 +438,7 @@ class StreamsGroupCoordinator:
         group.group_epoch += 1
         group.metadata_signature = None
         group.reconfigure_bumped = True
+        self.persist(group_id)
 
     # -- timers ----------------------------------------------------------------------------------------------
     def next_deadline(self) -> int | None:
@@ -421,6 +456,7 @@ class StreamsGroupCoordinator:
                 if group.members:
                     group.group_epoch += 1
                     self._maybe_assign(group)
+                    self.persist(group.group_id)
             for mid, m in list(group.members.items()):
                 expired = m.session_deadline_ms <= now
                 stuck = m.revocation_deadline_ms is not None and m.revocation_deadline_ms <= now
@@ -428,6 +464,7 @@ class StreamsGroupCoordinator:
                     log.info("streams group %s: member %s fenced (%s)", group.group_id, mid,
                              "session timeout" if expired else "revocation timeout")
                     self._remove(group, mid)
+                    self.persist(group.group_id)
 
     # -- offsets (StreamsGroup.validateOffsetCommit / validateOffsetFetch) ------------------------------------
     def offset_commit_error(self, group_id: str, member_id: str, member_epoch: int,
@@ -471,6 +508,7 @@ class StreamsGroupCoordinator:
         if group.members:
             return E.NON_EMPTY_GROUP
         del self.groups[group_id]
+        self.persist(group_id)
         return 0
 
 

@@ -50,11 +50,15 @@ class StreamsGroupService:
         lookup = getattr(state, "group_configs", None)
         if callable(lookup):
             self.coordinator.config.group_configs = lookup
+        self.coordinator.write = self._append
         self.timers = TimerLoop(self)
         self._creating: set[str] = set()
 
     def now_ms(self) -> int:
         return int(self.groups.now_ms())
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        self.groups._append(self.groups.partition_for(group_id), records)
 
     def _other_group(self, group_id: str) -> bool:
         """A group id another kind of group holds: a consumer group, a share group, or a classic group with
