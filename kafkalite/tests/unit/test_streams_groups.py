@@ -211,3 +211,31 @@ def test_records_round_trip_and_diff() -> None:
     assert c.delete_group("app") == 0   # tombstones for all its records: a replay no longer has the group
     loaded, _ = REC.load([*REC.diff({}, written["app"]), *log], 6, 45_000)
     assert "app" not in loaded
+
+
+def test_group_config_overrides() -> None:
+    """streams.num.standby.replicas / streams.heartbeat.interval.ms set on the group (IncrementalAlterConfigs on
+    the GROUP resource) override the broker's group.streams.* defaults."""
+    overrides = {"app": {"streams.num.standby.replicas": "1", "streams.heartbeat.interval.ms": "7000"}}
+    c = StreamsGroupCoordinator(StreamsConfig(initial_rebalance_delay_ms=0,
+                                              group_configs=lambda gid: overrides.get(gid, {})))
+    join(c, 0, "a", READY, process="p1")
+    r = join(c, 0, "b", READY, process="p2")
+    assert r.heartbeat_interval_ms == 7000
+    assert sum(len(ps) for t in c.groups["app"].target.values() for ps in t.standby.values()) == 4
+
+
+def test_static_member_leaves_temporarily_and_comes_back() -> None:
+    """Epoch -2 (a static member's temporary leave) keeps its tasks for its instance id; a new member id under
+    that instance id takes them back without a rebalance; while the old one is there, another is refused."""
+    c = StreamsGroupCoordinator(StreamsConfig(initial_rebalance_delay_ms=0))
+    r = join(c, 0, "a", READY, instance_id="i1", process="p1")
+    epoch = r.member_epoch
+    assert hb(c, 1, "a", -2, READY, instance_id="i1").member_epoch == -2
+    g = c.groups["app"]
+    assert g.members["a"].member_epoch == -2 and g.group_epoch == epoch
+    r = join(c, 2, "a2", READY, instance_id="i1", process="p1")
+    assert r.error_code == 0 and "a" not in g.members and act(r) == {"0": {0, 1}, "1": {0, 1}}
+    assert g.group_epoch == epoch   # no rebalance (the same process; a new process id is a new input)
+    r = join(c, 3, "a3", READY, instance_id="i1")
+    assert r.error_code == 111   # UNRELEASED_INSTANCE_ID
