@@ -441,34 +441,34 @@ def add_streams_cases(add: Callable[..., None], topic: str, with_topic: Callable
         return setup
 
     add("streams_group_heartbeat_missing_source", SGH,
-        lambda v, ctx: join(v, ctx, source="diff-no-such-topic"), sg_setup("sgh-nosrc"),
+        lambda v, ctx: join(v, ctx, source="diff-no-such-topic"), sg_setup("stgh-nosrc"),
         doc="a member joins with a topology whose source topic does not exist: status MISSING_SOURCE_TOPICS")
     add("streams_group_heartbeat_unknown_member", SGH,
-        lambda v, ctx: join(v, ctx, epoch=5, member=str(uuid.UUID(int=0xBAD))), sg_setup("sgh-unknown", True),
+        lambda v, ctx: join(v, ctx, epoch=5, member=str(uuid.UUID(int=0xBAD))), sg_setup("stgh-unknown", True),
         doc="member epoch 5 of a member the group does not have: UNKNOWN_MEMBER_ID")
     add("streams_group_heartbeat_fenced_epoch", SGH,
-        lambda v, ctx: join(v, ctx, epoch=7), sg_setup("sgh-fenced", True),
+        lambda v, ctx: join(v, ctx, epoch=7), sg_setup("stgh-fenced", True),
         doc="a member heartbeating with epoch 7 while the group knows it at 1: FENCED_MEMBER_EPOCH")
     add("streams_group_heartbeat_leave", SGH,
         lambda v, ctx: SGH(group_id=ctx["group"], member_id=ctx["member_uuid"], member_epoch=-1),
-        sg_setup("sgh-leave", True), doc="the only member leaves (epoch -1)")
+        sg_setup("stgh-leave", True), doc="the only member leaves (epoch -1)")
     add("streams_group_heartbeat_no_topology", SGH,
         lambda v, ctx: SGH(group_id=ctx["group"], member_id=ctx["member_uuid"], member_epoch=0,
                            rebalance_timeout_ms=30_000, process_id="p", active_tasks=[], standby_tasks=[],
                            warmup_tasks=[]),
-        sg_setup("sgh-notopo"), doc="a joining member without a topology: INVALID_REQUEST")
+        sg_setup("stgh-notopo"), doc="a joining member without a topology: INVALID_REQUEST")
     add("streams_group_heartbeat_no_member_id", SGH,
-        lambda v, ctx: join(v, ctx, member=" "), sg_setup("sgh-nomember"),
+        lambda v, ctx: join(v, ctx, member=" "), sg_setup("stgh-nomember"),
         doc="a blank member id: INVALID_REQUEST")
     add("streams_group_describe_unknown", SGD,
         lambda v, ctx: SGD(group_ids=["diff-no-such-group"]),
         lambda conn, ctx: warm_coordinator(conn, ctx, "diff-no-such-group", 0), doc="GROUP_ID_NOT_FOUND")
     add("streams_group_describe_member", SGD,
-        lambda v, ctx: SGD(group_ids=[ctx["group"]]), sg_setup("sgd-one", True),
+        lambda v, ctx: SGD(group_ids=[ctx["group"]]), sg_setup("stgd-one", True),
         doc="a streams group of one member, its changelog topic still missing (topology not ready)")
     SGT = m.StreamsGroupTopologyDescriptionUpdateRequest
     add("streams_group_topology_description_update_no_plugin", SGT,
         lambda v, ctx: SGT(group_id=ctx["group"], member_id=ctx["member_uuid"], topology_epoch=0,
                            topology_description=SGT.TopologyDescription(subtopologies=[
                                SGT.TopologyDescriptionSubtopology(subtopology_id="0")])),
-        sg_setup("sgt-one", True), doc="no topology description plugin configured (Kafka's default)")
+        sg_setup("stgt-one", True), doc="no topology description plugin configured (Kafka's default)")
