@@ -366,8 +366,8 @@ def load(records: Iterable[tuple[bytes, bytes | None]], now: int, session_ms: in
         written.setdefault(gid, {})[k] = v
     for t, gid, _mid, v in parsed:   # group metadata first: it makes the group
         if t == GROUP_METADATA:
-            g = groups[gid] = StreamsGroup(gid)
-            g.group_epoch = _reader(v).int32()
+            made = groups[gid] = StreamsGroup(gid)
+            made.group_epoch = _reader(v).int32()
     for t, gid, mid, v in parsed:
         g = groups.get(gid)
         if g is None or t == GROUP_METADATA:

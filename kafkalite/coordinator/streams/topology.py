@@ -96,8 +96,8 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
     for s in subs:
         ins = sources[s.subtopology_id] + [n for n, *_ in s.repartition_source_topics]
         inputs[s.subtopology_id] = ins
-        counts = [topics[t] for t in sources[s.subtopology_id]] + [repart[n] for n, *_ in s.repartition_source_topics]
-        tasks[s.subtopology_id] = max(counts) if counts else 0
+        sizes = [topics[t] for t in sources[s.subtopology_id]] + [repart[n] for n, *_ in s.repartition_source_topics]
+        tasks[s.subtopology_id] = max(sizes) if sizes else 0
 
     wanted: dict[str, tuple[int, int, dict[str, str]]] = {}
     for name, parts in repart.items():
