@@ -435,7 +435,7 @@ def add_streams_cases(add: Callable[..., None], topic: str, with_topic: Callable
             with_topic(conn, ctx)
             ctx.update(group=group_of(name, ctx), member_uuid=str(uuid.UUID(int=0x5D1FF + ctx["version"])))
             if joined_first:
-                r = conn.request(join(ctx["version"], ctx), ctx["version"])
+                r = conn.request(join(ctx["version"], ctx), min(ctx["version"], 1))
                 if r.error_code:
                     raise RuntimeError(f"setup: StreamsGroupHeartbeat {ctx['group']}: {r}")
         return setup
@@ -466,6 +466,25 @@ def add_streams_cases(add: Callable[..., None], topic: str, with_topic: Callable
     add("streams_group_describe_member", SGD,
         lambda v, ctx: SGD(group_ids=[ctx["group"]]), sg_setup("stgd-one", True),
         doc="a streams group of one member, its changelog topic still missing (topology not ready)")
+    add("join_group_streams_group", J, lambda v, ctx: join_req(ctx["group"], "" if v < 4 else "m-x"),
+        sg_setup("stjg-one", True), doc="a classic JoinGroup to a streams group of one member")
+    add("consumer_group_heartbeat_streams_group", m.ConsumerGroupHeartbeatRequest,
+        lambda v, ctx: m.ConsumerGroupHeartbeatRequest(
+            group_id=ctx["group"], member_id=str(uuid.UUID(int=0xC0FFEE)), member_epoch=0,
+            rebalance_timeout_ms=30_000, subscribed_topic_names=[topic], topic_partitions=[]),
+        sg_setup("stcg-one", True), min_version=1, doc="a consumer-protocol member joining a streams group")
+    add("streams_group_heartbeat_consumer_group", SGH, lambda v, ctx: join(v, ctx, member=ctx["other"]),
+        lambda conn, ctx: (sg_setup("stsc-one")(conn, ctx), ctx.update(other=str(uuid.UUID(int=0xFACE))),
+                           conn.request(m.ConsumerGroupHeartbeatRequest(
+                               group_id=ctx["group"], member_id=str(uuid.UUID(int=0xC0DE + ctx["version"])),
+                               member_epoch=0, rebalance_timeout_ms=30_000, subscribed_topic_names=[topic],
+                               topic_partitions=[]), 1)),
+        doc="a streams member joining a consumer group of one member")
+    add("list_groups_streams", m.ListGroupsRequest, lambda v, ctx: m.ListGroupsRequest(types_filter=["streams"]),
+        sg_setup("stlg-one", True), min_version=5, doc="ListGroups of type streams")
+    add("describe_groups_streams_group", m.DescribeGroupsRequest,
+        lambda v, ctx: m.DescribeGroupsRequest(groups=[ctx["group"]]), sg_setup("stdg-one", True),
+        doc="DescribeGroups of a streams group (not a classic group)")
     SGT = m.StreamsGroupTopologyDescriptionUpdateRequest
     add("streams_group_topology_description_update_no_plugin", SGT,
         lambda v, ctx: SGT(group_id=ctx["group"], member_id=ctx["member_uuid"], topology_epoch=0,

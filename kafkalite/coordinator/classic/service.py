@@ -232,6 +232,8 @@ class GroupService(CoordinatorRuntime):
             return self.consumer.classic_join(group_id, member_id, group_instance_id, client_id, client_host,
                                               rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
                                               require_known_member_id)
+        if group_id in self.streams.coordinator.groups:   # Kafka 4.4: a streams group takes no classic member
+            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, "")
         self.consumer.coordinator.remove_empty(group_id)   # an empty consumer group converts back to classic
         try:
             p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,

@@ -3,6 +3,7 @@ internal topics its topology names and assigns its tasks; StreamsGroupDescribe a
 group (epochs, members, tasks, topology) survives a broker restart through its __consumer_offsets records."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,17 @@ def beat(c: RawClient, group: str, member: str, epoch: int, owned: list[Any] | N
                          standby_tasks=None if owned is None else [], warmup_tasks=None if owned is None else []), 1)
 
 
+def describe(c: RawClient, group: str) -> Any:
+    """StreamsGroupDescribe, once the coordinator has read __consumer_offsets back (COORDINATOR_LOAD_IN_PROGRESS
+    until then)."""
+    for _ in range(10_000):
+        d = c.request(SGD(group_ids=[group]), 1).groups[0]
+        if d.error_code != 14:
+            return d
+        time.sleep(0.01)
+    raise AssertionError("the coordinator never finished loading")
+
+
 def test_join_assign_describe_and_survive_a_restart(tmp_path: Path) -> None:
     args: dict[str, Any] = {"data_dir": tmp_path, "overrides": {"group.streams.initial.rebalance.delay.ms": "0"}}
     with Broker(**args) as b, RawClient(b.host, b.port) as c:
@@ -51,9 +63,9 @@ def test_join_assign_describe_and_survive_a_restart(tmp_path: Path) -> None:
         lg = c.request(m.ListGroupsRequest(types_filter=["streams"]), 5)
         assert [(g.group_id, g.group_type, g.group_state) for g in lg.groups] == [("app", "streams", "Stable")]
     with Broker(**args) as b, RawClient(b.host, b.port) as c:
-        d = c.request(SGD(group_ids=["app"]), 1).groups[0]
-        assert (d.group_epoch, d.assignment_epoch, [(x.member_id, x.member_epoch, x.process_id)
-                                                    for x in d.members]) == before
+        d = describe(c, "app")
+        assert (d.error_code, d.group_epoch, d.assignment_epoch, [(x.member_id, x.member_epoch, x.process_id)
+                                                                  for x in d.members]) == (0, *before)
         assert [(t.subtopology_id, t.partitions) for t in d.members[0].assignment.active_tasks] == [("0", [0, 1])]
         assert d.topology.subtopologies[0].source_topics == ["in"]
         # the member goes on at its epoch, its tasks unchanged
@@ -62,5 +74,5 @@ def test_join_assign_describe_and_survive_a_restart(tmp_path: Path) -> None:
         assert beat(c, "app", "m1", -1).member_epoch == -1
         assert c.request(m.DeleteGroupsRequest(groups_names=["app"]), 2).results[0].error_code == 0
     with Broker(**args) as b, RawClient(b.host, b.port) as c:
-        d = c.request(SGD(group_ids=["app"]), 1).groups[0]
+        d = describe(c, "app")
         assert d.error_code == 69   # GROUP_ID_NOT_FOUND: the deletion's tombstones were read back
