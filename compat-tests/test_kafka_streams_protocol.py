@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness import connect
 from test_kafka_streams import (  # the Streams harness (fixtures included) of the classic-protocol tests
     StreamsApp,
@@ -63,7 +64,7 @@ def member_tasks(line: str) -> set[str]:
     return {f"{sub}_{p}" for sub, ps in re.findall(r"(\w+):\[([\d,]*)\]", m.group(1)) for p in ps.split(",") if p}
 
 
-def describe_with_kafka_tools(bs: str, app_id: str, one: StreamsApp, two: StreamsApp) -> None:
+def describe_with_kafka_tools(bs: str, app_id: str, tin: str, one: StreamsApp, two: StreamsApp) -> None:
     """kafka-streams-groups.sh --list / --describe (--members, --state, --offsets) see the group as it runs:
     two members at the target assignment epoch, each running the tasks its instance reports."""
     if connect.tools_missing():
@@ -81,21 +82,25 @@ def describe_with_kafka_tools(bs: str, app_id: str, one: StreamsApp, two: Stream
     assert [(s[3], s[4], s[5]) for s in state] == [("sticky", "Stable", "2")], state
     offsets = [ln.split() for ln in streams_groups_tool(bs, "--describe", "--group", app_id, "--offsets")
                .splitlines() if ln.startswith(app_id + " ")]
-    assert {(o[1], o[2]) for o in offsets} >= {("k1071-in", "0"), ("k1071-in", "1")}, offsets
+    assert {(o[1], o[2]) for o in offsets} >= {(tin, "0"), (tin, "1")}, offsets
 
 
+@pytest.mark.parametrize("guarantee", ["at_least_once",
+                                       pytest.param("exactly_once_v2", marks=pytest.mark.ecosystem)])
 def test_streams_protocol_one_instance_then_two(broker: Any, streams_ready: None, tmp_path: Path,
-                                                 apps: list[StreamsApp]) -> None:
-    bs, app_id = broker.bootstrap, "eco-kip1071"
-    create_topics(bs, {"k1071-in": 2, "k1071-out": 2})
-    props = ("eco.in=k1071-in", "eco.out=k1071-out", PROTOCOL)
+                                                 apps: list[StreamsApp], guarantee: str) -> None:
+    """``exactly_once_v2`` (make ecosystem) commits through TxnOffsetCommit with the member's epoch."""
+    app_id = f"eco-kip1071-{guarantee.replace('_', '')}"
+    bs, tin, tout = broker.bootstrap, f"k1071-in-{guarantee}", f"k1071-out-{guarantee}"
+    create_topics(bs, {tin: 2, tout: 2})
+    props = (f"eco.in={tin}", f"eco.out={tout}", PROTOCOL, f"processing.guarantee={guarantee}")
     lines = [_line(i) for i in range(900)]
-    produce(bs, "k1071-in", [(f"l{i}", lines[i]) for i in range(300)])
+    produce(bs, tin, [(f"l{i}", lines[i]) for i in range(300)])
     apps.append(StreamsApp("wordcount", bs, app_id, tmp_path / "state1", tmp_path / "streams1.log", *props))
     one = apps[0]
     wait_until(lambda: running(one) and (tasks_of(one) or (set(), set()))[0] == ALL, "one instance, all tasks",
                one)
-    wait_until(lambda: word_counts(bs, "k1071-out") == _want(lines[:300]), "exact counts (one instance)", one)
+    wait_until(lambda: word_counts(bs, tout) == _want(lines[:300]), "exact counts (one instance)", one)
     from confluent_kafka.admin import AdminClient
     topics = AdminClient({"bootstrap.servers": bs}).list_topics(timeout=30).topics
     assert {t: len(topics[t].partitions) for t in topics if t.startswith(app_id)} == {
@@ -111,13 +116,13 @@ def test_streams_protocol_one_instance_then_two(broker: Any, streams_ready: None
         return t1[0] | t2[0] == ALL and not t1[0] & t2[0] and bool(t1[0]) and bool(t2[0])
 
     wait_until(split, "the tasks split between two instances", two)
-    produce(bs, "k1071-in", [(f"l{i}", lines[i]) for i in range(300, 600)])
-    wait_until(lambda: word_counts(bs, "k1071-out") == _want(lines[:600]), "exact counts (two instances)", two)
-    describe_with_kafka_tools(bs, app_id, one, two)
+    produce(bs, tin, [(f"l{i}", lines[i]) for i in range(300, 600)])
+    wait_until(lambda: word_counts(bs, tout) == _want(lines[:600]), "exact counts (two instances)", two)
+    describe_with_kafka_tools(bs, app_id, tin, one, two)
 
     stop_cleanly(one)
     wait_until(lambda: running(two) and (tasks_of(two) or (set(), set()))[0] == ALL,
                "the remaining instance runs every task", two)
-    produce(bs, "k1071-in", [(f"l{i}", lines[i]) for i in range(600, 900)])
-    wait_until(lambda: word_counts(bs, "k1071-out") == _want(lines), "exact final counts", two)
+    produce(bs, tin, [(f"l{i}", lines[i]) for i in range(600, 900)])
+    wait_until(lambda: word_counts(bs, tout) == _want(lines), "exact final counts", two)
     assert two.kill(signal.SIGTERM) == 143
