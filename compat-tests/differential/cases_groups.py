@@ -224,6 +224,7 @@ def add_cases(add: Callable[..., None]) -> None:
         joined("od-stable"), doc="a Stable group (its subscription is opaque here): the partition's answer")
     add_consumer_cases(add, topic, with_topic)
     add_share_cases(add, topic, with_topic)
+    add_streams_cases(add, topic, with_topic)
 
 
 def add_consumer_cases(add: Callable[..., None], topic: str, with_topic: Callable[[WireConn, Ctx], None]) -> None:
@@ -412,3 +413,81 @@ def add_share_cases(add: Callable[..., None], topic: str, with_topic: Callable[[
         doc="a group without state: Kafka's uninitialised answer (start offset -1)")
     add("read_share_group_state_summary_empty_group_id", m.ReadShareGroupStateSummaryRequest,
         lambda v, ctx: summary(ctx, "", [0]), offsets_set("rss-emptyid"), doc="an empty group id: an empty answer")
+
+def add_streams_cases(add: Callable[..., None], topic: str, with_topic: Callable[[WireConn, Ctx], None]) -> None:
+    # KIP-1071 streams groups: a one-subtopology topology reading ``topic`` (1 partition) with a changelog topic
+    SGH, SGD = m.StreamsGroupHeartbeatRequest, m.StreamsGroupDescribeRequest
+
+    def topology(group: str, source: str = topic) -> Any:
+        info = SGH.TopicInfo(name=f"{group}-store-changelog", partitions=0, replication_factor=-1,
+                             topic_configs=[SGH.KeyValue(key="cleanup.policy", value="compact")])
+        return SGH.Topology(epoch=0, subtopologies=[SGH.Subtopology(
+            subtopology_id="0", source_topics=[source], state_changelog_topics=[info])])
+
+    def join(v: int, ctx: Ctx, *, source: str = topic, epoch: int = 0, member: str | None = None) -> Any:
+        return SGH(group_id=ctx["group"], member_id=member or ctx["member_uuid"], member_epoch=epoch,
+                   rebalance_timeout_ms=30_000, topology=topology(ctx["group"], source) if epoch == 0 else None,
+                   process_id=ctx["member_uuid"], active_tasks=[] if epoch == 0 else None,
+                   standby_tasks=[] if epoch == 0 else None, warmup_tasks=[] if epoch == 0 else None)
+
+    def sg_setup(name: str, joined_first: bool = False) -> Callable[[WireConn, Ctx], None]:
+        def setup(conn: WireConn, ctx: Ctx) -> None:
+            with_topic(conn, ctx)
+            ctx.update(group=group_of(name, ctx), member_uuid=str(uuid.UUID(int=0x5D1FF + ctx["version"])))
+            if joined_first:
+                r = conn.request(join(ctx["version"], ctx), min(ctx["version"], 1))
+                if r.error_code:
+                    raise RuntimeError(f"setup: StreamsGroupHeartbeat {ctx['group']}: {r}")
+        return setup
+
+    add("streams_group_heartbeat_missing_source", SGH,
+        lambda v, ctx: join(v, ctx, source="diff-no-such-topic"), sg_setup("stgh-nosrc"),
+        doc="a member joins with a topology whose source topic does not exist: status MISSING_SOURCE_TOPICS")
+    add("streams_group_heartbeat_unknown_member", SGH,
+        lambda v, ctx: join(v, ctx, epoch=5, member=str(uuid.UUID(int=0xBAD))), sg_setup("stgh-unknown", True),
+        doc="member epoch 5 of a member the group does not have: UNKNOWN_MEMBER_ID")
+    add("streams_group_heartbeat_fenced_epoch", SGH,
+        lambda v, ctx: join(v, ctx, epoch=7), sg_setup("stgh-fenced", True),
+        doc="a member heartbeating with epoch 7 while the group knows it at 1: FENCED_MEMBER_EPOCH")
+    add("streams_group_heartbeat_leave", SGH,
+        lambda v, ctx: SGH(group_id=ctx["group"], member_id=ctx["member_uuid"], member_epoch=-1),
+        sg_setup("stgh-leave", True), doc="the only member leaves (epoch -1)")
+    add("streams_group_heartbeat_no_topology", SGH,
+        lambda v, ctx: SGH(group_id=ctx["group"], member_id=ctx["member_uuid"], member_epoch=0,
+                           rebalance_timeout_ms=30_000, process_id="p", active_tasks=[], standby_tasks=[],
+                           warmup_tasks=[]),
+        sg_setup("stgh-notopo"), doc="a joining member without a topology: INVALID_REQUEST")
+    add("streams_group_heartbeat_no_member_id", SGH,
+        lambda v, ctx: join(v, ctx, member=" "), sg_setup("stgh-nomember"),
+        doc="a blank member id: INVALID_REQUEST")
+    add("streams_group_describe_unknown", SGD,
+        lambda v, ctx: SGD(group_ids=["diff-no-such-group"]),
+        lambda conn, ctx: warm_coordinator(conn, ctx, "diff-no-such-group", 0), doc="GROUP_ID_NOT_FOUND")
+    add("streams_group_describe_member", SGD,
+        lambda v, ctx: SGD(group_ids=[ctx["group"]]), sg_setup("stgd-one", True),
+        doc="a streams group of one member, its changelog topic still missing (topology not ready)")
+    add("join_group_streams_group", J, lambda v, ctx: join_req(ctx["group"], "" if v < 4 else "m-x"),
+        sg_setup("stjg-one", True), doc="a classic JoinGroup to a streams group of one member")
+    add("consumer_group_heartbeat_streams_group", m.ConsumerGroupHeartbeatRequest,
+        lambda v, ctx: m.ConsumerGroupHeartbeatRequest(
+            group_id=ctx["group"], member_id=str(uuid.UUID(int=0xC0FFEE)), member_epoch=0,
+            rebalance_timeout_ms=30_000, subscribed_topic_names=[topic], topic_partitions=[]),
+        sg_setup("stcg-one", True), min_version=1, doc="a consumer-protocol member joining a streams group")
+    add("streams_group_heartbeat_consumer_group", SGH, lambda v, ctx: join(v, ctx, member=ctx["other"]),
+        lambda conn, ctx: (sg_setup("stsc-one")(conn, ctx), ctx.update(other=str(uuid.UUID(int=0xFACE))),
+                           conn.request(m.ConsumerGroupHeartbeatRequest(
+                               group_id=ctx["group"], member_id=str(uuid.UUID(int=0xC0DE + ctx["version"])),
+                               member_epoch=0, rebalance_timeout_ms=30_000, subscribed_topic_names=[topic],
+                               topic_partitions=[]), 1)),
+        doc="a streams member joining a consumer group of one member")
+    add("list_groups_streams", m.ListGroupsRequest, lambda v, ctx: m.ListGroupsRequest(types_filter=["streams"]),
+        sg_setup("stlg-one", True), min_version=5, doc="ListGroups of type streams")
+    add("describe_groups_streams_group", m.DescribeGroupsRequest,
+        lambda v, ctx: m.DescribeGroupsRequest(groups=[ctx["group"]]), sg_setup("stdg-one", True),
+        doc="DescribeGroups of a streams group (not a classic group)")
+    SGT = m.StreamsGroupTopologyDescriptionUpdateRequest
+    add("streams_group_topology_description_update_no_plugin", SGT,
+        lambda v, ctx: SGT(group_id=ctx["group"], member_id=ctx["member_uuid"], topology_epoch=0,
+                           topology_description=SGT.TopologyDescription(subtopologies=[
+                               SGT.TopologyDescriptionSubtopology(subtopology_id="0")])),
+        sg_setup("stgt-one", True), doc="no topology description plugin configured (Kafka's default)")

@@ -72,7 +72,10 @@ INDEX: dict[int, tuple[str, int, int]] = {
     78: ("share_fetch", 0, 2),  # ShareFetch
     79: ("share_acknowledge", 0, 2),  # ShareAcknowledge
     87: ("read_share_group_state_summary", 0, 1),  # ReadShareGroupStateSummary
+    88: ("streams_group_heartbeat", 0, 1),  # StreamsGroupHeartbeat
+    89: ("streams_group_describe", 0, 1),  # StreamsGroupDescribe
     90: ("describe_share_group_offsets", 0, 1),  # DescribeShareGroupOffsets
     91: ("alter_share_group_offsets", 0, 0),  # AlterShareGroupOffsets
     92: ("delete_share_group_offsets", 0, 0),  # DeleteShareGroupOffsets
+    93: ("streams_group_topology_description_update", 0, 0),  # StreamsGroupTopologyDescriptionUpdate
 }

@@ -1,6 +1,6 @@
 """DescribeGroups (key 15): v0–v6.
 
-- A group that does not exist, or is not a classic group (a KIP-848 consumer group), is described as state
+- A group that does not exist, or is not a classic group (a KIP-848 consumer group, a KIP-1071 streams group), is described as state
   "Dead": with no error before v6, with GROUP_ID_NOT_FOUND and Kafka's message from v6 (KIP-1043). Member
   metadata and assignments are only filled in while the group is Stable, and the protocol name likewise, as
   Kafka's GroupMetadata.summary.
@@ -40,7 +40,8 @@ async def describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> De
         if err != ErrorCode.NONE:
             out.append(R.DescribedGroup(error_code=err, group_id=gid, authorized_operations=ops))
         elif summary is None and ctx.version >= 6:
-            what = "is not a classic group" if gid in svc.consumer.coordinator.groups else "not found"
+            other = gid in svc.consumer.coordinator.groups or gid in svc.streams.coordinator.groups
+            what = "is not a classic group" if other else "not found"
             out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {gid} {what}.",
                                         group_id=gid, group_state="Dead", authorized_operations=ops))
         elif summary is None:

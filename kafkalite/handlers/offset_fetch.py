@@ -130,8 +130,9 @@ async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFe
         groups = []
         for g in req.groups:
             svc = state.groups
-            if v >= 9 and svc is not None:   # KIP-848: a consumer group member's epoch must be current
-                bad = svc.consumer.coordinator.validate_offset_fetch(g.group_id, g.member_id, g.member_epoch)
+            if v >= 9 and svc is not None:   # KIP-848/1071: a member's epoch must be current
+                bad = svc.consumer.coordinator.validate_offset_fetch(g.group_id, g.member_id, g.member_epoch) \
+                    or svc.streams.coordinator.offset_fetch_error(g.group_id, g.member_id, g.member_epoch)
                 if bad:
                     groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=bad))
                     continue

@@ -17,7 +17,9 @@ What Kafka 4.3 does, and we do with it (``GroupConfig``, ``ConfigHelper``, ``Con
 - Persisted in ``kafkalite-group-configs.json`` in the log dir, written whole then renamed (like the topic
   configs), once per request however many groups the request names.
 
-Not here (yet): Kafka 4.3's streams.*, *.assignment.interval.ms, *.assignor.offload.enable,
+The streams group ones (KIP-1071) are ``streams.session.timeout.ms``, ``streams.heartbeat.interval.ms`` and
+``streams.num.standby.replicas`` (bounded by ``group.streams.max.standby.replicas``).
+Not here (yet): Kafka 4.3's other streams.* names, *.assignment.interval.ms, *.assignor.offload.enable,
 share.renew.acknowledge.enable and errors.deadletterqueue.* names (answered as unknown).
 ``share.auto.offset.reset`` takes Kafka 4.3's values exactly (``kafkalite.config.share_reset``).
 """
@@ -62,7 +64,7 @@ class GroupConfigDef:
         return not self.choices
 
 
-_C, _S = "group.consumer.", "group.share."
+_C, _S, _T = "group.consumer.", "group.share.", "group.streams."
 DEFS: dict[str, GroupConfigDef] = {d.name: d for d in (
     GroupConfigDef("consumer.session.timeout.ms", _C + "session.timeout.ms", "45000", 1,
                    (_C + "min.session.timeout.ms", 45000, _C + "max.session.timeout.ms", 60000),
@@ -85,6 +87,15 @@ DEFS: dict[str, GroupConfigDef] = {d.name: d for d in (
     GroupConfigDef("share.partition.max.record.locks", _S + "partition.max.record.locks", "2000", 100,
                    (_S + "min.partition.max.record.locks", 100, _S + "max.partition.max.record.locks", 10000),
                    doc="Share-group record lock limit per share-partition."),
+    GroupConfigDef("streams.session.timeout.ms", _T + "session.timeout.ms", "45000", 1,
+                   (_T + "min.session.timeout.ms", 45000, _T + "max.session.timeout.ms", 60000),
+                   doc="The timeout to detect client failures when using the streams group protocol."),
+    GroupConfigDef("streams.heartbeat.interval.ms", _T + "heartbeat.interval.ms", "5000", 1,
+                   (_T + "min.heartbeat.interval.ms", 5000, _T + "max.heartbeat.interval.ms", 15000),
+                   doc="The heartbeat interval given to the members of a streams group."),
+    GroupConfigDef("streams.num.standby.replicas", _T + "num.standby.replicas", "0", 0,
+                   ("kafkalite.streams.min.standby.replicas", 0, _T + "max.standby.replicas", 2),
+                   doc="The number of standby replicas for each task."),
     GroupConfigDef("share.auto.offset.reset", "kafkalite.share.auto.offset.reset", "latest",
                    choices=("earliest", "latest"),
                    doc="The strategy to initialize the share-partition start offset."),
@@ -95,7 +106,8 @@ DEFS: dict[str, GroupConfigDef] = {d.name: d for d in (
 
 #: (session timeout, heartbeat interval) pairs Kafka checks against each other
 _PAIRS = (("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
-          ("share.session.timeout.ms", "share.heartbeat.interval.ms"))
+          ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
+          ("streams.session.timeout.ms", "streams.heartbeat.interval.ms"))
 
 
 class InvalidGroupConfig(ValueError):

@@ -38,6 +38,7 @@ from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.common.config import OFFSETS_TOPIC, GroupConfig
 from kafkalite.coordinator.common.runtime import CoordinatorRuntime
 from kafkalite.coordinator.consumer.records import consumer_split
+from kafkalite.coordinator.streams.records import streams_split
 from kafkalite.errors import error_code_for
 from kafkalite.runtime.supervisor import supervise
 from kafkalite_storage.errors import StorageError
@@ -74,6 +75,17 @@ class GroupService(CoordinatorRuntime):
         # TxnOffsetCommit checks a consumer group's members, and refuses a share group's id
         self.coordinator.consumer_txn_offset_error = self.consumer.coordinator.txn_offset_commit_error
         self.coordinator.is_share_group = self._is_share_group
+        from kafkalite.coordinator.streams.service import StreamsGroupService  # (it imports this module)
+        self.streams = StreamsGroupService(self)     # KIP-1071 groups (kafkalite/coordinator/streams/)
+        self.coordinator.consumer_txn_offset_error = self._txn_offset_error
+
+    def _txn_offset_error(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
+                          partitions: list[tuple[str, int]]) -> int | None:
+        err = self.consumer.coordinator.txn_offset_commit_error(group_id, member_id, instance_id, member_epoch,
+                                                                partitions)
+        if err is None:
+            err = self.streams.coordinator.offset_commit_error(group_id, member_id, member_epoch, transactional=True)
+        return err
 
     def _is_share_group(self, group_id: str) -> bool:
         shares = getattr(self.state, "shares", None)   # (started after this service, on first use)
@@ -85,15 +97,18 @@ class GroupService(CoordinatorRuntime):
     # -- lifecycle (CoordinatorRuntime) ------------------------------------------------------------
     async def load(self) -> None:
         consumer_records: list[tuple[bytes, bytes | None]] = []
+        streams_records: list[tuple[bytes, bytes | None]] = []
         loader = StateLoader()
         partitions = await self.read_state_topic(
-            lambda data: loader.feed_entries(consumer_split(iter_entries(data), consumer_records)))
+            lambda data: loader.feed_entries(streams_split(consumer_split(iter_entries(data), consumer_records),
+                                                           streams_records)))
         if partitions is None:
             return
         # an existing topic decides the partition count (as in Kafka), whatever the config says now
         self.config.offsets_topic_num_partitions = partitions
         self.coordinator.groups = loader.build(self.now_ms())
         self.consumer.coordinator.load(consumer_records, self.now_ms())
+        self.streams.coordinator.load(streams_records, self.now_ms())
         log.info("loaded %d groups from %d %s records", len(self.coordinator.groups), loader.records,
                  OFFSETS_TOPIC)
 
@@ -103,18 +118,21 @@ class GroupService(CoordinatorRuntime):
     def after_load(self) -> None:
         self.coordinator.loading = False
         self.consumer.coordinator.loading = False
+        self.streams.coordinator.loading = False
 
     async def run_loops(self) -> None:
         # a failing group is reset by the coordinator itself; anything else the loop raises is the
         # supervisor's: logged, recorded, and the loop started again
         async with trio.open_nursery() as nursery:
             nursery.start_soon(supervise, self.state, "consumer-group-coordinator.timers", self.consumer.timers.run)
+            nursery.start_soon(supervise, self.state, "streams-group-coordinator.timers", self.streams.timers.run)
             await supervise(self.state, "group-coordinator.timers", self._timers.run)
 
     def close(self) -> _Done:
         """Stop answering and stop the timer loop; parked JoinGroup/SyncGroup get NOT_COORDINATOR."""
         c = self.coordinator
         self.consumer.coordinator.active = False
+        self.streams.coordinator.active = False
         if c.active:
             c.active = False
             for g in c.groups.values():
@@ -214,6 +232,8 @@ class GroupService(CoordinatorRuntime):
             return self.consumer.classic_join(group_id, member_id, group_instance_id, client_id, client_host,
                                               rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
                                               require_known_member_id)
+        if group_id in self.streams.coordinator.groups:   # Kafka 4.4: a streams group takes no classic member
+            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, "")
         self.consumer.coordinator.remove_empty(group_id)   # an empty consumer group converts back to classic
         try:
             p = self.coordinator.join_group(now, group_id, member_id, group_instance_id, client_id, client_host,
@@ -276,6 +296,9 @@ class GroupService(CoordinatorRuntime):
         refused: dict[tuple[str, int], int] = {}
         errs = self.consumer.coordinator.offset_commit_errors(group_id, member_id, generation_id, version,
                                                               list(offsets))
+        if errs is None:   # a streams group member's commit (StreamsGroup.validateOffsetCommit)
+            serr = self.streams.coordinator.offset_commit_error(group_id, member_id, generation_id)
+            errs = None if serr is None else dict.fromkeys(offsets, serr)
         if errs is not None:   # a consumer group member's commit: stored as a simple commit of the group
             refused = {tp: e for tp, e in errs.items() if e}
             offsets = {tp: om for tp, om in offsets.items() if tp not in refused}
@@ -307,6 +330,8 @@ class GroupService(CoordinatorRuntime):
         consumer: dict[str, int] = {}
         for gid in group_ids:
             err = self.consumer.coordinator.delete_group(gid)
+            if err is None:
+                err = self.streams.coordinator.delete_group(gid)
             if err is not None:
                 consumer[gid] = err
         classic = [g for g in group_ids if consumer.get(g, 0) == 0]
@@ -331,7 +356,7 @@ class GroupService(CoordinatorRuntime):
         return result
 
     def describe_group(self, group_id: str) -> tuple[int, dict[str, Any] | None]:
-        if group_id in self.consumer.coordinator.groups:   # "not a classic group": Dead (v6: GROUP_ID_NOT_FOUND)
+        if group_id in self.consumer.coordinator.groups or group_id in self.streams.coordinator.groups:   # "not a classic group": Dead (v6: GROUP_ID_NOT_FOUND)
             return E.NONE, None
         return self.coordinator.describe_group(group_id)
 
@@ -339,8 +364,10 @@ class GroupService(CoordinatorRuntime):
                     types: list[str] | None = None) -> tuple[int, list[dict[str, str]]]:
         err, groups = self.coordinator.list_groups(states, types)
         consumer = self.consumer.coordinator
-        groups = [g for g in groups if g["group_id"] not in consumer.groups]
+        streams = self.streams.coordinator
+        groups = [g for g in groups if g["group_id"] not in consumer.groups and g["group_id"] not in streams.groups]
         groups += consumer.list_groups({s.lower() for s in states or []}, {t.lower() for t in types or []})
+        groups += streams.list_groups({s.lower() for s in states or []}, {t.lower() for t in types or []})
         return err, groups
 
     def on_topics_deleted(self, topics: list[str]) -> None:

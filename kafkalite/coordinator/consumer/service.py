@@ -90,6 +90,8 @@ class ConsumerGroupService:
                         client_id: str, client_host: str, version: int,
                         topic_filter: Callable[[set[str]], set[str]] | None = None) -> HeartbeatResult:
         await self.groups.ensure_offsets_topic_async()
+        if group_id in self.groups.streams.coordinator.groups:   # a streams group's id (KIP-1071), as Kafka 4.4
+            return HeartbeatResult(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         try:
             result = self.coordinator.heartbeat(self.now_ms(), group_id, member_id, member_epoch, instance_id,
                                                 rack_id, rebalance_timeout_ms, topic_names, topic_regex,

@@ -17,7 +17,6 @@ NOT_SERVED = {
     # 27 WriteTxnMarkers: served (Admin.abortTransaction)
     64: None, 80: None, 81: None, 94: None,   # KRaft registration and voters
     83: None, 84: None, 85: None, 86: None,   # share group state: broker to share coordinator (87 served)
-    88: None, 89: None, 93: None,              # streams groups (KIP-1071)
 }
 
 
@@ -43,10 +42,10 @@ def test_4x_profiles_advertise_what_kafka_does(release: str) -> None:
     finalized = {f.name: f.max_version_level for f in resp.finalized_features}
     mv = 30 if release == "4.3" else 33
     assert finalized == {"metadata.version": mv, "kraft.version": 1, "group.version": 1, "share.version": 1,
-                         "transaction.version": 2}
+                         "transaction.version": 2, "streams.version": 1}
     assert {f.name: (f.min_version, f.max_version) for f in resp.supported_features} == {
         "metadata.version": (7, mv), "kraft.version": (0, 1), "group.version": (0, 1), "share.version": (0, 1),
-        "transaction.version": (0, 2)}
+        "transaction.version": (0, 2), "streams.version": (0, 1)}
     assert resp.finalized_features_epoch == FINALIZED_EPOCH
     # v3: the features whose supported minimum is 0 are left out (KAFKA-17492)
     v3 = _api_versions(release, 3)
