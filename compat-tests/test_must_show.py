@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from harness.clients import CODECS
-from harness.records import TS_BASE, Rec, assert_same_records
+from harness.records import KEEP_OLD_TIMESTAMPS, TS_BASE, Rec, assert_same_records
 from harness.topics import create_topic
 
 N = 100_000
@@ -31,7 +31,7 @@ def _records(tag: str) -> list[Rec]:
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("client_name", ["kafka-python", "confluent-kafka"])
 def test_100k_keyed_records(broker, client, topic, codec):
-    create_topic(broker.bootstrap, topic, PARTS)
+    create_topic(broker.bootstrap, topic, PARTS, KEEP_OLD_TIMESTAMPS)   # 2023 stamps: retention would take them
     sent = _records(f"{client.name}-{codec}")
     acked = client.produce(broker.bootstrap, topic, sent, compression=codec, idempotent=True, acks="all",
                            timeout_s=120)
@@ -44,7 +44,7 @@ def test_100k_keyed_records(broker, client, topic, codec):
 @pytest.mark.parametrize("client_name", ["java"])
 def test_100k_java_defaults(broker, client, topic):
     """KafkaProducer defaults (idempotence on) and KafkaConsumer assign + seek(0)."""
-    create_topic(broker.bootstrap, topic, PARTS)
+    create_topic(broker.bootstrap, topic, PARTS, KEEP_OLD_TIMESTAMPS)   # 2023 stamps: retention would take them
     sent = _records("java")
     acked = client.produce(broker.bootstrap, topic, sent, compression=None, idempotent=None, acks=None,
                            timeout_s=120)

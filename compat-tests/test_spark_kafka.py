@@ -76,8 +76,11 @@ RECORDS: dict[tuple[int, int], Row] = {(p, j): _record(p, j) for p in range(PART
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
+    """Records here are stamped in 2023 (T0): time retention is off unless the test sets its own (both brokers
+    check retention 30 s after they start, log.initial.task.delay.ms, and would delete them mid-module)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(name, partitions, 1, config=config or {})]).values():
+    config = {"retention.ms": "-1"} if config is None else config
+    for f in admin.create_topics([NewTopic(name, partitions, 1, config=config)]).values():
         f.result(timeout=30)
 
 
