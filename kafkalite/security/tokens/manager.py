@@ -103,9 +103,9 @@ class TokenManager:
         self.path = Path(log_dir) / FILE_NAME
         secret = config.get("delegation.token.secret.key")
         self.secret: bytes | None = secret.encode() if secret else None
-        self.max_lifetime_ms = config.get_int("delegation.token.max.lifetime.ms", 604800000)
-        self.renew_ms = config.get_int("delegation.token.expiry.time.ms", 86400000)
-        self.check_interval_ms = config.get_int("delegation.token.expiry.check.interval.ms", 3600000)
+        self.max_lifetime_ms = config.get_int("delegation.token.max.lifetime.ms")
+        self.renew_ms = config.get_int("delegation.token.expiry.time.ms")
+        self.check_interval_ms = config.get_int("delegation.token.expiry.check.interval.ms")
         self.tokens: dict[str, TokenInfo] = self._load()
         self._by_hmac: dict[bytes, str] = {self.hmac(t): t for t in self.tokens} if self.secret else {}
         self._scram: dict[tuple[str, str], ScramCredential] = {}

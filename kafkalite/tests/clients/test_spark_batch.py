@@ -51,8 +51,10 @@ def spark() -> Iterator[Any]:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    """Time retention off: the records are stamped in 2023 (T0) and retention's first pass, 30 s after the broker
+    starts (log.initial.task.delay.ms, as Kafka), would delete them while the module's Spark reads run."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+    for f in admin.create_topics([NewTopic(name, partitions, 1, config={"retention.ms": "-1"})]).values():
         f.result(timeout=30)
 
 

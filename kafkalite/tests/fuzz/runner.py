@@ -214,7 +214,11 @@ class Fuzzer:
         logging.getLogger("kafkalite").setLevel(logging.INFO)
         resp = self.request(ApiVersionsRequest(client_software_name="fuzz", client_software_version="1"), 3)
         self.advertised = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-        topics = [CreateTopicsRequest.CreatableTopic(name=n, num_partitions=2, replication_factor=1)
+        # the canary's records carry encode_batch's 2023 timestamp: time retention is off for it, or retention's
+        # first pass (log.initial.task.delay.ms, 30 s after start, as Kafka) would delete them
+        keep = [CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="-1")]
+        topics = [CreateTopicsRequest.CreatableTopic(name=n, num_partitions=2, replication_factor=1,
+                                                     configs=keep if n == CANARY else [])
                   for n in (*FUZZ_TOPICS, CANARY)]
         self.request(CreateTopicsRequest(topics=topics, timeout_ms=5000), 7)
         md = self.request(MetadataRequest(topics=None), 12)
