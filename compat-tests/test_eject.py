@@ -380,7 +380,6 @@ def ejected(tmp_path_factory: pytest.TempPathFactory, compat_log_dir: Path) -> I
         "allow.everyone.if.no.acl.found=true",
         "super.users=User:admin",
         "log.retention.check.interval.ms=200",
-        "log.initial.task.delay.ms=0",
         "log.cleaner.backoff.ms=200",
         "log.segment.delete.delay.ms=0",
         # the share group APIs confluent-kafka's ShareConsumer speaks (v1) are Kafka 4.3's
