@@ -143,6 +143,7 @@ class StreamsGroupCoordinator:
         #: appends records to the group's ``__consumer_offsets`` partition (None: nothing is persisted)
         self.write: Callable[[str, list[tuple[bytes, bytes | None]]], None] | None = None
         self._written: dict[str, dict[bytes, bytes]] = {}
+        self._write_failed: set[str] = set()   # groups whose last write failed (logged once)
 
     # -- persistence -----------------------------------------------------------------------------------------
     def persist(self, group_id: str) -> None:
@@ -158,8 +159,11 @@ class StreamsGroupCoordinator:
         try:
             self.write(group_id, out)
         except Exception:   # the state stays in memory; the next change writes the difference again
-            log.exception("streams group %s: writing its records failed", group_id)
+            if group_id not in self._write_failed:   # logged once with its cause until a write succeeds again
+                self._write_failed.add(group_id)
+                log.exception("streams group %s: writing its records failed", group_id)
             return
+        self._write_failed.discard(group_id)
         if after:
             self._written[group_id] = after
         else:
@@ -168,7 +172,7 @@ class StreamsGroupCoordinator:
     def load(self, records: list[tuple[bytes, bytes | None]], now: int) -> None:
         try:
             self.groups, self._written = REC.load(records, now, self.config.session_timeout_ms)
-        except Exception:
+        except Exception:   # damaged records: the other groups' coordinators and the broker still start
             log.exception("streams groups: their records could not be read back; starting without them")
             self.groups, self._written = {}, {}
 

@@ -53,6 +53,7 @@ class StreamsGroupService:
         self.coordinator.write = self._append
         self.timers = TimerLoop(self)
         self._creating: set[str] = set()
+        self._create_failed: set[str] = set()   # internal topics whose creation failed (logged once)
 
     def now_ms(self) -> int:
         return int(self.groups.now_ms())
@@ -100,8 +101,12 @@ class StreamsGroupService:
             try:
                 await create_internal_topic(self.groups.state, name, parts, cfg)
                 log.info("streams group %s: created internal topic %s (%d partitions)", req.group_id, name, parts)
-            except Exception:
-                log.exception("streams group %s: creating internal topic %s failed", req.group_id, name)
+            except Exception:   # the topic stays missing (MISSING_INTERNAL_TOPICS); retried on the next heartbeat
+                if name not in self._create_failed:   # logged once with its cause, not at every heartbeat
+                    self._create_failed.add(name)
+                    log.exception("streams group %s: creating internal topic %s failed", req.group_id, name)
+            else:
+                self._create_failed.discard(name)
             finally:
                 self._creating.discard(name)
         self.coordinator.topics_changed(self.now_ms(), req.group_id, self._topics())
