@@ -16,8 +16,15 @@ checkpoint, kept in `cleaner-offset-checkpoint`) make up at least min.cleanable.
    tombstone in a batch without a horizon writes one: attribute bit 6 (0x40) set and BaseTimestamp = the
    cleaning time + delete.retention.ms (record timestamps stay, their deltas now count from the horizon); a
    later pass removes the tombstone once its time >= that horizon, whatever delete.retention.ms says by then.
-   Transactional and control batches are kept as they are (Kafka also compacts committed transactional data
-   and drops markers of finished transactions after their horizon; kafkalite does not yet).
+   Transactions go as in Kafka's cleaner (CleanedTransactionMetadata): records of aborted transactions are
+   removed (and never enter the offset map); committed transactional records are compacted by key like any
+   other; a transaction marker whose transaction has no batch left gets a delete horizon like a tombstone and
+   goes once it has passed; an ABORT marker keeps its `.txnindex` entry only while its transaction still has
+   batches. A batch emptied this way that holds the last write of a still active producer stays as an empty
+   batch header (Kafka's RETAIN_EMPTY), so the producer's epoch and sequence survive in the log. kafkalite keeps
+   one transaction state for the whole pass where Kafka keeps one per rewritten group: a COMMIT marker whose
+   data sits in an earlier group of the same pass stays until that data is gone (a later pass), so a log
+   replayed from the start never shows committed data without its marker.
    Records are read by bounded streaming decompression (kafkalite_storage.batch.stream_records): a batch that inflates
    beyond kafkalite_storage.compression.MAX_INFLATED_BYTES or cannot be decoded is kept verbatim and its keys are not
    mapped (logged), so a decompression bomb on disk costs the cleaner one bounded attempt, never the memory.
@@ -81,41 +88,50 @@ class CleanResult:
 
 
 class _TxnMarkers:
-    """Which transaction markers of one pass may go (Kafka's CleanedTransactionMetadata): a COMMIT marker when
-    no batch of its transaction was read before it, an ABORT marker when none of its aborted batches was
-    (kafkalite keeps transactional data as it is, so only markers of transactions without data left in the
-    log qualify). Such a marker batch gets a delete horizon like a tombstone and is removed once it has passed -
-    kept as an empty batch header if it is the last word of a still active producer (its epoch fences)."""
+    """The transaction state of one pass (Kafka's CleanedTransactionMetadata): fed every batch in offset order,
+    it says which data batches belong to an aborted transaction (their records go) and which markers may go (a
+    COMMIT marker when no batch of its transaction was read before it, an ABORT marker when none of its batches
+    was). Such a marker batch gets a delete horizon like a tombstone and is removed once it has passed - kept as
+    an empty batch header if it is the last word of a still active producer (its epoch fences)."""
 
     def __init__(self, aborted: list[AbortedTxn], last_records: dict[int, tuple[int | None, int]]) -> None:
         self.aborted = sorted(aborted, key=lambda t: t.first_offset)
         self.next = 0
-        self.ongoing_aborted: dict[int, bool] = {}   # pid -> a batch of it was read
+        self.ongoing_aborted: dict[int, tuple[AbortedTxn, bool]] = {}   # pid -> (entry, a batch of it was read)
         self.ongoing_committed: set[int] = set()
         self.last_records = last_records              # active pid -> (last data offset or None, epoch)
-        self.dropped: set[tuple[int, int]] = set()    # (pid, marker offset) of ABORT markers removed
+        self.kept_index: set[tuple[int, int]] = set()  # (pid, last offset) of aborted txns whose entry stays
 
     def _consume_up_to(self, offset: int) -> None:
         while self.next < len(self.aborted) and self.aborted[self.next].first_offset <= offset:
-            self.ongoing_aborted.setdefault(self.aborted[self.next].producer_id, False)
+            t = self.aborted[self.next]
+            self.ongoing_aborted.setdefault(t.producer_id, (t, False))
             self.next += 1
 
-    def on_data(self, hdr: BatchHeader) -> None:
+    def on_data(self, hdr: BatchHeader) -> bool:
+        """True if the batch belongs to an aborted transaction (its records go)."""
         self._consume_up_to(hdr.last_offset)
-        if hdr.is_transactional:
-            if hdr.producer_id in self.ongoing_aborted:
-                self.ongoing_aborted[hdr.producer_id] = True
-            else:
-                self.ongoing_committed.add(hdr.producer_id)
+        if not hdr.is_transactional:
+            return False
+        ongoing = self.ongoing_aborted.get(hdr.producer_id)
+        if ongoing is not None:
+            self.ongoing_aborted[hdr.producer_id] = (ongoing[0], True)
+            return True
+        self.ongoing_committed.add(hdr.producer_id)
+        return False
 
     def on_control(self, hdr: BatchHeader, marker_type: int | None) -> bool:
-        """True if the marker's transaction has no data left in the group (the marker may go)."""
+        """True if the marker's transaction has no batch left (the marker may go)."""
         self._consume_up_to(hdr.last_offset)
         pid = hdr.producer_id
         if marker_type is None:   # an empty control batch: already cleaned
             return True
-        if marker_type == 0:   # ABORT
-            return not self.ongoing_aborted.pop(pid, False)
+        if marker_type == 0:   # ABORT: stays (with its index entry) until its batches are gone
+            ongoing = self.ongoing_aborted.pop(pid, None)
+            if ongoing is not None and ongoing[1]:
+                self.kept_index.add((pid, ongoing[0].last_offset))
+                return False
+            return True
         if marker_type == 1:   # COMMIT
             if pid in self.ongoing_committed:
                 self.ongoing_committed.discard(pid)
@@ -124,6 +140,8 @@ class _TxnMarkers:
         return False
 
     def last_of_producer(self, hdr: BatchHeader) -> bool:
+        if hdr.producer_id < 0:
+            return False
         last = self.last_records.get(hdr.producer_id)
         if last is None:
             return False
@@ -132,8 +150,15 @@ class _TxnMarkers:
         return hdr.is_control and hdr.producer_epoch == last[1]
 
 
-def _keep_verbatim(hdr: BatchHeader) -> bool:
-    return hdr.is_control or hdr.is_transactional
+def _marker_type(data: bytes | memoryview, hdr: BatchHeader) -> int | None:
+    """The control type of a marker batch (0 ABORT, 1 COMMIT, ...), None for an empty or unreadable one."""
+    try:
+        for _raw, rec in stream_records(data, hdr):
+            key = rec.key
+            return _CONTROL_KEY.unpack_from(key)[1] if key is not None and len(key) >= 4 else -1
+    except (CorruptRecordError, RecordTooLargeError):
+        return -1
+    return None
 
 
 def first_uncleanable_offset(plog: PartitionLog, now_ms: int) -> int:
@@ -172,10 +197,15 @@ def _clean_log(plog: PartitionLog, now_ms: int | None, force: bool) -> CleanResu
     if not force and (dirty == 0 or dirty / total < plog.config.min_cleanable_dirty_ratio) and not _overdue(
             plog, cleanable, now):
         return None
+    aborted = plog.aborted_transactions(cleanable[0].base_offset, cleanable[-1].next_offset)
     latest: dict[bytes, int] = {}
+    map_txns = _TxnMarkers(aborted, {})   # records of aborted transactions never enter the map
     for seg in cleanable:
         for pos, hdr in seg.batches():
-            if _keep_verbatim(hdr):
+            if hdr.is_control:
+                map_txns.on_control(hdr, _marker_type(seg.read_batch(pos, hdr), hdr))
+                continue
+            if map_txns.on_data(hdr):
                 continue
             try:
                 for _raw, rec in stream_records(seg.read_batch(pos, hdr), hdr):
@@ -194,13 +224,11 @@ def _clean_log(plog: PartitionLog, now_ms: int | None, force: bool) -> CleanResu
             groups.append([seg])
     removed = 0
     after = 0
-    # one transaction state for the whole pass (Kafka keeps one per group, but it also removes aborted data:
-    # kafkalite keeps it, so an ABORT marker must see its data in any earlier group to stay); the producers'
-    # last records are Kafka's activeProducers, copied as appends go on meanwhile
+    # one transaction state for the whole pass (see the module's docstring); the producers' last records are
+    # Kafka's activeProducers, copied as appends go on meanwhile
     last_records = {pid: (e.batches[-1].last_offset if e.batches else None, e.epoch)
                     for pid, e in list(plog.producer_state.producers.items())}
-    txn_state = _TxnMarkers(plog.aborted_transactions(cleanable[0].base_offset, cleanable[-1].next_offset),
-                            last_records)
+    txn_state = _TxnMarkers(aborted, last_records)
     for group in groups:
         r = _clean_group(plog, group, latest, now, txn_state)
         if r is None:
@@ -235,10 +263,10 @@ def filter_batch(data: bytes, hdr: BatchHeader, latest: dict[bytes, int], now: i
     same way when `txns` (the group's transaction state, fed every batch in order) says theirs is done."""
     if hdr.is_control:
         return _filter_marker(data, hdr, now, delete_retention_ms, txns)
-    if txns is not None:
-        txns.on_data(hdr)
-    if _keep_verbatim(hdr):
-        return data, 0
+    if txns is not None and txns.on_data(hdr):   # an aborted transaction's batch: its records go
+        if txns.last_of_producer(hdr):
+            return _empty_header(data, hdr), hdr.records_count
+        return None, hdr.records_count
     kept: list[tuple[bytes, int]] = []
     tombstones = False
     try:
@@ -254,6 +282,8 @@ def filter_batch(data: bytes, hdr: BatchHeader, latest: dict[bytes, int], now: i
         return data, 0   # unreadable within the bound: kept as it is (logged by the offset-map pass)
     n = len(kept)
     if n == 0:
+        if txns is not None and txns.last_of_producer(hdr):   # Kafka's RETAIN_EMPTY
+            return (data if hdr.records_count == 0 else _empty_header(data, hdr)), hdr.records_count
         return None, hdr.records_count
     set_horizon = tombstones and not hdr.has_delete_horizon
     if n == hdr.records_count and not set_horizon:
@@ -280,9 +310,7 @@ def _filter_marker(data: bytes, hdr: BatchHeader, now: int, delete_retention_ms:
         return data, 0
     if not kept or (hdr.has_delete_horizon and now >= hdr.base_timestamp):
         if txns.last_of_producer(hdr):   # Kafka's RETAIN_EMPTY: the producer's epoch stays in the log
-            return _empty_header(data, hdr), len(kept)
-        if marker == 0:
-            txns.dropped.add((hdr.producer_id, hdr.last_offset))
+            return (data if not kept else _empty_header(data, hdr)), len(kept)
         return None, len(kept)
     if hdr.has_delete_horizon:
         return data, 0
@@ -381,8 +409,9 @@ def _clean_group(
             with contextlib.suppress(OSError):
                 fs.unlink(leftover)
         raise
+    # an aborted transaction's entry stays while its ABORT marker waits for the transaction's batches to go
     txns = [t for seg in group for t in seg.txn_index.entries
-            if (t.producer_id, t.last_offset) not in txn_state.dropped]   # with their ABORT markers
+            if (t.producer_id, t.last_offset) in txn_state.kept_index]
     cfg = plog.config
     with plog._lock:
         if not _contiguous(list(plog._view[0]), group):

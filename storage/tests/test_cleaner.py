@@ -111,7 +111,12 @@ def validate_len(data: bytes) -> int:
     return next(iter_batches(data))[1].size
 
 
-def test_recent_tombstones_and_transactions_are_kept(tmp_path: Path) -> None:
+def _batches(log: PartitionLog) -> list[tuple[int, int, bool, int]]:
+    data = log.read_bytes(log.log_start_offset, 10**9)
+    return [(h.base_offset, h.records_count, h.is_control, h.producer_id) for _pos, h in iter_batches(data)]
+
+
+def test_recent_tombstones_and_committed_transactions(tmp_path: Path) -> None:
     log = PartitionLog.create(str(tmp_path / "c-0"), "c", 0, uuid.uuid4(), CFG)
     log.append(encode_batch([Rec(b"v1", key=b"a"), Rec(b"v1", key=b"b")], base_timestamp=NOW))
     log.append(encode_batch([Rec(None, key=b"a")], base_timestamp=NOW + 1))  # tombstone
@@ -124,12 +129,17 @@ def test_recent_tombstones_and_transactions_are_kept(tmp_path: Path) -> None:
     res = clean_log(log, NOW + 10, force=True)  # tombstone still within delete.retention.ms
     assert res is not None
     marker = (4, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")  # COMMIT, coordinator epoch 0
-    assert _contents(log) == [(2, b"a", None), (3, b"b", b"t"), marker, (5, b"b", b"v2"), (6, b"z", b"x")]
+    # the committed transactional b=t is compacted like any record (b=v2 is newer); its batch was producer 9's
+    # last write, so it stays as an empty header (Kafka's RETAIN_EMPTY) and, a batch of the transaction being
+    # still there, so does the COMMIT marker
+    assert _contents(log) == [(2, b"a", None), marker, (5, b"b", b"v2"), (6, b"z", b"x")]
+    assert (3, 0, False, 9) in _batches(log)
     log.roll()
     log.append(encode_batch([Rec(b"y", key=b"z")], base_timestamp=NOW + 6))
     clean_log(log, NOW + 5000, force=True)  # now the tombstone has expired
     # offset 6 stays: the newer z is in the active segment, which is not cleanable
-    assert [o for o, _k, _v in _contents(log)] == [3, 4, 5, 6, 7]
+    assert [o for o, _k, _v in _contents(log)] == [4, 5, 6, 7]
+    assert [b for b in _batches(log) if b[3] == 9] == [(3, 0, False, 9), (4, 1, True, 9)]
     log.close()
 
 

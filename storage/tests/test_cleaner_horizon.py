@@ -212,7 +212,38 @@ def test_markers_of_finished_transactions_get_a_horizon_then_go(tmp_path: Path) 
     log.close()
 
 
-def test_markers_whose_transaction_has_data_keep_no_horizon(tmp_path: Path) -> None:
+def test_an_aborted_transaction_loses_its_data_then_its_marker(tmp_path: Path) -> None:
+    """Kafka's cleaner removes an aborted transaction's records (they never enter the offset map either); the
+    ABORT marker and its aborted range stay for the pass that removes them, then the marker, its transaction
+    having no batch left, gets a delete horizon (its `.txnindex` entry goes) and is removed once it passed."""
+    log = PartitionLog.create(str(tmp_path / "m-0"), "m", 0, uuid.uuid4(), CFG)
+    log.append(encode_batch([Rec(b"old", key=b"a", timestamp=T0)], base_timestamp=T0), now_ms=T0)
+    log.append(encode_batch([Rec(b"aborted", key=b"a", timestamp=T0 + 1)], base_timestamp=T0 + 1, producer_id=9,
+                            producer_epoch=0, base_sequence=0, transactional=True), now_ms=T0 + 1)
+    log.append_control(ABORT, producer_id=9, producer_epoch=0, coordinator_epoch=1, now_ms=T0 + 2)
+    # pid 9 writes on (idempotent), so its aborted batch is not its last word
+    log.append(encode_batch([Rec(b"later", key=b"b", timestamp=T0 + 3)], base_timestamp=T0 + 3, producer_id=9,
+                            producer_epoch=0, base_sequence=1), now_ms=T0 + 3)
+    log.roll()
+    log.append(encode_batch([Rec(b"x", key=b"z")], base_timestamp=T0 + 20), now_ms=T0 + 20)
+    aborted = log.aborted_transactions(0, log.log_end_offset)
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in aborted] == [(9, 1, 2)]
+    assert clean_log(log, FIRST, force=True) is not None
+    # a=old stays: the aborted a=aborted did not supersede it
+    assert [(o, k, v) for o, k, v, _t in _records(log)] == [
+        (0, b"a", b"old"), (2, b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x01"), (3, b"b", b"later"), (4, b"z", b"x")]
+    assert not _headers(log)[2][3] and log.aborted_transactions(0, log.log_end_offset) == aborted
+    assert clean_log(log, FIRST + 1, force=True) is not None
+    assert _headers(log)[2][:4] == (True, 1, FIRST + 1 + RET, True)
+    assert log.aborted_transactions(0, log.log_end_offset) == []
+    assert clean_log(log, FIRST + 1 + RET, force=True) is not None
+    assert [o for o, _k, _v, _t in _records(log)] == [0, 3, 4] and 2 not in _headers(log)
+    log.close()
+
+
+def test_an_aborted_last_write_stays_as_an_empty_header(tmp_path: Path) -> None:
+    """The aborted batch is its producer's last write: its records go, its header stays (RETAIN_EMPTY, the
+    producer's epoch and sequence survive), and a transactional batch being read, its marker stays too."""
     log = PartitionLog.create(str(tmp_path / "m-0"), "m", 0, uuid.uuid4(), CFG)
     log.append(encode_batch([Rec(b"a", key=b"a", timestamp=T0)], base_timestamp=T0, producer_id=9,
                             producer_epoch=0, base_sequence=0, transactional=True), now_ms=T0)
@@ -223,30 +254,37 @@ def test_markers_whose_transaction_has_data_keep_no_horizon(tmp_path: Path) -> N
     aborted = log.aborted_transactions(0, log.log_end_offset)
     assert clean_log(log, FIRST, force=True) is not None
     assert clean_log(log, HORIZON + 10**9, force=True) is not None
-    assert _batches(log) == before and log.aborted_transactions(0, log.log_end_offset) == aborted
+    after = _batches(log)
+    hdr = validate_batch(after[0], exact_count=False)
+    assert (hdr.base_offset, hdr.records_count, hdr.producer_id, hdr.is_transactional, hdr.base_timestamp,
+            hdr.length) == (0, 0, 9, True, -1, 49)
+    assert after[1:] == before[1:] and log.aborted_transactions(0, log.log_end_offset) == aborted
     log.close()
 
 
 def test_an_abort_marker_stays_while_its_data_is_in_an_earlier_group(tmp_path: Path) -> None:
-    """kafkalite keeps aborted data (Kafka removes it), so the marker and its aborted range must stay even when
-    the data sits in another group of the pass: READ_COMMITTED readers still need them."""
+    """One transaction state for the whole pass: the data in the first group is removed, and the marker in the
+    second group, having seen it, stays with its aborted range (READ_COMMITTED readers of the batches still
+    being read need them); the next pass finds no batch of the transaction and starts the marker's horizon."""
     cfg = dataclasses.replace(CFG, segment_bytes=400)
     log = PartitionLog.create(str(tmp_path / "m-0"), "m", 0, uuid.uuid4(), cfg)
     log.append(encode_batch([Rec(b"a" * 250, key=b"a", timestamp=T0)], base_timestamp=T0, producer_id=9,
                             producer_epoch=0, base_sequence=0, transactional=True), now_ms=T0)
     log.roll()
     log.append_control(ABORT, producer_id=9, producer_epoch=0, coordinator_epoch=1, now_ms=T0 + 1)
-    log.append(encode_batch([Rec(b"f" * 250, key=b"f", timestamp=T0 + 2)], base_timestamp=T0 + 2), now_ms=T0 + 2)
+    log.append(encode_batch([Rec(b"f" * 250, key=b"f", timestamp=T0 + 2)], base_timestamp=T0 + 2, producer_id=9,
+                            producer_epoch=0, base_sequence=1), now_ms=T0 + 2)
     log.roll()
     log.append(encode_batch([Rec(b"x", key=b"z")], base_timestamp=T0 + 20), now_ms=T0 + 20)
     aborted = log.aborted_transactions(0, log.log_end_offset)
     assert [t.producer_id for t in aborted] == [9]
     res = clean_log(log, FIRST, force=True)
     assert res is not None and res.segments_after == 2   # two groups
-    assert clean_log(log, HORIZON + 10**9, force=True) is not None
-    assert [(o, k) for o, k, _v, _t in _records(log)] == [(0, b"a"), (1, b"\x00\x00\x00\x00"), (2, b"f"), (3, b"z")]
+    assert [(o, k) for o, k, _v, _t in _records(log)] == [(1, b"\x00\x00\x00\x00"), (2, b"f"), (3, b"z")]
     assert not _headers(log)[1][3]   # no horizon on it
     assert log.aborted_transactions(0, log.log_end_offset) == aborted
+    assert clean_log(log, FIRST + 1, force=True) is not None
+    assert _headers(log)[1][3] and log.aborted_transactions(0, log.log_end_offset) == []
     log.close()
 
 
