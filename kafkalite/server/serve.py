@@ -254,9 +254,10 @@ async def _run_connection(conn: Connection, connections: set[Connection], quotas
 HOUSEKEEPING = (
     # (storage method, interval setting, default ms, first run after start): Kafka's schedulers for the same jobs
     ("cleanup", "log.cleaner.backoff.ms", 15_000, False),            # compaction, .deleted purge, flush.ms
-    # LogManager.startup schedules kafka-log-retention log.initial.task.delay.ms after start, then every interval
+    # LogManager.startup schedules kafka-log-retention and kafka-recovery-point-checkpoint
+    # log.initial.task.delay.ms after start, then every interval (its cleaner threads are not delayed)
     ("enforce_retention", "log.retention.check.interval.ms", 300_000, True),
-    ("checkpoint", "log.flush.offset.checkpoint.interval.ms", 60_000, False),
+    ("checkpoint", "log.flush.offset.checkpoint.interval.ms", 60_000, True),
 )
 INITIAL_TASK_DELAY = ("log.initial.task.delay.ms", 30_000)
 

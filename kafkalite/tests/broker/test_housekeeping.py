@@ -84,3 +84,29 @@ def test_initial_task_delay_is_described_only_when_set(tmp_path: Path) -> None:
             RawClient(b.host, b.port) as c:
         e = _broker_configs(c)["log.initial.task.delay.ms"]
         assert (e.value, e.config_source, e.config_type, e.read_only) == ("500", 4, 5, True)
+
+
+def _recovery_points(data_dir: Path) -> dict[str, int]:
+    path = data_dir / "recovery-point-offset-checkpoint"
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()[2:]
+    return {f"{t}-{p}": int(o) for t, p, o in (line.split() for line in lines)}
+
+
+def test_first_checkpoint_after_the_initial_task_delay(tmp_path: Path) -> None:
+    """Kafka's kafka-recovery-point-checkpoint task runs log.initial.task.delay.ms after start, then every
+    log.flush.offset.checkpoint.interval.ms: with an hour's interval, only that first run can write the
+    recovery point of records produced before it."""
+    with Broker(data_dir=tmp_path, overrides={"log.flush.offset.checkpoint.interval.ms": "3600000",
+                                              "log.initial.task.delay.ms": "3000", "log.flush.interval.ms": "100",
+                                              "log.cleaner.backoff.ms": "100"}) as b, \
+            RawClient(b.host, b.port) as c:
+        create(c, topic("cp", 1))
+        for _ in range(3):
+            r = c.request(produce_req("cp", encode_batch([b"x" * 100])), 9)
+            assert r.responses[0].partition_responses[0].error_code == 0
+        deadline = time.monotonic() + 60
+        while _recovery_points(tmp_path).get("cp-0", 0) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _recovery_points(tmp_path).get("cp-0") == 3
