@@ -29,7 +29,13 @@ import trio
 from kafkalite.config.describe import describe_broker, describe_topic
 from kafkalite.console import schemas
 from kafkalite.console.render import show
-from kafkalite.coordinator.views import all_groups, consumer_group, share_group, share_partitions
+from kafkalite.coordinator.views import (
+    all_groups,
+    consumer_group,
+    share_group,
+    share_partitions,
+    streams_group,
+)
 from kafkalite.httpd.server import HttpError as ApiError
 from kafkalite.httpd.server import Request
 from kafkalite.runtime.slices import Slices
@@ -372,7 +378,8 @@ async def _high_watermarks(state: BrokerState, work: Slices) -> dict[tuple[str, 
 
 
 async def groups(state: BrokerState) -> dict[str, Any]:
-    """Every group of every type (classic, consumer = KIP-848, share = KIP-932): state, members, lag."""
+    """Every group of every type (classic, consumer = KIP-848, streams = KIP-1071, share = KIP-932): state,
+    members, lag."""
     work = Slices()
     ends = await _high_watermarks(state, work)
     out = []
@@ -395,7 +402,9 @@ def _names_by_id(state: BrokerState) -> dict[Any, str]:
 
 
 def _typed_members(state: BrokerState, gid: str) -> tuple[str, str, list[dict[str, Any]], dict[tuple[str, int], str]] | None:
-    """(type, state, members, owner of each assigned partition) of a consumer or share group, else None."""
+    """(type, state, members, owner of each assigned partition) of a consumer, streams or share group, else
+    None. A streams member owns the input partitions of its active tasks (task s_p reads partition p of each of
+    subtopology s's source topics); its tasks are listed as Kafka's kafka-streams-groups tool lists them."""
     names = _names_by_id(state)
     members: list[dict[str, Any]] = []
     owner: dict[tuple[str, int], str] = {}
@@ -407,6 +416,18 @@ def _typed_members(state: BrokerState, gid: str) -> tuple[str, str, list[dict[st
                                    epoch=m.member_epoch, member_state=m.state.name))
             owner.update((tp, m.member_id) for tp in tps)
         return "consumer", cg.state(), members, owner
+    st = streams_group(state, gid)
+    if st is not None:
+        inputs = st.configured.inputs if st.configured is not None else {}
+        for m in list(st.members.values()):
+            tps = sorted({(t, p) for s, ps in m.assigned.active.items() for p in ps for t in inputs.get(s, ())})
+            tasks = {kind: sorted(f"{s}_{p}" for s, ps in getattr(m.assigned, kind).items() for p in ps)
+                     for kind in ("active", "standby", "warmup")}
+            members.append(_member(m.member_id, m.instance_id, m.client_id, m.client_host, tps,
+                                   epoch=m.member_epoch, member_state=m.state, process_id=m.process_id,
+                                   tasks=tasks))
+            owner.update((tp, m.member_id) for tp in tps)
+        return "streams", st.state(), members, owner
     sg = share_group(state, gid)
     if sg is not None:
         for m in list(sg.members.values()):
@@ -453,7 +474,8 @@ async def group(state: BrokerState, gid: str) -> dict[str, Any]:
 
 async def _typed_group(state: BrokerState, gid: str, store: Any, gtype: str, st: str, members: list[dict[str, Any]],
                        owner: dict[tuple[str, int], str]) -> dict[str, Any]:
-    """A KIP-848 consumer group (offsets and lag as a classic group's) or a share group (its assignment)."""
+    """A KIP-848 consumer group or a KIP-1071 streams group (offsets and lag as a classic group's) or a share
+    group (its assignment)."""
     out = {"group_id": gid, "type": gtype, "state": st, "protocol_type": gtype, "protocol": "",
            "generation": None, "leader": None, "members": members,
            "offsets": await _offsets(state, store, owner, lag=gtype != "share"), "time_ms": int(time.time() * 1000)}

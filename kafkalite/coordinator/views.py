@@ -1,15 +1,16 @@
 """Every group the broker coordinates, of every type, as one read-only view for the console and metrics.
 
-Kafka has three group types (ListGroups v5's GroupType): ``classic`` (JoinGroup/SyncGroup; the classic
+Kafka has four group types (ListGroups v5's GroupType): ``classic`` (JoinGroup/SyncGroup; the classic
 coordinator, ``kafkalite/coordinator/classic/group.py``), ``consumer`` (KIP-848, ConsumerGroupHeartbeat;
-``kafkalite/coordinator/consumer/``) and ``share`` (KIP-932; ``kafkalite/coordinator/share/``). Committed
-offsets of classic and consumer groups are kept in one store (the classic coordinator's group entry, which
-for a consumer group holds only its offsets), so a consumer group's lag is computed exactly as a classic
+``kafkalite/coordinator/consumer/``), ``streams`` (KIP-1071, StreamsGroupHeartbeat;
+``kafkalite/coordinator/streams/``) and ``share`` (KIP-932; ``kafkalite/coordinator/share/``). Committed
+offsets of classic, consumer and streams groups are kept in one store (the classic coordinator's group entry,
+which for a consumer or streams group holds only its offsets), so their lag is computed exactly as a classic
 group's. Share groups commit no offsets: their progress is the share-partition start offset (SPSO), shown by
 the share coordinator's own tools, not here.
 
 States are the type's own names: classic Empty/PreparingRebalance/CompletingRebalance/Stable, consumer
-Empty/Assigning/Reconciling/Stable, share Empty/Stable. Dead groups are left out.
+Empty/Assigning/Reconciling/Stable, streams Empty/NotReady/Assigning/Reconciling/Stable, share Empty/Stable. Dead groups are left out.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 @dataclass
 class GroupView:
     group_id: str
-    type: str                # "classic", "consumer" or "share"
+    type: str                # "classic", "consumer", "streams" or "share"
     state: str
     members: int
     protocol_type: str = ""
@@ -38,6 +39,11 @@ def _classic(state: BrokerState) -> dict[str, Any]:
 
 def _consumer(state: BrokerState) -> dict[str, Any]:
     svc = state.groups.consumer if state.groups is not None else None
+    return dict(getattr(getattr(svc, "coordinator", None), "groups", {}) or {})
+
+
+def _streams(state: BrokerState) -> dict[str, Any]:
+    svc = getattr(state.groups, "streams", None) if state.groups is not None else None
     return dict(getattr(getattr(svc, "coordinator", None), "groups", {}) or {})
 
 
@@ -56,8 +62,13 @@ def all_groups(state: BrokerState) -> list[GroupView]:
         store = classic.get(gid)
         offsets = {tp: om.offset for tp, om in (store.offsets.items() if store is not None else ())}
         out.append(GroupView(gid, "consumer", g.state(), len(g.members), "consumer", offsets))
+    streams = _streams(state)
+    for gid, sg in streams.items():
+        store = classic.get(gid)
+        offsets = {tp: om.offset for tp, om in (store.offsets.items() if store is not None else ())}
+        out.append(GroupView(gid, "streams", sg.state(), len(sg.members), "streams", offsets))
     for gid, g in classic.items():
-        if gid in consumer:
+        if gid in consumer or gid in streams:
             continue
         st = getattr(g.state, "value", str(g.state))
         if st == "Dead":
@@ -93,6 +104,11 @@ def share_partitions(state: BrokerState, group_id: str | None = None) -> list[tu
 def consumer_group(state: BrokerState, group_id: str) -> Any:
     """The KIP-848 group object (``kafkalite.coordinator.consumer.model.ConsumerGroup``), or None."""
     return _consumer(state).get(group_id)
+
+
+def streams_group(state: BrokerState, group_id: str) -> Any:
+    """The KIP-1071 group object (``kafkalite.coordinator.streams.model.StreamsGroup``), or None."""
+    return _streams(state).get(group_id)
 
 
 def share_group(state: BrokerState, group_id: str) -> Any:

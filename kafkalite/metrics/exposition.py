@@ -191,9 +191,9 @@ async def _logs(w: Writer, state: BrokerState, work: Slices) -> None:
 
 
 async def _groups(w: Writer, state: BrokerState, work: Slices) -> None:
-    """Groups of every type (classic, consumer = KIP-848, share = KIP-932; kafkalite.coordinator.views): members and
-    state as kafka_exporter names them, plus ``kafkalite_group_type``; offsets and lag for the types that
-    commit offsets (classic and consumer)."""
+    """Groups of every type (classic, consumer = KIP-848, streams = KIP-1071, share = KIP-932;
+    kafkalite.coordinator.views): members and state as kafka_exporter names them, plus ``kafkalite_group_type``;
+    offsets and lag for the types that commit offsets (classic, consumer and streams)."""
     ends = dict(state.logs.loaded_logs())
     states: list[tuple[str, str, int]] = []
     types: list[tuple[str, str]] = []
@@ -208,7 +208,7 @@ async def _groups(w: Writer, state: BrokerState, work: Slices) -> None:
             end = plog.high_watermark if plog is not None else None
             offsets.append((g.group_id, topic, partition, committed, None if end is None else max(end - committed, 0)))
     name = "kafkalite_group_type"
-    w.family(name, "gauge", "1 for the group's type: classic, consumer (KIP-848) or share (KIP-932)")
+    w.family(name, "gauge", "1 for the group's type: classic, consumer (KIP-848), streams (KIP-1071) or share (KIP-932)")
     for gid, t in types:
         w.sample(name, 1, (("consumergroup", gid), ("type", t)))
     shares = share_partitions(state)

@@ -274,7 +274,7 @@ async function pageGroups() {
   render(await api("groups"));
   main.replaceChildren(el("h1", { text: "Consumer groups" }),
     el("table", { id: "groups" }, el("thead", {}, el("tr", {}, ["group", "type", "state", "members", "partitions", "lag"].map((h) => el("th", { text: h })))), body),
-    el("p", { class: "muted", text: "Every group this broker coordinates: classic, consumer (KIP-848) and share (KIP-932); lag = high watermark − committed offset (share groups commit none)." }));
+    el("p", { class: "muted", text: "Every group this broker coordinates: classic, consumer (KIP-848), streams (KIP-1071) and share (KIP-932); lag = high watermark − committed offset (share groups commit none)." }));
   liveEvents("view=groups", render, "groups", 1000);
 }
 
@@ -286,7 +286,9 @@ async function pageGroup(gid) {
   const render = (g) => {
     head.textContent = (g.type || "classic") + " group · state " + g.state + (g.generation === null ? "" : " · generation " + g.generation) + " · protocol " + (g.protocol || g.protocol_type || "–") + " · " + g.members.length + " member(s)";
     membersBody.replaceChildren(...g.members.map((m) => el("tr", {}, td(m.member_id), td(m.client_id), td(m.client_host),
-      td(m.assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ")))));
+      td(m.assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ") +
+        (m.tasks ? " (tasks: " + ["active", "standby", "warmup"].filter((k) => m.tasks[k].length)
+          .map((k) => k + " " + m.tasks[k].join(",")).join("; ") + ")" : "")))));
     offsetsBody.replaceChildren(...g.offsets.map((o) => el("tr", { "data-tp": o.topic + "-" + o.partition },
       td(o.topic), nd(o.partition), el("td", { class: "num committed", text: num(o.committed) }),
       nd(o.high_watermark), el("td", { class: "num lag", text: num(o.lag) }), td(o.member || ""))));

@@ -76,3 +76,45 @@ def test_join_assign_describe_and_survive_a_restart(tmp_path: Path) -> None:
     with Broker(**args) as b, RawClient(b.host, b.port) as c:
         d = describe(c, "app")
         assert d.error_code == 69   # GROUP_ID_NOT_FOUND: the deletion's tombstones were read back
+
+
+def test_console_and_metrics_show_a_streams_group() -> None:
+    """A streams group in the console (type streams, its state, members with the input partitions of their
+    active tasks and the tasks themselves, offsets and lag) and in metrics (kafkalite_group_type), not as an
+    Empty classic group (its committed offsets live in the classic store)."""
+    from kafkalite.tests.broker.test_metrics import scrape, val
+    from kafkalite.tests.broker.test_protocol import produce_req
+    from kafkalite.tests.support.console_helpers import console_broker
+    from kafkalite_storage.testing import encode_batch
+
+    with console_broker(**{"group.streams.initial.rebalance.delay.ms": "0",
+                           "kafkalite.metrics.listen": "127.0.0.1:0"}) as (b, con), \
+            RawClient(b.host, b.port) as c:
+        c.request(m.CreateTopicsRequest(topics=[m.CreateTopicsRequest.CreatableTopic(
+            name="in", num_partitions=2, replication_factor=1)], timeout_ms=10_000), 5)
+        for p in (0, 1):
+            for _ in range(3):
+                assert c.request(produce_req("in", encode_batch([b"x"]), partition=p), 9) \
+                    .responses[0].partition_responses[0].error_code == 0
+        r = join(c, "app", "m1")
+        r = beat(c, "app", "m1", r.member_epoch)
+        epoch = r.member_epoch
+        beat(c, "app", "m1", epoch, [SGH.TaskIds(subtopology_id="0", partitions=[0, 1])])
+        oc = m.OffsetCommitRequest
+        res = c.request(oc(group_id="app", generation_id_or_member_epoch=epoch, member_id="m1", topics=[
+            oc.OffsetCommitRequestTopic(name="in", partitions=[oc.OffsetCommitRequestPartition(
+                partition_index=0, committed_offset=1)])]), 9)
+        assert res.topics[0].partitions[0].error_code == 0
+        rows = [g for g in con.get("groups").json()["groups"] if g["group_id"] == "app"]
+        assert [(g["type"], g["state"], g["members"], g["lag"]) for g in rows] == [("streams", "Stable", 1, 2)]
+        g = con.get("groups/app").json()
+        assert (g["type"], g["state"]) == ("streams", "Stable")
+        (mem,) = g["members"]
+        assert mem["assignment"] == [{"topic": "in", "partitions": [0, 1]}]
+        assert mem["tasks"] == {"active": ["0_0", "0_1"], "standby": [], "warmup": []}
+        assert {(o["topic"], o["partition"], o["committed"], o["lag"], o["member"]) for o in g["offsets"]} == {
+            ("in", 0, 1, 2, "m1"), ("in", 1, None, None, "m1")}
+        s = scrape(b)
+        assert val(s, "kafkalite_group_type", consumergroup="app", type="streams") == 1
+        assert val(s, "kafkalite_group_type", consumergroup="app", type="classic") == 0
+        assert val(s, "kafka_consumergroup_members", consumergroup="app") == 1
