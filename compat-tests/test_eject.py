@@ -13,8 +13,8 @@ and retention checks every 200 ms) gets:
 - ``secret``: readable by ``User:*``, denied to ``User:bob`` (a literal DENY), plus a prefixed group ACL;
 - ``shared``: a share group (confluent-kafka's ShareConsumer; kafkalite emulating Kafka 4.3) that accepted the
   first 10 of 30 records;
-- SCRAM users alice (SHA-256, 4096 iterations) and bob (SHA-512, 8192); client quotas; dynamic broker configs
-  (cluster default and node 1); a group config;
+- SCRAM users alice (SHA-256, 4096 iterations) and bob (SHA-512, 8192); alice's delegation token (renewer bob);
+  client quotas; dynamic broker configs (cluster default and node 1); a group config;
 - four consumer groups with offsets committed at known positions of ``plain``: two of the classic protocol and
   two of the consumer protocol (KIP-848), half to be resumed by confluent-kafka, half by the Java client.
 
@@ -23,8 +23,9 @@ the copy, and Kafka 4.4 (``.deps/kafka-4.4``) starts on ``NEW/server.properties`
 record of every topic at the same offset with the same key, value, headers, timestamp and timestamp type (gaps,
 tombstones, transaction markers and the trimmed log start included); read_committed readers (confluent-kafka and
 Java) see no aborted record; each group resumes exactly after its committed offsets (the four combinations of
-client and protocol); the share group gets exactly the records it had not acknowledged; ``kafka-topics --describe`` shows the same topic ids and configs; alice logs in with her old
-password (and not with a wrong one); bob is still denied; the ACLs, quotas and dynamic configs are Kafka's now;
+client and protocol); the share group gets exactly the records it had not acknowledged; ``kafka-topics
+--describe`` shows the same topic ids and configs; alice logs in with her old password (and not with a wrong
+one), and with her token (its HMAC unchanged: the same delegation.token.secret.key); bob is still denied; the ACLs, quotas and dynamic configs are Kafka's now;
 a new idempotent producer gets an id above every id kafkalite handed out; and ``kafka-dump-log
 --cluster-metadata-decoder`` reads the metadata snapshot cleanly.
 """
@@ -46,6 +47,7 @@ import pytest
 from harness import reference
 from harness.broker import REPO, BrokerProcess, _die_with_parent, _free_port
 from harness.clients.java import JavaClient
+from harness.security import Sec, java_conf, roundtrip
 
 from kafkalite.tests.support.requires import missing, require
 
@@ -71,6 +73,7 @@ KAFKALITE_ONLY = ("ejects a kafkalite data directory into Apache Kafka 4.4: the 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ADMIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";'
 USERS = {"alice": ("SCRAM-SHA-256", "alice-pw", 4096), "bob": ("SCRAM-SHA-512", "bob-pw", 8192)}
+TOKEN_SECRET = "eject-token-secret"
 # an hour ago, whole seconds: within every retention (both brokers delete an expired active segment)
 T0 = (int(time.time()) - 3600) * 1000
 # committed offsets per group and partition of ``plain`` (40 records in each partition)
@@ -379,6 +382,7 @@ def ejected(tmp_path_factory: pytest.TempPathFactory, compat_log_dir: Path) -> I
         f"authorizer.class.name={STANDARD}",
         "allow.everyone.if.no.acl.found=true",
         "super.users=User:admin",
+        f"delegation.token.secret.key={TOKEN_SECRET}",
         "log.retention.check.interval.ms=200",
         "log.cleaner.backoff.ms=200",
         "log.segment.delete.delay.ms=0",
@@ -402,6 +406,11 @@ def ejected(tmp_path_factory: pytest.TempPathFactory, compat_log_dir: Path) -> I
         acls = acl_set(AdminClient({"bootstrap.servers": bs}))
         quotas = {k: {q: float(v) for q, v in vals.items()} for k, vals in java.describe_client_quotas(bs).items()}
         assert len(quotas) == 2, quotas
+        # alice's delegation token (Kafka's broker derives its HMAC from the same delegation.token.secret.key)
+        alice = java_conf(Sec(f"127.0.0.1:{sasl_port}", mechanism="SCRAM-SHA-256", user="alice",
+                              password=USERS["alice"][1]), {})
+        made = java.admin(f"127.0.0.1:{sasl_port}", "create_token", renewers=["User:bob"], config=alice)
+        assert "error" not in made, made
         assert lite.stop() == 0
     finally:
         lite.kill()
@@ -414,7 +423,7 @@ def ejected(tmp_path_factory: pytest.TempPathFactory, compat_log_dir: Path) -> I
     try:
         wait_for(lambda: _all_led(bs), "Kafka to elect a leader for every partition", 60)
         yield Ejected(bs, f"127.0.0.1:{sasl_port}", lite.data_dir, new_dir, report, before, before_committed, marks,
-                      acls, java, base / "kafka.log", {"quotas": quotas})
+                      acls, java, base / "kafka.log", {"quotas": quotas, "token": made["token"], "alice": alice})
     finally:
         kafka.stop()
         java.close()
@@ -436,6 +445,7 @@ def test_eject_reports_what_it_carried(ejected: Ejected) -> None:
     r = ejected.report
     assert "ejected" in r and "topics 9 (" in r, r        # 6 topics and the three internal ones
     assert "ACLs 4" in r and "SCRAM credentials 2" in r and "client quotas 2" in r, r
+    assert "delegation tokens 1" in r, r
     assert "bin/kafka-server-start.sh" in r and str(ejected.new_dir / "server.properties") in r, r
     assert not (ejected.data_dir / "__cluster_metadata-0").exists(), "the source directory is only read"
 
@@ -557,6 +567,21 @@ def test_scram_user_logs_in_with_the_old_password(ejected: Ejected) -> None:
         ck.KafkaError._AUTHENTICATION, ck.KafkaError._TRANSPORT), exc.value
 
 
+def test_delegation_token_carried(ejected: Ejected) -> None:
+    """alice's token is Kafka's now: described with its id, owner, renewer and times, and a Java client logs in
+    with it (SCRAM, tokenauth=true, the HMAC kafkalite handed out as the password) and produces and consumes."""
+    t, java = ejected.extra["token"], ejected.java
+    listed = java.admin(ejected.sasl_bs, "describe_tokens", config=ejected.extra["alice"])
+    assert [(x["token_id"], x["hmac"], x["owner"], x["renewers"], x["issue"], x["expiry"], x["max"])
+            for x in listed["tokens"]] == [
+        (t["token_id"], t["hmac"], "User:alice", ["User:bob"], t["issue"], t["expiry"], t["max"])], listed
+    admin = AdminClient({"bootstrap.servers": ejected.plain_bs})
+    for f in admin.create_topics([NewTopic("token-roundtrip", 1, 1)], operation_timeout=30).values():
+        f.result(30)
+    s = Sec(ejected.sasl_bs, mechanism="SCRAM-SHA-512", user=t["token_id"], password=t["hmac"], token=True)
+    assert roundtrip("java", java, s, {}, "token-roundtrip", [b"d1", b"d2"]) == [b"d1", b"d2"]
+
+
 def test_acl_still_denies(ejected: Ejected) -> None:
     c = ck.Consumer({**sasl(ejected.sasl_bs, "bob"), "group.id": "eject-bob", "enable.auto.commit": False})
     try:
@@ -617,7 +642,8 @@ def test_kafka_dump_log_decodes_the_metadata_snapshot(ejected: Ejected) -> None:
     assert "Exception" not in out and "isvalid: false" not in out, out[-3000:]
     types = [json.loads(line.split("payload: ", 1)[1])["type"] for line in out.splitlines() if "payload: " in line]
     for t, n in (("TOPIC_RECORD", 9), ("USER_SCRAM_CREDENTIAL_RECORD", 2), ("ACCESS_CONTROL_ENTRY_RECORD", 4),
-                 ("CLIENT_QUOTA_RECORD", 2), ("PRODUCER_IDS_RECORD", 1), ("REGISTER_BROKER_RECORD", 1)):
+                 ("CLIENT_QUOTA_RECORD", 2), ("PRODUCER_IDS_RECORD", 1), ("REGISTER_BROKER_RECORD", 1),
+                 ("DELEGATION_TOKEN_RECORD", 1)):
         assert types.count(t) == n, (t, types.count(t))
     assert types[0] == "FEATURE_LEVEL_RECORD" and "SnapshotHeader" in out and "SnapshotFooter" in out
     log = ejected.kafka_log.read_text(errors="replace")

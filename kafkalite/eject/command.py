@@ -230,7 +230,7 @@ def _report(src: Source, res: Result, dry: bool) -> str:
     c = res.counts
     lines = [f"{'would eject' if dry else 'ejected'} {src.data_dir} -> {res.new_dir}",
              f"  topics {c['topics']} ({c['partitions']} partitions), configs {c['configs']}, ACLs {c['acls']}, "
-             f"SCRAM credentials {c['scram']}, client quotas {c['quotas']}, next producer id "
+             f"SCRAM credentials {c['scram']}, delegation tokens {c['tokens']}, client quotas {c['quotas']}, next producer id "
              f"{res.next_producer_id}",
              f"  cluster id {src.cluster_id}, node id {src.node_id}, metadata snapshot {METADATA_DIR}/{res.snapshot}"]
     if not dry:

@@ -2,7 +2,7 @@
 
 The records come in the order Kafka's ``MetadataImage.write`` puts them in a snapshot: feature levels, the cluster
 (this node's broker registration), topics (each TopicRecord followed by its PartitionRecords), configs, client
-quotas, producer ids, ACLs, SCRAM credentials.
+quotas, producer ids, ACLs, SCRAM credentials, delegation tokens.
 
 - **Features**: what ``kafka-storage format`` of Kafka 4.4 finalizes (metadata.version 33 = 4.4-IV2 first, as every
   snapshot starts); kraft.version stays 0 (a static quorum, ``controller.quorum.voters``: no record).
@@ -111,7 +111,7 @@ def build(src: Source, *, node_id: int, directory_id: uuid.UUID, endpoints: list
     configs, ``min.insync.replicas``); ``carry`` the topics whose partitions are copied."""
     out: list[bytes] = []
     dropped: list[str] = []
-    counts = dict.fromkeys(("topics", "partitions", "configs", "quotas", "acls", "scram"), 0)
+    counts = dict.fromkeys(("topics", "partitions", "configs", "quotas", "acls", "scram", "tokens"), 0)
     for name, level in KAFKA_44_FEATURES:
         out.append(records.feature_level(name, level))
     broker_epoch = len(out) + 1        # as if registered right after the features: below every later offset
@@ -180,4 +180,8 @@ def build(src: Source, *, node_id: int, directory_id: uuid.UUID, endpoints: list
             out.append(records.user_scram_credential(user, code, cred.salt, cred.stored_key, cred.server_key,
                                                      cred.iterations))
             counts["scram"] += 1
+    for t in src.tokens:   # after the SCRAM credentials, as MetadataImage.write orders them
+        out.append(records.delegation_token(t.token_id, str(t.owner), str(t.requester), [str(r) for r in t.renewers],
+                                            t.issue_ms, t.max_ms, t.expiry_ms))
+        counts["tokens"] += 1
     return Image(out, broker_epoch, dropped, counts)

@@ -24,6 +24,8 @@ PartitionRecord                     3 / v2   PartitionId, TopicId, Replicas, Isr
                                              LeaderRecoveryState (0), EligibleLeaderReplicas (1), LastKnownElr (2)
                                              (the [] -> null defaults of the tagged fields are left out)
 ConfigRecord                        4 / v0   ResourceType (int8), ResourceName, Name, Value (nullable)
+DelegationTokenRecord               10 / v0  Owner, Requester, Renewers[], IssueTimestamp, MaxTimestamp,
+                                             ExpirationTimestamp, TokenId (principals as ``Type:name``)
 UserScramCredentialRecord           11 / v0  Name, Mechanism (int8: 1 SHA-256, 2 SHA-512), Salt, StoredKey, ServerKey,
                                              Iterations
 FeatureLevelRecord                  12 / v0  Name, FeatureLevel (int16)
@@ -55,7 +57,7 @@ from kafkalite_wire.primitives import (
 
 FRAME_VERSION = 1
 
-REGISTER_BROKER, TOPIC, PARTITION, CONFIG = 0, 2, 3, 4
+REGISTER_BROKER, TOPIC, PARTITION, CONFIG, DELEGATION_TOKEN = 0, 2, 3, 4, 10
 USER_SCRAM_CREDENTIAL, FEATURE_LEVEL, CLIENT_QUOTA, PRODUCER_IDS, ACCESS_CONTROL_ENTRY = 11, 12, 14, 15, 18
 
 # ConfigResource.Type ids
@@ -184,6 +186,22 @@ def access_control_entry(acl_id: uuid.UUID, resource_type: int, resource_name: s
     write_compact_string(out, host)
     out += _I8.pack(operation) + _I8.pack(permission) + _NO_TAGS
     return _frame(ACCESS_CONTROL_ENTRY, 0, out)
+
+
+def delegation_token(token_id: str, owner: str, requester: str, renewers: Sequence[str], issue_ms: int,
+                     max_ms: int, expiry_ms: int) -> bytes:
+    """DelegationTokenRecord v0: principals as ``Type:name`` (KafkaPrincipal.toString); no HMAC (a broker derives
+    it from the token id with its delegation.token.secret.key)."""
+    out = bytearray()
+    write_compact_string(out, owner)
+    write_compact_string(out, requester)
+    out += uvarint(len(renewers) + 1)
+    for r in renewers:
+        write_compact_string(out, r)
+    out += _I64.pack(issue_ms) + _I64.pack(max_ms) + _I64.pack(expiry_ms)
+    write_compact_string(out, token_id)
+    out += _NO_TAGS
+    return _frame(DELEGATION_TOKEN, 0, out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Kafka's own files (partition directories, offset checkpoints, ``.kafka_cleanshutdown``, ``meta.properties``) are
 read as Kafka would; kafkalite's ``kafkalite-*`` files through the rooms that own them (the metadata room's topic,
-broker, quota and group configs and producer-id blocks; the authorizer's ACLs; the SCRAM store). Nothing here
+broker, quota and group configs and producer-id blocks; the authorizer's ACLs; the SCRAM store; delegation tokens). Nothing here
 writes to the data directory: :func:`lock` takes the broker's own ``.lock`` (flock, as ``LogManager.open`` does) so
 that neither kafkalite nor Kafka can start on the directory while it is read, and so that a directory a running
 broker holds is refused.
@@ -27,6 +27,8 @@ from kafkalite.metadata.producer_ids import PRODUCER_IDS_COPY, PRODUCER_IDS_FILE
 from kafkalite.metadata.quotas import Entity, QuotaStore
 from kafkalite.security.scram import ScramCredential
 from kafkalite.security.scram_store import ScramStore
+from kafkalite.security.tokens import FILE_NAME as TOKENS_FILE
+from kafkalite.security.tokens.manager import TokenInfo, TokenStoreError, read_tokens
 from kafkalite_storage.checkpoints import (
     read_leader_epochs,
     read_offset_checkpoint,
@@ -84,6 +86,7 @@ class Source:
     next_producer_id: int
     open_transactions: list[tuple[str, str]]      # (transactional id, state name)
     skipped: list[str]                             # directory entries left behind, with the reason
+    tokens: list[TokenInfo] = field(default_factory=list)   # delegation tokens (kafkalite.security.tokens)
 
 
 def lock(data_dir: Path) -> int:
@@ -234,6 +237,10 @@ def read(data_dir: Path) -> Source:
         scram = ScramStore(data_dir).users
     except Exception as exc:   # ScramStoreError: a damaged credentials file
         raise EjectError(str(exc)) from None
+    try:
+        tokens = sorted(read_tokens(Path(room.dir) / TOKENS_FILE).values(), key=lambda t: t.token_id)
+    except TokenStoreError as exc:
+        raise EjectError(str(exc)) from None
     open_txns, txn_top = _open_transactions(data_dir, topics.get(TXN_STATE_TOPIC))
     starts = [read_block_start(data_dir / PRODUCER_IDS_FILE), read_block_start(data_dir / PRODUCER_IDS_COPY)]
     next_pid = max([0, *(s for s in starts if s is not None), txn_top + 1,
@@ -243,7 +250,7 @@ def read(data_dir: Path) -> Source:
         clean=(data_dir / CLEAN_SHUTDOWN).exists(), topics=topics, topic_configs=topic_configs,
         broker_configs=dict(room.dynamic_broker_configs), group_configs=groups.all(),
         acls=acls, scram=scram, quotas=dict(quotas), next_producer_id=next_pid, open_transactions=open_txns,
-        skipped=skipped)
+        skipped=skipped, tokens=tokens)
 
 
 def internal(name: str) -> bool:

@@ -98,6 +98,24 @@ def _d(p: KafkaPrincipal) -> dict[str, str]:
     return {"type": p.principal_type, "name": p.name}
 
 
+def read_tokens(path: Path) -> dict[str, TokenInfo]:
+    """The tokens of a token file (none when it does not exist); TokenStoreError when it cannot be read."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise TokenStoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(raw)
+        return {str(t["id"]): TokenInfo(str(t["id"]), _p(t["owner"]), _p(t["requester"]),
+                                        tuple(_p(r) for r in t["renewers"]), int(t["issue_ms"]),
+                                        int(t["max_ms"]), int(t["expiry_ms"])) for t in doc["tokens"]}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise TokenStoreError(f"{path} is damaged ({type(exc).__name__}); restore it from a backup "
+                              "or remove it (every delegation token is then gone)") from None
+
+
 class TokenManager:
     def __init__(self, log_dir: Path | str, config: BrokerConfig) -> None:
         self.path = Path(log_dir) / FILE_NAME
@@ -121,20 +139,7 @@ class TokenManager:
 
     # -- the file ---------------------------------------------------------------------------------------
     def _load(self) -> dict[str, TokenInfo]:
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise TokenStoreError(f"cannot read {self.path}: {exc.strerror or exc}") from None
-        try:
-            doc = json.loads(raw)
-            return {str(t["id"]): TokenInfo(str(t["id"]), _p(t["owner"]), _p(t["requester"]),
-                                            tuple(_p(r) for r in t["renewers"]), int(t["issue_ms"]),
-                                            int(t["max_ms"]), int(t["expiry_ms"])) for t in doc["tokens"]}
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise TokenStoreError(f"{self.path} is damaged ({type(exc).__name__}); restore it from a backup "
-                                  "or remove it (every delegation token is then gone)") from None
+        return read_tokens(self.path)
 
     @staticmethod
     def _encode(tokens: dict[str, TokenInfo]) -> bytes:

@@ -60,6 +60,11 @@ def test_records_are_byte_for_byte_what_kafka_writes() -> None:
     server = h("3f4b138c2efc493c2e66b5e5e541fd2d32cd0b19117a3ae2c51525f4efc5aa8b")
     assert records.user_scram_credential("alice", 1, b"saltsaltsalt", stored, server, 4096) == h(
         "010b0006616c696365010d73616c7473616c7473616c7421" + stored.hex() + "21" + server.hex() + "0000100000")
+    # serialized by Kafka 4.4's DelegationTokenRecord (kafka-metadata-4.4.0.jar) with the frame 01 0a 00
+    assert records.delegation_token("AbCdEfGhIjKlMnOpQrStUv", "User:alice", "User:bob", ["User:carol", "User:dave"],
+                                    1700000000000, 1700604800000, 1700086400000) == h(
+        "010a000b557365723a616c69636509557365723a626f62030b557365723a6361726f6c0a557365723a646176650000018bcfe56800"
+        "0000018bf3f1ec000000018bd50bc400174162436445664768496a4b6c4d6e4f7051725374557600")
 
 
 def test_register_broker_record_has_kafkas_layout() -> None:
@@ -149,6 +154,9 @@ def _data_dir(base: Path, *, clean: bool = True, open_txn: bool = False) -> Path
     (d / "kafkalite-client-quotas.json").write_text(json.dumps({"version": 1, "entries": [
         {"entity": [["user", "alice"]], "values": {"producer_byte_rate": 1024.0}}]}))
     (d / "kafkalite-producer-ids").write_text("3000\n")
+    (d / "kafkalite-delegation-tokens.json").write_text(json.dumps({"version": 1, "tokens": [
+        {"id": "tok1", "owner": {"type": "User", "name": "alice"}, "requester": {"type": "User", "name": "alice"},
+         "renewers": [{"type": "User", "name": "bob"}], "issue_ms": 1, "max_ms": 3, "expiry_ms": 2}]}))
     return d
 
 
@@ -178,6 +186,7 @@ def test_eject_writes_a_kafka_data_directory(tmp_path: Path, capsys: pytest.Capt
     rc, out, err = _eject(capsys, str(d), "--to", str(new), "--config", str(props))
     assert rc == 0, err
     assert "topics 3 (4 partitions)" in out and "ACLs 1" in out and "SCRAM credentials 1" in out, out
+    assert "delegation tokens 1" in out, out
     assert "next producer id 4002" in out, out       # above kafkalite's transactional producer id 4001
     assert "compacted: config segment.bytes=1000" in out and "message.format.version=3.0" in out, out
     assert "kafkalite.something" in out, out
@@ -202,6 +211,8 @@ def test_eject_writes_a_kafka_data_directory(tmp_path: Path, capsys: pytest.Capt
     assert keys.count(records.TOPIC) == 3 and keys.count(records.PARTITION) == 4
     assert keys.count(records.ACCESS_CONTROL_ENTRY) == 1 and keys.count(records.USER_SCRAM_CREDENTIAL) == 1
     assert keys.count(records.CLIENT_QUOTA) == 1 and keys.count(records.PRODUCER_IDS) == 1
+    assert [v for _k, v in recs][-1] == records.delegation_token("tok1", "User:alice", "User:alice", ["User:bob"],
+                                                                 1, 3, 2)   # last, after the SCRAM credentials
     [broker] = [v for k, v in recs if k == records.REGISTER_BROKER]
     epoch = struct.unpack(">q", broker[24:32])[0]       # frame 3, BrokerId 4, IsMigratingZkBroker 1, IncarnationId 16
     assert json.loads((new / ".kafka_cleanshutdown").read_text()) == {"version": 0, "brokerEpoch": epoch}
