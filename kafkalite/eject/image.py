@@ -180,8 +180,8 @@ def build(src: Source, *, node_id: int, directory_id: uuid.UUID, endpoints: list
             out.append(records.user_scram_credential(user, code, cred.salt, cred.stored_key, cred.server_key,
                                                      cred.iterations))
             counts["scram"] += 1
-    for t in src.tokens:   # after the SCRAM credentials, as MetadataImage.write orders them
-        out.append(records.delegation_token(t.token_id, str(t.owner), str(t.requester), [str(r) for r in t.renewers],
-                                            t.issue_ms, t.max_ms, t.expiry_ms))
+    for tok in src.tokens:   # after the SCRAM credentials, as MetadataImage.write orders them
+        out.append(records.delegation_token(tok.token_id, str(tok.owner), str(tok.requester),
+                                            [str(r) for r in tok.renewers], tok.issue_ms, tok.max_ms, tok.expiry_ms))
         counts["tokens"] += 1
     return Image(out, broker_epoch, dropped, counts)
