@@ -444,8 +444,8 @@ async def internal_request(state: BrokerState, api_key: int, version: int, reque
     """A request the broker sends itself (the share group DLQ's CreateTopics and Produce), answered by the handler
     a client's request goes to, as the broker's own PLAINTEXT principal (ANONYMOUS, as Kafka's inter-broker
     PLAINTEXT listener)."""
-    from kafkalite.handlers import registry
-    from kafkalite_wire.headers import RequestHeader
+    from kafkalite.handlers import registry  # only when a share group DLQ writes: not at start
+    from kafkalite_wire.headers import RequestHeader  # with it
 
     spec = registry.lookup(api_key)
     if spec is None:
