@@ -89,11 +89,11 @@ def test_create_partitions_assignments_java(broker, get_client) -> None:
 # -- finalized features (ApiVersions v3+) ------------------------------------------------------------------
 # What each broker advertises, (supported, finalized) per feature. kafkalite's default profile presents Kafka
 # 4.4's features that it implements (kafkalite.metadata.features; a node formatted with --standalone:
-# kraft.version 1, and FinalizedFeaturesEpoch 0; share.version stops at 1; transaction.version 2, KIP-890 part 2). The reference broker is Kafka 4.4 as
+# kraft.version 1, and FinalizedFeaturesEpoch 0; share.version 2, the share group DLQ; transaction.version 2, KIP-890 part 2). The reference broker is Kafka 4.4 as
 # harness/reference.py formats it (one node: --standalone, so kraft.version is finalized at 1 too); its epoch is
 # the offset of the metadata image the levels were read from (it grows, e.g. with the controller's no-op records).
 FEATURES_KAFKALITE = {"metadata.version": ((7, 33), (33, 33)), "kraft.version": ((0, 1), (1, 1)),
-                      "group.version": ((0, 1), (1, 1)), "share.version": ((0, 1), (1, 1)),
+                      "group.version": ((0, 1), (1, 1)), "share.version": ((0, 2), (2, 2)),
                       "streams.version": ((0, 1), (1, 1)), "transaction.version": ((0, 2), (2, 2))}
 FEATURES_4_4 = {"metadata.version": ((7, 33), (33, 33)), "kraft.version": ((0, 1), (1, 1)),
                 "group.version": ((0, 1), (1, 1)), "share.version": ((0, 2), (2, 2)),

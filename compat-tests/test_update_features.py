@@ -4,7 +4,7 @@ it (kafkalite's default profile, and the reference broker): a downgrade without 
 metadata.version downgrade, surface as InvalidUpdateVersionException with Kafka's messages ("The update failed for
 all features since the following feature had an error: ..."); a safe downgrade of share.version is finalized and
 seen by describeFeatures with a higher FinalizedFeaturesEpoch, validate_only changes nothing, and an upgrade takes
-it back. Nothing here depends on the levels kafkalite and Kafka 4.4 report differently (share.version 1 vs 2)."""
+it back (both finalize share.version 2, the share group DLQ, KIP-1191)."""
 from __future__ import annotations
 
 import time

@@ -144,9 +144,11 @@ def configs() -> str:
                 valid += f"; within `{lo_key}` ({lo}) to `{hi_key}` ({hi})"
         elif g.name == "share.auto.offset.reset":
             valid = ", ".join(g.choices) + ", by_duration:<ISO-8601 duration> (KIP-1106)"
+        elif g.kind == "string":
+            valid = "a topic name not starting with `__` (blank: none)"
         else:
             valid = ", ".join(g.choices)
-        group_rows.append([_code(g.name), "int" if g.is_int else "string", _default(g.default),
+        group_rows.append([_code(g.name), "int" if g.is_int else g.kind or "string", _default(g.default),
                            _code(g.broker_key) if g.broker_key else "", valid, g.doc])
     passive = [[_code(r.name), r.type, _default(r.default), {"ro": "read-only"}.get(r.mode, r.mode)]
                for _name, r in sorted(broker_table("4.4").items()) if r.name not in BROKER]

@@ -30,11 +30,8 @@ KNOWN: list[tuple[str, str, str]] = [
      "APIs kafkalite does not serve: broker-to-broker and KRaft ones (UnregisterBroker 64, "
      "Add/RemoveRaftVoter 80-81, the share group state RPCs 83-86, UnregisterController 94)"),
     ("api_versions.*", r"^(finalized|supported)_features: only Kafka has name (eligible\.leader\.replicas\.version"
-     r")+$|^(finalized|supported)_features\[name=share\.version\]\."
-     r"(max_version_level|min_version_level|max_version): 1 != 2$",
-     "features kafkalite does not implement: "
-     "eligible.leader.replicas.version (KIP-966), share.version 2 (the share group dead-letter queue, "
-     "KIP-1191; kafkalite stops at 1)"),
+     r")+$",
+     "features kafkalite does not implement: eligible.leader.replicas.version (KIP-966)"),
     ("api_versions.*", r"^finalized_features_epoch",
      "the finalized features' epoch is the metadata offset that set them: a per-cluster value"),
     # topic configs (CreateTopics v5+ and DescribeConfigs)

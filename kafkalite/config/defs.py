@@ -558,7 +558,8 @@ def _topic_4(release: str) -> dict[str, ConfigDef]:
     if release != "4.3":
         for d in (
             _def("errors.deadletterqueue.group.enable", "boolean", "false",
-                 "accepted, not used (no share group dead-letter queue)"),
+                 "the topic may be a share group's dead-letter queue (KIP-1191; else records for it are archived "
+                 "without being written)"),
             _def("max.decompressed.message.bytes", "int", "2147483639",
                  "accepted, not used (kafkalite.max.uncompressed.batch.bytes bounds decompression)",
                  between(1, 2147483639)),
@@ -569,8 +570,16 @@ def _topic_4(release: str) -> dict[str, ConfigDef]:
     return dict(sorted(out.items()))
 
 
-def _broker_4() -> dict[str, ConfigDef]:
+def _broker_4(release: str) -> dict[str, ConfigDef]:
     out = {n: d for n, d in BROKER.items() if n != "log.message.timestamp.difference.max.ms"}
+    if release != "4.3":   # the share group dead-letter queue (KIP-1191, kafkalite.coordinator.share.dlq)
+        for d in (
+            _def("errors.deadletterqueue.auto.create.topics.enable", "boolean", "false",
+                 "create a share group's missing DLQ topic when a record first goes to it"),
+            _def("errors.deadletterqueue.topic.name.prefix", "string", "dlq.",
+                 "the prefix every share group DLQ topic name must have (\"\": any name)"),
+        ):
+            out[d.name] = d
     out["log.segment.bytes"] = _def("log.segment.bytes", "int", str(1024**3), "segment file size",
                                     at_least(ONE_MIB))
     out["log.message.timestamp.after.max.ms"] = _def(
@@ -580,8 +589,7 @@ def _broker_4() -> dict[str, ConfigDef]:
 
 
 _TOPIC_BY_RELEASE = {"3.9": TOPIC, "4.3": _topic_4("4.3"), "4.4": _topic_4("4.4")}
-_BROKER_4 = _broker_4()
-_BROKER_BY_RELEASE = {"3.9": BROKER, "4.3": _BROKER_4, "4.4": _BROKER_4}
+_BROKER_BY_RELEASE = {"3.9": BROKER, "4.3": _broker_4("4.3"), "4.4": _broker_4("4.4")}
 
 
 def topic_defs(release: str) -> dict[str, ConfigDef]:

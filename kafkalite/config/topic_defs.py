@@ -35,4 +35,6 @@ INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
 
 # broker settings AlterConfigs may change at runtime (Kafka's DynamicLogConfig: those behind topic defaults)
 DYNAMIC_BROKER_CONFIGS = frozenset(BROKER_TO_TOPIC) | {
-    "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms", "log.roll.hours"}
+    "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms", "log.roll.hours",
+    # Kafka 4.4's group coordinator reconfigures these (GroupCoordinatorConfig.RECONFIGURABLE_CONFIGS; KIP-1191)
+    "errors.deadletterqueue.auto.create.topics.enable", "errors.deadletterqueue.topic.name.prefix"}

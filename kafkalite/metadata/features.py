@@ -24,11 +24,12 @@ for the cluster (``FinalizedFeatures``; 0 = not finalized). Kafka 3.9 builds the
   kafkalite implements them: ``metadata.version`` 7 (3.3-IV3, the minimum) to 30 (4.3-IV0) / 33 (4.4-IV2),
   ``kraft.version`` 1 (dynamic quorum, KIP-853), ``group.version`` 1 (the KIP-848 consumer group protocol;
   4.0 brokers refuse ConsumerGroupHeartbeat below it), ``share.version`` 1 (share groups, KIP-932, GA in
-  4.2), ``transaction.version`` 0-2 finalized at 2 (KIP-890 part 2: the Java client 4.x then bumps the epoch
+  4.2) and, in 4.4, 0-2 finalized at 2 (the share group dead-letter queue, KIP-1191,
+  ``kafkalite.coordinator.share.dlq``; at level 1 a group's DLQ is off), ``transaction.version`` 0-2 finalized at 2 (KIP-890 part 2: the Java client 4.x then bumps the epoch
   with every EndTxn v5 and adds partitions by Produce v12 / TxnOffsetCommit v5; other clients keep the
   classic flow, which level 2 still serves; ``kafkalite.coordinator.txn``), ``streams.version`` 0-1 finalized at
   1 (KIP-1071 streams groups, ``kafkalite.coordinator.streams``). Left out (:data:`NOT_IMPLEMENTED`):
-  ``eligible.leader.replicas.version`` (KIP-966); ``share.version`` stops at 1 (4.4's level 2 is the share group dead-letter queue, KIP-1191).
+  ``eligible.leader.replicas.version`` (KIP-966).
 
 librdkafka 2.0.2 (kcat 1.7.1) reads these tagged fields correctly (compat-tests/test_admin_surface.py
 runs kcat against them). What it cannot read is a tagged field written out while it holds its default (librdkafka
@@ -74,7 +75,7 @@ FEATURES: dict[str | None, tuple[Feature, ...]] = {
             Feature("kraft.version", 0, 1, 1)),
 }
 #: feature -> the highest level kafkalite implements of the features a captured 4.x release reports (0: none)
-NOT_IMPLEMENTED = {"eligible.leader.replicas.version": 0, "share.version": 1}
+NOT_IMPLEMENTED = {"eligible.leader.replicas.version": 0}
 
 
 def _captured(release: str) -> tuple[Feature, ...]:

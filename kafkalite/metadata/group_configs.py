@@ -19,8 +19,13 @@ What Kafka 4.3 does, and we do with it (``GroupConfig``, ``ConfigHelper``, ``Con
 
 The streams group ones (KIP-1071) are ``streams.session.timeout.ms``, ``streams.heartbeat.interval.ms`` and
 ``streams.num.standby.replicas`` (bounded by ``group.streams.max.standby.replicas``).
-Not here (yet): Kafka 4.3's other streams.* names, *.assignment.interval.ms, *.assignor.offload.enable,
-share.renew.acknowledge.enable and errors.deadletterqueue.* names (answered as unknown).
+The share group dead-letter queue ones (Kafka 4.4, KIP-1191): ``errors.deadletterqueue.topic.name`` (STRING,
+default blank: no DLQ; a name starting with ``__`` is INVALID_CONFIG "errors.deadletterqueue.topic.name: DLQ
+topic name must not start with '__'", checked after the others, as ``GroupConfig.validate``; the broker's
+``errors.deadletterqueue.topic.name.prefix`` is checked only when a record goes to the DLQ) and
+``errors.deadletterqueue.copy.record.enable`` (BOOLEAN, default false). Neither has a broker synonym.
+Not here (yet): Kafka 4.3's other streams.* names, *.assignment.interval.ms, *.assignor.offload.enable and
+share.renew.acknowledge.enable (answered as unknown).
 ``share.auto.offset.reset`` takes Kafka 4.3's values exactly (``kafkalite.config.share_reset``).
 """
 from __future__ import annotations
@@ -45,7 +50,8 @@ log = logging.getLogger(__name__)
 GROUP_RESOURCE = 32
 DYNAMIC_GROUP_CONFIG = 8
 DEFAULT_CONFIG = 5
-_TYPE_STRING, _TYPE_INT = 2, 3
+_TYPE_BOOLEAN, _TYPE_STRING, _TYPE_INT = 1, 2, 3
+DLQ_TOPIC, DLQ_COPY = "errors.deadletterqueue.topic.name", "errors.deadletterqueue.copy.record.enable"
 FILE = "kafkalite-group-configs.json"
 
 
@@ -58,10 +64,11 @@ class GroupConfigDef:
     bounds: tuple[str, int, str, int] | None = None   # (min key, its default, max key, its default)
     choices: tuple[str, ...] = ()
     doc: str = ""
+    kind: str = ""              # "string" / "boolean"; else an INT, or a STRING of ``choices``
 
     @property
     def is_int(self) -> bool:
-        return not self.choices
+        return not self.choices and not self.kind
 
 
 _C, _S, _T = "group.consumer.", "group.share.", "group.streams."
@@ -102,6 +109,12 @@ DEFS: dict[str, GroupConfigDef] = {d.name: d for d in (
     GroupConfigDef("share.isolation.level", "kafkalite.share.isolation.level", "read_uncommitted",
                    choices=("read_committed", "read_uncommitted"),
                    doc="Controls how to read records written transactionally."),
+    GroupConfigDef(DLQ_TOPIC, None, "", kind="string",
+                   doc="The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group. "
+                       "If blank (the default), the group does not have a DLQ topic."),
+    GroupConfigDef(DLQ_COPY, None, "false", kind="boolean",
+                   doc="When writing onto the dead-letter queue topic, whether to copy the original record onto the "
+                       "DLQ topic, or just write a record containing the context information headers."),
 )}
 
 #: (session timeout, heartbeat interval) pairs Kafka checks against each other
@@ -134,8 +147,20 @@ def _bounds(conf: Any, d: GroupConfigDef) -> tuple[int, int]:
     return _broker_int(conf, lo_key, lo), _broker_int(conf, hi_key, hi)
 
 
+def _java_trim(raw: str) -> str:
+    return raw.strip("".join(map(chr, range(33))))   # java.lang.String.trim, as ConfigDef parses a STRING
+
+
 def _parse(d: GroupConfigDef, raw: str) -> str:
     value = raw.strip()
+    if d.kind == "string":
+        return _java_trim(raw)
+    if d.kind == "boolean":   # ConfigDef.parseType BOOLEAN: true/false in any case, trimmed
+        low = _java_trim(raw).lower()
+        if low not in ("true", "false"):
+            raise InvalidGroupConfig(f"Invalid value {raw} for configuration {d.name}: Expected value to be either "
+                                     "true or false")
+        return low
     if d.is_int:
         try:
             n = int(value)
@@ -178,6 +203,8 @@ def validate(conf: Any, overrides: Mapping[str, str]) -> dict[str, str]:
             h = int(parsed.get(heartbeat, default_value(conf, DEFS[heartbeat])))
             if s <= h:
                 raise InvalidGroupConfig(f"{session} must be greater than {heartbeat}")
+    if parsed.get(DLQ_TOPIC, "").startswith("__"):
+        raise InvalidGroupConfig(f"{DLQ_TOPIC}: DLQ topic name must not start with '__'")
     return parsed
 
 
@@ -194,7 +221,7 @@ def describe(conf: Any, overrides: Mapping[str, str]) -> list[tuple[GroupConfigD
 
 
 def config_type(d: GroupConfigDef) -> int:
-    return _TYPE_INT if d.is_int else _TYPE_STRING
+    return _TYPE_INT if d.is_int else _TYPE_BOOLEAN if d.kind == "boolean" else _TYPE_STRING
 
 
 class GroupConfigStore:

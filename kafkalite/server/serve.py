@@ -440,6 +440,21 @@ async def _start_services(state: BrokerState, nursery: trio.Nursery, *, cluster:
         await nursery.start(service.run)
 
 
+async def internal_request(state: BrokerState, api_key: int, version: int, request: Any) -> Any:
+    """A request the broker sends itself (the share group DLQ's CreateTopics and Produce), answered by the handler
+    a client's request goes to, as the broker's own PLAINTEXT principal (ANONYMOUS, as Kafka's inter-broker
+    PLAINTEXT listener)."""
+    from kafkalite.handlers import registry  # only when a share group DLQ writes: not at start
+    from kafkalite_wire.headers import RequestHeader  # with it
+
+    spec = registry.lookup(api_key)
+    if spec is None:
+        raise RuntimeError(f"no handler for api key {api_key}")
+    ctx = registry.RequestContext(header=RequestHeader(api_key, version, 0, f"broker-{state.node_id}-internal"),
+                                  broker=state, client_host="127.0.0.1")
+    return await spec.fn(ctx, request)
+
+
 async def _close_services(state: BrokerState, closed: set[str]) -> None:
     for _module, _cls, attr in reversed(SERVICES):
         service = getattr(state, attr, None)
@@ -464,6 +479,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
         log.warning("%s", line)
     check_index()   # every API the broker will advertise has its handler module (imported on first use)
     state = await trio.to_thread.run_sync(open_state, config, metadata)
+    state.internal_request = functools.partial(internal_request, state)
     if attach is not None:
         attach(state)
     try:   # TLS contexts and SASL settings per listener (reads key stores): a bad one is a config error

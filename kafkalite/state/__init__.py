@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -134,6 +134,10 @@ class BrokerState:
         self.schema_registry: RegistryService | None = None   # the built-in schema registry, when it is served
         self.loopwatch: LoopWatch | None = None
         self.connections: set[Connection] = set()
+        # ``await internal_request(api_key, version, request)``: a request this broker sends itself, answered by
+        # the same handler a client's would be (set by the server, kafkalite.server.serve; None before). The share
+        # group DLQ writes its records with it, as Kafka's broker sends Produce/CreateTopics to the leader.
+        self.internal_request: Callable[[int, int, Any], Awaitable[Any]] | None = None
         # names whose partition directories are being created or removed in a worker thread right now
         self.pending_topics: set[str] = self.metadata.pending_topics
         self.topics.load()

@@ -32,6 +32,8 @@ _GROUP_KEYS = {
     "share.heartbeat.interval.ms": "heartbeat_interval_ms",
     "share.auto.offset.reset": "auto_offset_reset",
     "share.isolation.level": "isolation_level",
+    "errors.deadletterqueue.topic.name": "dlq_topic",
+    "errors.deadletterqueue.copy.record.enable": "dlq_copy",
 }
 
 
@@ -44,6 +46,8 @@ class GroupSettings:
     heartbeat_interval_ms: int = 5_000
     auto_offset_reset: str = "latest"
     isolation_level: str = "read_uncommitted"
+    dlq_topic: str = ""              # errors.deadletterqueue.topic.name (KIP-1191; blank: no DLQ)
+    dlq_copy: str = "false"          # errors.deadletterqueue.copy.record.enable
 
     @property
     def limits(self) -> Limits:

@@ -16,6 +16,10 @@ ShareSnapshot, then ShareUpdates, a fresh snapshot every ``updates_per_snapshot`
 - Lock expiries, releases on session close, and archiving of markers, aborted records and gaps are
   written the same way (a failed write there is logged by the caller; memory stays ahead, which at worst
   delivers those records again after a restart).
+- Dead-letter queue (KIP-1191, ``dlq.py``): records a share-partition makes ARCHIVING are handed to
+  ``dlq_sink`` (key, [(first, last, count, cause)]) only after the write holding their ARCHIVING state (so a
+  restart resumes them, ``partition``); ``dlq_done`` then archives them and the start may move past them.
+  Without a sink they are archived at once.
 - Replay work is bounded: a share-partition gets a fresh ShareSnapshot once ``updates_per_snapshot``
   (``share.coordinator.snapshot.update.records.per.snapshot``, 500) ShareUpdates follow its last one, so a
   restart reads its snapshot and at most that many updates. And, as Kafka's ``snapshotColdPartitions`` every
@@ -33,6 +37,8 @@ from kafkalite.config.share_reset import strategy_or_latest
 from kafkalite.coordinator.common import errors as E
 from kafkalite.coordinator.share.config import GroupSettings, ShareConfig
 from kafkalite.coordinator.share.partition import (
+    CAUSE_LIMIT,
+    CAUSE_REJECT,
     INVALID_RECORD_STATE,
     Acquired,
     LogBatch,
@@ -80,10 +86,17 @@ class ShareStateManager:
         self.snapshot_offsets: dict[ShareKey, int] = {}     # where each share-partition's last snapshot is
         # state-topic partition -> offset of its last write other than a cold snapshot
         self.last_offsets: dict[int, int] = {}
+        # KIP-1191: is share.version 2 finalized (the DLQ on), and who writes the DLQ (dlq.ShareDlqWriter)
+        self.dlq_supported: Callable[[], bool] = lambda: False
+        self.dlq_sink: Callable[[ShareKey, list[tuple[int, int, int, str]]], None] | None = None
 
     # -- access --------------------------------------------------------------------------------
     def settings(self, group: str) -> GroupSettings:
         return self.config.for_group(group)
+
+    def dlq_on(self, settings: GroupSettings) -> bool:
+        """Rejected and exhausted records of the group go to a DLQ (Kafka's ``isDLQEnabledForGroup``)."""
+        return bool(settings.dlq_topic) and self.dlq_supported()
 
     def known(self, key: ShareKey) -> bool:
         return key in self.parts or key in self.persisted
@@ -118,11 +131,14 @@ class ShareStateManager:
             if ps is not None:
                 meta = _Meta(ps.state_epoch, ps.snapshot_epoch, ps.create_ts, ps.updates)
             if ps is not None and ps.start >= 0:
-                sp = SharePartition(ps.start, ps.batches(), settings.limits)
+                sp = SharePartition(ps.start, ps.batches(), settings.limits, self.dlq_on(settings))
                 fresh = False
+                for b in sp.archiving():    # a DLQ write the last run did not finish: resumed
+                    sp.dlq_out.append((b.first, b.last, b.count,
+                                       CAUSE_LIMIT if b.count >= settings.delivery_limit else CAUSE_REJECT))
             else:
                 start = self._initial_start(key, settings, now, log_start, readable_end, offset_for_time)
-                sp = SharePartition(start, (), settings.limits)
+                sp = SharePartition(start, (), settings.limits, self.dlq_on(settings))
                 meta.create_ts = now
                 fresh = True
             self.meta[key] = meta
@@ -130,8 +146,10 @@ class ShareStateManager:
                 self._snapshot(key, sp, now)          # raises before the partition is registered
             self.parts[key] = sp
             self.persisted.pop(key, None)
+            self._flush_dlq(key, sp, now)
         else:
             sp.limits = settings.limits
+            sp.dlq = self.dlq_on(settings)
         if sp.move_start(log_start):
             self._write_quietly(key, sp, now, [])
         return sp
@@ -175,8 +193,32 @@ class ShareStateManager:
             self._write(key, sp, now, changed)
         except E.AppendError:
             self.meta[key].updates = self.config.updates_per_snapshot   # next write: a whole snapshot
+            self._flush_dlq(key, sp, now)
             return E.KAFKA_STORAGE_ERROR
+        self._flush_dlq(key, sp, now)
         return E.NONE
+
+    def dlq_done(self, key: ShareKey, first: int, last: int, now: int) -> bool:
+        """The DLQ write of ``first..last`` finished (or gave up, as Kafka: \"proceeding to ARCHIVED
+        regardless\"): the records are ARCHIVED and written; True if anything changed."""
+        sp = self.parts.get(key)
+        if sp is None:
+            return False
+        changed = sp.complete_archiving(first, last)
+        if changed:
+            self._write_quietly(key, sp, now, changed)
+        return bool(changed)
+
+    def _flush_dlq(self, key: ShareKey, sp: SharePartition, now: int) -> None:
+        """Hand the runs that became ARCHIVING (already written) to the DLQ writer."""
+        if not sp.dlq_out:
+            return
+        tasks, sp.dlq_out = sp.dlq_out, []
+        if self.dlq_sink is not None:
+            self.dlq_sink(key, tasks)
+            return
+        for first, last, _count, _cause in tasks:
+            self.dlq_done(key, first, last, now)
 
     def release(self, group: str, member: str, keys: Iterable[ShareKey] | None = None, now: int = 0) -> list[ShareKey]:
         """A member's share session closed or the member left: its acquired records become available."""
@@ -272,6 +314,7 @@ class ShareStateManager:
             self._write(key, sp, now, changed)
         except E.AppendError:
             self.meta[key].updates = self.config.updates_per_snapshot   # next write: a whole snapshot
+        self._flush_dlq(key, sp, now)
 
     def _write(self, key: ShareKey, sp: SharePartition, now: int, changed: list[StateBatch]) -> None:
         meta = self.meta[key]

@@ -20,6 +20,13 @@ Theory of operation, as Kafka's ``SharePartition``:
   delivery counted (``release_member``, Kafka 4.2+). Acknowledgements of one request are validated as a whole first: any offset not ACQUIRED by that
   member fails the partition with INVALID_RECORD_STATE and nothing changes.
 - The start moves past the contiguous prefix of ACKNOWLEDGED/ARCHIVED records.
+- With a dead-letter queue (``dlq``: share.version 2 and the group's ``errors.deadletterqueue.topic.name``,
+  KIP-1191) a REJECT and a release at the delivery count limit make the record ARCHIVING (3) instead: not
+  delivered again, not complete either, so the start stays before it. The runs are queued in ``dlq_out``
+  (first, last, count, cause) for the caller to write to the DLQ topic once the ARCHIVING state is persisted;
+  ``complete_archiving`` then makes them ARCHIVED (Kafka 4.4's ``SharePartition.initiateDLQAndArchive``).
+  GAP stays ARCHIVED at once. A persisted ARCHIVING run is loaded as such (``archiving`` lists it: its DLQ
+  write is resumed, as Kafka's ``maybeResumeDlqArchiving``).
 - Control batches (transaction markers) and, for ``read_committed``, batches of aborted transactions are
   never handed out: their offsets become ARCHIVED when first met, as Kafka's
   ``filterAbortedTransactionalAcquiredRecords`` archives them. Offsets the log no longer holds (compaction,
@@ -36,9 +43,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
+AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVING, ARCHIVED = 0, 1, 2, 3, 4
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 _TERMINAL = (ACKNOWLEDGED, ARCHIVED)
+#: why a record goes to the DLQ (Kafka's ShareGroupDLQManager.CLIENT_REJECT / DELIVERY_COUNT_EXCEEDED)
+CAUSE_REJECT, CAUSE_LIMIT = "reject", "limit"
 _INC = bytes(min(i + 1, 255) for i in range(256))      # delivery count + 1, as a bytes.translate table
 
 NONE = 0
@@ -99,11 +108,14 @@ def runs(items: Iterable[tuple[int, int, int]]) -> list[StateBatch]:
 
 
 class SharePartition:
-    __slots__ = ("_cnt", "_dl", "_heap", "_owner", "_st", "limits", "start")
+    __slots__ = ("_cnt", "_dl", "_heap", "_owner", "_st", "dlq", "dlq_out", "limits", "start")
 
-    def __init__(self, start: int, batches: Sequence[StateBatch] = (), limits: Limits | None = None) -> None:
+    def __init__(self, start: int, batches: Sequence[StateBatch] = (), limits: Limits | None = None,
+                 dlq: bool = False) -> None:
         self.limits = limits or Limits()
         self.start = start
+        self.dlq = dlq                    # rejected / exhausted records go ARCHIVING (then to the DLQ)
+        self.dlq_out: list[tuple[int, int, int, str]] = []   # (first, last, count, cause) not yet handed out
         self._st = bytearray()            # state per offset in the window, index = offset - start
         self._cnt = bytearray()           # delivery count (Kafka's int16; the limit is at most 25)
         self._owner: list[str | None] = []
@@ -114,7 +126,7 @@ class SharePartition:
                 continue
             first = max(b.first, start)
             self._grow(b.last + 1)         # gaps before it: unknown, i.e. new (AVAILABLE, count 0)
-            state = ARCHIVED if b.state == ARCHIVED else ACKNOWLEDGED if b.state == ACKNOWLEDGED else AVAILABLE
+            state = b.state if b.state in (ARCHIVED, ACKNOWLEDGED, ARCHIVING) else AVAILABLE
             for off in range(first, b.last + 1):
                 i = off - start
                 self._st[i] = state
@@ -153,6 +165,29 @@ class SharePartition:
     def delivery_complete_count(self) -> int:
         """Offsets at or past the start whose delivery is complete (ShareSnapshot ``DeliveryCompleteCount``)."""
         return self._st.count(ACKNOWLEDGED) + self._st.count(ARCHIVED)
+
+    def archiving(self) -> list[StateBatch]:
+        """The runs waiting for their DLQ write (ARCHIVING)."""
+        return [b for b in runs((self.start + i, st, self._cnt[i]) for i, st in enumerate(self._st))
+                if b.state == ARCHIVING]
+
+    def complete_archiving(self, first: int, last: int) -> list[StateBatch]:
+        """The DLQ write of ``first..last`` is done (or gave up): ARCHIVING -> ARCHIVED; the runs to persist."""
+        changed = []
+        for off in range(max(first, self.start), min(last + 1, self.end)):
+            i = off - self.start
+            if self._st[i] == ARCHIVING:
+                self._st[i] = ARCHIVED
+                changed.append((off, ARCHIVED, self._cnt[i]))
+        self._advance()
+        return runs(changed)
+
+    def _to_dlq(self, off: int, count: int, cause: str) -> None:
+        out = self.dlq_out
+        if out and out[-1][1] + 1 == off and out[-1][2] == count and out[-1][3] == cause:
+            out[-1] = (out[-1][0], off, count, cause)
+        else:
+            out.append((off, off, count, cause))
 
     def acquired_by(self, member: str) -> int:
         return sum(1 for i, o in enumerate(self._owner) if o == member and self._st[i] == ACQUIRED)
@@ -310,9 +345,15 @@ class SharePartition:
                     states: bytes | bytearray = bytes([ACKNOWLEDGED]) * n
                 elif t == RELEASE:
                     states = cnts.translate(self._release_table())
+                elif t == REJECT and self.dlq:
+                    states = bytes([ARCHIVING]) * n
                 else:                       # REJECT, GAP
                     states = bytes([ARCHIVED]) * n
                 self._st[i0:i1] = states
+                if self.dlq and ARCHIVING in states:
+                    for k in range(n):
+                        if states[k] == ARCHIVING:
+                            self._to_dlq(first + k, cnts[k], CAUSE_REJECT if t == REJECT else CAUSE_LIMIT)
                 self._owner[i0:i1] = [None] * n
                 if states.count(states[0]) == n and cnts.count(cnts[0]) == n:
                     changed.append(StateBatch(first, last, states[0], cnts[0]))
@@ -329,7 +370,10 @@ class SharePartition:
                 if t == ACCEPT:
                     st = ACKNOWLEDGED
                 elif t == RELEASE:
-                    st = ARCHIVED if self._cnt[i] >= lim.delivery_limit else AVAILABLE
+                    st = self._release(i)
+                elif t == REJECT and self.dlq:
+                    st = ARCHIVING
+                    self._to_dlq(first + k, self._cnt[i], CAUSE_REJECT)
                 else:
                     st = ARCHIVED
                 self._st[i] = st
@@ -341,7 +385,8 @@ class SharePartition:
 
     def _release_table(self) -> bytes:
         lim = self.limits.delivery_limit
-        return bytes(ARCHIVED if c >= lim else AVAILABLE for c in range(256))
+        done = ARCHIVING if self.dlq else ARCHIVED
+        return bytes(done if c >= lim else AVAILABLE for c in range(256))
 
     def release_member(self, member: str) -> list[StateBatch]:
         """A member's share session ended (its connection closed, it sent the final epoch, it was replaced
@@ -393,7 +438,11 @@ class SharePartition:
 
     # -- internals -----------------------------------------------------------------------------
     def _release(self, i: int) -> int:
-        st = ARCHIVED if self._cnt[i] >= self.limits.delivery_limit else AVAILABLE
+        st = AVAILABLE
+        if self._cnt[i] >= self.limits.delivery_limit:
+            st = ARCHIVING if self.dlq else ARCHIVED
+            if self.dlq:
+                self._to_dlq(self.start + i, self._cnt[i], CAUSE_LIMIT)
         self._st[i] = st
         self._owner[i] = None
         return st
@@ -422,7 +471,7 @@ class SharePartition:
 
     def _advance(self) -> None:
         st = self._st
-        ends = [i for i in (st.find(AVAILABLE), st.find(ACQUIRED)) if i >= 0]
+        ends = [i for i in (st.find(AVAILABLE), st.find(ACQUIRED), st.find(ARCHIVING)) if i >= 0]
         self._drop(min(ends) if ends else len(st))
 
 

@@ -32,6 +32,7 @@ from kafkalite.coordinator.common.runtime import CoordinatorRuntime
 from kafkalite.coordinator.share import offsets
 from kafkalite.coordinator.share.cluster import ShareClusterLinks, adopt, stale
 from kafkalite.coordinator.share.config import STATE_TOPIC, ShareConfig
+from kafkalite.coordinator.share.dlq import ShareDlqWriter
 from kafkalite.coordinator.share.group import HeartbeatResult, ShareGroupCoordinator
 from kafkalite.coordinator.share.logread import aborted_ranges, read_batches
 from kafkalite.coordinator.share.manager import NoStartOffset, ShareStateManager
@@ -106,6 +107,10 @@ class ShareService(CoordinatorRuntime):
             self.config.group_configs = self._group_configs
         self.groups = ShareGroupCoordinator(self.config, self._topics)
         self.states = ShareStateManager(self.config, self._append)
+        self.dlq = ShareDlqWriter(self)      # the share group dead-letter queue (KIP-1191, dlq.py)
+        if state is not None:
+            self.states.dlq_supported = self._dlq_supported
+            self.states.dlq_sink = self.dlq.submit
         self.sessions = ShareSessionCache(self.config.max_sessions)
         self.coordinator = _Timers(self)
         self.loading = True
@@ -122,6 +127,11 @@ class ShareService(CoordinatorRuntime):
         when the broker has one (IncrementalAlterConfigs on GROUP resources); none otherwise."""
         lookup = getattr(self.state, "group_configs", None)
         return lookup(group_id) if callable(lookup) else {}
+
+    def _dlq_supported(self) -> bool:
+        """share.version 2 is finalized (Kafka's ShareVersion.supportsShareGroupDLQ)."""
+        features = getattr(self.state, "features", None)
+        return features is not None and features.finalized().get("share.version", 0) >= 2
 
     # -- wakeups -------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -157,6 +167,7 @@ class ShareService(CoordinatorRuntime):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(supervise, self.state, "share-coordinator.prune", self._prune_loop)
             nursery.start_soon(supervise, self.state, "share-coordinator.cold-snapshots", self._cold_loop)
+            nursery.start_soon(supervise, self.state, "share-coordinator.dlq", self.dlq.run)
             await supervise(self.state, "share-coordinator.timers", self._timers.run)
 
     def begin_drain(self) -> None:

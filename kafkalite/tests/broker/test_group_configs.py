@@ -29,7 +29,8 @@ SET, DELETE, APPEND = 0, 1, 2
 NAMES = {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "share.session.timeout.ms",
          "share.heartbeat.interval.ms", "share.record.lock.duration.ms", "share.delivery.count.limit",
          "share.partition.max.record.locks", "share.auto.offset.reset", "share.isolation.level",
-         "streams.session.timeout.ms", "streams.heartbeat.interval.ms", "streams.num.standby.replicas"}
+         "streams.session.timeout.ms", "streams.heartbeat.interval.ms", "streams.num.standby.replicas",
+         "errors.deadletterqueue.topic.name", "errors.deadletterqueue.copy.record.enable"}
 BROKER = {"group.consumer.session.timeout.ms": "50000", "group.share.record.lock.duration.ms": "20000",
           "share.coordinator.state.topic.num.partitions": "2"}
 

@@ -5,9 +5,15 @@ from a follower's replica), and the leader of a partition acquires its records f
 assigned, its share-partition state written to ``__share_group_state`` through that partition's leader."""
 from __future__ import annotations
 
+import time
+
 from kafkalite.cluster import Cluster
 from kafkalite.tests.broker.test_cluster import _client, _create, _produce
+from kafkalite.tests.broker.test_configs_protocol import incremental
+from kafkalite.tests.broker.test_protocol import fetch_req, produce_req
 from kafkalite.tests.broker.test_share_handlers import acquired, hb, topic_id
+from kafkalite_storage.batch import batch_records, iter_batches
+from kafkalite_storage.testing import Rec, encode_batch
 from kafkalite_wire.messages import DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest
 from kafkalite_wire.messages import ShareAcknowledgeRequest as AR
 from kafkalite_wire.messages import ShareFetchRequest as FR
@@ -125,3 +131,47 @@ def test_leader_moves_never_redeliver_acknowledged_records() -> None:
             r = c.request(SO(groups=[SO.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=[
                 SO.DescribeShareGroupOffsetsRequestTopic(topic_name="mv", partitions=[0])])]), 1)
             assert r.groups[0].topics[0].partitions[0].start_offset == -1, r
+
+
+def test_dlq_records_go_to_the_dlq_partitions_leader() -> None:
+    """The share group DLQ (KIP-1191) in a cluster: the share-partition's leader writes the DLQ record through the
+    Produce handler of the DLQ partition's leader, another broker here (acks=-1, replicated)."""
+    overrides = {"offsets.topic.num.partitions": "3", "share.coordinator.state.topic.num.partitions": "3",
+                 "kafkalite.share.auto.offset.reset": "earliest"}
+    with Cluster(brokers=3, overrides=overrides) as cluster:
+        _create(cluster, "src", partitions=3)
+        _create(cluster, "dlq.c", partitions=2, configs={"errors.deadletterqueue.group.enable": "true"})
+        parts = cluster.sync.describe()["partitions"]
+        src = {p["partition"]: p["leader"] for p in parts if p["topic"] == "src"}
+        dlq = {p["partition"]: p["leader"] for p in parts if p["topic"] == "dlq.c"}
+        p = next(p for p in range(3) if src[p] != dlq[p % 2])     # a DLQ partition led elsewhere
+        group = "sg-dlq"
+        with _client(cluster, 1) as c:
+            assert incremental(c, group, ("errors.deadletterqueue.topic.name", 0, "dlq.c"), rtype=32) == (0, None)
+        with _client(cluster, src[p]) as c:
+            assert c.request(produce_req("src", encode_batch([Rec(b"v")]), partition=p), 9) \
+                .responses[0].partition_responses[0].error_code == 0
+            tid = topic_id(c, "src")
+        with _client(cluster, 1) as c:
+            hb(c, group, "m0", 0, ["src"])                      # creates __consumer_offsets
+        coord = cluster.coordinator("group", group)
+        with _client(cluster, coord) as c:
+            h = hb(c, group, "m", 0, ["src"])
+            hb(c, group, "m", h.member_epoch)
+        with _client(cluster, src[p]) as c:
+            assert acquired(_fetch(c, group, "m", 0, tid, p)) == [0]
+            r = c.request(FR(group_id=group, member_id="m", share_session_epoch=1, max_wait_ms=0, min_bytes=1,
+                            max_bytes=1 << 20, max_records=100, batch_size=100, topics=[FR.FetchTopic(
+                                topic_id=tid, partitions=[FR.FetchPartition(partition_index=p, acknowledgement_batches=[
+                                    FR.AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=[3])])])]),
+                          1)
+            assert r.responses[0].partitions[0].acknowledge_error_code == 0
+        with _client(cluster, dlq[p % 2]) as c:
+            deadline = time.monotonic() + 20
+            recs: list = []
+            while not recs and time.monotonic() < deadline:
+                data = bytes(c.request(fetch_req("dlq.c", 0, partition=p % 2), 11).responses[0].partitions[0].records
+                             or b"")
+                recs = [r for pos, hdr in iter_batches(data) for r in batch_records(data[pos:pos + hdr.size])]
+                time.sleep(0.05)
+        assert [dict(r.headers)["__dlq.errors.partition"] for r in recs] == [str(p).encode()]

@@ -108,7 +108,7 @@ def test_kafka_4x_updates_are_one_batch(tmp_path: Path) -> None:
 
     with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
         before = finalized(c)
-        assert before == (0, {"group.version": 1, "kraft.version": 1, "metadata.version": 33, "share.version": 1,
+        assert before == (0, {"group.version": 1, "kraft.version": 1, "metadata.version": 33, "share.version": 2,
                               "streams.version": 1, "transaction.version": 2})
         code, msg, results = raw(c, ("share.version", 0, SAFE), ("metadata.version", 31, SAFE))
         assert (code, results) == (IUV, []) and msg is not None and msg == (
@@ -119,5 +119,5 @@ def test_kafka_4x_updates_are_one_batch(tmp_path: Path) -> None:
         assert raw(c, ("share.version", 0, SAFE)) == (0, None, [("share.version", 0)])
         assert finalized(c)[1]["group.version"] == 1
         assert "share.version" not in finalized(c)[1]   # level 0: not finalized, left out
-        assert raw(c, ("share.version", 1, UPGRADE), version=2) == (0, None, [])
+        assert raw(c, ("share.version", 2, UPGRADE), version=2) == (0, None, [])
         assert finalized(c) == (2, before[1])
