@@ -15,7 +15,8 @@ Kafka's checks, in its order:
 - Write: negative partition, leader epoch or state epoch: INVALID_REQUEST; no state:
   INVALID_REQUEST ("Write operation on uninitialized share partition not allowed."); a recorded leader epoch
   above the request's: FENCED_LEADER_EPOCH; a recorded state epoch above: FENCED_STATE_EPOCH; unknown
-  topic-partition. Then a ShareUpdate (the start offset never moves back; the leader epoch stays the recorded
+  topic-partition; kafkalite's own limit last: batches covering more than ``MAX_WRITE_SPAN`` offsets past the
+  start, or one ending before it starts, INVALID_REQUEST. Then a ShareUpdate (the start offset never moves back; the leader epoch stays the recorded
   one) or, once ``updates_per_snapshot`` updates followed the last snapshot, a ShareSnapshot of the merge.
 - Read: negative partition or leader epoch: INVALID_REQUEST; no state: INVALID_REQUEST ("Read operation on
   uninitialized share partition not allowed."); a recorded leader epoch above the request's:
@@ -53,6 +54,11 @@ READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowe
 FENCED_LEADER_EPOCH_MSG = "The leader epoch in the request is older than the epoch on the broker."
 FENCED_STATE_EPOCH_MSG = "The coordinator rejected the request because the state epoch did not match."
 UNKNOWN_TP_MSG = "This server does not host this topic-partition."
+#: kafkalite's limit (Kafka has none): the state is kept per offset, so one write may cover at most this many
+#: offsets at or past the start offset (a share-partition's in-flight window is far smaller: at most
+#: group.share.partition.max.record.locks records are acquired at once)
+MAX_WRITE_SPAN = 100_000
+TOO_WIDE = f"The state batches cover more than {MAX_WRITE_SPAN} offsets, or one ends before it starts."
 
 Records = list[tuple[bytes, bytes | None]]
 
@@ -164,6 +170,11 @@ def write(shard: Shard, key: ShareKey, *, leader_epoch: int, state_epoch: int, s
         return _error(ErrorCode.FENCED_STATE_EPOCH, FENCED_STATE_EPOCH_MSG)
     if not known:
         return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TP_MSG)
+    cut = max(start, cur.start)      # -1: nothing is cut
+    if any(b.last < b.first for b in batches) or sum(
+            b.last - (max(b.first, cut) if cut >= 0 else b.first) + 1
+            for b in batches if cut < 0 or b.last >= cut) > MAX_WRITE_SPAN:
+        return _error(ErrorCode.INVALID_REQUEST, TOO_WIDE)
     return Outcome(records=[_state_record(cur, key, cur.leader_epoch, start, delivery_complete_count, batches, now,
                                           updates_per_snapshot)])
 

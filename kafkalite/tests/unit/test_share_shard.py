@@ -50,6 +50,17 @@ def test_fencing_checks() -> None:
     assert shard.write(sh, KEY, leader_epoch=3, state_epoch=3, **kw).error_code == ErrorCode.FENCED_LEADER_EPOCH
     assert shard.write(sh, KEY, leader_epoch=4, state_epoch=2, **kw).error_code == ErrorCode.FENCED_STATE_EPOCH
     assert shard.write(sh, KEY, leader_epoch=4, state_epoch=3, **kw).error_code == 0
+    # kafkalite's limit: the state is kept per offset
+    wide = {**kw, "batches": [B(10, 10 + shard.MAX_WRITE_SPAN, 2, 1)]}
+    assert shard.write(sh, KEY, leader_epoch=4, state_epoch=3, **wide).error_code == ErrorCode.INVALID_REQUEST
+    assert shard.write(sh, KEY, leader_epoch=4, state_epoch=3, **{**kw, "batches": [B(12, 11, 2, 1)]}) \
+        .error_code == ErrorCode.INVALID_REQUEST
+    below = {**kw, "batches": [B(-(1 << 62), 11, 2, 1)]}   # cut at the start offset (10): 2 offsets
+    assert shard.write(sh, KEY, leader_epoch=4, state_epoch=3, **below).error_code == 0
+    uninit = shard.Shard()
+    for k, v in shard.initialize(uninit, KEY, 0, -1, 1, True).records:    # start -1: nothing is cut
+        uninit.feed(k, v, 0)
+    assert shard.write(uninit, KEY, leader_epoch=0, state_epoch=0, **below).error_code == ErrorCode.INVALID_REQUEST
     for k, v in shard.delete(sh, KEY, True).records:
         sh.feed(k, v, 2)
     assert KEY not in sh.states and KEY not in sh.state_epochs
