@@ -7,8 +7,10 @@ Per share-partition ``group:topicId:partition``, in Kafka's order:
 - then the shard's own checks and records (``shard.py``), appended to the state partition before the answer.
 
 The shard of a state partition (``ShareService.shards``) is the replay of its log, built once in a worker
-thread and then kept up to date by feeding it whatever was appended since (the share-partitions' own writes
-included), so its checks and the records it writes always follow the log. It is built again when the
+thread (on the first state RPC: a broker that never gets one keeps no second copy of its state) and then kept up
+to date by feeding it whatever was appended since (the share-partitions' own writes included; a long tail in a
+worker thread too), under ``ShareService.shard_lock``, so its checks and the records it writes always follow
+the log. It is built again when the
 partition's leader epoch changes (in a ``kafkalite.cluster``, another broker may have written it meanwhile).
 
 Consistency with the broker's share-partitions (``manager.py`` caches each one's state in memory): after a
@@ -65,17 +67,23 @@ def _build(plog: Any, end: int) -> Shard:
     return shard
 
 
+#: a shard this many offsets behind its log catches up in a worker thread first
+THREAD_CATCH_UP = 1000
+
+
 async def _shard(svc: Any, state: Any, part: int) -> Shard | None:
-    """The shard of state partition ``part``, caught up with its log; None if its log is gone."""
-    async with svc.shard_lock:
-        plog = state.get_log(STATE_TOPIC, part)
-        if plog is None:
-            return None
-        epoch = state.leader_epoch_of(STATE_TOPIC, part)
-        have = svc.shards.get(part)
-        if have is None or have[0] != epoch:
-            svc.shards[part] = (epoch, await trio.to_thread.run_sync(_build, plog, plog.log_end_offset))
-        shard: Shard = svc.shards[part][1]
+    """The shard of state partition ``part``, caught up with its log; None if its log is gone. Called holding
+    ``svc.shard_lock`` (no other task feeds a shard meanwhile)."""
+    plog = state.get_log(STATE_TOPIC, part)
+    if plog is None:
+        return None
+    epoch = state.leader_epoch_of(STATE_TOPIC, part)
+    have = svc.shards.get(part)
+    if have is None or have[0] != epoch:
+        svc.shards[part] = (epoch, await trio.to_thread.run_sync(_build, plog, plog.log_end_offset))
+    shard: Shard = svc.shards[part][1]
+    if plog.log_end_offset - shard.fed_to > THREAD_CATCH_UP:
+        await trio.to_thread.run_sync(_feed, shard, plog, plog.log_end_offset)
     plog = state.get_log(STATE_TOPIC, part)
     if plog is None:
         return None
@@ -107,27 +115,30 @@ async def run(state: Any, op: str, keys: Sequence[ShareKey], operation: Operatio
         else:
             by_part.setdefault(part, []).append(key)
     for part, todo in by_part.items():
-        shard = await _shard(svc, state, part)
-        for key in todo:
-            _, err = _route(state, key, op)         # leadership may have moved while the shard was built
-            if shard is None or err is not None:
-                out[key] = (err or Outcome(ErrorCode.NOT_COORDINATOR, f"Unable to {op}: {NOT_COORDINATOR_MSG}"),
-                            None)
-                continue
-            # no await from here to the append: check-then-write as one step
-            outcome, extra = operation(shard, key, _known(state, key.topic_id, key.partition), svc.now_ms())
-            if outcome.records:
-                try:
-                    svc._append(part, outcome.records)
-                except E.AppendError as exc:
-                    out[key] = (Outcome(exc.code, f"Unable to {op}: {exc}"), None)
-                    continue
-                plog = state.get_log(STATE_TOPIC, part)
-                if plog is not None:
-                    _feed(shard, plog, plog.log_end_offset)
-                _reload_share_partition(svc, key, shard)
-            out[key] = (outcome, extra)
+        async with svc.shard_lock:
+            shard = await _shard(svc, state, part)
+            for key in todo:
+                out[key] = _one(svc, state, op, part, shard, key, operation)
     return out
+
+
+def _one(svc: Any, state: Any, op: str, part: int, shard: Shard | None, key: ShareKey, operation: Operation[T]
+         ) -> tuple[Outcome, T | None]:
+    """One share-partition at its shard: check, append, feed back (no await: one step)."""
+    _, err = _route(state, key, op)         # leadership may have moved while the shard was built
+    if shard is None or err is not None:
+        return err or Outcome(ErrorCode.NOT_COORDINATOR, f"Unable to {op}: {NOT_COORDINATOR_MSG}"), None
+    outcome, extra = operation(shard, key, _known(state, key.topic_id, key.partition), svc.now_ms())
+    if outcome.records:
+        try:
+            svc._append(part, outcome.records)
+        except E.AppendError as exc:
+            return Outcome(exc.code, f"Unable to {op}: {exc}"), None
+        plog = state.get_log(STATE_TOPIC, part)
+        if plog is not None:
+            _feed(shard, plog, plog.log_end_offset)
+        _reload_share_partition(svc, key, shard)
+    return outcome, extra
 
 
 def _reload_share_partition(svc: Any, key: ShareKey, shard: Shard) -> None:

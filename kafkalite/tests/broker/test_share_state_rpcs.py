@@ -8,6 +8,9 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
+
+from kafkalite.coordinator.share import coordinator_state
 from kafkalite.embedded import Broker
 from kafkalite.tests.broker.test_group_handlers import create_topic
 from kafkalite.tests.broker.test_protocol import produce_req
@@ -164,9 +167,13 @@ def test_initialize_write_read_delete_as_kafkas_share_coordinator(tmp_path) -> N
         assert _read(c, "g", tid, 1)[0] == ErrorCode.INVALID_REQUEST
 
 
-def test_a_share_partition_reloads_when_its_state_changes_under_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("thread_catch_up", [1000, 0], ids=["inline-tail", "thread-tail"])
+def test_a_share_partition_reloads_when_its_state_changes_under_it(tmp_path, monkeypatch,  # type: ignore[no-untyped-def]
+                                                                   thread_catch_up: int) -> None:
     """The broker's share-partition caches its state; a raw Initialize (as AlterShareGroupOffsets) or Write makes
-    it start again from the coordinator's state, and what it acknowledged before is kept."""
+    it start again from the coordinator's state, and what it acknowledged before is kept. (thread-tail: the
+    coordinator's view catches up with the share-partition's own writes in a worker thread.)"""
+    monkeypatch.setattr(coordinator_state, "THREAD_CATCH_UP", thread_catch_up)
     with Broker(data_dir=tmp_path, overrides=SHARE) as b, RawClient(b.host, b.port) as c:
         create_topic(c, "rl", 1)
         tid = topic_id(c, "rl")
