@@ -414,6 +414,92 @@ def add_share_cases(add: Callable[..., None], topic: str, with_topic: Callable[[
     add("read_share_group_state_summary_empty_group_id", m.ReadShareGroupStateSummaryRequest,
         lambda v, ctx: summary(ctx, "", [0]), offsets_set("rss-emptyid"), doc="an empty group id: an empty answer")
 
+    # Initialize/Read/Write/DeleteShareGroupState (83-86): the share coordinator's state RPCs, on a share-partition
+    # of a group of their own ("<case group>-raw"; __share_group_state exists once an offset was set)
+    SI, SR, SW, SD = (m.InitializeShareGroupStateRequest, m.ReadShareGroupStateRequest,
+                      m.WriteShareGroupStateRequest, m.DeleteShareGroupStateRequest)
+
+    def s_init(ctx: Ctx, state_epoch: int, start: int, partitions: tuple[int, ...] = (0,)) -> Any:
+        return SI(group_id=ctx["group"], topics=[SI.InitializeStateData(topic_id=topic_id(ctx), partitions=[
+            SI.PartitionData(partition=p, state_epoch=state_epoch, start_offset=start) for p in partitions])])
+
+    def s_read(ctx: Ctx, leader_epoch: int = 0, partitions: tuple[int, ...] = (0,)) -> Any:
+        return SR(group_id=ctx["group"], topics=[SR.ReadStateData(topic_id=topic_id(ctx), partitions=[
+            SR.PartitionData(partition=p, leader_epoch=leader_epoch) for p in partitions])])
+
+    def s_write(ctx: Ctx, state_epoch: int, leader_epoch: int = 0, start: int = -1,
+                batches: tuple[tuple[int, int, int, int], ...] = (), partition: int = 0) -> Any:
+        return SW(group_id=ctx["group"], topics=[SW.WriteStateData(topic_id=topic_id(ctx), partitions=[
+            SW.PartitionData(partition=partition, state_epoch=state_epoch, leader_epoch=leader_epoch,
+                             start_offset=start, delivery_complete_count=-1, state_batches=[
+                                 SW.StateBatch(first_offset=a, last_offset=b, delivery_state=st, delivery_count=n)
+                                 for a, b, st, n in batches])])])
+
+    def s_delete(ctx: Ctx, partitions: tuple[int, ...] = (0,)) -> Any:
+        return SD(group_id=ctx["group"], topics=[SD.DeleteStateData(topic_id=topic_id(ctx), partitions=[
+            SD.PartitionData(partition=p) for p in partitions])])
+
+    def raw_state(name: str, *steps: Callable[[Ctx], tuple[Any, int]]) -> Callable[[WireConn, Ctx], None]:
+        """A group of its own, then ``steps`` (request, version) sent in order; each must succeed."""
+        base = offsets_set(name)
+
+        def setup(conn: WireConn, ctx: Ctx) -> None:
+            base(conn, ctx)
+            ctx["group"] = f"{ctx['group']}-raw"
+            for step in steps:
+                req, version = step(ctx)
+                r = conn.request(req, version)
+                codes = [p.error_code for t in r.results for p in t.partitions]
+                if not codes or any(codes):
+                    raise RuntimeError(f"setup: {type(req).__name__} {ctx['group']}: {r}")
+        return setup
+
+    def init_at(state_epoch: int, start: int) -> Callable[[Ctx], tuple[Any, int]]:
+        return lambda ctx: (s_init(ctx, state_epoch, start), 0)
+
+    add("initialize_share_group_state", m.InitializeShareGroupStateRequest, lambda v, ctx: s_init(ctx, 1, 4),
+        raw_state("isgs-new"), doc="a share-partition without state: a snapshot at state epoch 1, start 4")
+    add("initialize_share_group_state_errors", m.InitializeShareGroupStateRequest,
+        lambda v, ctx: s_init(ctx, 0, 0, (5, -1)), raw_state("isgs-errors"),
+        doc="an unknown partition (UNKNOWN_TOPIC_OR_PARTITION) and a negative one (INVALID_REQUEST)")
+    add("initialize_share_group_state_fenced", m.InitializeShareGroupStateRequest, lambda v, ctx: s_init(ctx, 2, 0),
+        raw_state("isgs-fenced", init_at(3, 0)), doc="a state epoch below the recorded one: FENCED_STATE_EPOCH")
+    add("initialize_share_group_state_empty_group_id", m.InitializeShareGroupStateRequest,
+        lambda v, ctx: SI(group_id="", topics=[SI.InitializeStateData(topic_id=topic_id(ctx), partitions=[
+            SI.PartitionData(partition=0, state_epoch=0, start_offset=0)])]), raw_state("isgs-emptyid"),
+        doc="an empty group id: an empty answer")
+    add("read_share_group_state", m.ReadShareGroupStateRequest, lambda v, ctx: s_read(ctx),
+        raw_state("rsgs", init_at(1, 2), lambda ctx: (s_write(ctx, 1, batches=((2, 4, 2, 1), (3, 6, 0, 2))), 1)),
+        doc="after Initialize and a Write of overlapping batches (the higher delivery count wins)")
+    add("read_share_group_state_uninitialized", m.ReadShareGroupStateRequest, lambda v, ctx: s_read(ctx),
+        raw_state("rsgs-none"), doc="a share-partition without state: INVALID_REQUEST")
+    add("read_share_group_state_new_leader_epoch", m.ReadShareGroupStateRequest, lambda v, ctx: s_read(ctx, 2),
+        raw_state("rsgs-epoch", init_at(0, 0), lambda ctx: (s_read(ctx, 5), 0)),
+        doc="a leader epoch below the one a read recorded: FENCED_LEADER_EPOCH")
+    add("read_share_group_state_errors", m.ReadShareGroupStateRequest, lambda v, ctx: s_read(ctx, 0, (5, -1)),
+        raw_state("rsgs-errors"), doc="an unknown partition and a negative one")
+    add("write_share_group_state", m.WriteShareGroupStateRequest,
+        lambda v, ctx: s_write(ctx, 1, start=3, batches=((3, 5, 2, 1),)), raw_state("wsgs", init_at(1, 0)),
+        doc="state batches at the recorded state epoch")
+    add("write_share_group_state_uninitialized", m.WriteShareGroupStateRequest, lambda v, ctx: s_write(ctx, 0),
+        raw_state("wsgs-none"), doc="a write before Initialize: INVALID_REQUEST")
+    add("write_share_group_state_fenced_state_epoch", m.WriteShareGroupStateRequest,
+        lambda v, ctx: s_write(ctx, 1), raw_state("wsgs-se", init_at(2, 0)), doc="FENCED_STATE_EPOCH")
+    add("write_share_group_state_fenced_leader_epoch", m.WriteShareGroupStateRequest,
+        lambda v, ctx: s_write(ctx, 0, leader_epoch=1), raw_state("wsgs-le", init_at(0, 0),
+                                                                  lambda ctx: (s_read(ctx, 4), 0)),
+        doc="a leader epoch below the one a read recorded: FENCED_LEADER_EPOCH")
+    add("write_share_group_state_negative_epoch", m.WriteShareGroupStateRequest,
+        lambda v, ctx: s_write(ctx, 0, leader_epoch=-1), raw_state("wsgs-neg", init_at(0, 0)),
+        doc="a negative leader epoch: INVALID_REQUEST")
+    add("write_share_group_state_unknown_partition", m.WriteShareGroupStateRequest,
+        lambda v, ctx: s_write(ctx, 0, partition=5), raw_state("wsgs-unknown"),
+        doc="a partition the topic does not have (no state either: INVALID_REQUEST comes first)")
+    add("delete_share_group_state", m.DeleteShareGroupStateRequest, lambda v, ctx: s_delete(ctx),
+        raw_state("dsgs", init_at(0, 0)), doc="a share-partition with state: a tombstone")
+    add("delete_share_group_state_no_state", m.DeleteShareGroupStateRequest, lambda v, ctx: s_delete(ctx, (0, 5, -1)),
+        raw_state("dsgs-none"), doc="no state (nothing to do), an unknown partition and a negative one")
+
 def add_streams_cases(add: Callable[..., None], topic: str, with_topic: Callable[[WireConn, Ctx], None]) -> None:
     # KIP-1071 streams groups: a one-subtopology topology reading ``topic`` (1 partition) with a changelog topic
     SGH, SGD = m.StreamsGroupHeartbeatRequest, m.StreamsGroupDescribeRequest

@@ -71,6 +71,10 @@ INDEX: dict[int, tuple[str, int, int]] = {
     77: ("share_group_describe", 0, 1),  # ShareGroupDescribe
     78: ("share_fetch", 0, 2),  # ShareFetch
     79: ("share_acknowledge", 0, 2),  # ShareAcknowledge
+    83: ("initialize_share_group_state", 0, 0),  # InitializeShareGroupState
+    84: ("read_share_group_state", 0, 0),  # ReadShareGroupState
+    85: ("write_share_group_state", 0, 1),  # WriteShareGroupState
+    86: ("delete_share_group_state", 0, 0),  # DeleteShareGroupState
     87: ("read_share_group_state_summary", 0, 1),  # ReadShareGroupStateSummary
     88: ("streams_group_heartbeat", 0, 1),  # StreamsGroupHeartbeat
     89: ("streams_group_describe", 0, 1),  # StreamsGroupDescribe

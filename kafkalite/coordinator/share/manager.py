@@ -73,6 +73,7 @@ class _Meta:
     create_ts: int = 0
     updates: int = 0
     last_write: int = 0
+    leader_epoch: int = 0           # as the coordinator recorded it (ReadShareGroupState may move it)
 
 
 class ShareStateManager:
@@ -129,7 +130,8 @@ class ShareStateManager:
             ps = self.persisted.get(key)
             meta = _Meta()
             if ps is not None:
-                meta = _Meta(ps.state_epoch, ps.snapshot_epoch, ps.create_ts, ps.updates)
+                meta = _Meta(ps.state_epoch, ps.snapshot_epoch, ps.create_ts, ps.updates,
+                             leader_epoch=ps.leader_epoch)
             if ps is not None and ps.start >= 0:
                 sp = SharePartition(ps.start, ps.batches(), settings.limits, self.dlq_on(settings))
                 fresh = False
@@ -258,12 +260,27 @@ class ShareStateManager:
         if meta is None:
             meta = _Meta(ps.state_epoch, ps.snapshot_epoch, ps.create_ts) if ps is not None else _Meta(create_ts=now)
         meta.state_epoch += 1
+        meta.leader_epoch = 0                     # as Kafka's InitializeShareGroupState writes it
         sp = SharePartition(max(offset, 0), (), self.settings(key.group).limits)
         sp.start = offset
         self.meta[key] = meta
         self._snapshot(key, sp, now)
         self.parts.pop(key, None)
         self.persisted[key] = PersistedState(offset, meta.state_epoch, meta.snapshot_epoch, 0, meta.create_ts)
+
+    def reload(self, key: ShareKey, ps: PersistedState | None) -> None:
+        """The coordinator's state of ``key`` changed under the share-partition (a raw InitializeShareGroupState,
+        WriteShareGroupState, DeleteShareGroupState, or a ReadShareGroupState at a new leader epoch: see
+        ``coordinator_state.py``): forget what is cached and initialise from ``ps`` (None: no state) at the
+        next use, as Kafka's SharePartition does when its write is fenced."""
+        self.parts.pop(key, None)
+        self.meta.pop(key, None)
+        if ps is None:
+            self.persisted.pop(key, None)
+            self.snapshot_offsets.pop(key, None)
+        else:
+            self.persisted[key] = ps
+            self.snapshot_offsets[key] = ps.snapshot_offset
 
     def delete(self, key: ShareKey) -> None:
         """DeleteShareGroupOffsets / a deleted group or topic: tombstones for both record types. Raises
@@ -321,7 +338,7 @@ class ShareStateManager:
         if meta.updates >= max(self.config.updates_per_snapshot, 1):
             self._snapshot(key, sp, now)
             return
-        value = ShareValue(False, max(meta.snapshot_epoch, 0), 0, sp.start, changed,
+        value = ShareValue(False, max(meta.snapshot_epoch, 0), meta.leader_epoch, sp.start, changed,
                            delivery_complete_count=sp.delivery_complete_count())
         self._append(key, [(encode_key(UPDATE, key), encode_value(value))])
         meta.updates += 1
@@ -337,7 +354,7 @@ class ShareStateManager:
     def _snapshot(self, key: ShareKey, sp: SharePartition, now: int, cold: bool = False) -> None:
         meta = self.meta[key]
         epoch = meta.snapshot_epoch + 1
-        value = ShareValue(True, epoch, 0, sp.start, sp.persisted_batches(), meta.state_epoch,
+        value = ShareValue(True, epoch, meta.leader_epoch, sp.start, sp.persisted_batches(), meta.state_epoch,
                            meta.create_ts or now, now, sp.delivery_complete_count())
         offset = self._append(key, [(encode_key(SNAPSHOT, key), encode_value(value))], cold)
         self.snapshot_offsets[key] = offset if offset is not None else -1

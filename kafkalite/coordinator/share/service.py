@@ -121,6 +121,9 @@ class ShareService(CoordinatorRuntime):
         self.cluster = ShareClusterLinks.of(state)   # in a kafkalite.cluster (see ``cluster.py``)
         self.adopted: dict[ShareKey, int] = {}       # cluster: share-partition -> leader epoch it was adopted at
         self.adopt_lock = trio.Lock()
+        # the share coordinator's view of each __share_group_state partition: (leader epoch, Shard)
+        self.shards: dict[int, tuple[int, Any]] = {}
+        self.shard_lock = trio.Lock()
 
     def _group_configs(self, group_id: str) -> Mapping[str, str]:
         """The group's configs (``share.*``) from the broker's group config store, ``state.group_configs(id)``,

@@ -57,13 +57,17 @@ class StateReplay:
                 return
             rtype, k = decoded
             if value is None:
-                self.states.pop(k, None)
+                self.forget(k)
                 return
             v = decode_value(rtype, value)
         except (RecordDecodeError, ValueError):
             self.skipped += 1
             return
         self.replay(rtype == SNAPSHOT, k, v, offset)
+
+    def forget(self, k: ShareKey) -> None:
+        """A tombstone: the share-partition's state is gone."""
+        self.states.pop(k, None)
 
     def replay(self, snapshot: bool, k: ShareKey, v: ShareValue, offset: int = -1) -> None:
         if snapshot:

@@ -16,7 +16,7 @@ from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 NOT_SERVED = {
     # 27 WriteTxnMarkers: served (Admin.abortTransaction)
     64: None, 80: None, 81: None, 94: None,   # KRaft registration and voters
-    83: None, 84: None, 85: None, 86: None,   # share group state: broker to share coordinator (87 served)
+    # 83-87 the share coordinator's state RPCs: served
 }
 
 

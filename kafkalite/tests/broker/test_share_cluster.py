@@ -175,3 +175,45 @@ def test_dlq_records_go_to_the_dlq_partitions_leader() -> None:
                 recs = [r for pos, hdr in iter_batches(data) for r in batch_records(data[pos:pos + hdr.size])]
                 time.sleep(0.05)
         assert [dict(r.headers)["__dlq.errors.partition"] for r in recs] == [str(p).encode()]
+
+
+def test_state_rpcs_at_the_share_coordinator_reach_the_partition_leader() -> None:
+    """InitializeShareGroupState / ReadShareGroupState are answered by the leader of the key's
+    ``__share_group_state`` partition only (NOT_COORDINATOR elsewhere); a new state epoch there makes the
+    share-partition at the topic-partition's leader (another broker, maybe) start again from it."""
+    from kafkalite.coordinator.share.records import ShareKey, partition_for
+    from kafkalite.tests.broker.test_share_state_rpcs import _init, _read
+
+    overrides = {"offsets.topic.num.partitions": "3", "share.coordinator.state.topic.num.partitions": "3",
+                 "kafkalite.share.auto.offset.reset": "earliest"}
+    with Cluster(brokers=3, overrides=overrides) as cluster:
+        _create(cluster, "rpc", partitions=1)
+        leader = cluster.runtime.leader_of("rpc", 0)
+        group = "sg-rpc"
+        with _client(cluster, leader) as c:
+            _produce(c, "rpc", [b"r%d" % i for i in range(4)], acks=-1)
+            tid = topic_id(c, "rpc")
+        with _client(cluster, 1) as c:
+            hb(c, group, "m0", 0, ["rpc"])                     # creates __consumer_offsets
+        coord = cluster.coordinator("group", group)
+        with _client(cluster, coord) as c:
+            h = hb(c, group, "m1", 0, ["rpc"])
+            assert h.error_code == 0, h.error_message
+        with _client(cluster, leader) as c:
+            assert acquired(_fetch(c, group, "m1", 0, tid, 0)) == [0, 1, 2, 3]
+        state_leader = cluster.runtime.leader_of("__share_group_state", partition_for(ShareKey(group, tid, 0), 3))
+        for n in (1, 2, 3):
+            if n != state_leader:
+                with _client(cluster, n) as c:
+                    assert _init(c, group, tid, {0: (1, 2)}) == {0: NOT_COORDINATOR}
+        with _client(cluster, state_leader) as c:
+            # the records the closed connection's session had acquired were released (delivery count 1)
+            assert _read(c, group, tid, 0) == (0, 0, 0, [(0, 3, 0, 1)])
+            assert _init(c, group, tid, {0: (1, 2)}) == {0: 0}
+            assert _read(c, group, tid, 0) == (0, 1, 2, [])
+        with _client(cluster, leader) as c:
+            assert acquired(_fetch(c, group, "m1", 0, tid, 0)) == [2, 3]
+            a = _ack(c, group, "m1", 1, tid, 2, 3)
+            assert a.responses[0].partitions[0].error_code == 0
+        with _client(cluster, state_leader) as c:
+            assert _read(c, group, tid, 0)[:3] == (0, 1, 4)
