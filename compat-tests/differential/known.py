@@ -29,9 +29,6 @@ KNOWN: list[tuple[str, str, str]] = [
      r"(, |$| \(\+\d+ more\)$))+",
      "APIs kafkalite does not serve: broker-to-broker and KRaft ones (UnregisterBroker 64, "
      "Add/RemoveRaftVoter 80-81, UnregisterController 94)"),
-    ("api_versions.*", r"^(finalized|supported)_features: only Kafka has name (eligible\.leader\.replicas\.version"
-     r")+$",
-     "features kafkalite does not implement: eligible.leader.replicas.version (KIP-966)"),
     ("api_versions.*", r"^finalized_features_epoch",
      "the finalized features' epoch is the metadata offset that set them: a per-cluster value"),
     # topic configs (CreateTopics v5+ and DescribeConfigs)
