@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-FEATURE = "eligible.leader.replicas.version"
 NO_LEADER = -1
 NO_CHANGE = -2
 

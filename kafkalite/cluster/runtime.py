@@ -38,6 +38,7 @@ from kafkalite.errors import describe
 from kafkalite.faults.control import ClusterOpError as ClusterOpError  # (re-exported: the fault tools' seam)
 from kafkalite.metadata import MetadataRoom, PartitionState
 from kafkalite.metadata import partitions as placement
+from kafkalite.metadata.elr_configs import elr_on
 from kafkalite.server.serve import serve
 from kafkalite_wire.errors import ErrorCode
 
@@ -476,7 +477,7 @@ class ClusterRuntime:
     def elr_enabled(self) -> bool:
         """``eligible.leader.replicas.version`` is finalized at 1 or more (the cluster's shared feature levels)."""
         st = next((n.state for n in self.nodes.values() if n.state is not None), None)
-        return st is not None and st.features.levels.get(elr.FEATURE, 0) >= 1
+        return st is not None and elr_on(st)
 
     def effective_min_isr(self, tp: tuple[str, int], ps: PartitionState, state: Any = None) -> int:
         st = state if state is not None else self.state_of(ps.leader)

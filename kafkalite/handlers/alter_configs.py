@@ -20,6 +20,7 @@ from kafkalite.config.describe import (
     validate_topic_configs,
 )
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata import elr_configs
 from kafkalite.metadata.group_configs import GROUP_RESOURCE, alter_group
 from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
@@ -52,6 +53,8 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
         elif r.resource_type == BROKER_RESOURCE:
             values = {c.name: c.value for c in r.configs if c.value is not None}
             code, msg = check_broker_configs(state, r.resource_name, values)
+            if code == ErrorCode.NONE:   # the cluster-level min.insync.replicas ELR relies on (KIP-966)
+                code, msg = elr_configs.alter_error(state, r.resource_name, values) or (code, msg)
             if code == ErrorCode.NONE and not req.validate_only:
                 state.configs.set(r.resource_name, values)
         elif r.resource_type == GROUP_RESOURCE:

@@ -24,6 +24,7 @@ from kafkalite.config.describe import (
     validate_topic_configs,
 )
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata import elr_configs
 from kafkalite.metadata.group_configs import GROUP_RESOURCE, alter_group
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
@@ -95,6 +96,8 @@ async def incremental_alter_configs(ctx: RequestContext,
             code, msg = _apply(current, list(r.configs), {k: effective.get_str(k) for k in BROKER_LIST_CONFIGS})
             if code == ErrorCode.NONE:
                 code, msg = check_broker_configs(state, r.resource_name, current)
+                if code == ErrorCode.NONE:   # the cluster-level min.insync.replicas ELR relies on (KIP-966)
+                    code, msg = elr_configs.alter_error(state, r.resource_name, current) or (code, msg)
                 if code == ErrorCode.NONE and not req.validate_only:
                     state.configs.set(r.resource_name, current)
         elif r.resource_type == BROKER_LOGGER_RESOURCE:
