@@ -25,7 +25,7 @@ def _describe(bootstrap: str, topic: str) -> dict[str, str]:
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     for line in p.stdout.splitlines():
-        fields = dict((k.strip(), v.strip()) for k, _, v in (f.partition(":") for f in line.split("\t") if ":" in f))
+        fields = {k.strip(): v.strip() for k, _, v in (f.partition(":") for f in line.split("\t") if ":" in f)}
         if fields.get("Partition") == "0":
             return fields
     raise AssertionError(f"no partition line in {p.stdout!r}")

@@ -40,8 +40,7 @@ from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN, SCHEMA_REGISTRY_LISTEN
 from kafkalite.errors import ConfigError, StartupError
 from kafkalite.handlers.registry import check_index
-from kafkalite.metadata import MetadataRoom
-from kafkalite.metadata import elr_configs
+from kafkalite.metadata import MetadataRoom, elr_configs
 from kafkalite.runtime import loopwatch
 from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.security import listeners as security_listeners
