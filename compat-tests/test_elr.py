@@ -1,8 +1,8 @@
 """Eligible leader replicas (KIP-966) seen through Kafka 4.4's own admin tool: ``kafka-topics.sh --describe``
 (TopicCommand, the Java 4.4 Admin's describeTopics over DescribeTopicPartitions) prints each partition's Elr and
 LastKnownElr. A broker of three stops while the ISR is at min.insync.replicas: it becomes an eligible leader
-replica, the high watermark holds while the ISR is below min ISR, and once it is back in the ISR the ELR is
-empty again.
+replica and the high watermark holds while the ISR is below min ISR; lowering the topic's min.insync.replicas
+clears its ELR and lets the record commit; the broker comes back into the ISR.
 
 On kafkalite's in-process cluster (``cluster_control``), or with KAFKALITE_COMPAT_BROKER=kafka on Kafka 4.4's
 3-node KRaft cluster (combined broker+controller nodes: only one node may stop, the quorum needs two)."""
@@ -37,7 +37,7 @@ def _ids(text: str) -> set[int]:
 
 def test_a_broker_stopped_at_min_isr_becomes_an_eligible_leader_replica(cluster_control) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
     ctl = cluster_control
     reason = reference.missing()
@@ -81,7 +81,15 @@ def test_a_broker_stopped_at_min_isr_becomes_an_eligible_leader_replica(cluster_
     produce("1", [b"c"])                                     # taken by the leader, not committed: ISR 2 < 3
     assert high_watermark() == 2
 
+    # a new min.insync.replicas clears the topic's ELR; with the ISR at the new minimum the record commits
+    res = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("min.insync.replicas", "2", incremental_operation=AlterConfigOpType.SET)])
+    adm.incremental_alter_configs([res])[res].result(30)
+    _wait(lambda: _ids(_describe(bs, topic)["Elr"]) == set(), "the ELR cleared", interval=0.5)
+    _wait(lambda: high_watermark() == 3, "the high watermark past the record")
+
     ctl.start_broker(victim)
     _wait(lambda: _ids((d := _describe(bs, topic))["Isr"]) == set(ctl.node_ids()) and _ids(d["Elr"]) == set(),
           f"broker {victim} back in the ISR, the ELR empty", interval=0.5)
-    _wait(lambda: high_watermark() == 3, "the high watermark past the record")
+    produce("all", [b"d"])
+    assert high_watermark() == 4

@@ -89,7 +89,10 @@ async def incremental_alter_configs(ctx: RequestContext,
                     if why is not None:
                         code, msg = ErrorCode.INVALID_CONFIG, why
                     elif not req.validate_only:
+                        min_isr = info.config.get(elr_configs.MIN_ISR)
                         state.topics.set_config(r.resource_name, updated)
+                        if updated.get(elr_configs.MIN_ISR) != min_isr:
+                            elr_configs.min_isr_altered(state, r.resource_name)
         elif r.resource_type == BROKER_RESOURCE:
             current = dict(state.configs.by_resource.get(r.resource_name, {}))
             effective = state.configs.effective()
@@ -100,6 +103,8 @@ async def incremental_alter_configs(ctx: RequestContext,
                     code, msg = elr_configs.alter_error(state, r.resource_name, current) or (code, msg)
                 if code == ErrorCode.NONE and not req.validate_only:
                     state.configs.set(r.resource_name, current)
+                    if any(c.name == elr_configs.MIN_ISR for c in r.configs):
+                        elr_configs.min_isr_altered(state, None)
         elif r.resource_type == BROKER_LOGGER_RESOURCE:
             code, msg = loggers.node_id_error(r.resource_name, state.node_id, describing=False)
             if code == ErrorCode.NONE:

@@ -10,7 +10,10 @@ while ``eligible.leader.replicas.version`` is at 1 or more Kafka 4.4's controlle
   setting as DYNAMIC_DEFAULT_BROKER_CONFIG, for brokers and as every topic's default;
 - refuses, with INVALID_CONFIG, to remove the cluster-level setting ("Cluster-level min.insync.replicas cannot
   be removed while ELR is enabled.") or to set it on one broker ("Broker-level min.insync.replicas cannot be
-  altered while ELR is enabled.").
+  altered while ELR is enabled.");
+- clears the eligible leader replicas and the last-known ELR of a topic whose min.insync.replicas changes, and of
+  every topic when the cluster-level one is set (``createClearElrRecordsAsNeeded``: an ELR is eligible only
+  under the min ISR it was recorded with). ``min_isr_altered`` does it here.
 
 kafkalite has no format step: a broker starting (``ensure_cluster_min_isr`` from the server) or UpdateFeatures
 turning ELR on does what the controller does when it activates. The settings live in the metadata room's
@@ -77,3 +80,16 @@ def alter_error(state: BrokerState, resource: str, new: Mapping[str, str]) -> tu
     if resource != "" and MIN_ISR in new:
         return ErrorCode.INVALID_CONFIG, BROKER_LEVEL
     return None
+
+
+def min_isr_altered(state: BrokerState, topic: str | None) -> None:
+    """min.insync.replicas was set on ``topic`` (None: on a BROKER resource): with ELR on, the topic's (every
+    topic's) partitions lose their ELR and last-known ELR (Kafka's ClearElrRecord)."""
+    if not elr_on(state):
+        return
+    for (name, _p), ps in state.metadata.partitions.items():
+        if topic is None or name == topic:
+            if ps.elr or ps.last_known_elr:
+                log.info("%s-%d: ELR %s and last-known ELR %s cleared (min.insync.replicas changed)", name, _p,
+                         ps.elr, ps.last_known_elr)
+            ps.elr, ps.last_known_elr = [], []

@@ -157,3 +157,30 @@ def test_brokers_stopped_below_min_isr(cluster: Cluster) -> None:
     logs = {n: cluster.runtime.nodes[n].state.get_log("elr", 0) for n in (1, 2, 3)}
     assert {n: lg.log_end_offset for n, lg in logs.items()} == {1: 3, 2: 3, 3: 3}
     assert logs[1].read_bytes(0, 1 << 20) == logs[2].read_bytes(0, 1 << 20)
+
+
+def test_changing_min_isr_clears_the_elr(cluster: Cluster) -> None:
+    """An ELR is eligible only under the min ISR it was recorded with: a topic's new min.insync.replicas clears
+    its ELR (Kafka's ClearElrRecord), and the high watermark moves again once the ISR meets the new minimum."""
+    from kafkalite_wire.messages import IncrementalAlterConfigsRequest as I
+
+    T = CreateTopicsRequest
+    with _client(cluster, 1) as c:
+        resp = c.request(T(topics=[T.CreatableTopic(
+            name="mi", num_partitions=1, replication_factor=3, assignments=[],
+            configs=[T.CreatableTopicConfig(name="min.insync.replicas", value="3")])], timeout_ms=10_000), 5)
+        assert resp.topics[0].error_code == 0
+        assert _produce(c, "mi", [b"a"], acks=-1).error_code == 0
+    cluster.sync.stop_broker(3)
+    p = _part(cluster, "mi")
+    assert (p["isr"], p["elr"]) == ([1, 2], [3])
+    with _client(cluster, 1) as c:
+        assert _produce(c, "mi", [b"b"], acks=1).error_code == 0
+        assert _high_watermark(c, "mi") == 1
+        r = c.request(I(resources=[I.AlterConfigsResource(resource_type=2, resource_name="mi", configs=[
+            I.AlterableConfig(name="min.insync.replicas", config_operation=0, value="2")])], validate_only=False), 1)
+        assert r.responses[0].error_code == 0
+        p = _part(cluster, "mi")
+        assert (p["isr"], p["elr"], p["last_known_elr"]) == ([1, 2], [], [])
+        assert _produce(c, "mi", [b"c"], acks=-1).error_code == 0
+        assert _high_watermark(c, "mi") == 3
