@@ -94,7 +94,8 @@ def test_create_partitions_assignments_java(broker, get_client) -> None:
 # the offset of the metadata image the levels were read from (it grows, e.g. with the controller's no-op records).
 FEATURES_KAFKALITE = {"metadata.version": ((7, 33), (33, 33)), "kraft.version": ((0, 1), (1, 1)),
                       "group.version": ((0, 1), (1, 1)), "share.version": ((0, 2), (2, 2)),
-                      "streams.version": ((0, 1), (1, 1)), "transaction.version": ((0, 2), (2, 2))}
+                      "streams.version": ((0, 1), (1, 1)), "transaction.version": ((0, 2), (2, 2)),
+                      "eligible.leader.replicas.version": ((0, 1), (1, 1))}
 FEATURES_4_4 = {"metadata.version": ((7, 33), (33, 33)), "kraft.version": ((0, 1), (1, 1)),
                 "group.version": ((0, 1), (1, 1)), "share.version": ((0, 2), (2, 2)),
                 "streams.version": ((0, 1), (1, 1)), "transaction.version": ((0, 2), (2, 2)),

@@ -111,6 +111,21 @@ def add_cases(add: Callable[..., None]) -> None:
     add("incremental_alter_configs_broker_static", m.IncrementalAlterConfigsRequest,
         lambda v, ctx: incremental(ctx, 4, "1", ("num.partitions", SET, "3"), validate_only=True),
         doc="a broker setting that cannot change at run time (validate_only)")
+    # eligible leader replicas on (KIP-966): min.insync.replicas is cluster-level (kafkalite.metadata.elr_configs)
+    add("incremental_alter_configs_cluster_min_isr_delete", m.IncrementalAlterConfigsRequest,
+        lambda v, ctx: incremental(ctx, 4, "", ("min.insync.replicas", DELETE, None), validate_only=True),
+        doc="removing the cluster-level min.insync.replicas while ELR is on: INVALID_CONFIG")
+    add("incremental_alter_configs_broker_min_isr", m.IncrementalAlterConfigsRequest,
+        lambda v, ctx: incremental(ctx, 4, "1", ("min.insync.replicas", SET, "1"), validate_only=True),
+        doc="one broker's min.insync.replicas while ELR is on: INVALID_CONFIG")
+    add("alter_configs_cluster_min_isr_removed", m.AlterConfigsRequest,
+        lambda v, ctx: legacy(ctx, 4, "", {"log.retention.ms": "604800000"}, True),
+        doc="legacy AlterConfigs replaces the cluster's dynamic settings: one without min.insync.replicas")
+    add("describe_configs_cluster_min_isr", m.DescribeConfigsRequest,
+        lambda v, ctx: m.DescribeConfigsRequest(resources=[m.DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=4, resource_name="", configuration_keys=["min.insync.replicas"])],
+            include_synonyms=v >= 1, include_documentation=False),
+        doc="the cluster-level min.insync.replicas the ELR bootstrap wrote: DYNAMIC_DEFAULT_BROKER_CONFIG")
 
     # broker loggers (KIP-412): resource type 8, Kafka's answers and messages (kafkalite.loggers); the root level
     # is set first so both sides hold the same one (the reference runs with root at ERROR)

@@ -29,17 +29,8 @@ KNOWN: list[tuple[str, str, str]] = [
      r"(, |$| \(\+\d+ more\)$))+",
      "APIs kafkalite does not serve: broker-to-broker and KRaft ones (UnregisterBroker 64, "
      "Add/RemoveRaftVoter 80-81, UnregisterController 94)"),
-    ("api_versions.*", r"^(finalized|supported)_features: only Kafka has name (eligible\.leader\.replicas\.version"
-     r")+$",
-     "features kafkalite does not implement: eligible.leader.replicas.version (KIP-966)"),
     ("api_versions.*", r"^finalized_features_epoch",
      "the finalized features' epoch is the metadata offset that set them: a per-cluster value"),
-    # topic configs (CreateTopics v5+ and DescribeConfigs)
-    ("create_topics_ok|create_topics_validate_only|describe_configs_.*",
-     r"min\.insync\.replicas\]\.(config_source|synonyms)",
-     "Kafka 4.x's format writes a cluster-level min.insync.replicas when eligible leader replicas are on "
-     "(KIP-966): DYNAMIC_DEFAULT_BROKER_CONFIG there; kafkalite does not emulate ELR (one node: nothing to "
-     "elect), so the setting stays DEFAULT_CONFIG"),
     # groups
     ("share_group_heartbeat_join", r"^assignment\.topic_partitions: 1 items != 0 items$",
      "Kafka assigns a share partition only once its share-partition state is initialised: the first heartbeat "

@@ -176,7 +176,8 @@ class Cluster(LoopOwner):
         brokers = [{"node_id": nid, "host": node.address()[0], "port": node.address()[1], "up": node.up}
                    for nid, node in sorted(rt.nodes.items())]
         partitions = [{"topic": t, "partition": p, "leader": ps.leader, "leader_epoch": ps.leader_epoch,
-                       "replicas": list(ps.replicas), "isr": list(ps.isr), "high_watermark": ps.high_watermark,
+                       "replicas": list(ps.replicas), "isr": list(ps.isr), "elr": list(ps.elr),
+                       "last_known_elr": list(ps.last_known_elr), "high_watermark": ps.high_watermark,
                        "internal": t in placement.INTERNAL}
                       for (t, p), ps in sorted(rt.meta.partitions.items())]
         return {"cluster_id": rt.cluster_id, "brokers": brokers, "partitions": partitions}

@@ -13,7 +13,10 @@ and leader epoch (what Kafka's controller keeps in its metadata log). The runtim
 - a follower that has not caught up with the leader's log end for ``replica.lag.time.max.ms`` leaves the ISR
   (``_isr_checker``), and rejoins once it reaches the high watermark;
 - leadership moves only to a live ISR member and bumps the leader epoch; the new leader starts the epoch at
-  its log end (Kafka's leader-epoch cache), and followers truncate to the epoch boundary before fetching.
+  its log end (Kafka's leader-epoch cache), and followers truncate to the epoch boundary before fetching;
+- with ``eligible.leader.replicas.version`` finalized at 1 (KIP-966), ISR and leader changes follow Kafka 4.4's
+  partition-change rule (``kafkalite.cluster.elr``: eligible leader replicas, last-known ELR, election from
+  the ELR, an empty ISR), and the high watermark advances only while the ISR holds min.insync.replicas.
 
 Everything runs on the one trio thread; handlers reach the runtime as ``state.cluster``.
 """
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kafkalite.cluster import coordinators, replication
+from kafkalite.cluster import coordinators, elr, replication
 from kafkalite.cluster.views import ClusterPlacement
 from kafkalite.config.addresses import parse_address
 from kafkalite.config.broker import BrokerConfig
@@ -35,6 +38,7 @@ from kafkalite.errors import describe
 from kafkalite.faults.control import ClusterOpError as ClusterOpError  # (re-exported: the fault tools' seam)
 from kafkalite.metadata import MetadataRoom, PartitionState
 from kafkalite.metadata import partitions as placement
+from kafkalite.metadata.elr_configs import elr_on
 from kafkalite.server.serve import serve
 from kafkalite_wire.errors import ErrorCode
 
@@ -252,7 +256,11 @@ class ClusterRuntime:
             plog = st.logs.get_log(*tp)
             if plog is not None:
                 plog.hw_limit = ps.high_watermark
-            if ps.leader < 0 and nid in ps.isr:   # the last ISR member is back: it leads again
+            if ps.leader < 0 and self.elr_enabled():   # a leaderless partition: elect (ISR, ELR, last leader)
+                self.change_partition(tp, ps.isr, reason=f"broker {nid} is back")
+                if ps.leader != nid:
+                    self.ensure_follower(node, tp)
+            elif ps.leader < 0 and nid in ps.isr:   # the last ISR member is back: it leads again
                 self.elect(tp, nid, "the last in-sync replica came back")
             elif ps.leader != nid:
                 self.ensure_follower(node, tp)
@@ -307,7 +315,12 @@ class ClusterRuntime:
         """Controlled shutdown: followers catch up, leadership moves to another ISR member, the broker leaves
         every ISR, then its server drains and closes storage (its listener refuses connections)."""
         nid = node.node_id
-        if move:
+        if move and self.elr_enabled():   # Kafka's controlled shutdown: out of every ISR, leaders elected
+            for tp, ps in list(self.meta.partitions.items()):
+                if nid in ps.isr:
+                    self.change_partition(tp, [r for r in ps.isr if r != nid], removing=nid,
+                                          reason=f"broker {nid} is stopping")
+        elif move:
             for tp, ps in list(self.meta.partitions.items()):
                 if nid not in ps.replicas:
                     continue
@@ -460,8 +473,47 @@ class ClusterRuntime:
         self.update_hw(tp)
         self.signal(tp)
 
+    # -- eligible leader replicas (KIP-966) ------------------------------------------------------------
+    def elr_enabled(self) -> bool:
+        """``eligible.leader.replicas.version`` is finalized at 1 or more (the cluster's shared feature levels)."""
+        st = next((n.state for n in self.nodes.values() if n.state is not None), None)
+        return st is not None and elr_on(st)
+
+    def effective_min_isr(self, tp: tuple[str, int], ps: PartitionState, state: Any = None) -> int:
+        st = state if state is not None else self.state_of(ps.leader)
+        if st is None:
+            st = next((n.state for n in self.nodes.values() if n.state is not None), None)
+        if st is None:
+            return 1
+        return elr.effective_min_isr(self.min_insync(st, tp[0]), ps.replicas)
+
+    def change_partition(self, tp: tuple[str, int], target_isr: list[int], *, removing: int | None = None,
+                         reason: str) -> None:
+        """Apply the controller's partition-change rule (``kafkalite.cluster.elr``) for a wanted ISR; ``removing``:
+        a broker shutting down, which may not lead."""
+        ps = self.meta.partitions[tp]
+        ch = elr.partition_change(
+            replicas=ps.replicas, isr=ps.isr, leader=ps.leader, elr=ps.elr, last_known_elr=ps.last_known_elr,
+            target_isr=[r for r in ps.replicas if r in target_isr], min_isr=self.effective_min_isr(tp, ps),
+            acceptable=lambda r: r != removing and self.live(r), elr_enabled=True)
+        if ch.isr != ps.isr or ch.elr != ps.elr or ch.last_known_elr != ps.last_known_elr:
+            log.info("%s-%d: ISR %s -> %s, ELR %s -> %s, last-known ELR %s -> %s (%s)", *tp, ps.isr, ch.isr,
+                     ps.elr, ch.elr, ps.last_known_elr, ch.last_known_elr, reason)
+        ps.isr, ps.elr, ps.last_known_elr = ch.isr, ch.elr, ch.last_known_elr
+        if ch.leader_changed:
+            how = " (unclean: the last known leader)" if ch.unclean else ""
+            self.elect(tp, ch.leader, reason + how)
+        else:
+            self.update_hw(tp)
+            self.signal(tp)
+
     def set_isr_now(self, tp: tuple[str, int], isr: list[int], *, hold: bool) -> None:
         ps = self.meta.partitions[tp]
+        if self.elr_enabled():
+            if hold:
+                self.held_out[tp] = set(ps.replicas) - set(isr)
+            self.change_partition(tp, isr, reason="ISR change")
+            return
         removed = set(ps.isr) - set(isr)
         ps.isr = [r for r in ps.replicas if r in isr]
         if hold:
@@ -480,6 +532,9 @@ class ClusterRuntime:
         llog = st.logs.get_log(*tp)
         if llog is None:
             return
+        if len(ps.isr) < len(ps.replicas) and self.elr_enabled() and \
+                len(ps.isr) < self.effective_min_isr(tp, ps, st):
+            return   # under min ISR the high watermark holds (Kafka 4.4's Partition.maybeIncrementLeaderHW)
         hw = llog.log_end_offset
         for r in ps.isr:
             if r == ps.leader:
@@ -511,6 +566,9 @@ class ClusterRuntime:
             self.caught_up[(tp, node_id)] = trio.current_time()
         if node_id in ps.isr:
             self.update_hw(tp)
+        elif node_id not in self.held_out.get(tp, ()) and follower_leo >= max(ps.high_watermark, 0) and \
+                follower_leo >= leader_leo and self.elr_enabled():
+            self.change_partition(tp, [*ps.isr, node_id], reason=f"broker {node_id} caught up")
         elif node_id not in self.held_out.get(tp, ()) and follower_leo >= max(ps.high_watermark, 0) and \
                 follower_leo >= leader_leo:
             ps.isr = [r for r in ps.replicas if r in ps.isr or r == node_id]

@@ -140,6 +140,10 @@ class ClusterPlacement:
     def partitions(self, topic: str, stop: int, start: int = 0) -> list[tuple[int, int, list[int], list[int], list[int]]]:
         return [partition(self.state, topic, p) for p in range(start, stop)]
 
+    def eligible_leaders(self, topic: str, p: int) -> tuple[list[int], list[int]]:
+        ps = self.rt.meta.partitions.get((topic, p))
+        return (list(ps.elr), list(ps.last_known_elr)) if ps is not None else ([], [])
+
     def brokers(self, listener: str | None) -> list[tuple[int, str, int]]:
         return brokers(self.state, listener)
 

@@ -33,8 +33,11 @@ BROKER_TO_TOPIC = {
 #: for tests; listed by DescribeConfigs only when set
 INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
 
-# broker settings AlterConfigs may change at runtime (Kafka's DynamicLogConfig: those behind topic defaults)
+# broker settings AlterConfigs may change at runtime (Kafka's DynamicLogConfig: those behind topic defaults;
+# min.insync.replicas has the topic config's own name, and with eligible leader replicas on it is cluster-level
+# only: kafkalite.metadata.elr_configs)
 DYNAMIC_BROKER_CONFIGS = frozenset(BROKER_TO_TOPIC) | {
     "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms", "log.roll.hours",
+    "min.insync.replicas",
     # Kafka 4.4's group coordinator reconfigures these (GroupCoordinatorConfig.RECONFIGURABLE_CONFIGS; KIP-1191)
     "errors.deadletterqueue.auto.create.topics.enable", "errors.deadletterqueue.topic.name.prefix"}

@@ -20,6 +20,7 @@ from kafkalite.config.describe import (
     validate_topic_configs,
 )
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata import elr_configs
 from kafkalite.metadata.group_configs import GROUP_RESOURCE, alter_group
 from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
@@ -48,12 +49,19 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
                 if why is not None:
                     code, msg = ErrorCode.INVALID_CONFIG, why
                 elif not req.validate_only:
+                    min_isr = state.topics[r.resource_name].config.get(elr_configs.MIN_ISR)
                     state.topics.set_config(r.resource_name, overrides)
+                    if overrides.get(elr_configs.MIN_ISR) != min_isr:
+                        elr_configs.min_isr_altered(state, r.resource_name)
         elif r.resource_type == BROKER_RESOURCE:
             values = {c.name: c.value for c in r.configs if c.value is not None}
             code, msg = check_broker_configs(state, r.resource_name, values)
+            if code == ErrorCode.NONE:   # the cluster-level min.insync.replicas ELR relies on (KIP-966)
+                code, msg = elr_configs.alter_error(state, r.resource_name, values) or (code, msg)
             if code == ErrorCode.NONE and not req.validate_only:
                 state.configs.set(r.resource_name, values)
+                if elr_configs.MIN_ISR in values:   # Kafka writes every key again: each one is a change
+                    elr_configs.min_isr_altered(state, None)
         elif r.resource_type == GROUP_RESOURCE:
             code, msg = alter_group(state, r.resource_name, {c.name: c.value for c in r.configs if c.value is not None},
                                     req.validate_only)

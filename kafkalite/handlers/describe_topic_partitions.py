@@ -7,7 +7,8 @@ else falls back to Metadata.
   Cursor resumes there.
 - Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION (no partitions). Never auto-creates.
 - One broker: leader = replicas = ISR = this node, at the log's leader epoch; ELR lists empty (not null:
-  Java 3.9's Admin dereferences them).
+  Java 3.9's Admin dereferences them). A cluster: EligibleLeaderReplicas and LastKnownElr as its controller
+  keeps them (KIP-966, ``kafkalite.cluster.elr``); Metadata reports neither.
 - Authorization: DESCRIBE on each topic: named ones answer TOPIC_AUTHORIZATION_FAILED, a listing of all topics
   leaves them out; topic_authorized_operations are the principal's.
 """
@@ -56,11 +57,15 @@ async def describe_topic_partitions(ctx: RequestContext,
             break
         last = min(info.partitions, first + budget)
         P = R.DescribeTopicPartitionsResponsePartition
-        parts = [P(error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
-                   leader_id=leader, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=isr,
-                   eligible_leader_replicas=[], last_known_elr=[], offline_replicas=offline)
-                 for p, (leader, epoch, replicas, isr, offline)
-                 in enumerate(state.placement.partitions(name, last, first), start=first)]
+        elr_of = state.placement.eligible_leaders
+        parts = []
+        for p, (leader, epoch, replicas, isr, offline) in enumerate(state.placement.partitions(name, last, first),
+                                                                    start=first):
+            elr, last_known = elr_of(name, p)
+            parts.append(P(error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                           partition_index=p, leader_id=leader, leader_epoch=epoch, replica_nodes=replicas,
+                           isr_nodes=isr, eligible_leader_replicas=elr, last_known_elr=last_known,
+                           offline_replicas=offline))
         budget -= len(parts)
         topics.append(R.DescribeTopicPartitionsResponseTopic(
             error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id, is_internal=info.internal,

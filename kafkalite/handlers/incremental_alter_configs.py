@@ -24,6 +24,7 @@ from kafkalite.config.describe import (
     validate_topic_configs,
 )
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata import elr_configs
 from kafkalite.metadata.group_configs import GROUP_RESOURCE, alter_group
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
@@ -88,15 +89,22 @@ async def incremental_alter_configs(ctx: RequestContext,
                     if why is not None:
                         code, msg = ErrorCode.INVALID_CONFIG, why
                     elif not req.validate_only:
+                        min_isr = info.config.get(elr_configs.MIN_ISR)
                         state.topics.set_config(r.resource_name, updated)
+                        if updated.get(elr_configs.MIN_ISR) != min_isr:
+                            elr_configs.min_isr_altered(state, r.resource_name)
         elif r.resource_type == BROKER_RESOURCE:
             current = dict(state.configs.by_resource.get(r.resource_name, {}))
             effective = state.configs.effective()
             code, msg = _apply(current, list(r.configs), {k: effective.get_str(k) for k in BROKER_LIST_CONFIGS})
             if code == ErrorCode.NONE:
                 code, msg = check_broker_configs(state, r.resource_name, current)
+                if code == ErrorCode.NONE:   # the cluster-level min.insync.replicas ELR relies on (KIP-966)
+                    code, msg = elr_configs.alter_error(state, r.resource_name, current) or (code, msg)
                 if code == ErrorCode.NONE and not req.validate_only:
                     state.configs.set(r.resource_name, current)
+                    if any(c.name == elr_configs.MIN_ISR for c in r.configs):
+                        elr_configs.min_isr_altered(state, None)
         elif r.resource_type == BROKER_LOGGER_RESOURCE:
             code, msg = loggers.node_id_error(r.resource_name, state.node_id, describing=False)
             if code == ErrorCode.NONE:

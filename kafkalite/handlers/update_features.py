@@ -21,6 +21,7 @@ from __future__ import annotations
 from kafkalite import authz
 from kafkalite.config.releases import config_release
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata import elr_configs
 from kafkalite.metadata.features import UPGRADE
 from kafkalite.runtime.slices import Slices
 from kafkalite_wire.errors import ErrorCode
@@ -61,5 +62,6 @@ async def update_features(ctx: RequestContext, req: UpdateFeaturesRequest) -> Up
             results.append(_Result(feature=u.feature, error_code=ErrorCode.INVALID_UPDATE_VERSION, error_message=why))
     if changes and not (ctx.version >= 1 and req.validate_only):
         await levels.apply(changes)
+        elr_configs.ensure_cluster_min_isr(state)   # ELR turned on: the cluster-level min ISR it relies on
     return UpdateFeaturesResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
                                   results=results if ctx.version < 2 else [])

@@ -82,13 +82,16 @@ class TopicInfo:
 class PartitionState:
     """One partition's place in a cluster (Kafka's PartitionRegistration): ``replicas`` in preference order
     (the first is the preferred leader), the in-sync replicas, the current leader (-1: none alive in the ISR)
-    and its epoch, bumped at every leader change so fenced leaders and stale fetches can be told apart."""
+    and its epoch, bumped at every leader change so fenced leaders and stale fetches can be told apart; with
+    eligible leader replicas on (KIP-966, ``kafkalite.cluster.elr``) the ELR and the last-known ELR."""
 
     replicas: list[int]
     isr: list[int]
     leader: int
     leader_epoch: int = 0
     high_watermark: int = 0
+    elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
 
 
 class MetadataRoom:

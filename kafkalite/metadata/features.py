@@ -28,8 +28,9 @@ for the cluster (``FinalizedFeatures``; 0 = not finalized). Kafka 3.9 builds the
   ``kafkalite.coordinator.share.dlq``; at level 1 a group's DLQ is off), ``transaction.version`` 0-2 finalized at 2 (KIP-890 part 2: the Java client 4.x then bumps the epoch
   with every EndTxn v5 and adds partitions by Produce v12 / TxnOffsetCommit v5; other clients keep the
   classic flow, which level 2 still serves; ``kafkalite.coordinator.txn``), ``streams.version`` 0-1 finalized at
-  1 (KIP-1071 streams groups, ``kafkalite.coordinator.streams``). Left out (:data:`NOT_IMPLEMENTED`):
-  ``eligible.leader.replicas.version`` (KIP-966).
+  1 (KIP-1071 streams groups, ``kafkalite.coordinator.streams``), ``eligible.leader.replicas.version`` 0-1
+  finalized at 1 (KIP-966: a cluster's partition changes follow ``kafkalite.cluster.elr``; one broker has no
+  other replica to elect). :data:`NOT_IMPLEMENTED` caps a feature kafkalite does not implement (none now).
 
 librdkafka 2.0.2 (kcat 1.7.1) reads these tagged fields correctly (compat-tests/test_admin_surface.py
 runs kcat against them). What it cannot read is a tagged field written out while it holds its default (librdkafka
@@ -66,6 +67,7 @@ class Feature:
 
 
 FINALIZED_EPOCH = 0
+ELR_FEATURE = "eligible.leader.replicas.version"   # KIP-966 (kafkalite.cluster.elr, kafkalite.metadata.elr_configs)
 
 #: emulation profile (kafkalite.config.releases; None = no cap, kafkalite presents itself as 3.9) -> features
 FEATURES: dict[str | None, tuple[Feature, ...]] = {
@@ -75,7 +77,7 @@ FEATURES: dict[str | None, tuple[Feature, ...]] = {
             Feature("kraft.version", 0, 1, 1)),
 }
 #: feature -> the highest level kafkalite implements of the features a captured 4.x release reports (0: none)
-NOT_IMPLEMENTED = {"eligible.leader.replicas.version": 0}
+NOT_IMPLEMENTED: dict[str, int] = {}
 
 
 def _captured(release: str) -> tuple[Feature, ...]:

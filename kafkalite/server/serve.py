@@ -40,7 +40,7 @@ from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN, SCHEMA_REGISTRY_LISTEN
 from kafkalite.errors import ConfigError, StartupError
 from kafkalite.handlers.registry import check_index
-from kafkalite.metadata import MetadataRoom
+from kafkalite.metadata import MetadataRoom, elr_configs
 from kafkalite.runtime import loopwatch
 from kafkalite.runtime.gcpolicy import freeze_long_lived
 from kafkalite.security import listeners as security_listeners
@@ -482,6 +482,8 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
     state.internal_request = functools.partial(internal_request, state)
     if attach is not None:
         attach(state)
+    # eligible leader replicas on (KIP-966): the cluster-level min.insync.replicas Kafka's bootstrap writes
+    elr_configs.ensure_cluster_min_isr(state)
     try:   # TLS contexts and SASL settings per listener (reads key stores): a bad one is a config error
         state.listener_security = security_listeners.build_all(config, state.scram, state.tokens)
     except BaseException:

@@ -27,14 +27,20 @@ class DynamicConfigs:
         self.by_resource: dict[str, dict[str, str]] = state.metadata.dynamic_broker_configs
         #: this broker's view: the cluster default ("") with its own ("<node id>") on top
         self.overrides: dict[str, str] = state.metadata.merged_dynamic(state.node_id)
+        self._effective: BrokerConfig | None = None   # built (and validated) once per change of the overrides
         #: what a topic's overrides apply over
         self.default_log_config: LogConfig = self._default_log_config()
 
     def effective(self, dynamic: Mapping[str, str] | None = None) -> BrokerConfig:
-        """Static settings with the dynamic ones (AlterConfigs on BROKER resources) on top."""
-        dyn = self.overrides if dynamic is None else dynamic
+        """Static settings with the dynamic ones (AlterConfigs on BROKER resources) on top (this broker's own:
+        kept until they change, since with eligible leader replicas on there is always one, the cluster-level
+        min.insync.replicas, and produce paths ask)."""
         config = self._state.config
-        return config.with_overrides(dyn) if dyn else config
+        if dynamic is None:
+            if self._effective is None:
+                self._effective = config.with_overrides(self.overrides) if self.overrides else config
+            return self._effective
+        return config.with_overrides(dynamic) if dynamic else config
 
     def _default_log_config(self, config: BrokerConfig | None = None) -> LogConfig:
         cfg = self.effective() if config is None else config
@@ -83,6 +89,7 @@ class DynamicConfigs:
         """The shared dynamic settings changed: recompute this broker's view and its loaded logs' configs."""
         st = self._state
         self.overrides = st.metadata.merged_dynamic(st.node_id)
+        self._effective = None
         self.default_log_config = self._default_log_config()
         for (topic, _p), plog in st.logs.loaded_logs():   # logs loaded later take the topic manager's config_for
             info = st.topics.get(topic)

@@ -8,8 +8,8 @@
 Users' configs are their SCRAM credentials (``SCRAM-SHA-256=[iterations=8192,password=P]``), handled by
 :mod:`kafkalite.tools.scram`.
 
---describe shows the configs set on the resource (a topic's overrides; a broker's dynamic settings), as
-kafka-configs does; ``--all`` shows every config with its value and source (DEFAULT_CONFIG,
+--describe shows the configs set on the resource itself (a topic's overrides; a broker's own dynamic settings;
+the broker defaults), as kafka-configs does; ``--all`` shows every config with its value and source (DEFAULT_CONFIG,
 STATIC_BROKER_CONFIG, DYNAMIC_TOPIC_CONFIG, ...). --alter uses IncrementalAlterConfigs: --add-config sets,
 --delete-config removes (back to the default); the broker validates every value (INVALID_CONFIG, or
 UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist) and applies all or nothing per resource.
@@ -48,7 +48,9 @@ from kafkalite_wire.errors import ErrorCode
 SOURCE_NAMES = {0: "UNKNOWN_CONFIG", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                 3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
                 6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "DYNAMIC_CLIENT_METRICS_CONFIG", 8: "DYNAMIC_GROUP_CONFIG"}
-DYNAMIC_SOURCES = {1, 2, 3, 8}
+#: what --describe shows without --all: the resource's own dynamic settings (kafka-configs' ConfigCommand filters
+#: each resource type to its one source: a topic's overrides, not the broker defaults under them)
+OWN_SOURCE = {"topic": 1, "broker": 2, "broker-defaults": 3, "group": 8}
 GROUP_RESOURCE = 32     # ConfigResource.Type.GROUP in Kafka's protocol
 BROKER_RESOURCE = 4
 
@@ -137,7 +139,8 @@ def _run(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(f"Completed updating config for {label}.\n")
         return 0
-    shown = [e for e in entries if args.all or e["source_id"] in DYNAMIC_SOURCES]
+    own = OWN_SOURCE["broker-defaults" if kind == "broker" and not name else kind]
+    shown = [e for e in entries if args.all or e["source_id"] == own]
     for e in shown:
         del e["source_id"]
     emit(args, shown, ["NAME", "VALUE", "SOURCE", "READ-ONLY", "SENSITIVE"],

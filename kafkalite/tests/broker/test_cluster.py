@@ -158,9 +158,10 @@ def _last_offset(records: object) -> int:
 
 def test_high_watermark_follows_the_isr_and_min_insync(cluster: Cluster) -> None:
     """A follower whose disk fails holds the high watermark back: consumers see nothing the ISR does not all
-    hold; with it out of the ISR the records become visible, and acks=all below min.insync.replicas is
-    refused before anything is appended."""
-    _create(cluster, "hw", configs={"min.insync.replicas": "3"})
+    hold; with it out of the ISR the records become visible. acks=all below min.insync.replicas is refused
+    before anything is appended, and below it the high watermark holds (Kafka 4.4, eligible leader replicas
+    on: test_cluster_elr.py)."""
+    _create(cluster, "hw", configs={"min.insync.replicas": "2"})
     with fs.faults() as inj, _client(cluster, 1) as c:
         assert _produce(c, "hw", [b"a", b"b", b"c"], acks=-1).error_code == 0   # every replica has 0-2
         inj.fail(op="write", path_contains="broker-2/hw-0", errno=5)
@@ -170,15 +171,22 @@ def test_high_watermark_follows_the_isr_and_min_insync(cluster: Cluster) -> None
         cluster.sync.set_isr("hw", 0, [1, 3])
         _wait(lambda: _fetch(c, "hw").responses[0].partitions[0].high_watermark == 4, "the new high watermark")
         assert _last_offset(_fetch(c, "hw").responses[0].partitions[0].records) == 3
+        cluster.sync.set_isr("hw", 0, [1])
         refused = _produce(c, "hw", [b"e"], acks=-1)
         assert refused.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
         assert cluster.runtime.nodes[1].state.get_log("hw", 0).log_end_offset == 4   # nothing appended
         assert _produce(c, "hw", [b"e"], acks=1).error_code == 0
+        assert _fetch(c, "hw").responses[0].partitions[0].high_watermark == 4    # under min ISR: held
         inj.clear()
     cluster.sync.set_isr("hw", 0, [1, 2, 3])
     _wait(lambda: cluster.runtime.nodes[2].state.get_log("hw", 0).log_end_offset == 5, "broker 2 caught up")
+    _wait(lambda: _part_hw(cluster, "hw") == 5, "the high watermark past the ISR's return")
     tasks = cluster.runtime.nodes[2].state.supervisor.tasks
     assert tasks["replica-fetcher:hw-0"].failures >= 1      # the failure stayed in that partition's task
+
+
+def _part_hw(cluster: Cluster, topic: str) -> int:
+    return int(next(p["high_watermark"] for p in cluster.sync.describe()["partitions"] if p["topic"] == topic))
 
 
 def test_lagging_follower_leaves_the_isr_and_rejoins() -> None:

@@ -119,7 +119,10 @@ def test_broker_resource(c: RawClient, broker: Broker) -> None:
     assert (seg.value, seg.config_source, seg.read_only, seg.is_sensitive) == ("5000000", 4, False, False)
     assert b["num.partitions"].config_source == 5 and b["num.partitions"].read_only
     assert b["log.retention.ms"].value is None and b["log.retention.hours"].value == "100"
-    assert configs(c, "", rtype=BROKER) == {}   # "": only the cluster-wide dynamic defaults (none yet)
+    # "": only the cluster-wide dynamic defaults: the min.insync.replicas eligible leader replicas rely on, as
+    # Kafka 4.4 writes it at bootstrap (kafkalite.metadata.elr_configs)
+    cluster = configs(c, "", rtype=BROKER)
+    assert {n: (e.value, e.config_source) for n, e in cluster.items()} == {"min.insync.replicas": ("1", 3)}
     v0 = configs(c, "1", rtype=BROKER, version=0)
     assert v0["num.partitions"].is_default and not v0["log.segment.bytes"].is_default
     assert describe(c, "7", rtype=BROKER).error_code != 0

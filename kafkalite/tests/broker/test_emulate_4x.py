@@ -43,10 +43,10 @@ def test_4x_profiles_advertise_what_kafka_does(release: str) -> None:
     mv = 30 if release == "4.3" else 33
     share = 1 if release == "4.3" else 2   # 4.4: the share group DLQ (KIP-1191)
     assert finalized == {"metadata.version": mv, "kraft.version": 1, "group.version": 1, "share.version": share,
-                         "transaction.version": 2, "streams.version": 1}
+                         "transaction.version": 2, "streams.version": 1, "eligible.leader.replicas.version": 1}
     assert {f.name: (f.min_version, f.max_version) for f in resp.supported_features} == {
         "metadata.version": (7, mv), "kraft.version": (0, 1), "group.version": (0, 1), "share.version": (0, share),
-        "transaction.version": (0, 2), "streams.version": (0, 1)}
+        "transaction.version": (0, 2), "streams.version": (0, 1), "eligible.leader.replicas.version": (0, 1)}
     assert resp.finalized_features_epoch == FINALIZED_EPOCH
     # v3: the features whose supported minimum is 0 are left out (KAFKA-17492)
     v3 = _api_versions(release, 3)

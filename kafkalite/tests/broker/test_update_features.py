@@ -109,7 +109,8 @@ def test_kafka_4x_updates_are_one_batch(tmp_path: Path) -> None:
     with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
         before = finalized(c)
         assert before == (0, {"group.version": 1, "kraft.version": 1, "metadata.version": 33, "share.version": 2,
-                              "streams.version": 1, "transaction.version": 2})
+                              "streams.version": 1, "transaction.version": 2,
+                              "eligible.leader.replicas.version": 1})
         code, msg, results = raw(c, ("share.version", 0, SAFE), ("metadata.version", 31, SAFE))
         assert (code, results) == (IUV, []) and msg is not None and msg == (
             "The update failed for all features since the following feature had an error: "
