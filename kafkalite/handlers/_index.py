@@ -61,6 +61,7 @@ INDEX: dict[int, tuple[str, int, int]] = {
     57: ("update_features", 0, 2),  # UpdateFeatures
     60: ("describe_cluster", 0, 2),  # DescribeCluster
     61: ("describe_producers", 0, 0),  # DescribeProducers
+    64: ("kraft_control", 0, 0),  # UnregisterBroker
     65: ("describe_transactions", 0, 0),  # DescribeTransactions
     66: ("list_transactions", 0, 2),  # ListTransactions
     68: ("consumer_group_heartbeat", 0, 1),  # ConsumerGroupHeartbeat

@@ -1,0 +1,82 @@
+"""The KRaft controller APIs a Kafka 4.x broker forwards (``kafkalite/handlers/kraft_control.py``), over the wire,
+with the answers Kafka 4.4 gave the same requests (one node formatted ``--standalone``; the harness's three-node
+cluster): UnregisterBroker 64, UnregisterController 94, AddRaftVoter 80, RemoveRaftVoter 81."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkalite.cluster import Cluster
+from kafkalite.embedded import Broker
+from kafkalite.tests.support.rawclient import RawClient
+from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire.messages import (
+    ApiVersionsRequest,
+    DescribeClusterRequest,
+    MetadataRequest,
+    UnregisterBrokerRequest,
+)
+
+STANDARD = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+
+
+def unregister_broker(c: RawClient, broker_id: int) -> tuple[int, str | None]:
+    r = c.request(UnregisterBrokerRequest(broker_id=broker_id), 0)
+    return r.error_code, r.error_message
+
+
+def test_advertised_as_kafka_44() -> None:
+    with Broker(emulate_kafka="4.4") as b, RawClient(b.host, b.port) as c:
+        keys = {k.api_key: (k.min_version, k.max_version) for k in c.request(
+            ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4).api_keys}
+    assert keys[64] == (0, 0)
+
+
+def test_unregister_broker_one_node() -> None:
+    with Broker() as b, RawClient(b.host, b.port) as c:
+        for bid in (2, 99, -1):
+            assert unregister_broker(c, bid) == (ErrorCode.BROKER_ID_NOT_REGISTERED,
+                                                 f"Broker ID {bid} is not currently registered")
+        # the running broker: NONE as Kafka, and it stays registered (kafkalite's note: it re-registers at once)
+        assert unregister_broker(c, 1) == (0, "")
+        md = c.request(MetadataRequest(topics=[]), 12)
+        assert [x.node_id for x in md.brokers] == [1]
+        assert unregister_broker(c, 1) == (0, "")
+
+
+def test_unregister_broker_needs_cluster_alter(tmp_path: Path) -> None:
+    with Broker(data_dir=tmp_path, overrides=STANDARD) as b, RawClient(b.host, b.port) as c:
+        assert unregister_broker(c, 7) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+    with Broker(data_dir=tmp_path, overrides={**STANDARD, "super.users": "User:ANONYMOUS"}) as b, \
+            RawClient(b.host, b.port) as c:
+        assert unregister_broker(c, 7)[0] == ErrorCode.BROKER_ID_NOT_REGISTERED
+
+
+@pytest.fixture
+def cluster():
+    with Cluster(brokers=3) as c:
+        yield c
+
+
+def _fenced(c: RawClient) -> list[tuple[int, bool]]:
+    r = c.request(DescribeClusterRequest(include_cluster_authorized_operations=False, include_fenced_brokers=True), 2)
+    return [(x.broker_id, x.is_fenced) for x in r.brokers]
+
+
+def test_unregister_stopped_broker_in_cluster(cluster: Cluster) -> None:
+    cluster.sync.stop_broker(3)
+    host, port = cluster.addresses()[1]
+    with RawClient(host, port) as c:
+        assert _fenced(c) == [(1, False), (2, False), (3, True)]   # stopped: still registered, fenced
+        assert unregister_broker(c, 3) == (0, "")
+        assert _fenced(c) == [(1, False), (2, False)]
+        assert unregister_broker(c, 3) == (ErrorCode.BROKER_ID_NOT_REGISTERED,
+                                           "Broker ID 3 is not currently registered")
+    with RawClient(*cluster.addresses()[2]) as c:   # every broker of the cluster sees it alike
+        assert unregister_broker(c, 3)[0] == ErrorCode.BROKER_ID_NOT_REGISTERED
+        assert unregister_broker(c, 42) == (ErrorCode.BROKER_ID_NOT_REGISTERED,
+                                            "Broker ID 42 is not currently registered")
+    cluster.sync.start_broker(3)   # a broker that starts registers again
+    with RawClient(host, port) as c:
+        assert _fenced(c) == [(1, False), (2, False), (3, False)]
