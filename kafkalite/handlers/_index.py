@@ -83,4 +83,5 @@ INDEX: dict[int, tuple[str, int, int]] = {
     91: ("alter_share_group_offsets", 0, 0),  # AlterShareGroupOffsets
     92: ("delete_share_group_offsets", 0, 0),  # DeleteShareGroupOffsets
     93: ("streams_group_topology_description_update", 0, 0),  # StreamsGroupTopologyDescriptionUpdate
+    94: ("kraft_control", 0, 0),  # UnregisterController
 }

@@ -23,7 +23,16 @@ from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.metadata import registrations
 from kafkalite_wire.errors import ErrorCode
-from kafkalite_wire.messages import UnregisterBrokerRequest, UnregisterBrokerResponse
+from kafkalite_wire.messages import (
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+    UnregisterControllerRequest,
+    UnregisterControllerResponse,
+)
+
+#: metadata.version 4.4-IV2, the first that supports controller unregistration
+#: (``MetadataVersion.isControllerUnregistrationSupported``)
+CONTROLLER_UNREGISTRATION_MV = 33
 
 
 @handler(UnregisterBrokerRequest, min_version=0, max_version=0)
@@ -42,3 +51,33 @@ async def unregister_broker(ctx: RequestContext, req: UnregisterBrokerRequest) -
     if not nodes[req.broker_id]:
         reg.unregister_broker(req.broker_id)
     return UnregisterBrokerResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message="")
+
+
+@handler(UnregisterControllerRequest, min_version=0, max_version=0)
+async def unregister_controller(ctx: RequestContext,
+                                req: UnregisterControllerRequest) -> UnregisterControllerResponse:
+    """``QuorumController.unregisterController`` then ``ClusterControlManager.unregisterController``: the active
+    controller may not unregister itself (INVALID_REQUEST), a metadata.version below 4.4-IV2 cannot
+    (UNSUPPORTED_VERSION), an id that is not registered is CONTROLLER_ID_NOT_REGISTERED, each with Kafka's
+    message. Every kafkalite node is a combined broker and controller; the active one is the cluster's
+    controller (DescribeCluster's ControllerId)."""
+    state = ctx.broker
+
+    def answer(code: int, message: str) -> UnregisterControllerResponse:
+        return UnregisterControllerResponse(throttle_time_ms=0, error_code=code, error_message=message)
+
+    if authz.cluster_error(ctx, authz.Op.ALTER):
+        return answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, authz.CLUSTER_DENIED_MESSAGE)
+    if req.controller_id == state.placement.controller():
+        return answer(ErrorCode.INVALID_REQUEST, "Controller cannot unregister itself while it is active.")
+    if state.features.finalized().get("metadata.version", 0) < CONTROLLER_UNREGISTRATION_MV:
+        return answer(ErrorCode.UNSUPPORTED_VERSION,
+                      "The current MetadataVersion is too old to support controller unregistration.")
+    nodes = state.placement.nodes()
+    reg = registrations.of(state.metadata)
+    if req.controller_id not in reg.registered_controllers(nodes):
+        return answer(ErrorCode.CONTROLLER_ID_NOT_REGISTERED,
+                      f"Controller ID {req.controller_id} is not currently registered.")
+    if not nodes[req.controller_id]:
+        reg.unregister_controller(req.controller_id)
+    return answer(ErrorCode.NONE, "")

@@ -3,12 +3,14 @@ with the answers Kafka 4.4 gave the same requests (one node formatted ``--standa
 cluster): UnregisterBroker 64, UnregisterController 94, AddRaftVoter 80, RemoveRaftVoter 81."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from kafkalite.cluster import Cluster
 from kafkalite.embedded import Broker
+from kafkalite.metadata.features import FEATURES_FILE
 from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (
@@ -16,6 +18,7 @@ from kafkalite_wire.messages import (
     DescribeClusterRequest,
     MetadataRequest,
     UnregisterBrokerRequest,
+    UnregisterControllerRequest,
 )
 
 STANDARD = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
@@ -30,7 +33,29 @@ def test_advertised_as_kafka_44() -> None:
     with Broker(emulate_kafka="4.4") as b, RawClient(b.host, b.port) as c:
         keys = {k.api_key: (k.min_version, k.max_version) for k in c.request(
             ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4).api_keys}
-    assert keys[64] == (0, 0)
+    assert keys[64] == (0, 0) and keys[94] == (0, 0)
+
+
+def unregister_controller(c: RawClient, controller_id: int) -> tuple[int, str | None]:
+    r = c.request(UnregisterControllerRequest(controller_id=controller_id), 0)
+    return r.error_code, r.error_message
+
+
+def test_unregister_controller_one_node(tmp_path: Path) -> None:
+    with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        assert unregister_controller(c, 1) == (ErrorCode.INVALID_REQUEST,
+                                               "Controller cannot unregister itself while it is active.")
+        for cid in (2, 99, -1):
+            assert unregister_controller(c, cid) == (ErrorCode.CONTROLLER_ID_NOT_REGISTERED,
+                                                     f"Controller ID {cid} is not currently registered.")
+    # below metadata.version 4.4-IV2 (33) Kafka's controller cannot unregister controllers (a level UpdateFeatures
+    # cannot downgrade to: kafkalite's saved levels, as a cluster formatted at 4.4-IV1 would have it)
+    (tmp_path / FEATURES_FILE).write_text(json.dumps({"epoch": 1, "levels": {"metadata.version": 32}}))
+    with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        assert unregister_controller(c, 2) == (
+            ErrorCode.UNSUPPORTED_VERSION, "The current MetadataVersion is too old to support controller unregistration.")
+        assert unregister_controller(c, 1)[0] == ErrorCode.INVALID_REQUEST   # checked first, as Kafka
+        assert c.request(UnregisterControllerRequest(controller_id=3), 0).error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
 def test_unregister_broker_one_node() -> None:
@@ -46,8 +71,10 @@ def test_unregister_broker_one_node() -> None:
 
 
 def test_unregister_broker_needs_cluster_alter(tmp_path: Path) -> None:
+    denied = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     with Broker(data_dir=tmp_path, overrides=STANDARD) as b, RawClient(b.host, b.port) as c:
-        assert unregister_broker(c, 7) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+        assert unregister_broker(c, 7) == denied
+        assert unregister_controller(c, 1) == denied
     with Broker(data_dir=tmp_path, overrides={**STANDARD, "super.users": "User:ANONYMOUS"}) as b, \
             RawClient(b.host, b.port) as c:
         assert unregister_broker(c, 7)[0] == ErrorCode.BROKER_ID_NOT_REGISTERED
@@ -80,3 +107,21 @@ def test_unregister_stopped_broker_in_cluster(cluster: Cluster) -> None:
     cluster.sync.start_broker(3)   # a broker that starts registers again
     with RawClient(host, port) as c:
         assert _fenced(c) == [(1, False), (2, False), (3, False)]
+
+
+def test_unregister_stopped_controller_in_cluster(cluster: Cluster) -> None:
+    cluster.sync.stop_broker(3)
+    with RawClient(*cluster.addresses()[2]) as c:
+        active = c.request(DescribeClusterRequest(include_cluster_authorized_operations=False), 1).controller_id
+        assert active == 1
+        assert unregister_controller(c, 1) == (ErrorCode.INVALID_REQUEST,
+                                               "Controller cannot unregister itself while it is active.")
+        assert unregister_controller(c, 99)[0] == ErrorCode.CONTROLLER_ID_NOT_REGISTERED
+        assert unregister_controller(c, 3) == (0, "")
+        assert unregister_controller(c, 3) == (ErrorCode.CONTROLLER_ID_NOT_REGISTERED,
+                                               "Controller ID 3 is not currently registered.")
+        assert unregister_controller(c, 2) == (0, "")   # running: NONE, and it stays registered
+        assert unregister_controller(c, 2) == (0, "")
+    cluster.sync.start_broker(3)
+    with RawClient(*cluster.addresses()[1]) as c:
+        assert unregister_controller(c, 3) == (0, "")   # registered again when it started
