@@ -19,11 +19,17 @@ controller that is not the active one.
 """
 from __future__ import annotations
 
+import uuid
+
 from kafkalite import authz
+from kafkalite.handlers.describe_quorum import _directory_id
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.metadata import registrations
+from kafkalite_storage.checkpoints import uuid_to_base64
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
     UnregisterControllerRequest,
@@ -33,6 +39,33 @@ from kafkalite_wire.messages import (
 #: metadata.version 4.4-IV2, the first that supports controller unregistration
 #: (``MetadataVersion.isControllerUnregistrationSupported``)
 CONTROLLER_UNREGISTRATION_MV = 33
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def _replica_key(voter_id: int, directory_id: uuid.UUID) -> str:
+    """Kafka's ``ReplicaKey.toString``: the zero directory id is no directory id."""
+    shown = "<undefined>" if directory_id == ZERO_UUID else uuid_to_base64(directory_id)
+    return f"ReplicaKey(id={voter_id}, directoryId={shown})"
+
+
+def voters(ctx: RequestContext) -> list[tuple[int, uuid.UUID]]:
+    """The voter set, as DescribeQuorum reports it (``describe_quorum``): this node, with its log dir's
+    directory id (kafkalite keeps no metadata log to replicate to other voters)."""
+    state = ctx.broker
+    return [(state.node_id, _directory_id(str(state.log_dir)))]
+
+
+def _kraft_version(ctx: RequestContext) -> int:
+    """The finalized kraft.version ApiVersions reports (1, a dynamic quorum, in every 4.x profile)."""
+    return ctx.broker.features.finalized().get("kraft.version", 0)
+
+
+def _cluster_id_error(ctx: RequestContext, cluster_id: str | None) -> str | None:
+    """``KafkaRaftClient.hasValidClusterId``: a null cluster id passes; any other must be this cluster's."""
+    ours = ctx.broker.cluster_id
+    if cluster_id is None or cluster_id == ours:
+        return None
+    return f'The given id "{cluster_id}" doesn\'t match the cluster id "{ours}"'
 
 
 @handler(UnregisterBrokerRequest, min_version=0, max_version=0)
@@ -81,3 +114,29 @@ async def unregister_controller(ctx: RequestContext,
     if not nodes[req.controller_id]:
         reg.unregister_controller(req.controller_id)
     return answer(ErrorCode.NONE, "")
+
+
+@handler(RemoveRaftVoterRequest, min_version=0, max_version=0)
+async def remove_raft_voter(ctx: RequestContext, req: RemoveRaftVoterRequest) -> RemoveRaftVoterResponse:
+    """``KafkaRaftClient.handleRemoveVoterRequest`` and ``RemoveVoterHandler``, in their order: the cluster id
+    (INCONSISTENT_CLUSTER_ID), a valid voter key (an id >= 0 and a directory id: INVALID_REQUEST), kraft.version
+    1 (UNSUPPORTED_VERSION), then the voter set without it, which must not be empty (VOTER_NOT_FOUND). With the
+    one voter kafkalite has, every well-formed request ends there: the voter is not in the set, or it is the
+    last one."""
+    def answer(code: int, message: str | None) -> RemoveRaftVoterResponse:
+        return RemoveRaftVoterResponse(throttle_time_ms=0, error_code=code, error_message=message)
+
+    if authz.cluster_error(ctx, authz.Op.ALTER):
+        return answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, authz.CLUSTER_DENIED_MESSAGE)
+    if (why := _cluster_id_error(ctx, req.cluster_id)) is not None:
+        return answer(ErrorCode.INCONSISTENT_CLUSTER_ID, why)
+    if req.voter_id < 0 or req.voter_directory_id == ZERO_UUID:
+        return answer(ErrorCode.INVALID_REQUEST, "Remove voter request didn't include a valid voter")
+    if (level := _kraft_version(ctx)) < 1:
+        return answer(ErrorCode.UNSUPPORTED_VERSION,
+                      f"Cluster doesn't support removing voter because the kraft.version feature is {level}")
+    current = voters(ctx)
+    # VoterSet.removeVoter: the key must match a voter's id and directory id, and a voter must remain
+    listed = ", ".join(_replica_key(i, d) for i, d in current)
+    return answer(ErrorCode.VOTER_NOT_FOUND, f"Cannot remove voter {_replica_key(req.voter_id, req.voter_directory_id)} "
+                                             f"from the set of voters [{listed}]")

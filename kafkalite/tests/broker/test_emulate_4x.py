@@ -15,7 +15,7 @@ from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 #: what Kafka 4.3/4.4 advertise that kafkalite does not (key -> kafkalite's highest version, None: not at all)
 NOT_SERVED = {
     # 27 WriteTxnMarkers: served (Admin.abortTransaction)
-    80: None, 81: None,   # KRaft voters
+    80: None,   # AddRaftVoter
     # 83-87 the share coordinator's state RPCs: served
 }
 

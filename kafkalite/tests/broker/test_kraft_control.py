@@ -4,6 +4,7 @@ cluster): UnregisterBroker 64, UnregisterController 94, AddRaftVoter 80, RemoveR
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,14 @@ from kafkalite.cluster import Cluster
 from kafkalite.embedded import Broker
 from kafkalite.metadata.features import FEATURES_FILE
 from kafkalite.tests.support.rawclient import RawClient
+from kafkalite_storage.checkpoints import uuid_to_base64
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (
     ApiVersionsRequest,
     DescribeClusterRequest,
+    DescribeQuorumRequest,
     MetadataRequest,
+    RemoveRaftVoterRequest,
     UnregisterBrokerRequest,
     UnregisterControllerRequest,
 )
@@ -33,7 +37,41 @@ def test_advertised_as_kafka_44() -> None:
     with Broker(emulate_kafka="4.4") as b, RawClient(b.host, b.port) as c:
         keys = {k.api_key: (k.min_version, k.max_version) for k in c.request(
             ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4).api_keys}
-    assert keys[64] == (0, 0) and keys[94] == (0, 0)
+    assert keys[64] == (0, 0) and keys[94] == (0, 0) and keys[81] == (0, 0)
+
+
+def quorum(c: RawClient) -> tuple[str, int, uuid.UUID]:
+    """(cluster id, the voter's id, its directory id) as Metadata and DescribeQuorum report them."""
+    cid = c.request(MetadataRequest(topics=[]), 12).cluster_id
+    Q = DescribeQuorumRequest
+    dq = c.request(Q(topics=[Q.TopicData(topic_name="__cluster_metadata", partitions=[Q.PartitionData(
+        partition_index=0)])]), 2)
+    (voter,) = dq.topics[0].partitions[0].current_voters
+    return cid, voter.replica_id, voter.replica_directory_id
+
+
+def test_remove_raft_voter_one_voter() -> None:
+    """Kafka 4.4, one node formatted --standalone: the only voter cannot go, an unknown one is not found."""
+    with Broker() as b, RawClient(b.host, b.port) as c:
+        cid, me, mine = quorum(c)
+
+        def remove(cluster_id: str | None, voter_id: int, directory_id: uuid.UUID) -> tuple[int, str | None]:
+            r = c.request(RemoveRaftVoterRequest(cluster_id=cluster_id, voter_id=voter_id,
+                                                 voter_directory_id=directory_id), 0)
+            return r.error_code, r.error_message
+
+        voters = f"[ReplicaKey(id={me}, directoryId={uuid_to_base64(mine)})]"
+        assert remove(cid, me, mine) == (ErrorCode.VOTER_NOT_FOUND, f"Cannot remove voter ReplicaKey(id={me}, "
+                                         f"directoryId={uuid_to_base64(mine)}) from the set of voters {voters}")
+        other = uuid.UUID("d54fe05f-c46d-4e94-9a6a-bf7a8b9d1a6e")
+        assert remove(None, 5, other) == (ErrorCode.VOTER_NOT_FOUND, "Cannot remove voter ReplicaKey(id=5, "
+                                          f"directoryId=1U_gX8RtTpSaar96i50abg) from the set of voters {voters}")
+        assert remove(cid, me, other)[0] == ErrorCode.VOTER_NOT_FOUND   # the directory id must match too
+        for bad in ("xx", ""):
+            assert remove(bad, me, mine) == (ErrorCode.INCONSISTENT_CLUSTER_ID,
+                                             f'The given id "{bad}" doesn\'t match the cluster id "{cid}"')
+        for vid, d in ((me, uuid.UUID(int=0)), (-3, other)):
+            assert remove(cid, vid, d) == (ErrorCode.INVALID_REQUEST, "Remove voter request didn't include a valid voter")
 
 
 def unregister_controller(c: RawClient, controller_id: int) -> tuple[int, str | None]:
@@ -75,6 +113,8 @@ def test_unregister_broker_needs_cluster_alter(tmp_path: Path) -> None:
     with Broker(data_dir=tmp_path, overrides=STANDARD) as b, RawClient(b.host, b.port) as c:
         assert unregister_broker(c, 7) == denied
         assert unregister_controller(c, 1) == denied
+        r = c.request(RemoveRaftVoterRequest(cluster_id="x", voter_id=1, voter_directory_id=uuid.uuid4()), 0)
+        assert (r.error_code, r.error_message) == denied
     with Broker(data_dir=tmp_path, overrides={**STANDARD, "super.users": "User:ANONYMOUS"}) as b, \
             RawClient(b.host, b.port) as c:
         assert unregister_broker(c, 7)[0] == ErrorCode.BROKER_ID_NOT_REGISTERED
