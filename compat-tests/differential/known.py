@@ -25,9 +25,6 @@ KNOWN: list[tuple[str, str, str]] = [
     ("api_versions", r"^api_keys\[api_key=(\d+)\]\.min_version: 0 != [12]$",
      "the default profile (3.9+4.4) still serves the versions Kafka 4.0 removed (KIP-896) and the share group "
      "APIs' early-access v0, for older clients; `--emulate-kafka 4.4` advertises Kafka 4.4's minimums"),
-    ("api_versions.*", r"^api_keys: only Kafka has api_key ((80)"
-     r"(, |$| \(\+\d+ more\)$))+",
-     "APIs kafkalite does not serve: KRaft ones (AddRaftVoter 80)"),
     ("api_versions.*", r"^finalized_features_epoch",
      "the finalized features' epoch is the metadata offset that set them: a per-cluster value"),
     # groups

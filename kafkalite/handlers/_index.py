@@ -72,6 +72,7 @@ INDEX: dict[int, tuple[str, int, int]] = {
     77: ("share_group_describe", 0, 1),  # ShareGroupDescribe
     78: ("share_fetch", 0, 2),  # ShareFetch
     79: ("share_acknowledge", 0, 2),  # ShareAcknowledge
+    80: ("kraft_control", 0, 1),  # AddRaftVoter
     81: ("kraft_control", 0, 0),  # RemoveRaftVoter
     83: ("initialize_share_group_state", 0, 0),  # InitializeShareGroupState
     84: ("read_share_group_state", 0, 0),  # ReadShareGroupState

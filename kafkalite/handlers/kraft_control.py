@@ -19,15 +19,24 @@ controller that is not the active one.
 """
 from __future__ import annotations
 
+import struct
 import uuid
+
+import trio
 
 from kafkalite import authz
 from kafkalite.handlers.describe_quorum import _directory_id
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite.metadata import registrations
 from kafkalite_storage.checkpoints import uuid_to_base64
-from kafkalite_wire.errors import ErrorCode
+from kafkalite_wire import api
+from kafkalite_wire.errors import DecodeError, ErrorCode
+from kafkalite_wire.headers import RequestHeader
 from kafkalite_wire.messages import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
     UnregisterBrokerRequest,
@@ -40,6 +49,10 @@ from kafkalite_wire.messages import (
 #: (``MetadataVersion.isControllerUnregistrationSupported``)
 CONTROLLER_UNREGISTRATION_MV = 33
 ZERO_UUID = uuid.UUID(int=0)
+#: Kafka's controller.quorum.request.timeout.ms default: how long the leader waits for the new voter's ApiVersions
+RAFT_REQUEST_TIMEOUT_S = 2.0
+#: the largest ApiVersions answer read from a would-be voter
+MAX_API_VERSIONS_FRAME = 1 << 20
 
 
 def _replica_key(voter_id: int, directory_id: uuid.UUID) -> str:
@@ -140,3 +153,130 @@ async def remove_raft_voter(ctx: RequestContext, req: RemoveRaftVoterRequest) ->
     listed = ", ".join(_replica_key(i, d) for i, d in current)
     return answer(ErrorCode.VOTER_NOT_FOUND, f"Cannot remove voter {_replica_key(req.voter_id, req.voter_directory_id)} "
                                              f"from the set of voters [{listed}]")
+
+
+def _java_hash(s: str) -> int:
+    """``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    units = s.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _hashmap_order(keys: list[str], initial: int) -> list[str]:
+    """The iteration order of a ``java.util.HashMap(initial)`` the (distinct) ``keys`` were put into in this
+    order: buckets by the spread hash, insertion order within one (a resize keeps it)."""
+    cap = 1
+    while cap < initial:
+        cap <<= 1
+    threshold = int(cap * 0.75)
+    for size in range(1, len(keys) + 1):
+        if size > threshold:
+            cap <<= 1
+            threshold = threshold << 1 if cap > 16 else int(cap * 0.75)
+
+    def bucket(k: str) -> int:
+        h = _java_hash(k) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (cap - 1)
+
+    return sorted(keys, key=bucket)   # stable: insertion order within a bucket
+
+
+def _endpoints(listeners: list[AddRaftVoterRequest.Listener]) -> dict[str, tuple[str, int]]:
+    """``Endpoints.fromAddVoterRequest``: listener name (normalised: upper case) -> (host, port)."""
+    out: dict[str, tuple[str, int]] = {}
+    for lst in listeners:
+        out[(lst.name or "").upper()] = (lst.host or "", lst.port)
+    return out
+
+
+def _endpoints_text(endpoints: dict[str, tuple[str, int]], count: int) -> str:
+    """``Endpoints.toString``: a HashMap of unresolved addresses, in HashMap order."""
+    shown = ", ".join(f"ListenerName({name})={endpoints[name][0]}/<unresolved>:{endpoints[name][1]}"
+                      for name in _hashmap_order(list(endpoints), count))
+    return f"Endpoints(endpoints={{{shown}}})"
+
+
+async def _api_versions(host: str, port: int) -> ApiVersionsResponse | str:
+    """The new voter's ApiVersions answer, or the name of the error the leader's network client would report:
+    BROKER_NOT_AVAILABLE when it cannot connect or the connection drops, REQUEST_TIMED_OUT past the raft
+    request timeout."""
+    with trio.move_on_after(RAFT_REQUEST_TIMEOUT_S):
+        try:
+            stream = await trio.open_tcp_stream(host, port)
+        except OSError:
+            return "BROKER_NOT_AVAILABLE"
+        async with stream:
+            try:
+                await stream.send_all(api.encode_request(
+                    RequestHeader(18, 4, 1, "raft-client"),
+                    ApiVersionsRequest(client_software_name="apache-kafka-java", client_software_version="4.4.0")))
+                buf = bytearray()
+                while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+                    if len(buf) >= 4 and not 0 <= struct.unpack(">i", buf[:4])[0] <= MAX_API_VERSIONS_FRAME:
+                        return "BROKER_NOT_AVAILABLE"
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return "BROKER_NOT_AVAILABLE"
+                    buf += data
+                size = struct.unpack(">i", buf[:4])[0]
+                _cid, resp = api.parse_response(18, 4, bytes(buf[4:4 + size]))
+                return resp  # type: ignore[no-any-return]
+            except (OSError, trio.BrokenResourceError, DecodeError):
+                return "BROKER_NOT_AVAILABLE"
+    return "REQUEST_TIMED_OUT"
+
+
+@handler(AddRaftVoterRequest, min_version=0, max_version=1)
+async def add_raft_voter(ctx: RequestContext, req: AddRaftVoterRequest) -> AddRaftVoterResponse:
+    """``KafkaRaftClient.handleAddVoterRequest`` and ``AddVoterHandler``, in their order: the cluster id
+    (INCONSISTENT_CLUSTER_ID), a valid voter key (INVALID_REQUEST), an endpoint for the default listener
+    (INVALID_REQUEST; kafkalite's is the listener DescribeQuorum lists for its voter: the one the client
+    reached, as it has no CONTROLLER listener), kraft.version 1 (UNSUPPORTED_VERSION), an id not already a voter
+    (DUPLICATE_VOTER). Then, as Kafka's leader does, an ApiVersions request to the new voter at that endpoint:
+    an error aborts (REQUEST_TIMED_OUT, "... returned an error BROKER_NOT_AVAILABLE" when it cannot be
+    reached), a kraft.version range without the finalized level is INVALID_REQUEST; a voter that answers is
+    then found lagging behind (REQUEST_TIMED_OUT): Kafka adds a voter only once it has fetched the metadata log
+    up to the leader's end, and kafkalite keeps no metadata log that another node could fetch. So no voter is
+    ever added, which keeps the quorum DescribeQuorum reports true.
+
+    Not emulated: Kafka's leader remembers a failed connection for its reconnect backoff and answers a repeated
+    request at once with "New voter ... is not ready to receive requests"; kafkalite tries again."""
+    state = ctx.broker
+
+    def answer(code: int, message: str | None) -> AddRaftVoterResponse:
+        return AddRaftVoterResponse(throttle_time_ms=0, error_code=code, error_message=message)
+
+    if authz.cluster_error(ctx, authz.Op.ALTER):
+        return answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, authz.CLUSTER_DENIED_MESSAGE)
+    if (why := _cluster_id_error(ctx, req.cluster_id)) is not None:
+        return answer(ErrorCode.INCONSISTENT_CLUSTER_ID, why)
+    if req.voter_id < 0 or req.voter_directory_id == ZERO_UUID:
+        return answer(ErrorCode.INVALID_REQUEST, "Add voter request didn't include a valid voter")
+    endpoints = _endpoints(req.listeners)
+    default = state.advertised_for(ctx.listener).name.upper()
+    if default not in endpoints:
+        return answer(ErrorCode.INVALID_REQUEST, f"Add voter request didn't include the endpoint "
+                      f"({_endpoints_text(endpoints, len(req.listeners))}) for the default listener ListenerName({default})")
+    if (level := _kraft_version(ctx)) < 1:
+        return answer(ErrorCode.UNSUPPORTED_VERSION,
+                      f"Cluster doesn't support adding voter because the kraft.version feature is {level}")
+    current = voters(ctx)
+    key = _replica_key(req.voter_id, req.voter_directory_id)
+    if req.voter_id in {i for i, _d in current}:
+        listed = ", ".join(_replica_key(i, d) for i, d in current)
+        return answer(ErrorCode.DUPLICATE_VOTER,
+                      f"The voter id for {key} is already part of the set of voters [{listed}].")
+    got = await _api_versions(*endpoints[default])
+    if isinstance(got, str) or got.error_code:
+        error = got if isinstance(got, str) else ErrorCode.from_code(got.error_code)
+        name = error if isinstance(error, str) else getattr(error, "name", str(error))
+        return answer(ErrorCode.REQUEST_TIMED_OUT,
+                      f"Aborted add voter operation for since API_VERSIONS returned an error {name}")
+    kraft = next((f for f in got.supported_features if f.name == "kraft.version"), None)
+    if kraft is None or not kraft.min_version <= level <= kraft.max_version:
+        shown = "(min: 0, max: 0)" if kraft is None else f"(min: {kraft.min_version}, max: {kraft.max_version}"
+        return answer(ErrorCode.INVALID_REQUEST, f"Aborted add voter operation for {key} since the kraft.version "
+                                                 f"range {shown} doesn't support the finalized version {level}")
+    return answer(ErrorCode.REQUEST_TIMED_OUT, f"Aborted add voter operation for {key} since it is lagging behind")

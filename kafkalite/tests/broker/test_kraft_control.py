@@ -4,6 +4,7 @@ cluster): UnregisterBroker 64, UnregisterController 94, AddRaftVoter 80, RemoveR
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_storage.checkpoints import uuid_to_base64
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import (
+    AddRaftVoterRequest,
     ApiVersionsRequest,
     DescribeClusterRequest,
     DescribeQuorumRequest,
@@ -37,7 +39,7 @@ def test_advertised_as_kafka_44() -> None:
     with Broker(emulate_kafka="4.4") as b, RawClient(b.host, b.port) as c:
         keys = {k.api_key: (k.min_version, k.max_version) for k in c.request(
             ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4).api_keys}
-    assert keys[64] == (0, 0) and keys[94] == (0, 0) and keys[81] == (0, 0)
+    assert keys[64] == (0, 0) and keys[94] == (0, 0) and keys[81] == (0, 0) and keys[80] == (0, 1)
 
 
 def quorum(c: RawClient) -> tuple[str, int, uuid.UUID]:
@@ -115,6 +117,9 @@ def test_unregister_broker_needs_cluster_alter(tmp_path: Path) -> None:
         assert unregister_controller(c, 1) == denied
         r = c.request(RemoveRaftVoterRequest(cluster_id="x", voter_id=1, voter_directory_id=uuid.uuid4()), 0)
         assert (r.error_code, r.error_message) == denied
+        r = c.request(AddRaftVoterRequest(cluster_id="x", timeout_ms=1000, voter_id=2, voter_directory_id=uuid.uuid4(),
+                                          listeners=[]), 0)
+        assert (r.error_code, r.error_message) == denied
     with Broker(data_dir=tmp_path, overrides={**STANDARD, "super.users": "User:ANONYMOUS"}) as b, \
             RawClient(b.host, b.port) as c:
         assert unregister_broker(c, 7)[0] == ErrorCode.BROKER_ID_NOT_REGISTERED
@@ -165,3 +170,58 @@ def test_unregister_stopped_controller_in_cluster(cluster: Cluster) -> None:
     cluster.sync.start_broker(3)
     with RawClient(*cluster.addresses()[1]) as c:
         assert unregister_controller(c, 3) == (0, "")   # registered again when it started
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_add_raft_voter() -> None:
+    """Kafka 4.4's answers, one node formatted --standalone (its default listener: CONTROLLER there, the
+    listener DescribeQuorum lists here)."""
+    L = AddRaftVoterRequest.Listener
+    with Broker() as b, Broker(emulate_kafka="2.8") as old, RawClient(b.host, b.port) as c:
+        cid, me, mine = quorum(c)
+        new = uuid.UUID("d54fe05f-c46d-4e94-9a6a-bf7a8b9d1a6e")
+        new_key = "ReplicaKey(id=7, directoryId=1U_gX8RtTpSaar96i50abg)"
+
+        def add(listeners: list[tuple[str, str, int]], voter_id: int = 7, directory_id: uuid.UUID = new,
+                cluster_id: str | None = cid, version: int = 1) -> tuple[int, str | None]:
+            r = c.request(AddRaftVoterRequest(
+                cluster_id=cluster_id, timeout_ms=30000, voter_id=voter_id, voter_directory_id=directory_id,
+                listeners=[L(name=n, host=h, port=p) for n, h, p in listeners], ack_when_committed=True), version)
+            return r.error_code, r.error_message
+
+        assert add([("PLAINTEXT", "127.0.0.1", 1)], cluster_id="xx") == (
+            ErrorCode.INCONSISTENT_CLUSTER_ID, f'The given id "xx" doesn\'t match the cluster id "{cid}"')
+        for vid, d in ((7, uuid.UUID(int=0)), (-1, new), (me, uuid.UUID(int=0))):
+            assert add([("PLAINTEXT", "127.0.0.1", 1)], vid, d) == (
+                ErrorCode.INVALID_REQUEST, "Add voter request didn't include a valid voter")
+        assert add([]) == (ErrorCode.INVALID_REQUEST, "Add voter request didn't include the endpoint "
+                           "(Endpoints(endpoints={})) for the default listener ListenerName(PLAINTEXT)")
+        # names normalised to upper case, listed in java.util.HashMap's order (checked with Java 17): by hash
+        # bucket (X before PLAINTEXTS whichever came first), X and CONTROLLER share one (insertion order)
+        for listeners, shown in (
+                ([("plaintexts", "h", 1), ("x", "localhost", 2)], "X)=localhost/<unresolved>:2, ListenerName(PLAINTEXTS)=h"),
+                ([("x", "localhost", 2), ("CONTROLLER", "h", 1)], "X)=localhost/<unresolved>:2, ListenerName(CONTROLLER)=h"),
+                ([("CONTROLLER", "h", 1), ("x", "localhost", 2)], "CONTROLLER)=h/<unresolved>:1, ListenerName(X)=localhost")):
+            shown = f"ListenerName({shown}" + ("/<unresolved>:1" if shown.endswith("=h") else "/<unresolved>:2")
+            assert add(listeners) == (ErrorCode.INVALID_REQUEST, "Add voter request didn't include the endpoint "
+                                      f"(Endpoints(endpoints={{{shown}}})) for the default listener ListenerName(PLAINTEXT)")
+        assert add([("PLAINTEXT", "127.0.0.1", 1)], me, mine) == (
+            ErrorCode.DUPLICATE_VOTER, f"The voter id for ReplicaKey(id={me}, directoryId={uuid_to_base64(mine)}) "
+            f"is already part of the set of voters [ReplicaKey(id={me}, directoryId={uuid_to_base64(mine)})].")
+        for version in (0, 1):
+            assert add([("plaintext", "127.0.0.1", _free_port())], version=version) == (
+                ErrorCode.REQUEST_TIMED_OUT,
+                "Aborted add voter operation for since API_VERSIONS returned an error BROKER_NOT_AVAILABLE")
+        # a node that answers: a Kafka 2.8 one has no kraft.version; a 4.4 one supports it but has not fetched
+        # the metadata log (nothing can fetch kafkalite's), so it lags behind and is not added
+        assert add([("PLAINTEXT", old.host, old.port)]) == (
+            ErrorCode.INVALID_REQUEST, f"Aborted add voter operation for {new_key} since the kraft.version range "
+                                       "(min: 0, max: 0) doesn't support the finalized version 1")
+        assert add([("PLAINTEXT", b.host, b.port)]) == (
+            ErrorCode.REQUEST_TIMED_OUT, f"Aborted add voter operation for {new_key} since it is lagging behind")
+        assert quorum(c) == (cid, me, mine)   # still the one voter
