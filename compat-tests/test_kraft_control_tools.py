@@ -91,3 +91,19 @@ def test_add_controller_that_cannot_be_reached(broker: BrokerProcess, tmp_path: 
     assert p.returncode == 1, p.stdout
     assert ("TimeoutException: Aborted add voter operation for since API_VERSIONS returned an error "
             "BROKER_NOT_AVAILABLE") in p.stderr, p.stderr
+
+
+def test_unregister_a_stopped_broker_of_a_cluster(cluster_control) -> None:
+    """Three brokers, one stopped: ``kafka-cluster unregister`` removes its registration (Kafka's controller
+    keeps a stopped broker registered, fenced, until then); asked again, it is no longer registered. A running
+    broker's address is the bootstrap (the stopped one refuses connections)."""
+    cluster_control.stop_broker(3)
+    host, port = cluster_control.addresses()[1]
+    bs = f"{host}:{port}"
+    first = tool("ClusterTool", "unregister", "--bootstrap-server", bs, "--id", "3")
+    assert first.returncode == 0, first.stderr
+    assert "Broker 3 is no longer registered." in first.stdout
+    again = tool("ClusterTool", "unregister", "--bootstrap-server", bs, "--id", "3")
+    assert again.returncode == 1
+    assert "BrokerIdNotRegisteredException: Broker ID 3 is not currently registered" in again.stderr
+    cluster_control.start_broker(3)
