@@ -12,10 +12,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from differential.wireconn import WireConn
 from harness import reference
 from harness.broker import BrokerProcess
+from harness.cluster import wait
 
 from kafkalite_storage.checkpoints import uuid_to_base64
+from kafkalite_wire.messages import DescribeClusterRequest
 
 
 @pytest.fixture(autouse=True)
@@ -93,6 +96,12 @@ def test_add_controller_that_cannot_be_reached(broker: BrokerProcess, tmp_path: 
             "BROKER_NOT_AVAILABLE") in p.stderr, p.stderr
 
 
+def _brokers(bs: str) -> list[tuple[int, bool]]:
+    with WireConn(bs) as c:
+        r = c.request(DescribeClusterRequest(include_cluster_authorized_operations=False, include_fenced_brokers=True), 2)
+    return sorted((b.broker_id, b.is_fenced) for b in r.brokers)
+
+
 def test_unregister_a_stopped_broker_of_a_cluster(cluster_control) -> None:
     """Three brokers, one stopped: ``kafka-cluster unregister`` removes its registration (Kafka's controller
     keeps a stopped broker registered, fenced, until then); asked again, it is no longer registered. A running
@@ -100,10 +109,14 @@ def test_unregister_a_stopped_broker_of_a_cluster(cluster_control) -> None:
     cluster_control.stop_broker(3)
     host, port = cluster_control.addresses()[1]
     bs = f"{host}:{port}"
+    # DescribeCluster v2 asking for fenced brokers too (KIP-1073): the stopped one, until it is unregistered
+    wait(lambda: _brokers(bs) == [(1, False), (2, False), (3, True)], "broker 3 fenced")
     first = tool("ClusterTool", "unregister", "--bootstrap-server", bs, "--id", "3")
     assert first.returncode == 0, first.stderr
     assert "Broker 3 is no longer registered." in first.stdout
     again = tool("ClusterTool", "unregister", "--bootstrap-server", bs, "--id", "3")
     assert again.returncode == 1
     assert "BrokerIdNotRegisteredException: Broker ID 3 is not currently registered" in again.stderr
+    assert _brokers(bs) == [(1, False), (2, False)]
     cluster_control.start_broker(3)
+    wait(lambda: _brokers(bs) == [(1, False), (2, False), (3, False)], "broker 3 registered again")
