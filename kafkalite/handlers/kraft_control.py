@@ -3,7 +3,7 @@ controller answers them (probed against the reference broker: one node formatted
 harness's three-node static quorum):
 
 - UnregisterBroker (key 64): v0 (``kafka-cluster unregister --id N``, ``Admin.unregisterBroker``).
-- UnregisterController (key 94): v0 (4.4, KIP-1xxx's ``Admin.unregisterController``).
+- UnregisterController (key 94): v0 (new in Kafka 4.4; its spec is in the 4.5.0-SNAPSHOT specs).
 - AddRaftVoter (key 80): v0–v1, RemoveRaftVoter (key 81): v0 (KIP-853, ``kafka-metadata-quorum
   add-controller`` / ``remove-controller``).
 
@@ -14,8 +14,8 @@ The registered brokers and controllers are ``kafkalite.metadata.registrations``:
 single broker: itself), running or stopped, less the stopped ones unregistered. Kafka lets UnregisterBroker
 remove a *running* broker too (NONE; the broker then drops out of Metadata until it restarts, and a lone node
 leaves a cluster with no broker at all); kafkalite answers NONE and keeps it: a running kafkalite broker is
-always registered (it has no registration to lose). The same holds for UnregisterController of a running
-controller that is not the active one.
+always registered (it has no registration to lose). UnregisterController of a running controller that is not
+the active one is answered the same way (NONE, still registered); Kafka's answer to that case was not probed.
 """
 from __future__ import annotations
 
