@@ -14,8 +14,9 @@ The registered brokers and controllers are ``kafkalite.metadata.registrations``:
 single broker: itself), running or stopped, less the stopped ones unregistered. Kafka lets UnregisterBroker
 remove a *running* broker too (NONE; the broker then drops out of Metadata until it restarts, and a lone node
 leaves a cluster with no broker at all); kafkalite answers NONE and keeps it: a running kafkalite broker is
-always registered (it has no registration to lose). UnregisterController of a running controller that is not
-the active one is answered the same way (NONE, still registered); Kafka's answer to that case was not probed.
+always registered (it has no registration to lose). A running controller that is not the active one is
+unregistered with NONE and registers again at once, as Kafka's does (probed: NONE, and NONE again when asked
+again).
 """
 from __future__ import annotations
 

@@ -165,7 +165,7 @@ def test_unregister_stopped_controller_in_cluster(cluster: Cluster) -> None:
         assert unregister_controller(c, 3) == (0, "")
         assert unregister_controller(c, 3) == (ErrorCode.CONTROLLER_ID_NOT_REGISTERED,
                                                "Controller ID 3 is not currently registered.")
-        assert unregister_controller(c, 2) == (0, "")   # running: NONE, and it stays registered
+        assert unregister_controller(c, 2) == (0, "")   # running: NONE, and it registers again (as Kafka's)
         assert unregister_controller(c, 2) == (0, "")
     cluster.sync.start_broker(3)
     with RawClient(*cluster.addresses()[1]) as c:
