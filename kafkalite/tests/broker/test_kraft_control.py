@@ -225,3 +225,22 @@ def test_add_raft_voter() -> None:
         assert add([("PLAINTEXT", b.host, b.port)]) == (
             ErrorCode.REQUEST_TIMED_OUT, f"Aborted add voter operation for {new_key} since it is lagging behind")
         assert quorum(c) == (cid, me, mine)   # still the one voter
+
+
+def test_voter_changes_need_kraft_version_1(tmp_path: Path) -> None:
+    """A static quorum (kraft.version 0, as the harness's three-node Kafka cluster is formatted): Kafka 4.4's
+    answers there, with the level kafkalite reports in ApiVersions."""
+    (tmp_path / FEATURES_FILE).write_text(json.dumps({"epoch": 1, "levels": {"kraft.version": 0}}))
+    with Broker(data_dir=tmp_path) as b, RawClient(b.host, b.port) as c:
+        finalized = {f.name: f.max_version_level for f in c.request(
+            ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4).finalized_features}
+        assert "kraft.version" not in finalized   # level 0: not listed, as Kafka lists it
+        cid, _me, _mine = quorum(c)
+        r = c.request(RemoveRaftVoterRequest(cluster_id=cid, voter_id=9, voter_directory_id=uuid.uuid4()), 0)
+        assert (r.error_code, r.error_message) == (
+            ErrorCode.UNSUPPORTED_VERSION, "Cluster doesn't support removing voter because the kraft.version feature is 0")
+        r = c.request(AddRaftVoterRequest(cluster_id=cid, timeout_ms=3000, voter_id=7, voter_directory_id=uuid.uuid4(),
+                                          listeners=[AddRaftVoterRequest.Listener(name="PLAINTEXT", host="127.0.0.1",
+                                                                                  port=1)], ack_when_committed=True), 1)
+        assert (r.error_code, r.error_message) == (
+            ErrorCode.UNSUPPORTED_VERSION, "Cluster doesn't support adding voter because the kraft.version feature is 0")
