@@ -1,6 +1,6 @@
 """Kafka protocol error codes and the codec's exception types.
 
-`ErrorCode` lists every error code of Apache Kafka's protocol (the `Errors` enum of kafka-clients, codes -1..135),
+`ErrorCode` lists every error code of Apache Kafka's protocol (the `Errors` enum of kafka-clients, codes -1..136),
 so handlers can write `ErrorCode.UNKNOWN_TOPIC_OR_PARTITION` instead of magic numbers. `.retriable` is True when
 the Java client treats the error as transient (its exception class derives from `RetriableException`): clients
 retry those on their own, so prefer them for "try again later" conditions (e.g. COORDINATOR_LOAD_IN_PROGRESS).
@@ -163,6 +163,7 @@ class ErrorCode(IntEnum):
     SHARE_SESSION_LIMIT_REACHED = 133
     GROUP_DELETION_FAILED = 134
     STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135
+    CONTROLLER_ID_NOT_REGISTERED = 136   # Kafka 4.4 (UnregisterController)
 
     @property
     def retriable(self) -> bool:

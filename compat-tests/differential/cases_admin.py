@@ -9,6 +9,9 @@ out of range).
 
 from __future__ import annotations
 
+import random
+import socket
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +25,24 @@ SET, DELETE, APPEND = 0, 1, 2
 
 def per_version(case: str, ctx: Ctx) -> str:
     return topic_of(case, f"-v{ctx['version']}")
+
+
+_ZERO = uuid.UUID(int=0)
+
+
+def _controller(conn: WireConn, ctx: Ctx) -> None:
+    ctx["controller"] = conn.request(m.MetadataRequest(topics=[]), 12).controller_id
+
+
+def _add_unreachable_voter(v: int, ctx: Ctx) -> Any:
+    with socket.socket() as s:   # a free port: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    L = m.AddRaftVoterRequest.Listener
+    # a fresh voter id per request: Kafka's leader holds back a node id it failed to reach (reconnect backoff)
+    return m.AddRaftVoterRequest(cluster_id=None, timeout_ms=5000, voter_id=random.randint(1000, 1 << 30),
+                                 voter_directory_id=uuid.uuid4(), ack_when_committed=True,
+                                 listeners=[L(name=n, host="127.0.0.1", port=port) for n in ("CONTROLLER", "PLAINTEXT")])
 
 
 def add_cases(add: Callable[..., None]) -> None:
@@ -336,6 +357,25 @@ def add_cases(add: Callable[..., None]) -> None:
         lambda v, ctx: m.DescribeQuorumRequest(topics=[m.DescribeQuorumRequest.TopicData(
             topic_name="__cluster_metadata", partitions=[m.DescribeQuorumRequest.PartitionData(partition_index=0)])]),
         doc="the metadata quorum: this node alone", fast=False)
+    # the KRaft controller's admin APIs (kafkalite/handlers/kraft_control.py); left out: answers that name the
+    # deployment in their message (the voter's directory id, the cluster id, the controller listener's name)
+    add("unregister_broker_unknown", m.UnregisterBrokerRequest, lambda v, ctx: m.UnregisterBrokerRequest(broker_id=42),
+        doc="a broker id that is not registered")
+    add("unregister_controller_unknown", m.UnregisterControllerRequest,
+        lambda v, ctx: m.UnregisterControllerRequest(controller_id=99), doc="a controller id that is not registered")
+    add("unregister_controller_active", m.UnregisterControllerRequest,
+        lambda v, ctx: m.UnregisterControllerRequest(controller_id=ctx["controller"]), _controller,
+        doc="the active controller (this node) may not unregister itself")
+    add("remove_raft_voter_invalid", m.RemoveRaftVoterRequest,
+        lambda v, ctx: m.RemoveRaftVoterRequest(cluster_id=None, voter_id=5, voter_directory_id=_ZERO),
+        doc="a voter key without a directory id")
+    add("add_raft_voter_invalid", m.AddRaftVoterRequest,
+        lambda v, ctx: m.AddRaftVoterRequest(cluster_id=None, timeout_ms=5000, voter_id=-1,
+                                             voter_directory_id=uuid.uuid4(), listeners=[], ack_when_committed=True),
+        doc="a negative voter id")
+    add("add_raft_voter_unreachable", m.AddRaftVoterRequest, _add_unreachable_voter,
+        doc="a new voter whose endpoint (under Kafka's CONTROLLER and kafkalite's PLAINTEXT names) refuses "
+            "connections: the leader's ApiVersions to it fails")
     add("sasl_handshake_plaintext", m.SaslHandshakeRequest,
         lambda v, ctx: m.SaslHandshakeRequest(mechanism="PLAIN"),
         doc="SaslHandshake on a PLAINTEXT listener")

@@ -25,10 +25,6 @@ KNOWN: list[tuple[str, str, str]] = [
     ("api_versions", r"^api_keys\[api_key=(\d+)\]\.min_version: 0 != [12]$",
      "the default profile (3.9+4.4) still serves the versions Kafka 4.0 removed (KIP-896) and the share group "
      "APIs' early-access v0, for older clients; `--emulate-kafka 4.4` advertises Kafka 4.4's minimums"),
-    ("api_versions.*", r"^api_keys: only Kafka has api_key ((64|80|81|94)"
-     r"(, |$| \(\+\d+ more\)$))+",
-     "APIs kafkalite does not serve: broker-to-broker and KRaft ones (UnregisterBroker 64, "
-     "Add/RemoveRaftVoter 80-81, UnregisterController 94)"),
     ("api_versions.*", r"^finalized_features_epoch",
      "the finalized features' epoch is the metadata offset that set them: a per-cluster value"),
     # groups

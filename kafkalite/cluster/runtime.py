@@ -36,7 +36,7 @@ from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.sidecars import CONSOLE_LISTEN, CONTROL_LISTEN, METRICS_LISTEN, SCHEMA_REGISTRY_LISTEN
 from kafkalite.errors import describe
 from kafkalite.faults.control import ClusterOpError as ClusterOpError  # (re-exported: the fault tools' seam)
-from kafkalite.metadata import MetadataRoom, PartitionState
+from kafkalite.metadata import MetadataRoom, PartitionState, registrations
 from kafkalite.metadata import partitions as placement
 from kafkalite.metadata.elr_configs import elr_on
 from kafkalite.server.serve import serve
@@ -250,6 +250,7 @@ class ClusterRuntime:
             await trio.to_thread.run_sync(self._reconcile_logs, node)
         coordinators.install(self, st)
         node.up = True
+        registrations.of(self.meta).started(nid)   # a (re)started node registers again
         for tp, ps in list(self.meta.partitions.items()):
             if nid not in ps.replicas:
                 continue

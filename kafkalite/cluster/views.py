@@ -49,6 +49,19 @@ def brokers(state: BrokerState, listener: str | None) -> list[tuple[int, str, in
     return out
 
 
+def nodes(state: BrokerState) -> dict[int, bool]:
+    return {nid: node.up or node.state is state for nid, node in sorted(_rt(state).nodes.items())}
+
+
+def stopped_brokers(state: BrokerState, listener: str | None) -> list[tuple[int, str, int]]:
+    out = []
+    for nid, node in sorted(_rt(state).nodes.items()):
+        if not (node.up or node.state is state):
+            host, port = node.address(listener)
+            out.append((nid, host, port))
+    return out
+
+
 def controller(state: BrokerState) -> int:
     live = [nid for nid, node in sorted(_rt(state).nodes.items()) if node.up]
     return live[0] if live else state.node_id
@@ -146,6 +159,12 @@ class ClusterPlacement:
 
     def brokers(self, listener: str | None) -> list[tuple[int, str, int]]:
         return brokers(self.state, listener)
+
+    def nodes(self) -> dict[int, bool]:
+        return nodes(self.state)
+
+    def stopped_brokers(self, listener: str | None) -> list[tuple[int, str, int]]:
+        return stopped_brokers(self.state, listener)
 
     def controller(self) -> int:
         return controller(self.state)

@@ -61,6 +61,7 @@ INDEX: dict[int, tuple[str, int, int]] = {
     57: ("update_features", 0, 2),  # UpdateFeatures
     60: ("describe_cluster", 0, 2),  # DescribeCluster
     61: ("describe_producers", 0, 0),  # DescribeProducers
+    64: ("kraft_control", 0, 0),  # UnregisterBroker
     65: ("describe_transactions", 0, 0),  # DescribeTransactions
     66: ("list_transactions", 0, 2),  # ListTransactions
     68: ("consumer_group_heartbeat", 0, 1),  # ConsumerGroupHeartbeat
@@ -71,6 +72,8 @@ INDEX: dict[int, tuple[str, int, int]] = {
     77: ("share_group_describe", 0, 1),  # ShareGroupDescribe
     78: ("share_fetch", 0, 2),  # ShareFetch
     79: ("share_acknowledge", 0, 2),  # ShareAcknowledge
+    80: ("kraft_control", 0, 1),  # AddRaftVoter
+    81: ("kraft_control", 0, 0),  # RemoveRaftVoter
     83: ("initialize_share_group_state", 0, 0),  # InitializeShareGroupState
     84: ("read_share_group_state", 0, 0),  # ReadShareGroupState
     85: ("write_share_group_state", 0, 1),  # WriteShareGroupState
@@ -82,4 +85,5 @@ INDEX: dict[int, tuple[str, int, int]] = {
     91: ("alter_share_group_offsets", 0, 0),  # AlterShareGroupOffsets
     92: ("delete_share_group_offsets", 0, 0),  # DeleteShareGroupOffsets
     93: ("streams_group_topology_description_update", 0, 0),  # StreamsGroupTopologyDescriptionUpdate
+    94: ("kraft_control", 0, 0),  # UnregisterController
 }

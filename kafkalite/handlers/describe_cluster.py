@@ -1,5 +1,7 @@
 """DescribeCluster (key 60): v0–v2 (v1 must be offered: kafka-python 3.0's describe_cluster() breaks on v0 only).
-v2 (KIP-1073) may ask for fenced brokers too and marks each broker IsFenced: kafkalite's brokers are never fenced.
+v2 (KIP-1073) may ask for fenced brokers too and marks each broker IsFenced: a running kafkalite broker is never
+fenced; a stopped broker of a cluster is, as a Kafka broker after its controlled shutdown, until UnregisterBroker
+removes its registration (``kafkalite.metadata.registrations``).
 
 One broker, which is also reported as the controller. EndpointType (v1+): 1 = brokers (answered), 2 = controllers:
 MISMATCHED_ENDPOINT_TYPE (this is a broker endpoint; clients must ask a controller's, and we have none separately),
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.handlers.registry import RequestContext, handler
+from kafkalite.metadata import registrations
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DescribeClusterRequest, DescribeClusterResponse
 
@@ -28,6 +31,11 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
                                        cluster_id="", controller_id=-1, brokers=[])
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=n, host=h, port=p, rack=None)
                for n, h, p in state.placement.brokers(ctx.listener)]   # the running ones, in a cluster
+    if ctx.version >= 2 and req.include_fenced_brokers:
+        registered = registrations.of(state.metadata).registered_brokers(state.placement.nodes())
+        brokers += [DescribeClusterResponse.DescribeClusterBroker(broker_id=n, host=h, port=p, rack=None, is_fenced=True)
+                    for n, h, p in state.placement.stopped_brokers(ctx.listener) if n in registered]
+        brokers.sort(key=lambda x: x.broker_id)
     controller = state.placement.controller()
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=1,

@@ -89,6 +89,10 @@ ALLOWED: dict[int, set[int]] = {
           E.COORDINATOR_NOT_AVAILABLE, E.COORDINATOR_LOAD_IN_PROGRESS},
     66: {E.COORDINATOR_NOT_AVAILABLE, E.COORDINATOR_LOAD_IN_PROGRESS, E.NOT_COORDINATOR},          # ListTransactions
     75: {*TOPIC_ERRORS},                                                                           # DescribeTopicPartitions
+    64: {E.BROKER_ID_NOT_REGISTERED},                                                              # UnregisterBroker
+    94: {E.CONTROLLER_ID_NOT_REGISTERED},                                                          # UnregisterController
+    80: {E.INCONSISTENT_CLUSTER_ID, E.DUPLICATE_VOTER},                                            # AddRaftVoter
+    81: {E.INCONSISTENT_CLUSTER_ID, E.VOTER_NOT_FOUND},                                            # RemoveRaftVoter
 }
 ADMIN_APIS = sorted(k for k in ALLOWED if registry.lookup(k) is not None)
 

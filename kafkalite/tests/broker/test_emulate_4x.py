@@ -13,9 +13,9 @@ from kafkalite.tests.support.rawclient import RawClient
 from kafkalite_wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
 #: what Kafka 4.3/4.4 advertise that kafkalite does not (key -> kafkalite's highest version, None: not at all)
-NOT_SERVED = {
+NOT_SERVED: dict[int, int | None] = {
     # 27 WriteTxnMarkers: served (Admin.abortTransaction)
-    64: None, 80: None, 81: None, 94: None,   # KRaft registration and voters
+    # 64, 80, 81, 94 the KRaft controller's admin APIs: served (kafkalite/handlers/kraft_control.py)
     # 83-87 the share coordinator's state RPCs: served
 }
 
