@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkalite.metadata.features import ELR_FEATURE
 from kafkalite_wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -34,8 +34,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIN_ISR = "min.insync.replicas"
+#: the feature (named here, not imported from kafkalite.metadata.features: a broker starts without that module)
+ELR_FEATURE = "eligible.leader.replicas.version"
 CLUSTER_REMOVAL = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
 BROKER_LEVEL = "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+
+
+#: the emulation profiles whose feature table finalizes ELR at 1 (``kafkalite.metadata.features``; a unit test
+#: keeps the two equal) and the file UpdateFeatures writes: a broker starting on a data dir with no such file has
+#: its profile's levels, so start decides without importing the feature tables (~4 ms)
+ELR_BY_DEFAULT = frozenset({"4.3", "4.4", "3.9+4.4"})
+FEATURES_FILE = "kafkalite-features.json"
 
 
 def elr_on(state: BrokerState) -> bool:
@@ -43,10 +52,16 @@ def elr_on(state: BrokerState) -> bool:
     return state.features.levels.get(ELR_FEATURE, 0) >= 1
 
 
-def ensure_cluster_min_isr(state: BrokerState) -> bool:
+def _elr_on_at_start(state: BrokerState) -> bool:
+    if not (Path(state.metadata.dir) / FEATURES_FILE).exists():
+        return state.config.emulate_kafka in ELR_BY_DEFAULT
+    return elr_on(state)
+
+
+def ensure_cluster_min_isr(state: BrokerState, *, at_start: bool = False) -> bool:
     """With ELR on and no cluster-level min.insync.replicas: write the static one there, drop per-broker ones
     (persisted; every running broker of the room sees it). -> whether anything changed."""
-    if not elr_on(state):
+    if not (_elr_on_at_start(state) if at_start else elr_on(state)):
         return False
     by_resource = state.configs.by_resource
     changed = False

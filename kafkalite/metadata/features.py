@@ -67,7 +67,6 @@ class Feature:
 
 
 FINALIZED_EPOCH = 0
-ELR_FEATURE = "eligible.leader.replicas.version"   # KIP-966 (kafkalite.cluster.elr, kafkalite.metadata.elr_configs)
 
 #: emulation profile (kafkalite.config.releases; None = no cap, kafkalite presents itself as 3.9) -> features
 FEATURES: dict[str | None, tuple[Feature, ...]] = {

@@ -483,7 +483,7 @@ async def serve(config: BrokerConfig, *, shutdown: trio.Event | None = None, met
     if attach is not None:
         attach(state)
     # eligible leader replicas on (KIP-966): the cluster-level min.insync.replicas Kafka's bootstrap writes
-    elr_configs.ensure_cluster_min_isr(state)
+    elr_configs.ensure_cluster_min_isr(state, at_start=True)
     try:   # TLS contexts and SASL settings per listener (reads key stores): a bad one is a config error
         state.listener_security = security_listeners.build_all(config, state.scram, state.tokens)
     except BaseException:
