@@ -548,12 +548,6 @@ def test_share_group_on_a_three_broker_cluster_confluent_kafka(three_brokers):
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(2)]
     for t in threads:
         t.start()
-    # the records come once the four have joined, in 20 rounds: produced all at once before, one member's first
-    # ShareFetch can acquire every record (Kafka 4.4 did, in a reference run), and nothing is left to share
-    time.sleep(5.0)
-    for r in range(n // 10):
-        produce(bs, topic, 10, start=10 * r)
-        time.sleep(0.1)
     deadline = time.monotonic() + 60
     while sum(map(len, got.values())) < n and time.monotonic() < deadline and not errors:
         time.sleep(0.2)

@@ -55,10 +55,21 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port, never one this process handed out before: the kernel may give a just-closed ephemeral
+    port again at once, and two listeners of one server on the same port make Kafka refuse to start (a CI run
+    saw PLAINTEXT and SASL_PLAINTEXT both on one port)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise RuntimeError("no free loopback port not handed out before")
 
 
 class BrokerProcess:

@@ -415,11 +415,11 @@ def read_properties(path: Path) -> dict[str, str]:
 
 
 def _free_port() -> int:
-    import socket
+    from harness.broker import (
+        _free_port as free,  # one set of handed-out ports (broker.py imports this module)
+    )
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free()
 
 
 def _listeners(value: str) -> list[tuple[str, str]]:
