@@ -77,7 +77,10 @@ class OffsetReader:
                 time.sleep(1.0)
         raise KafkaMetadataError(f"cannot fetch topic metadata: {last}") from last
 
-    def _list_offsets(self, specs: Mapping[TopicPartition, Any]) -> dict[TopicPartition, int]:
+    def _list_offsets(self, specs: Mapping[TopicPartition, Any], *, by_time: bool = False) -> dict[TopicPartition, int]:
+        """Offsets per partition, retried on errors. An earliest/latest answer below 0 (librdkafka's -1001,
+        OFFSET_INVALID, seen once right after a broker restart) is no offset: asked again, never taken for the
+        log's start or end (a source would report data loss). By timestamp, -1 is an answer: no such record."""
         if not specs:
             return {}
         from confluent_kafka import IsolationLevel
@@ -90,7 +93,10 @@ class OffsetReader:
                 futures = self._client().list_offsets(
                     {KTP(t, p): spec for (t, p), spec in specs.items()},
                     isolation_level=level, request_timeout=self._timeout)
-                return {(ktp.topic, ktp.partition): int(f.result().offset) for ktp, f in futures.items()}
+                got = {(ktp.topic, ktp.partition): int(f.result().offset) for ktp, f in futures.items()}
+                if not by_time and any(o < 0 for o in got.values()):
+                    raise ValueError(f"no offset in the answer: {got}")
+                return got
             except Exception as exc:
                 last = exc
                 self._check_auth()
@@ -111,4 +117,4 @@ class OffsetReader:
         """Earliest offset with timestamp >= the given one, or -1 where no record qualifies."""
         from confluent_kafka.admin import OffsetSpec
 
-        return self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()})
+        return self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()}, by_time=True)
