@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.coordinator.share import shard
-from kafkalite.coordinator.share.coordinator_state import keys_by_topic, run
+from kafkalite.coordinator.share.coordinator_state import NOT_AVAILABLE, every_partition, keys_by_topic, run
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import DeleteShareGroupStateRequest, DeleteShareGroupStateResponse
@@ -21,9 +21,7 @@ OP = "delete share group state"
 
 
 def _all_error(req: DeleteShareGroupStateRequest, code: int, message: str) -> DeleteShareGroupStateResponse:
-    return R(results=[R.DeleteStateResult(topic_id=t.topic_id, partitions=[
-        R.PartitionResult(partition=p.partition, error_code=code, error_message=message) for p in t.partitions])
-        for t in req.topics])
+    return every_partition(R, R.DeleteStateResult, req, code, message)
 
 
 @handler(DeleteShareGroupStateRequest, min_version=0, max_version=0)
@@ -32,7 +30,7 @@ async def delete_share_group_state(ctx: RequestContext, req: DeleteShareGroupSta
     if not authz.cluster_allowed(ctx, authz.Op.CLUSTER_ACTION):
         return _all_error(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, authz.CLUSTER_DENIED_MESSAGE)
     if ctx.broker.shares is None:
-        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, "Share coordinator is not available.")
+        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, NOT_AVAILABLE)
     if not req.group_id or not req.topics or any(not t.partitions for t in req.topics):
         return R(results=[])
     topics = keys_by_topic(req.group_id, req.topics)

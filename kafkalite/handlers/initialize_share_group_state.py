@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.coordinator.share import shard
-from kafkalite.coordinator.share.coordinator_state import keys_by_topic, run
+from kafkalite.coordinator.share.coordinator_state import NOT_AVAILABLE, every_partition, keys_by_topic, run
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode
 from kafkalite_wire.messages import InitializeShareGroupStateRequest, InitializeShareGroupStateResponse
@@ -21,9 +21,7 @@ OP = "initialize share group state"
 
 
 def _all_error(req: InitializeShareGroupStateRequest, code: int, message: str) -> InitializeShareGroupStateResponse:
-    return R(results=[R.InitializeStateResult(topic_id=t.topic_id, partitions=[
-        R.PartitionResult(partition=p.partition, error_code=code, error_message=message) for p in t.partitions])
-        for t in req.topics])
+    return every_partition(R, R.InitializeStateResult, req, code, message)
 
 
 @handler(InitializeShareGroupStateRequest, min_version=0, max_version=0)
@@ -32,7 +30,7 @@ async def initialize_share_group_state(ctx: RequestContext, req: InitializeShare
     if not authz.cluster_allowed(ctx, authz.Op.CLUSTER_ACTION):
         return _all_error(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, authz.CLUSTER_DENIED_MESSAGE)
     if ctx.broker.shares is None:
-        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, "Share coordinator is not available.")
+        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, NOT_AVAILABLE)
     if not req.group_id or not req.topics:
         return R(results=[])
     asked = {(t.topic_id, p.partition): p for t in req.topics for p in t.partitions}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.coordinator.share import shard
-from kafkalite.coordinator.share.coordinator_state import keys_by_topic, run
+from kafkalite.coordinator.share.coordinator_state import NOT_AVAILABLE, every_partition, keys_by_topic, run
 from kafkalite.coordinator.share.records import ShareKey
 from kafkalite.coordinator.share.state import PersistedState
 from kafkalite.handlers.registry import RequestContext, handler
@@ -24,9 +24,7 @@ OP = "read share group state"
 
 
 def _all_error(req: ReadShareGroupStateRequest, code: int, message: str) -> ReadShareGroupStateResponse:
-    return R(results=[R.ReadStateResult(topic_id=t.topic_id, partitions=[
-        R.PartitionResult(partition=p.partition, error_code=code, error_message=message) for p in t.partitions])
-        for t in req.topics])
+    return every_partition(R, R.ReadStateResult, req, code, message)
 
 
 def _result(k: ShareKey, outcome: shard.Outcome, st: PersistedState | None) -> R.PartitionResult:
@@ -48,7 +46,7 @@ async def read_share_group_state(ctx: RequestContext, req: ReadShareGroupStateRe
         return R(results=[])
     svc = ctx.broker.shares
     if svc is None:
-        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, "Share coordinator is not available.")
+        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, NOT_AVAILABLE)
     asked = {(t.topic_id, p.partition): p.leader_epoch for t in req.topics for p in t.partitions}
     per_snapshot = max(svc.config.updates_per_snapshot, 1)
     topics = keys_by_topic(req.group_id, req.topics)

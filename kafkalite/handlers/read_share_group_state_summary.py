@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.coordinator.share.coordinator_reads import read_summaries
+from kafkalite.coordinator.share.coordinator_state import NOT_AVAILABLE, every_partition
 from kafkalite.coordinator.share.records import ShareKey
 from kafkalite.handlers.registry import RequestContext, handler
 from kafkalite_wire.errors import ErrorCode
@@ -20,9 +21,7 @@ OP = "read share group state summary"
 
 
 def _all_error(req: ReadShareGroupStateSummaryRequest, code: int, message: str) -> ReadShareGroupStateSummaryResponse:
-    return R(results=[R.ReadStateSummaryResult(topic_id=t.topic_id, partitions=[
-        R.PartitionResult(partition=p.partition, error_code=code, error_message=message) for p in t.partitions])
-        for t in req.topics])
+    return every_partition(R, R.ReadStateSummaryResult, req, code, message)
 
 
 @handler(ReadShareGroupStateSummaryRequest, min_version=0, max_version=1)
@@ -31,7 +30,7 @@ async def read_share_group_state_summary(ctx: RequestContext, req: ReadShareGrou
     if not authz.cluster_allowed(ctx, authz.Op.CLUSTER_ACTION):
         return _all_error(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, authz.CLUSTER_DENIED_MESSAGE)
     if ctx.broker.shares is None:
-        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, "Share coordinator is not available.")
+        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, NOT_AVAILABLE)
     if not req.group_id or not req.topics or any(not t.partitions for t in req.topics):
         return R(results=[])
     keys = [ShareKey(req.group_id, t.topic_id, p.partition) for t in req.topics for p in t.partitions]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kafkalite import authz
 from kafkalite.coordinator.share import shard
-from kafkalite.coordinator.share.coordinator_state import keys_by_topic, run
+from kafkalite.coordinator.share.coordinator_state import NOT_AVAILABLE, every_partition, keys_by_topic, run
 from kafkalite.coordinator.share.partition import StateBatch
 from kafkalite.coordinator.share.records import ShareKey
 from kafkalite.handlers.registry import RequestContext, handler
@@ -25,9 +25,7 @@ OP = "write share group state"
 
 
 def _all_error(req: WriteShareGroupStateRequest, code: int, message: str) -> WriteShareGroupStateResponse:
-    return R(results=[R.WriteStateResult(topic_id=t.topic_id, partitions=[
-        R.PartitionResult(partition=p.partition, error_code=code, error_message=message) for p in t.partitions])
-        for t in req.topics])
+    return every_partition(R, R.WriteStateResult, req, code, message)
 
 
 @handler(WriteShareGroupStateRequest, min_version=0, max_version=1)
@@ -39,7 +37,7 @@ async def write_share_group_state(ctx: RequestContext, req: WriteShareGroupState
         return R(results=[])
     svc = ctx.broker.shares
     if svc is None:
-        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, "Share coordinator is not available.")
+        return _all_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, NOT_AVAILABLE)
     asked = {(t.topic_id, p.partition): p for t in req.topics for p in t.partitions}
     per_snapshot = max(svc.config.updates_per_snapshot, 1)
 

@@ -149,6 +149,22 @@ def _reload_share_partition(svc: Any, key: ShareKey, shard: Shard) -> None:
     owner.wake()
 
 
+#: the message of every partition's COORDINATOR_NOT_AVAILABLE when share groups are off (no share coordinator)
+NOT_AVAILABLE = "Share coordinator is not available."
+
+
+Resp = TypeVar("Resp")
+
+
+def every_partition(response: type[Resp], result: Any, req: Any, code: int, message: str) -> Resp:
+    """A state RPC's answer giving each partition the request names one error (``response`` the response class,
+    ``result`` its per-topic result class): authorization refused or no share coordinator."""
+    part: Any = response.PartitionResult   # type: ignore[attr-defined]
+    return response(results=[result(topic_id=t.topic_id, partitions=[  # type: ignore[call-arg]
+        part(partition=p.partition, error_code=code, error_message=message)
+        for p in t.partitions]) for t in req.topics])
+
+
 def keys_by_topic(group: str, topics: Sequence[Any]) -> list[tuple[Any, list[ShareKey]]]:
     """The share-partitions a request names, per topic id in first-seen order, each once (Kafka collects them
     in a map per topic id and partition: a repeated one is answered once)."""
